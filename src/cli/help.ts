@@ -1,0 +1,34 @@
+/** The `--help` text: every command and every setting (SPEC §2). */
+export const HELP = `sessiontap — a transparent tap for the Anthropic Messages API that mirrors every
+Claude Code conversation to per-session JSONL files.
+
+Usage:
+  sessiontap [serve] [--port N] [--host ADDR] [--upstream URL] [--mirror-dir DIR] [--no-mirror]
+  sessiontap list    [--mirror-dir DIR] [--json]
+  sessiontap show    SESSION [--mirror-dir DIR] [--json]
+  sessiontap export  SESSION [--mirror-dir DIR] [--format md|html|jsonl] [--out FILE]
+  sessiontap restore SESSION [--mirror-dir DIR] [--claude-dir DIR] [--cwd DIR] [--dry-run] [--force]
+  sessiontap verify  [--mirror-dir DIR] [--repair]
+  sessiontap doctor  [--mirror-dir DIR] [--claude-dir DIR]
+  sessiontap --help | --version
+
+Then point Claude Code at it:
+  export ANTHROPIC_BASE_URL=http://127.0.0.1:8787
+
+Settings (flag, then environment, then default):
+  --port N            SESSIONTAP_PORT              8787 (0 picks a free port)
+  --host ADDR         SESSIONTAP_HOST              127.0.0.1
+  --upstream URL      SESSIONTAP_UPSTREAM          https://api.anthropic.com
+  --mirror-dir DIR    SESSIONTAP_MIRROR_DIR        ~/.claude/session-mirrors
+  --no-mirror         SESSIONTAP_MIRROR=on|off     on
+                      SESSIONTAP_MAX_BYTES         104857600 (rotate the active file at 100 MiB)
+                      SESSIONTAP_RETENTION_DAYS    30 (0 turns the retention sweep off)
+                      SESSIONTAP_MAX_SESSIONS      1024 (sessions kept in memory, LRU)
+                      SESSIONTAP_INCLUDE_THINKING  true (false drops thinking blocks)
+                      SESSIONTAP_HOLD_BACK_MS      250 (longest wait of a final event for its write)
+                      SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
+  --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude
+  --store URL         SESSIONTAP_STORE             none (files only)
+
+Exit status: 0 success, 1 the command found a problem, 2 a usage error.
+`;

@@ -1,0 +1,164 @@
+/**
+ * Settings from flags, then environment, then defaults (SPEC §2). Pure: (argv, env, home) → frozen
+ * Config, or a UsageError naming the one setting that is wrong.
+ */
+
+/** A bad flag or value: one line on stderr, exit status 2 (SPEC §2). */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** The subcommands of SPEC §2. */
+export const COMMANDS = ["serve", "list", "show", "export", "restore", "verify", "doctor"] as const;
+/** One of the subcommands. */
+export type Command = (typeof COMMANDS)[number];
+
+/** Everything the tap and its commands read from the outside world, resolved once. */
+export interface Config {
+  command: Command | "help" | "version";
+  positional: string[];
+  port: number;
+  host: string;
+  upstream: string;
+  mirrorDir: string;
+  mirror: boolean;
+  maxBytes: number;
+  retentionDays: number;
+  maxSessions: number;
+  includeThinking: boolean;
+  claudeDir: string;
+  store: string | null;
+  json: boolean;
+  format: "md" | "html" | "jsonl";
+  out: string | null;
+  cwd: string | null;
+  dryRun: boolean;
+  force: boolean;
+  repair: boolean;
+  /** How long SIGTERM waits for in-flight responses before closing them. */
+  drainMs: number;
+  /** How long the final event of a response waits for its mirror write (SPEC §4 "Writes"). */
+  holdBackMs: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+const VALUE_FLAGS = new Set([
+  "--port", "--host", "--upstream", "--mirror-dir", "--claude-dir", "--store", "--format", "--out", "--cwd",
+]);
+const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--help", "-h", "--version", "-V"]);
+
+/** Splits argv into the command, its positional arguments and its flags; rejects unknown flags. */
+function splitArgs(argv: string[]): { command: string | null; positional: string[]; flags: Map<string, string | true> } {
+  const flags = new Map<string, string | true>();
+  const positional: string[] = [];
+  let command: string | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg.startsWith("-") && arg !== "-") {
+      const eq = arg.indexOf("=");
+      const name = eq > 0 ? arg.slice(0, eq) : arg;
+      if (VALUE_FLAGS.has(name)) {
+        const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+        if (value === undefined) throw new UsageError(`${name} needs a value`);
+        flags.set(name, value);
+      } else if (BOOL_FLAGS.has(name) && eq < 0) {
+        flags.set(name, true);
+      } else {
+        throw new UsageError(`unknown option ${name} (see sessiontap --help)`);
+      }
+    } else if (command === null) {
+      command = arg;
+    } else {
+      positional.push(arg);
+    }
+  }
+  return { command, positional, flags };
+}
+
+/** Reads a setting: flag first, then environment variable, then the default. */
+function pick(flags: Map<string, string | true>, flag: string | null, env: Env, envName: string | null): string | undefined {
+  const fromFlag = flag ? flags.get(flag) : undefined;
+  if (typeof fromFlag === "string") return fromFlag;
+  const fromEnv = envName ? env[envName] : undefined;
+  return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv;
+}
+
+/** Parses a whole number in [min, max] or throws a UsageError naming the setting. */
+function integer(name: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name} must be a whole number, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new UsageError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+/** Parses on/off style booleans. */
+function onOff(name: string, raw: string, yes: string[], no: string[]): boolean {
+  const v = raw.trim().toLowerCase();
+  if (yes.includes(v)) return true;
+  if (no.includes(v)) return false;
+  throw new UsageError(`${name} must be ${yes[0]} or ${no[0]}, got "${raw}"`);
+}
+
+/** Validates the upstream: an http(s) URL without query or credentials; returns it without a trailing slash. */
+function upstreamUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must be an http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must be an http(s) URL, got "${raw}"`);
+  }
+  if (url.username || url.password || url.search || url.hash) {
+    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must not carry credentials, a query or a fragment`);
+  }
+  return url.origin + url.pathname.replace(/\/+$/, "");
+}
+
+/** Resolves argv + env into a frozen Config (SPEC §2 table). `home` is the user's home directory. */
+export function parseConfig(argv: string[], env: Env, home: string): Readonly<Config> {
+  const { command: rawCommand, positional, flags } = splitArgs(argv);
+  let command: Config["command"];
+  if (flags.has("--help") || flags.has("-h") || rawCommand === "help") command = "help";
+  else if (flags.has("--version") || flags.has("-V")) command = "version";
+  else if (rawCommand === null) command = "serve";
+  else if ((COMMANDS as readonly string[]).includes(rawCommand)) command = rawCommand as Command;
+  else throw new UsageError(`unknown command "${rawCommand}" (see sessiontap --help)`);
+
+  const portRaw = pick(flags, "--port", env, "SESSIONTAP_PORT") ?? "8787";
+  const port = integer("port (--port / SESSIONTAP_PORT)", portRaw, 0, 65535);
+  const host = pick(flags, "--host", env, "SESSIONTAP_HOST") ?? "127.0.0.1";
+  if (!/^[A-Za-z0-9.:\-\[\]%]+$/.test(host)) throw new UsageError(`host (--host / SESSIONTAP_HOST) is not an address: "${host}"`);
+  const upstream = upstreamUrl(pick(flags, "--upstream", env, "SESSIONTAP_UPSTREAM") ?? "https://api.anthropic.com");
+  const mirrorDir = expandHome(pick(flags, "--mirror-dir", env, "SESSIONTAP_MIRROR_DIR") ?? "~/.claude/session-mirrors", home);
+  const mirrorEnv = env.SESSIONTAP_MIRROR;
+  let mirror = mirrorEnv === undefined || mirrorEnv === "" ? true : onOff("SESSIONTAP_MIRROR", mirrorEnv, ["on"], ["off"]);
+  if (flags.has("--no-mirror")) mirror = false;
+  const maxBytes = integer("SESSIONTAP_MAX_BYTES", env.SESSIONTAP_MAX_BYTES || "104857600", 1024, Number.MAX_SAFE_INTEGER);
+  const retentionDays = integer("SESSIONTAP_RETENTION_DAYS", env.SESSIONTAP_RETENTION_DAYS || "30", 0, 36500);
+  const maxSessions = integer("SESSIONTAP_MAX_SESSIONS", env.SESSIONTAP_MAX_SESSIONS || "1024", 1, 10_000_000);
+  const thinkingRaw = env.SESSIONTAP_INCLUDE_THINKING;
+  const includeThinking = thinkingRaw ? onOff("SESSIONTAP_INCLUDE_THINKING", thinkingRaw, ["true"], ["false"]) : true;
+  const claudeDir = expandHome(pick(flags, "--claude-dir", env, "CLAUDE_CONFIG_DIR") ?? "~/.claude", home);
+  const store = pick(flags, "--store", env, "SESSIONTAP_STORE") ?? null;
+  const format = pick(flags, "--format", env, null) ?? "md";
+  if (format !== "md" && format !== "html" && format !== "jsonl") throw new UsageError(`--format must be md, html or jsonl, got "${format}"`);
+  const drainMs = integer("SESSIONTAP_DRAIN_MS", env.SESSIONTAP_DRAIN_MS || "10000", 0, 600_000);
+  const holdBackMs = integer("SESSIONTAP_HOLD_BACK_MS", env.SESSIONTAP_HOLD_BACK_MS || "250", 0, 10_000);
+  const str = (f: string) => (typeof flags.get(f) === "string" ? (flags.get(f) as string) : null);
+
+  return Object.freeze({
+    command, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
+    includeThinking, claudeDir, store, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
+    dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs,
+  });
+}
+
+/** Expands a leading "~" to the home directory, as a shell would. */
+function expandHome(path: string, home: string): string {
+  if (path === "~") return home;
+  if (path.startsWith("~/")) return home.replace(/\/+$/, "") + path.slice(1);
+  return path;
+}

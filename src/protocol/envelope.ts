@@ -1,0 +1,100 @@
+/**
+ * Shapes transcript records in Claude Code's envelope (SPEC §4 "Records"). Pure: the caller supplies
+ * uuids, parents and the time.
+ */
+import { isObject, type AssistantMessage, type Json } from "./sse-accumulator.ts";
+
+/** What every record of one request shares. */
+export interface EnvelopeBase {
+  sessionId: string | null;
+  cwd: string | null;
+  gitBranch: string | null;
+  entrypoint: string;
+  version: string;
+  isSidechain: boolean;
+  agentId: string | null;
+}
+
+/** One mirrored record, as written (one JSON line). */
+export type MirrorRecord = Json & { type: string; uuid: string; parentUuid: string | null; message: Json };
+
+/** Where a record sits and when it was made. */
+export interface Placement {
+  uuid: string;
+  parentUuid: string | null;
+  timestamp: string;
+  reconstructed?: boolean;
+}
+
+/** Reads Claude Code's environment block: working directory, git branch and entrypoint (null when absent). */
+export function readEnvironment(system: unknown, messages: unknown[]): { cwd: string | null; gitBranch: string | null; entrypoint: string | null } {
+  const texts: string[] = [];
+  collectText(system, texts);
+  for (const m of messages) if (isObject(m) && m.role === "system") collectText(m.content, texts);
+  let cwd: string | null = null;
+  let gitBranch: string | null = null;
+  let entrypoint: string | null = null;
+  for (const text of texts) {
+    cwd ??= /^[ \t]*-?[ \t]*(?:Primary working directory|Working directory):[ \t]*(\S.*?)[ \t]*$/m.exec(text)?.[1] ?? null;
+    gitBranch ??= /^[ \t]*Current branch:[ \t]*(\S+)[ \t]*$/m.exec(text)?.[1] ?? null;
+    entrypoint ??= /cc_entrypoint=([A-Za-z0-9_.-]+)/.exec(text)?.[1] ?? null;
+  }
+  return { cwd, gitBranch, entrypoint };
+}
+
+/** Gathers the text of a string or of the text blocks in a block list. */
+function collectText(value: unknown, into: string[]): void {
+  if (typeof value === "string") into.push(value);
+  else if (Array.isArray(value)) for (const b of value) if (isObject(b) && typeof b.text === "string") into.push(b.text);
+}
+
+/** The keys every record starts with, in Claude Code's order. */
+function head(type: string, base: EnvelopeBase, at: Placement): Json {
+  const out: Json = {
+    parentUuid: at.parentUuid,
+    isSidechain: base.isSidechain,
+    type,
+    uuid: at.uuid,
+    timestamp: at.timestamp,
+    sessionId: base.sessionId,
+    cwd: base.cwd,
+    version: base.version,
+    userType: "external",
+    entrypoint: base.entrypoint,
+  };
+  if (base.gitBranch !== null) out.gitBranch = base.gitBranch;
+  if (base.agentId !== null) out.agentId = base.agentId;
+  return out;
+}
+
+/** Closes a record: the provenance marker, and `reconstructed` when it was rebuilt from history. */
+function tail(record: Json, at: Placement): MirrorRecord {
+  record.source = "sessiontap";
+  if (at.reconstructed) record.reconstructed = true;
+  return record as MirrorRecord;
+}
+
+/** A user record (a prompt or tool results). */
+export function userRecord(base: EnvelopeBase, at: Placement, content: unknown): MirrorRecord {
+  return tail({ ...head("user", base, at), message: { role: "user", content } }, at);
+}
+
+/**
+ * A record for a `role:"system"` message inside `messages` (Claude Code 2.1.328 sends its environment
+ * block that way): `type:"system"`, `subtype:"api_message"`, the message kept as sent.
+ */
+export function systemRecord(base: EnvelopeBase, at: Placement, content: unknown): MirrorRecord {
+  const h = head("system", base, at);
+  return tail({ ...h, subtype: "api_message", message: { role: "system", content } }, at);
+}
+
+/** An assistant record from a response the tap saw, with its `request-id`. */
+export function assistantRecord(base: EnvelopeBase, at: Placement, message: AssistantMessage, requestId: string | null): MirrorRecord {
+  return tail({ ...head("assistant", base, at), requestId, message }, at);
+}
+
+/** An assistant record rebuilt from a request's history: only what the history holds (no id, usage, requestId). */
+export function reconstructedAssistantRecord(base: EnvelopeBase, at: Placement, content: unknown): MirrorRecord {
+  const message = { type: "message", role: "assistant", content };
+  return tail({ ...head("assistant", base, at), message }, { ...at, reconstructed: true });
+}

@@ -1,0 +1,57 @@
+/**
+ * Session and agent identity of a request, and the directory names they map to (SPEC §4 "Session
+ * identity" and "Tree"). Pure.
+ */
+import { createHash } from "node:crypto";
+
+/** Who a request belongs to. `sessionId` is null for sessionless traffic (the `unknown` directory). */
+export interface RequestIdentity {
+  sessionId: string | null;
+  agentId: string | null;
+  parentAgentId: string | null;
+}
+
+const LEGACY_USER_ID = /_session_([0-9a-fA-F-]{36})$/;
+
+/** Reads `metadata.user_id`: a JSON string with `session_id`, or the legacy `…_session_<uuid>` form. */
+function sessionFromMetadata(body: unknown): string | null {
+  if (typeof body !== "object" || body === null) return null;
+  const metadata = (body as { metadata?: unknown }).metadata;
+  if (typeof metadata !== "object" || metadata === null) return null;
+  const userId = (metadata as { user_id?: unknown }).user_id;
+  if (typeof userId !== "string" || userId === "") return null;
+  if (userId.startsWith("{")) {
+    try {
+      const parsed = JSON.parse(userId) as { session_id?: unknown };
+      if (typeof parsed.session_id === "string" && parsed.session_id !== "") return parsed.session_id;
+    } catch {
+      // Not JSON after all: fall through to the legacy form, which is a plain string.
+    }
+  }
+  return LEGACY_USER_ID.exec(userId)?.[1] ?? null;
+}
+
+/** Resolves identity: header first, then `metadata.user_id` (SPEC §4). */
+export function resolveIdentity(headers: Headers, body: unknown): RequestIdentity {
+  const header = headers.get("x-claude-code-session-id");
+  const sessionId = header && header.trim() !== "" ? header.trim() : sessionFromMetadata(body);
+  const agent = headers.get("x-claude-code-agent-id");
+  const parent = headers.get("x-claude-code-parent-agent-id");
+  return {
+    sessionId,
+    agentId: agent && agent.trim() !== "" ? agent.trim() : null,
+    parentAgentId: parent && parent.trim() !== "" ? parent.trim() : null,
+  };
+}
+
+const SAFE_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * The directory name for a session or agent id: the id itself when it is made only of `[A-Za-z0-9._-]`
+ * (1–128 chars, not `.` or `..`), else `inv-<first 16 hex of sha256(id)>`, so no id can leave the root.
+ */
+export function dirName(id: string | null): string {
+  if (id === null) return "unknown";
+  if (SAFE_NAME.test(id) && id !== "." && id !== "..") return id;
+  return "inv-" + createHash("sha256").update(id, "utf8").digest("hex").slice(0, 16);
+}

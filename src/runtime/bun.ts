@@ -1,0 +1,30 @@
+/** Bun adapter: Bun.serve with the tap's options (RUNTIME-NOTES "Serving"). */
+import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
+
+/** Serves `handler` with Bun.serve: no idle timeout, so a quiet stream is never cut by the tap. */
+export function serveBun(handler: FetchHandler, options: ListenOptions): RunningServer {
+  const server = Bun.serve({
+    port: options.port,
+    hostname: options.hostname,
+    idleTimeout: 0,
+    fetch: handler,
+    error(error) {
+      options.onError(error);
+      return new Response("sessiontap: internal error", { status: 500 });
+    },
+  });
+  return {
+    port: server.port ?? options.port,
+    runtime: "bun",
+    // Bun's fetch gives up after 300 s without data unless told not to.
+    fetchInit: { timeout: false },
+    async stop(drainMs) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const drained = server.stop(false);
+      const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)));
+      await Promise.race([drained, limit]);
+      clearTimeout(timer);
+      await server.stop(true);
+    },
+  };
+}

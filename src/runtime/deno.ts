@@ -1,0 +1,49 @@
+/** Deno adapter: Deno.serve; run with --unstable-no-legacy-abort (RUNTIME-NOTES "Client disconnect"). */
+import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
+
+// Declared here, not pulled from Deno's types, so the shared type-check does not need them.
+declare const Deno: {
+  serve(
+    options: { port: number; hostname: string; signal?: AbortSignal; onListen?: (addr: { port: number }) => void; onError?: (e: unknown) => Response },
+    handler: FetchHandler,
+  ): { addr: { port: number }; shutdown(): Promise<void>; finished: Promise<void> };
+};
+
+/** Serves `handler` with Deno.serve (no idle timeout of its own). */
+export function serveDeno(handler: FetchHandler, options: ListenOptions): RunningServer {
+  // Cuts what is still in flight past the drain bound, through each request's signal (it aborts the
+  // upstream fetch, which ends the response). Not Deno.serve's own `signal`: aborting that once shutdown()
+  // has begun raises an uncaught BadResource in Deno 2.9 and the process exits 1.
+  const cut = new AbortController();
+  const server = Deno.serve(
+    {
+      port: options.port,
+      hostname: options.hostname,
+      onListen: () => {},
+      onError(error) {
+        options.onError(error);
+        return new Response("sessiontap: internal error", { status: 500 });
+      },
+    },
+    (request) => handler(new Request(request, { signal: AbortSignal.any([request.signal, cut.signal]) })),
+  );
+  /** Waits for `promise`, at most `ms`; true when it settled in time. */
+  const within = async (promise: Promise<void>, ms: number): Promise<boolean> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const limit = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    const settled = await Promise.race([promise.then(() => true), limit]);
+    clearTimeout(timer);
+    return settled;
+  };
+  return {
+    port: server.addr.port,
+    runtime: "deno",
+    fetchInit: {},
+    async stop(drainMs) {
+      const finished = server.shutdown();
+      if (await within(finished, drainMs)) return;
+      cut.abort(new Error("sessiontap: stopping"));
+      await within(finished, 1000);
+    },
+  };
+}

@@ -1,0 +1,19 @@
+/** Picks the runtime adapter for the runtime we are on. */
+import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
+
+/** "bun" or "deno": the runtime running this code. */
+export function runtimeName(): "bun" | "deno" {
+  return typeof (globalThis as { Bun?: unknown }).Bun !== "undefined" ? "bun" : "deno";
+}
+
+/** Starts listening with the current runtime's adapter. */
+export async function listen(handler: FetchHandler, options: ListenOptions): Promise<RunningServer> {
+  if (runtimeName() === "bun") return (await import("./bun.ts")).serveBun(handler, options);
+  return (await import("./deno.ts")).serveDeno(handler, options);
+}
+
+/** The command-line arguments after the program (and script) name, on either runtime. */
+export function commandArgs(): string[] {
+  const deno = (globalThis as { Deno?: { args: string[] } }).Deno;
+  return deno !== undefined ? [...deno.args] : process.argv.slice(2);
+}

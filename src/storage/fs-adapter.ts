@@ -1,0 +1,143 @@
+/**
+ * The filesystem adapter: the only module that touches `node:fs`. Small on purpose (Hono's adapter
+ * style), so tests can wrap any call to inject faults, and so it works on Bun, Deno and inside the
+ * compiled binary (RUNTIME-NOTES "Compiling").
+ */
+import { constants, promises as fsp } from "node:fs";
+
+/** What `lstat` reports; never follows a symlink. */
+export interface EntryInfo {
+  isFile: boolean;
+  isDirectory: boolean;
+  isSymbolicLink: boolean;
+  size: number;
+  mtimeMs: number;
+  mode: number;
+  dev: number;
+  ino: number;
+}
+
+/** A directory entry, typed without following links. */
+export interface DirEntry {
+  name: string;
+  isFile: boolean;
+  isDirectory: boolean;
+  isSymbolicLink: boolean;
+}
+
+/** The operations the mirror needs, nothing more. */
+export interface FsAdapter {
+  /** Creates a directory and its parents with `mode`. */
+  mkdir(path: string, mode: number): Promise<void>;
+  /** Appends `data` in one write (creating the file 0600), then fsyncs when `sync`. */
+  append(path: string, data: string, sync: boolean): Promise<void>;
+  /** Creates `path` with `data` only if it does not exist; false when it already did. */
+  createExclusive(path: string, data: string, sync: boolean): Promise<boolean>;
+  /** Reads a whole file as UTF-8. */
+  readText(path: string): Promise<string>;
+  /** Reads the last byte of a file, or null for an empty file. */
+  lastByte(path: string): Promise<number | null>;
+  /** lstat, or null when the path does not exist. */
+  lstat(path: string): Promise<EntryInfo | null>;
+  /** Lists a directory ([] when it does not exist). */
+  readdir(path: string): Promise<DirEntry[]>;
+  /** Removes a file. */
+  unlink(path: string): Promise<void>;
+  /** Removes an empty directory. */
+  rmdir(path: string): Promise<void>;
+  /** Renames a file. */
+  rename(from: string, to: string): Promise<void>;
+  /** Sets a mode. */
+  chmod(path: string, mode: number): Promise<void>;
+}
+
+/** True for "no such file or directory". */
+export function isNotFound(error: unknown): boolean {
+  return (error as { code?: string } | null)?.code === "ENOENT";
+}
+
+/** Writes all of `data` to an open handle and fsyncs when asked. */
+async function writeAll(handle: fsp.FileHandle, data: string, sync: boolean): Promise<void> {
+  await handle.write(data, null, "utf8");
+  if (sync) await handle.datasync();
+}
+
+/** The adapter over `node:fs/promises`. */
+export const nodeFs: FsAdapter = {
+  async mkdir(path, mode) {
+    await fsp.mkdir(path, { recursive: true, mode });
+  },
+  async append(path, data, sync) {
+    const handle = await fsp.open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    try {
+      await writeAll(handle, data, sync);
+    } finally {
+      await handle.close();
+    }
+  },
+  async createExclusive(path, data, sync) {
+    let handle: fsp.FileHandle;
+    try {
+      handle = await fsp.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    } catch (error) {
+      if ((error as { code?: string }).code === "EEXIST") return false;
+      throw error;
+    }
+    try {
+      await writeAll(handle, data, sync);
+    } finally {
+      await handle.close();
+    }
+    return true;
+  },
+  async readText(path) {
+    return await fsp.readFile(path, "utf8");
+  },
+  async lastByte(path) {
+    const handle = await fsp.open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const { size } = await handle.stat();
+      if (size === 0) return null;
+      const buffer = new Uint8Array(1);
+      await handle.read(buffer, 0, 1, size - 1);
+      return buffer[0];
+    } finally {
+      await handle.close();
+    }
+  },
+  async lstat(path) {
+    try {
+      const s = await fsp.lstat(path);
+      return {
+        isFile: s.isFile(), isDirectory: s.isDirectory(), isSymbolicLink: s.isSymbolicLink(),
+        size: s.size, mtimeMs: s.mtimeMs, mode: s.mode, dev: s.dev, ino: s.ino,
+      };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  },
+  async readdir(path) {
+    try {
+      const entries = await fsp.readdir(path, { withFileTypes: true });
+      return entries.map((e) => ({
+        name: String(e.name), isFile: e.isFile(), isDirectory: e.isDirectory(), isSymbolicLink: e.isSymbolicLink(),
+      }));
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+  },
+  async unlink(path) {
+    await fsp.unlink(path);
+  },
+  async rmdir(path) {
+    await fsp.rmdir(path);
+  },
+  async rename(from, to) {
+    await fsp.rename(from, to);
+  },
+  async chmod(path, mode) {
+    await fsp.chmod(path, mode);
+  },
+};

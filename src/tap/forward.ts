@@ -1,0 +1,88 @@
+/**
+ * Forwards one request to the upstream and streams the answer back (SPEC §3), feeding the mirror from
+ * the tee. Web-standard Request/Response only; `fetch` is injected.
+ */
+import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
+import { describe } from "../storage/events-log.ts";
+import type { Mirror } from "./mirror.ts";
+import { teeBody } from "./tee.ts";
+
+/** What forwarding needs from the outside. */
+export interface ForwardDeps {
+  /** Upstream origin (and optional base path), no trailing slash. */
+  upstream: string;
+  fetch: typeof fetch;
+  mirror: Mirror | null;
+  holdBackMs: number;
+  /** Extra fetch options a runtime needs (Bun: `timeout: false`, RUNTIME-NOTES "Serving"). */
+  fetchInit?: Record<string, unknown>;
+  /** Where errors that are not the mirror's go (never with credentials). */
+  logError: (what: string, error: unknown) => void;
+}
+
+/** Statuses whose responses carry no body (RFC 9110 §6.4.1). */
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+/** The Anthropic-shaped error answered when the upstream cannot be reached (SPEC §3). */
+export function upstreamUnreachable(message: string): Response {
+  const body = { type: "error", error: { type: "api_error", message: `sessiontap: ${message}` } };
+  return new Response(JSON.stringify(body), { status: 502, headers: { "content-type": "application/json" } });
+}
+
+/** Forwards `request` to the upstream: same method, path, query, headers (less hop-by-hop) and body bytes. */
+export async function forward(request: Request, deps: ForwardDeps): Promise<Response> {
+  const url = new URL(request.url);
+  // Only path and query are taken from the client: an absolute-form target or a Host header cannot
+  // send the tap anywhere but the configured upstream.
+  const target = deps.upstream + url.pathname + url.search;
+  const hasBody = request.method !== "GET" && request.method !== "HEAD";
+  // Buffered, not streamed: avoids runtime streamed-body regressions and keeps content-length exact.
+  const body = hasBody ? new Uint8Array(await request.arrayBuffer()) : null;
+  const observer = deps.mirror?.begin({ method: request.method, pathname: url.pathname, headers: request.headers, body }) ?? null;
+
+  const pending = deps.fetch(target, {
+    ...deps.fetchInit,
+    method: request.method,
+    headers: upstreamRequestHeaders(request.headers),
+    body,
+    redirect: "manual",
+    signal: request.signal,
+  } as RequestInit);
+  // The upstream is already working; now the mirror may read the request (SPEC §3).
+  if (observer !== null) {
+    try {
+      observer.prepare();
+    } catch (error) {
+      deps.mirror!.fail("prepare", error);
+    }
+  }
+
+  let upstream: Response;
+  try {
+    upstream = await pending;
+  } catch (error) {
+    if (request.signal.aborted) return new Response(null, { status: 499 });
+    deps.logError("upstream unreachable", error);
+    return upstreamUnreachable(`upstream ${new URL(deps.upstream).host} could not be reached (${describe(error)})`);
+  }
+
+  if (observer !== null) {
+    try {
+      observer.response(upstream.status, upstream.headers);
+    } catch (error) {
+      deps.mirror!.fail("response", error);
+    }
+  }
+  const headers = clientResponseHeaders(upstream.headers);
+  const init = { status: upstream.status, statusText: upstream.statusText, headers };
+  if (upstream.body === null || NULL_BODY.has(upstream.status) || request.method === "HEAD") {
+    if (upstream.body !== null) void upstream.body.cancel();
+    return new Response(null, init);
+  }
+  const tee = teeBody(upstream.body, observer, {
+    holdBackMs: deps.holdBackMs,
+    onObserverError: (error) => deps.mirror!.fail("stream", error),
+    clientGone: () => request.signal.aborted,
+  });
+  return new Response(tee, init);
+}

@@ -1,0 +1,180 @@
+/**
+ * The mirror's view of one request: parses its body while the upstream works, follows the response
+ * stream, and hands one commit to the mirror when the response completes or is cut short. It is the
+ * tee's second consumer; everything here may throw, the tee contains it.
+ */
+import { readEnvironment, type EnvelopeBase } from "../protocol/envelope.ts";
+import { hashMessages, type HashedMessage } from "../protocol/lineage.ts";
+import { dirName, resolveIdentity } from "../protocol/session-id.ts";
+import { isObject, messageFromJson, type Json } from "../protocol/sse-accumulator.ts";
+import { SseMessageReader } from "../protocol/sse-reader.ts";
+import type { Answer } from "../protocol/staging.ts";
+import type { StreamObserver } from "./tee.ts";
+
+/** What the mirror needs to know of a request. */
+export interface MirrorRequest {
+  method: string;
+  pathname: string;
+  headers: Headers;
+  body: Uint8Array | null;
+}
+
+/** The parts of the mirror a request reports to (kept narrow so the two modules do not import each other). */
+export interface MirrorSink {
+  commit(job: CommitJob): Promise<void>;
+  skip(reason: string, fields?: Record<string, string | number | boolean | null>): void;
+  readonly tree: { dirFor(sessionDir: string, agentDir: string | null): string };
+  readonly options: { includeThinking: boolean; version: string; clock: () => number };
+}
+
+/** One response's worth of records to add to a conversation directory. */
+export interface CommitJob {
+  dir: string;
+  scope: string;
+  sessionDir: string;
+  messages: HashedMessage[];
+  base: EnvelopeBase;
+  requestTimestamp: string;
+  answer: Answer | null;
+  kind: "complete" | "client-cut" | "upstream-cut";
+}
+
+/** Largest non-streaming body the mirror will buffer. */
+const MAX_BUFFER = 64 * 1024 * 1024;
+
+/** Fields of a parsed request that a commit needs. */
+interface Prepared {
+  dir: string;
+  scope: string;
+  sessionDir: string;
+  messages: HashedMessage[];
+  base: EnvelopeBase;
+}
+
+/** Follows one request and its response. */
+export class RequestMirror implements StreamObserver {
+  private prepared: Prepared | null = null;
+  private mirrored = false;
+  private done = false;
+  private sse = false;
+  private requestId: string | null = null;
+  private readonly reader = new SseMessageReader();
+  private readonly acc = this.reader.acc;
+  private jsonChunks: Uint8Array[] = [];
+  private jsonBytes = 0;
+
+  constructor(
+    private readonly sink: MirrorSink,
+    private readonly request: MirrorRequest,
+    private readonly startedAt: number,
+  ) {}
+
+  /** Parses the request body; called once the upstream request is under way. */
+  prepare(): void {
+    const body = this.request.body;
+    if (body === null) return this.sink.skip("no request body");
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+    } catch (error) {
+      const reason = error instanceof TypeError ? "request body is not UTF-8" : "request body is not JSON";
+      return this.sink.skip(reason, { bytes: body.byteLength });
+    }
+    if (!isObject(parsed) || !Array.isArray(parsed.messages)) return this.sink.skip("request has no messages array");
+    const identity = resolveIdentity(this.request.headers, parsed);
+    const sessionDir = dirName(identity.sessionId);
+    const agentDir = identity.agentId === null ? null : dirName(identity.agentId);
+    const env = readEnvironment(parsed.system, parsed.messages);
+    const { version } = this.sink.options;
+    this.prepared = {
+      dir: this.sink.tree.dirFor(sessionDir, agentDir),
+      scope: agentDir === null ? sessionDir : `${sessionDir}/agent-${agentDir}`,
+      sessionDir,
+      messages: hashMessages(parsed.messages),
+      base: {
+        sessionId: identity.sessionId, cwd: env.cwd, gitBranch: env.gitBranch,
+        entrypoint: env.entrypoint ?? "sessiontap", version: `sessiontap/${version}`,
+        isSidechain: identity.agentId !== null, agentId: identity.agentId,
+      },
+    };
+  }
+
+  /** Sees the response head: only a 2xx answer is mirrored (SPEC §4). */
+  response(status: number, headers: Headers): void {
+    if (this.prepared === null || status < 200 || status >= 300) return;
+    this.mirrored = true;
+    this.requestId = headers.get("request-id");
+    this.sse = (headers.get("content-type") ?? "").toLowerCase().includes("text/event-stream");
+  }
+
+  /** Sees one chunk of the body; returns the write's promise when this chunk completed the message. */
+  feed(chunk: Uint8Array): Promise<void> | undefined {
+    if (!this.mirrored || this.done) return undefined;
+    if (!this.sse) {
+      this.jsonBytes += chunk.byteLength;
+      if (this.jsonBytes > MAX_BUFFER) {
+        this.done = true;
+        this.jsonChunks = [];
+        this.sink.skip("response body too large to mirror", { bytes: this.jsonBytes });
+      } else {
+        this.jsonChunks.push(chunk);
+      }
+      return undefined;
+    }
+    this.reader.feed(chunk);
+    return this.acc.complete ? this.finish("complete") : undefined;
+  }
+
+  /** The body ended normally. */
+  end(): Promise<void> | undefined {
+    if (!this.mirrored || this.done) return undefined;
+    if (this.sse) {
+      this.reader.end();
+      // A stream that ends without message_stop was cut by the upstream (or its proxy).
+      return this.finish(this.acc.complete ? "complete" : "upstream-cut");
+    }
+    const body = new Uint8Array(this.jsonBytes);
+    let offset = 0;
+    for (const c of this.jsonChunks) {
+      body.set(c, offset);
+      offset += c.byteLength;
+    }
+    this.jsonChunks = [];
+    const parsed = JSON.parse(new TextDecoder().decode(body)) as unknown;
+    if (!isObject(parsed) || parsed.type !== "message") {
+      this.done = true;
+      this.sink.skip("response is not a message");
+      return undefined;
+    }
+    return this.finish("complete", messageFromJson(parsed as Json));
+  }
+
+  /** A non-streaming answer is only complete at its end: its last chunk waits for the write. */
+  holdsLastChunk(): boolean {
+    return this.mirrored && !this.done && !this.sse;
+  }
+
+  /** The body was cut short: by the client leaving, or by the upstream failing. */
+  abort(by: "client" | "upstream"): void {
+    if (!this.mirrored || this.done) return;
+    void this.finish(by === "client" ? "client-cut" : "upstream-cut");
+  }
+
+  /** Hands the one commit of this request to the mirror. */
+  private finish(kind: CommitJob["kind"], message = this.acc.complete ? this.acc.message(false) : null): Promise<void> {
+    this.done = true;
+    const p = this.prepared!;
+    const clock = this.sink.options.clock;
+    let answer: Answer | null = null;
+    if (kind === "complete" && message !== null) {
+      answer = { message, requestId: this.requestId, timestamp: new Date(clock()).toISOString() };
+    } else if (kind === "client-cut" && this.acc.hasContent) {
+      // The user saw this much; keep it, marked, so their last exchange is not lost (SPEC §4 "Writes").
+      answer = { message: this.acc.message(true), requestId: this.requestId, timestamp: new Date(clock()).toISOString() };
+    }
+    return this.sink.commit({
+      dir: p.dir, scope: p.scope, sessionDir: p.sessionDir, messages: p.messages, base: p.base,
+      requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind,
+    });
+  }
+}

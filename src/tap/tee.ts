@@ -1,0 +1,113 @@
+/**
+ * The tee: forwards each upstream chunk to the client as it arrives and hands the same bytes to a second
+ * consumer (the mirror). Not `ReadableStream.tee()`: that never cancels the upstream when the client
+ * leaves and buffers the slower branch without limit (RUNTIME-NOTES "Client disconnect"). A pull source
+ * keeps the client's backpressure, passes a client cancel to the upstream, and tells a client that left
+ * from an upstream that failed.
+ */
+
+/** The second consumer. Any method may throw or reject; the tee contains it. */
+export interface StreamObserver {
+  /** One chunk; a returned promise (the final event's write) may hold that chunk back, bounded. */
+  feed(chunk: Uint8Array): Promise<unknown> | undefined | void;
+  /** The body ended normally. */
+  end(): Promise<unknown> | undefined | void;
+  /** The body was cut: the client left, or the upstream failed. */
+  abort(by: "client" | "upstream"): void;
+  /**
+   * True when the observer only knows the message is complete at the end of the body (a non-streaming
+   * JSON answer): the tee then keeps the last chunk until `end()`'s write is done, bounded, so the client
+   * does not read a complete body before it is on disk.
+   */
+  holdsLastChunk?(): boolean;
+}
+
+/** How the tee behaves around its observer. */
+export interface TeeOptions {
+  /** Longest time a chunk waits for the observer's write (SPEC §4 "Writes": default 250 ms). */
+  holdBackMs: number;
+  /** Called once when the observer throws or rejects; the observer is then dropped for this body. */
+  onObserverError: (error: unknown) => void;
+  /** True when the client has gone (tells a client abort from an upstream failure when a read fails). */
+  clientGone: () => boolean;
+}
+
+/** Waits for `promise`, at most `ms`. */
+function bounded(promise: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+/** Returns the body the client reads; the observer sees the same chunks. */
+export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserver | null, options: TeeOptions): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let watching = observer;
+  let held: Uint8Array | null = null;
+
+  /** Runs one observer call; a throw or a rejection drops the observer and is reported once. */
+  const call = (fn: (o: StreamObserver) => Promise<unknown> | undefined | void): Promise<unknown> | undefined => {
+    const current = watching;
+    if (current === null) return undefined;
+    const drop = (error: unknown) => {
+      if (watching === current) {
+        watching = null;
+        options.onObserverError(error);
+      }
+    };
+    try {
+      const result = fn(current);
+      if (result && typeof (result as Promise<unknown>).then === "function") {
+        return (result as Promise<unknown>).then(undefined, drop);
+      }
+    } catch (error) {
+      drop(error);
+    }
+    return undefined;
+  };
+
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        // A pull that enqueues nothing is never called again (WHATWG streams), so a chunk that is only
+        // held back must be followed by another read in this same pull.
+        for (;;) {
+          let result: Awaited<ReturnType<typeof reader.read>>;
+          try {
+            result = await reader.read();
+          } catch (error) {
+            call((o) => o.abort(options.clientGone() ? "client" : "upstream"));
+            controller.error(error);
+            return;
+          }
+          if (result.done) {
+            const wait = call((o) => o.end());
+            if (wait) await bounded(wait, options.holdBackMs);
+            if (held !== null) controller.enqueue(held);
+            controller.close();
+            return;
+          }
+          const wait = call((o) => o.feed(result.value));
+          if (wait) await bounded(wait, options.holdBackMs);
+          let sent = false;
+          if (held !== null) {
+            controller.enqueue(held);
+            held = null;
+            sent = true;
+          }
+          if (watching?.holdsLastChunk?.() === true) held = result.value;
+          else {
+            controller.enqueue(result.value);
+            sent = true;
+          }
+          if (sent) return;
+        }
+      },
+      cancel(reason) {
+        call((o) => o.abort("client"));
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}

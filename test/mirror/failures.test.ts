@@ -1,0 +1,198 @@
+import { after, afterEach, before, beforeEach, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { loadFixture, startStub, textReply, type StubUpstream } from "../support/stub-upstream.ts";
+import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { Conversation, textsOf } from "../support/client.ts";
+import { faultyFs } from "../support/faulty-fs.ts";
+
+const ofType = (records: Record<string, unknown>[], type: string) => records.filter((r) => r.type === type);
+
+describe("session mirror: failures and retries", () => {
+  let stub: StubUpstream;
+  let tap: TestTap;
+  before(async () => {
+    stub = await startStub();
+    tap = await startTestTap(stub.url);
+  });
+  after(async () => {
+    await tap.close();
+    await stub.close();
+  });
+
+  it("529 with retry-after, then the retry → the turn appears exactly once", async () => {
+    const c = new Conversation(tap.url, "s529");
+    await c.say("one");
+    stub.enqueue({ kind: "json", status: 529, headers: { "retry-after": "3" }, body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } });
+    const failed = await c.say("two", { keepOnFailure: true });
+    assert.equal(failed.status, 529);
+    assert.equal(failed.headers.get("retry-after"), "3");
+    const retry = await c.send();
+    assert.equal(retry.status, 200);
+    const records = allRecords(`${tap.root}/s529`);
+    assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
+    assert.equal(ofType(records, "assistant").length, 2);
+  });
+
+  it("an error event mid-stream, then the retry → the user message once, the retry's answer once", async () => {
+    const c = new Conversation(tap.url, "serr");
+    await c.say("one");
+    stub.enqueue({ kind: "sse", chunks: [loadFixture("error_midstream")] });
+    const failed = await c.say("two", { keepOnFailure: true });
+    assert.equal(failed.status, 200);
+    assert.equal(failed.content.length, 0, "the client saw no complete message");
+    await c.send();
+    const records = allRecords(`${tap.root}/serr`);
+    assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
+    assert.equal(ofType(records, "assistant").length, 2);
+    assert.ok(ofType(records, "assistant").every((r) => (r.message as { stop_reason: string }).stop_reason === "end_turn"));
+  });
+
+  it("a connection reset mid-stream, then the retry → exactly once", async () => {
+    const c = new Conversation(tap.url, "sreset");
+    await c.say("one");
+    const events = textReply("partial answer that never ends", { deltas: 4 });
+    stub.enqueue({ kind: "reset-after", chunks: events.slice(0, 4) });
+    const failed = await c.say("two", { keepOnFailure: true });
+    assert.ok(failed.status === -1 || failed.content.length === 0, "the client saw the cut");
+    await c.send();
+    const records = allRecords(`${tap.root}/sreset`);
+    assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
+    assert.equal(ofType(records, "assistant").length, 2);
+  });
+
+  it("a client that leaves after content arrived → its prompt and a partial answer marked interrupted; then once", async () => {
+    const c = new Conversation(tap.url, "sleave");
+    await c.say("one");
+    const events = textReply("a long answer", { deltas: 4 });
+    stub.enqueue({ kind: "stall-after", chunks: events.slice(0, 5) });
+    const controller = new AbortController();
+    const response = await fetch(`${tap.url}/v1/messages`, {
+      method: "POST", signal: controller.signal,
+      headers: { "content-type": "application/json", "x-claude-code-session-id": "sleave" },
+      body: JSON.stringify({ model: "m", stream: true, messages: [...c.messages, { role: "user", content: "two" }] }),
+    });
+    const reader = response.body!.getReader();
+    let seen = "";
+    while (!seen.includes("text_delta")) seen += new TextDecoder().decode((await reader.read()).value);
+    const upstreamRequest = stub.requests.at(-1)!;
+    controller.abort();
+    await upstreamRequest.closed;
+    assert.equal(upstreamRequest.aborted, true, "the upstream request was aborted");
+    await tap.mirror!.flush(2000);
+    const records = allRecords(`${tap.root}/sleave`);
+    const partial = ofType(records, "assistant").at(-1)!;
+    assert.equal((partial.message as { stop_reason: string }).stop_reason, "interrupted");
+    assert.ok(textsOf(partial)[0].length > 0);
+    c.messages.push({ role: "user", content: "two" });
+    await c.send();
+    const after = allRecords(`${tap.root}/sleave`);
+    assert.deepEqual(ofType(after, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
+    assert.equal(ofType(after, "assistant").length, 3, "answer 1, the interrupted one, the retry's");
+  });
+});
+
+describe("session mirror: a writer that fails never touches the client", () => {
+  let stub: StubUpstream;
+  let tap: TestTap;
+  const faults = faultyFs();
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  before(async () => {
+    process.on("unhandledRejection", onUnhandled);
+    stub = await startStub();
+    tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "100" }, { fs: faults.fs });
+  });
+  afterEach(() => {
+    faults.set(null);
+    faults.release();
+  });
+  after(async () => {
+    await tap.close();
+    await stub.close();
+    process.off("unhandledRejection", onUnhandled);
+  });
+
+  for (const fault of ["throw", "reject", "hang"] as const) {
+    it(`a writer that ${fault}s: the client gets identical bytes without waiting past the bound; no unhandled rejection`, async () => {
+      const events = textReply(`answer for ${fault}`, { deltas: 5 });
+      stub.enqueue({ kind: "sse", chunks: events });
+      faults.set(fault);
+      const before = readEvents(tap.root).filter((e) => e.action === "error").length;
+      const result = await new Conversation(tap.url, `w-${fault}`).say("hello");
+      assert.equal(result.status, 200);
+      assert.equal(new TextDecoder().decode(result.raw), events.join(""));
+      if (fault === "hang") {
+        assert.equal(faults.hung(), 1, "the write is still hanging; the client was not held beyond the bound");
+        faults.set(null);
+        faults.release();
+        await tap.mirror!.flush(2000);
+        assert.equal(allRecords(`${tap.root}/w-hang`).length, 2, "the slow write landed later");
+      } else {
+        await tap.mirror!.flush(2000);
+        const errors = readEvents(tap.root).filter((e) => e.action === "error");
+        assert.equal(errors.length, before + 1);
+        assert.match(String(errors.at(-1)!.error), fault === "throw" ? /EIO/ : /ENOSPC/);
+        assert.equal(allRecords(`${tap.root}/w-${fault}`).length, 0);
+      }
+      assert.deepEqual(unhandled, []);
+    });
+  }
+
+  it("after a failed write the next turn writes what was missed, once", async () => {
+    const c = new Conversation(tap.url, "w-recover");
+    faults.set("reject");
+    assert.equal((await c.say("lost turn")).status, 200);
+    faults.set(null);
+    await c.say("next turn");
+    const records = allRecords(`${tap.root}/w-recover`);
+    assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["lost turn", "next turn"]);
+    assert.deepEqual(records.map((r) => Boolean(r.reconstructed)), [true, true, false, false], "the missed turn is rebuilt from history");
+  });
+});
+
+describe("session mirror: restart", () => {
+  let stub: StubUpstream;
+  let dir: string;
+  beforeEach(async () => {
+    stub = await startStub();
+    dir = mkdtempSync(`${tmpdir()}/sessiontap-restart-`);
+  });
+  afterEach(async () => {
+    await stub.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a tap restarted between turns 2 and 3 rebuilds its state from the files: no duplicates", async () => {
+    let tap = await startTestTap(stub.url, {}, {}, dir);
+    const c = new Conversation(tap.url, "restart");
+    await c.say("one");
+    await c.say("two");
+    await tap.stop();
+    tap = await startTestTap(stub.url, {}, {}, dir);
+    const again = new Conversation(tap.url, "restart");
+    again.messages.push(...c.messages);
+    await again.say("three");
+    await tap.stop();
+    const records = allRecords(`${dir}/mirror/restart`);
+    assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two", "three"]);
+    assert.equal(ofType(records, "assistant").length, 3);
+    assert.equal(records.filter((r) => r.reconstructed).length, 0);
+  });
+
+  it("with SESSIONTAP_MAX_SESSIONS=1, sessions evicted from memory are rebuilt, not re-mirrored", async () => {
+    const tap = await startTestTap(stub.url, { SESSIONTAP_MAX_SESSIONS: "1" }, {}, dir);
+    const a = new Conversation(tap.url, "lru-a");
+    const b = new Conversation(tap.url, "lru-b");
+    for (let i = 0; i < 3; i++) {
+      await a.say(`a${i}`);
+      await b.say(`b${i}`);
+    }
+    await tap.stop();
+    for (const id of ["lru-a", "lru-b"]) {
+      const records = allRecords(`${dir}/mirror/${id}`);
+      assert.equal(records.length, 6, id);
+    }
+  });
+});

@@ -1,0 +1,82 @@
+/**
+ * A minimal Messages API client for tests, acting like Claude Code: it keeps the history, re-sends all
+ * of it every turn, and appends the assistant message it read from the stream. Its own small SSE fold
+ * (text and tool_use only) is independent of the tap's accumulator on purpose.
+ */
+import { createParser } from "eventsource-parser";
+
+/** What one turn returned. */
+export interface TurnResult {
+  status: number;
+  headers: Headers;
+  raw: Uint8Array;
+  content: Record<string, unknown>[];
+}
+
+/** Folds an SSE body into the assistant content blocks (text and tool_use). */
+export function foldContent(raw: Uint8Array): Record<string, unknown>[] {
+  const blocks: Record<string, unknown>[] = [];
+  const json = new Map<number, string>();
+  const parser = createParser({
+    onEvent(event) {
+      const data = JSON.parse(event.data);
+      if (data.type === "content_block_start") {
+        blocks[data.index] = { ...data.content_block };
+        if (data.content_block.type === "tool_use") json.set(data.index, "");
+      } else if (data.type === "content_block_delta" && data.delta.type === "text_delta") {
+        blocks[data.index].text = String(blocks[data.index].text) + data.delta.text;
+      } else if (data.type === "content_block_delta" && data.delta.type === "input_json_delta") {
+        json.set(data.index, json.get(data.index) + data.delta.partial_json);
+      } else if (data.type === "content_block_stop" && json.has(data.index)) {
+        const text = json.get(data.index)!;
+        if (text !== "") blocks[data.index].input = JSON.parse(text);
+      }
+    },
+  });
+  parser.feed(new TextDecoder().decode(raw));
+  return blocks.filter(Boolean);
+}
+
+/** A conversation of one session against a tap. */
+export class Conversation {
+  readonly messages: { role: string; content: unknown }[] = [];
+
+  constructor(
+    private readonly baseUrl: string,
+    readonly sessionId: string | null,
+    private readonly extra: { headers?: Record<string, string>; system?: unknown; body?: Record<string, unknown> } = {},
+  ) {}
+
+  /** Sends the whole history plus `content` as a new user message; on a complete 200 keeps the answer. */
+  async say(content: unknown, options: { keepOnFailure?: boolean } = {}): Promise<TurnResult> {
+    this.messages.push({ role: "user", content });
+    const result = await this.send();
+    if (result.status === 200 && result.content.length > 0) this.messages.push({ role: "assistant", content: result.content });
+    else if (!options.keepOnFailure) this.messages.pop();
+    return result;
+  }
+
+  /** Sends the current history as it is (a retry). */
+  async send(): Promise<TurnResult> {
+    const headers: Record<string, string> = { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", ...this.extra.headers };
+    if (this.sessionId !== null) headers["x-claude-code-session-id"] = this.sessionId;
+    const body = { model: "claude-test", max_tokens: 1024, stream: true, system: this.extra.system, messages: this.messages, ...this.extra.body };
+    const response = await fetch(`${this.baseUrl}/v1/messages?beta=true`, { method: "POST", headers, body: JSON.stringify(body) });
+    let raw: Uint8Array;
+    try {
+      raw = new Uint8Array(await response.arrayBuffer());
+    } catch {
+      return { status: -1, headers: response.headers, raw: new Uint8Array(), content: [] };
+    }
+    const complete = new TextDecoder().decode(raw).includes("message_stop");
+    const content = response.status === 200 && complete && (response.headers.get("content-type") ?? "").includes("event-stream") ? foldContent(raw) : [];
+    return { status: response.status, headers: response.headers, raw, content };
+  }
+}
+
+/** Texts of a record's message content (string content or text blocks). */
+export function textsOf(record: Record<string, unknown>): string[] {
+  const content = (record.message as { content: unknown }).content;
+  if (typeof content === "string") return [content];
+  return (content as { type: string; text?: string }[]).filter((b) => b.type === "text").map((b) => String(b.text));
+}

@@ -1,0 +1,70 @@
+/** Starts a real tap in this process (real server, real files) against a stub upstream, for one test. */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { parseConfig } from "../../src/config.ts";
+import { startTap, type RunningTap, type TapDeps } from "../../src/cli/serve.ts";
+
+/** A tap plus its scratch mirror root. */
+export interface TestTap extends RunningTap {
+  root: string;
+  /** Stops the tap and removes the scratch directory. */
+  close(): Promise<void>;
+}
+
+/** Starts a tap on a free port with a fresh mirror root; `env` adds settings. */
+export async function startTestTap(upstream: string, env: Record<string, string> = {}, deps: TapDeps = {}, root?: string): Promise<TestTap> {
+  const dir = root ?? mkdtempSync(`${tmpdir()}/sessiontap-test-`);
+  const config = parseConfig(["serve", "--port", "0", "--upstream", upstream, "--mirror-dir", `${dir}/mirror`], { SESSIONTAP_DRAIN_MS: "2000", ...env }, dir);
+  const errors: string[] = [];
+  const tap = await startTap(config, { stderr: (line) => errors.push(line), ...deps });
+  return {
+    ...tap,
+    root: `${dir}/mirror`,
+    async close() {
+      await tap.stop();
+      if (root === undefined) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Every mirror record under `dir` (recursively), per file, in file order; the events log excluded. */
+export function readTree(dir: string): Map<string, Record<string, unknown>[]> {
+  const out = new Map<string, Record<string, unknown>[]>();
+  const walk = (d: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(d).sort();
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const path = `${d}/${name}`;
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith(".jsonl") && !name.startsWith("session-mirror-events")) {
+        const lines = readFileSync(path, "utf8").split("\n").filter((l) => l.trim() !== "");
+        out.set(path.slice(dir.length + 1), lines.map((l) => JSON.parse(l)));
+      }
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/** All records of the tree, concatenated in path order. */
+export function allRecords(dir: string): Record<string, unknown>[] {
+  return [...readTree(dir).values()].flat();
+}
+
+/** The events log's lines. */
+export function readEvents(root: string): Record<string, unknown>[] {
+  try {
+    return readFileSync(`${root}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  } catch {
+    return [];
+  }
+}
+
+/** Reads a whole response body as bytes. */
+export async function bytesOf(response: Response): Promise<Uint8Array> {
+  return new Uint8Array(await response.arrayBuffer());
+}
