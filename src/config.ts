@@ -26,6 +26,8 @@ export interface Config {
   retentionDays: number;
   maxSessions: number;
   includeThinking: boolean;
+  /** Mirror one-shot side requests (titles, summaries, probes) into `side/`. */
+  sideRequests: boolean;
   claudeDir: string;
   store: string | null;
   json: boolean;
@@ -141,6 +143,8 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   const maxSessions = integer("SESSIONTAP_MAX_SESSIONS", env.SESSIONTAP_MAX_SESSIONS || "1024", 1, 10_000_000);
   const thinkingRaw = env.SESSIONTAP_INCLUDE_THINKING;
   const includeThinking = thinkingRaw ? onOff("SESSIONTAP_INCLUDE_THINKING", thinkingRaw, ["true"], ["false"]) : true;
+  const sideRaw = env.SESSIONTAP_SIDE_REQUESTS;
+  const sideRequests = sideRaw ? onOff("SESSIONTAP_SIDE_REQUESTS", sideRaw, ["on"], ["off"]) : true;
   const claudeDir = expandHome(pick(flags, "--claude-dir", env, "CLAUDE_CONFIG_DIR") ?? "~/.claude", home);
   const store = pick(flags, "--store", env, "SESSIONTAP_STORE") ?? null;
   const format = pick(flags, "--format", env, null) ?? "md";
@@ -151,7 +155,7 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
 
   return Object.freeze({
     command, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
-    includeThinking, claudeDir, store, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
+    includeThinking, sideRequests, claudeDir, store, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
     dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs,
   });
 }

@@ -25,6 +25,7 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_RETENTION_DAYS    30 (0 turns the retention sweep off)
                       SESSIONTAP_MAX_SESSIONS      1024 (sessions kept in memory, LRU)
                       SESSIONTAP_INCLUDE_THINKING  true (false drops thinking blocks)
+                      SESSIONTAP_SIDE_REQUESTS     on (off: side requests are not mirrored)
                       SESSIONTAP_HOLD_BACK_MS      250 (longest wait of a final event for its write)
                       SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
   --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude

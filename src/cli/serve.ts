@@ -38,7 +38,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const mirror = config.mirror
     ? new Mirror({
         fs, root: config.mirrorDir, maxBytes: config.maxBytes, retentionDays: config.retentionDays,
-        maxSessions: config.maxSessions, includeThinking: config.includeThinking, version: VERSION, clock, stderr,
+        maxSessions: config.maxSessions, includeThinking: config.includeThinking, sideRequests: config.sideRequests,
+        version: VERSION, clock, stderr,
       })
     : null;
   let fetchInit: Record<string, unknown> = {};

@@ -13,10 +13,12 @@ export interface EnvelopeBase {
   version: string;
   isSidechain: boolean;
   agentId: string | null;
+  /** `x-claude-code-parent-agent-id`, for a subagent started by another agent. */
+  parentAgentId?: string | null;
 }
 
 /** One mirrored record, as written (one JSON line). */
-export type MirrorRecord = Json & { type: string; uuid: string; parentUuid: string | null; message: Json };
+export type MirrorRecord = Json & { type: string; uuid: string; parentUuid: string | null; message?: Json };
 
 /** Where a record sits and when it was made. */
 export interface Placement {
@@ -64,6 +66,7 @@ function head(type: string, base: EnvelopeBase, at: Placement): Json {
   };
   if (base.gitBranch !== null) out.gitBranch = base.gitBranch;
   if (base.agentId !== null) out.agentId = base.agentId;
+  if (base.parentAgentId) out.parentAgentId = base.parentAgentId;
   return out;
 }
 
@@ -74,9 +77,27 @@ function tail(record: Json, at: Placement): MirrorRecord {
   return record as MirrorRecord;
 }
 
-/** A user record (a prompt or tool results). */
-export function userRecord(base: EnvelopeBase, at: Placement, content: unknown): MirrorRecord {
-  return tail({ ...head("user", base, at), message: { role: "user", content } }, at);
+/** A user record (a prompt or tool results); `compactSummary` marks the summary that opens a compacted segment. */
+export function userRecord(base: EnvelopeBase, at: Placement, content: unknown, compactSummary = false): MirrorRecord {
+  const record: Json = { ...head("user", base, at), message: { role: "user", content } };
+  if (compactSummary) record.isCompactSummary = true;
+  return tail(record, at);
+}
+
+/**
+ * Claude Code's own compaction marker (`type:"system"`, `subtype:"compact_boundary"`): a new root whose
+ * `logicalParentUuid` is the last record before the compaction, with the kept tail named as Claude Code
+ * names it (`compactMetadata.preservedSegment`).
+ */
+export function compactBoundaryRecord(
+  base: EnvelopeBase, at: Placement, logicalParentUuid: string | null,
+  preservedSegment: { headUuid: string; anchorUuid: string; tailUuid: string } | null,
+): MirrorRecord {
+  const record: Json = {
+    ...head("system", base, at), subtype: "compact_boundary", content: "Conversation compacted", level: "info",
+    logicalParentUuid, compactMetadata: preservedSegment ? { preservedSegment } : {},
+  };
+  return tail(record, at);
 }
 
 /**

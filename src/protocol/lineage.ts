@@ -11,8 +11,10 @@
 import { chainHash, messageHash } from "./message-hash.ts";
 import { isObject, type Json } from "./sse-accumulator.ts";
 
-/** The mirrored lineage of one conversation: chain hash → record uuid. */
-export type LineageIndex = ReadonlyMap<string, string>;
+/** The mirrored lineage of one conversation, as planning reads it: index key → record uuid. */
+export interface LineageIndex {
+  get(key: string): string | undefined;
+}
 
 /** A request message with its identity. */
 export interface HashedMessage {
@@ -64,7 +66,7 @@ export interface Plan {
 export function planRequest(index: LineageIndex, messages: HashedMessage[]): Plan {
   let start = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
-    if (index.has(messages[i].key)) {
+    if (index.get(messages[i].key) !== undefined) {
       start = i + 1;
       break;
     }

@@ -5,10 +5,11 @@
 import { chainHash, messageHash, uuidFrom } from "./message-hash.ts";
 import { scrubContent } from "./content.ts";
 import {
-  assistantRecord, reconstructedAssistantRecord, systemRecord, userRecord,
+  assistantRecord, compactBoundaryRecord, reconstructedAssistantRecord, systemRecord, userRecord,
   type EnvelopeBase, type MirrorRecord,
 } from "./envelope.ts";
-import { systemKey, type HashedMessage, type Plan } from "./lineage.ts";
+import type { HashedMessage, Plan } from "./lineage.ts";
+import type { LineageEntry, LineageView } from "./lineage-state.ts";
 import type { AssistantMessage } from "./sse-accumulator.ts";
 
 /** The answer to add after the staged history, when there is one. */
@@ -18,10 +19,20 @@ export interface Answer {
   timestamp: string;
 }
 
-/** Records to append in one write, and the chain hash → uuid entries they add to the index. */
+/** A compaction's new segment: what the boundary logically follows, and which old records the request kept. */
+export interface Compaction {
+  logicalParentUuid: string | null;
+  /** Messages right after the summary that were mirrored before compaction (not written again). */
+  keptTail: { count: number; headUuid: string; tailUuid: string } | null;
+}
+
+/** A change to the lineage, applied in order once the write succeeded. */
+export type LineageOp = { add: LineageEntry } | { alias: { key: string; uuid: string } };
+
+/** Records to append in one write, and the lineage changes they make. */
 export interface Staged {
   records: MirrorRecord[];
-  entries: [chain: string, uuid: string][];
+  ops: LineageOp[];
 }
 
 /** What to stage, and how. */
@@ -34,58 +45,54 @@ export interface StageInput {
   requestTimestamp: string;
   includeThinking: boolean;
   answer: Answer | null;
-  /** Chains already in the index (an answer identical to one already mirrored is not written again). */
-  known: (chain: string) => boolean;
+  /** The lineage the plan was made against (an answer already mirrored is not written again). */
+  view: LineageView;
+  /** Set when this request opens a compacted segment (plan.start is 0). */
+  compaction?: Compaction | null;
 }
 
 /** Builds the records for the plan's new messages and the answer, linked parent to child. */
 export function stage(input: StageInput): Staged {
   const { plan, messages, base, scope } = input;
   const records: MirrorRecord[] = [];
-  const entries: [string, string][] = [];
+  const ops: LineageOp[] = [];
   let parentUuid = plan.parentUuid;
+  let skipUntil = -1;
+  let summaryUuid: string | null = null;
+  if (input.compaction && plan.start === 0 && messages.length > 0) {
+    const boundaryUuid = uuidFrom(`${scope}:boundary:${messages[0].key}`);
+    summaryUuid = uuidFrom(`${scope}:${messages[0].key}`);
+    const kept = input.compaction.keptTail;
+    const segment = kept ? { headUuid: kept.headUuid, anchorUuid: summaryUuid, tailUuid: kept.tailUuid } : null;
+    records.push(compactBoundaryRecord(base, { uuid: boundaryUuid, parentUuid: null, timestamp: input.requestTimestamp }, input.compaction.logicalParentUuid, segment));
+    ops.push({ add: { key: `boundary:${boundaryUuid}`, uuid: boundaryUuid, chain: null, hash: null } });
+    parentUuid = boundaryUuid;
+    skipUntil = kept ? kept.count : 0;
+  }
   for (let i = plan.start; i < messages.length; i++) {
     const m = messages[i];
+    if (i >= 1 && i <= skipUntil && summaryUuid !== null) {
+      // Kept from before the compaction: already mirrored, so only its position is remembered.
+      if (m.role !== "system") ops.push({ alias: { key: m.key, uuid: summaryUuid } });
+      continue;
+    }
     const uuid = uuidFrom(`${scope}:${m.key}`);
     const at = { uuid, parentUuid, timestamp: input.requestTimestamp, reconstructed: i < plan.reconstructedBefore };
     const content = scrubContent(m.content, input.includeThinking);
     if (m.role === "assistant") records.push(reconstructedAssistantRecord(base, at, content));
     else if (m.role === "system") records.push(systemRecord(base, at, content));
-    else records.push(userRecord(base, at, content));
-    entries.push([m.key, uuid]);
+    else records.push(userRecord(base, at, content, i === 0 && summaryUuid !== null));
+    ops.push({ add: { key: m.key, uuid, chain: m.chain, hash: m.role === "system" ? null : m.hash } });
     parentUuid = uuid;
   }
   if (input.answer !== null) {
-    const last = messages.at(-1)?.chain ?? null;
-    const chain = chainHash(last, messageHash("assistant", input.answer.message.content));
-    if (!input.known(chain)) {
+    const chain = chainHash(messages.at(-1)?.chain ?? null, messageHash("assistant", input.answer.message.content));
+    if (input.view.get(chain) === undefined) {
       const uuid = uuidFrom(`${scope}:${chain}`);
       const message = { ...input.answer.message, content: scrubContent(input.answer.message.content, input.includeThinking) };
-      const at = { uuid, parentUuid, timestamp: input.answer.timestamp };
-      records.push(assistantRecord(base, at, message, input.answer.requestId));
-      entries.push([chain, uuid]);
+      records.push(assistantRecord(base, { uuid, parentUuid, timestamp: input.answer.timestamp }, message, input.answer.requestId));
+      ops.push({ add: { key: chain, uuid, chain, hash: messageHash("assistant", input.answer.message.content) } });
     }
   }
-  return { records, entries };
-}
-
-/** Rebuilds an index from records read back in file order: each record's chain from its parent's. */
-export function indexFromRecords(records: Record<string, unknown>[]): Map<string, string> {
-  const index = new Map<string, string>();
-  const chainOf = new Map<string, string | null>();
-  for (const r of records) {
-    const message = r.message as { role?: unknown; content?: unknown } | undefined;
-    if (typeof r.uuid !== "string" || typeof message !== "object" || message === null) continue;
-    const parent = typeof r.parentUuid === "string" ? (chainOf.get(r.parentUuid) ?? null) : null;
-    const hash = messageHash(message.role, message.content);
-    if (message.role === "system") {
-      chainOf.set(r.uuid, parent); // transparent: the conversation's position does not move
-      index.set(systemKey(parent, hash), r.uuid);
-      continue;
-    }
-    const chain = chainHash(parent, hash);
-    chainOf.set(r.uuid, chain);
-    index.set(chain, r.uuid);
-  }
-  return index;
+  return { records, ops };
 }

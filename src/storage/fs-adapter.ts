@@ -49,6 +49,13 @@ export interface FsAdapter {
   rename(from: string, to: string): Promise<void>;
   /** Sets a mode. */
   chmod(path: string, mode: number): Promise<void>;
+  /**
+   * Gives the file at `existing` a second name `path` (a hard link), never replacing anything: false when
+   * `path` already exists. Publication without overwrite: write aside, then link into place.
+   */
+  link(existing: string, path: string): Promise<boolean>;
+  /** Free and total bytes of the filesystem holding `path` (free as an unprivileged user sees it). */
+  statfs(path: string): Promise<{ freeBytes: number; totalBytes: number }>;
 }
 
 /** True for "no such file or directory". */
@@ -139,5 +146,18 @@ export const nodeFs: FsAdapter = {
   },
   async chmod(path, mode) {
     await fsp.chmod(path, mode);
+  },
+  async link(existing, path) {
+    try {
+      await fsp.link(existing, path);
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code === "EEXIST") return false;
+      throw error;
+    }
+  },
+  async statfs(path) {
+    const s = await fsp.statfs(path);
+    return { freeBytes: Number(s.bavail) * Number(s.bsize), totalBytes: Number(s.blocks) * Number(s.bsize) };
   },
 };

@@ -3,11 +3,11 @@
  * records in one write, and only then advances the lineage. Never throws into the client path: every
  * failure is one events-log line and a count.
  */
-import { planRequest } from "../protocol/lineage.ts";
-import { indexFromRecords, stage } from "../protocol/staging.ts";
+import { planCommit } from "../protocol/commit-plan.ts";
+import { Lineage, lineageFromRecords } from "../protocol/lineage-state.ts";
 import { describe, EventsLog, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { MirrorTree } from "../storage/mirror-tree.ts";
+import { join, MirrorTree } from "../storage/mirror-tree.ts";
 import { sweepTree } from "../storage/sweep.ts";
 import { SessionStates } from "./session-states.ts";
 import { RequestMirror, type CommitJob, type MirrorRequest } from "./request-mirror.ts";
@@ -23,6 +23,8 @@ export interface MirrorOptions {
   version: string;
   clock: () => number;
   stderr: (line: string) => void;
+  /** Mirror side requests into `side/` (SESSIONTAP_SIDE_REQUESTS, default true). */
+  sideRequests: boolean;
   /** fsync each append (default true). */
   sync?: boolean;
 }
@@ -45,7 +47,7 @@ export class Mirror {
   readonly tree: MirrorTree;
   readonly events: EventsLog;
   readonly stats: MirrorStats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0 };
-  private readonly states: SessionStates;
+  private readonly states: SessionStates<Lineage>;
   private readonly pending = new Set<Promise<void>>();
   private lastSweep = Number.NEGATIVE_INFINITY;
   private sweeping: Promise<void> | null = null;
@@ -53,10 +55,12 @@ export class Mirror {
   constructor(readonly options: MirrorOptions) {
     this.tree = new MirrorTree(options.fs, options.root, options.maxBytes, options.clock, options.sync ?? true);
     this.events = new EventsLog(options.fs, options.root, options.clock, options.stderr);
-    this.states = new SessionStates(options.maxSessions, async (dir) => {
+    this.states = new SessionStates<Lineage>(options.maxSessions, async (dir) => {
       const back = await this.tree.read(dir);
       if (back.files > 0) this.log("load", { dir: this.relative(dir), records: back.records.length, malformed: back.malformedLines });
-      return indexFromRecords(back.records);
+      // A side exchange hangs from the main conversation: its parents are resolved there.
+      const outside = dir.endsWith("/side") ? await this.lineageOf(dir.slice(0, -"/side".length)) : undefined;
+      return lineageFromRecords(back.records, outside);
     });
   }
 
@@ -70,33 +74,43 @@ export class Mirror {
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind !== "complete") this.stats.interrupted++;
+    const main = join(this.options.root, job.sessionDir);
+    const { dir, scope } =
+      job.route === "agent" ? { dir: join(main, "subagents", `agent-${job.agentDir}`), scope: `${job.sessionDir}/agent-${job.agentDir}` }
+      : job.route === "side" ? { dir: join(main, "side"), scope: `${job.sessionDir}/side` }
+      : { dir: main, scope: job.sessionDir };
     const work = this.states
-      .withIndex(job.dir, async (index) => {
-        const plan = planRequest(index, job.messages);
-        const staged = stage({
-          plan, messages: job.messages, base: job.base, scope: job.scope, requestTimestamp: job.requestTimestamp,
-          includeThinking: this.options.includeThinking, answer: job.answer, known: (chain) => index.has(chain),
-        });
+      .withIndex(dir, async (lineage) => {
+        const mainLineage = job.route === "side" ? await this.lineageOf(main) : null;
+        const staged = planCommit(job, lineage, mainLineage, scope, this.options.includeThinking);
         if (staged.records.length === 0) return;
         const text = staged.records.map((r) => JSON.stringify(r) + "\n").join("");
-        const result = await this.tree.append(job.dir, text);
+        const result = await this.tree.append(dir, text);
         // Only now, with the bytes on disk, does the lineage advance (SPEC §4 "Exactly once").
-        for (const [chain, uuid] of staged.entries) index.set(chain, uuid);
+        for (const op of staged.ops) {
+          if ("add" in op) lineage.add(op.add);
+          else lineage.alias(op.alias.key, op.alias.uuid);
+        }
         this.stats.appends++;
         this.stats.records += staged.records.length;
         this.stats.bytes += result.bytes;
         const file = result.path.slice(result.path.lastIndexOf("/") + 1);
-        if (result.rotated) this.log("rotate", { dir: this.relative(job.dir), file });
-        else if (result.created) this.log("open", { dir: this.relative(job.dir), file });
-        this.log("append", { dir: this.relative(job.dir), kind: job.kind, records: staged.records.length, bytes: result.bytes, file });
+        if (result.rotated) this.log("rotate", { dir: this.relative(dir), file });
+        else if (result.created) this.log("open", { dir: this.relative(dir), file });
+        this.log("append", { dir: this.relative(dir), route: job.route, kind: job.kind, records: staged.records.length, bytes: result.bytes, file });
       })
       .then(
         () => this.maybeSweep(),
-        (error) => this.fail("append", error, { dir: this.relative(job.dir) }),
+        (error) => this.fail("append", error, { dir: this.relative(dir) }),
       );
     this.pending.add(work);
     void work.finally(() => this.pending.delete(work));
     return work;
+  }
+
+  /** A directory's lineage, loaded from disk on first use. */
+  private lineageOf(dir: string): Promise<Lineage> {
+    return this.states.withIndex(dir, async (lineage) => lineage);
   }
 
   /** Records a request the mirror could not read (SPEC §5 "Bad input"): forwarded untouched, not mirrored. */

@@ -5,6 +5,7 @@
  */
 import { readEnvironment, type EnvelopeBase } from "../protocol/envelope.ts";
 import { hashMessages, type HashedMessage } from "../protocol/lineage.ts";
+import { classify, type Route } from "../protocol/classify.ts";
 import { dirName, resolveIdentity } from "../protocol/session-id.ts";
 import { isObject, messageFromJson, type Json } from "../protocol/sse-accumulator.ts";
 import { SseMessageReader } from "../protocol/sse-reader.ts";
@@ -23,15 +24,16 @@ export interface MirrorRequest {
 export interface MirrorSink {
   commit(job: CommitJob): Promise<void>;
   skip(reason: string, fields?: Record<string, string | number | boolean | null>): void;
-  readonly tree: { dirFor(sessionDir: string, agentDir: string | null): string };
-  readonly options: { includeThinking: boolean; version: string; clock: () => number };
+  readonly options: { version: string; clock: () => number; sideRequests: boolean };
 }
 
 /** One response's worth of records to add to a conversation directory. */
 export interface CommitJob {
-  dir: string;
-  scope: string;
+  route: Route;
+  /** The request opens a compacted segment of the main conversation. */
+  compaction: boolean;
   sessionDir: string;
+  agentDir: string | null;
   messages: HashedMessage[];
   base: EnvelopeBase;
   requestTimestamp: string;
@@ -43,13 +45,7 @@ export interface CommitJob {
 const MAX_BUFFER = 64 * 1024 * 1024;
 
 /** Fields of a parsed request that a commit needs. */
-interface Prepared {
-  dir: string;
-  scope: string;
-  sessionDir: string;
-  messages: HashedMessage[];
-  base: EnvelopeBase;
-}
+type Prepared = Omit<CommitJob, "requestTimestamp" | "answer" | "kind">;
 
 /** Follows one request and its response. */
 export class RequestMirror implements StreamObserver {
@@ -81,20 +77,30 @@ export class RequestMirror implements StreamObserver {
       return this.sink.skip(reason, { bytes: body.byteLength });
     }
     if (!isObject(parsed) || !Array.isArray(parsed.messages)) return this.sink.skip("request has no messages array");
-    const identity = resolveIdentity(this.request.headers, parsed);
+    const headers = this.request.headers;
+    const identity = resolveIdentity(headers, parsed);
+    const { route, compaction } = classify({
+      agentId: identity.agentId,
+      claudeCode: headers.has("x-claude-code-session-id") || /^claude-cli\//.test(headers.get("user-agent") ?? ""),
+      toolCount: Array.isArray(parsed.tools) ? parsed.tools.length : 0,
+      system: parsed.system,
+      messages: parsed.messages,
+    });
+    if (route === "side" && !this.sink.options.sideRequests) return this.sink.skip("side request (SESSIONTAP_SIDE_REQUESTS=off)");
     const sessionDir = dirName(identity.sessionId);
     const agentDir = identity.agentId === null ? null : dirName(identity.agentId);
     const env = readEnvironment(parsed.system, parsed.messages);
     const { version } = this.sink.options;
     this.prepared = {
-      dir: this.sink.tree.dirFor(sessionDir, agentDir),
-      scope: agentDir === null ? sessionDir : `${sessionDir}/agent-${agentDir}`,
+      route,
+      compaction,
       sessionDir,
+      agentDir,
       messages: hashMessages(parsed.messages),
       base: {
         sessionId: identity.sessionId, cwd: env.cwd, gitBranch: env.gitBranch,
         entrypoint: env.entrypoint ?? "sessiontap", version: `sessiontap/${version}`,
-        isSidechain: identity.agentId !== null, agentId: identity.agentId,
+        isSidechain: route !== "main", agentId: identity.agentId, parentAgentId: identity.parentAgentId,
       },
     };
   }
@@ -172,9 +178,6 @@ export class RequestMirror implements StreamObserver {
       // The user saw this much; keep it, marked, so their last exchange is not lost (SPEC §4 "Writes").
       answer = { message: this.acc.message(true), requestId: this.requestId, timestamp: new Date(clock()).toISOString() };
     }
-    return this.sink.commit({
-      dir: p.dir, scope: p.scope, sessionDir: p.sessionDir, messages: p.messages, base: p.base,
-      requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind,
-    });
+    return this.sink.commit({ ...p, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
   }
 }

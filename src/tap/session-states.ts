@@ -6,19 +6,19 @@
  */
 
 /** One directory's state. */
-interface Entry {
-  index: Map<string, string> | null;
+interface Entry<T> {
+  index: T | null;
   tail: Promise<void>;
   users: number;
 }
 
 /** LRU map of directory → index, with a per-directory lock. */
-export class SessionStates {
-  private entries = new Map<string, Entry>();
+export class SessionStates<T> {
+  private entries = new Map<string, Entry<T>>();
 
   constructor(
     private readonly max: number,
-    private readonly load: (dir: string) => Promise<Map<string, string>>,
+    private readonly load: (dir: string) => Promise<T>,
   ) {}
 
   /** Number of directories held in memory. */
@@ -27,7 +27,7 @@ export class SessionStates {
   }
 
   /** Runs `fn` with the directory's index while holding its lock; the index is loaded first if needed. */
-  async withIndex<T>(dir: string, fn: (index: Map<string, string>) => Promise<T>): Promise<T> {
+  async withIndex<R>(dir: string, fn: (index: T) => Promise<R>): Promise<R> {
     let entry = this.entries.get(dir);
     if (entry === undefined) {
       entry = { index: null, tail: Promise.resolve(), users: 0 };

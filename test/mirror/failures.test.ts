@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { loadFixture, startStub, textReply, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
-import { Conversation, textsOf } from "../support/client.ts";
+import { BASH_TOOL, Conversation, textsOf } from "../support/client.ts";
 import { faultyFs } from "../support/faulty-fs.ts";
 
 const ofType = (records: Record<string, unknown>[], type: string) => records.filter((r) => r.type === type);
@@ -71,7 +71,7 @@ describe("session mirror: failures and retries", () => {
     const response = await fetch(`${tap.url}/v1/messages`, {
       method: "POST", signal: controller.signal,
       headers: { "content-type": "application/json", "x-claude-code-session-id": "sleave" },
-      body: JSON.stringify({ model: "m", stream: true, messages: [...c.messages, { role: "user", content: "two" }] }),
+      body: JSON.stringify({ model: "m", stream: true, tools: [BASH_TOOL], messages: [...c.messages, { role: "user", content: "two" }] }),
     });
     const reader = response.body!.getReader();
     let seen = "";

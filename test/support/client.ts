@@ -5,6 +5,9 @@
  */
 import { createParser } from "eventsource-parser";
 
+/** A tool definition like the one Claude Code sends. */
+export const BASH_TOOL = { name: "Bash", description: "Run a shell command", input_schema: { type: "object", properties: { command: { type: "string" } } } };
+
 /** What one turn returned. */
 export interface TurnResult {
   status: number;
@@ -60,7 +63,8 @@ export class Conversation {
   async send(): Promise<TurnResult> {
     const headers: Record<string, string> = { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", ...this.extra.headers };
     if (this.sessionId !== null) headers["x-claude-code-session-id"] = this.sessionId;
-    const body = { model: "claude-test", max_tokens: 1024, stream: true, system: this.extra.system, messages: this.messages, ...this.extra.body };
+    // Like Claude Code's main conversation: the agent's tools declare it (see src/protocol/classify.ts).
+    const body = { model: "claude-test", max_tokens: 1024, stream: true, system: this.extra.system, tools: [BASH_TOOL], messages: this.messages, ...this.extra.body };
     const response = await fetch(`${this.baseUrl}/v1/messages?beta=true`, { method: "POST", headers, body: JSON.stringify(body) });
     let raw: Uint8Array;
     try {

@@ -3,7 +3,9 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { hashMessages, planRequest } from "../../src/protocol/lineage.ts";
 import { messageHash, stableStringify, uuidFrom } from "../../src/protocol/message-hash.ts";
-import { indexFromRecords, stage } from "../../src/protocol/staging.ts";
+import { stage } from "../../src/protocol/staging.ts";
+import { Lineage, lineageFromRecords } from "../../src/protocol/lineage-state.ts";
+import { planCommit } from "../../src/protocol/commit-plan.ts";
 import type { EnvelopeBase } from "../../src/protocol/envelope.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 
@@ -93,17 +95,15 @@ describe("planRequest() + stage()", () => {
   const history = (turns: number) => Array.from({ length: turns }, (_, i) => turn(i + 1)).flat();
   const answer = (text: string) => ({ message: { type: "message", role: "assistant" as const, id: "m", model: "x", content: [{ type: "text", text }], stop_reason: "end_turn", stop_sequence: null, stop_details: null, usage: null }, requestId: "r", timestamp: "t" });
 
-  /** Runs one request against `index` and applies what it wrote. */
-  function run(index: Map<string, string>, messages: unknown[], reply: string) {
-    const hashed = hashMessages(messages);
-    const plan = planRequest(index, hashed);
-    const staged = stage({ plan, messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: answer(reply), known: (c) => index.has(c) });
-    for (const [chain, uuid] of staged.entries) index.set(chain, uuid);
+  /** Runs one request against `lineage` and applies what it wrote. */
+  function run(lineage: Lineage, messages: unknown[], reply: string) {
+    const staged = planCommit({ messages: hashMessages(messages), base, answer: answer(reply), requestTimestamp: "t", compaction: false }, lineage, null, "s", true);
+    for (const op of staged.ops) if ("add" in op) lineage.add(op.add);
     return staged.records;
   }
 
   it("a straight conversation stages one user message and one answer per turn", () => {
-    const index = new Map<string, string>();
+    const index = new Lineage();
     for (let n = 1; n <= 5; n++) {
       const records = run(index, [...history(n - 1), { role: "user", content: `u${n}` }], `a${n}`);
       assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
@@ -112,17 +112,17 @@ describe("planRequest() + stage()", () => {
   });
 
   it("a retry of the same history after nothing was written stages the same records", () => {
-    const index = new Map<string, string>();
+    const index = new Lineage();
     run(index, [{ role: "user", content: "u1" }], "a1");
     const messages = [...history(1), { role: "user", content: "u2" }];
     const hashed = hashMessages(messages);
-    const first = stage({ plan: planRequest(index, hashed), messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: null, known: () => false });
-    const again = stage({ plan: planRequest(index, hashed), messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: null, known: () => false });
+    const first = stage({ plan: planRequest(index, hashed), messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: null, view: index });
+    const again = stage({ plan: planRequest(index, hashed), messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: null, view: index });
     assert.deepEqual(again.records, first.records, "planning is side-effect free");
   });
 
   it("history the tap never saw is staged once, marked reconstructed up to the last assistant", () => {
-    const index = new Map<string, string>();
+    const index = new Lineage();
     const records = run(index, [...history(3), { role: "user", content: "u4" }], "a4");
     assert.deepEqual(records.map((r) => [r.type, Boolean(r.reconstructed)]), [
       ["user", true], ["assistant", true], ["user", true], ["assistant", true], ["user", true], ["assistant", true], ["user", false], ["assistant", false],
@@ -132,7 +132,7 @@ describe("planRequest() + stage()", () => {
   });
 
   it("a rewind branches from the last shared record and rewrites nothing", () => {
-    const index = new Map<string, string>();
+    const index = new Lineage();
     const all = [];
     for (let n = 1; n <= 4; n++) all.push(...run(index, [...history(n - 1), { role: "user", content: `u${n}` }], `a${n}`));
     const branch = run(index, [...history(2), { role: "user", content: "u3-edited" }], "b3");
@@ -142,18 +142,18 @@ describe("planRequest() + stage()", () => {
   });
 
   it("a system message that changes or empties does not fork the history behind it", () => {
-    const index = new Map<string, string>();
+    const index = new Lineage();
     const env = { role: "system", content: [{ type: "text", text: "# Environment" }] };
     run(index, [{ role: "user", content: "u1" }, env], "a1");
     const records = run(index, [{ role: "user", content: "u1" }, { role: "system", content: [] }, { role: "assistant", content: [{ type: "text", text: "a1" }] }, { role: "user", content: "u2" }], "a2");
     assert.deepEqual(records.map((r) => r.type), ["user", "assistant"], "only the new turn");
   });
 
-  it("indexFromRecords() rebuilds the same index from the written records", () => {
-    const index = new Map<string, string>();
+  it("lineageFromRecords() rebuilds the same lineage from the written records", () => {
+    const index = new Lineage();
     const written = [];
     for (let n = 1; n <= 3; n++) written.push(...run(index, [...history(n - 1), { role: "user", content: `u${n}` }, { role: "system", content: `env ${n}` }], `a${n}`));
     assert.equal(written.filter((r) => r.type === "system").length, 3);
-    assert.deepEqual(indexFromRecords(JSON.parse(JSON.stringify(written))), index);
+    assert.deepEqual(lineageFromRecords(JSON.parse(JSON.stringify(written))), index);
   });
 });

@@ -1,0 +1,24 @@
+/**
+ * How Claude Code's own transcript of a session looks (SPEC §2 `claudeTranscript`). Pure.
+ *
+ * - "missing": no file;
+ * - "stub": a file without a single user or assistant record — empty, or only metadata records
+ *   (`queue-operation`, `mode`, `last-prompt`, `cost-state`, …), which is what the stub-rewrite failure
+ *   leaves behind; Claude Code cannot resume from it;
+ * - "intact": at least one user or assistant record.
+ */
+import { isConversation, parseJsonl } from "./records.ts";
+
+/** The state of Claude Code's transcript for a session. */
+export type TranscriptState = "intact" | "stub" | "missing";
+
+/** Classifies a transcript from its text (null when the file does not exist). */
+export function classifyTranscript(text: string | null): TranscriptState {
+  if (text === null) return "missing";
+  return parseJsonl(text).records.some(isConversation) ? "intact" : "stub";
+}
+
+/** The session ids a transcript file name can carry: Claude Code names them `<session>.jsonl`. */
+export function sessionOfTranscriptName(name: string): string | null {
+  return name.endsWith(".jsonl") && name.length > 6 ? name.slice(0, -6) : null;
+}
