@@ -7,5 +7,6 @@ export async function checkRoot(fs: FsAdapter, root: string): Promise<string | n
   if (info === null) return null;
   if (info.isSymbolicLink) return `${root} is a symbolic link; point the setting at the real directory`;
   if (!info.isDirectory) return `${root} exists and is not a directory`;
+  if (!(await fs.canReadWrite(root))) return `${root} is not readable and writable by this user`;
   return null;
 }

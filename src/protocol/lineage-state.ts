@@ -74,60 +74,76 @@ export function overlay(first: LineageView, second: LineageView): LineageView {
 type Rec = Record<string, unknown>;
 
 /**
- * Rebuilds a lineage from records in file order. `outside` resolves parents that live in another
- * directory (a side exchange hangs from the main conversation).
+ * Applies records read back from disk, in file order, to a lineage: each record's position from its
+ * parent's. Incremental, so records another writer appended can be applied as they are found.
+ * `outside` resolves parents that live in another directory (a side exchange hangs from the main
+ * conversation).
  */
-export function lineageFromRecords(records: Rec[], outside?: Lineage): Lineage {
-  const lineage = new Lineage();
-  const byUuid = new Map<string, Rec>();
-  const hashOf = new Map<string, string>();
-  const chainOfParent = (parentUuid: unknown): string | null => {
+export class LineageReader {
+  private readonly byUuid = new Map<string, { parentUuid: unknown; hash: string | null; system: boolean; segment?: unknown }>();
+
+  constructor(
+    readonly lineage: Lineage,
+    private readonly outside?: Lineage,
+  ) {}
+
+  /** The position after a parent record, here or outside. */
+  private chainOfParent(parentUuid: unknown): string | null {
     if (typeof parentUuid !== "string") return null;
-    const own = lineage.chainAfter(parentUuid);
+    const own = this.lineage.chainAfter(parentUuid);
     if (own !== undefined) return own;
-    return outside?.chainAfter(parentUuid) ?? null;
-  };
-  for (const r of records) {
-    if (typeof r.uuid !== "string") continue;
-    byUuid.set(r.uuid, r);
+    return this.outside?.chainAfter(parentUuid) ?? null;
+  }
+
+  /** Applies one record. */
+  apply(r: Rec): void {
+    if (typeof r.uuid !== "string") return;
     const message = r.message as { role?: unknown; content?: unknown } | undefined;
     if (r.type === "system" && r.subtype === "compact_boundary") {
-      lineage.add({ key: `boundary:${r.uuid}`, uuid: r.uuid, chain: null, hash: null });
-      continue;
+      const segment = (r.compactMetadata as { preservedSegment?: unknown } | undefined)?.preservedSegment;
+      this.byUuid.set(r.uuid, { parentUuid: r.parentUuid, hash: null, system: true, segment });
+      this.lineage.add({ key: `boundary:${r.uuid}`, uuid: r.uuid, chain: null, hash: null });
+      return;
     }
-    if (typeof message !== "object" || message === null) continue;
-    const parent = chainOfParent(r.parentUuid);
+    if (typeof message !== "object" || message === null) return;
+    const parent = this.chainOfParent(r.parentUuid);
     const hash = messageHash(message.role, message.content);
-    hashOf.set(r.uuid, hash);
-    if (message.role === "system") {
-      lineage.add({ key: systemKey(parent, hash), uuid: r.uuid, chain: parent, hash: null });
-      continue;
+    const system = message.role === "system";
+    this.byUuid.set(r.uuid, { parentUuid: r.parentUuid, hash, system });
+    if (system) {
+      this.lineage.add({ key: systemKey(parent, hash), uuid: r.uuid, chain: parent, hash: null });
+      return;
     }
     const chain = chainHash(parent, hash);
-    lineage.add({ key: chain, uuid: r.uuid, chain, hash });
-    if (r.isCompactSummary === true) aliasKeptTail(lineage, byUuid, hashOf, r, chain);
+    this.lineage.add({ key: chain, uuid: r.uuid, chain, hash });
+    if (r.isCompactSummary === true) this.aliasKeptTail(r, chain);
   }
-  return lineage;
+
+  /** Re-creates the aliases of a compaction's kept tail from its boundary's preservedSegment (head … tail). */
+  private aliasKeptTail(summary: Rec, summaryChain: string): void {
+    const boundary = this.byUuid.get(String(summary.parentUuid));
+    const segment = boundary?.segment as { headUuid?: string; tailUuid?: string } | undefined;
+    if (!segment?.headUuid || !segment.tailUuid) return;
+    const kept: string[] = [];
+    for (let uuid: string | undefined = segment.tailUuid; uuid !== undefined && kept.length < 10_000; ) {
+      kept.unshift(uuid);
+      if (uuid === segment.headUuid) break;
+      const parent: unknown = this.byUuid.get(uuid)?.parentUuid;
+      uuid = typeof parent === "string" ? parent : undefined;
+    }
+    let chain = summaryChain;
+    for (const uuid of kept) {
+      const known = this.byUuid.get(uuid);
+      if (known === undefined || known.system || known.hash === null) continue;
+      chain = chainHash(chain, known.hash);
+      this.lineage.alias(chain, String(summary.uuid));
+    }
+  }
 }
 
-/** Re-creates the aliases of a compaction's kept tail from its boundary's preservedSegment (head … tail). */
-function aliasKeptTail(lineage: Lineage, byUuid: Map<string, Rec>, hashOf: Map<string, string>, summary: Rec, summaryChain: string): void {
-  const boundary = byUuid.get(String(summary.parentUuid));
-  const segment = (boundary?.compactMetadata as { preservedSegment?: { headUuid?: string; tailUuid?: string } } | undefined)?.preservedSegment;
-  if (!segment?.headUuid || !segment.tailUuid) return;
-  const kept: string[] = [];
-  for (let uuid: string | undefined = segment.tailUuid; uuid !== undefined && kept.length < 10_000; ) {
-    kept.unshift(uuid);
-    if (uuid === segment.headUuid) break;
-    const parent: unknown = byUuid.get(uuid)?.parentUuid;
-    uuid = typeof parent === "string" ? parent : undefined;
-  }
-  let chain = summaryChain;
-  for (const uuid of kept) {
-    const hash = hashOf.get(uuid);
-    const record = byUuid.get(uuid);
-    if (hash === undefined || (record?.message as { role?: unknown } | undefined)?.role === "system") continue;
-    chain = chainHash(chain, hash);
-    lineage.alias(chain, String(summary.uuid));
-  }
+/** Rebuilds a lineage from records in file order (see LineageReader). */
+export function lineageFromRecords(records: Rec[], outside?: Lineage): Lineage {
+  const reader = new LineageReader(new Lineage(), outside);
+  for (const r of records) reader.apply(r);
+  return reader.lineage;
 }

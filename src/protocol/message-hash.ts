@@ -29,14 +29,26 @@ function canonicalContent(content: unknown): unknown {
     .map((b) => (isObject(b) ? canonicalBlock(b) : b));
 }
 
-/** JSON with object keys sorted, so key order never changes a hash. */
+/** Returns a plain object's copy with its keys sorted (other values as they are). */
+function sortKeys(_key: string, value: unknown): unknown {
+  if (!isObject(value)) return value;
+  const sorted: Json = {};
+  for (const key of Object.keys(value).sort()) sorted[key] = value[key];
+  return sorted;
+}
+
+/**
+ * JSON with object keys sorted, so key order never changes a hash. The runtime's own JSON.stringify does
+ * the walking. Past the depth a replacer allows (about 1,500 levels on Deno), the plain serialisation is
+ * used: key order is then as sent, which is how Claude Code re-sends what it received.
+ */
 export function stableStringify(value: unknown): string {
-  if (Array.isArray(value)) return "[" + value.map(stableStringify).join(",") + "]";
-  if (isObject(value)) {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
-    return "{" + keys.map((k) => JSON.stringify(k) + ":" + stableStringify(value[k])).join(",") + "}";
+  try {
+    return JSON.stringify(value, sortKeys) ?? "null";
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    return JSON.stringify(value) ?? "null";
   }
-  return JSON.stringify(value) ?? "null";
 }
 
 /** The canonical hash of a message (role + content), equal for a message and its re-sent copy. */

@@ -56,6 +56,12 @@ export interface FsAdapter {
   link(existing: string, path: string): Promise<boolean>;
   /** Free and total bytes of the filesystem holding `path` (free as an unprivileged user sees it). */
   statfs(path: string): Promise<{ freeBytes: number; totalBytes: number }>;
+  /** Reads bytes `[start, end)` of a file (to its end when `end` is omitted), never following a symlink. */
+  readRange(path: string, start: number, end?: number): Promise<Uint8Array>;
+  /** Cuts a file to `size` bytes (never following a symlink), then fsyncs it. */
+  truncate(path: string, size: number): Promise<void>;
+  /** True when this process may read and write `path`. */
+  canReadWrite(path: string): Promise<boolean>;
 }
 
 /** True for "no such file or directory". */
@@ -154,6 +160,40 @@ export const nodeFs: FsAdapter = {
     } catch (error) {
       if ((error as { code?: string }).code === "EEXIST") return false;
       throw error;
+    }
+  },
+  async readRange(path, start, end) {
+    const handle = await fsp.open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const size = (await handle.stat()).size;
+      const stop = Math.min(end ?? size, size);
+      const buffer = new Uint8Array(Math.max(0, stop - start));
+      let offset = 0;
+      while (offset < buffer.length) {
+        const { bytesRead } = await handle.read(buffer, offset, buffer.length - offset, start + offset);
+        if (bytesRead === 0) break;
+        offset += bytesRead;
+      }
+      return buffer.subarray(0, offset);
+    } finally {
+      await handle.close();
+    }
+  },
+  async truncate(path, size) {
+    const handle = await fsp.open(path, constants.O_WRONLY | constants.O_NOFOLLOW);
+    try {
+      await handle.truncate(size);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  },
+  async canReadWrite(path) {
+    try {
+      await fsp.access(path, constants.R_OK | constants.W_OK);
+      return true;
+    } catch {
+      return false;
     }
   },
   async statfs(path) {

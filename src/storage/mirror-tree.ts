@@ -1,20 +1,16 @@
 /**
- * The mirror tree (SPEC §4 "Tree"): where a session's records live, the active file of each directory,
- * rotation at max bytes, and reading records back to rebuild state after a start.
+ * The mirror tree (SPEC §4 "Tree"): the one resolver from a conversation directory to its files.
+ * Before anything is written it makes sure every directory on the way is a real directory under the
+ * root (never a symlink), reads what other writers appended since it last looked, and repairs a torn
+ * final line by moving it aside into a `.torn` file. New files are published without overwrite (written
+ * aside, then linked into place).
  */
+import { randomUUID } from "node:crypto";
 import type { FsAdapter } from "./fs-adapter.ts";
 
 /** Directory mode for every directory of the tree. */
 export const DIR_MODE = 0o700;
 const NEWLINE = 0x0a;
-
-/** The active file of one directory, as last seen. */
-interface Active {
-  path: string;
-  size: number;
-  /** False when the file was found ending mid-line (a crash mid-write). */
-  endsClean: boolean;
-}
 
 /** What one append did. */
 export interface AppendResult {
@@ -24,11 +20,21 @@ export interface AppendResult {
   created: boolean;
 }
 
-/** Records read back from a directory's files, oldest file first, in file order. */
-export interface ReadBack {
+/** How far a directory's files have been read: file name → bytes applied. */
+export type Cursor = Map<string, number>;
+
+/** Records found since the cursor, in file order. */
+export interface CatchUp {
   records: Record<string, unknown>[];
   malformedLines: number;
-  files: number;
+  /** Torn final lines moved aside: the `.torn` file and the bytes moved. */
+  repaired: { file: string; bytes: number }[];
+}
+
+/** A path on the way to a conversation directory is not a real directory of the tree. */
+export class UnsafePathError extends Error {
+  override name = "UnsafePathError";
+  readonly code = "EUNSAFE";
 }
 
 /** A rotation file name from a time: ISO-8601 with `:` made `-`, so names sort by time. */
@@ -42,10 +48,25 @@ export function join(...parts: string[]): string {
   return parts.join("/").replace(/\/{2,}/g, "/");
 }
 
+/** Parses JSON lines; a line that does not parse is counted, not returned. */
+export function parseLines(text: string): { records: Record<string, unknown>[]; malformed: number } {
+  const records: Record<string, unknown>[] = [];
+  let malformed = 0;
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    try {
+      const parsed = JSON.parse(line);
+      if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) records.push(parsed);
+      else malformed++;
+    } catch {
+      malformed++;
+    }
+  }
+  return { records, malformed };
+}
+
 /** The mirror tree under one root. */
 export class MirrorTree {
-  private active = new Map<string, Active>();
-
   constructor(
     private readonly fs: FsAdapter,
     readonly root: string,
@@ -54,92 +75,100 @@ export class MirrorTree {
     private readonly sync = true,
   ) {}
 
-  /** The directory of a session's main conversation, or of one of its subagents. */
-  dirFor(sessionDir: string, agentDir: string | null): string {
-    return agentDir === null ? join(this.root, sessionDir) : join(this.root, sessionDir, "subagents", `agent-${agentDir}`);
-  }
-
-  /** The `*.jsonl` files directly in `dir`, oldest first (names sort by time). */
-  async files(dir: string): Promise<string[]> {
+  /** The `*.jsonl` file names directly in `dir`, oldest first (names sort by time); links are not files. */
+  async fileNames(dir: string): Promise<string[]> {
     const entries = await this.fs.readdir(dir);
-    return entries.filter((e) => e.isFile && e.name.endsWith(".jsonl")).map((e) => e.name).sort().map((n) => join(dir, n));
+    return entries.filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
   }
 
-  /** Reads every record of a directory; lines that do not parse (a torn tail) are counted, not returned. */
-  async read(dir: string): Promise<ReadBack> {
-    const files = await this.files(dir);
-    const records: Record<string, unknown>[] = [];
-    let malformedLines = 0;
-    for (const file of files) {
-      const text = await this.fs.readText(file);
-      for (const line of text.split("\n")) {
-        if (line.trim() === "") continue;
-        try {
-          const parsed = JSON.parse(line);
-          if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) records.push(parsed);
-          else malformedLines++;
-        } catch {
-          malformedLines++;
-        }
+  /**
+   * Makes `dir` (below the root) exist as real directories all the way down, 0700. Throws
+   * UnsafePathError when a component is a symlink or not a directory: writes never leave the root.
+   */
+  async ensureDir(dir: string): Promise<void> {
+    if (!dir.startsWith(this.root + "/")) throw new UnsafePathError(`${dir} is not under the mirror root`);
+    const parts = dir.slice(this.root.length + 1).split("/");
+    let path = this.root;
+    for (const part of ["", ...parts]) {
+      path = part === "" ? path : join(path, part);
+      let info = await this.fs.lstat(path);
+      if (info === null) {
+        await this.fs.mkdir(path, DIR_MODE);
+        info = await this.fs.lstat(path);
+      }
+      if (info === null || info.isSymbolicLink || !info.isDirectory) {
+        throw new UnsafePathError(`${path} is ${info?.isSymbolicLink ? "a symbolic link" : "not a directory"}; nothing was written`);
       }
     }
-    return { records, malformedLines, files: files.length };
   }
 
-  /** Forgets what it knew of a directory's active file (after a sweep removed files). */
-  forget(dir: string): void {
-    this.active.delete(dir);
+  /**
+   * Reads what was appended to `dir` since `cursor` (by anyone), advancing it. A final line without its
+   * newline (a writer killed mid-append) is moved aside into `<file>.torn` and cut off, so the next
+   * append starts on a clean line; call it holding the directory's writer lock.
+   */
+  async catchUp(dir: string, cursor: Cursor): Promise<CatchUp> {
+    const out: CatchUp = { records: [], malformedLines: 0, repaired: [] };
+    for (const name of await this.fileNames(dir)) {
+      const path = join(dir, name);
+      const from = cursor.get(name) ?? 0;
+      const info = await this.fs.lstat(path);
+      if (info === null || !info.isFile) continue;
+      if (info.size < from) cursor.set(name, 0); // replaced or cut by someone else: read it again
+      const start = cursor.get(name) ?? 0;
+      if (info.size === start) {
+        cursor.set(name, start);
+        continue;
+      }
+      const bytes = await this.fs.readRange(path, start);
+      const end = bytes.lastIndexOf(NEWLINE) + 1;
+      if (end < bytes.length) {
+        const torn = bytes.subarray(end);
+        await this.fs.append(`${path}.torn`, new TextDecoder().decode(torn), this.sync);
+        await this.fs.truncate(path, start + end);
+        out.repaired.push({ file: `${name}.torn`, bytes: torn.length });
+      }
+      const parsed = parseLines(new TextDecoder().decode(bytes.subarray(0, end)));
+      out.records.push(...parsed.records);
+      out.malformedLines += parsed.malformed;
+      cursor.set(name, start + end);
+    }
+    return out;
   }
 
-  /** Appends `text` (whole JSON lines) to the directory's active file in one write, rotating first when full. */
-  async append(dir: string, text: string): Promise<AppendResult> {
-    let active = this.active.get(dir) ?? (await this.discover(dir));
-    let prefix = "";
-    let rotated = false;
-    if (active !== null && active.size > 0 && active.size + Buffer.byteLength(text) > this.maxBytes) {
-      active = null;
-      rotated = true;
+  /** Appends `text` (whole JSON lines) to the directory's newest file in one write, publishing a new file when full. */
+  async append(dir: string, text: string, cursor: Cursor): Promise<AppendResult> {
+    const names = [...cursor.keys()].sort();
+    const newest = names.at(-1);
+    const bytes = Buffer.byteLength(text);
+    const size = newest === undefined ? 0 : (cursor.get(newest) ?? 0);
+    if (newest === undefined || (size > 0 && size + bytes > this.maxBytes)) {
+      const name = await this.publish(dir, text);
+      cursor.set(name, bytes);
+      return { path: join(dir, name), bytes, rotated: newest !== undefined, created: true };
     }
-    if (active === null) {
-      const created = await this.create(dir, text);
-      this.active.set(dir, created);
-      return { path: created.path, bytes: created.size, rotated, created: true };
-    }
-    if (!active.endsClean) {
-      // A torn final line (a crash mid-write) must not swallow the next record: start on a fresh line.
-      prefix = "\n";
-    }
-    const data = prefix + text;
+    const path = join(dir, newest);
+    // On failure the cursor stays put: the next catch-up reads whatever reached the disk (and moves a torn tail aside).
+    await this.fs.append(path, text, this.sync);
+    cursor.set(newest, size + bytes);
+    return { path, bytes, rotated: false, created: false };
+  }
+
+  /** Writes a new rotation file aside, then links it into place under a name nobody has taken. */
+  private async publish(dir: string, text: string): Promise<string> {
+    const staging = join(this.root, ".staging");
+    await this.fs.mkdir(staging, DIR_MODE);
+    const aside = join(staging, `${randomUUID()}.part`);
+    if (!(await this.fs.createExclusive(aside, text, this.sync))) throw new Error(`staging file ${aside} exists`);
     try {
-      await this.fs.append(active.path, data, this.sync);
-    } catch (error) {
-      this.active.delete(dir); // what reached the disk is unknown now: look again next time
-      throw error;
+      const now = this.clock();
+      for (let attempt = 0; attempt < 1000; attempt++) {
+        const name = rotationName(now, attempt);
+        if (await this.fs.link(aside, join(dir, name))) return name;
+      }
+      throw new Error(`could not publish a new mirror file in ${dir}`);
+    } finally {
+      await this.fs.unlink(aside);
     }
-    const bytes = Buffer.byteLength(data);
-    this.active.set(dir, { path: active.path, size: active.size + bytes, endsClean: true });
-    return { path: active.path, bytes, rotated, created: false };
-  }
-
-  /** Finds the newest file of a directory and its size, or null when there is none. */
-  private async discover(dir: string): Promise<Active | null> {
-    const files = await this.files(dir);
-    const newest = files.at(-1);
-    if (newest === undefined) return null;
-    const info = await this.fs.lstat(newest);
-    if (info === null || !info.isFile) return null;
-    const endsClean = info.size === 0 || (await this.fs.lastByte(newest)) === NEWLINE;
-    return { path: newest, size: info.size, endsClean };
-  }
-
-  /** Creates a new rotation file holding `text`, never overwriting one that exists. */
-  private async create(dir: string, text: string): Promise<Active> {
-    await this.fs.mkdir(dir, DIR_MODE);
-    const now = this.clock();
-    for (let attempt = 0; attempt < 1000; attempt++) {
-      const path = join(dir, rotationName(now, attempt));
-      if (await this.fs.createExclusive(path, text, this.sync)) return { path, size: Buffer.byteLength(text), endsClean: true };
-    }
-    throw new Error(`could not create a new mirror file in ${dir}`);
   }
 }

@@ -1,7 +1,9 @@
 /**
  * Retention sweep (SPEC §4 "Disk discipline"): removes mirror files whose mtime is older than the
- * cutoff, then prunes empty directories. Never follows a symlink, never leaves the root, and re-checks an
- * entry's identity (device + inode) right before removing it.
+ * cutoff, then prunes empty directories. Never follows a symlink, never leaves the root, and re-checks
+ * identities (device + inode) right before acting: the directory it is in after listing it and before
+ * each removal, the entry itself before removing it (seed 004). Without the *at() system calls node:fs
+ * lacks, a swap between that last check and the removal itself cannot be excluded; every earlier swap is.
  */
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
 import { join } from "./mirror-tree.ts";
@@ -12,27 +14,34 @@ export interface SweepResult {
   prunedDirs: number;
   /** Directories (absolute) in which files were removed, so their writers can look again. */
   touchedDirs: string[];
+  /** Entries left alone because they changed identity under the sweep. */
+  skipped: number;
 }
 
 const MAX_DEPTH = 8;
 
-/** Same file as before: same device and inode, still a regular file or directory as expected. */
+/** Same entry as before: same device and inode, same kind, not (now) a symlink. */
 function sameEntry(a: EntryInfo, b: EntryInfo | null): boolean {
-  return b !== null && !b.isSymbolicLink && a.dev === b.dev && a.ino === b.ino && a.isFile === b.isFile;
+  return b !== null && !b.isSymbolicLink && a.dev === b.dev && a.ino === b.ino && a.isFile === b.isFile && a.isDirectory === b.isDirectory;
 }
 
 /** Sweeps the tree under `root`; files with mtime before `cutoffMs` go. */
 export async function sweepTree(fs: FsAdapter, root: string, cutoffMs: number): Promise<SweepResult> {
-  const result: SweepResult = { removedFiles: 0, prunedDirs: 0, touchedDirs: [] };
+  const result: SweepResult = { removedFiles: 0, prunedDirs: 0, touchedDirs: [], skipped: 0 };
   const rootInfo = await fs.lstat(root);
-  if (rootInfo === null || !rootInfo.isDirectory) return result;
-  await sweepDir(fs, root, cutoffMs, 0, true, result);
+  if (rootInfo === null || !rootInfo.isDirectory || rootInfo.isSymbolicLink) return result;
+  await sweepDir(fs, root, rootInfo, cutoffMs, 0, result);
   return result;
 }
 
-/** Sweeps one directory; returns true when it is empty afterwards. */
-async function sweepDir(fs: FsAdapter, dir: string, cutoffMs: number, depth: number, isRoot: boolean, result: SweepResult): Promise<boolean> {
+/** Sweeps one directory (known by `self`); returns true when it is empty afterwards. */
+async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: number, depth: number, result: SweepResult): Promise<boolean> {
   const entries = await fs.readdir(dir);
+  // The listing is only ours if `dir` is still the directory we decided to enter.
+  if (!sameEntry(self, await fs.lstat(dir))) {
+    result.skipped++;
+    return false;
+  }
   let remaining = entries.length;
   let removedHere = false;
   for (const entry of entries) {
@@ -43,14 +52,15 @@ async function sweepDir(fs: FsAdapter, dir: string, cutoffMs: number, depth: num
       continue;
     }
     if (info.isSymbolicLink) continue; // never followed, never removed
+    if (depth === 0 && entry.name.startsWith(".")) continue; // the tap's own .locks and .staging
     if (info.isDirectory && depth < MAX_DEPTH) {
-      const empty = await sweepDir(fs, path, cutoffMs, depth + 1, false, result);
-      if (empty && sameEntry(info, await fs.lstat(path)) && (await removeDir(fs, path))) {
+      const empty = await sweepDir(fs, path, info, cutoffMs, depth + 1, result);
+      if (empty && (await unchanged(fs, [[dir, self], [path, info]], result)) && (await removeDir(fs, path))) {
         result.prunedDirs++;
         remaining--;
       }
     } else if (info.isFile && entry.name.endsWith(".jsonl") && info.mtimeMs < cutoffMs) {
-      if (!sameEntry(info, await fs.lstat(path))) continue; // swapped since we looked: leave it
+      if (!(await unchanged(fs, [[dir, self], [path, info]], result))) continue;
       await fs.unlink(path);
       result.removedFiles++;
       removedHere = true;
@@ -58,7 +68,18 @@ async function sweepDir(fs: FsAdapter, dir: string, cutoffMs: number, depth: num
     }
   }
   if (removedHere) result.touchedDirs.push(dir);
-  return !isRoot && remaining === 0;
+  return depth > 0 && remaining === 0;
+}
+
+/** True when every (path, identity) pair still holds; counts a skip otherwise. */
+async function unchanged(fs: FsAdapter, pairs: [string, EntryInfo][], result: SweepResult): Promise<boolean> {
+  for (const [path, info] of pairs) {
+    if (!sameEntry(info, await fs.lstat(path))) {
+      result.skipped++;
+      return false;
+    }
+  }
+  return true;
 }
 
 /** Removes an empty directory; false when a writer put something in it (or removed it) meanwhile. */

@@ -1,16 +1,18 @@
 /**
- * The session mirror (SPEC §4): plans each completed response against the session's lineage, appends its
- * records in one write, and only then advances the lineage. Never throws into the client path: every
- * failure is one events-log line and a count.
+ * The session mirror (SPEC §4): routes each commit to its conversation directory and hands it to the
+ * directory writer. Never throws into the client path: every failure is one events-log line and a
+ * count, and what could not be written waits in a bounded queue, retried with backoff (issue 5).
  */
-import { planCommit } from "../protocol/commit-plan.ts";
-import { Lineage, lineageFromRecords } from "../protocol/lineage-state.ts";
+import type { Lineage } from "../protocol/lineage-state.ts";
+import { DirLocks } from "../storage/dir-lock.ts";
 import { describe, EventsLog, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { join, MirrorTree } from "../storage/mirror-tree.ts";
+import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import { sweepTree } from "../storage/sweep.ts";
-import { SessionStates } from "./session-states.ts";
+import { newDirState, refresh, writeJob, type DirState, type WriterDeps } from "./dir-writer.ts";
 import { RequestMirror, type CommitJob, type MirrorRequest } from "./request-mirror.ts";
+import { SessionStates } from "./session-states.ts";
 
 /** How the mirror is set up. */
 export interface MirrorOptions {
@@ -20,13 +22,17 @@ export interface MirrorOptions {
   retentionDays: number;
   maxSessions: number;
   includeThinking: boolean;
+  /** Mirror side requests into `side/` (SESSIONTAP_SIDE_REQUESTS, default true). */
+  sideRequests: boolean;
   version: string;
   clock: () => number;
   stderr: (line: string) => void;
-  /** Mirror side requests into `side/` (SESSIONTAP_SIDE_REQUESTS, default true). */
-  sideRequests: boolean;
   /** fsync each append (default true). */
   sync?: boolean;
+  /** Longest wait for another process's writer lock (default 2000 ms). */
+  lockWaitMs?: number;
+  /** Most commits kept in memory while writes fail (default 1000). */
+  maxQueued?: number;
 }
 
 /** Counters shown by /_tap/health. */
@@ -38,30 +44,51 @@ export interface MirrorStats {
   interrupted: number;
   skipped: number;
   errors: number;
+  /** Commits waiting in memory for a write to succeed. */
+  queued: number;
+  /** Commits dropped because the queue was full (their records are not on disk). */
+  dropped: number;
+  /** Torn final lines moved aside into .torn files. */
+  repaired: number;
 }
 
 const SWEEP_EVERY_MS = 60_000;
+const RETRY_MAX_MS = 30_000;
+
+/** Commits of one directory waiting for a write to succeed. */
+interface Backlog {
+  jobs: CommitJob[];
+  attempts: number;
+  timer: ReturnType<typeof setTimeout> | null;
+}
 
 /** The mirror of one root directory. */
 export class Mirror {
   readonly tree: MirrorTree;
   readonly events: EventsLog;
-  readonly stats: MirrorStats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0 };
-  private readonly states: SessionStates<Lineage>;
+  readonly locks: DirLocks;
+  readonly stats: MirrorStats = {
+    responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, queued: 0, dropped: 0, repaired: 0,
+  };
+  private readonly states: SessionStates<DirState>;
+  private readonly backlogs = new Map<string, Backlog>();
   private readonly pending = new Set<Promise<void>>();
+  private readonly deps: WriterDeps;
   private lastSweep = Number.NEGATIVE_INFINITY;
   private sweeping: Promise<void> | null = null;
 
   constructor(readonly options: MirrorOptions) {
-    this.tree = new MirrorTree(options.fs, options.root, options.maxBytes, options.clock, options.sync ?? true);
-    this.events = new EventsLog(options.fs, options.root, options.clock, options.stderr);
-    this.states = new SessionStates<Lineage>(options.maxSessions, async (dir) => {
-      const back = await this.tree.read(dir);
-      if (back.files > 0) this.log("load", { dir: this.relative(dir), records: back.records.length, malformed: back.malformedLines });
-      // A side exchange hangs from the main conversation: its parents are resolved there.
-      const outside = dir.endsWith("/side") ? await this.lineageOf(dir.slice(0, -"/side".length)) : undefined;
-      return lineageFromRecords(back.records, outside);
+    const { fs, root, clock } = options;
+    this.tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true);
+    this.events = new EventsLog(fs, root, clock, options.stderr);
+    this.locks = new DirLocks(fs, root, {
+      self: selfOwner(fs), isAlive: (owner) => ownerAlive(fs, owner), waitMs: options.lockWaitMs ?? 2000, clock,
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
+    this.deps = { tree: this.tree, locks: this.locks, includeThinking: options.includeThinking };
+    // A side directory's records hang from the main conversation: its reader resolves parents there.
+    this.states = new SessionStates<DirState>(options.maxSessions, async (dir) =>
+      dir.endsWith("/side") ? newDirState((await this.stateOf(dir.slice(0, -"/side".length))).lineage) : newDirState());
   }
 
   /** Starts mirroring one request, or null when it is not a Messages API call (SPEC §4: only those are mirrored). */
@@ -70,47 +97,117 @@ export class Mirror {
     return new RequestMirror(this, request, this.options.clock());
   }
 
-  /** Writes one response's records; resolves when written or given up, never rejects. */
+  /** Writes one response's records (after any that wait for an earlier failure); never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind !== "complete") this.stats.interrupted++;
-    const main = join(this.options.root, job.sessionDir);
-    const { dir, scope } =
-      job.route === "agent" ? { dir: join(main, "subagents", `agent-${job.agentDir}`), scope: `${job.sessionDir}/agent-${job.agentDir}` }
-      : job.route === "side" ? { dir: join(main, "side"), scope: `${job.sessionDir}/side` }
-      : { dir: main, scope: job.sessionDir };
-    const work = this.states
-      .withIndex(dir, async (lineage) => {
-        const mainLineage = job.route === "side" ? await this.lineageOf(main) : null;
-        const staged = planCommit(job, lineage, mainLineage, scope, this.options.includeThinking);
-        if (staged.records.length === 0) return;
-        const text = staged.records.map((r) => JSON.stringify(r) + "\n").join("");
-        const result = await this.tree.append(dir, text);
-        // Only now, with the bytes on disk, does the lineage advance (SPEC §4 "Exactly once").
-        for (const op of staged.ops) {
-          if ("add" in op) lineage.add(op.add);
-          else lineage.alias(op.alias.key, op.alias.uuid);
-        }
-        this.stats.appends++;
-        this.stats.records += staged.records.length;
-        this.stats.bytes += result.bytes;
-        const file = result.path.slice(result.path.lastIndexOf("/") + 1);
-        if (result.rotated) this.log("rotate", { dir: this.relative(dir), file });
-        else if (result.created) this.log("open", { dir: this.relative(dir), file });
-        this.log("append", { dir: this.relative(dir), route: job.route, kind: job.kind, records: staged.records.length, bytes: result.bytes, file });
-      })
-      .then(
-        () => this.maybeSweep(),
-        (error) => this.fail("append", error, { dir: this.relative(dir) }),
-      );
-    this.pending.add(work);
-    void work.finally(() => this.pending.delete(work));
-    return work;
+    return this.track(this.drain(this.dirOf(job).dir, job));
   }
 
-  /** A directory's lineage, loaded from disk on first use. */
-  private lineageOf(dir: string): Promise<Lineage> {
-    return this.states.withIndex(dir, async (lineage) => lineage);
+  /** The directory and uuid scope of a job's route. */
+  private dirOf(job: CommitJob): { dir: string; scope: string; main: string } {
+    const main = join(this.options.root, job.sessionDir);
+    if (job.route === "agent") return { dir: join(main, "subagents", `agent-${job.agentDir}`), scope: `${job.sessionDir}/agent-${job.agentDir}`, main };
+    if (job.route === "side") return { dir: join(main, "side"), scope: `${job.sessionDir}/side`, main };
+    return { dir: main, scope: job.sessionDir, main };
+  }
+
+  /** Writes a directory's backlog in order, then `job`; on failure keeps what is left (bounded) and retries later. */
+  private async drain(dir: string, job: CommitJob | null): Promise<void> {
+    await this.states.withIndex(dir, async (state) => {
+      const backlog = this.backlogs.get(dir) ?? { jobs: [], attempts: 0, timer: null };
+      if (job !== null) this.enqueue(dir, backlog, job);
+      while (backlog.jobs.length > 0) {
+        const next = backlog.jobs[0];
+        try {
+          await this.writeOne(dir, state, next);
+        } catch (error) {
+          this.states.reset(dir); // what reached the disk is unknown: read it again next time
+          this.fail("append", error, { dir: this.relative(dir), queued: backlog.jobs.length, attempt: backlog.attempts + 1 });
+          this.scheduleRetry(dir, backlog);
+          return;
+        }
+        backlog.jobs.shift();
+        this.stats.queued = Math.max(0, this.stats.queued - 1);
+      }
+      if (backlog.timer !== null) clearTimeout(backlog.timer);
+      this.backlogs.delete(dir);
+    });
+    this.maybeSweep();
+  }
+
+  /** Adds a job to a backlog; past the bound the oldest is dropped, counted and logged. */
+  private enqueue(dir: string, backlog: Backlog, job: CommitJob): void {
+    backlog.jobs.push(job);
+    this.backlogs.set(dir, backlog);
+    this.stats.queued++;
+    const max = this.options.maxQueued ?? 1000;
+    while (this.stats.queued > max && backlog.jobs.length > 1) {
+      backlog.jobs.shift();
+      this.stats.queued--;
+      this.stats.dropped++;
+      this.log("drop", { dir: this.relative(dir), dropped: this.stats.dropped });
+    }
+  }
+
+  /** Retries a directory's backlog with exponential backoff (0.25 s … 30 s). */
+  private scheduleRetry(dir: string, backlog: Backlog): void {
+    backlog.attempts++;
+    if (backlog.timer !== null) clearTimeout(backlog.timer);
+    const delay = Math.min(250 * 2 ** (backlog.attempts - 1), RETRY_MAX_MS);
+    backlog.timer = setTimeout(() => {
+      backlog.timer = null;
+      void this.track(this.drain(dir, null));
+    }, delay);
+    (backlog.timer as { unref?: () => void }).unref?.();
+  }
+
+  /** Writes one job and logs what it did. */
+  private async writeOne(dir: string, state: DirState, job: CommitJob): Promise<void> {
+    const { scope, main } = this.dirOf(job);
+    const owner = { sessionId: job.base.sessionId, agentId: null };
+    const mainLineage = job.route === "side" ? () => this.refreshed(main, owner) : null;
+    const written = await writeJob(this.deps, dir, scope, state, job, mainLineage);
+    for (const torn of written.repaired) {
+      this.stats.repaired++;
+      this.log("repair", { dir: this.relative(dir), moved: torn.file, bytes: torn.bytes });
+    }
+    if (written.result === null) return;
+    this.stats.appends++;
+    this.stats.records += written.records;
+    this.stats.bytes += written.result.bytes;
+    const file = written.result.path.slice(written.result.path.lastIndexOf("/") + 1);
+    if (written.result.rotated) this.log("rotate", { dir: this.relative(dir), file });
+    else if (written.result.created) this.log("open", { dir: this.relative(dir), file });
+    this.log("append", { dir: this.relative(dir), route: job.route, kind: job.kind, records: written.records, bytes: written.result.bytes, file });
+  }
+
+  /** The main conversation's lineage, brought up to date with what any writer appended. */
+  private async refreshed(dir: string, owner: { sessionId: string | null; agentId: null }): Promise<Lineage> {
+    return await this.states.withIndex(dir, async (state) => {
+      const info = await this.options.fs.lstat(dir);
+      if (info === null) return state.lineage;
+      const release = await this.locks.acquire(dir);
+      try {
+        await refresh(this.deps, dir, state, owner);
+      } finally {
+        await release();
+      }
+      return state.lineage;
+    });
+  }
+
+  /** A directory's state (created on first use). */
+  private stateOf(dir: string): Promise<DirState> {
+    return this.states.withIndex(dir, async (state) => state);
+  }
+
+  /** Keeps a write's promise until it settles, for flush(). */
+  private track(work: Promise<void>): Promise<void> {
+    const settled = work.catch((error) => this.fail("mirror", error));
+    this.pending.add(settled);
+    void settled.finally(() => this.pending.delete(settled));
+    return settled;
   }
 
   /** Records a request the mirror could not read (SPEC §5 "Bad input"): forwarded untouched, not mirrored. */
@@ -130,12 +227,15 @@ export class Mirror {
     void this.events.log(action, fields);
   }
 
-  /** Waits for every write in flight and the events log, at most `boundMs`. */
+  /** Tries every backlog once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
+    for (const dir of this.backlogs.keys()) void this.track(this.drain(dir, null));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
     await Promise.race([Promise.all([...this.pending, this.sweeping]).then(() => this.events.flush()), bound]);
     clearTimeout(timer);
+    for (const backlog of this.backlogs.values()) if (backlog.timer !== null) clearTimeout(backlog.timer);
+    if (this.stats.queued > 0) this.log("unwritten", { commits: this.stats.queued });
   }
 
   /** Runs the retention sweep if a minute passed since the last one (lazy, throttled: SPEC §4). */
@@ -147,10 +247,7 @@ export class Mirror {
     const cutoff = now - days * 86_400_000;
     this.sweeping = sweepTree(this.options.fs, this.options.root, cutoff)
       .then((result) => {
-        for (const dir of result.touchedDirs) {
-          this.tree.forget(dir);
-          this.states.forget(dir);
-        }
+        for (const dir of result.touchedDirs) this.states.reset(dir);
         if (result.removedFiles > 0 || result.prunedDirs > 0) {
           this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
         }

@@ -50,11 +50,13 @@ export class SessionStates<T> {
     }
   }
 
-  /** Drops a directory's index so the next use rebuilds it from disk (after a sweep removed files). */
-  forget(dir: string): void {
+  /**
+   * Drops a directory's state so its next use rebuilds it from disk (after a sweep removed files, or a
+   * write whose outcome is unknown). Safe inside `withIndex`: the state is dropped, not mutated.
+   */
+  reset(dir: string): void {
     const entry = this.entries.get(dir);
-    if (entry !== undefined && entry.users === 0) this.entries.delete(dir);
-    else if (entry !== undefined) entry.tail = entry.tail.then(() => void (entry.index = null));
+    if (entry !== undefined) entry.index = null;
   }
 
   /** Evicts least recently used idle directories beyond the bound. */

@@ -1,0 +1,76 @@
+/**
+ * Claude Code's own transcripts, `<claude-dir>/projects/<project>/<session>.jsonl`: where one would be for
+ * a working directory, where they are, and whether they look intact (list, show, restore, doctor).
+ */
+import { findProjectDir } from "../recover/project-dir.ts";
+import { classifyTranscript, sessionOfTranscriptName, type TranscriptState } from "../recover/transcript.ts";
+import type { FsAdapter } from "./fs-adapter.ts";
+import { join } from "./mirror-tree.ts";
+
+/** What is known of one session's Claude Code transcript. */
+export interface TranscriptInfo {
+  state: TranscriptState;
+  /** The file found, or where Claude Code would keep it (null when neither is known). */
+  path: string | null;
+}
+
+/** Claude Code's projects directory. */
+export function projectsDir(claudeDir: string): string {
+  return join(claudeDir, "projects");
+}
+
+/** The transcript path Claude Code uses for `sessionId` in `cwd` (honouring an existing long-name variant). */
+export async function transcriptPathFor(fs: FsAdapter, claudeDir: string, cwd: string, sessionId: string): Promise<string> {
+  const projects = projectsDir(claudeDir);
+  const existing = (await fs.readdir(projects)).filter((e) => e.isDirectory).map((e) => e.name);
+  return join(projects, findProjectDir(cwd, existing), `${sessionId}.jsonl`);
+}
+
+/** Every transcript under `projects/`, by session id (a session may sit in more than one project). */
+export async function scanTranscripts(fs: FsAdapter, claudeDir: string): Promise<Map<string, string[]>> {
+  const found = new Map<string, string[]>();
+  const projects = projectsDir(claudeDir);
+  for (const project of await fs.readdir(projects)) {
+    if (!project.isDirectory) continue;
+    for (const entry of await fs.readdir(join(projects, project.name))) {
+      const id = entry.isFile ? sessionOfTranscriptName(entry.name) : null;
+      if (id === null) continue;
+      const list = found.get(id) ?? [];
+      list.push(join(projects, project.name, entry.name));
+      found.set(id, list);
+    }
+  }
+  return found;
+}
+
+/** Reads a transcript file and classifies it; a missing file is "missing". */
+export async function readTranscriptState(fs: FsAdapter, path: string): Promise<TranscriptState> {
+  const info = await fs.lstat(path);
+  if (info === null || info.isDirectory) return "missing";
+  if (info.isFile && info.size === 0) return "stub";
+  try {
+    return classifyTranscript(await fs.readText(path));
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return "missing";
+    throw error;
+  }
+}
+
+/**
+ * The state of a session's Claude Code transcript: the file where its working directory puts it, else any
+ * file of that session elsewhere under `projects/` (the best of them: intact over stub).
+ */
+export async function transcriptInfo(
+  fs: FsAdapter, claudeDir: string, sessionId: string | null, cwd: string | null, scan: Map<string, string[]>,
+): Promise<TranscriptInfo> {
+  if (sessionId === null) return { state: "missing", path: null };
+  const expected = cwd === null ? null : await transcriptPathFor(fs, claudeDir, cwd, sessionId);
+  const candidates = [...new Set([...(expected === null ? [] : [expected]), ...(scan.get(sessionId) ?? [])])];
+  let best: TranscriptInfo = { state: "missing", path: expected };
+  for (const path of candidates) {
+    const state = await readTranscriptState(fs, path);
+    if (state === "intact") return { state, path };
+    if (state === "stub" && best.state === "missing") best = { state, path };
+  }
+  return best;
+}

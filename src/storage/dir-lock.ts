@@ -1,0 +1,109 @@
+/**
+ * One live writer per conversation directory across processes (issue 5; seed 002 "one live writer"):
+ * a lock file created exclusively under `<root>/.locks/`, naming its owner by pid and process start time
+ * so a lock left by a dead process (or by a recycled pid) can be proven stale and taken over.
+ */
+import { createHash } from "node:crypto";
+import type { FsAdapter } from "./fs-adapter.ts";
+import { DIR_MODE, join } from "./mirror-tree.ts";
+
+/** Who holds a lock. */
+export interface LockOwner {
+  pid: number;
+  /** The process's start time as the kernel counts it (/proc/<pid>/stat field 22); null where unknown. */
+  start: string | null;
+  host: string;
+}
+
+/** How a lock is waited for, and how liveness is judged. */
+export interface LockOptions {
+  self: LockOwner | Promise<LockOwner>;
+  /** True while the owner process still runs (same pid, same start time). */
+  isAlive: (owner: LockOwner) => Promise<boolean>;
+  /** Longest wait for a live owner before giving up (the caller keeps its records and retries). */
+  waitMs: number;
+  clock: () => number;
+  sleep: (ms: number) => Promise<void>;
+}
+
+/** The lock is held by another live writer beyond the wait. */
+export class LockBusyError extends Error {
+  override name = "LockBusyError";
+  readonly code = "ELOCKED";
+}
+
+/** Locks of one mirror root. */
+export class DirLocks {
+  /** Stale locks taken over (their owner was proven dead). */
+  staleTaken = 0;
+
+  constructor(
+    private readonly fs: FsAdapter,
+    private readonly root: string,
+    private readonly options: LockOptions,
+  ) {}
+
+  /** The lock file of a directory: one name per directory, outside the conversation directories. */
+  pathFor(dir: string): string {
+    return join(this.root, ".locks", createHash("sha256").update(dir).digest("hex").slice(0, 32) + ".lock");
+  }
+
+  /** Takes the directory's lock; resolves with its release. Throws LockBusyError after `waitMs`. */
+  async acquire(dir: string): Promise<() => Promise<void>> {
+    const path = this.pathFor(dir);
+    const me = JSON.stringify(await this.options.self);
+    const deadline = this.options.clock() + this.options.waitMs;
+    await this.fs.mkdir(join(this.root, ".locks"), DIR_MODE);
+    for (let attempt = 0; ; attempt++) {
+      let created: boolean;
+      try {
+        created = await this.fs.createExclusive(path, me, false);
+      } catch (error) {
+        // A sweep may prune the empty .locks directory between our mkdir and this create.
+        if ((error as { code?: string }).code !== "ENOENT" || attempt > 3) throw error;
+        await this.fs.mkdir(join(this.root, ".locks"), DIR_MODE);
+        continue;
+      }
+      if (created) {
+        return async () => {
+          // Only our own lock is removed: a takeover after we were presumed dead must survive us.
+          if ((await this.readOwner(path)) === me) await this.fs.unlink(path);
+        };
+      }
+      const raw = await this.readOwner(path);
+      if (raw !== null && (await this.isStale(path, raw))) {
+        const info = await this.fs.lstat(path);
+        if (info !== null && !info.isSymbolicLink && (await this.readOwner(path)) === raw) {
+          await this.fs.unlink(path);
+          this.staleTaken++;
+        }
+        continue;
+      }
+      if (this.options.clock() >= deadline) throw new LockBusyError(`writer lock of ${dir} is held by ${raw ?? "another process"}`);
+      await this.options.sleep(Math.min(5 * 2 ** Math.min(attempt, 6), 200));
+    }
+  }
+
+  /** The lock file's text, or null when it vanished meanwhile. */
+  private async readOwner(path: string): Promise<string | null> {
+    try {
+      return await this.fs.readText(path);
+    } catch (error) {
+      if ((error as { code?: string }).code === "ENOENT") return null;
+      throw error;
+    }
+  }
+
+  /** A lock is stale when its owner is proven dead; an unreadable one (a crash while creating it) when old. */
+  private async isStale(path: string, raw: string): Promise<boolean> {
+    let owner: LockOwner;
+    try {
+      owner = JSON.parse(raw) as LockOwner;
+    } catch {
+      const info = await this.fs.lstat(path);
+      return info !== null && this.options.clock() - info.mtimeMs > 10_000;
+    }
+    if (typeof owner.pid !== "number") return true;
+    return !(await this.options.isAlive(owner));
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Reading the mirror tree back for people (list, show, export, restore, the viewer): which sessions there
+ * are, and one session's records. Read-only; parsed files are cached by size and mtime so the viewer
+ * re-reads only what grew.
+ */
+import { parseJsonl, type Parsed } from "../recover/records.ts";
+import { sessionIdOf, type SessionData } from "../recover/summary.ts";
+import type { FsAdapter } from "./fs-adapter.ts";
+import { join } from "./mirror-tree.ts";
+
+/** The outcome of looking a session up by id or prefix. */
+export type Lookup =
+  | { kind: "found"; data: SessionData }
+  | { kind: "none" }
+  | { kind: "ambiguous"; candidates: string[] };
+
+/** Bytes of parsed files kept in memory at most (least recently used go first). */
+const CACHE_BYTES = 64 * 1024 * 1024;
+
+/** Reads sessions under one mirror root. */
+export class MirrorReader {
+  private cache = new Map<string, { size: number; mtimeMs: number; parsed: Parsed }>();
+  private cached = 0;
+
+  constructor(
+    private readonly fs: FsAdapter,
+    readonly root: string,
+  ) {}
+
+  /** Names of the session directories under the root (real directories only; symlinks are not followed). */
+  async sessionDirs(): Promise<string[]> {
+    const entries = await this.fs.readdir(this.root);
+    return entries.filter((e) => e.isDirectory && !e.isSymbolicLink).map((e) => e.name).sort();
+  }
+
+  /** Every session's data, most recently written first. */
+  async loadAll(): Promise<SessionData[]> {
+    const out: { data: SessionData; mtime: number }[] = [];
+    for (const dir of await this.sessionDirs()) {
+      const { data, mtime } = await this.loadWithTime(dir);
+      if (data.files > 0 || data.subagentRecords > 0 || data.sideRecords > 0) out.push({ data, mtime });
+    }
+    return out.sort((a, b) => b.mtime - a.mtime).map((x) => x.data);
+  }
+
+  /** One session directory's data. */
+  async load(dir: string): Promise<SessionData> {
+    return (await this.loadWithTime(dir)).data;
+  }
+
+  /** Finds a session by its id or directory name, or a unique prefix of either (SPEC §2 `SESSION`). */
+  async lookup(query: string): Promise<Lookup> {
+    const dirs = await this.sessionDirs();
+    const named: { dir: string; id: string | null }[] = [];
+    for (const dir of dirs) {
+      // A safe id is its own directory name (SPEC §4); only hashed names need their records read.
+      const id = dir === "unknown" || dir.startsWith("inv-") ? sessionIdOf(dir, (await this.load(dir)).records) : dir;
+      named.push({ dir, id });
+    }
+    const exact = named.filter((n) => n.dir === query || n.id === query);
+    const matches = exact.length > 0 ? exact : named.filter((n) => query !== "" && (n.dir.startsWith(query) || (n.id ?? "").startsWith(query)));
+    if (matches.length === 0) return { kind: "none" };
+    if (matches.length > 1) return { kind: "ambiguous", candidates: matches.map((m) => m.id ?? m.dir) };
+    return { kind: "found", data: await this.load(matches[0].dir) };
+  }
+
+  /** Reads a directory's data and the newest mtime among its files. */
+  private async loadWithTime(dir: string): Promise<{ data: SessionData; mtime: number }> {
+    const path = join(this.root, dir);
+    const main = await this.readDir(path);
+    let bytes = main.bytes;
+    let mtime = main.mtime;
+    let subagentRecords = 0;
+    for (const agent of await this.subdirs(join(path, "subagents"))) {
+      const sub = await this.readDir(join(path, "subagents", agent));
+      subagentRecords += sub.records.length;
+      bytes += sub.bytes;
+      mtime = Math.max(mtime, sub.mtime);
+    }
+    const side = await this.readDir(join(path, "side"));
+    bytes += side.bytes;
+    mtime = Math.max(mtime, side.mtime);
+    return {
+      data: { dir, records: main.records, malformed: main.malformed, files: main.files, bytes, subagentRecords, sideRecords: side.records.length },
+      mtime,
+    };
+  }
+
+  /** Real subdirectories of `path`. */
+  private async subdirs(path: string): Promise<string[]> {
+    return (await this.fs.readdir(path)).filter((e) => e.isDirectory && !e.isSymbolicLink).map((e) => e.name).sort();
+  }
+
+  /** The records of the `*.jsonl` files directly in `dir`, oldest file first (names sort by time). */
+  private async readDir(dir: string): Promise<{ records: SessionData["records"]; malformed: number; files: number; bytes: number; mtime: number }> {
+    const names = (await this.fs.readdir(dir)).filter((e) => e.isFile && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
+    const records: SessionData["records"] = [];
+    let malformed = 0;
+    let bytes = 0;
+    let mtime = 0;
+    let files = 0;
+    for (const name of names) {
+      const file = join(dir, name);
+      const info = await this.fs.lstat(file);
+      if (info === null || !info.isFile) continue;
+      const parsed = await this.parse(file, info.size, info.mtimeMs);
+      if (parsed === null) continue;
+      files++;
+      for (const r of parsed.records) records.push(r);
+      malformed += parsed.malformed;
+      bytes += info.size;
+      mtime = Math.max(mtime, info.mtimeMs);
+    }
+    return { records, malformed, files, bytes, mtime };
+  }
+
+  /** Parses a file, from the cache when its size and mtime did not change; null when it vanished meanwhile. */
+  private async parse(file: string, size: number, mtimeMs: number): Promise<Parsed | null> {
+    const hit = this.cache.get(file);
+    if (hit !== undefined && hit.size === size && hit.mtimeMs === mtimeMs) {
+      this.cache.delete(file);
+      this.cache.set(file, hit); // most recently used goes last
+      return hit.parsed;
+    }
+    let text: string;
+    try {
+      text = await this.fs.readText(file);
+    } catch (error) {
+      if ((error as { code?: string }).code === "ENOENT") return null; // swept meanwhile
+      throw error;
+    }
+    const parsed = parseJsonl(text);
+    if (hit !== undefined) this.cached -= hit.size;
+    this.cache.delete(file);
+    this.cache.set(file, { size, mtimeMs, parsed });
+    this.cached += size;
+    for (const [key, value] of this.cache) {
+      if (this.cached <= CACHE_BYTES || key === file) break;
+      this.cache.delete(key);
+      this.cached -= value.size;
+    }
+    return parsed;
+  }
+}

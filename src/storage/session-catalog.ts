@@ -1,0 +1,46 @@
+/**
+ * The mirrored sessions with their Claude Code transcript state: what `list`, `doctor` and the viewer
+ * show. Keeps one MirrorReader, so a long-lived catalog (the viewer's) re-reads only files that changed.
+ */
+import { buildTree } from "../recover/tree.ts";
+import { summarize, type SessionSummary } from "../recover/summary.ts";
+import type { TranscriptState } from "../recover/transcript.ts";
+import { scanTranscripts, transcriptInfo } from "./claude-projects.ts";
+import type { FsAdapter } from "./fs-adapter.ts";
+import { MirrorReader } from "./mirror-reader.ts";
+
+/** A session as `list --json` prints it (SPEC §2). */
+export interface ListEntry extends SessionSummary {
+  claudeTranscript: TranscriptState;
+  claudeTranscriptPath: string | null;
+}
+
+/** The sessions of one mirror root, seen against one Claude Code config directory. */
+export class SessionCatalog {
+  readonly reader: MirrorReader;
+
+  constructor(
+    private readonly fs: FsAdapter,
+    readonly mirrorDir: string,
+    readonly claudeDir: string,
+  ) {
+    this.reader = new MirrorReader(fs, mirrorDir);
+  }
+
+  /** Every session, most recently active first. */
+  async list(): Promise<ListEntry[]> {
+    const scan = await scanTranscripts(this.fs, this.claudeDir);
+    const out: ListEntry[] = [];
+    for (const data of await this.reader.loadAll()) {
+      const summary = summarize(data, buildTree(data.records));
+      out.push(await this.withTranscript(summary, scan));
+    }
+    return out.sort((a, b) => (b.lastTimestamp ?? "").localeCompare(a.lastTimestamp ?? ""));
+  }
+
+  /** A summary with its Claude Code transcript state (`scan`: from scanTranscripts, read afresh when omitted). */
+  async withTranscript(summary: SessionSummary, scan?: Map<string, string[]>): Promise<ListEntry> {
+    const info = await transcriptInfo(this.fs, this.claudeDir, summary.sessionId, summary.cwd, scan ?? (await scanTranscripts(this.fs, this.claudeDir)));
+    return { ...summary, claudeTranscript: info.state, claudeTranscriptPath: info.path };
+  }
+}
