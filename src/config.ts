@@ -41,6 +41,8 @@ export interface Config {
   drainMs: number;
   /** How long the final event of a response waits for its mirror write (SPEC §4 "Writes"). */
   holdBackMs: number;
+  /** How long a write waits for another process's lock on the same conversation before queueing. */
+  lockWaitMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -151,12 +153,13 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   if (format !== "md" && format !== "html" && format !== "jsonl") throw new UsageError(`--format must be md, html or jsonl, got "${format}"`);
   const drainMs = integer("SESSIONTAP_DRAIN_MS", env.SESSIONTAP_DRAIN_MS || "10000", 0, 600_000);
   const holdBackMs = integer("SESSIONTAP_HOLD_BACK_MS", env.SESSIONTAP_HOLD_BACK_MS || "250", 0, 10_000);
+  const lockWaitMs = integer("SESSIONTAP_LOCK_WAIT_MS", env.SESSIONTAP_LOCK_WAIT_MS || "2000", 0, 600_000);
   const str = (f: string) => (typeof flags.get(f) === "string" ? (flags.get(f) as string) : null);
 
   return Object.freeze({
     command, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
     includeThinking, sideRequests, claudeDir, store, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
-    dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs,
+    dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs,
   });
 }
 

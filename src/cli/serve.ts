@@ -11,6 +11,8 @@ import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
 import { forward } from "../tap/forward.ts";
 import { Mirror } from "../tap/mirror.ts";
 import { VERSION } from "../version.ts";
+import { createViewer } from "../viewer/index.ts";
+import { observeWrites } from "../viewer/live.ts";
 import { checkRoot } from "./root-check.ts";
 
 /** Seams a test may replace. */
@@ -32,14 +34,19 @@ export interface RunningTap {
 
 /** Starts a tap on `config` (in this process). */
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
-  const fs = deps.fs ?? nodeFs;
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
+  // The viewer reads the tree; every mirror write under it hints its watcher, so new records show at once.
+  const viewer = createViewer({
+    fs: deps.fs ?? nodeFs, mirrorDir: config.mirrorDir, claudeDir: config.claudeDir, host: config.host, version: VERSION,
+    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
+  });
+  const fs = observeWrites(deps.fs ?? nodeFs, viewer.watcher);
   const mirror = config.mirror
     ? new Mirror({
         fs, root: config.mirrorDir, maxBytes: config.maxBytes, retentionDays: config.retentionDays,
         maxSessions: config.maxSessions, includeThinking: config.includeThinking, sideRequests: config.sideRequests,
-        version: VERSION, clock, stderr,
+        version: VERSION, clock, stderr, lockWaitMs: config.lockWaitMs,
       })
     : null;
   let fetchInit: Record<string, unknown> = {};
@@ -58,6 +65,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       upstream: config.upstream,
       mirror: mirror === null ? "off" : { root: config.mirrorDir, ...mirror.stats, eventsLogFailures: mirror.events.failures, sessionsInMemory: mirror.sessionsInMemory },
     }),
+    viewer: viewer.deps,
   });
   const server = await listen(app.fetch, {
     port: config.port, hostname: config.host, onError: (error) => stderr(`sessiontap: internal error: ${describe(error)}`),
@@ -75,6 +83,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     port: server.port,
     mirror,
     async stop() {
+      viewer.close(); // open event streams would otherwise hold the drain to its bound
       await server.stop(config.drainMs);
       if (mirror !== null) {
         mirror.log("stop", {});
@@ -106,6 +115,7 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
       `  listening  ${tap.url}`,
       `  upstream   ${config.upstream}`,
       `  mirror     ${config.mirror ? config.mirrorDir : "off"}`,
+      `  viewer     ${tap.url}/_tap/`,
       ``,
       `  export ANTHROPIC_BASE_URL=${tap.url}`,
       ``,

@@ -158,13 +158,5 @@ export function sessionMirror(root: string, sessionId: string): Rec[] {
     .flatMap(([, records]) => records);
 }
 
-/** Polls `read` every 50 ms until `done` holds for its value or `ms` pass; returns the last value read. */
-export async function pollUntil<T>(read: () => T, done: (value: T) => boolean, ms = 2_000): Promise<T> {
-  const until = Date.now() + ms;
-  let value = read();
-  while (!done(value) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 50));
-    value = read();
-  }
-  return value;
-}
+/** Bounded polling, for files another process writes. */
+export { pollUntil } from "./poll.ts";

@@ -1,0 +1,35 @@
+/** `sessiontap verify [--repair]`: the whole tree's health, per session (exit 1 when damage remains). */
+import type { Config } from "../config.ts";
+import { DirLocks } from "../storage/dir-lock.ts";
+import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
+import { verifyTree } from "../storage/verify-tree.ts";
+import type { CommandIo } from "./command-io.ts";
+
+/** Runs `verify`. */
+export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  if (config.positional.length > 0) {
+    io.stderr(`sessiontap: verify takes no arguments, got "${config.positional[0]}"\n`);
+    return 2;
+  }
+  const root = await io.fs.lstat(config.mirrorDir);
+  if (root === null || !root.isDirectory) {
+    io.stderr(`sessiontap: no mirror at ${config.mirrorDir}\n`);
+    return 1;
+  }
+  const locks = new DirLocks(io.fs, config.mirrorDir, {
+    self: selfOwner(io.fs), isAlive: (o) => ownerAlive(io.fs, o), waitMs: 10_000, clock: io.clock,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  });
+  const reports = await verifyTree(io.fs, config.mirrorDir, config.repair, locks);
+  if (config.json) io.stdout(JSON.stringify(reports, null, 2) + "\n");
+  else {
+    for (const r of reports) {
+      io.stdout(`${r.problems.length === 0 ? "ok     " : "DAMAGED"} ${r.session}\n`);
+      for (const p of r.problems) io.stdout(`          problem: ${p}\n`);
+      for (const p of r.repaired) io.stdout(`          repaired: ${p}\n`);
+    }
+    const damaged = reports.filter((r) => r.problems.length > 0).length;
+    io.stdout(`${reports.length} session(s) checked, ${damaged} with problems${config.repair ? ` after repair` : ""}\n`);
+  }
+  return reports.some((r) => r.problems.length > 0) ? 1 : 0;
+}

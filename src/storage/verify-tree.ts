@@ -1,0 +1,169 @@
+/**
+ * `sessiontap verify`: checks the whole mirror tree — each record in the directory of its own session
+ * and agent, no torn or unreadable lines, no record twice, every parent present, modes 0700/0600, no
+ * symlink — and with `repair` fixes what can be fixed without losing a byte: unreadable lines and exact
+ * duplicates are moved aside (`.torn`, `.dup`) before the file is rewritten, modes are reset. Repairs
+ * take each directory's writer lock, so a running tap never interleaves with them.
+ */
+import process from "node:process";
+import { dirName } from "../protocol/session-id.ts";
+import type { DirLocks } from "./dir-lock.ts";
+import type { FsAdapter } from "./fs-adapter.ts";
+import { DIR_MODE, join } from "./mirror-tree.ts";
+
+/** What verify found (and fixed) in one session. */
+export interface SessionReport {
+  session: string;
+  problems: string[];
+  repaired: string[];
+}
+
+type Rec = Record<string, unknown>;
+const FILE_MODE = 0o600;
+
+/** One conversation directory of a session: main, side, or an agent's. */
+interface ConvDir {
+  path: string;
+  agentDir: string | null;
+  /** Parents may live in the main directory (side exchanges). */
+  parentsFrom: string | null;
+}
+
+/** The conversation directories of a session directory. */
+async function convDirs(fs: FsAdapter, session: string, problems: string[]): Promise<ConvDir[]> {
+  const out: ConvDir[] = [{ path: session, agentDir: null, parentsFrom: null }];
+  for (const e of await fs.readdir(session)) {
+    if (e.isSymbolicLink) problems.push(`${e.name} is a symbolic link (never followed)`);
+    else if (e.isDirectory && e.name === "side") out.push({ path: join(session, "side"), agentDir: null, parentsFrom: session });
+    else if (e.isDirectory && e.name === "subagents") {
+      for (const a of await fs.readdir(join(session, "subagents"))) {
+        if (a.isSymbolicLink) problems.push(`subagents/${a.name} is a symbolic link (never followed)`);
+        else if (a.isDirectory && a.name.startsWith("agent-")) out.push({ path: join(session, "subagents", a.name), agentDir: a.name.slice(6), parentsFrom: null });
+      }
+    }
+  }
+  return out;
+}
+
+/** Verifies (and with `repair`, repairs) every session under `root`. */
+export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, locks: DirLocks): Promise<SessionReport[]> {
+  const reports: SessionReport[] = [];
+  for (const e of (await fs.readdir(root)).sort((a, b) => a.name.localeCompare(b.name))) {
+    if (e.name.startsWith(".") || (!e.isDirectory && !e.isSymbolicLink)) continue;
+    const report: SessionReport = { session: e.name, problems: [], repaired: [] };
+    reports.push(report);
+    if (e.isSymbolicLink) {
+      report.problems.push("the session directory is a symbolic link (never followed)");
+      continue;
+    }
+    const session = join(root, e.name);
+    const uuids = new Map<string, Set<string>>();
+    const dirs = await convDirs(fs, session, report.problems);
+    const all: { dir: ConvDir; records: Rec[] }[] = [];
+    for (const dir of dirs) {
+      await checkMode(fs, dir.path, DIR_MODE, repair, report);
+      const release = repair ? await locks.acquire(dir.path) : async () => {};
+      try {
+        const records = await verifyDir(fs, dir, e.name, repair, report);
+        all.push({ dir, records });
+        uuids.set(dir.path, new Set(records.map((r) => String(r.uuid))));
+      } finally {
+        await release();
+      }
+    }
+    for (const { dir, records } of all) {
+      const known = new Set([...(uuids.get(dir.path) ?? []), ...(dir.parentsFrom ? (uuids.get(dir.parentsFrom) ?? []) : [])]);
+      const broken = records.filter((r) => typeof r.parentUuid === "string" && !known.has(r.parentUuid)).length;
+      if (broken > 0) report.problems.push(`${rel(session, dir.path)}: ${broken} record(s) whose parent is missing`);
+    }
+  }
+  return reports;
+}
+
+/** A directory relative to its session, for reports. */
+function rel(session: string, path: string): string {
+  return path === session ? "." : path.slice(session.length + 1);
+}
+
+/** Checks (and repairs) a mode. */
+async function checkMode(fs: FsAdapter, path: string, mode: number, repair: boolean, report: SessionReport): Promise<void> {
+  const info = await fs.lstat(path);
+  if (info === null || (info.mode & 0o777) === mode) return;
+  const what = `${path.slice(path.lastIndexOf("/") + 1)} has mode ${(info.mode & 0o777).toString(8)}, not ${mode.toString(8)}`;
+  if (!repair) return void report.problems.push(what);
+  await fs.chmod(path, mode);
+  report.repaired.push(what);
+}
+
+/** Verifies the files of one conversation directory; returns its readable records. */
+async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repair: boolean, report: SessionReport): Promise<Rec[]> {
+  const out: Rec[] = [];
+  const seen = new Map<string, string>();
+  const names = (await fs.readdir(dir.path)).filter((f) => f.name.endsWith(".jsonl"));
+  for (const f of names.sort((a, b) => a.name.localeCompare(b.name))) {
+    const path = join(dir.path, f.name);
+    if (f.isSymbolicLink) {
+      report.problems.push(`${f.name} is a symbolic link (never followed)`);
+      continue;
+    }
+    await checkMode(fs, path, FILE_MODE, repair, report);
+    const text = await fs.readText(path);
+    const lines = text.split("\n");
+    const tornTail = !text.endsWith("\n") && text.length > 0;
+    const keep: string[] = [];
+    const torn: string[] = [];
+    const dup: string[] = [];
+    lines.forEach((line, i) => {
+      if (line === "" && i === lines.length - 1) return;
+      let r: Rec;
+      try {
+        r = JSON.parse(line);
+        if (typeof r !== "object" || r === null || Array.isArray(r)) throw new Error("not an object");
+      } catch {
+        torn.push(line);
+        return;
+      }
+      const uuid = String(r.uuid);
+      if (seen.has(uuid)) {
+        if (seen.get(uuid) === line) dup.push(line);
+        else {
+          report.problems.push(`${f.name}: two different records share uuid ${uuid}`);
+          keep.push(line);
+        }
+        return;
+      }
+      seen.set(uuid, line);
+      keep.push(line);
+      out.push(r);
+      const owner = ownerProblem(r, sessionName, dir.agentDir);
+      if (owner !== null) report.problems.push(`${f.name}: ${owner}`);
+    });
+    const issues = [
+      tornTail ? "a torn final line" : null,
+      torn.length - (tornTail ? 1 : 0) > 0 ? `${torn.length - (tornTail ? 1 : 0)} unreadable line(s)` : null,
+      dup.length > 0 ? `${dup.length} duplicated record(s)` : null,
+    ].filter((x): x is string => x !== null);
+    if (issues.length === 0) continue;
+    const what = `${rel(dir.path, path)}: ${issues.join(", ")}`;
+    if (!repair) {
+      report.problems.push(what);
+      continue;
+    }
+    // Bytes first go aside (appended, fsynced), then the file is rewritten by rename: nothing is lost.
+    if (torn.length > 0) await fs.append(`${path}.torn`, torn.join("\n") + "\n", true);
+    if (dup.length > 0) await fs.append(`${path}.dup`, dup.join("\n") + "\n", true);
+    const aside = `${path}.repair-${process.pid}`;
+    await fs.createExclusive(aside, keep.map((l) => l + "\n").join(""), true);
+    await fs.rename(aside, path);
+    report.repaired.push(what + " (moved aside)");
+  }
+  return out;
+}
+
+/** Why a record does not belong in this session's directory, or null. */
+function ownerProblem(r: Rec, sessionName: string, agentDir: string | null): string | null {
+  const id = typeof r.sessionId === "string" ? r.sessionId : null;
+  if (dirName(id) !== sessionName) return `a record of session ${JSON.stringify(id).slice(0, 60)} is misplaced here`;
+  if (agentDir !== null && dirName(typeof r.agentId === "string" ? r.agentId : null) !== agentDir) return "a record of another agent is misplaced here";
+  return null;
+}
