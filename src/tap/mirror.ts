@@ -13,6 +13,7 @@ import { sweepTree } from "../storage/sweep.ts";
 import { newDirState, refresh, writeJob, type DirState, type WriterDeps } from "./dir-writer.ts";
 import { RequestMirror, type CommitJob, type MirrorRequest } from "./request-mirror.ts";
 import { SessionStates } from "./session-states.ts";
+import type { CommitSink } from "./commit-sink.ts";
 
 /** How the mirror is set up. */
 export interface MirrorOptions {
@@ -33,6 +34,10 @@ export interface MirrorOptions {
   lockWaitMs?: number;
   /** Most commits kept in memory while writes fail (default 1000). */
   maxQueued?: number;
+  /** Other places every commit goes (a shared store). */
+  sinks?: CommitSink[];
+  /** Write the local tree (default true; false when a store replaces it). */
+  files?: boolean;
 }
 
 /** Counters shown by /_tap/health. */
@@ -97,11 +102,18 @@ export class Mirror {
     return new RequestMirror(this, request, this.options.clock());
   }
 
-  /** Writes one response's records (after any that wait for an earlier failure); never rejects. */
+  /** Writes one response's records to the tree (after any that wait for an earlier failure) and to every sink; never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind !== "complete") this.stats.interrupted++;
-    return this.track(this.drain(this.dirOf(job).dir, job));
+    const writes = (this.options.sinks ?? []).map((sink) => this.track(sink.commit(job)));
+    if (this.options.files !== false) writes.push(this.track(this.drain(this.dirOf(job).dir, job)));
+    return Promise.all(writes).then(() => undefined);
+  }
+
+  /** What /_tap/health shows of each sink. */
+  sinkHealth(): Record<string, unknown> {
+    return Object.fromEntries((this.options.sinks ?? []).map((sink) => [sink.name, sink.health()]));
   }
 
   /** The directory and uuid scope of a job's route. */
@@ -232,7 +244,8 @@ export class Mirror {
     for (const dir of this.backlogs.keys()) void this.track(this.drain(dir, null));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
-    await Promise.race([Promise.all([...this.pending, this.sweeping]).then(() => this.events.flush()), bound]);
+    const sinks = (this.options.sinks ?? []).map((sink) => sink.flush(boundMs));
+    await Promise.race([Promise.all([...this.pending, this.sweeping, ...sinks]).then(() => this.events.flush()), bound]);
     clearTimeout(timer);
     for (const backlog of this.backlogs.values()) if (backlog.timer !== null) clearTimeout(backlog.timer);
     if (this.stats.queued > 0) this.log("unwritten", { commits: this.stats.queued });

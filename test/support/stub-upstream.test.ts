@@ -110,6 +110,19 @@ describe("stub upstream", () => {
     assert.equal(err.error.type, "not_found_error");
   });
 
+  it("conversation mode with summaries: a summarising request gets <analysis> and <summary>; others are unchanged", async () => {
+    const critical = "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.";
+    const messages = [{ role: "user", content: [{ type: "text", text: "RUNTOOL please" }, { type: "text", text: critical }] }];
+    stub.enqueue({ kind: "conversation", summaries: true }, { kind: "conversation", summaries: true }, { kind: "conversation" });
+    const texts: string[] = [];
+    for (const body of [messages, [{ role: "user", content: "plain" }], messages]) {
+      const r = await post(stub, "/v1/messages", { model: "m", stream: true, messages: body });
+      const n = Number(r.headers.get("request-id")!.slice("req_stub_".length));
+      texts.push(blocksOf(parseSse(await r.text())).map((b) => `${b.type}:${b.text}`).join(",").replace(String(n), "N"));
+    }
+    assert.deepEqual(texts, ["text:<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply N).</summary>", "text:Done (reply N).", "text:I'll run it.,tool_use:undefined"]);
+  });
+
   it("sends gzip-compressed JSON and SSE", async () => {
     stub.enqueue({ kind: "json", status: 529, body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }, gzip: true });
     const res = await post(stub, "/v1/messages", {});

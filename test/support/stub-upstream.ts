@@ -31,8 +31,10 @@ export type Reply =
   | { kind: "reset-after"; chunks: (string | Uint8Array)[] }
   /** These chunks, then nothing more and no end (until the client aborts or stub.close()). */
   | { kind: "stall-after"; chunks: (string | Uint8Array)[] }
-  /** Claude-Code-like replies: RUNTOOL → Bash tool_use, otherwise "Done (reply <n>)."; count_tokens; 404. */
-  | { kind: "conversation" };
+  /** Claude-Code-like replies: RUNTOOL → Bash tool_use, otherwise "Done (reply <n>)."; count_tokens; 404.
+   * With `summaries: true`, a summarising request (last user text starts "CRITICAL: Respond with TEXT ONLY",
+   * as Claude Code 2.1.328's /compact sends) gets "<analysis>…</analysis><summary>Stub summary (reply <n>).</summary>". */
+  | { kind: "conversation"; summaries?: boolean };
 
 /** A running stub upstream on 127.0.0.1. */
 export interface StubUpstream {
@@ -83,7 +85,7 @@ function sendJson(res: ServerResponse, n: number, status: number, body: unknown,
 }
 
 /** The conversation-mode reply for request number `n`. */
-function conversation(rec: RecordedRequest, n: number): Reply {
+function conversation(rec: RecordedRequest, n: number, summaries = false): Reply {
   const path = rec.url.split("?")[0];
   if (path === "/v1/messages/count_tokens") return { kind: "json", status: 200, body: { input_tokens: 42 } };
   if (path !== "/v1/messages") return { kind: "json", status: 404, body: errorJson("not_found_error", `stub: no route for ${rec.method} ${path}`) };
@@ -99,12 +101,14 @@ function conversation(rec: RecordedRequest, n: number): Reply {
   const blocks: { type?: string; text?: string }[] = typeof last?.content === "string"
     ? [{ type: "text", text: last.content }]
     : Array.isArray(last?.content) ? last.content : [];
-  const wantsTool = last?.role === "user" && !blocks.some((b) => b?.type === "tool_result") &&
+  const lastText = blocks.filter((b) => b?.type === "text" && typeof b.text === "string").at(-1)?.text ?? "";
+  const summarising = summaries && last?.role === "user" && lastText.startsWith("CRITICAL: Respond with TEXT ONLY");
+  const wantsTool = !summarising && last?.role === "user" && !blocks.some((b) => b?.type === "tool_result") &&
     blocks.some((b) => b?.type === "text" && typeof b.text === "string" && b.text.includes("RUNTOOL"));
   const id = `msg_stub_${n}`;
   const input = { command: "echo hi-from-tool", description: "Say hi" };
   const preText = "I'll run it.";
-  const text = `Done (reply ${n}).`;
+  const text = summarising ? `<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply ${n}).</summary>` : `Done (reply ${n}).`;
   if (req.stream === true) {
     const chunks = wantsTool ? toolUseReply("Bash", input, { id, toolUseId: `toolu_stub_${n}`, preText, model }) : textReply(text, { id, model });
     return { kind: "sse", chunks };
@@ -118,7 +122,7 @@ function conversation(rec: RecordedRequest, n: number): Reply {
 async function send(res: ServerResponse, rec: RecordedRequest, n: number, reply: Reply, ctx: Ctx): Promise<void> {
   switch (reply.kind) {
     case "conversation":
-      return send(res, rec, n, conversation(rec, n), ctx);
+      return send(res, rec, n, conversation(rec, n, reply.summaries), ctx);
     case "json":
       return sendJson(res, n, reply.status, reply.body, reply.headers, reply.gzip);
     case "raw":
