@@ -3,6 +3,7 @@
  * directory writer. Never throws into the client path: every failure is one events-log line and a
  * count, and what could not be written waits in a bounded queue, retried with backoff (issue 5).
  */
+import { HashCache } from "../protocol/hash-cache.ts";
 import type { Lineage } from "../protocol/lineage-state.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { describe, EventsLog, type EventFields } from "../storage/events-log.ts";
@@ -75,6 +76,8 @@ export class Mirror {
   readonly stats: MirrorStats = {
     responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, queued: 0, dropped: 0, repaired: 0,
   };
+  /** Message hashes remembered across requests (bounded). */
+  readonly hashes = new HashCache();
   private readonly states: SessionStates<DirState>;
   private readonly backlogs = new Map<string, Backlog>();
   private readonly pending = new Set<Promise<void>>();

@@ -5,6 +5,7 @@
  */
 import { readEnvironment, type EnvelopeBase } from "../protocol/envelope.ts";
 import { hashMessages, type HashedMessage } from "../protocol/lineage.ts";
+import type { HashCache } from "../protocol/hash-cache.ts";
 import { classify, type Route } from "../protocol/classify.ts";
 import { dirName, resolveIdentity } from "../protocol/session-id.ts";
 import { isObject, messageFromJson, type Json } from "../protocol/sse-accumulator.ts";
@@ -25,6 +26,8 @@ export interface MirrorSink {
   commit(job: CommitJob): Promise<void>;
   skip(reason: string, fields?: Record<string, string | number | boolean | null>): void;
   readonly options: { version: string; clock: () => number; sideRequests: boolean };
+  /** Message hashes remembered across requests. */
+  readonly hashes: HashCache;
 }
 
 /** One response's worth of records to add to a conversation directory. */
@@ -96,7 +99,7 @@ export class RequestMirror implements StreamObserver {
       compaction,
       sessionDir,
       agentDir,
-      messages: hashMessages(parsed.messages),
+      messages: hashMessages(parsed.messages, this.sink.hashes),
       base: {
         sessionId: identity.sessionId, cwd: env.cwd, gitBranch: env.gitBranch,
         entrypoint: env.entrypoint ?? "sessiontap", version: `sessiontap/${version}`,
