@@ -9,7 +9,7 @@ export class UsageError extends Error {
 }
 
 /** The subcommands of SPEC §2. */
-export const COMMANDS = ["serve", "list", "show", "export", "restore", "verify", "doctor"] as const;
+export const COMMANDS = ["serve", "list", "show", "export", "restore", "verify", "doctor", "store"] as const;
 /** One of the subcommands. */
 export type Command = (typeof COMMANDS)[number];
 
@@ -29,7 +29,10 @@ export interface Config {
   /** Mirror one-shot side requests (titles, summaries, probes) into `side/`. */
   sideRequests: boolean;
   claudeDir: string;
+  /** The shared PostgreSQL store (issue 7): a postgres:// or postgresql:// URL, or null for files only. */
   store: string | null;
+  /** With a store: true writes only the store (the tree is the outage spool); false writes both. */
+  storeOnly: boolean;
   json: boolean;
   format: "md" | "html" | "jsonl";
   out: string | null;
@@ -43,6 +46,8 @@ export interface Config {
   holdBackMs: number;
   /** How long a write waits for another process's lock on the same conversation before queueing. */
   lockWaitMs: number;
+  /** Most commits kept in memory while writes fail. */
+  maxQueued: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -121,6 +126,21 @@ function upstreamUrl(raw: string): string {
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
 
+/** Validates the store: a postgres:// or postgresql:// URL (never echoed back: it may hold a password). */
+function storeUrl(raw: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // reported below
+  }
+  if (url === null || (url.protocol !== "postgres:" && url.protocol !== "postgresql:")) {
+    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(raw)?.[1];
+    throw new UsageError(`store (--store / SESSIONTAP_STORE) must be a postgres:// or postgresql:// URL${scheme ? `, got a ${scheme}: URL` : ""}`);
+  }
+  return raw;
+}
+
 /** Resolves argv + env into a frozen Config (SPEC §2 table). `home` is the user's home directory. */
 export function parseConfig(argv: string[], env: Env, home: string): Readonly<Config> {
   const { command: rawCommand, positional, flags } = splitArgs(argv);
@@ -148,18 +168,22 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   const sideRaw = env.SESSIONTAP_SIDE_REQUESTS;
   const sideRequests = sideRaw ? onOff("SESSIONTAP_SIDE_REQUESTS", sideRaw, ["on"], ["off"]) : true;
   const claudeDir = expandHome(pick(flags, "--claude-dir", env, "CLAUDE_CONFIG_DIR") ?? "~/.claude", home);
-  const store = pick(flags, "--store", env, "SESSIONTAP_STORE") ?? null;
+  const storeRaw = pick(flags, "--store", env, "SESSIONTAP_STORE");
+  const store = storeRaw === undefined ? null : storeUrl(storeRaw);
+  const storeOnlyRaw = env.SESSIONTAP_STORE_ONLY;
+  const storeOnly = storeOnlyRaw ? onOff("SESSIONTAP_STORE_ONLY", storeOnlyRaw, ["true"], ["false"]) : false;
   const format = pick(flags, "--format", env, null) ?? "md";
   if (format !== "md" && format !== "html" && format !== "jsonl") throw new UsageError(`--format must be md, html or jsonl, got "${format}"`);
   const drainMs = integer("SESSIONTAP_DRAIN_MS", env.SESSIONTAP_DRAIN_MS || "10000", 0, 600_000);
   const holdBackMs = integer("SESSIONTAP_HOLD_BACK_MS", env.SESSIONTAP_HOLD_BACK_MS || "250", 0, 10_000);
+  const maxQueued = integer("SESSIONTAP_MAX_QUEUED", env.SESSIONTAP_MAX_QUEUED || "1000", 1, 1_000_000);
   const lockWaitMs = integer("SESSIONTAP_LOCK_WAIT_MS", env.SESSIONTAP_LOCK_WAIT_MS || "2000", 0, 600_000);
   const str = (f: string) => (typeof flags.get(f) === "string" ? (flags.get(f) as string) : null);
 
   return Object.freeze({
     command, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
-    includeThinking, sideRequests, claudeDir, store, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
-    dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs,
+    includeThinking, sideRequests, claudeDir, store, storeOnly, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
+    dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs, maxQueued,
   });
 }
 

@@ -27,6 +27,7 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_INCLUDE_THINKING  true (false drops thinking blocks)
                       SESSIONTAP_SIDE_REQUESTS     on (off: side requests are not mirrored)
                       SESSIONTAP_HOLD_BACK_MS      250 (longest wait of a final event for its write)
+                      SESSIONTAP_MAX_QUEUED        1000 (commits kept in memory while writes fail)
                       SESSIONTAP_LOCK_WAIT_MS      2000 (longest wait for another tap's lock on a session)
                       SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
   --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude

@@ -10,11 +10,12 @@ import { describe, EventsLog, type EventFields } from "../storage/events-log.ts"
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { join, MirrorTree } from "../storage/mirror-tree.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
-import { sweepTree } from "../storage/sweep.ts";
 import { newDirState, refresh, writeJob, type DirState, type WriterDeps } from "./dir-writer.ts";
 import { RequestMirror, type CommitJob, type MirrorRequest } from "./request-mirror.ts";
 import { SessionStates } from "./session-states.ts";
 import type { CommitSink } from "./commit-sink.ts";
+import { RetentionSweeper } from "./retention.ts";
+import { Backlog } from "./backlog.ts";
 
 /** How the mirror is set up. */
 export interface MirrorOptions {
@@ -58,16 +59,6 @@ export interface MirrorStats {
   repaired: number;
 }
 
-const SWEEP_EVERY_MS = 60_000;
-const RETRY_MAX_MS = 30_000;
-
-/** Commits of one directory waiting for a write to succeed. */
-interface Backlog {
-  jobs: CommitJob[];
-  attempts: number;
-  timer: ReturnType<typeof setTimeout> | null;
-}
-
 /** The mirror of one root directory. */
 export class Mirror {
   readonly tree: MirrorTree;
@@ -79,11 +70,10 @@ export class Mirror {
   /** Message hashes remembered across requests (bounded). */
   readonly hashes = new HashCache();
   private readonly states: SessionStates<DirState>;
-  private readonly backlogs = new Map<string, Backlog>();
+  private readonly backlog: Backlog<CommitJob>;
   private readonly pending = new Set<Promise<void>>();
   private readonly deps: WriterDeps;
-  private lastSweep = Number.NEGATIVE_INFINITY;
-  private sweeping: Promise<void> | null = null;
+  private readonly sweeper: RetentionSweeper;
 
   constructor(readonly options: MirrorOptions) {
     const { fs, root, clock } = options;
@@ -94,6 +84,11 @@ export class Mirror {
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
     this.deps = { tree: this.tree, locks: this.locks, includeThinking: options.includeThinking };
+    this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000);
+    this.sweeper = new RetentionSweeper(fs, root, options.retentionDays, clock, (result) => {
+      for (const dir of result.touchedDirs) this.states.reset(dir);
+      if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
+    }, (error) => this.fail("sweep", error));
     // A side directory's records hang from the main conversation: its reader resolves parents there.
     this.states = new SessionStates<DirState>(options.maxSessions, async (dir) =>
       dir.endsWith("/side") ? newDirState((await this.stateOf(dir.slice(0, -"/side".length))).lineage) : newDirState());
@@ -127,54 +122,31 @@ export class Mirror {
     return { dir: main, scope: job.sessionDir, main };
   }
 
-  /** Writes a directory's backlog in order, then `job`; on failure keeps what is left (bounded) and retries later. */
+  /** Writes a directory's waiting commits in order, then `job`; on failure keeps what is left (bounded) and retries later. */
   private async drain(dir: string, job: CommitJob | null): Promise<void> {
     await this.states.withIndex(dir, async (state) => {
-      const backlog = this.backlogs.get(dir) ?? { jobs: [], attempts: 0, timer: null };
-      if (job !== null) this.enqueue(dir, backlog, job);
-      while (backlog.jobs.length > 0) {
-        const next = backlog.jobs[0];
+      if (job !== null) {
+        const dropped = this.backlog.push(dir, job);
+        if (dropped > 0) {
+          this.stats.dropped += dropped;
+          this.log("drop", { dir: this.relative(dir), dropped: this.stats.dropped });
+        }
+      }
+      for (let next = this.backlog.first(dir); next !== undefined; next = this.backlog.first(dir)) {
         try {
           await this.writeOne(dir, state, next);
         } catch (error) {
           this.states.reset(dir); // what reached the disk is unknown: read it again next time
-          this.fail("append", error, { dir: this.relative(dir), queued: backlog.jobs.length, attempt: backlog.attempts + 1 });
-          this.scheduleRetry(dir, backlog);
+          const attempt = this.backlog.attempts(dir) + 1;
+          this.fail("append", error, { dir: this.relative(dir), queued: this.backlog.waiting(dir), attempt });
+          this.backlog.retryLater(dir, () => void this.track(this.drain(dir, null)));
           return;
         }
-        backlog.jobs.shift();
-        this.stats.queued = Math.max(0, this.stats.queued - 1);
+        this.backlog.done(dir);
       }
-      if (backlog.timer !== null) clearTimeout(backlog.timer);
-      this.backlogs.delete(dir);
     });
-    this.maybeSweep();
-  }
-
-  /** Adds a job to a backlog; past the bound the oldest is dropped, counted and logged. */
-  private enqueue(dir: string, backlog: Backlog, job: CommitJob): void {
-    backlog.jobs.push(job);
-    this.backlogs.set(dir, backlog);
-    this.stats.queued++;
-    const max = this.options.maxQueued ?? 1000;
-    while (this.stats.queued > max && backlog.jobs.length > 1) {
-      backlog.jobs.shift();
-      this.stats.queued--;
-      this.stats.dropped++;
-      this.log("drop", { dir: this.relative(dir), dropped: this.stats.dropped });
-    }
-  }
-
-  /** Retries a directory's backlog with exponential backoff (0.25 s … 30 s). */
-  private scheduleRetry(dir: string, backlog: Backlog): void {
-    backlog.attempts++;
-    if (backlog.timer !== null) clearTimeout(backlog.timer);
-    const delay = Math.min(250 * 2 ** (backlog.attempts - 1), RETRY_MAX_MS);
-    backlog.timer = setTimeout(() => {
-      backlog.timer = null;
-      void this.track(this.drain(dir, null));
-    }, delay);
-    (backlog.timer as { unref?: () => void }).unref?.();
+    this.stats.queued = this.backlog.size;
+    this.sweeper.maybe();
   }
 
   /** Writes one job and logs what it did. */
@@ -244,37 +216,25 @@ export class Mirror {
 
   /** Tries every backlog once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
-    for (const dir of this.backlogs.keys()) void this.track(this.drain(dir, null));
+    for (const dir of this.backlog.keys()) void this.track(this.drain(dir, null));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
     const sinks = (this.options.sinks ?? []).map((sink) => sink.flush(boundMs));
-    await Promise.race([Promise.all([...this.pending, this.sweeping, ...sinks]).then(() => this.events.flush()), bound]);
+    await Promise.race([Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), bound]);
     clearTimeout(timer);
-    for (const backlog of this.backlogs.values()) if (backlog.timer !== null) clearTimeout(backlog.timer);
+    this.backlog.stopTimers();
+    this.stats.queued = this.backlog.size;
     if (this.stats.queued > 0) this.log("unwritten", { commits: this.stats.queued });
   }
 
-  /** Runs the retention sweep if a minute passed since the last one (lazy, throttled: SPEC §4). */
+  /** Runs the retention sweep if it is due (SPEC §4: within a minute of start, then at most once a minute). */
   maybeSweep(): void {
-    const days = this.options.retentionDays;
-    const now = this.options.clock();
-    if (days === 0 || this.sweeping !== null || now - this.lastSweep < SWEEP_EVERY_MS) return;
-    this.lastSweep = now;
-    const cutoff = now - days * 86_400_000;
-    this.sweeping = sweepTree(this.options.fs, this.options.root, cutoff)
-      .then((result) => {
-        for (const dir of result.touchedDirs) this.states.reset(dir);
-        if (result.removedFiles > 0 || result.prunedDirs > 0) {
-          this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
-        }
-      })
-      .catch((error) => this.fail("sweep", error))
-      .finally(() => (this.sweeping = null));
+    this.sweeper.maybe();
   }
 
   /** Resolves when the sweep in progress (if any) is done. */
   sweepDone(): Promise<void> {
-    return this.sweeping ?? Promise.resolve();
+    return this.sweeper.settled();
   }
 
   /** Sessions held in memory. */

@@ -159,9 +159,8 @@ describe("session mirror: a writer that fails never touches the client", () => {
   });
 
   it("a full queue drops the oldest commit and counts it", async () => {
-    const small = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "20" }, { fs: faults.fs });
+    const small = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "20", SESSIONTAP_MAX_QUEUED: "2" }, { fs: faults.fs });
     try {
-      (small.mirror!.options as { maxQueued?: number }).maxQueued = 2;
       faults.set("reject");
       const c = new Conversation(small.url, "w-full");
       for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);

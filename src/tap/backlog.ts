@@ -1,0 +1,90 @@
+/**
+ * Commits waiting for a write to succeed, per conversation directory (issue 5 "Faults"): bounded across
+ * all directories (past the bound the oldest of a directory goes, and the caller counts and logs it),
+ * retried with exponential backoff from 0.25 s to 30 s.
+ */
+
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 30_000;
+
+/** One directory's waiting items. */
+interface Queue<T> {
+  items: T[];
+  attempts: number;
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+/** Bounded per-key queues with retry timers. */
+export class Backlog<T> {
+  private readonly queues = new Map<string, Queue<T>>();
+  /** Items waiting, over all keys. */
+  size = 0;
+
+  constructor(private readonly max: number) {}
+
+  /** Adds an item; returns how many old items of this key had to be dropped to stay within the bound. */
+  push(key: string, item: T): number {
+    const queue = this.queues.get(key) ?? { items: [], attempts: 0, timer: null };
+    this.queues.set(key, queue);
+    queue.items.push(item);
+    this.size++;
+    let dropped = 0;
+    while (this.size > this.max && queue.items.length > 1) {
+      queue.items.shift();
+      this.size--;
+      dropped++;
+    }
+    return dropped;
+  }
+
+  /** The oldest waiting item of a key. */
+  first(key: string): T | undefined {
+    return this.queues.get(key)?.items[0];
+  }
+
+  /** Removes the oldest item of a key (it was written); forgets the key when it is empty. */
+  done(key: string): void {
+    const queue = this.queues.get(key);
+    if (queue === undefined || queue.items.length === 0) return;
+    queue.items.shift();
+    this.size--;
+    if (queue.items.length === 0) {
+      if (queue.timer !== null) clearTimeout(queue.timer);
+      this.queues.delete(key);
+    }
+  }
+
+  /** Items waiting for a key. */
+  waiting(key: string): number {
+    return this.queues.get(key)?.items.length ?? 0;
+  }
+
+  /** Failed attempts so far for a key. */
+  attempts(key: string): number {
+    return this.queues.get(key)?.attempts ?? 0;
+  }
+
+  /** Keys with items waiting. */
+  keys(): string[] {
+    return [...this.queues.keys()];
+  }
+
+  /** Schedules `retry` for a key after the next backoff delay (timers never keep the process alive). */
+  retryLater(key: string, retry: () => void): void {
+    const queue = this.queues.get(key);
+    if (queue === undefined) return;
+    queue.attempts++;
+    if (queue.timer !== null) clearTimeout(queue.timer);
+    const delay = Math.min(RETRY_FIRST_MS * 2 ** (queue.attempts - 1), RETRY_MAX_MS);
+    queue.timer = setTimeout(() => {
+      queue.timer = null;
+      retry();
+    }, delay);
+    (queue.timer as { unref?: () => void }).unref?.();
+  }
+
+  /** Stops every retry timer (on shutdown). */
+  stopTimers(): void {
+    for (const queue of this.queues.values()) if (queue.timer !== null) clearTimeout(queue.timer);
+  }
+}
