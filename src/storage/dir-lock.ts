@@ -3,7 +3,7 @@
  * a lock file created exclusively under `<root>/.locks/`, naming its owner by pid and process start time
  * so a lock left by a dead process (or by a recycled pid) can be proven stale and taken over.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { DIR_MODE, join } from "./mirror-tree.ts";
 
@@ -57,7 +57,7 @@ export class DirLocks {
     for (let attempt = 0; ; attempt++) {
       let created: boolean;
       try {
-        created = await this.fs.createExclusive(path, me, false);
+        created = await this.create(path, me);
       } catch (error) {
         // A sweep may prune the empty .locks directory between our mkdir and this create.
         if ((error as { code?: string }).code !== "ENOENT" || attempt > 3) throw error;
@@ -84,6 +84,20 @@ export class DirLocks {
     }
   }
 
+  /**
+   * Creates the lock file whole: written under a private name, then linked into place (a link never
+   * replaces), so a writer killed mid-create leaves no empty lock that would look held.
+   */
+  private async create(path: string, owner: string): Promise<boolean> {
+    const aside = `${path}.${randomUUID()}`;
+    if (!(await this.fs.createExclusive(aside, owner, false))) return false;
+    try {
+      return await this.fs.link(aside, path);
+    } finally {
+      await this.fs.unlink(aside);
+    }
+  }
+
   /** The lock file's text, or null when it vanished meanwhile. */
   private async readOwner(path: string): Promise<string | null> {
     try {
@@ -101,7 +115,7 @@ export class DirLocks {
       owner = JSON.parse(raw) as LockOwner;
     } catch {
       const info = await this.fs.lstat(path);
-      return info !== null && this.options.clock() - info.mtimeMs > 10_000;
+      return info !== null && this.options.clock() - info.mtimeMs > 2_000;
     }
     if (typeof owner.pid !== "number") return true;
     return !(await this.options.isAlive(owner));
