@@ -77,7 +77,9 @@ export function stage(input: StageInput): Staged {
       continue;
     }
     const uuid = uuidFrom(`${scope}:${m.key}`);
-    const at = { uuid, parentUuid, timestamp: input.requestTimestamp, reconstructed: i < plan.reconstructedBefore };
+    // A compaction's summary (and the tail it keeps) is what the client sends now, not rebuilt history.
+    const opensSegment = summaryUuid !== null && i <= skipUntil;
+    const at = { uuid, parentUuid, timestamp: input.requestTimestamp, reconstructed: i < plan.reconstructedBefore && !opensSegment };
     const content = scrubContent(m.content, input.includeThinking);
     if (m.role === "assistant") records.push(reconstructedAssistantRecord(base, at, content));
     else if (m.role === "system") records.push(systemRecord(base, at, content));

@@ -100,6 +100,11 @@ export function isToolResultOnly(r: Rec): boolean {
 /** Claude Code's reminders and command wrappers: context it adds to a prompt, not what the user typed. */
 const INJECTED = /^\s*<(system-reminder|local-command-caveat|local-command-stdout|command-name|command-message|command-args)>/;
 
+/** True for a text block Claude Code added to a prompt (a reminder, a command wrapper). */
+export function isInjectedText(text: string): boolean {
+  return INJECTED.test(text);
+}
+
 /** The text a person typed into a user record: its text blocks, less Claude Code's injected reminders. */
 export function promptText(r: Rec): string {
   return blocksOf(messageOf(r)?.content)
@@ -140,4 +145,11 @@ export function searchableText(r: Rec): string {
   walk(blocksOf(messageOf(r)?.content));
   if (typeof r.content === "string") out.push(r.content); // a system record's own text
   return out.join("\n");
+}
+
+/** True when `r` is a further block of `previous`'s assistant message (Claude Code writes one record per block). */
+export function continuesMessage(previous: Rec | null, r: Rec): boolean {
+  const a = previous === null ? null : messageOf(previous);
+  const b = messageOf(r);
+  return previous?.type === "assistant" && r.type === "assistant" && typeof a?.id === "string" && a.id === b?.id;
 }

@@ -1,53 +1,101 @@
 /**
- * The transcript `sessiontap restore` writes: what Claude Code can resume. Pure.
+ * The transcript `sessiontap restore` writes: what Claude Code can resume, in Claude Code's own shape.
+ * Pure.
  *
- * - The current branch only (root to newest leaf by `parentUuid`), so a rewound or retried exchange does
- *   not come back as a second answer. A compaction's new root ends the branch, as in Claude Code's own
- *   loading: the history it resumes with is the compacted one it had last sent.
- * - Only user and assistant records. The mirror's `system`/`api_message` records (environment context
- *   Claude Code rebuilds itself) and any other metadata record are left out; each kept record's
- *   `parentUuid` is re-linked to the nearest kept record above it. (Checked with the real CLI: with
- *   `system` records in the transcript it re-sent an empty system message; with an unlinked parent it
- *   resumed from the break only.)
+ * - The current branch only: from the newest leaf up by `parentUuid`, so a rewound or retried exchange
+ *   does not come back as a second answer.
+ * - A compaction is kept as Claude Code records it: the `compact_boundary` root, its summary and what
+ *   follows, and before it (through the boundary's `logicalParentUuid`) the conversation it compacted.
+ *   Claude Code loads from the newest leaf up to the boundary and splices in the kept tail the boundary
+ *   names (`compactMetadata.preservedSegment`), so the resumed history is the compacted one it last sent.
+ *   A compaction summary without a boundary (an older mirror) starts the branch: nothing before it.
+ * - Only user and assistant records besides the boundary. The mirror's `system`/`api_message` records
+ *   (environment context Claude Code rebuilds itself) and any other metadata record are left out, and each
+ *   kept record's `parentUuid` (a boundary's `logicalParentUuid`, a segment's head and tail) is re-linked
+ *   to the nearest kept record, so the file holds only record types Claude Code writes itself. Checked
+ *   with the real CLI 2.1.328: it resumes the whole conversation from such a file; where the environment
+ *   context first sat it re-sends an empty `role:"system"` message, with or without our `system` records
+ *   in the file (it does the same from its own transcript after a compaction); with a parent missing from
+ *   the file it resumes from the break only, which is why the re-linking matters.
  * - `sessionId` is the session's, `cwd` the target's (with `--cwd`), `isSidechain` false.
  * - Content the API would refuse on the resumed request is made acceptable: an image or document the
- *   mirror kept only as a sha256 reference becomes a text note saying what was there, and the mirror's
- *   own bookkeeping keys (`sessiontap_*`) are dropped from messages and blocks.
+ *   mirror kept only as a sha256 reference becomes a text note saying what was there, the mirror's own
+ *   bookkeeping keys (`sessiontap_*`) are dropped, and an answer cut off before its first block is left out.
  */
-import { isConversation, isObject, messageOf, uuidOf, type Block, type Rec } from "./records.ts";
-import { currentBranch, type Tree } from "./tree.ts";
+import { isCompactBoundary, isConversation, isObject, messageOf, parentOf, uuidOf, type Block, type Rec } from "./records.ts";
+import type { Tree } from "./tree.ts";
 
 /** What to write, and what was left out. */
 export interface RestorePlan {
   records: Rec[];
-  /** Records of the current branch that were not user or assistant records. */
+  /** Records of the current branch that were not written (metadata, system context, empty answers). */
   skipped: number;
   leafUuid: string | null;
 }
 
+/** The current branch, continued across compaction boundaries to the conversation they compacted. */
+export function restorePath(tree: Tree): Rec[] {
+  const out: Rec[] = [];
+  const seen = new Set<string>();
+  for (let r: Rec | undefined = tree.newestLeaf ?? undefined; r !== undefined; ) {
+    const id = uuidOf(r)!;
+    if (seen.has(id)) break;
+    seen.add(id);
+    out.push(r);
+    const p = parentOf(r);
+    if (p !== null && tree.byUuid.has(p)) r = tree.byUuid.get(p);
+    else if (isCompactBoundary(r) && typeof r.logicalParentUuid === "string") r = tree.byUuid.get(r.logicalParentUuid);
+    else r = undefined;
+  }
+  return out.reverse();
+}
+
 /** Builds the restored transcript of the current branch of `tree`. */
 export function planRestore(tree: Tree, target: { sessionId: string; cwd: string }): RestorePlan {
-  const branch = currentBranch(tree);
+  const path = restorePath(tree);
   const records: Rec[] = [];
-  let parent: string | null = null;
+  /** For each uuid on the path, the nearest kept record at or before it. */
+  const keptBefore = new Map<string, string | null>();
+  let previous: string | null = null;
   let skipped = 0;
-  for (const r of branch) {
-    if (!isConversation(r)) {
+  const envelope = { isSidechain: false, sessionId: target.sessionId, cwd: target.cwd };
+  for (const r of path) {
+    const id = uuidOf(r)!;
+    if (isCompactBoundary(r)) {
+      records.push({ ...r, ...envelope, parentUuid: null, logicalParentUuid: previous });
+      previous = id;
+    } else if (isConversation(r)) {
+      const message = apiSafeMessage(messageOf(r)!);
+      if (Array.isArray(message.content) && message.content.length === 0) {
+        skipped++; // an answer cut off before its first block: the API refuses an empty message
+      } else {
+        const out: Rec = { ...r, ...envelope, parentUuid: parentOf(r) === null ? null : previous, message };
+        delete out.agentId;
+        records.push(out);
+        previous = id;
+      }
+    } else {
       skipped++;
-      continue;
     }
-    const message = apiSafeMessage(messageOf(r)!);
-    if (Array.isArray(message.content) && message.content.length === 0) {
-      skipped++; // an answer cut off before its first block: the API refuses an empty message
-      continue;
-    }
-    const out: Rec = { ...r, parentUuid: parent, isSidechain: false, sessionId: target.sessionId, cwd: target.cwd };
-    delete out.agentId;
-    out.message = message;
-    records.push(out);
-    parent = uuidOf(r);
+    keptBefore.set(id, previous);
   }
-  return { records, skipped, leafUuid: parent };
+  const kept = new Set(records.map((r) => uuidOf(r)!));
+  for (const r of records) if (isCompactBoundary(r)) relinkSegment(r, path, keptBefore, kept);
+  return { records, skipped, leafUuid: previous };
+}
+
+/** Points a boundary's kept tail at kept records (its head at or after, its tail at or before), or drops it. */
+function relinkSegment(boundary: Rec, path: Rec[], keptBefore: Map<string, string | null>, kept: Set<string>): void {
+  const meta = isObject(boundary.compactMetadata) ? boundary.compactMetadata : null;
+  const segment = meta !== null && isObject(meta.preservedSegment) ? meta.preservedSegment : null;
+  if (meta === null || segment === null) return;
+  const ids = path.map((r) => uuidOf(r)!);
+  const head = typeof segment.headUuid === "string" ? ids.indexOf(segment.headUuid) : -1;
+  const headKept = head < 0 ? undefined : ids.slice(head).find((id) => kept.has(id));
+  const tail = typeof segment.tailUuid === "string" ? keptBefore.get(segment.tailUuid) : undefined;
+  const anchor = typeof segment.anchorUuid === "string" && kept.has(segment.anchorUuid) ? segment.anchorUuid : undefined;
+  const { preservedSegment: _old, preservedMessages: _list, ...rest } = meta;
+  boundary.compactMetadata = headKept && tail && anchor ? { ...rest, preservedSegment: { ...segment, headUuid: headKept, tailUuid: tail } } : rest;
 }
 
 /** A message with content the API accepts when Claude Code re-sends it. */

@@ -199,14 +199,14 @@ export function outline(tree: Tree): Item[] {
 function line(tree: Tree, start: Rec, placed: Set<string>): Item[] {
   const items: Item[] = [];
   for (let r: Rec | undefined = start; r !== undefined; ) {
-    const id = uuidOf(r)!;
+    const id: string = uuidOf(r)!;
     if (placed.has(id)) break;
     placed.add(id);
     items.push(...itemsOf(tree, r));
-    const kids = tree.children.get(id) ?? [];
+    const kids: Rec[] = tree.children.get(id) ?? [];
     if (kids.length === 0) break;
     const best = tree.bestLeaf.get(id);
-    const next = kids.find((k) => tree.bestLeaf.get(uuidOf(k)!) === best) ?? kids[kids.length - 1];
+    const next: Rec = kids.find((k) => tree.bestLeaf.get(uuidOf(k)!) === best) ?? kids[kids.length - 1];
     const others = kids.filter((k) => k !== next);
     if (others.length > 0) items.push({ kind: "branches", at: id, branches: others.map((k) => line(tree, k, placed)) });
     r = next;

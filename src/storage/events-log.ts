@@ -48,12 +48,13 @@ export class EventsLog {
       await this.fs.mkdir(this.root, DIR_MODE);
       this.size = (await this.fs.lstat(path))?.size ?? 0;
     }
-    if (this.size + line.length > EVENTS_MAX_BYTES && this.size > 0) {
+    const bytes = Buffer.byteLength(line);
+    if (this.size + bytes > EVENTS_MAX_BYTES && this.size > 0) {
       await this.fs.rename(path, join(this.root, "session-mirror-events.1.jsonl"));
       this.size = 0;
     }
     await this.fs.append(path, line, false);
-    this.size += Buffer.byteLength(line);
+    this.size += bytes;
   }
 }
 

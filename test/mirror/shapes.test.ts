@@ -119,6 +119,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     assert.equal(boundary.parentUuid, null);
     assert.equal(boundary.logicalParentUuid, main.at(-1)!.uuid);
     assert.equal(summaryRecord.isCompactSummary, true);
+    assert.equal(summaryRecord.reconstructed, undefined, "the summary is seen first-hand, not rebuilt");
     assert.equal(summaryRecord.parentUuid, boundary.uuid);
     assert.equal(turn11.parentUuid, summaryRecord.uuid);
     assert.equal(text(turn11), "turn 11");

@@ -189,7 +189,7 @@ describe("passthrough: headers", () => {
     assert.equal(stub.requests.length, before);
   });
 
-  for (const [method, path] of [["GET", "/_tap/nope"], ["POST", "/_tap/health"], ["GET", "/_tap/"], ["GET", "/_tap/health/x"], ["DELETE", "/_tap/sessions/1"], ["PUT", "/_tap/x?y=1"]]) {
+  for (const [method, path] of [["GET", "/_tap/nope"], ["POST", "/_tap/health"], ["GET", "/_tap/health/x"], ["DELETE", "/_tap/sessions/1"], ["PUT", "/_tap/x?y=1"]]) {
     it(`${method} ${path} is a 404 and is not forwarded`, async () => {
       const before = stub.requests.length;
       const res = await fetch(tap.url + path, { method, body: method === "GET" || method === "DELETE" ? undefined : "{}" });
@@ -199,6 +199,15 @@ describe("passthrough: headers", () => {
       assert.equal(stub.requests.length, before);
     });
   }
+
+  it("GET /_tap/ is the viewer's page, served by the tap and not forwarded", async () => {
+    const before = stub.requests.length;
+    const res = await fetch(tap.url + "/_tap/");
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /text\/html/);
+    await res.arrayBuffer();
+    assert.equal(stub.requests.length, before);
+  });
 
   it("/_tap without a slash is not forwarded either", async () => {
     const before = stub.requests.length;

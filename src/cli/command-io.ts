@@ -1,0 +1,94 @@
+/**
+ * What the reading commands (list, show, export, restore, doctor) get from the outside world, in one
+ * object a test can build: output, environment, working directory, filesystem, fetch and clock. Plus the
+ * few helpers they share: finding SESSION, sizes, times.
+ */
+import type { Config } from "../config.ts";
+import { buildTree, type Tree } from "../recover/tree.ts";
+import { summarize, type SessionData, type SessionSummary } from "../recover/summary.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { sourceName, withSessionSource } from "../store/pg-reader.ts";
+
+/** The seams of a command. */
+export interface CommandIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: Record<string, string | undefined>;
+  /** The process's working directory (relative `--cwd`/`--out` are resolved against it). */
+  cwd: string;
+  fs: FsAdapter;
+  fetch: typeof fetch;
+  clock: () => number;
+}
+
+/** A command: runs with the resolved config and its seams; resolves with the exit status (SPEC §2). */
+export type Command = (config: Readonly<Config>, io: CommandIo) => Promise<number>;
+
+/** One session, read and indexed. */
+export interface LoadedSession {
+  data: SessionData;
+  tree: Tree;
+  summary: SessionSummary;
+}
+
+/**
+ * Finds the session named by the command's first argument (an id, a directory name, or a unique prefix),
+ * or writes why not to stderr and returns the exit status: 2 without an argument, 1 when none or several
+ * match.
+ */
+export async function findSession(config: Readonly<Config>, io: CommandIo): Promise<LoadedSession | number> {
+  const query = config.positional[0];
+  if (query === undefined || query === "") {
+    io.stderr(`sessiontap: ${config.command} needs a SESSION (an id or a unique prefix; see sessiontap list)\n`);
+    return 2;
+  }
+  if (config.positional.length > 1) {
+    io.stderr(`sessiontap: ${config.command} takes one SESSION, got ${config.positional.length} arguments\n`);
+    return 2;
+  }
+  // The shared store when one is configured (issue 7), else the mirror tree.
+  const found = await withSessionSource(config, io.fs, (source) => source.lookup(query));
+  if (found.kind === "none") {
+    io.stderr(`sessiontap: no mirrored session matches "${query}" in ${sourceName(config)} (see sessiontap list)\n`);
+    return 1;
+  }
+  if (found.kind === "ambiguous") {
+    const shown = found.candidates.slice(0, 10).join(", ");
+    io.stderr(`sessiontap: "${query}" matches ${found.candidates.length} sessions (${shown}${found.candidates.length > 10 ? ", …" : ""}); give more of the id\n`);
+    return 1;
+  }
+  const tree = buildTree(found.data.records);
+  return { data: found.data, tree, summary: summarize(found.data, tree) };
+}
+
+/** A byte count for people: 512 B, 15.2 KB, 3.4 MB. */
+export function humanBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KB", "MB", "GB", "TB"];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) (v /= 1024), i++;
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+/** An ISO time as `YYYY-MM-DD HH:MM` UTC, or "-". */
+export function shortTime(iso: string | null): string {
+  return iso === null ? "-" : iso.slice(0, 16).replace("T", " ");
+}
+
+/** Resolves `path` against `base` when relative (POSIX paths; the tap runs where Claude Code does). */
+export function absolute(path: string, base: string): string {
+  if (path.startsWith("/")) return normalize(path);
+  return normalize(`${base.replace(/\/+$/, "")}/${path}`);
+}
+
+/** Removes `.` and `..` segments and repeated slashes. */
+function normalize(path: string): string {
+  const out: string[] = [];
+  for (const part of path.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") out.pop();
+    else out.push(part);
+  }
+  return "/" + out.join("/");
+}

@@ -1,0 +1,191 @@
+/**
+ * `sessiontap doctor [--mirror-dir DIR] [--claude-dir DIR] [--json]`: checks what makes a user lose a
+ * transcript or bypass the tap, each as ok / warn / FAIL with what to do; exit 1 when any check fails.
+ *
+ * - the mirror root: a real directory, private (0700), writable, with free space;
+ * - the tap: something answers `/_tap/health` at the configured address, mirroring where doctor looks;
+ * - the base URL Claude Code will use: `ANTHROPIC_BASE_URL` from Claude Code's settings (`env`, which it
+ *   applies over the shell's: project `.claude/settings.local.json`, then `.claude/settings.json`, then
+ *   `<claude-dir>/settings.json`), else from the environment; it must be a tap;
+ * - `cleanupPeriodDays`: Claude Code deletes transcripts older than it (default 30) when it starts;
+ * - recent sessions the mirror has whose Claude Code transcript is a stub or missing, with the command
+ *   that restores each.
+ */
+import type { Config } from "../config.ts";
+import { isObject } from "../recover/records.ts";
+import { join } from "../storage/mirror-tree.ts";
+import { listSessions } from "./list.ts";
+import { humanBytes, type CommandIo } from "./command-io.ts";
+
+/** One check's verdict. */
+export interface Check {
+  check: string;
+  status: "ok" | "warn" | "fail";
+  detail: string;
+}
+
+const MIB = 1024 * 1024;
+/** Sessions younger than this count as recent. */
+const RECENT_DAYS = 30;
+
+/** Runs `doctor`. */
+export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const checks = [
+    ...(await mirrorRoot(config, io)),
+    ...(await tapAndBaseUrl(config, io)),
+    ...(await cleanupPeriod(config, io)),
+    ...(await lostTranscripts(config, io)),
+  ];
+  const fails = checks.filter((c) => c.status === "fail").length;
+  const warns = checks.filter((c) => c.status === "warn").length;
+  if (config.json) {
+    io.stdout(JSON.stringify(checks, null, 2) + "\n");
+  } else {
+    const width = Math.max(...checks.map((c) => c.check.length));
+    const lines = checks.map((c) => `${c.status === "fail" ? "FAIL" : c.status.padEnd(4)}  ${c.check.padEnd(width)}  ${c.detail}`);
+    lines.push("", fails === 0 && warns === 0 ? "All checks passed." : `${fails} problem${fails === 1 ? "" : "s"}, ${warns} warning${warns === 1 ? "" : "s"}.`);
+    io.stdout(lines.join("\n") + "\n");
+  }
+  return fails > 0 ? 1 : 0;
+}
+
+/** The mirror root: kind, mode, writability, free space. */
+async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
+  const root = config.mirrorDir;
+  const check = "mirror root";
+  const info = await io.fs.lstat(root);
+  if (info === null) return [{ check, status: "warn", detail: `${root} does not exist yet (the tap creates it, 0700, on its first write)` }];
+  if (info.isSymbolicLink) return [{ check, status: "fail", detail: `${root} is a symbolic link; the tap refuses it: point --mirror-dir / SESSIONTAP_MIRROR_DIR at the real directory` }];
+  if (!info.isDirectory) return [{ check, status: "fail", detail: `${root} is not a directory` }];
+  const out: Check[] = [];
+  const mode = (info.mode & 0o777).toString(8).padStart(3, "0");
+  if ((info.mode & 0o077) !== 0) out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  const probe = join(root, `.sessiontap-doctor-${crypto.randomUUID().slice(0, 8)}`);
+  try {
+    await io.fs.createExclusive(probe, "", false);
+    await io.fs.unlink(probe);
+  } catch (error) {
+    out.push({ check, status: "fail", detail: `${root} is not writable (${(error as { code?: string }).code ?? (error as Error).message}): the tap cannot mirror` });
+  }
+  try {
+    const { freeBytes } = await io.fs.statfs(root);
+    const status = freeBytes < 100 * MIB ? "fail" : freeBytes < 1024 * MIB ? "warn" : "ok";
+    out.push({ check: "free space", status, detail: `${humanBytes(freeBytes)} free for ${root}${status === "ok" ? "" : ": a full disk stops the mirror"}` });
+  } catch (error) {
+    out.push({ check: "free space", status: "warn", detail: `could not tell (${(error as { code?: string }).code ?? (error as Error).message})` });
+  }
+  if (!out.some((c) => c.check === check)) out.unshift({ check, status: "ok", detail: `${root} (mode ${mode}, writable)` });
+  return out;
+}
+
+/** What a tap's health route says, or why nothing answered. */
+async function probe(io: CommandIo, base: string): Promise<{ ok: true; health: Record<string, unknown> } | { ok: false; why: string }> {
+  let url: URL;
+  try {
+    url = new URL("/_tap/health", base.endsWith("/") ? base : `${base}/`);
+  } catch {
+    return { ok: false, why: `"${base}" is not a URL` };
+  }
+  try {
+    const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual" });
+    const body = (await response.json().catch(() => null)) as unknown;
+    if (response.status === 200 && isObject(body) && body.status === "ok" && "runtime" in body) return { ok: true, health: body };
+    return { ok: false, why: `${url.origin} answers, but is not a sessiontap tap (HTTP ${response.status})` };
+  } catch (error) {
+    return { ok: false, why: `nothing answers at ${url.origin} (${(error as Error).name === "TimeoutError" ? "timed out" : (error as { code?: string }).code ?? (error as Error).message.split("\n")[0]})` };
+  }
+}
+
+/** Claude Code's settings files, most specific first, with their parsed JSON (null: absent or unreadable). */
+async function settingsFiles(config: Readonly<Config>, io: CommandIo): Promise<{ path: string; json: Record<string, unknown> | null; error: string | null }[]> {
+  const project = config.cwd ?? io.cwd;
+  const paths = [join(project, ".claude", "settings.local.json"), join(project, ".claude", "settings.json"), join(config.claudeDir, "settings.json")];
+  const out = [];
+  for (const path of [...new Set(paths)]) {
+    const info = await io.fs.lstat(path);
+    if (info === null) continue;
+    try {
+      const json = JSON.parse(await io.fs.readText(path)) as unknown;
+      out.push({ path, json: isObject(json) ? json : null, error: isObject(json) ? null : "not a JSON object" });
+    } catch (error) {
+      out.push({ path, json: null, error: (error as Error).message.split("\n")[0] });
+    }
+  }
+  return out;
+}
+
+/** The tap at the configured address, and the base URL Claude Code will actually use. */
+async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
+  const out: Check[] = [];
+  const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host;
+  const tapUrl = `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`;
+  const tap = await probe(io, tapUrl);
+  if (tap.ok) {
+    const mirror = tap.health.mirror;
+    if (mirror === "off") out.push({ check: "tap", status: "warn", detail: `${tapUrl} is up, but runs with the mirror off (--no-mirror / SESSIONTAP_MIRROR=off)` });
+    else if (isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir) {
+      out.push({ check: "tap", status: "warn", detail: `${tapUrl} is up, mirroring to ${mirror.root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)` });
+    } else out.push({ check: "tap", status: "ok", detail: `${tapUrl} is up (sessiontap ${String(tap.health.version)}, ${String(tap.health.runtime)})` });
+  } else {
+    out.push({ check: "tap", status: "fail", detail: `${tap.why}; start it: sessiontap serve` });
+  }
+
+  const settings = await settingsFiles(config, io);
+  for (const s of settings) if (s.error !== null) out.push({ check: "claude settings", status: "warn", detail: `${s.path} could not be read: ${s.error}` });
+  const fromSettings = settings.find((s) => isObject(s.json?.env) && typeof (s.json!.env as Record<string, unknown>).ANTHROPIC_BASE_URL === "string");
+  const fromEnv = io.env.ANTHROPIC_BASE_URL;
+  const check = "ANTHROPIC_BASE_URL";
+  let base: string | null = null;
+  let where = "";
+  if (fromSettings !== undefined) {
+    base = (fromSettings.json!.env as Record<string, string>).ANTHROPIC_BASE_URL;
+    where = `in ${fromSettings.path} (env)`;
+  } else if (fromEnv !== undefined && fromEnv !== "") {
+    base = fromEnv;
+    where = "in the environment";
+  }
+  if (base === null) {
+    out.push({ check, status: "fail", detail: `not set, so Claude Code talks to the API directly and nothing is mirrored: export ANTHROPIC_BASE_URL=${tapUrl} (or set it under "env" in ${join(config.claudeDir, "settings.json")})` });
+    return out;
+  }
+  if (fromSettings !== undefined && fromEnv !== undefined && fromEnv !== "" && fromEnv !== base) {
+    out.push({ check, status: "warn", detail: `the environment says ${fromEnv}, but Claude Code applies ${base} from ${fromSettings.path} over it` });
+  }
+  const target = base.replace(/\/+$/, "") === tapUrl ? tap : await probe(io, base);
+  if (target.ok) out.push({ check, status: "ok", detail: `${base} ${where} reaches a tap` });
+  else out.push({ check, status: "fail", detail: `${base} ${where}: ${target.why}; Claude Code's requests are not mirrored` });
+  return out;
+}
+
+/** Claude Code's transcript retention. */
+async function cleanupPeriod(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
+  const settings = await settingsFiles(config, io);
+  const found = settings.find((s) => s.json !== null && s.json.cleanupPeriodDays !== undefined);
+  const check = "cleanupPeriodDays";
+  const file = join(config.claudeDir, "settings.json");
+  if (found === undefined) {
+    return [{ check, status: "warn", detail: `not set: Claude Code deletes transcripts older than 30 days when it starts; to keep them, set "cleanupPeriodDays": 3650 in ${file}` }];
+  }
+  const days = found.json!.cleanupPeriodDays;
+  if (typeof days !== "number" || !Number.isInteger(days) || days < 1) {
+    return [{ check, status: "warn", detail: `${JSON.stringify(days)} in ${found.path} is not a whole number of days ≥ 1; Claude Code rejects it` }];
+  }
+  if (days < RECENT_DAYS) return [{ check, status: "warn", detail: `${days} (${found.path}): Claude Code deletes transcripts older than ${days} days when it starts` }];
+  return [{ check, status: "ok", detail: `${days} days (${found.path})` }];
+}
+
+/** Recent sessions the mirror has but Claude Code lost (stub: fail; missing: warn), with the restore command. */
+async function lostTranscripts(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
+  const since = io.clock() - RECENT_DAYS * 86_400_000;
+  const sessions = (await listSessions(io.fs, config.mirrorDir, config.claudeDir))
+    .filter((s) => s.sessionId !== null && s.lastTimestamp !== null && Date.parse(s.lastTimestamp) >= since && s.userRecords + s.assistantRecords > 0);
+  const lost = sessions.filter((s) => s.claudeTranscript !== "intact");
+  if (lost.length === 0) {
+    return [{ check: "transcripts", status: "ok", detail: `Claude Code's transcript is intact for all ${sessions.length} session${sessions.length === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days` }];
+  }
+  return lost.slice(0, 20).map((s) => ({
+    check: "transcripts",
+    status: s.claudeTranscript === "stub" ? "fail" : "warn",
+    detail: `${s.sessionId} (${s.lastTimestamp}, ${s.cwd ?? "cwd unknown"}): Claude Code's transcript is ${s.claudeTranscript === "stub" ? "a stub" : "missing"}; restore it: sessiontap restore ${s.sessionId}`,
+  }));
+}

@@ -1,0 +1,35 @@
+/**
+ * `sessiontap export SESSION [--format md|html|jsonl] [--out FILE]`: the conversation as Markdown, as a
+ * standalone HTML page, or the raw records of the main conversation as JSONL (every record, file order).
+ * Without `--out` it writes to stdout; with it, the file is replaced atomically and made 0600 (a
+ * conversation is private).
+ */
+import type { Config } from "../config.ts";
+import { exportText } from "../recover/export.ts";
+import { replaceFile } from "../storage/publish.ts";
+import { absolute, findSession, type CommandIo } from "./command-io.ts";
+
+/** Runs `export`. */
+export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const found = await findSession(config, io);
+  if (typeof found === "number") return found;
+  const text = exportText({ records: found.data.records, tree: found.tree, summary: found.summary }, config.format);
+  if (config.out === null || config.out === "-") {
+    io.stdout(text);
+    return 0;
+  }
+  const path = absolute(config.out, io.cwd);
+  const info = await io.fs.lstat(path);
+  if (info !== null && !info.isFile) {
+    io.stderr(`sessiontap: --out ${path} exists and is not a regular file; nothing written\n`);
+    return 1;
+  }
+  try {
+    await replaceFile(io.fs, path, text);
+  } catch (error) {
+    io.stderr(`sessiontap: cannot write ${path}: ${(error as Error).message.split("\n")[0]}\n`);
+    return 1;
+  }
+  io.stderr(`sessiontap: wrote ${found.summary.sessionId ?? found.summary.dir} as ${config.format} to ${path}\n`);
+  return 0;
+}

@@ -1,0 +1,135 @@
+/**
+ * The viewer's data behind `/_tap/api/…`: the session list, one session rendered, search across
+ * sessions, exports, and the stream of new records (server-sent events). Framework-free: app.ts maps
+ * routes onto these methods.
+ */
+import { exportText } from "../recover/export.ts";
+import { continuesMessage, uuidOf, type Rec } from "../recover/records.ts";
+import { renderItemsHtml, renderRecordHtml } from "../recover/render-html.ts";
+import { search, type SearchHit } from "../recover/search.ts";
+import { summarize, sessionIdOf } from "../recover/summary.ts";
+import { buildTree, outline } from "../recover/tree.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
+import { LiveWatcher, type LiveBatch } from "./live.ts";
+
+/** A JSON answer with its status. */
+export interface Answer {
+  status: 200 | 400 | 404 | 409;
+  body: unknown;
+}
+
+/** How often an idle event stream sends a comment, so proxies and browsers keep it open. */
+const KEEPALIVE_MS = 15_000;
+
+/** The viewer's data over one mirror root. */
+export class ViewerData {
+  private readonly catalog: SessionCatalog;
+  private readonly streams = new Set<ReadableStreamDefaultController<Uint8Array>>();
+
+  constructor(
+    fs: FsAdapter,
+    mirrorDir: string,
+    claudeDir: string,
+    readonly watcher: LiveWatcher,
+  ) {
+    this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir);
+  }
+
+  /** Every session, most recently active first (the `list --json` objects). */
+  sessions(): Promise<ListEntry[]> {
+    return this.catalog.list();
+  }
+
+  /** One session: its facts, its conversation as HTML, and the uuid its reading path ends at. */
+  async session(query: string): Promise<Answer> {
+    const found = await this.catalog.reader.lookup(query);
+    if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
+    if (found.kind === "ambiguous") return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
+    const tree = buildTree(found.data.records);
+    const session = await this.catalog.withTranscript(summarize(found.data, tree));
+    return { status: 200, body: { session, tail: session.leafUuid, html: renderItemsHtml(outline(tree)) } };
+  }
+
+  /** Records of every session containing all the query's terms. */
+  async search(query: string): Promise<SearchHit[]> {
+    const all = await this.catalog.reader.loadAll();
+    return search(all.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, records: d.records })), query);
+  }
+
+  /** A session exported as `export --format` writes it. */
+  async exportSession(query: string, format: string): Promise<{ status: 200 | 400 | 404 | 409; body: string; type: string; filename: string }> {
+    if (format !== "md" && format !== "html" && format !== "jsonl") return { status: 400, body: "format must be md, html or jsonl\n", type: "text/plain; charset=utf-8", filename: "" };
+    const found = await this.catalog.reader.lookup(query);
+    if (found.kind !== "found") return { status: found.kind === "none" ? 404 : 409, body: "no single session matches\n", type: "text/plain; charset=utf-8", filename: "" };
+    const tree = buildTree(found.data.records);
+    const summary = summarize(found.data, tree);
+    const type = format === "md" ? "text/markdown; charset=utf-8" : format === "html" ? "text/html; charset=utf-8" : "application/x-ndjson; charset=utf-8";
+    return { status: 200, body: exportText({ records: found.data.records, tree, summary }, format), type, filename: `${summary.sessionId ?? summary.dir}.${format}` };
+  }
+
+  /** A server-sent event stream of new records (`event: records`), starting with `event: ready`. */
+  events(signal?: AbortSignal): ReadableStream<Uint8Array> {
+    const encoder = new TextEncoder();
+    let unsubscribe: (() => void) | null = null;
+    let keepalive: ReturnType<typeof setInterval> | null = null;
+    let ctrl: ReadableStreamDefaultController<Uint8Array> | null = null;
+    const end = () => {
+      unsubscribe?.();
+      unsubscribe = null;
+      if (keepalive !== null) clearInterval(keepalive);
+      keepalive = null;
+      if (ctrl !== null) this.streams.delete(ctrl);
+    };
+    return new ReadableStream<Uint8Array>({
+      start: async (controller) => {
+        ctrl = controller;
+        this.streams.add(controller);
+        const send = (text: string) => {
+          try {
+            controller.enqueue(encoder.encode(text));
+          } catch {
+            end(); // the stream was closed meanwhile
+          }
+        };
+        signal?.addEventListener("abort", () => {
+          end();
+          try {
+            controller.close();
+          } catch {
+            // already closed
+          }
+        });
+        unsubscribe = await this.watcher.subscribe((batch) => send(`event: records\ndata: ${JSON.stringify(liveEvent(batch))}\n\n`));
+        keepalive = setInterval(() => send(": keepalive\n\n"), KEEPALIVE_MS);
+        (keepalive as { unref?: () => void }).unref?.();
+        send(`retry: 2000\nevent: ready\ndata: {}\n\n`);
+      },
+      cancel: () => end(),
+    });
+  }
+
+  /** Ends every event stream and stops watching (the tap is stopping). */
+  close(): void {
+    for (const controller of this.streams) {
+      try {
+        controller.close();
+      } catch {
+        // already closed
+      }
+    }
+    this.streams.clear();
+    this.watcher.close();
+  }
+}
+
+/** What the page receives for a batch: where it belongs, and each record's uuid, parent and HTML. */
+function liveEvent(batch: LiveBatch): unknown {
+  let previous: Rec | null = null;
+  const records = batch.records.map((r) => {
+    const html = renderRecordHtml(r, { continued: continuesMessage(previous, r) });
+    previous = r;
+    return { uuid: uuidOf(r), parentUuid: typeof r.parentUuid === "string" ? r.parentUuid : null, type: r.type, html };
+  });
+  return { dir: batch.dir, sessionId: sessionIdOf(batch.dir, batch.records), scope: batch.scope, agent: batch.agent, records };
+}

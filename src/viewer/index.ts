@@ -1,0 +1,51 @@
+/**
+ * Wires the viewer for a tap: the watcher of new records, the data behind `/_tap/api/…`, the page, and
+ * who may reach it (loopback names only while the tap listens on loopback).
+ */
+import type { ViewerDeps } from "../server/app.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { ViewerData } from "./api.ts";
+import { LiveWatcher } from "./live.ts";
+import { viewerCsp, viewerPage } from "./page.ts";
+
+/** True for an address only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** The Host names the viewer answers to when the tap listens on `host`; null: any (bound beyond loopback on purpose). */
+export function allowedHosts(host: string): Set<string> | null {
+  if (!isLoopback(host)) return null;
+  const bound = host.trim().toLowerCase();
+  return new Set(["localhost", "127.0.0.1", "[::1]", bound.includes(":") && !bound.startsWith("[") ? `[${bound}]` : bound]);
+}
+
+/** A viewer ready to hand to createApp, and what stopping the tap must close. */
+export interface Viewer {
+  deps: ViewerDeps;
+  watcher: LiveWatcher;
+  close(): void;
+}
+
+/** Builds the viewer over `mirrorDir` for a tap listening on `host`. */
+export function createViewer(options: {
+  fs: FsAdapter; mirrorDir: string; claudeDir: string; host: string; version: string; onError: (error: unknown) => void; pollMs?: number;
+}): Viewer {
+  const watcher = new LiveWatcher(options.fs, options.mirrorDir, options.pollMs ?? 2000, options.onError);
+  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher);
+  return {
+    watcher,
+    close: () => data.close(),
+    deps: {
+      allowedHosts: allowedHosts(options.host),
+      page: (nonce) => viewerPage(nonce, options.version),
+      csp: viewerCsp,
+      sessions: () => data.sessions(),
+      session: (id) => data.session(id),
+      search: (query) => data.search(query),
+      exportSession: (id, format) => data.exportSession(id, format),
+      events: (signal) => data.events(signal),
+    },
+  };
+}

@@ -1,0 +1,348 @@
+// `sessiontap list | show | restore | doctor` run in-process through `main()` against hand-made mirrors and
+// Claude Code directories: what they print, the exit codes of SPEC §2 (0 ok, 1 a problem found or an
+// unknown session or a refusal, 2 usage), and restore's file discipline (backups, modes, no clobbering).
+// Runs unchanged under `bun test` and `deno test`.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { encodeProjectDir } from "../../src/recover/project-dir.ts";
+import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
+import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
+
+type Rec = Record<string, any>;
+const A = "aaaa1111-0000-4000-8000-000000000001";
+const B = "aaaa2222-0000-4000-8000-000000000002";
+const C = "cccc3333-0000-4000-8000-000000000003";
+const NOW = Date.parse("2026-01-05T00:00:00.000Z");
+const STAMP = "20260105T000000Z";
+const STUB = [{ type: "queue-operation", operation: "enqueue", sessionId: A }, { type: "last-prompt", lastPrompt: "x", sessionId: A }, { type: "mode", mode: "default", sessionId: A }];
+
+/** A three-turn conversation with a tool call, in the mirror's shape (system context records included). */
+function conversation(sessionId: string, cwd: string, prompt: string): Rec[] {
+  const env = { sessionId, cwd };
+  return [
+    rec("user", `${sessionId}-u1`, null, [{ type: "text", text: "<system-reminder>x</system-reminder>" }, { type: "text", text: prompt }], env),
+    rec("system", `${sessionId}-s1`, `${sessionId}-u1`, [{ type: "text", text: `# Environment\n - Primary working directory: ${cwd}` }], env),
+    rec("assistant", `${sessionId}-a1`, `${sessionId}-s1`, [{ type: "text", text: "I'll run it." }, { type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "echo hi" } }], env),
+    rec("user", `${sessionId}-u2`, `${sessionId}-a1`, [{ type: "tool_result", tool_use_id: "toolu_1", content: "hi" }], env),
+    rec("assistant", `${sessionId}-a2`, `${sessionId}-u2`, [{ type: "text", text: "Done." }], env),
+    rec("user", `${sessionId}-u3`, `${sessionId}-a2`, "and again", env),
+    rec("assistant", `${sessionId}-a3`, `${sessionId}-u3`, [{ type: "text", text: "Again done." }], env),
+  ];
+}
+
+describe("list, show, restore, doctor", () => {
+  const scratch = scratchDir();
+  const root = `${scratch.dir}/mirror`;
+  const claude = `${scratch.dir}/claude`;
+  const cwdA = `${scratch.dir}/proj-a`;
+  const cwdB = `${scratch.dir}/proj-b`;
+  const cwdC = `${scratch.dir}/proj-c`;
+  const projectOf = (cwd: string) => `${claude}/projects/${encodeProjectDir(cwd)}`;
+  const io = { clock: () => NOW, cwd: scratch.dir };
+  const run = (args: string[], env: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
+    cli([...args, "--mirror-dir", root, "--claude-dir", claude], env, { ...io, ...extra });
+
+  before(() => {
+    mkdirSync(root, { mode: 0o700 });
+    writeMirror(root, A, conversation(A, cwdA, "fix the build"));
+    writeMirror(root, B, conversation(B, cwdB, "write the docs"));
+    writeMirror(root, C, conversation(C, cwdC, "third"));
+    writeMirror(root, "inv-0123456789abcdef", [rec("user", "w1", null, "odd id", { sessionId: "odd/../id", cwd: cwdA })]);
+    writeMirror(root, "nocwd-session", [rec("user", "n1", null, "no cwd", { sessionId: "nocwd-session", cwd: null })]);
+    // Claude Code's side: A is a stub, B is missing, C is intact.
+    mkdirSync(projectOf(cwdA), { recursive: true });
+    writeFileSync(`${projectOf(cwdA)}/${A}.jsonl`, STUB.map((r) => JSON.stringify(r) + "\n").join(""));
+    mkdirSync(projectOf(cwdC), { recursive: true });
+    writeFileSync(`${projectOf(cwdC)}/${C}.jsonl`, conversation(C, cwdC, "third").map((r) => JSON.stringify(r) + "\n").join(""));
+  });
+  after(() => scratch.cleanup());
+
+  describe("list", () => {
+    it("--json: every session with the fields of SPEC §2 and Claude Code's transcript state", async () => {
+      const out = await run(["list", "--json"]);
+      assert.equal(out.code, 0, out.stderr);
+      const list: Rec[] = JSON.parse(out.stdout);
+      const byId = new Map(list.map((s) => [s.sessionId, s]));
+      for (const s of list) for (const key of ["sessionId", "firstTimestamp", "lastTimestamp", "records", "bytes", "cwd", "firstPrompt", "claudeTranscript"]) assert.ok(key in s, key);
+      assert.equal(byId.get(A)!.claudeTranscript, "stub");
+      assert.equal(byId.get(B)!.claudeTranscript, "missing");
+      assert.equal(byId.get(C)!.claudeTranscript, "intact");
+      assert.equal(byId.get(A)!.firstPrompt, "fix the build", "Claude Code's reminder is not the prompt");
+      assert.equal(byId.get(A)!.records, 7);
+      assert.equal(byId.get(A)!.cwd, cwdA);
+      assert.equal(byId.get(A)!.bytes, statSync(`${root}/${A}/${readdirSync(`${root}/${A}`)[0]}`).size);
+      assert.equal(byId.get("odd/../id")!.dir, "inv-0123456789abcdef");
+      assert.ok(Date.parse(list[0].lastTimestamp) >= Date.parse(list[1].lastTimestamp), "most recent first");
+    });
+
+    it("text: one row per session with its first prompt, and the restore command for a lost one", async () => {
+      const out = await run(["list"]);
+      assert.equal(out.code, 0);
+      for (const id of [A, B, C]) assert.ok(out.stdout.includes(id), id);
+      assert.match(out.stdout, /“fix the build”/);
+      assert.match(out.stdout, /sessiontap restore \S+/);
+    });
+
+    it("an empty or absent mirror is not an error; an argument is a usage error", async () => {
+      const empty = await cli(["list", "--mirror-dir", `${scratch.dir}/nothing`, "--claude-dir", claude]);
+      assert.equal(empty.code, 0);
+      assert.match(empty.stdout, /No mirrored sessions/);
+      assert.equal((await cli(["list", "--json", "--mirror-dir", `${scratch.dir}/nothing`])).stdout.trim(), "[]");
+      assert.equal((await run(["list", "extra"])).code, 2);
+    });
+  });
+
+  describe("show", () => {
+    it("a unique prefix shows the facts and the conversation", async () => {
+      const out = await run(["show", "cccc"]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.match(out.stdout, new RegExp(`^Session +${C}`, "m"));
+      assert.match(out.stdout, /^Claude +intact/m);
+      assert.ok(out.stdout.includes("**Tool call** `Bash` (`toolu_1`)"));
+      assert.ok(out.stdout.indexOf("third") < out.stdout.indexOf("Again done."));
+    });
+
+    it("--json: the summary and the conversation's records in reading order", async () => {
+      const out = await run(["show", A, "--json"]);
+      const shown = JSON.parse(out.stdout);
+      assert.equal(shown.sessionId, A);
+      assert.equal(shown.claudeTranscript, "stub");
+      assert.deepEqual(shown.conversation.map((r: Rec) => r.uuid), conversation(A, cwdA, "").map((r) => r.uuid));
+    });
+
+    it("an unknown session is 1, an ambiguous prefix is 1 naming the candidates, no SESSION is 2", async () => {
+      const unknown = await run(["show", "ffff"]);
+      assert.equal(unknown.code, 1);
+      assert.match(unknown.stderr, /no mirrored session matches "ffff"/);
+      const ambiguous = await run(["show", "aaaa"]);
+      assert.equal(ambiguous.code, 1);
+      assert.ok(ambiguous.stderr.includes(A) && ambiguous.stderr.includes(B), ambiguous.stderr);
+      assert.equal((await run(["show"])).code, 2);
+      assert.equal((await run(["show", A, B])).code, 2);
+    });
+  });
+
+  describe("restore", () => {
+    const target = (cwd: string, id: string) => `${projectOf(cwd)}/${id}.jsonl`;
+    const lines = (path: string): Rec[] => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+
+    it("--dry-run says what it would do and writes nothing", async () => {
+      const out = await run(["restore", B, "--dry-run"]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.match(out.stdout, /Would create .*\n.*6 records \(3 user, 3 assistant\)/);
+      assert.equal(existsSync(projectOf(cwdB)), false);
+    });
+
+    it("into a missing project directory: creates it 0700 and the transcript 0600, user and assistant records only", async () => {
+      const out = await run(["restore", B]);
+      assert.equal(out.code, 0, out.stderr);
+      const path = target(cwdB, B);
+      assert.equal(statSync(projectOf(cwdB)).mode & 0o777, 0o700);
+      assert.equal(statSync(path).mode & 0o777, 0o600);
+      const written = lines(path);
+      assert.deepEqual(written.map((r) => r.type), ["user", "assistant", "user", "assistant", "user", "assistant"]);
+      assert.equal(written[1].parentUuid, written[0].uuid, "re-linked across the system record");
+      assert.ok(written.every((r) => r.sessionId === B && r.cwd === cwdB));
+      assert.ok(out.stdout.includes(`cd ${cwdB} && claude --resume ${B}`), out.stdout);
+      assert.deepEqual(readdirSync(projectOf(cwdB)), [`${B}.jsonl`], "no temporary file left behind");
+    });
+
+    it("a stub is backed up beside it as <name>.bak-<UTC time> and replaced", async () => {
+      const path = target(cwdA, A);
+      const stub = readFileSync(path, "utf8");
+      const out = await run(["restore", A]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.equal(readFileSync(`${path}.bak-${STAMP}`, "utf8"), stub);
+      assert.equal(lines(path).length, 6);
+      assert.equal(statSync(path).mode & 0o777, 0o600);
+      assert.match(out.stdout, /backup .*\.bak-20260105T000000Z \(the stub that was there\)/);
+    });
+
+    it("an empty file counts as a stub", async () => {
+      const cwd = `${scratch.dir}/proj-empty`;
+      mkdirSync(projectOf(cwd), { recursive: true });
+      writeFileSync(target(cwd, C), "");
+      const out = await run(["restore", C, "--cwd", cwd]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.equal(readFileSync(`${target(cwd, C)}.bak-${STAMP}`, "utf8"), "");
+      assert.ok(lines(target(cwd, C)).every((r) => r.cwd === cwd), "--cwd becomes the records' cwd");
+    });
+
+    it("a transcript with content is left alone (exit 1); --force backs it up and replaces it", async () => {
+      const path = target(cwdC, C);
+      const before = readFileSync(path, "utf8");
+      const refused = await run(["restore", C]);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /already holds a transcript \(6 user\/assistant records\); left alone/);
+      assert.match(refused.stderr, /--force/);
+      assert.equal(readFileSync(path, "utf8"), before);
+      const dry = await run(["restore", C, "--dry-run"]);
+      assert.equal(dry.code, 1, "a dry run of a refusal is a refusal");
+      const forced = await run(["restore", C, "--force", "--json"]);
+      assert.equal(forced.code, 0, forced.stderr);
+      const outcome = JSON.parse(forced.stdout);
+      assert.equal(outcome.action, "replace");
+      assert.equal(outcome.existing, "intact");
+      assert.equal(readFileSync(outcome.backup, "utf8"), before);
+      assert.ok(!lines(path).some((r) => r.type === "system"));
+      // A second forced restore in the same second does not overwrite the first backup.
+      const again = JSON.parse((await run(["restore", C, "--force", "--json"])).stdout);
+      assert.equal(again.backup, `${path}.bak-${STAMP}-1`);
+      assert.equal(readFileSync(outcome.backup, "utf8"), before);
+    });
+
+    it("refuses a symlink at the target, a session without a usable id, and one without a known cwd", async () => {
+      const cwd = `${scratch.dir}/proj-link`;
+      mkdirSync(projectOf(cwd), { recursive: true });
+      symlinkSync(`${scratch.dir}/elsewhere.jsonl`, target(cwd, B));
+      const link = await run(["restore", B, "--cwd", cwd]);
+      assert.equal(link.code, 1);
+      assert.match(link.stderr, /symbolic link/);
+      assert.equal(existsSync(`${scratch.dir}/elsewhere.jsonl`), false, "nothing written through the link");
+      const odd = await run(["restore", "inv-0123"]);
+      assert.equal(odd.code, 1);
+      assert.match(odd.stderr, /no id Claude Code could resume by/);
+      const nocwd = await run(["restore", "nocwd"]);
+      assert.equal(nocwd.code, 1);
+      assert.match(nocwd.stderr, /pass --cwd/);
+    });
+
+    it("never clobbers a file that appears while it writes, nor one that changed since it was judged", async () => {
+      const cwd = `${scratch.dir}/proj-race`;
+      const path = target(cwd, B);
+      // Another writer creates the transcript between restore's look and its publication.
+      const racing: FsAdapter = {
+        ...nodeFs,
+        async link(existing, to) {
+          if (to === path && !existsSync(path)) writeFileSync(path, "claude's own\n");
+          return nodeFs.link(existing, to);
+        },
+      };
+      const appeared = await run(["restore", B, "--cwd", cwd], {}, { fs: racing });
+      assert.equal(appeared.code, 1);
+      assert.match(appeared.stderr, /appeared while restoring/);
+      assert.equal(readFileSync(path, "utf8"), "claude's own\n");
+      assert.deepEqual(readdirSync(projectOf(cwd)), [`${B}.jsonl`]);
+
+      // Claude Code appends to the stub while restore backs it up.
+      writeFileSync(path, STUB.map((r) => JSON.stringify(r) + "\n").join(""));
+      const growing: FsAdapter = {
+        ...nodeFs,
+        async link(existing, to) {
+          const linked = await nodeFs.link(existing, to);
+          if (existing === path) writeFileSync(path, '{"type":"user","message":{"role":"user","content":"new"}}\n', { flag: "a" });
+          return linked;
+        },
+      };
+      const changed = await run(["restore", B, "--cwd", cwd], {}, { fs: growing });
+      assert.equal(changed.code, 1);
+      assert.match(changed.stderr, /changed while restoring/);
+      assert.match(readFileSync(path, "utf8"), /"content":"new"/);
+      assert.deepEqual(readdirSync(projectOf(cwd)), [`${B}.jsonl`], "no backup or temporary file left");
+    });
+  });
+
+  describe("doctor", () => {
+    const tap = "http://127.0.0.1:8787";
+    /** A fetch under which a tap mirroring to `mirror` answers at 127.0.0.1:8787 and nothing else answers. */
+    const tapOf = (mirror: string) => (async (input: string | URL | Request) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (url.startsWith(tap)) return Response.json({ status: "ok", version: "0.1.0", runtime: "bun", mirror: { root: mirror } });
+      throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+    }) as unknown as typeof fetch;
+    const healthy = tapOf(root);
+    const down = (async () => {
+      throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+    }) as unknown as typeof fetch;
+    const checks = async (args: string[], env: Record<string, string>, fetchImpl: typeof fetch) => {
+      const out = await run(["doctor", "--json", ...args], env, { fetch: fetchImpl });
+      return { code: out.code, checks: JSON.parse(out.stdout) as { check: string; status: string; detail: string }[] };
+    };
+
+    it("fails on a recent session whose Claude Code transcript is a stub, with the command that restores it", async () => {
+      const fresh = scratchDir();
+      try {
+        const r = `${fresh.dir}/mirror`;
+        mkdirSync(r, { mode: 0o700 });
+        writeMirror(r, A, conversation(A, cwdA, "x"));
+        const cd = `${fresh.dir}/claude`;
+        mkdirSync(projectOf(cwdA).replace(claude, cd), { recursive: true });
+        writeFileSync(`${projectOf(cwdA).replace(claude, cd)}/${A}.jsonl`, STUB.map((x) => JSON.stringify(x) + "\n").join(""));
+        writeFileSync(`${cd}/settings.json`, JSON.stringify({ cleanupPeriodDays: 3650 }));
+        const out = await cli(["doctor", "--mirror-dir", r, "--claude-dir", cd], { ANTHROPIC_BASE_URL: tap }, { ...io, fetch: tapOf(r) });
+        assert.equal(out.code, 1, out.stdout);
+        assert.match(out.stdout, new RegExp(`^FAIL +transcripts +${A} .*a stub; restore it: sessiontap restore ${A}$`, "m"));
+        assert.match(out.stdout, /^ok +tap +http:\/\/127\.0\.0\.1:8787 is up/m);
+        assert.match(out.stdout, /^ok +ANTHROPIC_BASE_URL /m);
+        assert.match(out.stdout, /^ok +cleanupPeriodDays +3650 days/m);
+        assert.match(out.stdout, /^ok +mirror root /m);
+        assert.match(out.stdout, /1 problem, 0 warnings\./);
+      } finally {
+        fresh.cleanup();
+      }
+    });
+
+    it("everything in order: exit 0", async () => {
+      const fresh = scratchDir();
+      try {
+        const r = `${fresh.dir}/mirror`;
+        mkdirSync(r, { mode: 0o700 });
+        mkdirSync(`${fresh.dir}/claude`);
+        writeFileSync(`${fresh.dir}/claude/settings.json`, JSON.stringify({ cleanupPeriodDays: 365, env: { ANTHROPIC_BASE_URL: tap } }));
+        const out = await cli(["doctor", "--mirror-dir", r, "--claude-dir", `${fresh.dir}/claude`], {}, { ...io, fetch: tapOf(r) });
+        assert.equal(out.code, 0, out.stdout);
+        assert.match(out.stdout, /ANTHROPIC_BASE_URL +http:\/\/127\.0\.0\.1:8787 in .*settings\.json \(env\) reaches a tap/);
+        assert.match(out.stdout, /All checks passed\./);
+      } finally {
+        fresh.cleanup();
+      }
+    });
+
+    it("a tap mirroring elsewhere is a warning naming both roots", async () => {
+      const { checks: list } = await checks([], { ANTHROPIC_BASE_URL: tap }, tapOf("/somewhere/else"));
+      const check = list.find((c) => c.check === "tap")!;
+      assert.equal(check.status, "warn");
+      assert.match(check.detail, /mirroring to \/somewhere\/else; this doctor looked at /);
+    });
+
+    it("no tap and no base URL: both fail, with what to do", async () => {
+      const { code, checks: list } = await checks([], {}, down);
+      assert.equal(code, 1);
+      const by = (name: string) => list.find((c) => c.check === name)!;
+      assert.equal(by("tap").status, "fail");
+      assert.match(by("tap").detail, /nothing answers at http:\/\/127\.0\.0\.1:8787 .*start it: sessiontap serve/);
+      assert.equal(by("ANTHROPIC_BASE_URL").status, "fail");
+      assert.match(by("ANTHROPIC_BASE_URL").detail, /export ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:8787/);
+      assert.equal(by("cleanupPeriodDays").status, "warn", "unset: Claude Code's default of 30 days");
+    });
+
+    it("Claude Code's settings win over the environment: a base URL there that is not a tap fails", async () => {
+      const project = `${scratch.dir}/proj-settings`;
+      mkdirSync(`${project}/.claude`, { recursive: true });
+      writeFileSync(`${project}/.claude/settings.json`, JSON.stringify({ env: { ANTHROPIC_BASE_URL: "https://api.anthropic.com" } }));
+      const { checks: list } = await checks(["--cwd", project], { ANTHROPIC_BASE_URL: tap }, healthy);
+      const base = list.filter((c) => c.check === "ANTHROPIC_BASE_URL");
+      assert.deepEqual(base.map((c) => c.status), ["warn", "fail"]);
+      assert.match(base[0].detail, /Claude Code applies https:\/\/api\.anthropic\.com/);
+    });
+
+    it("a mirror root others can read is a warning; a symlinked one fails", async () => {
+      const fresh = scratchDir();
+      try {
+        mkdirSync(`${fresh.dir}/open`, { mode: 0o755 });
+        const open = await cli(["doctor", "--json", "--mirror-dir", `${fresh.dir}/open`, "--claude-dir", claude], { ANTHROPIC_BASE_URL: tap }, { ...io, fetch: healthy });
+        const root = JSON.parse(open.stdout).find((c: Rec) => c.check === "mirror root");
+        assert.equal(root.status, "warn");
+        assert.match(root.detail, /chmod 700/);
+        symlinkSync(`${fresh.dir}/open`, `${fresh.dir}/link`);
+        const linked = await cli(["doctor", "--json", "--mirror-dir", `${fresh.dir}/link`, "--claude-dir", claude], {}, { ...io, fetch: healthy });
+        assert.equal(linked.code, 1);
+        assert.equal(JSON.parse(linked.stdout).find((c: Rec) => c.check === "mirror root").status, "fail");
+        assert.ok(lstatSync(`${fresh.dir}/link`).isSymbolicLink());
+      } finally {
+        fresh.cleanup();
+      }
+    });
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * Helpers for the recovery tests: the CLI run in this process (`main()` with captured output), small
+ * hand-made records, mirrors written to scratch directories, and a mirror made by replaying the real
+ * interactive capture (a tool call, /compact, a rewind) through a tap.
+ */
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { main, type Io } from "../../src/cli/main.ts";
+import { capturedRequests, capturedTranscript } from "./captures.ts";
+import { textReply, toolUseReply, type StubUpstream } from "./stub-upstream.ts";
+
+/** What one CLI run printed and returned. */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `sessiontap <args>` in this process; `io` may replace the seams (fs, fetch, clock, cwd). */
+export async function cli(args: string[], env: Record<string, string | undefined> = {}, io: Partial<Io> = {}): Promise<CliRun> {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(args, env, {
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+    home: io.home ?? "/nonexistent-home",
+    stopSignal: new Promise(() => {}),
+    ...io,
+  });
+  return { code, stdout, stderr };
+}
+
+/** A fresh scratch directory and its removal. */
+export function scratchDir(prefix = "sessiontap-recover-"): { dir: string; cleanup(): void } {
+  const dir = mkdtempSync(`${tmpdir()}/${prefix}`);
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+type Rec = Record<string, unknown>;
+
+let clock = Date.parse("2026-01-02T03:04:05.000Z");
+
+/** A record in the mirror's envelope; times increase with each call unless given. */
+export function rec(type: "user" | "assistant" | "system", uuid: string, parentUuid: string | null, content: unknown, extra: Rec = {}): Rec {
+  clock += 1000;
+  const message = type === "assistant"
+    ? { type: "message", role: "assistant", id: `msg_${uuid}`, model: "claude-test", content, stop_reason: "end_turn", stop_sequence: null, stop_details: null, usage: {} }
+    : { role: type, content };
+  const base: Rec = {
+    parentUuid, isSidechain: false, type, uuid, timestamp: new Date(clock).toISOString(), sessionId: "sess-1", cwd: "/work/project",
+    version: "sessiontap/0.1.0", userType: "external", entrypoint: "cli", message, source: "sessiontap",
+  };
+  if (type === "system") base.subtype = "api_message";
+  return { ...base, ...extra };
+}
+
+/** Writes `records` as one mirror file of session directory `session` under `root` (0700/0600, like the tap). */
+export function writeMirror(root: string, session: string, records: Rec[], file = "2026-01-02T03-04-05.000Z.jsonl"): string {
+  mkdirSync(`${root}/${session}`, { recursive: true, mode: 0o700 });
+  const path = `${root}/${session}/${file}`;
+  writeFileSync(path, records.map((r) => JSON.stringify(r) + "\n").join(""));
+  chmodSync(path, 0o600);
+  return path;
+}
+
+/** The id of the session of the replayed interactive capture. */
+export const CAPTURE = "cc-2.1.328-interactive-compact-rewind";
+
+/**
+ * Replays the real interactive session (greeting, tool call, /compact sent twice, a message, a rewind and
+ * another message) through a tap at `tapUrl`, answering as the recorded stub did; returns its session id.
+ */
+export async function replayCapture(tapUrl: string, stub: StubUpstream): Promise<string> {
+  const answers = new Map<string, Rec[]>();
+  for (const r of capturedTranscript(CAPTURE)) {
+    if (r.type === "assistant") answers.set(r.message.id, [...(answers.get(r.message.id) ?? []), ...r.message.content]);
+  }
+  for (const request of capturedRequests(CAPTURE)) {
+    const id = `msg_mock_${request.n}`;
+    const content = answers.get(id) as { text?: string; name?: string; input?: unknown; id?: string }[] | undefined;
+    if (content === undefined) stub.enqueue({ kind: "sse", chunks: textReply(`<analysis>a</analysis><summary>summary ${request.n}</summary>`, { id }) });
+    else if (content.length === 1) stub.enqueue({ kind: "sse", chunks: textReply(String(content[0].text), { id }) });
+    else stub.enqueue({ kind: "sse", chunks: toolUseReply(String(content[1].name), content[1].input, { id, preText: content[0].text, toolUseId: content[1].id }) });
+    const { host: _host, "content-length": _length, ...headers } = request.headers;
+    const response = await fetch(`${tapUrl}${request.url}`, { method: "POST", headers, body: JSON.stringify(request.body) });
+    await response.arrayBuffer();
+  }
+  return capturedRequests(CAPTURE)[0].headers["x-claude-code-session-id"];
+}

@@ -1,0 +1,169 @@
+// The viewer's routes in-process (`app.request`, Hono style): the page and its Content-Security-Policy,
+// the loopback guard, the data API, and the server-sent events that carry new records, whether this
+// process wrote them (a hint) or another one did (the watcher's poll). Runs under Bun and Deno.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { createApp } from "../../src/server/app.ts";
+import { nodeFs } from "../../src/storage/fs-adapter.ts";
+import { createViewer, type Viewer } from "../../src/viewer/index.ts";
+import { observeWrites } from "../../src/viewer/live.ts";
+import { rec, scratchDir, writeMirror } from "../support/recover.ts";
+import { startTestTap } from "../support/tap.ts";
+
+const S1 = "1111aaaa-0000-4000-8000-000000000001";
+const S2 = "1111bbbb-0000-4000-8000-000000000002";
+
+/** Reads an event stream until `done` holds for the text so far (or `ms` pass); returns the text. */
+async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, done: (text: string) => boolean, ms = 5000, text = ""): Promise<string> {
+  const until = Date.now() + ms;
+  const decoder = new TextDecoder();
+  while (!done(text) && Date.now() < until) {
+    const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), until - Date.now()))]);
+    if (next === null || next.done) break;
+    text += decoder.decode(next.value, { stream: true });
+  }
+  return text;
+}
+
+/** The `records` events in an event-stream text, parsed. */
+function recordEvents(text: string): { dir: string; scope: string; agent: string | null; records: { uuid: string; parentUuid: string | null; html: string }[] }[] {
+  return text.split("\n\n").filter((e) => e.startsWith("event: records\n")).map((e) => JSON.parse(e.slice(e.indexOf("data: ") + 6)));
+}
+
+describe("viewer routes", () => {
+  const scratch = scratchDir("sessiontap-viewer-");
+  const root = `${scratch.dir}/mirror`;
+  let viewer: Viewer;
+  let app: ReturnType<typeof createApp>;
+  let file = "";
+  const get = (path: string, host = "127.0.0.1:8787") => app.request(`http://${host}${path}`, { headers: { host } });
+
+  before(() => {
+    file = writeMirror(root, S1, [
+      rec("user", "u1", null, "hello <viewer>", { sessionId: S1 }),
+      rec("assistant", "a1", "u1", [{ type: "text", text: "hi" }, { type: "tool_use", id: "toolu_9", name: "Bash", input: { command: "ls" } }], { sessionId: S1 }),
+    ]);
+    writeMirror(root, S2, [rec("user", "v1", null, "another session about zebras", { sessionId: S2 })]);
+    viewer = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: `${scratch.dir}/claude`, host: "127.0.0.1", version: "0.1.0", onError: (e) => assert.fail(String(e)), pollMs: 100 });
+    app = createApp({ forward: async () => new Response("forwarded", { status: 299 }), health: () => ({ version: "0.1.0" }), viewer: viewer.deps });
+  });
+  after(() => {
+    viewer.close();
+    scratch.cleanup();
+  });
+
+  it("GET /_tap/ is one self-contained page whose only script carries the CSP nonce", async () => {
+    const res = await get("/_tap/");
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /text\/html/);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    const nonce = /'nonce-([^']+)'/.exec(csp)?.[1];
+    assert.ok(nonce, csp);
+    assert.match(csp, /default-src 'none'/);
+    const html = await res.text();
+    assert.deepEqual([...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1]), [` nonce="${nonce}"`]);
+    assert.ok(!/\b(src|href)="(https?:)?\/\//.test(html), "nothing loaded from elsewhere");
+    assert.equal(res.headers.get("cache-control"), "no-store");
+    const again = /'nonce-([^']+)'/.exec((await get("/_tap/")).headers.get("content-security-policy") ?? "")?.[1];
+    assert.notEqual(again, nonce, "a fresh nonce per page");
+  });
+
+  it("answers loopback names only while the tap listens on loopback; anywhere when bound elsewhere on purpose", async () => {
+    assert.equal((await get("/_tap/api/sessions", "localhost:8787")).status, 200);
+    assert.equal((await get("/_tap/api/sessions", "[::1]:8787")).status, 200);
+    for (const host of ["evil.example:8787", "127.0.0.1.evil.example", "10.0.0.5:8787"]) {
+      const res = await get("/_tap/api/sessions", host);
+      assert.equal(res.status, 403, host);
+      assert.equal((await get("/_tap/", host)).status, 403, host);
+    }
+    assert.equal((await get("/_tap/health", "evil.example")).status, 200, "health is not the viewer");
+    const open = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "0.0.0.0", version: "0", onError: () => {} });
+    const wide = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps });
+    assert.equal((await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status, 200);
+    open.close();
+  });
+
+  it("api: sessions, one session by prefix (404 unknown, 409 ambiguous), search, export", async () => {
+    const list = await (await get("/_tap/api/sessions")).json();
+    assert.deepEqual(list.map((s: { sessionId: string }) => s.sessionId).sort(), [S1, S2]);
+    const one = await (await get(`/_tap/api/sessions/${S1.slice(0, 6)}`)).json();
+    assert.equal(one.session.sessionId, S1);
+    assert.equal(one.tail, "a1");
+    assert.match(one.html, /data-uuid="u1"/);
+    assert.ok(one.html.includes("hello &lt;viewer&gt;"), "escaped by the tap");
+    assert.equal((await get("/_tap/api/sessions/zzzz")).status, 404);
+    assert.equal((await get("/_tap/api/sessions/1111")).status, 409);
+    const hits = await (await get("/_tap/api/search?q=ZEBRAS")).json();
+    assert.deepEqual(hits.map((h: { uuid: string }) => h.uuid), ["v1"]);
+    assert.deepEqual(await (await get("/_tap/api/search?q=bash%20%22command%22")).json().then((h: { uuid: string }[]) => h.map((x) => x.uuid)), ["a1"]);
+    const md = await get(`/_tap/api/sessions/${S1}/export?format=md`);
+    assert.equal(md.status, 200);
+    assert.equal(md.headers.get("content-disposition"), `attachment; filename="${S1}.md"`);
+    assert.match(await md.text(), /^# Claude Code session 1111aaaa/);
+    assert.equal((await get(`/_tap/api/sessions/${S1}/export?format=pdf`)).status, 400);
+    assert.equal((await get("/_tap/nothing")).status, 404);
+    assert.equal((await get("/v1/messages")).status, 299, "everything else is forwarded");
+  });
+
+  it("events: `ready`, then each new whole line as it lands, from this process (hint) or another (poll)", async () => {
+    const res = await get("/_tap/api/events");
+    assert.match(res.headers.get("content-type") ?? "", /text\/event-stream/);
+    const reader = res.body!.getReader();
+    let text = await readUntil(reader, (t) => t.includes("event: ready"));
+    assert.match(text, /event: ready/);
+    assert.deepEqual(recordEvents(text), [], "records already there are not sent again");
+
+    // Another writer appends a turn, the second record in two pieces: nothing is sent for half a line.
+    const u2 = JSON.stringify(rec("user", "u2", "a1", "next <b>", { sessionId: S1 }));
+    const a2 = JSON.stringify(rec("assistant", "a2", "u2", [{ type: "text", text: "answer" }], { sessionId: S1 }));
+    appendFileSync(file, u2 + "\n" + a2.slice(0, 20));
+    text = await readUntil(reader, (t) => recordEvents(t).length >= 1, 5000, text);
+    assert.deepEqual(recordEvents(text).flatMap((e) => e.records.map((r) => r.uuid)), ["u2"]);
+    appendFileSync(file, a2.slice(20) + "\n");
+    text = await readUntil(reader, (t) => recordEvents(t).length >= 2, 5000, text);
+    const [first, second] = recordEvents(text);
+    assert.equal(first.dir, S1);
+    assert.equal(first.scope, "main");
+    assert.match(first.records[0].html, /<article class="rec user" id="r-u2"/);
+    assert.ok(first.records[0].html.includes("next &lt;b&gt;"));
+    assert.deepEqual(second.records.map((r) => [r.uuid, r.parentUuid]), [["a2", "u2"]]);
+
+    // A new subagent file is followed from its first byte.
+    mkdirSync(`${root}/${S1}/subagents/agent-x`, { recursive: true });
+    writeFileSync(`${root}/${S1}/subagents/agent-x/2026.jsonl`, JSON.stringify(rec("user", "sub1", null, "agent work", { sessionId: S1 })) + "\n");
+    text = await readUntil(reader, (t) => recordEvents(t).length >= 3, 5000, text);
+    assert.deepEqual(recordEvents(text)[2], { ...recordEvents(text)[2], dir: S1, scope: "subagent", agent: "agent-x" });
+
+    await reader.cancel();
+  });
+
+  it("a write through the observed filesystem is sent at once, without waiting for the poll", async () => {
+    const slow = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "127.0.0.1", version: "0", onError: () => {}, pollMs: 60_000 });
+    const observed = observeWrites(nodeFs, slow.watcher);
+    const wapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: slow.deps });
+    const reader = (await wapp.request("http://127.0.0.1/_tap/api/events", { headers: { host: "127.0.0.1" } })).body!.getReader();
+    let text = await readUntil(reader, (t) => t.includes("event: ready"));
+    await observed.append(`${root}/${S2}/2026-01-02T03-04-05.000Z.jsonl`, JSON.stringify(rec("assistant", "v2", "v1", [{ type: "text", text: "zebra facts" }], { sessionId: S2 })) + "\n", false);
+    text = await readUntil(reader, (t) => recordEvents(t).length >= 1, 3000, text);
+    assert.deepEqual(recordEvents(text).map((e) => [e.dir, e.records[0].uuid]), [[S2, "v2"]]);
+    // Stopping the tap ends the stream (so the drain is not held open).
+    slow.close();
+    const rest = await readUntil(reader, () => false, 2000);
+    const final = await reader.read();
+    assert.equal(final.done, true, rest);
+  });
+
+  it("a running tap serves the viewer, and stopping it ends open event streams at once (the drain is not held)", async () => {
+    const tap = await startTestTap("http://127.0.0.1:9", { SESSIONTAP_DRAIN_MS: "10000" });
+    const res = await fetch(`${tap.url}/_tap/api/events`);
+    const reader = res.body!.getReader();
+    assert.match(await readUntil(reader, (t) => t.includes("event: ready")), /event: ready/);
+    assert.equal((await fetch(`${tap.url}/_tap/`)).status, 200);
+    const started = Date.now();
+    await tap.close();
+    assert.ok(Date.now() - started < 5000, `stopped in ${Date.now() - started} ms`);
+    await readUntil(reader, () => false, 1000);
+    assert.equal((await reader.read()).done, true);
+  });
+});
