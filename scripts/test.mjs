@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // `npm test`: the whole suite under Bun, then the same files under Deno, then the compiled binary's smoke
 // test. `node scripts/test.mjs bun|deno|binary` runs one part. Exits non-zero on the first failure.
+// The store tests (issue 7) need PostgreSQL: unless SESSIONTAP_TEST_PG_URL is set already, a throwaway
+// cluster is started once here (scripts/pg-test-cluster.mjs), its URL exported to every part, and it is
+// stopped and removed at the end, on failure and on Ctrl-C too.
 import { spawn } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { startCluster } from "./pg-test-cluster.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const bin = (name) => `${root}node_modules/.bin/${name}`;
@@ -52,16 +56,41 @@ async function run(label, command, args, env = {}) {
   console.log(`=== ${label}: ${status === 0 ? "passed" : "FAILED"} (${counted.passed} passed, ${counted.failed} failed) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   if (status !== 0) {
     console.log(`\n${totals.passed} passed, ${Math.max(1, totals.failed)} failed`);
+    stopCluster();
     process.exit(status);
   }
 }
 
+/** The cluster this run started (null when SESSIONTAP_TEST_PG_URL was given, or it could not start). */
+let cluster = null;
+function stopCluster() {
+  cluster?.stop();
+  cluster = null;
+}
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => (stopCluster(), process.exit(130)));
+const pgEnv = {};
+if (process.env.SESSIONTAP_TEST_PG_URL) {
+  console.log(`=== postgres: using SESSIONTAP_TEST_PG_URL from the environment`);
+} else {
+  const started = Date.now();
+  try {
+    cluster = await startCluster();
+    pgEnv.SESSIONTAP_TEST_PG_URL = cluster.url;
+    console.log(`=== postgres: a throwaway cluster on 127.0.0.1:${cluster.port} (${cluster.dir}), started in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  } catch (error) {
+    // The store tests then fail, each saying why; every other test still runs.
+    console.log(`=== postgres: could not start a cluster: ${error.message}`);
+  }
+}
+
 const files = testFiles();
-if (want("bun")) await run("bun", bin("bun"), ["test", "--timeout", "120000", ...files.map((f) => `./${f}`)]);
-if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unstable-no-legacy-abort", "--no-check", ...files]);
+if (want("bun")) await run("bun", bin("bun"), ["test", "--timeout", "120000", ...files.map((f) => `./${f}`)], pgEnv);
+if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unstable-no-legacy-abort", "--no-check", ...files], pgEnv);
 if (want("binary")) {
   await run("build", process.execPath, ["scripts/build.mjs"]);
-  await run("binary", bin("bun"), ["test", "--timeout", "120000", "./test/binary/smoke.test.ts"], { SESSIONTAP_BINARY: `${root}dist/sessiontap` });
+  const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts"];
+  await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...pgEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
+stopCluster();
 // The one closing line CI reads, over every runtime's run.
 console.log(`\n${totals.passed} passed, ${totals.failed} failed`);

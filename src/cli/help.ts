@@ -10,10 +10,13 @@ Usage:
   sessiontap restore SESSION [--mirror-dir DIR] [--claude-dir DIR] [--cwd DIR] [--dry-run] [--force]
   sessiontap verify  [--mirror-dir DIR] [--repair]
   sessiontap doctor  [--mirror-dir DIR] [--claude-dir DIR]
+  sessiontap store migrate --store URL
   sessiontap --help | --version
 
 Then point Claude Code at it:
   export ANTHROPIC_BASE_URL=http://127.0.0.1:8787
+and read the mirrored sessions, live, at http://127.0.0.1:8787/_tap/ while it runs.
+Lost a session? sessiontap list, then sessiontap restore ID, then claude --resume ID.
 
 Settings (flag, then environment, then default):
   --port N            SESSIONTAP_PORT              8787 (0 picks a free port)
@@ -31,7 +34,9 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_LOCK_WAIT_MS      2000 (longest wait for another tap's lock on a session)
                       SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
   --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude
-  --store URL         SESSIONTAP_STORE             none (files only)
+  --store URL         SESSIONTAP_STORE             none (files only); postgres://… a shared store for teams:
+                                                   list, show, export and restore read it when set
+                      SESSIONTAP_STORE_ONLY        false (true: the store only; the tree is its outage spool)
 
 Exit status: 0 success, 1 the command found a problem, 2 a usage error.
 `;

@@ -2,10 +2,26 @@
  * The command line (SPEC §2): `main(args, env, io)` returns the exit code, so tests can call it without
  * a process (srvx style).
  */
-import { parseConfig, UsageError } from "../config.ts";
+import process from "node:process";
+import { parseConfig, UsageError, type Config } from "../config.ts";
+import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
 import { VERSION } from "../version.ts";
+import type { Command, CommandIo } from "./command-io.ts";
+import * as doctor from "./doctor.ts";
+import * as exportCommand from "./export.ts";
 import { HELP } from "./help.ts";
+import * as list from "./list.ts";
+import * as restore from "./restore.ts";
 import { runServe } from "./serve.ts";
+import * as show from "./show.ts";
+import * as store from "./store.ts";
+import * as verify from "./verify.ts";
+
+/** The reading commands, one module each, each exporting `run(config, io)`. */
+const COMMANDS: Partial<Record<Config["command"], Command>> = {
+  list: list.run, show: show.run, export: exportCommand.run, restore: restore.run, doctor: doctor.run, verify: verify.run,
+  store: store.run,
+};
 
 /** Where a command writes, and the process facts it reads. */
 export interface Io {
@@ -14,6 +30,12 @@ export interface Io {
   home: string;
   /** Resolves when the process is asked to stop (SIGINT/SIGTERM). */
   stopSignal: Promise<string>;
+  /** The working directory (default: the process's). */
+  cwd?: string;
+  /** Seams for tests (defaults: node:fs, global fetch, Date.now). */
+  fs?: FsAdapter;
+  fetch?: typeof fetch;
+  clock?: () => number;
 }
 
 /** Runs one command line; resolves with the exit status. */
@@ -37,8 +59,22 @@ export async function main(args: string[], env: Record<string, string | undefine
       return 0;
     case "serve":
       return await runServe(config, io);
-    default:
-      io.stderr(`sessiontap: "${config.command}" is not yet available in this version\n`);
-      return 2;
+  }
+  const command = COMMANDS[config.command];
+  if (command === undefined) {
+    io.stderr(`sessiontap: "${config.command}" is not yet available in this version\n`);
+    return 2;
+  }
+  const commandIo: CommandIo = {
+    stdout: io.stdout, stderr: io.stderr, env, cwd: io.cwd ?? process.cwd(),
+    fs: io.fs ?? nodeFs, fetch: io.fetch ?? fetch, clock: io.clock ?? Date.now,
+  };
+  try {
+    return await command(config, commandIo);
+  } catch (error) {
+    // A failure the command did not expect (an unreadable file, a full disk): one line, never a stack.
+    const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    io.stderr(`sessiontap: ${config.command} failed: ${message}\n`);
+    return 1;
   }
 }

@@ -10,6 +10,8 @@ import { describe } from "../storage/events-log.ts";
 import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
 import { forward } from "../tap/forward.ts";
 import { Mirror } from "../tap/mirror.ts";
+import { redactUrl } from "../store/pg-client.ts";
+import { PgSink } from "../store/pg-sink.ts";
 import { VERSION } from "../version.ts";
 import { createViewer } from "../viewer/index.ts";
 import { observeWrites } from "../viewer/live.ts";
@@ -42,13 +44,22 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
   });
   const fs = observeWrites(deps.fs ?? nodeFs, viewer.watcher);
+  // The shared store (issue 7): every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
+  const store = config.mirror && config.store !== null
+    ? new PgSink({
+        url: config.store, fs: deps.fs ?? nodeFs, root: config.mirrorDir, includeThinking: config.includeThinking, maxSessions: config.maxSessions,
+        log: (action, fields) => mirror?.log(action, fields),
+      })
+    : null;
   const mirror = config.mirror
     ? new Mirror({
         fs, root: config.mirrorDir, maxBytes: config.maxBytes, retentionDays: config.retentionDays,
         maxSessions: config.maxSessions, includeThinking: config.includeThinking, sideRequests: config.sideRequests,
-        version: VERSION, clock, stderr, lockWaitMs: config.lockWaitMs,
+        version: VERSION, clock, stderr, lockWaitMs: config.lockWaitMs, maxQueued: config.maxQueued,
+        sinks: store === null ? [] : [store], files: !(store !== null && config.storeOnly),
       })
     : null;
+  store?.start();
   let fetchInit: Record<string, unknown> = {};
   const app = createApp({
     forward: (request) =>
@@ -64,6 +75,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       runtime: runtimeName(),
       upstream: config.upstream,
       mirror: mirror === null ? "off" : { root: config.mirrorDir, ...mirror.stats, eventsLogFailures: mirror.events.failures, sessionsInMemory: mirror.sessionsInMemory },
+      store: store === null ? "off" : store.health(),
     }),
     viewer: viewer.deps,
   });
@@ -89,6 +101,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
         mirror.log("stop", {});
         await mirror.flush(Math.max(1000, config.holdBackMs * 4));
       }
+      await store?.close();
     },
   };
 }
@@ -114,7 +127,8 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
       `sessiontap ${VERSION} (${runtimeName()})`,
       `  listening  ${tap.url}`,
       `  upstream   ${config.upstream}`,
-      `  mirror     ${config.mirror ? config.mirrorDir : "off"}`,
+      `  mirror     ${config.mirror ? config.mirrorDir : "off"}${config.mirror && config.store !== null && config.storeOnly ? " (outage spool only)" : ""}`,
+      ...(config.mirror && config.store !== null ? [`  store      ${redactUrl(config.store)}`] : []),
       `  viewer     ${tap.url}/_tap/`,
       ``,
       `  export ANTHROPIC_BASE_URL=${tap.url}`,

@@ -43,17 +43,25 @@ export async function scanTranscripts(fs: FsAdapter, claudeDir: string): Promise
   return found;
 }
 
+/** Classifications already made, by path, valid while size and mtime stay the same. */
+export type TranscriptCache = Map<string, { size: number; mtimeMs: number; state: TranscriptState }>;
+
 /** Reads a transcript file and classifies it; a missing file is "missing". */
-export async function readTranscriptState(fs: FsAdapter, path: string): Promise<TranscriptState> {
+export async function readTranscriptState(fs: FsAdapter, path: string, cache?: TranscriptCache): Promise<TranscriptState> {
   const info = await fs.lstat(path);
   if (info === null || info.isDirectory) return "missing";
   if (info.isFile && info.size === 0) return "stub";
+  const known = cache?.get(path);
+  if (known !== undefined && known.size === info.size && known.mtimeMs === info.mtimeMs) return known.state;
+  let state: TranscriptState;
   try {
-    return classifyTranscript(await fs.readText(path));
+    state = classifyTranscript(await fs.readText(path));
   } catch (error) {
     if ((error as { code?: string }).code === "ENOENT") return "missing";
     throw error;
   }
+  cache?.set(path, { size: info.size, mtimeMs: info.mtimeMs, state });
+  return state;
 }
 
 /**
@@ -61,14 +69,14 @@ export async function readTranscriptState(fs: FsAdapter, path: string): Promise<
  * file of that session elsewhere under `projects/` (the best of them: intact over stub).
  */
 export async function transcriptInfo(
-  fs: FsAdapter, claudeDir: string, sessionId: string | null, cwd: string | null, scan: Map<string, string[]>,
+  fs: FsAdapter, claudeDir: string, sessionId: string | null, cwd: string | null, scan: Map<string, string[]>, cache?: TranscriptCache,
 ): Promise<TranscriptInfo> {
   if (sessionId === null) return { state: "missing", path: null };
   const expected = cwd === null ? null : await transcriptPathFor(fs, claudeDir, cwd, sessionId);
   const candidates = [...new Set([...(expected === null ? [] : [expected]), ...(scan.get(sessionId) ?? [])])];
   let best: TranscriptInfo = { state: "missing", path: expected };
   for (const path of candidates) {
-    const state = await readTranscriptState(fs, path);
+    const state = await readTranscriptState(fs, path, cache);
     if (state === "intact") return { state, path };
     if (state === "stub" && best.state === "missing") best = { state, path };
   }

@@ -14,11 +14,19 @@ export type Lookup =
   | { kind: "none" }
   | { kind: "ambiguous"; candidates: string[] };
 
+/** Where the reading commands find sessions: the mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
+export interface SessionSource {
+  /** Every session's data, most recently written first. */
+  loadAll(): Promise<SessionData[]>;
+  /** Finds a session by its id or directory name, or a unique prefix of either (SPEC §2 `SESSION`). */
+  lookup(query: string): Promise<Lookup>;
+}
+
 /** Bytes of parsed files kept in memory at most (least recently used go first). */
 const CACHE_BYTES = 64 * 1024 * 1024;
 
 /** Reads sessions under one mirror root. */
-export class MirrorReader {
+export class MirrorReader implements SessionSource {
   private cache = new Map<string, { size: number; mtimeMs: number; parsed: Parsed }>();
   private cached = 0;
 
@@ -27,10 +35,10 @@ export class MirrorReader {
     readonly root: string,
   ) {}
 
-  /** Names of the session directories under the root (real directories only; symlinks are not followed). */
+  /** Names of the session directories under the root (real directories only, symlinks not followed, the tap's own dot-directories left out). */
   async sessionDirs(): Promise<string[]> {
     const entries = await this.fs.readdir(this.root);
-    return entries.filter((e) => e.isDirectory && !e.isSymbolicLink).map((e) => e.name).sort();
+    return entries.filter((e) => e.isDirectory && !e.isSymbolicLink && !e.name.startsWith(".")).map((e) => e.name).sort();
   }
 
   /** Every session's data, most recently written first. */

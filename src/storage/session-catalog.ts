@@ -5,9 +5,9 @@
 import { buildTree } from "../recover/tree.ts";
 import { summarize, type SessionSummary } from "../recover/summary.ts";
 import type { TranscriptState } from "../recover/transcript.ts";
-import { scanTranscripts, transcriptInfo } from "./claude-projects.ts";
+import { scanTranscripts, transcriptInfo, type TranscriptCache } from "./claude-projects.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { MirrorReader } from "./mirror-reader.ts";
+import { MirrorReader, type SessionSource } from "./mirror-reader.ts";
 
 /** A session as `list --json` prints it (SPEC §2). */
 export interface ListEntry extends SessionSummary {
@@ -18,11 +18,15 @@ export interface ListEntry extends SessionSummary {
 /** The sessions of one mirror root, seen against one Claude Code config directory. */
 export class SessionCatalog {
   readonly reader: MirrorReader;
+  /** Claude Code transcripts already classified (a viewer refreshes its list often; transcripts can be large). */
+  private readonly transcripts: TranscriptCache = new Map();
 
   constructor(
     private readonly fs: FsAdapter,
     readonly mirrorDir: string,
     readonly claudeDir: string,
+    /** Where the sessions are read from instead of the tree (a shared store). */
+    private readonly source?: SessionSource,
   ) {
     this.reader = new MirrorReader(fs, mirrorDir);
   }
@@ -31,7 +35,7 @@ export class SessionCatalog {
   async list(): Promise<ListEntry[]> {
     const scan = await scanTranscripts(this.fs, this.claudeDir);
     const out: ListEntry[] = [];
-    for (const data of await this.reader.loadAll()) {
+    for (const data of await (this.source ?? this.reader).loadAll()) {
       const summary = summarize(data, buildTree(data.records));
       out.push(await this.withTranscript(summary, scan));
     }
@@ -40,7 +44,7 @@ export class SessionCatalog {
 
   /** A summary with its Claude Code transcript state (`scan`: from scanTranscripts, read afresh when omitted). */
   async withTranscript(summary: SessionSummary, scan?: Map<string, string[]>): Promise<ListEntry> {
-    const info = await transcriptInfo(this.fs, this.claudeDir, summary.sessionId, summary.cwd, scan ?? (await scanTranscripts(this.fs, this.claudeDir)));
+    const info = await transcriptInfo(this.fs, this.claudeDir, summary.sessionId, summary.cwd, scan ?? (await scanTranscripts(this.fs, this.claudeDir)), this.transcripts);
     return { ...summary, claudeTranscript: info.state, claudeTranscriptPath: info.path };
   }
 }

@@ -1,0 +1,21 @@
+/** Types of scripts/pg-test-cluster.mjs, for the tests that import it. */
+
+/** A throwaway PostgreSQL cluster on a loopback port. */
+export interface Cluster {
+  url: string;
+  port: number;
+  dir: string;
+  /** Stops the server (fast shutdown), keeping its data: an outage. */
+  pause(): void;
+  /** Starts it again on the same port. */
+  resume(): void;
+  /** Stops it and removes its directory. */
+  stop(): void;
+}
+
+/** Starts a cluster (initdb + pg_ctl start, as `postgres` when root). */
+export function startCluster(): Promise<Cluster>;
+/** The directory holding initdb and pg_ctl. */
+export function pgBinDir(): string;
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number>;

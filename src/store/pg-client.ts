@@ -1,0 +1,119 @@
+/**
+ * The shared store's client (issue 7): opening postgres.js on a store URL, telling an unreachable store from
+ * a job the store refuses, and where a commit goes in the table (the same routing and uuid scopes as the
+ * mirror tree, so a record has one uuid in the tree and in the store).
+ */
+import { createHash } from "node:crypto";
+import postgres from "postgres";
+import { encodeProjectDir } from "../recover/project-dir.ts";
+import type { CommitJob } from "../tap/request-mirror.ts";
+
+/** A postgres.js client (or a transaction of one). */
+export type Sql = postgres.Sql;
+/** A transaction's client. */
+export type Tx = postgres.TransactionSql;
+
+/** How a client is opened. */
+export interface StoreClientOptions {
+  /** Connections in the pool (default 4). */
+  max?: number;
+  /** Seconds to wait for a connection before the store counts as unreachable (default 5). */
+  connectTimeoutS?: number;
+}
+
+/** Opens a client on a store URL; it connects lazily, on the first query, and reconnects by itself. */
+export function openStore(url: string, options: StoreClientOptions = {}): Sql {
+  return postgres(url, {
+    max: options.max ?? 4,
+    connect_timeout: options.connectTimeoutS ?? 5,
+    idle_timeout: 60,
+    onnotice: () => {},
+    // Unnamed statements: works behind a transaction-pooling PgBouncer too (locks are transaction-scoped).
+    prepare: false,
+    connection: { application_name: "sessiontap" },
+  });
+}
+
+/** Closes a client, waiting at most `seconds` for queries in flight; never rejects. */
+export async function closeStore(sql: Sql, seconds = 2): Promise<void> {
+  await sql.end({ timeout: seconds }).catch(() => undefined);
+}
+
+/** A store operation that took longer than its bound (its outcome is unknown, like a lost connection). */
+export class StoreTimeoutError extends Error {
+  override name = "StoreTimeoutError";
+  readonly code = "ETIMEDOUT";
+}
+
+/** Resolves or rejects like `work`, or rejects with StoreTimeoutError after `ms`. */
+export function bounded<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreTimeoutError(`${what} took longer than ${ms} ms`)), ms);
+  });
+  work.catch(() => undefined); // a late rejection after the bound is expected, not unhandled
+  return Promise.race([work, limit]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * True when the store refused this job itself (bad data, a constraint, a limit, or a bug in our code), so
+ * retrying it cannot help; false when the store could not be reached, was shutting down, or anything else
+ * that a later attempt may get past (the job is kept and retried).
+ */
+export function isJobError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return !(error instanceof StoreTimeoutError);
+  return /^(22|23|54)[0-9A-Z]{3}$/.test(code);
+}
+
+/** The store URL with any password hidden, for messages and the startup block. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparsable store URL)";
+  }
+}
+
+/** Where one commit goes: its conversation in the table and its uuid scope. */
+export interface StoreRoute {
+  /** `session_id`: the session's directory name in the tree (its id when the id is a plain name). */
+  sessionId: string;
+  /** `subpath`: "" for the main conversation, "side", or "subagents/agent-<agent>" (as in the tree). */
+  subpath: string;
+  /** The uuid scope, as Mirror uses for the same directory. */
+  scope: string;
+  /** The conversation's key in memory. */
+  key: string;
+}
+
+/** The route of a job: the same directories and scopes as the tree (Mirror.dirOf). */
+export function routeOf(job: Pick<CommitJob, "route" | "sessionDir" | "agentDir">): StoreRoute {
+  const s = job.sessionDir;
+  if (job.route === "agent") return conversation(s, `subagents/agent-${job.agentDir}`, `${s}/agent-${job.agentDir}`);
+  if (job.route === "side") return conversation(s, "side", `${s}/side`);
+  return conversation(s, "", s);
+}
+
+/** A conversation's route from its parts. */
+export function conversation(sessionId: string, subpath: string, scope: string): StoreRoute {
+  return { sessionId, subpath, scope, key: `${sessionId}/${subpath}` };
+}
+
+/** `project_key`: the record's cwd as Claude Code names its project directory, or "unknown". */
+export function projectKey(cwd: unknown): string {
+  return typeof cwd === "string" && cwd !== "" ? encodeProjectDir(cwd) : "unknown";
+}
+
+/** The advisory lock class of sessiontap's conversation locks (two-key form: class, conversation). */
+export const LOCK_CLASS = 0x53544150; // "STAP"
+/** The advisory lock (class, 0) that migrations take. */
+export const MIGRATION_LOCK = 0;
+
+/** A conversation's advisory lock key: 31 bits of sha256 of its key (never 0, the migration lock). */
+export function lockKey(route: StoreRoute): number {
+  const n = createHash("sha256").update(route.key, "utf8").digest().readUInt32BE(0) & 0x7fffffff;
+  return n === MIGRATION_LOCK ? 1 : n;
+}

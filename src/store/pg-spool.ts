@@ -1,0 +1,159 @@
+/**
+ * The store's outage spool (issue 7): while PostgreSQL cannot be reached, commits are appended to
+ * `<mirror root>/.spool/postgres/` (one JSON CommitJob per line; directory 0700, files 0600, each append
+ * fsynced) and replayed in order when it is back. Replaying re-plans each job against the store's
+ * lineage, so a job replayed twice (a crash mid-replay) writes nothing twice.
+ *
+ * Each process appends to a file of its own (`spool-<host>-<pid>-<start>.jsonl`), so two taps sharing a
+ * root never interleave or lose each other's lines; a file whose process is dead is adopted (renamed to
+ * the adopter's name, atomically: one adopter wins) and replayed first. A job the store refuses for good
+ * is set aside in `failed-….jsonl` (kept, never deleted).
+ */
+import { hostname } from "node:os";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { LockOwner } from "../storage/dir-lock.ts";
+import { DIR_MODE, join } from "../storage/mirror-tree.ts";
+import { ownerAlive } from "../storage/process-identity.ts";
+import type { CommitJob } from "../tap/request-mirror.ts";
+
+/** What the spool reports while replaying (for the events log). */
+export interface SpoolEvents {
+  /** A line that is not a job (a torn tail left by a crash): skipped. */
+  malformed(file: string, line: number): void;
+  /** Another process's spool was adopted. */
+  adopted(file: string, jobs: number): void;
+}
+
+/** Characters allowed in a spool file's host part. */
+const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");
+const SPOOL_NAME = /^spool-(.+)-(\d+)-([^-]+?)(?:-a\d+)?\.jsonl$/;
+
+/** True for a file this process adopted (`<stem>-a<n>.jsonl`). */
+function isAdopted(name: string, stem: string): boolean {
+  return name.startsWith(`${stem}-a`) && /^\d+\.jsonl$/.test(name.slice(stem.length + 2));
+}
+
+/** The outage spool of one process. */
+export class PgSpool {
+  /** Jobs spooled and not replayed yet. */
+  pending = 0;
+  private tail: Promise<unknown> = Promise.resolve();
+  private adoptedCount = 0;
+  /** Lines of each file already replayed (a replay cut short resumes after them). */
+  private readonly progress = new Map<string, number>();
+
+  constructor(
+    private readonly fs: FsAdapter,
+    readonly dir: string,
+    private readonly self: Promise<LockOwner>,
+    private readonly events: SpoolEvents,
+  ) {}
+
+  /** This process's file name stem. */
+  private async stem(): Promise<string> {
+    const me = await this.self;
+    return `spool-${safe(me.host)}-${me.pid}-${me.start ?? "x"}`;
+  }
+
+  /** Runs `fn` after every earlier append or check (appends and the final emptiness check never overlap). */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn);
+    this.tail = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  /**
+   * Appends one job, fsynced, if `still()` holds at that moment (it is checked in order with the replay's
+   * end, so no job lands in a spool that was just emptied); false when it did not. Rejects when the local
+   * disk refuses the job too.
+   */
+  append(job: CommitJob, still: () => boolean = () => true): Promise<boolean> {
+    return this.serial(async () => {
+      if (!still()) return false;
+      await this.fs.mkdir(this.dir, DIR_MODE);
+      await this.fs.append(join(this.dir, `${await this.stem()}.jsonl`), JSON.stringify(job) + "\n", true);
+      this.pending++;
+      return true;
+    });
+  }
+
+  /** Keeps a job the store refused for good beside the spool. */
+  async setAside(job: CommitJob): Promise<void> {
+    await this.fs.mkdir(this.dir, DIR_MODE);
+    await this.fs.append(join(this.dir, `failed-${(await this.stem()).slice("spool-".length)}.jsonl`), JSON.stringify(job) + "\n", true);
+  }
+
+  /**
+   * Replays every spooled job in order through `write` (which rejects to stop: the store went away again;
+   * what is left stays spooled). Files of dead processes first, then this process's own, including lines
+   * appended while replaying. `drained` runs once nothing is left, before any later append.
+   */
+  async replay(write: (job: CommitJob) => Promise<void>, drained: () => void): Promise<number> {
+    let replayed = 0;
+    await this.adoptOrphans();
+    const stem = await this.stem();
+    const names = (await this.fs.readdir(this.dir)).filter((e) => e.isFile).map((e) => e.name);
+    const adopted = names.filter((n) => isAdopted(n, stem)).sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
+    for (const name of [...adopted, `${stem}.jsonl`]) {
+      const path = join(this.dir, name);
+      for (let done = this.progress.get(name) ?? 0; ; ) {
+        const text = await this.readComplete(path);
+        const lines = text === null ? [] : text.slice(0, text.lastIndexOf("\n") + 1).split("\n").slice(0, -1);
+        for (; done < lines.length; done++) {
+          let job: CommitJob;
+          try {
+            job = JSON.parse(lines[done]) as CommitJob;
+          } catch {
+            this.events.malformed(name, done + 1);
+            this.progress.set(name, done + 1);
+            continue;
+          }
+          await write(job);
+          replayed++;
+          this.pending = Math.max(0, this.pending - 1);
+          this.progress.set(name, done + 1);
+        }
+        // Nothing appended since the read: the file is done. (Appends wait for this check.)
+        const finished = await this.serial(async () => {
+          const info = await this.fs.lstat(path);
+          if (info !== null && text !== null && info.size !== new TextEncoder().encode(text).byteLength) return false;
+          if (text !== null && text !== "" && !text.endsWith("\n")) this.events.malformed(name, lines.length + 1); // a torn tail
+          if (info !== null) await this.fs.unlink(path);
+          this.progress.delete(name);
+          if (name === `${stem}.jsonl`) drained();
+          return true;
+        });
+        if (finished) break;
+      }
+    }
+    return replayed;
+  }
+
+  /** A file's text, or null when it is not there. */
+  private async readComplete(path: string): Promise<string | null> {
+    const info = await this.fs.lstat(path);
+    if (info === null || !info.isFile) return null;
+    return await this.fs.readText(path);
+  }
+
+  /** Renames the spool files of dead processes on this host to this process's name (one adopter wins each). */
+  private async adoptOrphans(): Promise<void> {
+    const stem = await this.stem();
+    const host = safe(hostname());
+    for (const entry of await this.fs.readdir(this.dir)) {
+      const m = SPOOL_NAME.exec(entry.name);
+      if (!entry.isFile || m === null || entry.name === `${stem}.jsonl` || isAdopted(entry.name, stem) || m[1] !== host) continue;
+      if (await ownerAlive(this.fs, { pid: Number(m[2]), start: m[3] === "x" ? null : m[3], host: hostname() })) continue;
+      const target = `${stem}-a${++this.adoptedCount}.jsonl`;
+      try {
+        await this.fs.rename(join(this.dir, entry.name), join(this.dir, target));
+      } catch {
+        continue; // another tap adopted it first
+      }
+      const text = (await this.readComplete(join(this.dir, target))) ?? "";
+      const jobs = text.split("\n").length - 1; // complete lines: a torn tail is no job
+      this.pending += jobs;
+      this.events.adopted(entry.name, jobs);
+    }
+  }
+}

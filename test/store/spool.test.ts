@@ -1,0 +1,96 @@
+// The store's outage spool on its own (no PostgreSQL needed): modes, order, a replay cut short resuming
+// where it stopped, appends racing the end of a replay, dead processes' files adopted (a live process's
+// or another host's never), and a torn tail reported and skipped.
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { hostname } from "node:os";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { nodeFs } from "../../src/storage/fs-adapter.ts";
+import { processStart, selfOwner } from "../../src/storage/process-identity.ts";
+import { PgSpool } from "../../src/store/pg-spool.ts";
+import type { CommitJob } from "../../src/tap/request-mirror.ts";
+
+const job = (n: number) => ({ route: "main", sessionDir: `s${n}`, agentDir: null, n }) as unknown as CommitJob;
+const nOf = (j: CommitJob) => (j as unknown as { n: number }).n;
+
+describe("the outage spool", () => {
+  const dir = mkdtempSync(`${tmpdir()}/sessiontap-spool-`);
+  const events: string[] = [];
+  const spool = (sub: string) => new PgSpool(nodeFs, `${dir}/${sub}`, selfOwner(nodeFs), {
+    malformed: (file, line) => events.push(`malformed ${file}:${line}`),
+    adopted: (file, jobs) => events.push(`adopted ${file} ${jobs}`),
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("appends fsynced 0600 lines in a 0700 directory and replays them in order; a replay cut short resumes after what it wrote", async () => {
+    const s = spool("a");
+    for (let n = 1; n <= 4; n++) assert.equal(await s.append(job(n)), true);
+    assert.equal(s.pending, 4);
+    assert.equal(statSync(`${dir}/a`).mode & 0o777, 0o700);
+    const [file] = readdirSync(`${dir}/a`);
+    assert.equal(statSync(`${dir}/a/${file}`).mode & 0o777, 0o600);
+    const seen: number[] = [];
+    let drained = 0;
+    await assert.rejects(s.replay(async (j) => {
+      if (nOf(j) === 3) throw new Error("the store went away again");
+      seen.push(nOf(j));
+    }, () => drained++));
+    assert.deepEqual(seen, [1, 2]);
+    assert.equal(s.pending, 2);
+    assert.equal(drained, 0);
+    await s.append(job(5));
+    const replayed = await s.replay(async (j) => void seen.push(nOf(j)), () => drained++);
+    assert.equal(replayed, 3);
+    assert.deepEqual(seen, [1, 2, 3, 4, 5], "in order, none twice");
+    assert.equal(s.pending, 0);
+    assert.equal(drained, 1);
+    assert.deepEqual(readdirSync(`${dir}/a`), []);
+  });
+
+  it("an append racing the end of a replay is either replayed or refused (then written directly), never stranded", async () => {
+    const s = spool("b");
+    await s.append(job(1));
+    let spooling = true;
+    const late: Promise<boolean>[] = [];
+    const seen: number[] = [];
+    await s.replay(async (j) => {
+      seen.push(nOf(j));
+      if (nOf(j) === 1) late.push(s.append(job(2), () => spooling), s.append(job(3), () => spooling));
+    }, () => (spooling = false));
+    assert.deepEqual(await Promise.all(late), [true, true]);
+    assert.deepEqual(seen, [1, 2, 3], "appended during the replay: replayed by it");
+    assert.equal(await s.append(job(4), () => spooling), false, "after the spool drained: refused");
+    assert.equal(s.pending, 0);
+  });
+
+  it("adopts the files of dead processes on this host once, reports a torn tail, and leaves a live process's and another host's alone", async () => {
+    mkdirSync(`${dir}/c`, { mode: 0o700 });
+    const host = hostname().replace(/[^A-Za-z0-9.]/g, "_");
+    const dead = spawnSync("sh", ["-c", "exit 0"]).pid;
+    const sleeper = spawn("sleep", ["30"], { stdio: "ignore" });
+    try {
+      const start = await processStart(nodeFs, sleeper.pid!);
+      const deadFile = `spool-${host}-${dead}-1.jsonl`;
+      const recycled = `spool-${host}-1-1.jsonl`; // pid 1, but not its start time: a recycled pid, so a dead owner
+      const live = `spool-${host}-${sleeper.pid}-${start ?? "x"}.jsonl`;
+      const foreign = `spool-another_host-${dead}-1.jsonl`; // another host's file is never judged
+      writeFileSync(`${dir}/c/${deadFile}`, [job(1), job(2)].map((j) => JSON.stringify(j) + "\n").join("") + '{"route":"ma');
+      writeFileSync(`${dir}/c/${recycled}`, JSON.stringify(job(3)) + "\n");
+      for (const name of [live, foreign]) writeFileSync(`${dir}/c/${name}`, JSON.stringify(job(9)) + "\n");
+      const s = spool("c");
+      const seen: number[] = [];
+      assert.equal(await s.replay(async (j) => void seen.push(nOf(j)), () => {}), 3);
+      assert.deepEqual(seen.slice().sort(), [1, 2, 3]);
+      assert.ok(seen.indexOf(1) < seen.indexOf(2), "a file's jobs in order");
+      assert.ok(events.includes(`adopted ${deadFile} 2`), events.join("; "));
+      assert.ok(events.includes(`adopted ${recycled} 1`), events.join("; "));
+      assert.ok(events.some((e) => /^malformed spool-.*-a\d+\.jsonl:3$/.test(e)), `the torn tail is reported: ${events.join("; ")}`);
+      assert.deepEqual(readdirSync(`${dir}/c`).sort(), [foreign, live].sort(), "dead owners' files adopted and emptied; the others kept");
+      assert.equal(s.pending, 0);
+    } finally {
+      sleeper.kill("SIGKILL");
+    }
+  });
+});
