@@ -88,12 +88,13 @@ export function stage(input: StageInput): Staged {
     parentUuid = uuid;
   }
   if (input.answer !== null) {
-    const chain = chainHash(messages.at(-1)?.chain ?? null, messageHash("assistant", input.answer.message.content));
+    const hash = messageHash("assistant", input.answer.message.content);
+    const chain = chainHash(messages.at(-1)?.chain ?? null, hash);
     if (input.view.get(chain) === undefined) {
       const uuid = uuidFrom(`${scope}:${chain}`);
       const message = { ...input.answer.message, content: scrubContent(input.answer.message.content, input.includeThinking) };
       records.push(assistantRecord(base, { uuid, parentUuid, timestamp: input.answer.timestamp }, message, input.answer.requestId));
-      ops.push({ add: { key: chain, uuid, chain, hash: messageHash("assistant", input.answer.message.content) } });
+      ops.push({ add: { key: chain, uuid, chain, hash } });
     }
   }
   return { records, ops };

@@ -79,6 +79,8 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     if (upstream.body !== null) void upstream.body.cancel();
     return new Response(null, init);
   }
+  // Nothing to mirror: the upstream's body goes to the client as it is, with no JavaScript in its path.
+  if (observer === null) return new Response(upstream.body, init);
   const tee = teeBody(upstream.body, observer, {
     holdBackMs: deps.holdBackMs,
     onObserverError: (error) => deps.mirror!.fail("stream", error),

@@ -61,6 +61,7 @@ export class RequestMirror implements StreamObserver {
   private readonly acc = this.reader.acc;
   private jsonChunks: Uint8Array[] = [];
   private jsonBytes = 0;
+  private finalEventAt = 0;
 
   constructor(
     private readonly sink: MirrorSink,
@@ -131,7 +132,9 @@ export class RequestMirror implements StreamObserver {
       return undefined;
     }
     this.reader.feed(chunk);
-    return this.acc.complete ? this.finish("complete") : undefined;
+    if (!this.acc.complete) return undefined;
+    this.finalEventAt = finalEventStart(chunk);
+    return this.finish("complete");
   }
 
   /** The body ended normally. */
@@ -156,6 +159,11 @@ export class RequestMirror implements StreamObserver {
       return undefined;
     }
     return this.finish("complete", messageFromJson(parsed as Json));
+  }
+
+  /** Where the final event (message_stop) begins in the chunk that completed the message. */
+  heldFrom(): number {
+    return this.finalEventAt;
   }
 
   /** A non-streaming answer is only complete at its end: its last chunk waits for the write. */
@@ -183,4 +191,26 @@ export class RequestMirror implements StreamObserver {
     }
     return this.sink.commit({ ...p, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
   }
+}
+
+const MESSAGE_STOP = new TextEncoder().encode("message_stop");
+
+/**
+ * The offset of the event holding the last `message_stop` in `chunk`: just after the blank line before
+ * it (SSE separates events by a blank line, RFC-less but per the HTML spec's event stream format), or 0
+ * when that event began in an earlier chunk.
+ */
+export function finalEventStart(chunk: Uint8Array): number {
+  let at = -1;
+  for (let i = chunk.length - MESSAGE_STOP.length; i >= 0 && at < 0; i--) {
+    let j = 0;
+    while (j < MESSAGE_STOP.length && chunk[i + j] === MESSAGE_STOP[j]) j++;
+    if (j === MESSAGE_STOP.length) at = i;
+  }
+  for (let i = at - 1; i > 0; i--) {
+    const lf = chunk[i] === 0x0a && (chunk[i - 1] === 0x0a || (chunk[i - 1] === 0x0d && i >= 2 && chunk[i - 2] === 0x0a));
+    const cr = chunk[i] === 0x0d && chunk[i - 1] === 0x0d;
+    if (lf || cr) return i + 1;
+  }
+  return 0;
 }

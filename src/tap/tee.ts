@@ -10,6 +10,11 @@
 export interface StreamObserver {
   /** One chunk; a returned promise (the final event's write) may hold that chunk back, bounded. */
   feed(chunk: Uint8Array): Promise<unknown> | undefined | void;
+  /**
+   * When `feed` returned a promise: where in that chunk the final event begins. The bytes before it go
+   * to the client at once; only the final event waits for the write (0 or absent: the whole chunk waits).
+   */
+  heldFrom?(): number;
   /** The body ended normally. */
   end(): Promise<unknown> | undefined | void;
   /** The body was cut: the client left, or the upstream failed. */
@@ -88,16 +93,25 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserv
             return;
           }
           const wait = call((o) => o.feed(result.value));
-          if (wait) await bounded(wait, options.holdBackMs);
+          let chunk = result.value;
           let sent = false;
+          if (wait) {
+            const from = Math.min(Math.max(watching?.heldFrom?.() ?? 0, 0), chunk.length);
+            if (from > 0 && held === null) {
+              controller.enqueue(chunk.subarray(0, from));
+              chunk = chunk.subarray(from);
+              sent = true;
+            }
+            await bounded(wait, options.holdBackMs);
+          }
           if (held !== null) {
             controller.enqueue(held);
             held = null;
             sent = true;
           }
-          if (watching?.holdsLastChunk?.() === true) held = result.value;
+          if (watching?.holdsLastChunk?.() === true) held = chunk;
           else {
-            controller.enqueue(result.value);
+            controller.enqueue(chunk);
             sent = true;
           }
           if (sent) return;

@@ -146,6 +146,38 @@ describe("session mirror: a writer that fails never touches the client", () => {
     });
   }
 
+  it("while the write hangs, everything before the final event reaches the client; only message_stop waits", { timeout: 20_000 }, async () => {
+    // With a hold-back of 10 s (the largest allowed), bytes before the final event can only arrive if they do
+    // not wait for the hanging write at all: were they held, the read would take the whole 10 s and the
+    // test's 5 s budget for it would fail.
+    const patient = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "10000" }, { fs: faults.fs });
+    try {
+      const events = textReply("all in one chunk", { deltas: 3 });
+      stub.enqueue({ kind: "sse", chunks: [events.join("")] });
+      faults.set("hang");
+      const response = await fetch(`${patient.url}/v1/messages`, {
+        method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "w-partial" },
+        body: JSON.stringify({ model: "m", stream: true, tools: [BASH_TOOL], messages: [{ role: "user", content: "one chunk please" }] }),
+      });
+      const reader = response.body!.getReader();
+      let seen = "";
+      const readUntil = async () => {
+        while (!seen.includes("message_delta")) seen += new TextDecoder().decode((await reader.read()).value);
+      };
+      let budget: ReturnType<typeof setTimeout> | undefined;
+      const outOfTime = new Promise<never>((_, reject) => (budget = setTimeout(() => reject(new Error("bytes before the final event waited for the write")), 5000)));
+      await Promise.race([readUntil(), outOfTime]).finally(() => clearTimeout(budget));
+      assert.ok(!seen.includes('"message_stop"'), "the final event waits for the write");
+      faults.set(null);
+      faults.release();
+      for (let r = await reader.read(); !r.done; r = await reader.read()) seen += new TextDecoder().decode(r.value);
+      assert.equal(seen, events.join(""));
+      assert.deepEqual(allRecords(`${patient.root}/w-partial`).map((r) => r.type), ["user", "assistant"], "on disk when the client saw the end");
+    } finally {
+      await patient.close();
+    }
+  });
+
   it("after a failed write the next turn writes the waiting commit first, then its own, each once", async () => {
     const c = new Conversation(tap.url, "w-recover");
     faults.set("reject");
