@@ -3,6 +3,11 @@
  * record (is it conversation, what are its blocks, what does it say). Pure. Handles the mirror's records
  * (one per API message) and Claude Code's own (one per content block, metadata records in between).
  */
+import { isObject } from "../protocol/sse-accumulator.ts";
+import { COMPACTION_PREFIX } from "../protocol/classify.ts";
+
+/** Shared with the protocol code, so the tap and the readers agree. */
+export { COMPACTION_PREFIX, isObject };
 
 /** One JSON object of a transcript or mirror file. */
 export type Rec = Record<string, unknown>;
@@ -33,10 +38,6 @@ export function parseJsonl(text: string): Parsed {
   return { records, malformed };
 }
 
-/** True for a plain JSON object. */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** True for a user or assistant record: the conversation itself, what Claude Code can resume. */
 export function isConversation(r: Rec): boolean {
@@ -53,8 +54,6 @@ export function isCompactBoundary(r: Rec): boolean {
   return r.type === "system" && r.subtype === "compact_boundary";
 }
 
-/** What Claude Code 2.1.328 puts first in the message that carries a compaction summary (SPEC §4). */
-export const COMPACTION_PREFIX = "This session is being continued from a previous conversation";
 
 /** True for the user record that carries a compaction's summary (Claude Code's flag, or its opening words). */
 export function isCompactSummary(r: Rec): boolean {

@@ -3,6 +3,7 @@
  * are, and one session's records. Read-only; parsed files are cached by size and mtime so the viewer
  * re-reads only what grew.
  */
+import { matchSession, type NamedSession } from "../recover/session-match.ts";
 import { parseJsonl, type Parsed } from "../recover/records.ts";
 import { sessionIdOf, type SessionData } from "../recover/summary.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
@@ -59,17 +60,14 @@ export class MirrorReader implements SessionSource {
   /** Finds a session by its id or directory name, or a unique prefix of either (SPEC §2 `SESSION`). */
   async lookup(query: string): Promise<Lookup> {
     const dirs = await this.sessionDirs();
-    const named: { dir: string; id: string | null }[] = [];
+    const named: NamedSession[] = [];
     for (const dir of dirs) {
       // A safe id is its own directory name (SPEC §4); only hashed names need their records read.
       const id = dir === "unknown" || dir.startsWith("inv-") ? sessionIdOf(dir, (await this.load(dir)).records) : dir;
       named.push({ dir, id });
     }
-    const exact = named.filter((n) => n.dir === query || n.id === query);
-    const matches = exact.length > 0 ? exact : named.filter((n) => query !== "" && (n.dir.startsWith(query) || (n.id ?? "").startsWith(query)));
-    if (matches.length === 0) return { kind: "none" };
-    if (matches.length > 1) return { kind: "ambiguous", candidates: matches.map((m) => m.id ?? m.dir) };
-    return { kind: "found", data: await this.load(matches[0].dir) };
+    const match = matchSession(named, query);
+    return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
   }
 
   /** Reads a directory's data and the newest mtime among its files. */

@@ -4,6 +4,7 @@
  * directory name), its main conversation the rows with subpath "" in seq order, each entry exactly the
  * record the tap wrote. `withSessionSource` picks the store when one is configured, else the tree.
  */
+import { matchSession, type NamedSession } from "../recover/session-match.ts";
 import type { Config } from "../config.ts";
 import { sessionIdOf, type SessionData } from "../recover/summary.ts";
 import { describe } from "../storage/events-log.ts";
@@ -63,17 +64,14 @@ export class PgReader implements SessionSource {
   /** Finds a session by its id or `session_id`, or a unique prefix of either (as the tree's reader does). */
   async lookup(query: string): Promise<Lookup> {
     const names = await this.query(() => this.sql<{ session_id: string }[]>`SELECT DISTINCT session_id FROM sessiontap_entries ORDER BY session_id`);
-    const named: { dir: string; id: string | null }[] = [];
+    const named: NamedSession[] = [];
     for (const { session_id: dir } of names) {
       // A plain id is its own session_id; only hashed names need their records read.
       const id = dir === "unknown" || dir.startsWith("inv-") ? sessionIdOf(dir, (await this.load(dir)).records) : dir;
       named.push({ dir, id });
     }
-    const exact = named.filter((n) => n.dir === query || n.id === query);
-    const matches = exact.length > 0 ? exact : named.filter((n) => query !== "" && (n.dir.startsWith(query) || (n.id ?? "").startsWith(query)));
-    if (matches.length === 0) return { kind: "none" };
-    if (matches.length > 1) return { kind: "ambiguous", candidates: matches.map((m) => m.id ?? m.dir) };
-    return { kind: "found", data: await this.load(matches[0].dir) };
+    const match = matchSession(named, query);
+    return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
   }
 
   /** Runs a read, first checking once that the store has the schema; failures become one StoreReadError line. */

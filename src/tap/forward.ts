@@ -48,14 +48,17 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     redirect: "manual",
     signal: request.signal,
   } as RequestInit);
-  // The upstream is already working; now the mirror may read the request (SPEC §3).
-  if (observer !== null) {
+  // The mirror reads the request while the upstream works on it (SPEC §3): in the next task, so the
+  // runtime sends the request first (Deno's fetch does so only once JavaScript yields). If the answer
+  // comes back first, `response()` prepares on the spot.
+  const prepare = () => {
     try {
-      observer.prepare();
+      observer?.prepare();
     } catch (error) {
       deps.mirror!.fail("prepare", error);
     }
-  }
+  };
+  if (observer !== null) setTimeout(prepare, 0);
 
   let upstream: Response;
   try {
@@ -67,6 +70,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   }
 
   if (observer !== null) {
+    prepare();
     try {
       observer.response(upstream.status, upstream.headers);
     } catch (error) {

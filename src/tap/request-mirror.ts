@@ -53,6 +53,7 @@ type Prepared = Omit<CommitJob, "requestTimestamp" | "answer" | "kind">;
 /** Follows one request and its response. */
 export class RequestMirror implements StreamObserver {
   private prepared: Prepared | null = null;
+  private preparing = false;
   private mirrored = false;
   private done = false;
   private sse = false;
@@ -69,8 +70,10 @@ export class RequestMirror implements StreamObserver {
     private readonly startedAt: number,
   ) {}
 
-  /** Parses the request body; called once the upstream request is under way. */
+  /** Parses the request body, once; called when the upstream request is under way. */
   prepare(): void {
+    if (this.preparing) return;
+    this.preparing = true;
     const body = this.request.body;
     if (body === null) return this.sink.skip("no request body");
     let parsed: unknown;

@@ -2,18 +2,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { sseEvent, startStub, textReply, toolUseReply, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
-import { BASH_TOOL, Conversation } from "../support/client.ts";
-
-/** Strings that break naive storage: NUL, lone surrogates, astral characters, CRLF, everything at once. */
-const CORPUS: Record<string, string> = {
-  nul: "before\u0000after\u0000",
-  "lone high surrogate": "a\ud800b",
-  "lone low surrogate": "a\udfffb",
-  "astral emoji": "crab 🦀 test 🧪 clef 𝄞 flag 🏳️‍🌈",
-  crlf: "line one\r\nline two\r\n\r\n",
-  controls: "\u0001\u0007\u001b[31mred\u001b[0m\t\u2028\u2029",
-  "json-looking": '{"type":"message_stop"}\n\ndata: not an event',
-};
+import { Conversation } from "../support/client.ts";
+import { CORPUS } from "../support/corpus.ts";
 
 /** A deeply nested value: `depth` levels of objects and arrays. */
 function nested(depth: number): unknown {
@@ -87,6 +77,5 @@ describe("content fidelity: what goes in comes back exactly", () => {
     await r.arrayBuffer();
     assert.deepEqual(stub.requests.at(-1)!.body, body);
     assert.ok(readEvents(tap.root).some((e) => e.action === "skip" && e.reason === "request body is not UTF-8"));
-    void BASH_TOOL;
   });
 });

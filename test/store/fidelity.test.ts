@@ -8,17 +8,8 @@ import { startStub, textReply, type StubUpstream } from "../support/stub-upstrea
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } from "../support/pg.ts";
+import { CORPUS } from "../support/corpus.ts";
 
-const CORPUS: Record<string, string> = {
-  nul: "before\u0000after\u0000",
-  "lone high surrogate": "a\ud800b",
-  "lone low surrogate": "a\udfffb",
-  "astral emoji": "crab 🦀 test 🧪 clef 𝄞 flag 🏳️‍🌈",
-  crlf: "line one\r\nline two\r\n\r\n",
-  controls: "\u0001\u0007\u001b[31mred\u001b[0m\t\u2028\u2029",
-  "json-looking": '{"type":"message_stop"}\n\ndata: not an event',
-  backslashes: 'C:\\path\\to "quoted" \\u0000 not an escape',
-};
 
 describe("store fidelity: the corpus round-trips exactly through PostgreSQL", () => {
   let stub: StubUpstream;
