@@ -25,6 +25,7 @@ export class EventsLog {
     private readonly root: string,
     private readonly clock: () => number,
     private readonly stderr: (line: string) => void,
+    private readonly maxBytes = EVENTS_MAX_BYTES,
   ) {}
 
   /** Queues one event; never throws, never rejects. */
@@ -49,7 +50,7 @@ export class EventsLog {
       this.size = (await this.fs.lstat(path))?.size ?? 0;
     }
     const bytes = Buffer.byteLength(line);
-    if (this.size + bytes > EVENTS_MAX_BYTES && this.size > 0) {
+    if (this.size + bytes > this.maxBytes && this.size > 0) {
       await this.fs.rename(path, join(this.root, "session-mirror-events.1.jsonl"));
       this.size = 0;
     }
