@@ -1,8 +1,8 @@
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { allRecords, readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { allRecords, readTree, useStubAndTap, type TestTap } from "../support/tap.ts";
 import { Conversation, textsOf } from "../support/client.ts";
 
 /** Records of one type. */
@@ -18,14 +18,7 @@ function assertLinear(records: Record<string, unknown>[]): void {
 describe("session mirror: a conversation through the tap", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
-  });
+  useStubAndTap((s, t) => ((stub = s), (tap = t)));
 
   it("3 turns → exactly 3 user and 3 assistant records, one linear chain", async () => {
     const c = new Conversation(tap.url, "three-turns");

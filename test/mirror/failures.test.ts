@@ -198,6 +198,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
       for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);
       assert.equal(small.mirror!.stats.queued, 2);
       assert.equal(small.mirror!.stats.dropped, 2);
+      await small.mirror!.events.flush();
       assert.ok(readEvents(small.root).some((e) => e.action === "drop"));
       faults.set(null);
       await small.mirror!.flush(2000);

@@ -1,10 +1,10 @@
 // Byte identity through the tap (SPEC §3, issue 2): every SSE recording re-split at many chunk boundaries
 // reaches the client byte-identical, and request bodies reach the upstream unchanged (10 MiB, non-UTF-8).
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { fixtureNames, loadFixture, startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { fixtureNames, loadFixture, type StubUpstream } from "../support/stub-upstream.ts";
+import { useStubAndTap, type TestTap } from "../support/tap.ts";
 
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
@@ -65,14 +65,7 @@ const post = (body: string | Uint8Array, headers: Record<string, string> = {}): 
 describe("passthrough: byte identity", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-  after(async () => {
-    await tap?.close();
-    await stub?.close();
-  });
+  useStubAndTap((s, t) => ((stub = s), (tap = t)));
 
   for (const name of fixtureNames()) {
     it(`${name}.sse arrives byte-identical at every chunking`, { timeout: 60_000 }, async () => {

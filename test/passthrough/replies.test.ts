@@ -1,11 +1,11 @@
 // Non-SSE replies through the tap (SPEC §3): JSON and error replies (status, body, retry-after) unchanged,
 // encodings fixed to match a decoded body, bodiless replies, and any method, path and query forwarded.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
-import { loadFixture, startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { loadFixture, type StubUpstream } from "../support/stub-upstream.ts";
+import { startTestTap, useStubAndTap, type TestTap } from "../support/tap.ts";
 
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
@@ -36,14 +36,7 @@ const post = (body: string | Uint8Array, headers: Record<string, string> = {}): 
 describe("passthrough: replies", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-  after(async () => {
-    await tap?.close();
-    await stub?.close();
-  });
+  useStubAndTap((s, t) => ((stub = s), (tap = t)));
 
   it("a JSON reply arrives byte-identical with its headers", async () => {
     const body = `{"id":"msg_1","type":"message","content":[{"type":"text","text":"héllo ✓ 🎉"}],  "spacing" : [ 1,2 ]}`;

@@ -1,11 +1,11 @@
 // Streaming through the tap (SPEC §3): no added buffering, no idle cut of a quiet stream, client aborts
 // reach the upstream, many concurrent streams stay byte-identical, upstream failures reach the client.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createServer } from "node:net";
-import { loadFixture, startStub, textReply, type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { loadFixture, textReply, type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
+import { startTestTap, useStubAndTap, type TestTap } from "../support/tap.ts";
 
 /** Resolves with `promise`, or rejects naming `what` after `ms`. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -49,14 +49,7 @@ const messagesInit = (text: string, signal?: AbortSignal): RequestInit => ({
 describe("passthrough: streaming", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-  after(async () => {
-    await tap?.close();
-    await stub?.close();
-  });
+  useStubAndTap((s, t) => ((stub = s), (tap = t)));
 
   /** The request the stub received most recently, once it has arrived. */
   const lastRequest = async (count: number): Promise<RecordedRequest> => {

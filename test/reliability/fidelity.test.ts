@@ -1,7 +1,7 @@
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { sseEvent, startStub, textReply, toolUseReply, type StubUpstream } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { sseEvent, textReply, toolUseReply, type StubUpstream } from "../support/stub-upstream.ts";
+import { allRecords, readEvents, useStubAndTap, type TestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { CORPUS } from "../support/corpus.ts";
 
@@ -15,14 +15,7 @@ function nested(depth: number): unknown {
 describe("content fidelity: what goes in comes back exactly", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
-  });
+  useStubAndTap((s, t) => ((stub = s), (tap = t)));
 
   for (const [name, text] of Object.entries(CORPUS)) {
     it(`${name}: the user's text and the streamed answer round-trip`, async () => {
@@ -67,6 +60,7 @@ describe("content fidelity: what goes in comes back exactly", () => {
     assert.equal(r.status, 400);
     await r.arrayBuffer();
     assert.deepEqual(stub.requests.at(-1)!.body, body);
+    await tap.mirror!.flush(2000); // the events log is written after the response
     assert.ok(readEvents(tap.root).some((e) => e.action === "skip" && e.reason === "request body is not JSON"));
   });
 
@@ -76,6 +70,7 @@ describe("content fidelity: what goes in comes back exactly", () => {
     const r = await fetch(`${tap.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body });
     await r.arrayBuffer();
     assert.deepEqual(stub.requests.at(-1)!.body, body);
+    await tap.mirror!.flush(2000); // the events log is written after the response
     assert.ok(readEvents(tap.root).some((e) => e.action === "skip" && e.reason === "request body is not UTF-8"));
   });
 });

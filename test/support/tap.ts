@@ -1,8 +1,10 @@
 /** Starts a real tap in this process (real server, real files) against a stub upstream, for one test. */
+import { after, before } from "node:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { parseConfig } from "../../src/config.ts";
 import { startTap, type RunningTap, type TapDeps } from "../../src/cli/serve.ts";
+import { startStub, type StubUpstream } from "./stub-upstream.ts";
 
 /** A tap plus its scratch mirror root. */
 export interface TestTap extends RunningTap {
@@ -67,4 +69,21 @@ export function readEvents(root: string): Record<string, unknown>[] {
 /** Reads a whole response body as bytes. */
 export async function bytesOf(response: Response): Promise<Uint8Array> {
   return new Uint8Array(await response.arrayBuffer());
+}
+
+/**
+ * Registers the suite hooks most tests share: before them a stub upstream and a tap in front of it
+ * (handed to `use`), after them both closed.
+ */
+export function useStubAndTap(use: (stub: StubUpstream, tap: TestTap) => void, env: Record<string, string> = {}, deps: TapDeps = {}): void {
+  let started: { stub: StubUpstream; tap: TestTap } | null = null;
+  before(async () => {
+    const stub = await startStub();
+    started = { stub, tap: await startTestTap(stub.url, env, deps) };
+    use(started.stub, started.tap);
+  });
+  after(async () => {
+    await started?.tap.close();
+    await started?.stub.close();
+  });
 }
