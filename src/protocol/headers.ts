@@ -12,9 +12,6 @@ export const HOP_BY_HOP = new Set([
 /** Content codings both runtimes' fetch decode transparently; anything else would reach us still encoded. */
 export const DECODED_ENCODINGS = ["gzip", "deflate", "br"];
 
-/** Headers whose values are credentials and must never be logged or written (SPEC §3). */
-export const CREDENTIAL_HEADERS = new Set(["x-api-key", "authorization", "cookie", "set-cookie", "proxy-authorization"]);
-
 /** Removes hop-by-hop headers and every header the `connection` header names. */
 function dropHopByHop(headers: Headers): void {
   const named = (headers.get("connection") ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);

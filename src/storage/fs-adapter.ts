@@ -35,8 +35,6 @@ export interface FsAdapter {
   createExclusive(path: string, data: string, sync: boolean): Promise<boolean>;
   /** Reads a whole file as UTF-8. */
   readText(path: string): Promise<string>;
-  /** Reads the last byte of a file, or null for an empty file. */
-  lastByte(path: string): Promise<number | null>;
   /** lstat, or null when the path does not exist. */
   lstat(path: string): Promise<EntryInfo | null>;
   /** Lists a directory ([] when it does not exist). */
@@ -105,18 +103,6 @@ export const nodeFs: FsAdapter = {
   },
   async readText(path) {
     return await fsp.readFile(path, "utf8");
-  },
-  async lastByte(path) {
-    const handle = await fsp.open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      const { size } = await handle.stat();
-      if (size === 0) return null;
-      const buffer = new Uint8Array(1);
-      await handle.read(buffer, 0, 1, size - 1);
-      return buffer[0];
-    } finally {
-      await handle.close();
-    }
   },
   async lstat(path) {
     try {

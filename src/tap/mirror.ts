@@ -109,11 +109,6 @@ export class Mirror {
     return Promise.all(writes).then(() => undefined);
   }
 
-  /** What /_tap/health shows of each sink. */
-  sinkHealth(): Record<string, unknown> {
-    return Object.fromEntries((this.options.sinks ?? []).map((sink) => [sink.name, sink.health()]));
-  }
-
   /** The directory and uuid scope of a job's route. */
   private dirOf(job: CommitJob): { dir: string; scope: string; main: string } {
     const main = join(this.options.root, job.sessionDir);
