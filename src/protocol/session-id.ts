@@ -9,6 +9,8 @@ export interface RequestIdentity {
   sessionId: string | null;
   agentId: string | null;
   parentAgentId: string | null;
+  /** The request comes from Claude Code: its session header, or its `claude-cli/…` user agent. */
+  claudeCode: boolean;
 }
 
 const LEGACY_USER_ID = /_session_([0-9a-fA-F-]{36})$/;
@@ -41,6 +43,7 @@ export function resolveIdentity(headers: Headers, body: unknown): RequestIdentit
     sessionId,
     agentId: agent && agent.trim() !== "" ? agent.trim() : null,
     parentAgentId: parent && parent.trim() !== "" ? parent.trim() : null,
+    claudeCode: header !== null || /^claude-cli\//.test(headers.get("user-agent") ?? ""),
   };
 }
 

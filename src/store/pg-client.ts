@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import postgres from "postgres";
+import { conversationOf } from "../protocol/conversation.ts";
 import { encodeProjectDir } from "../recover/project-dir.ts";
 import type { CommitJob } from "../tap/request-mirror.ts";
 
@@ -89,12 +90,10 @@ export interface StoreRoute {
   key: string;
 }
 
-/** The route of a job: the same directories and scopes as the tree (Mirror.dirOf). */
+/** The route of a job: the same places and uuid scopes as the tree (src/protocol/conversation.ts). */
 export function routeOf(job: Pick<CommitJob, "route" | "sessionDir" | "agentDir">): StoreRoute {
-  const s = job.sessionDir;
-  if (job.route === "agent") return conversation(s, `subagents/agent-${job.agentDir}`, `${s}/agent-${job.agentDir}`);
-  if (job.route === "side") return conversation(s, "side", `${s}/side`);
-  return conversation(s, "", s);
+  const { subpath, scope } = conversationOf(job.route, job.sessionDir, job.agentDir);
+  return conversation(job.sessionDir, subpath, scope);
 }
 
 /** A conversation's route from its parts. */

@@ -3,6 +3,7 @@
  * directory writer. Never throws into the client path: every failure is one events-log line and a
  * count, and what could not be written waits in a bounded queue, retried with backoff (issue 5).
  */
+import { conversationOf } from "../protocol/conversation.ts";
 import { HashCache } from "../protocol/hash-cache.ts";
 import type { Lineage } from "../protocol/lineage-state.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
@@ -112,9 +113,8 @@ export class Mirror {
   /** The directory and uuid scope of a job's route. */
   private dirOf(job: CommitJob): { dir: string; scope: string; main: string } {
     const main = join(this.options.root, job.sessionDir);
-    if (job.route === "agent") return { dir: join(main, "subagents", `agent-${job.agentDir}`), scope: `${job.sessionDir}/agent-${job.agentDir}`, main };
-    if (job.route === "side") return { dir: join(main, "side"), scope: `${job.sessionDir}/side`, main };
-    return { dir: main, scope: job.sessionDir, main };
+    const { subpath, scope } = conversationOf(job.route, job.sessionDir, job.agentDir);
+    return { dir: subpath === "" ? main : join(main, subpath), scope, main };
   }
 
   /** Writes a directory's waiting commits in order, then `job`; on failure keeps what is left (bounded) and retries later. */

@@ -9,7 +9,7 @@ import type { HashCache } from "../protocol/hash-cache.ts";
 import { classify, type Route } from "../protocol/classify.ts";
 import { dirName, resolveIdentity } from "../protocol/session-id.ts";
 import { isObject, messageFromJson, type Json } from "../protocol/sse-accumulator.ts";
-import { SseMessageReader } from "../protocol/sse-reader.ts";
+import { finalEventStart, SseMessageReader } from "../protocol/sse-reader.ts";
 import type { Answer } from "../protocol/staging.ts";
 import type { StreamObserver } from "./tee.ts";
 
@@ -84,11 +84,10 @@ export class RequestMirror implements StreamObserver {
       return this.sink.skip(reason, { bytes: body.byteLength });
     }
     if (!isObject(parsed) || !Array.isArray(parsed.messages)) return this.sink.skip("request has no messages array");
-    const headers = this.request.headers;
-    const identity = resolveIdentity(headers, parsed);
+    const identity = resolveIdentity(this.request.headers, parsed);
     const { route, compaction } = classify({
       agentId: identity.agentId,
-      claudeCode: headers.has("x-claude-code-session-id") || /^claude-cli\//.test(headers.get("user-agent") ?? ""),
+      claudeCode: identity.claudeCode,
       toolCount: Array.isArray(parsed.tools) ? parsed.tools.length : 0,
       system: parsed.system,
       messages: parsed.messages,
@@ -194,26 +193,4 @@ export class RequestMirror implements StreamObserver {
     }
     return this.sink.commit({ ...p, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
   }
-}
-
-const MESSAGE_STOP = new TextEncoder().encode("message_stop");
-
-/**
- * The offset of the event holding the last `message_stop` in `chunk`: just after the blank line before
- * it (SSE separates events by a blank line, RFC-less but per the HTML spec's event stream format), or 0
- * when that event began in an earlier chunk.
- */
-export function finalEventStart(chunk: Uint8Array): number {
-  let at = -1;
-  for (let i = chunk.length - MESSAGE_STOP.length; i >= 0 && at < 0; i--) {
-    let j = 0;
-    while (j < MESSAGE_STOP.length && chunk[i + j] === MESSAGE_STOP[j]) j++;
-    if (j === MESSAGE_STOP.length) at = i;
-  }
-  for (let i = at - 1; i > 0; i--) {
-    const lf = chunk[i] === 0x0a && (chunk[i - 1] === 0x0a || (chunk[i - 1] === 0x0d && i >= 2 && chunk[i - 2] === 0x0a));
-    const cr = chunk[i] === 0x0d && chunk[i - 1] === 0x0d;
-    if (lf || cr) return i + 1;
-  }
-  return 0;
 }

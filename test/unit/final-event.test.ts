@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { finalEventStart } from "../../src/tap/request-mirror.ts";
+import { finalEventStart } from "../../src/protocol/sse-reader.ts";
 import { textReply } from "../support/stub-upstream.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);

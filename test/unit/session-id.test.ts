@@ -18,6 +18,11 @@ describe("resolveIdentity()", () => {
     assert.equal(resolveIdentity(new Headers(), { messages: [] }).sessionId, null);
     assert.equal(dirName(null), "unknown");
   });
+  it("tells a Claude Code request by its session header or its claude-cli user agent", () => {
+    assert.equal(resolveIdentity(new Headers({ "x-claude-code-session-id": "s" }), {}).claudeCode, true);
+    assert.equal(resolveIdentity(new Headers({ "user-agent": "claude-cli/2.1.328 (external, cli)" }), {}).claudeCode, true);
+    assert.equal(resolveIdentity(new Headers({ "user-agent": "curl/8" }), { metadata: { user_id: '{"session_id":"x"}' } }).claudeCode, false);
+  });
   it("reads agent and parent agent ids", () => {
     const id = resolveIdentity(new Headers({ "x-claude-code-agent-id": "a1", "x-claude-code-parent-agent-id": "a0" }), {});
     assert.deepEqual([id.agentId, id.parentAgentId], ["a1", "a0"]);
