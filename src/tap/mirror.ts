@@ -65,9 +65,7 @@ export class Mirror {
   readonly tree: MirrorTree;
   readonly events: EventsLog;
   readonly locks: DirLocks;
-  readonly stats: MirrorStats = {
-    responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, queued: 0, dropped: 0, repaired: 0,
-  };
+  readonly stats: MirrorStats;
   /** Message hashes remembered across requests (bounded). */
   readonly hashes = new HashCache();
   private readonly states: SessionStates<DirState>;
@@ -85,7 +83,14 @@ export class Mirror {
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
     this.deps = { tree: this.tree, locks: this.locks, includeThinking: options.includeThinking };
-    this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000);
+    const backlog = (this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000));
+    this.stats = {
+      responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0,
+      // Read from the backlog itself, so the count can never drift from what waits.
+      get queued(): number {
+        return backlog.size;
+      },
+    };
     this.sweeper = new RetentionSweeper(fs, root, options.retentionDays, clock, (result) => {
       for (const dir of result.touchedDirs) this.states.reset(dir);
       if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
@@ -140,7 +145,6 @@ export class Mirror {
         this.backlog.done(dir);
       }
     });
-    this.stats.queued = this.backlog.size;
     this.sweeper.maybe();
   }
 
@@ -218,8 +222,7 @@ export class Mirror {
     await Promise.race([Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), bound]);
     clearTimeout(timer);
     this.backlog.stopTimers();
-    this.stats.queued = this.backlog.size;
-    if (this.stats.queued > 0) this.log("unwritten", { commits: this.stats.queued });
+    if (this.backlog.size > 0) this.log("unwritten", { commits: this.backlog.size });
   }
 
   /** Runs the retention sweep if it is due (SPEC §4: within a minute of start, then at most once a minute). */
