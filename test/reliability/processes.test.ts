@@ -14,7 +14,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, readTree } from "../support/tap.ts";
 import { serveTap, type TapChild } from "../support/child.ts";
 import { pollUntil } from "../support/poll.ts";
-import { Conversation, textsOf } from "../support/client.ts";
+import { alternateAndRace, Conversation, textsOf } from "../support/client.ts";
 
 type Rec = Record<string, unknown>;
 const users = (recs: Rec[]) => recs.filter((r) => r.type === "user").map((r) => textsOf(r)[0]);
@@ -45,20 +45,10 @@ describe("processes sharing one mirror root", () => {
 
   it("two taps serving alternate turns of one session write each record exactly once", { timeout: 60_000 }, async () => {
     const [a, b] = await Promise.all([start(), start()]);
-    const history = new Conversation(a.url, "shared");
-    for (let turn = 0; turn < 20; turn++) {
-      const via = new Conversation(turn % 2 === 0 ? a.url : b.url, "shared");
-      via.messages.push(...history.messages);
-      assert.equal((await via.say(`turn ${turn}`)).status, 200);
-      history.messages.splice(0, history.messages.length, ...via.messages);
-    }
+    const { statuses, racers } = await alternateAndRace(a.url, b.url, "shared", 20);
+    assert.ok(statuses.every((status) => status === 200));
     // Both at once, from the same point: two branches, never interleaved bytes.
-    const racers = [a.url, b.url, a.url, b.url].map((url, i) => {
-      const c = new Conversation(url, "shared");
-      c.messages.push(...history.messages);
-      return c.say(`race ${i}`);
-    });
-    assert.ok((await Promise.all(racers)).every((r) => r.status === 200));
+    assert.ok(racers.every((status) => status === 200));
     for (const c of children) c.signal("SIGTERM");
     for (const c of children) assert.equal((await c.exit()).code, 0);
     const recs = allRecords(`${root}/shared`);

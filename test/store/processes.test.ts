@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { serveTap, type TapChild } from "../support/child.ts";
-import { Conversation, textsOf } from "../support/client.ts";
+import { alternateAndRace, Conversation, textsOf } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, storeHealth, storeStatus, type TestDatabase } from "../support/pg.ts";
 
 describe("two taps, one database, one session", () => {
@@ -41,19 +41,9 @@ describe("two taps, one database, one session", () => {
     const b = await serveTap(["--upstream", stub.url, "--mirror-dir", `${dir}/b`, "--store", db.url], { env: { SESSIONTAP_STORE_ONLY: "true" } });
     children.push(b.tap);
     await Promise.all([storeStatus(a.url), storeStatus(b.url)]);
-    const history = new Conversation(a.url, "shared");
-    for (let turn = 0; turn < 20; turn++) {
-      const via = new Conversation(turn % 2 === 0 ? a.url : b.url, "shared");
-      via.messages.push(...history.messages);
-      assert.equal((await via.say(`turn ${turn}`)).status, 200);
-      history.messages.splice(0, history.messages.length, ...via.messages);
-    }
-    const racers = [a.url, b.url, a.url, b.url].map((url, i) => {
-      const c = new Conversation(url, "shared");
-      c.messages.push(...history.messages);
-      return c.say(`race ${i}`);
-    });
-    assert.ok((await Promise.all(racers)).every((r) => r.status === 200));
+    const { history, statuses, racers } = await alternateAndRace(a.url, b.url, "shared", 20);
+    assert.ok(statuses.every((status) => status === 200));
+    assert.ok(racers.every((status) => status === 200));
     // A side request (no tools: a title) through b repeats the main history a and b wrote.
     const side = new Conversation(b.url, "shared", { body: { tools: [] } });
     side.messages.push(...history.messages);

@@ -84,3 +84,25 @@ export function textsOf(record: Record<string, unknown>): string[] {
   if (typeof content === "string") return [content];
   return (content as { type: string; text?: string }[]).filter((b) => b.type === "text").map((b) => String(b.text));
 }
+
+/**
+ * Two taps serving one session: `turns` turns alternating between `a` and `b`, each re-sending the whole
+ * history as Claude Code does, then four turns at once from the same point through both. Returns the
+ * history and every status, for the caller to assert on.
+ */
+export async function alternateAndRace(a: string, b: string, session: string, turns: number): Promise<{ history: Conversation; statuses: number[]; racers: number[] }> {
+  const history = new Conversation(a, session);
+  const statuses: number[] = [];
+  for (let turn = 0; turn < turns; turn++) {
+    const via = new Conversation(turn % 2 === 0 ? a : b, session);
+    via.messages.push(...history.messages);
+    statuses.push((await via.say(`turn ${turn}`)).status);
+    history.messages.splice(0, history.messages.length, ...via.messages);
+  }
+  const racers = await Promise.all([a, b, a, b].map((url, i) => {
+    const c = new Conversation(url, session);
+    c.messages.push(...history.messages);
+    return c.say(`race ${i}`);
+  }));
+  return { history, statuses, racers: racers.map((r) => r.status) };
+}
