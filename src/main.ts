@@ -1,21 +1,39 @@
 /**
- * Entry point: reads the process's arguments and environment and runs one command. No default export:
- * Bun would serve it on :3000 (RUNTIME-NOTES "Serving").
+ * Entry point: reads the process's arguments and environment and runs one command. Exits only once the
+ * command's output is written whole (a pipe takes it at the reader's pace), and non-zero when it could
+ * not be. No default export: Bun would serve it on :3000 (docs/RUNTIMES.md "Serving").
  */
 import process from "node:process";
 import { homedir } from "node:os";
 import { main } from "./cli/main.ts";
 import { commandArgs } from "./runtime/index.ts";
+import { awaitedOutput } from "./runtime/process-output.ts";
+import { describe } from "./storage/events-log.ts";
 
+const stdout = awaitedOutput(process.stdout);
+const stderr = awaitedOutput(process.stderr);
 const stopSignal = new Promise<string>((resolve) => {
   process.once("SIGINT", () => resolve("SIGINT"));
   process.once("SIGTERM", () => resolve("SIGTERM"));
 });
 
-const code = await main(commandArgs(), process.env, {
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
-  home: process.env.HOME ?? homedir(),
-  stopSignal,
-});
+let code: number;
+try {
+  code = await main(commandArgs(), process.env, {
+    stdout: (text) => stdout.write(text),
+    stderr: (text) => stderr.write(text),
+    home: process.env.HOME ?? homedir(),
+    stopSignal,
+  });
+} catch (error) {
+  // main() turns every error a user can cause into one line and an exit status; this is a bug.
+  stderr.write(`sessiontap: internal error: ${describe(error)}\n`);
+  code = 1;
+}
+const lost = await stdout.finished();
+if (lost !== null) {
+  stderr.write(`sessiontap: the output was not written whole (${describe(lost)}): the reader went away\n`);
+  if (code === 0) code = 1;
+}
+await stderr.finished();
 process.exit(code);

@@ -3,7 +3,7 @@
  * object a test can build: output, environment, working directory, filesystem, fetch and clock. Plus the
  * few helpers they share: finding SESSION, sizes, times.
  */
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import { buildTree, type Tree } from "../recover/tree.ts";
 import { summarize, type SessionData, type SessionSummary } from "../recover/summary.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -38,14 +38,6 @@ export interface LoadedSession {
  */
 export async function findSession(config: Readonly<Config>, io: CommandIo): Promise<LoadedSession | number> {
   const query = config.positional[0];
-  if (query === undefined || query === "") {
-    io.stderr(`sessiontap: ${config.command} needs a SESSION (an id or a unique prefix; see sessiontap list)\n`);
-    return 2;
-  }
-  if (config.positional.length > 1) {
-    io.stderr(`sessiontap: ${config.command} takes one SESSION, got ${config.positional.length} arguments\n`);
-    return 2;
-  }
   // The shared store when one is configured (issue 7), else the mirror tree.
   const found = await withSessionSource(config, io.fs, (source) => source.lookup(query));
   if (found.kind === "none") {

@@ -11,7 +11,7 @@
  * - recent sessions the mirror has whose Claude Code transcript is a stub or missing, with the command
  *   that restores each.
  */
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import { isObject } from "../recover/records.ts";
 import { join } from "../storage/mirror-tree.ts";
 import { listSessions } from "./list.ts";

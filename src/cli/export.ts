@@ -4,7 +4,7 @@
  * Without `--out` it writes to stdout; with it, the file is replaced atomically and made 0600 (a
  * conversation is private).
  */
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import { exportText } from "../recover/export.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { absolute, findSession, type CommandIo } from "./command-io.ts";

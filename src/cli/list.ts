@@ -2,7 +2,7 @@
  * `sessiontap list [--json]`: every mirrored session, most recent first, with whether Claude Code's own
  * transcript of it is intact, a stub or missing (SPEC §2).
  */
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
@@ -16,10 +16,6 @@ export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string
 
 /** Runs `list`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  if (config.positional.length > 0) {
-    io.stderr(`sessiontap: list takes no arguments, got "${config.positional[0]}"\n`);
-    return 2;
-  }
   const entries = await withSessionSource(config, io.fs, (source) => listSessions(io.fs, config.mirrorDir, config.claudeDir, source));
   if (config.json) {
     io.stdout(JSON.stringify(entries, null, 2) + "\n");

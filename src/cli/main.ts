@@ -1,15 +1,16 @@
 /**
- * The command line (SPEC §2): `main(args, env, io)` returns the exit code, so tests can call it without
- * a process (srvx style).
+ * The command line (docs/DESIGN.md "Command line"): `main(args, env, io)` returns the exit code, so tests
+ * can call it without a process (srvx style).
  */
 import process from "node:process";
-import { parseConfig, UsageError, type Config } from "../config.ts";
+import { parseConfig, UsageError, type Config } from "../config/parse.ts";
 import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
 import { VERSION } from "../version.ts";
 import type { Command, CommandIo } from "./command-io.ts";
 import * as doctor from "./doctor.ts";
 import * as exportCommand from "./export.ts";
-import { HELP } from "./help.ts";
+import { HELP } from "../config/help.ts";
+import { commandHelp } from "../config/commands.ts";
 import * as list from "./list.ts";
 import * as restore from "./restore.ts";
 import { runServe } from "./serve.ts";
@@ -52,7 +53,7 @@ export async function main(args: string[], env: Record<string, string | undefine
   }
   switch (config.command) {
     case "help":
-      io.stdout(HELP);
+      io.stdout(config.helpFor === null ? HELP : commandHelp(config.helpFor));
       return 0;
     case "version":
       io.stdout(`sessiontap ${VERSION}\n`);

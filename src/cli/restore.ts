@@ -8,7 +8,7 @@
  * alone (exit 1) unless `--force`, which backs it up first. Publication is atomic and never clobbers a file
  * that appeared or changed meanwhile (storage/publish.ts); the file is 0600, new directories 0700.
  */
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import { parseJsonl, isConversation } from "../recover/records.ts";
 import { planRestore } from "../recover/restore-plan.ts";
 import { classifyTranscript, type TranscriptState } from "../recover/transcript.ts";

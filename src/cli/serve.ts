@@ -1,21 +1,24 @@
 /**
  * `sessiontap serve`: wires the mirror (tap), the app (server) and the runtime adapter, prints the startup
- * block, and stops gracefully on SIGINT/SIGTERM (SPEC §2). `startTap` is the same wiring for tests, with
- * the filesystem, fetch and clock injectable.
+ * block, and stops gracefully on SIGINT/SIGTERM (docs/DESIGN.md "Command line"). `startTap` is the same
+ * wiring for tests, with the filesystem, fetch and clock injectable.
  */
-import type { Config } from "../config.ts";
-import { listen, runtimeName } from "../runtime/index.ts";
+import { settingName, type Config } from "../config/parse.ts";
+import { listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { describe } from "../storage/events-log.ts";
 import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
+import type { SpoolPlace } from "../storage/mirror-spool.ts";
 import { forward } from "../tap/forward.ts";
-import { Mirror } from "../tap/mirror.ts";
+import { healthReport } from "../tap/health.ts";
+import { Mirror, type Replayed, type Unwritten } from "../tap/mirror.ts";
+import { UpstreamHealth } from "../tap/upstream-health.ts";
 import { redactUrl } from "../store/pg-client.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import { VERSION } from "../version.ts";
 import { createViewer } from "../viewer/index.ts";
 import { observeWrites } from "../viewer/live.ts";
-import { checkRoot } from "./root-check.ts";
+import { prepareRoot } from "./root-check.ts";
 
 /** Seams a test may replace. */
 export interface TapDeps {
@@ -23,6 +26,8 @@ export interface TapDeps {
   fetch?: typeof fetch;
   clock?: () => number;
   stderr?: (line: string) => void;
+  /** Where unwritten commits go when the root refuses them (default: under the system temp dir). */
+  tempSpool?: SpoolPlace;
 }
 
 /** A tap that is listening. */
@@ -30,8 +35,10 @@ export interface RunningTap {
   url: string;
   port: number;
   mirror: Mirror | null;
-  /** Stops accepting, drains in-flight responses (bounded), flushes the mirror. */
-  stop(): Promise<void>;
+  /** What the start replayed from the spools of earlier runs. */
+  replayed: Replayed;
+  /** Stops accepting, drains in-flight responses (bounded), flushes the mirror, saves what it could not write. */
+  stop(): Promise<Unwritten>;
 }
 
 /** Starts a tap on `config` (in this process). */
@@ -44,48 +51,50 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
   });
   const fs = observeWrites(deps.fs ?? nodeFs, viewer.watcher);
-  // The shared store (issue 7): every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
-  const store = config.mirror && config.store !== null
-    ? new PgSink({
-        url: config.store, fs: deps.fs ?? nodeFs, root: config.mirrorDir, includeThinking: config.includeThinking, maxSessions: config.maxSessions,
-        log: (action, fields) => mirror?.log(action, fields),
-      })
-    : null;
   const mirror = config.mirror
     ? new Mirror({
         fs, root: config.mirrorDir, maxBytes: config.maxBytes, retentionDays: config.retentionDays,
         maxSessions: config.maxSessions, includeThinking: config.includeThinking, sideRequests: config.sideRequests,
         version: VERSION, clock, stderr, lockWaitMs: config.lockWaitMs, maxQueued: config.maxQueued,
-        sinks: store === null ? [] : [store], files: !(store !== null && config.storeOnly),
+        files: !(config.store !== null && config.storeOnly), tempSpool: deps.tempSpool,
       })
     : null;
+  // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
+  const store = mirror !== null && config.store !== null
+    ? new PgSink({
+        url: config.store, fs: deps.fs ?? nodeFs, root: config.mirrorDir, includeThinking: config.includeThinking, maxSessions: config.maxSessions,
+        log: (action, fields) => mirror.log(action, fields),
+      })
+    : null;
+  if (store !== null) mirror!.addSink(store);
   store?.start();
-  let fetchInit: Record<string, unknown> = {};
+  const replayed = mirror === null ? { commits: 0, files: [], waiting: 0 } : await mirror.replaySpool();
+  const upstream = new UpstreamHealth(config.upstream, clock, stderr);
+  const reportUpstream = {
+    failed(error: unknown, how: "unreachable" | "broke") {
+      upstream.failed(error, how);
+      mirror?.log("upstream-error", { how, error: describe(error) });
+    },
+    answered: () => upstream.answered(),
+  };
+  let internalErrors = 0;
+  const upstreamFetchFn = await upstreamFetch(deps.fetch ?? fetch);
   const app = createApp({
     forward: (request) =>
-      forward(request, {
-        upstream: config.upstream, fetch: deps.fetch ?? fetch, mirror, holdBackMs: config.holdBackMs, fetchInit,
-        logError: (what, error) => {
-          stderr(`sessiontap: ${what}: ${describe(error)}`);
-          mirror?.log("upstream-error", { error: describe(error) });
-        },
-      }),
-    health: () => ({
-      version: VERSION,
-      runtime: runtimeName(),
-      upstream: config.upstream,
-      mirror: mirror === null ? "off" : { root: config.mirrorDir, ...mirror.stats, eventsLogFailures: mirror.events.failures, sessionsInMemory: mirror.sessionsInMemory },
-      store: store === null ? "off" : store.health(),
-    }),
+      forward(request, { upstream: config.upstream, fetch: upstreamFetchFn, mirror, holdBackMs: config.holdBackMs, upstreamHealth: reportUpstream }),
+    health: () => healthReport({ version: VERSION, runtime: runtimeName(), upstream, mirror, store, internalErrors: () => internalErrors }),
     viewer: viewer.deps,
   });
   const server = await listen(app.fetch, {
-    port: config.port, hostname: config.host, onError: (error) => stderr(`sessiontap: internal error: ${describe(error)}`),
+    port: config.port, hostname: config.host,
+    onError: (error) => {
+      internalErrors++;
+      stderr(`sessiontap: internal error answering a request: ${describe(error)}`);
+    },
   });
-  fetchInit = server.fetchInit;
   if (mirror !== null) {
     mirror.log("start", { version: VERSION, runtime: server.runtime, port: server.port });
-    // The first retention sweep runs shortly after start (SPEC §4: within a minute), then lazily.
+    // The first retention sweep runs shortly after start (within a minute), then lazily.
     const first = setTimeout(() => mirror.maybeSweep(), 1000);
     (first as { unref?: () => void }).unref?.();
   }
@@ -94,24 +103,23 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     url: `http://${hostForUrl}:${server.port}`,
     port: server.port,
     mirror,
+    replayed,
     async stop() {
       viewer.close(); // open event streams would otherwise hold the drain to its bound
       await server.stop(config.drainMs);
-      if (mirror !== null) {
-        mirror.log("stop", {});
-        await mirror.flush(Math.max(1000, config.holdBackMs * 4));
-      }
+      const unwritten = mirror === null ? { kind: "none" as const } : await mirror.stop(Math.max(1000, config.holdBackMs * 4));
       await store?.close();
+      return unwritten;
     },
   };
 }
 
-/** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 2 for an unusable setting. */
+/** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
 export async function runServe(config: Readonly<Config>, io: { stdout: (t: string) => void; stderr: (t: string) => void; stopSignal: Promise<string> }): Promise<number> {
   if (config.mirror) {
-    const problem = await checkRoot(nodeFs, config.mirrorDir);
+    const problem = await prepareRoot(nodeFs, config.mirrorDir);
     if (problem !== null) {
-      io.stderr(`sessiontap: mirror root (--mirror-dir / SESSIONTAP_MIRROR_DIR) ${problem}\n`);
+      io.stderr(`sessiontap: cannot mirror to ${config.mirrorDir} (set by ${settingName(config, "mirrorDir")}): ${problem}\n`);
       return 2;
     }
   }
@@ -122,6 +130,9 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
     io.stderr(`sessiontap: cannot listen on ${config.host}:${config.port} (${describe(error)})\n`);
     return 2;
   }
+  const replay = tap.replayed.commits === 0
+    ? []
+    : [`  replayed   ${tap.replayed.commits} commit${tap.replayed.commits === 1 ? "" : "s"} an earlier run could not write${tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : ""}`];
   io.stdout(
     [
       `sessiontap ${VERSION} (${runtimeName()})`,
@@ -129,7 +140,9 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
       `  upstream   ${config.upstream}`,
       `  mirror     ${config.mirror ? config.mirrorDir : "off"}${config.mirror && config.store !== null && config.storeOnly ? " (outage spool only)" : ""}`,
       ...(config.mirror && config.store !== null ? [`  store      ${redactUrl(config.store)}`] : []),
+      ...replay,
       `  viewer     ${tap.url}/_tap/`,
+      `  health     ${tap.url}/_tap/health`,
       ``,
       `  export ANTHROPIC_BASE_URL=${tap.url}`,
       ``,
@@ -137,6 +150,12 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
   );
   const signal = await io.stopSignal;
   io.stderr(`sessiontap: ${signal}, stopping\n`);
-  await tap.stop();
+  const unwritten = await tap.stop();
+  if (unwritten.kind === "saved") {
+    io.stderr(`sessiontap: ${unwritten.commits} commit${unwritten.commits === 1 ? "" : "s"} could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`);
+  } else if (unwritten.kind === "lost") {
+    io.stderr(`sessiontap: ${unwritten.commits} commit${unwritten.commits === 1 ? "" : "s"} could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`);
+    return 1;
+  }
   return 0;
 }

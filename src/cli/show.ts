@@ -2,7 +2,7 @@
  * `sessiontap show SESSION [--json]`: a session's facts and its conversation, readable (Markdown, as
  * `export --format md` writes it), or as JSON with the records of the conversation in reading order.
  */
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import { renderItems } from "../recover/render-md.ts";
 import { flatten, outline } from "../recover/tree.ts";
 import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";

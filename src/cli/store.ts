@@ -4,7 +4,7 @@
  * run in one transaction. Exit 0 when the schema is current, 1 when the store cannot be reached or
  * refused, 2 for a usage error.
  */
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import { describe } from "../storage/events-log.ts";
 import { closeStore, openStore, redactUrl } from "../store/pg-client.ts";
 import { migrate, SCHEMA_VERSION } from "../store/pg-schema.ts";

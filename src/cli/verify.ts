@@ -1,5 +1,5 @@
 /** `sessiontap verify [--repair]`: the whole tree's health, per session (exit 1 when damage remains). */
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import { verifyTree } from "../storage/verify-tree.ts";
@@ -7,10 +7,6 @@ import type { CommandIo } from "./command-io.ts";
 
 /** Runs `verify`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  if (config.positional.length > 0) {
-    io.stderr(`sessiontap: verify takes no arguments, got "${config.positional[0]}"\n`);
-    return 2;
-  }
   const root = await io.fs.lstat(config.mirrorDir);
   if (root === null || !root.isDirectory) {
     io.stderr(`sessiontap: no mirror at ${config.mirrorDir}\n`);

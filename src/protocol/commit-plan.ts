@@ -5,17 +5,11 @@
  */
 import { planRequest, type HashedMessage } from "./lineage.ts";
 import { overlay, type Lineage } from "./lineage-state.ts";
-import { stage, type Answer, type Compaction, type Staged } from "./staging.ts";
-import type { EnvelopeBase } from "./envelope.ts";
+import { stage, type Compaction, type Staged } from "./staging.ts";
+import type { CommitJob } from "./commit-job.ts";
 
-/** What a commit carries from its request. */
-export interface CommitInput {
-  messages: HashedMessage[];
-  base: EnvelopeBase;
-  answer: Answer | null;
-  requestTimestamp: string;
-  compaction: boolean;
-}
+/** What planning reads of a commit. */
+export type CommitInput = Pick<CommitJob, "messages" | "base" | "answer" | "requestTimestamp" | "compaction">;
 
 /**
  * The kept tail of a compaction: the messages right after the summary that the main conversation

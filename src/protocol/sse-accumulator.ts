@@ -48,6 +48,14 @@ export class StreamAccumulator {
     return this.base !== null;
   }
 
+  /**
+   * True once the message is whole for the client: message_stop arrived, or message_delta carried a
+   * stop_reason (an SDK has the whole answer then, even if the stream ends without message_stop).
+   */
+  get whole(): boolean {
+    return this.complete || (this.messageDelta.stop_reason !== undefined && this.messageDelta.stop_reason !== null);
+  }
+
   /** True when at least one content block has begun: there is something worth keeping if cut short. */
   get hasContent(): boolean {
     return this.blocks.some((b) => b !== undefined);

@@ -23,9 +23,12 @@ export class SseMessageReader {
     this.parser.feed(this.decoder.decode(chunk, { stream: true }));
   }
 
-  /** The stream ended: a last event without its blank line still counts. */
+  /**
+   * The stream ended: a last event without its blank line still counts (the client's SDK may have acted
+   * on it), so the blank line is supplied; a cut-off line then fails to parse and is counted, not kept.
+   */
   end(): void {
-    this.parser.feed(this.decoder.decode());
+    this.parser.feed(this.decoder.decode() + "\n\n");
     this.parser.reset({ consume: true });
   }
 }

@@ -1,6 +1,11 @@
 /** Bun adapter: Bun.serve with the tap's options (RUNTIME-NOTES "Serving"). */
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 
+/** Bun's fetch for upstream requests: without `timeout: false` it gives up after 300 s without data. */
+export function bunFetch(base: typeof fetch): typeof fetch {
+  return ((input: RequestInfo | URL, init?: RequestInit) => base(input, { ...init, timeout: false } as RequestInit)) as typeof fetch;
+}
+
 /** Serves `handler` with Bun.serve: no idle timeout, so a quiet stream is never cut by the tap. */
 export function serveBun(handler: FetchHandler, options: ListenOptions): RunningServer {
   const server = Bun.serve({
@@ -16,8 +21,6 @@ export function serveBun(handler: FetchHandler, options: ListenOptions): Running
   return {
     port: server.port ?? options.port,
     runtime: "bun",
-    // Bun's fetch gives up after 300 s without data unless told not to.
-    fetchInit: { timeout: false },
     async stop(drainMs) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const drained = server.stop(false);

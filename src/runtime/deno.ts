@@ -21,7 +21,8 @@ export function serveDeno(handler: FetchHandler, options: ListenOptions): Runnin
       hostname: options.hostname,
       onListen: () => {},
       onError(error) {
-        options.onError(error);
+        // A response body the tap cut on purpose errors with no reason (tap/tee.ts cutQuietly): not an internal error.
+        if (error !== undefined) options.onError(error);
         return new Response("sessiontap: internal error", { status: 500 });
       },
     },
@@ -38,7 +39,6 @@ export function serveDeno(handler: FetchHandler, options: ListenOptions): Runnin
   return {
     port: server.addr.port,
     runtime: "deno",
-    fetchInit: {},
     async stop(drainMs) {
       const finished = server.shutdown();
       if (await within(finished, drainMs)) return;

@@ -6,6 +6,12 @@ export function runtimeName(): "bun" | "deno" {
   return typeof (globalThis as { Bun?: unknown }).Bun !== "undefined" ? "bun" : "deno";
 }
 
+/** `base` configured for upstream requests on this runtime (Bun needs its 300 s limit lifted; Deno nothing). */
+export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
+  if (runtimeName() === "bun") return (await import("./bun.ts")).bunFetch(base);
+  return base;
+}
+
 /** Starts listening with the current runtime's adapter. */
 export async function listen(handler: FetchHandler, options: ListenOptions): Promise<RunningServer> {
   if (runtimeName() === "bun") return (await import("./bun.ts")).serveBun(handler, options);

@@ -9,8 +9,6 @@ export interface RunningServer {
   port: number;
   /** "bun" or "deno". */
   runtime: "bun" | "deno";
-  /** Fetch options the runtime needs on upstream requests. */
-  fetchInit: Record<string, unknown>;
   /** Stops accepting; resolves when in-flight responses ended or `drainMs` passed (then they are cut). */
   stop(drainMs: number): Promise<void>;
 }

@@ -43,7 +43,7 @@ export function hostName(host: string | undefined): string {
 /** Builds the app; hand `app.fetch` to a runtime adapter. */
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
-  app.get("/_tap/health", (c) => c.json({ status: "ok", ...deps.health() }));
+  app.get("/_tap/health", (c) => c.json(deps.health()));
   const viewer = deps.viewer;
   if (viewer !== undefined) mountViewer(app, viewer);
   app.all("/_tap/*", (c) => c.json({ type: "error", error: { type: "not_found_error", message: "sessiontap: no such tap route" } }, 404));

@@ -13,7 +13,13 @@ export const EVENTS_MAX_BYTES = 5 * 1024 * 1024;
 /** One event: an action and numbers/ids only. */
 export type EventFields = Record<string, string | number | boolean | null>;
 
-/** Appends events in order; a failure to log goes to stderr once per failure and is counted. */
+/** Who hears how writing the events log goes (the tap turns it into stderr lines and health). */
+export interface EventsLogReport {
+  failed(error: unknown): void;
+  written(): void;
+}
+
+/** Appends events in order; every failure is counted and reported, every success too (so recovery is seen). */
 export class EventsLog {
   private size: number | null = null;
   private queue: Promise<void> = Promise.resolve();
@@ -24,16 +30,22 @@ export class EventsLog {
     private readonly fs: FsAdapter,
     private readonly root: string,
     private readonly clock: () => number,
-    private readonly stderr: (line: string) => void,
+    private readonly report: EventsLogReport,
     private readonly maxBytes = EVENTS_MAX_BYTES,
   ) {}
+
+  /** The events log's path. */
+  get path(): string {
+    return join(this.root, EVENTS_FILE);
+  }
 
   /** Queues one event; never throws, never rejects. */
   log(action: string, fields: EventFields = {}): Promise<void> {
     const line = JSON.stringify({ ts: new Date(this.clock()).toISOString(), action, ...fields }) + "\n";
-    this.queue = this.queue.then(() => this.write(line)).catch((error) => {
+    this.queue = this.queue.then(() => this.write(line)).then(() => this.report.written(), (error) => {
       this.failures++;
-      this.stderr(`sessiontap: events log not written (${describe(error)})`);
+      this.size = null; // what reached the file is unknown: look again next time
+      this.report.failed(error);
     });
     return this.queue;
   }
@@ -59,10 +71,19 @@ export class EventsLog {
   }
 }
 
-/** An error as a short, content-free description: its code and class. */
+/**
+ * An error as one short, content-free line: its code (or class) and its first line, without repeating
+ * the code (Bun's messages start with it), with a `cause`'s text where the message says nothing ("fetch
+ * failed"), and with URLs cut to their origin (a path or query may carry a secret).
+ */
 export function describe(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   const name = error instanceof Error ? error.name : typeof error;
-  const message = error instanceof Error ? error.message.split("\n")[0].slice(0, 200) : String(error).slice(0, 200);
-  return typeof code === "string" ? `${code}: ${message}` : `${name}: ${message}`;
+  let message = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof Error ? (error as { cause?: unknown }).cause : undefined;
+  if (cause instanceof Error && /^(fetch failed|network error)?$/i.test(message.trim())) message = cause.message;
+  message = message.split("\n")[0].replace(/\b(https?:\/\/[^/\s)]+)[^\s)]*/g, "$1").slice(0, 200).trim();
+  const label = typeof code === "string" && code !== "" ? code : name;
+  if (message === "" || message === label) return label;
+  return message.startsWith(label) ? message : `${label}: ${message}`;
 }

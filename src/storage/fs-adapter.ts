@@ -15,6 +15,8 @@ export interface EntryInfo {
   mode: number;
   dev: number;
   ino: number;
+  /** The owner's user id (-1 where the platform has none, e.g. Windows). */
+  uid: number;
 }
 
 /** A directory entry, typed without following links. */
@@ -109,7 +111,7 @@ export const nodeFs: FsAdapter = {
       const s = await fsp.lstat(path);
       return {
         isFile: s.isFile(), isDirectory: s.isDirectory(), isSymbolicLink: s.isSymbolicLink(),
-        size: s.size, mtimeMs: s.mtimeMs, mode: s.mode, dev: s.dev, ino: s.ino,
+        size: s.size, mtimeMs: s.mtimeMs, mode: s.mode, dev: s.dev, ino: s.ino, uid: typeof s.uid === "number" ? s.uid : -1,
       };
     } catch (error) {
       if (isNotFound(error)) return null;

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import postgres from "postgres";
 import { conversationOf } from "../protocol/conversation.ts";
 import { encodeProjectDir } from "../recover/project-dir.ts";
-import type { CommitJob } from "../tap/request-mirror.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
 
 /** A postgres.js client (or a transaction of one). */
 export type Sql = postgres.Sql;

@@ -5,7 +5,7 @@
  * record the tap wrote. `withSessionSource` picks the store when one is configured, else the tree.
  */
 import { matchSession, type NamedSession } from "../recover/session-match.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/parse.ts";
 import { sessionIdOf, type SessionData } from "../recover/summary.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";

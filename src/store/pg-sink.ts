@@ -11,7 +11,7 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { join } from "../storage/mirror-tree.ts";
 import { selfOwner } from "../storage/process-identity.ts";
 import type { CommitSink } from "../tap/commit-sink.ts";
-import type { CommitJob } from "../tap/request-mirror.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
 import { bounded, closeStore, isJobError, openStore, redactUrl, routeOf, type Sql } from "./pg-client.ts";
 import { migrate, schemaVersion } from "./pg-schema.ts";
 import { PgSpool } from "./pg-spool.ts";

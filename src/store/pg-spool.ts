@@ -9,12 +9,11 @@
  * the adopter's name, atomically: one adopter wins) and replayed first. A job the store refuses for good
  * is set aside in `failed-….jsonl` (kept, never deleted).
  */
-import { hostname } from "node:os";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { LockOwner } from "../storage/dir-lock.ts";
 import { DIR_MODE, join } from "../storage/mirror-tree.ts";
-import { ownerAlive } from "../storage/process-identity.ts";
-import type { CommitJob } from "../tap/request-mirror.ts";
+import { completeLines, SpoolFiles } from "../storage/spool-files.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
 
 /** What the spool reports while replaying (for the events log). */
 export interface SpoolEvents {
@@ -24,35 +23,27 @@ export interface SpoolEvents {
   adopted(file: string, jobs: number): void;
 }
 
-/** Characters allowed in a spool file's host part. */
-const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");
-const SPOOL_NAME = /^spool-(.+)-(\d+)-([^-]+?)(?:-a\d+)?\.jsonl$/;
-
-/** True for a file this process adopted (`<stem>-a<n>.jsonl`). */
-function isAdopted(name: string, stem: string): boolean {
-  return name.startsWith(`${stem}-a`) && /^\d+\.jsonl$/.test(name.slice(stem.length + 2));
-}
-
 /** The outage spool of one process. */
 export class PgSpool {
   /** Jobs spooled and not replayed yet. */
   pending = 0;
   private tail: Promise<unknown> = Promise.resolve();
-  private adoptedCount = 0;
+  private readonly files: SpoolFiles;
   /** Lines of each file already replayed (a replay cut short resumes after them). */
   private readonly progress = new Map<string, number>();
 
   constructor(
     private readonly fs: FsAdapter,
     readonly dir: string,
-    private readonly self: Promise<LockOwner>,
+    self: Promise<LockOwner>,
     private readonly events: SpoolEvents,
-  ) {}
+  ) {
+    this.files = new SpoolFiles(fs, dir, self);
+  }
 
   /** This process's file name stem. */
-  private async stem(): Promise<string> {
-    const me = await this.self;
-    return `spool-${safe(me.host)}-${me.pid}-${me.start ?? "x"}`;
+  private stem(): Promise<string> {
+    return this.files.stem();
   }
 
   /** Runs `fn` after every earlier append or check (appends and the final emptiness check never overlap). */
@@ -92,13 +83,11 @@ export class PgSpool {
     let replayed = 0;
     await this.adoptOrphans();
     const stem = await this.stem();
-    const names = (await this.fs.readdir(this.dir)).filter((e) => e.isFile).map((e) => e.name);
-    const adopted = names.filter((n) => isAdopted(n, stem)).sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
-    for (const name of [...adopted, `${stem}.jsonl`]) {
+    for (const name of [...(await this.files.adoptedNames()), `${stem}.jsonl`]) {
       const path = join(this.dir, name);
       for (let done = this.progress.get(name) ?? 0; ; ) {
         const text = await this.readComplete(path);
-        const lines = text === null ? [] : text.slice(0, text.lastIndexOf("\n") + 1).split("\n").slice(0, -1);
+        const lines = text === null ? [] : completeLines(text);
         for (; done < lines.length; done++) {
           let job: CommitJob;
           try {
@@ -136,24 +125,12 @@ export class PgSpool {
     return await this.fs.readText(path);
   }
 
-  /** Renames the spool files of dead processes on this host to this process's name (one adopter wins each). */
+  /** Adopts the spool files of dead processes, counting their jobs as pending. */
   private async adoptOrphans(): Promise<void> {
-    const stem = await this.stem();
-    const host = safe(hostname());
-    for (const entry of await this.fs.readdir(this.dir)) {
-      const m = SPOOL_NAME.exec(entry.name);
-      if (!entry.isFile || m === null || entry.name === `${stem}.jsonl` || isAdopted(entry.name, stem) || m[1] !== host) continue;
-      if (await ownerAlive(this.fs, { pid: Number(m[2]), start: m[3] === "x" ? null : m[3], host: hostname() })) continue;
-      const target = `${stem}-a${++this.adoptedCount}.jsonl`;
-      try {
-        await this.fs.rename(join(this.dir, entry.name), join(this.dir, target));
-      } catch {
-        continue; // another tap adopted it first
-      }
-      const text = (await this.readComplete(join(this.dir, target))) ?? "";
-      const jobs = text.split("\n").length - 1; // complete lines: a torn tail is no job
+    for (const { from, name } of await this.files.adoptOrphans()) {
+      const jobs = completeLines((await this.readComplete(join(this.dir, name))) ?? "").length;
       this.pending += jobs;
-      this.events.adopted(entry.name, jobs);
+      this.events.adopted(from, jobs);
     }
   }
 }

@@ -9,7 +9,7 @@
 import { planCommit } from "../protocol/commit-plan.ts";
 import { Lineage, LineageReader } from "../protocol/lineage-state.ts";
 import type { MirrorRecord } from "../protocol/envelope.ts";
-import type { CommitJob } from "../tap/request-mirror.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
 import { SessionStates } from "../tap/session-states.ts";
 import { conversation, LOCK_CLASS, lockKey, projectKey, routeOf, type Sql, type StoreRoute, type Tx } from "./pg-client.ts";
 

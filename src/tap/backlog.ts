@@ -64,6 +64,18 @@ export class Backlog<T> {
     return this.queues.get(key)?.attempts ?? 0;
   }
 
+  /** Every waiting item, key by key, oldest first within a key. */
+  all(): T[] {
+    return [...this.queues.values()].flatMap((queue) => queue.items);
+  }
+
+  /** Forgets every waiting item (they were saved elsewhere). */
+  clear(): void {
+    this.stopTimers();
+    this.queues.clear();
+    this.size = 0;
+  }
+
   /** Keys with items waiting. */
   keys(): string[] {
     return [...this.queues.keys()];

@@ -2,7 +2,7 @@
  * A second place commits go besides the local tree (a shared store for teams, issue 7). Each sink plans
  * every commit against its own lineage, so each is exactly-once on its own.
  */
-import type { CommitJob } from "./request-mirror.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
 
 /** Where commits are written. Implementations never reject and never throw into the client path. */
 export interface CommitSink {

@@ -8,7 +8,7 @@ import { planCommit } from "../protocol/commit-plan.ts";
 import { Lineage, LineageReader } from "../protocol/lineage-state.ts";
 import type { DirLocks } from "../storage/dir-lock.ts";
 import type { AppendResult, Cursor, MirrorTree } from "../storage/mirror-tree.ts";
-import type { CommitJob } from "./request-mirror.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
 
 /** What the mirror remembers of one directory. */
 export interface DirState {

@@ -14,10 +14,8 @@ export interface ForwardDeps {
   fetch: typeof fetch;
   mirror: Mirror | null;
   holdBackMs: number;
-  /** Extra fetch options a runtime needs (Bun: `timeout: false`, RUNTIME-NOTES "Serving"). */
-  fetchInit?: Record<string, unknown>;
-  /** Where errors that are not the mirror's go (never with credentials). */
-  logError: (what: string, error: unknown) => void;
+  /** Hears whether the upstream was reached (health and stderr lines); never sees credentials. */
+  upstreamHealth: { failed(error: unknown, how: "unreachable" | "broke"): void; answered(): void };
 }
 
 /** Statuses whose responses carry no body (RFC 9110 §6.4.1). */
@@ -41,13 +39,12 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   const observer = deps.mirror?.begin({ method: request.method, pathname: url.pathname, headers: request.headers, body }) ?? null;
 
   const pending = deps.fetch(target, {
-    ...deps.fetchInit,
     method: request.method,
     headers: upstreamRequestHeaders(request.headers),
     body,
     redirect: "manual",
     signal: request.signal,
-  } as RequestInit);
+  });
   // The mirror reads the request while the upstream works on it (SPEC §3): in the next task, so the
   // runtime sends the request first (Deno's fetch does so only once JavaScript yields). If the answer
   // comes back first, `response()` prepares on the spot.
@@ -65,9 +62,10 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     upstream = await pending;
   } catch (error) {
     if (request.signal.aborted) return new Response(null, { status: 499 });
-    deps.logError("upstream unreachable", error);
+    deps.upstreamHealth.failed(error, "unreachable");
     return upstreamUnreachable(`upstream ${new URL(deps.upstream).host} could not be reached (${describe(error)})`);
   }
+  deps.upstreamHealth.answered();
 
   if (observer !== null) {
     prepare();
@@ -89,6 +87,8 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     holdBackMs: deps.holdBackMs,
     onObserverError: (error) => deps.mirror!.fail("stream", error),
     clientGone: () => request.signal.aborted,
+    upstreamBroke: (error) => deps.upstreamHealth.failed(error, "broke"),
+    cutQuietly: true,
   });
   return new Response(tee, init);
 }

@@ -1,7 +1,9 @@
 /**
- * The session mirror (SPEC §4): routes each commit to its conversation directory and hands it to the
- * directory writer. Never throws into the client path: every failure is one events-log line and a
- * count, and what could not be written waits in a bounded queue, retried with backoff (issue 5).
+ * The session mirror (docs/DESIGN.md "The mirror"): routes each commit to its conversation directory and
+ * hands it to the directory writer. Never throws into the client path: every failure is one events-log
+ * line and a count, what could not be written waits in a bounded queue, retried with backoff, and what is
+ * still waiting at shutdown is saved to a spool that the next start replays. Failures are said on stderr
+ * and listed as health problems (mirror-alarms.ts).
  */
 import { conversationOf } from "../protocol/conversation.ts";
 import { HashCache } from "../protocol/hash-cache.ts";
@@ -10,9 +12,12 @@ import { DirLocks } from "../storage/dir-lock.ts";
 import { describe, EventsLog, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { join, MirrorTree } from "../storage/mirror-tree.ts";
+import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
+import { MirrorAlarms } from "./mirror-alarms.ts";
 import { newDirState, refresh, writeJob, type DirState, type WriterDeps } from "./dir-writer.ts";
-import { RequestMirror, type CommitJob, type MirrorRequest } from "./request-mirror.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
+import { RequestMirror, type MirrorRequest } from "./request-mirror.ts";
 import { SessionStates } from "./session-states.ts";
 import type { CommitSink } from "./commit-sink.ts";
 import { RetentionSweeper } from "./retention.ts";
@@ -41,6 +46,8 @@ export interface MirrorOptions {
   sinks?: CommitSink[];
   /** Write the local tree (default true; false when a store replaces it). */
   files?: boolean;
+  /** Where unwritten commits go at shutdown when the root refuses them (default: under the system temp dir). */
+  tempSpool?: import("../storage/mirror-spool.ts").SpoolPlace;
 }
 
 /** Counters shown by /_tap/health. */
@@ -58,6 +65,24 @@ export interface MirrorStats {
   dropped: number;
   /** Torn final lines moved aside into .torn files. */
   repaired: number;
+  /** Responses whose mirroring failed inside the tap (an internal error): not in the mirror. */
+  unmirrored: number;
+  /** Commits replayed at start from a spool an earlier run saved. */
+  replayed: number;
+}
+
+/** What stopping did with commits that could not be written. */
+export type Unwritten =
+  | { kind: "none" }
+  | { kind: "saved"; commits: number; path: string }
+  | { kind: "lost"; commits: number; error: string };
+
+/** What starting found in the spools of earlier runs. */
+export interface Replayed {
+  commits: number;
+  files: string[];
+  /** Commits of those that are still waiting (writes failed); their files are kept until they are written. */
+  waiting: number;
 }
 
 /** The mirror of one root directory. */
@@ -73,19 +98,32 @@ export class Mirror {
   private readonly pending = new Set<Promise<void>>();
   private readonly deps: WriterDeps;
   private readonly sweeper: RetentionSweeper;
+  readonly alarms: MirrorAlarms;
+  private readonly spool: MirrorSpool;
+  /** Spool files replayed at start whose commits are not all written yet. */
+  private spoolFiles: string[] = [];
+  private readonly sinks: CommitSink[];
 
   constructor(readonly options: MirrorOptions) {
     const { fs, root, clock } = options;
+    this.sinks = [...(options.sinks ?? [])];
     this.tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true);
-    this.events = new EventsLog(fs, root, clock, options.stderr);
+    this.events = new EventsLog(fs, root, clock, {
+      failed: (error) => this.alarms.eventsLogFailed(error),
+      written: () => this.alarms.eventsLogWritten(),
+    });
+    this.alarms = new MirrorAlarms(clock, options.stderr, root, this.events.path);
+    const self = selfOwner(fs);
     this.locks = new DirLocks(fs, root, {
-      self: selfOwner(fs), isAlive: (owner) => ownerAlive(fs, owner), waitMs: options.lockWaitMs ?? 2000, clock,
+      self, isAlive: (owner) => ownerAlive(fs, owner), waitMs: options.lockWaitMs ?? 2000, clock,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
+    const underRoot = rootSpoolDir(root);
+    this.spool = new MirrorSpool(fs, [{ dir: underRoot, ensure: () => this.tree.ensureDir(underRoot) }, options.tempSpool ?? tempSpoolPlace(fs, root)], self);
     this.deps = { tree: this.tree, locks: this.locks, includeThinking: options.includeThinking };
     const backlog = (this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000));
     this.stats = {
-      responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0,
+      responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0, replayed: 0,
       // Read from the backlog itself, so the count can never drift from what waits.
       get queued(): number {
         return backlog.size;
@@ -100,6 +138,11 @@ export class Mirror {
       dir.endsWith("/side") ? newDirState((await this.stateOf(dir.slice(0, -"/side".length))).lineage) : newDirState());
   }
 
+  /** Adds a place every later commit also goes (a shared store built after the mirror, since it logs through it). */
+  addSink(sink: CommitSink): void {
+    this.sinks.push(sink);
+  }
+
   /** Starts mirroring one request, or null when it is not a Messages API call (SPEC §4: only those are mirrored). */
   begin(request: MirrorRequest): RequestMirror | null {
     if (request.method !== "POST" || request.pathname !== "/v1/messages") return null;
@@ -110,7 +153,7 @@ export class Mirror {
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind !== "complete") this.stats.interrupted++;
-    const writes = (this.options.sinks ?? []).map((sink) => this.track(sink.commit(job)));
+    const writes = this.sinks.map((sink) => this.track(sink.commit(job)));
     if (this.options.files !== false) writes.push(this.track(this.drain(this.dirOf(job).dir, job)));
     return Promise.all(writes).then(() => undefined);
   }
@@ -139,13 +182,46 @@ export class Mirror {
           this.states.reset(dir); // what reached the disk is unknown: read it again next time
           const attempt = this.backlog.attempts(dir) + 1;
           this.fail("append", error, { dir: this.relative(dir), queued: this.backlog.waiting(dir), attempt });
+          this.alarms.writeFailed(dir, error, this.backlog.size);
           this.backlog.retryLater(dir, () => void this.track(this.drain(dir, null)));
           return;
         }
         this.backlog.done(dir);
       }
+      if (this.backlog.size === 0) await this.allWritten();
     });
     this.sweeper.maybe();
+  }
+
+  /** Nothing waits any more: say so if writes had failed, and let go of replayed spool files. */
+  private async allWritten(): Promise<void> {
+    this.alarms.writesRecovered();
+    if (this.spoolFiles.length === 0) return;
+    const files = this.spoolFiles;
+    this.spoolFiles = [];
+    await this.spool.remove(files).catch((error) => this.fail("spool", error));
+  }
+
+  /**
+   * Replays what earlier runs saved in the spools (call before serving): each commit is written like a
+   * new one, in order; those that fail wait in memory, and their files are kept until they are written.
+   */
+  async replaySpool(): Promise<Replayed> {
+    const found = await this.spool.load();
+    if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });
+    if (found.files.length === 0) return { commits: 0, files: [], waiting: 0 };
+    this.spoolFiles = found.files;
+    // Only into the tree: the spool holds what the tree did not take (a store keeps its own spool).
+    for (const job of found.jobs) await this.track(this.drain(this.dirOf(job).dir, job));
+    this.stats.replayed += found.jobs.length;
+    this.log("replay", { commits: found.jobs.length, files: found.files.length, waiting: this.backlog.size });
+    if (this.backlog.size === 0) await this.allWritten();
+    return { commits: found.jobs.length, files: found.files, waiting: this.backlog.size };
+  }
+
+  /** What is wrong now (health's problems), one short string each. */
+  problems(): string[] {
+    return this.alarms.problems(this.stats);
   }
 
   /** Writes one job and logs what it did. */
@@ -202,9 +278,10 @@ export class Mirror {
     this.log("skip", { reason, ...fields });
   }
 
-  /** Counts a failure and logs it once. */
+  /** Counts a failure and logs it once; a failure while following a response means that response is not mirrored. */
   fail(stage: string, error: unknown, fields: EventFields = {}): void {
     this.stats.errors++;
+    if (stage === "prepare" || stage === "response" || stage === "stream") this.stats.unmirrored++;
     this.log("error", { stage, error: describe(error), ...fields });
   }
 
@@ -218,11 +295,34 @@ export class Mirror {
     for (const dir of this.backlog.keys()) void this.track(this.drain(dir, null));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
-    const sinks = (this.options.sinks ?? []).map((sink) => sink.flush(boundMs));
+    const sinks = this.sinks.map((sink) => sink.flush(boundMs));
     await Promise.race([Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), bound]);
     clearTimeout(timer);
     this.backlog.stopTimers();
-    if (this.backlog.size > 0) this.log("unwritten", { commits: this.backlog.size });
+  }
+
+  /**
+   * Stopping: flushes (bounded), then saves what could not be written to the spool, so it is written at the
+   * next start instead of being lost. Says what it did.
+   */
+  async stop(boundMs: number): Promise<Unwritten> {
+    this.log("stop", {});
+    await this.flush(boundMs);
+    const left = this.backlog.all();
+    if (left.length === 0) return { kind: "none" };
+    try {
+      const path = await this.spool.save(left);
+      this.backlog.clear();
+      // Those files' commits are in the new file now.
+      await this.spool.remove(this.spoolFiles).catch((error) => this.fail("spool", error));
+      this.log("unwritten", { commits: left.length, saved: true });
+      await this.events.flush();
+      return { kind: "saved", commits: left.length, path };
+    } catch (error) {
+      this.log("unwritten", { commits: left.length, saved: false, error: describe(error) });
+      await this.events.flush();
+      return { kind: "lost", commits: left.length, error: describe(error) };
+    }
   }
 
   /** Runs the retention sweep if it is due (SPEC §4: within a minute of start, then at most once a minute). */

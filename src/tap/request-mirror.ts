@@ -11,6 +11,8 @@ import { dirName, resolveIdentity } from "../protocol/session-id.ts";
 import { isObject, messageFromJson, type Json } from "../protocol/sse-accumulator.ts";
 import { finalEventStart, SseMessageReader } from "../protocol/sse-reader.ts";
 import type { Answer } from "../protocol/staging.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
+
 import type { StreamObserver } from "./tee.ts";
 
 /** What the mirror needs to know of a request. */
@@ -28,20 +30,6 @@ export interface MirrorSink {
   readonly options: { version: string; clock: () => number; sideRequests: boolean };
   /** Message hashes remembered across requests. */
   readonly hashes: HashCache;
-}
-
-/** One response's worth of records to add to a conversation directory. */
-export interface CommitJob {
-  route: Route;
-  /** The request opens a compacted segment of the main conversation. */
-  compaction: boolean;
-  sessionDir: string;
-  agentDir: string | null;
-  messages: HashedMessage[];
-  base: EnvelopeBase;
-  requestTimestamp: string;
-  answer: Answer | null;
-  kind: "complete" | "client-cut" | "upstream-cut";
 }
 
 /** Largest non-streaming body the mirror will buffer. */
@@ -144,8 +132,8 @@ export class RequestMirror implements StreamObserver {
     if (!this.mirrored || this.done) return undefined;
     if (this.sse) {
       this.reader.end();
-      // A stream that ends without message_stop was cut by the upstream (or its proxy).
-      return this.finish(this.acc.complete ? "complete" : "upstream-cut");
+      // A stream that ends before the message is whole was cut by the upstream (or its proxy).
+      return this.finish(this.acc.whole ? "complete" : "upstream-cut");
     }
     const body = new Uint8Array(this.jsonBytes);
     let offset = 0;
@@ -173,22 +161,23 @@ export class RequestMirror implements StreamObserver {
     return this.mirrored && !this.done && !this.sse;
   }
 
-  /** The body was cut short: by the client leaving, or by the upstream failing. */
+  /** The body was cut short: by the client leaving, or by the upstream failing (after a whole message, it is whole). */
   abort(by: "client" | "upstream"): void {
     if (!this.mirrored || this.done) return;
-    void this.finish(by === "client" ? "client-cut" : "upstream-cut");
+    void this.finish(this.sse && this.acc.whole ? "complete" : by === "client" ? "client-cut" : "upstream-cut");
   }
 
   /** Hands the one commit of this request to the mirror. */
-  private finish(kind: CommitJob["kind"], message = this.acc.complete ? this.acc.message(false) : null): Promise<void> {
+  private finish(kind: CommitJob["kind"], message = this.acc.whole ? this.acc.message(false) : null): Promise<void> {
     this.done = true;
     const p = this.prepared!;
     const clock = this.sink.options.clock;
     let answer: Answer | null = null;
     if (kind === "complete" && message !== null) {
       answer = { message, requestId: this.requestId, timestamp: new Date(clock()).toISOString() };
-    } else if (kind === "client-cut" && this.acc.hasContent) {
-      // The user saw this much; keep it, marked, so their last exchange is not lost (SPEC §4 "Writes").
+    } else if (kind !== "complete" && this.acc.hasContent) {
+      // The user saw this much (the client left, or the upstream broke off): keep it, marked, so their
+      // last exchange is not lost (docs/DESIGN.md "Writes"); the retry's answer is its own record.
       answer = { message: this.acc.message(true), requestId: this.requestId, timestamp: new Date(clock()).toISOString() };
     }
     return this.sink.commit({ ...p, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });

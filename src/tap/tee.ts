@@ -35,6 +35,14 @@ export interface TeeOptions {
   onObserverError: (error: unknown) => void;
   /** True when the client has gone (tells a client abort from an upstream failure when a read fails). */
   clientGone: () => boolean;
+  /** Called when reading the upstream failed while the client was still there. */
+  upstreamBroke?: (error: unknown) => void;
+  /**
+   * Cut the client's stream with no reason attached: a server runtime prints the reason of a response
+   * body that errors (Bun its stack, Deno through onError), and a break of the upstream is already
+   * reported once, without a trace (docs/RUNTIMES.md "A cut stream").
+   */
+  cutQuietly?: boolean;
 }
 
 /** Waits for `promise`, at most `ms`. */
@@ -81,8 +89,10 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserv
           try {
             result = await reader.read();
           } catch (error) {
-            call((o) => o.abort(options.clientGone() ? "client" : "upstream"));
-            controller.error(error);
+            const by = options.clientGone() ? "client" : "upstream";
+            if (by === "upstream") options.upstreamBroke?.(error);
+            call((o) => o.abort(by));
+            controller.error(options.cutQuietly ? undefined : error);
             return;
           }
           if (result.done) {

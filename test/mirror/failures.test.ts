@@ -35,7 +35,7 @@ describe("session mirror: failures and retries", () => {
     assert.equal(ofType(records, "assistant").length, 2);
   });
 
-  it("an error event mid-stream, then the retry → the user message once, the retry's answer once", async () => {
+  it("an error event mid-stream, then the retry → the user message once, what arrived kept as interrupted, the retry's answer once", async () => {
     const c = new Conversation(tap.url, "serr");
     await c.say("one");
     stub.enqueue({ kind: "sse", chunks: [loadFixture("error_midstream")] });
@@ -45,11 +45,14 @@ describe("session mirror: failures and retries", () => {
     await c.send();
     const records = allRecords(`${tap.root}/serr`);
     assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
-    assert.equal(ofType(records, "assistant").length, 2);
-    assert.ok(ofType(records, "assistant").every((r) => (r.message as { stop_reason: string }).stop_reason === "end_turn"));
+    const answers = ofType(records, "assistant");
+    assert.deepEqual(answers.map((r) => (r.message as { stop_reason: string }).stop_reason), ["end_turn", "interrupted", "end_turn"]);
+    assert.equal(textsOf(answers[1]).join(""), "Let me start by looking at the failing test", "what arrived before the error event");
+    const two = ofType(records, "user")[1].uuid;
+    assert.deepEqual([answers[1].parentUuid, answers[2].parentUuid], [two, two], "the partial and the retry both answer \"two\"");
   });
 
-  it("a connection reset mid-stream, then the retry → exactly once", async () => {
+  it("a connection reset mid-block, then the retry → the prompt once, the partial marked interrupted, the retry's answer once", async () => {
     const c = new Conversation(tap.url, "sreset");
     await c.say("one");
     const events = textReply("partial answer that never ends", { deltas: 4 });
@@ -59,8 +62,38 @@ describe("session mirror: failures and retries", () => {
     await c.send();
     const records = allRecords(`${tap.root}/sreset`);
     assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
-    assert.equal(ofType(records, "assistant").length, 2);
+    const answers = ofType(records, "assistant");
+    assert.deepEqual(answers.map((r) => (r.message as { stop_reason: string }).stop_reason), ["end_turn", "interrupted", "end_turn"]);
+    assert.ok("partial answer that never ends".startsWith(textsOf(answers[1]).join("")) && textsOf(answers[1]).join("") !== "", "the partial holds what arrived");
   });
+
+  // A whole answer whose stream did not end cleanly: the client's SDK has the message (message_delta carried
+  // its stop_reason), so it is mirrored like any complete answer, never marked interrupted.
+  const untidyEnds: [string, (events: string[]) => string[]][] = [
+    ["without message_stop", (events) => events.slice(0, -1)],
+    ["without the blank line after message_stop", (events) => [...events.slice(0, -1), events.at(-1)!.replace(/\n\n$/, "\n")]],
+    ["with message_stop's data line cut before its newline", (events) => [...events.slice(0, -1), events.at(-1)!.replace(/\n\n$/, "")]],
+    ["after message_delta, then a connection reset", (events) => events.slice(0, -1)],
+  ];
+  for (const [label, cut] of untidyEnds) {
+    it(`a whole answer ${label} → mirrored as complete, once`, async () => {
+      const session = `suntidy-${label.replace(/[^a-z]+/g, "-")}`;
+      const c = new Conversation(tap.url, session);
+      await c.say("one");
+      const events = textReply("the whole answer", { deltas: 3 });
+      const chunks = cut(events);
+      stub.enqueue(label.includes("reset") ? { kind: "reset-after", chunks } : { kind: "sse", chunks });
+      await c.say("two", { keepOnFailure: true });
+      await tap.mirror!.flush(5000); // a cut stream's commit is not awaited by the client's read
+      const records = allRecords(`${tap.root}/${session}`);
+      assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
+      const answers = ofType(records, "assistant");
+      assert.equal(answers.length, 2, JSON.stringify(answers.map((r) => r.message)));
+      assert.equal((answers[1].message as { stop_reason: string }).stop_reason, "end_turn");
+      assert.equal(textsOf(answers[1]).join(""), "the whole answer");
+      assert.equal(answers[1].parentUuid, ofType(records, "user")[1].uuid);
+    });
+  }
 
   it("a client that leaves after content arrived → its prompt and a partial answer marked interrupted; then once", async () => {
     const c = new Conversation(tap.url, "sleave");

@@ -41,7 +41,7 @@ describe("list, show, restore, doctor", () => {
   const projectOf = (cwd: string) => `${claude}/projects/${encodeProjectDir(cwd)}`;
   const io = { clock: () => NOW, cwd: scratch.dir };
   const run = (args: string[], env: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
-    cli([...args, "--mirror-dir", root, "--claude-dir", claude], env, { ...io, ...extra });
+    cli([...args, "--mirror-dir", root], { CLAUDE_CONFIG_DIR: claude, ...env }, { ...io, ...extra });
 
   before(() => {
     mkdirSync(root, { mode: 0o700 });

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
 import { sweepTree } from "../../src/storage/sweep.ts";
-import { checkRoot } from "../../src/cli/root-check.ts";
+import { prepareRoot } from "../../src/cli/root-check.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
@@ -70,15 +70,20 @@ describe("hostile trees", () => {
     assert.equal(allRecords(`${root}/owner-c`).length, 2, "other sessions carry on");
   });
 
-  it("the root must be a readable, writable directory (checked at start)", async () => {
+  it("the root must be a readable, writable directory (created and probed at start)", async () => {
     writeFileSync(`${dir}/a-file`, "x");
-    assert.match(String(await checkRoot(nodeFs, `${dir}/a-file`)), /not a directory/);
+    assert.match(String(await prepareRoot(nodeFs, `${dir}/a-file`)), /not a directory/);
+    assert.match(String(await prepareRoot(nodeFs, `${dir}/a-file/mirror`)), /cannot be created \(ENOTDIR/);
     symlinkSync(root, `${dir}/root-link`);
-    assert.match(String(await checkRoot(nodeFs, `${dir}/root-link`)), /symbolic link/);
+    assert.match(String(await prepareRoot(nodeFs, `${dir}/root-link`)), /symbolic link/);
     const unwritable: FsAdapter = { ...nodeFs, canReadWrite: async () => false };
-    assert.match(String(await checkRoot(unwritable, root)), /not readable and writable/);
-    assert.equal(await checkRoot(nodeFs, `${dir}/absent`), null, "an absent root is created on the first write");
-    assert.equal(await checkRoot(nodeFs, root), null);
+    assert.match(String(await prepareRoot(unwritable, root)), /not readable and writable/);
+    const refusing: FsAdapter = { ...nodeFs, createExclusive: async () => { throw Object.assign(new Error("read-only file system"), { code: "EROFS" }); } };
+    assert.match(String(await prepareRoot(refusing, root)), /nothing can be written there \(EROFS/);
+    assert.equal(await prepareRoot(nodeFs, `${dir}/absent/deeper`), null, "an absent root is created at start");
+    assert.equal(statSync(`${dir}/absent/deeper`).mode & 0o777, 0o700);
+    assert.equal(await prepareRoot(nodeFs, root), null);
+    assert.deepEqual(readdirSync(root).filter((n) => n.startsWith(".sessiontap-probe")), [], "the probe is removed");
   });
 
   /** A sweep whose adapter swaps `victimDir` for a symlink to `outside` when `when` matches a call. */

@@ -69,9 +69,9 @@ describe("list, show, export and restore read the store like the tree", () => {
   let scratch: { dir: string; cleanup(): void };
   const session = "0b1c2d3e-4f50-4a6b-8c7d-9e0f1a2b3c4d";
   const fromTree = (args: string[], claudeDir = `${scratch.dir}/claude`) =>
-    cli([...args, "--mirror-dir", tap.root, "--claude-dir", claudeDir], {}, { home: scratch.dir, cwd: scratch.dir, clock: () => NOW });
+    cli([...args, "--mirror-dir", tap.root], { CLAUDE_CONFIG_DIR: claudeDir }, { home: scratch.dir, cwd: scratch.dir, clock: () => NOW });
   const fromStore = (args: string[], claudeDir = `${scratch.dir}/claude`) =>
-    cli([...args, "--mirror-dir", `${scratch.dir}/no-tree-here`, "--claude-dir", claudeDir], { SESSIONTAP_STORE: db.url }, { home: scratch.dir, cwd: scratch.dir, clock: () => NOW });
+    cli([...args, "--mirror-dir", `${scratch.dir}/no-tree-here`], { SESSIONTAP_STORE: db.url, CLAUDE_CONFIG_DIR: claudeDir }, { home: scratch.dir, cwd: scratch.dir, clock: () => NOW });
 
   before(async () => {
     db = await freshDatabase("commands");

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { processStart, selfOwner } from "../../src/storage/process-identity.ts";
 import { PgSpool } from "../../src/store/pg-spool.ts";
-import type { CommitJob } from "../../src/tap/request-mirror.ts";
+import type { CommitJob } from "../../src/protocol/commit-job.ts";
 
 const job = (n: number) => ({ route: "main", sessionDir: `s${n}`, agentDir: null, n }) as unknown as CommitJob;
 const nOf = (j: CommitJob) => (j as unknown as { n: number }).n;

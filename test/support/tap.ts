@@ -2,13 +2,17 @@
 import { after, before } from "node:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { parseConfig } from "../../src/config.ts";
+import { parseConfig } from "../../src/config/parse.ts";
 import { startTap, type RunningTap, type TapDeps } from "../../src/cli/serve.ts";
 import { startStub, type StubUpstream } from "./stub-upstream.ts";
+import { nodeFs } from "../../src/storage/fs-adapter.ts";
+import { tempSpoolPlace } from "../../src/storage/mirror-spool.ts";
 
 /** A tap plus its scratch mirror root. */
 export interface TestTap extends RunningTap {
   root: string;
+  /** Lines the tap wrote to stderr. */
+  stderrLines: string[];
   /** Stops the tap and removes the scratch directory. */
   close(): Promise<void>;
 }
@@ -18,10 +22,13 @@ export async function startTestTap(upstream: string, env: Record<string, string>
   const dir = root ?? mkdtempSync(`${tmpdir()}/sessiontap-test-`);
   const config = parseConfig(["serve", "--port", "0", "--upstream", upstream, "--mirror-dir", `${dir}/mirror`], { SESSIONTAP_DRAIN_MS: "2000", ...env }, dir);
   const errors: string[] = [];
-  const tap = await startTap(config, { stderr: (line) => errors.push(line), ...deps });
+  // Unwritten commits that the root refuses at stop go under the scratch directory, never the real temp dir.
+  const tempSpool = tempSpoolPlace(nodeFs, `${dir}/mirror`, dir);
+  const tap = await startTap(config, { stderr: (line) => errors.push(line), tempSpool, ...deps });
   return {
     ...tap,
     root: `${dir}/mirror`,
+    stderrLines: errors,
     async close() {
       await tap.stop();
       if (root === undefined) rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseConfig, UsageError } from "../../src/config.ts";
+import { parseConfig, UsageError } from "../../src/config/parse.ts";
 
 const HOME = "/home/u";
 
@@ -73,10 +73,10 @@ describe("parseConfig()", () => {
     });
   }
 
-  it("parses the later subcommands so they can answer 'not yet available'", () => {
-    for (const cmd of ["list", "show", "export", "restore", "verify", "doctor"]) {
-      assert.equal(parseConfig([cmd], {}, HOME).command, cmd);
-    }
+  it("parses every subcommand with its arguments", () => {
+    for (const cmd of ["list", "verify", "doctor", "serve"]) assert.equal(parseConfig([cmd], {}, HOME).command, cmd);
+    for (const cmd of ["show", "export", "restore"]) assert.equal(parseConfig([cmd, "abc"], {}, HOME).command, cmd);
+    assert.equal(parseConfig(["store", "migrate"], {}, HOME).command, "store");
     assert.equal(parseConfig(["--help"], {}, HOME).command, "help");
     assert.equal(parseConfig(["--version"], {}, HOME).command, "version");
   });

@@ -1,22 +1,19 @@
-/** The `--help` text: every command and every setting (SPEC §2). */
+/** The general `--help` text: every command's usage line (from the command table) and every setting. */
+import { COMMANDS, usageLine } from "./commands.ts";
+
+/** What `sessiontap --help` prints. */
 export const HELP = `sessiontap — a transparent tap for the Anthropic Messages API that mirrors every
 Claude Code conversation to per-session JSONL files.
 
 Usage:
-  sessiontap [serve] [--port N] [--host ADDR] [--upstream URL] [--mirror-dir DIR] [--no-mirror]
-  sessiontap list    [--mirror-dir DIR] [--json]
-  sessiontap show    SESSION [--mirror-dir DIR] [--json]
-  sessiontap export  SESSION [--mirror-dir DIR] [--format md|html|jsonl] [--out FILE]
-  sessiontap restore SESSION [--mirror-dir DIR] [--claude-dir DIR] [--cwd DIR] [--dry-run] [--force]
-  sessiontap verify  [--mirror-dir DIR] [--repair]
-  sessiontap doctor  [--mirror-dir DIR] [--claude-dir DIR]
-  sessiontap store migrate --store URL
-  sessiontap --help | --version
+${COMMANDS.map((c) => `  ${usageLine(c)}`).join("\n")}
+  sessiontap CMD --help | --help | --version
 
 Then point Claude Code at it:
   export ANTHROPIC_BASE_URL=http://127.0.0.1:8787
 and read the mirrored sessions, live, at http://127.0.0.1:8787/_tap/ while it runs.
 Lost a session? sessiontap list, then sessiontap restore ID, then claude --resume ID.
+Is it working? curl http://127.0.0.1:8787/_tap/health, or sessiontap doctor.
 
 Settings (flag, then environment, then default):
   --port N            SESSIONTAP_PORT              8787 (0 picks a free port)
@@ -38,5 +35,5 @@ Settings (flag, then environment, then default):
                                                    list, show, export and restore read it when set
                       SESSIONTAP_STORE_ONLY        false (true: the store only; the tree is its outage spool)
 
-Exit status: 0 success, 1 the command found a problem, 2 a usage error.
+Exit status: 0 success, 1 the command found a problem, 2 a usage error. sessiontap CMD --help says more.
 `;

@@ -1,21 +1,24 @@
 /**
- * Settings from flags, then environment, then defaults (SPEC §2). Pure: (argv, env, home) → frozen
- * Config, or a UsageError naming the one setting that is wrong.
+ * Settings from flags, then environment, then defaults (docs/DESIGN.md "Command line"). Pure:
+ * (argv, env, home) → frozen Config, or a UsageError naming the one setting or flag that is wrong.
  */
+import { BOOL_FLAGS, COMMAND_SPECS, COMMANDS, flagsOf, VALUE_FLAGS, type Command } from "./commands.ts";
 
-/** A bad flag or value: one line on stderr, exit status 2 (SPEC §2). */
+export { COMMANDS, type Command };
+
+/** A bad flag or value: one line on stderr, exit status 2. */
 export class UsageError extends Error {
   override name = "UsageError";
 }
 
-/** The subcommands of SPEC §2. */
-export const COMMANDS = ["serve", "list", "show", "export", "restore", "verify", "doctor", "store"] as const;
-/** One of the subcommands. */
-export type Command = (typeof COMMANDS)[number];
+/** Where a setting's value came from: a flag, the environment, or the default. */
+export type SettingSource = "flag" | "env" | "default";
 
 /** Everything the tap and its commands read from the outside world, resolved once. */
 export interface Config {
   command: Command | "help" | "version";
+  /** With `command: "help"`: the command whose help was asked for (null: the general help). */
+  helpFor: Command | null;
   positional: string[];
   port: number;
   host: string;
@@ -48,16 +51,15 @@ export interface Config {
   lockWaitMs: number;
   /** Most commits kept in memory while writes fail. */
   maxQueued: number;
+  /** doctor: the tap to check (`--url`), or null. */
+  url: string | null;
+  /** Where the settings that name places came from, so an error can name the one that chose it. */
+  sources: { port: SettingSource; mirrorDir: SettingSource; claudeDir: SettingSource };
 }
 
 type Env = Record<string, string | undefined>;
 
-const VALUE_FLAGS = new Set([
-  "--port", "--host", "--upstream", "--mirror-dir", "--claude-dir", "--store", "--format", "--out", "--cwd",
-]);
-const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--help", "-h", "--version", "-V"]);
-
-/** Splits argv into the command, its positional arguments and its flags; rejects unknown flags. */
+/** Splits argv into the command, its positional arguments and its flags; rejects flags nobody takes. */
 function splitArgs(argv: string[]): { command: string | null; positional: string[]; flags: Map<string, string | true> } {
   const flags = new Map<string, string | true>();
   const positional: string[] = [];
@@ -83,6 +85,32 @@ function splitArgs(argv: string[]): { command: string | null; positional: string
     }
   }
   return { command, positional, flags };
+}
+
+/** Rejects a flag the command does not take (its usage line lists those it does). */
+function checkFlags(command: Command, flags: Map<string, string | true>): void {
+  const allowed = flagsOf(command);
+  for (const name of flags.keys()) {
+    if (!allowed.has(name)) throw new UsageError(`${command} does not take ${name} (see sessiontap ${command} --help)`);
+  }
+  if (command === "doctor" && flags.has("--url") && flags.has("--port")) {
+    throw new UsageError(`doctor takes --url or --port, not both (see sessiontap doctor --help)`);
+  }
+}
+
+/** Checks the count of positional arguments against the command's usage line. */
+function checkArgs(command: Command, positional: string[]): void {
+  const wanted = COMMAND_SPECS[command].args;
+  if (positional.length > wanted.length) {
+    const extra = positional.slice(wanted.length).map((a) => `"${a}"`).join(" ");
+    throw new UsageError(`${command} takes ${wanted.length === 0 ? "no arguments" : wanted.join(" ")}, got ${extra} too (see sessiontap ${command} --help)`);
+  }
+  if (positional.length < wanted.length || positional.some((a) => a === "")) {
+    const what = wanted[positional.length] ?? wanted[0];
+    throw new UsageError(what === "SESSION"
+      ? `${command} needs a SESSION (an id or a unique prefix; see sessiontap list)`
+      : `${command} needs ${what} (see sessiontap ${command} --help)`);
+  }
 }
 
 /** Reads a setting: flag first, then environment variable, then the default. */
@@ -144,12 +172,19 @@ function storeUrl(raw: string): string {
 /** Resolves argv + env into a frozen Config (SPEC §2 table). `home` is the user's home directory. */
 export function parseConfig(argv: string[], env: Env, home: string): Readonly<Config> {
   const { command: rawCommand, positional, flags } = splitArgs(argv);
-  let command: Config["command"];
-  if (flags.has("--help") || flags.has("-h") || rawCommand === "help") command = "help";
-  else if (flags.has("--version") || flags.has("-V")) command = "version";
-  else if (rawCommand === null) command = "serve";
-  else if ((COMMANDS as readonly string[]).includes(rawCommand)) command = rawCommand as Command;
-  else throw new UsageError(`unknown command "${rawCommand}" (see sessiontap --help)`);
+  const isCommand = (name: string | undefined): name is Command => name !== undefined && (COMMANDS as readonly string[]).includes(name);
+  if (rawCommand === "help") {
+    // `sessiontap help [CMD]`
+    const about = positional[0];
+    if (about !== undefined && !isCommand(about)) throw new UsageError(`unknown command "${about}" (see sessiontap --help)`);
+    return helpConfig(about ?? null);
+  }
+  if (rawCommand !== null && !isCommand(rawCommand)) throw new UsageError(`unknown command "${rawCommand}" (see sessiontap --help)`);
+  const named: Command = rawCommand ?? "serve";
+  if (flags.has("--help") || flags.has("-h")) return helpConfig(rawCommand === null ? null : named);
+  checkFlags(named, flags);
+  checkArgs(named, positional);
+  const command: Config["command"] = flags.has("--version") || flags.has("-V") ? "version" : named;
 
   const portRaw = pick(flags, "--port", env, "SESSIONTAP_PORT") ?? "8787";
   const port = integer("port (--port / SESSIONTAP_PORT)", portRaw, 0, 65535);
@@ -179,12 +214,41 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   const maxQueued = integer("SESSIONTAP_MAX_QUEUED", env.SESSIONTAP_MAX_QUEUED || "1000", 1, 1_000_000);
   const lockWaitMs = integer("SESSIONTAP_LOCK_WAIT_MS", env.SESSIONTAP_LOCK_WAIT_MS || "2000", 0, 600_000);
   const str = (f: string) => (typeof flags.get(f) === "string" ? (flags.get(f) as string) : null);
+  const source = (flag: string, envName: string): SettingSource =>
+    typeof flags.get(flag) === "string" ? "flag" : env[envName] !== undefined && env[envName] !== "" ? "env" : "default";
+  const url = str("--url");
+  if (url !== null) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(url);
+    } catch {
+      // reported below
+    }
+    if (parsed === null || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) throw new UsageError(`--url must be an http(s) URL, got "${url}"`);
+  }
 
   return Object.freeze({
-    command, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
+    command, helpFor: null, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
     includeThinking, sideRequests, claudeDir, store, storeOnly, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
     dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs, maxQueued,
+    url, sources: { port: source("--port", "SESSIONTAP_PORT"), mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"), claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR") },
   });
+}
+
+/** The config of a help request: nothing else is read, so `--help` works whatever the environment says. */
+function helpConfig(helpFor: Command | null): Readonly<Config> {
+  return Object.freeze({ ...parseConfig([], {}, "/"), command: "help", helpFor });
+}
+
+/** How to name the setting that chose `key`'s value in a message ("--mirror-dir", "SESSIONTAP_MIRROR_DIR", or the default). */
+export function settingName(config: Readonly<Config>, key: "mirrorDir" | "claudeDir" | "port"): string {
+  const names = {
+    mirrorDir: ["--mirror-dir", "SESSIONTAP_MIRROR_DIR", "the default ~/.claude/session-mirrors"],
+    claudeDir: ["--claude-dir", "CLAUDE_CONFIG_DIR", "the default ~/.claude"],
+    port: ["--port", "SESSIONTAP_PORT", "the default 8787"],
+  }[key];
+  const from = config.sources[key];
+  return from === "flag" ? names[0] : from === "env" ? names[1] : `${names[2]} (set ${names[0]} or ${names[1]})`;
 }
 
 /** Expands a leading "~" to the home directory, as a shell would. */

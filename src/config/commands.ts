@@ -1,0 +1,153 @@
+/**
+ * The command table: every command, the flags it takes and what each does. The parser rejects a flag a
+ * command does not take (exit 2), and `sessiontap CMD --help` prints the command's entry, so the usage
+ * line, the parser and the help can never disagree (docs/DESIGN.md "Command line"). Pure.
+ */
+
+/** The subcommands. */
+export const COMMANDS = ["serve", "list", "show", "export", "restore", "verify", "doctor", "store"] as const;
+/** One of the subcommands. */
+export type Command = (typeof COMMANDS)[number];
+
+/** Flags that take a value (`--flag VALUE` or `--flag=VALUE`), under any command. */
+export const VALUE_FLAGS = new Set([
+  "--port", "--host", "--upstream", "--mirror-dir", "--claude-dir", "--store", "--format", "--out", "--cwd", "--url",
+]);
+/** Flags without a value. */
+export const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--help", "-h", "--version", "-V"]);
+/** Flags every command takes. */
+export const GLOBAL_FLAGS = new Set(["--help", "-h", "--version", "-V"]);
+
+/** One flag of one command: its value's name (null for a switch) and what it does there. */
+export interface FlagHelp {
+  flag: string;
+  value: string | null;
+  help: string;
+}
+
+/** A command's entry: its arguments, one line about it, its flags, and what its exit statuses mean. */
+export interface CommandSpec {
+  /** The positional arguments, as the usage line shows them ("SESSION"), each required. */
+  args: string[];
+  about: string;
+  flags: FlagHelp[];
+  /** Shown after the flags: "flag A | flag B" alternatives, and notes. */
+  usageSuffix?: string;
+  exit: string;
+}
+
+const f = (flag: string, value: string | null, help: string): FlagHelp => ({ flag, value, help });
+const mirrorDir = f("--mirror-dir", "DIR", "the mirror root (SESSIONTAP_MIRROR_DIR; default ~/.claude/session-mirrors)");
+const claudeDir = (why: string) => f("--claude-dir", "DIR", `Claude Code's config dir, ${why} (CLAUDE_CONFIG_DIR; default ~/.claude)`);
+const storeRead = f("--store", "URL", "read a shared PostgreSQL store instead of the tree (SESSIONTAP_STORE)");
+const json = (what: string) => f("--json", null, `print ${what} as JSON`);
+
+/** Every command's entry. */
+export const COMMAND_SPECS: Record<Command, CommandSpec> = {
+  serve: {
+    args: [],
+    about: "Runs the tap: forwards every request to the upstream unchanged and mirrors each Claude Code conversation.",
+    flags: [
+      f("--port", "N", "port to listen on (SESSIONTAP_PORT; default 8787; 0 picks a free port and prints it)"),
+      f("--host", "ADDR", "address to listen on (SESSIONTAP_HOST; default 127.0.0.1)"),
+      f("--upstream", "URL", "where requests go (SESSIONTAP_UPSTREAM; default https://api.anthropic.com)"),
+      mirrorDir,
+      f("--no-mirror", null, "forward only; write nothing at all (SESSIONTAP_MIRROR=off)"),
+      claudeDir("whose transcripts the viewer checks"),
+      f("--store", "URL", "also write every commit to a shared PostgreSQL store (SESSIONTAP_STORE)"),
+    ],
+    exit: "0 stopped by SIGINT/SIGTERM with everything written; 1 stopped with commits that could be saved nowhere; 2 a bad setting, an unusable mirror root, or the port is taken.",
+  },
+  list: {
+    args: [],
+    about: "Lists every mirrored session, most recent first, with the state of Claude Code's own transcript of it.",
+    flags: [mirrorDir, claudeDir("whose transcripts are checked"), storeRead, json("an array of sessions")],
+    exit: "0 listed (none is fine); 1 there is no mirror at that root; 2 a usage error.",
+  },
+  show: {
+    args: ["SESSION"],
+    about: "Shows one session's facts and its conversation (SESSION: an id or a unique prefix).",
+    flags: [mirrorDir, claudeDir("whose transcript is checked"), storeRead, json("the facts and the records in reading order")],
+    exit: "0 shown; 1 no mirror, or no single session matches; 2 a usage error.",
+  },
+  export: {
+    args: ["SESSION"],
+    about: "Writes one session's conversation as Markdown, a standalone HTML page, or its raw JSONL records.",
+    flags: [
+      mirrorDir, storeRead,
+      f("--format", "md|html|jsonl", "what to write (default md)"),
+      f("--out", "FILE", "write to FILE (replaced atomically, 0600) instead of standard output"),
+    ],
+    exit: "0 written in full; 1 no single session matches, or the output could not be written whole; 2 a usage error.",
+  },
+  restore: {
+    args: ["SESSION"],
+    about: "Puts a session back where `claude --resume SESSION` finds it, from the mirror.",
+    flags: [
+      mirrorDir, claudeDir("where the transcript is written"), storeRead,
+      f("--cwd", "DIR", "the working directory the session belongs to (default: the one the mirror recorded)"),
+      f("--dry-run", null, "say what would be written, write nothing"),
+      f("--force", null, "replace a transcript that has content (a backup is kept beside it)"),
+      json("what was (or would be) done"),
+    ],
+    exit: "0 restored (or would be); 1 refused (a transcript with content is there), nothing matches, or the write failed; 2 a usage error.",
+  },
+  verify: {
+    args: [],
+    about: "Checks every session of the mirror tree: identity, torn lines, duplicates, chains, modes, links.",
+    flags: [mirrorDir, f("--repair", null, "move damaged lines and duplicates aside and fix modes (never loses a byte)"), json("one report per session")],
+    exit: "0 no damage; 1 damage remains, or there is no mirror at that root; 2 a usage error.",
+  },
+  doctor: {
+    args: [],
+    about: "Checks what makes a conversation go unmirrored or lost: the mirror root, the tap Claude Code uses, the upstream, Claude Code's settings and transcripts.",
+    flags: [
+      mirrorDir, claudeDir("whose settings and transcripts are checked"),
+      f("--cwd", "DIR", "the project whose .claude/settings*.json Claude Code reads (default: the current directory)"),
+      f("--url", "URL", "the tap to check (default: the ANTHROPIC_BASE_URL Claude Code uses, else http://127.0.0.1:8787)"),
+      f("--port", "N", "the tap to check is http://127.0.0.1:N"),
+      json("the checks"),
+    ],
+    usageSuffix: "--url and --port name the same thing: give one.",
+    exit: "0 no problem (warnings allowed); 1 at least one problem; 2 a usage error.",
+  },
+  store: {
+    args: ["migrate"],
+    about: "`store migrate`: creates the shared PostgreSQL store's schema or brings it up to date.",
+    flags: [f("--store", "URL", "the store, postgres://… (SESSIONTAP_STORE)")],
+    exit: "0 the schema is current; 1 the store cannot be reached or refused; 2 a usage error.",
+  },
+};
+
+/** The flags `command` takes (its own and the global ones). */
+export function flagsOf(command: Command): Set<string> {
+  return new Set([...COMMAND_SPECS[command].flags.map((x) => x.flag), ...GLOBAL_FLAGS]);
+}
+
+/** The usage line of a command. */
+export function usageLine(command: Command): string {
+  const spec = COMMAND_SPECS[command];
+  const name = command === "serve" ? "[serve]" : command;
+  const flags = spec.flags.map((x) => `[${x.flag}${x.value === null ? "" : ` ${x.value}`}]`);
+  return ["sessiontap", name, ...spec.args, ...flags].join(" ");
+}
+
+/** `sessiontap CMD --help`: the command's usage, every flag and what it does, and its exit statuses. */
+export function commandHelp(command: Command): string {
+  const spec = COMMAND_SPECS[command];
+  const rows = spec.flags.map((x) => [`${x.flag}${x.value === null ? "" : ` ${x.value}`}`, x.help]);
+  rows.push(["-h, --help", "print this help"]);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return [
+    `Usage: ${usageLine(command)}`,
+    "",
+    spec.about,
+    "",
+    "Options:",
+    ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`),
+    ...(spec.usageSuffix ? ["", spec.usageSuffix] : []),
+    "",
+    `Exit status: ${spec.exit}`,
+    "",
+  ].join("\n");
+}

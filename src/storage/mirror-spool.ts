@@ -1,0 +1,113 @@
+/**
+ * Where the mirror keeps commits it could not write before the tap stopped, so they are written on the
+ * next start instead of being dropped in silence (docs/DESIGN.md "Health and exit"): first choice
+ * `<root>/.spool/mirror/`, and when the root itself is what fails, a private directory under the system's
+ * temporary directory named after the root. Files are 0600, fsynced, one JSON commit a line; a later
+ * start adopts the files of dead processes from both places and replays them (planning is idempotent, so
+ * a commit replayed twice writes nothing twice).
+ */
+import { createHash } from "node:crypto";
+import { tmpdir } from "node:os";
+import type { CommitJob } from "../protocol/commit-job.ts";
+import type { LockOwner } from "./dir-lock.ts";
+import type { FsAdapter } from "./fs-adapter.ts";
+import { join } from "./mirror-tree.ts";
+import { currentUid, ensurePrivateDir } from "./private-dir.ts";
+import { completeLines, SpoolFiles } from "./spool-files.ts";
+
+/** One place a spool can live, and how to make sure it is safe to use. */
+export interface SpoolPlace {
+  dir: string;
+  /** Creates the directory (0700) or checks the one there; throws when it cannot be used. */
+  ensure(): Promise<void>;
+}
+
+/** The spool directory under the root. */
+export function rootSpoolDir(root: string): string {
+  return join(root, ".spool", "mirror");
+}
+
+/** The fallback place under the system's temporary directory, one per user and mirror root. */
+export function tempSpoolPlace(fs: FsAdapter, root: string, tmp = tmpdir()): SpoolPlace {
+  const uid = currentUid();
+  const userDir = join(tmp, `sessiontap-${uid >= 0 ? uid : "user"}`);
+  const dir = join(userDir, `spool-${createHash("sha256").update(root).digest("hex").slice(0, 16)}`);
+  return {
+    dir,
+    async ensure() {
+      await ensurePrivateDir(fs, userDir);
+      await ensurePrivateDir(fs, dir);
+    },
+  };
+}
+
+/** What a start found to replay. */
+export interface SpoolLoad {
+  jobs: CommitJob[];
+  /** The adopted files (full paths): remove them once every job is written. */
+  files: string[];
+  /** Lines that were not commits (a torn tail): skipped. */
+  malformed: number;
+}
+
+/** The mirror's shutdown spool over its places, in order of preference. */
+export class MirrorSpool {
+  constructor(
+    private readonly fs: FsAdapter,
+    private readonly places: SpoolPlace[],
+    private readonly self: Promise<LockOwner> | LockOwner,
+  ) {}
+
+  /** Saves `jobs` in the first place that takes them all; resolves with that file, or rejects with every place's failure. */
+  async save(jobs: CommitJob[]): Promise<string> {
+    const text = jobs.map((job) => JSON.stringify(job) + "\n").join("");
+    const failures: string[] = [];
+    for (const place of this.places) {
+      try {
+        await place.ensure();
+        const path = join(place.dir, await new SpoolFiles(this.fs, place.dir, this.self).ownName());
+        await this.fs.append(path, text, true);
+        return path;
+      } catch (error) {
+        failures.push(`${place.dir}: ${(error as { code?: string }).code ?? ""} ${(error as Error).message}`.trim());
+      }
+    }
+    throw Object.assign(new Error(`nowhere to save ${jobs.length} commits (${failures.join("; ")})`), { code: "ENOSPOOL" });
+  }
+
+  /** Adopts the spool files dead processes left in every place that exists, and reads their commits, oldest request first. */
+  async load(): Promise<SpoolLoad> {
+    const out: SpoolLoad = { jobs: [], files: [], malformed: 0 };
+    for (const place of this.places) {
+      if ((await this.fs.lstat(place.dir)) === null) continue;
+      await place.ensure(); // never read a planted directory
+      const files = new SpoolFiles(this.fs, place.dir, this.self);
+      await files.adoptOrphans();
+      for (const name of await files.adoptedNames()) {
+        const path = join(place.dir, name);
+        out.files.push(path);
+        for (const line of completeLines(await this.fs.readText(path))) {
+          try {
+            out.jobs.push(JSON.parse(line) as CommitJob);
+          } catch {
+            out.malformed++;
+          }
+        }
+      }
+    }
+    // Stable: commits of one conversation keep their order; files of two dead taps interleave by time.
+    out.jobs.sort((a, b) => a.requestTimestamp.localeCompare(b.requestTimestamp));
+    return out;
+  }
+
+  /** Removes replayed files (already gone is fine). */
+  async remove(files: string[]): Promise<void> {
+    for (const path of files) {
+      try {
+        await this.fs.unlink(path);
+      } catch (error) {
+        if ((error as { code?: string }).code !== "ENOENT") throw error;
+      }
+    }
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * A directory only this user can use, outside the mirror root (a spool under the system's temporary
+ * directory, which other users can write to): created 0700 when absent, and refused when it is a
+ * symbolic link, not a directory, owned by someone else, or open to group or others, so nobody can plant
+ * it in advance to read or redirect what is saved there (docs/DESIGN.md "Trust boundaries").
+ */
+import process from "node:process";
+import type { FsAdapter } from "./fs-adapter.ts";
+
+/** This process's user id, or -1 where the platform has none. */
+export function currentUid(): number {
+  return typeof process.getuid === "function" ? process.getuid() : -1;
+}
+
+/** Mode of every private directory. */
+export const PRIVATE_DIR_MODE = 0o700;
+
+/** Creates `path` (one level: its parent must exist) or checks the one there; throws with the reason it cannot be used. */
+export async function ensurePrivateDir(fs: FsAdapter, path: string): Promise<void> {
+  let info = await fs.lstat(path);
+  if (info === null) {
+    try {
+      await fs.mkdir(path, PRIVATE_DIR_MODE);
+    } catch (error) {
+      if ((error as { code?: string }).code !== "EEXIST") throw error;
+    }
+    info = await fs.lstat(path);
+  }
+  const refuse = (why: string) => Object.assign(new Error(`${path} ${why}; not used`), { code: "EUNSAFE" });
+  if (info === null) throw refuse("vanished while being created");
+  if (info.isSymbolicLink) throw refuse("is a symbolic link");
+  if (!info.isDirectory) throw refuse("is not a directory");
+  const uid = currentUid();
+  if (uid >= 0 && info.uid >= 0 && info.uid !== uid) throw refuse(`belongs to another user (uid ${info.uid})`);
+  if (uid >= 0 && (info.mode & 0o077) !== 0) throw refuse(`is open to other users (mode ${(info.mode & 0o777).toString(8)})`);
+}

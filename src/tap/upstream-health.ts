@@ -1,0 +1,55 @@
+/**
+ * The upstream's state as the tap sees it (docs/DESIGN.md "Health and exit"): an attempt fails when the
+ * upstream cannot be reached or its connection breaks mid-answer; an HTTP error status is the upstream's
+ * answer, passed on as it is, and counts as reaching it. One stderr line when it starts failing, a
+ * reminder at most once a minute, one line when it answers again.
+ */
+import { describe } from "../storage/events-log.ts";
+import { Alarm, type AlarmState } from "./alarm.ts";
+
+/** What health shows of the upstream. */
+export interface UpstreamState extends AlarmState {
+  url: string;
+}
+
+/** The upstream's alarm. */
+export class UpstreamHealth {
+  private readonly alarm: Alarm;
+  private readonly host: string;
+
+  constructor(
+    private readonly url: string,
+    clock: () => number,
+    stderr: (line: string) => void,
+  ) {
+    this.alarm = new Alarm(clock, stderr);
+    this.host = new URL(url).host;
+  }
+
+  /** An attempt failed: `broke` when the connection broke after the answer began. */
+  failed(error: unknown, how: "unreachable" | "broke"): void {
+    const why = describe(error);
+    this.alarm.fail(why, (first, failures) =>
+      !first
+        ? `sessiontap: upstream ${this.host} still failing: ${failures} attempts since ${this.alarm.state().failingSince} (${why})`
+        : how === "unreachable"
+          ? `sessiontap: upstream ${this.host} cannot be reached (${why}); clients get 502 until it can. Check --upstream / SESSIONTAP_UPSTREAM and the network`
+          : `sessiontap: upstream ${this.host} broke off an answer mid-stream (${why}); the client saw the stream cut`);
+  }
+
+  /** The upstream answered (any status). */
+  answered(): void {
+    this.alarm.ok((failures) => `sessiontap: upstream ${this.host} answers again (after ${failures} failed attempt${failures === 1 ? "" : "s"})`);
+  }
+
+  /** What health shows. */
+  state(): UpstreamState {
+    return { url: this.url, ...this.alarm.state() };
+  }
+
+  /** The problem health lists while the last attempt failed. */
+  problems(): string[] {
+    const s = this.alarm.state();
+    return s.failing ? [`upstream: ${this.host} failing since ${s.failingSince} (${s.consecutiveFailures} attempt${s.consecutiveFailures === 1 ? "" : "s"}; ${s.lastError})`] : [];
+  }
+}
