@@ -3,7 +3,8 @@
  * object a test can build: output, environment, working directory, filesystem, fetch and clock. Plus the
  * few helpers they share: finding SESSION, sizes, times.
  */
-import type { Config } from "../config/parse.ts";
+import { settingName, type Config } from "../config/parse.ts";
+import { describe } from "../storage/events-log.ts";
 import { buildTree, type Tree } from "../recover/tree.ts";
 import { summarize, type SessionData, type SessionSummary } from "../recover/summary.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -38,6 +39,8 @@ export interface LoadedSession {
  */
 export async function findSession(config: Readonly<Config>, io: CommandIo): Promise<LoadedSession | number> {
   const query = config.positional[0];
+  const missing = await noMirror(config, io);
+  if (missing !== null) return missing;
   // The shared store when one is configured (issue 7), else the mirror tree.
   const found = await withSessionSource(config, io.fs, (source) => source.lookup(query));
   if (found.kind === "none") {
@@ -51,6 +54,27 @@ export async function findSession(config: Readonly<Config>, io: CommandIo): Prom
   }
   const tree = buildTree(found.data.records);
   return { data: found.data, tree, summary: summarize(found.data, tree) };
+}
+
+/**
+ * When the command reads the tree and there is no mirror at its root: says so (naming the setting that
+ * chose the root) and returns exit status 1; else null. An empty listing would look like "nothing was
+ * ever mirrored" when the root is simply the wrong one.
+ */
+export async function noMirror(config: Readonly<Config>, io: CommandIo): Promise<number | null> {
+  if (config.store !== null) return null;
+  let info;
+  try {
+    info = await io.fs.lstat(config.mirrorDir);
+  } catch (error) {
+    io.stderr(`sessiontap: cannot read the mirror root ${config.mirrorDir} (${settingName(config, "mirrorDir")}): ${describe(error)}\n`);
+    return 1;
+  }
+  if (info !== null && info.isDirectory) return null;
+  io.stderr(info === null
+    ? `sessiontap: there is no mirror at ${config.mirrorDir} (${settingName(config, "mirrorDir")}): nothing was mirrored there; the tap's startup block names its mirror root\n`
+    : `sessiontap: the mirror root ${config.mirrorDir} (${settingName(config, "mirrorDir")}) is not a directory\n`);
+  return 1;
 }
 
 /** A byte count for people: 512 B, 15.2 KB, 3.4 MB. */

@@ -1,9 +1,11 @@
 /**
- * `sessiontap doctor [--mirror-dir DIR] [--claude-dir DIR] [--json]`: checks what makes a user lose a
- * transcript or bypass the tap, each as ok / warn / FAIL with what to do; exit 1 when any check fails.
+ * `sessiontap doctor`: checks what makes a user lose a transcript or bypass the tap, each as ok / warn /
+ * FAIL with what to do; exit 1 when any check fails.
  *
  * - the mirror root: a real directory, private (0700), writable, with free space;
- * - the tap: something answers `/_tap/health` at the configured address, mirroring where doctor looks;
+ * - the tap Claude Code uses (`--url` / `--port` name another): something answers `/_tap/health` there,
+ *   mirroring where doctor looks, and every problem its health lists (a failing upstream, queued commits)
+ *   is a problem here too;
  * - the base URL Claude Code will use: `ANTHROPIC_BASE_URL` from Claude Code's settings (`env`, which it
  *   applies over the shell's: project `.claude/settings.local.json`, then `.claude/settings.json`, then
  *   `<claude-dir>/settings.json`), else from the environment; it must be a tap;
@@ -13,6 +15,7 @@
  */
 import type { Config } from "../config/parse.ts";
 import { isObject } from "../recover/records.ts";
+import { describe } from "../storage/events-log.ts";
 import { join } from "../storage/mirror-tree.ts";
 import { listSessions } from "./list.ts";
 import { humanBytes, type CommandIo } from "./command-io.ts";
@@ -89,10 +92,10 @@ async function probe(io: CommandIo, base: string): Promise<{ ok: true; health: R
   try {
     const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual" });
     const body = (await response.json().catch(() => null)) as unknown;
-    if (response.status === 200 && isObject(body) && body.status === "ok" && "runtime" in body) return { ok: true, health: body };
+    if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) return { ok: true, health: body };
     return { ok: false, why: `${url.origin} answers, but is not a sessiontap tap (HTTP ${response.status})` };
   } catch (error) {
-    return { ok: false, why: `nothing answers at ${url.origin} (${(error as Error).name === "TimeoutError" ? "timed out" : (error as { code?: string }).code ?? (error as Error).message.split("\n")[0]})` };
+    return { ok: false, why: `nothing answers at ${url.origin} (${(error as Error).name === "TimeoutError" ? "timed out" : describe(error)})` };
   }
 }
 
@@ -114,46 +117,69 @@ async function settingsFiles(config: Readonly<Config>, io: CommandIo): Promise<{
   return out;
 }
 
-/** The tap at the configured address, and the base URL Claude Code will actually use. */
+/** The base URL Claude Code will use: from its settings (`env`, applied over the shell's), else the environment. */
+function claudeBaseUrl(settings: Awaited<ReturnType<typeof settingsFiles>>, env: CommandIo["env"]): { url: string; where: string; fromSettings: string | null } | null {
+  const fromSettings = settings.find((s) => isObject(s.json?.env) && typeof (s.json!.env as Record<string, unknown>).ANTHROPIC_BASE_URL === "string");
+  if (fromSettings !== undefined) {
+    return { url: (fromSettings.json!.env as Record<string, string>).ANTHROPIC_BASE_URL, where: `in ${fromSettings.path} (env)`, fromSettings: fromSettings.path };
+  }
+  const fromEnv = env.ANTHROPIC_BASE_URL;
+  return fromEnv === undefined || fromEnv === "" ? null : { url: fromEnv, where: "in the environment", fromSettings: null };
+}
+
+/** Health's problems as checks: "upstream: …" becomes check "tap upstream", and so on. */
+function problemChecks(health: Record<string, unknown>): Check[] {
+  const problems = Array.isArray(health.problems) ? health.problems.filter((p): p is string => typeof p === "string") : [];
+  if (health.status === "degraded" && problems.length === 0) return [{ check: "tap health", status: "fail", detail: "degraded (no problem named)" }];
+  return problems.map((p) => {
+    const colon = p.indexOf(": ");
+    return colon > 0 && colon < 20 ? { check: `tap ${p.slice(0, colon)}`, status: "fail", detail: p.slice(colon + 2) } : { check: "tap health", status: "fail", detail: p };
+  });
+}
+
+/**
+ * The tap Claude Code would use (or the one `--url` / `--port` names), what its health says, and the base
+ * URL Claude Code will actually use.
+ */
 async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
   const out: Check[] = [];
+  const settings = await settingsFiles(config, io);
+  for (const s of settings) if (s.error !== null) out.push({ check: "claude settings", status: "warn", detail: `${s.path} could not be read: ${s.error}` });
+  const base = claudeBaseUrl(settings, io.env);
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host;
-  const tapUrl = `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`;
+  const defaultTap = `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`;
+  const [tapUrl, chosen] = config.url !== null
+    ? [config.url.replace(/\/+$/, ""), "--url"]
+    : config.sources.port === "flag"
+      ? [`http://127.0.0.1:${config.port}`, "--port"]
+      : base !== null
+        ? [base.url.replace(/\/+$/, ""), `ANTHROPIC_BASE_URL ${base.where}`]
+        : [defaultTap, "the default address"];
   const tap = await probe(io, tapUrl);
   if (tap.ok) {
     const mirror = tap.health.mirror;
-    if (mirror === "off") out.push({ check: "tap", status: "warn", detail: `${tapUrl} is up, but runs with the mirror off (--no-mirror / SESSIONTAP_MIRROR=off)` });
+    const about = `${tapUrl} (${chosen})`;
+    if (mirror === "off") out.push({ check: "tap", status: "warn", detail: `${about} is up, but runs with the mirror off (--no-mirror / SESSIONTAP_MIRROR=off)` });
     else if (isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir) {
-      out.push({ check: "tap", status: "warn", detail: `${tapUrl} is up, mirroring to ${mirror.root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)` });
-    } else out.push({ check: "tap", status: "ok", detail: `${tapUrl} is up (sessiontap ${String(tap.health.version)}, ${String(tap.health.runtime)})` });
+      out.push({ check: "tap", status: "warn", detail: `${about} is up, mirroring to ${mirror.root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)` });
+    } else out.push({ check: "tap", status: "ok", detail: `${about} is up (sessiontap ${String(tap.health.version)}, ${String(tap.health.runtime)})` });
+    out.push(...problemChecks(tap.health));
   } else {
-    out.push({ check: "tap", status: "fail", detail: `${tap.why}; start it: sessiontap serve` });
+    out.push({ check: "tap", status: "fail", detail: `${tap.why} (${chosen}); start it: sessiontap serve${chosen === "--port" || chosen === "--url" ? "" : ", or name it: sessiontap doctor --url URL"}` });
   }
 
-  const settings = await settingsFiles(config, io);
-  for (const s of settings) if (s.error !== null) out.push({ check: "claude settings", status: "warn", detail: `${s.path} could not be read: ${s.error}` });
-  const fromSettings = settings.find((s) => isObject(s.json?.env) && typeof (s.json!.env as Record<string, unknown>).ANTHROPIC_BASE_URL === "string");
-  const fromEnv = io.env.ANTHROPIC_BASE_URL;
   const check = "ANTHROPIC_BASE_URL";
-  let base: string | null = null;
-  let where = "";
-  if (fromSettings !== undefined) {
-    base = (fromSettings.json!.env as Record<string, string>).ANTHROPIC_BASE_URL;
-    where = `in ${fromSettings.path} (env)`;
-  } else if (fromEnv !== undefined && fromEnv !== "") {
-    base = fromEnv;
-    where = "in the environment";
-  }
   if (base === null) {
     out.push({ check, status: "fail", detail: `not set, so Claude Code talks to the API directly and nothing is mirrored: export ANTHROPIC_BASE_URL=${tapUrl} (or set it under "env" in ${join(config.claudeDir, "settings.json")})` });
     return out;
   }
-  if (fromSettings !== undefined && fromEnv !== undefined && fromEnv !== "" && fromEnv !== base) {
-    out.push({ check, status: "warn", detail: `the environment says ${fromEnv}, but Claude Code applies ${base} from ${fromSettings.path} over it` });
+  const fromEnv = io.env.ANTHROPIC_BASE_URL;
+  if (base.fromSettings !== null && fromEnv !== undefined && fromEnv !== "" && fromEnv !== base.url) {
+    out.push({ check, status: "warn", detail: `the environment says ${fromEnv}, but Claude Code applies ${base.url} from ${base.fromSettings} over it` });
   }
-  const target = base.replace(/\/+$/, "") === tapUrl ? tap : await probe(io, base);
-  if (target.ok) out.push({ check, status: "ok", detail: `${base} ${where} reaches a tap` });
-  else out.push({ check, status: "fail", detail: `${base} ${where}: ${target.why}; Claude Code's requests are not mirrored` });
+  const target = base.url.replace(/\/+$/, "") === tapUrl ? tap : await probe(io, base.url);
+  if (target.ok) out.push({ check, status: "ok", detail: `${base.url} ${base.where} reaches a tap` });
+  else out.push({ check, status: "fail", detail: `${base.url} ${base.where}: ${target.why}; Claude Code's requests are not mirrored` });
   return out;
 }
 

@@ -7,7 +7,7 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { humanBytes, shortTime, type CommandIo } from "./command-io.ts";
+import { humanBytes, noMirror, shortTime, type CommandIo } from "./command-io.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
 export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string, source?: SessionSource): Promise<ListEntry[]> {
@@ -16,6 +16,8 @@ export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string
 
 /** Runs `list`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const missing = await noMirror(config, io);
+  if (missing !== null) return missing;
   const entries = await withSessionSource(config, io.fs, (source) => listSessions(io.fs, config.mirrorDir, config.claudeDir, source));
   if (config.json) {
     io.stdout(JSON.stringify(entries, null, 2) + "\n");

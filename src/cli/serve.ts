@@ -127,7 +127,9 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
   try {
     tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n") });
   } catch (error) {
-    io.stderr(`sessiontap: cannot listen on ${config.host}:${config.port} (${describe(error)})\n`);
+    const code = (error as { code?: string }).code ?? "";
+    const listening = ["EADDRINUSE", "EACCES", "EADDRNOTAVAIL", "EPERM"].includes(code) || /address|port/i.test(String((error as Error).message));
+    io.stderr(listening ? `sessiontap: cannot listen on ${config.host}:${config.port} (${describe(error)})\n` : `sessiontap: cannot start: ${describe(error)}\n`);
     return 2;
   }
   const replay = tap.replayed.commits === 0

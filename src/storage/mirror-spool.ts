@@ -48,6 +48,8 @@ export interface SpoolLoad {
   files: string[];
   /** Lines that were not commits (a torn tail): skipped. */
   malformed: number;
+  /** Places that could not be looked at, and why (what they hold waits for a later start). */
+  unreadable: { dir: string; error: unknown }[];
 }
 
 /** The mirror's shutdown spool over its places, in order of preference. */
@@ -77,22 +79,28 @@ export class MirrorSpool {
 
   /** Adopts the spool files dead processes left in every place that exists, and reads their commits, oldest request first. */
   async load(): Promise<SpoolLoad> {
-    const out: SpoolLoad = { jobs: [], files: [], malformed: 0 };
+    const out: SpoolLoad = { jobs: [], files: [], malformed: 0, unreadable: [] };
     for (const place of this.places) {
-      if ((await this.fs.lstat(place.dir)) === null) continue;
-      await place.ensure(); // never read a planted directory
-      const files = new SpoolFiles(this.fs, place.dir, this.self);
-      await files.adoptOrphans();
-      for (const name of await files.adoptedNames()) {
-        const path = join(place.dir, name);
-        out.files.push(path);
-        for (const line of completeLines(await this.fs.readText(path))) {
-          try {
-            out.jobs.push(JSON.parse(line) as CommitJob);
-          } catch {
-            out.malformed++;
+      try {
+        if ((await this.fs.lstat(place.dir)) === null) continue;
+        await place.ensure(); // never read a planted directory
+        const files = new SpoolFiles(this.fs, place.dir, this.self);
+        await files.adoptOrphans();
+        for (const name of await files.adoptedNames()) {
+          const path = join(place.dir, name);
+          const text = await this.fs.readText(path);
+          out.files.push(path);
+          for (const line of completeLines(text)) {
+            try {
+              out.jobs.push(JSON.parse(line) as CommitJob);
+            } catch {
+              out.malformed++;
+            }
           }
         }
+      } catch (error) {
+        if ((error as { code?: string }).code === "ENOTDIR") continue; // a path that cannot hold a spool holds none
+        out.unreadable.push({ dir: place.dir, error });
       }
     }
     // Stable: commits of one conversation keep their order; files of two dead taps interleave by time.

@@ -209,6 +209,10 @@ export class Mirror {
   async replaySpool(): Promise<Replayed> {
     const found = await this.spool.load();
     if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });
+    for (const { dir, error } of found.unreadable) {
+      this.fail("spool", error, { dir });
+      this.options.stderr(`sessiontap: the spool at ${dir} could not be read (${describe(error)}); what it holds is replayed by a later start`);
+    }
     if (found.files.length === 0) return { commits: 0, files: [], waiting: 0 };
     this.spoolFiles = found.files;
     // Only into the tree: the spool holds what the tree did not take (a store keeps its own spool).
@@ -298,7 +302,6 @@ export class Mirror {
     const sinks = this.sinks.map((sink) => sink.flush(boundMs));
     await Promise.race([Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), bound]);
     clearTimeout(timer);
-    this.backlog.stopTimers();
   }
 
   /**
@@ -308,6 +311,7 @@ export class Mirror {
   async stop(boundMs: number): Promise<Unwritten> {
     this.log("stop", {});
     await this.flush(boundMs);
+    this.backlog.stopTimers();
     const left = this.backlog.all();
     if (left.length === 0) return { kind: "none" };
     try {

@@ -84,11 +84,21 @@ describe("list, show, restore, doctor", () => {
       assert.match(out.stdout, /sessiontap restore \S+/);
     });
 
-    it("an empty or absent mirror is not an error; an argument is a usage error", async () => {
-      const empty = await cli(["list", "--mirror-dir", `${scratch.dir}/nothing`, "--claude-dir", claude]);
+    it("an empty mirror lists nothing, exit 0; an absent one says so, exit 1; an argument is a usage error", async () => {
+      mkdirSync(`${scratch.dir}/empty-root`, { mode: 0o700 });
+      const empty = await cli(["list", "--mirror-dir", `${scratch.dir}/empty-root`, "--claude-dir", claude]);
       assert.equal(empty.code, 0);
       assert.match(empty.stdout, /No mirrored sessions/);
-      assert.equal((await cli(["list", "--json", "--mirror-dir", `${scratch.dir}/nothing`])).stdout.trim(), "[]");
+      assert.equal((await cli(["list", "--json", "--mirror-dir", `${scratch.dir}/empty-root`])).stdout.trim(), "[]");
+      for (const args of [["list"], ["list", "--json"], ["show", "abc"], ["export", "abc"], ["restore", "abc"]]) {
+        const absent = await cli([...args, "--mirror-dir", `${scratch.dir}/nothing`]);
+        assert.equal(absent.code, 1, `${args.join(" ")}: ${absent.stderr}`);
+        assert.equal(absent.stdout, "", "nothing that looks like an (empty) answer");
+        assert.match(absent.stderr, new RegExp(`^sessiontap: there is no mirror at ${scratch.dir}/nothing \\(--mirror-dir\\)`));
+        assert.equal(absent.stderr.trimEnd().split("\n").length, 1);
+      }
+      assert.match((await cli(["list"], { SESSIONTAP_MIRROR_DIR: `${scratch.dir}/nothing` })).stderr, /\(SESSIONTAP_MIRROR_DIR\)/);
+      assert.match((await cli(["list"], {}, { home: `${scratch.dir}/nohome` })).stderr, /the default ~\/\.claude\/session-mirrors/);
       assert.equal((await run(["list", "extra"])).code, 2);
     });
   });
@@ -273,7 +283,7 @@ describe("list, show, restore, doctor", () => {
         const out = await cli(["doctor", "--mirror-dir", r, "--claude-dir", cd], { ANTHROPIC_BASE_URL: tap }, { ...io, fetch: tapOf(r) });
         assert.equal(out.code, 1, out.stdout);
         assert.match(out.stdout, new RegExp(`^FAIL +transcripts +${A} .*a stub; restore it: sessiontap restore ${A}$`, "m"));
-        assert.match(out.stdout, /^ok +tap +http:\/\/127\.0\.0\.1:8787 is up/m);
+        assert.match(out.stdout, /^ok +tap +http:\/\/127\.0\.0\.1:8787 \(ANTHROPIC_BASE_URL in the environment\) is up/m);
         assert.match(out.stdout, /^ok +ANTHROPIC_BASE_URL /m);
         assert.match(out.stdout, /^ok +cleanupPeriodDays +3650 days/m);
         assert.match(out.stdout, /^ok +mirror root /m);

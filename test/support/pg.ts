@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import process from "node:process";
 import { closeStore, openStore, type Sql } from "../../src/store/pg-client.ts";
+import { pollAsync } from "./poll.ts";
 
 /** The cluster's URL; fails the calling test when there is none. */
 export function clusterUrl(): string {
@@ -64,16 +65,7 @@ export async function storedRows(sql: Sql): Promise<{ session_id: string; subpat
   return rows.map((r) => ({ ...r, entry: JSON.parse(r.text) as Record<string, unknown> }));
 }
 
-/** Reads `read()` every 50 ms until `done(value)` or `ms` passed; returns the last value (the caller asserts on it). */
-export async function pollAsync<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 10_000): Promise<T> {
-  const until = Date.now() + ms;
-  let value = await read();
-  while (!done(value) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 50));
-    value = await read();
-  }
-  return value;
-}
+export { pollAsync };
 
 /** The tap's /_tap/health `store` object. */
 export async function storeHealth(tapUrl: string): Promise<Record<string, unknown>> {

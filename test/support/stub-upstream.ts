@@ -165,8 +165,8 @@ async function send(res: ServerResponse, rec: RecordedRequest, n: number, reply:
   }
 }
 
-/** Starts a stub upstream listening on 127.0.0.1 with an OS-assigned port. */
-export function startStub(): Promise<StubUpstream> {
+/** Starts a stub upstream listening on 127.0.0.1, on `port` (default: one the OS assigns). */
+export function startStub(port = 0): Promise<StubUpstream> {
   const requests: RecordedRequest[] = [];
   const queue: Reply[] = [];
   let fallback: Reply = { kind: "conversation" };
@@ -227,7 +227,7 @@ export function startStub(): Promise<StubUpstream> {
 
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
+    server.listen(port, "127.0.0.1", () => {
       const port = (server.address() as { port: number }).port;
       resolve({
         url: `http://127.0.0.1:${port}`,

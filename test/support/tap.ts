@@ -1,6 +1,6 @@
 /** Starts a real tap in this process (real server, real files) against a stub upstream, for one test. */
 import { after, before } from "node:test";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { parseConfig } from "../../src/config/parse.ts";
 import { startTap, type RunningTap, type TapDeps } from "../../src/cli/serve.ts";
@@ -22,6 +22,7 @@ export async function startTestTap(upstream: string, env: Record<string, string>
   const dir = root ?? mkdtempSync(`${tmpdir()}/sessiontap-test-`);
   const config = parseConfig(["serve", "--port", "0", "--upstream", upstream, "--mirror-dir", `${dir}/mirror`], { SESSIONTAP_DRAIN_MS: "2000", ...env }, dir);
   const errors: string[] = [];
+  if (config.mirror) mkdirSync(`${dir}/mirror`, { recursive: true, mode: 0o700 }); // as `serve` makes it before it listens
   // Unwritten commits that the root refuses at stop go under the scratch directory, never the real temp dir.
   const tempSpool = tempSpoolPlace(nodeFs, `${dir}/mirror`, dir);
   const tap = await startTap(config, { stderr: (line) => errors.push(line), tempSpool, ...deps });

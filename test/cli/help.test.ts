@@ -1,0 +1,100 @@
+// Every command's own help and its flags: `CMD --help` prints that command's usage with every flag it
+// takes and what each does (exit 0); a flag the command does not take is a usage error naming it (exit 2);
+// errors a user can cause are one line naming the setting or path, never a stack trace.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { runTap } from "../support/child.ts";
+import { cli } from "../support/recover.ts";
+
+/** Flags each command must document in its help, and one flag it must refuse. */
+const COMMANDS: [string[], string[], string][] = [
+  [["serve"], ["--port N", "--host ADDR", "--upstream URL", "--mirror-dir DIR", "--no-mirror", "--claude-dir DIR", "--store URL"], "--dry-run"],
+  [["list"], ["--mirror-dir DIR", "--claude-dir DIR", "--store URL", "--json"], "--port"],
+  [["show", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--json"], "--force"],
+  [["export", "x"], ["--mirror-dir DIR", "--format md|html|jsonl", "--out FILE"], "--json"],
+  [["restore", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--cwd DIR", "--dry-run", "--force", "--json"], "--format"],
+  [["verify"], ["--mirror-dir DIR", "--repair", "--json"], "--force"],
+  [["doctor"], ["--mirror-dir DIR", "--claude-dir DIR", "--url URL", "--port N", "--json", "--cwd DIR"], "--repair"],
+  [["store", "migrate"], ["--store URL"], "--json"],
+];
+
+describe("per-command help and flags", () => {
+  for (const [[command, ...args], flags, refused] of COMMANDS) {
+    it(`${command} --help: its usage line and every flag it takes, with what each does; exit 0`, async () => {
+      for (const asked of [[command, "--help"], [command, "-h"], ["help", command], [command, ...args, "--help"]]) {
+        const r = await cli(asked);
+        assert.equal(r.code, 0, `${asked.join(" ")}: ${r.stderr}`);
+        assert.equal(r.stderr, "");
+        const usage = r.stdout.split("\n")[0];
+        assert.match(usage, new RegExp(`^Usage: sessiontap ${command === "serve" ? "\\[serve\\]" : command}( |$)`));
+        for (const flag of flags) {
+          assert.ok(usage.includes(`[${flag}]`), `${command}'s usage line lacks [${flag}]: ${usage}`);
+          const row = r.stdout.split("\n").find((l) => l.trimStart().startsWith(`${flag} `));
+          assert.ok(row !== undefined && row.slice(row.indexOf(flag) + flag.length).trim().length > 10, `${command} --help does not say what ${flag} does`);
+        }
+        assert.match(r.stdout, /^Exit status: 0 /m);
+      }
+    });
+
+    it(`${command} ${refused}: a flag it does not take is one line naming it, exit 2`, async () => {
+      const value = ["--port", "--format"].includes(refused) ? ["5"] : [];
+      const r = await cli([command, ...args, refused, ...value]);
+      assert.equal(r.code, 2, r.stdout + r.stderr);
+      assert.equal(r.stdout, "");
+      assert.equal(r.stderr, `sessiontap: ${command} does not take ${refused} (see sessiontap ${command} --help)\n`);
+    });
+  }
+
+  it("doctor takes --url or --port, not both; a bad --url is named", async () => {
+    assert.match((await cli(["doctor", "--url", "http://127.0.0.1:1", "--port", "5"])).stderr, /--url or --port, not both/);
+    const bad = await cli(["doctor", "--url", "ftp://x"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--url must be an http\(s\) URL/);
+  });
+
+  it("a missing or an extra argument is a usage error naming what the command takes", async () => {
+    assert.match((await cli(["show"])).stderr, /show needs a SESSION/);
+    assert.match((await cli(["export", "a", "b"])).stderr, /export takes SESSION, got "b" too/);
+    assert.match((await cli(["doctor", "now"])).stderr, /doctor takes no arguments, got "now" too/);
+    for (const args of [["show"], ["export", "a", "b"], ["doctor", "now"], ["help", "frobnicate"]]) assert.equal((await cli(args)).code, 2, args.join(" "));
+  });
+
+  it("the general help lists every command's usage line", async () => {
+    const r = await cli(["--help"]);
+    for (const [[command]] of COMMANDS) assert.match(r.stdout, new RegExp(`^  sessiontap ${command === "serve" ? "\\[serve\\]" : command} `, "m"));
+    assert.match(r.stdout, /sessiontap CMD --help/);
+  });
+});
+
+describe("errors a user can cause, through the real process", () => {
+  let scratch: string;
+  before(() => {
+    scratch = mkdtempSync(`${tmpdir()}/sessiontap-help-`);
+    writeFileSync(`${scratch}/a-file`, "x");
+    mkdirSync(`${scratch}/home`);
+    writeFileSync(`${scratch}/home/.claude`, "a file where Claude Code's directory belongs");
+  });
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  const cases: [string, string[], Record<string, string>, RegExp][] = [
+    ["a mirror root under a file (ENOTDIR)", ["serve", "--port", "0", "--mirror-dir", "A_FILE/mirror"], {}, /^sessiontap: cannot mirror to \S+\/a-file\/mirror \(set by --mirror-dir\): it cannot be created \(ENOTDIR/],
+    ["a HOME where the default root cannot be made", ["serve", "--port", "0"], { HOME: "HOME" }, /^sessiontap: cannot mirror to \S+\/home\/\.claude\/session-mirrors \(set by the default ~\/\.claude\/session-mirrors \(set --mirror-dir or SESSIONTAP_MIRROR_DIR\)\)/],
+    ["SESSIONTAP_MIRROR_DIR under a file", ["serve", "--port", "0"], { SESSIONTAP_MIRROR_DIR: "A_FILE/m" }, /\(set by SESSIONTAP_MIRROR_DIR\): it cannot be created \(ENOTDIR/],
+    ["list on a root under a file", ["list", "--mirror-dir", "A_FILE/m"], {}, /^sessiontap: (there is no mirror at|cannot read the mirror root) \S+\/a-file\/m \(--mirror-dir\)/],
+    ["export --out into a file's child", ["export", "x", "--mirror-dir", "A_FILE/m", "--out", "A_FILE/out.md"], {}, /^sessiontap: /],
+  ];
+  for (const [label, rawArgs, rawEnv, pattern] of cases) {
+    it(`${label}: one line naming the path and the setting, no stack trace`, { timeout: 30_000 }, async () => {
+      const fill = (s: string) => s.replace("A_FILE", `${scratch}/a-file`).replace(/^HOME$/, `${scratch}/home`);
+      const r = await runTap(rawArgs.map(fill), { env: { HOME: scratch, ...Object.fromEntries(Object.entries(rawEnv).map(([k, v]) => [k, fill(v)])) } });
+      assert.ok(r.code === 1 || r.code === 2, `exit ${r.code}: ${r.stderr}`);
+      if (rawArgs[0] === "serve") assert.equal(r.code, 2, "an unusable mirror root stops serve before it listens");
+      assert.equal(r.stdout, "", "no startup block");
+      assert.equal(r.stderr.trimEnd().split("\n").length, 1, `not one line: ${r.stderr}`);
+      assert.match(r.stderr, pattern);
+      assert.doesNotMatch(r.stderr, /\bat \S+:\d+|\^|node_modules|\.ts:\d+/, "a stack trace or source line");
+    });
+  }
+});
