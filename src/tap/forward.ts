@@ -89,6 +89,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     clientGone: () => request.signal.aborted,
     upstreamBroke: (error) => deps.upstreamHealth.failed(error, "broke"),
     cutQuietly: true,
+    onLate: () => deps.mirror!.late(),
   });
   return new Response(tee, init);
 }

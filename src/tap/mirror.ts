@@ -69,6 +69,11 @@ export interface MirrorStats {
   unmirrored: number;
   /** Commits replayed at start from a spool an earlier run saved. */
   replayed: number;
+  /**
+   * Final events released before their write finished (the hold-back bound expired): the client saw a
+   * whole answer that was not yet on disk (docs/RELIABILITY.md "The hold-back window").
+   */
+  late: number;
 }
 
 /** What stopping did with commits that could not be written. */
@@ -123,7 +128,7 @@ export class Mirror {
     this.deps = { tree: this.tree, locks: this.locks, includeThinking: options.includeThinking };
     const backlog = (this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000));
     this.stats = {
-      responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0, replayed: 0,
+      responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0, replayed: 0, late: 0,
       // Read from the backlog itself, so the count can never drift from what waits.
       get queued(): number {
         return backlog.size;
@@ -280,6 +285,12 @@ export class Mirror {
   skip(reason: string, fields: EventFields = {}): void {
     this.stats.skipped++;
     this.log("skip", { reason, ...fields });
+  }
+
+  /** A final event went to the client before its write finished. */
+  late(): void {
+    this.stats.late++;
+    this.log("late", { late: this.stats.late });
   }
 
   /** Counts a failure and logs it once; a failure while following a response means that response is not mirrored. */

@@ -35,6 +35,8 @@ export interface TeeOptions {
   onObserverError: (error: unknown) => void;
   /** True when the client has gone (tells a client abort from an upstream failure when a read fails). */
   clientGone: () => boolean;
+  /** Called when a held chunk went out before its write finished (the bound expired). */
+  onLate?: () => void;
   /** Called when reading the upstream failed while the client was still there. */
   upstreamBroke?: (error: unknown) => void;
   /**
@@ -45,11 +47,11 @@ export interface TeeOptions {
   cutQuietly?: boolean;
 }
 
-/** Waits for `promise`, at most `ms`. */
-function bounded(promise: Promise<unknown>, ms: number): Promise<unknown> {
+/** Waits for `promise`, at most `ms`; resolves true when it settled in time. */
+function bounded(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+  const limit = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  return Promise.race([promise.then(() => true, () => true), limit]).finally(() => clearTimeout(timer));
 }
 
 /** Returns the body the client reads; the observer sees the same chunks. */
@@ -97,7 +99,7 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserv
           }
           if (result.done) {
             const wait = call((o) => o.end());
-            if (wait) await bounded(wait, options.holdBackMs);
+            if (wait && !(await bounded(wait, options.holdBackMs))) options.onLate?.();
             if (held !== null) controller.enqueue(held);
             controller.close();
             return;
@@ -112,7 +114,7 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserv
               chunk = chunk.subarray(from);
               sent = true;
             }
-            await bounded(wait, options.holdBackMs);
+            if (!(await bounded(wait, options.holdBackMs))) options.onLate?.();
           }
           if (held !== null) {
             controller.enqueue(held);
