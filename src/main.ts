@@ -8,8 +8,11 @@ import { main } from "./cli/main.ts";
 import { commandArgs } from "./runtime/index.ts";
 
 const stopSignal = new Promise<string>((resolve) => {
-  process.once("SIGINT", () => resolve("SIGINT"));
-  process.once("SIGTERM", () => resolve("SIGTERM"));
+  // Windows has no SIGTERM (Deno refuses to listen for it there): a service manager stops a console
+  // program with Ctrl-C or Ctrl-Break, which arrive as SIGINT and SIGBREAK.
+  for (const signal of process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"]) {
+    process.once(signal, () => resolve(signal));
+  }
 });
 
 const code = await main(commandArgs(), process.env, {
