@@ -132,7 +132,9 @@ function stopCluster() {
   cluster?.stop();
   cluster = null;
 }
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => (stopCluster(), process.exit(130)));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => (stopCluster(), process.exit(130)));
+// However the run ends (a reader that went away makes a write throw), the cluster does not outlive it.
+process.on("exit", stopCluster);
 await preflight();
 if (want("lint")) await run("lint", bin("deno"), ["lint"]);
 // The tests run the repository's Node scripts (the Chromium unpacker, the terminal host) with this Node.
