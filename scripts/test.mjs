@@ -97,10 +97,12 @@ async function preflight() {
   const found = [];
   const need = (what, version, hint) => (version === null ? missing.push(`${what} is missing: ${hint}`) : found.push(`${what} ${version}`));
   const tests = want("bun") || want("deno");
-  if (want("bun") || want("binary")) need("bun", versionOf(bin("bun")), `${npm} (the \`bun\` dev dependency)`);
-  if (want("deno") || want("lint")) need("deno", versionOf(bin("deno"))?.replace(/^deno /, "").replace(/ .*/, "") ?? null, `${npm} (the \`deno\` dev dependency)`);
+  // These three put their native executable in place from an install script (package.json's allowScripts).
+  const scripted = (name) => `${npm} with install scripts allowed (the \`${name}\` dev dependency installs its executable from one)`;
+  if (want("bun") || want("binary")) need("bun", versionOf(bin("bun")), scripted("bun"));
+  if (want("deno") || want("lint")) need("deno", versionOf(bin("deno"))?.replace(/^deno /, "").replace(/ .*/, "") ?? null, scripted("deno"));
   if (tests) {
-    need("claude", versionOf(bin("claude"))?.replace(/ .*/, "") ?? null, `${npm} (the \`@anthropic-ai/claude-code\` dev dependency)`);
+    need("claude", versionOf(bin("claude"))?.replace(/ .*/, "") ?? null, scripted("@anthropic-ai/claude-code"));
     need("playwright-core", existsSync(`${root}node_modules/playwright-core/package.json`) ? "ok" : null, `${npm} (the \`playwright-core\` dev dependency)`);
     try {
       need("chromium", (await ensureChromium()).executable.replace(root, ""), CHROMIUM_HINT);
