@@ -4,6 +4,7 @@
 // project's or another version's unpacked browser would be taken as ours). Unpacked into a staging
 // directory and renamed into place, so a run that is killed mid-unpack never leaves half a browser that a
 // later run would trust. Prints the executable's path; `--json` prints { executable, fontconfig, args }.
+// SESSIONTAP_TEST_CHROMIUM names another Chromium instead (the package ships a linux-x64 build only).
 //
 //   node scripts/test-chromium.mjs        unpacks (first time ~3 s) and prints the path
 import { spawnSync } from "node:child_process";
@@ -41,6 +42,12 @@ async function chromiumArgs() {
  * with TMPDIR set to a staging directory; its fonts.conf names /tmp/fonts, so ours names the real place.
  */
 export async function ensureChromium() {
+  const own = process.env.SESSIONTAP_TEST_CHROMIUM;
+  if (own) {
+    // A Chromium or Chrome of the user's (where the package has no build): its own defaults, no sandbox.
+    if (!existsSync(own)) throw new Error(`SESSIONTAP_TEST_CHROMIUM=${own} does not exist`);
+    return { executable: own, fontconfig: null, args: ["--no-sandbox"] };
+  }
   if (process.platform !== "linux" || process.arch !== "x64") {
     throw new Error(`Chromium from @sparticuz/chromium runs on linux-x64 only, not ${process.platform}-${process.arch}: set SESSIONTAP_TEST_CHROMIUM to a Chromium executable`);
   }

@@ -24,7 +24,7 @@ export function nodeBin(): string {
 }
 
 /** Where the unpacked Chromium is and how to start it; fails the calling test with the reason when it cannot be had. */
-export function chromiumLaunch(): { executable: string; fontconfig: string; args: string[] } {
+export function chromiumLaunch(): { executable: string; fontconfig: string | null; args: string[] } {
   const found = spawnSync(nodeBin(), ["scripts/test-chromium.mjs", "--json"], { cwd: ROOT, encoding: "utf8", timeout: 180_000 });
   assert.equal(found.status, 0, `no Chromium for the viewer tests: ${found.stderr || found.error}`);
   return JSON.parse(found.stdout);
@@ -37,7 +37,7 @@ export async function openBrowser(viewport = { width: 1280, height: 900 }): Prom
     executablePath: executable,
     args,
     headless: true,
-    env: { ...process.env as Record<string, string>, FONTCONFIG_FILE: fontconfig },
+    env: { ...process.env as Record<string, string>, ...(fontconfig ? { FONTCONFIG_FILE: fontconfig } : {}) },
   });
   try {
     const page = await browser.newPage({ viewport });
