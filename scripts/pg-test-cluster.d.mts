@@ -13,9 +13,13 @@ export interface Cluster {
   stop(): void;
 }
 
-/** Starts a cluster (initdb + pg_ctl start, as `postgres` when root). */
+/** Starts a cluster (initdb + pg_ctl start of the npm-shipped PostgreSQL, as `postgres` when root). */
 export function startCluster(): Promise<Cluster>;
-/** The directory holding initdb and pg_ctl. */
+/** The directory holding initdb and pg_ctl: PG_BINDIR, else the npm package's. */
 export function pgBinDir(): string;
+/** The npm package holding this machine's PostgreSQL build. */
+export function pgPackageName(): string;
+/** How to get PostgreSQL when it is missing. */
+export const PG_HINT: string;
 /** A free TCP port on 127.0.0.1. */
 export function freePort(): Promise<number>;

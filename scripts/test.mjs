@@ -1,17 +1,24 @@
 #!/usr/bin/env node
-// `npm test`: the whole suite under Bun, then the same files under Deno, then the compiled binary's smoke
-// test. `node scripts/test.mjs bun|deno|binary` runs one part. Exits non-zero on the first failure.
-// The store tests (issue 7) need PostgreSQL: unless SESSIONTAP_TEST_PG_URL is set already, a throwaway
-// cluster is started once here (scripts/pg-test-cluster.mjs), its URL exported to every part, and it is
-// stopped and removed at the end, on failure and on Ctrl-C too.
-import { spawn } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+// `npm test`: a preflight, the linter, the whole suite under Bun, then the same files under Deno, then the
+// compiled binary's tests. `node scripts/test.mjs lint|bun|deno|binary` runs some parts; test files named
+// after the parts narrow the Bun and Deno runs to those files. Exits non-zero on the first failure.
+// Everything the suite drives comes from `npm ci`: the preflight checks each piece first and names what is
+// missing and how to get it, in one line each, before any test runs. The store tests need PostgreSQL:
+// unless SESSIONTAP_TEST_PG_URL is set already, a throwaway cluster is started once here
+// (scripts/pg-test-cluster.mjs), its URL exported to every part, and it is stopped and removed at the end,
+// on failure and on Ctrl-C too.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { stripVTControlCharacters } from "node:util";
 import { fileURLToPath } from "node:url";
-import { startCluster } from "./pg-test-cluster.mjs";
+import { PG_HINT, pgBinDir, startCluster } from "./pg-test-cluster.mjs";
+import { CHROMIUM_HINT, ensureChromium } from "./test-chromium.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const bin = (name) => `${root}node_modules/.bin/${name}`;
-const parts = process.argv.slice(2);
+const args = process.argv.slice(2);
+const parts = args.filter((a) => !a.endsWith(".ts"));
+const only = args.filter((a) => a.endsWith(".ts"));
 const want = (name) => parts.length === 0 || parts.includes(name);
 
 /** Every *.test.ts under test/, except the binary's own smoke test. */
@@ -44,7 +51,7 @@ async function run(label, command, args, env = {}) {
   const child = spawn(command, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let output = "";
   const echo = (stream, sink) => stream.on("data", (chunk) => {
-    output += chunk.toString("utf8").replace(/\x1b\[[0-9;]*m/g, "");
+    output += stripVTControlCharacters(chunk.toString("utf8"));
     sink.write(chunk);
   });
   echo(child.stdout, process.stdout);
@@ -61,35 +68,103 @@ async function run(label, command, args, env = {}) {
   }
 }
 
+/** The first line of a command's output, or null when it does not run. */
+function versionOf(command, args = ["--version"]) {
+  const r = spawnSync(command, args, { cwd: root, encoding: "utf8", timeout: 60_000 });
+  return r.status === 0 ? (r.stdout.trim().split("\n")[0] ?? "") : null;
+}
+
+/** Starts a program in a pseudo-terminal from the npm packages the interactive tests use, in Node as they do. */
+function terminalWorks() {
+  const probe = `
+    const pty = require("@lydell/node-pty");
+    require("@xterm/headless");
+    const p = pty.spawn(process.execPath, ["-e", "process.stdout.write(String(process.stdout.isTTY))"], { cols: 80, rows: 24 });
+    let out = "";
+    p.onData((d) => (out += d));
+    p.onExit(({ exitCode }) => process.exit(exitCode === 0 && out.includes("true") ? 0 : 1));`;
+  const r = spawnSync(process.execPath, ["-e", probe], { cwd: root, encoding: "utf8", timeout: 30_000 });
+  return r.status === 0 ? null : (r.stderr.trim().split("\n").find((l) => /Error/.test(l)) ?? `exit ${r.status ?? r.signal}`);
+}
+
+/**
+ * Everything the selected parts drive, checked before any test runs: one line per missing piece, naming it
+ * and how to get it. Unpacks Chromium on its first run.
+ */
+async function preflight() {
+  const npm = "run `npm ci`";
+  const missing = [];
+  const found = [];
+  const need = (what, version, hint) => (version === null ? missing.push(`${what} is missing: ${hint}`) : found.push(`${what} ${version}`));
+  const tests = want("bun") || want("deno");
+  // These three put their native executable in place from an install script (package.json's allowScripts).
+  const scripted = (name) => `${npm} with install scripts allowed (the \`${name}\` dev dependency installs its executable from one)`;
+  if (want("bun") || want("binary")) need("bun", versionOf(bin("bun")), scripted("bun"));
+  if (want("deno") || want("lint")) need("deno", versionOf(bin("deno"))?.replace(/^deno /, "").replace(/ .*/, "") ?? null, scripted("deno"));
+  if (tests) {
+    need("claude", versionOf(bin("claude"))?.replace(/ .*/, "") ?? null, scripted("@anthropic-ai/claude-code"));
+    need("playwright-core", existsSync(`${root}node_modules/playwright-core/package.json`) ? "ok" : null, `${npm} (the \`playwright-core\` dev dependency)`);
+    try {
+      need("chromium", (await ensureChromium()).executable.replace(root, ""), CHROMIUM_HINT);
+    } catch (error) {
+      missing.push(error.message);
+    }
+    const terminal = terminalWorks();
+    if (terminal === null) found.push("terminal (node-pty + xterm) ok");
+    else missing.push(`a terminal for the interactive Claude Code tests is missing (${terminal}): ${npm} (the \`@lydell/node-pty\` and \`@xterm/headless\` dev dependencies)`);
+  }
+  if ((tests || want("binary")) && !process.env.SESSIONTAP_TEST_PG_URL) {
+    try {
+      need("postgresql", versionOf(`${pgBinDir()}/initdb`)?.replace(/^.* /, "") ?? null, PG_HINT);
+    } catch (error) {
+      missing.push(error.message);
+    }
+  }
+  if (missing.length > 0) {
+    for (const line of missing) console.log(`=== preflight: ${line}`);
+    console.log(`\n0 passed, ${missing.length} failed`);
+    process.exit(1);
+  }
+  console.log(`=== preflight: ${found.join(", ")}`);
+}
+
 /** The cluster this run started (null when SESSIONTAP_TEST_PG_URL was given, or it could not start). */
 let cluster = null;
 function stopCluster() {
   cluster?.stop();
   cluster = null;
 }
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => (stopCluster(), process.exit(130)));
-const pgEnv = {};
-if (process.env.SESSIONTAP_TEST_PG_URL) {
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => (stopCluster(), process.exit(130)));
+// However the run ends (a reader that went away makes a write throw), the cluster does not outlive it.
+process.on("exit", stopCluster);
+await preflight();
+if (want("lint")) await run("lint", bin("deno"), ["lint"]);
+// The tests run the repository's Node scripts (the Chromium unpacker, the terminal host) with this Node.
+const testEnv = { SESSIONTAP_TEST_NODE: process.execPath };
+if (!(want("bun") || want("deno") || want("binary"))) {
+  // lint alone: no database
+} else if (process.env.SESSIONTAP_TEST_PG_URL) {
   console.log(`=== postgres: using SESSIONTAP_TEST_PG_URL from the environment`);
 } else {
   const started = Date.now();
   try {
     cluster = await startCluster();
-    pgEnv.SESSIONTAP_TEST_PG_URL = cluster.url;
+    testEnv.SESSIONTAP_TEST_PG_URL = cluster.url;
     console.log(`=== postgres: a throwaway cluster on 127.0.0.1:${cluster.port} (${cluster.dir}), started in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   } catch (error) {
-    // The store tests then fail, each saying why; every other test still runs.
     console.log(`=== postgres: could not start a cluster: ${error.message}`);
+    console.log(`\n0 passed, 1 failed`);
+    process.exit(1);
   }
 }
 
-const files = testFiles();
-if (want("bun")) await run("bun", bin("bun"), ["test", "--timeout", "120000", ...files.map((f) => `./${f}`)], pgEnv);
-if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unstable-no-legacy-abort", "--no-check", ...files], pgEnv);
+const files = only.length > 0 ? only : testFiles();
+if (want("bun")) await run("bun", bin("bun"), ["test", "--timeout", "120000", ...files.map((f) => `./${f}`)], testEnv);
+if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unstable-no-legacy-abort", "--no-check", ...files], testEnv);
 if (want("binary")) {
   await run("build", process.execPath, ["scripts/build.mjs"]);
-  const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts"];
-  await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...pgEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
+  const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts", "./test/binary/release.test.ts"];
+  await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
 stopCluster();
 // The one closing line CI reads, over every runtime's run.

@@ -13,8 +13,11 @@ import { describe } from "./storage/events-log.ts";
 const stdout = awaitedOutput(process.stdout);
 const stderr = awaitedOutput(process.stderr);
 const stopSignal = new Promise<string>((resolve) => {
-  process.once("SIGINT", () => resolve("SIGINT"));
-  process.once("SIGTERM", () => resolve("SIGTERM"));
+  // Windows has no SIGTERM (Deno refuses to listen for it there): a service manager stops a console
+  // program with Ctrl-C or Ctrl-Break, which arrive as SIGINT and SIGBREAK.
+  for (const signal of process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"]) {
+    process.once(signal, () => resolve(signal));
+  }
 });
 
 let code: number;

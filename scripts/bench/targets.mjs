@@ -163,7 +163,7 @@ http {
  * Starts `name` in front of the stub on `upstreamPort`; resolves with `{ port, pids(), stop() }`.
  * `pids()` lists the processes whose CPU and memory count as the target's (none for direct).
  */
-export async function startTarget(name, { root, scratch, upstreamPort, binary, log }) {
+export async function startTarget(name, { root, scratch, upstreamPort, binary }) {
   const upstream = `http://127.0.0.1:${upstreamPort}`;
   if (name === "direct") return { name, port: upstreamPort, pids: () => [], stop: async () => {} };
   mkdirSync(scratch, { recursive: true });

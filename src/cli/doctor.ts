@@ -62,7 +62,7 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   if (!info.isDirectory) return [{ check, status: "fail", detail: `${root} is not a directory` }];
   const out: Check[] = [];
   const mode = (info.mode & 0o777).toString(8).padStart(3, "0");
-  if ((info.mode & 0o077) !== 0) out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  if (io.fs.posixModes !== false && (info.mode & 0o077) !== 0) out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
   const probe = join(root, `.sessiontap-doctor-${crypto.randomUUID().slice(0, 8)}`);
   try {
     await io.fs.createExclusive(probe, "", false);

@@ -4,6 +4,13 @@
  * compiled binary (RUNTIME-NOTES "Compiling").
  */
 import { constants, promises as fsp } from "node:fs";
+import process from "node:process";
+
+/**
+ * Opens never follow a final symlink where the platform can say so; Windows has no O_NOFOLLOW, and there
+ * the tree's lstat checks before each open are what keeps writes off symlinks.
+ */
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 
 /** What `lstat` reports; never follows a symlink. */
 export interface EntryInfo {
@@ -29,6 +36,11 @@ export interface DirEntry {
 
 /** The operations the mirror needs, nothing more. */
 export interface FsAdapter {
+  /**
+   * False where files have no POSIX permission bits (Windows: modes read back as 0666/0444 whatever was
+   * asked, and the user's profile ACL is what keeps others out); checks of 0600/0700 are skipped there.
+   */
+  posixModes?: boolean;
   /** Creates a directory and its parents with `mode`. */
   mkdir(path: string, mode: number): Promise<void>;
   /** Appends `data` in one write (creating the file 0600), then fsyncs when `sync`. */
@@ -77,11 +89,12 @@ async function writeAll(handle: fsp.FileHandle, data: string, sync: boolean): Pr
 
 /** The adapter over `node:fs/promises`. */
 export const nodeFs: FsAdapter = {
+  posixModes: process.platform !== "win32",
   async mkdir(path, mode) {
     await fsp.mkdir(path, { recursive: true, mode });
   },
   async append(path, data, sync) {
-    const handle = await fsp.open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    const handle = await fsp.open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NOFOLLOW, 0o600);
     try {
       await writeAll(handle, data, sync);
     } finally {
@@ -91,7 +104,7 @@ export const nodeFs: FsAdapter = {
   async createExclusive(path, data, sync) {
     let handle: fsp.FileHandle;
     try {
-      handle = await fsp.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      handle = await fsp.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o600);
     } catch (error) {
       if ((error as { code?: string }).code === "EEXIST") return false;
       throw error;
@@ -151,7 +164,7 @@ export const nodeFs: FsAdapter = {
     }
   },
   async readRange(path, start, end) {
-    const handle = await fsp.open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const handle = await fsp.open(path, constants.O_RDONLY | NOFOLLOW);
     try {
       const size = (await handle.stat()).size;
       const stop = Math.min(end ?? size, size);
@@ -168,7 +181,7 @@ export const nodeFs: FsAdapter = {
     }
   },
   async truncate(path, size) {
-    const handle = await fsp.open(path, constants.O_WRONLY | constants.O_NOFOLLOW);
+    const handle = await fsp.open(path, constants.O_WRONLY | NOFOLLOW);
     try {
       await handle.truncate(size);
       await handle.datasync();

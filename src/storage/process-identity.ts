@@ -1,14 +1,18 @@
 /**
  * A process's identity for lock ownership: pid plus the kernel's start time, so a recycled pid is not
- * mistaken for the owner (Linux /proc; elsewhere the pid alone is checked).
+ * mistaken for the owner (Linux /proc; elsewhere the pid alone is checked, so on macOS and Windows a lock
+ * whose dead owner's pid now belongs to another process counts as held while that process runs: its
+ * writes wait and are retried, never lost).
  */
 import { hostname } from "node:os";
 import process from "node:process";
 import type { FsAdapter } from "./fs-adapter.ts";
 import type { LockOwner } from "./dir-lock.ts";
 
-/** The start time of a process (field 22 of /proc/<pid>/stat), or null where /proc is not there. */
-export async function processStart(fs: FsAdapter, pid: number): Promise<string | null> {
+/** The start time of a process (field 22 of /proc/<pid>/stat), or null off Linux or where /proc is not there. */
+export async function processStart(fs: FsAdapter, pid: number, platform: string = process.platform): Promise<string | null> {
+  // Only Linux's /proc has this format; another system's /proc (or a file planted there) must not be read as it.
+  if (platform !== "linux") return null;
   try {
     const stat = await fs.readText(`/proc/${pid}/stat`);
     // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.

@@ -87,6 +87,7 @@ function rel(session: string, path: string): string {
 
 /** Checks (and repairs) a mode. */
 async function checkMode(fs: FsAdapter, path: string, mode: number, repair: boolean, report: SessionReport): Promise<void> {
+  if (fs.posixModes === false) return;
   const info = await fs.lstat(path);
   if (info === null || (info.mode & 0o777) === mode) return;
   const what = `${path.slice(path.lastIndexOf("/") + 1)} has mode ${(info.mode & 0o777).toString(8)}, not ${mode.toString(8)}`;

@@ -1,8 +1,9 @@
-// Issue 4, end to end: the real interactive Claude Code CLI, driven in tmux through a real tap against the
+// Issue 4, end to end: the real interactive Claude Code CLI, driven in a pseudo-terminal (node-pty, the
+// screen rendered by a headless xterm: test/support/terminal.ts) through a real tap against the
 // stub upstream — a greeting, a tool call, /compact, a message, a rewind (Esc Esc → "Restore conversation")
 // and a different message, then quit. The mirror must hold each prompt and answer once, the compaction as a
 // boundary and a summary with the summarising exchange in side/, the rewind as two siblings, and match the
-// transcript Claude Code wrote itself. Needs tmux (apt package "tmux"). Runs under `bun test` and `deno test`.
+// transcript Claude Code wrote itself. Runs under `bun test` and `deno test`.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
@@ -11,7 +12,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { CLAUDE_BIN, claudeEnv, findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, type Scratch } from "../support/claude.ts";
 import { textsOf } from "../support/client.ts";
-import { claudeInput, TmuxSession } from "../support/tmux.ts";
+import { claudeInput, TerminalSession } from "../support/terminal.ts";
 
 const PROMPTS = ["hello interactive world", "RUNTOOL now please", "after compaction message", "a different path after rewind"];
 const CRITICAL = "CRITICAL: Respond with TEXT ONLY";
@@ -43,7 +44,7 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
   let stub: StubUpstream;
   let tap: TestTap;
   let scratch: Scratch;
-  let term: TmuxSession | undefined;
+  let term: TerminalSession | undefined;
   let sessionId = "";
   let main: Rec[] = []; // <root>/<session>/*.jsonl, in file order
   let side: Rec[] = []; // <root>/<session>/side/*.jsonl
@@ -69,41 +70,41 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
     scratch = makeScratch();
     writeFileSync(join(scratch.home, ".claude.json"), JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }));
     const command = [CLAUDE_BIN, "--allowedTools", "Bash"];
-    term = TmuxSession.start({ command, cwd: scratch.project, env: claudeEnv(tap.url, scratch), width: 200, height: 50 });
+    term = await TerminalSession.start({ command, cwd: scratch.project, env: claudeEnv(tap.url, scratch), width: 200, height: 50 });
     const t = term;
     const idle = (s: string) => claudeInput(s) === "" && !/esc to interrupt/i.test(s);
     /** Types a prompt, checks it landed in the input box, sends it, and waits for the stub's answer on screen. */
     const say = async (prompt: string) => {
       await t.waitFor("an empty, idle prompt", idle);
       const before = stub.requests.length;
-      t.type(prompt);
+      await t.type(prompt);
       await t.waitFor(`"${prompt}" in the input box`, (s) => claudeInput(s) === prompt, 5_000);
-      t.press("Enter");
+      await t.press("Enter");
       await t.waitFor(`the answer to "${prompt}"`, (s) => [...s.matchAll(/Done \(reply (\d+)\)\./g)].some((m) => Number(m[1]) > before) && idle(s));
     };
 
     await t.waitFor("the API key question", /Do you want to use this API key\?/, 30_000);
-    t.press("Up");
+    await t.press("Up");
     await t.waitFor("Yes selected", /❯ Yes/, 5_000);
-    t.press("Enter");
+    await t.press("Enter");
     await say(PROMPTS[0]);
     await say(PROMPTS[1]);
     await t.waitFor("the tool's output", /Ran 1 shell command|hi-from-tool/, 5_000);
 
     await t.waitFor("an empty, idle prompt", idle);
-    t.type("/compact");
+    await t.type("/compact");
     await t.waitFor("the /compact completion", (s) => claudeInput(s) === "/compact" && /Free up context/.test(s), 5_000);
-    t.press("Enter");
+    await t.press("Enter");
     await t.waitFor("the compaction", /Compacted \(ctrl\+o to see full summary\)/, 20_000);
     await say(PROMPTS[2]);
 
     // Rewind: Esc Esc opens the list; pick the last message, then "Restore conversation".
     await t.waitFor("an empty, idle prompt", idle);
     for (let attempt = 1; ; attempt++) {
-      t.press("Escape");
+      await t.press("Escape");
       // Nothing shows after one Esc: a short gap keeps the two presses from reaching Claude Code as one "\x1b\x1b".
       await new Promise((r) => setTimeout(r, 150));
-      t.press("Escape");
+      await t.press("Escape");
       try {
         await t.waitFor("the rewind list after Esc Esc", /Restore the code and\/or conversation/, 3_000);
         break;
@@ -111,18 +112,18 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
         if (attempt === 3) throw e;
       }
     }
-    t.press("Up");
+    await t.press("Up");
     await t.waitFor(`"${PROMPTS[2]}" selected`, new RegExp(`^\\s+❯ ${PROMPTS[2]}\\s*$`, "m"), 5_000);
-    t.press("Enter");
+    await t.press("Enter");
     await t.waitFor("the restore options", /❯ 1\. Restore conversation/, 5_000);
-    t.press("Enter");
+    await t.press("Enter");
     await t.waitFor("the rewound prompt back in the input box", (s) => claudeInput(s) === PROMPTS[2], 5_000);
-    t.press("C-u");
+    await t.press("C-u");
     await say(PROMPTS[3]);
 
-    t.press("C-c");
+    await t.press("C-c");
     await t.waitFor("the exit hint", /Press Ctrl-C again to exit/, 5_000);
-    t.press("C-c");
+    await t.press("C-c");
     await t.waitForExit(10_000);
 
     sessionId = stub.requests[0]?.headers["x-claude-code-session-id"] ?? "";

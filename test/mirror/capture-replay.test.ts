@@ -10,8 +10,8 @@ import { startStub, textReply, toolUseReply, type StubUpstream } from "../suppor
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 import { textsOf } from "../support/client.ts";
+import type { Rec } from "../support/claude.ts";
 
-type Rec = Record<string, any>;
 const CAPTURE = "cc-2.1.328-interactive-compact-rewind";
 
 describe("replay of a real interactive session with /compact and a rewind", () => {

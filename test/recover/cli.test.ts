@@ -8,8 +8,8 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { encodeProjectDir } from "../../src/recover/project-dir.ts";
 import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
+import type { Rec } from "../support/claude.ts";
 
-type Rec = Record<string, any>;
 const A = "aaaa1111-0000-4000-8000-000000000001";
 const B = "aaaa2222-0000-4000-8000-000000000002";
 const C = "cccc3333-0000-4000-8000-000000000003";

@@ -12,8 +12,7 @@ import { buildTree, flatten, outline } from "../../src/recover/tree.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir } from "../support/recover.ts";
-
-type Rec = Record<string, any>;
+import type { Rec } from "../support/claude.ts";
 
 /** A string the Markdown must contain for this record, unique to it (null when the record has none). */
 function signature(r: Rec): string | null {

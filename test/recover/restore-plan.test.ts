@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { planRestore } from "../../src/recover/restore-plan.ts";
 import { buildTree } from "../../src/recover/tree.ts";
 import { rec } from "../support/recover.ts";
+import type { Rec } from "../support/claude.ts";
 
-type Rec = Record<string, any>;
 const target = { sessionId: "sess-1", cwd: "/new/cwd" };
 const shape = (records: Rec[]) => records.map((r) => `${r.type}:${r.uuid}<-${r.parentUuid}`);
 

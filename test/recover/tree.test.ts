@@ -6,6 +6,7 @@ import { buildTree, currentBranch, flatten, outline, readingPath, shape, type It
 import { firstPrompt, parseJsonl } from "../../src/recover/records.ts";
 import { capturedTranscript } from "../support/captures.ts";
 import { rec } from "../support/recover.ts";
+import type { Rec } from "../support/claude.ts";
 
 const ids = (records: Record<string, unknown>[]) => records.map((r) => r.uuid);
 
@@ -86,7 +87,7 @@ describe("buildTree()", () => {
     const all = transcript.filter((r) => typeof r.uuid === "string").map((r) => r.uuid);
     assert.equal(shown.length, all.length);
     assert.deepEqual(new Set(shown), new Set(all));
-    const texts = (readingPath(tree) as Record<string, any>[]).filter((r) => r.type === "user" && typeof r.message?.content === "string").map((r) => r.message.content);
+    const texts = (readingPath(tree) as Rec[]).filter((r) => r.type === "user" && typeof r.message?.content === "string").map((r) => r.message.content);
     assert.ok(texts.includes("hello interactive world"), "the path reaches back across the compaction");
     assert.ok(texts.includes("a different path after rewind"));
     assert.ok(!texts.includes("after compaction message"), "the rewound message is a side branch, not the path");

@@ -3,16 +3,18 @@ import assert from "node:assert/strict";
 import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { main } from "../../src/cli/main.ts";
+import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 
-/** Runs `sessiontap verify …` in this process; returns exit code and output. */
-async function verify(root: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+/** Runs `sessiontap verify …` in this process (on `fs`, default the real one); returns exit code and output. */
+async function verify(root: string, ...args: (string | FsAdapter)[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
-  const code = await main(["verify", "--mirror-dir", root, ...args], {}, {
-    stdout: (t) => void (out += t), stderr: (t) => void (err += t), home: root, stopSignal: new Promise(() => {}),
+  const fs = args.find((a): a is FsAdapter => typeof a !== "string") ?? nodeFs;
+  const code = await main(["verify", "--mirror-dir", root, ...args.filter((a): a is string => typeof a === "string")], {}, {
+    stdout: (t) => void (out += t), stderr: (t) => void (err += t), home: root, stopSignal: new Promise(() => {}), fs,
   });
   return { code, out, err };
 }
@@ -82,6 +84,19 @@ describe("sessiontap verify [--repair]", () => {
     assert.equal(statSync(file("loose")).mode & 0o777, 0o600);
     const again = await verify(root);
     assert.match(again.out, /7 session\(s\) checked, 2 with problems/);
+  });
+
+  it("where files have no POSIX modes (Windows), modes are neither reported nor repaired", async () => {
+    chmodSync(file("healthy"), 0o644);
+    try {
+      const windowsLike: FsAdapter = { ...nodeFs, posixModes: false };
+      const r = await verify(root, "--repair", windowsLike);
+      assert.doesNotMatch(r.out, /mode 644/);
+      assert.equal(statSync(file("healthy")).mode & 0o777, 0o644, "left as it was");
+      assert.match((await verify(root)).out, /mode 644, not 600/, "and on POSIX the same file is reported");
+    } finally {
+      chmodSync(file("healthy"), 0o600);
+    }
   });
 
   it("a missing mirror is exit 1 with one line; an argument is a usage error", async () => {

@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Rec } from "./claude.ts";
 
 const DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "claude-code");
 
@@ -23,6 +24,6 @@ export function capturedRequests(capture: string): CapturedRequest[] {
 }
 
 /** The transcript Claude Code wrote for a capture. */
-export function capturedTranscript(capture: string): Record<string, any>[] {
+export function capturedTranscript(capture: string): Rec[] {
   return readFileSync(join(DIR, capture, "transcript.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
 }

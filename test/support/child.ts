@@ -17,6 +17,8 @@ export interface ChildOptions {
   env?: Record<string, string>;
   /** A compiled binary to run instead of the source. */
   binary?: string;
+  /** A program and its leading arguments to run instead (e.g. a `deno task`); the tap's arguments follow. */
+  command?: string[];
 }
 
 /** How the process ended. */
@@ -62,7 +64,7 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
 
 /** Starts the tap with `args` as a child process. */
 export function spawnTap(args: string[], options: ChildOptions = {}): TapChild {
-  const { command, args: argv } = tapCommand(args, options.binary);
+  const { command, args: argv } = options.command ? { command: options.command[0], args: [...options.command.slice(1), ...args] } : tapCommand(args, options.binary);
   const child = spawn(command, argv, { cwd: ROOT, env: childEnv(options.env), stdio: ["ignore", "pipe", "pipe"] });
   const text = { stdout: "", stderr: "" };
   const listeners = new Set<() => void>();

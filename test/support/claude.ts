@@ -113,7 +113,8 @@ export function findTranscripts(home: string): string[] {
   return out;
 }
 
-/** A JSON record of a transcript or mirror file. */
+/** A JSON record of a transcript or mirror file: any shape, as the tests probe what was written. */
+// deno-lint-ignore no-explicit-any
 export type Rec = Record<string, any>;
 
 /** Parses a JSONL file into its records (blank lines skipped). */

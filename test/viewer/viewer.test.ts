@@ -1,20 +1,20 @@
-// Issue 6, the viewer in a real browser: headless Chromium (Debian's `chromium` package, driven by the
-// pinned `playwright-core`; no browser download) opens the page a real tap serves at /_tap/ after the real
-// Claude Code CLI ran a session with a tool call through it; it lists the session, opens it, sees the tool
-// call and its result, sees the next turn's records arrive live (server-sent events, no reload) while the
-// CLI makes that turn through the tap, searches across sessions, and keeps a screenshot in
+// Issue 6, the viewer in a real browser: headless Chromium (the `@sparticuz/chromium` npm package, driven
+// by the pinned `playwright-core`; see test/support/browser.ts) opens the page a real tap serves at /_tap/
+// after the real Claude Code CLI ran a session with a tool call through it; it lists the session, opens it,
+// sees the tool call and its result, sees the next turn's records arrive live (server-sent events, no
+// reload) while the CLI makes that turn through the tap, searches across sessions, and keeps a screenshot in
 // test-artifacts/viewer.png. playwright-core drives Chromium over its pipe transport under both Bun and
 // Deno, so this file runs unchanged under `bun test` and `deno test` like every other.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, statSync } from "node:fs";
+import { mkdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { openBrowser, type BrowserPage } from "../support/browser.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 import { describeRun, makeScratch, pollUntil, runClaude, sessionMirror, type Scratch } from "../support/claude.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const WAIT = { timeout: 30_000 };
 
@@ -22,13 +22,12 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
   let stub: StubUpstream;
   let tap: TestTap;
   let scratch: Scratch;
-  let browser: Browser;
+  let browser: BrowserPage;
   let page: Page;
   let sessionId = "";
   const pageErrors: string[] = [];
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (see .ci/run)`);
     stub = await startStub();
     scratch = makeScratch();
     tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${scratch.home}/.claude` });
@@ -36,11 +35,8 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
     assert.equal(first.code, 0, describeRun(first));
     sessionId = stub.requests[0]?.headers["x-claude-code-session-id"] ?? "";
     await pollUntil(() => sessionMirror(tap.root, sessionId), (r) => r.filter((x) => x.type === "assistant").length >= 2);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    browser = await openBrowser({ width: 1280, height: 900 });
+    page = browser.page;
     page.on("pageerror", (error) => pageErrors.push(error.message));
     page.on("console", (message) => {
       if (message.type() === "error") pageErrors.push(message.text());

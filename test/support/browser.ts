@@ -1,0 +1,49 @@
+/**
+ * Headless Chromium for the viewer tests: the build from the `@sparticuz/chromium` npm package (unpacked by
+ * scripts/test-chromium.mjs, run with Node so the unpacking is the same under every test runtime), driven by
+ * `playwright-core` over its pipe transport, which works under Bun and Deno alike. The build runs as one
+ * process, so the browser lives exactly as long as its page: one page per browser, resized, never replaced.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import process from "node:process";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { ROOT } from "./child.ts";
+
+/** A browser and its one page. */
+export interface BrowserPage {
+  browser: Browser;
+  page: Page;
+  /** Closes the browser (and so the page). */
+  close(): Promise<void>;
+}
+
+/** The Node.js that runs the repository's scripts (the one running `npm test`, else `node` on PATH). */
+export function nodeBin(): string {
+  return process.env.SESSIONTAP_TEST_NODE || "node";
+}
+
+/** Where the unpacked Chromium is and how to start it; fails the calling test with the reason when it cannot be had. */
+export function chromiumLaunch(): { executable: string; fontconfig: string | null; args: string[] } {
+  const found = spawnSync(nodeBin(), ["scripts/test-chromium.mjs", "--json"], { cwd: ROOT, encoding: "utf8", timeout: 180_000 });
+  assert.equal(found.status, 0, `no Chromium for the viewer tests: ${found.stderr || found.error}`);
+  return JSON.parse(found.stdout);
+}
+
+/** Launches headless Chromium with one page of `viewport`. */
+export async function openBrowser(viewport = { width: 1280, height: 900 }): Promise<BrowserPage> {
+  const { executable, fontconfig, args } = chromiumLaunch();
+  const browser = await chromium.launch({
+    executablePath: executable,
+    args,
+    headless: true,
+    env: { ...process.env as Record<string, string>, ...(fontconfig ? { FONTCONFIG_FILE: fontconfig } : {}) },
+  });
+  try {
+    const page = await browser.newPage({ viewport });
+    return { browser, page, close: () => browser.close() };
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
+}
