@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
-import { parseConfig } from "../../src/config.ts";
+import { parseConfig } from "../../src/config/parse.ts";
 import { ROOT } from "../support/child.ts";
 import { parsePlist, type PlistValue } from "../support/plist.ts";
 
