@@ -26,3 +26,32 @@ describe("finalEventStart()", () => {
     assert.equal(tricky.slice(finalEventStart(bytes(tricky))), 'event: message_stop\ndata: {"type":"message_stop"}\n\n');
   });
 });
+
+import { FinalEventWatch } from "../../src/tap/final-event-watch.ts";
+
+describe("FinalEventWatch: the relay's search for the final event, at every chunk boundary", () => {
+  const stream = textReply("hello there, message_stop is only a word here", { deltas: 4 }).join("");
+  const finalAt = stream.lastIndexOf("event: message_stop");
+
+  it("split at every byte: a chunk holding (part of) the final event's marker is a candidate, held from inside that event", () => {
+    const all = bytes(stream);
+    for (let cut = 1; cut < all.length; cut++) {
+      const watch = new FinalEventWatch();
+      const found: number[] = [];
+      let offset = 0;
+      for (const part of [all.subarray(0, cut), all.subarray(cut)]) {
+        const at = watch.holdFrom(part);
+        if (at >= 0) found.push(offset + at);
+        offset += part.length;
+      }
+      const last = found.at(-1) ?? -1;
+      assert.ok(last >= finalAt - 2 && last < all.length, `cut ${cut}: candidates ${found}, the final event spans ${finalAt}..${all.length}`);
+    }
+  });
+
+  it("a chunk without the word is not a candidate; a text that says it is one (a false candidate, settled by the mirror)", () => {
+    const watch = new FinalEventWatch();
+    assert.equal(watch.holdFrom(bytes('event: ping\ndata: {"type":"ping"}\n\n')), -1);
+    assert.ok(watch.holdFrom(bytes('data: {"delta":{"text":"about message_stop"}}\n\n')) >= 0);
+  });
+});
