@@ -1,35 +1,41 @@
 /**
  * Bytes → SSE events → the accumulated assistant message. Pure: a UTF-8 decoder that keeps a split
- * character across chunks, eventsource-parser (which keeps a split line or event), and the accumulator.
+ * character across chunks, the event-stream line splitter (which keeps a split line or event), and the
+ * accumulator.
  */
-import { createParser, type EventSourceParser } from "eventsource-parser";
+import { SseLines } from "./sse-lines.ts";
 import { StreamAccumulator } from "./sse-accumulator.ts";
 
-/** Largest event the reader buffers before giving up on the stream (eventsource-parser maxBufferSize). */
+/** Largest event the reader buffers before giving up on the stream. */
 export const MAX_EVENT_CHARS = 64 * 1024 * 1024;
 
 /** Reads one response stream into an accumulator, chunk by chunk. */
 export class SseMessageReader {
   readonly acc = new StreamAccumulator();
   private readonly decoder = new TextDecoder();
-  private readonly parser: EventSourceParser;
+  private readonly lines: SseLines;
 
   constructor(maxEventChars = MAX_EVENT_CHARS) {
-    this.parser = createParser({ onEvent: (event) => this.acc.pushData(event.data), maxBufferSize: maxEventChars });
+    this.lines = new SseLines((data) => this.acc.pushData(data), maxEventChars);
   }
 
   /** Feeds one chunk of bytes; throws if an event grew past the bound. */
   feed(chunk: Uint8Array): void {
-    this.parser.feed(this.decoder.decode(chunk, { stream: true }));
+    this.lines.feed(this.decoder.decode(chunk, { stream: true }));
   }
 
   /**
    * The stream ended: a last event without its blank line still counts (the client's SDK may have acted
-   * on it), so the blank line is supplied; a cut-off line then fails to parse and is counted, not kept.
+   * on it); a cut-off line then fails to parse and is counted, not kept.
    */
   end(): void {
-    this.parser.feed(this.decoder.decode() + "\n\n");
-    this.parser.reset({ consume: true });
+    this.lines.feed(this.decoder.decode());
+    this.lines.end();
+  }
+
+  /** True while an event that mentions message_stop has begun but not ended: the hold-back must wait for it. */
+  get finalEventPending(): boolean {
+    return this.lines.pendingWatched;
   }
 }
 

@@ -1,0 +1,101 @@
+/**
+ * The event-stream format (HTML Living Standard, "Parsing an event stream"), reduced to what the mirror
+ * needs: each event's `data`, and whether an event has begun but not yet ended — a final event whose
+ * blank line has not arrived is not an event yet, so the hold-back must keep waiting for it
+ * (docs/DESIGN.md "Writes"). Pure; fed decoded text in chunks split anywhere, a `\r\n` across two
+ * chunks included. Whole reads are cheaper than one call per event: lines are found with native
+ * searches on the text.
+ */
+
+/** An event grew past the bound: the stream cannot be followed any further. */
+export class EventTooLarge extends Error {
+  override name = "EventTooLarge";
+}
+
+/** Splits a stream into events and hands each event's data to `onData`. */
+export class SseLines {
+  /** A line not yet ended. */
+  private line = "";
+  /** The data lines of the event being read. */
+  private data: string[] = [];
+  private dataChars = 0;
+  /** The previous chunk ended in `\r`: a `\n` first in this one ends nothing more. */
+  private afterCR = false;
+  private started = false;
+  /** A line of the event being read contained the watched word. */
+  private watchedSeen = false;
+
+  constructor(
+    private readonly onData: (data: string) => void,
+    private readonly maxEventChars: number,
+    /** The word `pendingWatched` looks for in an event that has not ended. */
+    private readonly watch = "message_stop",
+  ) {}
+
+  /** Feeds decoded text. */
+  feed(text: string): void {
+    let at = 0;
+    if (!this.started && text.length > 0) {
+      this.started = true;
+      if (text.charCodeAt(0) === 0xfeff) at = 1; // a byte order mark is not part of the stream
+    }
+    if (this.afterCR && text.charCodeAt(at) === 0x0a) at++;
+    this.afterCR = false;
+    // The next \r is searched for again only once it is passed: most streams have none.
+    let cr = text.indexOf("\r", at);
+    while (at < text.length) {
+      const lf = text.indexOf("\n", at);
+      if (cr >= 0 && cr < at) cr = text.indexOf("\r", at);
+      const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
+      if (end < 0) {
+        this.line += text.slice(at);
+        if (this.line.length + this.dataChars > this.maxEventChars) throw new EventTooLarge(`an event grew past ${this.maxEventChars} characters`);
+        return;
+      }
+      this.take(this.line + text.slice(at, end));
+      this.line = "";
+      if (text.charCodeAt(end) === 0x0d) {
+        if (end + 1 === text.length) this.afterCR = true;
+        else if (text.charCodeAt(end + 1) === 0x0a) at = end + 2;
+        else at = end + 1;
+        if (this.afterCR) return;
+      } else at = end + 1;
+    }
+  }
+
+  /** The stream ended: an event whose blank line never came still counts (the client acted on it). */
+  end(): void {
+    if (this.line !== "") this.take(this.line);
+    this.line = "";
+    this.take("");
+  }
+
+  /** True when an event has begun and a line of it so far (or the line not yet ended) contains the watched word. */
+  get pendingWatched(): boolean {
+    return this.watchedSeen || this.line.includes(this.watch);
+  }
+
+  /** One complete line. */
+  private take(line: string): void {
+    if (line === "") {
+      this.watchedSeen = false;
+      if (this.data.length > 0) {
+        const data = this.data.join("\n");
+        this.data = [];
+        this.dataChars = 0;
+        this.onData(data);
+      }
+      return;
+    }
+    if (line.charCodeAt(0) === 0x3a) return; // a comment
+    if (!this.watchedSeen && line.includes(this.watch)) this.watchedSeen = true;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    if (field !== "data") return; // the event name is advisory: the payload's own type decides
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 0x20) value = value.slice(1);
+    this.dataChars += value.length + 1;
+    if (this.dataChars > this.maxEventChars) throw new EventTooLarge(`an event grew past ${this.maxEventChars} characters`);
+    this.data.push(value);
+  }
+}
