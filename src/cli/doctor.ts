@@ -205,13 +205,19 @@ async function lostTranscripts(config: Readonly<Config>, io: CommandIo): Promise
   const since = io.clock() - RECENT_DAYS * 86_400_000;
   const sessions = (await listSessions(io.fs, config.mirrorDir, config.claudeDir))
     .filter((s) => s.sessionId !== null && s.lastTimestamp !== null && Date.parse(s.lastTimestamp) >= since && s.userRecords + s.assistantRecords > 0);
-  const lost = sessions.filter((s) => s.claudeTranscript !== "intact");
+  const odd = sessions.filter((s) => s.claudeTranscriptProblem !== null);
+  const oddCheck: Check[] = odd.length === 0 ? [] : [{
+    check: "transcripts", status: "warn",
+    detail: `${odd.length} mirrored session${odd.length === 1 ? " has an id" : "s have ids"} Claude Code could not have made (${odd[0].dir}…): readable with show/export, not restorable`,
+  }];
+  const lost = sessions.filter((s) => s.claudeTranscript !== "intact" && s.claudeTranscriptProblem === null);
   if (lost.length === 0) {
-    return [{ check: "transcripts", status: "ok", detail: `Claude Code's transcript is intact for all ${sessions.length} session${sessions.length === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days` }];
+    const count = sessions.length - odd.length;
+    return [{ check: "transcripts", status: "ok", detail: `Claude Code's transcript is intact for all ${count} session${count === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days` }, ...oddCheck];
   }
-  return lost.slice(0, 20).map((s) => ({
+  return [...oddCheck, ...lost.slice(0, 20).map((s): Check => ({
     check: "transcripts",
     status: s.claudeTranscript === "stub" ? "fail" : "warn",
     detail: `${s.sessionId} (${s.lastTimestamp}, ${s.cwd ?? "cwd unknown"}): Claude Code's transcript is ${s.claudeTranscript === "stub" ? "a stub" : "missing"}; restore it: sessiontap restore ${s.sessionId}`,
-  }));
+  }))];
 }
