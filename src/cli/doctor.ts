@@ -2,7 +2,8 @@
  * `sessiontap doctor`: checks what makes a user lose a transcript or bypass the tap, each as ok / warn /
  * FAIL with what to do; exit 1 when any check fails.
  *
- * - the mirror root: a real directory, private (0700), writable, with free space;
+ * - the mirror root: a real directory of this user's, private (0700), writable, with free space; and
+ *   nothing in its top levels that the tap would refuse (another user's, open to others, a link);
  * - the tap Claude Code uses (`--url` / `--port` name another): something answers `/_tap/health` there,
  *   mirroring where doctor looks, and every problem its health lists (a failing upstream, queued commits)
  *   is a problem here too;
@@ -17,6 +18,8 @@ import type { Config } from "../config/parse.ts";
 import { isObject } from "../recover/records.ts";
 import { describe } from "../storage/events-log.ts";
 import { join } from "../storage/mirror-tree.ts";
+import { untrusted } from "../storage/trusted-path.ts";
+import { plantedEntries } from "./doctor-tree.ts";
 import { listSessions } from "./list.ts";
 import { humanBytes, type CommandIo } from "./command-io.ts";
 
@@ -62,7 +65,13 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   if (!info.isDirectory) return [{ check, status: "fail", detail: `${root} is not a directory` }];
   const out: Check[] = [];
   const mode = (info.mode & 0o777).toString(8).padStart(3, "0");
-  if ((info.mode & 0o077) !== 0) out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  const why = untrusted(info, "directory");
+  if (why !== null && why.startsWith("belongs")) {
+    return [{ check, status: "fail", detail: `${root} ${why}: the tap refuses it (serve exits 2); point --mirror-dir / SESSIONTAP_MIRROR_DIR at a directory of your own` }];
+  }
+  if (why !== null) out.push({ check, status: "fail", detail: `${root} ${why}: the tap refuses it (serve exits 2), since others could read or plant conversations; chmod 700 ${root}` });
+  else if ((info.mode & 0o077) !== 0) out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  out.push(...(await plantedEntries(io, root)));
   const probe = join(root, `.sessiontap-doctor-${crypto.randomUUID().slice(0, 8)}`);
   try {
     await io.fs.createExclusive(probe, "", false);

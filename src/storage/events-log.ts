@@ -4,6 +4,7 @@
  */
 import { DIR_MODE, join } from "./mirror-tree.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
+import { checkTrusted } from "./trusted-path.ts";
 
 /** The events log's file name, directly under the root. */
 export const EVENTS_FILE = "session-mirror-events.jsonl";
@@ -59,7 +60,9 @@ export class EventsLog {
     const path = join(this.root, EVENTS_FILE);
     if (this.size === null) {
       await this.fs.mkdir(this.root, DIR_MODE);
-      this.size = (await this.fs.lstat(path))?.size ?? 0;
+      const info = await this.fs.lstat(path);
+      if (info !== null) checkTrusted(path, info, "file"); // never append ids and times to a neighbour's file
+      this.size = info?.size ?? 0;
     }
     const bytes = Buffer.byteLength(line);
     if (this.size + bytes > this.maxBytes && this.size > 0) {
