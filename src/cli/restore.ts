@@ -9,6 +9,7 @@
  * that appeared or changed meanwhile (storage/publish.ts); the file is 0600, new directories 0700.
  */
 import type { Config } from "../config/parse.ts";
+import { compactJson } from "../recover/json-text.ts";
 import { parseJsonl, isConversation } from "../recover/records.ts";
 import { planRestore } from "../recover/restore-plan.ts";
 import { classifyTranscript, type TranscriptState } from "../recover/transcript.ts";
@@ -91,7 +92,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     return 0;
   }
 
-  const data = plan.records.map((r) => JSON.stringify(r) + "\n").join("");
+  const data = plan.records.map((r) => compactJson(r) + "\n").join("");
   let published: Published;
   try {
     if (info === null) {

@@ -3,6 +3,7 @@
  * `export --format md` writes it), or as JSON with the records of the conversation in reading order.
  */
 import type { Config } from "../config/parse.ts";
+import { jsonText } from "../recover/json-text.ts";
 import { renderItems } from "../recover/render-md.ts";
 import { flatten, outline } from "../recover/tree.ts";
 import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";
@@ -18,7 +19,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const items = outline(tree);
   if (config.json) {
     const shown = { ...summary, claudeTranscript: info.state, claudeTranscriptPath: info.path, claudeTranscriptProblem: info.problem, conversation: flatten(items) };
-    io.stdout(JSON.stringify(shown, null, 2) + "\n");
+    io.stdout(jsonText(shown) + "\n"); // the records as they are, at any depth
     return 0;
   }
   const id = summary.sessionId ?? summary.dir;
