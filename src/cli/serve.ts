@@ -6,7 +6,7 @@
 import { settingName, type Config } from "../config/parse.ts";
 import { listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe, describeBare } from "../storage/events-log.ts";
 import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
 import type { SpoolPlace } from "../storage/mirror-spool.ts";
 import { forward } from "../tap/forward.ts";
@@ -78,20 +78,19 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     answered: () => upstream.answered(),
   };
   let internalErrors = 0;
+  const internalError = (error: unknown) => {
+    internalErrors++;
+    stderr(`sessiontap: internal error answering a request: ${describeBare(error)}`);
+  };
   const upstreamFetchFn = await upstreamFetch(deps.fetch ?? fetch);
   const app = createApp({
     forward: (request) =>
       forward(request, { upstream: config.upstream, fetch: upstreamFetchFn, mirror, holdBackMs: config.holdBackMs, upstreamHealth: reportUpstream }),
     health: () => healthReport({ version: VERSION, runtime: runtimeName(), upstream, mirror, store, internalErrors: () => internalErrors }),
     viewer: viewer.deps,
+    onError: internalError,
   });
-  const server = await listen(app.fetch, {
-    port: config.port, hostname: config.host,
-    onError: (error) => {
-      internalErrors++;
-      stderr(`sessiontap: internal error answering a request: ${describe(error)}`);
-    },
-  });
+  const server = await listen(app.fetch, { port: config.port, hostname: config.host, onError: internalError });
   if (mirror !== null) {
     mirror.log("start", { version: VERSION, runtime: server.runtime, port: server.port });
     // The first retention sweep runs shortly after start (within a minute), then lazily.

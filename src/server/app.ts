@@ -27,6 +27,8 @@ export interface AppDeps {
   forward: (request: Request) => Promise<Response>;
   health: () => Record<string, unknown>;
   viewer?: ViewerDeps;
+  /** Hears an error thrown while answering (the answer is a bare 500; nothing of the request is printed). */
+  onError?: (error: unknown) => void;
 }
 
 /** Headers every viewer response carries. */
@@ -43,6 +45,11 @@ export function hostName(host: string | undefined): string {
 /** Builds the app; hand `app.fetch` to a runtime adapter. */
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
+  // Hono's own handler prints the error with the request's path and query (and Bun adds pages of source).
+  app.onError((error, c) => {
+    deps.onError?.(error);
+    return c.json({ type: "error", error: { type: "api_error", message: "sessiontap: internal error" } }, 500);
+  });
   app.get("/_tap/health", (c) => c.json(deps.health()));
   const viewer = deps.viewer;
   if (viewer !== undefined) mountViewer(app, viewer);

@@ -90,3 +90,15 @@ export function describe(error: unknown): string {
   if (message === "" || message === label) return label;
   return message.startsWith(label) ? message : `${label}: ${message}`;
 }
+
+/**
+ * describe() for an error met while answering a request: quoted text, URLs and paths are left out of the
+ * message too, since a runtime's message may quote the request's URL, and a path or query may carry a
+ * secret (a key pasted into a query string).
+ */
+export function describeBare(error: unknown): string {
+  return describe(error)
+    .replace(/'[^']*'?|"[^"]*"?|`[^`]*`?/g, "…")
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/\S*/gi, "…")
+    .replace(/(^|\s)\/\S*/g, "$1…");
+}
