@@ -91,7 +91,7 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
 }
 
 /** What a tap's health route says, or why nothing answered. */
-async function probe(io: CommandIo, base: string): Promise<{ ok: true; health: Record<string, unknown> } | { ok: false; why: string }> {
+async function probe(io: CommandIo, base: string, token: string | null): Promise<{ ok: true; health: Record<string, unknown> } | { ok: false; why: string }> {
   let url: URL;
   try {
     url = new URL("/_tap/health", base.endsWith("/") ? base : `${base}/`);
@@ -99,9 +99,13 @@ async function probe(io: CommandIo, base: string): Promise<{ ok: true; health: R
     return { ok: false, why: `"${base}" is not a URL` };
   }
   try {
-    const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual" });
+    const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
+    const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual", headers });
     const body = (await response.json().catch(() => null)) as unknown;
     if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) return { ok: true, health: body };
+    if (response.status === 200 && isObject(body) && Object.keys(body).join() === "status") {
+      return { ok: false, why: `${url.origin} answers ${String(body.status)}, but shows its details only with its token (${token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"})` };
+    }
     return { ok: false, why: `${url.origin} answers, but is not a sessiontap tap (HTTP ${response.status})` };
   } catch (error) {
     return { ok: false, why: `nothing answers at ${url.origin} (${(error as Error).name === "TimeoutError" ? "timed out" : describe(error)})` };
@@ -164,7 +168,7 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<C
       : base !== null
         ? [base.url.replace(/\/+$/, ""), `ANTHROPIC_BASE_URL ${base.where}`]
         : [defaultTap, "the default address"];
-  const tap = await probe(io, tapUrl);
+  const tap = await probe(io, tapUrl, config.token);
   if (tap.ok) {
     const mirror = tap.health.mirror;
     const about = `${tapUrl} (${chosen})`;
@@ -186,7 +190,7 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<C
   if (base.fromSettings !== null && fromEnv !== undefined && fromEnv !== "" && fromEnv !== base.url) {
     out.push({ check, status: "warn", detail: `the environment says ${fromEnv}, but Claude Code applies ${base.url} from ${base.fromSettings} over it` });
   }
-  const target = base.url.replace(/\/+$/, "") === tapUrl ? tap : await probe(io, base.url);
+  const target = base.url.replace(/\/+$/, "") === tapUrl ? tap : await probe(io, base.url, config.token);
   if (target.ok) out.push({ check, status: "ok", detail: `${base.url} ${base.where} reaches a tap` });
   else out.push({ check, status: "fail", detail: `${base.url} ${base.where}: ${target.why}; Claude Code's requests are not mirrored` });
   return out;

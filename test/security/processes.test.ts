@@ -7,7 +7,9 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { runTap, serveTap, type TapChild } from "../support/child.ts";
+import { existsSync, readFileSync } from "node:fs";
+import { runTap, serveTap, spawnTap, type TapChild } from "../support/child.ts";
+import { Conversation } from "../support/client.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 
 const MS = 60_000;
@@ -91,5 +93,93 @@ describe("a mirror root open to others stops serve", () => {
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
+  });
+});
+
+describe("listening beyond loopback", () => {
+  let stub: StubUpstream;
+  let scratch: string;
+  before(async () => {
+    stub = await startStub();
+    scratch = mkdtempSync(`${tmpdir()}/sessiontap-wide-`);
+  });
+  after(async () => {
+    await stub.close();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  /** Starts `serve --host 0.0.0.0 --port 0`; returns the child, its port and its startup block. */
+  async function wide(env: Record<string, string> = {}): Promise<{ tap: TapChild; port: number; block: string }> {
+    const tap = spawnTap(["serve", "--host", "0.0.0.0", "--port", "0", "--upstream", stub.url, "--mirror-dir", `${scratch}/mirror`], { env: { HOME: scratch, ...env } });
+    const m = await tap.waitFor("stdout", /export ANTHROPIC_BASE_URL=http:\/\/0\.0\.0\.0:(\d+)\n/);
+    return { tap, port: Number(m[1]), block: tap.stdout() };
+  }
+
+  it("says loudly it is reachable, prints a generated token once, and guards /_tap/ with it; API traffic flows", { timeout: MS }, async () => {
+    const { tap, port, block } = await wide();
+    try {
+      assert.match(block, /^  WARNING    reachable from the network on 0\.0\.0\.0/m);
+      assert.match(tap.stderr(), /^sessiontap: WARNING: listening on 0\.0\.0\.0, reachable from the network; \/_tap\/ \(viewer, API, health details\) requires the token$/m);
+      const token = /^  token      (\S+)  \(generated for this run/m.exec(block)?.[1];
+      assert.ok(token !== undefined && token.length >= 40, block);
+      assert.ok(block.includes(`/_tap/login?token=${token}`), "the login link");
+      const base = `http://127.0.0.1:${port}`;
+      assert.equal((await fetch(`${base}/_tap/api/sessions`)).status, 401);
+      assert.equal((await fetch(`${base}/_tap/`)).status, 401);
+      assert.deepEqual(await (await fetch(`${base}/_tap/health`)).json().then((h) => Object.keys(h)), ["status"]);
+      assert.equal((await fetch(`${base}/_tap/api/sessions`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+      const login = await fetch(`${base}/_tap/login?token=${token}`, { redirect: "manual" });
+      assert.equal(login.status, 303);
+      assert.equal((await fetch(`${base}/_tap/api/sessions`, { headers: { cookie: String(login.headers.get("set-cookie")).split(";")[0] } })).status, 200);
+      assert.equal((await new Conversation(base, "over-the-network").say("hello")).status, 200, "forwarding is unchanged");
+      assert.equal(tap.stdout().split(token!).length - 1, 2, "the token appears in the startup block only (its line and the login link)");
+      assert.ok(!tap.stderr().includes(token!), "never on stderr");
+      tap.signal("SIGTERM");
+      assert.equal((await tap.exit()).code, 0);
+      const events = readFileSync(`${scratch}/mirror/session-mirror-events.jsonl`, "utf8");
+      assert.ok(!events.includes(token!), "never in the events log");
+      assert.ok(existsSync(`${scratch}/mirror/over-the-network`));
+    } finally {
+      tap.signal("SIGTERM");
+      await tap.exit();
+    }
+  });
+
+  it("a token given in SESSIONTAP_TOKEN is required and never printed", { timeout: MS }, async () => {
+    const token = "a-token-the-user-chose-1234";
+    const { tap, port, block } = await wide({ SESSIONTAP_TOKEN: token });
+    try {
+      assert.match(block, /^  token      from SESSIONTAP_TOKEN$/m);
+      assert.ok(!(tap.stdout() + tap.stderr()).includes(token));
+      assert.equal((await fetch(`http://127.0.0.1:${port}/_tap/api/sessions`)).status, 401);
+      assert.equal((await fetch(`http://127.0.0.1:${port}/_tap/api/sessions`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+    } finally {
+      tap.signal("SIGTERM");
+      await tap.exit();
+    }
+  });
+});
+
+describe("a page in a browser cannot post through a real tap", () => {
+  it("Sec-Fetch-Site: cross-site or a foreign Origin: 403, nothing forwarded or mirrored", { timeout: MS }, async () => {
+    const stub = await startStub();
+    const scratch = mkdtempSync(`${tmpdir()}/sessiontap-csrf-`);
+    const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch}/mirror`], { env: { HOME: scratch } });
+    try {
+      const body = JSON.stringify({ model: "m", max_tokens: 5, metadata: { user_id: JSON.stringify({ session_id: "from-a-page" }) }, messages: [{ role: "user", content: "x" }] });
+      const sets: Record<string, string>[] = [{ "sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors" }, { origin: "https://evil.example" }];
+      for (const headers of sets) {
+        const res = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "content-type": "text/plain", ...headers }, body });
+        assert.equal(res.status, 403);
+        await res.arrayBuffer();
+      }
+      assert.equal(stub.requests.length, 0);
+    } finally {
+      tap.signal("SIGTERM");
+      await tap.exit();
+      await stub.close();
+    }
+    assert.ok(!existsSync(`${scratch}/mirror/from-a-page`));
+    rmSync(scratch, { recursive: true, force: true });
   });
 });
