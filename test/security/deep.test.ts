@@ -11,23 +11,10 @@ import { compactJson, jsonText } from "../../src/recover/json-text.ts";
 import { searchableText } from "../../src/recover/records.ts";
 import { summarize } from "../../src/recover/summary.ts";
 import { buildTree, flatten, MAX_NESTING, outline, type Item } from "../../src/recover/tree.ts";
+import { deepSession, deepValue } from "../support/deep.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 
 type Rec = Record<string, any>;
-
-/** `{"a":{"a":…1…}}`, `depth` levels. */
-export function deepValue(depth: number): unknown {
-  return JSON.parse('{"a":'.repeat(depth) + "1" + "}".repeat(depth));
-}
-
-/** A session whose assistant calls a tool with an input nested `depth` levels. */
-export function deepSession(sessionId: string, depth: number): Rec[] {
-  return [
-    rec("user", "d-u1", null, "go deep", { sessionId }),
-    rec("assistant", "d-a1", "d-u1", [{ type: "tool_use", id: "toolu_deep", name: "Deep", input: deepValue(depth) }], { sessionId }),
-    rec("user", "d-u2", "d-a1", [{ type: "tool_result", tool_use_id: "toolu_deep", content: [{ type: "weird", nested: deepValue(depth) }] }], { sessionId }),
-  ];
-}
 
 /** How deeply `items` nest branches. */
 function nesting(items: Item[]): number {

@@ -10,6 +10,8 @@ import { tmpdir } from "node:os";
 import { existsSync, readFileSync } from "node:fs";
 import { runTap, serveTap, spawnTap, type TapChild } from "../support/child.ts";
 import { Conversation } from "../support/client.ts";
+import { deepSession } from "../support/deep.ts";
+import { rec, writeMirror } from "../support/recover.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 
 const MS = 60_000;
@@ -181,5 +183,97 @@ describe("a page in a browser cannot post through a real tap", () => {
     }
     assert.ok(!existsSync(`${scratch}/mirror/from-a-page`));
     rmSync(scratch, { recursive: true, force: true });
+  });
+});
+
+/** A process's peak resident memory (VmHWM) in bytes, from /proc/<pid>/status. */
+export function peakBytes(pid: number): number {
+  const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  assert.ok(kb !== undefined, `no VmHWM in /proc/${pid}/status`);
+  return Number(kb) * 1024;
+}
+
+describe("a hostile record read through a real tap", () => {
+  it("a 20,000-level tool input: the viewer and its exports answer 200 and the peak memory grows as for any record of its size (it was 3 GB)", { timeout: MS }, async () => {
+    const scratch = mkdtempSync(`${tmpdir()}/sessiontap-deep-proc-`);
+    const root = `${scratch}/mirror`;
+    mkdirSync(root, { mode: 0o700 });
+    const file = writeMirror(root, "deep-session", deepSession("deep-session", 20_000));
+    writeMirror(root, "small-session", [rec("user", "s1", null, "small", { sessionId: "small-session" }), rec("assistant", "s2", "s1", [{ type: "tool_use", id: "t", name: "Bash", input: { command: "ls" } }], { sessionId: "small-session" })]);
+    const recordBytes = readFileSync(file).length;
+    const { tap, url } = await serveTap(["--mirror-dir", root, "--upstream", "http://127.0.0.1:1"], { env: { HOME: scratch } });
+    try {
+      const get = async (path: string) => {
+        const res = await fetch(`${url}${path}`);
+        const text = await res.text();
+        return { status: res.status, length: text.length };
+      };
+      // Warm every route on the small session first, so the peak measured next is the deep record's alone.
+      for (const path of ["/_tap/api/sessions", "/_tap/api/sessions/small-session", "/_tap/api/sessions/small-session/export?format=html", "/_tap/api/sessions/small-session/export?format=md", "/_tap/api/search?q=ls"]) {
+        assert.equal((await get(path)).status, 200, path);
+      }
+      const before = peakBytes(tap.child.pid!);
+      for (const path of ["/_tap/api/sessions", "/_tap/api/sessions/deep-session", "/_tap/api/sessions/deep-session/export?format=html", "/_tap/api/sessions/deep-session/export?format=md", "/_tap/api/sessions/deep-session/export?format=jsonl", "/_tap/api/search?q=toolu_deep"]) {
+        const answer = await get(path);
+        assert.equal(answer.status, 200, path);
+        assert.ok(answer.length < 8 * recordBytes + 100_000, `${path}: ${answer.length} characters for a ${recordBytes}-byte file`);
+      }
+      const grown = peakBytes(tap.child.pid!) - before;
+      console.log(`deep record: ${recordBytes} bytes on disk; peak memory grew ${(grown / 1048576).toFixed(1)} MiB (from ${(before / 1048576).toFixed(1)} MiB)`);
+      assert.ok(grown < 64 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for a ${(recordBytes / 1024).toFixed(0)} KiB record`);
+    } finally {
+      tap.signal("SIGTERM");
+      await tap.exit();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("hostile ids through a real process", () => {
+  it("list --json and doctor on ids that climb or are too long: exit as usual, nothing read outside", { timeout: MS }, async () => {
+    const scratch = mkdtempSync(`${tmpdir()}/sessiontap-ids-proc-`);
+    try {
+      const root = `${scratch}/mirror`;
+      mkdirSync(root, { mode: 0o700 });
+      const cwd = `${scratch}/proj`;
+      for (const [dir, id] of [["inv-1111111111111111", "L".repeat(250)], ["inv-2222222222222222", "../../../victim"]]) {
+        const timestamp = new Date().toISOString(); // recent, so doctor looks at it
+        writeMirror(root, dir, [rec("user", `${dir}-u`, null, "hi", { sessionId: id, cwd, timestamp }), rec("assistant", `${dir}-a`, `${dir}-u`, [{ type: "text", text: "yo" }], { sessionId: id, cwd, timestamp })]);
+      }
+      mkdirSync(`${scratch}/claude/projects/x`, { recursive: true });
+      const list = await runTap(["list", "--json", "--mirror-dir", root, "--claude-dir", `${scratch}/claude`], { env: { HOME: scratch } });
+      assert.equal(list.code, 0, list.stderr);
+      const entries = JSON.parse(list.stdout) as { claudeTranscript: string; claudeTranscriptPath: string | null }[];
+      assert.deepEqual(entries.map((e) => [e.claudeTranscript, e.claudeTranscriptPath]), [["missing", null], ["missing", null]]);
+      const doctor = await runTap(["doctor", "--mirror-dir", root, "--claude-dir", `${scratch}/claude`, "--url", "http://127.0.0.1:1"], { env: { HOME: scratch } });
+      assert.doesNotMatch(doctor.stdout + doctor.stderr, /ENAMETOOLONG/);
+      assert.match(doctor.stdout, /ids Claude Code could not have made/);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it("session ids that are the tap's own names are mirrored as sessions of their own", { timeout: MS }, async () => {
+    const stub = await startStub();
+    const scratch = mkdtempSync(`${tmpdir()}/sessiontap-names-proc-`);
+    const root = `${scratch}/mirror`;
+    const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", root], { env: { HOME: scratch } });
+    try {
+      for (const id of [".locks", ".staging", ".spool", "session-mirror-events.jsonl", "unknown"]) {
+        assert.equal((await new Conversation(url, id).say(`as ${id}`)).status, 200);
+      }
+    } finally {
+      tap.signal("SIGTERM");
+      await tap.exit();
+      await stub.close();
+    }
+    try {
+      const list = await runTap(["list", "--json", "--mirror-dir", root], { env: { HOME: scratch } });
+      const ids = (JSON.parse(list.stdout) as { sessionId: string }[]).map((e) => e.sessionId).sort();
+      assert.deepEqual(ids, [".locks", ".spool", ".staging", "session-mirror-events.jsonl", "unknown"]);
+      assert.doesNotMatch(readFileSync(`${root}/session-mirror-events.jsonl`, "utf8"), /"action":"error"/);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 });
