@@ -88,7 +88,7 @@ if (want("bun")) await run("bun", bin("bun"), ["test", "--timeout", "120000", ..
 if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unstable-no-legacy-abort", "--no-check", ...files], pgEnv);
 if (want("binary")) {
   await run("build", process.execPath, ["scripts/build.mjs"]);
-  const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts"];
+  const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts", "./test/binary/security.test.ts"];
   await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...pgEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
 stopCluster();
