@@ -176,6 +176,31 @@ describe("hostile neighbours: the tap writes only what is its own", () => {
   });
 });
 
+describe("verify on a planted tree", () => {
+  it("reports another user's directory and file as planted and repairs neither", async (t) => {
+    const dir = mkdtempSync(`${tmpdir()}/sessiontap-verify-planted-`);
+    try {
+      const root = `${dir}/mirror`;
+      mkdirSync(`${root}/mine`, { recursive: true, mode: 0o700 });
+      const torn = JSON.stringify({ type: "user", uuid: "u1", sessionId: "victim-sess" }) + "\n{torn";
+      if (!plantDir(`${root}/victim-sess`, 0o777) || !plantFile(`${root}/victim-sess/2099-01-01T00-00-00.000Z.jsonl`, 0o666, torn)) return t.skip("cannot give files to another user here");
+      if (!plantFile(`${root}/mine/2099-01-01T00-00-00.000Z.jsonl`, 0o666, torn)) return t.skip("cannot give files to another user here");
+      const r = await cli(["verify", "--repair", "--json", "--mirror-dir", root]);
+      assert.equal(r.code, 1, r.stderr);
+      const problems = (JSON.parse(r.stdout) as { session: string; problems: string[] }[]).flatMap((x) => x.problems);
+      assert.ok(problems.some((p) => /^victim-sess belongs to another user \(uid 65534\)/.test(p)), problems.join("\n"));
+      assert.ok(problems.some((p) => /^2099-01-01T00-00-00\.000Z\.jsonl belongs to another user/.test(p)), problems.join("\n"));
+      for (const file of [`${root}/victim-sess/2099-01-01T00-00-00.000Z.jsonl`, `${root}/mine/2099-01-01T00-00-00.000Z.jsonl`]) {
+        assert.equal(readFileSync(file, "utf8"), torn, "not repaired");
+        assert.equal(statSync(file).mode & 0o777, 0o666, "its mode not touched");
+        assert.ok(!existsSync(`${file}.torn`));
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("the mirror root must be the user's own and open to nobody else", () => {
   let dir: string;
   beforeEach(() => {
