@@ -1,6 +1,6 @@
 /** Bun adapter: Bun.serve with the tap's options (RUNTIME-NOTES "Serving"). */
-import { soundRequest } from "./sound-request.ts";
-import { authority, type FetchHandler, type ListenOptions, type RunningServer } from "./types.ts";
+import { authority, soundRequest } from "./sound-request.ts";
+import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 
 /** Bun's fetch for upstream requests: without `timeout: false` it gives up after 300 s without data. */
 export function bunFetch(base: typeof fetch): typeof fetch {

@@ -1,6 +1,6 @@
 /** Deno adapter: Deno.serve; run with --unstable-no-legacy-abort (RUNTIME-NOTES "Client disconnect"). */
-import { soundRequest } from "./sound-request.ts";
-import { authority, type FetchHandler, type ListenOptions, type RunningServer } from "./types.ts";
+import { authority, soundRequest } from "./sound-request.ts";
+import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 
 // Declared here, not pulled from Deno's types, so the shared type-check does not need them.
 declare const Deno: {

@@ -40,3 +40,8 @@ export function soundRequest(request: Request, own: string): Request | Response 
   if (url.host !== new URL(`http://${own}`).host) return badRequest("the request target is not a path");
   return new Request(url, request);
 }
+
+/** `host:port` of a listening address, an IPv6 address in brackets (the authority of a URL). */
+export function authority(hostname: string, port: number): string {
+  return `${hostname.includes(":") && !hostname.startsWith("[") ? `[${hostname}]` : hostname}:${port}`;
+}

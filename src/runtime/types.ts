@@ -19,8 +19,3 @@ export interface ListenOptions {
   hostname: string;
   onError: (error: unknown) => void;
 }
-
-/** `host:port` of a listening address, an IPv6 address in brackets (the authority of a URL). */
-export function authority(hostname: string, port: number): string {
-  return `${hostname.includes(":") && !hostname.startsWith("[") ? `[${hostname}]` : hostname}:${port}`;
-}
