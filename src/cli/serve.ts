@@ -171,8 +171,10 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
     ].join("\n"),
   );
   const signal = await io.stopSignal;
+  // Stop accepting first: whoever reads the line may rely on the port being closed by then.
+  const stopping = tap.stop();
   io.stderr(`sessiontap: ${signal}, stopping\n`);
-  const unwritten = await tap.stop();
+  const unwritten = await stopping;
   if (unwritten.kind === "saved") {
     io.stderr(`sessiontap: ${unwritten.commits} commit${unwritten.commits === 1 ? "" : "s"} could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`);
   } else if (unwritten.kind === "lost") {

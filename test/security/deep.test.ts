@@ -1,4 +1,4 @@
-// Deep nesting (hole 5 of the attack pass): a tool input nested 20,000 levels deep, mirrored as a 120 KB
+// Deep nesting (docs/RELIABILITY.md "Trust boundaries", hole 5): a tool input nested 20,000 levels deep, mirrored as a 120 KB
 // record, made the viewer answer 500 (out of memory at 3 GB) and export take seconds at 4.5 GB, because
 // indenting JSON costs the square of its depth; a tree of 20,000 nested forks overflowed the stack.
 // Rendering, export and show now stay within a small factor of the record's size at any depth. In-process

@@ -1,4 +1,4 @@
-// Hostile ids (holes 2 and 3 of the attack pass): an id is only ever a name inside its parent. Ids that
+// Hostile ids (docs/RELIABILITY.md "Trust boundaries", holes 2 and 3): an id is only ever a name inside its parent. Ids that
 // climb (`../../victim`), ids too long for a file name, and ids that are the tap's own names (`.locks`,
 // `.staging`, `.spool`, the events log, `unknown`, `inv-<hash of another id>`) are mirrored like any
 // other session, listed, never read or written outside, and never share a directory. In-process (the

@@ -1,4 +1,4 @@
-// Hostile neighbours (hole 1 of the attack pass): another user of the machine plants directories and files
+// Hostile neighbours (docs/RELIABILITY.md "Trust boundaries", hole 1): another user of the machine plants directories and files
 // where the tap will write, hoping it appends a conversation they can read. The tap writes only into
 // directories and files that are its own user's, writable by nobody else, reached without a link — the
 // root, session directories, files, `.staging`, `.locks`, the events log, the spool — and refuses anything

@@ -1,4 +1,4 @@
-// Browsers and the network (holes 6 and 7 of the attack pass). A cross-site page could make a user's browser
+// Browsers and the network (docs/RELIABILITY.md "Trust boundaries", holes 6 and 7). A cross-site page could make a user's browser
 // POST through the tap (a no-cors text/plain request was forwarded and mirrored); now a request carrying
 // `Sec-Fetch-Site: cross-site` (or same-site) or a foreign `Origin` is refused with 403 before anything is
 // forwarded or mirrored. With a token (required beyond loopback), every /_tap/ route but the bare health

@@ -1,4 +1,4 @@
-// Odd requests made whole before the app (hole 8 of the attack pass), unit by unit: what soundRequest
+// Odd requests made whole before the app (docs/RELIABILITY.md "Trust boundaries", hole 8), unit by unit: what soundRequest
 // makes of a request's Host, and how an internal error is described without quoting the request. The
 // raw-socket reproductions against a real process are in processes.test.ts.
 import { describe, it } from "node:test";
