@@ -92,7 +92,7 @@ export function createApp(deps: AppDeps): Hono {
   const tokenGuard = async (c: Context, next: () => Promise<void>) => {
     if (locked) return apiError(c, 403, "permission_error", "this tap listens beyond loopback without a token; its own routes are closed");
     if (token !== null && !authorized(c)) {
-      const why = "this tap listens beyond loopback: send Authorization: Bearer <token>, or open the login link its startup printed";
+      const why = "this tap's own routes need its token: send Authorization: Bearer <token>, or open the login link its startup printed";
       if (c.req.method === "GET" && c.req.path === "/_tap/") return c.html(loginPage(why), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
       return apiError(c, 401, "authentication_error", why, { "www-authenticate": 'Bearer realm="sessiontap"' });
     }
