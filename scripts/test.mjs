@@ -164,7 +164,7 @@ if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unst
 if (want("binary")) {
   await run("build", process.execPath, ["scripts/build.mjs"]);
   // The binary gets its own smoke tests, and the command-line suites that a user meets first: help and flags, whole output to pipes.
-  const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts", "./test/binary/release.test.ts", "./test/cli/help.test.ts", "./test/cli/output.test.ts"];
+  const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts", "./test/binary/release.test.ts", "./test/binary/security.test.ts", "./test/cli/help.test.ts", "./test/cli/output.test.ts"];
   await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
 stopCluster();

@@ -2,7 +2,8 @@
  * `sessiontap doctor`: checks what makes a user lose a transcript or bypass the tap, each as ok / warn /
  * FAIL with what to do; exit 1 when any check fails.
  *
- * - the mirror root: a real directory, private (0700), writable, with free space;
+ * - the mirror root: a real directory of this user's, private (0700), writable, with free space; and
+ *   nothing in its top levels that the tap would refuse (another user's, open to others, a link);
  * - the tap Claude Code uses (`--url` / `--port` name another): something answers `/_tap/health` there,
  *   mirroring where doctor looks, and every problem its health lists (a failing upstream, queued commits)
  *   is a problem here too;
@@ -17,6 +18,8 @@ import type { Config } from "../config/parse.ts";
 import { isObject } from "../recover/records.ts";
 import { describe } from "../storage/events-log.ts";
 import { join } from "../storage/mirror-tree.ts";
+import { untrusted } from "../storage/trusted-path.ts";
+import { plantedEntries } from "./doctor-tree.ts";
 import { listSessions } from "./list.ts";
 import { humanBytes, type CommandIo } from "./command-io.ts";
 
@@ -62,7 +65,13 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   if (!info.isDirectory) return [{ check, status: "fail", detail: `${root} is not a directory` }];
   const out: Check[] = [];
   const mode = (info.mode & 0o777).toString(8).padStart(3, "0");
-  if (io.fs.posixModes !== false && (info.mode & 0o077) !== 0) out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  const why = untrusted(info, "directory");
+  if (why !== null && why.startsWith("belongs")) {
+    return [{ check, status: "fail", detail: `${root} ${why}: the tap refuses it (serve exits 2); point --mirror-dir / SESSIONTAP_MIRROR_DIR at a directory of your own` }];
+  }
+  if (why !== null) out.push({ check, status: "fail", detail: `${root} ${why}: the tap refuses it (serve exits 2), since others could read or plant conversations; chmod 700 ${root}` });
+  else if (io.fs.posixModes !== false && (info.mode & 0o077) !== 0) out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  out.push(...(await plantedEntries(io, root)));
   const probe = join(root, `.sessiontap-doctor-${crypto.randomUUID().slice(0, 8)}`);
   try {
     await io.fs.createExclusive(probe, "", false);
@@ -82,7 +91,7 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
 }
 
 /** What a tap's health route says, or why nothing answered. */
-async function probe(io: CommandIo, base: string): Promise<{ ok: true; health: Record<string, unknown> } | { ok: false; why: string }> {
+async function probe(io: CommandIo, base: string, token: string | null): Promise<{ ok: true; health: Record<string, unknown> } | { ok: false; why: string }> {
   let url: URL;
   try {
     url = new URL("/_tap/health", base.endsWith("/") ? base : `${base}/`);
@@ -90,9 +99,13 @@ async function probe(io: CommandIo, base: string): Promise<{ ok: true; health: R
     return { ok: false, why: `"${base}" is not a URL` };
   }
   try {
-    const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual" });
+    const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
+    const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual", headers });
     const body = (await response.json().catch(() => null)) as unknown;
     if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) return { ok: true, health: body };
+    if (response.status === 200 && isObject(body) && Object.keys(body).join() === "status") {
+      return { ok: false, why: `${url.origin} answers ${String(body.status)}, but shows its details only with its token (${token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"})` };
+    }
     return { ok: false, why: `${url.origin} answers, but is not a sessiontap tap (HTTP ${response.status})` };
   } catch (error) {
     return { ok: false, why: `nothing answers at ${url.origin} (${(error as Error).name === "TimeoutError" ? "timed out" : describe(error)})` };
@@ -155,7 +168,7 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<C
       : base !== null
         ? [base.url.replace(/\/+$/, ""), `ANTHROPIC_BASE_URL ${base.where}`]
         : [defaultTap, "the default address"];
-  const tap = await probe(io, tapUrl);
+  const tap = await probe(io, tapUrl, config.token);
   if (tap.ok) {
     const mirror = tap.health.mirror;
     const about = `${tapUrl} (${chosen})`;
@@ -177,7 +190,7 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<C
   if (base.fromSettings !== null && fromEnv !== undefined && fromEnv !== "" && fromEnv !== base.url) {
     out.push({ check, status: "warn", detail: `the environment says ${fromEnv}, but Claude Code applies ${base.url} from ${base.fromSettings} over it` });
   }
-  const target = base.url.replace(/\/+$/, "") === tapUrl ? tap : await probe(io, base.url);
+  const target = base.url.replace(/\/+$/, "") === tapUrl ? tap : await probe(io, base.url, config.token);
   if (target.ok) out.push({ check, status: "ok", detail: `${base.url} ${base.where} reaches a tap` });
   else out.push({ check, status: "fail", detail: `${base.url} ${base.where}: ${target.why}; Claude Code's requests are not mirrored` });
   return out;
@@ -205,13 +218,19 @@ async function lostTranscripts(config: Readonly<Config>, io: CommandIo): Promise
   const since = io.clock() - RECENT_DAYS * 86_400_000;
   const sessions = (await listSessions(io.fs, config.mirrorDir, config.claudeDir))
     .filter((s) => s.sessionId !== null && s.lastTimestamp !== null && Date.parse(s.lastTimestamp) >= since && s.userRecords + s.assistantRecords > 0);
-  const lost = sessions.filter((s) => s.claudeTranscript !== "intact");
+  const odd = sessions.filter((s) => s.claudeTranscriptProblem !== null);
+  const oddCheck: Check[] = odd.length === 0 ? [] : [{
+    check: "transcripts", status: "warn",
+    detail: `${odd.length} mirrored session${odd.length === 1 ? " has an id" : "s have ids"} Claude Code could not have made (${odd[0].dir}…): readable with show/export, not restorable`,
+  }];
+  const lost = sessions.filter((s) => s.claudeTranscript !== "intact" && s.claudeTranscriptProblem === null);
   if (lost.length === 0) {
-    return [{ check: "transcripts", status: "ok", detail: `Claude Code's transcript is intact for all ${sessions.length} session${sessions.length === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days` }];
+    const count = sessions.length - odd.length;
+    return [{ check: "transcripts", status: "ok", detail: `Claude Code's transcript is intact for all ${count} session${count === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days` }, ...oddCheck];
   }
-  return lost.slice(0, 20).map((s) => ({
+  return [...oddCheck, ...lost.slice(0, 20).map((s): Check => ({
     check: "transcripts",
     status: s.claudeTranscript === "stub" ? "fail" : "warn",
     detail: `${s.sessionId} (${s.lastTimestamp}, ${s.cwd ?? "cwd unknown"}): Claude Code's transcript is ${s.claudeTranscript === "stub" ? "a stub" : "missing"}; restore it: sessiontap restore ${s.sessionId}`,
-  }));
+  }))];
 }

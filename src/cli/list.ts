@@ -28,7 +28,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     return 0;
   }
   const rows = entries.map((e) => [
-    e.sessionId ?? e.dir, shortTime(e.lastTimestamp), String(e.records), humanBytes(e.bytes), e.claudeTranscript, e.cwd ?? "-",
+    e.sessionId ?? e.dir, shortTime(e.lastTimestamp), String(e.records), humanBytes(e.bytes), e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id", e.cwd ?? "-",
   ]);
   const head = ["SESSION", "LAST (UTC)", "RECORDS", "SIZE", "CLAUDE", "CWD"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -38,11 +38,13 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     out.push(line(rows[i]));
     if (e.firstPrompt !== null) out.push(`  “${e.firstPrompt.length > 100 ? e.firstPrompt.slice(0, 99) + "…" : e.firstPrompt}”`);
   });
-  const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null);
+  const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null);
   if (lost.length > 0) {
     out.push("", `${lost.length} session${lost.length === 1 ? "" : "s"} whose Claude Code transcript is stubbed or missing; to put one back:`);
     out.push(`  sessiontap restore ${lost[0].sessionId}`);
   }
+  const odd = entries.filter((e) => e.claudeTranscriptProblem !== null).length;
+  if (odd > 0) out.push("", `${odd} session${odd === 1 ? "" : "s"} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);
   io.stdout(out.join("\n") + "\n");
   return 0;
 }

@@ -9,15 +9,14 @@
  * that appeared or changed meanwhile (storage/publish.ts); the file is 0600, new directories 0700.
  */
 import type { Config } from "../config/parse.ts";
+import { compactJson } from "../recover/json-text.ts";
 import { parseJsonl, isConversation } from "../recover/records.ts";
 import { planRestore } from "../recover/restore-plan.ts";
 import { classifyTranscript, type TranscriptState } from "../recover/transcript.ts";
+import { transcriptName } from "../protocol/id-name.ts";
 import { transcriptPathFor } from "../storage/claude-projects.ts";
 import { replaceWithBackup, publishNew, type Published } from "../storage/publish.ts";
 import { absolute, findSession, type CommandIo } from "./command-io.ts";
-
-/** Session ids that can be a file name (Claude Code's are UUIDs). */
-const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** What restore did or would do, as `--json` prints it. */
 interface Outcome {
@@ -40,7 +39,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   if (typeof found === "number") return found;
   const { summary, tree } = found;
   const sessionId = summary.sessionId;
-  if (sessionId === null || !SAFE_ID.test(sessionId)) {
+  if (sessionId === null || transcriptName(sessionId) === null) {
     io.stderr(`sessiontap: session ${summary.dir} has no id Claude Code could resume by${sessionId === null ? "" : ` ("${sessionId}")`}; nothing written\n`);
     return 1;
   }
@@ -93,7 +92,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     return 0;
   }
 
-  const data = plan.records.map((r) => JSON.stringify(r) + "\n").join("");
+  const data = plan.records.map((r) => compactJson(r) + "\n").join("");
   let published: Published;
   try {
     if (info === null) {

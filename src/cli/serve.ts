@@ -6,7 +6,8 @@
 import { settingName, type Config } from "../config/parse.ts";
 import { listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
-import { describe } from "../storage/events-log.ts";
+import { generateToken } from "../server/request-guard.ts";
+import { describe, describeBare } from "../storage/events-log.ts";
 import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
 import type { SpoolPlace } from "../storage/mirror-spool.ts";
 import { forward } from "../tap/forward.ts";
@@ -16,7 +17,7 @@ import { UpstreamHealth } from "../tap/upstream-health.ts";
 import { redactUrl } from "../store/pg-client.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import { VERSION } from "../version.ts";
-import { createViewer } from "../viewer/index.ts";
+import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
 import { observeWrites } from "../viewer/live.ts";
 import { prepareRoot } from "./root-check.ts";
 
@@ -37,6 +38,8 @@ export interface RunningTap {
   mirror: Mirror | null;
   /** What the start replayed from the spools of earlier runs. */
   replayed: Replayed;
+  /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
+  token: { value: string; generated: boolean } | null;
   /** Stops accepting, drains in-flight responses (bounded), flushes the mirror, saves what it could not write. */
   stop(): Promise<Unwritten>;
 }
@@ -77,21 +80,24 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     },
     answered: () => upstream.answered(),
   };
+  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token.
+  const token = config.token !== null ? { value: config.token, generated: false } : isLoopback(config.host) ? null : { value: generateToken(), generated: true };
   let internalErrors = 0;
+  const internalError = (error: unknown) => {
+    internalErrors++;
+    stderr(`sessiontap: internal error answering a request: ${describeBare(error)}`);
+  };
   const upstreamFetchFn = await upstreamFetch(deps.fetch ?? fetch);
   const app = createApp({
     forward: (request) =>
       forward(request, { upstream: config.upstream, fetch: upstreamFetchFn, mirror, holdBackMs: config.holdBackMs, upstreamHealth: reportUpstream }),
     health: () => healthReport({ version: VERSION, runtime: runtimeName(), upstream, mirror, store, internalErrors: () => internalErrors }),
     viewer: viewer.deps,
+    onError: internalError,
+    token: token?.value ?? null,
+    allowedHosts: allowedHosts(config.host),
   });
-  const server = await listen(app.fetch, {
-    port: config.port, hostname: config.host,
-    onError: (error) => {
-      internalErrors++;
-      stderr(`sessiontap: internal error answering a request: ${describe(error)}`);
-    },
-  });
+  const server = await listen(app.fetch, { port: config.port, hostname: config.host, onError: internalError });
   if (mirror !== null) {
     mirror.log("start", { version: VERSION, runtime: server.runtime, port: server.port });
     // The first retention sweep runs shortly after start (within a minute), then lazily.
@@ -104,6 +110,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     port: server.port,
     mirror,
     replayed,
+    token,
     async stop() {
       viewer.close(); // open event streams would otherwise hold the drain to its bound
       await server.stop(config.drainMs);
@@ -135,10 +142,23 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
   const replay = tap.replayed.commits === 0
     ? []
     : [`  replayed   ${tap.replayed.commits} commit${tap.replayed.commits === 1 ? "" : "s"} an earlier run could not write${tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : ""}`];
+  const exposed = !isLoopback(config.host);
+  if (exposed) io.stderr(`sessiontap: WARNING: listening on ${config.host}, reachable from the network; /_tap/ (viewer, API, health details) requires the token\n`);
+  const tokenLines = tap.token === null ? [] : [
+    tap.token.generated
+      ? `  token      ${tap.token.value}  (generated for this run and printed only here; choose one with --token or SESSIONTAP_TOKEN)`
+      : `  token      from ${config.tokenSource === "flag" ? "--token" : "SESSIONTAP_TOKEN"}`,
+    `  login      ${tap.url}/_tap/login?token=${tap.token.generated ? tap.token.value : "<TOKEN>"}  (or send Authorization: Bearer <TOKEN>)`,
+  ];
   io.stdout(
     [
       `sessiontap ${VERSION} (${runtimeName()})`,
+      ...(exposed
+        ? [`  WARNING    reachable from the network on ${config.host}: anyone who can reach this port can send API traffic through it (their own key pays);`,
+          `             the viewer, its API and health details need the token below`]
+        : []),
       `  listening  ${tap.url}`,
+      ...tokenLines,
       `  upstream   ${config.upstream}`,
       `  mirror     ${config.mirror ? config.mirrorDir : "off"}${config.mirror && config.store !== null && config.storeOnly ? " (outage spool only)" : ""}`,
       ...(config.mirror && config.store !== null ? [`  store      ${redactUrl(config.store)}`] : []),
@@ -151,8 +171,10 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
     ].join("\n"),
   );
   const signal = await io.stopSignal;
+  // Stop accepting first: whoever reads the line may rely on the port being closed by then.
+  const stopping = tap.stop();
   io.stderr(`sessiontap: ${signal}, stopping\n`);
-  const unwritten = await tap.stop();
+  const unwritten = await stopping;
   if (unwritten.kind === "saved") {
     io.stderr(`sessiontap: ${unwritten.commits} commit${unwritten.commits === 1 ? "" : "s"} could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`);
   } else if (unwritten.kind === "lost") {

@@ -11,7 +11,7 @@ export type Command = (typeof COMMANDS)[number];
 
 /** Flags that take a value (`--flag VALUE` or `--flag=VALUE`), under any command. */
 export const VALUE_FLAGS = new Set([
-  "--port", "--host", "--upstream", "--mirror-dir", "--claude-dir", "--store", "--format", "--out", "--cwd", "--url",
+  "--port", "--host", "--upstream", "--mirror-dir", "--claude-dir", "--store", "--format", "--out", "--cwd", "--url", "--token",
 ]);
 /** Flags without a value. */
 export const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--help", "-h", "--version", "-V"]);
@@ -49,7 +49,8 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     about: "Runs the tap: forwards every request to the upstream unchanged and mirrors each Claude Code conversation.",
     flags: [
       f("--port", "N", "port to listen on (SESSIONTAP_PORT; default 8787; 0 picks a free port and prints it)"),
-      f("--host", "ADDR", "address to listen on (SESSIONTAP_HOST; default 127.0.0.1)"),
+      f("--host", "ADDR", "address to listen on (SESSIONTAP_HOST; default 127.0.0.1); beyond loopback, /_tap/ needs a token"),
+      f("--token", "TOKEN", "the token /_tap/ then requires, 16+ characters (SESSIONTAP_TOKEN; default: one generated and printed at start)"),
       f("--upstream", "URL", "where requests go (SESSIONTAP_UPSTREAM; default https://api.anthropic.com)"),
       mirrorDir,
       f("--no-mirror", null, "forward only; write nothing at all (SESSIONTAP_MIRROR=off)"),

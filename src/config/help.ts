@@ -17,7 +17,8 @@ Is it working? curl http://127.0.0.1:8787/_tap/health, or sessiontap doctor.
 
 Settings (flag, then environment, then default):
   --port N            SESSIONTAP_PORT              8787 (0 picks a free port)
-  --host ADDR         SESSIONTAP_HOST              127.0.0.1
+  --host ADDR         SESSIONTAP_HOST              127.0.0.1 (beyond loopback, /_tap/ needs a token)
+  --token TOKEN       SESSIONTAP_TOKEN             none on loopback; beyond it, one generated and printed
   --upstream URL      SESSIONTAP_UPSTREAM          https://api.anthropic.com
   --mirror-dir DIR    SESSIONTAP_MIRROR_DIR        ~/.claude/session-mirrors
   --no-mirror         SESSIONTAP_MIRROR=on|off     on

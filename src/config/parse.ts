@@ -53,6 +53,10 @@ export interface Config {
   maxQueued: number;
   /** doctor: the tap to check (`--url`), or null. */
   url: string | null;
+  /** The token `/_tap/` requires (`--token` / SESSIONTAP_TOKEN); serve generates one beyond loopback when null. doctor sends it. */
+  token: string | null;
+  /** Where the token came from ("flag", "env"), for the startup block. */
+  tokenSource: SettingSource;
   /** Where the settings that name places came from, so an error can name the one that chose it. */
   sources: { port: SettingSource; mirrorDir: SettingSource; claudeDir: SettingSource };
 }
@@ -216,6 +220,14 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   const str = (f: string) => (typeof flags.get(f) === "string" ? (flags.get(f) as string) : null);
   const source = (flag: string, envName: string): SettingSource =>
     typeof flags.get(flag) === "string" ? "flag" : env[envName] !== undefined && env[envName] !== "" ? "env" : "default";
+  const token = pick(flags, "--token", env, "SESSIONTAP_TOKEN") ?? null;
+  if (token !== null) {
+    // Never echoed back: it guards every conversation.
+    if (token.length < 16) throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be at least 16 characters`);
+    if (!/^[\x21-\x7e]+$/.test(token) || /[";,\\]/.test(token)) {
+      throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be printable ASCII without spaces, quotes, backslashes, ';' or ','`);
+    }
+  }
   const url = str("--url");
   if (url !== null) {
     let parsed: URL | null = null;
@@ -231,7 +243,7 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
     command, helpFor: null, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
     includeThinking, sideRequests, claudeDir, store, storeOnly, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
     dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs, maxQueued,
-    url, sources: { port: source("--port", "SESSIONTAP_PORT"), mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"), claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR") },
+    url, token, tokenSource: source("--token", "SESSIONTAP_TOKEN"), sources: { port: source("--port", "SESSIONTAP_PORT"), mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"), claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR") },
   });
 }
 

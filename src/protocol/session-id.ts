@@ -3,6 +3,7 @@
  * identity" and "Tree"). Pure.
  */
 import { createHash } from "node:crypto";
+import { isReservedName, nameInside } from "./id-name.ts";
 
 /** Who a request belongs to. `sessionId` is null for sessionless traffic (the `unknown` directory). */
 export interface RequestIdentity {
@@ -47,14 +48,14 @@ export function resolveIdentity(headers: Headers, body: unknown): RequestIdentit
   };
 }
 
-const SAFE_NAME = /^[A-Za-z0-9._-]{1,128}$/;
-
 /**
- * The directory name for a session or agent id: the id itself when it is made only of `[A-Za-z0-9._-]`
- * (1–128 chars, not `.` or `..`), else `inv-<first 16 hex of sha256(id)>`, so no id can leave the root.
+ * The directory name for a session or agent id: the id itself when it is a plain name (see id-name.ts)
+ * that the root does not keep for itself, else `inv-<first 16 hex of sha256(id)>`, so no id can leave the
+ * root, take one of the tap's own names, or share another id's hashed directory.
  */
 export function dirName(id: string | null): string {
   if (id === null) return "unknown";
-  if (SAFE_NAME.test(id) && id !== "." && id !== "..") return id;
+  const name = nameInside(id);
+  if (name !== null && !isReservedName(name)) return name;
   return "inv-" + createHash("sha256").update(id, "utf8").digest("hex").slice(0, 16);
 }

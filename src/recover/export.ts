@@ -1,4 +1,5 @@
 /** A session in one of the export formats (`sessiontap export`, the viewer's download links). Pure. */
+import { compactJson } from "./json-text.ts";
 import type { Rec } from "./records.ts";
 import { renderHtmlDocument } from "./render-html.ts";
 import { renderMarkdown } from "./render-md.ts";
@@ -13,7 +14,7 @@ export type ExportFormat = "md" | "html" | "jsonl";
  * `md`/`html`: the conversation for people, every record once in reading order (see tree.ts `outline`).
  */
 export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat): string {
-  if (format === "jsonl") return session.records.map((r) => JSON.stringify(r) + "\n").join("");
+  if (format === "jsonl") return session.records.map((r) => compactJson(r) + "\n").join("");
   const items = outline(session.tree);
   return format === "html" ? renderHtmlDocument(session.summary, items) : renderMarkdown(session.summary, items);
 }

@@ -5,6 +5,7 @@
  */
 import { isObject } from "../protocol/sse-accumulator.ts";
 import { COMPACTION_PREFIX } from "../protocol/classify.ts";
+import { compactJson } from "./json-text.ts";
 
 /** Shared with the protocol code, so the tap and the readers agree. */
 export { COMPACTION_PREFIX, isObject };
@@ -137,7 +138,7 @@ export function searchableText(r: Rec): string {
       if (typeof b.text === "string") out.push(b.text);
       if (typeof b.thinking === "string") out.push(b.thinking);
       if (typeof b.name === "string") out.push(b.name);
-      if (b.input !== undefined) out.push(JSON.stringify(b.input));
+      if (b.input !== undefined) out.push(compactJson(b.input));
       if (b.type === "tool_result") walk(blocksOf(b.content));
     }
   };

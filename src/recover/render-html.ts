@@ -4,6 +4,7 @@
  * for `export --format html`. Every string from a record is escaped; nothing is loaded from elsewhere.
  * Pure.
  */
+import { compactJson, jsonText } from "./json-text.ts";
 import { blocksOf, continuesMessage, isApiSystem, isCompactBoundary, isInjectedText, messageOf, uuidOf, type Block, type Rec } from "./records.ts";
 import { attachmentNote } from "./render-md.ts";
 import type { SessionSummary } from "./summary.ts";
@@ -68,10 +69,10 @@ export function renderRecordHtml(r: Rec, options: RecordHtmlOptions = {}): strin
   const attrs = `class="rec ${kind}${options.continued ? " continued" : ""}" id="r-${escapeHtml(id)}" data-uuid="${escapeHtml(id)}" data-parent="${escapeHtml(parent)}"`;
   let body: string;
   if (isApiSystem(r)) {
-    const text = blocks.map((b) => (typeof b.text === "string" ? b.text : JSON.stringify(b))).join("\n");
+    const text = blocks.map((b) => (typeof b.text === "string" ? b.text : compactJson(b))).join("\n");
     body = `<details><summary>${escapeHtml(`${text.length} characters of environment context`)}</summary><pre>${escapeHtml(text)}</pre></details>`;
   } else if (r.type !== "user" && r.type !== "assistant") {
-    body = `<pre>${escapeHtml(JSON.stringify(r, null, 2))}</pre>`;
+    body = `<pre>${escapeHtml(jsonText(r))}</pre>`;
   } else {
     body = blocks.map(renderBlockHtml).join("");
   }
@@ -91,7 +92,7 @@ function renderBlockHtml(b: Block): string {
     case "tool_use":
     case "server_tool_use":
     case "mcp_tool_use":
-      return `<div class="tool-use" data-tool-use-id="${escapeHtml(String(b.id ?? ""))}"><div>Tool call <span class="tool-name">${escapeHtml(String(b.name ?? "?"))}</span> <code>${escapeHtml(String(b.id ?? ""))}</code></div><pre>${escapeHtml(JSON.stringify(b.input ?? {}, null, 2))}</pre></div>`;
+      return `<div class="tool-use" data-tool-use-id="${escapeHtml(String(b.id ?? ""))}"><div>Tool call <span class="tool-name">${escapeHtml(String(b.name ?? "?"))}</span> <code>${escapeHtml(String(b.id ?? ""))}</code></div><pre>${escapeHtml(jsonText(b.input ?? {}))}</pre></div>`;
     case "tool_result": {
       const inner = blocksOf(b.content).map((x) => (x.type === "text" ? `<pre>${escapeHtml(String(x.text ?? ""))}</pre>` : renderBlockHtml(x))).join("");
       const error = b.is_error === true;
@@ -101,7 +102,7 @@ function renderBlockHtml(b: Block): string {
     case "document":
       return `<div class="attachment">${escapeHtml(attachmentNote(b))}</div>`;
     default:
-      return `<details><summary>${escapeHtml(String(b.type ?? "unknown"))} block</summary><pre>${escapeHtml(JSON.stringify(b, null, 2))}</pre></details>`;
+      return `<details><summary>${escapeHtml(String(b.type ?? "unknown"))} block</summary><pre>${escapeHtml(jsonText(b))}</pre></details>`;
   }
 }
 

@@ -4,6 +4,7 @@
  * references as a line saying what was there; other branches quoted where they fork; compactions as a
  * rule. Every record of the outline once, in its order. Pure.
  */
+import { compactJson, jsonText } from "./json-text.ts";
 import { blocksOf, continuesMessage, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Block, type Rec } from "./records.ts";
 import type { SessionSummary } from "./summary.ts";
 import type { Item } from "./tree.ts";
@@ -63,7 +64,7 @@ function renderRecord(r: Rec, isContinuation: boolean): string {
     .filter(Boolean)
     .join(", ");
   if (isApiSystem(r)) {
-    return details(`System context · ${time}`, fence(blocksOf(message?.content).map((b) => String(b.text ?? JSON.stringify(b))).join("\n"))) + "\n";
+    return details(`System context · ${time}`, fence(blocksOf(message?.content).map((b) => String(b.text ?? compactJson(b))).join("\n"))) + "\n";
   }
   if (r.type !== "user" && r.type !== "assistant") {
     return `*${String(r.type)}${r.subtype ? `/${String(r.subtype)}` : ""} record · ${time}*\n`;
@@ -86,7 +87,7 @@ function renderBlock(b: Block): string {
     case "tool_use":
     case "server_tool_use":
     case "mcp_tool_use":
-      return `**Tool call** ${code(String(b.name ?? "?"))} (${code(String(b.id ?? ""))})\n\n${fence(JSON.stringify(b.input ?? {}, null, 2), "json")}\n`;
+      return `**Tool call** ${code(String(b.name ?? "?"))} (${code(String(b.id ?? ""))})\n\n${fence(jsonText(b.input ?? {}), "json")}\n`;
     case "tool_result": {
       const label = `**Tool result** (${code(String(b.tool_use_id ?? ""))})${b.is_error === true ? " — error" : ""}`;
       const parts = blocksOf(b.content).map((x) => (x.type === "text" ? fence(String(x.text ?? "")) : renderBlock(x)));
@@ -96,7 +97,7 @@ function renderBlock(b: Block): string {
     case "document":
       return `${attachmentNote(b)}\n`;
     default:
-      return `_${String(b.type ?? "block")} block_\n\n${fence(JSON.stringify(b, null, 2), "json")}\n`;
+      return `_${String(b.type ?? "block")} block_\n\n${fence(jsonText(b), "json")}\n`;
   }
 }
 
@@ -110,16 +111,27 @@ export function attachmentNote(b: Block): string {
   return `[${String(b.type)}: ${media}]`;
 }
 
+/** The longest run of backticks in `text` (counted in one pass: a text of a million runs is no array of a million matches). */
+function longestBackticks(text: string): number {
+  let longest = 0;
+  for (let i = text.indexOf("`"); i >= 0; i = text.indexOf("`", i)) {
+    let j = i;
+    while (text.charCodeAt(j) === 96) j++;
+    longest = Math.max(longest, j - i);
+    i = j;
+  }
+  return longest;
+}
+
 /** A fenced block whose fence is longer than any backtick run inside. */
 function fence(text: string, lang = ""): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  const f = "`".repeat(longest + 1);
+  const f = "`".repeat(Math.max(2, longestBackticks(text)) + 1);
   return `${f}${lang}\n${text}\n${f}\n`;
 }
 
 /** Inline code that survives backticks inside. */
 function code(text: string): string {
-  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const longest = longestBackticks(text);
   const f = "`".repeat(longest + 1);
   return longest > 0 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
 }

@@ -195,21 +195,38 @@ export function outline(tree: Tree): Item[] {
   return items;
 }
 
-/** One branch from `start` down to its newest leaf, with its own forks nested. */
-function line(tree: Tree, start: Rec, placed: Set<string>): Item[] {
+/**
+ * Forks nested deeper than this are listed one after another at that depth instead: nobody reads a fork of
+ * a fork sixteen levels down, and the outline, its renderers and `flatten` must not recurse as deep as a
+ * hostile tree goes.
+ */
+export const MAX_NESTING = 16;
+
+/** One branch from `start` down to its newest leaf, with its own forks nested (at most MAX_NESTING deep). */
+function line(tree: Tree, start: Rec, placed: Set<string>, depth = 1): Item[] {
   const items: Item[] = [];
-  for (let r: Rec | undefined = start; r !== undefined; ) {
-    const id: string = uuidOf(r)!;
-    if (placed.has(id)) break;
-    placed.add(id);
-    items.push(...itemsOf(tree, r));
-    const kids: Rec[] = tree.children.get(id) ?? [];
-    if (kids.length === 0) break;
-    const best = tree.bestLeaf.get(id);
-    const next: Rec = kids.find((k) => tree.bestLeaf.get(uuidOf(k)!) === best) ?? kids[kids.length - 1];
-    const others = kids.filter((k) => k !== next);
-    if (others.length > 0) items.push({ kind: "branches", at: id, branches: others.map((k) => line(tree, k, placed)) });
-    r = next;
+  const deferred: { at: string; start: Rec }[] = [];
+  const walk = (from: Rec, into: Item[]) => {
+    for (let r: Rec | undefined = from; r !== undefined; ) {
+      const id: string = uuidOf(r)!;
+      if (placed.has(id)) break;
+      placed.add(id);
+      into.push(...itemsOf(tree, r));
+      const kids: Rec[] = tree.children.get(id) ?? [];
+      if (kids.length === 0) break;
+      const best = tree.bestLeaf.get(id);
+      const next: Rec = kids.find((k) => tree.bestLeaf.get(uuidOf(k)!) === best) ?? kids[kids.length - 1];
+      const others = kids.filter((k) => k !== next);
+      if (others.length > 0 && depth + 1 < MAX_NESTING) into.push({ kind: "branches", at: id, branches: others.map((k) => line(tree, k, placed, depth + 1)) });
+      else for (const k of others) deferred.push({ at: id, start: k });
+      r = next;
+    }
+  };
+  walk(start, items);
+  for (let i = 0; i < deferred.length; i++) {
+    const branch: Item[] = [];
+    walk(deferred[i].start, branch);
+    if (branch.length > 0) items.push({ kind: "branches", at: deferred[i].at, branches: [branch] });
   }
   return items;
 }

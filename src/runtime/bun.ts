@@ -1,4 +1,5 @@
 /** Bun adapter: Bun.serve with the tap's options (RUNTIME-NOTES "Serving"). */
+import { authority, soundRequest } from "./sound-request.ts";
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 
 /** Bun's fetch for upstream requests: without `timeout: false` it gives up after 300 s without data. */
@@ -8,16 +9,21 @@ export function bunFetch(base: typeof fetch): typeof fetch {
 
 /** Serves `handler` with Bun.serve: no idle timeout, so a quiet stream is never cut by the tap. */
 export function serveBun(handler: FetchHandler, options: ListenOptions): RunningServer {
+  let own = "";
   const server = Bun.serve({
     port: options.port,
     hostname: options.hostname,
     idleTimeout: 0,
-    fetch: handler,
+    fetch(request) {
+      const sound = soundRequest(request, own);
+      return sound instanceof Response ? sound : handler(sound);
+    },
     error(error) {
       options.onError(error);
       return new Response("sessiontap: internal error", { status: 500 });
     },
   });
+  own = authority(options.hostname, server.port ?? options.port);
   return {
     port: server.port ?? options.port,
     runtime: "bun",

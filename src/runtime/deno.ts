@@ -1,4 +1,5 @@
 /** Deno adapter: Deno.serve; run with --unstable-no-legacy-abort (RUNTIME-NOTES "Client disconnect"). */
+import { authority, soundRequest } from "./sound-request.ts";
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 
 // Declared here, not pulled from Deno's types, so the shared type-check does not need them.
@@ -15,6 +16,7 @@ export function serveDeno(handler: FetchHandler, options: ListenOptions): Runnin
   // upstream fetch, which ends the response). Not Deno.serve's own `signal`: aborting that once shutdown()
   // has begun raises an uncaught BadResource in Deno 2.9 and the process exits 1.
   const cut = new AbortController();
+  let own = "";
   const server = Deno.serve(
     {
       port: options.port,
@@ -26,8 +28,12 @@ export function serveDeno(handler: FetchHandler, options: ListenOptions): Runnin
         return new Response("sessiontap: internal error", { status: 500 });
       },
     },
-    (request) => handler(new Request(request, { signal: AbortSignal.any([request.signal, cut.signal]) })),
+    (request) => {
+      const sound = soundRequest(request, own);
+      return sound instanceof Response ? sound : handler(new Request(sound, { signal: AbortSignal.any([request.signal, cut.signal]) }));
+    },
   );
+  own = authority(options.hostname, server.addr.port);
   /** Waits for `promise`, at most `ms`; true when it settled in time. */
   const within = async (promise: Promise<void>, ms: number): Promise<boolean> => {
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -5,9 +5,14 @@
  * With a viewer: `GET /_tap/` is the page, `GET /_tap/api/…` its data (sessions, one session, search,
  * exports, and `events`, a server-sent event stream of new records). Conversations are private: when the
  * tap listens on loopback only, these routes answer only requests addressed to a loopback name (the Host
- * header), which keeps a web page that rebinds its own domain to 127.0.0.1 from reading them.
+ * header), which keeps a web page that rebinds its own domain to 127.0.0.1 from reading them; when it
+ * listens beyond loopback, every `/_tap/` route but the bare health status needs the token. Before any
+ * of that, a request a web page made for another site or origin is refused (request-guard.ts).
  */
 import { Hono, type Context } from "hono";
+import { accessCookieValue, ACCESS_COOKIE, carriesToken, crossSiteRefusal, hostName, sameSecret, type RequestFacts } from "./request-guard.ts";
+
+export { hostName };
 
 /** What the viewer routes serve (see viewer/api.ts and viewer/page.ts). */
 export interface ViewerDeps {
@@ -27,24 +32,74 @@ export interface AppDeps {
   forward: (request: Request) => Promise<Response>;
   health: () => Record<string, unknown>;
   viewer?: ViewerDeps;
+  /** Hears an error thrown while answering (the answer is a bare 500; nothing of the request is printed). */
+  onError?: (error: unknown) => void;
+  /**
+   * The token every `/_tap/` route but the bare health status requires, or null for none. A tap whose
+   * viewer answers any host (bound beyond loopback) without a token serves no `/_tap/` route but health.
+   */
+  token?: string | null;
+  /** Host names (lower case, no port) the tap answers as, for the Origin check; null: any. Default: the viewer's. */
+  allowedHosts?: ReadonlySet<string> | null;
 }
 
 /** Headers every viewer response carries. */
 const PRIVATE = { "cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" };
 
-/** The host name of a Host header, lower case, without its port ("[::1]:8787" → "[::1]"). */
-export function hostName(host: string | undefined): string {
-  const h = (host ?? "").trim().toLowerCase();
-  if (h.startsWith("[")) return h.slice(0, h.indexOf("]") + 1);
-  const colon = h.indexOf(":");
-  return colon < 0 ? h : h.slice(0, colon);
+/** The headers and place of a request, as the guards read them. */
+function factsOf(c: Context): RequestFacts {
+  const h = (name: string) => c.req.header(name) ?? null;
+  return {
+    method: c.req.method, path: c.req.path, host: h("host"), origin: h("origin"), secFetchSite: h("sec-fetch-site"),
+    secFetchMode: h("sec-fetch-mode"), authorization: h("authorization"), cookie: h("cookie"),
+  };
+}
+
+/** An Anthropic-shaped error answer. */
+function apiError(c: Context, status: 401 | 403, type: string, message: string, headers: Record<string, string> = {}): Response {
+  return c.json({ type: "error", error: { type, message: `sessiontap: ${message}` } }, status, { ...PRIVATE, ...headers });
 }
 
 /** Builds the app; hand `app.fetch` to a runtime adapter. */
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
-  app.get("/_tap/health", (c) => c.json(deps.health()));
   const viewer = deps.viewer;
+  const allowedHosts = deps.allowedHosts !== undefined ? deps.allowedHosts : (viewer?.allowedHosts ?? null);
+  const token = deps.token ?? null;
+  // Open to any host and without a token, the tap's own routes would hand every conversation to the network.
+  const locked = token === null && allowedHosts === null && viewer !== undefined;
+  // Hono's own handler prints the error with the request's path and query (and Bun adds pages of source).
+  app.onError((error, c) => {
+    deps.onError?.(error);
+    return c.json({ type: "error", error: { type: "api_error", message: "sessiontap: internal error" } }, 500);
+  });
+  app.use("*", async (c, next) => {
+    const refusal = crossSiteRefusal(factsOf(c), allowedHosts);
+    if (refusal !== null) return apiError(c, 403, "permission_error", refusal);
+    await next();
+  });
+  const authorized = (c: Context) => token !== null && carriesToken(factsOf(c), token);
+  app.get("/_tap/health", (c) => {
+    const health = deps.health();
+    return c.json(token === null || authorized(c) ? health : { status: health.status });
+  });
+  app.get("/_tap/login", (c) => {
+    const given = c.req.query("token") ?? "";
+    if (token === null || !sameSecret(given, token)) return c.html(loginPage("That is not this tap's token."), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
+    const cookie = `${ACCESS_COOKIE}=${accessCookieValue(token)}; HttpOnly; SameSite=Strict; Path=/_tap`;
+    return c.body(null, 303, { ...PRIVATE, location: "/_tap/", "set-cookie": cookie });
+  });
+  const tokenGuard = async (c: Context, next: () => Promise<void>) => {
+    if (locked) return apiError(c, 403, "permission_error", "this tap listens beyond loopback without a token; its own routes are closed");
+    if (token !== null && !authorized(c)) {
+      const why = "this tap's own routes need its token: send Authorization: Bearer <token>, or open the login link its startup printed";
+      if (c.req.method === "GET" && c.req.path === "/_tap/") return c.html(loginPage(why), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
+      return apiError(c, 401, "authentication_error", why, { "www-authenticate": 'Bearer realm="sessiontap"' });
+    }
+    await next();
+  };
+  app.use("/_tap/*", tokenGuard);
+  app.use("/_tap", tokenGuard);
   if (viewer !== undefined) mountViewer(app, viewer);
   app.all("/_tap/*", (c) => c.json({ type: "error", error: { type: "not_found_error", message: "sessiontap: no such tap route" } }, 404));
   app.all("/_tap", (c) => c.redirect("/_tap/", 302));
@@ -83,4 +138,16 @@ function mountViewer(app: Hono, viewer: ViewerDeps): void {
     new Response(viewer.events(c.req.raw.signal), {
       headers: { ...PRIVATE, "content-type": "text/event-stream; charset=utf-8" },
     }));
+}
+
+/** The login page's policy: nothing loaded, the form posts only here. */
+const LOGIN_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
+
+/** A page asking for the token (its form opens the login link). */
+function loginPage(why: string): string {
+  const text = why.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>sessiontap</title></head>
+<body style="font:15px system-ui,sans-serif;max-width:40em;margin:3em auto"><h1>sessiontap</h1><p>${text}</p>
+<form method="get" action="/_tap/login"><label>Token <input name="token" type="password" autocomplete="off" autofocus></label> <button>Open the viewer</button></form></body></html>
+`;
 }

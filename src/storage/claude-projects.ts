@@ -2,6 +2,7 @@
  * Claude Code's own transcripts, `<claude-dir>/projects/<project>/<session>.jsonl`: where one would be for
  * a working directory, where they are, and whether they look intact (list, show, restore, doctor).
  */
+import { transcriptName } from "../protocol/id-name.ts";
 import { findProjectDir } from "../recover/project-dir.ts";
 import { classifyTranscript, sessionOfTranscriptName, type TranscriptState } from "../recover/transcript.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
@@ -12,6 +13,17 @@ export interface TranscriptInfo {
   state: TranscriptState;
   /** The file found, or where Claude Code would keep it (null when neither is known). */
   path: string | null;
+  /** Why there can be no transcript at all (the id cannot be a Claude Code session's), else null. */
+  problem: string | null;
+}
+
+/** Why a session id has no transcript path: Claude Code names its files after ids it makes itself. */
+export const UNUSABLE_ID = "the session id cannot be a Claude Code session's (not a plain file name)";
+
+/** An id that cannot name a file in Claude Code's tree: nothing is read or written for it. */
+export class UnusableIdError extends Error {
+  override name = "UnusableIdError";
+  readonly code = "EBADID";
 }
 
 /** Claude Code's projects directory. */
@@ -19,11 +31,16 @@ export function projectsDir(claudeDir: string): string {
   return join(claudeDir, "projects");
 }
 
-/** The transcript path Claude Code uses for `sessionId` in `cwd` (honouring an existing long-name variant). */
+/**
+ * The transcript path Claude Code uses for `sessionId` in `cwd` (honouring an existing long-name variant);
+ * throws UnusableIdError for an id that cannot be one file name there (it would climb out, or be too long).
+ */
 export async function transcriptPathFor(fs: FsAdapter, claudeDir: string, cwd: string, sessionId: string): Promise<string> {
+  const name = transcriptName(sessionId);
+  if (name === null) throw new UnusableIdError(UNUSABLE_ID);
   const projects = projectsDir(claudeDir);
   const existing = (await fs.readdir(projects)).filter((e) => e.isDirectory).map((e) => e.name);
-  return join(projects, findProjectDir(cwd, existing), `${sessionId}.jsonl`);
+  return join(projects, findProjectDir(cwd, existing), name);
 }
 
 /** Every transcript under `projects/`, by session id (a session may sit in more than one project). */
@@ -71,14 +88,15 @@ export async function readTranscriptState(fs: FsAdapter, path: string, cache?: T
 export async function transcriptInfo(
   fs: FsAdapter, claudeDir: string, sessionId: string | null, cwd: string | null, scan: Map<string, string[]>, cache?: TranscriptCache,
 ): Promise<TranscriptInfo> {
-  if (sessionId === null) return { state: "missing", path: null };
+  if (sessionId === null) return { state: "missing", path: null, problem: null };
+  if (transcriptName(sessionId) === null) return { state: "missing", path: null, problem: UNUSABLE_ID };
   const expected = cwd === null ? null : await transcriptPathFor(fs, claudeDir, cwd, sessionId);
   const candidates = [...new Set([...(expected === null ? [] : [expected]), ...(scan.get(sessionId) ?? [])])];
-  let best: TranscriptInfo = { state: "missing", path: expected };
+  let best: TranscriptInfo = { state: "missing", path: expected, problem: null };
   for (const path of candidates) {
     const state = await readTranscriptState(fs, path, cache);
-    if (state === "intact") return { state, path };
-    if (state === "stub" && best.state === "missing") best = { state, path };
+    if (state === "intact") return { state, path, problem: null };
+    if (state === "stub" && best.state === "missing") best = { state, path, problem: null };
   }
   return best;
 }

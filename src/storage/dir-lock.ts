@@ -5,7 +5,8 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { DIR_MODE, join } from "./mirror-tree.ts";
+import { join } from "./mirror-tree.ts";
+import { ensureTrustedDir } from "./trusted-path.ts";
 
 /** Who holds a lock. */
 export interface LockOwner {
@@ -36,6 +37,8 @@ export class LockBusyError extends Error {
 export class DirLocks {
   /** Stale locks taken over (their owner was proven dead). */
   staleTaken = 0;
+  /** `.locks` was checked to be ours (a real directory, writable by nobody else) and has not vanished since. */
+  private trusted = false;
 
   constructor(
     private readonly fs: FsAdapter,
@@ -53,15 +56,16 @@ export class DirLocks {
     const path = this.pathFor(dir);
     const me = JSON.stringify(await this.options.self);
     const deadline = this.options.clock() + this.options.waitMs;
-    await this.fs.mkdir(join(this.root, ".locks"), DIR_MODE);
+    await this.ensureLocksDir();
     for (let attempt = 0; ; attempt++) {
       let created: boolean;
       try {
         created = await this.create(path, me);
       } catch (error) {
-        // A sweep may prune the empty .locks directory between our mkdir and this create.
+        // A sweep may prune the empty .locks directory between our check and this create.
         if ((error as { code?: string }).code !== "ENOENT" || attempt > 3) throw error;
-        await this.fs.mkdir(join(this.root, ".locks"), DIR_MODE);
+        this.trusted = false;
+        await this.ensureLocksDir();
         continue;
       }
       if (created) {
@@ -82,6 +86,17 @@ export class DirLocks {
       if (this.options.clock() >= deadline) throw new LockBusyError(`writer lock of ${dir} is held by ${raw ?? "another process"}`);
       await this.options.sleep(Math.min(5 * 2 ** Math.min(attempt, 6), 200));
     }
+  }
+
+  /**
+   * Makes `.locks` exist and checks it is ours, once: inside a root that is ours and open to nobody else
+   * (checked before every write), nobody else can swap it afterwards. A link or a neighbour's directory
+   * there is refused (UnsafePathError), never written into.
+   */
+  private async ensureLocksDir(): Promise<void> {
+    if (this.trusted) return;
+    await ensureTrustedDir(this.fs, this.root, join(this.root, ".locks"));
+    this.trusted = true;
   }
 
   /**

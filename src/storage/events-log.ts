@@ -4,6 +4,7 @@
  */
 import { DIR_MODE, join } from "./mirror-tree.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
+import { checkTrusted } from "./trusted-path.ts";
 
 /** The events log's file name, directly under the root. */
 export const EVENTS_FILE = "session-mirror-events.jsonl";
@@ -59,7 +60,9 @@ export class EventsLog {
     const path = join(this.root, EVENTS_FILE);
     if (this.size === null) {
       await this.fs.mkdir(this.root, DIR_MODE);
-      this.size = (await this.fs.lstat(path))?.size ?? 0;
+      const info = await this.fs.lstat(path);
+      if (info !== null) checkTrusted(path, info, "file"); // never append ids and times to a neighbour's file
+      this.size = info?.size ?? 0;
     }
     const bytes = Buffer.byteLength(line);
     if (this.size + bytes > this.maxBytes && this.size > 0) {
@@ -86,4 +89,16 @@ export function describe(error: unknown): string {
   const label = typeof code === "string" && code !== "" ? code : name;
   if (message === "" || message === label) return label;
   return message.startsWith(label) ? message : `${label}: ${message}`;
+}
+
+/**
+ * describe() for an error met while answering a request: quoted text, URLs and paths are left out of the
+ * message too, since a runtime's message may quote the request's URL, and a path or query may carry a
+ * secret (a key pasted into a query string).
+ */
+export function describeBare(error: unknown): string {
+  return describe(error)
+    .replace(/'[^']*'?|"[^"]*"?|`[^`]*`?/g, "…")
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/\S*/gi, "…")
+    .replace(/(^|\s)\/\S*/g, "$1…");
 }

@@ -86,6 +86,7 @@ export class MirrorSpool {
         await place.ensure(); // never read a planted directory
         const files = new SpoolFiles(this.fs, place.dir, this.self);
         await files.adoptOrphans();
+        for (const error of files.refused) out.unreadable.push({ dir: place.dir, error });
         for (const name of await files.adoptedNames()) {
           const path = join(place.dir, name);
           const text = await this.fs.readText(path);

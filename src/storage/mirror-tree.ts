@@ -7,9 +7,10 @@
  */
 import { randomUUID } from "node:crypto";
 import type { FsAdapter } from "./fs-adapter.ts";
+import { checkTrusted, DIR_MODE, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
 
-/** Directory mode for every directory of the tree. */
-export const DIR_MODE = 0o700;
+export { DIR_MODE, UnsafePathError };
+
 const NEWLINE = 0x0a;
 
 /** What one append did. */
@@ -29,12 +30,6 @@ export interface CatchUp {
   malformedLines: number;
   /** Torn final lines moved aside: the `.torn` file and the bytes moved. */
   repaired: { file: string; bytes: number }[];
-}
-
-/** A path on the way to a conversation directory is not a real directory of the tree. */
-export class UnsafePathError extends Error {
-  override name = "UnsafePathError";
-  readonly code = "EUNSAFE";
 }
 
 /** A rotation file name from a time: ISO-8601 with `:` made `-`, so names sort by time. */
@@ -83,23 +78,12 @@ export class MirrorTree {
 
   /**
    * Makes `dir` (below the root) exist as real directories all the way down, 0700. Throws
-   * UnsafePathError when a component is a symlink or not a directory: writes never leave the root.
+   * UnsafePathError when a component, the root included, is a symlink, not a directory, another user's or
+   * writable by others (trusted-path.ts): writes never leave the root, nor go where a neighbour can reach.
    */
   async ensureDir(dir: string): Promise<void> {
     if (!dir.startsWith(this.root + "/")) throw new UnsafePathError(`${dir} is not under the mirror root`);
-    const parts = dir.slice(this.root.length + 1).split("/");
-    let path = this.root;
-    for (const part of ["", ...parts]) {
-      path = part === "" ? path : join(path, part);
-      let info = await this.fs.lstat(path);
-      if (info === null) {
-        await this.fs.mkdir(path, DIR_MODE);
-        info = await this.fs.lstat(path);
-      }
-      if (info === null || info.isSymbolicLink || !info.isDirectory) {
-        throw new UnsafePathError(`${path} is ${info?.isSymbolicLink ? "a symbolic link" : "not a directory"}; nothing was written`);
-      }
-    }
+    await ensureTrustedDir(this.fs, this.root, dir);
   }
 
   /**
@@ -113,7 +97,9 @@ export class MirrorTree {
       const path = join(dir, name);
       const from = cursor.get(name) ?? 0;
       const info = await this.fs.lstat(path);
-      if (info === null || !info.isFile) continue;
+      if (info === null) continue;
+      // A file another user planted (or left open to others) is never read into the lineage nor appended to.
+      checkTrusted(path, info, "file");
       if (info.size < from) cursor.set(name, 0); // replaced or cut by someone else: read it again
       const start = cursor.get(name) ?? 0;
       if (info.size === start) {
@@ -157,7 +143,7 @@ export class MirrorTree {
   /** Writes a new rotation file aside, then links it into place under a name nobody has taken. */
   private async publish(dir: string, text: string): Promise<string> {
     const staging = join(this.root, ".staging");
-    await this.fs.mkdir(staging, DIR_MODE);
+    await this.ensureDir(staging); // written aside there first: it must be ours as much as the target
     const aside = join(staging, `${randomUUID()}.part`);
     if (!(await this.fs.createExclusive(aside, text, this.sync))) throw new Error(`staging file ${aside} exists`);
     try {

@@ -4,13 +4,10 @@
  * symbolic link, not a directory, owned by someone else, or open to group or others, so nobody can plant
  * it in advance to read or redirect what is saved there (docs/DESIGN.md "Trust boundaries").
  */
-import process from "node:process";
 import type { FsAdapter } from "./fs-adapter.ts";
+import { currentUid, untrusted } from "./trusted-path.ts";
 
-/** This process's user id, or -1 where the platform has none. */
-export function currentUid(): number {
-  return typeof process.getuid === "function" ? process.getuid() : -1;
-}
+export { currentUid };
 
 /** Mode of every private directory. */
 export const PRIVATE_DIR_MODE = 0o700;
@@ -28,9 +25,8 @@ export async function ensurePrivateDir(fs: FsAdapter, path: string): Promise<voi
   }
   const refuse = (why: string) => Object.assign(new Error(`${path} ${why}; not used`), { code: "EUNSAFE" });
   if (info === null) throw refuse("vanished while being created");
-  if (info.isSymbolicLink) throw refuse("is a symbolic link");
-  if (!info.isDirectory) throw refuse("is not a directory");
-  const uid = currentUid();
-  if (uid >= 0 && info.uid >= 0 && info.uid !== uid) throw refuse(`belongs to another user (uid ${info.uid})`);
-  if (uid >= 0 && (info.mode & 0o077) !== 0) throw refuse(`is open to other users (mode ${(info.mode & 0o777).toString(8)})`);
+  const why = untrusted(info, "directory");
+  if (why !== null) throw refuse(why);
+  // Stricter than the mirror tree: this directory sits where others can look, so it must not be readable either.
+  if (currentUid() >= 0 && (info.mode & 0o077) !== 0) throw refuse(`is open to other users (mode ${(info.mode & 0o777).toString(8)})`);
 }

@@ -13,6 +13,8 @@ import { MirrorReader, type SessionSource } from "./mirror-reader.ts";
 export interface ListEntry extends SessionSummary {
   claudeTranscript: TranscriptState;
   claudeTranscriptPath: string | null;
+  /** Why Claude Code can have no transcript of this session (an id it could not have made), else null. */
+  claudeTranscriptProblem: string | null;
 }
 
 /** The sessions of one mirror root, seen against one Claude Code config directory. */
@@ -45,6 +47,6 @@ export class SessionCatalog {
   /** A summary with its Claude Code transcript state (`scan`: from scanTranscripts, read afresh when omitted). */
   async withTranscript(summary: SessionSummary, scan?: Map<string, string[]>): Promise<ListEntry> {
     const info = await transcriptInfo(this.fs, this.claudeDir, summary.sessionId, summary.cwd, scan ?? (await scanTranscripts(this.fs, this.claudeDir)), this.transcripts);
-    return { ...summary, claudeTranscript: info.state, claudeTranscriptPath: info.path };
+    return { ...summary, claudeTranscript: info.state, claudeTranscriptPath: info.path, claudeTranscriptProblem: info.problem };
   }
 }

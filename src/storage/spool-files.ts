@@ -9,6 +9,7 @@ import type { LockOwner } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { join } from "./mirror-tree.ts";
 import { ownerAlive } from "./process-identity.ts";
+import { untrusted, UnsafePathError } from "./trusted-path.ts";
 
 /** Characters allowed in a spool file's host part. */
 const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");
@@ -17,6 +18,8 @@ const SPOOL_NAME = /^spool-(.+)-(\d+)-([^-]+?)(?:-a\d+)?\.jsonl$/;
 /** One spool directory, as seen by one process. */
 export class SpoolFiles {
   private adoptedCount = 0;
+  /** Files left alone because they are not ours to replay (another user's, or open to others). */
+  readonly refused: UnsafePathError[] = [];
 
   constructor(
     private readonly fs: FsAdapter,
@@ -56,6 +59,13 @@ export class SpoolFiles {
       const m = SPOOL_NAME.exec(entry.name);
       if (!entry.isFile || entry.isSymbolicLink || m === null || entry.name === `${stem}.jsonl` || this.isAdopted(entry.name, stem) || m[1] !== host) continue;
       if (await ownerAlive(this.fs, { pid: Number(m[2]), start: m[3] === "x" ? null : m[3], host: hostname() })) continue;
+      // A planted spool would be replayed into the mirror as if the user had said it.
+      const info = await this.fs.lstat(join(this.dir, entry.name));
+      const why = info === null ? null : untrusted(info, "file");
+      if (why !== null) {
+        this.refused.push(new UnsafePathError(`${join(this.dir, entry.name)} ${why}; not replayed`));
+        continue;
+      }
       const target = `${stem}-a${++this.adoptedCount}.jsonl`;
       try {
         await this.fs.rename(join(this.dir, entry.name), join(this.dir, target));

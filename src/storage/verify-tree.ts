@@ -10,6 +10,7 @@ import { dirName } from "../protocol/session-id.ts";
 import type { DirLocks } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { DIR_MODE, join } from "./mirror-tree.ts";
+import { untrusted } from "./trusted-path.ts";
 
 /** What verify found (and fixed) in one session. */
 export interface SessionReport {
@@ -61,6 +62,7 @@ export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, l
     const dirs = await convDirs(fs, session, report.problems);
     const all: { dir: ConvDir; records: Rec[] }[] = [];
     for (const dir of dirs) {
+      if (await foreign(fs, dir.path, "directory", report)) continue;
       await checkMode(fs, dir.path, DIR_MODE, repair, report);
       const release = repair ? await locks.acquire(dir.path) : async () => {};
       try {
@@ -85,6 +87,18 @@ function rel(session: string, path: string): string {
   return path === session ? "." : path.slice(session.length + 1);
 }
 
+/**
+ * True (and a problem reported) when `path` is another user's: never read as the session's, never
+ * repaired — it was planted, and only its owner (or root, by hand) should touch it.
+ */
+async function foreign(fs: FsAdapter, path: string, want: "directory" | "file", report: SessionReport): Promise<boolean> {
+  const info = await fs.lstat(path);
+  const why = info === null ? null : untrusted(info, want);
+  if (why === null || !why.startsWith("belongs")) return false;
+  report.problems.push(`${path.slice(path.lastIndexOf("/") + 1)} ${why}: not the tap's; the tap refuses to write there (look at it, then remove it)`);
+  return true;
+}
+
 /** Checks (and repairs) a mode. */
 async function checkMode(fs: FsAdapter, path: string, mode: number, repair: boolean, report: SessionReport): Promise<void> {
   if (fs.posixModes === false) return;
@@ -107,6 +121,7 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
       report.problems.push(`${f.name} is a symbolic link (never followed)`);
       continue;
     }
+    if (await foreign(fs, path, "file", report)) continue;
     await checkMode(fs, path, FILE_MODE, repair, report);
     const text = await fs.readText(path);
     const lines = text.split("\n");

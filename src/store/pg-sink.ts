@@ -74,7 +74,8 @@ export class PgSink implements CommitSink {
     this.spool = new PgSpool(options.fs, join(options.root, ".spool", "postgres"), selfOwner(options.fs), {
       malformed: (file, line) => options.log("store-spool", { skipped: "malformed line", file, line }),
       adopted: (file, jobs) => options.log("store-spool", { adopted: file, jobs }),
-    });
+      refused: (error) => options.log("store-error", { stage: "spool", error: describe(error) }),
+    }, options.root);
   }
 
   /** Connects, migrates when safe and replays any spool a dead tap left, in the background; never rejects. */

@@ -12,6 +12,7 @@
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { LockOwner } from "../storage/dir-lock.ts";
 import { DIR_MODE, join } from "../storage/mirror-tree.ts";
+import { ensureTrustedDir } from "../storage/trusted-path.ts";
 import { completeLines, SpoolFiles } from "../storage/spool-files.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 
@@ -21,6 +22,8 @@ export interface SpoolEvents {
   malformed(file: string, line: number): void;
   /** Another process's spool was adopted. */
   adopted(file: string, jobs: number): void;
+  /** A spool file was left alone: not ours to replay (storage/trusted-path.ts). */
+  refused?(error: Error): void;
 }
 
 /** The outage spool of one process. */
@@ -37,8 +40,16 @@ export class PgSpool {
     readonly dir: string,
     self: Promise<LockOwner>,
     private readonly events: SpoolEvents,
+    /** The mirror root `dir` lies under: every directory down to it must be ours (storage/trusted-path.ts). */
+    private readonly root: string | null = null,
   ) {
     this.files = new SpoolFiles(fs, dir, self);
+  }
+
+  /** Creates the spool directory, refusing one that is a link or open to other users. */
+  private async ensureDir(): Promise<void> {
+    if (this.root === null) await this.fs.mkdir(this.dir, DIR_MODE);
+    else await ensureTrustedDir(this.fs, this.root, this.dir);
   }
 
   /** This process's file name stem. */
@@ -61,7 +72,7 @@ export class PgSpool {
   append(job: CommitJob, still: () => boolean = () => true): Promise<boolean> {
     return this.serial(async () => {
       if (!still()) return false;
-      await this.fs.mkdir(this.dir, DIR_MODE);
+      await this.ensureDir();
       await this.fs.append(join(this.dir, `${await this.stem()}.jsonl`), JSON.stringify(job) + "\n", true);
       this.pending++;
       return true;
@@ -70,7 +81,7 @@ export class PgSpool {
 
   /** Keeps a job the store refused for good beside the spool. */
   async setAside(job: CommitJob): Promise<void> {
-    await this.fs.mkdir(this.dir, DIR_MODE);
+    await this.ensureDir();
     await this.fs.append(join(this.dir, `failed-${(await this.stem()).slice("spool-".length)}.jsonl`), JSON.stringify(job) + "\n", true);
   }
 
@@ -127,10 +138,12 @@ export class PgSpool {
 
   /** Adopts the spool files of dead processes, counting their jobs as pending. */
   private async adoptOrphans(): Promise<void> {
+    const before = this.files.refused.length;
     for (const { from, name } of await this.files.adoptOrphans()) {
       const jobs = completeLines((await this.readComplete(join(this.dir, name))) ?? "").length;
       this.pending += jobs;
       this.events.adopted(from, jobs);
     }
+    for (const error of this.files.refused.slice(before)) this.events.refused?.(error);
   }
 }

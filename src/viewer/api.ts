@@ -3,6 +3,7 @@
  * sessions, exports, and the stream of new records (server-sent events). Framework-free: app.ts maps
  * routes onto these methods.
  */
+import { nameInside } from "../protocol/id-name.ts";
 import { exportText } from "../recover/export.ts";
 import { continuesMessage, uuidOf, type Rec } from "../recover/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../recover/render-html.ts";
@@ -65,7 +66,7 @@ export class ViewerData {
     const tree = buildTree(found.data.records);
     const summary = summarize(found.data, tree);
     const type = format === "md" ? "text/markdown; charset=utf-8" : format === "html" ? "text/html; charset=utf-8" : "application/x-ndjson; charset=utf-8";
-    return { status: 200, body: exportText({ records: found.data.records, tree, summary }, format), type, filename: `${summary.sessionId ?? summary.dir}.${format}` };
+    return { status: 200, body: exportText({ records: found.data.records, tree, summary }, format), type, filename: (summary.sessionId === null ? null : nameInside(summary.sessionId, `.${format}`)) ?? `${summary.dir}.${format}` };
   }
 
   /** A server-sent event stream of new records (`event: records`), starting with `event: ready`. */

@@ -10,7 +10,7 @@ import { cli } from "../support/recover.ts";
 
 /** Flags each command must document in its help, and one flag it must refuse. */
 const COMMANDS: [string[], string[], string][] = [
-  [["serve"], ["--port N", "--host ADDR", "--upstream URL", "--mirror-dir DIR", "--no-mirror", "--claude-dir DIR", "--store URL"], "--dry-run"],
+  [["serve"], ["--port N", "--host ADDR", "--token TOKEN", "--upstream URL", "--mirror-dir DIR", "--no-mirror", "--claude-dir DIR", "--store URL"], "--dry-run"],
   [["list"], ["--mirror-dir DIR", "--claude-dir DIR", "--store URL", "--json"], "--port"],
   [["show", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--json"], "--force"],
   [["export", "x"], ["--mirror-dir DIR", "--format md|html|jsonl", "--out FILE"], "--json"],

@@ -108,7 +108,8 @@ describe("processes sharing one mirror root", () => {
           if (kills % 4 === 0) {
             // A crash mid-append leaves a partial line: forge one, as a kill inside write() would.
             const files = readdirSync(`${root}/crashy`).filter((f) => f.endsWith(".jsonl")).sort();
-            appendFileSync(`${root}/crashy/${files.at(-1)}`, '{"parentUuid":"torn","message":{"role":"us');
+            // The mode, as the tap made it: Deno's appendFileSync sets an existing file's mode to the one given (0666 by default).
+            appendFileSync(`${root}/crashy/${files.at(-1)}`, '{"parentUuid":"torn","message":{"role":"us', { mode: 0o600 });
             torn++;
           }
           tap = await start();

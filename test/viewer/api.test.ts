@@ -69,7 +69,7 @@ describe("viewer routes", () => {
     assert.notEqual(again, nonce, "a fresh nonce per page");
   });
 
-  it("answers loopback names only while the tap listens on loopback; anywhere when bound elsewhere on purpose", async () => {
+  it("answers loopback names only while the tap listens on loopback; anywhere with the token when bound elsewhere on purpose", async () => {
     assert.equal((await get("/_tap/api/sessions", "localhost:8787")).status, 200);
     assert.equal((await get("/_tap/api/sessions", "[::1]:8787")).status, 200);
     for (const host of ["evil.example:8787", "127.0.0.1.evil.example", "10.0.0.5:8787"]) {
@@ -79,8 +79,11 @@ describe("viewer routes", () => {
     }
     assert.equal((await get("/_tap/health", "evil.example")).status, 200, "health is not the viewer");
     const open = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "0.0.0.0", version: "0", onError: () => {} });
-    const wide = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps });
-    assert.equal((await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status, 200);
+    const wide = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps, token: "a-token-for-the-network" });
+    assert.equal((await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status, 401, "beyond loopback: the token");
+    assert.equal((await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787", authorization: "Bearer a-token-for-the-network" } })).status, 200);
+    const tokenless = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps });
+    assert.equal((await tokenless.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status, 403, "no token: closed");
     open.close();
   });
 

@@ -1,0 +1,63 @@
+/**
+ * What the tap may write into (docs/RELIABILITY.md "Trust boundaries"): only directories and files owned
+ * by its own user, writable by nobody else, reached without following a symbolic link. Anything else in
+ * the way — planted by another user of the machine while a directory was open to them, or a link — is
+ * refused, never written into, so a neighbour can neither read a conversation nor redirect it.
+ *
+ * Cheap by construction: the checks read what the `lstat` the writer makes anyway already returned. Once
+ * a directory and every directory above it pass, nobody but this user (or root) can plant or swap
+ * anything inside it.
+ */
+import process from "node:process";
+import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
+
+/** Directory mode for every directory of the tree. */
+export const DIR_MODE = 0o700;
+
+/** This process's user id, or -1 where the platform has none. */
+export function currentUid(): number {
+  return typeof process.getuid === "function" ? process.getuid() : -1;
+}
+
+/** A path on the way to a write is not ours to write into. */
+export class UnsafePathError extends Error {
+  override name = "UnsafePathError";
+  readonly code = "EUNSAFE";
+}
+
+/** Why `info` is not a `want` this user may write into (a phrase: "is a symbolic link"), or null. */
+export function untrusted(info: EntryInfo, want: "directory" | "file", uid = currentUid()): string | null {
+  if (info.isSymbolicLink) return "is a symbolic link";
+  if (want === "directory" && !info.isDirectory) return "is not a directory";
+  if (want === "file" && !info.isFile) return "is not a regular file";
+  if (uid < 0 || info.uid < 0) return null; // no owners on this platform
+  if (info.uid !== uid) return `belongs to another user (uid ${info.uid})`;
+  if ((info.mode & 0o022) !== 0) return `is writable by other users (mode ${(info.mode & 0o777).toString(8)})`;
+  return null;
+}
+
+/** Throws UnsafePathError naming `path` when `info` is not a `want` this user may write into. */
+export function checkTrusted(path: string, info: EntryInfo, want: "directory" | "file"): void {
+  const why = untrusted(info, want);
+  if (why !== null) throw new UnsafePathError(`${path} ${why}; nothing was written`);
+}
+
+/**
+ * Makes `dir` (below `root`, or `root` itself) exist as trusted directories all the way down, creating
+ * what is missing 0700. Throws UnsafePathError when any of them, the root included, is not ours to write.
+ */
+export async function ensureTrustedDir(fs: FsAdapter, root: string, dir: string): Promise<void> {
+  if (dir !== root && !dir.startsWith(root + "/")) throw new UnsafePathError(`${dir} is not under the mirror root`);
+  const parts = dir === root ? [] : dir.slice(root.length + 1).split("/");
+  let path = root;
+  for (const part of ["", ...parts]) {
+    path = part === "" ? path : `${path}/${part}`;
+    let info = await fs.lstat(path);
+    if (info === null) {
+      await fs.mkdir(path, DIR_MODE);
+      info = await fs.lstat(path);
+    }
+    if (info === null) throw new UnsafePathError(`${path} vanished while being created; nothing was written`);
+    checkTrusted(path, info, "directory");
+  }
+}

@@ -1,0 +1,5 @@
+// The attack pass's reproductions against the compiled binary (docs/RELIABILITY.md "Trust boundaries"):
+// `node scripts/test.mjs binary` runs this file with SESSIONTAP_BINARY set, so every child of
+// test/security/processes.test.ts and test/security/held-up.test.ts is the binary.
+import "../security/processes.test.ts";
+import "../security/held-up.test.ts";
