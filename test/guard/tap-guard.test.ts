@@ -88,7 +88,8 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
   });
 
   it("is off without a Claude Code config dir, with SESSIONTAP_GUARD=off, and with the mirror off", async () => {
-    for (const env of [{ CLAUDE_CONFIG_DIR: `${scratch.dir}/none` }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_MIRROR: "off" }]) {
+    const offs: Record<string, string>[] = [{ CLAUDE_CONFIG_DIR: `${scratch.dir}/none` }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_MIRROR: "off" }];
+    for (const env of offs) {
       const other = await startTestTap(stub.url, env);
       try {
         assert.equal(other.guard, null, JSON.stringify(env));
