@@ -1,0 +1,82 @@
+// The guard's banner in the viewer, in headless Chromium (driven by the pinned `playwright-core`, as in
+// viewer.test.ts): a real tap with the guard on mirrors a session sent the way Claude Code sends it; its
+// Claude Code transcript is deleted; the session list and the session page show a banner naming the
+// restore command; once the transcript is back, the banner is gone. Runs under `bun test` and `deno test`.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { encodeProjectDir } from "../../src/recover/project-dir.ts";
+import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
+import { startTestTap, type TestTap } from "../support/tap.ts";
+import { Conversation } from "../support/client.ts";
+import { pollAsync } from "../support/poll.ts";
+import { scratchDir } from "../support/recover.ts";
+
+/** Debian's Chromium, as viewer.test.ts uses it; SESSIONTAP_TEST_CHROMIUM names another build (one that runs as a single process). */
+const CHROMIUM = process.env.SESSIONTAP_TEST_CHROMIUM || "/usr/bin/chromium";
+const WAIT = { timeout: 30_000 };
+const SESSION = "b4e2e100-0000-4000-8000-00000000b001";
+
+describe("the guard's banner in the viewer, in headless Chromium", { timeout: 120_000 }, () => {
+  const scratch = scratchDir("sessiontap-banner-");
+  const claudeDir = `${scratch.dir}/claude`;
+  const cwd = `${scratch.dir}/project`;
+  const transcript = `${claudeDir}/projects/${encodeProjectDir(cwd)}/${SESSION}.jsonl`;
+  const whole = JSON.stringify({ type: "user", message: { role: "user", content: "watch me" }, uuid: "u1", sessionId: SESSION }) + "\n";
+  let stub: StubUpstream;
+  let tap: TestTap;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (see .ci/run)`);
+    mkdirSync(`${claudeDir}/projects/${encodeProjectDir(cwd)}`, { recursive: true });
+    stub = await startStub();
+    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir }, { guard: { settleMs: 60, confirmMs: 120, sweepMs: 150 } }, `${scratch.dir}/tap`);
+    writeFileSync(transcript, whole);
+    const c = new Conversation(tap.url, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n - Primary working directory: ${cwd}\n` }] });
+    assert.equal((await c.say("watch me")).status, 200);
+    await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
+    rmSync(transcript);
+    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 1, 5_000, "the guard's alert");
+    const own = process.env.SESSIONTAP_TEST_CHROMIUM ? ["--single-process", "--no-zygote"] : [];
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", ...own],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await tap?.close();
+    await stub?.close();
+    scratch.cleanup();
+  });
+
+  it("the session list shows the banner on the session, with the restore command", async () => {
+    await page.goto(`${tap.url}/_tap/`);
+    const banner = page.locator(`#sessions li.session[data-session="${SESSION}"] .guard[role="alert"]`);
+    await banner.waitFor(WAIT);
+    assert.match(await banner.innerText(), /Claude Code's transcript is gone/);
+    assert.equal(await banner.locator("code").innerText(), `sessiontap restore ${SESSION}`);
+  });
+
+  it("the session page shows it above the facts", async () => {
+    await page.locator(`#sessions li.session[data-session="${SESSION}"]`).click();
+    const banner = page.locator('#facts .guard[role="alert"]');
+    await banner.waitFor(WAIT);
+    assert.match(await banner.innerText(), /Quit Claude Code, then run/);
+    assert.equal(await banner.locator("code").innerText(), `sessiontap restore ${SESSION}`);
+  });
+
+  it("once the transcript is whole again, the banner is gone", async () => {
+    writeFileSync(transcript, whole);
+    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 0, 5_000, "the alert to clear");
+    await page.reload();
+    await page.locator(`#sessions li.session[data-session="${SESSION}"]`).waitFor(WAIT);
+    await page.locator("#facts h2").waitFor(WAIT);
+    assert.equal(await page.locator(".guard").count(), 0);
+  });
+});
