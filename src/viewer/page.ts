@@ -64,6 +64,14 @@ function guardBanner(alert) {
 async function loadSessions() {
   state.sessions = await getJson("api/sessions");
   renderSessions();
+  // The guard can raise or clear an alert between records: keep the open session's banner in step.
+  const open = state.sessions.find((s) => idOf(s) === state.current);
+  const facts = $("#facts");
+  if (open && facts.querySelector("h2")) {
+    const shown = facts.querySelector(".guard");
+    if (shown) shown.remove();
+    if (open.guard) facts.querySelector("h2").after(guardBanner(open.guard));
+  }
 }
 function renderSessions() {
   const list = $("#sessions");
@@ -170,6 +178,7 @@ $("#search").addEventListener("input", onSearch);
 window.addEventListener("hashchange", route);
 loadSessions().then(route).catch((e) => $("#sessions").replaceChildren(el("li", "empty", String(e.message || e))));
 listen();
+setInterval(() => { if (!document.hidden) loadSessions().catch(() => {}); }, 10000);
 `;
 
 /** The page, with `nonce` on its script (the Content-Security-Policy allows only that script). */

@@ -38,8 +38,6 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
     const c = new Conversation(tap.url, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n - Primary working directory: ${cwd}\n` }] });
     assert.equal((await c.say("watch me")).status, 200);
     await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
-    rmSync(transcript);
-    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 1, 5_000, "the guard's alert");
     const own = process.env.SESSIONTAP_TEST_CHROMIUM ? ["--single-process", "--no-zygote"] : [];
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -55,28 +53,32 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
     scratch.cleanup();
   });
 
-  it("the session list shows the banner on the session, with the restore command", async () => {
+  it("a healthy session: no banner", async () => {
     await page.goto(`${tap.url}/_tap/`);
-    const banner = page.locator(`#sessions li.session[data-session="${SESSION}"] .guard[role="alert"]`);
-    await banner.waitFor(WAIT);
-    assert.match(await banner.innerText(), /Claude Code's transcript is gone/);
-    assert.equal(await banner.locator("code").innerText(), `sessiontap restore ${SESSION}`);
-  });
-
-  it("the session page shows it above the facts", async () => {
     await page.locator(`#sessions li.session[data-session="${SESSION}"]`).click();
-    const banner = page.locator('#facts .guard[role="alert"]');
-    await banner.waitFor(WAIT);
-    assert.match(await banner.innerText(), /Quit Claude Code, then run/);
-    assert.equal(await banner.locator("code").innerText(), `sessiontap restore ${SESSION}`);
+    await page.locator("#facts h2").waitFor(WAIT);
+    assert.equal(await page.locator(".guard").count(), 0);
+    await page.evaluate(() => ((globalThis as { notReloaded?: boolean }).notReloaded = true));
   });
 
-  it("once the transcript is whole again, the banner is gone", async () => {
+  it("the transcript deleted: a banner with the restore command on the session in the list and on its open page, without a reload", async () => {
+    rmSync(transcript);
+    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 1, 5_000, "the guard's alert");
+    const listed = page.locator(`#sessions li.session[data-session="${SESSION}"] .guard[role="alert"]`);
+    await listed.waitFor(WAIT);
+    assert.match(await listed.innerText(), /Claude Code's transcript is gone/);
+    assert.equal(await listed.locator("code").innerText(), `sessiontap restore ${SESSION}`);
+    const open = page.locator('#facts .guard[role="alert"]');
+    await open.waitFor(WAIT);
+    assert.match(await open.innerText(), /Quit Claude Code, then run/);
+    assert.equal(await open.locator("code").innerText(), `sessiontap restore ${SESSION}`);
+    assert.equal(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded), true, "shown without a reload");
+  });
+
+  it("once the transcript is whole again, the banners go", async () => {
     writeFileSync(transcript, whole);
     await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 0, 5_000, "the alert to clear");
-    await page.reload();
-    await page.locator(`#sessions li.session[data-session="${SESSION}"]`).waitFor(WAIT);
-    await page.locator("#facts h2").waitFor(WAIT);
+    await page.locator(".guard").first().waitFor({ state: "detached", ...WAIT });
     assert.equal(await page.locator(".guard").count(), 0);
   });
 });
