@@ -81,6 +81,8 @@ interface Watched {
   timer: ReturnType<typeof setTimeout> | null;
   dueAt: number;
   running: boolean;
+  /** When other project directories were last searched for the file (at most once a minute). */
+  searchedAt: number;
   /** The last verdict reached ("ok": nothing wrong; null: none yet, or nothing could be told) and when. */
   verdict: GuardState | "ok" | null;
   verdictAt: number;
@@ -100,6 +102,8 @@ export interface GuardSessionView {
 
 /** A look that comes soon after another (a file still being read through). */
 const CATCH_UP_MS = 200;
+/** How often a session's transcript is searched for under every project directory, at most. */
+const SEARCH_EVERY_MS = 60_000;
 /** Added to a wait for a prompt to settle, so the look never comes a clock tick early. */
 const SLACK_MS = 20;
 
@@ -185,7 +189,7 @@ export class Guard {
     if (s === undefined) {
       s = {
         sessionId: id, cwd: job.base.cwd, follower: null, prompts: new Map(), lastActivity: now, lastLook: 0, seen: false, pending: null,
-        timer: null, dueAt: 0, running: false, verdict: null, verdictAt: 0,
+        timer: null, dueAt: 0, running: false, verdict: null, verdictAt: 0, searchedAt: 0,
       };
       this.evictFor(id);
     } else this.sessions.delete(id); // re-inserted last: the map runs from least to most recently active
@@ -274,8 +278,9 @@ export class Guard {
       s.follower = this.follower(path);
     }
     let look = await s.follower.look(fs, this.o.clock());
-    if (look.kind !== "read") {
+    if (look.kind !== "read" && this.o.clock() - s.searchedAt >= SEARCH_EVERY_MS) {
       // Claude Code may keep it under another project directory (a different working directory).
+      s.searchedAt = this.o.clock();
       const elsewhere = await this.findElsewhere(s.sessionId, s.follower.path);
       if (elsewhere !== null) {
         s.follower = this.follower(elsewhere);
