@@ -18,13 +18,17 @@
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { Alarm } from "../tap/alarm.ts";
-import { projectsDir, transcriptPathFor } from "../storage/claude-projects.ts";
+import { findTranscriptElsewhere, transcriptPathFor } from "../storage/claude-projects.ts";
 import { describe, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { join } from "../storage/mirror-tree.ts";
-import { GuardAlerts, type GuardAlert, type GuardState } from "./alerts.ts";
+import { GuardAlerts, type GuardAlert } from "./alerts.ts";
+import { LookBudget } from "./look-budget.ts";
 import { promptCandidates, promptKey } from "./prompts.ts";
 import { TranscriptFollower } from "./transcript-follower.ts";
+import { transcriptVerdict, type Verdict } from "./verdict.ts";
+import { newWatched, notePrompt, viewOf, type GuardSessionView, type Watched } from "./watched-session.ts";
+
+export type { GuardSessionView };
 
 /** How the guard is set up; the timings have defaults. */
 export interface GuardOptions {
@@ -65,41 +69,6 @@ export interface GuardHealth {
   errors: number;
 }
 
-/** One watched session. */
-interface Watched {
-  sessionId: string;
-  cwd: string | null;
-  follower: TranscriptFollower | null;
-  /** Prompts the mirror holds, distinct (a prompt typed twice, or a retried request, is one): candidate keys and when last sent. */
-  prompts: Map<string, { keys: string[]; seenAt: number }>;
-  lastActivity: number;
-  lastLook: number;
-  /** The transcript has existed at some point while watched. */
-  seen: boolean;
-  /** A bad verdict waiting for confirmation. */
-  pending: { state: GuardState; since: number } | null;
-  timer: ReturnType<typeof setTimeout> | null;
-  dueAt: number;
-  running: boolean;
-  /** When other project directories were last searched for the file (at most once a minute). */
-  searchedAt: number;
-  /** The last verdict reached ("ok": nothing wrong; null: none yet, or nothing could be told) and when. */
-  verdict: GuardState | "ok" | null;
-  verdictAt: number;
-}
-
-/** What the guard knows of one session (for tests and diagnostics). */
-export interface GuardSessionView {
-  path: string | null;
-  seen: boolean;
-  lastLook: number;
-  verdict: GuardState | "ok" | null;
-  verdictAt: number;
-  /** Milliseconds until the next look is due, or null when none is scheduled. */
-  dueInMs: number | null;
-  prompts: number;
-}
-
 /** A look that comes soon after another (a file still being read through). */
 const CATCH_UP_MS = 200;
 /** How often a session's transcript is searched for under every project directory, at most. */
@@ -111,7 +80,7 @@ const SLACK_MS = 20;
 export class Guard {
   readonly alerts: GuardAlerts;
   private readonly sessions = new Map<string, Watched>();
-  private readonly lookTimes: number[] = [];
+  private readonly budget: LookBudget;
   private readonly sweep: ReturnType<typeof setInterval>;
   private readonly readAlarm: Alarm;
   private looks = 0;
@@ -126,6 +95,7 @@ export class Guard {
       maxBytesPerLook: 2 * 1024 * 1024, tailBytes: 8 * 1024 * 1024, maxSessions: 256, maxPrompts: 4096, ...options,
     };
     this.alerts = new GuardAlerts(options.stderr, options.log);
+    this.budget = new LookBudget(this.o.maxLooksPerMinute);
     this.readAlarm = new Alarm(options.clock, options.stderr);
     this.sweep = setInterval(() => this.sweepActive(), this.o.sweepMs);
     (this.sweep as { unref?: () => void }).unref?.();
@@ -142,11 +112,7 @@ export class Guard {
   /** What the guard knows of a session, or null when it does not watch it. */
   inspect(sessionId: string): GuardSessionView | null {
     const s = this.sessions.get(sessionId);
-    if (s === undefined) return null;
-    return {
-      path: s.follower?.path ?? null, seen: s.seen, lastLook: s.lastLook, verdict: s.verdict, verdictAt: s.verdictAt,
-      dueInMs: s.timer === null ? null : s.dueAt - this.o.clock(), prompts: s.prompts.size,
-    };
+    return s === undefined ? null : viewOf(s, this.o.clock());
   }
 
   /** The alert of a session, or null (the viewer's banner). */
@@ -187,35 +153,25 @@ export class Guard {
     const id = job.base.sessionId!;
     let s = this.sessions.get(id);
     if (s === undefined) {
-      s = {
-        sessionId: id, cwd: job.base.cwd, follower: null, prompts: new Map(), lastActivity: now, lastLook: 0, seen: false, pending: null,
-        timer: null, dueAt: 0, running: false, verdict: null, verdictAt: 0, searchedAt: 0,
-      };
-      this.evictFor(id);
+      s = newWatched(id, job.base.cwd, now);
+      this.evictOne();
     } else this.sessions.delete(id); // re-inserted last: the map runs from least to most recently active
     this.sessions.set(id, s);
     if (s.cwd === null && job.base.cwd !== null) s.cwd = job.base.cwd;
     s.lastActivity = now;
     const candidates = promptCandidates(job.messages);
-    if (candidates.length > 0) {
-      const keys = candidates.map(promptKey);
-      const id = keys.join(" ");
-      s.prompts.delete(id); // the newest sending counts: Claude Code writes each sending before its request
-      s.prompts.set(id, { keys, seenAt: now });
-      if (s.prompts.size > this.o.maxPrompts) s.prompts.delete(s.prompts.keys().next().value as string);
-    }
+    if (candidates.length > 0) notePrompt(s, candidates.map(promptKey), now, this.o.maxPrompts);
     this.schedule(s, this.o.settleMs + SLACK_MS);
   }
 
   /** Makes room for one more session by dropping the least recently active. */
-  private evictFor(id: string): void {
+  private evictOne(): void {
     while (this.sessions.size >= this.o.maxSessions) {
       const [oldest, s] = this.sessions.entries().next().value as [string, Watched];
       if (s.timer !== null) clearTimeout(s.timer);
       this.sessions.delete(oldest);
       this.alerts.forget(oldest);
     }
-    void id;
   }
 
   /** Looks at `s` in `delayMs` (or sooner, if a look is already due sooner). */
@@ -247,12 +203,11 @@ export class Guard {
   private async run(s: Watched): Promise<void> {
     if (this.stopped || s.running || !this.sessions.has(s.sessionId)) return;
     const now = this.o.clock();
-    while (this.lookTimes.length > 0 && this.lookTimes[0] <= now - 60_000) this.lookTimes.shift();
-    if (this.lookTimes.length >= this.o.maxLooksPerMinute) {
-      this.schedule(s, this.lookTimes[0] + 60_000 - now + 1);
+    const wait = this.budget.take(now);
+    if (wait > 0) {
+      this.schedule(s, wait);
       return;
     }
-    this.lookTimes.push(now);
     this.looks++;
     s.running = true;
     s.lastLook = now;
@@ -281,7 +236,7 @@ export class Guard {
     if (look.kind !== "read" && this.o.clock() - s.searchedAt >= SEARCH_EVERY_MS) {
       // Claude Code may keep it under another project directory (a different working directory).
       s.searchedAt = this.o.clock();
-      const elsewhere = await this.findElsewhere(s.sessionId, s.follower.path);
+      const elsewhere = await findTranscriptElsewhere(fs, this.o.claudeDir, s.sessionId, s.follower.path);
       if (elsewhere !== null) {
         s.follower = this.follower(elsewhere);
         look = await s.follower.look(fs, this.o.clock());
@@ -295,7 +250,9 @@ export class Guard {
         return;
       }
     }
-    const verdict = this.verdict(s, look.kind);
+    const f = s.follower;
+    const known = { kind: look.kind, seen: s.seen, fromStart: f.fromStart, conversation: f.conversation, startedAt: f.startedAt, keys: f.keys, oversizedPrompts: f.oversizedPrompts };
+    const verdict = transcriptVerdict(known, s.prompts.values(), this.o.clock(), this.o.settleMs);
     this.judge(s, verdict, verdict !== null || look.kind === "read");
   }
 
@@ -304,37 +261,8 @@ export class Guard {
     return new TranscriptFollower(path, { maxBytes: this.o.maxBytesPerLook, tailBytes: this.o.tailBytes });
   }
 
-  /** Another `projects/<dir>/<session>.jsonl` regular file than `except`, or null. */
-  private async findElsewhere(sessionId: string, except: string): Promise<string | null> {
-    const projects = projectsDir(this.o.claudeDir);
-    for (const entry of await this.o.fs.readdir(projects)) {
-      if (!entry.isDirectory) continue;
-      const path = join(projects, entry.name, `${sessionId}.jsonl`);
-      if (path === except) continue;
-      const info = await this.o.fs.lstat(path);
-      if (info !== null && info.isFile) return path;
-    }
-    return null;
-  }
-
-  /** What is wrong now, or null when nothing is (or nothing can be told). */
-  private verdict(s: Watched, kind: "read" | "missing" | "not-a-file"): { state: GuardState; lacking?: number } | null {
-    if (kind !== "read") return kind === "missing" && s.seen ? { state: "missing" } : null;
-    const f = s.follower!;
-    if (f.fromStart && !f.conversation) return { state: "stub" };
-    const now = this.o.clock();
-    const judgeFrom = f.fromStart ? 0 : f.startedAt;
-    let lacking = 0;
-    for (const p of s.prompts.values()) {
-      if (now - p.seenAt < this.o.settleMs || p.seenAt < judgeFrom) continue;
-      if (!p.keys.some((k) => f.keys.has(k))) lacking++;
-    }
-    lacking -= f.oversizedPrompts;
-    return lacking > 0 ? { state: "behind", lacking } : null;
-  }
-
   /** Turns a verdict into an alert once it held for `confirmMs`, or clears what was raised. */
-  private judge(s: Watched, verdict: { state: GuardState; lacking?: number } | null, told = true): void {
+  private judge(s: Watched, verdict: Verdict, told = true): void {
     const now = this.o.clock();
     s.verdict = told ? (verdict?.state ?? "ok") : null;
     s.verdictAt = now;
