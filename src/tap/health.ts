@@ -2,7 +2,8 @@
  * The body of `GET /_tap/health` (docs/DESIGN.md "Health and exit"): `status` is "ok" only when nothing
  * listed in `problems` holds — the mirror has nothing queued or dropped and its last write succeeded, the
  * events log is written, the upstream's last attempt succeeded (or none was made), a shared store is
- * reachable, the guard has no alert (a Claude Code transcript lost while mirrored) — else "degraded". It answers 200 either way: the process is alive.
+ * reachable, the guard has no alert (a Claude Code transcript lost while mirrored) — else "degraded". It
+ * answers 200 either way: the process is alive.
  */
 import type { CommitSink } from "./commit-sink.ts";
 import type { Mirror } from "./mirror.ts";
