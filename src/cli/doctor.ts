@@ -10,9 +10,10 @@
  * - the base URL Claude Code will use: `ANTHROPIC_BASE_URL` from Claude Code's settings (`env`, which it
  *   applies over the shell's: project `.claude/settings.local.json`, then `.claude/settings.json`, then
  *   `<claude-dir>/settings.json`), else from the environment; it must be a tap;
- * - `cleanupPeriodDays`: Claude Code deletes transcripts older than it (default 30) when it starts;
- * - recent sessions the mirror has whose Claude Code transcript is a stub or missing, with the command
- *   that restores each.
+ * - `cleanupPeriodDays`: Claude Code deletes transcripts older than it (default 30) when it starts, and
+ *   very large values have been seen ignored; the mirror's own retention is named as the safety net;
+ * - recent sessions whose Claude Code transcript is a stub, missing, behind the mirror or torn, and the
+ *   guard's state and alerts (cli/doctor-transcripts.ts), each with the command that fixes it.
  */
 import type { Config } from "../config/parse.ts";
 import { isObject } from "../recover/records.ts";
@@ -20,8 +21,8 @@ import { describe } from "../storage/events-log.ts";
 import { join } from "../storage/mirror-tree.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
-import { listSessions } from "./list.ts";
 import { humanBytes, type CommandIo } from "./command-io.ts";
+import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
 
 /** One check's verdict. */
 export interface Check {
@@ -31,8 +32,8 @@ export interface Check {
 }
 
 const MIB = 1024 * 1024;
-/** Sessions younger than this count as recent. */
-const RECENT_DAYS = 30;
+/** From here on, a `cleanupPeriodDays` is "very large": values like 99999 have been reported ignored (transcripts deleted at 30 days anyway). */
+const VERY_LARGE_DAYS = 10_000;
 
 /** Runs `doctor`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -40,7 +41,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ...(await mirrorRoot(config, io)),
     ...(await tapAndBaseUrl(config, io)),
     ...(await cleanupPeriod(config, io)),
-    ...(await lostTranscripts(config, io)),
+    ...(await transcriptChecks(config, io)),
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;
@@ -176,7 +177,7 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<C
     else if (isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir) {
       out.push({ check: "tap", status: "warn", detail: `${about} is up, mirroring to ${mirror.root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)` });
     } else out.push({ check: "tap", status: "ok", detail: `${about} is up (sessiontap ${String(tap.health.version)}, ${String(tap.health.runtime)})` });
-    out.push(...problemChecks(tap.health));
+    out.push(...guardCheck(tap.health), ...problemChecks(tap.health));
   } else {
     out.push({ check: "tap", status: "fail", detail: `${tap.why} (${chosen}); start it: sessiontap serve${chosen === "--port" || chosen === "--url" ? "" : ", or name it: sessiontap doctor --url URL"}` });
   }
@@ -210,27 +211,19 @@ async function cleanupPeriod(config: Readonly<Config>, io: CommandIo): Promise<C
     return [{ check, status: "warn", detail: `${JSON.stringify(days)} in ${found.path} is not a whole number of days ≥ 1; Claude Code rejects it` }];
   }
   if (days < RECENT_DAYS) return [{ check, status: "warn", detail: `${days} (${found.path}): Claude Code deletes transcripts older than ${days} days when it starts` }];
+  if (days >= VERY_LARGE_DAYS) {
+    return [{
+      check, status: "warn",
+      detail: `${days} (${found.path}): Claude Code has been seen to ignore very large values and delete transcripts after 30 days anyway; ` +
+        `3650 keeps them ten years. The mirror is the safety net: ${mirrorRetention(config)}`,
+    }];
+  }
   return [{ check, status: "ok", detail: `${days} days (${found.path})` }];
 }
 
-/** Recent sessions the mirror has but Claude Code lost (stub: fail; missing: warn), with the restore command. */
-async function lostTranscripts(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
-  const since = io.clock() - RECENT_DAYS * 86_400_000;
-  const sessions = (await listSessions(io.fs, config.mirrorDir, config.claudeDir))
-    .filter((s) => s.sessionId !== null && s.lastTimestamp !== null && Date.parse(s.lastTimestamp) >= since && s.userRecords + s.assistantRecords > 0);
-  const odd = sessions.filter((s) => s.claudeTranscriptProblem !== null);
-  const oddCheck: Check[] = odd.length === 0 ? [] : [{
-    check: "transcripts", status: "warn",
-    detail: `${odd.length} mirrored session${odd.length === 1 ? " has an id" : "s have ids"} Claude Code could not have made (${odd[0].dir}…): readable with show/export, not restorable`,
-  }];
-  const lost = sessions.filter((s) => s.claudeTranscript !== "intact" && s.claudeTranscriptProblem === null);
-  if (lost.length === 0) {
-    const count = sessions.length - odd.length;
-    return [{ check: "transcripts", status: "ok", detail: `Claude Code's transcript is intact for all ${count} session${count === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days` }, ...oddCheck];
-  }
-  return [...oddCheck, ...lost.slice(0, 20).map((s): Check => ({
-    check: "transcripts",
-    status: s.claudeTranscript === "stub" ? "fail" : "warn",
-    detail: `${s.sessionId} (${s.lastTimestamp}, ${s.cwd ?? "cwd unknown"}): Claude Code's transcript is ${s.claudeTranscript === "stub" ? "a stub" : "missing"}; restore it: sessiontap restore ${s.sessionId}`,
-  }))];
+/** The mirror's own retention, in words (SESSIONTAP_RETENTION_DAYS). */
+function mirrorRetention(config: Readonly<Config>): string {
+  return config.retentionDays === 0
+    ? "SESSIONTAP_RETENTION_DAYS=0, it keeps every session"
+    : `SESSIONTAP_RETENTION_DAYS=${config.retentionDays}, it keeps sessions ${config.retentionDays} days (set it higher, or 0 to keep them all)`;
 }

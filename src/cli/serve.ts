@@ -10,6 +10,7 @@ import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../storage/events-log.ts";
 import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
 import type { SpoolPlace } from "../storage/mirror-spool.ts";
+import { Guard, type GuardOptions } from "../guard/guard.ts";
 import { forward } from "../tap/forward.ts";
 import { healthReport } from "../tap/health.ts";
 import { Mirror, type Replayed, type Unwritten } from "../tap/mirror.ts";
@@ -29,6 +30,8 @@ export interface TapDeps {
   stderr?: (line: string) => void;
   /** Where unwritten commits go when the root refuses them (default: under the system temp dir). */
   tempSpool?: SpoolPlace;
+  /** The guard's timings and limits (defaults in src/guard/guard.ts). */
+  guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
 }
 
 /** A tap that is listening. */
@@ -36,6 +39,8 @@ export interface RunningTap {
   url: string;
   port: number;
   mirror: Mirror | null;
+  /** The guard of Claude Code's transcripts, or null when it is off. */
+  guard: Guard | null;
   /** What the start replayed from the spools of earlier runs. */
   replayed: Replayed;
   /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
@@ -48,10 +53,12 @@ export interface RunningTap {
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
+  let guard: Guard | null = null;
   // The viewer reads the tree; every mirror write under it hints its watcher, so new records show at once.
   const viewer = createViewer({
     fs: deps.fs ?? nodeFs, mirrorDir: config.mirrorDir, claudeDir: config.claudeDir, host: config.host, version: VERSION,
     onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
+    guardAlert: (sessionId) => guard?.alertOf(sessionId) ?? null,
   });
   const fs = observeWrites(deps.fs ?? nodeFs, viewer.watcher);
   const mirror = config.mirror
@@ -70,6 +77,12 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       })
     : null;
   if (store !== null) mirror!.addSink(store);
+  if (mirror !== null && (config.guard ?? (await isDirectory(deps.fs ?? nodeFs, config.claudeDir, stderr)))) {
+    const watching = (guard = new Guard({
+      fs: deps.fs ?? nodeFs, claudeDir: config.claudeDir, clock, stderr, log: (action, fields) => mirror.log(action, fields), ...deps.guard,
+    }));
+    mirror.onCommitted((job) => watching.observe(job));
+  }
   store?.start();
   const replayed = mirror === null ? { commits: 0, files: [], waiting: 0 } : await mirror.replaySpool();
   const upstream = new UpstreamHealth(config.upstream, clock, stderr);
@@ -91,7 +104,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const app = createApp({
     forward: (request) =>
       forward(request, { upstream: config.upstream, fetch: upstreamFetchFn, mirror, holdBackMs: config.holdBackMs, upstreamHealth: reportUpstream }),
-    health: () => healthReport({ version: VERSION, runtime: runtimeName(), upstream, mirror, store, internalErrors: () => internalErrors }),
+    health: () => healthReport({ version: VERSION, runtime: runtimeName(), upstream, mirror, store, guard, internalErrors: () => internalErrors }),
     viewer: viewer.deps,
     onError: internalError,
     token: token?.value ?? null,
@@ -109,9 +122,11 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     url: `http://${hostForUrl}:${server.port}`,
     port: server.port,
     mirror,
+    guard,
     replayed,
     token,
     async stop() {
+      guard?.stop();
       viewer.close(); // open event streams would otherwise hold the drain to its bound
       await server.stop(config.drainMs);
       const unwritten = mirror === null ? { kind: "none" as const } : await mirror.stop(Math.max(1000, config.holdBackMs * 4));
@@ -119,6 +134,16 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       return unwritten;
     },
   };
+}
+
+/** True when `path` is a directory (the guard is on by default only where Claude Code keeps its config). */
+async function isDirectory(fs: FsAdapter, path: string, stderr: (line: string) => void): Promise<boolean> {
+  try {
+    return (await fs.lstat(path))?.isDirectory === true;
+  } catch (error) {
+    stderr(`sessiontap: guard off: cannot look at ${path} (${describe(error)}); SESSIONTAP_GUARD=on turns it on anyway`);
+    return false;
+  }
 }
 
 /** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
@@ -163,6 +188,7 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
       `  mirror     ${config.mirror ? config.mirrorDir : "off"}${config.mirror && config.store !== null && config.storeOnly ? " (outage spool only)" : ""}`,
       ...(config.mirror && config.store !== null ? [`  store      ${redactUrl(config.store)}`] : []),
       ...replay,
+      `  guard      ${tap.guard === null ? "off" : `watching Claude Code's transcripts under ${config.claudeDir}/projects`}`,
       `  viewer     ${tap.url}/_tap/`,
       `  health     ${tap.url}/_tap/health`,
       ``,

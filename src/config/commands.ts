@@ -54,7 +54,7 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
       f("--upstream", "URL", "where requests go (SESSIONTAP_UPSTREAM; default https://api.anthropic.com)"),
       mirrorDir,
       f("--no-mirror", null, "forward only; write nothing at all (SESSIONTAP_MIRROR=off)"),
-      claudeDir("whose transcripts the viewer checks"),
+      claudeDir("whose transcripts the guard watches and the viewer checks"),
       f("--store", "URL", "also write every commit to a shared PostgreSQL store (SESSIONTAP_STORE)"),
     ],
     exit: "0 stopped by SIGINT/SIGTERM with everything written; 1 stopped with commits that could be saved nowhere; 2 a bad setting, an unusable mirror root, or the port is taken.",

@@ -32,6 +32,8 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_LOCK_WAIT_MS      2000 (longest wait for another tap's lock on a session)
                       SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
   --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude
+                      SESSIONTAP_GUARD=on|off      on when the Claude Code config dir exists: say at once
+                                                   when Claude Code loses the transcript of a mirrored session
   --store URL         SESSIONTAP_STORE             none (files only); postgres://… a shared store for teams:
                                                    list, show, export and restore read it when set
                       SESSIONTAP_STORE_ONLY        false (true: the store only; the tree is its outage spool)

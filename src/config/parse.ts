@@ -32,6 +32,8 @@ export interface Config {
   /** Mirror one-shot side requests (titles, summaries, probes) into `side/`. */
   sideRequests: boolean;
   claudeDir: string;
+  /** The guard (SESSIONTAP_GUARD=on|off): null when unset, which means on when the Claude Code config dir exists. */
+  guard: boolean | null;
   /** The shared PostgreSQL store (issue 7): a postgres:// or postgresql:// URL, or null for files only. */
   store: string | null;
   /** With a store: true writes only the store (the tree is the outage spool); false writes both. */
@@ -207,6 +209,8 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   const sideRaw = env.SESSIONTAP_SIDE_REQUESTS;
   const sideRequests = sideRaw ? onOff("SESSIONTAP_SIDE_REQUESTS", sideRaw, ["on"], ["off"]) : true;
   const claudeDir = expandHome(pick(flags, "--claude-dir", env, "CLAUDE_CONFIG_DIR") ?? "~/.claude", home);
+  const guardRaw = env.SESSIONTAP_GUARD;
+  const guard = guardRaw ? onOff("SESSIONTAP_GUARD", guardRaw, ["on"], ["off"]) : null;
   const storeRaw = pick(flags, "--store", env, "SESSIONTAP_STORE");
   const store = storeRaw === undefined ? null : storeUrl(storeRaw);
   const storeOnlyRaw = env.SESSIONTAP_STORE_ONLY;
@@ -241,7 +245,7 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
 
   return Object.freeze({
     command, helpFor: null, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
-    includeThinking, sideRequests, claudeDir, store, storeOnly, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
+    includeThinking, sideRequests, claudeDir, guard, store, storeOnly, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
     dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs, maxQueued,
     url, token, tokenSource: source("--token", "SESSIONTAP_TOKEN"), sources: { port: source("--port", "SESSIONTAP_PORT"), mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"), claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR") },
   });

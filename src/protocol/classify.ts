@@ -11,7 +11,10 @@
  * 4. A Claude Code request (it carries `x-claude-code-session-id`, or a `claude-cli` user agent) that does
  *    not declare the agent — no tools and no agent identity in its system prompt — → a side request
  *    (titles, quota probes): Claude Code declares its main conversation by sending the agent's system
- *    prompt and tool set, so a side request seen first never becomes the main chain.
+ *    prompt and tool set, so a side request seen first never becomes the main chain. A Claude Code
+ *    request without tools that asks for structured output (`output_config.format`) is a side request
+ *    too, identity or not: Claude Code 2.1.328 opens every system prompt, its session-title request's
+ *    included, with "You are Claude Code", and asks for the title as JSON; the agent's turns never do.
  * 5. Everything else → the main conversation (other clients are mirrored as they come).
  */
 import { isObject } from "./sse-accumulator.ts";
@@ -24,6 +27,8 @@ export interface RequestTraits {
   agentId: string | null;
   claudeCode: boolean;
   toolCount: number;
+  /** The request asks for structured output (`output_config.format`). */
+  structuredOutput?: boolean;
   system: unknown;
   messages: unknown[];
 }
@@ -63,7 +68,7 @@ export function classify(traits: RequestTraits): { route: Route; compaction: boo
   if (traits.agentId !== null) return { route: "agent", compaction: false };
   if (isCompaction(traits.messages)) return { route: "main", compaction: true };
   if (isSummaryRequest(traits.messages)) return { route: "side", compaction: false };
-  if (traits.claudeCode && !declaresAgent(traits)) return { route: "side", compaction: false };
+  if (traits.claudeCode && (!declaresAgent(traits) || (traits.structuredOutput === true && traits.toolCount === 0))) return { route: "side", compaction: false };
   return { route: "main", compaction: false };
 }
 

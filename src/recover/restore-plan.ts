@@ -17,11 +17,16 @@
  *   context first sat it re-sends an empty `role:"system"` message, with or without our `system` records
  *   in the file (it does the same from its own transcript after a compaction); with a parent missing from
  *   the file it resumes from the break only, which is why the re-linking matters.
- * - `sessionId` is the session's, `cwd` the target's (with `--cwd`), `isSidechain` false.
+ * - `sessionId` is the session's, `cwd` the target's (with `--cwd`), `isSidechain` false; for a subagent's
+ *   conversation (written to `<session>/subagents/agent-<id>.jsonl`) `isSidechain` true and its `agentId`.
+ * - Injected context (reminders, a slash command's caveat and output) is split off each prompt into
+ *   records of its own, as Claude Code records it (recover/injected-context.ts): `claude --resume` shows
+ *   the typed prompt, and the model is sent the same message as before.
  * - Content the API would refuse on the resumed request is made acceptable: an image or document the
  *   mirror kept only as a sha256 reference becomes a text note saying what was there, the mirror's own
  *   bookkeeping keys (`sessiontap_*`) are dropped, and an answer cut off before its first block is left out.
  */
+import { splitInjectedContext } from "./injected-context.ts";
 import { isCompactBoundary, isConversation, isObject, messageOf, parentOf, uuidOf, type Block, type Rec } from "./records.ts";
 import type { Tree } from "./tree.ts";
 
@@ -51,14 +56,14 @@ export function restorePath(tree: Tree): Rec[] {
 }
 
 /** Builds the restored transcript of the current branch of `tree`. */
-export function planRestore(tree: Tree, target: { sessionId: string; cwd: string }): RestorePlan {
+export function planRestore(tree: Tree, target: { sessionId: string; cwd: string; agentId?: string }): RestorePlan {
   const path = restorePath(tree);
   const records: Rec[] = [];
   /** For each uuid on the path, the nearest kept record at or before it. */
   const keptBefore = new Map<string, string | null>();
   let previous: string | null = null;
   let skipped = 0;
-  const envelope = { isSidechain: false, sessionId: target.sessionId, cwd: target.cwd };
+  const envelope = { isSidechain: target.agentId !== undefined, sessionId: target.sessionId, cwd: target.cwd };
   for (const r of path) {
     const id = uuidOf(r)!;
     if (isCompactBoundary(r)) {
@@ -70,7 +75,8 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
         skipped++; // an answer cut off before its first block: the API refuses an empty message
       } else {
         const out: Rec = { ...r, ...envelope, parentUuid: parentOf(r) === null ? null : previous, message };
-        delete out.agentId;
+        if (target.agentId === undefined) delete out.agentId;
+        else out.agentId = target.agentId;
         records.push(out);
         previous = id;
       }
@@ -81,7 +87,7 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
   }
   const kept = new Set(records.map((r) => uuidOf(r)!));
   for (const r of records) if (isCompactBoundary(r)) relinkSegment(r, path, keptBefore, kept);
-  return { records, skipped, leafUuid: previous };
+  return { records: splitInjectedContext(records), skipped, leafUuid: previous };
 }
 
 /** Points a boundary's kept tail at kept records (its head at or after, its tail at or before), or drops it. */

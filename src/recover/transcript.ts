@@ -22,3 +22,17 @@ export function classifyTranscript(text: string | null): TranscriptState {
 export function sessionOfTranscriptName(name: string): string | null {
   return name.endsWith(".jsonl") && name.length > 6 ? name.slice(0, -6) : null;
 }
+
+/** True when the text's last line is unfinished or not a JSON object (a record cut off mid-write). */
+export function tornLastLine(text: string): boolean {
+  if (text === "") return false;
+  if (!text.endsWith("\n")) return true;
+  const last = text.slice(0, -1).split("\n").at(-1) ?? "";
+  if (last.trim() === "") return false;
+  try {
+    const value = JSON.parse(last) as unknown;
+    return typeof value !== "object" || value === null || Array.isArray(value);
+  } catch {
+    return true;
+  }
+}

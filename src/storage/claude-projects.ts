@@ -60,6 +60,19 @@ export async function scanTranscripts(fs: FsAdapter, claudeDir: string): Promise
   return found;
 }
 
+/** A regular file `projects/<dir>/<session>.jsonl` under another project directory than `except`'s, or null. */
+export async function findTranscriptElsewhere(fs: FsAdapter, claudeDir: string, sessionId: string, except: string): Promise<string | null> {
+  const projects = projectsDir(claudeDir);
+  for (const entry of await fs.readdir(projects)) {
+    if (!entry.isDirectory) continue;
+    const path = join(projects, entry.name, `${sessionId}.jsonl`);
+    if (path === except) continue;
+    const info = await fs.lstat(path);
+    if (info !== null && info.isFile) return path;
+  }
+  return null;
+}
+
 /** Classifications already made, by path, valid while size and mtime stay the same. */
 export type TranscriptCache = Map<string, { size: number; mtimeMs: number; state: TranscriptState }>;
 

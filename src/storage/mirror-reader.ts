@@ -15,12 +15,20 @@ export type Lookup =
   | { kind: "none" }
   | { kind: "ambiguous"; candidates: string[] };
 
+/** A session's conversations besides the main one: each subagent's (by its directory name under `subagents/`) and the side requests'. */
+export interface OtherConversations {
+  agents: { dir: string; records: SessionData["records"] }[];
+  side: SessionData["records"];
+}
+
 /** Where the reading commands find sessions: the mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
 export interface SessionSource {
   /** Every session's data, most recently written first. */
   loadAll(): Promise<SessionData[]>;
   /** Finds a session by its id or directory name, or a unique prefix of either (SPEC §2 `SESSION`). */
   lookup(query: string): Promise<Lookup>;
+  /** The session's subagent and side-request records (restore writes subagents back, and reads the title). */
+  conversations(dir: string): Promise<OtherConversations>;
 }
 
 /** Bytes of parsed files kept in memory at most (least recently used go first). */
@@ -68,6 +76,17 @@ export class MirrorReader implements SessionSource {
     }
     const match = matchSession(named, query);
     return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
+  }
+
+  /** The session's subagent and side-request records. */
+  async conversations(dir: string): Promise<OtherConversations> {
+    const path = join(this.root, dir);
+    const agents: OtherConversations["agents"] = [];
+    for (const agent of await this.subdirs(join(path, "subagents"))) {
+      const { records } = await this.readDir(join(path, "subagents", agent));
+      if (records.length > 0) agents.push({ dir: agent, records });
+    }
+    return { agents, side: (await this.readDir(join(path, "side"))).records };
   }
 
   /** Reads a directory's data and the newest mtime among its files. */

@@ -9,7 +9,7 @@ import type { Config } from "../config/parse.ts";
 import { sessionIdOf, type SessionData } from "../recover/summary.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { MirrorReader, type Lookup, type SessionSource } from "../storage/mirror-reader.ts";
+import { MirrorReader, type Lookup, type OtherConversations, type SessionSource } from "../storage/mirror-reader.ts";
 import { closeStore, openStore, redactUrl, type Sql } from "./pg-client.ts";
 import { schemaVersion } from "./pg-schema.ts";
 
@@ -72,6 +72,25 @@ export class PgReader implements SessionSource {
     }
     const match = matchSession(named, query);
     return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
+  }
+
+  /** The session's subagent and side-request rows, as the tree keeps them (`subagents/<dir>`, `side`). */
+  async conversations(sessionId: string): Promise<OtherConversations> {
+    const rows = await this.query(() => this.sql<{ subpath: string; entry: string }[]>`
+      SELECT subpath, entry::text AS entry FROM sessiontap_entries WHERE session_id = ${sessionId} AND subpath <> '' ORDER BY seq`);
+    const agents = new Map<string, Rec[]>();
+    const side: Rec[] = [];
+    for (const row of rows) {
+      const record = JSON.parse(row.entry) as Rec;
+      if (row.subpath === "side") side.push(record);
+      else if (row.subpath.startsWith("subagents/")) {
+        const dir = row.subpath.slice("subagents/".length);
+        const list = agents.get(dir) ?? [];
+        list.push(record);
+        agents.set(dir, list);
+      }
+    }
+    return { agents: [...agents].map(([dir, records]) => ({ dir, records })), side };
   }
 
   /** Runs a read, first checking once that the store has the schema; failures become one StoreReadError line. */

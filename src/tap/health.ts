@@ -2,11 +2,18 @@
  * The body of `GET /_tap/health` (docs/DESIGN.md "Health and exit"): `status` is "ok" only when nothing
  * listed in `problems` holds — the mirror has nothing queued or dropped and its last write succeeded, the
  * events log is written, the upstream's last attempt succeeded (or none was made), a shared store is
- * reachable — else "degraded". It answers 200 either way: the process is alive.
+ * reachable, the guard has no alert (a Claude Code transcript lost while mirrored) — else "degraded". It
+ * answers 200 either way: the process is alive.
  */
 import type { CommitSink } from "./commit-sink.ts";
 import type { Mirror } from "./mirror.ts";
 import type { UpstreamHealth } from "./upstream-health.ts";
+
+/** What health reads of the guard (src/guard/guard.ts): its state and its problems (each alert is one). */
+export interface GuardReport {
+  health(): unknown;
+  problems(): string[];
+}
 
 /** What the report is made from. */
 export interface HealthParts {
@@ -15,6 +22,8 @@ export interface HealthParts {
   upstream: UpstreamHealth;
   mirror: Mirror | null;
   store: CommitSink | null;
+  /** The guard, or null when it is off. */
+  guard?: GuardReport | null;
   /** Requests the server could not answer (an internal error). */
   internalErrors: () => number;
 }
@@ -32,7 +41,10 @@ function storeProblems(store: CommitSink): string[] {
 /** Builds the health body. */
 export function healthReport(parts: HealthParts): Record<string, unknown> {
   const { mirror, store } = parts;
-  const problems = [...parts.upstream.problems(), ...(mirror?.problems() ?? []), ...(store === null ? [] : storeProblems(store))];
+  const guard = parts.guard ?? null;
+  const problems = [
+    ...parts.upstream.problems(), ...(mirror?.problems() ?? []), ...(store === null ? [] : storeProblems(store)), ...(guard?.problems() ?? []),
+  ];
   return {
     status: problems.length === 0 ? "ok" : "degraded",
     problems,
@@ -46,6 +58,7 @@ export function healthReport(parts: HealthParts): Record<string, unknown> {
           eventsLogFailures: mirror.events.failures, sessionsInMemory: mirror.sessionsInMemory,
         },
     store: store === null ? "off" : store.health(),
+    guard: guard === null ? "off" : guard.health(),
     internalErrors: parts.internalErrors(),
   };
 }

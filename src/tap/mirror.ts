@@ -108,6 +108,8 @@ export class Mirror {
   /** Spool files replayed at start whose commits are not all written yet. */
   private spoolFiles: string[] = [];
   private readonly sinks: CommitSink[];
+  /** Told of each commit once its writes settled (the guard). */
+  private readonly committed: ((job: CommitJob) => void)[] = [];
 
   constructor(readonly options: MirrorOptions) {
     const { fs, root, clock } = options;
@@ -148,6 +150,11 @@ export class Mirror {
     this.sinks.push(sink);
   }
 
+  /** Adds a listener told of every commit after its writes settled; it must return at once (it runs before the client's final event is released). */
+  onCommitted(listener: (job: CommitJob) => void): void {
+    this.committed.push(listener);
+  }
+
   /** Starts mirroring one request, or null when it is not a Messages API call (SPEC §4: only those are mirrored). */
   begin(request: MirrorRequest): RequestMirror | null {
     if (request.method !== "POST" || request.pathname !== "/v1/messages") return null;
@@ -160,7 +167,15 @@ export class Mirror {
     if (job.kind !== "complete") this.stats.interrupted++;
     const writes = this.sinks.map((sink) => this.track(sink.commit(job)));
     if (this.options.files !== false) writes.push(this.track(this.drain(this.dirOf(job).dir, job)));
-    return Promise.all(writes).then(() => undefined);
+    return Promise.all(writes).then(() => {
+      for (const listener of this.committed) {
+        try {
+          listener(job);
+        } catch (error) {
+          this.fail("listener", error);
+        }
+      }
+    });
   }
 
   /** The directory and uuid scope of a job's route. */

@@ -14,6 +14,9 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
 import { LiveWatcher, type LiveBatch } from "./live.ts";
 
+/** What the viewer shows of the guard's alert on a session: null when there is none (or no guard). */
+export type GuardAlertOf = (sessionId: string) => { state: string; since: string; command: string } | null;
+
 /** A JSON answer with its status. */
 export interface Answer {
   status: 200 | 400 | 404 | 409;
@@ -33,13 +36,14 @@ export class ViewerData {
     mirrorDir: string,
     claudeDir: string,
     readonly watcher: LiveWatcher,
+    private readonly guardAlert: GuardAlertOf = () => null,
   ) {
     this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir);
   }
 
-  /** Every session, most recently active first (the `list --json` objects). */
-  sessions(): Promise<ListEntry[]> {
-    return this.catalog.list();
+  /** Every session, most recently active first (the `list --json` objects, with the guard's alert). */
+  async sessions(): Promise<(ListEntry & { guard: ReturnType<GuardAlertOf> })[]> {
+    return (await this.catalog.list()).map((s) => ({ ...s, guard: s.sessionId === null ? null : this.guardAlert(s.sessionId) }));
   }
 
   /** One session: its facts, its conversation as HTML, and the uuid its reading path ends at. */
@@ -48,7 +52,8 @@ export class ViewerData {
     if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
     if (found.kind === "ambiguous") return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     const tree = buildTree(found.data.records);
-    const session = await this.catalog.withTranscript(summarize(found.data, tree));
+    const listed = await this.catalog.withTranscript(summarize(found.data, tree));
+    const session = { ...listed, guard: listed.sessionId === null ? null : this.guardAlert(listed.sessionId) };
     return { status: 200, body: { session, tail: session.leafUuid, html: renderItemsHtml(outline(tree)) } };
   }
 

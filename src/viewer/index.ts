@@ -4,7 +4,7 @@
  */
 import type { ViewerDeps } from "../server/app.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { ViewerData } from "./api.ts";
+import { ViewerData, type GuardAlertOf } from "./api.ts";
 import { LiveWatcher } from "./live.ts";
 import { viewerCsp, viewerPage } from "./page.ts";
 
@@ -31,9 +31,11 @@ export interface Viewer {
 /** Builds the viewer over `mirrorDir` for a tap listening on `host`. */
 export function createViewer(options: {
   fs: FsAdapter; mirrorDir: string; claudeDir: string; host: string; version: string; onError: (error: unknown) => void; pollMs?: number;
+  /** The guard's alert for a session (a banner on it), when a guard runs. */
+  guardAlert?: GuardAlertOf;
 }): Viewer {
   const watcher = new LiveWatcher(options.fs, options.mirrorDir, options.pollMs ?? 2000, options.onError);
-  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher);
+  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher, options.guardAlert);
   return {
     watcher,
     close: () => data.close(),

@@ -28,6 +28,8 @@ body{display:grid;grid-template-rows:auto 1fr;grid-template-columns:minmax(260px
 .badge{display:inline-block;font-size:11px;border-radius:4px;padding:0 5px;margin-left:6px}
 .badge.intact{background:#d3f9d8;color:#2b8a3e}.badge.stub,.badge.missing{background:#ffe3e3;color:#c92a2a}
 .snippet{font-size:12px;color:#343a40}
+.guard{margin:4px 0;padding:4px 8px;border-radius:6px;background:#fff4e6;border:1px solid #ffa94d;color:#862e00;font:12px system-ui,sans-serif}
+.guard code{background:#ffe8cc;padding:0 4px;border-radius:4px}
 #main{grid-area:main;overflow:auto;padding:12px 20px 40px}
 #facts{font:13px system-ui,sans-serif;color:#343a40;margin-bottom:10px}
 #facts h2{font-size:16px;margin:0 0 6px;font-family:ui-monospace,monospace}
@@ -51,10 +53,25 @@ async function getJson(url) {
 function when(iso) { return iso ? iso.slice(0, 16).replace("T", " ") + " UTC" : "?"; }
 function idOf(s) { return s.sessionId || s.dir; }
 function badge(state) { return el("span", "badge " + state, state === "intact" ? "Claude: intact" : "Claude: " + state); }
+const GUARD_WORDS = { missing: "is gone", stub: "is a stub", behind: "is behind the mirror" };
+function guardBanner(alert) {
+  const b = el("div", "guard");
+  b.setAttribute("role", "alert");
+  b.append(el("b", null, "Claude Code's transcript " + (GUARD_WORDS[alert.state] || alert.state) + " "), el("span", null, "(since " + when(alert.since) + "). Quit Claude Code, then run "), el("code", null, alert.command));
+  return b;
+}
 
 async function loadSessions() {
   state.sessions = await getJson("api/sessions");
   renderSessions();
+  // The guard can raise or clear an alert between records: keep the open session's banner in step.
+  const open = state.sessions.find((s) => idOf(s) === state.current);
+  const facts = $("#facts");
+  if (open && facts.querySelector("h2")) {
+    const shown = facts.querySelector(".guard");
+    if (shown) shown.remove();
+    if (open.guard) facts.querySelector("h2").after(guardBanner(open.guard));
+  }
 }
 function renderSessions() {
   const list = $("#sessions");
@@ -65,6 +82,7 @@ function renderSessions() {
     const head = el("div", "sid", idOf(s).slice(0, 13));
     head.append(badge(s.claudeTranscript));
     li.append(head, el("div", "prompt", s.firstPrompt || "(no prompt)"), el("div", "meta", when(s.lastTimestamp) + " · " + s.records + " records · " + (s.cwd || "cwd unknown")));
+    if (s.guard) li.append(guardBanner(s.guard));
     li.addEventListener("click", () => go(idOf(s)));
     return li;
   }));
@@ -81,6 +99,7 @@ async function showSession(id, uuid) {
   const facts = $("#facts");
   facts.replaceChildren();
   facts.append(el("h2", null, idOf(s)));
+  if (s.guard) facts.append(guardBanner(s.guard));
   const row = (label, value) => { const d = el("div", "row"); d.append(el("b", null, label + " "), value); facts.append(d); };
   row("Working directory", el("code", null, s.cwd || "unknown"));
   row("Time", document.createTextNode(when(s.firstTimestamp) + " – " + when(s.lastTimestamp)));
@@ -159,6 +178,7 @@ $("#search").addEventListener("input", onSearch);
 window.addEventListener("hashchange", route);
 loadSessions().then(route).catch((e) => $("#sessions").replaceChildren(el("li", "empty", String(e.message || e))));
 listen();
+setInterval(() => { if (!document.hidden) loadSessions().catch(() => {}); }, 10000);
 `;
 
 /** The page, with `nonce` on its script (the Content-Security-Policy allows only that script). */

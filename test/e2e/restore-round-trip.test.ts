@@ -93,7 +93,10 @@ describe("restore round trip through the real Claude Code CLI", { timeout: 240_0
     assert.equal(readFileSync(`${transcript}.bak-${STAMP}`, "utf8"), stubLines);
     assert.equal(statSync(transcript).mode & 0o777, 0o600);
     const written = readJsonl(transcript);
-    assert.deepEqual(written.map((r) => r.type), ["user", "assistant", "user", "assistant", "user", "assistant", "user", "assistant"]);
+    // The first prompt's injected reminder is a hidden record of its own, as Claude Code records it.
+    assert.equal(written[0].isMeta, true);
+    assert.match(written[0].message.content[0].text, /^<system-reminder>/);
+    assert.deepEqual(written.filter((r) => r.isMeta !== true).map((r) => r.type), ["user", "assistant", "user", "assistant", "user", "assistant", "user", "assistant"]);
     assert.ok(out.stdout.includes(`claude --resume ${sessionId}`));
   });
 

@@ -164,6 +164,28 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     assert.equal(side[0].parentUuid, null, "it shares nothing with the conversation");
   });
 
+  it("Claude Code 2.1.328's own title request (its identity line, a JSON title asked for, no tools) goes to side/", async () => {
+    const c = new Conversation(tap.url, "titled-2");
+    await c.say("name me");
+    // As the real CLI sends it (see test/e2e/claude-guard.test.ts): the identity opens every system prompt.
+    const title = await fetch(`${tap.url}/v1/messages`, {
+      method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "titled-2", "user-agent": "claude-cli/2.1.328 (external, cli)" },
+      body: JSON.stringify({
+        model: "claude-opus-5-5", max_tokens: 128000, stream: true,
+        system: [{ type: "text", text: "You are Claude Code, Anthropic's official CLI for Claude." }, { type: "text", text: "You are naming a coding session…" }],
+        messages: [{ role: "user", content: [{ type: "text", text: "<session>\nname me\n</session>\n\nWrite the title in the predominant language of the session." }] }],
+        output_config: { format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } }, required: ["title"] } } },
+      }),
+    });
+    assert.equal(title.status, 200);
+    await title.arrayBuffer();
+    await c.say("and on");
+    assert.deepEqual(records(tap.root, "titled-2").filter((r) => r.type === "user").map(text), ["name me", "and on"]);
+    const side = records(tap.root, "titled-2", "side");
+    assert.deepEqual(side.map((r) => r.type), ["user", "assistant"]);
+    assert.match(text(side[0]), /^<session>\nname me/);
+  });
+
   it("with SESSIONTAP_SIDE_REQUESTS=off a side request is forwarded and not mirrored at all", async () => {
     const quiet = await startTestTap(stub.url, { SESSIONTAP_SIDE_REQUESTS: "off" });
     try {

@@ -88,7 +88,11 @@ describe("list, show, export and restore read the store like the tree", () => {
     const side = new Conversation(tap.url, session, { system: "title", body: { tools: [] } });
     side.messages.push(...c.messages);
     await side.say("a title please");
-    await pollAsync(() => storedRows(db.sql), (r) => r.length >= 8);
+    // A subagent, and Claude Code's title request (a JSON title asked for): restore writes both back.
+    await new Conversation(tap.url, session, { headers: { "x-claude-code-agent-id": "a0store1" }, system: `Primary working directory: ${scratch.dir}/project` }).say("SUBTASK: look");
+    const titleFormat = { format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } } } } };
+    await new Conversation(tap.url, session, { system: "You are Claude Code.", body: { tools: [], output_config: titleFormat } }).say("<session>\nhello store\n</session>\n\nWrite the title.");
+    await pollAsync(() => storedRows(db.sql), (r) => r.length >= 12);
   });
   after(async () => {
     await tap?.close();
@@ -113,7 +117,7 @@ describe("list, show, export and restore read the store like the tree", () => {
     const listed = JSON.parse((await fromStore(["list", "--json"])).stdout);
     assert.equal(listed.length, 1);
     assert.equal(listed[0].sessionId, session);
-    assert.equal(listed[0].sideRecords, 2);
+    assert.equal(listed[0].sideRecords, 4, "two side exchanges: a tool-less request, and Claude Code's own title request");
   });
 
   it("restore from the store writes the same Claude Code transcript as restore from the tree", async () => {
@@ -126,7 +130,11 @@ describe("list, show, export and restore read the store like the tree", () => {
     const written = readFileSync(`${scratch.dir}/claude-b/projects/${project}/${session}.jsonl`, "utf8");
     assert.equal(written, readFileSync(`${scratch.dir}/claude-a/projects/${project}/${session}.jsonl`, "utf8"));
     assert.ok(written.includes("hi-from-tool \\u0000 🦀"));
-    assert.equal(written.trim().split("\n").length, 6);
+    assert.equal(written.trim().split("\n").length, 7, "the title record and six records");
+    assert.match(written.split("\n")[0], /^\{"type":"ai-title","aiTitle":"Stub title \d+","sessionId":"0b1c2d3e-/);
+    const agent = `projects/${project}/${session}/subagents/agent-a0store1.jsonl`;
+    assert.equal(readFileSync(`${scratch.dir}/claude-b/${agent}`, "utf8"), readFileSync(`${scratch.dir}/claude-a/${agent}`, "utf8"));
+    assert.ok(readFileSync(`${scratch.dir}/claude-b/${agent}`, "utf8").includes("SUBTASK: look"));
   });
 
   it("unknown sessions and a store without the schema are one line and exit 1", async () => {

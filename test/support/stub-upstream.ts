@@ -31,7 +31,9 @@ export type Reply =
   | { kind: "reset-after"; chunks: (string | Uint8Array)[] }
   /** These chunks, then nothing more and no end (until the client aborts or stub.close()). */
   | { kind: "stall-after"; chunks: (string | Uint8Array)[] }
-  /** Claude-Code-like replies: RUNTOOL → Bash tool_use, otherwise "Done (reply <n>)."; count_tokens; 404.
+  /** Claude-Code-like replies: RUNTOOL → Bash tool_use, RUNAGENT → Agent tool_use (a subagent whose task is
+   * "SUBTASK: say hello"), a request for a JSON `title` (Claude Code's session-title request) → {"title":"Stub title <n>"},
+   * otherwise "Done (reply <n>)."; count_tokens; 404.
    * With `summaries: true`, a summarising request (last user text starts "CRITICAL: Respond with TEXT ONLY",
    * as Claude Code 2.1.328's /compact sends) gets "<analysis>…</analysis><summary>Stub summary (reply <n>).</summary>". */
   | { kind: "conversation"; summaries?: boolean };
@@ -89,7 +91,7 @@ function conversation(rec: RecordedRequest, n: number, summaries = false): Reply
   const path = rec.url.split("?")[0];
   if (path === "/v1/messages/count_tokens") return { kind: "json", status: 200, body: { input_tokens: 42 } };
   if (path !== "/v1/messages") return { kind: "json", status: 404, body: errorJson("not_found_error", `stub: no route for ${rec.method} ${path}`) };
-  let req: { model?: string; stream?: boolean; messages?: { role: string; content: unknown }[] };
+  let req: { model?: string; stream?: boolean; messages?: { role: string; content: unknown }[]; output_config?: { format?: { schema?: { properties?: Record<string, unknown> } } } };
   try {
     req = JSON.parse(Buffer.from(rec.body).toString("utf8"));
   } catch {
@@ -103,20 +105,25 @@ function conversation(rec: RecordedRequest, n: number, summaries = false): Reply
     : Array.isArray(last?.content) ? last.content : [];
   const lastText = blocks.filter((b) => b?.type === "text" && typeof b.text === "string").at(-1)?.text ?? "";
   const summarising = summaries && last?.role === "user" && lastText.startsWith("CRITICAL: Respond with TEXT ONLY");
-  const wantsTool = !summarising && last?.role === "user" && !blocks.some((b) => b?.type === "tool_result") &&
-    blocks.some((b) => b?.type === "text" && typeof b.text === "string" && b.text.includes("RUNTOOL"));
+  const asks = (word: string) => !summarising && last?.role === "user" && !blocks.some((b) => b?.type === "tool_result") &&
+    blocks.some((b) => b?.type === "text" && typeof b.text === "string" && b.text.includes(word));
+  const titling = req.output_config?.format?.schema?.properties?.title !== undefined;
+  const tool = titling ? null : asks("RUNTOOL")
+    ? { name: "Bash", input: { command: "echo hi-from-tool", description: "Say hi" } as Record<string, unknown> }
+    : asks("RUNAGENT") ? { name: "Agent", input: { description: "Stub subagent", prompt: "SUBTASK: say hello", subagent_type: "general-purpose" } as Record<string, unknown> } : null;
   const id = `msg_stub_${n}`;
-  const input = { command: "echo hi-from-tool", description: "Say hi" };
   const preText = "I'll run it.";
-  const text = summarising ? `<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply ${n}).</summary>` : `Done (reply ${n}).`;
+  const text = summarising
+    ? `<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply ${n}).</summary>`
+    : titling ? JSON.stringify({ title: `Stub title ${n}` }) : `Done (reply ${n}).`;
   if (req.stream === true) {
-    const chunks = wantsTool ? toolUseReply("Bash", input, { id, toolUseId: `toolu_stub_${n}`, preText, model }) : textReply(text, { id, model });
+    const chunks = tool !== null ? toolUseReply(tool.name, tool.input, { id, toolUseId: `toolu_stub_${n}`, preText, model }) : textReply(text, { id, model });
     return { kind: "sse", chunks };
   }
-  const content = wantsTool
-    ? [{ type: "text", text: preText }, { type: "tool_use", id: `toolu_stub_${n}`, name: "Bash", input }]
+  const content = tool !== null
+    ? [{ type: "text", text: preText }, { type: "tool_use", id: `toolu_stub_${n}`, name: tool.name, input: tool.input }]
     : [{ type: "text", text }];
-  return { kind: "json", status: 200, body: messageJson(id, model, content, wantsTool ? "tool_use" : "end_turn") };
+  return { kind: "json", status: 200, body: messageJson(id, model, content, tool !== null ? "tool_use" : "end_turn") };
 }
 
 async function send(res: ServerResponse, rec: RecordedRequest, n: number, reply: Reply, ctx: Ctx): Promise<void> {

@@ -20,6 +20,12 @@ describe("parseConfig()", () => {
     assert.equal(c.claudeDir, "/home/u/.claude");
     assert.equal(c.store, null);
     assert.equal(c.holdBackMs, 250);
+    assert.equal(c.guard, null, "unset: on when the Claude Code config dir exists (decided at start)");
+  });
+
+  it("reads SESSIONTAP_GUARD=on|off", () => {
+    assert.equal(parseConfig([], { SESSIONTAP_GUARD: "on" }, HOME).guard, true);
+    assert.equal(parseConfig([], { SESSIONTAP_GUARD: "off" }, HOME).guard, false);
   });
 
   it("lets flags beat the environment and the environment beat defaults", () => {
@@ -59,6 +65,7 @@ describe("parseConfig()", () => {
     [[], { SESSIONTAP_MAX_BYTES: "-1" }, "SESSIONTAP_MAX_BYTES"],
     [[], { SESSIONTAP_RETENTION_DAYS: "1.5" }, "SESSIONTAP_RETENTION_DAYS"],
     [[], { SESSIONTAP_INCLUDE_THINKING: "yes" }, "SESSIONTAP_INCLUDE_THINKING"],
+    [[], { SESSIONTAP_GUARD: "maybe" }, "SESSIONTAP_GUARD"],
     [["--bogus"], {}, "--bogus"],
     [["frobnicate"], {}, "frobnicate"],
     [["--port"], {}, "--port"],

@@ -1,0 +1,287 @@
+/**
+ * The guard (docs/GUARD.md): while the tap mirrors a main conversation, it watches Claude Code's own
+ * transcript of it, `<claude-dir>/projects/<encoded cwd>/<session>.jsonl`, and raises an alert when that
+ * file is missing, a stub, or behind (it lacks prompts the mirror holds).
+ *
+ * Off the relay path: the mirror hands it each main-conversation commit after the commit's write, and it
+ * only notes the request's typed prompt (from the last user message: constant work, nothing proportional
+ * to the history) and schedules a look a little later, in a timer of its own. A look is one lstat and, if
+ * the file changed, one ranged read of what was appended (bounded bytes); looks are bounded per minute
+ * across all sessions. A periodic sweep looks again at recently active sessions, so a transcript deleted
+ * between turns is noticed before the next prompt.
+ *
+ * No false alarm on a healthy session: Claude Code writes a prompt before its request and the answer
+ * after; a prompt is judged only once it is `settleMs` old, and a bad verdict must hold for `confirmMs`
+ * before it becomes an alert. Only typed prompts are compared (see prompts.ts), so compaction, rewinds,
+ * side requests, subagents and injected context change nothing. A session whose transcript was never
+ * found (persistence off, another config dir) is counted, not alerted.
+ */
+import type { CommitJob } from "../protocol/commit-job.ts";
+import { Alarm } from "../tap/alarm.ts";
+import { findTranscriptElsewhere, transcriptPathFor } from "../storage/claude-projects.ts";
+import { describe, type EventFields } from "../storage/events-log.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { GuardAlerts, type GuardAlert } from "./alerts.ts";
+import { LookBudget } from "./look-budget.ts";
+import { promptCandidates, promptKey } from "./prompts.ts";
+import { TranscriptFollower } from "./transcript-follower.ts";
+import { transcriptVerdict, type Verdict } from "./verdict.ts";
+import { newWatched, notePrompt, viewOf, type GuardSessionView, type Watched } from "./watched-session.ts";
+
+export type { GuardSessionView };
+
+/** How the guard is set up; the timings have defaults. */
+export interface GuardOptions {
+  fs: FsAdapter;
+  claudeDir: string;
+  clock: () => number;
+  stderr: (line: string) => void;
+  log: (action: string, fields: EventFields) => void;
+  /** How old a prompt must be before its absence counts (Claude Code's own write timing). */
+  settleMs?: number;
+  /** How long a bad verdict must hold before it is an alert. */
+  confirmMs?: number;
+  /** How often recently active sessions are looked at without a turn. */
+  sweepMs?: number;
+  /** A session with no turn for this long is no longer swept. */
+  activeMs?: number;
+  /** Looks (stat + read) per minute, across all sessions. */
+  maxLooksPerMinute?: number;
+  /** Bytes read by one look at most. */
+  maxBytesPerLook?: number;
+  /** A transcript first met larger than this is read from its tail only. */
+  tailBytes?: number;
+  /** Sessions watched at most (least recently active go first). */
+  maxSessions?: number;
+  /** Prompts remembered per session at most. */
+  maxPrompts?: number;
+}
+
+/** What health shows of the guard. */
+export interface GuardHealth {
+  /** Sessions with a turn in the last `activeMs`. */
+  watching: number;
+  /** Sessions whose transcript the guard has never found (Claude Code writes none, or elsewhere). */
+  notFound: number;
+  alerts: GuardAlert[];
+  looks: number;
+  bytesRead: number;
+  errors: number;
+}
+
+/** A look that comes soon after another (a file still being read through). */
+const CATCH_UP_MS = 200;
+/** How often a session's transcript is searched for under every project directory, at most. */
+const SEARCH_EVERY_MS = 60_000;
+/** Added to a wait for a prompt to settle, so the look never comes a clock tick early. */
+const SLACK_MS = 20;
+
+/** The guard of one tap. */
+export class Guard {
+  readonly alerts: GuardAlerts;
+  private readonly sessions = new Map<string, Watched>();
+  private readonly budget: LookBudget;
+  private readonly sweep: ReturnType<typeof setInterval>;
+  private readonly readAlarm: Alarm;
+  private looks = 0;
+  private bytesRead = 0;
+  private errors = 0;
+  private stopped = false;
+  private readonly o: Required<GuardOptions>;
+
+  constructor(options: GuardOptions) {
+    this.o = {
+      settleMs: 1500, confirmMs: 2000, sweepMs: 10_000, activeMs: 30 * 60_000, maxLooksPerMinute: 120,
+      maxBytesPerLook: 2 * 1024 * 1024, tailBytes: 8 * 1024 * 1024, maxSessions: 256, maxPrompts: 4096, ...options,
+    };
+    this.alerts = new GuardAlerts(options.stderr, options.log);
+    this.budget = new LookBudget(this.o.maxLooksPerMinute);
+    this.readAlarm = new Alarm(options.clock, options.stderr);
+    this.sweep = setInterval(() => this.sweepActive(), this.o.sweepMs);
+    (this.sweep as { unref?: () => void }).unref?.();
+  }
+
+  /** Notes a commit the mirror wrote; only main-conversation commits of a known session are watched. Never throws. */
+  observe(job: CommitJob): void {
+    if (this.stopped || job.route !== "main" || job.base.sessionId === null) return;
+    // Off the path that answered the client: a timer of its own does the (small) work.
+    const timer = setTimeout(() => this.note(job), 0);
+    (timer as { unref?: () => void }).unref?.();
+  }
+
+  /** What the guard knows of a session, or null when it does not watch it. */
+  inspect(sessionId: string): GuardSessionView | null {
+    const s = this.sessions.get(sessionId);
+    return s === undefined ? null : viewOf(s, this.o.clock());
+  }
+
+  /** The alert of a session, or null (the viewer's banner). */
+  alertOf(sessionId: string): GuardAlert | null {
+    return this.alerts.of(sessionId);
+  }
+
+  /** What health shows. */
+  health(): GuardHealth {
+    const since = this.o.clock() - this.o.activeMs;
+    let watching = 0;
+    let notFound = 0;
+    for (const s of this.sessions.values()) {
+      if (s.lastActivity >= since) watching++;
+      if (!s.seen && s.lastLook > 0) notFound++;
+    }
+    return { watching, notFound, alerts: this.alerts.list(), looks: this.looks, bytesRead: this.bytesRead, errors: this.errors };
+  }
+
+  /** Health problems: every alert, and a transcript the guard cannot read. */
+  problems(): string[] {
+    const out = this.alerts.problems();
+    if (this.readAlarm.failing) out.push(`guard: cannot read Claude Code's transcripts (${this.readAlarm.state().lastError ?? "error"}): the guard is blind to them`);
+    return out;
+  }
+
+  /** Stops every timer (the tap is stopping). */
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.sweep);
+    for (const s of this.sessions.values()) if (s.timer !== null) clearTimeout(s.timer);
+  }
+
+  /** Records the commit's typed prompt and schedules a look once Claude Code has had time to write. */
+  private note(job: CommitJob): void {
+    if (this.stopped) return;
+    const now = this.o.clock();
+    const id = job.base.sessionId!;
+    let s = this.sessions.get(id);
+    if (s === undefined) {
+      s = newWatched(id, job.base.cwd, now);
+      this.evictOne();
+    } else this.sessions.delete(id); // re-inserted last: the map runs from least to most recently active
+    this.sessions.set(id, s);
+    if (s.cwd === null && job.base.cwd !== null) s.cwd = job.base.cwd;
+    s.lastActivity = now;
+    const candidates = promptCandidates(job.messages);
+    if (candidates.length > 0) notePrompt(s, candidates.map(promptKey), now, this.o.maxPrompts);
+    this.schedule(s, this.o.settleMs + SLACK_MS);
+  }
+
+  /** Makes room for one more session by dropping the least recently active. */
+  private evictOne(): void {
+    while (this.sessions.size >= this.o.maxSessions) {
+      const [oldest, s] = this.sessions.entries().next().value as [string, Watched];
+      if (s.timer !== null) clearTimeout(s.timer);
+      this.sessions.delete(oldest);
+      this.alerts.forget(oldest);
+    }
+  }
+
+  /** Looks at `s` in `delayMs` (or sooner, if a look is already due sooner). */
+  private schedule(s: Watched, delayMs: number): void {
+    if (this.stopped) return;
+    const due = this.o.clock() + delayMs;
+    if (s.timer !== null) {
+      if (s.dueAt <= due) return;
+      clearTimeout(s.timer);
+    }
+    s.dueAt = due;
+    s.timer = setTimeout(() => {
+      s.timer = null;
+      void this.run(s);
+    }, delayMs);
+    (s.timer as { unref?: () => void }).unref?.();
+  }
+
+  /** Looks at recently active sessions (and those with an alert) that no look is due for. */
+  private sweepActive(): void {
+    const now = this.o.clock();
+    for (const s of this.sessions.values()) {
+      const active = s.lastActivity >= now - this.o.activeMs || this.alerts.of(s.sessionId) !== null;
+      if (active && s.timer === null && !s.running && now - s.lastLook >= this.o.sweepMs) this.schedule(s, 0);
+    }
+  }
+
+  /** One look, within the per-minute budget; never rejects. */
+  private async run(s: Watched): Promise<void> {
+    if (this.stopped || s.running || !this.sessions.has(s.sessionId)) return;
+    const now = this.o.clock();
+    const wait = this.budget.take(now);
+    if (wait > 0) {
+      this.schedule(s, wait);
+      return;
+    }
+    this.looks++;
+    s.running = true;
+    s.lastLook = now;
+    try {
+      await this.look(s);
+      this.readAlarm.ok(() => `sessiontap: guard: reading Claude Code's transcripts works again`);
+    } catch (error) {
+      this.errors++;
+      this.o.log("error", { stage: "guard", session: s.sessionId, error: describe(error) });
+      this.readAlarm.fail(describe(error), (first) =>
+        `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${s.follower ? ` (${s.follower.path})` : ""}: ${describe(error)}${first ? "; the guard cannot tell whether it is whole" : " (still failing)"}`);
+    } finally {
+      s.running = false;
+    }
+  }
+
+  /** Stats and reads the transcript, then judges it. */
+  private async look(s: Watched): Promise<void> {
+    const fs = this.o.fs;
+    if (s.follower === null) {
+      if (s.cwd === null) return; // Claude Code's environment block never named the directory: nothing to find
+      const path = await transcriptPathFor(fs, this.o.claudeDir, s.cwd, s.sessionId);
+      s.follower = this.follower(path);
+    }
+    let look = await s.follower.look(fs, this.o.clock());
+    if (look.kind !== "read" && this.o.clock() - s.searchedAt >= SEARCH_EVERY_MS) {
+      // Claude Code may keep it under another project directory (a different working directory).
+      s.searchedAt = this.o.clock();
+      const elsewhere = await findTranscriptElsewhere(fs, this.o.claudeDir, s.sessionId, s.follower.path);
+      if (elsewhere !== null) {
+        s.follower = this.follower(elsewhere);
+        look = await s.follower.look(fs, this.o.clock());
+      }
+    }
+    if (look.kind === "read") {
+      this.bytesRead += look.bytes;
+      s.seen = true;
+      if (!look.caughtUp) {
+        this.schedule(s, CATCH_UP_MS);
+        return;
+      }
+    }
+    const f = s.follower;
+    const known = { kind: look.kind, seen: s.seen, fromStart: f.fromStart, conversation: f.conversation, startedAt: f.startedAt, keys: f.keys, oversizedPrompts: f.oversizedPrompts };
+    const verdict = transcriptVerdict(known, s.prompts.values(), this.o.clock(), this.o.settleMs);
+    this.judge(s, verdict, verdict !== null || look.kind === "read");
+  }
+
+  /** A follower with the guard's limits. */
+  private follower(path: string): TranscriptFollower {
+    return new TranscriptFollower(path, { maxBytes: this.o.maxBytesPerLook, tailBytes: this.o.tailBytes });
+  }
+
+  /** Turns a verdict into an alert once it held for `confirmMs`, or clears what was raised. */
+  private judge(s: Watched, verdict: Verdict, told = true): void {
+    const now = this.o.clock();
+    s.verdict = told ? (verdict?.state ?? "ok") : null;
+    s.verdictAt = now;
+    if (verdict === null) {
+      s.pending = null;
+      this.alerts.clear(s.sessionId);
+      return;
+    }
+    if (s.pending === null || s.pending.state !== verdict.state) {
+      s.pending = { state: verdict.state, since: now };
+      if (this.alerts.of(s.sessionId)?.state !== verdict.state) {
+        this.schedule(s, this.o.confirmMs);
+        return;
+      }
+    }
+    if (now - s.pending.since < this.o.confirmMs) {
+      this.schedule(s, s.pending.since + this.o.confirmMs - now);
+      return;
+    }
+    this.alerts.raise(s.sessionId, verdict.state, s.pending.since, s.follower?.path ?? null, verdict.lacking);
+  }
+}

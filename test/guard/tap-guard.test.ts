@@ -1,0 +1,123 @@
+// The guard inside a running tap (real server, real files): on by default when the Claude Code config dir
+// exists, off when it does not or with SESSIONTAP_GUARD=off or the mirror off; a lost transcript shows in
+// /_tap/health (guard.alerts, a "guard:" problem, degraded), in the viewer's session list and session (the
+// banner's data), and as a FAIL in `sessiontap doctor` naming the restore command. The conversation is
+// sent the way Claude Code sends it: its session header, its environment block naming the working directory.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { encodeProjectDir } from "../../src/recover/project-dir.ts";
+import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
+import { readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { Conversation } from "../support/client.ts";
+import { pollAsync } from "../support/poll.ts";
+import { cli, scratchDir } from "../support/recover.ts";
+import { serveTap } from "../support/child.ts";
+
+const SESSION = "9a0d7c1e-0000-4000-8000-00000000a001";
+const FAST = { settleMs: 60, confirmMs: 120, sweepMs: 150 };
+
+describe("the guard in a running tap", { timeout: 60_000 }, () => {
+  const scratch = scratchDir("sessiontap-tapguard-");
+  const claudeDir = `${scratch.dir}/claude`;
+  const cwd = `${scratch.dir}/project`;
+  const transcript = `${claudeDir}/projects/${encodeProjectDir(cwd)}/${SESSION}.jsonl`;
+  let stub: StubUpstream;
+  let tap: TestTap;
+
+  /** What Claude Code writes for one typed prompt and its answer. */
+  const turn = (prompt: string, n: number) =>
+    JSON.stringify({ type: "user", message: { role: "user", content: prompt }, uuid: `u${n}`, sessionId: SESSION }) + "\n" +
+    JSON.stringify({ type: "assistant", message: { role: "assistant", content: [{ type: "text", text: "ok" }] }, uuid: `a${n}`, sessionId: SESSION }) + "\n";
+
+  before(async () => {
+    mkdirSync(`${claudeDir}/projects/${encodeProjectDir(cwd)}`, { recursive: true });
+    stub = await startStub();
+    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir }, { guard: FAST }, `${scratch.dir}/tap`);
+  });
+  after(async () => {
+    await tap?.close();
+    await stub?.close();
+    scratch.cleanup();
+  });
+
+  it("is on by default when the Claude Code config dir exists, and health shows it", async () => {
+    assert.notEqual(tap.guard, null);
+    const health = await (await fetch(`${tap.url}/_tap/health`)).json();
+    assert.deepEqual(health.guard, { watching: 0, notFound: 0, alerts: [], looks: 0, bytesRead: 0, errors: 0 });
+  });
+
+  it("a transcript lost while mirrored: health, the viewer and doctor all say so, with the restore command", async () => {
+    const c = new Conversation(tap.url, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}\n` }] });
+    writeFileSync(transcript, turn("first prompt", 1));
+    assert.equal((await c.say("first prompt")).status, 200);
+    writeFileSync(transcript, turn("first prompt", 1) + turn("second prompt", 2));
+    assert.equal((await c.say("second prompt")).status, 200);
+    await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
+    rmSync(transcript);
+    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 1, 5_000, "the alert");
+
+    const health = await (await fetch(`${tap.url}/_tap/health`)).json();
+    assert.equal(health.status, "degraded");
+    assert.deepEqual(health.problems, [`guard: Claude Code's transcript of ${SESSION} is missing: sessiontap restore ${SESSION}`]);
+    assert.equal(health.guard.alerts[0].sessionId, SESSION);
+    assert.equal(health.guard.alerts[0].state, "missing");
+    assert.equal(health.guard.watching, 1);
+    assert.equal(tap.stderrLines.filter((l) => l.includes(SESSION)).length, 1);
+    assert.ok(readEvents(tap.root).some((e) => e.action === "guard-alert" && e.session === SESSION && e.state === "missing"));
+
+    const list = await (await fetch(`${tap.url}/_tap/api/sessions`)).json();
+    const entry = list.find((s: Record<string, unknown>) => s.sessionId === SESSION);
+    assert.deepEqual([entry.guard.state, entry.guard.command], ["missing", `sessiontap restore ${SESSION}`]);
+    const one = await (await fetch(`${tap.url}/_tap/api/sessions/${SESSION}`)).json();
+    assert.equal(one.session.guard.state, "missing");
+
+    const doctor = await cli(["doctor", "--json", "--url", tap.url, "--mirror-dir", tap.root, "--claude-dir", claudeDir], {}, { cwd: scratch.dir });
+    assert.equal(doctor.code, 1);
+    const checks = JSON.parse(doctor.stdout) as { check: string; status: string; detail: string }[];
+    assert.deepEqual(checks.filter((c) => c.check === "tap guard").map((c) => [c.status, c.detail]), [
+      ["fail", `Claude Code's transcript of ${SESSION} is missing: sessiontap restore ${SESSION}`],
+    ]);
+
+    // Put back whole: the alert clears, health is ok again.
+    writeFileSync(transcript, turn("first prompt", 1) + turn("second prompt", 2));
+    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 0, 5_000, "the alert to clear");
+    assert.equal((await (await fetch(`${tap.url}/_tap/health`)).json()).status, "ok");
+    const cleared = await (await fetch(`${tap.url}/_tap/api/sessions`)).json();
+    assert.equal(cleared.find((s: Record<string, unknown>) => s.sessionId === SESSION).guard, null);
+  });
+
+  it("is off without a Claude Code config dir, with SESSIONTAP_GUARD=off, and with the mirror off", async () => {
+    const offs: Record<string, string>[] = [{ CLAUDE_CONFIG_DIR: `${scratch.dir}/none` }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_MIRROR: "off" }];
+    for (const env of offs) {
+      const other = await startTestTap(stub.url, env);
+      try {
+        assert.equal(other.guard, null, JSON.stringify(env));
+        assert.equal((await (await fetch(`${other.url}/_tap/health`)).json()).guard, "off");
+      } finally {
+        await other.close();
+      }
+    }
+    const on = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${scratch.dir}/none`, SESSIONTAP_GUARD: "on" });
+    try {
+      assert.notEqual(on.guard, null, "SESSIONTAP_GUARD=on: on even before Claude Code made its dir");
+    } finally {
+      await on.close();
+    }
+  });
+
+  it("the startup block says where the guard looks, or that it is off", async () => {
+    for (const [env, line] of [
+      [{ CLAUDE_CONFIG_DIR: claudeDir }, new RegExp(`^  guard      watching Claude Code's transcripts under ${claudeDir}/projects$`, "m")],
+      [{ CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, /^  guard      off$/m],
+    ] as [Record<string, string>, RegExp][]) {
+      const { tap: child } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch.dir}/child-mirror`], { env });
+      try {
+        assert.match(child.stdout(), line);
+      } finally {
+        child.signal("SIGTERM");
+        await child.exit(10_000);
+      }
+    }
+  });
+});
