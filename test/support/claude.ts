@@ -43,11 +43,18 @@ export interface ClaudeRun {
   ms: number;
 }
 
-/** The environment for a run: the inherited one less every ANTHROPIC_ and CLAUDE prefixed variable, plus the run's own. */
+/**
+ * A proxy address on loopback where nothing listens: every request Claude Code makes to a host other than
+ * the tap (telemetry, feature flags, update checks) is sent there and refused at once, so no test ever
+ * sends traffic off this machine, whatever the CLI's own defaults are.
+ */
+export const NOWHERE_PROXY = "http://127.0.0.1:9";
+
+/** The environment for a run: the inherited one less every ANTHROPIC_ and CLAUDE prefixed variable (and proxies), plus the run's own. */
 export function claudeEnv(baseUrl: string, scratch: Scratch): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(ANTHROPIC_|CLAUDE_|CLAUDECODE)/.test(k)) env[k] = v;
+    if (v !== undefined && !/^(ANTHROPIC_|CLAUDE_|CLAUDECODE)/.test(k) && !/^(https?|all|no)_proxy$/i.test(k)) env[k] = v;
   }
   return {
     ...env,
@@ -56,6 +63,9 @@ export function claudeEnv(baseUrl: string, scratch: Scratch): Record<string, str
     ANTHROPIC_BASE_URL: baseUrl,
     ANTHROPIC_API_KEY: TEST_API_KEY,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    HTTPS_PROXY: NOWHERE_PROXY,
+    HTTP_PROXY: NOWHERE_PROXY,
+    NO_PROXY: "127.0.0.1,localhost,::1",
   };
 }
 
