@@ -3,10 +3,10 @@
  * stream, and hands one commit to the mirror when the response completes or is cut short. It is the
  * tee's second consumer; everything here may throw, the tee contains it.
  */
-import { readEnvironment, type EnvelopeBase } from "../protocol/envelope.ts";
-import { hashMessages, type HashedMessage } from "../protocol/lineage.ts";
+import { readEnvironment } from "../protocol/envelope.ts";
+import { hashMessages } from "../protocol/lineage.ts";
 import type { HashCache } from "../protocol/hash-cache.ts";
-import { classify, type Route } from "../protocol/classify.ts";
+import { classify } from "../protocol/classify.ts";
 import { dirName, resolveIdentity } from "../protocol/session-id.ts";
 import { isObject, messageFromJson, type Json } from "../protocol/sse-accumulator.ts";
 import { finalEventStart, SseMessageReader } from "../protocol/sse-reader.ts";
