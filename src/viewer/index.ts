@@ -4,6 +4,7 @@
  */
 import type { ViewerDeps } from "../server/app.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { PriceTable } from "../usage/prices.ts";
 import { ViewerData } from "./api.ts";
 import { LiveWatcher } from "./live.ts";
 import { viewerCsp, viewerPage } from "./page.ts";
@@ -31,9 +32,10 @@ export interface Viewer {
 /** Builds the viewer over `mirrorDir` for a tap listening on `host`. */
 export function createViewer(options: {
   fs: FsAdapter; mirrorDir: string; claudeDir: string; host: string; version: string; onError: (error: unknown) => void; pollMs?: number;
+  prices?: PriceTable; clock?: () => number;
 }): Viewer {
   const watcher = new LiveWatcher(options.fs, options.mirrorDir, options.pollMs ?? 2000, options.onError);
-  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher);
+  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher, options.prices, options.clock);
   return {
     watcher,
     close: () => data.close(),
@@ -45,6 +47,7 @@ export function createViewer(options: {
       session: (id) => data.session(id),
       search: (query) => data.search(query),
       exportSession: (id, format) => data.exportSession(id, format),
+      restore: (id, opts) => data.restore(id, opts),
       events: (signal) => data.events(signal),
     },
   };
