@@ -112,7 +112,9 @@ export function renderRecordHtml(r: Rec, options: RecordHtmlOptions = {}): strin
     body = shown.map((b) => renderBlockHtml(b, options)).join("");
   }
   // A record whose every block is shown inside its call's pair stays in the page (links, live updates find it) but hidden.
-  const attrs = `class="rec ${kind}${options.continued ? " continued" : ""}${empty ? " paired" : ""}" id="r-${escapeHtml(id)}" data-uuid="${escapeHtml(id)}" data-parent="${escapeHtml(parent)}"${empty ? " hidden" : ""}`;
+  const resultIds = blocks.filter((b) => b.type === "tool_result" && typeof b.tool_use_id === "string").map((b) => b.tool_use_id as string);
+  const attrs = `class="rec ${kind}${options.continued ? " continued" : ""}${empty ? " paired" : ""}" id="r-${escapeHtml(id)}" data-uuid="${escapeHtml(id)}" data-parent="${escapeHtml(parent)}"` +
+    (resultIds.length > 0 ? ` data-tool-results="${escapeHtml(resultIds.join(" "))}"` : "") + (empty ? " hidden" : "");
   return `<article ${attrs}>${options.continued ? "" : `<header>${head}</header>`}${body}</article>`;
 }
 
