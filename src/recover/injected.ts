@@ -49,7 +49,7 @@ export function environmentSummary(raw: string): string {
   const text = scrubControl(raw);
   const cwd = /Primary working directory: *(.+)/.exec(text)?.[1] ?? /Working directory: *(.+)/.exec(text)?.[1];
   const branch = /(?:Current branch|gitBranch|Git branch): *(.+)/i.exec(text)?.[1];
-  const model = /exact model ID is ([\w.\-[\]]+)/.exec(text)?.[1];
+  const model = /exact model ID is ([\w.\-[\]]*[\w\]])/.exec(text)?.[1];
   const facts = [cwd ? `cwd ${cwd.trim()}` : null, branch ? `branch ${branch.trim()}` : null, model ? `model ${model}` : null].filter(Boolean);
   return `environment from Claude Code (${size(text)}${facts.length > 0 ? `; ${facts.join(", ")}` : ""})`;
 }
