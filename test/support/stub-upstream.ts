@@ -33,7 +33,8 @@ export type Reply =
   | { kind: "stall-after"; chunks: (string | Uint8Array)[] }
   /** Claude-Code-like replies: RUNTOOL → Bash tool_use, otherwise "Done (reply <n>)."; count_tokens; 404.
    * With `summaries: true`, a summarising request (last user text starts "CRITICAL: Respond with TEXT ONLY",
-   * as Claude Code 2.1.328's /compact sends) gets "<analysis>…</analysis><summary>Stub summary (reply <n>).</summary>". */
+   * as Claude Code 2.1.328's /compact sends) gets "<analysis>…</analysis><summary>Stub summary (reply <n>).</summary>".
+   * A request for a structured answer with a `title` (Claude Code's session title) gets `{"title":"Stub title (reply <n>)"}`. */
   | { kind: "conversation"; summaries?: boolean };
 
 /** A running stub upstream on 127.0.0.1. */
@@ -89,7 +90,7 @@ function conversation(rec: RecordedRequest, n: number, summaries = false): Reply
   const path = rec.url.split("?")[0];
   if (path === "/v1/messages/count_tokens") return { kind: "json", status: 200, body: { input_tokens: 42 } };
   if (path !== "/v1/messages") return { kind: "json", status: 404, body: errorJson("not_found_error", `stub: no route for ${rec.method} ${path}`) };
-  let req: { model?: string; stream?: boolean; messages?: { role: string; content: unknown }[] };
+  let req: { model?: string; stream?: boolean; messages?: { role: string; content: unknown }[]; output_config?: { format?: { schema?: { properties?: Record<string, unknown> } } } };
   try {
     req = JSON.parse(Buffer.from(rec.body).toString("utf8"));
   } catch {
@@ -103,12 +104,15 @@ function conversation(rec: RecordedRequest, n: number, summaries = false): Reply
     : Array.isArray(last?.content) ? last.content : [];
   const lastText = blocks.filter((b) => b?.type === "text" && typeof b.text === "string").at(-1)?.text ?? "";
   const summarising = summaries && last?.role === "user" && lastText.startsWith("CRITICAL: Respond with TEXT ONLY");
-  const wantsTool = !summarising && last?.role === "user" && !blocks.some((b) => b?.type === "tool_result") &&
+  const wantsTool = !summarising && req.output_config?.format === undefined && last?.role === "user" && !blocks.some((b) => b?.type === "tool_result") &&
     blocks.some((b) => b?.type === "text" && typeof b.text === "string" && b.text.includes("RUNTOOL"));
   const id = `msg_stub_${n}`;
   const input = { command: "echo hi-from-tool", description: "Say hi" };
   const preText = "I'll run it.";
-  const text = summarising ? `<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply ${n}).</summary>` : `Done (reply ${n}).`;
+  const titling = req.output_config?.format?.schema?.properties?.title !== undefined;
+  const text = titling
+    ? JSON.stringify({ title: `Stub title (reply ${n})` })
+    : summarising ? `<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply ${n}).</summary>` : `Done (reply ${n}).`;
   if (req.stream === true) {
     const chunks = wantsTool ? toolUseReply("Bash", input, { id, toolUseId: `toolu_stub_${n}`, preText, model }) : textReply(text, { id, model });
     return { kind: "sse", chunks };
