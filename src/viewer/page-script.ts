@@ -92,6 +92,7 @@ async function loadSessions() {
 }
 function renderSessions() {
   const list = $("#sessions");
+  const hadFocus = list.contains(document.activeElement);
   state.shown = state.sessions.filter(passes);
   let sum = 0, unknown = false, toks = 0;
   for (const s of state.shown) { toks += total(s.usage); if (s.costUSD === null || s.costUSD === undefined) { if (total(s.usage) > 0) unknown = true; } else sum += s.costUSD; }
@@ -113,6 +114,9 @@ function renderSessions() {
     li.append(a);
     return li;
   }));
+  // Re-rendering replaces the links: keep the keyboard where it was.
+  const active = list.querySelector("li.active a");
+  if (hadFocus && active) active.focus({ preventScroll: true });
 }
 function go(id, uuid) {
   const hash = "#/s/" + encodeURIComponent(id) + (uuid ? "/" + encodeURIComponent(uuid) : "");
@@ -338,7 +342,9 @@ function backToList() { if (location.hash) history.pushState(null, "", location.
 /** Opens the session "step" places from the current one in the list as filtered (j/k, arrows). */
 function step(n) {
   if (state.shown.length === 0) return;
-  const at = state.shown.findIndex((s) => idOf(s) === state.current);
+  const m = /^#\/s\/([^/]+)/.exec(location.hash);
+  const current = m ? decodeURIComponent(m[1]) : state.current;
+  const at = state.shown.findIndex((s) => idOf(s) === current || s.dir === current || (current && idOf(s).startsWith(current)));
   const next = at < 0 ? (n > 0 ? 0 : state.shown.length - 1) : Math.min(state.shown.length - 1, Math.max(0, at + n));
   const id = idOf(state.shown[next]);
   go(id);
