@@ -16,5 +16,5 @@ export type ExportFormat = "md" | "html" | "jsonl";
 export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat, prices?: PriceTable): string {
   if (format === "jsonl") return session.records.map((r) => JSON.stringify(r) + "\n").join("");
   const items = outline(session.tree);
-  return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items);
+  return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
 }

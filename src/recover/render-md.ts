@@ -9,11 +9,12 @@ import { scrubControl } from "./control-chars.ts";
 import { blocksOf, continuesMessage, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Block, type Rec } from "./records.ts";
 import type { SessionSummary } from "./summary.ts";
 import type { Item } from "./tree.ts";
-import { usd } from "../usage/format.ts";
-import { totalTokens } from "../usage/tokens.ts";
+import { usageLine, usd } from "../usage/format.ts";
+import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
+import { answerOf, totalTokens } from "../usage/tokens.ts";
 
 /** A Markdown document: a header of facts, then the conversation. */
-export function renderMarkdown(summary: SessionSummary, items: Item[]): string {
+export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const lines = [
     `# Claude Code session ${summary.sessionId ?? summary.dir}`,
     "",
@@ -27,16 +28,16 @@ export function renderMarkdown(summary: SessionSummary, items: Item[]): string {
     "---",
     "",
   ];
-  return lines.join("\n") + renderItems(items);
+  return lines.join("\n") + renderItems(items, prices);
 }
 
 /** The conversation part alone. */
-export function renderItems(items: Item[]): string {
+export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const out: string[] = [];
   let previous: Rec | null = null;
   for (const item of items) {
     if (item.kind === "record") {
-      out.push(renderRecord(item.record, continuesMessage(previous, item.record)));
+      out.push(renderRecord(item.record, continuesMessage(previous, item.record), prices));
       previous = item.record;
     } else if (item.kind === "compaction") {
       out.push(compactionLine(item.record));
@@ -44,7 +45,7 @@ export function renderItems(items: Item[]): string {
     } else {
       for (const branch of item.branches) {
         const where = item.at === null ? "a separate conversation in this session" : "forks after the message above; not the current branch";
-        const body = `**Other branch** (${where})\n\n${renderItems(branch)}`;
+        const body = `**Other branch** (${where})\n\n${renderItems(branch, prices)}`;
         out.push(body.trimEnd().split("\n").map((l) => (l === "" ? ">" : `> ${l}`)).join("\n") + "\n");
       }
       previous = null;
@@ -62,7 +63,7 @@ function compactionLine(r: Rec): string {
 }
 
 /** A record's heading and blocks. */
-function renderRecord(r: Rec, isContinuation: boolean): string {
+function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): string {
   const message = messageOf(r);
   const time = typeof r.timestamp === "string" ? scrubControl(r.timestamp) : "";
   const flags = [r.reconstructed === true ? "reconstructed from a later request" : null, message?.stop_reason === "interrupted" ? "interrupted" : null]
@@ -75,7 +76,9 @@ function renderRecord(r: Rec, isContinuation: boolean): string {
     return `*${scrubControl(String(r.type))}${r.subtype ? `/${scrubControl(String(r.subtype))}` : ""} record · ${scrubControl(time)}*\n`;
   }
   const who = r.type === "user" ? "User" : `Assistant${typeof message?.model === "string" ? ` (${scrubControl(message.model)})` : ""}`;
-  const head = isContinuation ? "" : `### ${who} · ${time}${flags ? ` · _${flags}_` : ""}\n\n`;
+  const answer = r.type === "assistant" ? answerOf(r, "main") : null;
+  const usage = answer === null ? "" : ` · ${usageLine(answer.tokens, costOf(prices, answer))}`;
+  const head = isContinuation ? "" : `### ${who} · ${time}${usage}${flags ? ` · _${flags}_` : ""}\n\n`;
   return head + blocksOf(message?.content).map(renderBlock).join("\n") + "\n";
 }
 

@@ -91,6 +91,8 @@ describe("export of a real mirror (tool call, compaction, rewind)", { timeout: 6
       last = at[0];
     }
     assert.equal(positions(out.stdout, "**Conversation compacted").length, 1);
+    assert.match(out.stdout, /^### Assistant \(claude-sonnet-4-5\) · \S+ · 100 in · 10 out · 50 cache read · ≈ \$0\.0004\d$/m, "each answer's tokens and cost");
+    assert.match(out.stdout, /^- Tokens: \d+ \(\d+ input, \d+ output, 0 cache write, \d+ cache read\); estimated cost \$0\.\d+$/m);
     assert.ok(!hasControl(out.stdout), "the ESC of /compact's output does not leak");
     assert.ok(out.stdout.includes("Compacted (ctrl+o to see full summary)"));
     assert.equal(positions(out.stdout, "**Other branch**").length, 1);
