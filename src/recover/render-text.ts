@@ -188,7 +188,7 @@ class TextRenderer {
     if (lines.length === 1 && lines[0] === "") return `    ⎿ ${s.dim(`${error}(no output)`)}`;
     const shown = this.o.full ? lines : lines.slice(0, RESULT_LINES);
     const more = lines.length - shown.length;
-    const out = shown.map((l, i) => `${i === 0 ? "    ⎿ " : "      "}${i === 0 ? error : ""}${l}`);
+    const out = shown.map((l, i) => `${i === 0 ? "    ⎿ " : "      "}${i === 0 ? error : ""}${l}`.trimEnd());
     if (more > 0) out.push(s.dim(`      … ${more} more line${more === 1 ? "" : "s"} (--full shows them)`));
     return out.join("\n");
   }
