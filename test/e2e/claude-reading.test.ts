@@ -126,7 +126,7 @@ describe("a session the real Claude Code made, read back (titles, tokens, show, 
     assert.doesNotMatch(text, /<\/?[a-z][a-z-]*>/, "no tags");
     assert.match(text, /^Title +Stub title \(reply \d+\)$/m);
     assert.match(text, new RegExp(`^  ⚙ environment from Claude Code \\(\\d+\\.\\d KB; cwd ${scratch.project.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}, model claude-opus-5-5\\)$`, "m"));
-    assert.match(text, /^  ● Bash: echo hi-from-tool\n    ⎿ hi-from-tool$/m);
+    assert.match(text, /^ {2}● Bash: echo hi-from-tool\n {4}⎿ hi-from-tool$/m);
     for (const p of PROMPTS) assert.ok(text.includes(`\n  ${p}\n`), p);
     const lines = text.split("\n").length;
     const full = (await run(["show", sessionId, "--full"])).stdout;
