@@ -165,6 +165,7 @@ if (want("binary")) {
   await run("build", process.execPath, ["scripts/build.mjs"]);
   // The binary gets its own smoke tests, and the command-line suites that a user meets first: help and flags, whole output to pipes.
   const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts", "./test/binary/release.test.ts", "./test/binary/security.test.ts", "./test/cli/help.test.ts", "./test/cli/output.test.ts"];
+  binaryTests.push("./test/cli/reading.test.ts"); // search, usage and list as a user runs them
   await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
 stopCluster();

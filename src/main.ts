@@ -27,6 +27,7 @@ try {
     stderr: (text) => stderr.write(text),
     home: process.env.HOME ?? homedir(),
     stopSignal,
+    isTTY: process.stdout.isTTY === true,
   });
 } catch (error) {
   // main() turns every error a user can cause into one line and an exit status; this is a bug.

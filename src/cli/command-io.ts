@@ -9,6 +9,9 @@ import { buildTree, type Tree } from "../recover/tree.ts";
 import { summarize, type SessionData, type SessionSummary } from "../recover/summary.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
+import type { Zone } from "../recover/local-time.ts";
+import { loadPrices } from "../storage/price-file.ts";
+import type { PriceTable } from "../usage/prices.ts";
 
 /** The seams of a command. */
 export interface CommandIo {
@@ -20,6 +23,25 @@ export interface CommandIo {
   fs: FsAdapter;
   fetch: typeof fetch;
   clock: () => number;
+  /** Standard output is a terminal (colours may be used there, unless NO_COLOR is set). */
+  isTTY: boolean;
+  /** The reader's time zone (the process's). */
+  zone: Zone;
+}
+
+/** True when output may be coloured: a terminal, and no NO_COLOR (https://no-color.org). */
+export function useColor(io: CommandIo): boolean {
+  return io.isTTY && (io.env.NO_COLOR ?? "") === "";
+}
+
+/** The price table (SESSIONTAP_PRICES over the built-in one), or, when the file is unusable, says so and returns exit status 1. */
+export async function priceTable(config: Readonly<Config>, io: CommandIo): Promise<PriceTable | number> {
+  try {
+    return await loadPrices(io.fs, config.prices);
+  } catch (error) {
+    io.stderr(`sessiontap: ${(error as Error).message}\n`);
+    return 1;
+  }
 }
 
 /** A command: runs with the resolved config and its seams; resolves with the exit status (SPEC §2). */
@@ -37,7 +59,7 @@ export interface LoadedSession {
  * or writes why not to stderr and returns the exit status: 2 without an argument, 1 when none or several
  * match.
  */
-export async function findSession(config: Readonly<Config>, io: CommandIo): Promise<LoadedSession | number> {
+export async function findSession(config: Readonly<Config>, io: CommandIo, prices?: PriceTable): Promise<LoadedSession | number> {
   const query = config.positional[0];
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;
@@ -53,7 +75,7 @@ export async function findSession(config: Readonly<Config>, io: CommandIo): Prom
     return 1;
   }
   const tree = buildTree(found.data.records);
-  return { data: found.data, tree, summary: summarize(found.data, tree) };
+  return { data: found.data, tree, summary: summarize(found.data, tree, prices) };
 }
 
 /**

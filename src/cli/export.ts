@@ -7,13 +7,15 @@
 import type { Config } from "../config/parse.ts";
 import { exportText } from "../recover/export.ts";
 import { replaceFile } from "../storage/publish.ts";
-import { absolute, findSession, type CommandIo } from "./command-io.ts";
+import { absolute, findSession, priceTable, type CommandIo } from "./command-io.ts";
 
 /** Runs `export`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const found = await findSession(config, io);
+  const prices = await priceTable(config, io);
+  if (typeof prices === "number") return prices;
+  const found = await findSession(config, io, prices);
   if (typeof found === "number") return found;
-  const text = exportText({ records: found.data.records, tree: found.tree, summary: found.summary }, config.format);
+  const text = exportText({ records: found.data.records, tree: found.tree, summary: found.summary }, config.format, prices);
   if (config.out === null || config.out === "-") {
     io.stdout(text);
     return 0;

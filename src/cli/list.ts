@@ -1,43 +1,61 @@
 /**
- * `sessiontap list [--json]`: every mirrored session, most recent first, with whether Claude Code's own
- * transcript of it is intact, a stub or missing (SPEC §2).
+ * `sessiontap list [--since DATE] [--json]`: every mirrored session, most recent first, with its title,
+ * project, tokens and estimated cost, and whether Claude Code's own transcript of it is intact, a stub or
+ * missing (SPEC §2).
  */
 import type { Config } from "../config/parse.ts";
+import { scrubControl } from "../recover/control-chars.ts";
+import { localDateTime, offsetLabel, sinceStart } from "../recover/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { humanBytes, noMirror, shortTime, type CommandIo } from "./command-io.ts";
+import { tokensShort, usd } from "../usage/format.ts";
+import { priceOf, type PriceTable } from "../usage/prices.ts";
+import { totalTokens } from "../usage/tokens.ts";
+import { noMirror, priceTable, type CommandIo } from "./command-io.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
-export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string, source?: SessionSource): Promise<ListEntry[]> {
-  return new SessionCatalog(fs, mirrorDir, claudeDir, source).list();
+export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string, source?: SessionSource, prices?: PriceTable): Promise<ListEntry[]> {
+  return new SessionCatalog(fs, mirrorDir, claudeDir, source, prices).list();
 }
 
 /** Runs `list`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;
-  const entries = await withSessionSource(config, io.fs, (source) => listSessions(io.fs, config.mirrorDir, config.claudeDir, source));
+  const prices = await priceTable(config, io);
+  if (typeof prices === "number") return prices;
+  const all = await withSessionSource(config, io.fs, (source) => listSessions(io.fs, config.mirrorDir, config.claudeDir, source, prices));
+  const since = sinceStart(config.since, io.clock(), io.zone);
+  const entries = since === null ? all : all.filter((e) => e.lastTimestamp !== null && Date.parse(e.lastTimestamp) >= since);
   if (config.json) {
     io.stdout(JSON.stringify(entries, null, 2) + "\n");
     return 0;
   }
   if (entries.length === 0) {
-    io.stdout(`No mirrored sessions in ${sourceName(config)}.\n`);
+    io.stdout(all.length === 0 ? `No mirrored sessions in ${sourceName(config)}.\n` : `No session was active since ${config.since} (${all.length} older).\n`);
     return 0;
   }
+  const when = (iso: string | null) => (iso === null ? "-" : localDateTime(Date.parse(iso), io.zone));
   const rows = entries.map((e) => [
-    e.sessionId ?? e.dir, shortTime(e.lastTimestamp), String(e.records), humanBytes(e.bytes), e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id", e.cwd ?? "-",
+    e.sessionId ?? e.dir, when(e.lastTimestamp), tokensShort(totalTokens(e.usage)), usd(e.costUSD), e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id", scrubControl(e.cwd ?? "-"),
   ]);
-  const head = ["SESSION", "LAST (UTC)", "RECORDS", "SIZE", "CLAUDE", "CWD"];
+  const head = ["SESSION", `LAST (${offsetLabel(io.clock(), io.zone)})`, "TOKENS", "COST", "CLAUDE", "PROJECT"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd();
+  const right = new Set([2, 3]);
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === cells.length - 1 ? c : right.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd();
   const out = [line(head)];
   entries.forEach((e, i) => {
     out.push(line(rows[i]));
-    if (e.firstPrompt !== null) out.push(`  “${e.firstPrompt.length > 100 ? e.firstPrompt.slice(0, 99) + "…" : e.firstPrompt}”`);
+    if (e.title !== null) out.push(`  ${e.title}`);
   });
+  const unknown = entries.filter((e) => e.costUSD === null && totalTokens(e.usage) > 0);
+  if (unknown.length > 0) {
+    const models = [...new Set(unknown.flatMap((e) => e.models))].filter((m) => priceOf(prices, m) === null);
+    out.push("", `COST ? : a model not in the price table (${models.join(", ") || "unknown"}); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`);
+  }
   const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null);
   if (lost.length > 0) {
     out.push("", `${lost.length} session${lost.length === 1 ? "" : "s"} whose Claude Code transcript is stubbed or missing; to put one back:`);

@@ -13,16 +13,22 @@ import { HELP } from "../config/help.ts";
 import { commandHelp } from "../config/commands.ts";
 import * as list from "./list.ts";
 import * as restore from "./restore.ts";
+import * as search from "./search.ts";
 import { runServe } from "./serve.ts";
 import * as show from "./show.ts";
 import * as store from "./store.ts";
+import * as usage from "./usage.ts";
 import * as verify from "./verify.ts";
+import type { Zone } from "../recover/local-time.ts";
 
 /** The reading commands, one module each, each exporting `run(config, io)`. */
 const COMMANDS: Partial<Record<Config["command"], Command>> = {
-  list: list.run, show: show.run, export: exportCommand.run, restore: restore.run, doctor: doctor.run, verify: verify.run,
-  store: store.run,
+  list: list.run, show: show.run, search: search.run, usage: usage.run, export: exportCommand.run, restore: restore.run, doctor: doctor.run,
+  verify: verify.run, store: store.run,
 };
+
+/** The process's time zone, as the runtime knows it (TZ, else the system's). */
+const LOCAL_ZONE: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
 
 /** Where a command writes, and the process facts it reads. */
 export interface Io {
@@ -37,6 +43,10 @@ export interface Io {
   fs?: FsAdapter;
   fetch?: typeof fetch;
   clock?: () => number;
+  /** Standard output is a terminal (default: no). */
+  isTTY?: boolean;
+  /** The reader's time zone (default: the process's). */
+  zone?: Zone;
 }
 
 /** Runs one command line; resolves with the exit status. */
@@ -68,7 +78,7 @@ export async function main(args: string[], env: Record<string, string | undefine
   }
   const commandIo: CommandIo = {
     stdout: io.stdout, stderr: io.stderr, env, cwd: io.cwd ?? process.cwd(),
-    fs: io.fs ?? nodeFs, fetch: io.fetch ?? fetch, clock: io.clock ?? Date.now,
+    fs: io.fs ?? nodeFs, fetch: io.fetch ?? fetch, clock: io.clock ?? Date.now, isTTY: io.isTTY ?? false, zone: io.zone ?? LOCAL_ZONE,
   };
   try {
     return await command(config, commandIo);

@@ -20,6 +20,8 @@ import { PgSink } from "../store/pg-sink.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
 import { observeWrites } from "../viewer/live.ts";
+import { loadPrices } from "../storage/price-file.ts";
+import { PriceFileError } from "../usage/prices.ts";
 import { prepareRoot } from "./root-check.ts";
 
 /** Seams a test may replace. */
@@ -55,9 +57,11 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
   let guard: Guard | null = null;
   // The viewer reads the tree; every mirror write under it hints its watcher, so new records show at once.
+  // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
+  const prices = await loadPrices(deps.fs ?? nodeFs, config.prices);
   const viewer = createViewer({
     fs: deps.fs ?? nodeFs, mirrorDir: config.mirrorDir, claudeDir: config.claudeDir, host: config.host, version: VERSION,
-    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
+    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`), prices, clock,
     guardAlert: (sessionId) => guard?.alertOf(sessionId) ?? null,
   });
   const fs = observeWrites(deps.fs ?? nodeFs, viewer.watcher);
@@ -160,8 +164,10 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
     tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n") });
   } catch (error) {
     const code = (error as { code?: string }).code ?? "";
-    const listening = ["EADDRINUSE", "EACCES", "EADDRNOTAVAIL", "EPERM"].includes(code) || /address|port/i.test(String((error as Error).message));
-    io.stderr(listening ? `sessiontap: cannot listen on ${config.host}:${config.port} (${describe(error)})\n` : `sessiontap: cannot start: ${describe(error)}\n`);
+    const listening = !(error instanceof PriceFileError) &&
+      (["EADDRINUSE", "EACCES", "EADDRNOTAVAIL", "EPERM"].includes(code) || /address|port/i.test(String((error as Error).message)));
+    const why = error instanceof PriceFileError ? error.message : describe(error);
+    io.stderr(listening ? `sessiontap: cannot listen on ${config.host}:${config.port} (${describe(error)})\n` : `sessiontap: cannot start: ${why}\n`);
     return 2;
   }
   const replay = tap.replayed.commits === 0

@@ -1,18 +1,27 @@
 /**
- * `sessiontap show SESSION [--json]`: a session's facts and its conversation, readable (Markdown, as
- * `export --format md` writes it), or as JSON with the records of the conversation in reading order.
+ * `sessiontap show SESSION [--full] [--json]`: a session's facts and its conversation as plain text for a
+ * terminal (see recover/render-text.ts: tool calls one line each, Claude Code's injected context one line,
+ * colours only on a terminal without NO_COLOR; `--full` shows everything), or as JSON with the records of
+ * the conversation in reading order.
  */
 import type { Config } from "../config/parse.ts";
 import { jsonText } from "../recover/json-text.ts";
-import { renderItems } from "../recover/render-md.ts";
+import { scrubControl } from "../recover/control-chars.ts";
+import { localDateTime, offsetLabel } from "../recover/local-time.ts";
+import { ANSI_STYLE, PLAIN, renderText } from "../recover/render-text.ts";
 import { flatten, outline } from "../recover/tree.ts";
 import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";
 import { sourceName } from "../store/pg-reader.ts";
-import { findSession, humanBytes, type CommandIo } from "./command-io.ts";
+import { usageLine } from "../usage/format.ts";
+import { sessionAnswers } from "../usage/tokens.ts";
+import { totalsOf } from "../usage/totals.ts";
+import { findSession, humanBytes, priceTable, useColor, type CommandIo } from "./command-io.ts";
 
 /** Runs `show`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const found = await findSession(config, io);
+  const prices = await priceTable(config, io);
+  if (typeof prices === "number") return prices;
+  const found = await findSession(config, io, prices);
   if (typeof found === "number") return found;
   const { summary, tree } = found;
   const info = await transcriptInfo(io.fs, config.claudeDir, summary.sessionId, summary.cwd, await scanTranscripts(io.fs, config.claudeDir));
@@ -22,14 +31,19 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     io.stdout(jsonText(shown) + "\n"); // the records as they are, at any depth
     return 0;
   }
+  const style = useColor(io) ? ANSI_STYLE : PLAIN;
   const id = summary.sessionId ?? summary.dir;
+  const when = (iso: string | null) => (iso === null ? "?" : localDateTime(Date.parse(iso), io.zone));
+  const totals = totalsOf(sessionAnswers(found.data), prices);
   const facts = [
     ["Session", id],
+    ["Title", summary.title ?? "(none)"],
+    ["Project", scrubControl(summary.cwd ?? "unknown") + (summary.gitBranch === null ? "" : ` (branch ${scrubControl(summary.gitBranch)})`)],
+    ["Time", `${when(summary.firstTimestamp)} – ${when(summary.lastTimestamp)} (${offsetLabel(io.clock(), io.zone)})`],
+    ["Usage", totals.answers === 0 ? "no recorded usage" : `${totals.answers} answer${totals.answers === 1 ? "" : "s"}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced)}`],
     config.store !== null
       ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${humanBytes(summary.bytes)})`]
       : ["Mirror", `${config.mirrorDir}/${summary.dir} (${summary.files} file${summary.files === 1 ? "" : "s"}, ${humanBytes(summary.bytes)})`],
-    ["Cwd", summary.cwd ?? "unknown"],
-    ["Time", `${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`],
     ["Records", `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)` +
       (summary.subagentRecords > 0 ? `; subagents ${summary.subagentRecords}` : "") + (summary.sideRecords > 0 ? `; side requests ${summary.sideRecords}` : "")],
     ["Shape", `${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"} (the newest ends the current branch), ${summary.compactions} compaction${summary.compactions === 1 ? "" : "s"}`],
@@ -38,6 +52,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   if (summary.malformedLines > 0) facts.push(["Warning", `${summary.malformedLines} line${summary.malformedLines === 1 ? "" : "s"} that are not records were skipped`]);
   if (info.state !== "intact" && summary.sessionId !== null && info.problem === null) facts.push(["Restore", `sessiontap restore ${summary.sessionId}`]);
   const width = Math.max(...facts.map(([k]) => k.length));
-  io.stdout(facts.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n") + "\n\n" + renderItems(items));
+  const head = facts.map(([k, v]) => `${style.bold(k.padEnd(width))}  ${v}`).join("\n");
+  const hint = config.full ? "" : `\n${style.dim("(injected context, thinking and long tool results are summarised; --full shows them, --json gives the records)")}\n`;
+  io.stdout(`${head}\n${hint}\n${renderText(items, { full: config.full, style, zone: io.zone, prices })}`);
   return 0;
 }

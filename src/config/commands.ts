@@ -5,16 +5,16 @@
  */
 
 /** The subcommands. */
-export const COMMANDS = ["serve", "list", "show", "export", "restore", "verify", "doctor", "store"] as const;
+export const COMMANDS = ["serve", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "store"] as const;
 /** One of the subcommands. */
 export type Command = (typeof COMMANDS)[number];
 
 /** Flags that take a value (`--flag VALUE` or `--flag=VALUE`), under any command. */
 export const VALUE_FLAGS = new Set([
-  "--port", "--host", "--upstream", "--mirror-dir", "--claude-dir", "--store", "--format", "--out", "--cwd", "--url", "--token",
+  "--port", "--host", "--upstream", "--mirror-dir", "--claude-dir", "--store", "--format", "--out", "--cwd", "--url", "--token", "--since", "--session",
 ]);
 /** Flags without a value. */
-export const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--help", "-h", "--version", "-V"]);
+export const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--regex", "--full", "--help", "-h", "--version", "-V"]);
 /** Flags every command takes. */
 export const GLOBAL_FLAGS = new Set(["--help", "-h", "--version", "-V"]);
 
@@ -41,6 +41,7 @@ const mirrorDir = f("--mirror-dir", "DIR", "the mirror root (SESSIONTAP_MIRROR_D
 const claudeDir = (why: string) => f("--claude-dir", "DIR", `Claude Code's config dir, ${why} (CLAUDE_CONFIG_DIR; default ~/.claude)`);
 const storeRead = f("--store", "URL", "read a shared PostgreSQL store instead of the tree (SESSIONTAP_STORE)");
 const json = (what: string) => f("--json", null, `print ${what} as JSON`);
+const since = (what: string) => f("--since", "DATE", `only ${what} from DATE on: YYYY-MM-DD, today, yesterday, or Nd (the last N days), in local time`);
 
 /** Every command's entry. */
 export const COMMAND_SPECS: Record<Command, CommandSpec> = {
@@ -61,15 +62,37 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
   },
   list: {
     args: [],
-    about: "Lists every mirrored session, most recent first, with the state of Claude Code's own transcript of it.",
-    flags: [mirrorDir, claudeDir("whose transcripts are checked"), storeRead, json("an array of sessions")],
-    exit: "0 listed (none is fine); 1 there is no mirror at that root; 2 a usage error.",
+    about: "Lists every mirrored session, most recent first: its title, project, tokens and estimated cost, and the state of Claude Code's own transcript of it.",
+    flags: [mirrorDir, claudeDir("whose transcripts are checked"), storeRead, since("sessions active"), json("an array of sessions")],
+    exit: "0 listed (none is fine); 1 there is no mirror at that root, or the price file is unusable; 2 a usage error.",
   },
   show: {
     args: ["SESSION"],
-    about: "Shows one session's facts and its conversation (SESSION: an id or a unique prefix).",
-    flags: [mirrorDir, claudeDir("whose transcript is checked"), storeRead, json("the facts and the records in reading order")],
+    about: "Shows one session's facts and its conversation as plain text for a terminal (SESSION: an id or a unique prefix).",
+    flags: [
+      mirrorDir, claudeDir("whose transcript is checked"), storeRead,
+      f("--full", null, "show everything: Claude Code's injected context, tool inputs and results, thinking"),
+      json("the facts and the records in reading order"),
+    ],
     exit: "0 shown; 1 no mirror, or no single session matches; 2 a usage error.",
+  },
+  search: {
+    args: ["QUERY"],
+    about: "Finds every message that contains QUERY (case-insensitive), across sessions or in one: session, title, time, role, and the text around each match.",
+    flags: [
+      mirrorDir, storeRead,
+      f("--session", "ID", "search this session only (an id or a unique prefix)"),
+      f("--regex", null, "QUERY is a regular expression (JavaScript syntax, case-insensitive)"),
+      json("the matches"),
+    ],
+    exit: "0 something matched; 1 nothing matched, there is no mirror, or no single session matches --session; 2 a usage error.",
+  },
+  usage: {
+    args: [],
+    about: "Sums the tokens of every recorded answer, with an estimated cost, per day, per project and per model, across sessions.",
+    flags: [mirrorDir, storeRead, since("answers"), json("the sums")],
+    usageSuffix: "Costs come from the price table in sessiontap (the date it was checked is printed); SESSIONTAP_PRICES=FILE.json corrects or extends it.",
+    exit: "0 summed (nothing recorded is fine); 1 there is no mirror, or the price file is unusable; 2 a usage error.",
   },
   export: {
     args: ["SESSION"],

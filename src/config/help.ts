@@ -12,6 +12,7 @@ ${COMMANDS.map((c) => `  ${usageLine(c)}`).join("\n")}
 Then point Claude Code at it:
   export ANTHROPIC_BASE_URL=http://127.0.0.1:8787
 and read the mirrored sessions, live, at http://127.0.0.1:8787/_tap/ while it runs.
+What did it cost? sessiontap usage --since yesterday; find a message: sessiontap search WORDS.
 Lost a session? sessiontap list, then sessiontap restore ID, then claude --resume ID.
 Is it working? curl http://127.0.0.1:8787/_tap/health, or sessiontap doctor.
 
@@ -37,6 +38,8 @@ Settings (flag, then environment, then default):
   --store URL         SESSIONTAP_STORE             none (files only); postgres://… a shared store for teams:
                                                    list, show, export and restore read it when set
                       SESSIONTAP_STORE_ONLY        false (true: the store only; the tree is its outage spool)
+                      SESSIONTAP_PRICES            none (a JSON price file read over the built-in table:
+                                                   list, show, usage, export and the viewer estimate costs)
 
 Exit status: 0 success, 1 the command found a problem, 2 a usage error. sessiontap CMD --help says more.
 `;

@@ -59,6 +59,16 @@ export interface Config {
   token: string | null;
   /** Where the token came from ("flag", "env"), for the startup block. */
   tokenSource: SettingSource;
+  /** list, usage: `--since` as given (YYYY-MM-DD, today, yesterday, Nd), lower case; null for all time. */
+  since: string | null;
+  /** search: the session to search (`--session`), or null for every session. */
+  session: string | null;
+  /** search: QUERY is a regular expression. */
+  regex: boolean;
+  /** show: everything, nothing summarised. */
+  full: boolean;
+  /** A price file read over the built-in table (SESSIONTAP_PRICES), or null. */
+  prices: string | null;
   /** Where the settings that name places came from, so an error can name the one that chose it. */
   sources: { port: SettingSource; mirrorDir: SettingSource; claudeDir: SettingSource };
 }
@@ -243,11 +253,25 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
     if (parsed === null || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) throw new UsageError(`--url must be an http(s) URL, got "${url}"`);
   }
 
+  const sinceRaw = str("--since");
+  const since = sinceRaw === null ? null : sinceDate(sinceRaw);
+  const regex = flags.has("--regex");
+  if (regex && command === "search") {
+    try {
+      new RegExp(positional[0], "iu");
+    } catch (error) {
+      throw new UsageError(`search --regex: "${positional[0]}" is not a regular expression (${(error as Error).message.replace(/^Invalid regular expression: /, "")})`);
+    }
+  }
+  const pricesRaw = env.SESSIONTAP_PRICES;
+  const prices = pricesRaw === undefined || pricesRaw === "" ? null : expandHome(pricesRaw, home);
+
   return Object.freeze({
     command, helpFor: null, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
     includeThinking, sideRequests, claudeDir, guard, store, storeOnly, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
     dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs, maxQueued,
-    url, token, tokenSource: source("--token", "SESSIONTAP_TOKEN"), sources: { port: source("--port", "SESSIONTAP_PORT"), mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"), claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR") },
+    url, token, tokenSource: source("--token", "SESSIONTAP_TOKEN"), since, session: str("--session"), regex, full: flags.has("--full"), prices,
+    sources: { port: source("--port", "SESSIONTAP_PORT"), mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"), claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR") },
   });
 }
 
@@ -265,6 +289,20 @@ export function settingName(config: Readonly<Config>, key: "mirrorDir" | "claude
   }[key];
   const from = config.sources[key];
   return from === "flag" ? names[0] : from === "env" ? names[1] : `${names[2]} (set ${names[0]} or ${names[1]})`;
+}
+
+/** Validates `--since`: a calendar date YYYY-MM-DD, `today`, `yesterday`, or `Nd` (the last N days); returns it lower case. */
+function sinceDate(raw: string): string {
+  const v = raw.trim().toLowerCase();
+  if (v === "today" || v === "yesterday") return v;
+  const days = /^(\d{1,5})d$/.exec(v);
+  if (days !== null && Number(days[1]) >= 1) return v;
+  const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
+  if (date !== null) {
+    const d = new Date(Date.UTC(Number(date[1]), Number(date[2]) - 1, Number(date[3])));
+    if (d.getUTCFullYear() === Number(date[1]) && d.getUTCMonth() === Number(date[2]) - 1 && d.getUTCDate() === Number(date[3])) return v;
+  }
+  throw new UsageError(`--since must be a date YYYY-MM-DD, today, yesterday or Nd (the last N days), got "${raw}"`);
 }
 
 /** Expands a leading "~" to the home directory, as a shell would. */

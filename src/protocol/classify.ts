@@ -10,12 +10,13 @@
  *    goes to `side/`; the main chain gains no branch and no copy of what it repeats.
  * 4. A Claude Code request (it carries `x-claude-code-session-id`, or a `claude-cli` user agent) that does
  *    not declare the agent — no tools and no agent identity in its system prompt — → a side request
- *    (titles, quota probes): Claude Code declares its main conversation by sending the agent's system
- *    prompt and tool set, so a side request seen first never becomes the main chain. A Claude Code
- *    request without tools that asks for structured output (`output_config.format`) is a side request
- *    too, identity or not: Claude Code 2.1.328 opens every system prompt, its session-title request's
- *    included, with "You are Claude Code", and asks for the title as JSON; the agent's turns never do.
- * 5. Everything else → the main conversation (other clients are mirrored as they come).
+ *    (quota probes): Claude Code declares its main conversation by sending the agent's system prompt and
+ *    tool set, so a side request seen first never becomes the main chain.
+ * 5. A Claude Code request with no tools that asks for a structured answer (an `output_config.format`)
+ *    → a side request: that is how Claude Code's helpers ask (the session title comes back as
+ *    `{"title": …}`). Their system prompt opens with the agent's identity line too, so rule 4 alone would
+ *    put the title exchange in the main chain as a second conversation.
+ * 6. Everything else → the main conversation (other clients are mirrored as they come).
  */
 import { isObject } from "./sse-accumulator.ts";
 
@@ -27,7 +28,7 @@ export interface RequestTraits {
   agentId: string | null;
   claudeCode: boolean;
   toolCount: number;
-  /** The request asks for structured output (`output_config.format`). */
+  /** The request asks for a structured answer (`output_config.format`). */
   structuredOutput?: boolean;
   system: unknown;
   messages: unknown[];
@@ -68,7 +69,8 @@ export function classify(traits: RequestTraits): { route: Route; compaction: boo
   if (traits.agentId !== null) return { route: "agent", compaction: false };
   if (isCompaction(traits.messages)) return { route: "main", compaction: true };
   if (isSummaryRequest(traits.messages)) return { route: "side", compaction: false };
-  if (traits.claudeCode && (!declaresAgent(traits) || (traits.structuredOutput === true && traits.toolCount === 0))) return { route: "side", compaction: false };
+  if (traits.claudeCode && !declaresAgent(traits)) return { route: "side", compaction: false };
+  if (traits.claudeCode && traits.toolCount === 0 && traits.structuredOutput === true) return { route: "side", compaction: false };
   return { route: "main", compaction: false };
 }
 

@@ -5,6 +5,7 @@ import { renderHtmlDocument } from "./render-html.ts";
 import { renderMarkdown } from "./render-md.ts";
 import type { SessionSummary } from "./summary.ts";
 import { outline, type Tree } from "./tree.ts";
+import type { PriceTable } from "../usage/prices.ts";
 
 /** The export formats. */
 export type ExportFormat = "md" | "html" | "jsonl";
@@ -13,8 +14,8 @@ export type ExportFormat = "md" | "html" | "jsonl";
  * `jsonl`: every record of the main conversation, in file order, one per line (the raw records);
  * `md`/`html`: the conversation for people, every record once in reading order (see tree.ts `outline`).
  */
-export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat): string {
+export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat, prices?: PriceTable): string {
   if (format === "jsonl") return session.records.map((r) => compactJson(r) + "\n").join("");
   const items = outline(session.tree);
-  return format === "html" ? renderHtmlDocument(session.summary, items) : renderMarkdown(session.summary, items);
+  return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
 }

@@ -130,12 +130,16 @@ export function oneLine(text: string, max: number): string {
   return flat.length <= max ? flat : flat.slice(0, max - 1) + "…";
 }
 
-/** Every searchable string of a record: texts, thinking, tool names and inputs, tool results. */
+/**
+ * Every searchable string of a record: texts, thinking, tool names and inputs, tool results. Claude Code's
+ * injected reminders and command wrappers are left out: they repeat in every session and would match
+ * nearly any query.
+ */
 export function searchableText(r: Rec): string {
   const out: string[] = [];
   const walk = (blocks: Block[]) => {
     for (const b of blocks) {
-      if (typeof b.text === "string") out.push(b.text);
+      if (typeof b.text === "string" && !(b.type === "text" && INJECTED.test(b.text))) out.push(b.text);
       if (typeof b.thinking === "string") out.push(b.thinking);
       if (typeof b.name === "string") out.push(b.name);
       if (b.input !== undefined) out.push(compactJson(b.input));

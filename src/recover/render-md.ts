@@ -1,37 +1,44 @@
 /**
- * A conversation as Markdown (`sessiontap show`, `export --format md`): prompts and answers as written,
- * tool calls with their input, tool results, thinking and system context folded in `<details>`, image
- * references as a line saying what was there; other branches quoted where they fork; compactions as a
- * rule. Every record of the outline once, in its order. Pure.
+ * A conversation as Markdown (`export --format md`): prompts and answers as written, tool calls with their
+ * input, tool results, thinking and Claude Code's context as labelled code blocks, image references as a
+ * line saying what was there; other branches quoted where they fork; compactions as a rule. Plain
+ * Markdown: no HTML tags, and no terminal control characters (see control-chars.ts). Every record of the
+ * outline once, in its order. Pure.
  */
 import { compactJson, jsonText } from "./json-text.ts";
+import { scrubControl } from "./control-chars.ts";
 import { blocksOf, continuesMessage, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Block, type Rec } from "./records.ts";
 import type { SessionSummary } from "./summary.ts";
 import type { Item } from "./tree.ts";
+import { usageLine, usd } from "../usage/format.ts";
+import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
+import { answerOf, totalTokens } from "../usage/tokens.ts";
 
 /** A Markdown document: a header of facts, then the conversation. */
-export function renderMarkdown(summary: SessionSummary, items: Item[]): string {
+export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const lines = [
     `# Claude Code session ${summary.sessionId ?? summary.dir}`,
     "",
-    `- Working directory: ${summary.cwd === null ? "unknown" : code(summary.cwd)}`,
+    `- Title: ${summary.title === null ? "(none)" : scrubControl(summary.title)}`,
+    `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubControl(summary.cwd))}`,
     `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
     `- Records: ${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)`,
     `- Branches: ${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"}; compactions: ${summary.compactions}`,
+    `- Tokens: ${totalTokens(summary.usage)} (${summary.usage.inputTokens} input, ${summary.usage.outputTokens} output, ${summary.usage.cacheCreationTokens} cache write, ${summary.usage.cacheReadTokens} cache read); estimated cost ${summary.costUSD === null ? "unknown (a model is not in the price table)" : usd(summary.costUSD)}`,
     "",
     "---",
     "",
   ];
-  return lines.join("\n") + renderItems(items);
+  return lines.join("\n") + renderItems(items, prices);
 }
 
 /** The conversation part alone. */
-export function renderItems(items: Item[]): string {
+export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const out: string[] = [];
   let previous: Rec | null = null;
   for (const item of items) {
     if (item.kind === "record") {
-      out.push(renderRecord(item.record, continuesMessage(previous, item.record)));
+      out.push(renderRecord(item.record, continuesMessage(previous, item.record), prices));
       previous = item.record;
     } else if (item.kind === "compaction") {
       out.push(compactionLine(item.record));
@@ -39,7 +46,7 @@ export function renderItems(items: Item[]): string {
     } else {
       for (const branch of item.branches) {
         const where = item.at === null ? "a separate conversation in this session" : "forks after the message above; not the current branch";
-        const body = `**Other branch** (${where})\n\n${renderItems(branch)}`;
+        const body = `**Other branch** (${where})\n\n${renderItems(branch, prices)}`;
         out.push(body.trimEnd().split("\n").map((l) => (l === "" ? ">" : `> ${l}`)).join("\n") + "\n");
       }
       previous = null;
@@ -52,25 +59,27 @@ export function renderItems(items: Item[]): string {
 /** The rule that marks a compaction. */
 function compactionLine(r: Rec): string {
   const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(Boolean);
+  const parts = [typeof meta.trigger === "string" ? scrubControl(meta.trigger) : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(Boolean);
   return `---\n\n**Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}**${isCompactBoundary(r) ? "" : " — the summary below starts the compacted conversation"}\n\n---\n`;
 }
 
 /** A record's heading and blocks. */
-function renderRecord(r: Rec, isContinuation: boolean): string {
+function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): string {
   const message = messageOf(r);
-  const time = typeof r.timestamp === "string" ? r.timestamp : "";
+  const time = typeof r.timestamp === "string" ? scrubControl(r.timestamp) : "";
   const flags = [r.reconstructed === true ? "reconstructed from a later request" : null, message?.stop_reason === "interrupted" ? "interrupted" : null]
     .filter(Boolean)
     .join(", ");
   if (isApiSystem(r)) {
-    return details(`System context · ${time}`, fence(blocksOf(message?.content).map((b) => String(b.text ?? compactJson(b))).join("\n"))) + "\n";
+    return labelled(`System context · ${time}`, fence(blocksOf(message?.content).map((b) => String(b.text ?? compactJson(b))).join("\n")));
   }
   if (r.type !== "user" && r.type !== "assistant") {
-    return `*${String(r.type)}${r.subtype ? `/${String(r.subtype)}` : ""} record · ${time}*\n`;
+    return `*${scrubControl(String(r.type))}${r.subtype ? `/${scrubControl(String(r.subtype))}` : ""} record · ${scrubControl(time)}*\n`;
   }
-  const who = r.type === "user" ? "User" : `Assistant${typeof message?.model === "string" ? ` (${message.model})` : ""}`;
-  const head = isContinuation ? "" : `### ${who} · ${time}${flags ? ` · _${flags}_` : ""}\n\n`;
+  const who = r.type === "user" ? "User" : `Assistant${typeof message?.model === "string" ? ` (${scrubControl(message.model)})` : ""}`;
+  const answer = r.type === "assistant" ? answerOf(r, "main") : null;
+  const usage = answer === null ? "" : ` · ${usageLine(answer.tokens, costOf(prices, answer))}`;
+  const head = isContinuation ? "" : `### ${who} · ${time}${usage}${flags ? ` · _${flags}_` : ""}\n\n`;
   return head + blocksOf(message?.content).map(renderBlock).join("\n") + "\n";
 }
 
@@ -78,10 +87,10 @@ function renderRecord(r: Rec, isContinuation: boolean): string {
 function renderBlock(b: Block): string {
   switch (b.type) {
     case "text":
-      if (isInjectedText(String(b.text ?? ""))) return details("Added by Claude Code", fence(String(b.text))) + "\n";
-      return `${String(b.text ?? "")}\n`;
+      if (isInjectedText(String(b.text ?? ""))) return labelled("Added by Claude Code", fence(String(b.text)));
+      return `${scrubControl(String(b.text ?? ""))}\n`;
     case "thinking":
-      return details("Thinking", fence(String(b.thinking ?? ""))) + "\n";
+      return labelled("Thinking", fence(String(b.thinking ?? "")));
     case "redacted_thinking":
       return "_(redacted thinking)_\n";
     case "tool_use":
@@ -103,6 +112,11 @@ function renderBlock(b: Block): string {
 
 /** What an image or document block held: its media type and sha256 (the mirror keeps no bytes). */
 export function attachmentNote(b: Block): string {
+  return scrubControl(attachmentText(b));
+}
+
+/** attachmentNote before its control characters are removed. */
+function attachmentText(b: Block): string {
   const s = (b.source ?? {}) as Record<string, unknown>;
   const media = typeof s.media_type === "string" ? s.media_type : "unknown type";
   if (s.type === "reference") return `[${String(b.type)}: ${media}, sha256 ${String(s.sha256 ?? "?")}]`;
@@ -123,20 +137,22 @@ function longestBackticks(text: string): number {
   return longest;
 }
 
-/** A fenced block whose fence is longer than any backtick run inside. */
-function fence(text: string, lang = ""): string {
+/** A fenced block whose fence is longer than any backtick run inside; control characters removed. */
+function fence(raw: string, lang = ""): string {
+  const text = scrubControl(raw);
   const f = "`".repeat(Math.max(2, longestBackticks(text)) + 1);
   return `${f}${lang}\n${text}\n${f}\n`;
 }
 
-/** Inline code that survives backticks inside. */
-function code(text: string): string {
+/** Inline code that survives backticks inside; control characters removed. */
+function code(raw: string): string {
+  const text = scrubControl(raw);
   const longest = longestBackticks(text);
   const f = "`".repeat(longest + 1);
   return longest > 0 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
 }
 
-/** A collapsed section (GitHub and most Markdown viewers render `<details>`). */
-function details(summary: string, body: string): string {
-  return `<details><summary>${summary.replace(/[<>&]/g, "")}</summary>\n\n${body}\n</details>\n`;
+/** A labelled block: the label in bold on its own line, then the body (a code block). */
+function labelled(label: string, body: string): string {
+  return `**${label}**\n\n${body}`;
 }

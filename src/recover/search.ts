@@ -1,41 +1,116 @@
 /**
- * Search across sessions (the viewer's search box): every term of the query, case-insensitive, in one
- * record's text, tool input or tool result. Pure.
+ * Search across sessions (`sessiontap search`, the viewer's search box): the conversation records whose
+ * text, thinking, tool input or tool result match, each with a one-line snippet and where the matches sit
+ * in it. What matches is a Matcher: the whole query as a case-insensitive substring, a regular expression,
+ * or (the viewer) every word of the query. Pure.
  */
-import { isConversation, searchableText, uuidOf, type Rec } from "./records.ts";
+import { scrubControl } from "./control-chars.ts";
+import { isConversation, isToolResultOnly, searchableText, uuidOf, type Rec } from "./records.ts";
+
+/** A match: `[start, end)` in the searched text. */
+export type Span = [number, number];
+
+/** Where a query matches a text: every match in order, not overlapping; [] for no match. */
+export type Matcher = (text: string) => Span[];
 
 /** One record that matched. */
 export interface SearchHit {
   sessionId: string | null;
   dir: string;
+  /** The session's title (see title.ts). */
+  title: string | null;
   uuid: string;
   type: string;
+  /** "user" (a prompt), "assistant", or "tool result" (a user record that only answers tool calls). */
+  role: "user" | "assistant" | "tool result";
   timestamp: string | null;
-  /** Text around the first match, one line. */
+  /** Text around the first match, one line, at most about 200 characters. */
   snippet: string;
+  /** The matches inside `snippet`. */
+  marks: Span[];
 }
 
-/** The terms of a query: whitespace-separated, lower-cased; a "quoted phrase" is one term. */
+/** Escapes `text` for use inside a regular expression. */
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
+/** Every non-empty match of a global regular expression, in order. */
+function spansOf(re: RegExp, text: string): Span[] {
+  const out: Span[] = [];
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    if (m[0].length === 0) {
+      re.lastIndex++;
+      continue;
+    }
+    out.push([m.index, m.index + m[0].length]);
+  }
+  return out;
+}
+
+/** The whole query as a case-insensitive substring. */
+export function substringMatcher(query: string): Matcher {
+  const re = new RegExp(escapeRegex(query), "giu");
+  return (text) => spansOf(re, text);
+}
+
+/** The query as a case-insensitive regular expression (JavaScript syntax); throws SyntaxError for a bad one. */
+export function regexMatcher(source: string): Matcher {
+  const re = new RegExp(source, "giu");
+  return (text) => spansOf(re, text);
+}
+
+/** The terms of a query: whitespace-separated; a "quoted phrase" is one term. */
 export function terms(query: string): string[] {
   const out: string[] = [];
-  for (const m of query.matchAll(/"([^"]+)"|(\S+)/g)) out.push((m[1] ?? m[2]).toLowerCase());
+  for (const m of query.matchAll(/"([^"]+)"|(\S+)/g)) out.push(m[1] ?? m[2]);
   return out.filter((t) => t !== "");
 }
 
-/** The records of `sessions` that contain every term, newest session first as given, at most `limit`. */
-export function search(sessions: { sessionId: string | null; dir: string; records: Rec[] }[], query: string, limit = 100): SearchHit[] {
-  const want = terms(query);
-  if (want.length === 0) return [];
+/** Every term of the query, case-insensitive, anywhere in the text (the viewer's search box); null for no terms. */
+export function termsMatcher(query: string): Matcher | null {
+  const res = terms(query).map((t) => new RegExp(escapeRegex(t), "giu"));
+  if (res.length === 0) return null;
+  return (text) => {
+    const all: Span[] = [];
+    for (const re of res) {
+      const found = spansOf(re, text);
+      if (found.length === 0) return [];
+      all.push(...found);
+    }
+    all.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+    const merged: Span[] = [];
+    for (const s of all) {
+      const last = merged.at(-1);
+      if (last !== undefined && s[0] <= last[1]) last[1] = Math.max(last[1], s[1]);
+      else merged.push([s[0], s[1]]);
+    }
+    return merged;
+  };
+}
+
+/** A session as search reads it. */
+export interface Searchable {
+  sessionId: string | null;
+  dir: string;
+  title?: string | null;
+  records: Rec[];
+}
+
+/** The records of `sessions` that match, in the sessions' order and each session's file order, at most `limit`. */
+export function search(sessions: Searchable[], match: Matcher, limit = Number.POSITIVE_INFINITY): SearchHit[] {
   const hits: SearchHit[] = [];
   for (const s of sessions) {
     for (const r of s.records) {
       if (!isConversation(r) || uuidOf(r) === null) continue;
-      const text = searchableText(r);
-      const lower = text.toLowerCase();
-      if (!want.every((t) => lower.includes(t))) continue;
+      const text = scrubControl(searchableText(r));
+      const spans = match(text);
+      if (spans.length === 0) continue;
+      const role = r.type === "assistant" ? "assistant" : isToolResultOnly(r) ? "tool result" : "user";
       hits.push({
-        sessionId: s.sessionId, dir: s.dir, uuid: uuidOf(r)!, type: String(r.type),
-        timestamp: typeof r.timestamp === "string" ? r.timestamp : null, snippet: snippet(text, lower.indexOf(want[0]), want[0].length),
+        sessionId: s.sessionId, dir: s.dir, title: s.title ?? null, uuid: uuidOf(r)!, type: String(r.type), role,
+        timestamp: typeof r.timestamp === "string" ? r.timestamp : null, ...snippet(text, spans),
       });
       if (hits.length >= limit) return hits;
     }
@@ -43,9 +118,33 @@ export function search(sessions: { sessionId: string | null; dir: string; record
   return hits;
 }
 
-/** About 160 characters around a match, whitespace flattened. */
-function snippet(text: string, at: number, length: number): string {
-  const start = Math.max(0, at - 60);
-  const end = Math.min(text.length, at + length + 100);
-  return `${start > 0 ? "…" : ""}${text.slice(start, end).replace(/\s+/g, " ").trim()}${end < text.length ? "…" : ""}`;
+/** About 200 characters around the first match, whitespace runs flattened to one space, with the matches inside it. */
+export function snippet(text: string, spans: Span[]): { snippet: string; marks: Span[] } {
+  const [first, firstEnd] = spans[0];
+  const start = Math.max(0, first - 60);
+  const end = Math.min(text.length, Math.max(firstEnd + 100, start + 200));
+  // Flatten whitespace while mapping each kept position, so the marks land on the flattened text.
+  const at = new Map<number, number>();
+  let out = "";
+  for (let i = start; i < end; i++) {
+    const c = text[i];
+    at.set(i, out.length);
+    if (/\s/.test(c)) {
+      if (out.length > 0 && !out.endsWith(" ")) out += " ";
+    } else out += c;
+  }
+  at.set(end, out.length);
+  const marks: Span[] = [];
+  for (const [a, b] of spans) {
+    if (b <= start || a >= end) continue;
+    const ma = at.get(Math.max(a, start))!;
+    const mb = at.get(Math.min(b, end))!;
+    if (mb > ma) marks.push([ma, mb]);
+  }
+  const lead = start > 0 ? "…" : "";
+  const trimmed = out.trimEnd();
+  return {
+    snippet: `${lead}${trimmed}${end < text.length ? "…" : ""}`,
+    marks: marks.map(([a, b]) => [a + lead.length, Math.min(b, trimmed.length) + lead.length] as Span).filter(([a, b]) => b > a),
+  };
 }

@@ -3,7 +3,11 @@
  * the caller reads the files.
  */
 import { firstPrompt, isApiSystem, isConversation, timeOf, uuidOf, type Rec } from "./records.ts";
+import { sessionTitle } from "./title.ts";
 import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { sessionAnswers, type TokenCounts } from "../usage/tokens.ts";
+import { totalsOf } from "../usage/totals.ts";
 
 /** What a session's directory holds, as read from disk. */
 export interface SessionData {
@@ -15,8 +19,10 @@ export interface SessionData {
   files: number;
   /** Bytes of every mirror file of the session (main, subagents, side). */
   bytes: number;
-  subagentRecords: number;
-  sideRecords: number;
+  /** Records of the session's subagents, every agent's in file order. */
+  subagents: Rec[];
+  /** Records of its side requests (titles, summaries, probes), in file order. */
+  side: Rec[];
 }
 
 /** The facts `list` shows (SPEC §2 `list --json`, plus a few). */
@@ -34,6 +40,14 @@ export interface SessionSummary {
   cwd: string | null;
   gitBranch: string | null;
   firstPrompt: string | null;
+  /** The title Claude Code generated for the session, else its first prompt (one line). */
+  title: string | null;
+  /** Tokens of every answer of the session (conversation, subagents, side requests), from the recorded usage. */
+  usage: TokenCounts;
+  /** Estimated cost in USD of those answers; null when a model is not in the price table. */
+  costUSD: number | null;
+  /** The models that answered, sorted. */
+  models: string[];
   /** The newest leaf: where the current branch ends. */
   leafUuid: string | null;
   /** Leaves of the tree (1 for a conversation never rewound). */
@@ -61,8 +75,8 @@ function newestValue(branch: Rec[], all: Rec[], key: string): string | null {
   return null;
 }
 
-/** Summarises a session; `tree` may be passed when the caller built it already. */
-export function summarize(data: SessionData, tree: Tree = buildTree(data.records)): SessionSummary {
+/** Summarises a session (costs from `prices`); `tree` may be passed when the caller built it already. */
+export function summarize(data: SessionData, tree: Tree = buildTree(data.records), prices: PriceTable = BUILTIN_PRICES): SessionSummary {
   let first = Number.POSITIVE_INFINITY;
   let last = Number.NEGATIVE_INFINITY;
   let firstText: string | null = null;
@@ -76,6 +90,7 @@ export function summarize(data: SessionData, tree: Tree = buildTree(data.records
   const branch = currentBranch(tree);
   const counts = shape(tree);
   const conversation = data.records.filter((r) => isConversation(r) || isApiSystem(r));
+  const totals = totalsOf(sessionAnswers(data), prices);
   return {
     sessionId: sessionIdOf(data.dir, data.records),
     dir: data.dir,
@@ -89,11 +104,15 @@ export function summarize(data: SessionData, tree: Tree = buildTree(data.records
     cwd: newestValue(branch, conversation, "cwd"),
     gitBranch: newestValue(branch, conversation, "gitBranch"),
     firstPrompt: firstPrompt(data.records),
+    title: sessionTitle(data.side, data.records),
+    usage: totals.usage,
+    costUSD: totals.costUSD,
+    models: totals.models,
     leafUuid: tree.newestLeaf === null ? null : uuidOf(tree.newestLeaf),
     leaves: counts.leaves,
     compactions: counts.compactions,
     malformedLines: data.malformed,
-    subagentRecords: data.subagentRecords,
-    sideRecords: data.sideRecords,
+    subagentRecords: data.subagents.length,
+    sideRecords: data.side.length,
   };
 }

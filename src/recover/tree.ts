@@ -10,7 +10,7 @@
  * ("This session is being continued from a previous conversation…"). Reading follows the logical link
  * across both, so the whole conversation shows; restoring does not (see `branchTo`).
  */
-import { isCompactBoundary, isCompactSummary, parentOf, timeOf, uuidOf, type Rec } from "./records.ts";
+import { blocksOf, isCompactBoundary, isCompactSummary, messageOf, parentOf, timeOf, uuidOf, type Block, type Rec } from "./records.ts";
 
 /** The records of one conversation, indexed. */
 export interface Tree {
@@ -270,4 +270,14 @@ export function shape(tree: Tree): { leaves: number; forks: number; compactions:
     if (isCompactBoundary(n) || startsCompaction(tree, n)) compactions++;
   }
   return { leaves, forks, compactions };
+}
+
+/** The tool results of an outline by their tool_use_id, so a reader can show each beneath its call. */
+export function toolResults(items: Item[], out = new Map<string, Block>()): Map<string, Block> {
+  for (const item of items) {
+    if (item.kind === "record") {
+      for (const b of blocksOf(messageOf(item.record)?.content)) if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
+    } else if (item.kind === "branches") for (const branch of item.branches) toolResults(branch, out);
+  }
+  return out;
 }

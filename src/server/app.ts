@@ -3,11 +3,13 @@
  * handed to the forwarder. The only module that imports hono; it opens no socket (runtime/ does).
  *
  * With a viewer: `GET /_tap/` is the page, `GET /_tap/api/…` its data (sessions, one session, search,
- * exports, and `events`, a server-sent event stream of new records). Conversations are private: when the
+ * exports, and `events`, a server-sent event stream of new records), and `POST
+ * /_tap/api/sessions/:id/restore` restores a session into Claude Code. Conversations are private: when the
  * tap listens on loopback only, these routes answer only requests addressed to a loopback name (the Host
  * header), which keeps a web page that rebinds its own domain to 127.0.0.1 from reading them; when it
  * listens beyond loopback, every `/_tap/` route but the bare health status needs the token. Before any
- * of that, a request a web page made for another site or origin is refused (request-guard.ts).
+ * of that, a request a web page made for another site or origin is refused (request-guard.ts). The one
+ * route that writes also takes only a JSON body, which a cross-site form cannot send.
  */
 import { Hono, type Context } from "hono";
 import { accessCookieValue, ACCESS_COOKIE, carriesToken, crossSiteRefusal, hostName, sameSecret, type RequestFacts } from "./request-guard.ts";
@@ -24,6 +26,8 @@ export interface ViewerDeps {
   session(id: string): Promise<{ status: 200 | 400 | 404 | 409; body: unknown }>;
   search(query: string): Promise<unknown>;
   exportSession(id: string, format: string): Promise<{ status: 200 | 400 | 404 | 409; body: string; type: string; filename: string }>;
+  /** Restores a session into Claude Code (a dry run says what would be written). */
+  restore(id: string, options: { dryRun: boolean; force: boolean }): Promise<{ status: 200 | 400 | 404 | 409; body: unknown }>;
   events(signal: AbortSignal): ReadableStream<Uint8Array>;
 }
 
@@ -109,7 +113,7 @@ export function createApp(deps: AppDeps): Hono {
 
 /** The viewer's routes. */
 function mountViewer(app: Hono, viewer: ViewerDeps): void {
-  const json = (c: Context, body: unknown, status: 200 | 400 | 403 | 404 | 409 = 200) => c.json(body, status, PRIVATE);
+  const json = (c: Context, body: unknown, status: 200 | 400 | 403 | 404 | 409 | 415 = 200) => c.json(body, status, PRIVATE);
   const guard = async (c: Context, next: () => Promise<void>) => {
     if (viewer.allowedHosts !== null && !viewer.allowedHosts.has(hostName(c.req.header("host")))) {
       return json(c, { error: "sessiontap: the viewer answers on a loopback address only (http://127.0.0.1:PORT/_tap/)" }, 403);
@@ -134,6 +138,22 @@ function mountViewer(app: Hono, viewer: ViewerDeps): void {
     return c.body(out.body, out.status, headers);
   });
   app.get("/_tap/api/search", async (c) => json(c, await viewer.search(c.req.query("q") ?? "")));
+  app.post("/_tap/api/sessions/:id/restore", async (c) => {
+    // A request another site made was refused before any route (request-guard.ts); a form cannot send JSON.
+    if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) return json(c, { error: "sessiontap: restore takes a JSON body" }, 415);
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      return json(c, { error: "sessiontap: the body is not JSON" }, 400);
+    }
+    const options = body as { dryRun?: unknown; force?: unknown } | null;
+    if (typeof options !== "object" || options === null || typeof options.dryRun !== "boolean" || (options.force !== undefined && typeof options.force !== "boolean")) {
+      return json(c, { error: 'sessiontap: restore takes {"dryRun": true|false, "force": true|false}' }, 400);
+    }
+    const answer = await viewer.restore(c.req.param("id"), { dryRun: options.dryRun, force: options.force === true });
+    return json(c, answer.body, answer.status);
+  });
   app.get("/_tap/api/events", (c) =>
     new Response(viewer.events(c.req.raw.signal), {
       headers: { ...PRIVATE, "content-type": "text/event-stream; charset=utf-8" },

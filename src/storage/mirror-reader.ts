@@ -55,7 +55,7 @@ export class MirrorReader implements SessionSource {
     const out: { data: SessionData; mtime: number }[] = [];
     for (const dir of await this.sessionDirs()) {
       const { data, mtime } = await this.loadWithTime(dir);
-      if (data.files > 0 || data.subagentRecords > 0 || data.sideRecords > 0) out.push({ data, mtime });
+      if (data.files > 0 || data.subagents.length > 0 || data.side.length > 0) out.push({ data, mtime });
     }
     return out.sort((a, b) => b.mtime - a.mtime).map((x) => x.data);
   }
@@ -95,10 +95,10 @@ export class MirrorReader implements SessionSource {
     const main = await this.readDir(path);
     let bytes = main.bytes;
     let mtime = main.mtime;
-    let subagentRecords = 0;
+    const subagents: SessionData["records"] = [];
     for (const agent of await this.subdirs(join(path, "subagents"))) {
       const sub = await this.readDir(join(path, "subagents", agent));
-      subagentRecords += sub.records.length;
+      for (const r of sub.records) subagents.push(r);
       bytes += sub.bytes;
       mtime = Math.max(mtime, sub.mtime);
     }
@@ -106,7 +106,7 @@ export class MirrorReader implements SessionSource {
     bytes += side.bytes;
     mtime = Math.max(mtime, side.mtime);
     return {
-      data: { dir, records: main.records, malformed: main.malformed, files: main.files, bytes, subagentRecords, sideRecords: side.records.length },
+      data: { dir, records: main.records, malformed: main.malformed, files: main.files, bytes, subagents, side: side.records },
       mtime,
     };
   }

@@ -8,6 +8,7 @@ import type { TranscriptState } from "../recover/transcript.ts";
 import { scanTranscripts, transcriptInfo, type TranscriptCache } from "./claude-projects.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { MirrorReader, type SessionSource } from "./mirror-reader.ts";
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 
 /** A session as `list --json` prints it (SPEC §2). */
 export interface ListEntry extends SessionSummary {
@@ -29,6 +30,8 @@ export class SessionCatalog {
     readonly claudeDir: string,
     /** Where the sessions are read from instead of the tree (a shared store). */
     private readonly source?: SessionSource,
+    /** The prices costs are estimated with. */
+    readonly prices: PriceTable = BUILTIN_PRICES,
   ) {
     this.reader = new MirrorReader(fs, mirrorDir);
   }
@@ -38,7 +41,7 @@ export class SessionCatalog {
     const scan = await scanTranscripts(this.fs, this.claudeDir);
     const out: ListEntry[] = [];
     for (const data of await (this.source ?? this.reader).loadAll()) {
-      const summary = summarize(data, buildTree(data.records));
+      const summary = summarize(data, buildTree(data.records), this.prices);
       out.push(await this.withTranscript(summary, scan));
     }
     return out.sort((a, b) => (b.lastTimestamp ?? "").localeCompare(a.lastTimestamp ?? ""));

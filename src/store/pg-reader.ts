@@ -43,7 +43,7 @@ export class PgReader implements SessionSource {
     for (const row of rows) {
       let data = sessions.get(row.session_id);
       if (data === undefined) {
-        data = { dir: row.session_id, records: [], malformed: 0, files: 0, bytes: 0, subagentRecords: 0, sideRecords: 0 };
+        data = { dir: row.session_id, records: [], malformed: 0, files: 0, bytes: 0, subagents: [], side: [] };
         sessions.set(row.session_id, data);
       }
       add(data, row);
@@ -56,7 +56,7 @@ export class PgReader implements SessionSource {
     const rows = await this.query(() => this.sql<{ session_id: string; subpath: string; entry: string; bytes: number }[]>`
       SELECT session_id, subpath, entry::text AS entry, octet_length(entry::text) AS bytes
       FROM sessiontap_entries WHERE session_id = ${sessionId} ORDER BY seq`);
-    const data: SessionData = { dir: sessionId, records: [], malformed: 0, files: 0, bytes: 0, subagentRecords: 0, sideRecords: 0 };
+    const data: SessionData = { dir: sessionId, records: [], malformed: 0, files: 0, bytes: 0, subagents: [], side: [] };
     for (const row of rows) add(data, row);
     return data;
   }
@@ -115,14 +115,15 @@ export class PgReader implements SessionSource {
   }
 }
 
-/** Adds one row to a session's data: main records in order, counts for side and subagent rows. */
+/** Adds one row to a session's data: main, side and subagent records, each in order. */
 function add(data: SessionData, row: { subpath: string; entry: string; bytes: number }): void {
   data.bytes += Number(row.bytes) + 1; // as a JSONL line
+  const record = JSON.parse(row.entry) as Rec;
   if (row.subpath === "") {
-    data.records.push(JSON.parse(row.entry) as Rec);
+    data.records.push(record);
     data.files = 1;
-  } else if (row.subpath === "side") data.sideRecords++;
-  else data.subagentRecords++;
+  } else if (row.subpath === "side") data.side.push(record);
+  else data.subagents.push(record);
 }
 
 /** Runs `fn` on where the sessions are: the shared store when one is configured, else the mirror tree. */

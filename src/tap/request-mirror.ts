@@ -77,7 +77,7 @@ export class RequestMirror implements StreamObserver {
       agentId: identity.agentId,
       claudeCode: identity.claudeCode,
       toolCount: Array.isArray(parsed.tools) ? parsed.tools.length : 0,
-      structuredOutput: isObject(parsed.output_config) && parsed.output_config.format !== undefined,
+      structuredOutput: isObject(parsed.output_config) && parsed.output_config.format !== undefined && parsed.output_config.format !== null,
       system: parsed.system,
       messages: parsed.messages,
     });

@@ -1,17 +1,20 @@
 /**
  * The viewer's data behind `/_tap/api/…`: the session list, one session rendered, search across
- * sessions, exports, and the stream of new records (server-sent events). Framework-free: app.ts maps
- * routes onto these methods.
+ * sessions, exports, restoring a session into Claude Code, and the stream of new records (server-sent
+ * events). Framework-free: app.ts maps routes onto these methods.
  */
 import { nameInside } from "../protocol/id-name.ts";
 import { exportText } from "../recover/export.ts";
 import { continuesMessage, uuidOf, type Rec } from "../recover/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../recover/render-html.ts";
-import { search, type SearchHit } from "../recover/search.ts";
+import { search, termsMatcher, type SearchHit } from "../recover/search.ts";
 import { summarize, sessionIdOf } from "../recover/summary.ts";
+import { sessionTitle } from "../recover/title.ts";
 import { buildTree, outline } from "../recover/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { describeRestore, restoreSession, resumeCommand } from "../storage/restore-session.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { LiveWatcher, type LiveBatch } from "./live.ts";
 
 /** What the viewer shows of the guard's alert on a session: null when there is none (or no guard). */
@@ -30,15 +33,21 @@ const KEEPALIVE_MS = 15_000;
 export class ViewerData {
   private readonly catalog: SessionCatalog;
   private readonly streams = new Set<ReadableStreamDefaultController<Uint8Array>>();
+  private readonly guardAlert: GuardAlertOf;
+  private readonly prices: PriceTable;
+  private readonly clock: () => number;
 
   constructor(
-    fs: FsAdapter,
+    private readonly fs: FsAdapter,
     mirrorDir: string,
-    claudeDir: string,
+    private readonly claudeDir: string,
     readonly watcher: LiveWatcher,
-    private readonly guardAlert: GuardAlertOf = () => null,
+    options: { guardAlert?: GuardAlertOf; prices?: PriceTable; clock?: () => number } = {},
   ) {
-    this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir);
+    this.guardAlert = options.guardAlert ?? (() => null);
+    this.prices = options.prices ?? BUILTIN_PRICES;
+    this.clock = options.clock ?? Date.now;
+    this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir, undefined, this.prices);
   }
 
   /** Every session, most recently active first (the `list --json` objects, with the guard's alert). */
@@ -52,15 +61,33 @@ export class ViewerData {
     if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
     if (found.kind === "ambiguous") return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     const tree = buildTree(found.data.records);
-    const listed = await this.catalog.withTranscript(summarize(found.data, tree));
+    const listed = await this.catalog.withTranscript(summarize(found.data, tree, this.prices));
     const session = { ...listed, guard: listed.sessionId === null ? null : this.guardAlert(listed.sessionId) };
-    return { status: 200, body: { session, tail: session.leafUuid, html: renderItemsHtml(outline(tree)) } };
+    return { status: 200, body: { session, tail: session.leafUuid, html: renderItemsHtml(outline(tree), this.prices), prices: { source: this.prices.source, checked: this.prices.checked } } };
   }
 
-  /** Records of every session containing all the query's terms. */
+  /** Records of every session containing all the query's terms (at most 100), with their session's title. */
   async search(query: string): Promise<SearchHit[]> {
+    const match = termsMatcher(query);
+    if (match === null) return [];
     const all = await this.catalog.reader.loadAll();
-    return search(all.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, records: d.records })), query);
+    return search(all.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })), match, 100);
+  }
+
+  /**
+   * Restores a session into Claude Code's projects directory, as `sessiontap restore` does (the same code):
+   * `dryRun` first says what would be written; `force` replaces a transcript that has content, keeping a backup.
+   */
+  async restore(query: string, options: { dryRun: boolean; force: boolean }): Promise<Answer> {
+    const found = await this.catalog.reader.lookup(query);
+    if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
+    if (found.kind === "ambiguous") return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
+    const tree = buildTree(found.data.records);
+    const summary = summarize(found.data, tree, this.prices);
+    const others = await this.catalog.reader.conversations(found.data.dir);
+    const result = await restoreSession(this.fs, { summary, tree, others }, { claudeDir: this.claudeDir, cwd: null, ...options, now: this.clock() });
+    if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } };
+    return { status: 200, body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } };
   }
 
   /** A session exported as `export --format` writes it. */
@@ -69,9 +96,12 @@ export class ViewerData {
     const found = await this.catalog.reader.lookup(query);
     if (found.kind !== "found") return { status: found.kind === "none" ? 404 : 409, body: "no single session matches\n", type: "text/plain; charset=utf-8", filename: "" };
     const tree = buildTree(found.data.records);
-    const summary = summarize(found.data, tree);
+    const summary = summarize(found.data, tree, this.prices);
     const type = format === "md" ? "text/markdown; charset=utf-8" : format === "html" ? "text/html; charset=utf-8" : "application/x-ndjson; charset=utf-8";
-    return { status: 200, body: exportText({ records: found.data.records, tree, summary }, format), type, filename: (summary.sessionId === null ? null : nameInside(summary.sessionId, `.${format}`)) ?? `${summary.dir}.${format}` };
+    return {
+      status: 200, body: exportText({ records: found.data.records, tree, summary }, format, this.prices), type,
+      filename: (summary.sessionId === null ? null : nameInside(summary.sessionId, `.${format}`)) ?? `${summary.dir}.${format}`,
+    };
   }
 
   /** A server-sent event stream of new records (`event: records`), starting with `event: ready`. */

@@ -4,6 +4,7 @@
  */
 import type { ViewerDeps } from "../server/app.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { PriceTable } from "../usage/prices.ts";
 import { ViewerData, type GuardAlertOf } from "./api.ts";
 import { LiveWatcher } from "./live.ts";
 import { viewerCsp, viewerPage } from "./page.ts";
@@ -33,9 +34,10 @@ export function createViewer(options: {
   fs: FsAdapter; mirrorDir: string; claudeDir: string; host: string; version: string; onError: (error: unknown) => void; pollMs?: number;
   /** The guard's alert for a session (a banner on it), when a guard runs. */
   guardAlert?: GuardAlertOf;
+  prices?: PriceTable; clock?: () => number;
 }): Viewer {
   const watcher = new LiveWatcher(options.fs, options.mirrorDir, options.pollMs ?? 2000, options.onError);
-  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher, options.guardAlert);
+  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher, { guardAlert: options.guardAlert, prices: options.prices, clock: options.clock });
   return {
     watcher,
     close: () => data.close(),
@@ -47,6 +49,7 @@ export function createViewer(options: {
       session: (id) => data.session(id),
       search: (query) => data.search(query),
       exportSession: (id, format) => data.exportSession(id, format),
+      restore: (id, opts) => data.restore(id, opts),
       events: (signal) => data.events(signal),
     },
   };

@@ -11,8 +11,10 @@ import { cli } from "../support/recover.ts";
 /** Flags each command must document in its help, and one flag it must refuse. */
 const COMMANDS: [string[], string[], string][] = [
   [["serve"], ["--port N", "--host ADDR", "--token TOKEN", "--upstream URL", "--mirror-dir DIR", "--no-mirror", "--claude-dir DIR", "--store URL"], "--dry-run"],
-  [["list"], ["--mirror-dir DIR", "--claude-dir DIR", "--store URL", "--json"], "--port"],
-  [["show", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--json"], "--force"],
+  [["list"], ["--mirror-dir DIR", "--claude-dir DIR", "--store URL", "--since DATE", "--json"], "--port"],
+  [["show", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--full", "--json"], "--force"],
+  [["search", "x"], ["--mirror-dir DIR", "--store URL", "--session ID", "--regex", "--json"], "--force"],
+  [["usage"], ["--mirror-dir DIR", "--store URL", "--since DATE", "--json"], "--format"],
   [["export", "x"], ["--mirror-dir DIR", "--format md|html|jsonl", "--out FILE"], "--json"],
   [["restore", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--cwd DIR", "--dry-run", "--force", "--json"], "--format"],
   [["verify"], ["--mirror-dir DIR", "--repair", "--json"], "--force"],
@@ -52,6 +54,22 @@ describe("per-command help and flags", () => {
     const bad = await cli(["doctor", "--url", "ftp://x"]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--url must be an http\(s\) URL/);
+  });
+
+  it("a bad --since date or --regex is one line naming it, exit 2", async () => {
+    for (const [args, pattern] of [
+      [["usage", "--since", "2026-02-30"], /^sessiontap: --since must be a date YYYY-MM-DD, today, yesterday or Nd \(the last N days\), got "2026-02-30"\n$/],
+      [["list", "--since", "last week"], /^sessiontap: --since must be a date/],
+      [["usage", "--since", "0d"], /^sessiontap: --since must be a date/],
+      [["search", "a(b", "--regex"], /^sessiontap: search --regex: "a\(b" is not a regular expression \(.+\)\n$/],
+    ] as [string[], RegExp][]) {
+      const r = await cli(args);
+      assert.equal(r.code, 2, args.join(" "));
+      assert.equal(r.stdout, "");
+      assert.match(r.stderr, pattern);
+      assert.equal(r.stderr.split("\n").length, 2, "one line");
+    }
+    assert.match((await cli(["search"])).stderr, /^sessiontap: search needs QUERY/);
   });
 
   it("a missing or an extra argument is a usage error naming what the command takes", async () => {

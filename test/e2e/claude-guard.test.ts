@@ -8,7 +8,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { startStub, type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, readTree, startTestTap, type TestTap } from "../support/tap.ts";
@@ -194,7 +194,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
       const path = transcriptOf(scratch, sessionId);
       const project = dirname(path);
       const title = readJsonl(path).find((r) => r.type === "ai-title")?.aiTitle;
-      assert.match(String(title), /^Stub title \d+$/, "Claude Code took the stub's title");
+      assert.match(String(title), /^Stub title \(reply \d+\)$/, "Claude Code took the stub's title");
       rmSync(path);
       rmSync(join(project, sessionId), { recursive: true, force: true });
       const out = await cli(["restore", sessionId, "--mirror-dir", tap.root], {}, { home: scratch.home, cwd: scratch.project });

@@ -109,7 +109,7 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
   it("the startup block says where the guard looks, or that it is off", async () => {
     for (const [env, line] of [
       [{ CLAUDE_CONFIG_DIR: claudeDir }, new RegExp(`^  guard      watching Claude Code's transcripts under ${claudeDir}/projects$`, "m")],
-      [{ CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, /^  guard      off$/m],
+      [{ CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, /^ {2}guard {6}off$/m],
     ] as [Record<string, string>, RegExp][]) {
       const { tap: child } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch.dir}/child-mirror`], { env });
       try {

@@ -186,6 +186,30 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     assert.match(text(side[0]), /^<session>\nname me/);
   });
 
+
+  it("Claude Code 2.1.328's own title request (its identity line, no tools, a JSON answer asked for) goes to side/ too, before the first turn", async () => {
+    // The shape the real CLI sends before the first turn: the agent's identity line opens its system prompt,
+    // so only the structured-answer request (no tools) tells it from the conversation.
+    const title = await fetch(`${tap.url}/v1/messages?beta=true`, {
+      method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "real-title", "user-agent": "claude-cli/2.1.328 (external, cli)" },
+      body: JSON.stringify({
+        model: "claude-opus-5-5", max_tokens: 128000, stream: true, tools: [],
+        system: [{ type: "text", text: "You are Claude Code, Anthropic's official CLI for Claude." }, { type: "text", text: "You are naming a coding session so the user can pick it out." }],
+        messages: [{ role: "user", content: [{ type: "text", text: "<session>\nfix the login test\n</session>\n\nWrite the title in English." }] }],
+        output_config: { effort: "medium", format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } }, required: ["title"] } } },
+      }),
+    });
+    assert.equal(title.status, 200);
+    await title.arrayBuffer();
+    const c = new Conversation(tap.url, "real-title");
+    await c.say("fix the login test");
+    const main = records(tap.root, "real-title");
+    assert.deepEqual(main.filter((r) => r.type === "user").map(text), ["fix the login test"], "the title exchange is not a second conversation");
+    const side = records(tap.root, "real-title", "side");
+    assert.deepEqual(side.map((r) => r.type), ["user", "assistant"]);
+    assert.match(text(side[0]), /^<session>/);
+  });
+
   it("with SESSIONTAP_SIDE_REQUESTS=off a side request is forwarded and not mirrored at all", async () => {
     const quiet = await startTestTap(stub.url, { SESSIONTAP_SIDE_REQUESTS: "off" });
     try {

@@ -76,11 +76,12 @@ describe("list, show, restore, doctor", () => {
       assert.ok(Date.parse(list[0].lastTimestamp) >= Date.parse(list[1].lastTimestamp), "most recent first");
     });
 
-    it("text: one row per session with its first prompt, and the restore command for a lost one", async () => {
+    it("text: one row per session with its title (here the first prompt) and project, and the restore command for a lost one", async () => {
       const out = await run(["list"]);
       assert.equal(out.code, 0);
       for (const id of [A, B, C]) assert.ok(out.stdout.includes(id), id);
-      assert.match(out.stdout, /“fix the build”/);
+      assert.match(out.stdout, new RegExp(`^${A} .* ${cwdA}$\\n  fix the build$`, "m"));
+      assert.match(out.stdout, /^SESSION +LAST \(UTC\) +TOKENS +COST +CLAUDE +PROJECT$/m);
       assert.match(out.stdout, /sessiontap restore \S+/);
     });
 
@@ -104,13 +105,20 @@ describe("list, show, restore, doctor", () => {
   });
 
   describe("show", () => {
-    it("a unique prefix shows the facts and the conversation", async () => {
+    it("a unique prefix shows the facts and the conversation as plain text", async () => {
       const out = await run(["show", "cccc"]);
       assert.equal(out.code, 0, out.stderr);
       assert.match(out.stdout, new RegExp(`^Session +${C}`, "m"));
+      assert.match(out.stdout, /^Title +third$/m);
       assert.match(out.stdout, /^Claude +intact/m);
-      assert.ok(out.stdout.includes("**Tool call** `Bash` (`toolu_1`)"));
+      assert.ok(out.stdout.includes("\n  ● Bash: echo hi\n    ⎿ hi\n"), "the tool call in one line, its result beneath it");
+      assert.ok(out.stdout.includes(`\n  ⚙ environment from Claude Code (${`# Environment\n - Primary working directory: ${cwdC}`.length} B; cwd ${cwdC})\n`), "the environment block in one line");
+      assert.ok(out.stdout.includes("\n  ⚙ reminder (36 B): x\n"), "Claude Code's reminder in one line");
       assert.ok(out.stdout.indexOf("third") < out.stdout.indexOf("Again done."));
+      assert.doesNotMatch(out.stdout, /<\/?[a-z][a-z-]*>/, "no tags");
+      const full = await run(["show", "cccc", "--full"]);
+      assert.match(full.stdout, /"command": "echo hi"/, "--full shows the tool input");
+      assert.match(full.stdout, /# Environment\n/, "--full shows the environment block");
     });
 
     it("--json: the summary and the conversation's records in reading order", async () => {

@@ -4,6 +4,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
+import { hasControl } from "../../src/recover/control-chars.ts";
 import { blocksOf, isConversation, messageOf, parseJsonl } from "../../src/recover/records.ts";
 import { renderHtmlDocument } from "../../src/recover/render-html.ts";
 import { renderMarkdown } from "../../src/recover/render-md.ts";
@@ -81,13 +82,19 @@ describe("export of a real mirror (tool call, compaction, rewind)", { timeout: 6
     const unique = sigs.filter((s): s is string => s !== null && sigs.filter((x) => x === s).length === 1);
     assert.ok(unique.length >= 8, `enough distinct messages to check (${unique.length})`);
     let last = -1;
+    const body = out.stdout.slice(out.stdout.indexOf("\n---\n")); // after the header, which names the title
+    assert.match(out.stdout, /^- Title: hello interactive world$/m, "the first prompt stands in for a title Claude Code never made");
     for (const s of unique) {
-      const at = positions(out.stdout, s);
+      const at = positions(body, s);
       assert.equal(at.length, 1, `"${s.slice(0, 60)}" appears once`);
       assert.ok(at[0] > last, `"${s.slice(0, 60)}" in order`);
       last = at[0];
     }
     assert.equal(positions(out.stdout, "**Conversation compacted").length, 1);
+    assert.match(out.stdout, /^### Assistant \(claude-sonnet-4-5\) · \S+ · 100 in · 10 out · 50 cache read · ≈ \$0\.0004\d$/m, "each answer's tokens and cost");
+    assert.match(out.stdout, /^- Tokens: \d+ \(\d+ input, \d+ output, 0 cache write, \d+ cache read\); estimated cost \$0\.\d+$/m);
+    assert.ok(!hasControl(out.stdout), "the ESC of /compact's output does not leak");
+    assert.ok(out.stdout.includes("Compacted (ctrl+o to see full summary)"));
     assert.equal(positions(out.stdout, "**Other branch**").length, 1);
   });
 
@@ -118,7 +125,7 @@ describe("rendering escapes what a record holds", () => {
     rec("user", "u2", "a1", [{ type: "tool_result", tool_use_id: "t1", is_error: true, content: [{ type: "text", text: hostile }, { type: "text", text: "```\nfenced\n```" }, { type: "image", source: { type: "reference", sha256: "f".repeat(64), media_type: "image/png" } }] }]),
   ];
   const tree = buildTree(records);
-  const summary = summarize({ dir: "d", records, malformed: 0, files: 1, bytes: 1, subagentRecords: 0, sideRecords: 0 }, tree);
+  const summary = summarize({ dir: "d", records, malformed: 0, files: 1, bytes: 1, subagents: [], side: [] }, tree);
 
   it("html: no tag from a record survives; thinking and unknown blocks are folded; the image is a note", () => {
     const html = renderHtmlDocument(summary, outline(tree));
@@ -130,10 +137,11 @@ describe("rendering escapes what a record holds", () => {
     assert.match(html, /class="tool-result error"/);
   });
 
-  it("md: a fence longer than any backtick run inside, thinking folded", () => {
+  it("md: a fence longer than any backtick run inside, thinking labelled, no HTML of its own", () => {
     const md = renderMarkdown(summary, outline(tree));
     assert.ok(md.includes("````\n```\nfenced\n```\n````\n"), md);
-    assert.match(md, /<details><summary>Thinking<\/summary>/);
+    assert.match(md, /^\*\*Thinking\*\*\n\n```\n<script>/m);
     assert.ok(md.includes("**Tool result** (`t1`) — error"));
+    assert.doesNotMatch(md, /<\/?(details|summary)>/);
   });
 });

@@ -13,7 +13,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir, writeMirror } from "../support/recover.ts";
 
-type Rec = Record<string, any>;
+import type { Rec } from "../support/claude.ts";
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
 const blocks = (c: unknown): Rec[] => (typeof c === "string" ? [{ type: "text", text: c }] : (c as Rec[]));
 const readLines = (path: string): Rec[] => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));

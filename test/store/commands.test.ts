@@ -131,7 +131,7 @@ describe("list, show, export and restore read the store like the tree", () => {
     assert.equal(written, readFileSync(`${scratch.dir}/claude-a/projects/${project}/${session}.jsonl`, "utf8"));
     assert.ok(written.includes("hi-from-tool \\u0000 🦀"));
     assert.equal(written.trim().split("\n").length, 7, "the title record and six records");
-    assert.match(written.split("\n")[0], /^\{"type":"ai-title","aiTitle":"Stub title \d+","sessionId":"0b1c2d3e-/);
+    assert.match(written.split("\n")[0], /^\{"type":"ai-title","aiTitle":"Stub title \(reply \d+\)","sessionId":"0b1c2d3e-/);
     const agent = `projects/${project}/${session}/subagents/agent-a0store1.jsonl`;
     assert.equal(readFileSync(`${scratch.dir}/claude-b/${agent}`, "utf8"), readFileSync(`${scratch.dir}/claude-a/${agent}`, "utf8"));
     assert.ok(readFileSync(`${scratch.dir}/claude-b/${agent}`, "utf8").includes("SUBTASK: look"));

@@ -30,8 +30,8 @@ export function chromiumLaunch(): { executable: string; fontconfig: string | nul
   return JSON.parse(found.stdout);
 }
 
-/** Launches headless Chromium with one page of `viewport`. */
-export async function openBrowser(viewport = { width: 1280, height: 900 }): Promise<BrowserPage> {
+/** Launches headless Chromium with one page of `viewport` (in the time zone `timezoneId`, e.g. "Asia/Tokyo", when given). */
+export async function openBrowser(viewport = { width: 1280, height: 900 }, options: { timezoneId?: string } = {}): Promise<BrowserPage> {
   const { executable, fontconfig, args } = chromiumLaunch();
   const browser = await chromium.launch({
     executablePath: executable,
@@ -40,7 +40,7 @@ export async function openBrowser(viewport = { width: 1280, height: 900 }): Prom
     env: { ...process.env as Record<string, string>, ...(fontconfig ? { FONTCONFIG_FILE: fontconfig } : {}) },
   });
   try {
-    const page = await browser.newPage({ viewport });
+    const page = await browser.newPage({ viewport, ...options });
     return { browser, page, close: () => browser.close() };
   } catch (error) {
     await browser.close();

@@ -35,7 +35,8 @@ export type Reply =
    * "SUBTASK: say hello"), a request for a JSON `title` (Claude Code's session-title request) → {"title":"Stub title <n>"},
    * otherwise "Done (reply <n>)."; count_tokens; 404.
    * With `summaries: true`, a summarising request (last user text starts "CRITICAL: Respond with TEXT ONLY",
-   * as Claude Code 2.1.328's /compact sends) gets "<analysis>…</analysis><summary>Stub summary (reply <n>).</summary>". */
+   * as Claude Code 2.1.328's /compact sends) gets "<analysis>…</analysis><summary>Stub summary (reply <n>).</summary>".
+   * A request for a structured answer with a `title` (Claude Code's session title) gets `{"title":"Stub title (reply <n>)"}`. */
   | { kind: "conversation"; summaries?: boolean };
 
 /** A running stub upstream on 127.0.0.1. */
@@ -115,7 +116,7 @@ function conversation(rec: RecordedRequest, n: number, summaries = false): Reply
   const preText = "I'll run it.";
   const text = summarising
     ? `<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply ${n}).</summary>`
-    : titling ? JSON.stringify({ title: `Stub title ${n}` }) : `Done (reply ${n}).`;
+    : titling ? JSON.stringify({ title: `Stub title (reply ${n})` }) : `Done (reply ${n}).`;
   if (req.stream === true) {
     const chunks = tool !== null ? toolUseReply(tool.name, tool.input, { id, toolUseId: `toolu_stub_${n}`, preText, model }) : textReply(text, { id, model });
     return { kind: "sse", chunks };

@@ -3,7 +3,7 @@
 // process wrote them (a hint) or another one did (the watcher's poll). Runs under Bun and Deno.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { createApp } from "../../src/server/app.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { createViewer, type Viewer } from "../../src/viewer/index.ts";
@@ -107,6 +107,54 @@ describe("viewer routes", () => {
     assert.equal((await get(`/_tap/api/sessions/${S1}/export?format=pdf`)).status, 400);
     assert.equal((await get("/_tap/nothing")).status, 404);
     assert.equal((await get("/v1/messages")).status, 299, "everything else is forwarded");
+  });
+
+  it("search hits carry the session's title and where the matches are in the snippet", async () => {
+    const [hit] = await (await get("/_tap/api/search?q=ZEBRAS")).json();
+    assert.equal(hit.title, "another session about zebras");
+    assert.equal(hit.role, "user");
+    assert.deepEqual(hit.marks.map(([a, b]: [number, number]) => hit.snippet.slice(a, b)), ["zebras"]);
+  });
+
+  it("restore: only a same-origin JSON POST to a loopback name; a dry run writes nothing; then the same outcome as sessiontap restore", async () => {
+    const claude = `${scratch.dir}/claude`;
+    const url = `/_tap/api/sessions/${S2}/restore`;
+    const post = (body: unknown, headers: Record<string, string> = {}, host = "127.0.0.1:8787") =>
+      app.request(`http://${host}${url}`, { method: "POST", headers: { host, "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+    const refused: [string, Response][] = [
+      ["another site's page (Origin)", await post({ dryRun: false }, { origin: "https://evil.example" })],
+      ["another port on loopback (Origin)", await post({ dryRun: false }, { origin: "http://127.0.0.1:9999" })],
+      ["an opaque origin", await post({ dryRun: false }, { origin: "null" })],
+      ["a cross-site fetch (Sec-Fetch-Site)", await post({ dryRun: false }, { "sec-fetch-site": "cross-site" })],
+      ["a same-site fetch from a sibling (Sec-Fetch-Site)", await post({ dryRun: false }, { "sec-fetch-site": "same-site" })],
+      ["a form post (not JSON)", await app.request(`http://127.0.0.1:8787${url}`, { method: "POST", headers: { host: "127.0.0.1:8787", "content-type": "application/x-www-form-urlencoded" }, body: "dryRun=false" })],
+      ["a rebinding page (Host)", await post({ dryRun: false }, {}, "evil.example:8787")],
+      ["a body that is not the options", await post({ dry: 1 })],
+    ];
+    assert.deepEqual(refused.map(([what, r]) => [what, r.status]), [
+      ["another site's page (Origin)", 403], ["another port on loopback (Origin)", 403], ["an opaque origin", 403], ["a cross-site fetch (Sec-Fetch-Site)", 403],
+      ["a same-site fetch from a sibling (Sec-Fetch-Site)", 403], ["a form post (not JSON)", 415], ["a rebinding page (Host)", 403], ["a body that is not the options", 400],
+    ]);
+    assert.equal((await app.request(`http://127.0.0.1:8787${url}`, { headers: { host: "127.0.0.1:8787" } })).status, 404, "GET does not restore");
+    assert.ok(!existsSync(`${claude}/projects`), "nothing written by a refused request");
+
+    const dry = await post({ dryRun: true }, { origin: "http://127.0.0.1:8787", "sec-fetch-site": "same-origin" });
+    assert.equal(dry.status, 200);
+    const plan = await dry.json();
+    assert.equal(plan.outcome.action, "create");
+    assert.equal(plan.outcome.dryRun, true);
+    assert.match(plan.lines.join("\n"), /^Would create .*\/projects\/-work-project\/1111bbbb-0000-4000-8000-000000000002\.jsonl/);
+    assert.ok(!existsSync(`${claude}/projects`), "a dry run writes nothing");
+
+    const done = await (await post({ dryRun: false }, { origin: "http://127.0.0.1:8787" })).json();
+    assert.equal(done.ok, true);
+    assert.equal(done.resume, `cd /work/project && claude --resume ${S2}`);
+    assert.deepEqual(readdirSync(`${claude}/projects/-work-project`), [`${S2}.jsonl`]);
+    const again = await post({ dryRun: true });
+    assert.equal(again.status, 409, "a transcript with content is left alone");
+    assert.match((await again.json()).error, /already holds a transcript/);
+    assert.equal((await post({ dryRun: false, force: true })).status, 200, "force replaces it, keeping a backup");
+    assert.equal(readdirSync(`${claude}/projects/-work-project`).filter((n) => n.includes(".bak-")).length, 1);
   });
 
   it("events: `ready`, then each new whole line as it lands, from this process (hint) or another (poll)", async () => {

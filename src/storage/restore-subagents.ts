@@ -7,9 +7,10 @@
 import { planRestore } from "../recover/restore-plan.ts";
 import { classifyTranscript, type TranscriptState } from "../recover/transcript.ts";
 import { buildTree } from "../recover/tree.ts";
-import type { OtherConversations } from "../storage/mirror-reader.ts";
-import { publishNew, replaceWithBackup } from "../storage/publish.ts";
-import type { CommandIo } from "./command-io.ts";
+import type { FsAdapter } from "./fs-adapter.ts";
+import { compactJson } from "../recover/json-text.ts";
+import type { OtherConversations } from "./mirror-reader.ts";
+import { publishNew, replaceWithBackup } from "./publish.ts";
 
 /** Agent ids that can be a file name (Claude Code's are hex). */
 const SAFE_AGENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -26,7 +27,7 @@ export interface SubagentOutcome {
 }
 
 /** One subagent ready to write. */
-interface Planned {
+export interface Planned {
   agentId: string;
   path: string;
   data: string;
@@ -47,29 +48,29 @@ export function planSubagents(others: OtherConversations, target: { sessionId: s
     }
     const plan = planRestore(buildTree(agent.records), { ...target, agentId });
     if (plan.records.length === 0) continue;
-    planned.push({ agentId, path: `${dir}/agent-${agentId}.jsonl`, data: plan.records.map((r) => JSON.stringify(r) + "\n").join(""), records: plan.records.length });
+    planned.push({ agentId, path: `${dir}/agent-${agentId}.jsonl`, data: plan.records.map((r) => compactJson(r) + "\n").join(""), records: plan.records.length });
   }
   return { planned, unnamed };
 }
 
 /** Writes (or, with `dryRun`, only judges) each planned subagent; never throws. */
-export async function writeSubagents(io: CommandIo, planned: Planned[], options: { force: boolean; dryRun: boolean }): Promise<SubagentOutcome[]> {
+export async function writeSubagents(fs: FsAdapter, planned: Planned[], options: { force: boolean; dryRun: boolean; now: number }): Promise<SubagentOutcome[]> {
   const out: SubagentOutcome[] = [];
   for (const p of planned) {
     const outcome: SubagentOutcome = { agentId: p.agentId, path: p.path, existing: "missing", action: "create", records: p.records, backup: null };
     out.push(outcome);
     try {
-      const info = await io.fs.lstat(p.path);
+      const info = await fs.lstat(p.path);
       if (info !== null && !info.isFile) throw new Error(`${p.path} is not a regular file; left alone`);
-      outcome.existing = info === null ? "missing" : classifyTranscript(await io.fs.readText(p.path));
+      outcome.existing = info === null ? "missing" : classifyTranscript(await fs.readText(p.path));
       outcome.action = outcome.existing === "missing" ? "create" : outcome.existing === "stub" || options.force ? "replace" : "keep";
       if (options.dryRun || outcome.action === "keep") continue;
       if (info === null) {
-        await io.fs.mkdir(p.path.slice(0, p.path.lastIndexOf("/")), 0o700);
-        const done = await publishNew(io.fs, p.path, p.data);
+        await fs.mkdir(p.path.slice(0, p.path.lastIndexOf("/")), 0o700);
+        const done = await publishNew(fs, p.path, p.data);
         if (done.kind !== "created") throw new Error(`${p.path} appeared while restoring; left alone`);
       } else {
-        const done = await replaceWithBackup(io.fs, p.path, p.data, info, io.clock());
+        const done = await replaceWithBackup(fs, p.path, p.data, info, options.now);
         if (done.kind !== "replaced") throw new Error(`${p.path} changed while restoring; left alone`);
         outcome.backup = done.backup;
       }

@@ -1,0 +1,62 @@
+/**
+ * `sessiontap search QUERY [--session ID] [--regex] [--json]`: every message that matches QUERY (a
+ * case-insensitive substring, or a regular expression), with its session, title, local time, role and a
+ * snippet with the matches marked: in colour on a terminal, between » and « elsewhere. Exit 1 when nothing
+ * matches, as grep does, so scripts can test for it.
+ */
+import type { Config } from "../config/parse.ts";
+import { localDateTime } from "../recover/local-time.ts";
+import { regexMatcher, search, substringMatcher, type SearchHit } from "../recover/search.ts";
+import { sessionIdOf, type SessionData } from "../recover/summary.ts";
+import { sessionTitle } from "../recover/title.ts";
+import { sourceName, withSessionSource } from "../store/pg-reader.ts";
+import { noMirror, useColor, type CommandIo } from "./command-io.ts";
+
+/** The snippet with its matches marked by `open`/`close`. */
+function marked(hit: SearchHit, open: string, close: string): string {
+  let out = "";
+  let at = 0;
+  for (const [a, b] of hit.marks) {
+    out += hit.snippet.slice(at, a) + open + hit.snippet.slice(a, b) + close;
+    at = b;
+  }
+  return out + hit.snippet.slice(at);
+}
+
+/** Runs `search`. */
+export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const query = config.positional[0];
+  const missing = await noMirror(config, io);
+  if (missing !== null) return missing;
+  const match = config.regex ? regexMatcher(query) : substringMatcher(query);
+  const found = await withSessionSource(config, io.fs, async (source): Promise<SessionData[] | number> => {
+    if (config.session === null) return await source.loadAll();
+    const one = await source.lookup(config.session);
+    if (one.kind === "found") return [one.data];
+    io.stderr(one.kind === "none"
+      ? `sessiontap: no mirrored session matches "${config.session}" in ${sourceName(config)} (see sessiontap list)\n`
+      : `sessiontap: "${config.session}" matches ${one.candidates.length} sessions (${one.candidates.slice(0, 10).join(", ")}${one.candidates.length > 10 ? ", …" : ""}); give more of the id\n`);
+    return 1;
+  });
+  if (typeof found === "number") return found;
+  const hits = search(found.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })), match);
+  const where = config.session === null ? `the ${found.length} session${found.length === 1 ? "" : "s"} in ${sourceName(config)}` : `session ${config.session}`;
+  if (config.json) io.stdout(JSON.stringify(hits, null, 2) + "\n");
+  if (hits.length === 0) {
+    io.stderr(`sessiontap: nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}\n`);
+    return 1;
+  }
+  if (config.json) return 0;
+  const color = useColor(io);
+  const paint = (code: string, text: string) => (color ? `\x1b[${code}m${text}\x1b[0m` : text);
+  const out: string[] = [];
+  for (const hit of hits) {
+    const time = hit.timestamp === null ? "-" : localDateTime(Date.parse(hit.timestamp), io.zone);
+    out.push(`${paint("36", hit.sessionId ?? hit.dir)}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}`);
+    out.push(`  ${color ? marked(hit, "\x1b[1;31m", "\x1b[0m") : marked(hit, "»", "«")}`);
+  }
+  const sessions = new Set(hits.map((h) => h.dir)).size;
+  out.push("", `${hits.length} message${hits.length === 1 ? "" : "s"} in ${sessions} session${sessions === 1 ? "" : "s"} match. Open one: sessiontap show ID (or the viewer, /_tap/).`);
+  io.stdout(out.join("\n") + "\n");
+  return 0;
+}

@@ -1,0 +1,79 @@
+/**
+ * `sessiontap usage [--since DATE] [--json]`: the tokens of every recorded answer (conversations,
+ * subagents, side requests) summed per day in local time, per project and per model, with estimated costs
+ * from the price table.
+ */
+import type { Config } from "../config/parse.ts";
+import { scrubControl } from "../recover/control-chars.ts";
+import { localDate, offsetLabel, sinceStart } from "../recover/local-time.ts";
+import { summarize } from "../recover/summary.ts";
+import { buildTree } from "../recover/tree.ts";
+import { sourceName, withSessionSource } from "../store/pg-reader.ts";
+import { tokensShort, usageLine, usd } from "../usage/format.ts";
+import { usageReport, type SessionAnswers, type UsageRow } from "../usage/report.ts";
+import { sessionAnswers } from "../usage/tokens.ts";
+import { noMirror, priceTable, type CommandIo } from "./command-io.ts";
+
+/** A cost cell: the estimate, or the part that could be priced followed by "+?" when a model is unknown. */
+function cost(row: UsageRow): string {
+  if (row.costUSD !== null) return usd(row.costUSD);
+  return row.knownCostUSD > 0 ? `${usd(row.knownCostUSD)}+?` : "?";
+}
+
+/** A table with a header, left-aligned first column(s) and right-aligned numbers. */
+function table(head: string[], rows: string[][], leftColumns: number[] = [0]): string[] {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const left = new Set(leftColumns);
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === cells.length - 1 && left.has(i) ? c : left.has(i) ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd();
+  return [line(head), ...rows.map(line)];
+}
+
+/** The token cells of a row. */
+const tokenCells = (r: UsageRow) => [
+  String(r.answers), tokensShort(r.usage.inputTokens), tokensShort(r.usage.outputTokens), tokensShort(r.usage.cacheCreationTokens),
+  tokensShort(r.usage.cacheReadTokens), cost(r),
+];
+const TOKEN_HEAD = ["ANSWERS", "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST"];
+
+/** Runs `usage`. */
+export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const missing = await noMirror(config, io);
+  if (missing !== null) return missing;
+  const prices = await priceTable(config, io);
+  if (typeof prices === "number") return prices;
+  const now = io.clock();
+  const since = sinceStart(config.since, now, io.zone);
+  const sessions: SessionAnswers[] = await withSessionSource(config, io.fs, async (source) =>
+    (await source.loadAll()).map((data) => {
+      const summary = summarize(data, buildTree(data.records), prices);
+      return { sessionId: summary.sessionId, dir: data.dir, cwd: summary.cwd, title: summary.title, answers: sessionAnswers(data) };
+    }));
+  const report = usageReport(sessions, prices, io.zone, since);
+  const zone = offsetLabel(now, io.zone);
+  if (config.json) {
+    const shown = {
+      since: since === null ? null : localDate(since, io.zone), timeZone: zone,
+      prices: { source: prices.source, checked: prices.checked }, ...report,
+    };
+    io.stdout(JSON.stringify(shown, null, 2) + "\n");
+    return 0;
+  }
+  const scope = since === null ? "every recorded answer" : `answers since ${localDate(since, io.zone)}`;
+  if (report.total.answers === 0) {
+    io.stdout(`No recorded answers with token usage in ${sourceName(config)}${since === null ? "" : ` since ${localDate(since, io.zone)}`}.\n`);
+    return 0;
+  }
+  const out = [`Usage: ${scope} (days in ${zone})`, ""];
+  out.push(...table(["DAY", "SESSIONS", ...TOKEN_HEAD, "PROJECTS"], report.days.map((d) => [d.date, String(d.sessions), ...tokenCells(d), d.projects.map(scrubControl).join(", ")]), [0, 8]));
+  out.push("");
+  out.push(...table(["PROJECT", "SESSIONS", ...TOKEN_HEAD], report.projects.map((p) => [scrubControl(p.cwd), String(p.sessions), ...tokenCells(p)])));
+  out.push("");
+  out.push(...table(["MODEL", "SESSIONS", ...TOKEN_HEAD], report.models.map((m) => [scrubControl(m.model), String(m.sessions), ...tokenCells(m)])));
+  const t = report.total;
+  out.push("", `Total: ${t.sessions} session${t.sessions === 1 ? "" : "s"}, ${t.answers} answer${t.answers === 1 ? "" : "s"}: ${usageLine(t.usage, t.costUSD, t.unpriced)}`);
+  if (t.costUSD === null) out.push(`  of which priced: ${usd(t.knownCostUSD)}; "+?" marks a sum with answers from a model the price table does not have.`);
+  out.push("", `Costs are estimates at list prices: ${prices.source}, checked ${prices.checked}. SESSIONTAP_PRICES=FILE.json corrects or extends it.`);
+  io.stdout(out.join("\n") + "\n");
+  return 0;
+}

@@ -1,0 +1,163 @@
+/**
+ * Putting a mirrored session back where `claude --resume ID` finds it:
+ * `<claude-dir>/projects/<encoded cwd>/<id>.jsonl` (recover/restore-plan.ts says what is written,
+ * recover/project-dir.ts how the directory is named). `sessiontap restore` and the viewer's "Restore into
+ * Claude Code" both run this, so they plan, refuse and write alike.
+ *
+ * What is already there decides: nothing → the file is created; a stub (no user or assistant record) or an
+ * empty file → backed up as `<name>.bak-<UTC timestamp>` and replaced; a transcript with content → left
+ * alone unless `force`, which backs it up first (a torn last line is named: force fixes it). Publication
+ * is atomic and never clobbers a file that appeared or changed meanwhile (publish.ts); the file is 0600,
+ * new directories 0700, and new, so its modification time is now: Claude Code's cleanup (by modification
+ * time) does not take it again the next day.
+ *
+ * With the main conversation go the session's subagents (restore-subagents.ts) and, when the mirror saw
+ * Claude Code name the session, its `ai-title` record (recover/session-title.ts).
+ */
+import { transcriptName } from "../protocol/id-name.ts";
+import { compactJson } from "../recover/json-text.ts";
+import { isConversation, parseJsonl } from "../recover/records.ts";
+import { planRestore } from "../recover/restore-plan.ts";
+import { sessionTitle, titleRecord } from "../recover/session-title.ts";
+import type { SessionSummary } from "../recover/summary.ts";
+import { classifyTranscript, tornLastLine, type TranscriptState } from "../recover/transcript.ts";
+import type { Tree } from "../recover/tree.ts";
+import { transcriptPathFor } from "./claude-projects.ts";
+import type { FsAdapter } from "./fs-adapter.ts";
+import type { OtherConversations } from "./mirror-reader.ts";
+import { publishNew, replaceWithBackup, type Published } from "./publish.ts";
+import { planSubagents, writeSubagents, type SubagentOutcome } from "./restore-subagents.ts";
+
+/** What restore did or would do (`restore --json` prints it). */
+export interface RestoreOutcome {
+  sessionId: string;
+  path: string;
+  cwd: string;
+  existing: TranscriptState;
+  action: "create" | "replace" | "refuse";
+  dryRun: boolean;
+  backup: string | null;
+  records: number;
+  userRecords: number;
+  assistantRecords: number;
+  leafUuid: string | null;
+  /** The title Claude Code gave the session, when the mirror saw it (written as its `ai-title` record). */
+  title: string | null;
+  subagents: SubagentOutcome[];
+}
+
+/**
+ * The result: done (or would be), or refused/failed with one line saying why (and the outcome when one
+ * was planned). `problems`: subagents that could not be restored, each one line (the command exits 1).
+ */
+export type RestoreResult =
+  | { ok: true; outcome: RestoreOutcome; problems: string[] }
+  | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
+
+/** What to restore, and how. */
+export interface RestoreRequest {
+  claudeDir: string;
+  /** The working directory to restore into (null: the one the mirror recorded). */
+  cwd: string | null;
+  dryRun: boolean;
+  force: boolean;
+  /** The time of a backup's name. */
+  now: number;
+}
+
+/** Plans the restore of a session's current branch (with its subagents and title) and, unless a dry run, writes it. */
+export async function restoreSession(
+  fs: FsAdapter, session: { summary: SessionSummary; tree: Tree; others: OtherConversations }, request: RestoreRequest,
+): Promise<RestoreResult> {
+  const { summary, tree } = session;
+  const sessionId = summary.sessionId;
+  if (sessionId === null || transcriptName(sessionId) === null) {
+    return { ok: false, outcome: null, why: `session ${summary.dir} has no id Claude Code could resume by${sessionId === null ? "" : ` ("${sessionId}")`}; nothing written` };
+  }
+  const cwd = request.cwd ?? summary.cwd;
+  if (cwd === null) return { ok: false, outcome: null, why: `the mirror does not know the working directory of ${sessionId}; pass --cwd DIR (where you run claude)` };
+  const plan = planRestore(tree, { sessionId, cwd });
+  if (plan.records.length === 0) return { ok: false, outcome: null, why: `session ${sessionId} has no user or assistant record to restore` };
+  const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
+  const title = sessionTitle(session.others.side);
+  const subagents = planSubagents(session.others, { sessionId, cwd }, path);
+  const info = await fs.lstat(path);
+  if (info !== null && !info.isFile) {
+    return { ok: false, outcome: null, why: `${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone, nothing written` };
+  }
+  const text = info === null ? null : await fs.readText(path);
+  const existing = classifyTranscript(text);
+  const action = existing === "missing" ? "create" : existing === "stub" || request.force ? "replace" : "refuse";
+  const outcome: RestoreOutcome = {
+    sessionId, path, cwd, existing, action, dryRun: request.dryRun, backup: null, records: plan.records.length,
+    userRecords: plan.records.filter((r) => r.type === "user").length,
+    assistantRecords: plan.records.filter((r) => r.type === "assistant").length, leafUuid: plan.leafUuid,
+    title, subagents: [],
+  };
+  if (action === "refuse") {
+    const held = text === null ? 0 : parseJsonl(text).records.filter(isConversation).length;
+    const torn = text !== null && tornLastLine(text);
+    return {
+      ok: false, outcome, why: `${path} already holds a transcript (${held} user/assistant records${torn ? "; its last line is torn, a half-written record" : ""}); left alone.`,
+      hint: `Compare with: sessiontap show ${sessionId}\n  Replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
+    };
+  }
+  const unnamed = subagents.unnamed === 0
+    ? []
+    : [`${subagents.unnamed} subagent conversation${subagents.unnamed === 1 ? "" : "s"} of ${sessionId} carry no id Claude Code could name a file by; not restored`];
+  if (request.dryRun) {
+    outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });
+    return { ok: true, outcome, problems: unnamed };
+  }
+  const data = [...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records].map((r) => compactJson(r) + "\n").join("");
+  let published: Published;
+  try {
+    if (info === null) {
+      await fs.mkdir(path.slice(0, path.lastIndexOf("/")), 0o700);
+      published = await publishNew(fs, path, data);
+    } else {
+      published = await replaceWithBackup(fs, path, data, info, request.now);
+    }
+  } catch (error) {
+    return { ok: false, outcome, why: `cannot write ${path}: ${(error as Error).message.split("\n")[0]}` };
+  }
+  if (published.kind === "appeared" || published.kind === "changed") {
+    outcome.action = "refuse";
+    return { ok: false, outcome, why: `${path} ${published.kind === "appeared" ? "appeared" : "changed"} while restoring; left alone, nothing replaced. Run restore again to look afresh.` };
+  }
+  if (published.kind === "replaced") outcome.backup = published.backup;
+  outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: false, now: request.now });
+  const failed = outcome.subagents.filter((a) => a.action === "failed").map((a) => `subagent ${a.agentId} of ${sessionId} not restored: ${a.error}`);
+  return { ok: true, outcome, problems: [...failed, ...unnamed] };
+}
+
+/** What a restore (or its dry run) did, for people: the lines the CLI prints and the viewer shows. */
+export function describeRestore(outcome: RestoreOutcome): string[] {
+  const what = `${outcome.records} records (${outcome.userRecords} user, ${outcome.assistantRecords} assistant)`;
+  const thing = outcome.existing === "stub" ? "stub" : "transcript";
+  if (outcome.dryRun) {
+    const lines = outcome.action === "create"
+      ? [`Would create ${outcome.path}`, `  with ${what} of session ${outcome.sessionId}.`]
+      : [`Would back up the ${thing} at ${outcome.path}`, `  as ${outcome.path}.bak-<UTC time> and replace it with ${what} of session ${outcome.sessionId}.`];
+    for (const a of outcome.subagents) lines.push(`  and subagent ${a.agentId}: ${a.action === "keep" ? "kept as it is (it holds a conversation)" : `${a.action} ${a.path}`}`);
+    return lines;
+  }
+  const lines = [`Restored session ${outcome.sessionId}: ${what}${outcome.title === null ? "" : `, titled "${outcome.title}"`}.`, `  written  ${outcome.path}`];
+  if (outcome.backup !== null) lines.push(`  backup   ${outcome.backup} (the ${thing} that was there)`);
+  for (const a of outcome.subagents) {
+    if (a.action === "create" || a.action === "replace") lines.push(`  subagent ${a.path} (${a.records} records)${a.backup === null ? "" : `, backup ${a.backup}`}`);
+    else if (a.action === "keep") lines.push(`  subagent ${a.path} kept: it holds a conversation (--force replaces it, with a backup)`);
+  }
+  lines.push("", "Resume it with:", `  ${resumeCommand(outcome)}`);
+  return lines;
+}
+
+/** The command that resumes a restored session. */
+export function resumeCommand(outcome: { cwd: string; sessionId: string }): string {
+  return `cd ${shellQuote(outcome.cwd)} && claude --resume ${outcome.sessionId}`;
+}
+
+/** Quotes a path for a POSIX shell when it needs it. */
+function shellQuote(path: string): string {
+  return /^[A-Za-z0-9_./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
+}

@@ -1,0 +1,159 @@
+/**
+ * What an answer cost: list prices per model family, in US dollars per million tokens, and the model-id
+ * spellings that name a family. The table is an estimate kept in the repository with the date it was
+ * checked; a JSON file (SESSIONTAP_PRICES) corrects or extends it without a new release. A model not in the
+ * table has no price: its cost is unknown (null), never guessed from a neighbour. Pure.
+ */
+
+/** One family's rates, USD per million tokens. */
+export interface Rates {
+  input: number;
+  output: number;
+  /** Cache writes that live five minutes (the default). */
+  cacheWrite5m: number;
+  /** Cache writes that live an hour. */
+  cacheWrite1h: number;
+  cacheRead: number;
+}
+
+/** A family's prices: its rates, and higher rates for a whole answer whose prompt is longer than `above` tokens. */
+export interface ModelPrice extends Rates {
+  longPrompt?: Rates & { above: number };
+}
+
+/** The price table. */
+export interface PriceTable {
+  /** The day the prices were last checked against the publisher's (YYYY-MM-DD). */
+  checked: string;
+  /** Where they come from, for people. */
+  source: string;
+  /** By family id (`claude-sonnet-4-5`): what `modelFamily` makes of a model id. */
+  models: Record<string, ModelPrice>;
+}
+
+/** Rates with the usual cache multiples of the input rate (1.25×, 2×, 0.1×) unless given. */
+function rates(input: number, output: number, cacheRead = input / 10, cacheWrite5m = input * 1.25, cacheWrite1h = input * 2): Rates {
+  return { input, output, cacheWrite5m, cacheWrite1h, cacheRead };
+}
+
+const OPUS_4 = rates(15, 75);
+const OPUS_45 = rates(5, 25);
+const SONNET = rates(3, 15);
+const SONNET_4_LONG: ModelPrice = { ...SONNET, longPrompt: { above: 200_000, ...rates(6, 22.5) } };
+
+/** The built-in table: Anthropic's list prices (platform.claude.com, "Pricing" and each model's page). */
+export const BUILTIN_PRICES: PriceTable = {
+  checked: "2026-12-01",
+  source: "built-in table (Anthropic list prices)",
+  models: {
+    "claude-fable-5-1": rates(10, 50, 0.25),
+    "claude-mythos-5-1": rates(10, 50, 0.25),
+    "claude-fable-5": rates(10, 50, 1),
+    "claude-mythos-5": rates(10, 50, 1),
+    "claude-opus-5-5": rates(4, 20, 0.2),
+    "claude-opus-5": OPUS_45,
+    "claude-opus-4-8": OPUS_45,
+    "claude-opus-4-7": OPUS_45,
+    "claude-opus-4-6": OPUS_45,
+    "claude-opus-4-5": OPUS_45,
+    "claude-opus-4-1": OPUS_4,
+    "claude-opus-4-0": OPUS_4,
+    "claude-opus-4": OPUS_4,
+    "claude-3-opus": OPUS_4,
+    "claude-sonnet-5-5": rates(2, 10, 0.1),
+    "claude-sonnet-5": rates(2, 10),
+    "claude-sonnet-4-6": SONNET,
+    "claude-sonnet-4-5": SONNET_4_LONG,
+    "claude-sonnet-4-0": SONNET_4_LONG,
+    "claude-sonnet-4": SONNET_4_LONG,
+    "claude-3-7-sonnet": SONNET,
+    "claude-3-5-sonnet": SONNET,
+    "claude-haiku-5-5": { ...rates(0.1, 0.5), longPrompt: { above: 100_000, ...rates(0.5, 2.5) } },
+    "claude-haiku-4-5": rates(1, 5),
+    "claude-3-5-haiku": rates(0.8, 4),
+    "claude-3-haiku": rates(0.25, 1.25, 0.03, 0.3, 0.5),
+  },
+};
+
+/**
+ * The family id of a model id: lower case, without a provider prefix (`anthropic/`, Bedrock's
+ * `us.anthropic.` and `-v1:0`), a Vertex `@date`, a context tag (`[1m]`), a date suffix or `-latest`.
+ * `claude-sonnet-4-5-20250929` → `claude-sonnet-4-5`.
+ */
+export function modelFamily(model: string): string {
+  return model.trim().toLowerCase()
+    .replace(/^.*\//, "")
+    .replace(/^(?:[a-z]{2,4}\.)?anthropic\./, "")
+    .replace(/-v\d+(?::\d+)?$/, "")
+    .replace(/@.*$/, "")
+    .replace(/\[[^\]]*\]$/, "")
+    .replace(/-(?:\d{8}|latest)$/, "");
+}
+
+/** The prices of `model`'s family, or null when the table does not have it. */
+export function priceOf(table: PriceTable, model: string | null): ModelPrice | null {
+  if (model === null) return null;
+  return Object.hasOwn(table.models, modelFamily(model)) ? table.models[modelFamily(model)] : null;
+}
+
+/** What an answer's tokens cost in USD, or null when its model is not in the table. */
+export function costOf(
+  table: PriceTable,
+  answer: { model: string | null; tokens: { inputTokens: number; outputTokens: number; cacheCreationTokens: number; cacheReadTokens: number }; cacheWrite1hTokens: number },
+): number | null {
+  const price = priceOf(table, answer.model);
+  if (price === null) return null;
+  const t = answer.tokens;
+  const prompt = t.inputTokens + t.cacheCreationTokens + t.cacheReadTokens;
+  const r: Rates = price.longPrompt !== undefined && prompt > price.longPrompt.above ? price.longPrompt : price;
+  const write1h = Math.min(answer.cacheWrite1hTokens, t.cacheCreationTokens);
+  const dollars = t.inputTokens * r.input + t.outputTokens * r.output + (t.cacheCreationTokens - write1h) * r.cacheWrite5m + write1h * r.cacheWrite1h +
+    t.cacheReadTokens * r.cacheRead;
+  return dollars / 1_000_000;
+}
+
+/** A price file that cannot be used: the message says what is wrong, in one line. */
+export class PriceFileError extends Error {
+  override name = "PriceFileError";
+}
+
+const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"] as const;
+
+/**
+ * Reads a price file over `base`: `{"checked": "YYYY-MM-DD", "models": {"<family or model id>": {"input": 3,
+ * "output": 15, "cacheWrite5m": 3.75, "cacheWrite1h": 6, "cacheRead": 0.3}}}` in USD per million tokens.
+ * Each entry replaces or adds one family; the cache rates default to 1.25×, 2× and 0.1× the input rate.
+ * Throws PriceFileError naming the first thing wrong.
+ */
+export function parsePriceFile(text: string, where: string, base: PriceTable = BUILTIN_PRICES): PriceTable {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new PriceFileError(`is not JSON (${(error as Error).message.split("\n")[0]})`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new PriceFileError(`must be a JSON object with "models"`);
+  const file = value as Record<string, unknown>;
+  for (const key of Object.keys(file)) if (key !== "checked" && key !== "models") throw new PriceFileError(`has an unknown key "${key}" (it takes "checked" and "models")`);
+  if (file.checked !== undefined && (typeof file.checked !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(file.checked))) {
+    throw new PriceFileError(`"checked" must be a date, YYYY-MM-DD`);
+  }
+  const models = file.models;
+  if (typeof models !== "object" || models === null || Array.isArray(models)) throw new PriceFileError(`"models" must be an object of model ids to rates`);
+  const out: Record<string, ModelPrice> = { ...base.models };
+  for (const [id, raw] of Object.entries(models as Record<string, unknown>)) {
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new PriceFileError(`"${id}" must be an object of rates`);
+    const entry = raw as Record<string, unknown>;
+    for (const key of Object.keys(entry)) {
+      if (!(RATE_KEYS as readonly string[]).includes(key)) throw new PriceFileError(`"${id}" has an unknown rate "${key}" (it takes ${RATE_KEYS.join(", ")})`);
+    }
+    for (const key of RATE_KEYS) {
+      const v = entry[key];
+      if (v !== undefined && (typeof v !== "number" || !Number.isFinite(v) || v < 0)) throw new PriceFileError(`"${id}".${key} must be a number of dollars per million tokens, 0 or more`);
+    }
+    if (typeof entry.input !== "number" || typeof entry.output !== "number") throw new PriceFileError(`"${id}" needs at least "input" and "output"`);
+    const r = rates(entry.input, entry.output, entry.cacheRead as number | undefined, entry.cacheWrite5m as number | undefined, entry.cacheWrite1h as number | undefined);
+    out[modelFamily(id)] = r;
+  }
+  return { checked: typeof file.checked === "string" ? file.checked : base.checked, source: `${where} over the ${base.source}`, models: out };
+}

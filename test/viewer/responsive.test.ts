@@ -1,0 +1,241 @@
+// The viewer on any screen, in real headless Chromium (test/support/browser.ts: one page, its viewport
+// changed): a session the real Claude Code made through the tap beside hand-made ones in another project,
+// yesterday and ten days ago. At 1400, 768 and 360 px nothing overflows sideways and the conversation stays
+// readable (at 360 the list and the conversation stack, a back button between them); a tool call and its
+// result are one pair, closed when long; filters by project and day; local time with UTC on hover (the
+// browser in Tokyo); j/k between sessions; search with titles and the matches marked; and the "Restore into
+// Claude Code" action end to end: a dry run shown first, the file written, and `claude --resume` picking
+// the conversation up. Screenshots go to test-artifacts/viewer-<width>.png. Runs under Bun and Deno.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
+import { openBrowser, type BrowserPage } from "../support/browser.ts";
+import { describeRun, findTranscripts, makeScratch, pollUntil, runClaude, sessionMirror, type Scratch } from "../support/claude.ts";
+import { rec, writeMirror } from "../support/recover.ts";
+import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
+import { startTestTap, type TestTap } from "../support/tap.ts";
+
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
+const WAIT = { timeout: 30_000 };
+const YESTERDAY = "5e5e5e5e-0000-4000-8000-00000000000y";
+const OLD = "01d01d01-0000-4000-8000-00000000000o";
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Hand-made sessions: one yesterday in another project with a long tool result, one ten days ago. */
+function handMade(root: string, now: number): void {
+  const y = { sessionId: YESTERDAY, cwd: "/work/other-project" };
+  const t = now - 24 * 3600_000;
+  const long = Array.from({ length: 40 }, (_, i) => `row ${i}: ${"data ".repeat(12)}`).join("\n");
+  writeMirror(root, YESTERDAY, [
+    rec("user", "y-u1", null, "list the big directory", { ...y, timestamp: iso(t) }),
+    rec("assistant", "y-a1", "y-u1", [{ type: "tool_use", id: "toolu_y", name: "Bash", input: { command: "ls -la /var/lib/a-directory-with-a-rather-long-name-that-does-not-wrap-easily" } }], {
+      ...y, timestamp: iso(t + 1000),
+      message: { role: "assistant", id: "msg_y1", model: "claude-haiku-4-5", content: [{ type: "tool_use", id: "toolu_y", name: "Bash", input: { command: "ls -la /var/lib/a-directory-with-a-rather-long-name-that-does-not-wrap-easily" } }], usage: { input_tokens: 2_000_000, output_tokens: 10_000 } },
+    }),
+    rec("user", "y-u2", "y-a1", [{ type: "tool_result", tool_use_id: "toolu_y", content: long }], { ...y, timestamp: iso(t + 2000) }),
+    rec("assistant", "y-a2", "y-u2", [{ type: "text", text: "That directory holds " + "averyveryverylongwordwithoutanyspaces".repeat(6) + " rows." }], { ...y, timestamp: iso(t + 3000) }),
+  ]);
+  writeMirror(root, OLD, [rec("user", "o-u1", null, "an old question", { sessionId: OLD, cwd: "/work/other-project", timestamp: iso(now - 10 * 24 * 3600_000) })]);
+}
+
+describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 }, () => {
+  let stub: StubUpstream;
+  let tap: TestTap;
+  let scratch: Scratch;
+  let browser: BrowserPage;
+  let page: Page;
+  let sessionId = "";
+  const pageErrors: string[] = [];
+  const claudeDir = () => `${scratch.home}/.claude`;
+
+  before(async () => {
+    stub = await startStub();
+    scratch = makeScratch();
+    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir() });
+    const first = await runClaude(["-p", "RUNTOOL please", "--allowedTools", "Bash"], { baseUrl: tap.url, scratch });
+    assert.equal(first.code, 0, describeRun(first));
+    sessionId = stub.requests[0]?.headers["x-claude-code-session-id"] ?? "";
+    await pollUntil(() => sessionMirror(tap.root, sessionId), (r) => r.filter((x) => x.type === "assistant").length >= 2);
+    handMade(tap.root, Date.now());
+    browser = await openBrowser({ width: 1400, height: 900 }, { timezoneId: "Asia/Tokyo" });
+    page = browser.page;
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("console", (message) => {
+      if (message.type() === "error") pageErrors.push(message.text());
+    });
+    mkdirSync(ARTIFACTS, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await tap?.close();
+    await stub?.close();
+    scratch?.cleanup();
+  });
+
+  /** Sideways overflow of the page and of the conversation column, in px (0 when none). */
+  const overflow = () =>
+    page.evaluate(() => {
+      const d = document.documentElement;
+      const main = document.querySelector("#main")!;
+      return { page: d.scrollWidth - d.clientWidth, main: main.scrollWidth - main.clientWidth };
+    });
+  const open = async (id: string) => {
+    await page.goto(`${tap.url}/_tap/#/s/${id}`);
+    await page.locator(`#facts code`, { hasText: id }).first().waitFor(WAIT);
+  };
+
+  it("1400 px: the list with titles, projects and costs beside the conversation; nothing overflows", async () => {
+    await page.goto(`${tap.url}/_tap/`);
+    const item = page.locator(`#sessions li.session[data-session="${sessionId}"]`);
+    await item.waitFor(WAIT);
+    assert.match(await item.locator(".title").innerText(), /^RUNTOOL please$/, "no title was generated (print mode): the first prompt");
+    assert.match(await item.locator(".meta").innerText(), /\$0\.\d+ · [\d.]+k? tokens · proj$/);
+    assert.match(await page.locator("#totals").innerText(), /^3 sessions · [\d.]+M tokens · ≈ \$\d+\.\d\d$/);
+    await open(sessionId);
+    assert.ok(await page.locator("#side").isVisible() && await page.locator("#main").isVisible(), "side by side");
+    assert.ok(!(await page.locator("#back").isVisible()));
+    assert.deepEqual(await overflow(), { page: 0, main: 0 });
+    await page.screenshot({ path: `${ARTIFACTS}viewer-1400.png` });
+  });
+
+  it("a tool call and its result are one pair: open when short, closed when long; the result's own record is folded into it", async () => {
+    await open(sessionId);
+    const pair = page.locator("#conversation details.tool-use").first();
+    assert.equal(await pair.getAttribute("open"), "", "a short pair is open");
+    assert.match(await pair.locator("summary").innerText(), /^Bash: echo hi-from-tool\s+1 line$/);
+    assert.match(await pair.locator(".tool-result").innerText(), /hi-from-tool/);
+    assert.equal(await page.locator("#conversation .rec.tool-results:visible").count(), 0, "no separate result card");
+    await open(YESTERDAY);
+    const long = page.locator("#conversation details.tool-use").first();
+    assert.equal(await long.getAttribute("open"), null, "a long pair starts closed");
+    assert.match(await long.locator("summary").innerText(), /^Bash: ls -la \/var\/lib\/.*40 lines$/s);
+    assert.ok(!(await long.locator(".tool-result").isVisible()));
+    await long.locator("summary").click();
+    assert.ok(await long.locator(".tool-result").isVisible());
+    assert.match(await long.locator(".tool-result").innerText(), /row 39:/);
+  });
+
+  it("times are the reader's (Tokyo here), with UTC on hover", async () => {
+    await open(YESTERDAY);
+    const time = page.locator("#conversation .rec.user time").first();
+    const datetime = (await time.getAttribute("datetime"))!;
+    const tokyo = new Date(Date.parse(datetime) + 9 * 3600_000).toISOString().slice(0, 19).replace("T", " ");
+    assert.equal(await time.innerText(), tokyo);
+    assert.equal(await time.getAttribute("title"), datetime.replace("T", " ").replace(/\.\d+Z$/, " UTC"));
+  });
+
+  it("filters by project and by day narrow the list and its totals", async () => {
+    await page.goto(`${tap.url}/_tap/`);
+    await page.locator("#sessions li.session").first().waitFor(WAIT);
+    const shown = async () => (await page.locator("#sessions li.session").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.session))).sort();
+    assert.deepEqual(await shown(), [OLD, YESTERDAY, sessionId].sort());
+    await page.locator("#project").selectOption("/work/other-project");
+    assert.deepEqual(await shown(), [OLD, YESTERDAY].sort());
+    await page.locator("#when").selectOption("yesterday");
+    assert.deepEqual(await shown(), [YESTERDAY]);
+    assert.match(await page.locator("#totals").innerText(), /^1 session · 2\.01M tokens · ≈ \$2\.05$/, "what yesterday cost in that project");
+    await page.locator("#project").selectOption("");
+    await page.locator("#when").selectOption("today");
+    assert.deepEqual(await shown(), [sessionId]);
+    const tenDaysAgo = new Date(Date.now() - 10 * 24 * 3600_000 + 9 * 3600_000).toISOString().slice(0, 10); // Tokyo's calendar day
+    await page.locator("#day").fill(tenDaysAgo);
+    await page.locator("#day").dispatchEvent("change");
+    assert.deepEqual(await shown(), [OLD]);
+    await page.locator("#day").fill("");
+    await page.locator("#when").selectOption("");
+    assert.equal((await shown()).length, 3);
+  });
+
+  it("j/k (or the arrows) move between sessions; / goes to the search box", async () => {
+    await page.goto(`${tap.url}/_tap/`);
+    await page.locator("#sessions li.session").first().waitFor(WAIT);
+    const order = await page.locator("#sessions li.session").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.session!));
+    await page.locator("body").click({ position: { x: 700, y: 400 } });
+    await page.keyboard.press("j");
+    await page.waitForURL(new RegExp(`#/s/${order[0]}$`), WAIT);
+    await page.keyboard.press("j");
+    await page.waitForURL(new RegExp(`#/s/${order[1]}$`), WAIT);
+    await page.keyboard.press("ArrowDown");
+    await page.waitForURL(new RegExp(`#/s/${order[2]}$`), WAIT);
+    await page.keyboard.press("k");
+    await page.waitForURL(new RegExp(`#/s/${order[1]}$`), WAIT);
+    await page.locator(`#sessions li.active[data-session="${order[1]}"]`).waitFor(WAIT);
+    await page.keyboard.press("/");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "search");
+  });
+
+  it("search shows each hit's session title and marks the match, and marks it again in the conversation", async () => {
+    await page.goto(`${tap.url}/_tap/`);
+    await page.locator("#search").fill("HI-FROM-TOOL");
+    const hit = page.locator("#results li.hit").first();
+    await hit.waitFor(WAIT);
+    assert.equal(await hit.locator(".title").innerText(), "RUNTOOL please");
+    assert.deepEqual(await hit.locator("mark").allInnerTexts(), ["hi-from-tool"]);
+    await hit.locator("a").click();
+    await page.waitForURL(/#\/s\/[^/]+\/.+$/, WAIT);
+    const uuid = decodeURIComponent(new URL(page.url()).hash.split("/")[3]);
+    await page.locator(`[id="r-${uuid}"].fresh`).waitFor(WAIT);
+    assert.ok(await page.locator(`[id="r-${uuid}"] mark`, { hasText: "hi-from-tool" }).first().isVisible());
+    await page.locator("#search").fill("");
+  });
+
+  for (const width of [768, 360]) {
+    it(`${width} px: nothing overflows sideways and the conversation stays readable${width < 800 ? "; list and conversation stack" : ""}`, async () => {
+      await page.setViewportSize({ width, height: 860 });
+      for (const id of [sessionId, YESTERDAY]) {
+        await open(id);
+        await page.locator("#conversation .rec").first().waitFor(WAIT);
+        assert.deepEqual(await overflow(), { page: 0, main: 0 }, `${id} at ${width}`);
+        const boxes = await page.locator("#conversation .rec:visible").evaluateAll((els) => els.map((e) => e.getBoundingClientRect().width));
+        assert.ok(boxes.every((w) => w >= width - 60), `each message nearly the full width: ${boxes}`);
+        const size = await page.locator("#conversation .rec .text").first().evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
+        assert.ok(size >= 13, `readable text: ${size}px`);
+      }
+      await page.screenshot({ path: `${ARTIFACTS}viewer-${width}.png` });
+      assert.equal(await page.locator("#side").isVisible(), width >= 800, "the list beside the conversation only when wide");
+      if (width < 800) {
+        await page.locator("#back").click();
+        await page.locator("#sessions li.session").first().waitFor({ state: "visible", ...WAIT });
+        assert.ok(!(await page.locator("#main").isVisible()));
+        assert.deepEqual(await overflow(), { page: 0, main: 0 });
+        await page.screenshot({ path: `${ARTIFACTS}viewer-${width}-list.png` });
+        await page.locator(`#sessions li.session[data-session="${YESTERDAY}"] a`).click();
+        await page.locator("#conversation .rec").first().waitFor(WAIT);
+        assert.ok(await page.locator("#main").isVisible() && !(await page.locator("#side").isVisible()));
+      }
+    });
+  }
+
+  it("Restore into Claude Code: the dry run first, then the file, then claude --resume continues the conversation", async () => {
+    await page.setViewportSize({ width: 1400, height: 900 });
+    // Lose Claude Code's own transcript of the session, as a cleanup or a crash would.
+    const [transcript] = findTranscripts(scratch.home).filter((p) => p.endsWith(`${sessionId}.jsonl`));
+    rmSync(transcript);
+    await open(sessionId);
+    await page.locator("#facts .badge.missing").waitFor(WAIT);
+    await page.locator("#restore-plan").click();
+    const dry = page.locator("#restore-dry");
+    await dry.waitFor(WAIT);
+    assert.match(await dry.innerText(), new RegExp(`^Would create ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n  with \\d+ records \\(\\d+ user, \\d+ assistant\\) of session ${sessionId}\\.$`));
+    assert.ok(!existsSync(transcript), "the dry run wrote nothing");
+    await page.locator("#restore-go").click();
+    const done = page.locator("#restore-done");
+    await done.waitFor(WAIT);
+    assert.match(await done.innerText(), new RegExp(`^Restored session ${sessionId}: .*\\n  written  ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[\\s\\S]*claude --resume ${sessionId}$`));
+    assert.equal(statSync(transcript).mode & 0o777, 0o600);
+    await page.locator(`#sessions li.session[data-session="${sessionId}"] .badge.intact`).waitFor(WAIT);
+    const before = stub.requests.length;
+    const resumed = await runClaude(["-p", "--resume", sessionId, "and after the restore?"], { baseUrl: tap.url, scratch });
+    assert.equal(resumed.code, 0, describeRun(resumed));
+    const sent = stub.requests.slice(before).map((r) => new TextDecoder().decode(r.body)).find((b) => b.includes("and after the restore?"));
+    assert.ok(sent !== undefined && sent.includes("RUNTOOL please") && sent.includes("hi-from-tool"), "the resumed request carries the restored conversation");
+  });
+
+  it("the screenshots were kept, and the page logged no error", () => {
+    for (const name of ["viewer-1400.png", "viewer-768.png", "viewer-360.png", "viewer-360-list.png"]) assert.ok(statSync(`${ARTIFACTS}${name}`).size > 10_000, name);
+    assert.deepEqual(pageErrors, []);
+  });
+});
