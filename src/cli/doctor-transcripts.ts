@@ -13,12 +13,13 @@
  */
 import type { Config } from "../config/parse.ts";
 import { mirroredPrompts, promptKey, transcriptPromptKeys } from "../guard/prompts.ts";
-import { isObject, parseJsonl } from "../recover/records.ts";
 import { tornLastLine } from "../recover/transcript.ts";
 import { describe } from "../storage/events-log.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
 import type { Check } from "./doctor.ts";
 import type { CommandIo } from "./command-io.ts";
+import { isObject } from "../protocol/json.ts";
+import { parseJsonl } from "../protocol/jsonl.ts";
 
 /** Sessions younger than this count as recent. */
 export const RECENT_DAYS = 30;

@@ -1,8 +1,8 @@
 /** doctor's look through the mirror tree for what the tap would refuse to write into. */
 import { describe } from "../storage/events-log.ts";
-import { join } from "../storage/mirror-tree.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import type { CommandIo } from "./command-io.ts";
+import { join } from "../storage/paths.ts";
 
 /**
  * What the tap would refuse in the first two levels of the tree (session directories and their files, its

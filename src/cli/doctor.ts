@@ -16,13 +16,13 @@
  *   guard's state and alerts (cli/doctor-transcripts.ts), each with the command that fixes it.
  */
 import type { Config } from "../config/parse.ts";
-import { isObject } from "../recover/records.ts";
 import { describe } from "../storage/events-log.ts";
-import { join } from "../storage/mirror-tree.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
 import { humanBytes, type CommandIo } from "./command-io.ts";
 import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
+import { isObject } from "../protocol/json.ts";
+import { join } from "../storage/paths.ts";
 
 /** One check's verdict. */
 export interface Check {

@@ -7,8 +7,8 @@
  */
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { DIR_MODE, join } from "../storage/mirror-tree.ts";
 import { untrusted } from "../storage/trusted-path.ts";
+import { DIR_MODE, join } from "../storage/paths.ts";
 
 /** Creates the root when absent and checks it is a real, writable directory; null when usable, else the problem. */
 export async function prepareRoot(fs: FsAdapter, root: string): Promise<string | null> {

@@ -4,8 +4,9 @@
  * the rest (answers, tool results, large attachments such as prompt snapshots) are recognised by their
  * `"type":"…"` pair, which JSON text can only carry unescaped as a key and value, never inside a string.
  */
-import { isObject } from "../recover/records.ts";
 import { transcriptPromptKeys } from "./prompts.ts";
+import { isObject } from "../protocol/json.ts";
+import { jsonObject } from "../protocol/jsonl.ts";
 
 const decoder = new TextDecoder();
 
@@ -19,13 +20,8 @@ export function parseLine(bytes: Uint8Array): { conversation: boolean; keys: str
     if (!assistant) return { conversation: false, keys: [] };
     return validObject(text) ? { conversation: true, keys: [] } : null;
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isObject(value)) return null;
+  const value = jsonObject(text);
+  if (value === null) return null;
   const conversation = (value.type === "user" || value.type === "assistant") && isObject(value.message);
   return { conversation, keys: transcriptPromptKeys(value) };
 }

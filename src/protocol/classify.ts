@@ -18,9 +18,9 @@
  *    put the title exchange in the main chain as a second conversation.
  * 6. Everything else → the main conversation (other clients are mirrored as they come).
  */
-import { isObject } from "./sse-accumulator.ts";
 
 /** The lineage a request is mirrored into. */
+import { isObject } from "./json.ts";
 export type Route = "main" | "side" | "agent";
 
 /** What classification reads of a request. */

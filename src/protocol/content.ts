@@ -3,7 +3,7 @@
  * sha256 references, `cache_control` markers go, thinking goes when the user opted out. Pure.
  */
 import { createHash } from "node:crypto";
-import { isObject, type Json } from "./sse-accumulator.ts";
+import { isObject, type Json } from "./json.ts";
 
 /** Block types that carry model reasoning. */
 export const THINKING_TYPES = new Set(["thinking", "redacted_thinking"]);

@@ -2,7 +2,8 @@
  * Shapes transcript records in Claude Code's envelope (SPEC §4 "Records"). Pure: the caller supplies
  * uuids, parents and the time.
  */
-import { isObject, type AssistantMessage, type Json } from "./sse-accumulator.ts";
+import { type AssistantMessage } from "./sse-accumulator.ts";
+import { isObject, type Json } from "./json.ts";
 
 /** What every record of one request shares. */
 export interface EnvelopeBase {

@@ -3,12 +3,7 @@
  * disk after a start (so a restart never re-mirrors history). Pure.
  */
 import { chainHash, messageHash } from "./message-hash.ts";
-import { systemKey } from "./lineage.ts";
-
-/** Read access planning needs: index key → the uuid of the record that holds that position. */
-export interface LineageView {
-  get(key: string): string | undefined;
-}
+import { systemKey, type LineageView } from "./lineage.ts";
 
 /** One record's place in a lineage, applied once its write succeeded. */
 export interface LineageEntry {

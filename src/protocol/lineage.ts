@@ -9,11 +9,11 @@
  * earlier point (a rewind or an edit) branches from the last record both versions share.
  */
 import { chainHash, messageHash } from "./message-hash.ts";
-import { isObject, type Json } from "./sse-accumulator.ts";
 import type { HashCache } from "./hash-cache.ts";
+import { isObject, type Json } from "./json.ts";
 
-/** The mirrored lineage of one conversation, as planning reads it: index key → record uuid. */
-export interface LineageIndex {
+/** The mirrored lineage of one conversation, as planning reads it: index key → the uuid of the record holding that position. */
+export interface LineageView {
   get(key: string): string | undefined;
 }
 
@@ -68,7 +68,7 @@ export interface Plan {
 }
 
 /** Plans a request against the session's index: longest mirrored prefix, then the new suffix. */
-export function planRequest(index: LineageIndex, messages: HashedMessage[]): Plan {
+export function planRequest(index: LineageView, messages: HashedMessage[]): Plan {
   let start = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
     if (index.get(messages[i].key) !== undefined) {

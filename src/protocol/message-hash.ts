@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { scrubContent, THINKING_TYPES } from "./content.ts";
-import { isObject, type Json } from "./sse-accumulator.ts";
+import { isObject, type Json } from "./json.ts";
 
 /** Keys that move or vanish between re-sends of the same message (cache markers, stream bookkeeping). */
 const IGNORED_KEYS = new Set(["cache_control", "signature"]);

@@ -9,9 +9,9 @@
  */
 import { Buffer } from "node:buffer";
 import { chainHash, messageHash } from "./message-hash.ts";
-import { isObject, type Json } from "./sse-accumulator.ts";
 import { memberValue, scanArrayElements, skipSpace, type Span } from "./json-scan.ts";
 import { systemKey, type HashedMessage } from "./lineage.ts";
+import { isObject, type Json } from "./json.ts";
 
 /** A request body that could not be read as a Messages API request. */
 export class UnreadableRequest extends Error {

@@ -2,9 +2,7 @@
  * Folds the Messages API stream (message_start … message_stop) into the complete assistant message.
  * Pure: events in, a message out. Event shapes: https://docs.anthropic.com/en/api/messages-streaming
  */
-
-/** A JSON object as it came off the wire. */
-export type Json = Record<string, unknown>;
+import { isObject, type Json } from "./json.ts";
 
 /** The assistant message as Claude Code stores it in `record.message` (SPEC §4 "Records"). */
 export interface AssistantMessage extends Json {
@@ -192,11 +190,6 @@ export class StreamAccumulator {
     if (this.unknownEvents.length > 0) out[UNKNOWN_EVENTS_KEY] = this.unknownEvents;
     return out;
   }
-}
-
-/** True for a plain JSON object. */
-export function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Shapes a non-streaming Messages API response like an accumulated stream's result. */

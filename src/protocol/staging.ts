@@ -8,8 +8,8 @@ import {
   assistantRecord, compactBoundaryRecord, reconstructedAssistantRecord, systemRecord, userRecord,
   type EnvelopeBase, type MirrorRecord,
 } from "./envelope.ts";
-import type { HashedMessage, Plan } from "./lineage.ts";
-import type { LineageEntry, LineageView } from "./lineage-state.ts";
+import type { HashedMessage, LineageView, Plan } from "./lineage.ts";
+import type { LineageEntry } from "./lineage-state.ts";
 import type { AssistantMessage } from "./sse-accumulator.ts";
 
 /** The answer to add after the staged history, when there is one. */

@@ -19,7 +19,8 @@
  * "\n", or typed text between injected blocks) is left whole.
  */
 import { uuidFrom } from "../protocol/message-hash.ts";
-import { isObject, isToolResultOnly, messageOf, parentOf, uuidOf, type Block, type Rec } from "./records.ts";
+import { isToolResultOnly, messageOf, parentOf, uuidOf, type Block, type Rec } from "./records.ts";
+import { isObject } from "../protocol/json.ts";
 
 /** Blocks Claude Code keeps as records of their own, and those of them it hides (`isMeta`). */
 const OWN_RECORD = /^<(system-reminder|local-command-caveat|command-name|command-message|local-command-stdout|local-command-stderr)>/;

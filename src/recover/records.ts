@@ -3,42 +3,18 @@
  * record (is it conversation, what are its blocks, what does it say). Pure. Handles the mirror's records
  * (one per API message) and Claude Code's own (one per content block, metadata records in between).
  */
-import { isObject } from "../protocol/sse-accumulator.ts";
 import { COMPACTION_PREFIX } from "../protocol/classify.ts";
 import { compactJson } from "./json-text.ts";
+import { isObject } from "../protocol/json.ts";
 
 /** Shared with the protocol code, so the tap and the readers agree. */
-export { COMPACTION_PREFIX, isObject };
+export { COMPACTION_PREFIX };
 
 /** One JSON object of a transcript or mirror file. */
 export type Rec = Record<string, unknown>;
 
 /** A content block (text, tool_use, tool_result, thinking, image, …), as stored. */
 export type Block = Record<string, unknown>;
-
-/** Records parsed from JSONL text; lines that are not a JSON object are counted, not returned. */
-export interface Parsed {
-  records: Rec[];
-  malformed: number;
-}
-
-/** Parses JSONL text: one object per line, blank lines skipped, a torn or foreign line counted. */
-export function parseJsonl(text: string): Parsed {
-  const records: Rec[] = [];
-  let malformed = 0;
-  for (const line of text.split("\n")) {
-    if (line.trim() === "") continue;
-    try {
-      const value = JSON.parse(line) as unknown;
-      if (isObject(value)) records.push(value);
-      else malformed++;
-    } catch {
-      malformed++;
-    }
-  }
-  return { records, malformed };
-}
-
 
 /** True for a user or assistant record: the conversation itself, what Claude Code can resume. */
 export function isConversation(r: Rec): boolean {

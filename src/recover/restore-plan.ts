@@ -27,8 +27,9 @@
  *   bookkeeping keys (`sessiontap_*`) are dropped, and an answer cut off before its first block is left out.
  */
 import { splitInjectedContext } from "./injected-context.ts";
-import { isCompactBoundary, isConversation, isObject, messageOf, parentOf, uuidOf, type Block, type Rec } from "./records.ts";
+import { isCompactBoundary, isConversation, messageOf, parentOf, uuidOf, type Block, type Rec } from "./records.ts";
 import type { Tree } from "./tree.ts";
+import { isObject } from "../protocol/json.ts";
 
 /** What to write, and what was left out. */
 export interface RestorePlan {

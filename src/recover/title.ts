@@ -5,7 +5,8 @@
  * there is the title Claude Code shows. Pure.
  */
 import { scrubControl } from "./control-chars.ts";
-import { blocksOf, firstPrompt, isObject, messageOf, oneLine, type Rec } from "./records.ts";
+import { blocksOf, firstPrompt, messageOf, oneLine, type Rec } from "./records.ts";
+import { isObject } from "../protocol/json.ts";
 
 /** Longest title shown, in characters (a list row, a page heading). */
 export const TITLE_MAX = 100;

@@ -4,8 +4,9 @@
  * did; any other tool its first text field, else its input as compact JSON. Pure.
  */
 import { scrubControl } from "./control-chars.ts";
-import { isObject, oneLine } from "./records.ts";
+import { oneLine } from "./records.ts";
 import { compactJson } from "./json-text.ts";
+import { isObject } from "../protocol/json.ts";
 
 /** Longest one-line tool call, in characters. */
 const MAX = 160;

@@ -7,7 +7,8 @@
  *   leaves behind; Claude Code cannot resume from it;
  * - "intact": at least one user or assistant record.
  */
-import { isConversation, parseJsonl } from "./records.ts";
+import { isConversation } from "./records.ts";
+import { parseJsonl } from "../protocol/jsonl.ts";
 
 /** The state of Claude Code's transcript for a session. */
 export type TranscriptState = "intact" | "stub" | "missing";

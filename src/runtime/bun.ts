@@ -1,6 +1,7 @@
 /** Bun adapter: Bun.serve with the tap's options (RUNTIME-NOTES "Serving"). */
 import { authority, soundRequest } from "./sound-request.ts";
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
+import { settlesWithin } from "../utils/within.ts";
 
 /** Bun's fetch for upstream requests: without `timeout: false` it gives up after 300 s without data. */
 export function bunFetch(base: typeof fetch): typeof fetch {
@@ -28,11 +29,7 @@ export function serveBun(handler: FetchHandler, options: ListenOptions): Running
     port: server.port ?? options.port,
     runtime: "bun",
     async stop(drainMs) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const drained = server.stop(false);
-      const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)));
-      await Promise.race([drained, limit]);
-      clearTimeout(timer);
+      await settlesWithin(server.stop(false), drainMs);
       await server.stop(true);
     },
   };

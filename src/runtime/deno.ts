@@ -1,6 +1,7 @@
 /** Deno adapter: Deno.serve; run with --unstable-no-legacy-abort (RUNTIME-NOTES "Client disconnect"). */
 import { authority, soundRequest } from "./sound-request.ts";
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
+import { settlesWithin } from "../utils/within.ts";
 
 // Declared here, not pulled from Deno's types, so the shared type-check does not need them.
 declare const Deno: {
@@ -34,22 +35,14 @@ export function serveDeno(handler: FetchHandler, options: ListenOptions): Runnin
     },
   );
   own = authority(options.hostname, server.addr.port);
-  /** Waits for `promise`, at most `ms`; true when it settled in time. */
-  const within = async (promise: Promise<void>, ms: number): Promise<boolean> => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const limit = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-    const settled = await Promise.race([promise.then(() => true), limit]);
-    clearTimeout(timer);
-    return settled;
-  };
   return {
     port: server.addr.port,
     runtime: "deno",
     async stop(drainMs) {
       const finished = server.shutdown();
-      if (await within(finished, drainMs)) return;
+      if (await settlesWithin(finished, drainMs)) return;
       cut.abort(new Error("sessiontap: stopping"));
-      await within(finished, 1000);
+      await settlesWithin(finished, 1000);
     },
   };
 }

@@ -6,7 +6,7 @@ import { transcriptName } from "../protocol/id-name.ts";
 import { findProjectDir } from "../recover/project-dir.ts";
 import { classifyTranscript, sessionOfTranscriptName, type TranscriptState } from "../recover/transcript.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { join } from "./mirror-tree.ts";
+import { join } from "./paths.ts";
 
 /** What is known of one session's Claude Code transcript. */
 export interface TranscriptInfo {

@@ -5,8 +5,8 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { join } from "./mirror-tree.ts";
 import { ensureTrustedDir } from "./trusted-path.ts";
+import { join } from "./paths.ts";
 
 /** Who holds a lock. */
 export interface LockOwner {

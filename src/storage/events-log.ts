@@ -2,9 +2,9 @@
  * The tap's own events log, `<root>/session-mirror-events.jsonl` (SPEC §4 "Writes"): ids, times, actions
  * and counts — never content, never credentials. Rotated once at 5 MiB to `session-mirror-events.1.jsonl`.
  */
-import { DIR_MODE, join } from "./mirror-tree.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { checkTrusted } from "./trusted-path.ts";
+import { DIR_MODE, join } from "./paths.ts";
 
 /** The events log's file name, directly under the root. */
 export const EVENTS_FILE = "session-mirror-events.jsonl";

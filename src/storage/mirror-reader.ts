@@ -4,10 +4,10 @@
  * re-reads only what grew.
  */
 import { matchSession, type NamedSession } from "../recover/session-match.ts";
-import { parseJsonl, type Parsed } from "../recover/records.ts";
 import { sessionIdOf, type SessionData } from "../recover/summary.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { join } from "./mirror-tree.ts";
+import { join } from "./paths.ts";
+import { parseJsonl, type Parsed } from "../protocol/jsonl.ts";
 
 /** The outcome of looking a session up by id or prefix. */
 export type Lookup =

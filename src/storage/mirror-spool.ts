@@ -11,9 +11,11 @@ import { tmpdir } from "node:os";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import type { LockOwner } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { join } from "./mirror-tree.ts";
-import { currentUid, ensurePrivateDir } from "./private-dir.ts";
-import { completeLines, SpoolFiles } from "./spool-files.ts";
+import { ensurePrivateDir } from "./private-dir.ts";
+import { SpoolFiles } from "./spool-files.ts";
+import { join } from "./paths.ts";
+import { currentUid } from "./trusted-path.ts";
+import { completeLines, jsonObject } from "../protocol/jsonl.ts";
 
 /** One place a spool can live, and how to make sure it is safe to use. */
 export interface SpoolPlace {
@@ -92,11 +94,9 @@ export class MirrorSpool {
           const text = await this.fs.readText(path);
           out.files.push(path);
           for (const line of completeLines(text)) {
-            try {
-              out.jobs.push(JSON.parse(line) as CommitJob);
-            } catch {
-              out.malformed++;
-            }
+            const job = jsonObject(line) as CommitJob | null;
+            if (job === null) out.malformed++;
+            else out.jobs.push(job);
           }
         }
       } catch (error) {

@@ -7,9 +7,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { checkTrusted, DIR_MODE, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
+import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
+import { join } from "./paths.ts";
+import { parseJsonl } from "../protocol/jsonl.ts";
 
-export { DIR_MODE, UnsafePathError };
+export { UnsafePathError };
 
 const NEWLINE = 0x0a;
 
@@ -36,28 +38,6 @@ export interface CatchUp {
 export function rotationName(ms: number, attempt = 0): string {
   const stamp = new Date(ms).toISOString().replace(/:/g, "-");
   return attempt === 0 ? `${stamp}.jsonl` : `${stamp}-${attempt}.jsonl`;
-}
-
-/** Joins path parts with "/" (paths inside the tree are built from sanitised names only). */
-export function join(...parts: string[]): string {
-  return parts.join("/").replace(/\/{2,}/g, "/");
-}
-
-/** Parses JSON lines; a line that does not parse is counted, not returned. */
-export function parseLines(text: string): { records: Record<string, unknown>[]; malformed: number } {
-  const records: Record<string, unknown>[] = [];
-  let malformed = 0;
-  for (const line of text.split("\n")) {
-    if (line.trim() === "") continue;
-    try {
-      const parsed = JSON.parse(line);
-      if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) records.push(parsed);
-      else malformed++;
-    } catch {
-      malformed++;
-    }
-  }
-  return { records, malformed };
 }
 
 /** The mirror tree under one root. */
@@ -114,7 +94,7 @@ export class MirrorTree {
         await this.fs.truncate(path, start + end);
         out.repaired.push({ file: `${name}.torn`, bytes: torn.length });
       }
-      const parsed = parseLines(new TextDecoder().decode(bytes.subarray(0, end)));
+      const parsed = parseJsonl(new TextDecoder().decode(bytes.subarray(0, end)));
       out.records.push(...parsed.records);
       out.malformedLines += parsed.malformed;
       cursor.set(name, start + end);

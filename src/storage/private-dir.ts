@@ -5,19 +5,15 @@
  * it in advance to read or redirect what is saved there (docs/DESIGN.md "Trust boundaries").
  */
 import type { FsAdapter } from "./fs-adapter.ts";
+import { DIR_MODE } from "./paths.ts";
 import { currentUid, untrusted } from "./trusted-path.ts";
-
-export { currentUid };
-
-/** Mode of every private directory. */
-export const PRIVATE_DIR_MODE = 0o700;
 
 /** Creates `path` (one level: its parent must exist) or checks the one there; throws with the reason it cannot be used. */
 export async function ensurePrivateDir(fs: FsAdapter, path: string): Promise<void> {
   let info = await fs.lstat(path);
   if (info === null) {
     try {
-      await fs.mkdir(path, PRIVATE_DIR_MODE);
+      await fs.mkdir(path, DIR_MODE);
     } catch (error) {
       if ((error as { code?: string }).code !== "EEXIST") throw error;
     }

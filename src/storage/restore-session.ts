@@ -16,7 +16,7 @@
  */
 import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../recover/json-text.ts";
-import { isConversation, parseJsonl } from "../recover/records.ts";
+import { isConversation } from "../recover/records.ts";
 import { planRestore } from "../recover/restore-plan.ts";
 import { sessionTitle, titleRecord } from "../recover/session-title.ts";
 import type { SessionSummary } from "../recover/summary.ts";
@@ -27,6 +27,7 @@ import type { FsAdapter } from "./fs-adapter.ts";
 import type { OtherConversations } from "./mirror-reader.ts";
 import { publishNew, replaceWithBackup, type Published } from "./publish.ts";
 import { planSubagents, writeSubagents, type SubagentOutcome } from "./restore-subagents.ts";
+import { parseJsonl } from "../protocol/jsonl.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
 export interface RestoreOutcome {

@@ -7,9 +7,9 @@
 import { hostname } from "node:os";
 import type { LockOwner } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { join } from "./mirror-tree.ts";
 import { ownerAlive } from "./process-identity.ts";
 import { untrusted, UnsafePathError } from "./trusted-path.ts";
+import { join } from "./paths.ts";
 
 /** Characters allowed in a spool file's host part. */
 const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");
@@ -76,9 +76,4 @@ export class SpoolFiles {
     }
     return adopted;
   }
-}
-
-/** Complete lines of a spool file's text (a torn tail, from a crash mid-append, is not a line). */
-export function completeLines(text: string): string[] {
-  return text.slice(0, text.lastIndexOf("\n") + 1).split("\n").slice(0, -1);
 }

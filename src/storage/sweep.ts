@@ -6,7 +6,7 @@
  * lacks, a swap between that last check and the removal itself cannot be excluded; every earlier swap is.
  */
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
-import { join } from "./mirror-tree.ts";
+import { join } from "./paths.ts";
 
 /** What a sweep did. */
 export interface SweepResult {

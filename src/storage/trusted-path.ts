@@ -10,9 +10,7 @@
  */
 import process from "node:process";
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
-
-/** Directory mode for every directory of the tree. */
-export const DIR_MODE = 0o700;
+import { DIR_MODE } from "./paths.ts";
 
 /** This process's user id, or -1 where the platform has none. */
 export function currentUid(): number {

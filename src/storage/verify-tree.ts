@@ -9,8 +9,9 @@ import process from "node:process";
 import { dirName } from "../protocol/session-id.ts";
 import type { DirLocks } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { DIR_MODE, join } from "./mirror-tree.ts";
 import { untrusted } from "./trusted-path.ts";
+import { DIR_MODE, join } from "./paths.ts";
+import { jsonObject } from "../protocol/jsonl.ts";
 
 /** What verify found (and fixed) in one session. */
 export interface SessionReport {
@@ -131,11 +132,8 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
     const dup: string[] = [];
     lines.forEach((line, i) => {
       if (line === "" && i === lines.length - 1) return;
-      let r: Rec;
-      try {
-        r = JSON.parse(line);
-        if (typeof r !== "object" || r === null || Array.isArray(r)) throw new Error("not an object");
-      } catch {
+      const r = jsonObject(line);
+      if (r === null) {
         torn.push(line);
         return;
       }

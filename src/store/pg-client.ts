@@ -8,6 +8,7 @@ import postgres from "postgres";
 import { conversationOf } from "../protocol/conversation.ts";
 import { encodeProjectDir } from "../recover/project-dir.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
+import { deadline } from "../utils/within.ts";
 
 /** A postgres.js client (or a transaction of one). */
 export type Sql = postgres.Sql;
@@ -46,14 +47,9 @@ export class StoreTimeoutError extends Error {
   readonly code = "ETIMEDOUT";
 }
 
-/** Resolves or rejects like `work`, or rejects with StoreTimeoutError after `ms`. */
+/** Resolves or rejects like `work`, or rejects with StoreTimeoutError after `ms` (its outcome is then unknown). */
 export function bounded<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreTimeoutError(`${what} took longer than ${ms} ms`)), ms);
-  });
-  work.catch(() => undefined); // a late rejection after the bound is expected, not unhandled
-  return Promise.race([work, limit]).finally(() => clearTimeout(timer));
+  return deadline(work, ms, () => new StoreTimeoutError(`${what} took longer than ${ms} ms`));
 }
 
 /**

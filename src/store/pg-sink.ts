@@ -8,7 +8,6 @@
  */
 import { describe, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { join } from "../storage/mirror-tree.ts";
 import { selfOwner } from "../storage/process-identity.ts";
 import type { CommitSink } from "../tap/commit-sink.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
@@ -16,6 +15,8 @@ import { bounded, closeStore, isJobError, openStore, redactUrl, routeOf, type Sq
 import { migrate, schemaVersion } from "./pg-schema.ts";
 import { PgSpool } from "./pg-spool.ts";
 import { StoreWriter } from "./pg-writer.ts";
+import { join } from "../storage/paths.ts";
+import { settlesWithin } from "../utils/within.ts";
 
 /** How the sink is set up. */
 export interface PgSinkOptions {
@@ -212,10 +213,7 @@ export class PgSink implements CommitSink {
 
   /** Waits for writes and a replay in flight, at most `boundMs`; says how many commits are still spooled. */
   async flush(boundMs: number): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
-    await Promise.race([Promise.all([...this.pending]), bound]);
-    clearTimeout(timer);
+    await settlesWithin(Promise.all([...this.pending]), boundMs);
     if (this.spool.pending > 0) this.options.log("store-spool", { waiting: this.spool.pending });
   }
 

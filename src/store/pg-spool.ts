@@ -11,10 +11,11 @@
  */
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { LockOwner } from "../storage/dir-lock.ts";
-import { DIR_MODE, join } from "../storage/mirror-tree.ts";
 import { ensureTrustedDir } from "../storage/trusted-path.ts";
-import { completeLines, SpoolFiles } from "../storage/spool-files.ts";
+import { SpoolFiles } from "../storage/spool-files.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
+import { DIR_MODE, join } from "../storage/paths.ts";
+import { completeLines, jsonObject } from "../protocol/jsonl.ts";
 
 /** What the spool reports while replaying (for the events log). */
 export interface SpoolEvents {
@@ -100,10 +101,8 @@ export class PgSpool {
         const text = await this.readComplete(path);
         const lines = text === null ? [] : completeLines(text);
         for (; done < lines.length; done++) {
-          let job: CommitJob;
-          try {
-            job = JSON.parse(lines[done]) as CommitJob;
-          } catch {
+          const job = jsonObject(lines[done]) as CommitJob | null;
+          if (job === null) {
             this.events.malformed(name, done + 1);
             this.progress.set(name, done + 1);
             continue;

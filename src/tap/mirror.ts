@@ -11,7 +11,7 @@ import type { Lineage } from "../protocol/lineage-state.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { describe, EventsLog, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { join, MirrorTree } from "../storage/mirror-tree.ts";
+import { MirrorTree } from "../storage/mirror-tree.ts";
 import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import { MirrorAlarms } from "./mirror-alarms.ts";
@@ -22,6 +22,8 @@ import { SessionStates } from "./session-states.ts";
 import type { CommitSink } from "./commit-sink.ts";
 import { RetentionSweeper } from "./retention.ts";
 import { Backlog } from "./backlog.ts";
+import { join } from "../storage/paths.ts";
+import { settlesWithin } from "../utils/within.ts";
 
 /** How the mirror is set up. */
 export interface MirrorOptions {
@@ -323,11 +325,8 @@ export class Mirror {
   /** Tries every backlog once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
     for (const dir of this.backlog.keys()) void this.track(this.drain(dir, null));
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
     const sinks = this.sinks.map((sink) => sink.flush(boundMs));
-    await Promise.race([Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), bound]);
-    clearTimeout(timer);
+    await settlesWithin(Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), boundMs);
   }
 
   /**

@@ -8,12 +8,13 @@ import { hashMessages } from "../protocol/lineage.ts";
 import type { HashCache } from "../protocol/hash-cache.ts";
 import { classify } from "../protocol/classify.ts";
 import { dirName, resolveIdentity } from "../protocol/session-id.ts";
-import { isObject, messageFromJson, type Json } from "../protocol/sse-accumulator.ts";
+import { messageFromJson } from "../protocol/sse-accumulator.ts";
 import { finalEventStart, SseMessageReader } from "../protocol/sse-reader.ts";
 import type { Answer } from "../protocol/staging.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 
 import type { StreamObserver } from "./tee.ts";
+import { isObject, type Json } from "../protocol/json.ts";
 
 /** What the mirror needs to know of a request. */
 export interface MirrorRequest {

@@ -5,6 +5,7 @@
  * keeps the client's backpressure, passes a client cancel to the upstream, and tells a client that left
  * from an upstream that failed.
  */
+import { settlesWithin } from "../utils/within.ts";
 
 /** The second consumer. Any method may throw or reject; the tee contains it. */
 export interface StreamObserver {
@@ -45,13 +46,6 @@ export interface TeeOptions {
    * reported once, without a trace (docs/RUNTIMES.md "A cut stream").
    */
   cutQuietly?: boolean;
-}
-
-/** Waits for `promise`, at most `ms`; resolves true when it settled in time. */
-function bounded(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  return Promise.race([promise.then(() => true, () => true), limit]).finally(() => clearTimeout(timer));
 }
 
 /** Returns the body the client reads; the observer sees the same chunks. */
@@ -99,7 +93,7 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserv
           }
           if (result.done) {
             const wait = call((o) => o.end());
-            if (wait && !(await bounded(wait, options.holdBackMs))) options.onLate?.();
+            if (wait && !(await settlesWithin(wait, options.holdBackMs))) options.onLate?.();
             if (held !== null) controller.enqueue(held);
             controller.close();
             return;
@@ -114,7 +108,7 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserv
               chunk = chunk.subarray(from);
               sent = true;
             }
-            if (!(await bounded(wait, options.holdBackMs))) options.onLate?.();
+            if (!(await settlesWithin(wait, options.holdBackMs))) options.onLate?.();
           }
           if (held !== null) {
             controller.enqueue(held);

@@ -4,9 +4,9 @@
  * transcripts repeat one answer's usage on every block's record (one `message.id`), and a record rebuilt
  * from a later request's history (`reconstructed`) carries none the API reported. Pure.
  */
-import { isObject } from "../protocol/sse-accumulator.ts";
 
 /** One record of a mirror or transcript file. */
+import { isObject } from "../protocol/json.ts";
 type Rec = Record<string, unknown>;
 
 /** The four token sums (`list --json` `usage`). */

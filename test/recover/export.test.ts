@@ -5,7 +5,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
 import { hasControl } from "../../src/recover/control-chars.ts";
-import { blocksOf, isConversation, messageOf, parseJsonl } from "../../src/recover/records.ts";
+import { blocksOf, isConversation, messageOf } from "../../src/recover/records.ts";
 import { renderHtmlDocument } from "../../src/recover/render-html.ts";
 import { renderMarkdown } from "../../src/recover/render-md.ts";
 import { summarize } from "../../src/recover/summary.ts";
@@ -14,6 +14,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
+import { parseJsonl } from "../../src/protocol/jsonl.ts";
 
 /** A string the Markdown must contain for this record, unique to it (null when the record has none). */
 function signature(r: Rec): string | null {

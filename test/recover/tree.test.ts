@@ -3,10 +3,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { buildTree, currentBranch, flatten, outline, readingPath, shape, type Item } from "../../src/recover/tree.ts";
-import { firstPrompt, parseJsonl } from "../../src/recover/records.ts";
+import { firstPrompt } from "../../src/recover/records.ts";
 import { capturedTranscript } from "../support/captures.ts";
 import { rec } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
+import { parseJsonl } from "../../src/protocol/jsonl.ts";
 
 const ids = (records: Record<string, unknown>[]) => records.map((r) => r.uuid);
 

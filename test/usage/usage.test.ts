@@ -5,7 +5,6 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { parseJsonl } from "../../src/recover/records.ts";
 import { dayStart, sinceStart, type Zone } from "../../src/recover/local-time.ts";
 import { MirrorReader } from "../../src/storage/mirror-reader.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
@@ -17,6 +16,7 @@ import { STUB_USAGE } from "../support/sse-build.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 import { cli, rec, replayCapture } from "../support/recover.ts";
+import { parseJsonl } from "../../src/protocol/jsonl.ts";
 
 const FIXTURES = new URL("../fixtures/claude-code/", import.meta.url);
 const transcript = (name: string) => parseJsonl(readFileSync(new URL(name, FIXTURES), "utf8")).records;

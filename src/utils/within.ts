@@ -1,0 +1,37 @@
+/**
+ * Waiting for something at most so long — the tee's hold-back, a drain at shutdown, a store transaction —
+ * with the timer always cleared, so no bound keeps a process alive or fires after the fact.
+ */
+
+/**
+ * Waits for `work` at most `ms`; resolves true when it settled in time (fulfilled or rejected: the
+ * caller watches its outcome elsewhere), false when the bound ran out first. Never rejects.
+ * @example
+ * if (!(await settlesWithin(write, 250))) counters.late++; // the client is not held longer
+ */
+export async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true, () => true), limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Resolves or rejects like `work`, or rejects with `timeout()` after `ms` (a late rejection of `work` is
+ * then expected and not left unhandled).
+ * @example
+ * await deadline(tx, 10_000, () => new StoreTimeoutError("a store transaction took longer than 10000 ms"));
+ */
+export async function deadline<T>(work: Promise<T>, ms: number, timeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(timeout()), ms)));
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work, limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
