@@ -5,11 +5,11 @@
  */
 import { settingName, type Config } from "../config/parse.ts";
 import { describe } from "../storage/events-log.ts";
-import { buildTree, type Tree } from "../recover/tree.ts";
-import { summarize, type SessionData, type SessionSummary } from "../recover/summary.ts";
+import { buildTree, type Tree } from "../transcript/tree.ts";
+import { summarize, type SessionData, type SessionSummary } from "../transcript/summary.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import type { Zone } from "../recover/local-time.ts";
+import type { Zone } from "../transcript/local-time.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import type { PriceTable } from "../usage/prices.ts";
 

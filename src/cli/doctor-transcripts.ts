@@ -13,7 +13,7 @@
  */
 import type { Config } from "../config/parse.ts";
 import { mirroredPrompts, promptKey, transcriptPromptKeys } from "../guard/prompts.ts";
-import { tornLastLine } from "../recover/transcript.ts";
+import { tornLastLine } from "../transcript/transcript.ts";
 import { describe } from "../storage/events-log.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
 import type { Check } from "./doctor.ts";

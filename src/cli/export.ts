@@ -5,7 +5,7 @@
  * conversation is private).
  */
 import type { Config } from "../config/parse.ts";
-import { exportText } from "../recover/export.ts";
+import { exportText } from "../transcript/export.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { absolute, findSession, priceTable, type CommandIo } from "./command-io.ts";
 

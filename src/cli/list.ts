@@ -4,8 +4,8 @@
  * missing (SPEC §2).
  */
 import type { Config } from "../config/parse.ts";
-import { scrubControl } from "../recover/control-chars.ts";
-import { localDateTime, offsetLabel, sinceStart } from "../recover/local-time.ts";
+import { scrubControl } from "../transcript/control-chars.ts";
+import { localDateTime, offsetLabel, sinceStart } from "../transcript/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";

@@ -5,10 +5,10 @@
  * matches, as grep does, so scripts can test for it.
  */
 import type { Config } from "../config/parse.ts";
-import { localDateTime } from "../recover/local-time.ts";
-import { regexMatcher, search, substringMatcher, type SearchHit } from "../recover/search.ts";
-import { sessionIdOf, type SessionData } from "../recover/summary.ts";
-import { sessionTitle } from "../recover/title.ts";
+import { localDateTime } from "../transcript/local-time.ts";
+import { regexMatcher, search, substringMatcher, type SearchHit } from "../transcript/search.ts";
+import { sessionIdOf, type SessionData } from "../transcript/summary.ts";
+import { sessionTitle } from "../transcript/title.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { noMirror, useColor, type CommandIo } from "./command-io.ts";
 

@@ -1,15 +1,15 @@
 /**
  * `sessiontap show SESSION [--full] [--json]`: a session's facts and its conversation as plain text for a
- * terminal (see recover/render-text.ts: tool calls one line each, Claude Code's injected context one line,
+ * terminal (see transcript/render-text.ts: tool calls one line each, Claude Code's injected context one line,
  * colours only on a terminal without NO_COLOR; `--full` shows everything), or as JSON with the records of
  * the conversation in reading order.
  */
 import type { Config } from "../config/parse.ts";
-import { jsonText } from "../recover/json-text.ts";
-import { scrubControl } from "../recover/control-chars.ts";
-import { localDateTime, offsetLabel } from "../recover/local-time.ts";
-import { ANSI_STYLE, PLAIN, renderText } from "../recover/render-text.ts";
-import { flatten, outline } from "../recover/tree.ts";
+import { jsonText } from "../transcript/json-text.ts";
+import { scrubControl } from "../transcript/control-chars.ts";
+import { localDateTime, offsetLabel } from "../transcript/local-time.ts";
+import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
+import { flatten, outline } from "../transcript/tree.ts";
 import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";
 import { sourceName } from "../store/pg-reader.ts";
 import { usageLine } from "../usage/format.ts";

@@ -4,10 +4,10 @@
  * from the price table.
  */
 import type { Config } from "../config/parse.ts";
-import { scrubControl } from "../recover/control-chars.ts";
-import { localDate, offsetLabel, sinceStart } from "../recover/local-time.ts";
-import { summarize } from "../recover/summary.ts";
-import { buildTree } from "../recover/tree.ts";
+import { scrubControl } from "../transcript/control-chars.ts";
+import { localDate, offsetLabel, sinceStart } from "../transcript/local-time.ts";
+import { summarize } from "../transcript/summary.ts";
+import { buildTree } from "../transcript/tree.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, usageLine, usd } from "../usage/format.ts";
 import { usageReport, type SessionAnswers, type UsageRow } from "../usage/report.ts";

@@ -9,7 +9,7 @@
  * A prompt is held as a short key (a 64-bit hash of its normalised text), so memory stays small.
  */
 import { COMPACTION_PREFIX, SUMMARY_INSTRUCTION_PREFIX } from "../protocol/classify.ts";
-import { blocksOf, isInjectedText, type Rec } from "../recover/records.ts";
+import { blocksOf, isInjectedText, type Rec } from "../transcript/records.ts";
 import { isObject } from "../protocol/json.ts";
 
 /** A prompt's text as compared: surrounding whitespace dropped, line endings unified. */

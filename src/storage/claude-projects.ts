@@ -3,8 +3,8 @@
  * a working directory, where they are, and whether they look intact (list, show, restore, doctor).
  */
 import { transcriptName } from "../protocol/id-name.ts";
-import { findProjectDir } from "../recover/project-dir.ts";
-import { classifyTranscript, sessionOfTranscriptName, type TranscriptState } from "../recover/transcript.ts";
+import { findProjectDir } from "../transcript/project-dir.ts";
+import { classifyTranscript, sessionOfTranscriptName, type TranscriptState } from "../transcript/transcript.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
 

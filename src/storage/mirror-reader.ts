@@ -3,8 +3,8 @@
  * are, and one session's records. Read-only; parsed files are cached by size and mtime so the viewer
  * re-reads only what grew.
  */
-import { matchSession, type NamedSession } from "../recover/session-match.ts";
-import { sessionIdOf, type SessionData } from "../recover/summary.ts";
+import { matchSession, type NamedSession } from "../transcript/session-match.ts";
+import { sessionIdOf, type SessionData } from "../transcript/summary.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
 import { parseJsonl, type Parsed } from "../protocol/jsonl.ts";

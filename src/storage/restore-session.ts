@@ -1,7 +1,7 @@
 /**
  * Putting a mirrored session back where `claude --resume ID` finds it:
- * `<claude-dir>/projects/<encoded cwd>/<id>.jsonl` (recover/restore-plan.ts says what is written,
- * recover/project-dir.ts how the directory is named). `sessiontap restore` and the viewer's "Restore into
+ * `<claude-dir>/projects/<encoded cwd>/<id>.jsonl` (transcript/restore-plan.ts says what is written,
+ * transcript/project-dir.ts how the directory is named). `sessiontap restore` and the viewer's "Restore into
  * Claude Code" both run this, so they plan, refuse and write alike.
  *
  * What is already there decides: nothing → the file is created; a stub (no user or assistant record) or an
@@ -12,16 +12,16 @@
  * time) does not take it again the next day.
  *
  * With the main conversation go the session's subagents (restore-subagents.ts) and, when the mirror saw
- * Claude Code name the session, its `ai-title` record (recover/session-title.ts).
+ * Claude Code name the session, its `ai-title` record (transcript/session-title.ts).
  */
 import { transcriptName } from "../protocol/id-name.ts";
-import { compactJson } from "../recover/json-text.ts";
-import { isConversation } from "../recover/records.ts";
-import { planRestore } from "../recover/restore-plan.ts";
-import { sessionTitle, titleRecord } from "../recover/session-title.ts";
-import type { SessionSummary } from "../recover/summary.ts";
-import { classifyTranscript, tornLastLine, type TranscriptState } from "../recover/transcript.ts";
-import type { Tree } from "../recover/tree.ts";
+import { compactJson } from "../transcript/json-text.ts";
+import { isConversation } from "../transcript/records.ts";
+import { planRestore } from "../transcript/restore-plan.ts";
+import { sessionTitle, titleRecord } from "../transcript/session-title.ts";
+import type { SessionSummary } from "../transcript/summary.ts";
+import { classifyTranscript, tornLastLine, type TranscriptState } from "../transcript/transcript.ts";
+import type { Tree } from "../transcript/tree.ts";
 import { transcriptPathFor } from "./claude-projects.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import type { OtherConversations } from "./mirror-reader.ts";

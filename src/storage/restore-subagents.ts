@@ -1,14 +1,14 @@
 /**
  * Restore's subagents: each subagent conversation the mirror holds for the session is written where
  * Claude Code 2.1.328 keeps it, `<project>/<session>/subagents/agent-<agent id>.jsonl` (its current branch,
- * sidechain records carrying the agent id; see recover/restore-plan.ts). A file already there is kept when
+ * sidechain records carrying the agent id; see transcript/restore-plan.ts). A file already there is kept when
  * it holds conversation (replaced with --force, a backup beside it) and replaced when it is a stub.
  */
-import { planRestore } from "../recover/restore-plan.ts";
-import { classifyTranscript, type TranscriptState } from "../recover/transcript.ts";
-import { buildTree } from "../recover/tree.ts";
+import { planRestore } from "../transcript/restore-plan.ts";
+import { classifyTranscript, type TranscriptState } from "../transcript/transcript.ts";
+import { buildTree } from "../transcript/tree.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { compactJson } from "../recover/json-text.ts";
+import { compactJson } from "../transcript/json-text.ts";
 import type { OtherConversations } from "./mirror-reader.ts";
 import { publishNew, replaceWithBackup } from "./publish.ts";
 

@@ -2,9 +2,9 @@
  * The mirrored sessions with their Claude Code transcript state: what `list`, `doctor` and the viewer
  * show. Keeps one MirrorReader, so a long-lived catalog (the viewer's) re-reads only files that changed.
  */
-import { buildTree } from "../recover/tree.ts";
-import { summarize, type SessionSummary } from "../recover/summary.ts";
-import type { TranscriptState } from "../recover/transcript.ts";
+import { buildTree } from "../transcript/tree.ts";
+import { summarize, type SessionSummary } from "../transcript/summary.ts";
+import type { TranscriptState } from "../transcript/transcript.ts";
 import { scanTranscripts, transcriptInfo, type TranscriptCache } from "./claude-projects.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { MirrorReader, type SessionSource } from "./mirror-reader.ts";

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import postgres from "postgres";
 import { conversationOf } from "../protocol/conversation.ts";
-import { encodeProjectDir } from "../recover/project-dir.ts";
+import { encodeProjectDir } from "../transcript/project-dir.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { deadline } from "../utils/within.ts";
 

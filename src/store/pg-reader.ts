@@ -4,9 +4,9 @@
  * directory name), its main conversation the rows with subpath "" in seq order, each entry exactly the
  * record the tap wrote. `withSessionSource` picks the store when one is configured, else the tree.
  */
-import { matchSession, type NamedSession } from "../recover/session-match.ts";
+import { matchSession, type NamedSession } from "../transcript/session-match.ts";
 import type { Config } from "../config/parse.ts";
-import { sessionIdOf, type SessionData } from "../recover/summary.ts";
+import { sessionIdOf, type SessionData } from "../transcript/summary.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { MirrorReader, type Lookup, type OtherConversations, type SessionSource } from "../storage/mirror-reader.ts";

@@ -4,13 +4,13 @@
  * events). Framework-free: app.ts maps routes onto these methods.
  */
 import { nameInside } from "../protocol/id-name.ts";
-import { exportText } from "../recover/export.ts";
-import { continuesMessage, uuidOf, type Rec } from "../recover/records.ts";
-import { renderItemsHtml, renderRecordHtml } from "../recover/render-html.ts";
-import { search, termsMatcher, type SearchHit } from "../recover/search.ts";
-import { summarize, sessionIdOf } from "../recover/summary.ts";
-import { sessionTitle } from "../recover/title.ts";
-import { buildTree, outline } from "../recover/tree.ts";
+import { exportText } from "../transcript/export.ts";
+import { continuesMessage, uuidOf, type Rec } from "../transcript/records.ts";
+import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";
+import { search, termsMatcher, type SearchHit } from "../transcript/search.ts";
+import { summarize, sessionIdOf } from "../transcript/summary.ts";
+import { sessionTitle } from "../transcript/title.ts";
+import { buildTree, outline } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, restoreSession, resumeCommand } from "../storage/restore-session.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";

@@ -5,7 +5,7 @@
  * as this process writes to it (a hint from `observeWrites`) and at the whole tree every `pollMs`, so
  * records another tap writes to the same root show up as well. Read-only.
  */
-import { type Rec } from "../recover/records.ts";
+import { type Rec } from "../transcript/records.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { join } from "../storage/paths.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";

@@ -1,5 +1,5 @@
 /**
- * The viewer page's own stylesheet (the conversation's is recover/render-html.ts CONVERSATION_CSS). One
+ * The viewer page's own stylesheet (the conversation's is transcript/render-html.ts CONVERSATION_CSS). One
  * layout from 360 px up: below 800 px the session list and the conversation stack (one shows at a time,
  * a back button between them); wider, they sit side by side. Nothing has a fixed width that could push the
  * page sideways: long words, paths and code wrap.

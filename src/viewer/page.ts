@@ -3,7 +3,7 @@
  * step, nothing loaded from elsewhere). What the script does is page-script.ts; the layout is
  * page-style.ts.
  */
-import { CONVERSATION_CSS } from "../recover/render-html.ts";
+import { CONVERSATION_CSS } from "../transcript/render-html.ts";
 import { PAGE_SCRIPT } from "./page-script.ts";
 import { PAGE_CSS } from "./page-style.ts";
 

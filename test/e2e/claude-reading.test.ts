@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { hasControl } from "../../src/recover/control-chars.ts";
+import { hasControl } from "../../src/transcript/control-chars.ts";
 import { runTap } from "../support/child.ts";
 import { CLAUDE_BIN, claudeEnv, makeScratch, pollUntil, type Rec, type Scratch } from "../support/claude.ts";
 import { cli } from "../support/recover.ts";

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { Guard, type GuardOptions } from "../../src/guard/guard.ts";
-import { encodeProjectDir } from "../../src/recover/project-dir.ts";
+import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { hashMessages } from "../../src/protocol/lineage.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";

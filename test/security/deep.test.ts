@@ -6,11 +6,11 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import { exportText } from "../../src/recover/export.ts";
-import { compactJson, jsonText } from "../../src/recover/json-text.ts";
-import { searchableText } from "../../src/recover/records.ts";
-import { summarize } from "../../src/recover/summary.ts";
-import { buildTree, flatten, MAX_NESTING, outline, type Item } from "../../src/recover/tree.ts";
+import { exportText } from "../../src/transcript/export.ts";
+import { compactJson, jsonText } from "../../src/transcript/json-text.ts";
+import { searchableText } from "../../src/transcript/records.ts";
+import { summarize } from "../../src/transcript/summary.ts";
+import { buildTree, flatten, MAX_NESTING, outline, type Item } from "../../src/transcript/tree.ts";
 import { deepSession, deepValue } from "../support/deep.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 

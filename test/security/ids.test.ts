@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isReservedName, nameInside, transcriptName } from "../../src/protocol/id-name.ts";
 import { dirName } from "../../src/protocol/session-id.ts";
-import { encodeProjectDir } from "../../src/recover/project-dir.ts";
+import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { createApp } from "../../src/server/app.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { createViewer } from "../../src/viewer/index.ts";

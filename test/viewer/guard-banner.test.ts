@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { openBrowser, type BrowserPage } from "../support/browser.ts";
-import { encodeProjectDir } from "../../src/recover/project-dir.ts";
+import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";

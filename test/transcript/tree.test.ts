@@ -1,9 +1,9 @@
-// The conversation tree (src/recover/tree.ts): newest leaf, current branch, reading path across a
+// The conversation tree (src/transcript/tree.ts): newest leaf, current branch, reading path across a
 // compaction, and the outline that shows every record once. Runs unchanged under `bun test` and `deno test`.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { buildTree, currentBranch, flatten, outline, readingPath, shape, type Item } from "../../src/recover/tree.ts";
-import { firstPrompt } from "../../src/recover/records.ts";
+import { buildTree, currentBranch, flatten, outline, readingPath, shape, type Item } from "../../src/transcript/tree.ts";
+import { firstPrompt } from "../../src/transcript/records.ts";
 import { capturedTranscript } from "../support/captures.ts";
 import { rec } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";

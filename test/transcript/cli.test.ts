@@ -5,7 +5,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { encodeProjectDir } from "../../src/recover/project-dir.ts";
+import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";

@@ -4,14 +4,14 @@
 // asked). Runs under Bun and Deno.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { hasControl, scrubControl } from "../../src/recover/control-chars.ts";
-import { environmentSummary, injectedSummary } from "../../src/recover/injected.ts";
-import { UTC } from "../../src/recover/local-time.ts";
-import { ANSI_STYLE, PLAIN, renderText } from "../../src/recover/render-text.ts";
-import { regexMatcher, search, snippet, substringMatcher, termsMatcher } from "../../src/recover/search.ts";
-import { generatedTitle, sessionTitle, titleFromAnswer } from "../../src/recover/title.ts";
-import { toolLine } from "../../src/recover/tool-line.ts";
-import { buildTree, outline } from "../../src/recover/tree.ts";
+import { hasControl, scrubControl } from "../../src/transcript/control-chars.ts";
+import { environmentSummary, injectedSummary } from "../../src/transcript/injected.ts";
+import { UTC } from "../../src/transcript/local-time.ts";
+import { ANSI_STYLE, PLAIN, renderText } from "../../src/transcript/render-text.ts";
+import { regexMatcher, search, snippet, substringMatcher, termsMatcher } from "../../src/transcript/search.ts";
+import { generatedTitle, sessionTitle, titleFromAnswer } from "../../src/transcript/title.ts";
+import { toolLine } from "../../src/transcript/tool-line.ts";
+import { buildTree, outline } from "../../src/transcript/tree.ts";
 import { BUILTIN_PRICES } from "../../src/usage/prices.ts";
 import { rec } from "../support/recover.ts";
 

@@ -6,9 +6,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
-import { encodeProjectDir } from "../../src/recover/project-dir.ts";
-import { splitInjectedContext } from "../../src/recover/injected-context.ts";
-import { sessionTitle } from "../../src/recover/session-title.ts";
+import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { splitInjectedContext } from "../../src/transcript/injected-context.ts";
+import { sessionTitle } from "../../src/transcript/session-title.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir, writeMirror } from "../support/recover.ts";

@@ -20,7 +20,7 @@
  * - `sessionId` is the session's, `cwd` the target's (with `--cwd`), `isSidechain` false; for a subagent's
  *   conversation (written to `<session>/subagents/agent-<id>.jsonl`) `isSidechain` true and its `agentId`.
  * - Injected context (reminders, a slash command's caveat and output) is split off each prompt into
- *   records of its own, as Claude Code records it (recover/injected-context.ts): `claude --resume` shows
+ *   records of its own, as Claude Code records it (transcript/injected-context.ts): `claude --resume` shows
  *   the typed prompt, and the model is sent the same message as before.
  * - Content the API would refuse on the resumed request is made acceptable: an image or document the
  *   mirror kept only as a sha256 reference becomes a text note saying what was there, the mirror's own

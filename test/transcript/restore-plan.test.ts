@@ -1,10 +1,10 @@
-// What `sessiontap restore` writes (src/recover/restore-plan.ts): the current branch's user and assistant
+// What `sessiontap restore` writes (src/transcript/restore-plan.ts): the current branch's user and assistant
 // records, re-linked across what is left out, in Claude Code's shape, with content the API accepts. The
 // real CLI resuming from it is test/e2e/restore-round-trip.test.ts. Runs under Bun and Deno.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { planRestore } from "../../src/recover/restore-plan.ts";
-import { buildTree } from "../../src/recover/tree.ts";
+import { planRestore } from "../../src/transcript/restore-plan.ts";
+import { buildTree } from "../../src/transcript/tree.ts";
 import { rec } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
 
