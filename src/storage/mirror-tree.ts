@@ -56,6 +56,11 @@ export class MirrorTree {
     return entries.filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
   }
 
+  /** True when something (a directory, it is hoped: catching up checks) is at `dir`. */
+  async has(dir: string): Promise<boolean> {
+    return (await this.fs.lstat(dir)) !== null;
+  }
+
   /**
    * Makes `dir` (below the root) exist as real directories all the way down, 0700. Throws
    * UnsafePathError when a component, the root included, is a symlink, not a directory, another user's or

@@ -5,9 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import postgres from "postgres";
-import { conversationOf } from "../protocol/conversation.ts";
+import type { ConversationPlace } from "../protocol/conversation.ts";
 import { encodeProjectDir } from "../transcript/project-dir.ts";
-import type { CommitJob } from "../protocol/commit-job.ts";
 import { deadline } from "../utils/within.ts";
 
 /** A postgres.js client (or a transaction of one). */
@@ -74,29 +73,6 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** Where one commit goes: its conversation in the table and its uuid scope. */
-export interface StoreRoute {
-  /** `session_id`: the session's directory name in the tree (its id when the id is a plain name). */
-  sessionId: string;
-  /** `subpath`: "" for the main conversation, "side", or "subagents/agent-<agent>" (as in the tree). */
-  subpath: string;
-  /** The uuid scope, as Mirror uses for the same directory. */
-  scope: string;
-  /** The conversation's key in memory. */
-  key: string;
-}
-
-/** The route of a job: the same places and uuid scopes as the tree (src/protocol/conversation.ts). */
-export function routeOf(job: Pick<CommitJob, "route" | "sessionDir" | "agentDir">): StoreRoute {
-  const { subpath, scope } = conversationOf(job.route, job.sessionDir, job.agentDir);
-  return conversation(job.sessionDir, subpath, scope);
-}
-
-/** A conversation's route from its parts. */
-export function conversation(sessionId: string, subpath: string, scope: string): StoreRoute {
-  return { sessionId, subpath, scope, key: `${sessionId}/${subpath}` };
-}
-
 /** `project_key`: the record's cwd as Claude Code names its project directory, or "unknown". */
 export function projectKey(cwd: unknown): string {
   return typeof cwd === "string" && cwd !== "" ? encodeProjectDir(cwd) : "unknown";
@@ -107,8 +83,12 @@ export const LOCK_CLASS = 0x53544150; // "STAP"
 /** The advisory lock (class, 0) that migrations take. */
 export const MIGRATION_LOCK = 0;
 
-/** A conversation's advisory lock key: 31 bits of sha256 of its key (never 0, the migration lock). */
-export function lockKey(route: StoreRoute): number {
-  const n = createHash("sha256").update(route.key, "utf8").digest().readUInt32BE(0) & 0x7fffffff;
+/**
+ * A conversation's advisory lock key: 31 bits of sha256 of `<session_id>/<subpath>` (never 0, the
+ * migration lock). The text is the store's own and stays put, so taps of different versions sharing a
+ * store take the same lock for the same conversation.
+ */
+export function lockKey(place: ConversationPlace): number {
+  const n = createHash("sha256").update(`${place.sessionDir}/${place.subpath}`, "utf8").digest().readUInt32BE(0) & 0x7fffffff;
   return n === MIGRATION_LOCK ? 1 : n;
 }

@@ -1,6 +1,6 @@
 /**
  * The shared PostgreSQL store as a CommitSink (issue 7). Every commit the mirror makes is written to the
- * store in one transaction (see pg-writer.ts), in order per conversation. While the store cannot be
+ * store in one transaction (see pg-target.ts), in order per conversation. While the store cannot be
  * reached, commits go to the outage spool in the local tree (pg-spool.ts) and a reconnect loop with
  * bounded backoff brings the schema up to date and replays the spool in order before anything is written
  * directly again: nothing lost, nothing doubled. The client never waits for any of it beyond the tee's
@@ -11,10 +11,12 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { selfOwner } from "../storage/process-identity.ts";
 import type { CommitSink } from "../tap/commit-sink.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { bounded, closeStore, isJobError, openStore, redactUrl, routeOf, type Sql } from "./pg-client.ts";
+import { bounded, closeStore, isJobError, openStore, redactUrl, type Sql } from "./pg-client.ts";
 import { migrate, schemaVersion } from "./pg-schema.ts";
 import { PgSpool } from "./pg-spool.ts";
-import { StoreWriter } from "./pg-writer.ts";
+import { PgTarget, type StoreDone } from "./pg-target.ts";
+import { CommitWriter } from "../writer/commit-writer.ts";
+import { placeOf } from "../protocol/conversation.ts";
 import { join } from "../storage/paths.ts";
 import { settlesWithin } from "../utils/within.ts";
 
@@ -54,7 +56,7 @@ export class PgSink implements CommitSink {
   readonly name = "postgres";
   readonly sql: Sql;
   readonly spool: PgSpool;
-  private readonly writer: StoreWriter;
+  private readonly writer: CommitWriter<bigint, StoreDone>;
   private status: StoreHealth["status"] = "starting";
   /** True while commits go to the spool (at start, and from a failure until the spool is replayed). */
   private spooling = true;
@@ -71,7 +73,8 @@ export class PgSink implements CommitSink {
 
   constructor(private readonly options: PgSinkOptions) {
     this.sql = openStore(options.url, { connectTimeoutS: options.connectTimeoutS });
-    this.writer = new StoreWriter(this.sql, options.includeThinking, options.maxSessions);
+    // Twice the sessions: each may have a side conversation beside its main one.
+    this.writer = new CommitWriter(new PgTarget(this.sql), options.includeThinking, options.maxSessions * 2);
     this.spool = new PgSpool(options.fs, join(options.root, ".spool", "postgres"), selfOwner(options.fs), {
       malformed: (file, line) => options.log("store-spool", { skipped: "malformed line", file, line }),
       adopted: (file, jobs) => options.log("store-spool", { adopted: file, jobs }),
@@ -87,7 +90,7 @@ export class PgSink implements CommitSink {
   /** Writes one response's records (after earlier commits of its conversation); never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.counts.commits++;
-    const key = routeOf(job).key;
+    const key = placeOf(job.route, job.sessionDir, job.agentDir).key;
     const run = (this.chains.get(key) ?? Promise.resolve()).then(() => this.commitOne(job));
     const tail = this.track(run);
     this.chains.set(key, tail);
@@ -115,8 +118,9 @@ export class PgSink implements CommitSink {
   private async writeOne(job: CommitJob): Promise<void> {
     try {
       const written = await bounded(this.writer.write(job), this.options.commitTimeoutMs ?? 10_000, "a store transaction");
-      this.counts.records += written.inserted;
-      this.counts.conflicts += written.records - written.inserted;
+      const inserted = written.done?.inserted ?? 0;
+      this.counts.records += inserted;
+      this.counts.conflicts += written.records - inserted;
     } catch (error) {
       if (!isJobError(error)) throw error;
       this.counts.setAside++;

@@ -1,27 +1,24 @@
 /**
- * The session mirror (docs/DESIGN.md "The mirror"): routes each commit to its conversation directory and
- * hands it to the directory writer. Never throws into the client path: every failure is one events-log
- * line and a count, what could not be written waits in a bounded queue, retried with backoff, and what is
- * still waiting at shutdown is saved to a spool that the next start replays. Failures are said on stderr
- * and listed as health problems (mirror-alarms.ts).
+ * The session mirror (docs/DESIGN.md "The mirror"): hands each commit to the tree (tree-writes.ts) and
+ * to every other place commits go (a shared store), and tells listeners once it is written. Never throws
+ * into the client path: every failure is one events-log line and a count, said on stderr and listed as a
+ * health problem (mirror-alarms.ts).
  */
-import { conversationOf } from "../protocol/conversation.ts";
 import { HashCache } from "../protocol/hash-cache.ts";
-import type { Lineage } from "../protocol/lineage-state.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { describe, EventsLog, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { MirrorTree } from "../storage/mirror-tree.ts";
+import { MirrorTree, type AppendResult, type Cursor } from "../storage/mirror-tree.ts";
 import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import { MirrorAlarms } from "./mirror-alarms.ts";
-import { newDirState, refresh, writeJob, type DirState, type WriterDeps } from "./dir-writer.ts";
+import { CommitWriter } from "../writer/commit-writer.ts";
+import { TreeTarget } from "../writer/tree-target.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { RequestMirror, type MirrorRequest } from "./request-mirror.ts";
-import { SessionStates } from "./session-states.ts";
 import type { CommitSink } from "./commit-sink.ts";
 import { RetentionSweeper } from "./retention.ts";
-import { Backlog } from "./backlog.ts";
+import { TreeWrites, type Replayed, type Unwritten } from "./tree-writes.ts";
 import { join } from "../storage/paths.ts";
 import { settlesWithin } from "../utils/within.ts";
 
@@ -78,19 +75,7 @@ export interface MirrorStats {
   late: number;
 }
 
-/** What stopping did with commits that could not be written. */
-export type Unwritten =
-  | { kind: "none" }
-  | { kind: "saved"; commits: number; path: string }
-  | { kind: "lost"; commits: number; error: string };
-
-/** What starting found in the spools of earlier runs. */
-export interface Replayed {
-  commits: number;
-  files: string[];
-  /** Commits of those that are still waiting (writes failed); their files are kept until they are written. */
-  waiting: number;
-}
+export type { Replayed, Unwritten };
 
 /** The mirror of one root directory. */
 export class Mirror {
@@ -100,15 +85,11 @@ export class Mirror {
   readonly stats: MirrorStats;
   /** Message hashes remembered across requests (bounded). */
   readonly hashes = new HashCache();
-  private readonly states: SessionStates<DirState>;
-  private readonly backlog: Backlog<CommitJob>;
+  private readonly writer: CommitWriter<Cursor, AppendResult>;
+  private readonly writes: TreeWrites;
   private readonly pending = new Set<Promise<void>>();
-  private readonly deps: WriterDeps;
   private readonly sweeper: RetentionSweeper;
   readonly alarms: MirrorAlarms;
-  private readonly spool: MirrorSpool;
-  /** Spool files replayed at start whose commits are not all written yet. */
-  private spoolFiles: string[] = [];
   private readonly sinks: CommitSink[];
   /** Told of each commit once its writes settled (the guard). */
   private readonly committed: ((job: CommitJob) => void)[] = [];
@@ -128,23 +109,35 @@ export class Mirror {
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
     const underRoot = rootSpoolDir(root);
-    this.spool = new MirrorSpool(fs, [{ dir: underRoot, ensure: () => this.tree.ensureDir(underRoot) }, options.tempSpool ?? tempSpoolPlace(fs, root)], self);
-    this.deps = { tree: this.tree, locks: this.locks, includeThinking: options.includeThinking };
-    const backlog = (this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000));
+    const spool = new MirrorSpool(fs, [{ dir: underRoot, ensure: () => this.tree.ensureDir(underRoot) }, options.tempSpool ?? tempSpoolPlace(fs, root)], self);
+    const target = new TreeTarget(this.tree, this.locks, (torn) => {
+      this.stats.repaired++;
+      this.log("repair", { dir: this.relative(torn.dir), moved: torn.file, bytes: torn.bytes });
+    });
+    this.writer = new CommitWriter(target, options.includeThinking, options.maxSessions);
+    const writes = (this.writes = new TreeWrites(this.writer, spool, options.maxQueued ?? 1000, {
+      log: (action, fields) => this.log(action, fields),
+      fail: (stage, error, fields) => this.fail(stage, error, fields),
+      written: (job, records, result) => this.written(job, records, result),
+      dropped: (key, count) => {
+        this.stats.dropped += count;
+        this.log("drop", { dir: key, dropped: this.stats.dropped });
+      },
+      writeFailed: (key, error, queued) => this.alarms.writeFailed(join(root, key), error, queued),
+      allWritten: () => this.alarms.writesRecovered(),
+      track: (work) => this.track(work),
+    }));
     this.stats = {
       responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0, replayed: 0, late: 0,
       // Read from the backlog itself, so the count can never drift from what waits.
       get queued(): number {
-        return backlog.size;
+        return writes.queued;
       },
     };
     this.sweeper = new RetentionSweeper(fs, root, options.retentionDays, clock, (result) => {
-      for (const dir of result.touchedDirs) this.states.reset(dir);
+      for (const dir of result.touchedDirs) this.writer.reset(this.relative(dir));
       if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
     }, (error) => this.fail("sweep", error));
-    // A side directory's records hang from the main conversation: its reader resolves parents there.
-    this.states = new SessionStates<DirState>(options.maxSessions, async (dir) =>
-      dir.endsWith("/side") ? newDirState((await this.stateOf(dir.slice(0, -"/side".length))).lineage) : newDirState());
   }
 
   /** Adds a place every later commit also goes (a shared store built after the mirror, since it logs through it). */
@@ -168,7 +161,7 @@ export class Mirror {
     this.stats.responses++;
     if (job.kind !== "complete") this.stats.interrupted++;
     const writes = this.sinks.map((sink) => this.track(sink.commit(job)));
-    if (this.options.files !== false) writes.push(this.track(this.drain(this.dirOf(job).dir, job)));
+    if (this.options.files !== false) writes.push(this.track(this.writes.write(job)));
     return Promise.all(writes).then(() => {
       for (const listener of this.committed) {
         try {
@@ -180,69 +173,17 @@ export class Mirror {
     });
   }
 
-  /** The directory and uuid scope of a job's route. */
-  private dirOf(job: CommitJob): { dir: string; scope: string; main: string } {
-    const main = join(this.options.root, job.sessionDir);
-    const { subpath, scope } = conversationOf(job.route, job.sessionDir, job.agentDir);
-    return { dir: subpath === "" ? main : join(main, subpath), scope, main };
-  }
-
-  /** Writes a directory's waiting commits in order, then `job`; on failure keeps what is left (bounded) and retries later. */
-  private async drain(dir: string, job: CommitJob | null): Promise<void> {
-    await this.states.withIndex(dir, async (state) => {
-      if (job !== null) {
-        const dropped = this.backlog.push(dir, job);
-        if (dropped > 0) {
-          this.stats.dropped += dropped;
-          this.log("drop", { dir: this.relative(dir), dropped: this.stats.dropped });
-        }
-      }
-      for (let next = this.backlog.first(dir); next !== undefined; next = this.backlog.first(dir)) {
-        try {
-          await this.writeOne(dir, state, next);
-        } catch (error) {
-          this.states.reset(dir); // what reached the disk is unknown: read it again next time
-          const attempt = this.backlog.attempts(dir) + 1;
-          this.fail("append", error, { dir: this.relative(dir), queued: this.backlog.waiting(dir), attempt });
-          this.alarms.writeFailed(dir, error, this.backlog.size);
-          this.backlog.retryLater(dir, () => void this.track(this.drain(dir, null)));
-          return;
-        }
-        this.backlog.done(dir);
-      }
-      if (this.backlog.size === 0) await this.allWritten();
-    });
-    this.sweeper.maybe();
-  }
-
-  /** Nothing waits any more: say so if writes had failed, and let go of replayed spool files. */
-  private async allWritten(): Promise<void> {
-    this.alarms.writesRecovered();
-    if (this.spoolFiles.length === 0) return;
-    const files = this.spoolFiles;
-    this.spoolFiles = [];
-    await this.spool.remove(files).catch((error) => this.fail("spool", error));
-  }
-
   /**
-   * Replays what earlier runs saved in the spools (call before serving): each commit is written like a
-   * new one, in order; those that fail wait in memory, and their files are kept until they are written.
+   * Replays what earlier runs saved in the spools (call before serving), into the tree only: the spool
+   * holds what the tree did not take (a store keeps its own spool).
    */
   async replaySpool(): Promise<Replayed> {
-    const found = await this.spool.load();
-    if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });
-    for (const { dir, error } of found.unreadable) {
+    const replayed = await this.writes.replay((dir, error) => {
       this.fail("spool", error, { dir });
       this.options.stderr(`sessiontap: the spool at ${dir} could not be read (${describe(error)}); what it holds is replayed by a later start`);
-    }
-    if (found.files.length === 0) return { commits: 0, files: [], waiting: 0 };
-    this.spoolFiles = found.files;
-    // Only into the tree: the spool holds what the tree did not take (a store keeps its own spool).
-    for (const job of found.jobs) await this.track(this.drain(this.dirOf(job).dir, job));
-    this.stats.replayed += found.jobs.length;
-    this.log("replay", { commits: found.jobs.length, files: found.files.length, waiting: this.backlog.size });
-    if (this.backlog.size === 0) await this.allWritten();
-    return { commits: found.jobs.length, files: found.files, waiting: this.backlog.size };
+    });
+    this.stats.replayed += replayed.commits;
+    return replayed;
   }
 
   /** What is wrong now (health's problems), one short string each. */
@@ -250,44 +191,17 @@ export class Mirror {
     return this.alarms.problems(this.stats);
   }
 
-  /** Writes one job and logs what it did. */
-  private async writeOne(dir: string, state: DirState, job: CommitJob): Promise<void> {
-    const { scope, main } = this.dirOf(job);
-    const owner = { sessionId: job.base.sessionId, agentId: null };
-    const mainLineage = job.route === "side" ? () => this.refreshed(main, owner) : null;
-    const written = await writeJob(this.deps, dir, scope, state, job, mainLineage);
-    for (const torn of written.repaired) {
-      this.stats.repaired++;
-      this.log("repair", { dir: this.relative(dir), moved: torn.file, bytes: torn.bytes });
-    }
-    if (written.result === null) return;
+  /** Counts and logs one commit written to the tree. */
+  private written(job: CommitJob, records: number, result: AppendResult): void {
     this.stats.appends++;
-    this.stats.records += written.records;
-    this.stats.bytes += written.result.bytes;
-    const file = written.result.path.slice(written.result.path.lastIndexOf("/") + 1);
-    if (written.result.rotated) this.log("rotate", { dir: this.relative(dir), file });
-    else if (written.result.created) this.log("open", { dir: this.relative(dir), file });
-    this.log("append", { dir: this.relative(dir), route: job.route, kind: job.kind, records: written.records, bytes: written.result.bytes, file });
-  }
-
-  /** The main conversation's lineage, brought up to date with what any writer appended. */
-  private async refreshed(dir: string, owner: { sessionId: string | null; agentId: null }): Promise<Lineage> {
-    return await this.states.withIndex(dir, async (state) => {
-      const info = await this.options.fs.lstat(dir);
-      if (info === null) return state.lineage;
-      const release = await this.locks.acquire(dir);
-      try {
-        await refresh(this.deps, dir, state, owner);
-      } finally {
-        await release();
-      }
-      return state.lineage;
-    });
-  }
-
-  /** A directory's state (created on first use). */
-  private stateOf(dir: string): Promise<DirState> {
-    return this.states.withIndex(dir, async (state) => state);
+    this.stats.records += records;
+    this.stats.bytes += result.bytes;
+    const dir = this.relative(result.path.slice(0, result.path.lastIndexOf("/")));
+    const file = result.path.slice(result.path.lastIndexOf("/") + 1);
+    if (result.rotated) this.log("rotate", { dir, file });
+    else if (result.created) this.log("open", { dir, file });
+    this.log("append", { dir, route: job.route, kind: job.kind, records, bytes: result.bytes, file });
+    this.sweeper.maybe(); // lazily, at most once a minute while traffic flows
   }
 
   /** Keeps a write's promise until it settles, for flush(). */
@@ -324,7 +238,7 @@ export class Mirror {
 
   /** Tries every backlog once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
-    for (const dir of this.backlog.keys()) void this.track(this.drain(dir, null));
+    this.writes.retryAll();
     const sinks = this.sinks.map((sink) => sink.flush(boundMs));
     await settlesWithin(Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), boundMs);
   }
@@ -336,22 +250,9 @@ export class Mirror {
   async stop(boundMs: number): Promise<Unwritten> {
     this.log("stop", {});
     await this.flush(boundMs);
-    this.backlog.stopTimers();
-    const left = this.backlog.all();
-    if (left.length === 0) return { kind: "none" };
-    try {
-      const path = await this.spool.save(left);
-      this.backlog.clear();
-      // Those files' commits are in the new file now.
-      await this.spool.remove(this.spoolFiles).catch((error) => this.fail("spool", error));
-      this.log("unwritten", { commits: left.length, saved: true });
-      await this.events.flush();
-      return { kind: "saved", commits: left.length, path };
-    } catch (error) {
-      this.log("unwritten", { commits: left.length, saved: false, error: describe(error) });
-      await this.events.flush();
-      return { kind: "lost", commits: left.length, error: describe(error) };
-    }
+    const unwritten = await this.writes.saveUnwritten();
+    await this.events.flush();
+    return unwritten;
   }
 
   /** Runs the retention sweep if it is due (SPEC §4: within a minute of start, then at most once a minute). */
@@ -364,9 +265,9 @@ export class Mirror {
     return this.sweeper.settled();
   }
 
-  /** Sessions held in memory. */
+  /** Conversations held in memory. */
   get sessionsInMemory(): number {
-    return this.states.size;
+    return this.writer.size;
   }
 
   /** A directory relative to the root, for the events log. */

@@ -12,7 +12,7 @@ import { HashCache } from "../../src/protocol/hash-cache.ts";
 import { RequestMirror } from "../../src/tap/request-mirror.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";
 import { PgSink } from "../../src/store/pg-sink.ts";
-import { insertEntries, type EntryRow } from "../../src/store/pg-writer.ts";
+import { insertEntries, type EntryRow } from "../../src/store/pg-target.ts";
 import { textReply } from "../support/stub-upstream.ts";
 import { BASH_TOOL } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, type TestDatabase } from "../support/pg.ts";
