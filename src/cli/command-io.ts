@@ -9,7 +9,7 @@ import { buildTree, type Tree } from "../transcript/tree.ts";
 import { summarize, type SessionData, type SessionSummary } from "../transcript/summary.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import type { Zone } from "../transcript/local-time.ts";
+import type { Zone } from "../utils/local-time.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import type { PriceTable } from "../usage/prices.ts";
 
@@ -44,7 +44,7 @@ export async function priceTable(config: Readonly<Config>, io: CommandIo): Promi
   }
 }
 
-/** A command: runs with the resolved config and its seams; resolves with the exit status (SPEC §2). */
+/** A command: runs with the resolved config and its seams; resolves with the exit status (docs/DESIGN.md "Command line"). */
 export type Command = (config: Readonly<Config>, io: CommandIo) => Promise<number>;
 
 /** One session, read and indexed. */
@@ -63,7 +63,7 @@ export async function findSession(config: Readonly<Config>, io: CommandIo, price
   const query = config.positional[0];
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;
-  // The shared store when one is configured (issue 7), else the mirror tree.
+  // The shared store when one is configured (docs/DESIGN.md "The shared store"), else the mirror tree.
   const found = await withSessionSource(config, io.fs, (source) => source.lookup(query));
   if (found.kind === "none") {
     io.stderr(`sessiontap: no mirrored session matches "${query}" in ${sourceName(config)} (see sessiontap list)\n`);

@@ -16,7 +16,7 @@ import { mirroredPrompts, promptKey, transcriptPromptKeys } from "../guard/promp
 import { tornLastLine } from "../transcript/transcript.ts";
 import { describe } from "../storage/events-log.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
-import type { Check } from "./doctor.ts";
+import type { Check } from "./doctor-check.ts";
 import type { CommandIo } from "./command-io.ts";
 import { isObject } from "../protocol/json.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";

@@ -20,16 +20,12 @@ import { describe } from "../storage/events-log.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
 import { humanBytes, type CommandIo } from "./command-io.ts";
+import type { Check } from "./doctor-check.ts";
 import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
 
-/** One check's verdict. */
-export interface Check {
-  check: string;
-  status: "ok" | "warn" | "fail";
-  detail: string;
-}
+export type { Check };
 
 const MIB = 1024 * 1024;
 /** From here on, a `cleanupPeriodDays` is "very large": values like 99999 have been reported ignored (transcripts deleted at 30 days anyway). */

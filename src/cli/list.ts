@@ -1,11 +1,11 @@
 /**
  * `sessiontap list [--since DATE] [--json]`: every mirrored session, most recent first, with its title,
  * project, tokens and estimated cost, and whether Claude Code's own transcript of it is intact, a stub or
- * missing (SPEC §2).
+ * missing (docs/DESIGN.md "Command line").
  */
 import type { Config } from "../config/parse.ts";
 import { scrubControl } from "../transcript/control-chars.ts";
-import { localDateTime, offsetLabel, sinceStart } from "../transcript/local-time.ts";
+import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
 import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";

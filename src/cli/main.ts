@@ -19,7 +19,7 @@ import * as show from "./show.ts";
 import * as store from "./store.ts";
 import * as usage from "./usage.ts";
 import * as verify from "./verify.ts";
-import type { Zone } from "../transcript/local-time.ts";
+import type { Zone } from "../utils/local-time.ts";
 
 /** The reading commands, one module each, each exporting `run(config, io)`. */
 const COMMANDS: Partial<Record<Config["command"], Command>> = {

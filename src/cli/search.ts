@@ -5,7 +5,7 @@
  * matches, as grep does, so scripts can test for it.
  */
 import type { Config } from "../config/parse.ts";
-import { localDateTime } from "../transcript/local-time.ts";
+import { localDateTime } from "../utils/local-time.ts";
 import { regexMatcher, search, substringMatcher, type SearchHit } from "../transcript/search.ts";
 import { sessionIdOf, type SessionData } from "../transcript/summary.ts";
 import { sessionTitle } from "../transcript/title.ts";

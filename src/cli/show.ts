@@ -7,7 +7,7 @@
 import type { Config } from "../config/parse.ts";
 import { jsonText } from "../transcript/json-text.ts";
 import { scrubControl } from "../transcript/control-chars.ts";
-import { localDateTime, offsetLabel } from "../transcript/local-time.ts";
+import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
 import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";

@@ -1,6 +1,6 @@
 /**
  * `sessiontap store migrate --store URL`: creates the shared store's schema or brings it up to date
- * (issue 7; src/store/pg-schema.ts). Safe to run while taps write: migrations take an advisory lock and
+ * (docs/DESIGN.md "The shared store"; src/store/pg-schema.ts). Safe to run while taps write: migrations take an advisory lock and
  * run in one transaction. Exit 0 when the schema is current, 1 when the store cannot be reached or
  * refused, 2 for a usage error.
  */

@@ -5,7 +5,7 @@
  */
 import type { Config } from "../config/parse.ts";
 import { scrubControl } from "../transcript/control-chars.ts";
-import { localDate, offsetLabel, sinceStart } from "../transcript/local-time.ts";
+import { localDate, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import { summarize } from "../transcript/summary.ts";
 import { buildTree } from "../transcript/tree.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";

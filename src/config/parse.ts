@@ -34,7 +34,7 @@ export interface Config {
   claudeDir: string;
   /** The guard (SESSIONTAP_GUARD=on|off): null when unset, which means on when the Claude Code config dir exists. */
   guard: boolean | null;
-  /** The shared PostgreSQL store (issue 7): a postgres:// or postgresql:// URL, or null for files only. */
+  /** The shared PostgreSQL store (docs/DESIGN.md "The shared store"): a postgres:// or postgresql:// URL, or null for files only. */
   store: string | null;
   /** With a store: true writes only the store (the tree is the outage spool); false writes both. */
   storeOnly: boolean;
@@ -47,7 +47,7 @@ export interface Config {
   repair: boolean;
   /** How long SIGTERM waits for in-flight responses before closing them. */
   drainMs: number;
-  /** How long the final event of a response waits for its mirror write (SPEC §4 "Writes"). */
+  /** How long the final event of a response waits for its mirror write (docs/DESIGN.md "Writes"). */
   holdBackMs: number;
   /** How long a write waits for another process's lock on the same conversation before queueing. */
   lockWaitMs: number;
@@ -185,7 +185,7 @@ function storeUrl(raw: string): string {
   return raw;
 }
 
-/** Resolves argv + env into a frozen Config (SPEC §2 table). `home` is the user's home directory. */
+/** Resolves argv + env into a frozen Config (docs/DESIGN.md "Command line"). `home` is the user's home directory. */
 export function parseConfig(argv: string[], env: Env, home: string): Readonly<Config> {
   const { command: rawCommand, positional, flags } = splitArgs(argv);
   const isCommand = (name: string | undefined): name is Command => name !== undefined && (COMMANDS as readonly string[]).includes(name);

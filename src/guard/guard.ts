@@ -17,7 +17,7 @@
  * found (persistence off, another config dir) is counted, not alerted.
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { Alarm } from "../tap/alarm.ts";
+import { Alarm } from "../utils/alarm.ts";
 import { findTranscriptElsewhere, transcriptPathFor } from "../storage/claude-projects.ts";
 import { describe, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";

@@ -1,5 +1,5 @@
 /**
- * Which lineage a request belongs to (SPEC §4 "Shapes of a conversation"). Pure and side-effect free:
+ * Which lineage a request belongs to (docs/DESIGN.md "Shapes of a conversation"). Pure and side-effect free:
  * it reads only the request.
  *
  * The rule, in order:

@@ -1,5 +1,5 @@
 /**
- * What of a message's content the mirror keeps (SPEC §4 "Records"): base64 image/document bytes become
+ * What of a message's content the mirror keeps (docs/DESIGN.md "The mirror"): base64 image/document bytes become
  * sha256 references, `cache_control` markers go, thinking goes when the user opted out. Pure.
  */
 import { createHash } from "node:crypto";

@@ -1,5 +1,5 @@
 /**
- * Shapes transcript records in Claude Code's envelope (SPEC §4 "Records"). Pure: the caller supplies
+ * Shapes transcript records in Claude Code's envelope (docs/DESIGN.md "The mirror"). Pure: the caller supplies
  * uuids, parents and the time.
  */
 import { type AssistantMessage } from "./sse-accumulator.ts";

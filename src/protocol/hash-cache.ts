@@ -1,6 +1,6 @@
 /**
  * Remembers message hashes across requests, so a request's mirror work is proportional to what is new
- * in it (issue 8): Claude Code re-sends the whole history every turn, and re-canonicalising and
+ * in it (docs/BENCHMARKS.md): Claude Code re-sends the whole history every turn, and re-canonicalising and
  * re-hashing it all costs far more than the native JSON serialisation that finds it here. Bounded by
  * the bytes of the keys it holds; least recently used first out. Pure.
  */

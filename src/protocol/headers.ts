@@ -1,6 +1,6 @@
 /**
  * Header rules for a transparent forwarder. Pure: Headers in, Headers out.
- * Hop-by-hop headers follow RFC 9110 §7.6.1; encodings follow RUNTIME-NOTES "Encoding and headers".
+ * Hop-by-hop headers follow RFC 9110 §7.6.1; encodings follow docs/RUNTIMES.md "Encoding and headers".
  */
 
 /** Connection-specific headers a proxy must not forward (RFC 9110 §7.6.1), plus proxy-only ones. */

@@ -1,5 +1,5 @@
 /**
- * Exactly-once planning (SPEC §4 "Exactly once"): which of a request's messages the session has not
+ * Exactly-once planning (docs/DESIGN.md "Exactly once"): which of a request's messages the session has not
  * mirrored yet, and where they hang in the tree. Pure and side-effect free: it reads the session's index
  * and returns a plan; the caller advances the index only after the write succeeded.
  *

@@ -1,6 +1,5 @@
 /**
- * Session and agent identity of a request, and the directory names they map to (SPEC §4 "Session
- * identity" and "Tree"). Pure.
+ * Session and agent identity of a request, and the directory names they map to (docs/DESIGN.md "The mirror"). Pure.
  */
 import { createHash } from "node:crypto";
 import { isReservedName, nameInside } from "./id-name.ts";
@@ -34,7 +33,7 @@ function sessionFromMetadata(body: unknown): string | null {
   return LEGACY_USER_ID.exec(userId)?.[1] ?? null;
 }
 
-/** Resolves identity: header first, then `metadata.user_id` (SPEC §4). */
+/** Resolves identity: header first, then `metadata.user_id` (docs/DESIGN.md "The mirror"). */
 export function resolveIdentity(headers: Headers, body: unknown): RequestIdentity {
   const header = headers.get("x-claude-code-session-id");
   const sessionId = header && header.trim() !== "" ? header.trim() : sessionFromMetadata(body);

@@ -4,7 +4,7 @@
  */
 import { isObject, type Json } from "./json.ts";
 
-/** The assistant message as Claude Code stores it in `record.message` (SPEC §4 "Records"). */
+/** The assistant message as Claude Code stores it in `record.message` (docs/DESIGN.md "The mirror"). */
 export interface AssistantMessage extends Json {
   type: string;
   role: "assistant";
@@ -168,7 +168,7 @@ export class StreamAccumulator {
 
   /**
    * The message so far. Tool inputs whose block never stopped are closed best-effort; with
-   * `interrupted`, `stop_reason` becomes "interrupted" (SPEC §4 "Writes").
+   * `interrupted`, `stop_reason` becomes "interrupted" (docs/DESIGN.md "Writes").
    */
   message(interrupted = false): AssistantMessage {
     for (const index of [...this.json.keys()]) this.finishJson(index);

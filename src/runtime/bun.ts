@@ -1,4 +1,4 @@
-/** Bun adapter: Bun.serve with the tap's options (RUNTIME-NOTES "Serving"). */
+/** Bun adapter: Bun.serve with the tap's options (docs/RUNTIMES.md "Serving"). */
 import { authority, soundRequest } from "./sound-request.ts";
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 import { settlesWithin } from "../utils/within.ts";

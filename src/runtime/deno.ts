@@ -1,4 +1,4 @@
-/** Deno adapter: Deno.serve; run with --unstable-no-legacy-abort (RUNTIME-NOTES "Client disconnect"). */
+/** Deno adapter: Deno.serve; run with --unstable-no-legacy-abort (docs/RUNTIMES.md "Client disconnect"). */
 import { authority, soundRequest } from "./sound-request.ts";
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 import { settlesWithin } from "../utils/within.ts";

@@ -1,5 +1,5 @@
 /**
- * The Hono app: the tap's own routes under `/_tap/` (never forwarded, SPEC §2) and everything else
+ * The Hono app: the tap's own routes under `/_tap/` (never forwarded, docs/DESIGN.md "Command line") and everything else
  * handed to the forwarder. The only module that imports hono; it opens no socket (runtime/ does).
  *
  * With a viewer: `GET /_tap/` is the page, `GET /_tap/api/…` its data (sessions, one session, search,
@@ -12,24 +12,10 @@
  * route that writes also takes only a JSON body, which a cross-site form cannot send.
  */
 import { Hono, type Context } from "hono";
+import type { ViewerDeps } from "../viewer/deps.ts";
 import { accessCookieValue, ACCESS_COOKIE, carriesToken, crossSiteRefusal, hostName, sameSecret, type RequestFacts } from "./request-guard.ts";
 
 export { hostName };
-
-/** What the viewer routes serve (see viewer/api.ts and viewer/page.ts). */
-export interface ViewerDeps {
-  /** Host names (lower case, no port) the viewer answers to; null: any (the tap was bound beyond loopback on purpose). */
-  allowedHosts: ReadonlySet<string> | null;
-  page(nonce: string): string;
-  csp(nonce: string): string;
-  sessions(): Promise<unknown>;
-  session(id: string): Promise<{ status: 200 | 400 | 404 | 409; body: unknown }>;
-  search(query: string): Promise<unknown>;
-  exportSession(id: string, format: string): Promise<{ status: 200 | 400 | 404 | 409; body: string; type: string; filename: string }>;
-  /** Restores a session into Claude Code (a dry run says what would be written). */
-  restore(id: string, options: { dryRun: boolean; force: boolean }): Promise<{ status: 200 | 400 | 404 | 409; body: unknown }>;
-  events(signal: AbortSignal): ReadableStream<Uint8Array>;
-}
 
 /** What the app serves. */
 export interface AppDeps {

@@ -1,5 +1,5 @@
 /**
- * One live writer per conversation directory across processes (issue 5; seed 002 "one live writer"):
+ * One live writer per conversation directory across processes (docs/RELIABILITY.md "One live writer per conversation"):
  * a lock file created exclusively under `<root>/.locks/`, naming its owner by pid and process start time
  * so a lock left by a dead process (or by a recycled pid) can be proven stale and taken over.
  */

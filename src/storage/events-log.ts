@@ -1,5 +1,5 @@
 /**
- * The tap's own events log, `<root>/session-mirror-events.jsonl` (SPEC §4 "Writes"): ids, times, actions
+ * The tap's own events log, `<root>/session-mirror-events.jsonl` (docs/DESIGN.md "Writes"): ids, times, actions
  * and counts — never content, never credentials. Rotated once at 5 MiB to `session-mirror-events.1.jsonl`.
  */
 import type { FsAdapter } from "./fs-adapter.ts";

@@ -1,7 +1,7 @@
 /**
  * The filesystem adapter: the only module that touches `node:fs`. Small on purpose (Hono's adapter
  * style), so tests can wrap any call to inject faults, and so it works on Bun, Deno and inside the
- * compiled binary (RUNTIME-NOTES "Compiling").
+ * compiled binary (docs/RUNTIMES.md "Compiling").
  */
 import { constants, promises as fsp } from "node:fs";
 import process from "node:process";

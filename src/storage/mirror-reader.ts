@@ -25,7 +25,7 @@ export interface OtherConversations {
 export interface SessionSource {
   /** Every session's data, most recently written first. */
   loadAll(): Promise<SessionData[]>;
-  /** Finds a session by its id or directory name, or a unique prefix of either (SPEC §2 `SESSION`). */
+  /** Finds a session by its id or directory name, or a unique prefix of either (docs/DESIGN.md "Command line"). */
   lookup(query: string): Promise<Lookup>;
   /** The session's subagent and side-request records (restore writes subagents back, and reads the title). */
   conversations(dir: string): Promise<OtherConversations>;
@@ -65,12 +65,12 @@ export class MirrorReader implements SessionSource {
     return (await this.loadWithTime(dir)).data;
   }
 
-  /** Finds a session by its id or directory name, or a unique prefix of either (SPEC §2 `SESSION`). */
+  /** Finds a session by its id or directory name, or a unique prefix of either (docs/DESIGN.md "Command line"). */
   async lookup(query: string): Promise<Lookup> {
     const dirs = await this.sessionDirs();
     const named: NamedSession[] = [];
     for (const dir of dirs) {
-      // A safe id is its own directory name (SPEC §4); only hashed names need their records read.
+      // A safe id is its own directory name (docs/DESIGN.md "The mirror"); only hashed names need their records read.
       const id = dir === "unknown" || dir.startsWith("inv-") ? sessionIdOf(dir, (await this.load(dir)).records) : dir;
       named.push({ dir, id });
     }

@@ -1,5 +1,5 @@
 /**
- * The mirror tree (SPEC §4 "Tree"): the one resolver from a conversation directory to its files.
+ * The mirror tree (docs/DESIGN.md "The mirror"): the one resolver from a conversation directory to its files.
  * Before anything is written it makes sure every directory on the way is a real directory under the
  * root (never a symlink), reads what other writers appended since it last looked, and repairs a torn
  * final line by moving it aside into a `.torn` file. New files are published without overwrite (written

@@ -10,7 +10,7 @@ import type { FsAdapter } from "./fs-adapter.ts";
 import { MirrorReader, type SessionSource } from "./mirror-reader.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 
-/** A session as `list --json` prints it (SPEC §2). */
+/** A session as `list --json` prints it (docs/DESIGN.md "Command line"). */
 export interface ListEntry extends SessionSummary {
   claudeTranscript: TranscriptState;
   claudeTranscriptPath: string | null;

@@ -1,8 +1,8 @@
 /**
- * Retention sweep (SPEC §4 "Disk discipline"): removes mirror files whose mtime is older than the
+ * Retention sweep (docs/DESIGN.md "The mirror"): removes mirror files whose mtime is older than the
  * cutoff, then prunes empty directories. Never follows a symlink, never leaves the root, and re-checks
  * identities (device + inode) right before acting: the directory it is in after listing it and before
- * each removal, the entry itself before removing it (seed 004). Without the *at() system calls node:fs
+ * each removal, the entry itself before removing it (docs/RELIABILITY.md "Hostile trees"). Without the *at() system calls node:fs
  * lacks, a swap between that last check and the removal itself cannot be excluded; every earlier swap is.
  */
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";

@@ -1,5 +1,5 @@
 /**
- * The shared store's schema (issue 7) as SQL text, and its migrations, versioned in `sessiontap_schema`.
+ * The shared store's schema (docs/DESIGN.md "The shared store") as SQL text, and its migrations, versioned in `sessiontap_schema`.
  * One table of our own, laid out as an Agent SDK SessionStore user would recognise: one JSON entry per
  * transcript record under (project_key, session_id, subpath). The entry column is `json`, not `jsonb`:
  * jsonb rejects `\u0000` and lone surrogates, which real tool output contains; json keeps the text exactly.

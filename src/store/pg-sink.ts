@@ -1,5 +1,5 @@
 /**
- * The shared PostgreSQL store as a CommitSink (issue 7). Every commit the mirror makes is written to the
+ * The shared PostgreSQL store as a CommitSink (docs/DESIGN.md "The shared store"). Every commit the mirror makes is written to the
  * store in one transaction (see pg-target.ts), in order per conversation. While the store cannot be
  * reached, commits go to the outage spool in the local tree (pg-spool.ts) and a reconnect loop with
  * bounded backoff brings the schema up to date and replays the spool in order before anything is written
@@ -9,7 +9,7 @@
 import { describe, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { selfOwner } from "../storage/process-identity.ts";
-import type { CommitSink } from "../tap/commit-sink.ts";
+import type { CommitSink } from "../writer/commit-sink.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { bounded, closeStore, isJobError, openStore, redactUrl, type Sql } from "./pg-client.ts";
 import { migrate, schemaVersion } from "./pg-schema.ts";

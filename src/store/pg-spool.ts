@@ -1,5 +1,5 @@
 /**
- * The store's outage spool (issue 7): while PostgreSQL cannot be reached, commits are appended to
+ * The store's outage spool (docs/DESIGN.md "The shared store"): while PostgreSQL cannot be reached, commits are appended to
  * `<mirror root>/.spool/postgres/` (one JSON CommitJob per line; directory 0700, files 0600, each append
  * fsynced) and replayed in order when it is back. Replaying re-plans each job against the store's
  * lineage, so a job replayed twice (a crash mid-replay) writes nothing twice.

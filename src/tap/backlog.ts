@@ -1,5 +1,5 @@
 /**
- * Commits waiting for a write to succeed, per conversation directory (issue 5 "Faults"): bounded across
+ * Commits waiting for a write to succeed, per conversation directory (docs/RELIABILITY.md "Faults never reach the client"): bounded across
  * all directories (past the bound the oldest of a directory goes, and the caller counts and logs it),
  * retried with exponential backoff from 0.25 s to 30 s.
  */

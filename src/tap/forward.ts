@@ -1,5 +1,5 @@
 /**
- * Forwards one request to the upstream and streams the answer back (SPEC §3), feeding the mirror from
+ * Forwards one request to the upstream and streams the answer back (docs/DESIGN.md "Passthrough"), feeding the mirror from
  * the tee. Web-standard Request/Response only; `fetch` is injected.
  */
 import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
@@ -21,7 +21,7 @@ export interface ForwardDeps {
 /** Statuses whose responses carry no body (RFC 9110 §6.4.1). */
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
-/** The Anthropic-shaped error answered when the upstream cannot be reached (SPEC §3). */
+/** The Anthropic-shaped error answered when the upstream cannot be reached (docs/DESIGN.md "Passthrough"). */
 export function upstreamUnreachable(message: string): Response {
   const body = { type: "error", error: { type: "api_error", message: `sessiontap: ${message}` } };
   return new Response(JSON.stringify(body), { status: 502, headers: { "content-type": "application/json" } });
@@ -45,7 +45,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     redirect: "manual",
     signal: request.signal,
   });
-  // The mirror reads the request while the upstream works on it (SPEC §3): in the next task, so the
+  // The mirror reads the request while the upstream works on it (docs/DESIGN.md "Passthrough"): in the next task, so the
   // runtime sends the request first (Deno's fetch does so only once JavaScript yields). If the answer
   // comes back first, `response()` prepares on the spot.
   const prepare = () => {

@@ -5,7 +5,7 @@
  * reachable, the guard has no alert (a Claude Code transcript lost while mirrored) — else "degraded". It
  * answers 200 either way: the process is alive.
  */
-import type { CommitSink } from "./commit-sink.ts";
+import type { CommitSink } from "../writer/commit-sink.ts";
 import type { Mirror } from "./mirror.ts";
 import type { UpstreamHealth } from "./upstream-health.ts";
 

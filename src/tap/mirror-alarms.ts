@@ -4,7 +4,7 @@
  * events log; and the short problem strings `/_tap/health` lists while anything is wrong.
  */
 import { describe } from "../storage/events-log.ts";
-import { Alarm } from "./alarm.ts";
+import { Alarm } from "../utils/alarm.ts";
 
 /** The counts the problems are read from. */
 export interface MirrorCounts {

@@ -16,7 +16,7 @@ import { CommitWriter } from "../writer/commit-writer.ts";
 import { TreeTarget } from "../writer/tree-target.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { RequestMirror, type MirrorRequest } from "./request-mirror.ts";
-import type { CommitSink } from "./commit-sink.ts";
+import type { CommitSink } from "../writer/commit-sink.ts";
 import { RetentionSweeper } from "./retention.ts";
 import { TreeWrites, type Replayed, type Unwritten } from "./tree-writes.ts";
 import { join } from "../storage/paths.ts";
@@ -150,7 +150,7 @@ export class Mirror {
     this.committed.push(listener);
   }
 
-  /** Starts mirroring one request, or null when it is not a Messages API call (SPEC §4: only those are mirrored). */
+  /** Starts mirroring one request, or null when it is not a Messages API call (docs/DESIGN.md "The mirror": only those are mirrored). */
   begin(request: MirrorRequest): RequestMirror | null {
     if (request.method !== "POST" || request.pathname !== "/v1/messages") return null;
     return new RequestMirror(this, request, this.options.clock());
@@ -212,7 +212,7 @@ export class Mirror {
     return settled;
   }
 
-  /** Records a request the mirror could not read (SPEC §5 "Bad input"): forwarded untouched, not mirrored. */
+  /** Records a request the mirror could not read (docs/DESIGN.md "Bad input"): forwarded untouched, not mirrored. */
   skip(reason: string, fields: EventFields = {}): void {
     this.stats.skipped++;
     this.log("skip", { reason, ...fields });
@@ -255,7 +255,7 @@ export class Mirror {
     return unwritten;
   }
 
-  /** Runs the retention sweep if it is due (SPEC §4: within a minute of start, then at most once a minute). */
+  /** Runs the retention sweep if it is due (docs/DESIGN.md "The mirror": within a minute of start, then at most once a minute). */
   maybeSweep(): void {
     this.sweeper.maybe();
   }

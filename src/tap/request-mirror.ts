@@ -101,7 +101,7 @@ export class RequestMirror implements StreamObserver {
     };
   }
 
-  /** Sees the response head: only a 2xx answer is mirrored (SPEC §4). */
+  /** Sees the response head: only a 2xx answer is mirrored (docs/DESIGN.md "The mirror"). */
   response(status: number, headers: Headers): void {
     if (this.prepared === null || status < 200 || status >= 300) return;
     this.mirrored = true;

@@ -1,5 +1,5 @@
 /**
- * When the retention sweep runs (SPEC §4 "Disk discipline"): lazily, at most once a minute while traffic
+ * When the retention sweep runs (docs/DESIGN.md "The mirror"): lazily, at most once a minute while traffic
  * flows, never two at once; what it removed makes the affected directories be read again.
  */
 import type { FsAdapter } from "../storage/fs-adapter.ts";

@@ -1,7 +1,7 @@
 /**
  * The tee: forwards each upstream chunk to the client as it arrives and hands the same bytes to a second
  * consumer (the mirror). Not `ReadableStream.tee()`: that never cancels the upstream when the client
- * leaves and buffers the slower branch without limit (RUNTIME-NOTES "Client disconnect"). A pull source
+ * leaves and buffers the slower branch without limit (docs/RUNTIMES.md "Client disconnect"). A pull source
  * keeps the client's backpressure, passes a client cancel to the upstream, and tells a client that left
  * from an upstream that failed.
  */
@@ -30,7 +30,7 @@ export interface StreamObserver {
 
 /** How the tee behaves around its observer. */
 export interface TeeOptions {
-  /** Longest time a chunk waits for the observer's write (SPEC §4 "Writes": default 250 ms). */
+  /** Longest time a chunk waits for the observer's write (docs/DESIGN.md "Writes": default 250 ms). */
   holdBackMs: number;
   /** Called once when the observer throws or rejects; the observer is then dropped for this body. */
   onObserverError: (error: unknown) => void;

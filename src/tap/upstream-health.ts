@@ -5,7 +5,7 @@
  * reminder at most once a minute, one line when it answers again.
  */
 import { describe } from "../storage/events-log.ts";
-import { Alarm, type AlarmState } from "./alarm.ts";
+import { Alarm, type AlarmState } from "../utils/alarm.ts";
 
 /** What health shows of the upstream. */
 export interface UpstreamState extends AlarmState {

@@ -7,7 +7,7 @@
  */
 import { scrubControl } from "./control-chars.ts";
 import { environmentSummary, injectedParts, injectedSummary } from "./injected.ts";
-import { localDateTime, type Zone } from "./local-time.ts";
+import { localDateTime, type Zone } from "../utils/local-time.ts";
 import { blocksOf, continuesMessage, isApiSystem, isCompactBoundary, isCompactSummary, isInjectedText, messageOf, oneLine, type Block, type Rec } from "./records.ts";
 import { attachmentNote } from "./render-md.ts";
 import { toolLine } from "./tool-line.ts";

@@ -1,4 +1,4 @@
-/** Which session a `SESSION` argument names (SPEC §2): an id or directory name, or a unique prefix. Pure. */
+/** Which session a `SESSION` argument names (docs/DESIGN.md "Command line"): an id or directory name, or a unique prefix. Pure. */
 
 /** A session as a reader knows it: its directory (or store key) and its id when known. */
 export interface NamedSession {

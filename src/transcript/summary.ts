@@ -25,7 +25,7 @@ export interface SessionData {
   side: Rec[];
 }
 
-/** The facts `list` shows (SPEC §2 `list --json`, plus a few). */
+/** The facts `list` shows (`list --json`, docs/DESIGN.md "Command line"). */
 export interface SessionSummary {
   sessionId: string | null;
   dir: string;

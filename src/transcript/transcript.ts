@@ -1,5 +1,5 @@
 /**
- * How Claude Code's own transcript of a session looks (SPEC §2 `claudeTranscript`). Pure.
+ * How Claude Code's own transcript of a session looks (docs/DESIGN.md "Command line": `list --json`). Pure.
  *
  * - "missing": no file;
  * - "stub": a file without a single user or assistant record — empty, or only metadata records

@@ -3,7 +3,7 @@
  * session's working directory) and per model, with a total. Pure: the caller hands in each session's
  * answers, the price table and the time zone.
  */
-import { localDate, type Zone } from "../transcript/local-time.ts";
+import { localDate, type Zone } from "../utils/local-time.ts";
 import type { PriceTable } from "./prices.ts";
 import type { Answer } from "./tokens.ts";
 import { totalsOf, type Totals } from "./totals.ts";

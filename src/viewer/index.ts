@@ -2,7 +2,7 @@
  * Wires the viewer for a tap: the watcher of new records, the data behind `/_tap/api/…`, the page, and
  * who may reach it (loopback names only while the tap listens on loopback).
  */
-import type { ViewerDeps } from "../server/app.ts";
+import type { ViewerDeps } from "./deps.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { ViewerData, type GuardAlertOf } from "./api.ts";

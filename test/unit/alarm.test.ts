@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Alarm, REMIND_MS } from "../../src/tap/alarm.ts";
+import { Alarm, REMIND_MS } from "../../src/utils/alarm.ts";
 
 describe("Alarm: one line when failures start, a reminder at most once a minute, one line on recovery", () => {
   it("says the first failure at once, then stays quiet for a minute however often it fails, then reminds", () => {

@@ -5,7 +5,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { dayStart, sinceStart, type Zone } from "../../src/transcript/local-time.ts";
+import { dayStart, sinceStart, type Zone } from "../../src/utils/local-time.ts";
 import { MirrorReader } from "../../src/storage/mirror-reader.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { BUILTIN_PRICES, costOf } from "../../src/usage/prices.ts";

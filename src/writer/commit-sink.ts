@@ -1,5 +1,5 @@
 /**
- * A second place commits go besides the local tree (a shared store for teams, issue 7). Each sink plans
+ * A second place commits go besides the local tree (a shared store for teams, docs/DESIGN.md "The shared store"). Each sink plans
  * every commit against its own lineage, so each is exactly-once on its own.
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
