@@ -15,11 +15,8 @@ export type Lookup =
   | { kind: "none" }
   | { kind: "ambiguous"; candidates: string[] };
 
-/** A session's conversations besides the main one: each subagent's (by its directory name under `subagents/`) and the side requests'. */
-export interface OtherConversations {
-  agents: { dir: string; records: SessionData["records"] }[];
-  side: SessionData["records"];
-}
+/** A session's conversations besides the main one: each subagent's and the side requests'. */
+export type OtherConversations = Pick<SessionData, "agents" | "side">;
 
 /** Where the reading commands find sessions: the mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
 export interface SessionSource {
@@ -27,8 +24,6 @@ export interface SessionSource {
   loadAll(): Promise<SessionData[]>;
   /** Finds a session by its id or directory name, or a unique prefix of either (docs/DESIGN.md "Command line"). */
   lookup(query: string): Promise<Lookup>;
-  /** The session's subagent and side-request records (restore writes subagents back, and reads the title). */
-  conversations(dir: string): Promise<OtherConversations>;
 }
 
 /** Bytes of parsed files kept in memory at most (least recently used go first). */
@@ -55,7 +50,7 @@ export class MirrorReader implements SessionSource {
     const out: { data: SessionData; mtime: number }[] = [];
     for (const dir of await this.sessionDirs()) {
       const { data, mtime } = await this.loadWithTime(dir);
-      if (data.files > 0 || data.subagents.length > 0 || data.side.length > 0) out.push({ data, mtime });
+      if (data.files > 0 || data.agents.length > 0 || data.side.length > 0) out.push({ data, mtime });
     }
     return out.sort((a, b) => b.mtime - a.mtime).map((x) => x.data);
   }
@@ -78,27 +73,16 @@ export class MirrorReader implements SessionSource {
     return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
   }
 
-  /** The session's subagent and side-request records. */
-  async conversations(dir: string): Promise<OtherConversations> {
-    const path = join(this.root, dir);
-    const agents: OtherConversations["agents"] = [];
-    for (const agent of await this.subdirs(join(path, "subagents"))) {
-      const { records } = await this.readDir(join(path, "subagents", agent));
-      if (records.length > 0) agents.push({ dir: agent, records });
-    }
-    return { agents, side: (await this.readDir(join(path, "side"))).records };
-  }
-
   /** Reads a directory's data and the newest mtime among its files. */
   private async loadWithTime(dir: string): Promise<{ data: SessionData; mtime: number }> {
     const path = join(this.root, dir);
     const main = await this.readDir(path);
     let bytes = main.bytes;
     let mtime = main.mtime;
-    const subagents: SessionData["records"] = [];
+    const agents: SessionData["agents"] = [];
     for (const agent of await this.subdirs(join(path, "subagents"))) {
       const sub = await this.readDir(join(path, "subagents", agent));
-      for (const r of sub.records) subagents.push(r);
+      if (sub.records.length > 0) agents.push({ dir: agent, records: sub.records });
       bytes += sub.bytes;
       mtime = Math.max(mtime, sub.mtime);
     }
@@ -106,7 +90,7 @@ export class MirrorReader implements SessionSource {
     bytes += side.bytes;
     mtime = Math.max(mtime, side.mtime);
     return {
-      data: { dir, records: main.records, malformed: main.malformed, files: main.files, bytes, subagents, side: side.records },
+      data: { dir, records: main.records, malformed: main.malformed, files: main.files, bytes, agents, side: side.records },
       mtime,
     };
   }

@@ -43,7 +43,7 @@ export class PgReader implements SessionSource {
     for (const row of rows) {
       let data = sessions.get(row.session_id);
       if (data === undefined) {
-        data = { dir: row.session_id, records: [], malformed: 0, files: 0, bytes: 0, subagents: [], side: [] };
+        data = { dir: row.session_id, records: [], malformed: 0, files: 0, bytes: 0, agents: [], side: [] };
         sessions.set(row.session_id, data);
       }
       add(data, row);
@@ -56,7 +56,7 @@ export class PgReader implements SessionSource {
     const rows = await this.query(() => this.sql<{ session_id: string; subpath: string; entry: string; bytes: number }[]>`
       SELECT session_id, subpath, entry::text AS entry, octet_length(entry::text) AS bytes
       FROM sessiontap_entries WHERE session_id = ${sessionId} ORDER BY seq`);
-    const data: SessionData = { dir: sessionId, records: [], malformed: 0, files: 0, bytes: 0, subagents: [], side: [] };
+    const data: SessionData = { dir: sessionId, records: [], malformed: 0, files: 0, bytes: 0, agents: [], side: [] };
     for (const row of rows) add(data, row);
     return data;
   }
@@ -72,25 +72,6 @@ export class PgReader implements SessionSource {
     }
     const match = matchSession(named, query);
     return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
-  }
-
-  /** The session's subagent and side-request rows, as the tree keeps them (`subagents/<dir>`, `side`). */
-  async conversations(sessionId: string): Promise<OtherConversations> {
-    const rows = await this.query(() => this.sql<{ subpath: string; entry: string }[]>`
-      SELECT subpath, entry::text AS entry FROM sessiontap_entries WHERE session_id = ${sessionId} AND subpath <> '' ORDER BY seq`);
-    const agents = new Map<string, Rec[]>();
-    const side: Rec[] = [];
-    for (const row of rows) {
-      const record = JSON.parse(row.entry) as Rec;
-      if (row.subpath === "side") side.push(record);
-      else if (row.subpath.startsWith("subagents/")) {
-        const dir = row.subpath.slice("subagents/".length);
-        const list = agents.get(dir) ?? [];
-        list.push(record);
-        agents.set(dir, list);
-      }
-    }
-    return { agents: [...agents].map(([dir, records]) => ({ dir, records })), side };
   }
 
   /** Runs a read, first checking once that the store has the schema; failures become one StoreReadError line. */
@@ -123,7 +104,11 @@ function add(data: SessionData, row: { subpath: string; entry: string; bytes: nu
     data.records.push(record);
     data.files = 1;
   } else if (row.subpath === "side") data.side.push(record);
-  else data.subagents.push(record);
+  else {
+    const dir = row.subpath.startsWith("subagents/") ? row.subpath.slice("subagents/".length) : row.subpath;
+    const agent = data.agents.find((a) => a.dir === dir) ?? data.agents[data.agents.push({ dir, records: [] }) - 1];
+    agent.records.push(record);
+  }
 }
 
 /** Runs `fn` on where the sessions are: the shared store when one is configured, else the mirror tree. */

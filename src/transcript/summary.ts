@@ -19,8 +19,8 @@ export interface SessionData {
   files: number;
   /** Bytes of every mirror file of the session (main, subagents, side). */
   bytes: number;
-  /** Records of the session's subagents, every agent's in file order. */
-  subagents: Rec[];
+  /** Each subagent's records (by its directory name under `subagents/`), in file order. */
+  agents: { dir: string; records: Rec[] }[];
   /** Records of its side requests (titles, summaries, probes), in file order. */
   side: Rec[];
 }
@@ -112,7 +112,7 @@ export function summarize(data: SessionData, tree: Tree = buildTree(data.records
     leaves: counts.leaves,
     compactions: counts.compactions,
     malformedLines: data.malformed,
-    subagentRecords: data.subagents.length,
+    subagentRecords: data.agents.reduce((n, a) => n + a.records.length, 0),
     sideRecords: data.side.length,
   };
 }

@@ -84,8 +84,7 @@ export class ViewerData {
     if (found.kind === "ambiguous") return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     const tree = buildTree(found.data.records);
     const summary = summarize(found.data, tree, this.prices);
-    const others = await this.catalog.reader.conversations(found.data.dir);
-    const result = await restoreSession(this.fs, { summary, tree, others }, { claudeDir: this.claudeDir, cwd: null, ...options, now: this.clock() });
+    const result = await restoreSession(this.fs, { summary, tree, others: found.data }, { claudeDir: this.claudeDir, cwd: null, ...options, now: this.clock() });
     if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } };
     return { status: 200, body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } };
   }

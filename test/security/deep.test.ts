@@ -51,7 +51,7 @@ describe("rendering a hostile record", () => {
   const records = deepSession("deep-session", 20_000);
   const size = records.reduce((n, r) => n + JSON.stringify(r).length, 0);
   const tree = buildTree(records);
-  const summary = summarize({ dir: "deep-session", records, malformed: 0, files: 1, bytes: size, subagents: [], side: [] }, tree);
+  const summary = summarize({ dir: "deep-session", records, malformed: 0, files: 1, bytes: size, agents: [], side: [] }, tree);
 
   for (const format of ["md", "html", "jsonl"] as const) {
     it(`export --format ${format} of a 20,000-level tool input stays within a few times the record`, () => {
@@ -77,7 +77,7 @@ describe("rendering a hostile record", () => {
     assert.equal(new Set(flatten(items).map((r) => r.uuid)).size, forked.length);
     assert.ok(nesting(items) <= MAX_NESTING, `nested ${nesting(items)} deep`);
     const t = buildTree(forked);
-    const s = summarize({ dir: "f", records: forked, malformed: 0, files: 1, bytes: 0, subagents: [], side: [] }, t);
+    const s = summarize({ dir: "f", records: forked, malformed: 0, files: 1, bytes: 0, agents: [], side: [] }, t);
     assert.ok(exportText({ records: forked, tree: t, summary: s }, "html").length < 20_000_000, "and renders (what the viewer does)");
   });
 });
