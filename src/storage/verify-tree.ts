@@ -111,6 +111,59 @@ async function checkMode(fs: FsAdapter, path: string, mode: number, repair: bool
   report.repaired.push(what);
 }
 
+/** One file's lines, sorted: those to keep, unreadable ones, exact duplicates of an earlier record. */
+interface Sorted {
+  keep: string[];
+  torn: string[];
+  dup: string[];
+  tornTail: boolean;
+}
+
+/**
+ * Sorts a file's lines (`seen`: uuid → line, across the directory's files) and collects its readable
+ * records into `out`, noting records that share a uuid and records of another session or agent.
+ */
+function sortLines(text: string, name: string, seen: Map<string, string>, owner: { session: string; agentDir: string | null }, out: Rec[], report: SessionReport): Sorted {
+  const sorted: Sorted = { keep: [], torn: [], dup: [], tornTail: !text.endsWith("\n") && text.length > 0 };
+  const lines = text.split("\n");
+  lines.forEach((line, i) => {
+    if (line === "" && i === lines.length - 1) return;
+    const r = jsonObject(line);
+    if (r === null) return void sorted.torn.push(line);
+    const uuid = String(r.uuid);
+    if (seen.has(uuid)) {
+      if (seen.get(uuid) === line) return void sorted.dup.push(line);
+      report.problems.push(`${name}: two different records share uuid ${uuid}`);
+      return void sorted.keep.push(line);
+    }
+    seen.set(uuid, line);
+    sorted.keep.push(line);
+    out.push(r);
+    const problem = ownerProblem(r, owner.session, owner.agentDir);
+    if (problem !== null) report.problems.push(`${name}: ${problem}`);
+  });
+  return sorted;
+}
+
+/** What is wrong with a file's lines, in words (empty when nothing is). */
+function lineIssues(sorted: Sorted): string[] {
+  const unreadable = sorted.torn.length - (sorted.tornTail ? 1 : 0);
+  return [
+    sorted.tornTail ? "a torn final line" : null,
+    unreadable > 0 ? `${unreadable} unreadable line(s)` : null,
+    sorted.dup.length > 0 ? `${sorted.dup.length} duplicated record(s)` : null,
+  ].filter((x): x is string => x !== null);
+}
+
+/** Moves unreadable lines and duplicates aside (appended, fsynced), then rewrites the file by rename: nothing is lost. */
+async function repairFile(fs: FsAdapter, path: string, sorted: Sorted): Promise<void> {
+  if (sorted.torn.length > 0) await fs.append(`${path}.torn`, sorted.torn.join("\n") + "\n", true);
+  if (sorted.dup.length > 0) await fs.append(`${path}.dup`, sorted.dup.join("\n") + "\n", true);
+  const aside = `${path}.repair-${process.pid}`;
+  await fs.createExclusive(aside, sorted.keep.map((l) => l + "\n").join(""), true);
+  await fs.rename(aside, path);
+}
+
 /** Verifies the files of one conversation directory; returns its readable records. */
 async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repair: boolean, report: SessionReport): Promise<Rec[]> {
   const out: Rec[] = [];
@@ -124,51 +177,15 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
     }
     if (await foreign(fs, path, "file", report)) continue;
     await checkMode(fs, path, FILE_MODE, repair, report);
-    const text = await fs.readText(path);
-    const lines = text.split("\n");
-    const tornTail = !text.endsWith("\n") && text.length > 0;
-    const keep: string[] = [];
-    const torn: string[] = [];
-    const dup: string[] = [];
-    lines.forEach((line, i) => {
-      if (line === "" && i === lines.length - 1) return;
-      const r = jsonObject(line);
-      if (r === null) {
-        torn.push(line);
-        return;
-      }
-      const uuid = String(r.uuid);
-      if (seen.has(uuid)) {
-        if (seen.get(uuid) === line) dup.push(line);
-        else {
-          report.problems.push(`${f.name}: two different records share uuid ${uuid}`);
-          keep.push(line);
-        }
-        return;
-      }
-      seen.set(uuid, line);
-      keep.push(line);
-      out.push(r);
-      const owner = ownerProblem(r, sessionName, dir.agentDir);
-      if (owner !== null) report.problems.push(`${f.name}: ${owner}`);
-    });
-    const issues = [
-      tornTail ? "a torn final line" : null,
-      torn.length - (tornTail ? 1 : 0) > 0 ? `${torn.length - (tornTail ? 1 : 0)} unreadable line(s)` : null,
-      dup.length > 0 ? `${dup.length} duplicated record(s)` : null,
-    ].filter((x): x is string => x !== null);
+    const sorted = sortLines(await fs.readText(path), f.name, seen, { session: sessionName, agentDir: dir.agentDir }, out, report);
+    const issues = lineIssues(sorted);
     if (issues.length === 0) continue;
     const what = `${rel(dir.path, path)}: ${issues.join(", ")}`;
     if (!repair) {
       report.problems.push(what);
       continue;
     }
-    // Bytes first go aside (appended, fsynced), then the file is rewritten by rename: nothing is lost.
-    if (torn.length > 0) await fs.append(`${path}.torn`, torn.join("\n") + "\n", true);
-    if (dup.length > 0) await fs.append(`${path}.dup`, dup.join("\n") + "\n", true);
-    const aside = `${path}.repair-${process.pid}`;
-    await fs.createExclusive(aside, keep.map((l) => l + "\n").join(""), true);
-    await fs.rename(aside, path);
+    await repairFile(fs, path, sorted);
     report.repaired.push(what + " (moved aside)");
   }
   return out;
