@@ -37,6 +37,8 @@ export function placeOf(route: Route, sessionDir: string, agentDir: string | nul
 /**
  * The main conversation whose records a place's records hang from: the session's own, for its side
  * requests (a title or a summary repeats the conversation, and must not copy it); null otherwise.
+ *
+ * @example mainPlaceOf(placeOf("side", "s1", null)) // → the place of s1's main conversation
  */
 export function mainPlaceOf(of: ConversationPlace): ConversationPlace | null {
   return of.subpath === "side" ? place(of.sessionDir, "", of.sessionDir) : null;

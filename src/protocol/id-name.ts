@@ -7,7 +7,11 @@
 
 const PLAIN = /^[A-Za-z0-9._-]{1,128}$/;
 
-/** `id` + `suffix` as one name directly inside a directory, or null when the id cannot be one. */
+/**
+ * `id` + `suffix` as one name directly inside a directory, or null when the id cannot be one.
+ *
+ * @example nameInside("agent-a1", ".jsonl") // → "agent-a1.jsonl"; nameInside("../x") // → null
+ */
 export function nameInside(id: string, suffix = ""): string | null {
   if (!PLAIN.test(id) || id === "." || id === "..") return null;
   if (!/^[A-Za-z0-9._-]{0,16}$/.test(suffix)) return null;

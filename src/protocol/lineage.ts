@@ -67,7 +67,11 @@ export interface Plan {
   reconstructedBefore: number;
 }
 
-/** Plans a request against the session's index: longest mirrored prefix, then the new suffix. */
+/**
+ * Plans a request against the session's index: longest mirrored prefix, then the new suffix.
+ *
+ * @example // messages [u1, a1, u2] with u1 and a1 mirrored: { start: 2, parentUuid: <a1's uuid>, … }
+ */
 export function planRequest(index: LineageView, messages: HashedMessage[]): Plan {
   let start = 0;
   for (let i = messages.length - 1; i >= 0; i--) {

@@ -51,6 +51,8 @@ export function resolveIdentity(headers: Headers, body: unknown): RequestIdentit
  * The directory name for a session or agent id: the id itself when it is a plain name (see id-name.ts)
  * that the root does not keep for itself, else `inv-<first 16 hex of sha256(id)>`, so no id can leave the
  * root, take one of the tap's own names, or share another id's hashed directory.
+ *
+ * @example dirName("3f2a-…") // → "3f2a-…"; dirName("../etc") // → "inv-" + 16 hex; dirName(null) // → "unknown"
  */
 export function dirName(id: string | null): string {
   if (id === null) return "unknown";

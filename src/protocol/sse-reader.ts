@@ -45,6 +45,8 @@ const MESSAGE_STOP = new TextEncoder().encode("message_stop");
  * The offset of the event holding the last `message_stop` in `chunk`: just after the blank line before
  * it (SSE separates events by a blank line, RFC-less but per the HTML spec's event stream format), or 0
  * when that event began in an earlier chunk.
+ *
+ * @example finalEventStart(bytes("event: ping\ndata: {}\n\nevent: message_stop\ndata: {}\n\n")) // → 22
  */
 export function finalEventStart(chunk: Uint8Array): number {
   let at = -1;

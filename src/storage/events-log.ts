@@ -78,6 +78,9 @@ export class EventsLog {
  * An error as one short, content-free line: its code (or class) and its first line, without repeating
  * the code (Bun's messages start with it), with a `cause`'s text where the message says nothing ("fetch
  * failed"), and with URLs cut to their origin (a path or query may carry a secret).
+ *
+ * @example describe(Object.assign(new Error("EACCES: permission denied, open '/m/s.jsonl'"), { code: "EACCES" }))
+ *   // → "EACCES: permission denied, open '/m/s.jsonl'"
  */
 export function describe(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;

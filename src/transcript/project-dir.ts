@@ -27,7 +27,12 @@ export function javaHash(text: string): number {
   return h;
 }
 
-/** Claude Code's directory name under `projects/` for the working directory `cwd`. */
+/**
+ * Claude Code's directory name under `projects/` for the working directory `cwd`: every character but
+ * ASCII letters and digits becomes `-`; a name past the limit is cut and suffixed with a hash of `cwd`.
+ *
+ * @example encodeProjectDir("/home/me/my.app") // → "-home-me-my-app"
+ */
 export function encodeProjectDir(cwd: string): string {
   const name = cwd.replace(/[^a-zA-Z0-9]/g, "-");
   if (name.length <= MAX_PROJECT_DIR) return name;
