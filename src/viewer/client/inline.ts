@@ -1,14 +1,13 @@
 /**
- * The browser client as the text of the page's one inline script. The page may run only its nonced
- * script (docs/DESIGN.md "Trust boundaries": nothing is loaded from elsewhere, and the binary needs no
- * build step of its own for the page), so the client is written as typed functions and served as their
- * source: `Function.prototype.toString()` gives each function's JavaScript as the running code has it
- * (transpiled by Bun or Deno, minified in the compiled binary). That text is all the browser gets, so a
- * part may use only what is inside its own body, browser globals, and what it is handed at run time: the
- * entry receives every part's source as an argument and hands each part the whole client, so parts call
- * one another through that object, never by a name from this module. Types cost nothing at run time, so
- * they can live anywhere (viewer-app.ts, ../api-json.ts). test/viewer/client-script.test.ts checks the text
- * names nothing the browser lacks.
+ * The browser client as the text of the page's one inline script (docs/DESIGN.md "The viewer"): the
+ * page runs only its nonced script, so the client is written as typed functions and served as their
+ * source. `Function.prototype.toString()` gives each function's JavaScript as the running code has it
+ * (transpiled by Bun or Deno, minified in the compiled binary), and that text is all the browser gets: a
+ * part may use only what is inside its own body, browser globals, and what it is handed at run time. So
+ * the entry receives every part (each as its source) as an argument and hands each part the whole
+ * client, and parts call one another through that object, never by a name from their module. Types cost
+ * nothing at run time and can live anywhere (viewer-app.ts, ../api-json.ts).
+ * test/viewer/client-script.test.ts checks the text names nothing the browser lacks.
  */
 import { basicsPart } from "./basics.ts";
 import { liveRecordsPart } from "./live-records.ts";
