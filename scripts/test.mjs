@@ -101,14 +101,16 @@ async function preflight() {
   const scripted = (name) => `${npm} with install scripts allowed (the \`${name}\` dev dependency installs its executable from one)`;
   if (want("bun") || want("binary")) need("bun", versionOf(bin("bun")), scripted("bun"));
   if (want("deno") || want("lint")) need("deno", versionOf(bin("deno"))?.replace(/^deno /, "").replace(/ .*/, "") ?? null, scripted("deno"));
-  if (tests) {
-    need("claude", versionOf(bin("claude"))?.replace(/ .*/, "") ?? null, scripted("@anthropic-ai/claude-code"));
+  if (tests) need("claude", versionOf(bin("claude"))?.replace(/ .*/, "") ?? null, scripted("@anthropic-ai/claude-code"));
+  if (tests || want("binary")) { // the binary's viewer runs in Chromium too
     need("playwright-core", existsSync(`${root}node_modules/playwright-core/package.json`) ? "ok" : null, `${npm} (the \`playwright-core\` dev dependency)`);
     try {
       need("chromium", (await ensureChromium()).executable.replace(root, ""), CHROMIUM_HINT);
     } catch (error) {
       missing.push(error.message);
     }
+  }
+  if (tests) {
     const terminal = terminalWorks();
     if (terminal === null) found.push("terminal (node-pty + xterm) ok");
     else missing.push(`a terminal for the interactive Claude Code tests is missing (${terminal}): ${npm} (the \`@lydell/node-pty\` and \`@xterm/headless\` dev dependencies)`);
@@ -166,6 +168,7 @@ if (want("binary")) {
   // The binary gets its own smoke tests, and the command-line suites that a user meets first: help and flags, whole output to pipes.
   const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts", "./test/binary/release.test.ts", "./test/binary/security.test.ts", "./test/cli/help.test.ts", "./test/cli/output.test.ts"];
   binaryTests.push("./test/cli/reading.test.ts"); // search, usage and list as a user runs them
+  binaryTests.push("./test/binary/viewer.test.ts"); // the viewer's client as Bun minified it, in Chromium
   await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
 stopCluster();

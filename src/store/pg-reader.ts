@@ -9,7 +9,7 @@ import type { Config } from "../config/parse.ts";
 import { sessionIdOf, type SessionData } from "../transcript/summary.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { MirrorReader, type Lookup, type OtherConversations, type SessionSource } from "../storage/mirror-reader.ts";
+import { MirrorReader, type Lookup, type SessionSource } from "../storage/mirror-reader.ts";
 import { closeStore, openStore, redactUrl, type Sql } from "./pg-client.ts";
 import { schemaVersion } from "./pg-schema.ts";
 

@@ -13,12 +13,13 @@ import { sessionTitle } from "../transcript/title.ts";
 import { buildTree, outline } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, restoreSession, resumeCommand } from "../storage/restore-session.ts";
-import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
+import { SessionCatalog } from "../storage/session-catalog.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import type { GuardAlert, LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
 import { LiveWatcher, type LiveBatch } from "./live.ts";
 
 /** What the viewer shows of the guard's alert on a session: null when there is none (or no guard). */
-export type GuardAlertOf = (sessionId: string) => { state: string; since: string; command: string } | null;
+export type GuardAlertOf = (sessionId: string) => GuardAlert | null;
 
 /** A JSON answer with its status. */
 export interface Answer {
@@ -51,7 +52,7 @@ export class ViewerData {
   }
 
   /** Every session, most recently active first (the `list --json` objects, with the guard's alert). */
-  async sessions(): Promise<(ListEntry & { guard: ReturnType<GuardAlertOf> })[]> {
+  async sessions(): Promise<ViewerSession[]> {
     return (await this.catalog.list()).map((s) => ({ ...s, guard: s.sessionId === null ? null : this.guardAlert(s.sessionId) }));
   }
 
@@ -62,8 +63,8 @@ export class ViewerData {
     if (found.kind === "ambiguous") return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     const tree = buildTree(found.data.records);
     const listed = await this.catalog.withTranscript(summarize(found.data, tree, this.prices));
-    const session = { ...listed, guard: listed.sessionId === null ? null : this.guardAlert(listed.sessionId) };
-    return { status: 200, body: { session, tail: session.leafUuid, html: renderItemsHtml(outline(tree), this.prices), prices: { source: this.prices.source, checked: this.prices.checked } } };
+    const session: ViewerSession = { ...listed, guard: listed.sessionId === null ? null : this.guardAlert(listed.sessionId) };
+    return { status: 200, body: { session, tail: session.leafUuid, html: renderItemsHtml(outline(tree), this.prices), prices: { source: this.prices.source, checked: this.prices.checked } } satisfies SessionView };
   }
 
   /** Records of every session containing all the query's terms (at most 100), with their session's title. */
@@ -85,8 +86,8 @@ export class ViewerData {
     const tree = buildTree(found.data.records);
     const summary = summarize(found.data, tree, this.prices);
     const result = await restoreSession(this.fs, { summary, tree, others: found.data }, { claudeDir: this.claudeDir, cwd: null, ...options, now: this.clock() });
-    if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } };
-    return { status: 200, body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } };
+    if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
+    return { status: 200, body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } satisfies RestoreReply };
   }
 
   /** A session exported as `export --format` writes it. */
@@ -159,7 +160,7 @@ export class ViewerData {
 }
 
 /** What the page receives for a batch: where it belongs, and each record's uuid, parent and HTML. */
-function liveEvent(batch: LiveBatch): unknown {
+function liveEvent(batch: LiveBatch): LiveEvent {
   let previous: Rec | null = null;
   const records = batch.records.map((r) => {
     const html = renderRecordHtml(r, { continued: continuesMessage(previous, r) });

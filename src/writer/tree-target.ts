@@ -6,7 +6,6 @@
  * write.
  */
 import type { ConversationPlace } from "../protocol/conversation.ts";
-import type { MirrorRecord } from "../protocol/envelope.ts";
 import type { Json } from "../protocol/json.ts";
 import type { DirLocks } from "../storage/dir-lock.ts";
 import type { AppendResult, Cursor, MirrorTree } from "../storage/mirror-tree.ts";

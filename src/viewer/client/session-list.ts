@@ -1,0 +1,113 @@
+/** The session list with its project and date filters and totals (a part of the client: see inline.ts). */
+import type { ViewerSession } from "../api-json.ts";
+import type { SessionList, ViewerApp } from "./viewer-app.ts";
+
+/** The list part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+export function sessionListPart(app: ViewerApp): SessionList {
+  const { state, ui } = app;
+
+  function dayStart(d: Date): number {
+    return new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  }
+  /** The [from, to) range the date filter allows, or null for any time. */
+  function range(): [number, number] | null {
+    const day = ui.day.value;
+    if (day) {
+      const [y, m, d] = day.split("-").map(Number);
+      return [new Date(y, m - 1, d).getTime(), new Date(y, m - 1, d + 1).getTime()];
+    }
+    const when = ui.when.value;
+    if (!when) return null;
+    const today = dayStart(new Date());
+    const tomorrow = dayStart(new Date(today + 36 * 3600e3)); // a day is not always 24 hours
+    if (when === "today") return [today, tomorrow];
+    if (when === "yesterday") return [dayStart(new Date(today - 12 * 3600e3)), today];
+    const from = new Date(today);
+    from.setDate(from.getDate() - (Number(when) - 1));
+    return [from.getTime(), tomorrow];
+  }
+  function passes(s: ViewerSession): boolean {
+    const project = ui.project.value;
+    if (project && s.cwd !== project) return false;
+    const r = range();
+    if (!r) return true;
+    const first = Date.parse(s.firstTimestamp || s.lastTimestamp || "");
+    const last = Date.parse(s.lastTimestamp || s.firstTimestamp || "");
+    return !isNaN(first) && first < r[1] && last >= r[0];
+  }
+  function renderProjects(): void {
+    const select = ui.project;
+    const chosen = select.value;
+    const counts = new Map<string, number>();
+    for (const s of state.sessions) if (s.cwd) counts.set(s.cwd, (counts.get(s.cwd) || 0) + 1);
+    const options = [app.el("option", null, "All projects")];
+    options[0].value = "";
+    for (const [cwd, n] of [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
+      const o = app.el("option", null, app.base(cwd) + " (" + n + ")");
+      o.value = cwd;
+      o.title = cwd;
+      options.push(o);
+    }
+    select.replaceChildren(...options);
+    select.value = counts.has(chosen) ? chosen : "";
+  }
+
+  async function loadSessions(): Promise<void> {
+    state.sessions = (await app.getJson<ViewerSession[]>("api/sessions")).body;
+    renderProjects();
+    renderSessions();
+    // The guard can raise or clear an alert between records: keep the open session's banner in step.
+    const open = state.sessions.find((s) => app.idOf(s) === state.current);
+    const heading = ui.facts.querySelector("h2");
+    if (open && heading) {
+      ui.facts.querySelector(".guard")?.remove();
+      if (open.guard) heading.after(app.guardBanner(open.guard));
+    }
+  }
+
+  /** "3 sessions · 1.2M tokens · ≈ $4.56", saying so when a cost is unknown. */
+  function totals(shown: ViewerSession[]): string {
+    let sum = 0, unknown = false, toks = 0;
+    for (const s of shown) {
+      toks += app.total(s.usage);
+      if (s.costUSD === null || s.costUSD === undefined) {
+        if (app.total(s.usage) > 0) unknown = true;
+      } else sum += s.costUSD;
+    }
+    const cost = unknown ? (sum > 0 ? app.usd(sum) + " + ?" : "cost unknown") : "≈ " + app.usd(sum);
+    return shown.length + " session" + (shown.length === 1 ? "" : "s") + " · " + app.tokens(toks) + " tokens · " + cost;
+  }
+  function item(s: ViewerSession): HTMLLIElement {
+    const li = app.el("li", "session" + (app.idOf(s) === state.current ? " active" : ""));
+    li.dataset.session = app.idOf(s);
+    const a = app.el("a");
+    a.href = "#/s/" + encodeURIComponent(app.idOf(s));
+    const title = app.el("div", "title", s.title || "(no prompt)");
+    title.title = s.title || "";
+    const meta = app.el("div", "meta");
+    meta.append(app.timeEl(s.lastTimestamp), document.createTextNode(" · " + app.usd(s.costUSD) + " · " + app.tokens(app.total(s.usage)) + " tokens · " + app.base(s.cwd)));
+    meta.title = s.cwd || "";
+    const sid = app.el("div", "sid", app.idOf(s).slice(0, 13));
+    sid.append(app.badge(s.claudeTranscript));
+    a.append(title, meta, sid);
+    li.append(a);
+    if (s.guard) li.append(app.guardBanner(s.guard));
+    return li;
+  }
+  function renderSessions(): void {
+    const list = ui.sessions;
+    const hadFocus = list.contains(document.activeElement);
+    state.shown = state.sessions.filter(passes);
+    ui.totals.textContent = totals(state.shown);
+    if (state.shown.length === 0) {
+      list.replaceChildren(app.el("li", "empty", state.sessions.length === 0 ? "No mirrored sessions yet." : "No session matches the filters."));
+      return;
+    }
+    list.replaceChildren(...state.shown.map(item));
+    // Re-rendering replaces the links: keep the keyboard where it was.
+    const active = list.querySelector<HTMLElement>("li.active a");
+    if (hadFocus && active) active.focus({ preventScroll: true });
+  }
+
+  return { passes, loadSessions, renderSessions };
+}

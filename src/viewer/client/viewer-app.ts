@@ -1,0 +1,133 @@
+/**
+ * The shape of the browser client: what it remembers, the page's fixed elements, and what each part of it
+ * offers the others. Types only (nothing here exists at run time), so the parts can name one another's
+ * functions without importing any value: see inline.ts for why they must not.
+ */
+import type { GuardAlert, TokenCounts, ViewerSession } from "../api-json.ts";
+
+/** What the client remembers between events. */
+export interface ClientState {
+  /** Every session, as the last `api/sessions` listed them. */
+  sessions: ViewerSession[];
+  /** The sessions the filters let through, in list order (what j/k move over). */
+  shown: ViewerSession[];
+  /** The open session's id (its directory when it has none), else null. */
+  current: string | null;
+  /** The open session's directory: live batches for it are appended. */
+  dir: string | null;
+  /** The uuid the shown conversation ends at: a live record whose parent it is continues it. */
+  tail: string | null;
+  /** The search as last run ("" when none): its terms are marked in a record jumped to. */
+  query: string;
+}
+
+/** The page's fixed elements (viewerPage in ../page.ts), looked up once. */
+export interface ClientUi {
+  back: HTMLButtonElement;
+  live: HTMLElement;
+  search: HTMLInputElement;
+  project: HTMLSelectElement;
+  when: HTMLSelectElement;
+  day: HTMLInputElement;
+  totals: HTMLElement;
+  sessions: HTMLUListElement;
+  results: HTMLUListElement;
+  main: HTMLElement;
+  facts: HTMLElement;
+  conversation: HTMLElement;
+}
+
+/** Small helpers every part uses: elements, the API, times, counts. */
+export interface Basics {
+  /** A new element with a class and text (textContent: nothing the client writes is parsed as HTML). */
+  el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string | null, text?: string | null): HTMLElementTagNameMap[K];
+  /** GETs (or `init`s) a JSON answer; throws with the answer's error unless it is a refusal with a plan. */
+  getJson<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }>;
+  /** A <time> showing local time, UTC on hover. */
+  timeEl(iso: string | null, seconds?: boolean): HTMLTimeElement;
+  /** Rewrites the server's UTC <time> elements under `root` to the reader's zone, keeping UTC in the tooltip. */
+  localize(root: Element): void;
+  /** The id a session goes by in the page: its session id, else its directory. */
+  idOf(s: { sessionId: string | null; dir: string }): string;
+  /** The state of Claude Code's own transcript of a session, as a badge. */
+  badge(state: string): HTMLElement;
+  /** The guard's alert on a session: Claude Code lost its transcript, and the command that brings it back. */
+  guardBanner(alert: GuardAlert): HTMLElement;
+  /** A token count: 950, 12.3k, 4.56M. */
+  tokens(n: number): string;
+  /** Every token of a usage. */
+  total(u: TokenCounts): number;
+  /** A cost in USD ("?" when unknown). */
+  usd(n: number | null | undefined): string;
+  /** The last part of a project path. */
+  base(path: string | null): string;
+}
+
+/** The session list, its filters (project and date) and totals. */
+export interface SessionList {
+  /** Whether the filters let `s` through. */
+  passes(s: ViewerSession): boolean;
+  /** Fetches the list and redraws it (and the open session's guard banner). */
+  loadSessions(): Promise<void>;
+  /** Redraws the list from the state, as filtered. */
+  renderSessions(): void;
+}
+
+/** One session open in the main column. */
+export interface SessionView {
+  /** Fetches and shows session `id`, scrolled to record `uuid` when given, else to the end. */
+  showSession(id: string, uuid?: string | null): Promise<void>;
+  /** Makes server HTML the client's own: local times, tool results inside their calls' pairs. */
+  settle(root: Element): void;
+  /** Marks a node as new for a few seconds. */
+  flash(node: Element): void;
+}
+
+/** The "Restore into Claude Code" panel of an open session. */
+export interface RestorePanel {
+  /** The panel for `s`: a button that shows a dry run first. */
+  restorePanel(s: ViewerSession): HTMLElement;
+}
+
+/** Search across sessions. */
+export interface Search {
+  /** Wraps each match of the query's terms in the text under `root` in <mark>. */
+  highlight(root: Element, q: string): void;
+  /** The search box changed: searches once typing pauses. */
+  onSearch(): void;
+  /** Runs the search in the box now and shows its hits (or the list again when the box is empty). */
+  runSearch(): Promise<void>;
+}
+
+/** New records as the tap writes them. */
+export interface LiveRecords {
+  /** Opens the event stream: shows its state, and each batch of records in the open conversation. */
+  listen(): void;
+}
+
+/** The hash, the back button, the keyboard. */
+export interface Navigation {
+  /** Shows what the hash names: a session (and a record in it), else the list. */
+  route(): void;
+  /** Leaves the open session for the list, keyboard focus on the list. */
+  backToList(): void;
+  /** The page's keys: j/k or the arrows between sessions, / to search, Escape back. */
+  onKey(e: KeyboardEvent): void;
+}
+
+/** The whole client: its state and elements, and every part's functions. */
+export interface ViewerApp extends Basics, SessionList, SessionView, RestorePanel, Search, LiveRecords, Navigation {
+  state: ClientState;
+  ui: ClientUi;
+}
+
+/** The parts the entry assembles, each a self-contained function given the whole client. */
+export interface ClientParts {
+  basics(app: ViewerApp): Basics;
+  list(app: ViewerApp): SessionList;
+  session(app: ViewerApp): SessionView;
+  restore(app: ViewerApp): RestorePanel;
+  search(app: ViewerApp): Search;
+  live(app: ViewerApp): LiveRecords;
+  navigation(app: ViewerApp): Navigation;
+}
