@@ -13,6 +13,7 @@ body{display:grid;grid-template-rows:auto minmax(0,1fr);grid-template-columns:mi
 #top .ver{color:#adb5bd;font-size:12px}
 #live{font-size:12px;color:#adb5bd}
 #live.on{color:#8ce99a}
+#live.problem{color:#ffa8a8}
 #keys{margin-left:auto;font-size:12px;color:#adb5bd}
 #back{display:none;background:none;border:1px solid #5b6475;color:#fff;border-radius:6px;padding:2px 8px;font:inherit;cursor:pointer}
 #side{grid-area:side;border-right:1px solid #d8dde6;overflow:auto;background:#fff;font:13px system-ui,sans-serif;min-width:0}

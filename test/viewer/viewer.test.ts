@@ -108,4 +108,20 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
     assert.ok(statSync(path).size > 10_000, "a real picture");
     assert.deepEqual(pageErrors, []);
   });
+
+  it("says so in the page when a background refresh fails, instead of showing stale data silently", async () => {
+    // The tap answering the list with an error is what the page must not hide (the tap itself is real; the
+    // browser's network layer turns its answer into a failure).
+    await page.route("**/_tap/api/sessions", (route) => route.fulfill({ status: 500, contentType: "application/json", body: '{"error":"disk on fire"}' }));
+    try {
+      const turn = await runClaude(["-p", "--resume", sessionId, "a prompt while the list fails"], { baseUrl: tap.url, scratch });
+      assert.equal(turn.code, 0, describeRun(turn));
+      const live = page.locator("#live.problem");
+      await live.waitFor(WAIT);
+      assert.match(await live.innerText(), /refreshing the list failed: disk on fire/);
+      assert.ok(pageErrors.some((e) => e.includes("refreshing the list failed")), "also on the console");
+    } finally {
+      await page.unroute("**/_tap/api/sessions");
+    }
+  });
 });

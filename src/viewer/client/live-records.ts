@@ -14,7 +14,7 @@ export function liveRecordsPart(app: ViewerApp): LiveRecords {
   /** New records change the list's times, tokens and costs: redraw it once a burst of them settles. */
   function refreshListSoon(): void {
     clearTimeout(listTimer);
-    listTimer = setTimeout(() => app.loadSessions().catch(() => {}), 300);
+    listTimer = setTimeout(() => app.loadSessions().catch(failed("refreshing the list")), 300);
   }
 
   function onRecords(batch: LiveEvent): void {
@@ -39,8 +39,16 @@ export function liveRecordsPart(app: ViewerApp): LiveRecords {
         state.tail = r.uuid;
       } else reload = true; // a rewind or a retry: the tree changed shape
     }
-    if (reload && state.current !== null) app.showSession(state.current).catch(() => {});
+    if (reload && state.current !== null) app.showSession(state.current).catch(failed("reloading the session"));
     else if (nearBottom) main.scrollTop = main.scrollHeight;
+  }
+
+  function failed(what: string): (error: unknown) => void {
+    return (error) => {
+      ui.live.textContent = "⚠ " + what + " failed: " + String((error instanceof Error && error.message) || error);
+      ui.live.className = "problem";
+      console.error("sessiontap viewer: " + what + " failed", error);
+    };
   }
 
   function listen(): void {
@@ -57,5 +65,5 @@ export function liveRecordsPart(app: ViewerApp): LiveRecords {
     });
   }
 
-  return { listen };
+  return { listen, failed };
 }

@@ -67,7 +67,7 @@ export function restorePart(app: ViewerApp): RestorePanel {
       const result = app.el("pre", "done", done.lines.join("\n"));
       result.id = "restore-done";
       out.replaceChildren(result);
-      app.loadSessions().catch(() => {});
+      app.loadSessions().catch(app.failed("refreshing the list"));
     });
     const planText = app.el("pre", "plan", answer.lines.join("\n"));
     planText.id = "restore-dry";

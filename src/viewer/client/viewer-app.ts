@@ -103,6 +103,8 @@ export interface Search {
 export interface LiveRecords {
   /** Opens the event stream: shows its state, and each batch of records in the open conversation. */
   listen(): void;
+  /** A handler for a background refresh that failed: the page says so where the live state shows, never silently. */
+  failed(what: string): (error: unknown) => void;
 }
 
 /** The hash, the back button, the keyboard. */

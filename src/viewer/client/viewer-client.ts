@@ -51,6 +51,6 @@ export function viewerClient(parts: ClientParts): void {
   app.listen();
   // The guard's alerts change without new records: refresh the list now and then.
   setInterval(() => {
-    if (!document.hidden) app.loadSessions().catch(() => {});
+    if (!document.hidden) app.loadSessions().catch(app.failed("refreshing the list"));
   }, 10000);
 }
