@@ -9,11 +9,12 @@
 import { compactJson, jsonText } from "./json-text.ts";
 import { scrubControl } from "./control-chars.ts";
 import { environmentSummary, injectedSummary } from "./injected.ts";
-import { blocksOf, continuesMessage, isApiSystem, isCompactBoundary, isInjectedText, messageOf, uuidOf, type Block, type Rec } from "./records.ts";
+import { blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, uuidOf, type Block, type Rec } from "./records.ts";
 import { attachmentNote } from "./render-md.ts";
 import type { SessionSummary } from "./summary.ts";
 import { toolLine } from "./tool-line.ts";
 import { toolResults, type Item } from "./tree.ts";
+import { renderOutline } from "./outline-walk.ts";
 import { usageLine } from "../usage/format.ts";
 import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
 import { answerOf } from "../usage/tokens.ts";
@@ -198,25 +199,17 @@ export function renderItemsHtml(items: Item[], prices: PriceTable = BUILTIN_PRIC
 
 /** renderItemsHtml with the pairing state shared across nested branches. */
 function renderItems(items: Item[], options: RecordHtmlOptions): string {
-  const out: string[] = [];
-  let previous: Rec | null = null;
-  for (const item of items) {
-    if (item.kind === "record") {
-      out.push(renderRecordHtml(item.record, { ...options, continued: continuesMessage(previous, item.record) }));
-      previous = item.record;
-    } else if (item.kind === "compaction") {
-      out.push(compactionHtml(item.record));
-      previous = null;
-    } else {
+  return renderOutline(items, {
+    record: (record, continued) => renderRecordHtml(record, { ...options, continued }),
+    compaction: compactionHtml,
+    branches: (item) => {
       const n = item.branches.length;
       const label = item.at === null
         ? `${n} separate conversation${n === 1 ? "" : "s"} in this session`
         : `${n} other branch${n === 1 ? "" : "es"} fork${n === 1 ? "s" : ""} here (rewound or retried; not the current branch)`;
-      out.push(`<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${item.branches.map((b) => `<div class="branch">${renderItems(b, options)}</div>`).join("")}</details>`);
-      previous = null;
-    }
-  }
-  return out.join("\n");
+      return [`<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${item.branches.map((b) => `<div class="branch">${renderItems(b, options)}</div>`).join("")}</details>`];
+    },
+  }).join("\n");
 }
 
 /** A standalone HTML document of a session (no external assets). */

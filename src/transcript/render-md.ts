@@ -7,9 +7,10 @@
  */
 import { compactJson, jsonText } from "./json-text.ts";
 import { scrubControl } from "./control-chars.ts";
-import { blocksOf, continuesMessage, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Block, type Rec } from "./records.ts";
+import { blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Block, type Rec } from "./records.ts";
 import type { SessionSummary } from "./summary.ts";
 import type { Item } from "./tree.ts";
+import { renderOutline } from "./outline-walk.ts";
 import { usageLine, usd } from "../usage/format.ts";
 import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
 import { answerOf, totalTokens } from "../usage/tokens.ts";
@@ -34,25 +35,16 @@ export function renderMarkdown(summary: SessionSummary, items: Item[], prices: P
 
 /** The conversation part alone. */
 export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
-  const out: string[] = [];
-  let previous: Rec | null = null;
-  for (const item of items) {
-    if (item.kind === "record") {
-      out.push(renderRecord(item.record, continuesMessage(previous, item.record), prices));
-      previous = item.record;
-    } else if (item.kind === "compaction") {
-      out.push(compactionLine(item.record));
-      previous = null;
-    } else {
-      for (const branch of item.branches) {
+  return renderOutline(items, {
+    record: (record, continued) => renderRecord(record, continued, prices),
+    compaction: compactionLine,
+    branches: (item) =>
+      item.branches.map((branch) => {
         const where = item.at === null ? "a separate conversation in this session" : "forks after the message above; not the current branch";
         const body = `**Other branch** (${where})\n\n${renderItems(branch, prices)}`;
-        out.push(body.trimEnd().split("\n").map((l) => (l === "" ? ">" : `> ${l}`)).join("\n") + "\n");
-      }
-      previous = null;
-    }
-  }
-  return out.join("\n");
+        return body.trimEnd().split("\n").map((l) => (l === "" ? ">" : `> ${l}`)).join("\n") + "\n";
+      }),
+  }).join("\n");
 }
 
 

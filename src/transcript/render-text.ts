@@ -8,10 +8,11 @@
 import { scrubControl } from "./control-chars.ts";
 import { environmentSummary, injectedParts, injectedSummary } from "./injected.ts";
 import { localDateTime, type Zone } from "../utils/local-time.ts";
-import { blocksOf, continuesMessage, isApiSystem, isCompactBoundary, isCompactSummary, isInjectedText, messageOf, oneLine, type Block, type Rec } from "./records.ts";
+import { blocksOf, isApiSystem, isCompactBoundary, isCompactSummary, isInjectedText, messageOf, oneLine, type Block, type Rec } from "./records.ts";
 import { attachmentNote } from "./render-md.ts";
 import { toolLine } from "./tool-line.ts";
 import { toolResults, type Item } from "./tree.ts";
+import { renderOutline } from "./outline-walk.ts";
 import { costOf, type PriceTable } from "../usage/prices.ts";
 import { answerOf } from "../usage/tokens.ts";
 import { usageLine } from "../usage/format.ts";
@@ -83,25 +84,15 @@ class TextRenderer {
 
   /** The blocks of an outline, separated by blank lines. */
   items(items: Item[]): string[] {
-    const out: string[] = [];
-    let previous: Rec | null = null;
-    for (const item of items) {
-      if (item.kind === "record") {
-        const text = this.record(item.record, continuesMessage(previous, item.record));
-        if (text !== null) out.push(text);
-        previous = item.record;
-      } else if (item.kind === "compaction") {
-        out.push(this.o.style.dim(compactionLine(item.record)));
-        previous = null;
-      } else {
-        for (const branch of item.branches) {
+    return renderOutline(items, {
+      record: (record, continued) => this.record(record, continued),
+      compaction: (record) => this.o.style.dim(compactionLine(record)),
+      branches: (item) =>
+        item.branches.map((branch) => {
           const where = item.at === null ? "a separate conversation in this session" : "forks after the message above; not the current branch";
-          out.push(this.o.style.dim(`┆ Other branch (${where})`) + "\n" + indent(blocks(this.items(branch)), "┆ "));
-        }
-        previous = null;
-      }
-    }
-    return out;
+          return this.o.style.dim(`┆ Other branch (${where})`) + "\n" + indent(blocks(this.items(branch)), "┆ ");
+        }),
+    });
   }
 
   /** One record's block, or null when everything in it was shown elsewhere (tool results under their calls). */

@@ -6,13 +6,7 @@ import { Buffer } from "node:buffer";
 import { createServer } from "node:net";
 import { loadFixture, textReply, type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, useStubAndTap, type TestTap } from "../support/tap.ts";
-
-/** Resolves with `promise`, or rejects naming `what` after `ms`. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
-}
+import { within } from "../support/poll.ts";
 
 /** Reads from `reader` until `want` bytes arrived (bounded by time); returns them. */
 async function readAtLeast(reader: ReadableStreamDefaultReader<Uint8Array>, want: number, ms: number): Promise<Buffer> {

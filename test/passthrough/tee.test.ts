@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import process from "node:process";
 import { teeBody, type StreamObserver, type TeeOptions } from "../../src/tap/tee.ts";
+import { within } from "../support/poll.ts";
 
 const enc = new TextEncoder();
 const CHUNKS = ["event: a\n", "data: {\"x\":1}\n\n", "", "é✓🎉", "event: message_stop\ndata: {}\n\n"].map((s) => enc.encode(s));
@@ -39,13 +40,6 @@ function recorder(overrides: Partial<StreamObserver> = {}) {
     ...overrides,
   };
   return { observer, calls };
-}
-
-/** Resolves with `promise`, or rejects naming `what` after `ms`. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
 }
 
 /** Reads a stream to its end (bounded); returns its chunks. */

@@ -21,6 +21,13 @@ export function pollUntil<T>(read: () => T, done: (value: T) => boolean, ms = 2_
   return pollAsync(read, done, ms, what);
 }
 
+/** Resolves with `promise`, or rejects naming `what` after `ms`. */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
 /** A value, short enough for an error message. */
 function preview(value: unknown): string {
   let text: string;

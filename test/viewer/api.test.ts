@@ -14,16 +14,35 @@ import { startTestTap } from "../support/tap.ts";
 const S1 = "1111aaaa-0000-4000-8000-000000000001";
 const S2 = "1111bbbb-0000-4000-8000-000000000002";
 
-/** Reads an event stream until `done` holds for the text so far (or `ms` pass); returns the text. */
+/** Reads an event stream until `done` holds for the text so far; throws when `ms` pass or the stream ends first. */
 async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, done: (text: string) => boolean, ms = 5000, text = ""): Promise<string> {
   const until = Date.now() + ms;
   const decoder = new TextDecoder();
-  while (!done(text) && Date.now() < until) {
-    const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), until - Date.now()))]);
-    if (next === null || next.done) break;
+  while (!done(text)) {
+    const left = until - Date.now();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const next = left <= 0 ? null : await Promise.race([reader.read(), new Promise<null>((r) => (timer = setTimeout(() => r(null), left)))]);
+    clearTimeout(timer);
+    if (next === null) throw new Error(`timed out after ${ms} ms reading the event stream; read so far: ${JSON.stringify(text.slice(-400))}`);
+    if (next.done) throw new Error(`the event stream ended before the condition held; read so far: ${JSON.stringify(text.slice(-400))}`);
     text += decoder.decode(next.value, { stream: true });
   }
   return text;
+}
+
+/** Reads an event stream to its end; throws when it is still open after `ms`. */
+async function readToEnd(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), ms)));
+  try {
+    for (;;) {
+      const next = await Promise.race([reader.read(), late]);
+      if (next === "late") throw new Error(`the event stream was still open after ${ms} ms`);
+      if (next.done) return;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The `records` events in an event-stream text, parsed. */
@@ -200,9 +219,7 @@ describe("viewer routes", () => {
     assert.deepEqual(recordEvents(text).map((e) => [e.dir, e.records[0].uuid]), [[S2, "v2"]]);
     // Stopping the tap ends the stream (so the drain is not held open).
     slow.close();
-    const rest = await readUntil(reader, () => false, 2000);
-    const final = await reader.read();
-    assert.equal(final.done, true, rest);
+    await readToEnd(reader, 2000);
   });
 
   it("a running tap serves the viewer, and stopping it ends open event streams at once (the drain is not held)", async () => {
@@ -214,7 +231,6 @@ describe("viewer routes", () => {
     const started = Date.now();
     await tap.close();
     assert.ok(Date.now() - started < 5000, `stopped in ${Date.now() - started} ms`);
-    await readUntil(reader, () => false, 1000);
-    assert.equal((await reader.read()).done, true);
+    await readToEnd(reader, 1000);
   });
 });
