@@ -19,7 +19,7 @@ import { redactUrl } from "../store/pg-client.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
-import { observeWrites } from "../viewer/live.ts";
+import { LiveWatcher, observeWrites } from "../viewer/live.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import { PriceFileError } from "../usage/prices.ts";
 import { prepareRoot } from "./root-check.ts";
@@ -55,16 +55,14 @@ export interface RunningTap {
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
-  let guard: Guard | null = null;
-  // The viewer reads the tree; every mirror write under it hints its watcher, so new records show at once.
+  const baseFs = deps.fs ?? nodeFs;
   // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
-  const prices = await loadPrices(deps.fs ?? nodeFs, config.prices);
-  const viewer = createViewer({
-    fs: deps.fs ?? nodeFs, mirrorDir: config.mirrorDir, claudeDir: config.claudeDir, host: config.host, version: VERSION,
-    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`), prices, clock,
-    guardAlert: (sessionId) => guard?.alertOf(sessionId) ?? null,
-  });
-  const fs = observeWrites(deps.fs ?? nodeFs, viewer.watcher);
+  const prices = await loadPrices(baseFs, config.prices);
+  const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
+  // Built in the order they depend on each other: the watcher of new records first, so that every mirror
+  // write can hint it (new records show at once); the mirror; what it feeds; then the viewer over them all.
+  const watcher = new LiveWatcher(baseFs, config.mirrorDir, 2000, viewerError);
+  const fs = observeWrites(baseFs, watcher);
   const mirror = config.mirror
     ? new Mirror({
         fs, root: config.mirrorDir, maxBytes: config.maxBytes, retentionDays: config.retentionDays,
@@ -76,17 +74,20 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
   const store = mirror !== null && config.store !== null
     ? new PgSink({
-        url: config.store, fs: deps.fs ?? nodeFs, root: config.mirrorDir, includeThinking: config.includeThinking, maxSessions: config.maxSessions,
+        url: config.store, fs: baseFs, root: config.mirrorDir, includeThinking: config.includeThinking, maxSessions: config.maxSessions,
         log: (action, fields) => mirror.log(action, fields),
       })
     : null;
   if (store !== null) mirror!.addSink(store);
-  if (mirror !== null && (config.guard ?? (await isDirectory(deps.fs ?? nodeFs, config.claudeDir, stderr)))) {
-    const watching = (guard = new Guard({
-      fs: deps.fs ?? nodeFs, claudeDir: config.claudeDir, clock, stderr, log: (action, fields) => mirror.log(action, fields), ...deps.guard,
-    }));
-    mirror.onCommitted((job) => watching.observe(job));
-  }
+  const guard = mirror !== null && (config.guard ?? (await isDirectory(baseFs, config.claudeDir, stderr)))
+    ? new Guard({ fs: baseFs, claudeDir: config.claudeDir, clock, stderr, log: (action, fields) => mirror.log(action, fields), ...deps.guard })
+    : null;
+  if (guard !== null) mirror!.onCommitted((job) => guard.observe(job));
+  const viewer = createViewer({
+    fs: baseFs, mirrorDir: config.mirrorDir, claudeDir: config.claudeDir, host: config.host, version: VERSION,
+    onError: viewerError, prices, clock, watcher,
+    guardAlert: guard === null ? undefined : (sessionId) => guard.alertOf(sessionId),
+  });
   store?.start();
   const replayed = mirror === null ? { commits: 0, files: [], waiting: 0 } : await mirror.replaySpool();
   const upstream = new UpstreamHealth(config.upstream, clock, stderr);

@@ -35,8 +35,10 @@ export function createViewer(options: {
   /** The guard's alert for a session (a banner on it), when a guard runs. */
   guardAlert?: GuardAlertOf;
   prices?: PriceTable; clock?: () => number;
+  /** The watcher of new records, when the tap built it first (its writes hint it). */
+  watcher?: LiveWatcher;
 }): Viewer {
-  const watcher = new LiveWatcher(options.fs, options.mirrorDir, options.pollMs ?? 2000, options.onError);
+  const watcher = options.watcher ?? new LiveWatcher(options.fs, options.mirrorDir, options.pollMs ?? 2000, options.onError);
   const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher, { guardAlert: options.guardAlert, prices: options.prices, clock: options.clock });
   return {
     watcher,
