@@ -7,7 +7,9 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const bun = `${root}node_modules/.bin/bun`;
 const target = process.env.SESSIONTAP_BUILD_TARGET; // e.g. bun-linux-arm64 for a cross build
-const args = ["build", "--compile", "--minify", "--bytecode", "--format=esm", "src/main.ts", "--outfile", "dist/sessiontap"];
+// The mirror engine's Worker script is a second entry point: the binary embeds it, and main.ts names it
+// by a URL relative to itself (docs/RUNTIMES.md "Compiling"). --format=esm is what lets --bytecode resolve it.
+const args = ["build", "--compile", "--minify", "--bytecode", "--format=esm", "src/main.ts", "src/mirror-worker.ts", "--outfile", "dist/sessiontap"];
 if (target) args.push(`--target=${target}`);
 mkdirSync(`${root}dist`, { recursive: true });
 const run = spawnSync(bun, args, { cwd: root, stdio: "inherit" });

@@ -31,7 +31,7 @@ if (denort !== undefined && !existsSync(denort)) fail(`DENORT_BIN=${denort} does
 mkdirSync(`${root}dist`, { recursive: true });
 const args = [
   "compile", "--allow-all", "--unstable-no-legacy-abort", "--no-check", "--config", "deno.compile.json",
-  "--output", staging, "src/main.ts",
+  "--include", "src/mirror-worker.ts", "--output", staging, "src/main.ts",
 ];
 console.log(`deno ${args.join(" ")}${denort === undefined ? "  (no DENORT_BIN: Deno downloads denort)" : `  (DENORT_BIN=${denort})`}`);
 const built = spawnSync(deno, args, { cwd: root, encoding: "utf8", env });

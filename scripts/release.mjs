@@ -110,7 +110,7 @@ function main() {
   for (const target of opts.targets) {
     const file = join(opts.out, releaseName(version, target));
     const started = Date.now();
-    const run = spawnSync(bun, ["build", "--compile", "--minify", "--bytecode", "--format=esm", `--target=${target.bun}`, "src/main.ts", "--outfile", file], {
+    const run = spawnSync(bun, ["build", "--compile", "--minify", "--bytecode", "--format=esm", `--target=${target.bun}`, "src/main.ts", "src/mirror-worker.ts", "--outfile", file], {
       cwd: ROOT, encoding: "utf8",
     });
     if (run.status !== 0) fail(`bun build --target=${target.bun} failed (${run.status ?? run.signal}): ${(run.stderr || run.stdout || String(run.error)).trim()}`);

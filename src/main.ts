@@ -27,6 +27,8 @@ try {
     stderr: (text) => stderr.write(text),
     home: process.env.HOME ?? homedir(),
     stopSignal,
+    // Resolved here, by the entry point: inside a compiled binary every module shares its URL.
+    workerUrl: new URL("./mirror-worker.ts", import.meta.url),
     isTTY: process.stdout.isTTY === true,
   });
 } catch (error) {

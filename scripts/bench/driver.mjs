@@ -46,7 +46,7 @@ class Conn {
   }
 
   /** Sends one request (bytes ready to write) and resolves with its timings; never rejects. */
-  async request(bytes, { hash = false, timeoutMs = 60_000 } = {}) {
+  async request(bytes, { hash = false, timeoutMs = 60_000, eventTimes = false } = {}) {
     try {
       await this.open();
     } catch (e) {
@@ -61,6 +61,7 @@ class Conn {
         resolve: (r) => (clearTimeout(timer), resolve(r)),
         t0: 0, t1: 0, phase: "head", head: [], headBytes: 0, status: 0, chunked: false, remaining: -1, close: false,
         state: "size", line: "", skip: 0, bytes: 0, events: 0, reads: 0, prevLF: false, hash: hash ? createHash("sha1") : null,
+        times: eventTimes ? [] : null,
       };
       this.job.t0 = performance.now();
       this.sock.write(bytes);
@@ -85,6 +86,7 @@ class Conn {
     job.resolve({
       ok: job.status === 200, err: job.status === 200 ? undefined : `status ${job.status}`, status: job.status,
       t0: job.t0, ttfb: job.t1 - job.t0, ttlb: t2 - job.t0, bytes: job.bytes, events: job.events, reads: job.reads, sha1: job.hash?.digest("hex"),
+      times: job.times,
     });
     if (job.close) this.sock?.destroy();
   }
@@ -186,9 +188,11 @@ class Conn {
     const slice = buf.subarray(start, end);
     if (job.hash !== null && job.bytes + slice.length > START_BYTES) job.hash.update(slice.subarray(Math.max(0, START_BYTES - job.bytes)));
     job.bytes += slice.length;
+    const before = job.events;
     if (job.prevLF && slice[0] === 0x0a) job.events++;
     for (let i = slice.indexOf(NN); i >= 0; i = slice.indexOf(NN, i + 2)) job.events++;
     job.prevLF = slice[slice.length - 1] === 0x0a;
+    if (job.times !== null && job.events > before) job.times.push(performance.now());
   }
 
   /** Closes the socket. */
@@ -283,9 +287,34 @@ async function run(spec) {
   };
 }
 
+/**
+ * What a concurrent stream feels: one paced stream whose event arrival times are kept, alone or while
+ * another connection sends long-history requests one after another (at most `spec.history`, until the
+ * stream ends). Returns the largest gap between two arrivals and the history requests' timings.
+ */
+async function gap(spec) {
+  const [stream, other] = await connections(spec.port, 2);
+  const paced = requestBytes({ answer: "paced", body: "single", pace: spec.pace, prefix: `${spec.prefix}-paced` }, spec.port, 0, 0);
+  let streaming = true;
+  const watched = stream.request(paced, { eventTimes: true, timeoutMs: spec.timeoutMs ?? 60_000 }).finally(() => (streaming = false));
+  const history = [];
+  if (spec.withHistory) {
+    for (let k = 0; k < spec.history && streaming; k++) {
+      const r = await other.request(requestBytes({ answer: "short", body: "history", offset: (spec.offset ?? 0) + k, prefix: spec.prefix }, spec.port, 0, k), { timeoutMs: spec.timeoutMs ?? 60_000 });
+      history.push({ ok: r.ok, ttfb: r.ttfb, ttlb: r.ttlb, err: r.err });
+    }
+  }
+  const r = await watched;
+  const times = r.times ?? [];
+  let maxGap = 0;
+  for (let i = 1; i < times.length; i++) maxGap = Math.max(maxGap, times[i] - times[i - 1]);
+  return { ok: r.ok, err: r.err ?? null, events: r.events, maxGap, history: history.length, historyErrors: history.filter((h) => !h.ok).length };
+}
+
 process.on("message", async (msg) => {
   try {
     if (msg.cmd === "run") process.send({ id: msg.id, result: await run(msg.spec) });
+    else if (msg.cmd === "gap") process.send({ id: msg.id, result: await gap(msg.spec) });
     else if (msg.cmd === "reset") {
       reset();
       process.send({ id: msg.id, result: null });

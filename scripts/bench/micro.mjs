@@ -1,7 +1,8 @@
-// In-process microbenchmark of the mirror's work, run under Bun (it imports the tap's TypeScript modules
-// from src/): the SSE parse of each answer, the request-side parse and hashing of the 4 MiB, 200-turn
-// history (src/protocol/lineage.ts hashMessages + planRequest) and how that scales with history length,
-// and the whole mirror per completed response (parse, hash, plan, write, fsync) with fsync on and off.
+// In-process microbenchmark of the mirror engine's work, run under Bun (it imports the tap's TypeScript
+// modules from src/): the SSE parse of each answer, the request side of a 4 MiB, 200-turn history in the
+// steady state (src/mirror/request-prep.ts: the request reader, identity, then planRequest) and how that
+// scales with history length, and the whole engine per completed response (read, fold, plan, write, fsync)
+// with fsync on and off.
 // Prints one JSON object on stdout. Every loop is bounded in count and in time. Any measurement whose
 // module moved or changed shape is reported as an error string, not a crash.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -55,7 +56,6 @@ function chunks(kind, size = 0) {
 
 const { SseMessageReader } = await import("../../src/protocol/sse-reader.ts");
 const lineage = await import("../../src/protocol/lineage.ts");
-const HashCache = await import("../../src/protocol/hash-cache.ts").then((m) => m.HashCache ?? null, () => null);
 
 for (const [name, kind, size] of [["sse_long_per_event", "long", 0], ["sse_long_16k", "long", 16384], ["sse_tool_per_event", "tool", 0]]) {
   await measure(name, async () => {
@@ -71,88 +71,122 @@ for (const [name, kind, size] of [["sse_long_per_event", "long", 0], ["sse_long_
   });
 }
 
-/** Times the request side of one body: decode + JSON.parse, hashMessages, planRequest against a warm index. */
-async function requestSide(body) {
+const { RequestReader } = await import("../../src/protocol/request-reader.ts");
+const { prepareRequest } = await import("../../src/mirror/request-prep.ts");
+const IDENTITY = { session: "micro-history", agent: null, parentAgent: null, userAgent: "claude-cli/2.1.328 (external, cli)" };
+
+/**
+ * The request side of one body in the steady state, as the engine runs it (src/mirror/request-prep.ts):
+ * the reader already holds the conversation's previous body, so only the new message is parsed and
+ * hashed. Beside it, for reference, a whole decode + JSON.parse of the body (what reading it afresh costs).
+ */
+async function requestSide(previous, body) {
+  const before = enc.encode(previous);
   const bytes = enc.encode(body);
   const parse = await timeIt(() => JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)));
-  const messages = JSON.parse(body).messages;
-  // The tap keeps a cache of message hashes across requests (src/protocol/hash-cache.ts) when there is
-  // one: steady state is "everything but the new message was hashed by an earlier request".
-  const cold = await timeIt(() => lineage.hashMessages(messages));
-  let hash = cold;
-  if (HashCache !== null) {
-    hash = await timeIt(() => {
-      const cache = new HashCache();
-      lineage.hashMessages(messages.slice(0, -1), cache);
-      const t = performance.now();
-      lineage.hashMessages(messages, cache);
-      return performance.now() - t;
-    });
-    hash = { ms: hash.measured };
-  }
-  const hashed = lineage.hashMessages(messages);
+  const warmReader = () => {
+    const reader = new RequestReader();
+    reader.read("k", before);
+    return reader;
+  };
+  const read = await timeIt(() => {
+    const reader = warmReader();
+    const t = performance.now();
+    reader.read("k", bytes);
+    return performance.now() - t;
+  });
+  const prepare = await timeIt(() => {
+    const reader = warmReader();
+    prepareRequest(reader, IDENTITY, before, { version: "0", sideRequests: true });
+    const t = performance.now();
+    prepareRequest(reader, IDENTITY, bytes, { version: "0", sideRequests: true });
+    return performance.now() - t;
+  });
+  const reader = warmReader();
+  const { messages } = reader.read("k", bytes);
   // Steady state: everything but the new user message is already mirrored (its answer included).
-  const index = new Map(hashed.slice(0, -1).map((m, i) => [m.key, `uuid-${i}`]));
-  const plan = await timeIt(() => lineage.planRequest(index, hashed));
-  const p = lineage.planRequest(index, hashed);
+  const index = new Map(messages.slice(0, -1).map((m, i) => [m.key, `uuid-${i}`]));
+  const plan = await timeIt(() => lineage.planRequest(index, messages));
+  const p = lineage.planRequest(index, messages);
+  // What the relay does with the body instead: one copy into the buffer the engine takes over.
+  const relay = await timeIt(() => {
+    const copy = new Uint8Array(bytes.length);
+    copy.set(bytes);
+    return copy.length;
+  });
+  const readMs = read.measured;
+  const prepareMs = prepare.measured;
   return {
-    bytes: bytes.length, messages: messages.length, parseMs: parse.ms, hashMs: hash.ms, hashColdMs: cold.ms, cached: HashCache !== null, planMs: plan.ms,
-    totalMs: parse.ms + hash.ms + plan.ms, newMessages: hashed.length - p.start,
+    bytes: bytes.length, messages: messages.length, parseMs: parse.ms, readMs, identifyMs: Math.max(0, prepareMs - readMs), planMs: plan.ms,
+    totalMs: prepareMs + plan.ms, relayMs: relay.ms, newMessages: messages.length - p.start,
   };
 }
 
-await measure("request_conversation", () => requestSide(conversationBody("micro-conv", 9)));
+await measure("request_conversation", () => requestSide(conversationBody("micro-conv", 8), conversationBody("micro-conv", 9)));
 const histories = {};
 for (const turns of quick ? [50, 200] : [50, 100, 200]) {
   histories[turns] = new HistoryBody("micro-history", turns, Math.round((4 * 1024 * 1024 * turns) / 200));
-  await measure(`request_history_${turns}`, () => requestSide(histories[turns].body(1)));
+  await measure(`request_history_${turns}`, () => requestSide(histories[turns].body(1), histories[turns].body(2)));
 }
+out.request_steady_200 = out.request_history_200;
 
-// The whole mirror per completed response, through the same objects the tap uses (src/tap/mirror.ts).
-const { Mirror } = await import("../../src/tap/mirror.ts");
+// The whole mirror per completed response, through the engine the tap runs in its Worker
+// (src/mirror/engine.ts), driven here in this thread with the same messages the relay sends.
+const { MirrorEngine } = await import("../../src/mirror/engine.ts");
 const { nodeFs } = await import("../../src/storage/fs-adapter.ts");
 const { VERSION } = await import("../../src/version.ts");
 
-/** A Mirror on a fresh root under the scratch directory, configured like `serve` does. */
-function newMirror(sync) {
+/** An engine on a fresh root under the scratch directory, configured like `serve` does (fsync as `sync`). */
+async function newEngine(sync) {
   const root = join(scratch, `mirror-${sync ? "sync" : "nosync"}-${Math.random().toString(36).slice(2, 8)}`);
   mkdirSync(root, { recursive: true, mode: 0o700 });
-  return new Mirror({
-    fs: nodeFs, root, maxBytes: 100 * 1024 * 1024, retentionDays: 0, maxSessions: 1024, includeThinking: true,
-    sideRequests: true, version: VERSION, clock: Date.now, stderr: () => {}, sync,
+  const verdicts = new Map();
+  const engine = new MirrorEngine({
+    root, claudeDir: join(scratch, "claude"), maxBytes: 100 * 1024 * 1024, retentionDays: 0, maxSessions: 1024, includeThinking: true,
+    sideRequests: true, version: VERSION, lockWaitMs: 2000, maxQueued: 1000, maxMessageBytes: 32 * 1024 * 1024, store: null, storeOnly: false,
+    guard: false, guardTimings: {}, spoolTmpDir: scratch, sync,
+  }, {
+    fs: nodeFs, clock: Date.now,
+    post: (m) => {
+      if (m.t === "verdict") verdicts.get(m.ask)?.(m.verdict);
+    },
   });
+  await engine.start();
+  engine.verdicts = verdicts;
+  return engine;
 }
 
-/** One request + response through the mirror; resolves with the time of each step, in ms. */
-async function oneResponse(mirror, session, body, list) {
-  const headers = new Headers({ "content-type": "application/json", "x-claude-code-session-id": session, "user-agent": "claude-cli/2.1.328 (external, cli)" });
+let nextId = 1;
+/** One request + response through the engine; resolves with the time of each step, in ms. */
+async function oneResponse(engine, session, body, list) {
+  const id = nextId++;
   const t0 = performance.now();
-  const observer = mirror.begin({ method: "POST", pathname: "/v1/messages", headers, body: enc.encode(body) });
-  observer.prepare();
+  engine.receive({ t: "begin", id, at: Date.now(), identity: { ...IDENTITY, session } });
+  engine.receive({ t: "body", id, bytes: enc.encode(body), skipped: null });
   const t1 = performance.now();
-  observer.response(200, new Headers({ "content-type": "text/event-stream", "request-id": "req_micro" }));
-  let write;
-  for (const c of list) write = observer.feed(c) ?? write;
+  engine.receive({ t: "head", id, status: 200, requestId: "req_micro", sse: true });
+  for (const c of list) engine.receive({ t: "chunks", bytes: c, index: [id, c.length] });
   const t2 = performance.now();
-  write = observer.end() ?? write;
-  await write;
+  const written = new Promise((resolve) => engine.verdicts.set(id, resolve));
+  engine.receive({ t: "end", id, ask: id });
+  if ((await written) !== "written") throw new Error("the answer was not written");
   const t3 = performance.now();
   return { prepareMs: t1 - t0, streamMs: t2 - t1, commitMs: t3 - t2, totalMs: t3 - t0 };
 }
 
 /** Median of each step over `n` responses (bounded by the time budget), sessions of 10 turns. */
 async function perResponse(sync, kind, n) {
-  const mirror = newMirror(sync);
+  const engine = await newEngine(sync);
   const list = chunks(kind);
   const rows = [];
   const end = performance.now() + BUDGET_MS * 4;
   for (let i = 0; i < n + 3 && performance.now() < end; i++) {
-    const r = await oneResponse(mirror, `micro-${kind}-${Math.floor(i / 10)}`, conversationBody("x", i % 10), list);
+    const r = await oneResponse(engine, `micro-${kind}-${Math.floor(i / 10)}`, conversationBody("x", i % 10), list);
     if (i >= 3) rows.push(r); // the first few warm the JIT
   }
-  await mirror.flush(5000);
+  await engine.stop(5000);
   const med = (k) => rows.map((r) => r[k]).sort((a, b) => a - b)[Math.floor(rows.length / 2)];
-  const stats = { ...mirror.stats };
+  const stats = { ...engine.mirror.stats };
   if (stats.errors > 0 || stats.appends === 0) throw new Error(`mirror did not write (stats ${JSON.stringify(stats)})`);
   return { prepareMs: med("prepareMs"), streamMs: med("streamMs"), commitMs: med("commitMs"), totalMs: med("totalMs"), responses: rows.length };
 }
@@ -165,14 +199,15 @@ for (const sync of [true, false]) {
 // The 200-turn history through the mirror: the session's first request (every message new) and then
 // requests that each add one exchange (steady state).
 await measure("mirror_history", async () => {
-  const mirror = newMirror(true);
+  const engine = await newEngine(true);
   const history = histories[200];
   const list = chunks("short");
-  const first = await oneResponse(mirror, "micro-history", history.body(0), list);
+  const first = await oneResponse(engine, "micro-history", history.body(0), list);
   const rows = [];
   const end = performance.now() + BUDGET_MS * 4;
-  for (let k = 1; k <= (quick ? 4 : 10) && performance.now() < end; k++) rows.push(await oneResponse(mirror, "micro-history", history.body(k), list));
-  await mirror.flush(5000);
+  for (let k = 1; k <= (quick ? 4 : 10) && performance.now() < end; k++) rows.push(await oneResponse(engine, "micro-history", history.body(k), list));
+  await engine.stop(5000);
+  const mirror = engine.mirror;
   const med = (key) => rows.map((r) => r[key]).sort((a, b) => a - b)[Math.floor(rows.length / 2)];
   return {
     firstTotalMs: first.totalMs, firstCommitMs: first.commitMs,

@@ -56,7 +56,11 @@ export function figuresOf(r) {
   const e = ok(r.history);
   f.histTtfbP50 = quantile(e.map((s) => s.ttfb), 0.5);
   f.histTtlbP50 = quantile(e.map((s) => s.ttlb), 0.5);
-  f.errors = ["short", "long1", "long100", "tool", "history"].reduce((n, k) => n + (r[k]?.errors ?? 0), 0);
+  f.gapAlone = r.gapAlone?.ok ? r.gapAlone.maxGap : NaN;
+  f.gapLoaded = r.gapLoaded?.ok ? r.gapLoaded.maxGap : NaN;
+  f.gapHistory = r.gapLoaded?.history ?? NaN;
+  f.errors = ["short", "long1", "long100", "tool", "history"].reduce((n, k) => n + (r[k]?.errors ?? 0), 0) +
+    (r.gapAlone && !r.gapAlone.ok ? 1 : 0) + (r.gapLoaded && !r.gapLoaded.ok ? 1 : 0) + (r.gapLoaded?.historyErrors ?? 0);
   return f;
 }
 
@@ -68,6 +72,8 @@ export const ROWS = [
   ["longTtlbP50", "time to last byte p50, 2,000-event answer", "ms"],
   ["toolTtlbP50", "time to last byte p50, 64 KiB tool call", "ms"],
   ["histTtfbP50", "TTFB p50, 4 MiB / 200-turn request", "ms"],
+  ["gapAlone", "largest gap between a paced stream's events (sent 10 ms apart), alone", "ms"],
+  ["gapLoaded", "the same while 4 MiB / 200-turn requests go through beside it", "ms"],
   ["evps1", "events/s delivered, 1 stream", "ev/s"],
   ["evps100", "events/s delivered, 100 concurrent streams", "ev/s"],
   ["cpuPerMiB", "CPU of the proxy per MiB streamed (100 streams)", "ms/MiB"],

@@ -1,6 +1,7 @@
 // What the bench sends its load through: nothing (direct to the stub), the compiled tap (Bun) with the
-// mirror off or on, the tap from source under Deno with the mirror on, and nginx as a reference
-// passthrough. Each is a child process on 127.0.0.1 with its own scratch directory.
+// mirror off or on, the tap from source under Deno with the mirror on, nginx as a reference passthrough,
+// and each runtime's bare floor for a relay with JavaScript per chunk (bare.ts). Each is a child process on
+// 127.0.0.1 with its own scratch directory.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -16,7 +17,12 @@ export const TARGETS = [
   { name: "deno-on", label: "tap, Deno, mirror on" },
   { name: "deno-off", label: "tap, Deno, mirror off" },
   { name: "nginx", label: "nginx (proxy_buffering off)" },
+  { name: "bare-bun", label: "bare Bun relay, a JS copy per chunk (bare.ts)" },
+  { name: "bare-deno", label: "bare Deno relay, a JS copy per chunk (bare.ts)" },
 ];
+
+/** Bun's fetch keeps at most 256 requests in flight unless this is raised (docs/RUNTIMES.md "Serving"). */
+const BUN_IN_FLIGHT = { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" };
 
 /** The environment for a tap child: the parent's, less every SESSIONTAP_* setting, HOME in the scratch dir. */
 function tapEnv(home, extra = {}) {
@@ -198,11 +204,21 @@ export async function startTarget(name, { root, scratch, upstreamPort, binary })
     await Promise.race([ready, exited.then((c) => Promise.reject(new Error(`nginx exited ${c}: ${err.slice(-500)}`)))]);
     return { name, port, pids: () => [child.pid, ...childrenOf(child.pid)], stop: () => stopChild(child, "SIGTERM"), child };
   }
+  if (name.startsWith("bare-")) {
+    const script = join(root, "scripts/bench/bare.ts");
+    const child = name === "bare-bun"
+      ? spawn(join(root, "node_modules/.bin/bun"), [script, upstream], { cwd: root, env: tapEnv(scratch, BUN_IN_FLIGHT), stdio: ["ignore", "pipe", "pipe"] })
+      : spawn(join(root, "node_modules/.bin/deno"), ["run", "--allow-all", "--unstable-no-legacy-abort", script, upstream], { cwd: root, env: tapEnv(scratch), stdio: ["ignore", "pipe", "pipe"] });
+    child.stderr.resume();
+    const m = await waitForLine(child, /listening\s+http:\/\/127\.0\.0\.1:(\d+)/, 30_000);
+    child.stdout.resume();
+    return { name, port: Number(m[1]), child, pids: () => [child.pid], stop: () => stopChild(child, "SIGTERM", 5000) };
+  }
   const mirror = name.endsWith("-on");
   const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--upstream", upstream];
   if (mirror) args.push("--mirror-dir", join(scratch, "mirror"));
   else args.push("--no-mirror");
-  const env = tapEnv(scratch, mirror ? {} : { SESSIONTAP_MIRROR: "off" });
+  const env = tapEnv(scratch, { ...(mirror ? {} : { SESSIONTAP_MIRROR: "off" }), ...(name.startsWith("bun") ? BUN_IN_FLIGHT : {}) });
   let child;
   if (name.startsWith("bun")) child = spawn(binary, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
   else if (name.startsWith("deno")) {

@@ -37,6 +37,8 @@ export interface Io {
   home: string;
   /** Resolves when the process is asked to stop (SIGINT/SIGTERM). */
   stopSignal: Promise<string>;
+  /** The mirror engine's Worker script (src/mirror-worker.ts), as the entry point resolves it (in a binary too). */
+  workerUrl?: URL | string;
   /** The working directory (default: the process's). */
   cwd?: string;
   /** Seams for tests (defaults: node:fs, global fetch, Date.now). */

@@ -1,158 +1,25 @@
 /**
- * `sessiontap serve`: wires the mirror (tap), the app (server) and the runtime adapter, prints the startup
- * block, and stops gracefully on SIGINT/SIGTERM (docs/DESIGN.md "Command line"). `startTap` is the same
- * wiring for tests, with the filesystem, fetch and clock injectable.
+ * `sessiontap serve`: starts the tap (start-tap.ts), prints the startup block, and stops gracefully on
+ * SIGINT/SIGTERM (docs/DESIGN.md "Command line").
  */
 import { settingName, type Config } from "../config/parse.ts";
-import { listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
-import { createApp } from "../server/app.ts";
-import { generateToken } from "../server/request-guard.ts";
-import { describe, describeBare } from "../storage/events-log.ts";
-import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
-import type { SpoolPlace } from "../storage/mirror-spool.ts";
-import { Guard, type GuardOptions } from "../guard/guard.ts";
-import { forward } from "../tap/forward.ts";
-import { healthReport } from "../tap/health.ts";
-import { Mirror, type Replayed, type Unwritten } from "../tap/mirror.ts";
-import { UpstreamHealth } from "../tap/upstream-health.ts";
+import { runtimeName } from "../runtime/index.ts";
+import { describe } from "../storage/events-log.ts";
+import { nodeFs } from "../storage/fs-adapter.ts";
 import { redactUrl } from "../store/pg-client.ts";
-import { PgSink } from "../store/pg-sink.ts";
-import { VERSION } from "../version.ts";
-import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
-import { LiveWatcher, observeWrites } from "../viewer/live.ts";
-import { loadPrices } from "../storage/price-file.ts";
 import { PriceFileError } from "../usage/prices.ts";
+import { VERSION } from "../version.ts";
+import { isLoopback } from "../viewer/index.ts";
 import { prepareRoot } from "./root-check.ts";
+import { startTap, type RunningTap } from "./start-tap.ts";
 
-/** Seams a test may replace. */
-export interface TapDeps {
-  fs?: FsAdapter;
-  fetch?: typeof fetch;
-  clock?: () => number;
-  stderr?: (line: string) => void;
-  /** Where unwritten commits go when the root refuses them (default: under the system temp dir). */
-  tempSpool?: SpoolPlace;
-  /** The guard's timings and limits (defaults in src/guard/guard.ts). */
-  guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
-}
-
-/** A tap that is listening. */
-export interface RunningTap {
-  url: string;
-  port: number;
-  mirror: Mirror | null;
-  /** The guard of Claude Code's transcripts, or null when it is off. */
-  guard: Guard | null;
-  /** What the start replayed from the spools of earlier runs. */
-  replayed: Replayed;
-  /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
-  token: { value: string; generated: boolean } | null;
-  /** Stops accepting, drains in-flight responses (bounded), flushes the mirror, saves what it could not write. */
-  stop(): Promise<Unwritten>;
-}
-
-/** Starts a tap on `config` (in this process). */
-export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
-  const clock = deps.clock ?? Date.now;
-  const stderr = deps.stderr ?? ((line: string) => console.error(line));
-  const baseFs = deps.fs ?? nodeFs;
-  // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
-  const prices = await loadPrices(baseFs, config.prices);
-  const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
-  // Built in the order they depend on each other: the watcher of new records first, so that every mirror
-  // write can hint it (new records show at once); the mirror; what it feeds; then the viewer over them all.
-  const watcher = new LiveWatcher(baseFs, config.mirrorDir, 2000, viewerError);
-  const fs = observeWrites(baseFs, watcher);
-  const mirror = config.mirror
-    ? new Mirror({
-        fs, root: config.mirrorDir, maxBytes: config.maxBytes, retentionDays: config.retentionDays,
-        maxSessions: config.maxSessions, includeThinking: config.includeThinking, sideRequests: config.sideRequests,
-        version: VERSION, clock, stderr, lockWaitMs: config.lockWaitMs, maxQueued: config.maxQueued,
-        files: !(config.store !== null && config.storeOnly), tempSpool: deps.tempSpool,
-      })
-    : null;
-  // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
-  const store = mirror !== null && config.store !== null
-    ? new PgSink({
-        url: config.store, fs: baseFs, root: config.mirrorDir, includeThinking: config.includeThinking, maxSessions: config.maxSessions,
-        log: (action, fields) => mirror.log(action, fields),
-      })
-    : null;
-  if (store !== null) mirror!.addSink(store);
-  const guard = mirror !== null && (config.guard ?? (await isDirectory(baseFs, config.claudeDir, stderr)))
-    ? new Guard({ fs: baseFs, claudeDir: config.claudeDir, clock, stderr, log: (action, fields) => mirror.log(action, fields), ...deps.guard })
-    : null;
-  if (guard !== null) mirror!.onCommitted((job) => guard.observe(job));
-  const viewer = createViewer({
-    fs: baseFs, mirrorDir: config.mirrorDir, claudeDir: config.claudeDir, host: config.host, version: VERSION,
-    onError: viewerError, prices, clock, watcher,
-    guardAlert: guard === null ? undefined : (sessionId) => guard.alertOf(sessionId),
-  });
-  store?.start();
-  const replayed = mirror === null ? { commits: 0, files: [], waiting: 0 } : await mirror.replaySpool();
-  const upstream = new UpstreamHealth(config.upstream, clock, stderr);
-  const reportUpstream = {
-    failed(error: unknown, how: "unreachable" | "broke") {
-      upstream.failed(error, how);
-      mirror?.log("upstream-error", { how, error: describe(error) });
-    },
-    answered: () => upstream.answered(),
-  };
-  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token.
-  const token = config.token !== null ? { value: config.token, generated: false } : isLoopback(config.host) ? null : { value: generateToken(), generated: true };
-  let internalErrors = 0;
-  const internalError = (error: unknown) => {
-    internalErrors++;
-    stderr(`sessiontap: internal error answering a request: ${describeBare(error)}`);
-  };
-  const upstreamFetchFn = await upstreamFetch(deps.fetch ?? fetch);
-  const app = createApp({
-    forward: (request) =>
-      forward(request, { upstream: config.upstream, fetch: upstreamFetchFn, mirror, holdBackMs: config.holdBackMs, upstreamHealth: reportUpstream }),
-    health: () => healthReport({ version: VERSION, runtime: runtimeName(), upstream, mirror, store, guard, internalErrors: () => internalErrors }),
-    viewer: viewer.deps,
-    onError: internalError,
-    token: token?.value ?? null,
-    allowedHosts: allowedHosts(config.host),
-  });
-  const server = await listen(app.fetch, { port: config.port, hostname: config.host, onError: internalError });
-  if (mirror !== null) {
-    mirror.log("start", { version: VERSION, runtime: server.runtime, port: server.port });
-    // The first retention sweep runs shortly after start (within a minute), then lazily.
-    const first = setTimeout(() => mirror.maybeSweep(), 1000);
-    (first as { unref?: () => void }).unref?.();
-  }
-  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
-  return {
-    url: `http://${hostForUrl}:${server.port}`,
-    port: server.port,
-    mirror,
-    guard,
-    replayed,
-    token,
-    async stop() {
-      guard?.stop();
-      viewer.close(); // open event streams would otherwise hold the drain to its bound
-      await server.stop(config.drainMs);
-      const unwritten = mirror === null ? { kind: "none" as const } : await mirror.stop(Math.max(1000, config.holdBackMs * 4));
-      await store?.close();
-      return unwritten;
-    },
-  };
-}
-
-/** True when `path` is a directory (the guard is on by default only where Claude Code keeps its config). */
-async function isDirectory(fs: FsAdapter, path: string, stderr: (line: string) => void): Promise<boolean> {
-  try {
-    return (await fs.lstat(path))?.isDirectory === true;
-  } catch (error) {
-    stderr(`sessiontap: guard off: cannot look at ${path} (${describe(error)}); SESSIONTAP_GUARD=on turns it on anyway`);
-    return false;
-  }
-}
+export { startTap, type RunningTap, type TapDeps } from "./start-tap.ts";
 
 /** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
-export async function runServe(config: Readonly<Config>, io: { stdout: (t: string) => void; stderr: (t: string) => void; stopSignal: Promise<string> }): Promise<number> {
+export async function runServe(
+  config: Readonly<Config>,
+  io: { stdout: (t: string) => void; stderr: (t: string) => void; stopSignal: Promise<string>; workerUrl?: URL | string },
+): Promise<number> {
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
     if (problem !== null) {
@@ -162,7 +29,7 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
   }
   let tap: RunningTap;
   try {
-    tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n") });
+    tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n"), workerUrl: io.workerUrl });
   } catch (error) {
     const code = (error as { code?: string }).code ?? "";
     const listening = !(error instanceof PriceFileError) &&
@@ -204,10 +71,16 @@ export async function runServe(config: Readonly<Config>, io: { stdout: (t: strin
     ].join("\n"),
   );
   const signal = await io.stopSignal;
-  // Stop accepting first: whoever reads the line may rely on the port being closed by then.
-  const stopping = tap.stop();
-  io.stderr(`sessiontap: ${signal}, stopping\n`);
-  const unwritten = await stopping;
+  // Said once the port is closed: whoever reads the line may rely on it.
+  const stopping = tap.stop(() => io.stderr(`sessiontap: ${signal}, stopping\n`));
+  let unwritten;
+  try {
+    unwritten = await stopping;
+  } catch (error) {
+    // The engine had stopped (said on stderr then): what it held in memory could not be saved.
+    io.stderr(`sessiontap: the mirror could not be stopped cleanly (${describe(error)}): answers it held in memory are not mirrored\n`);
+    return 1;
+  }
   if (unwritten.kind === "saved") {
     io.stderr(`sessiontap: ${unwritten.commits} commit${unwritten.commits === 1 ? "" : "s"} could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`);
   } else if (unwritten.kind === "lost") {

@@ -30,6 +30,8 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_SIDE_REQUESTS     on (off: side requests are not mirrored)
                       SESSIONTAP_HOLD_BACK_MS      250 (longest wait of a final event for its write)
                       SESSIONTAP_MAX_QUEUED        1000 (commits kept in memory while writes fail)
+                      SESSIONTAP_MAX_MESSAGE_BYTES 33554432 (an answer's bytes the mirror keeps; the rest
+                                                   is marked truncated; a larger request is not mirrored)
                       SESSIONTAP_LOCK_WAIT_MS      2000 (longest wait for another tap's lock on a session)
                       SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
   --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude

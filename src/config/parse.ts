@@ -53,6 +53,8 @@ export interface Config {
   lockWaitMs: number;
   /** Most commits kept in memory while writes fail. */
   maxQueued: number;
+  /** Largest answer (and request body) the mirror keeps; past it an answer is kept truncated, marked (docs/RELIABILITY.md "Trust boundaries"). */
+  maxMessageBytes: number;
   /** doctor: the tap to check (`--url`), or null. */
   url: string | null;
   /** The token `/_tap/` requires (`--token` / SESSIONTAP_TOKEN); serve generates one beyond loopback when null. doctor sends it. */
@@ -230,6 +232,7 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   const drainMs = integer("SESSIONTAP_DRAIN_MS", env.SESSIONTAP_DRAIN_MS || "10000", 0, 600_000);
   const holdBackMs = integer("SESSIONTAP_HOLD_BACK_MS", env.SESSIONTAP_HOLD_BACK_MS || "250", 0, 10_000);
   const maxQueued = integer("SESSIONTAP_MAX_QUEUED", env.SESSIONTAP_MAX_QUEUED || "1000", 1, 1_000_000);
+  const maxMessageBytes = integer("SESSIONTAP_MAX_MESSAGE_BYTES", env.SESSIONTAP_MAX_MESSAGE_BYTES || "33554432", 65536, 1 << 30);
   const lockWaitMs = integer("SESSIONTAP_LOCK_WAIT_MS", env.SESSIONTAP_LOCK_WAIT_MS || "2000", 0, 600_000);
   const str = (f: string) => (typeof flags.get(f) === "string" ? (flags.get(f) as string) : null);
   const source = (flag: string, envName: string): SettingSource =>
@@ -269,7 +272,7 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   return Object.freeze({
     command, helpFor: null, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
     includeThinking, sideRequests, claudeDir, guard, store, storeOnly, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
-    dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs, maxQueued,
+    dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs, maxQueued, maxMessageBytes,
     url, token, tokenSource: source("--token", "SESSIONTAP_TOKEN"), since, session: str("--session"), regex, full: flags.has("--full"), prices,
     sources: { port: source("--port", "SESSIONTAP_PORT"), mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"), claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR") },
   });

@@ -47,18 +47,24 @@ export class GuardAlerts {
   constructor(
     private readonly stderr: (line: string) => void,
     private readonly log: (action: string, fields: EventFields) => void,
+    /** Told whenever the list of alerts changed (the viewer's banners live in another thread). */
+    private readonly changed: () => void = () => {},
   ) {}
 
   /** Raises (or updates) the alert of `sessionId`; says so once per session and state. */
   raise(sessionId: string, state: GuardState, sinceMs: number, path: string | null, lacking?: number): void {
     const current = this.active.get(sessionId);
     if (current !== undefined && current.state === state) {
-      if (lacking !== undefined) current.lacking = lacking;
+      if (lacking !== undefined && current.lacking !== lacking) {
+        current.lacking = lacking;
+        this.changed();
+      }
       return;
     }
     const command = restoreCommand(sessionId, state);
     this.active.set(sessionId, { sessionId, state, since: new Date(sinceMs).toISOString(), path, ...(lacking === undefined ? {} : { lacking }), command });
     this.log("guard-alert", { session: sessionId, state, ...(lacking === undefined ? {} : { lacking }) });
+    this.changed();
     const told = this.told.get(sessionId) ?? new Set<GuardState>();
     this.told.set(sessionId, told);
     if (told.has(state)) return;
@@ -76,13 +82,14 @@ export class GuardAlerts {
     this.told.delete(sessionId);
     if (current === undefined) return;
     this.active.delete(sessionId);
+    this.changed();
     this.log("guard-clear", { session: sessionId, state: current.state });
     this.stderr(`sessiontap: guard: Claude Code's transcript of session ${sessionId} is whole again`);
   }
 
   /** Forgets a session the guard no longer watches. */
   forget(sessionId: string): void {
-    this.active.delete(sessionId);
+    if (this.active.delete(sessionId)) this.changed();
     this.told.delete(sessionId);
   }
 

@@ -55,6 +55,8 @@ export interface GuardOptions {
   maxSessions?: number;
   /** Prompts remembered per session at most. */
   maxPrompts?: number;
+  /** Told whenever the alerts changed. */
+  onAlerts?: () => void;
 }
 
 /** What health shows of the guard. */
@@ -92,9 +94,9 @@ export class Guard {
   constructor(options: GuardOptions) {
     this.o = {
       settleMs: 1500, confirmMs: 2000, sweepMs: 10_000, activeMs: 30 * 60_000, maxLooksPerMinute: 120,
-      maxBytesPerLook: 2 * 1024 * 1024, tailBytes: 8 * 1024 * 1024, maxSessions: 256, maxPrompts: 4096, ...options,
+      maxBytesPerLook: 2 * 1024 * 1024, tailBytes: 8 * 1024 * 1024, maxSessions: 256, maxPrompts: 4096, onAlerts: () => {}, ...options,
     };
-    this.alerts = new GuardAlerts(options.stderr, options.log);
+    this.alerts = new GuardAlerts(options.stderr, options.log, options.onAlerts);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
     this.readAlarm = new Alarm(options.clock, options.stderr);
     this.sweep = setInterval(() => this.sweepActive(), this.o.sweepMs);

@@ -20,14 +20,16 @@ function dropHopByHop(headers: Headers): void {
 
 /**
  * The headers to send upstream: the client's, less hop-by-hop ones, less `host` (fetch sets it from the
- * upstream URL) and `content-length` (fetch sets it from the body). `accept-encoding` is narrowed to codings
- * the runtime decodes (and set to them when absent), so a decoded body never keeps a header that lies about it.
+ * upstream URL). `content-length` stays only for a `streamed` body, which fetch cannot measure (a body given
+ * as bytes gets its length from fetch). `accept-encoding` is narrowed to codings the runtime decodes (and
+ * set to them when absent), so a decoded body never keeps a header that lies about it.
  */
-export function upstreamRequestHeaders(incoming: Headers): Headers {
+export function upstreamRequestHeaders(incoming: Headers, streamed = false): Headers {
+  const chunked = incoming.has("transfer-encoding");
   const out = new Headers(incoming);
   dropHopByHop(out);
   out.delete("host");
-  out.delete("content-length");
+  if (!streamed || chunked || !/^\d+$/.test(out.get("content-length") ?? "")) out.delete("content-length");
   const accept = out.get("accept-encoding");
   // Without one, the runtime's fetch adds its own (Bun's includes zstd, which it decodes but
   // clientResponseHeaders cannot know was decoded), so always send an explicit list.

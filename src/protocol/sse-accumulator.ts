@@ -23,8 +23,15 @@ export const UNKNOWN_DELTAS_KEY = "sessiontap_deltas";
 export const UNKNOWN_EVENTS_KEY = "sessiontap_events";
 /** Key holding a tool input whose JSON never completed (interrupted, or invalid), verbatim. */
 export const PARTIAL_JSON_KEY = "sessiontap_partial_json";
+/**
+ * Key marking a message the mirror kept only in part: the answer grew past SESSIONTAP_MAX_MESSAGE_BYTES
+ * (docs/RELIABILITY.md "Trust boundaries"). Its value says how much was kept and how much was let go.
+ */
+export const TRUNCATED_KEY = "sessiontap_truncated";
 
 const JSON_INPUT_BLOCKS = new Set(["tool_use", "server_tool_use", "mcp_tool_use"]);
+/** How the API's content deltas begin (its own serialisation, type first). */
+const DELTA_PREFIX = '{"type":"content_block_delta"';
 
 /** Accumulates one response stream; feed it events, then take `message()`. */
 export class StreamAccumulator {
@@ -40,6 +47,33 @@ export class StreamAccumulator {
   error: Json | null = null;
   /** Count of data payloads that were not JSON objects (kept out of the message). */
   malformed = 0;
+  /** Characters of content kept so far (text, thinking, tool input). */
+  private kept = 0;
+  /** Characters let go past the bound (0: the message is whole). */
+  dropped = 0;
+
+  /** `maxChars`: most characters of content kept; past it, deltas are counted and let go. */
+  constructor(private readonly maxChars = Number.POSITIVE_INFINITY) {}
+
+  /** True when part of the answer was let go (the bound, or an event too large to read). */
+  get truncated(): boolean {
+    return this.dropped > 0;
+  }
+
+  /** Counts characters the stream carried that the mirror did not keep (an event too large to read). */
+  letGo(chars: number): void {
+    this.dropped += Math.max(1, chars);
+  }
+
+  /** True when `chars` more characters may be kept; otherwise counts them as let go (and everything after them). */
+  private room(chars: number): boolean {
+    if (this.dropped === 0 && this.kept + chars <= this.maxChars) {
+      this.kept += chars;
+      return true;
+    }
+    this.letGo(chars);
+    return false;
+  }
 
   /** True once message_start arrived. */
   get started(): boolean {
@@ -61,6 +95,8 @@ export class StreamAccumulator {
 
   /** Feeds one SSE event's data (the `event:` name is advisory; the payload's `type` decides). */
   pushData(data: string): void {
+    // Past the bound every delta is let go: one that says so in its first bytes need not be parsed.
+    if (this.dropped > 0 && data.startsWith(DELTA_PREFIX)) return this.letGo(data.length);
     let event: unknown;
     try {
       event = JSON.parse(data);
@@ -128,16 +164,22 @@ export class StreamAccumulator {
     const block = this.blocks[index];
     if (block === undefined) return;
     switch (delta.type) {
-      case "text_delta":
-        block.text = String(block.text ?? "") + String(delta.text ?? "");
+      case "text_delta": {
+        const text = String(delta.text ?? "");
+        if (this.room(text.length)) block.text = String(block.text ?? "") + text;
         return;
-      case "input_json_delta":
+      }
+      case "input_json_delta": {
         // Fragments are not JSON on their own; they only parse once the block stops.
-        this.json.set(index, (this.json.get(index) ?? "") + String(delta.partial_json ?? ""));
+        const part = String(delta.partial_json ?? "");
+        if (this.room(part.length)) this.json.set(index, (this.json.get(index) ?? "") + part);
         return;
-      case "thinking_delta":
-        block.thinking = String(block.thinking ?? "") + String(delta.thinking ?? "");
+      }
+      case "thinking_delta": {
+        const thinking = String(delta.thinking ?? "");
+        if (this.room(thinking.length)) block.thinking = String(block.thinking ?? "") + thinking;
         return;
+      }
       case "signature_delta":
         block.signature = delta.signature; // a signature replaces, it does not accumulate
         return;
@@ -187,6 +229,7 @@ export class StreamAccumulator {
     };
     Object.assign(out, this.messageDelta);
     if (interrupted) out.stop_reason = "interrupted";
+    if (this.truncated) out[TRUNCATED_KEY] = { keptChars: this.kept, droppedChars: this.dropped };
     if (this.unknownEvents.length > 0) out[UNKNOWN_EVENTS_KEY] = this.unknownEvents;
     return out;
   }

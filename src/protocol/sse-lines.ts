@@ -7,11 +7,6 @@
  * searches on the text.
  */
 
-/** An event grew past the bound: the stream cannot be followed any further. */
-export class EventTooLarge extends Error {
-  override name = "EventTooLarge";
-}
-
 /** Splits a stream into events and hands each event's data to `onData`. */
 export class SseLines {
   /** A line not yet ended. */
@@ -24,12 +19,19 @@ export class SseLines {
   private started = false;
   /** A line of the event being read contained the watched word. */
   private watchedSeen = false;
+  /** The event being read grew past the bound: its lines are passed over until it ends. */
+  private dropping = false;
+  /** While dropping: characters of the line not yet ended (only whether it is empty matters). */
+  private partial = 0;
 
   constructor(
     private readonly onData: (data: string) => void,
+    /** Largest event kept, in characters; a larger one is dropped whole and reported to `onDropped`. */
     private readonly maxEventChars: number,
     /** The word `pendingWatched` looks for in an event that has not ended. */
     private readonly watch = "message_stop",
+    /** Told of each dropped event, with about how many characters it had when it was let go. */
+    private readonly onDropped: (chars: number) => void = () => {},
   ) {}
 
   /** Feeds decoded text. */
@@ -48,11 +50,16 @@ export class SseLines {
       if (cr >= 0 && cr < at) cr = text.indexOf("\r", at);
       const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
       if (end < 0) {
-        this.line += text.slice(at);
-        if (this.line.length + this.dataChars > this.maxEventChars) throw new EventTooLarge(`an event grew past ${this.maxEventChars} characters`);
+        if (this.dropping) this.partial += text.length - at;
+        else {
+          this.line += text.slice(at);
+          if (this.line.length + this.dataChars > this.maxEventChars) this.drop(this.line.length, 1);
+        }
         return;
       }
-      this.take(this.line + text.slice(at, end));
+      if (!this.dropping) this.take(this.line + text.slice(at, end));
+      else if (this.partial + end - at === 0) this.endDropped();
+      else this.partial = 0;
       this.line = "";
       if (text.charCodeAt(end) === 0x0d) {
         if (end + 1 === text.length) this.afterCR = true;
@@ -65,6 +72,7 @@ export class SseLines {
 
   /** The stream ended: an event whose blank line never came still counts (the client acted on it). */
   end(): void {
+    if (this.dropping) return this.endDropped();
     if (this.line !== "") this.take(this.line);
     this.line = "";
     this.take("");
@@ -73,6 +81,26 @@ export class SseLines {
   /** True when an event has begun and a line of it so far (or the line not yet ended) contains the watched word. */
   get pendingWatched(): boolean {
     return this.watchedSeen || this.line.includes(this.watch);
+  }
+
+  /**
+   * Lets the event being read go: it grew past the bound (docs/RELIABILITY.md "Trust boundaries"). Its
+   * lines are passed over until the blank line that ends it; `partial` says the current line is unended.
+   */
+  private drop(chars: number, partial: number): void {
+    this.onDropped(this.dataChars + chars);
+    this.dropping = true;
+    this.partial = partial;
+    this.data = [];
+    this.dataChars = 0;
+    this.line = "";
+  }
+
+  /** The dropped event ended: reading starts afresh with the next event. */
+  private endDropped(): void {
+    this.dropping = false;
+    this.partial = 0;
+    this.watchedSeen = false;
   }
 
   /** One complete line. */
@@ -95,7 +123,7 @@ export class SseLines {
     let value = colon < 0 ? "" : line.slice(colon + 1);
     if (value.charCodeAt(0) === 0x20) value = value.slice(1);
     this.dataChars += value.length + 1;
-    if (this.dataChars > this.maxEventChars) throw new EventTooLarge(`an event grew past ${this.maxEventChars} characters`);
+    if (this.dataChars > this.maxEventChars) return this.drop(0, 0);
     this.data.push(value);
   }
 }

@@ -6,20 +6,25 @@
 import { SseLines } from "./sse-lines.ts";
 import { StreamAccumulator } from "./sse-accumulator.ts";
 
-/** Largest event the reader buffers before giving up on the stream. */
-export const MAX_EVENT_CHARS = 64 * 1024 * 1024;
+/** The default bound on what one answer may hold in memory (SESSIONTAP_MAX_MESSAGE_BYTES). */
+export const MAX_MESSAGE_CHARS = 32 * 1024 * 1024;
 
-/** Reads one response stream into an accumulator, chunk by chunk. */
+/**
+ * Reads one response stream into an accumulator, chunk by chunk, holding at most about `maxChars` of it
+ * (docs/RELIABILITY.md "Trust boundaries"): past that, content is counted and let go, and an event larger
+ * than the bound is dropped whole, so an answer of any size costs bounded memory.
+ */
 export class SseMessageReader {
-  readonly acc = new StreamAccumulator();
+  readonly acc: StreamAccumulator;
   private readonly decoder = new TextDecoder();
   private readonly lines: SseLines;
 
-  constructor(maxEventChars = MAX_EVENT_CHARS) {
-    this.lines = new SseLines((data) => this.acc.pushData(data), maxEventChars);
+  constructor(maxChars = MAX_MESSAGE_CHARS) {
+    this.acc = new StreamAccumulator(maxChars);
+    this.lines = new SseLines((data) => this.acc.pushData(data), maxChars, "message_stop", (chars) => this.acc.letGo(chars));
   }
 
-  /** Feeds one chunk of bytes; throws if an event grew past the bound. */
+  /** Feeds one chunk of bytes. */
   feed(chunk: Uint8Array): void {
     this.lines.feed(this.decoder.decode(chunk, { stream: true }));
   }

@@ -28,8 +28,10 @@ export function serveBun(handler: FetchHandler, options: ListenOptions): Running
   return {
     port: server.port ?? options.port,
     runtime: "bun",
-    async stop(drainMs) {
-      await settlesWithin(server.stop(false), drainMs);
+    async stop(drainMs, closed) {
+      const draining = server.stop(false); // the listener is closed when this returns
+      closed?.();
+      await settlesWithin(draining, drainMs);
       await server.stop(true);
     },
   };

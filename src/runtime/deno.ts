@@ -5,18 +5,33 @@ import { settlesWithin } from "../utils/within.ts";
 
 // Declared here, not pulled from Deno's types, so the shared type-check does not need them.
 declare const Deno: {
+  connect(options: { hostname: string; port: number }): Promise<{ close(): void }>;
   serve(
     options: { port: number; hostname: string; signal?: AbortSignal; onListen?: (addr: { port: number }) => void; onError?: (e: unknown) => Response },
     handler: FetchHandler,
   ): { addr: { port: number }; shutdown(): Promise<void>; finished: Promise<void> };
 };
 
+/** Resolves once a connection to the port is refused (at most ~500 ms). */
+async function refusing(hostname: string, port: number): Promise<void> {
+  const host = hostname === "0.0.0.0" ? "127.0.0.1" : hostname === "::" || hostname === "[::]" ? "::1" : hostname.replace(/^\[|\]$/g, "");
+  for (let i = 0; i < 100; i++) {
+    try {
+      (await Deno.connect({ hostname: host, port })).close();
+    } catch {
+      return; // refused: the listener is closed
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 /** Serves `handler` with Deno.serve (no idle timeout of its own). */
 export function serveDeno(handler: FetchHandler, options: ListenOptions): RunningServer {
-  // Cuts what is still in flight past the drain bound, through each request's signal (it aborts the
-  // upstream fetch, which ends the response). Not Deno.serve's own `signal`: aborting that once shutdown()
-  // has begun raises an uncaught BadResource in Deno 2.9 and the process exits 1.
-  const cut = new AbortController();
+  // Cuts what is still in flight past the drain bound through options.cut, which the handler ties each
+  // upstream fetch to (it ends the response). Not Deno.serve's own `signal`: aborting that once shutdown()
+  // has begun raises an uncaught BadResource in Deno 2.9 and the process exits 1. Not a new Request with a
+  // combined signal either: that turns the request's native body into a JavaScript stream, which fetch
+  // then sends chunked (docs/RUNTIMES.md "Request bodies").
   let own = "";
   const server = Deno.serve(
     {
@@ -31,17 +46,21 @@ export function serveDeno(handler: FetchHandler, options: ListenOptions): Runnin
     },
     (request) => {
       const sound = soundRequest(request, own);
-      return sound instanceof Response ? sound : handler(new Request(sound, { signal: AbortSignal.any([request.signal, cut.signal]) }));
+      return sound instanceof Response ? sound : handler(sound);
     },
   );
   own = authority(options.hostname, server.addr.port);
   return {
     port: server.addr.port,
     runtime: "deno",
-    async stop(drainMs) {
+    async stop(drainMs, closed) {
       const finished = server.shutdown();
+      // Deno closes the listener a moment after shutdown() returns: wait until the port refuses, so that
+      // whoever is told "stopping" can rely on it (bounded; docs/RUNTIMES.md "Serving").
+      await refusing(options.hostname, server.addr.port);
+      closed?.();
       if (await settlesWithin(finished, drainMs)) return;
-      cut.abort(new Error("sessiontap: stopping"));
+      options.cut.abort(new Error("sessiontap: stopping"));
       await settlesWithin(finished, 1000);
     },
   };

@@ -9,8 +9,11 @@ export interface RunningServer {
   port: number;
   /** "bun" or "deno". */
   runtime: "bun" | "deno";
-  /** Stops accepting; resolves when in-flight responses ended or `drainMs` passed (then they are cut). */
-  stop(drainMs: number): Promise<void>;
+  /**
+   * Stops accepting; resolves when in-flight responses ended or `drainMs` passed (then they are cut).
+   * `closed` is called once the port refuses new connections (before the drain ends).
+   */
+  stop(drainMs: number, closed?: () => void): Promise<void>;
 }
 
 /** Where to listen. */
@@ -18,4 +21,9 @@ export interface ListenOptions {
   port: number;
   hostname: string;
   onError: (error: unknown) => void;
+  /**
+   * Aborted by `stop` when the drain bound passes with requests still in flight, for a runtime that cannot
+   * cut them itself (Deno): the handler ties each upstream fetch to it, which ends the response.
+   */
+  cut: AbortController;
 }

@@ -20,7 +20,7 @@ export { hostName };
 /** What the app serves. */
 export interface AppDeps {
   forward: (request: Request) => Promise<Response>;
-  health: () => Record<string, unknown>;
+  health: () => Promise<Record<string, unknown>> | Record<string, unknown>;
   viewer?: ViewerDeps;
   /** Hears an error thrown while answering (the answer is a bare 500; nothing of the request is printed). */
   onError?: (error: unknown) => void;
@@ -69,8 +69,8 @@ export function createApp(deps: AppDeps): Hono {
     await next();
   });
   const authorized = (c: Context) => token !== null && carriesToken(factsOf(c), token);
-  app.get("/_tap/health", (c) => {
-    const health = deps.health();
+  app.get("/_tap/health", async (c) => {
+    const health = await deps.health();
     return c.json(token === null || authorized(c) ? health : { status: health.status });
   });
   app.get("/_tap/login", (c) => {

@@ -1,10 +1,14 @@
 /**
- * Forwards one request to the upstream and streams the answer back (docs/DESIGN.md "Passthrough"), feeding the mirror from
- * the tee. Web-standard Request/Response only; `fetch` is injected.
+ * Forwards one request to the upstream and streams the answer back (docs/DESIGN.md "Passthrough"); for a
+ * Messages API call the relay's observer copies the request and the answer to the mirror engine on the
+ * way (docs/DESIGN.md "Off the relay path"). Web-standard Request/Response only; `fetch` is injected.
  */
+import { identityHeaders } from "../mirror/messages.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
 import { describe } from "../storage/events-log.ts";
-import type { Mirror } from "./mirror.ts";
+import type { EngineLink } from "./engine-link.ts";
+import type { RelayObserver } from "./relay-observer.ts";
+import { relayBody, type BodyTraits, type RelayedBody } from "./request-body.ts";
 import { teeBody } from "./tee.ts";
 
 /** What forwarding needs from the outside. */
@@ -12,8 +16,16 @@ export interface ForwardDeps {
   /** Upstream origin (and optional base path), no trailing slash. */
   upstream: string;
   fetch: typeof fetch;
-  mirror: Mirror | null;
+  /** The mirror engine, or null when the mirror is off. */
+  engine: EngineLink | null;
   holdBackMs: number;
+  /** Largest request body the mirror keeps a copy of. */
+  maxMessageBytes: number;
+  /** What this runtime does with a streamed request body. */
+  body: BodyTraits;
+  clock: () => number;
+  /** Aborted when the tap stops and its drain bound ran out: every upstream fetch ends then. */
+  stopping: AbortSignal;
   /** Hears whether the upstream was reached (health and stderr lines); never sees credentials. */
   upstreamHealth: { failed(error: unknown, how: "unreachable" | "broke"): void; answered(): void };
 }
@@ -33,63 +45,59 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   // Only path and query are taken from the client: an absolute-form target or a Host header cannot
   // send the tap anywhere but the configured upstream.
   const target = deps.upstream + url.pathname + url.search;
-  const hasBody = request.method !== "GET" && request.method !== "HEAD";
-  // Buffered, not streamed: avoids runtime streamed-body regressions and keeps content-length exact.
-  const body = hasBody ? new Uint8Array(await request.arrayBuffer()) : null;
-  const observer = deps.mirror?.begin({ method: request.method, pathname: url.pathname, headers: request.headers, body }) ?? null;
-
+  // Only Messages API calls are mirrored (docs/DESIGN.md "The mirror"); everything else is relayed natively.
+  const observer = deps.engine !== null && request.method === "POST" && url.pathname === "/v1/messages"
+    ? deps.engine.open(identityHeaders(request.headers), deps.clock())
+    : null;
+  const signal = AbortSignal.any([request.signal, deps.stopping]);
+  const relayed = await sendBody(request, observer, deps);
   const pending = deps.fetch(target, {
     method: request.method,
-    headers: upstreamRequestHeaders(request.headers),
-    body,
+    headers: upstreamRequestHeaders(request.headers, relayed?.body instanceof ReadableStream),
+    body: relayed?.body ?? null,
     redirect: "manual",
-    signal: request.signal,
-  });
-  // The mirror reads the request while the upstream works on it (docs/DESIGN.md "Passthrough"): in the next task, so the
-  // runtime sends the request first (Deno's fetch does so only once JavaScript yields). If the answer
-  // comes back first, `response()` prepares on the spot.
-  const prepare = () => {
-    try {
-      observer?.prepare();
-    } catch (error) {
-      deps.mirror!.fail("prepare", error);
-    }
-  };
-  if (observer !== null) setTimeout(prepare, 0);
+    signal,
+    duplex: "half",
+  } as RequestInit);
+  // The mirror gets the request's bytes once they went upstream: the engine reads them while the upstream works.
+  if (observer !== null && relayed !== null) void relayed.copy().then((copy) => observer.body(copy));
+  else observer?.body({ skipped: "no request body" });
 
   let upstream: Response;
   try {
     upstream = await pending;
   } catch (error) {
-    if (request.signal.aborted) return new Response(null, { status: 499 });
+    observer?.cut("upstream");
+    if (signal.aborted) return new Response(null, { status: 499 });
     deps.upstreamHealth.failed(error, "unreachable");
     return upstreamUnreachable(`upstream ${new URL(deps.upstream).host} could not be reached (${describe(error)})`);
   }
   deps.upstreamHealth.answered();
+  return answer(request, signal, upstream, observer !== null && observer.head(upstream.status, upstream.headers) ? observer : null, deps);
+}
 
-  if (observer !== null) {
-    prepare();
-    try {
-      observer.response(upstream.status, upstream.headers);
-    } catch (error) {
-      deps.mirror!.fail("response", error);
-    }
-  }
+/** The request's body for fetch, relayed with a copy for the mirror when it is followed; null for none. */
+async function sendBody(request: Request, observer: RelayObserver | null, deps: ForwardDeps): Promise<RelayedBody | null> {
+  if (request.method === "GET" || request.method === "HEAD") return null;
+  return await relayBody(request, observer === null ? -1 : deps.maxMessageBytes, deps.body);
+}
+
+/** The client's response: the upstream's status, headers and body, teed to the observer when there is one. */
+function answer(request: Request, signal: AbortSignal, upstream: Response, observer: RelayObserver | null, deps: ForwardDeps): Response {
   const headers = clientResponseHeaders(upstream.headers);
   const init = { status: upstream.status, statusText: upstream.statusText, headers };
   if (upstream.body === null || NULL_BODY.has(upstream.status) || request.method === "HEAD") {
     if (upstream.body !== null) void upstream.body.cancel();
+    observer?.end(false);
     return new Response(null, init);
   }
   // Nothing to mirror: the upstream's body goes to the client as it is, with no JavaScript in its path.
   if (observer === null) return new Response(upstream.body, init);
   const tee = teeBody(upstream.body, observer, {
     holdBackMs: deps.holdBackMs,
-    onObserverError: (error) => deps.mirror!.fail("stream", error),
-    clientGone: () => request.signal.aborted,
+    clientGone: () => signal.aborted,
     upstreamBroke: (error) => deps.upstreamHealth.failed(error, "broke"),
     cutQuietly: true,
-    onLate: () => deps.mirror!.late(),
   });
   return new Response(tee, init);
 }

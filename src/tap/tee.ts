@@ -1,43 +1,41 @@
 /**
- * The tee: forwards each upstream chunk to the client as it arrives and hands the same bytes to a second
- * consumer (the mirror). Not `ReadableStream.tee()`: that never cancels the upstream when the client
- * leaves and buffers the slower branch without limit (docs/RUNTIMES.md "Client disconnect"). A pull source
- * keeps the client's backpressure, passes a client cancel to the upstream, and tells a client that left
- * from an upstream that failed.
+ * The tee: forwards each upstream chunk to the client as it arrives, while its observer (the relay's side
+ * of the mirror) copies the same bytes to the engine. Not `ReadableStream.tee()`: that never cancels the
+ * upstream when the client leaves and buffers the slower branch without limit
+ * (docs/RUNTIMES.md "Client disconnect"). A pull source keeps the client's backpressure, passes a client
+ * cancel to the upstream, and tells a client that left from an upstream that failed.
+ *
+ * Holding back (docs/DESIGN.md "Writes"): bytes that may be the final event wait until the engine says
+ * the message is written, at most `holdBackMs` in all; a non-streaming answer's last chunk waits for its
+ * end the same way. The observer never throws (relay-observer.ts is the error boundary).
  */
-import { settlesWithin } from "../utils/within.ts";
+import type { CutBy, Verdict } from "../mirror/messages.ts";
+import type { Hold } from "./relay-observer.ts";
+import { orAfter } from "../utils/within.ts";
 
-/** The second consumer. Any method may throw or reject; the tee contains it. */
-export interface StreamObserver {
-  /** One chunk; a returned promise (the final event's write) may hold that chunk back, bounded. */
-  feed(chunk: Uint8Array): Promise<unknown> | undefined | void;
-  /**
-   * When `feed` returned a promise: where in that chunk the final event begins. The bytes before it go
-   * to the client at once; only the final event waits for the write (0 or absent: the whole chunk waits).
-   */
-  heldFrom?(): number;
-  /** The body ended normally. */
-  end(): Promise<unknown> | undefined | void;
-  /** The body was cut: the client left, or the upstream failed. */
-  abort(by: "client" | "upstream"): void;
-  /**
-   * True when the observer only knows the message is complete at the end of the body (a non-streaming
-   * JSON answer): the tee then keeps the last chunk until `end()`'s write is done, bounded, so the client
-   * does not read a complete body before it is on disk.
-   */
-  holdsLastChunk?(): boolean;
+/** What the tee needs of its observer (src/tap/relay-observer.ts). */
+export interface TeeObserver {
+  /** Copies a chunk; says which of its bytes to hold back, when it may hold the final event. */
+  chunk(chunk: Uint8Array): Hold | null;
+  /** Asks again about bytes still held. */
+  ask(): Promise<Verdict>;
+  /** Null while the engine keeps up; else resolves when the tee may read on (memory stays bounded). */
+  behind(): Promise<void> | null;
+  /** True when the last chunk must wait for the end. */
+  readonly holdsLastChunk: boolean;
+  /** The body ended; with bytes held, the verdict to wait for. */
+  end(holding: boolean): Promise<Verdict> | null;
+  cut(by: CutBy): void;
+  /** Held bytes went out before their write was done. */
+  late(): void;
 }
 
 /** How the tee behaves around its observer. */
 export interface TeeOptions {
-  /** Longest time a chunk waits for the observer's write (docs/DESIGN.md "Writes": default 250 ms). */
+  /** Longest time held bytes wait for their write (docs/DESIGN.md "Writes": default 250 ms). */
   holdBackMs: number;
-  /** Called once when the observer throws or rejects; the observer is then dropped for this body. */
-  onObserverError: (error: unknown) => void;
   /** True when the client has gone (tells a client abort from an upstream failure when a read fails). */
   clientGone: () => boolean;
-  /** Called when a held chunk went out before its write finished (the bound expired). */
-  onLate?: () => void;
   /** Called when reading the upstream failed while the client was still there. */
   upstreamBroke?: (error: unknown) => void;
   /**
@@ -49,30 +47,26 @@ export interface TeeOptions {
 }
 
 /** Returns the body the client reads; the observer sees the same chunks. */
-export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserver | null, options: TeeOptions): ReadableStream<Uint8Array> {
+export function teeBody(body: ReadableStream<Uint8Array>, observer: TeeObserver, options: TeeOptions): ReadableStream<Uint8Array> {
   const reader = body.getReader();
-  let watching = observer;
-  let held: Uint8Array | null = null;
+  /** Bytes held back, in order, and when holding began (the bound is on the whole wait). */
+  let held: Uint8Array[] = [];
+  let heldSince = 0;
 
-  /** Runs one observer call; a throw or a rejection drops the observer and is reported once. */
-  const call = (fn: (o: StreamObserver) => Promise<unknown> | undefined | void): Promise<unknown> | undefined => {
-    const current = watching;
-    if (current === null) return undefined;
-    const drop = (error: unknown) => {
-      if (watching === current) {
-        watching = null;
-        options.onObserverError(error);
-      }
-    };
-    try {
-      const result = fn(current);
-      if (result && typeof (result as Promise<unknown>).then === "function") {
-        return (result as Promise<unknown>).then(undefined, drop);
-      }
-    } catch (error) {
-      drop(error);
-    }
-    return undefined;
+  /** Waits for a verdict within what is left of the bound; "late" when the bound ran out first. */
+  const wait = async (verdict: Promise<Verdict>): Promise<Verdict | "late"> => {
+    const left = heldSince + options.holdBackMs - Date.now();
+    const outcome = left <= 0 ? "late" : await orAfter(verdict, left, "late" as const);
+    if (outcome === "late") observer.late();
+    return outcome;
+  };
+  const release = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    for (const bytes of held) controller.enqueue(bytes);
+    held = [];
+  };
+  const hold = (bytes: Uint8Array) => {
+    if (held.length === 0) heldSince = Date.now();
+    held.push(bytes);
   };
 
   return new ReadableStream<Uint8Array>(
@@ -81,50 +75,64 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: StreamObserv
         // A pull that enqueues nothing is never called again (WHATWG streams), so a chunk that is only
         // held back must be followed by another read in this same pull.
         for (;;) {
+          const behind = observer.behind();
+          if (behind !== null) await behind;
           let result: Awaited<ReturnType<typeof reader.read>>;
           try {
             result = await reader.read();
           } catch (error) {
             const by = options.clientGone() ? "client" : "upstream";
             if (by === "upstream") options.upstreamBroke?.(error);
-            call((o) => o.abort(by));
+            observer.cut(by);
             controller.error(options.cutQuietly ? undefined : error);
             return;
           }
           if (result.done) {
-            const wait = call((o) => o.end());
-            if (wait && !(await settlesWithin(wait, options.holdBackMs))) options.onLate?.();
-            if (held !== null) controller.enqueue(held);
+            if (observer.holdsLastChunk) heldSince = Date.now(); // a non-streaming answer waits from its end
+            const verdict = observer.end(held.length > 0);
+            if (verdict !== null) await wait(verdict);
+            release(controller);
             controller.close();
             return;
           }
-          const wait = call((o) => o.feed(result.value));
-          let chunk = result.value;
-          let sent = false;
-          if (wait) {
-            const from = Math.min(Math.max(watching?.heldFrom?.() ?? 0, 0), chunk.length);
-            if (from > 0 && held === null) {
-              controller.enqueue(chunk.subarray(0, from));
-              chunk = chunk.subarray(from);
-              sent = true;
+          const chunk = result.value;
+          if (held.length > 0 && !observer.holdsLastChunk) {
+            // The final event had begun without ending: these bytes wait with it, and the engine is asked again.
+            hold(chunk);
+            observer.chunk(chunk);
+            const verdict = await wait(observer.ask());
+            if (verdict === "pending") continue;
+            release(controller);
+            return;
+          }
+          const found = observer.chunk(chunk);
+          if (found !== null) {
+            if (found.from > 0) controller.enqueue(chunk.subarray(0, found.from));
+            hold(chunk.subarray(found.from));
+            const verdict = await wait(found.verdict);
+            if (verdict === "pending") {
+              if (found.from > 0) return;
+              continue;
             }
-            if (!(await settlesWithin(wait, options.holdBackMs))) options.onLate?.();
+            release(controller);
+            return;
           }
-          if (held !== null) {
-            controller.enqueue(held);
-            held = null;
-            sent = true;
+          if (observer.holdsLastChunk) {
+            // A non-streaming answer is only whole at its end: each chunk waits for the next, the last for the write.
+            const previous = held;
+            held = [];
+            hold(chunk);
+            for (const bytes of previous) controller.enqueue(bytes);
+            if (previous.length > 0) return;
+            continue;
           }
-          if (watching?.holdsLastChunk?.() === true) held = chunk;
-          else {
-            controller.enqueue(chunk);
-            sent = true;
-          }
-          if (sent) return;
+          release(controller);
+          controller.enqueue(chunk);
+          return;
         }
       },
       cancel(reason) {
-        call((o) => o.abort("client"));
+        observer.cut("client");
         return reader.cancel(reason);
       },
     },

@@ -35,3 +35,20 @@ export async function deadline<T>(work: Promise<T>, ms: number, timeout: () => E
     clearTimeout(timer);
   }
 }
+
+/**
+ * Resolves like `work`, or with `fallback` when `ms` pass first (a late rejection of `work` is then
+ * expected and not left unhandled).
+ * @example
+ * const verdict = await orAfter(engine.ask(id), 250, "late" as const); // the client is not held longer
+ */
+export async function orAfter<T, F>(work: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)));
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work, limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -138,25 +138,3 @@ export class LiveWatcher {
     if (records.length > 0) for (const listener of [...this.listeners]) listener({ ...where, records });
   }
 }
-
-/** Wraps a filesystem adapter so every write under the watcher's root hints the watcher. */
-export function observeWrites(fs: FsAdapter, watcher: LiveWatcher): FsAdapter {
-  // Every other operation is the wrapped adapter's own (through the prototype, so a class-based adapter keeps its methods).
-  const observed: FsAdapter = Object.create(fs);
-  return Object.assign(observed, {
-    async append(path: string, data: string, sync: boolean) {
-      await fs.append(path, data, sync);
-      watcher.hint(path);
-    },
-    async link(existing: string, path: string) {
-      const linked = await fs.link(existing, path);
-      if (linked) watcher.hint(path);
-      return linked;
-    },
-    async createExclusive(path: string, data: string, sync: boolean) {
-      const created = await fs.createExclusive(path, data, sync);
-      if (created) watcher.hint(path);
-      return created;
-    },
-  });
-}

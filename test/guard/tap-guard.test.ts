@@ -55,7 +55,7 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
     assert.equal((await c.say("second prompt")).status, 200);
     await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
     rmSync(transcript);
-    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 1, 5_000, "the alert");
+    await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 1, 5_000, "the alert");
 
     const health = await (await fetch(`${tap.url}/_tap/health`)).json();
     assert.equal(health.status, "degraded");
@@ -81,7 +81,7 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
 
     // Put back whole: the alert clears, health is ok again.
     writeFileSync(transcript, turn("first prompt", 1) + turn("second prompt", 2));
-    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 0, 5_000, "the alert to clear");
+    await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
     assert.equal((await (await fetch(`${tap.url}/_tap/health`)).json()).status, "ok");
     const cleared = await (await fetch(`${tap.url}/_tap/api/sessions`)).json();
     assert.equal(cleared.find((s: Record<string, unknown>) => s.sessionId === SESSION).guard, null);

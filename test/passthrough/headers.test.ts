@@ -119,15 +119,29 @@ describe("passthrough: headers", () => {
     assert.equal(Buffer.from(stub.requests.at(-1)!.body).toString(), body);
   });
 
-  it("a chunked request body arrives whole, with a content-length and no transfer-encoding", async () => {
+  it("a chunked request body arrives whole and chunked, as the client framed it: nothing buffers it", async () => {
     stub.enqueue({ kind: "json", status: 200, body: { ok: true } });
     const res = await rawRequest(tap.port, "POST /v1/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked",
       "5\r\n{\"a\":\r\n4\r\n\"é\"\r\n1\r\n}\r\n0\r\n\r\n");
     assert.equal(res.status, 200, JSON.stringify(res));
     const rec = stub.requests.at(-1)!;
     assert.equal(Buffer.from(rec.body).toString("utf8"), `{"a":"é"}`);
-    assert.equal(rec.headers["transfer-encoding"], undefined);
-    assert.equal(rec.headers["content-length"], String(rec.body.byteLength));
+    assert.equal(rec.headers["transfer-encoding"], "chunked");
+    assert.equal(rec.headers["content-length"], undefined);
+  });
+
+  it("a sized request body keeps its content-length upstream, mirrored or not, however the runtime sends it", async () => {
+    for (const path of ["/v1/messages", "/v1/files"]) {
+      stub.enqueue({ kind: "json", status: 200, body: { ok: true } });
+      const body = JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(100_000) }] });
+      const res = await fetch(`${tap.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+      const rec = stub.requests.at(-1)!;
+      assert.equal(rec.headers["content-length"], String(Buffer.byteLength(body)), path);
+      assert.equal(rec.headers["transfer-encoding"], undefined, path);
+      assert.equal(Buffer.from(rec.body).toString(), body, path);
+    }
   });
 
   it("response headers arrive less hop-by-hop ones", async () => {

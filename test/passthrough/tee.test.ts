@@ -1,16 +1,30 @@
-// The tee seam (src/tap/tee.ts): the second consumer sees exactly the client's bytes, can never change
-// them or raise an unhandled rejection, can hold a chunk back only for a bounded time, and a client
-// cancel reaches both the observer and the upstream body.
+// The tee and the relay's side of the mirror (src/tap/tee.ts, relay-observer.ts, engine-link.ts) against a
+// real mirror engine writing real files (in this thread, so a test can make its filesystem hang): the
+// client's bytes are never changed, the final event waits for its record to be on disk — checked with the
+// answer re-split at every byte boundary — and only for a bounded time, a false candidate costs nothing,
+// and every way a stream can end reaches the engine once.
 import { after, afterEach, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import process from "node:process";
-import { teeBody, type StreamObserver, type TeeOptions } from "../../src/tap/tee.ts";
+import type { EngineSettings } from "../../src/mirror/messages.ts";
+import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
+import type { EngineLink } from "../../src/tap/engine-link.ts";
+import { startThreadEngine } from "../../src/tap/engine-host.ts";
+import { EngineLink as Link } from "../../src/tap/engine-link.ts";
+import { MirrorEngine } from "../../src/mirror/engine.ts";
+import type { FromEngine, ToEngine } from "../../src/mirror/messages.ts";
+import { teeBody, type TeeOptions } from "../../src/tap/tee.ts";
+import { faultyFs } from "../support/faulty-fs.ts";
 import { within } from "../support/poll.ts";
+import { sseEvent, textReply } from "../support/sse-build.ts";
+import { loadFixture } from "../support/stub-upstream.ts";
+import { allRecords } from "../support/tap.ts";
 
 const enc = new TextEncoder();
-const CHUNKS = ["event: a\n", "data: {\"x\":1}\n\n", "", "é✓🎉", "event: message_stop\ndata: {}\n\n"].map((s) => enc.encode(s));
-const ALL = Buffer.concat(CHUNKS);
+const SSE_HEADERS = new Headers({ "content-type": "text/event-stream", "request-id": "req_tee" });
 
 /** A pull source over `chunks` that records how often it was pulled and why it was cancelled. */
 function source(chunks: Uint8Array[], failAt = -1) {
@@ -30,37 +44,57 @@ function source(chunks: Uint8Array[], failAt = -1) {
   return { stream, state };
 }
 
-/** An observer that records every call; `overrides` change single methods. */
-function recorder(overrides: Partial<StreamObserver> = {}) {
-  const calls = { fed: [] as Uint8Array[], ends: 0, aborts: [] as string[] };
-  const observer: StreamObserver = {
-    feed: (chunk) => void calls.fed.push(chunk.slice()),
-    end: () => void calls.ends++,
-    abort: (by) => void calls.aborts.push(by),
-    ...overrides,
-  };
-  return { observer, calls };
-}
-
-/** Reads a stream to its end (bounded); returns its chunks. */
-async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array[]> {
+/** Reads a stream to its end (bounded), calling `each` with everything read so far after every read. */
+async function readAll(stream: ReadableStream<Uint8Array>, each: (soFar: string) => void = () => {}): Promise<Buffer> {
   const reader = stream.getReader();
   const out: Uint8Array[] = [];
-  for (let i = 0; i < 10_000; i++) {
+  for (let i = 0; i < 100_000; i++) {
     const r = await within(reader.read(), 5000, `read ${i}`);
-    if (r.done) return out;
+    if (r.done) return Buffer.concat(out);
     out.push(r.value);
+    each(Buffer.concat(out).toString("utf8"));
   }
   throw new Error("stream did not end");
 }
 
-describe("tee", () => {
+/** A request body for session `session` with one user prompt. */
+function request(prompt: string): Uint8Array {
+  return enc.encode(JSON.stringify({ model: "m", max_tokens: 10, stream: true, messages: [{ role: "user", content: prompt }] }));
+}
+
+/** A real engine in this thread over a scratch mirror root. */
+async function engineOn(fs: FsAdapter, holdBackMs: number) {
+  const dir = mkdtempSync(`${tmpdir()}/sessiontap-tee-`);
+  const root = `${dir}/mirror`;
+  mkdirSync(root, { mode: 0o700 });
+  const settings: EngineSettings = {
+    root, claudeDir: `${dir}/claude`, maxBytes: 1 << 30, retentionDays: 0, maxSessions: 64, includeThinking: true, sideRequests: true,
+    version: "0.0.0-test", lockWaitMs: 2000, maxQueued: 100, maxMessageBytes: 1 << 25, store: null, storeOnly: false, guard: false,
+    guardTimings: {}, spoolTmpDir: dir,
+  };
+  const stderr: string[] = [];
+  const { link } = await startThreadEngine(settings, { fs, clock: Date.now }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} }, holdBackMs);
+  return {
+    link, root, stderr,
+    async close() {
+      await link.stop(2000);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Opens a followed request on `link` for `session`, its body sent and its 2xx head seen. */
+function follow(link: EngineLink, session: string, headers = SSE_HEADERS, body = request(`prompt of ${session}`)) {
+  const observer = link.open({ session, agent: null, parentAgent: null, userAgent: "claude-cli/test" }, Date.now())!;
+  observer.body({ bytes: body });
+  assert.equal(observer.head(200, headers), true);
+  return observer;
+}
+
+describe("tee and relay observer, with a real engine", () => {
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => void unhandled.push(reason);
-  let errors: unknown[] = [];
-  const options = (extra: Partial<TeeOptions> = {}): TeeOptions => ({
-    holdBackMs: 250, onObserverError: (e) => void errors.push(e), clientGone: () => false, ...extra,
-  });
+  const options = (extra: Partial<TeeOptions> = {}): TeeOptions => ({ holdBackMs: 250, clientGone: () => false, ...extra });
   /** One macrotask turn, so a rejection nobody handled would have been reported by now. */
   const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -68,147 +102,277 @@ describe("tee", () => {
   afterEach(async () => {
     await settle();
     assert.deepEqual(unhandled, [], "an unhandled rejection escaped the tee");
-    errors = [];
   });
   after(() => void process.off("unhandledRejection", onUnhandled));
 
-  it("the observer receives exactly the client's bytes, chunk for chunk, then end()", async () => {
-    const { stream } = source(CHUNKS);
-    const { observer, calls } = recorder();
-    const client = await readAll(teeBody(stream, observer, options()));
-    assert.ok(Buffer.concat(client).equals(ALL));
-    assert.deepEqual(calls.fed.map((c) => Buffer.from(c).toString("hex")), client.map((c) => Buffer.from(c).toString("hex")));
-    assert.equal(calls.ends, 1);
-    assert.deepEqual(calls.aborts, []);
-    assert.deepEqual(errors, []);
-  });
-
-  it("with no observer the bytes pass unchanged", async () => {
-    assert.ok(Buffer.concat(await readAll(teeBody(source(CHUNKS).stream, null, options()))).equals(ALL));
-  });
-
-  it("an observer that throws synchronously is dropped, reported once, and changes nothing", async () => {
-    let feeds = 0;
-    const { observer, calls } = recorder({
-      feed: () => {
-        if (++feeds === 2) throw new Error("feed blew up");
-      },
-      end: () => {
-        throw new Error("end must not be called after a drop");
-      },
-    });
-    const client = await readAll(teeBody(source(CHUNKS).stream, observer, options()));
-    assert.ok(Buffer.concat(client).equals(ALL));
-    assert.equal(feeds, 2);
-    assert.equal(errors.length, 1);
-    assert.match(String(errors[0]), /feed blew up/);
-    assert.deepEqual(calls.aborts, []);
-  });
-
-  it("an observer whose end() throws still lets the client's stream close normally", async () => {
-    const { observer } = recorder({ end: () => { throw new Error("end blew up"); } });
-    assert.ok(Buffer.concat(await readAll(teeBody(source(CHUNKS).stream, observer, options()))).equals(ALL));
-    assert.equal(errors.length, 1);
-  });
-
-  it("an observer that rejects asynchronously changes nothing and raises no unhandled rejection", async () => {
-    for (const which of ["feed", "end"] as const) {
-      errors = [];
-      const reject = () => new Promise<void>((_, no) => setTimeout(() => no(new Error(`${which} rejected`)), 1));
-      const { observer } = recorder({ [which]: reject });
-      const client = await readAll(teeBody(source(CHUNKS).stream, observer, options()));
-      assert.ok(Buffer.concat(client).equals(ALL), which);
-      assert.equal(errors.length, 1, which);
-      assert.match(String(errors[0]), new RegExp(`${which} rejected`));
+  it("re-split at every byte boundary: the client's bytes unchanged, the final event released only once its record is on disk, one record", async () => {
+    const text = loadFixture("ts_basic_response");
+    const bytes = enc.encode(text);
+    const e = await engineOn(nodeFs, 10_000);
+    try {
+      const step = bytes.length > 3000 ? 3 : 1;
+      for (let cut = 1; cut < bytes.length; cut += step) {
+        const session = `cut-${cut}`;
+        const observer = follow(e.link, session);
+        let sawFinal = false;
+        const client = await readAll(teeBody(source([bytes.subarray(0, cut), bytes.subarray(cut)]).stream, observer, options({ holdBackMs: 10_000 })), (soFar) => {
+          if (sawFinal || !soFar.includes('"type":"message_stop"')) return;
+          sawFinal = true;
+          const answers = allRecords(`${e.root}/${session}`).filter((r) => r.type === "assistant");
+          assert.equal(answers.length, 1, `cut ${cut}: the final event reached the client before its record was written`);
+        });
+        assert.ok(client.equals(bytes), `cut ${cut}: the client's bytes changed`);
+        assert.ok(sawFinal, `cut ${cut}`);
+      }
+      // And every byte its own chunk.
+      const observer = follow(e.link, "bytewise");
+      const chunks = [...bytes].map((b) => Uint8Array.of(b));
+      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(bytes));
+      await e.link.query("flush", 2000);
+      assert.equal(allRecords(`${e.root}/bytewise`).filter((r) => r.type === "assistant").length, 1);
+      const stats = await e.link.query("stats", null);
+      assert.equal(stats.late, 0);
+      assert.equal(stats.errors, 0);
+    } finally {
+      await e.close();
     }
   });
 
-  it("a promise that never settles holds each chunk back at most holdBackMs", async () => {
-    const holdBackMs = 40;
-    const never = () => new Promise<void>(() => {});
-    const { observer } = recorder({ feed: never, end: never });
-    const started = Date.now();
-    const client = await readAll(teeBody(source(CHUNKS).stream, observer, options({ holdBackMs })));
-    const took = Date.now() - started;
-    assert.ok(Buffer.concat(client).equals(ALL));
-    const waits = CHUNKS.length + 1;
-    assert.ok(took >= waits * holdBackMs - 10, `took ${took} ms: the observer's promise was not waited for`);
-    assert.ok(took < waits * holdBackMs + 2000, `took ${took} ms: the hold-back is not bounded`);
-    assert.deepEqual(errors, []);
+  it("a write that never finishes holds the final event at most holdBackMs, counts it late, and changes no byte", async () => {
+    const faults = faultyFs();
+    const e = await engineOn(faults.fs, 60);
+    try {
+      faults.set("hang");
+      const chunks = textReply("held back", { id: "msg_hang" }).map((s) => enc.encode(s));
+      const started = Date.now();
+      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "hang"), options({ holdBackMs: 60 })));
+      const took = Date.now() - started;
+      assert.ok(client.equals(Buffer.concat(chunks)));
+      assert.ok(took >= 55, `took ${took} ms: the final event did not wait for its write`);
+      assert.ok(took < 2000, `took ${took} ms: the hold-back is not bounded`);
+      assert.equal((await e.link.query("stats", null)).late, 1);
+      faults.set(null);
+      faults.release();
+      await e.link.query("flush", 2000);
+      assert.equal(allRecords(`${e.root}/hang`).filter((r) => r.type === "assistant").length, 1, "written once the disk came back");
+    } finally {
+      faults.set(null);
+      faults.release();
+      await e.close();
+    }
   });
 
-  it("a write that settles early releases its chunk at once", async () => {
-    const { observer } = recorder({ feed: () => Promise.resolve(), end: () => Promise.resolve() });
-    const started = Date.now();
-    assert.ok(Buffer.concat(await readAll(teeBody(source(CHUNKS).stream, observer, options({ holdBackMs: 5000 })))).equals(ALL));
-    assert.ok(Date.now() - started < 2000);
+  it("\"message_stop\" inside an answer's text is a false candidate: one question to the engine, no wait", async () => {
+    const e = await engineOn(nodeFs, 10_000);
+    try {
+      const chunks = textReply("the event is called message_stop, and this text mentions it", { id: "msg_false" }).map((s) => enc.encode(s));
+      const started = Date.now();
+      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "false-candidate"), options({ holdBackMs: 10_000 })));
+      assert.ok(client.equals(Buffer.concat(chunks)));
+      assert.ok(Date.now() - started < 2000, "a false candidate held the stream to the bound");
+      await e.link.query("flush", 2000);
+      const answer = allRecords(`${e.root}/false-candidate`).find((r) => r.type === "assistant") as { message: { content: { text: string }[] } };
+      assert.match(answer.message.content[0].text, /called message_stop/);
+    } finally {
+      await e.close();
+    }
   });
 
-  for (const count of [1, 3]) {
-    it(`holdsLastChunk keeps the last of ${count} chunk(s) until end()'s write is done`, async () => {
-      let release!: () => void;
-      let endCalled!: () => void;
-      const ended = new Promise<void>((resolve) => (endCalled = resolve));
-      const { observer } = recorder({
-        end: () => (endCalled(), new Promise<void>((resolve) => (release = resolve))),
-        holdsLastChunk: () => true,
-      });
-      const chunks = CHUNKS.slice(0, count);
+  it("a non-streaming answer's last chunk waits for its write; the others flow", async () => {
+    const faults = faultyFs();
+    const e = await engineOn(faults.fs, 10_000);
+    try {
+      const json = JSON.stringify({ type: "message", id: "msg_json", role: "assistant", model: "m", content: [{ type: "text", text: "whole" }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } });
+      const chunks = [json.slice(0, 10), json.slice(10, 30), json.slice(30)].map((s) => enc.encode(s));
+      faults.set("hang");
+      const observer = follow(e.link, "json", new Headers({ "content-type": "application/json" }));
       const reader = teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })).getReader();
-      const got: Uint8Array[] = [];
-      for (let i = 0; i < count - 1; i++) got.push((await reader.read()).value!);
+      const got = [(await within(reader.read(), 5000, "first")).value!, (await within(reader.read(), 5000, "second")).value!];
       let lastArrived = false;
       const last = reader.read().then((r) => ((lastArrived = true), r));
-      await within(ended, 5000, "end() being called");
+      const { pollAsync } = await import("../support/poll.ts");
+      await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
       await settle();
       assert.equal(lastArrived, false, "the last chunk reached the client before its write finished");
-      release();
+      faults.set(null);
+      faults.release();
       got.push((await within(last, 5000, "the held chunk")).value!);
       assert.equal((await reader.read()).done, true);
-      assert.ok(Buffer.concat(got).equals(Buffer.concat(chunks)));
-    });
-  }
+      assert.equal(Buffer.concat(got).toString(), json);
+    } finally {
+      faults.set(null);
+      faults.release();
+      await e.close();
+    }
+  });
 
   it("the tee reads no further ahead of the client than one chunk", async () => {
-    const { stream, state } = source(CHUNKS);
-    const reader = teeBody(stream, recorder().observer, options()).getReader();
-    await reader.read();
-    await settle();
-    assert.ok(state.pulls <= 2, `source pulled ${state.pulls} times for one client read`);
-    await reader.cancel();
+    const e = await engineOn(nodeFs, 250);
+    try {
+      const chunks = textReply("ahead", { id: "msg_ahead" }).map((s) => enc.encode(s));
+      const { stream, state } = source(chunks);
+      const reader = teeBody(stream, follow(e.link, "ahead"), options()).getReader();
+      await reader.read();
+      await settle();
+      assert.ok(state.pulls <= 2, `source pulled ${state.pulls} times for one client read`);
+      await reader.cancel();
+    } finally {
+      await e.close();
+    }
   });
 
-  it("a client cancel calls observer.abort(\"client\") and cancels the source", async () => {
-    const { stream, state } = source(CHUNKS);
-    const { observer, calls } = recorder();
-    const reader = teeBody(stream, observer, options()).getReader();
-    await reader.read();
-    await reader.cancel("client went away");
-    assert.deepEqual(calls.aborts, ["client"]);
-    assert.equal(calls.ends, 0);
-    assert.equal(state.wasCancelled, true);
-    assert.equal(state.cancelled, "client went away");
-  });
-
-  it("a client cancel still reaches the source when observer.abort throws", async () => {
-    const { stream, state } = source(CHUNKS);
-    const { observer } = recorder({ abort: () => { throw new Error("abort blew up"); } });
-    const reader = teeBody(stream, observer, options()).getReader();
-    await reader.read();
-    await reader.cancel("bye");
-    assert.equal(state.wasCancelled, true);
-    assert.equal(errors.length, 1);
+  it("a client that leaves cancels the source, and the engine keeps what it saw as a client-cut answer", async () => {
+    const e = await engineOn(nodeFs, 250);
+    try {
+      const chunks = textReply("the user saw this much and then left", { id: "msg_left", deltas: 6 }).map((s) => enc.encode(s));
+      const { stream, state } = source(chunks);
+      const reader = teeBody(stream, follow(e.link, "left"), options()).getReader();
+      for (let i = 0; i < 4; i++) await reader.read();
+      await reader.cancel("client went away");
+      assert.equal(state.wasCancelled, true);
+      assert.equal(state.cancelled, "client went away");
+      await e.link.query("flush", 2000);
+      const answer = allRecords(`${e.root}/left`).find((r) => r.type === "assistant") as { message: { stop_reason: string } };
+      assert.equal(answer.message.stop_reason, "interrupted");
+      assert.equal((await e.link.query("stats", null)).interrupted, 1);
+    } finally {
+      await e.close();
+    }
   });
 
   for (const gone of [false, true]) {
-    it(`a failing source errors the client's stream and aborts the observer (client gone: ${gone})`, async () => {
-      const { observer, calls } = recorder();
-      const reader = teeBody(source(CHUNKS, 2).stream, observer, options({ clientGone: () => gone })).getReader();
-      await reader.read();
-      await reader.read();
-      await assert.rejects(reader.read(), /upstream reset/);
-      assert.deepEqual(calls.aborts, [gone ? "client" : "upstream"]);
-      assert.equal(calls.ends, 0);
+    it(`a failing source errors the client's stream; the engine hears who cut it (client gone: ${gone})`, async () => {
+      const e = await engineOn(nodeFs, 250);
+      try {
+        const chunks = textReply("cut short by a reset", { id: "msg_reset", deltas: 4 }).map((s) => enc.encode(s));
+        const broke: unknown[] = [];
+        const reader = teeBody(source(chunks, 4).stream, follow(e.link, `reset-${gone}`), options({ clientGone: () => gone, upstreamBroke: (x) => broke.push(x) })).getReader();
+        for (let i = 0; i < 4; i++) await reader.read();
+        await assert.rejects(reader.read(), /upstream reset/);
+        assert.equal(broke.length, gone ? 0 : 1);
+        await e.link.query("flush", 2000);
+        const answer = allRecords(`${e.root}/reset-${gone}`).find((r) => r.type === "assistant") as { message: { stop_reason: string } } | undefined;
+        assert.equal(answer?.message.stop_reason, "interrupted");
+      } finally {
+        await e.close();
+      }
     });
   }
+
+  it("a request the engine cannot read is not followed: its answer passes unchanged, nothing is held, the skip is logged", async () => {
+    const e = await engineOn(nodeFs, 10_000);
+    try {
+      const chunks = textReply("not mirrored", { id: "msg_skip" }).map((s) => enc.encode(s));
+      const observer = follow(e.link, "unreadable", SSE_HEADERS, enc.encode("{ not json"));
+      const started = Date.now();
+      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(Buffer.concat(chunks)));
+      assert.ok(Date.now() - started < 2000);
+      const stats = await e.link.query("stats", null);
+      assert.equal(stats.skipped, 1);
+      assert.equal(stats.responses, 0);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("an answer the engine cannot read is one counted error, unmirrored; the client still gets every byte", async () => {
+    const e = await engineOn(nodeFs, 250);
+    try {
+      const chunks = ["{\"type\":\"message\",", "this is not JSON"].map((s) => enc.encode(s));
+      const observer = follow(e.link, "bad-json", new Headers({ "content-type": "application/json" }));
+      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
+      const stats = await e.link.query("stats", null);
+      assert.equal(stats.errors, 1);
+      assert.equal(stats.unmirrored, 1);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("once the engine has stopped, every byte passes, nothing is held, and it was said once", async () => {
+    const e = await engineOn(nodeFs, 10_000);
+    try {
+      const observer = follow(e.link, "stopped");
+      e.link.fail("stopped by the test");
+      e.link.fail("stopped again");
+      const chunks = textReply("after the engine", { id: "msg_after" }).map((s) => enc.encode(s));
+      const started = Date.now();
+      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(Buffer.concat(chunks)));
+      assert.ok(Date.now() - started < 2000);
+      assert.equal(e.stderr.filter((l) => l.includes("mirror engine stopped")).length, 1);
+      assert.match(e.link.problems()[0], /mirror engine stopped \(stopped by the test\)/);
+      assert.equal(e.link.open({ session: "x", agent: null, parentAgent: null, userAgent: null }, Date.now()), null);
+    } finally {
+      await e.link.stop(100).catch((error) => assert.match(String(error), /stopped/));
+    }
+  });
+
+  it("an event that mentions message_stop split across chunks is held whole until it ends", async () => {
+    const e = await engineOn(nodeFs, 10_000);
+    try {
+      const events = textReply("split final", { id: "msg_split" });
+      const whole = events.join("");
+      const stop = sseEvent("message_stop", { type: "message_stop" });
+      const at = whole.indexOf(stop) + stop.indexOf("message_stop") + 4; // inside the word, then inside its data
+      const chunks = [whole.slice(0, at), whole.slice(at, at + 20), whole.slice(at + 20)].map((s) => enc.encode(s));
+      let sawFinal = false;
+      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "split"), options({ holdBackMs: 10_000 })), (soFar) => {
+        if (sawFinal || !soFar.includes('"type":"message_stop"')) return;
+        sawFinal = true;
+        assert.equal(allRecords(`${e.root}/split`).filter((r) => r.type === "assistant").length, 1, "released before its record was written");
+      });
+      assert.equal(client.toString(), whole);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("an engine that falls far behind stops the relay reading (bounded memory), and it reads on once the engine catches up", async () => {
+    const dir = mkdtempSync(`${tmpdir()}/sessiontap-behind-`);
+    mkdirSync(`${dir}/mirror`, { mode: 0o700 });
+    // The engine is real; only its thread is simulated: messages wait until the test lets them through.
+    const queue: ToEngine[] = [];
+    let paused = true;
+    let link!: Link;
+    const engine = new MirrorEngine({
+      root: `${dir}/mirror`, claudeDir: `${dir}/claude`, maxBytes: 1 << 30, retentionDays: 0, maxSessions: 8, includeThinking: true, sideRequests: true,
+      version: "0", lockWaitMs: 2000, maxQueued: 10, maxMessageBytes: 1 << 20, store: null, storeOnly: false, guard: false, guardTimings: {}, spoolTmpDir: dir,
+    }, { fs: nodeFs, clock: Date.now, post: (m: FromEngine) => queueMicrotask(() => link.receive(m)) });
+    await engine.start();
+    const deliver = () => {
+      while (!paused && queue.length > 0) engine.receive(queue.shift()!);
+    };
+    link = new Link({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} }, 250);
+    try {
+      const delta = sseEvent("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "z".repeat(64 * 1024) } });
+      const events = textReply("x", { id: "msg_behind" });
+      const chunks = [...events.slice(0, 3), ...Array.from({ length: 512 }, () => delta), ...events.slice(3)].map((e) => enc.encode(e)); // 32 MiB
+      const { stream, state } = source(chunks);
+      const observer = follow(link, "behind");
+      const reader = teeBody(stream, observer, options()).getReader();
+      let read = 0;
+      const reading = (async () => {
+        for (;;) {
+          const r = await reader.read();
+          if (r.done) return;
+          read += r.value.byteLength;
+        }
+      })();
+      const { pollAsync } = await import("../support/poll.ts");
+      await pollAsync(() => state.pulls, (n) => n > 200, 5000, "the relay to read past the high mark");
+      const pulls = state.pulls;
+      await new Promise((resolve) => setTimeout(resolve, 100)); // a bare sleep: checking that nothing happens
+      assert.equal(state.pulls, pulls, "the relay kept reading while the engine was 16 MiB behind");
+      assert.ok(state.pulls < 300, `pulled ${state.pulls} chunks of 64 KiB with the engine reading none`);
+      paused = false;
+      deliver();
+      await within(reading, 10_000, "the stream to finish once the engine caught up");
+      assert.equal(read, chunks.reduce((n, c) => n + c.byteLength, 0));
+    } finally {
+      paused = false;
+      deliver();
+      await engine.stop(1000);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -2,14 +2,15 @@
 // present, INSERT … ON CONFLICT DO NOTHING), and every write is re-planned against the lineage stored in
 // PostgreSQL. So the same batch inserted again, the same commit retried, a fresh tap (no memory) given a
 // commit already written, and a spool replaying a commit that had already reached the store all leave
-// each record once. Jobs are built by the real RequestMirror from a request body and an SSE answer.
+// each record once. Jobs are built by the engine's own request reading and response following from a request body and an SSE answer.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
-import { HashCache } from "../../src/protocol/hash-cache.ts";
-import { RequestMirror } from "../../src/tap/request-mirror.ts";
+import { RequestReader } from "../../src/protocol/request-reader.ts";
+import { isSkip, prepareRequest } from "../../src/mirror/request-prep.ts";
+import { ResponseFollower } from "../../src/mirror/response-follower.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";
 import { PgSink } from "../../src/store/pg-sink.ts";
 import { insertEntries, type EntryRow } from "../../src/store/pg-target.ts";
@@ -19,18 +20,20 @@ import { freshDatabase, pollAsync, storedRows, type TestDatabase } from "../supp
 
 const encode = (s: string) => new TextEncoder().encode(s);
 
-/** The commit the mirror makes for `messages` answered with `answer` (through RequestMirror, as the tap does). */
+/** The commit the mirror makes for `messages` answered with `answer` (through the engine's ResponseFollower, as the tap does). */
 function jobFor(session: string, messages: { role: string; content: unknown }[], answer: string, n: number): CommitJob {
   let job: CommitJob | null = null;
-  const sink = { commit: async (j: CommitJob) => void (job = j), skip: () => {}, hashes: new HashCache(), options: { version: "0.1.0", clock: Date.now, sideRequests: true } };
-  const headers = new Headers({ "content-type": "application/json", "x-claude-code-session-id": session });
+  const sink = { commit: async (j: CommitJob) => void (job = j), skip: () => {}, truncated: () => {}, clock: Date.now, maxMessageBytes: 1 << 25 };
+  const identity = { session, agent: null, parentAgent: null, userAgent: null };
   const body = encode(JSON.stringify({ model: "claude-test", max_tokens: 10, stream: true, tools: [BASH_TOOL], messages }));
-  const rm = new RequestMirror(sink, { method: "POST", pathname: "/v1/messages", headers, body }, Date.now());
-  rm.prepare();
-  rm.response(200, new Headers({ "content-type": "text/event-stream", "request-id": `req_retry_${n}` }));
-  for (const chunk of textReply(answer, { id: `msg_retry_${n}` })) void rm.feed(encode(chunk));
-  void rm.end();
-  assert.ok(job !== null, "the request mirror made a commit");
+  const follower = new ResponseFollower(sink, Date.now());
+  const prepared = prepareRequest(new RequestReader(), identity, body, { version: "0.1.0", sideRequests: true });
+  assert.ok(!isSkip(prepared), "the request is mirrored");
+  follower.body(prepared);
+  follower.response(200, `req_retry_${n}`, true);
+  for (const chunk of textReply(answer, { id: `msg_retry_${n}` })) follower.feed(encode(chunk));
+  follower.end();
+  assert.ok(job !== null, "the follower made a commit");
   return job;
 }
 

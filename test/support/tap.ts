@@ -5,8 +5,6 @@ import { tmpdir } from "node:os";
 import { parseConfig } from "../../src/config/parse.ts";
 import { startTap, type RunningTap, type TapDeps } from "../../src/cli/serve.ts";
 import { startStub, type StubUpstream } from "./stub-upstream.ts";
-import { nodeFs } from "../../src/storage/fs-adapter.ts";
-import { tempSpoolPlace } from "../../src/storage/mirror-spool.ts";
 
 /** A tap plus its scratch mirror root. */
 export interface TestTap extends RunningTap {
@@ -24,8 +22,7 @@ export async function startTestTap(upstream: string, env: Record<string, string>
   const errors: string[] = [];
   if (config.mirror) mkdirSync(`${dir}/mirror`, { recursive: true, mode: 0o700 }); // as `serve` makes it before it listens
   // Unwritten commits that the root refuses at stop go under the scratch directory, never the real temp dir.
-  const tempSpool = tempSpoolPlace(nodeFs, `${dir}/mirror`, dir);
-  const tap = await startTap(config, { stderr: (line) => errors.push(line), tempSpool, ...deps });
+  const tap = await startTap(config, { stderr: (line) => errors.push(line), spoolTmpDir: dir, ...deps });
   return {
     ...tap,
     root: `${dir}/mirror`,

@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createParser } from "eventsource-parser";
-import { EventTooLarge, SseLines } from "../../src/protocol/sse-lines.ts";
+import { SseLines } from "../../src/protocol/sse-lines.ts";
 import { fixtureNames, loadFixture } from "../support/stub-upstream.ts";
 
 /** The data of every event, as SseLines reads `parts`. */
@@ -59,12 +59,34 @@ describe("SseLines", () => {
     assert.equal(lines.pendingWatched, false);
   });
 
-  it("an event past the bound throws EventTooLarge", () => {
-    const lines = new SseLines(() => {}, 100);
-    assert.throws(() => lines.feed(`data: ${"x".repeat(200)}`), EventTooLarge);
-    const multi = new SseLines(() => {}, 100);
-    assert.throws(() => {
-      for (let i = 0; i < 20; i++) multi.feed(`data: ${"y".repeat(10)}\n`);
-    }, EventTooLarge);
+  it("an event past the bound is dropped whole and reported; the events around it are read, split anywhere", () => {
+    const big = `event: content_block_delta\ndata: ${"x".repeat(150)}\ndata: more\n\n`;
+    const multi = `data: ${"y".repeat(60)}\ndata: ${"y".repeat(60)}\n\n`;
+    const text = `data: before\n\n${big}data: between\r\n\r\n${multi}event: message_stop\ndata: after\n\n`;
+    const want = ["before", "between", "after"];
+    for (let cut = 0; cut <= text.length; cut++) {
+      const out: string[] = [];
+      const dropped: number[] = [];
+      const lines = new SseLines((d) => out.push(d), 100, "message_stop", (chars) => dropped.push(chars));
+      lines.feed(text.slice(0, cut));
+      lines.feed(text.slice(cut));
+      lines.end();
+      assert.deepEqual(out, want, `cut ${cut}`);
+      assert.equal(dropped.length, 2, `cut ${cut}: both large events reported`);
+      assert.ok(dropped.every((n) => n > 100), `cut ${cut}: ${dropped}`);
+    }
+  });
+
+  it("a dropped event never holds more than the bound, even one line of it that never ends", () => {
+    const lines = new SseLines(() => assert.fail("nothing whole"), 1000);
+    let reported = 0;
+    const watching = new SseLines(() => {}, 1000, "message_stop", () => reported++);
+    for (let i = 0; i < 500; i++) {
+      lines.feed("z".repeat(997));
+      watching.feed("z".repeat(997));
+    }
+    assert.equal(reported, 1);
+    assert.equal((watching as unknown as { line: string }).line.length, 0, "the unended line is not kept");
+    watching.end();
   });
 });

@@ -7,7 +7,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } fro
 import { createApp } from "../../src/server/app.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { createViewer, type Viewer } from "../../src/viewer/index.ts";
-import { observeWrites } from "../../src/viewer/live.ts";
+import { observeWrites } from "../../src/storage/observed-fs.ts";
 import { rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { startTestTap } from "../support/tap.ts";
 
@@ -210,7 +210,7 @@ describe("viewer routes", () => {
 
   it("a write through the observed filesystem is sent at once, without waiting for the poll", async () => {
     const slow = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "127.0.0.1", version: "0", onError: () => {}, pollMs: 60_000 });
-    const observed = observeWrites(nodeFs, slow.watcher);
+    const observed = observeWrites(nodeFs, (path) => slow.watcher.hint(path));
     const wapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: slow.deps });
     const reader = (await wapp.request("http://127.0.0.1/_tap/api/events", { headers: { host: "127.0.0.1" } })).body!.getReader();
     let text = await readUntil(reader, (t) => t.includes("event: ready"));

@@ -62,7 +62,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
 
   it("the transcript deleted: a banner with the restore command on the session in the list and on its open page, without a reload", async () => {
     rmSync(transcript);
-    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 1, 5_000, "the guard's alert");
+    await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 1, 5_000, "the guard's alert");
     const listed = page.locator(`#sessions li.session[data-session="${SESSION}"] .guard[role="alert"]`);
     await listed.waitFor(WAIT);
     assert.match(await listed.innerText(), /Claude Code's transcript is gone/);
@@ -76,7 +76,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
 
   it("once the transcript is whole again, the banners go", async () => {
     writeFileSync(transcript, whole);
-    await pollAsync(() => tap.guard!.health().alerts, (a) => a.length === 0, 5_000, "the alert to clear");
+    await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
     await page.locator(".guard").first().waitFor({ state: "detached", ...WAIT });
     assert.equal(await page.locator(".guard").count(), 0);
     assert.deepEqual(pageErrors, [], "the page logged no error");

@@ -4,7 +4,6 @@
  * into the client path: every failure is one events-log line and a count, said on stderr and listed as a
  * health problem (mirror-alarms.ts).
  */
-import { HashCache } from "../protocol/hash-cache.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { describe, EventsLog, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -15,7 +14,6 @@ import { MirrorAlarms } from "./mirror-alarms.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
 import { TreeTarget } from "../writer/tree-target.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { RequestMirror, type MirrorRequest } from "./request-mirror.ts";
 import type { CommitSink } from "../writer/commit-sink.ts";
 import { RetentionSweeper } from "./retention.ts";
 import { TreeWrites, type Replayed, type Unwritten } from "./tree-writes.ts";
@@ -73,6 +71,8 @@ export interface MirrorStats {
    * whole answer that was not yet on disk (docs/RELIABILITY.md "The hold-back window").
    */
   late: number;
+  /** Answers kept only in part: they grew past SESSIONTAP_MAX_MESSAGE_BYTES (marked sessiontap_truncated). */
+  truncated: number;
 }
 
 export type { Replayed, Unwritten };
@@ -83,8 +83,6 @@ export class Mirror {
   readonly events: EventsLog;
   readonly locks: DirLocks;
   readonly stats: MirrorStats;
-  /** Message hashes remembered across requests (bounded). */
-  readonly hashes = new HashCache();
   private readonly writer: CommitWriter<Cursor, AppendResult>;
   private readonly writes: TreeWrites;
   private readonly pending = new Set<Promise<void>>();
@@ -128,7 +126,7 @@ export class Mirror {
       track: (work) => this.track(work),
     }));
     this.stats = {
-      responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0, replayed: 0, late: 0,
+      responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0, replayed: 0, late: 0, truncated: 0,
       // Read from the backlog itself, so the count can never drift from what waits.
       get queued(): number {
         return writes.queued;
@@ -148,12 +146,6 @@ export class Mirror {
   /** Adds a listener told of every commit after its writes settled; it must return at once (it runs before the client's final event is released). */
   onCommitted(listener: (job: CommitJob) => void): void {
     this.committed.push(listener);
-  }
-
-  /** Starts mirroring one request, or null when it is not a Messages API call (docs/DESIGN.md "The mirror": only those are mirrored). */
-  begin(request: MirrorRequest): RequestMirror | null {
-    if (request.method !== "POST" || request.pathname !== "/v1/messages") return null;
-    return new RequestMirror(this, request, this.options.clock());
   }
 
   /** Writes one response's records to the tree (after any that wait for an earlier failure) and to every sink; never rejects. */
@@ -216,6 +208,12 @@ export class Mirror {
   skip(reason: string, fields: EventFields = {}): void {
     this.stats.skipped++;
     this.log("skip", { reason, ...fields });
+  }
+
+  /** An answer larger than SESSIONTAP_MAX_MESSAGE_BYTES was kept only in part, marked (docs/RELIABILITY.md "Trust boundaries"). */
+  truncated(fields: EventFields): void {
+    this.stats.truncated++;
+    this.log("truncated", fields);
   }
 
   /** A final event went to the client before its write finished. */

@@ -1,0 +1,198 @@
+/**
+ * Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the
+ * app and the runtime's server, built in the order they depend on each other. `serve` runs it until a
+ * signal; tests run it in-process, with fetch and the clock injectable, and with the filesystem too (the
+ * engine then runs in this thread, since a function cannot cross into a Worker).
+ */
+import type { Config } from "../config/parse.ts";
+import type { GuardAlert } from "../guard/alerts.ts";
+import type { GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
+import type { EngineSettings } from "../mirror/messages.ts";
+import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
+import { listen, runtimeName, runtimeTraits, upstreamFetch } from "../runtime/index.ts";
+import { createApp } from "../server/app.ts";
+import { generateToken } from "../server/request-guard.ts";
+import { describe, describeBare } from "../storage/events-log.ts";
+import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
+import { tempSpoolPlace } from "../storage/mirror-spool.ts";
+import { loadPrices } from "../storage/price-file.ts";
+import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
+import { startThreadEngine, startWorkerEngine, type StartedEngine } from "../tap/engine-host.ts";
+import { forward } from "../tap/forward.ts";
+import { healthReport } from "../tap/health.ts";
+import { UpstreamHealth } from "../tap/upstream-health.ts";
+import { orAfter } from "../utils/within.ts";
+import { VERSION } from "../version.ts";
+import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
+import { LiveWatcher } from "../viewer/live.ts";
+
+/** Seams a test may replace. */
+export interface TapDeps {
+  /** A filesystem of the test's own: the engine then runs in this thread. */
+  fs?: FsAdapter;
+  fetch?: typeof fetch;
+  clock?: () => number;
+  stderr?: (line: string) => void;
+  /** The temp dir under which unwritten commits go when the root refuses them (default: the system's). */
+  spoolTmpDir?: string;
+  /** The guard's timings and limits (defaults in src/guard/guard.ts). */
+  guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
+  /** The engine's Worker script (default: src/mirror-worker.ts next to this source; the binary passes its own). */
+  workerUrl?: URL | string;
+}
+
+/** The mirror of a running tap, as its owner (and the tests) may ask it. */
+export interface MirrorHandle {
+  /** Tries every backlog once more and waits for writes in flight, at most `boundMs`. */
+  flush(boundMs: number): Promise<void>;
+  stats(): Promise<MirrorStats>;
+  /** Runs the retention sweep if it is due, and waits for it. */
+  sweep(): Promise<void>;
+  /** The engine's link (the relay's side of the mirror). */
+  link: EngineLink;
+}
+
+/** The guard of a running tap. */
+export interface GuardHandle {
+  inspect(sessionId: string): Promise<GuardSessionView | null>;
+  health(): Promise<GuardHealth>;
+  /** The alert of a session, as the engine last said (synchronous: the viewer's banners). */
+  alertOf(sessionId: string): GuardAlert | null;
+}
+
+/** A tap that is listening. */
+export interface RunningTap {
+  url: string;
+  port: number;
+  mirror: MirrorHandle | null;
+  /** The guard of Claude Code's transcripts, or null when it is off. */
+  guard: GuardHandle | null;
+  /** What the start replayed from the spools of earlier runs. */
+  replayed: Replayed;
+  /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
+  token: { value: string; generated: boolean } | null;
+  /**
+   * Stops accepting, drains in-flight responses (bounded), flushes the mirror, saves what it could not
+   * write. `closed` is called once the port refuses new connections.
+   */
+  stop(closed?: () => void): Promise<Unwritten>;
+}
+
+/** Longest wait of `/_tap/health` for the engine's part. */
+const HEALTH_WAIT_MS = 2000;
+
+/** The engine's settings from the tap's config. */
+function engineSettings(config: Readonly<Config>, deps: TapDeps): EngineSettings {
+  return {
+    root: config.mirrorDir, claudeDir: config.claudeDir, maxBytes: config.maxBytes, retentionDays: config.retentionDays,
+    maxSessions: config.maxSessions, includeThinking: config.includeThinking, sideRequests: config.sideRequests, version: VERSION,
+    lockWaitMs: config.lockWaitMs, maxQueued: config.maxQueued, maxMessageBytes: config.maxMessageBytes, store: config.store,
+    storeOnly: config.storeOnly, guard: config.guard, guardTimings: { ...deps.guard }, spoolTmpDir: deps.spoolTmpDir ?? null,
+  };
+}
+
+/** Starts the engine where it runs: a Worker, or this thread when the test brought a filesystem. */
+function startEngine(config: Readonly<Config>, deps: TapDeps, clock: () => number, listener: LinkListener): Promise<StartedEngine> {
+  const settings = engineSettings(config, deps);
+  if (deps.fs !== undefined) {
+    const tempSpool = deps.spoolTmpDir === undefined ? undefined : tempSpoolPlace(deps.fs, config.mirrorDir, deps.spoolTmpDir);
+    return startThreadEngine(settings, { fs: deps.fs, clock, tempSpool }, listener, config.holdBackMs);
+  }
+  return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener, config.holdBackMs);
+}
+
+/** Starts a tap on `config` (in this process). */
+export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
+  const clock = deps.clock ?? Date.now;
+  const stderr = deps.stderr ?? ((line: string) => console.error(line));
+  const fs = deps.fs ?? nodeFs;
+  // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
+  const prices = await loadPrices(fs, config.prices);
+  // Built in the order they depend on each other: the watcher of new records first, so that every mirror
+  // write can hint it (new records show at once); the engine; then the viewer over both.
+  const watcher = new LiveWatcher(fs, config.mirrorDir, 2000, (error) => stderr(`sessiontap: viewer: ${describe(error)}`));
+  let alerts = new Map<string, GuardAlert>();
+  const engine = config.mirror
+    ? await startEngine(config, deps, clock, {
+        stderr,
+        wrote: (paths) => paths.forEach((path) => watcher.hint(path)),
+        alerts: (list) => (alerts = new Map((list as GuardAlert[]).map((a) => [a.sessionId, a]))),
+      })
+    : null;
+  const link = engine?.link ?? null;
+  const guard: GuardHandle | null = link === null || !engine!.guard ? null : {
+    inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
+    health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
+    alertOf: (id) => alerts.get(id) ?? null,
+  };
+  const viewer = createViewer({
+    fs, mirrorDir: config.mirrorDir, claudeDir: config.claudeDir, host: config.host, version: VERSION,
+    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`), prices, clock, watcher,
+    guardAlert: guard === null ? undefined : (sessionId) => guard.alertOf(sessionId),
+  });
+  const upstream = new UpstreamHealth(config.upstream, clock, stderr);
+  const reportUpstream = {
+    failed(error: unknown, how: "unreachable" | "broke") {
+      upstream.failed(error, how);
+      link?.send({ t: "log", action: "upstream-error", fields: { how, error: describe(error) } });
+    },
+    answered: () => upstream.answered(),
+  };
+  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token.
+  const token = config.token !== null ? { value: config.token, generated: false } : isLoopback(config.host) ? null : { value: generateToken(), generated: true };
+  let internalErrors = 0;
+  const internalError = (error: unknown) => {
+    internalErrors++;
+    stderr(`sessiontap: internal error answering a request: ${describeBare(error)}`);
+  };
+  // Aborted when the drain bound runs out at stop: upstream fetches still in flight end then.
+  const cut = new AbortController();
+  const forwardDeps = {
+    upstream: config.upstream, fetch: await upstreamFetch(deps.fetch ?? fetch), engine: link, holdBackMs: config.holdBackMs,
+    maxMessageBytes: config.maxMessageBytes, body: runtimeTraits(), clock, upstreamHealth: reportUpstream, stopping: cut.signal,
+  };
+  const app = createApp({
+    forward: (request) => forward(request, forwardDeps),
+    health: async () => {
+      // A busy or stuck engine must not hang health: past the bound, that is the problem health reports.
+      const asked = link === null ? null : await orAfter(link.health(), HEALTH_WAIT_MS, "late" as const).catch((error) => describe(error));
+      const late = asked === "late" ? [`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`] : [];
+      const engineHealth = asked === null || typeof asked === "string" ? null : asked;
+      return healthReport({
+        version: VERSION, runtime: runtimeName(), upstream, engine: engineHealth, engineProblems: [...(link?.problems() ?? []), ...late], internalErrors,
+      });
+    },
+    viewer: viewer.deps,
+    onError: internalError,
+    token: token?.value ?? null,
+    allowedHosts: allowedHosts(config.host),
+  });
+  const server = await listen(app.fetch, { port: config.port, hostname: config.host, onError: internalError, cut });
+  if (link !== null) {
+    link.send({ t: "log", action: "start", fields: { version: VERSION, runtime: server.runtime, port: server.port } });
+    // The first retention sweep runs shortly after start (within a minute), then lazily.
+    // The engine reports a sweep's own failure; a refused query means the engine stopped, which
+    // EngineLink.fail already said once on stderr and in health: nothing is left to report here.
+    const first = setTimeout(() => link.query("sweep", null).then(undefined, () => undefined), 1000);
+    (first as { unref?: () => void }).unref?.();
+  }
+  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
+  return {
+    url: `http://${hostForUrl}:${server.port}`,
+    port: server.port,
+    mirror: link === null ? null : {
+      link,
+      flush: async (boundMs) => void (await link.query("flush", boundMs)),
+      stats: () => link.query("stats", null),
+      sweep: async () => void (await link.query("sweep", null)),
+    },
+    guard,
+    replayed: engine?.replayed ?? { commits: 0, files: [], waiting: 0 },
+    token,
+    async stop(closed) {
+      viewer.close(); // open event streams would otherwise hold the drain to its bound
+      await server.stop(config.drainMs, closed);
+      return link === null ? { kind: "none" as const } : await link.stop(Math.max(1000, config.holdBackMs * 4));
+    },
+  };
+}

@@ -1,0 +1,264 @@
+/**
+ * The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying
+ * bytes — reading requests, folding answers, writing the tree and the store, guarding Claude Code's
+ * transcripts — driven by the relay's messages. It runs in a Worker, so none of it is on the thread that
+ * relays bytes; the same class runs in the relay's thread when a test injects its own filesystem.
+ * Every message is handled inside one error boundary: a failure is counted and logged once, and the
+ * response it touched is left unmirrored, never the relay stalled.
+ */
+import { RequestReader } from "../protocol/request-reader.ts";
+import { Guard } from "../guard/guard.ts";
+import { describe } from "../storage/events-log.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { tempSpoolPlace, type SpoolPlace } from "../storage/mirror-spool.ts";
+import { observeWrites } from "../storage/observed-fs.ts";
+import { PgSink } from "../store/pg-sink.ts";
+import type { EngineHealth, EngineQueries, EngineSettings, FromEngine, IdentityHeaders, ToEngine, Verdict } from "./messages.ts";
+import { Mirror, type Replayed } from "./mirror.ts";
+import { mirrorHealth, storeProblems } from "./mirror-health.ts";
+import { isSkip, prepareRequest } from "./request-prep.ts";
+import { ResponseFollower, type FollowerSink } from "./response-follower.ts";
+
+/** What the engine is given by its host. */
+export interface EngineDeps {
+  fs: FsAdapter;
+  clock: () => number;
+  /** Sends a message to the relay (a Worker's postMessage, or a call in the same thread). */
+  post: (message: FromEngine) => void;
+  /** Where unwritten commits go at stop when the root refuses them (default: under the system temp dir). */
+  tempSpool?: SpoolPlace;
+}
+
+/** The mirror's half of a tap. */
+export class MirrorEngine {
+  readonly mirror: Mirror;
+  readonly store: PgSink | null;
+  guard: Guard | null = null;
+  private readonly followers = new Map<number, ResponseFollower>();
+  /** The identity headers of requests whose body has not arrived yet. */
+  private readonly identities = new Map<number, IdentityHeaders>();
+  private readonly reader = new RequestReader();
+  private readonly sink: FollowerSink;
+  private wrote = new Set<string>();
+  private wroteTimer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(
+    private readonly settings: EngineSettings,
+    private readonly deps: EngineDeps,
+  ) {
+    const stderr = (line: string) => deps.post({ t: "stderr", line });
+    // Every mirror write is told to the viewer (in the relay's thread), batched per turn of the event loop.
+    const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
+    const s = settings;
+    this.mirror = new Mirror({
+      fs, root: s.root, maxBytes: s.maxBytes, retentionDays: s.retentionDays, maxSessions: s.maxSessions,
+      includeThinking: s.includeThinking, sideRequests: s.sideRequests, version: s.version, clock: deps.clock, stderr,
+      lockWaitMs: s.lockWaitMs, maxQueued: s.maxQueued, files: !(s.store !== null && s.storeOnly), sync: s.sync,
+      tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
+    });
+    // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
+    this.store = s.store === null ? null : new PgSink({
+      url: s.store, fs: deps.fs, root: s.root, includeThinking: s.includeThinking, maxSessions: s.maxSessions,
+      log: (action, fields) => this.mirror.log(action, fields),
+    });
+    if (this.store !== null) this.mirror.addSink(this.store);
+    const mirror = this.mirror;
+    this.sink = {
+      commit: (job) => mirror.commit(job),
+      skip: (reason, fields) => mirror.skip(reason, fields),
+      truncated: (fields) => mirror.truncated(fields),
+      clock: deps.clock,
+      maxMessageBytes: settings.maxMessageBytes,
+    };
+  }
+
+  /** Starts the guard (when on), the store, and replays what earlier runs spooled; call once, before traffic. */
+  async start(): Promise<{ replayed: Replayed; guard: boolean }> {
+    const s = this.settings;
+    const stderr = (line: string) => this.deps.post({ t: "stderr", line });
+    if (s.guard ?? (await this.isDirectory(s.claudeDir))) {
+      const guard = (this.guard = new Guard({
+        fs: this.deps.fs, claudeDir: s.claudeDir, clock: this.deps.clock, stderr, log: (action, fields) => this.mirror.log(action, fields),
+        onAlerts: () => this.deps.post({ t: "alerts", alerts: guard.health().alerts }), ...s.guardTimings,
+      }));
+      this.mirror.onCommitted((job) => guard.observe(job));
+    }
+    this.store?.start();
+    const replayed = await this.mirror.replaySpool();
+    return { replayed, guard: this.guard !== null };
+  }
+
+  /** Handles one message from the relay; never throws. */
+  receive(message: ToEngine): void {
+    try {
+      this.handle(message);
+    } catch (error) {
+      this.mirror.fail(message.t === "body" ? "prepare" : message.t === "head" ? "response" : "stream", error);
+      if ("id" in message && message.id !== null) this.drop(message.id);
+    }
+  }
+
+  private handle(m: ToEngine): void {
+    switch (m.t) {
+      case "begin":
+        this.followers.set(m.id, new ResponseFollower(this.sink, m.at));
+        this.identities.set(m.id, m.identity);
+        return;
+      case "body": {
+        const follower = this.followers.get(m.id);
+        const identity = this.identities.get(m.id);
+        this.identities.delete(m.id);
+        if (follower === undefined || identity === undefined) return;
+        const prepared = m.bytes === null
+          ? { reason: m.skipped ?? "no request body" }
+          : prepareRequest(this.reader, identity, m.bytes, { version: this.settings.version, sideRequests: this.settings.sideRequests });
+        if (!follower.body(prepared) && isSkip(prepared)) this.ignore(m.id);
+        return;
+      }
+      case "head": {
+        const follower = this.followers.get(m.id);
+        if (follower !== undefined && !follower.response(m.status, m.requestId, m.sse)) this.ignore(m.id);
+        return;
+      }
+      case "chunks": {
+        let at = 0;
+        for (let i = 0; i < m.index.length; i += 2) {
+          const id = m.index[i];
+          const length = m.index[i + 1];
+          const follower = this.followers.get(id);
+          if (follower !== undefined) this.contain(id, () => follower.feed(m.bytes.subarray(at, at + length)));
+          at += length;
+        }
+        this.deps.post({ t: "ack", bytes: m.bytes.byteLength });
+        return;
+      }
+      case "end":
+        return this.last(m.id, m.ask, (f) => f.end());
+      case "cut":
+        return this.last(m.id, null, (f) => f.cut(m.by));
+      case "ask":
+        return this.answer(m.id, m.ask, this.followers.get(m.id));
+      case "late":
+        return this.mirror.late();
+      case "fail":
+        this.mirror.fail(m.stage, new Error(m.error));
+        if (m.id !== null) this.drop(m.id);
+        return;
+      case "log":
+        return this.mirror.log(m.action, m.fields);
+      case "query":
+        void this.query(m.name, m.arg).then(
+          (value) => this.deps.post({ t: "reply", q: m.q, value }),
+          (error) => this.deps.post({ t: "reply", q: m.q, error: describe(error) }),
+        );
+        return;
+    }
+  }
+
+  /** Tells the relay what to do with the bytes it holds for request `id` (see Verdict), once that is known. */
+  private answer(id: number, ask: number, follower: ResponseFollower | undefined): void {
+    const reply = (verdict: Verdict) => this.deps.post({ t: "verdict", id, ask, verdict });
+    if (follower === undefined) return reply("not");
+    follower.verdict().then(reply, (error) => {
+      this.mirror.fail("stream", error);
+      reply("not");
+    });
+  }
+
+  /** Runs the last step of a follower and forgets it (answering `ask` first when the relay holds bytes). */
+  private last(id: number, ask: number | null, step: (f: ResponseFollower) => void): void {
+    const follower = this.followers.get(id);
+    this.followers.delete(id);
+    this.identities.delete(id);
+    if (follower !== undefined) this.contain(id, () => step(follower));
+    if (ask !== null) this.answer(id, ask, follower);
+  }
+
+  /** Runs `step` for one follower; a throw drops that follower (its response is not mirrored), counted once. */
+  private contain(id: number, step: () => void): void {
+    try {
+      step();
+    } catch (error) {
+      this.mirror.fail("stream", error);
+      this.drop(id);
+    }
+  }
+
+  /** Forgets a follower and tells the relay to stop copying its bytes. */
+  private drop(id: number): void {
+    this.followers.delete(id);
+    this.identities.delete(id);
+    this.ignore(id);
+  }
+
+  private ignore(id: number): void {
+    this.deps.post({ t: "ignore", id });
+  }
+
+  /** Answers a query of the tap's owner. */
+  private async query(name: keyof EngineQueries, arg: unknown): Promise<unknown> {
+    switch (name) {
+      case "health":
+        return this.health();
+      case "flush":
+        await this.mirror.flush(Number(arg));
+        return null;
+      case "stats":
+        return { ...this.mirror.stats };
+      case "sweep":
+        this.mirror.maybeSweep();
+        await this.mirror.sweepDone();
+        return null;
+      case "guardInspect":
+        return this.guard?.inspect(String(arg)) ?? null;
+      case "guardHealth":
+        return this.guard?.health() ?? null;
+      case "stop":
+        return await this.stop(Number(arg));
+    }
+  }
+
+  /** Health's mirror, store and guard parts. */
+  health(): EngineHealth {
+    const store = this.store;
+    return {
+      problems: [...this.mirror.problems(), ...(store === null ? [] : storeProblems(store)), ...(this.guard?.problems() ?? [])],
+      mirror: mirrorHealth(this.mirror),
+      store: store === null ? "off" : store.health(),
+      guard: this.guard === null ? "off" : this.guard.health(),
+    };
+  }
+
+  /** The engine's last act: stop the guard, flush (bounded), spool what could not be written, close the store. */
+  async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
+    this.guard?.stop();
+    const unwritten = await this.mirror.stop(boundMs);
+    await this.store?.close();
+    this.flushWrote();
+    return unwritten;
+  }
+
+  private noteWrite(path: string): void {
+    this.wrote.add(path);
+    if (this.wroteTimer === null) this.wroteTimer = setTimeout(() => this.flushWrote(), 0);
+  }
+
+  private flushWrote(): void {
+    if (this.wroteTimer !== null) clearTimeout(this.wroteTimer);
+    this.wroteTimer = null;
+    if (this.wrote.size === 0) return;
+    const paths = [...this.wrote];
+    this.wrote = new Set();
+    this.deps.post({ t: "wrote", paths });
+  }
+
+  /** True when `path` is a directory (the guard is on by default only where Claude Code keeps its config). */
+  private async isDirectory(path: string): Promise<boolean> {
+    try {
+      return (await this.deps.fs.lstat(path))?.isDirectory === true;
+    } catch (error) {
+      this.deps.post({ t: "stderr", line: `sessiontap: guard off: cannot look at ${path} (${describe(error)}); SESSIONTAP_GUARD=on turns it on anyway` });
+      return false;
+    }
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * What the relay and the mirror engine say to each other (docs/DESIGN.md "Off the relay path"). The engine
+ * runs in a Worker, so every message is structured-cloneable data: request bytes and response chunks
+ * cross as transferred buffers, never as objects with methods, and never with a credential (the relay
+ * passes the engine the four identity headers only).
+ */
+import type { EventFields } from "../storage/events-log.ts";
+import type { MirrorStats } from "./mirror.ts";
+import type { Replayed, Unwritten } from "./tree-writes.ts";
+
+/** The settings the engine is built from (a Config's mirror part, plain data). */
+export interface EngineSettings {
+  root: string;
+  claudeDir: string;
+  maxBytes: number;
+  retentionDays: number;
+  maxSessions: number;
+  includeThinking: boolean;
+  sideRequests: boolean;
+  version: string;
+  lockWaitMs: number;
+  maxQueued: number;
+  /** Largest answer (and request body) the mirror keeps; past it an answer is kept truncated, marked. */
+  maxMessageBytes: number;
+  /** The shared store's URL, or null. */
+  store: string | null;
+  /** Write only to the store (SESSIONTAP_STORE_ONLY). */
+  storeOnly: boolean;
+  /** Guard setting: true on, false off, null on when the Claude Code directory exists. */
+  guard: boolean | null;
+  /** The guard's timings and limits (tests shorten them). */
+  guardTimings: Record<string, number>;
+  /** Where unwritten commits go at stop when the root refuses them: the system temp dir, or this one. */
+  spoolTmpDir: string | null;
+  /** fsync each append (default true; the bench measures what it costs). */
+  sync?: boolean;
+}
+
+/** The identity headers of a request: all the engine ever sees of its headers. */
+export interface IdentityHeaders {
+  session: string | null;
+  agent: string | null;
+  parentAgent: string | null;
+  userAgent: string | null;
+}
+
+/** The identity headers of `headers` (never anything else: credentials stay on the relay). */
+export function identityHeaders(headers: Headers): IdentityHeaders {
+  return {
+    session: headers.get("x-claude-code-session-id"),
+    agent: headers.get("x-claude-code-agent-id"),
+    parentAgent: headers.get("x-claude-code-parent-agent-id"),
+    userAgent: headers.get("user-agent"),
+  };
+}
+
+/** How a response body that was being followed stopped. */
+export type CutBy = "client" | "upstream";
+
+/** What the relay asks about a response, after everything it sent before the question. */
+export type Verdict =
+  /** The message is whole and its write settled (or failed and was counted): release the final event. */
+  | "written"
+  /** A final event has begun but not ended: keep holding, ask again with the next bytes. */
+  | "pending"
+  /** Not the final event (the literal inside an answer), or a response the engine does not follow. */
+  | "not";
+
+/** The queries the tap's owner (the serve command, the tests) makes of the engine. */
+export interface EngineQueries {
+  /** Health's mirror, store and guard parts, and their problems. */
+  health: { arg: null; value: EngineHealth };
+  /** Tries every backlog once more and waits for writes in flight, at most `arg` ms. */
+  flush: { arg: number; value: null };
+  /** The mirror's counters. */
+  stats: { arg: null; value: MirrorStats };
+  /** Runs the retention sweep if due and waits for it. */
+  sweep: { arg: null; value: null };
+  /** What the guard knows of a session. */
+  guardInspect: { arg: string; value: unknown };
+  /** The guard's own health. */
+  guardHealth: { arg: null; value: unknown };
+  /** Flushes, saves what could not be written to a spool, and closes the store: the engine's last act. */
+  stop: { arg: number; value: Unwritten };
+}
+
+/** The engine's part of `/_tap/health`. */
+export interface EngineHealth {
+  problems: string[];
+  mirror: Record<string, unknown> | "off";
+  store: unknown;
+  guard: unknown;
+}
+
+/** A message to the engine. */
+export type ToEngine =
+  | { t: "begin"; id: number; at: number; identity: IdentityHeaders }
+  /** The request's bytes (transferred), or why there are none for the mirror. */
+  | { t: "body"; id: number; bytes: Uint8Array | null; skipped: string | null }
+  | { t: "head"; id: number; status: number; requestId: string | null; sse: boolean }
+  /** Response bytes of several requests: `index` holds pairs (id, byte count), in order, for `bytes`. */
+  | { t: "chunks"; bytes: Uint8Array; index: number[] }
+  /** The body ended; with `ask`, the relay holds its last bytes until the verdict (a non-streaming answer). */
+  | { t: "end"; id: number; ask: number | null }
+  | { t: "cut"; id: number; by: CutBy }
+  | { t: "ask"; id: number; ask: number }
+  /** The relay released a final event before its write was done (the hold-back bound expired). */
+  | { t: "late"; id: number }
+  /** A failure on the relay side, counted and logged by the engine (the events log is its). */
+  /** A failure on the relay's side of response `id` (null: of no one response): counted, and that response dropped. */
+  | { t: "fail"; id: number | null; stage: "stream" | "relay"; error: string }
+  | { t: "log"; action: string; fields: EventFields }
+  | { t: "query"; q: number; name: keyof EngineQueries; arg: unknown };
+
+/** A message from the engine. */
+export type FromEngine =
+  | { t: "ready"; replayed: Replayed; guard: boolean }
+  /** The engine could not start, or stopped on an error it could not contain: nothing more is mirrored. */
+  | { t: "failed"; error: string }
+  | { t: "verdict"; id: number; ask: number; verdict: Verdict }
+  /** The engine has read this many more response bytes: the relay counts what it sent and is not yet read. */
+  | { t: "ack"; bytes: number }
+  /** The engine will not mirror this response (its request was skipped): the relay stops copying it. */
+  | { t: "ignore"; id: number }
+  | { t: "reply"; q: number; value?: unknown; error?: string }
+  | { t: "stderr"; line: string }
+  /** Mirror files written since the last hint (the viewer's live updates). */
+  | { t: "wrote"; paths: string[] }
+  /** The guard's alerts changed: all of them now (the viewer's banners). */
+  | { t: "alerts"; alerts: { sessionId: string }[] };
+
+/** The first message a worker receives: what to build. */
+export interface EngineStart {
+  t: "start";
+  settings: EngineSettings;
+}

@@ -1,0 +1,83 @@
+/**
+ * The request half of a commit: who sent it, where it goes, and its messages with their identities, read
+ * in proportion to what is new (docs/DESIGN.md "Request side"). Runs in the engine, never on the relay.
+ */
+import { classify } from "../protocol/classify.ts";
+import type { CommitJob } from "../protocol/commit-job.ts";
+import { readEnvironment } from "../protocol/envelope.ts";
+import { isObject } from "../protocol/json.ts";
+import { RequestReader, UnreadableRequest } from "../protocol/request-reader.ts";
+import { dirName, resolveIdentity } from "../protocol/session-id.ts";
+import type { IdentityHeaders } from "./messages.ts";
+
+/** Fields of a read request that a commit needs. */
+export type Prepared = Omit<CommitJob, "requestTimestamp" | "answer" | "kind">;
+
+/** Why a request is not mirrored, for the events log. */
+export interface Skip {
+  reason: string;
+  fields?: Record<string, string | number | boolean | null>;
+}
+
+/** What preparing needs besides the request. */
+export interface PrepOptions {
+  version: string;
+  sideRequests: boolean;
+}
+
+/** The identity headers as a Headers object (resolveIdentity reads headers by name). */
+function headersOf(identity: IdentityHeaders): Headers {
+  const h = new Headers();
+  if (identity.session !== null) h.set("x-claude-code-session-id", identity.session);
+  if (identity.agent !== null) h.set("x-claude-code-agent-id", identity.agent);
+  if (identity.parentAgent !== null) h.set("x-claude-code-parent-agent-id", identity.parentAgent);
+  if (identity.userAgent !== null) h.set("user-agent", identity.userAgent);
+  return h;
+}
+
+/** The conversation a body belongs to, for reusing its earlier bodies (null: nothing to reuse by). */
+function readerKey(identity: IdentityHeaders): string | null {
+  if (identity.session === null) return null;
+  return `${identity.session}\u0000${identity.agent ?? ""}`;
+}
+
+/** Reads a request body into what its commit needs, or says why it is not mirrored. */
+export function prepareRequest(reader: RequestReader, identity: IdentityHeaders, bytes: Uint8Array, options: PrepOptions): Prepared | Skip {
+  let read;
+  try {
+    read = reader.read(readerKey(identity), bytes);
+  } catch (error) {
+    if (error instanceof UnreadableRequest) return { reason: error.message, fields: { bytes: bytes.byteLength } };
+    throw error;
+  }
+  const { rest, messages } = read;
+  const headers = headersOf(identity);
+  const ids = resolveIdentity(headers, rest);
+  const { route, compaction } = classify({
+    agentId: ids.agentId,
+    claudeCode: ids.claudeCode,
+    toolCount: Array.isArray(rest.tools) ? rest.tools.length : 0,
+    structuredOutput: isObject(rest.output_config) && rest.output_config.format !== undefined && rest.output_config.format !== null,
+    system: rest.system,
+    messages,
+  });
+  if (route === "side" && !options.sideRequests) return { reason: "side request (SESSIONTAP_SIDE_REQUESTS=off)" };
+  const env = readEnvironment(rest.system, messages);
+  return {
+    route,
+    compaction,
+    sessionDir: dirName(ids.sessionId),
+    agentDir: ids.agentId === null ? null : dirName(ids.agentId),
+    messages,
+    base: {
+      sessionId: ids.sessionId, cwd: env.cwd, gitBranch: env.gitBranch,
+      entrypoint: env.entrypoint ?? "sessiontap", version: `sessiontap/${options.version}`,
+      isSidechain: route !== "main", agentId: ids.agentId, parentAgentId: ids.parentAgentId,
+    },
+  };
+}
+
+/** True when preparing said why the request is not mirrored. */
+export function isSkip(p: Prepared | Skip): p is Skip {
+  return "reason" in p;
+}

@@ -1,0 +1,84 @@
+/**
+ * Where the mirror engine runs (docs/DESIGN.md "Off the relay path"): in a Worker, so that nothing it does
+ * runs on the thread that relays bytes — or in this thread, for a test that injects a filesystem to fail
+ * on cue (a function cannot cross into a Worker). Both speak the same messages in the same order; only
+ * the thread differs.
+ */
+import { MirrorEngine } from "../mirror/engine.ts";
+import type { EngineSettings, EngineStart, FromEngine, ToEngine } from "../mirror/messages.ts";
+import type { Replayed } from "../mirror/mirror.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { SpoolPlace } from "../storage/mirror-spool.ts";
+import { EngineLink, type LinkListener } from "./engine-link.ts";
+
+/** A running engine: the link the relay uses, and what the engine found at start. */
+export interface StartedEngine {
+  link: EngineLink;
+  replayed: Replayed;
+  /** True when the guard runs. */
+  guard: boolean;
+}
+
+/** Starts the engine in a Worker running `workerUrl` (src/mirror-worker.ts); rejects when it cannot start. */
+export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener, holdBackMs: number): Promise<StartedEngine> {
+  const worker = new Worker(workerUrl, { type: "module" });
+  const link = new EngineLink({
+    post: (message, transfer) => worker.postMessage(message, transfer),
+    close: () => worker.terminate(),
+  }, listener, holdBackMs);
+  return new Promise((resolve, reject) => {
+    let ready = false;
+    worker.onmessage = (event: MessageEvent<FromEngine>) => {
+      const message = event.data;
+      if (!ready) {
+        if (message.t === "ready") {
+          ready = true;
+          resolve({ link, replayed: message.replayed, guard: message.guard });
+        } else if (message.t === "failed") {
+          worker.terminate();
+          reject(new Error(`the mirror engine could not start: ${message.error}`));
+        } else link.receive(message);
+        return;
+      }
+      link.receive(message);
+    };
+    worker.onerror = (event: ErrorEvent) => {
+      event.preventDefault?.();
+      const why = event.message || "an error in its thread";
+      if (!ready) {
+        worker.terminate();
+        reject(new Error(`the mirror engine could not start: ${why}`));
+      } else link.fail(why);
+    };
+    worker.onmessageerror = () => link.fail("a message could not be read");
+    const start: EngineStart = { t: "start", settings };
+    worker.postMessage(start);
+  });
+}
+
+/** What an engine in this thread is built with. */
+export interface ThreadEngineDeps {
+  fs: FsAdapter;
+  clock: () => number;
+  tempSpool?: SpoolPlace;
+}
+
+/** Starts the engine in this thread; messages still go through a turn of the event loop, as a Worker's do. */
+export async function startThreadEngine(settings: EngineSettings, deps: ThreadEngineDeps, listener: LinkListener, holdBackMs: number): Promise<StartedEngine> {
+  let link: EngineLink | null = null;
+  const toRelay: FromEngine[] = [];
+  const engine = new MirrorEngine(settings, {
+    ...deps,
+    post: (message) => {
+      if (link === null) toRelay.push(message);
+      else queueMicrotask(() => link!.receive(message));
+    },
+  });
+  link = new EngineLink({
+    post: (message: ToEngine) => queueMicrotask(() => engine.receive(message)),
+    close: () => {},
+  }, listener, holdBackMs);
+  for (const message of toRelay.splice(0)) link.receive(message);
+  const { replayed, guard } = await engine.start();
+  return { link, replayed, guard };
+}

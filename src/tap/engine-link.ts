@@ -1,0 +1,236 @@
+/**
+ * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"). What runs here is small
+ * and fixed per chunk: response bytes are copied into one staging buffer shared by every stream and sent
+ * to the engine as one transferred buffer per turn of the event loop (a message per chunk would cost more
+ * than the copy); questions about held-back bytes flush the staging buffer first, so the engine always
+ * answers about everything the relay sent. If the engine stops, the tap keeps relaying, says so once on
+ * stderr and in health, and mirrors nothing more.
+ */
+import type { EngineHealth, EngineQueries, FromEngine, IdentityHeaders, ToEngine, Verdict } from "../mirror/messages.ts";
+import { RelayObserver } from "./relay-observer.ts";
+
+/** Where the engine runs: a Worker, or this thread. */
+export interface EngineHost {
+  /** Sends a message; `transfer` lists buffers the engine takes over (the relay must not touch them again). */
+  post(message: ToEngine, transfer: ArrayBuffer[]): void;
+  /** Stops the engine for good (after its `stop` query answered). */
+  close(): void;
+}
+
+/** What the link tells its owner. */
+export interface LinkListener {
+  stderr(line: string): void;
+  /** Mirror files were written (the viewer's live updates). */
+  wrote(paths: string[]): void;
+  /** The guard's alerts, whenever they change. */
+  alerts(alerts: { sessionId: string }[]): void;
+}
+
+/** Bytes staged before a batch is sent without waiting for the turn to end. */
+const MAX_STAGED = 256 * 1024;
+/**
+ * Response bytes sent to the engine and not yet read by it, past which the relay reads no more from the
+ * upstream until the engine is down to the low mark: memory stays bounded however far behind the engine
+ * falls (an answer of hundreds of MiB), and a client waits only then (docs/DESIGN.md "Off the relay path").
+ */
+const HIGH_UNREAD = 16 * 1024 * 1024;
+const LOW_UNREAD = 8 * 1024 * 1024;
+
+/** The relay's link to one engine. */
+export class EngineLink {
+  private nextId = 1;
+  private nextQuestion = 1;
+  private readonly observers = new Map<number, RelayObserver>();
+  private readonly asks = new Map<number, (verdict: Verdict) => void>();
+  private readonly queries = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  private staging = new Uint8Array(64 * 1024);
+  private staged = 0;
+  private index: number[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Why the engine stopped, or null while it runs. */
+  private stopped: string | null = null;
+  /** Response bytes sent and not yet read by the engine, and who waits for that to drop. */
+  private unread = 0;
+  private caughtUp: (() => void)[] = [];
+
+  constructor(
+    private readonly host: EngineHost,
+    private readonly listener: LinkListener,
+    private readonly holdBackMs: number,
+  ) {}
+
+  /** Handles one message from the engine. */
+  receive(message: FromEngine): void {
+    switch (message.t) {
+      case "verdict": {
+        const resolve = this.asks.get(message.ask);
+        this.asks.delete(message.ask);
+        resolve?.(message.verdict);
+        return;
+      }
+      case "ack":
+        this.unread -= message.bytes;
+        if (this.unread <= LOW_UNREAD) this.release();
+        return;
+      case "ignore":
+        this.observers.get(message.id)?.ignore();
+        this.observers.delete(message.id);
+        return;
+      case "reply": {
+        const query = this.queries.get(message.q);
+        this.queries.delete(message.q);
+        if (message.error !== undefined) query?.reject(new Error(message.error));
+        else query?.resolve(message.value);
+        return;
+      }
+      case "stderr":
+        return this.listener.stderr(message.line);
+      case "wrote":
+        return this.listener.wrote(message.paths);
+      case "alerts":
+        return this.listener.alerts(message.alerts);
+      case "failed":
+        return this.fail(message.error);
+      case "ready":
+        return;
+    }
+  }
+
+  /**
+   * The engine is gone (it failed to start, or died): said once, and everything waiting on it is let go,
+   * so no client waits for a write that will not come.
+   */
+  fail(why: string): void {
+    if (this.stopped !== null) return;
+    this.stopped = why;
+    this.listener.stderr(`sessiontap: mirror engine stopped: ${why}; the tap keeps relaying but mirrors nothing until it restarts`);
+    for (const observer of this.observers.values()) observer.ignore();
+    this.observers.clear();
+    for (const resolve of this.asks.values()) resolve("not");
+    this.asks.clear();
+    for (const query of this.queries.values()) query.reject(new Error(`the mirror engine stopped: ${why}`));
+    this.queries.clear();
+    this.release();
+  }
+
+  /** Null while the engine keeps up; else resolves once it has caught up to the low mark (or stopped). */
+  behind(): Promise<void> | null {
+    if (this.unread <= HIGH_UNREAD || this.stopped !== null) return null;
+    return new Promise((resolve) => this.caughtUp.push(resolve));
+  }
+
+  private release(): void {
+    for (const resolve of this.caughtUp.splice(0)) resolve();
+  }
+
+  /** The relay's problems with the engine itself (health). */
+  problems(): string[] {
+    return this.stopped === null ? [] : [`mirror: the mirror engine stopped (${this.stopped}); nothing is mirrored until the tap restarts`];
+  }
+
+  /** Starts following one request, or null when the engine has stopped. */
+  open(identity: IdentityHeaders, at: number): RelayObserver | null {
+    if (this.stopped !== null) return null;
+    const id = this.nextId++;
+    const observer = new RelayObserver(this, id, this.holdBackMs);
+    this.observers.set(id, observer);
+    this.send({ t: "begin", id, at, identity });
+    return observer;
+  }
+
+  /** Sends the request's bytes (taken over: the caller must not touch them again), or why there are none. */
+  body(id: number, bytes: Uint8Array | null, skipped: string | null): void {
+    if (bytes === null || this.stopped !== null) return this.send({ t: "body", id, bytes: null, skipped });
+    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+    const owned = whole ? bytes : bytes.slice();
+    this.send({ t: "body", id, bytes: owned, skipped: null }, [owned.buffer as ArrayBuffer]);
+  }
+
+  /** Copies one chunk of request `id`'s response into the staging buffer. */
+  copy(id: number, chunk: Uint8Array): void {
+    if (this.stopped !== null) return;
+    if (this.staged + chunk.byteLength > this.staging.byteLength) {
+      if (this.staged > 0) this.flush();
+      if (chunk.byteLength > this.staging.byteLength) this.staging = new Uint8Array(chunk.byteLength);
+    }
+    this.staging.set(chunk, this.staged);
+    this.staged += chunk.byteLength;
+    const last = this.index.length - 2;
+    if (last >= 0 && this.index[last] === id) this.index[last + 1] += chunk.byteLength;
+    else this.index.push(id, chunk.byteLength);
+    if (this.staged >= MAX_STAGED) this.flush();
+    else if (this.flushTimer === null) this.flushTimer = setTimeout(() => this.flush(), 0);
+  }
+
+  /** Sends a control message after everything staged before it. */
+  send(message: ToEngine, transfer: ArrayBuffer[] = []): void {
+    if (this.stopped !== null) return;
+    if (this.staged > 0) this.flush();
+    this.post(message, transfer);
+  }
+
+  /** Asks about request `id`'s held bytes; resolves with the verdict (or "not" if the engine stops). */
+  ask(id: number, end = false): Promise<Verdict> {
+    if (this.stopped !== null) return Promise.resolve("not");
+    const ask = this.nextQuestion++;
+    const answered = new Promise<Verdict>((resolve) => this.asks.set(ask, resolve));
+    this.send(end ? { t: "end", id, ask } : { t: "ask", id, ask });
+    return answered;
+  }
+
+  /** Forgets an observer the relay is done with. */
+  done(id: number): void {
+    this.observers.delete(id);
+  }
+
+  /** Asks the engine something (health, flush, stop…). */
+  query<K extends keyof EngineQueries>(name: K, arg: EngineQueries[K]["arg"]): Promise<EngineQueries[K]["value"]> {
+    if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`));
+    const q = this.nextQuestion++;
+    const answered = new Promise<unknown>((resolve, reject) => this.queries.set(q, { resolve, reject }));
+    this.send({ t: "query", q, name, arg });
+    return answered as Promise<EngineQueries[K]["value"]>;
+  }
+
+  /** Health's engine parts, or null when the engine has stopped (its problem says so). */
+  async health(): Promise<EngineHealth | null> {
+    if (this.stopped !== null) return null;
+    return await this.query("health", null);
+  }
+
+  /** Stops the engine: its last flush and spool, then the thread. */
+  async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
+    try {
+      return await this.query("stop", boundMs);
+    } finally {
+      this.host.close();
+    }
+  }
+
+  /** Requests currently followed. */
+  get following(): number {
+    return this.observers.size;
+  }
+
+  private flush(): void {
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    if (this.staged === 0) return;
+    const bytes = this.staging.subarray(0, this.staged);
+    const index = this.index;
+    // The next batch gets a fresh buffer the size this one needed: this one is the engine's now.
+    this.staging = new Uint8Array(Math.min(Math.max(64 * 1024, this.staged), 4 * MAX_STAGED));
+    this.staged = 0;
+    this.index = [];
+    this.unread += bytes.byteLength;
+    this.post({ t: "chunks", bytes, index }, [bytes.buffer as ArrayBuffer]);
+  }
+
+  private post(message: ToEngine, transfer: ArrayBuffer[]): void {
+    try {
+      this.host.post(message, transfer);
+    } catch (error) {
+      this.fail(`a message could not be sent (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+}

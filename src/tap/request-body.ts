@@ -1,0 +1,94 @@
+/**
+ * A request body on its way upstream, with a copy for the mirror (docs/DESIGN.md "Request side"). The
+ * body is streamed, not buffered, wherever the runtime keeps the request's length when fetch is given a
+ * stream (Bun); where it would turn a sized body into a chunked one (Deno), a sized body is read first
+ * and handed to fetch as bytes, as nginx buffers it (docs/RUNTIMES.md "Request bodies"). A body the
+ * mirror will not keep (larger than SESSIONTAP_MAX_MESSAGE_BYTES) goes upstream as the runtime's own
+ * stream, copied by no JavaScript.
+ */
+
+/** The mirror's copy of a request body: its bytes, or why it has none. */
+export type BodyCopy = { bytes: Uint8Array } | { skipped: string };
+
+/** A body ready for fetch, and its copy once fetch has taken it. */
+export interface RelayedBody {
+  body: BodyInit | null;
+  /** Resolves once the body went upstream (call it after fetch() was called); never rejects. */
+  copy(): Promise<BodyCopy>;
+}
+
+/** What the runtime does with a stream given to fetch as a body (from src/runtime/). */
+export interface BodyTraits {
+  /** True when a streamed body keeps the request's content-length (Bun), false when it goes chunked (Deno). */
+  streamKeepsLength: boolean;
+}
+
+/** Relays `request`'s body, keeping a copy of at most `maxBytes` for the mirror (negative: no copy at all). */
+export async function relayBody(request: Request, maxBytes: number, traits: BodyTraits): Promise<RelayedBody> {
+  const source = request.body;
+  if (source === null) return { body: null, copy: () => Promise.resolve({ skipped: "no request body" }) };
+  if (maxBytes < 0) return { body: source, copy: () => Promise.resolve({ skipped: "not mirrored" }) };
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  const sized = Number.isFinite(declared) && declared >= 0;
+  if (sized && declared > maxBytes) {
+    return { body: source, copy: () => Promise.resolve({ skipped: `request body larger than SESSIONTAP_MAX_MESSAGE_BYTES (${declared} bytes)` }) };
+  }
+  if (sized && !traits.streamKeepsLength) {
+    // Deno sends a stream chunked: read the sized body first. fetch copies bytes it is given before it
+    // returns, so the buffer is the mirror's to take once fetch() was called.
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    return { body: bytes, copy: () => Promise.resolve({ bytes }) };
+  }
+  return copyingStream(source, sized ? declared : null, maxBytes);
+}
+
+/** A pass-through stream that keeps a copy of what went through it, up to `maxBytes`. */
+function copyingStream(source: ReadableStream<Uint8Array>, declared: number | null, maxBytes: number): RelayedBody {
+  const reader = source.getReader();
+  let buffer: Uint8Array | null = new Uint8Array(declared ?? 64 * 1024);
+  let length = 0;
+  let settle!: (copy: BodyCopy) => void;
+  const copied = new Promise<BodyCopy>((resolve) => (settle = resolve));
+  const keep = (chunk: Uint8Array) => {
+    if (buffer === null) return;
+    if (length + chunk.byteLength > maxBytes) {
+      buffer = null;
+      settle({ skipped: `request body larger than SESSIONTAP_MAX_MESSAGE_BYTES (more than ${maxBytes} bytes)` });
+      return;
+    }
+    if (length + chunk.byteLength > buffer.byteLength) {
+      const grown = new Uint8Array(Math.min(maxBytes, Math.max(buffer.byteLength * 2, length + chunk.byteLength)));
+      grown.set(buffer.subarray(0, length));
+      buffer = grown;
+    }
+    buffer.set(chunk, length);
+    length += chunk.byteLength;
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let result: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          result = await reader.read();
+        } catch (error) {
+          settle({ skipped: "the request body could not be read" });
+          controller.error(error);
+          return;
+        }
+        if (result.done) {
+          if (buffer !== null) settle({ bytes: length === buffer.byteLength ? buffer : buffer.slice(0, length) });
+          controller.close();
+          return;
+        }
+        keep(result.value);
+        controller.enqueue(result.value);
+      },
+      cancel(reason) {
+        settle({ skipped: "the request body was not sent whole" });
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { body, copy: () => copied };
+}
