@@ -295,12 +295,16 @@ async function run(spec) {
 async function gap(spec) {
   const [stream, other] = await connections(spec.port, 2);
   const paced = requestBytes({ answer: "paced", body: "single", pace: spec.pace, prefix: `${spec.prefix}-paced` }, spec.port, 0, 0);
+  // Built before the stream starts: building a 4 MiB body here would stall this process's own reading.
+  const bodies = spec.withHistory
+    ? Array.from({ length: spec.history }, (_, k) => requestBytes({ answer: "short", body: "history", offset: (spec.offset ?? 0) + k, prefix: spec.prefix }, spec.port, 0, k))
+    : [];
   let streaming = true;
   const watched = stream.request(paced, { eventTimes: true, timeoutMs: spec.timeoutMs ?? 60_000 }).finally(() => (streaming = false));
   const history = [];
   if (spec.withHistory) {
-    for (let k = 0; k < spec.history && streaming; k++) {
-      const r = await other.request(requestBytes({ answer: "short", body: "history", offset: (spec.offset ?? 0) + k, prefix: spec.prefix }, spec.port, 0, k), { timeoutMs: spec.timeoutMs ?? 60_000 });
+    for (let k = 0; k < bodies.length && streaming; k++) {
+      const r = await other.request(bodies[k], { timeoutMs: spec.timeoutMs ?? 60_000 });
       history.push({ ok: r.ok, ttfb: r.ttfb, ttlb: r.ttlb, err: r.err });
     }
   }

@@ -92,7 +92,7 @@ const PLAN = {
   mem1000TimeoutMs: 30_000,
   // The gap scenario: a paced stream of one event every 10 ms (~2.6 s), beside at most this many history requests.
   gapPace: "1,10",
-  gapHistory: Q ? 10 : 40,
+  gapHistory: Q ? 10 : 24,
   // A soft bound on the whole run: no new repetition starts after it.
   deadlineMs: Q ? 150_000 : 540_000,
 };

@@ -9,7 +9,7 @@ import type { GuardAlert } from "../guard/alerts.ts";
 import type { GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
-import { listen, runtimeName, runtimeTraits, upstreamFetch } from "../runtime/index.ts";
+import { listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../storage/events-log.ts";
@@ -149,7 +149,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const cut = new AbortController();
   const forwardDeps = {
     upstream: config.upstream, fetch: await upstreamFetch(deps.fetch ?? fetch), engine: link, holdBackMs: config.holdBackMs,
-    maxMessageBytes: config.maxMessageBytes, body: runtimeTraits(), clock, upstreamHealth: reportUpstream, stopping: cut.signal,
+    maxMessageBytes: config.maxMessageBytes, clock, upstreamHealth: reportUpstream, stopping: cut.signal,
   };
   const app = createApp({
     forward: (request) => forward(request, forwardDeps),

@@ -43,27 +43,3 @@ export class SseMessageReader {
     return this.lines.pendingWatched;
   }
 }
-
-const MESSAGE_STOP = new TextEncoder().encode("message_stop");
-
-/**
- * The offset of the event holding the last `message_stop` in `chunk`: just after the blank line before
- * it (SSE separates events by a blank line, RFC-less but per the HTML spec's event stream format), or 0
- * when that event began in an earlier chunk.
- *
- * @example finalEventStart(bytes("event: ping\ndata: {}\n\nevent: message_stop\ndata: {}\n\n")) // → 22
- */
-export function finalEventStart(chunk: Uint8Array): number {
-  let at = -1;
-  for (let i = chunk.length - MESSAGE_STOP.length; i >= 0 && at < 0; i--) {
-    let j = 0;
-    while (j < MESSAGE_STOP.length && chunk[i + j] === MESSAGE_STOP[j]) j++;
-    if (j === MESSAGE_STOP.length) at = i;
-  }
-  for (let i = at - 1; i > 0; i--) {
-    const lf = chunk[i] === 0x0a && (chunk[i - 1] === 0x0a || (chunk[i - 1] === 0x0d && i >= 2 && chunk[i - 2] === 0x0a));
-    const cr = chunk[i] === 0x0d && chunk[i - 1] === 0x0d;
-    if (lf || cr) return i + 1;
-  }
-  return 0;
-}

@@ -12,12 +12,6 @@ export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
   return base;
 }
 
-/** What this runtime does with a stream given to fetch as a request body (docs/RUNTIMES.md "Request bodies"). */
-export function runtimeTraits(): { streamKeepsLength: boolean } {
-  // Bun sends a streamed body with the request's content-length; Deno sends it chunked.
-  return { streamKeepsLength: runtimeName() === "bun" };
-}
-
 /** Starts listening with the current runtime's adapter. */
 export async function listen(handler: FetchHandler, options: ListenOptions): Promise<RunningServer> {
   if (runtimeName() === "bun") return (await import("./bun.ts")).serveBun(handler, options);

@@ -8,7 +8,7 @@ import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/heade
 import { describe } from "../storage/events-log.ts";
 import type { EngineLink } from "./engine-link.ts";
 import type { RelayObserver } from "./relay-observer.ts";
-import { relayBody, type BodyTraits, type RelayedBody } from "./request-body.ts";
+import { relayBody, type RelayedBody } from "./request-body.ts";
 import { teeBody } from "./tee.ts";
 
 /** What forwarding needs from the outside. */
@@ -21,8 +21,6 @@ export interface ForwardDeps {
   holdBackMs: number;
   /** Largest request body the mirror keeps a copy of. */
   maxMessageBytes: number;
-  /** What this runtime does with a streamed request body. */
-  body: BodyTraits;
   clock: () => number;
   /** Aborted when the tap stops and its drain bound ran out: every upstream fetch ends then. */
   stopping: AbortSignal;
@@ -79,7 +77,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
 /** The request's body for fetch, relayed with a copy for the mirror when it is followed; null for none. */
 async function sendBody(request: Request, observer: RelayObserver | null, deps: ForwardDeps): Promise<RelayedBody | null> {
   if (request.method === "GET" || request.method === "HEAD") return null;
-  return await relayBody(request, observer === null ? -1 : deps.maxMessageBytes, deps.body);
+  return await relayBody(request, observer === null ? -1 : deps.maxMessageBytes);
 }
 
 /** The client's response: the upstream's status, headers and body, teed to the observer when there is one. */

@@ -1,10 +1,11 @@
 /**
- * A request body on its way upstream, with a copy for the mirror (docs/DESIGN.md "Request side"). The
- * body is streamed, not buffered, wherever the runtime keeps the request's length when fetch is given a
- * stream (Bun); where it would turn a sized body into a chunked one (Deno), a sized body is read first
- * and handed to fetch as bytes, as nginx buffers it (docs/RUNTIMES.md "Request bodies"). A body the
- * mirror will not keep (larger than SESSIONTAP_MAX_MESSAGE_BYTES) goes upstream as the runtime's own
- * stream, copied by no JavaScript.
+ * A request body on its way upstream, with a copy for the mirror (docs/DESIGN.md "Request side"). A sized
+ * body the mirror keeps is read first and handed to fetch as bytes, as nginx buffers a request: both
+ * runtimes' fetch copy bytes before they return, so the same buffer then goes to the engine, and it was
+ * the cheapest way measured (docs/RUNTIMES.md "Request bodies"). A chunked body streams through a
+ * pass-through that keeps a copy. A body the mirror will not keep (larger than
+ * SESSIONTAP_MAX_MESSAGE_BYTES, or not a Messages API call) goes upstream as the runtime's own stream,
+ * copied by no JavaScript.
  */
 
 /** The mirror's copy of a request body: its bytes, or why it has none. */
@@ -17,14 +18,8 @@ export interface RelayedBody {
   copy(): Promise<BodyCopy>;
 }
 
-/** What the runtime does with a stream given to fetch as a body (from src/runtime/). */
-export interface BodyTraits {
-  /** True when a streamed body keeps the request's content-length (Bun), false when it goes chunked (Deno). */
-  streamKeepsLength: boolean;
-}
-
 /** Relays `request`'s body, keeping a copy of at most `maxBytes` for the mirror (negative: no copy at all). */
-export async function relayBody(request: Request, maxBytes: number, traits: BodyTraits): Promise<RelayedBody> {
+export async function relayBody(request: Request, maxBytes: number): Promise<RelayedBody> {
   const source = request.body;
   if (source === null) return { body: null, copy: () => Promise.resolve({ skipped: "no request body" }) };
   if (maxBytes < 0) return { body: source, copy: () => Promise.resolve({ skipped: "not mirrored" }) };
@@ -33,9 +28,8 @@ export async function relayBody(request: Request, maxBytes: number, traits: Body
   if (sized && declared > maxBytes) {
     return { body: source, copy: () => Promise.resolve({ skipped: `request body larger than SESSIONTAP_MAX_MESSAGE_BYTES (${declared} bytes)` }) };
   }
-  if (sized && !traits.streamKeepsLength) {
-    // Deno sends a stream chunked: read the sized body first. fetch copies bytes it is given before it
-    // returns, so the buffer is the mirror's to take once fetch() was called.
+  if (sized) {
+    // fetch copies bytes it is given before it returns: the buffer is the mirror's once fetch() was called.
     const bytes = new Uint8Array(await request.arrayBuffer());
     return { body: bytes, copy: () => Promise.resolve({ bytes }) };
   }

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { finalEventStart } from "../../src/protocol/sse-reader.ts";
+import { finalEventStart } from "../../src/protocol/final-event.ts";
 import { textReply } from "../support/stub-upstream.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -47,6 +47,22 @@ describe("FinalEventWatch: the relay's search for the final event, at every chun
       const last = found.at(-1) ?? -1;
       assert.ok(last >= finalAt - 2 && last < all.length, `cut ${cut}: candidates ${found}, the final event spans ${finalAt}..${all.length}`);
     }
+  });
+
+  it("split into chunks of every size from 1 to 16 bytes: the marker is found across any number of short chunks", () => {
+    const all = bytes(stream);
+    for (let size = 1; size <= 16; size++) {
+      const watch = new FinalEventWatch();
+      let last = -1;
+      for (let offset = 0; offset < all.length; offset += size) {
+        const at = watch.holdFrom(all.subarray(offset, offset + size));
+        if (at >= 0) last = offset + at;
+      }
+      assert.ok(last >= finalAt - 2 && last < all.length, `size ${size}: last candidate at ${last}, the final event spans ${finalAt}..${all.length}`);
+    }
+    const none = new FinalEventWatch();
+    const plain = bytes("event: ping\ndata: {\"type\":\"ping\"}\n\n".repeat(20));
+    for (let offset = 0; offset < plain.length; offset += 3) assert.equal(none.holdFrom(plain.subarray(offset, offset + 3)), -1);
   });
 
   it("a chunk without the word is not a candidate; a text that says it is one (a false candidate, settled by the mirror)", () => {

@@ -145,3 +145,47 @@ describe("SseMessageReader + StreamAccumulator", () => {
     assert.deepEqual(m.usage, body.usage);
   });
 });
+
+describe("the text-delta fast path reads exactly what JSON.parse reads", () => {
+  /** A reference accumulator that parses every event whole. */
+  function reference(datas: string[]): StreamAccumulator {
+    const acc = new StreamAccumulator();
+    for (const d of datas) {
+      let event: unknown;
+      try {
+        event = JSON.parse(d);
+      } catch {
+        acc.malformed++;
+        continue;
+      }
+      if (typeof event !== "object" || event === null || Array.isArray(event)) acc.malformed++;
+      else acc.apply(event as Record<string, unknown>);
+    }
+    return acc;
+  }
+  const start = '{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[],"usage":{"input_tokens":1}}}';
+  const block = (i: number) => `{"type":"content_block_start","index":${i},"content_block":{"type":"text","text":""}}`;
+  const texts = ["plain words", "with \\\"quotes\\\" and \\n newlines", "\\u00e9 and \\ud83d\\ude00", "tab\\there", "", "back\\\\slash", "naïve ✓ 🎉", "ends with backslash \\\\"];
+  const shapes = (t: string) => [
+    `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${t}"}}`,
+    `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"${t}"}}`,
+    `{"type":"content_block_delta", "index":0,"delta":{"type":"text_delta","text":"${t}"}}`, // a space: parsed whole
+    `{"type":"content_block_delta","index":00,"delta":{"type":"text_delta","text":"${t}"}}`, // not JSON
+    `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${t}","extra":"kept out"}}`,
+    `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${t}\u0001"}}`, // a raw control character: not JSON
+    `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${t}"}} `,
+    `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${t}\\"}}`, // an escaped closing quote: not JSON
+  ];
+  it("every shape and escape, alone and in sequence: the same message and the same count of malformed events", () => {
+    for (const t of texts) {
+      for (const shape of shapes(t)) {
+        const datas = [start, block(0), block(1), shape, shape];
+        const fast = new StreamAccumulator();
+        for (const d of datas) fast.pushData(d);
+        const slow = reference(datas);
+        assert.deepEqual(fast.message(false), slow.message(false), shape);
+        assert.equal(fast.malformed, slow.malformed, shape);
+      }
+    }
+  });
+});
