@@ -33,6 +33,7 @@ const JSON_INPUT_BLOCKS = new Set(["tool_use", "server_tool_use", "mcp_tool_use"
 /** How the API's content deltas begin (its own serialisation, type first). */
 const DELTA_PREFIX = '{"type":"content_block_delta"';
 /** Characters JSON allows in a string only escaped. */
+// deno-lint-ignore no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f]/;
 /** A compact content delta up to its index. */
 const TEXT_DELTA_PREFIX = DELTA_PREFIX + ',"index":';

@@ -333,7 +333,8 @@ describe("tee and relay observer, with a real engine", () => {
     // The engine is real; only its thread is simulated: messages wait until the test lets them through.
     const queue: ToEngine[] = [];
     let paused = true;
-    let link!: Link;
+    // deliver and engine are defined below; the link posts only once the test starts relaying.
+    const link = new Link({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} }, 250);
     const engine = new MirrorEngine({
       root: `${dir}/mirror`, claudeDir: `${dir}/claude`, maxBytes: 1 << 30, retentionDays: 0, maxSessions: 8, includeThinking: true, sideRequests: true,
       version: "0", lockWaitMs: 2000, maxQueued: 10, maxMessageBytes: 1 << 20, store: null, storeOnly: false, guard: false, guardTimings: {}, spoolTmpDir: dir,
@@ -342,7 +343,6 @@ describe("tee and relay observer, with a real engine", () => {
     const deliver = () => {
       while (!paused && queue.length > 0) engine.receive(queue.shift()!);
     };
-    link = new Link({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} }, 250);
     try {
       const delta = sseEvent("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "z".repeat(64 * 1024) } });
       const events = textReply("x", { id: "msg_behind" });
