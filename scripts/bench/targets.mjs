@@ -19,6 +19,7 @@ export const TARGETS = [
   { name: "nginx", label: "nginx (proxy_buffering off)" },
   { name: "bare-bun", label: "bare Bun relay, a JS copy per chunk (bare.ts)" },
   { name: "bare-deno", label: "bare Deno relay, a JS copy per chunk (bare.ts)" },
+  { name: "bare-deno-native", label: "bare Deno relay, no JS per chunk (bare.ts)" },
 ];
 
 /** Bun's fetch keeps at most 256 requests in flight unless this is raised (docs/RUNTIMES.md "Serving"). */
@@ -208,7 +209,9 @@ export async function startTarget(name, { root, scratch, upstreamPort, binary })
     const script = join(root, "scripts/bench/bare.ts");
     const child = name === "bare-bun"
       ? spawn(join(root, "node_modules/.bin/bun"), [script, upstream], { cwd: root, env: tapEnv(scratch, BUN_IN_FLIGHT), stdio: ["ignore", "pipe", "pipe"] })
-      : spawn(join(root, "node_modules/.bin/deno"), ["run", "--allow-all", "--unstable-no-legacy-abort", script, upstream], { cwd: root, env: tapEnv(scratch), stdio: ["ignore", "pipe", "pipe"] });
+      : spawn(join(root, "node_modules/.bin/deno"), ["run", "--allow-all", "--unstable-no-legacy-abort", script, upstream], {
+        cwd: root, env: tapEnv(scratch, name === "bare-deno-native" ? { BARE_MODE: "native" } : {}), stdio: ["ignore", "pipe", "pipe"],
+      });
     child.stderr.resume();
     const m = await waitForLine(child, /listening\s+http:\/\/127\.0\.0\.1:(\d+)/, 30_000);
     child.stdout.resume();

@@ -61,10 +61,14 @@ export function verdicts(reps, mem, microOut, names) {
     const h = delta(off, "histTtfbP50", "nginx");
     rows.push([off, "TTFB, 4 MiB / 200-turn request ≤ nginx + 2 ms", range(h, ms), judged(h, (x) => x <= 2)]);
   }
+  // The stub and the client share this machine's cores with the proxy: what direct's own gap grows by is
+  // theirs, and the proxy is judged on what it adds beyond it (both are shown).
+  const growth = (r, t) => (r[t]?.gapLoaded ?? NaN) - (r[t]?.gapAlone ?? NaN);
   for (const t of names.filter((n) => n !== "direct")) {
-    const g = over((r) => (r[t]?.gapLoaded ?? NaN) - (r[t]?.gapAlone ?? NaN));
+    const g = over((r) => growth(r, t));
+    const beyond = over((r) => growth(r, t) - growth(r, "direct"));
     const n = over((r) => r[t]?.gapHistory ?? NaN);
-    rows.push([t, "a concurrent stream's largest gap grows ≤ 2 ms beside long-history requests", `${range(g, ms)} (${num(n.med)} history requests beside it)`, judged(g, (x) => x <= 2)]);
+    rows.push([t, "a concurrent stream's largest gap grows ≤ 2 ms beside long-history requests (beyond direct's own growth)", `${range(beyond, ms)} beyond direct; ${range(g, ms)} in all (${num(n.med)} history requests beside it)`, judged(beyond, (x) => x <= 2)]);
   }
   const steady = microOut?.request_steady_200;
   if (steady && !steady.error) {
@@ -92,7 +96,7 @@ export function verdicts(reps, mem, microOut, names) {
     rows.push(["deno-on", "time to last byte, 2,000-event burst ≤ 3× direct", range(burst, times), judged(burst, (x) => x <= 3)]);
   }
   // The floor: what a bare relay with JavaScript per chunk costs on the same runtime, in the same run.
-  for (const [bare, tap] of [["bare-bun", "bun-on"], ["bare-deno", "deno-on"]]) {
+  for (const [bare, tap] of [["bare-bun", "bun-on"], ["bare-deno", "deno-on"], ["bare-deno-native", "any Deno relay"]]) {
     if (!has(bare)) continue;
     const burst = ratio(bare, "longTtlbP50", "direct");
     const ev = ratio(bare, "evps100", "direct");
