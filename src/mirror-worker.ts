@@ -12,6 +12,8 @@ import { nodeFs } from "./storage/fs-adapter.ts";
 const scope = globalThis as unknown as {
   onmessage: ((event: MessageEvent<EngineStart | ToEngine>) => void) | null;
   postMessage(message: FromEngine): void;
+  addEventListener(type: "error" | "unhandledrejection", listener: (event: Event & { error?: unknown; reason?: unknown; message?: string }) => void): void;
+  close(): void;
 };
 
 let engine: MirrorEngine | null = null;
@@ -31,3 +33,18 @@ scope.onmessage = (event) => {
     post({ t: "failed", error: describe(error) });
   }
 };
+
+// An error nothing in the engine contained ends it: said as one line (the relay's link reports it once, on
+// stderr and in health), and the thread closes, so nothing runs on in a state no one can vouch for.
+// Without this the runtime prints its own multi-line report (Deno) or hands the parent the error's source
+// excerpt (Bun).
+let died = false;
+const die = (event: Event & { preventDefault(): void }, error: unknown) => {
+  event.preventDefault();
+  if (died) return;
+  died = true;
+  post({ t: "failed", error: `an error the engine did not contain: ${describe(error)}` });
+  scope.close();
+};
+scope.addEventListener("error", (event) => die(event, event.error ?? event.message));
+scope.addEventListener("unhandledrejection", (event) => die(event, event.reason));

@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
+import { loadFixture, startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, startTestTap } from "../support/tap.ts";
 import { Conversation, textsOf } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
@@ -87,6 +87,60 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
       assert.ok(h.problems.some((p) => /^mirror: \d+ commits? dropped since start/.test(p)), h.problems.join("; "));
     } finally {
       await tap.close();
+    }
+  });
+});
+
+describe("an engine that stalls or dies is loud, and the relay goes on", () => {
+  // The real worker, failing on cue (test/support/engine-fault-worker.ts): the only stand-in is the fault.
+  const workerUrl = new URL("../support/engine-fault-worker.ts", import.meta.url);
+  let stub: StubUpstream;
+  before(async () => {
+    stub = await startStub();
+  });
+  after(async () => await stub.close());
+
+  it("a stuck engine: health still answers, degraded, saying the engine did not answer; once it does, ok", async () => {
+    const tap = await startTestTap(stub.url, {}, { workerUrl });
+    try {
+      assert.equal((await health(tap.url)).status, "ok");
+      writeFileSync(`${tap.root}/../engine-cue.json`, JSON.stringify({ stallMs: 4000 }));
+      // Answered while the engine's thread is still blocked: had it waited, this problem could not be listed.
+      const stuck = await health(tap.url);
+      assert.equal(stuck.status, "degraded");
+      assert.deepEqual(stuck.problems, ["mirror: the mirror engine did not answer within 2000 ms"]);
+      const c = new Conversation(tap.url, "sstall");
+      assert.equal((await c.say("while it was stuck")).status, 200, "the client is unaffected");
+      const ok = await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok once the engine answers");
+      assert.deepEqual(ok.problems, []);
+      await tap.mirror!.flush(2000);
+      assert.deepEqual(users(allRecords(`${tap.root}/sstall`)), ["while it was stuck"]);
+    } finally {
+      await tap.close();
+    }
+  });
+
+  it("an engine that dies: one stderr line, degraded health from then on, every byte still relayed; stopping says the mirror could not stop cleanly", async () => {
+    const tap = await startTestTap(stub.url, {}, { workerUrl });
+    try {
+      await new Conversation(tap.url, "sdies").say("before");
+      writeFileSync(`${tap.root}/../engine-cue.json`, JSON.stringify({ crash: true }));
+      const first = await health(tap.url);
+      assert.equal(first.status, "degraded");
+      assert.equal(first.problems.length, 1, first.problems.join("; "));
+      assert.match(first.problems[0], /^mirror: the mirror engine stopped \(.*cued by the test.*\); nothing is mirrored until the tap restarts$/);
+      const answer = loadFixture("ts_basic_response");
+      stub.enqueue({ kind: "sse", chunks: [answer.slice(0, 700), answer.slice(700)] });
+      const relayed = await new Conversation(tap.url, "sdies").say("after");
+      assert.equal(relayed.status, 200);
+      assert.deepEqual(relayed.raw, new TextEncoder().encode(answer), "the client's bytes are the upstream's");
+      assert.equal((await health(tap.url)).status, "degraded", "it stays degraded: nothing is mirrored");
+      const said = tap.stderrLines.filter((l) => l.includes("mirror engine stopped"));
+      assert.equal(said.length, 1, tap.stderrLines.join("\n"));
+      assert.match(said[0], /^sessiontap: mirror engine stopped: .*cued by the test.*; the tap keeps relaying but mirrors nothing until it restarts$/);
+      await assert.rejects(tap.stop(), /the mirror engine stopped/, "a stop over a dead engine is not a clean one (serve exits 1)");
+    } finally {
+      rmSync(`${tap.root}/..`, { recursive: true, force: true });
     }
   });
 });
