@@ -50,13 +50,13 @@ export function prepareRequest(reader: RequestReader, identity: IdentityHeaders,
     if (error instanceof UnreadableRequest) return { reason: error.message, fields: { bytes: bytes.byteLength } };
     throw error;
   }
-  const { rest, messages } = read;
+  const { rest, toolCount, messages } = read;
   const headers = headersOf(identity);
   const ids = resolveIdentity(headers, rest);
   const { route, compaction } = classify({
     agentId: ids.agentId,
     claudeCode: ids.claudeCode,
-    toolCount: Array.isArray(rest.tools) ? rest.tools.length : 0,
+    toolCount,
     structuredOutput: isObject(rest.output_config) && rest.output_config.format !== undefined && rest.output_config.format !== null,
     system: rest.system,
     messages,

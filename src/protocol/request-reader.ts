@@ -23,8 +23,14 @@ export type ReadMessage = HashedMessage | null;
 
 /** What the reader gives back for one body. */
 export interface ReadRequest {
-  /** Everything but `messages`, parsed (`messages` is an empty array in it). */
+  /**
+   * Everything but `messages` and `tools`, parsed (`messages` is an empty array in it). The tools are
+   * counted, not kept: Claude Code's are some 30 KiB of JSON, several times that parsed, and every
+   * conversation's reader would hold them (docs/BENCHMARKS.md, memory per stream).
+   */
   rest: Json;
+  /** How many tools the body declares. */
+  toolCount: number;
   /** The messages in order (entries that are not messages are left out), content read on first use. */
   messages: HashedMessage[];
   /** How many entries of `messages` were parsed for this body (the others came from an earlier body). */
@@ -39,6 +45,7 @@ interface Remembered {
   spans: Span[];
   entries: ReadMessage[];
   rest: Json;
+  toolCount: number;
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -213,17 +220,19 @@ export class RequestReader {
     }
     // The bytes before the array are the earlier body's (readAfter is only called past them).
     const restUnchanged = earlier !== null && sameTail(earlier.bytes, earlier.array[1], bytes, array[1]);
-    const rest = restUnchanged ? earlier.rest : this.parseRest(bytes, array);
-    const remembered: Remembered = { bytes, array, spans, entries: all, rest };
+    const { rest, toolCount } = restUnchanged ? earlier : this.parseRest(bytes, array);
+    const remembered: Remembered = { bytes, array, spans, entries: all, rest, toolCount };
     const messages = all.filter((e): e is HashedMessage => e !== null);
-    return { request: { rest, messages, parsed: spans.length - entries.length }, remembered };
+    return { request: { rest, toolCount, messages, parsed: spans.length - entries.length }, remembered };
   }
 
-  /** The body without its messages, parsed. */
-  private parseRest(bytes: Uint8Array, array: Span): Json {
+  /** The body without its messages, parsed, and its tools counted. */
+  private parseRest(bytes: Uint8Array, array: Span): { rest: Json; toolCount: number } {
     const rest = JSON.parse(`${text(bytes, [0, array[0]])}[]${text(bytes, [array[1], bytes.length])}`) as unknown;
     if (!isObject(rest)) throw new UnreadableRequest("request body is not JSON");
-    return rest;
+    const toolCount = Array.isArray(rest.tools) ? rest.tools.length : 0;
+    delete rest.tools;
+    return { rest, toolCount };
   }
 
   /** Keeps `now` as the newest body of `key` (replacing `replaced`), within the byte bound. */

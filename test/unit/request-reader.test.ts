@@ -11,8 +11,8 @@ const enc = (s: string) => new TextEncoder().encode(s);
 /** What a whole parse says of a body. */
 function whole(raw: string) {
   const body = JSON.parse(raw);
-  const { messages, ...rest } = body;
-  return { rest: { ...rest, messages: [] }, messages: hashMessages(messages) };
+  const { messages, tools, ...rest } = body;
+  return { rest: { ...rest, messages: [] }, toolCount: Array.isArray(tools) ? tools.length : 0, messages: hashMessages(messages) };
 }
 
 /** Asserts the reader's result equals the whole parse's. */
@@ -26,6 +26,7 @@ function same(reader: RequestReader, key: string | null, raw: string) {
     assert.deepEqual(m.content, w.content, `content of message ${i}`);
   });
   assert.deepEqual({ ...got.rest, messages: [] }, want.rest);
+  assert.equal(got.toolCount, want.toolCount, "the tools are counted, not kept");
   return got;
 }
 
