@@ -1,8 +1,8 @@
 /**
  * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"). What runs here is small
- * and fixed per chunk: response bytes are copied into one staging buffer shared by every stream and sent
- * to the engine as one transferred buffer per turn of the event loop (a message per chunk would cost more
- * than the copy); questions about held-back bytes flush the staging buffer first, so the engine always
+ * and fixed per chunk: response bytes are copied into one staging buffer shared by every stream, and what
+ * it holds goes to the engine as one transferred copy per turn of the event loop (a message per chunk would
+ * cost more than the copy); questions about held-back bytes flush the staging buffer first, so the engine always
  * answers about everything the relay sent. If the engine stops, the tap keeps relaying, says so once on
  * stderr and in health, and mirrors nothing more.
  */
@@ -43,7 +43,7 @@ export class EngineLink {
   private readonly observers = new Map<number, RelayObserver>();
   private readonly asks = new Map<number, (verdict: Verdict) => void>();
   private readonly queries = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
-  private staging = new Uint8Array(64 * 1024);
+  private staging = new Uint8Array(MAX_STAGED);
   private staged = 0;
   private index: number[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
@@ -149,9 +149,12 @@ export class EngineLink {
   /** Copies one chunk of request `id`'s response into the staging buffer. */
   copy(id: number, chunk: Uint8Array): void {
     if (this.stopped !== null) return;
-    if (this.staged + chunk.byteLength > this.staging.byteLength) {
-      if (this.staged > 0) this.flush();
-      if (chunk.byteLength > this.staging.byteLength) this.staging = new Uint8Array(chunk.byteLength);
+    if (this.staged + chunk.byteLength > this.staging.byteLength) this.flush();
+    if (chunk.byteLength > this.staging.byteLength) {
+      // Larger than the staging buffer (a non-streaming answer's one chunk): a batch of its own.
+      this.unread += chunk.byteLength;
+      const bytes = chunk.slice();
+      return this.post({ t: "chunks", bytes, index: [id, chunk.byteLength] }, [bytes.buffer as ArrayBuffer]);
     }
     this.staging.set(chunk, this.staged);
     this.staged += chunk.byteLength;
@@ -216,10 +219,10 @@ export class EngineLink {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     if (this.staged === 0) return;
-    const bytes = this.staging.subarray(0, this.staged);
+    // A copy of just what was staged goes to the engine; the staging buffer stays here, its pages warm
+    // (a fresh 64 KiB buffer per batch cost page faults on every turn: docs/BENCHMARKS.md).
+    const bytes = this.staging.slice(0, this.staged);
     const index = this.index;
-    // The next batch gets a fresh buffer the size this one needed: this one is the engine's now.
-    this.staging = new Uint8Array(Math.min(Math.max(64 * 1024, this.staged), 4 * MAX_STAGED));
     this.staged = 0;
     this.index = [];
     this.unread += bytes.byteLength;
