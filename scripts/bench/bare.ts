@@ -59,6 +59,18 @@ function relay(source: ReadableStream<Uint8Array>, copy: (chunk: Uint8Array) => 
   } as UnderlyingDefaultSource<Uint8Array>, MODE === "bytes" ? undefined : { highWaterMark: 0 });
 }
 
+/** One staging buffer shared by every stream, as the tap's relay has (src/tap/engine-link.ts). */
+let staging = new Uint8Array(256 * 1024);
+let staged = 0;
+const copy = (chunk: Uint8Array) => {
+  if (staged + chunk.byteLength > staging.byteLength) {
+    if (chunk.byteLength > staging.byteLength) staging = new Uint8Array(chunk.byteLength);
+    staged = 0;
+  }
+  staging.set(chunk, staged);
+  staged += chunk.byteLength;
+};
+
 async function handler(request: Request): Promise<Response> {
   const url = new URL(request.url);
   if (url.pathname === "/_tap/health") return new Response("{}", { headers: { "content-type": "application/json" } });
@@ -68,16 +80,6 @@ async function handler(request: Request): Promise<Response> {
   const init = { method: request.method, headers, body: hasBody ? request.body : null, duplex: "half", redirect: "manual", timeout: false };
   const res = await fetch(upstream + url.pathname + url.search, init as RequestInit);
   if (res.body === null) return new Response(null, { status: res.status, headers: res.headers });
-  let staging = new Uint8Array(256 * 1024);
-  let staged = 0;
-  const copy = (chunk: Uint8Array) => {
-    if (staged + chunk.byteLength > staging.byteLength) {
-      staging = new Uint8Array(Math.max(staging.byteLength, chunk.byteLength));
-      staged = 0;
-    }
-    staging.set(chunk, staged);
-    staged += chunk.byteLength;
-  };
   const body = relay(res.body, copy);
   const out = new Headers(res.headers);
   out.delete("content-encoding");
