@@ -9,7 +9,7 @@ import type { GuardAlert } from "../guard/alerts.ts";
 import type { GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
-import { listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
+import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../storage/events-log.ts";
@@ -80,6 +80,8 @@ export interface RunningTap {
 
 /** Longest wait of `/_tap/health` for the engine's part. */
 const HEALTH_WAIT_MS = 2000;
+/** Sized request bodies up to this are read whole before they go upstream (src/tap/request-body.ts). */
+const READ_FIRST_BYTES = 1024 * 1024;
 
 /** The engine's settings from the tap's config. */
 function engineSettings(config: Readonly<Config>, deps: TapDeps): EngineSettings {
@@ -150,6 +152,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const forwardDeps = {
     upstream: config.upstream, fetch: await upstreamFetch(deps.fetch ?? fetch), engine: link, holdBackMs: config.holdBackMs,
     maxMessageBytes: config.maxMessageBytes, clock, upstreamHealth: reportUpstream, stopping: cut.signal,
+    // A large body streams where the runtime keeps its length, and is read first where it would go chunked.
+    readFirstBytes: streamedBodyKeepsLength() ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,
   };
   const app = createApp({
     forward: (request) => forward(request, forwardDeps),

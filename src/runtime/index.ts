@@ -6,6 +6,14 @@ export function runtimeName(): "bun" | "deno" {
   return typeof (globalThis as { Bun?: unknown }).Bun !== "undefined" ? "bun" : "deno";
 }
 
+/**
+ * True when a JavaScript stream handed to fetch goes upstream with the request's `content-length` (Bun);
+ * Deno sends it chunked (docs/RUNTIMES.md "Request bodies").
+ */
+export function streamedBodyKeepsLength(): boolean {
+  return runtimeName() === "bun";
+}
+
 /** `base` configured for upstream requests on this runtime (Bun needs its 300 s limit lifted; Deno nothing). */
 export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
   if (runtimeName() === "bun") return (await import("./bun.ts")).bunFetch(base);

@@ -21,6 +21,8 @@ export interface ForwardDeps {
   holdBackMs: number;
   /** Largest request body the mirror keeps a copy of. */
   maxMessageBytes: number;
+  /** Largest sized request body read whole before it goes upstream (see relayBody). */
+  readFirstBytes: number;
   clock: () => number;
   /** Aborted when the tap stops and its drain bound ran out: every upstream fetch ends then. */
   stopping: AbortSignal;
@@ -77,7 +79,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
 /** The request's body for fetch, relayed with a copy for the mirror when it is followed; null for none. */
 async function sendBody(request: Request, observer: RelayObserver | null, deps: ForwardDeps): Promise<RelayedBody | null> {
   if (request.method === "GET" || request.method === "HEAD") return null;
-  return await relayBody(request, observer === null ? -1 : deps.maxMessageBytes);
+  return await relayBody(request, observer === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
 }
 
 /** The client's response: the upstream's status, headers and body, teed to the observer when there is one. */

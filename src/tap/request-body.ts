@@ -18,8 +18,14 @@ export interface RelayedBody {
   copy(): Promise<BodyCopy>;
 }
 
-/** Relays `request`'s body, keeping a copy of at most `maxBytes` for the mirror (negative: no copy at all). */
-export async function relayBody(request: Request, maxBytes: number): Promise<RelayedBody> {
+/**
+ * Relays `request`'s body, keeping a copy of at most `maxBytes` for the mirror (negative: no copy at all).
+ * A sized body up to `readFirstBytes` is read whole first; a larger one streams through the pass-through,
+ * so that reading it costs the relay a little per chunk instead of several milliseconds at once, which
+ * every other stream on the tap would feel (docs/BENCHMARKS.md, the gap scenario). Only where the runtime
+ * keeps a streamed body's length (docs/RUNTIMES.md "Request bodies") may that bound be finite.
+ */
+export async function relayBody(request: Request, maxBytes: number, readFirstBytes: number): Promise<RelayedBody> {
   const source = request.body;
   if (source === null) return { body: null, copy: () => Promise.resolve({ skipped: "no request body" }) };
   if (maxBytes < 0) return { body: source, copy: () => Promise.resolve({ skipped: "not mirrored" }) };
@@ -28,7 +34,7 @@ export async function relayBody(request: Request, maxBytes: number): Promise<Rel
   if (sized && declared > maxBytes) {
     return { body: source, copy: () => Promise.resolve({ skipped: `request body larger than SESSIONTAP_MAX_MESSAGE_BYTES (${declared} bytes)` }) };
   }
-  if (sized) {
+  if (sized && declared <= readFirstBytes) {
     // fetch copies bytes it is given before it returns: the buffer is the mirror's once fetch() was called.
     const bytes = new Uint8Array(await request.arrayBuffer());
     return { body: bytes, copy: () => Promise.resolve({ bytes }) };
