@@ -262,8 +262,9 @@ describe("hostile ids through a real process", () => {
 
 
 /** A loopback upstream that answers every POST with a generated SSE answer of `deltas` × `deltaBytes` of text, and discards request bodies. */
-async function hugeAnswerUpstream(deltas: number, deltaBytes: number): Promise<{ url: string; received: () => number[]; close(): Promise<void> }> {
+async function hugeAnswerUpstream(deltas: number, deltaBytes: number, gzip = false): Promise<{ url: string; received: () => number[]; close(): Promise<void> }> {
   const { createServer } = await import("node:http");
+  const { createGzip } = await import("node:zlib");
   const received: number[] = [];
   const text = "y".repeat(deltaBytes - 1) + " ";
   const delta = `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })}\n\n`;
@@ -272,15 +273,18 @@ async function hugeAnswerUpstream(deltas: number, deltaBytes: number): Promise<{
     req.on("data", (c: Buffer) => (n += c.length));
     req.on("end", async () => {
       received.push(n);
-      res.writeHead(200, { "content-type": "text/event-stream", "request-id": "req_huge" });
-      res.write(`event: message_start\ndata: ${JSON.stringify({ type: "message_start", message: { id: "msg_huge", type: "message", role: "assistant", model: "m", content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 1 } } })}\n\n`);
-      res.write(`event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n`);
+      res.writeHead(200, { "content-type": "text/event-stream", "request-id": "req_huge", ...(gzip ? { "content-encoding": "gzip" } : {}) });
+      // Compressed, the whole answer is a few hundred KB on the wire; the tap's runtime decodes it.
+      const out = gzip ? createGzip() : res;
+      if (gzip) out.pipe(res);
+      out.write(`event: message_start\ndata: ${JSON.stringify({ type: "message_start", message: { id: "msg_huge", type: "message", role: "assistant", model: "m", content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 1 } } })}\n\n`);
+      out.write(`event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n`);
       for (let i = 0; i < deltas; i++) {
-        if (!res.write(delta)) await new Promise((resolve) => res.once("drain", resolve));
+        if (!out.write(delta)) await new Promise((resolve) => out.once("drain", resolve));
       }
-      res.write(`event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n`);
-      res.write(`event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}\n\n`);
-      res.end(`event: message_stop\ndata: {"type":"message_stop"}\n\n`);
+      out.write(`event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n`);
+      out.write(`event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}\n\n`);
+      out.end(`event: message_stop\ndata: {"type":"message_stop"}\n\n`);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -289,48 +293,50 @@ async function hugeAnswerUpstream(deltas: number, deltaBytes: number): Promise<{
 }
 
 describe("memory has a bound for an answer, and for a request body", () => {
-  it("a 256 MiB answer: the client gets every byte; the mirror keeps SESSIONTAP_MAX_MESSAGE_BYTES of it, marked truncated and logged; the peak grows less than the answer (it was 6×)", { timeout: 120_000 }, async () => {
-    const upstream = await hugeAnswerUpstream(64 * 1024, 4096);
-    const scratch = mkdtempSync(`${tmpdir()}/sessiontap-huge-`);
-    const root = `${scratch}/mirror`;
-    const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], { env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) } });
-    try {
-      const before = peakBytes(tap.child.pid!);
-      const res = await fetch(`${url}/v1/messages`, {
-        method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "huge-answer" },
-        body: JSON.stringify({ model: "m", max_tokens: 5, stream: true, messages: [{ role: "user", content: "a very long answer" }] }),
-      });
-      const reader = res.body!.getReader();
-      let bytes = 0;
-      let tail = "";
-      for (;;) {
-        const r = await reader.read();
-        if (r.done) break;
-        bytes += r.value.byteLength;
-        tail = (tail + new TextDecoder().decode(r.value.subarray(Math.max(0, r.value.byteLength - 200)))).slice(-200);
+  for (const gzip of [false, true]) {
+    it(`a 256 MiB answer${gzip ? ", gzip-compressed (a few hundred KB on the wire)" : ""}: the client gets every byte; the mirror keeps SESSIONTAP_MAX_MESSAGE_BYTES of it, marked truncated and logged; the peak grows less than the answer (it was 6×)`, { timeout: 120_000 }, async () => {
+      const upstream = await hugeAnswerUpstream(64 * 1024, 4096, gzip);
+      const scratch = mkdtempSync(`${tmpdir()}/sessiontap-huge-`);
+      const root = `${scratch}/mirror`;
+      const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], { env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) } });
+      try {
+        const before = peakBytes(tap.child.pid!);
+        const res = await fetch(`${url}/v1/messages`, {
+          method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "huge-answer" },
+          body: JSON.stringify({ model: "m", max_tokens: 5, stream: true, messages: [{ role: "user", content: "a very long answer" }] }),
+        });
+        const reader = res.body!.getReader();
+        let bytes = 0;
+        let tail = "";
+        for (;;) {
+          const r = await reader.read();
+          if (r.done) break;
+          bytes += r.value.byteLength;
+          tail = (tail + new TextDecoder().decode(r.value.subarray(Math.max(0, r.value.byteLength - 200)))).slice(-200);
+        }
+        assert.ok(bytes > 256 * 1048576, `the client got ${bytes} bytes`);
+        assert.match(tail, /message_stop/);
+        const grown = peakBytes(tap.child.pid!) - before;
+        const health = await (await fetch(`${url}/_tap/health`)).json() as { mirror: { truncated: number; errors: number } };
+        assert.equal(health.mirror.truncated, 1);
+        assert.equal(health.mirror.errors, 0);
+        const { allRecords, readEvents } = await import("../support/tap.ts");
+        const answer = allRecords(`${root}/huge-answer`).find((r) => r.type === "assistant") as { message: { content: { text: string }[]; sessiontap_truncated: { keptChars: number; droppedChars: number } } };
+        assert.ok(answer.message.sessiontap_truncated.droppedChars > 240 * 1048576, JSON.stringify(answer.message.sessiontap_truncated));
+        assert.ok(answer.message.content[0].text.length <= 8 * 1048576);
+        assert.ok(readEvents(root).some((e) => e.action === "truncated"));
+        console.log(`256 MiB answer${gzip ? " (gzip)" : ""}: peak memory grew ${(grown / 1048576).toFixed(1)} MiB (from ${(before / 1048576).toFixed(1)} MiB)`);
+        // What the mirror holds is bounded; the rest of the growth is the collector's slack, the same for an
+        // answer half this size (measured: Bun ~100 MiB, Deno ~180 MiB for 128 and 256 MiB alike).
+        assert.ok(grown < 256 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for an answer the mirror keeps 8 MiB of`);
+      } finally {
+        tap.signal("SIGTERM");
+        await tap.exit();
+        await upstream.close();
+        rmSync(scratch, { recursive: true, force: true });
       }
-      assert.ok(bytes > 256 * 1048576, `the client got ${bytes} bytes`);
-      assert.match(tail, /message_stop/);
-      const grown = peakBytes(tap.child.pid!) - before;
-      const health = await (await fetch(`${url}/_tap/health`)).json() as { mirror: { truncated: number; errors: number } };
-      assert.equal(health.mirror.truncated, 1);
-      assert.equal(health.mirror.errors, 0);
-      const { allRecords, readEvents } = await import("../support/tap.ts");
-      const answer = allRecords(`${root}/huge-answer`).find((r) => r.type === "assistant") as { message: { content: { text: string }[]; sessiontap_truncated: { keptChars: number; droppedChars: number } } };
-      assert.ok(answer.message.sessiontap_truncated.droppedChars > 240 * 1048576, JSON.stringify(answer.message.sessiontap_truncated));
-      assert.ok(answer.message.content[0].text.length <= 8 * 1048576);
-      assert.ok(readEvents(root).some((e) => e.action === "truncated"));
-      console.log(`256 MiB answer: peak memory grew ${(grown / 1048576).toFixed(1)} MiB (from ${(before / 1048576).toFixed(1)} MiB)`);
-      // What the mirror holds is bounded; the rest of the growth is the collector's slack, the same for an
-      // answer half this size (measured: Bun ~100 MiB, Deno ~180 MiB for 128 and 256 MiB alike).
-      assert.ok(grown < 256 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for an answer the mirror keeps 8 MiB of`);
-    } finally {
-      tap.signal("SIGTERM");
-      await tap.exit();
-      await upstream.close();
-      rmSync(scratch, { recursive: true, force: true });
-    }
-  });
+    });
+  }
 
   it("four 48 MiB request bodies at once, past the bound: streamed upstream whole, not buffered, and not mirrored (said why)", { timeout: 120_000 }, async () => {
     const upstream = await hugeAnswerUpstream(1, 16);
