@@ -32,7 +32,6 @@ describe("the compiled binary's viewer, in headless Chromium", { timeout: 180_00
   let mirrorFile = "";
   let browser: BrowserPage;
   let page: Page;
-  const pageErrors: string[] = [];
   const cwd = () => `${scratch}/project`;
   const claudeDir = () => `${scratch}/claude`;
 
@@ -53,10 +52,6 @@ describe("the compiled binary's viewer, in headless Chromium", { timeout: 180_00
     }));
     browser = await openBrowser({ width: 1280, height: 900 });
     page = browser.page;
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      if (message.type() === "error") pageErrors.push(message.text());
-    });
   });
 
   after(async () => {
@@ -123,6 +118,6 @@ describe("the compiled binary's viewer, in headless Chromium", { timeout: 180_00
   });
 
   it("the page logged no error", () => {
-    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(browser.errors, []);
   });
 });

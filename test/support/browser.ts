@@ -14,6 +14,8 @@ import { ROOT } from "./child.ts";
 export interface BrowserPage {
   browser: Browser;
   page: Page;
+  /** What the page threw or logged as an error, in order (a viewer test expects none unless it caused one). */
+  errors: string[];
   /** Closes the browser (and so the page). */
   close(): Promise<void>;
 }
@@ -41,7 +43,12 @@ export async function openBrowser(viewport = { width: 1280, height: 900 }, optio
   });
   try {
     const page = await browser.newPage({ viewport, ...options });
-    return { browser, page, close: () => browser.close() };
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    page.on("console", (message) => {
+      if (message.type() === "error") errors.push(message.text());
+    });
+    return { browser, page, errors, close: () => browser.close() };
   } catch (error) {
     await browser.close();
     throw error;

@@ -27,7 +27,6 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   let tap: TestTap;
   let browser: BrowserPage;
   let page: Page;
-  const pageErrors: string[] = [];
 
   before(async () => {
     mkdirSync(`${claudeDir}/projects/${encodeProjectDir(cwd)}`, { recursive: true });
@@ -39,10 +38,6 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
     await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
     browser = await openBrowser({ width: 1280, height: 900 });
     page = browser.page;
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      if (message.type() === "error") pageErrors.push(message.text());
-    });
   });
 
   after(async () => {
@@ -79,6 +74,6 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
     await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
     await page.locator(".guard").first().waitFor({ state: "detached", ...WAIT });
     assert.equal(await page.locator(".guard").count(), 0);
-    assert.deepEqual(pageErrors, [], "the page logged no error");
+    assert.deepEqual(browser.errors, [], "the page logged no error");
   });
 });

@@ -47,7 +47,6 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
   let browser: BrowserPage;
   let page: Page;
   let sessionId = "";
-  const pageErrors: string[] = [];
   const claudeDir = () => `${scratch.home}/.claude`;
 
   before(async () => {
@@ -61,10 +60,6 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     handMade(tap.root, Date.now());
     browser = await openBrowser({ width: 1400, height: 900 }, { timezoneId: "Asia/Tokyo" });
     page = browser.page;
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      if (message.type() === "error") pageErrors.push(message.text());
-    });
     mkdirSync(ARTIFACTS, { recursive: true });
   });
 
@@ -236,6 +231,6 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
 
   it("the screenshots were kept, and the page logged no error", () => {
     for (const name of ["viewer-1400.png", "viewer-768.png", "viewer-360.png", "viewer-360-list.png"]) assert.ok(statSync(`${ARTIFACTS}${name}`).size > 10_000, name);
-    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(browser.errors, []);
   });
 });

@@ -25,7 +25,6 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
   let browser: BrowserPage;
   let page: Page;
   let sessionId = "";
-  const pageErrors: string[] = [];
 
   before(async () => {
     stub = await startStub();
@@ -37,10 +36,6 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
     await pollUntil(() => sessionMirror(tap.root, sessionId), (r) => r.filter((x) => x.type === "assistant").length >= 2);
     browser = await openBrowser({ width: 1280, height: 900 });
     page = browser.page;
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      if (message.type() === "error") pageErrors.push(message.text());
-    });
   });
 
   after(async () => {
@@ -106,7 +101,7 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
     const path = `${ARTIFACTS}viewer.png`;
     await page.screenshot({ path, fullPage: true });
     assert.ok(statSync(path).size > 10_000, "a real picture");
-    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(browser.errors, []);
   });
 
   it("says so in the page when a background refresh fails, instead of showing stale data silently", async () => {
@@ -119,7 +114,7 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
       const live = page.locator("#live.problem");
       await live.waitFor(WAIT);
       assert.match(await live.innerText(), /refreshing the list failed: disk on fire/);
-      assert.ok(pageErrors.some((e) => e.includes("refreshing the list failed")), "also on the console");
+      assert.ok(browser.errors.some((e) => e.includes("refreshing the list failed")), "also on the console");
     } finally {
       await page.unroute("**/_tap/api/sessions");
     }
