@@ -5,19 +5,12 @@
  * passes the engine the four identity headers only).
  */
 import type { EventFields } from "../storage/events-log.ts";
-import type { MirrorStats } from "./mirror.ts";
+import type { MirrorOptions, MirrorStats } from "./mirror.ts";
 import type { Replayed, Unwritten } from "./tree-writes.ts";
 
-/** The settings the engine is built from (a Config's mirror part, plain data). */
-export interface EngineSettings {
-  root: string;
+/** The settings the engine is built from (a Config's mirror part, plain data: it crosses into the Worker). */
+export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" | "retentionDays" | "maxSessions" | "includeThinking" | "sideRequests" | "version" | "sync"> {
   claudeDir: string;
-  maxBytes: number;
-  retentionDays: number;
-  maxSessions: number;
-  includeThinking: boolean;
-  sideRequests: boolean;
-  version: string;
   lockWaitMs: number;
   maxQueued: number;
   /** Largest answer (and request body) the mirror keeps; past it an answer is kept truncated, marked. */
@@ -32,8 +25,6 @@ export interface EngineSettings {
   guardTimings: Record<string, number>;
   /** Where unwritten commits go at stop when the root refuses them: the system temp dir, or this one. */
   spoolTmpDir: string | null;
-  /** fsync each append (default true; the bench measures what it costs). */
-  sync?: boolean;
 }
 
 /** The identity headers of a request: all the engine ever sees of its headers. */
