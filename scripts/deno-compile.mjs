@@ -30,8 +30,17 @@ if (denort === undefined) delete env.DENORT_BIN;
 if (denort !== undefined && !existsSync(denort)) fail(`DENORT_BIN=${denort} does not exist: ${HOW}`);
 mkdirSync(`${root}dist`, { recursive: true });
 const args = [
-  "compile", "--allow-all", "--unstable-no-legacy-abort", "--no-check", "--config", "deno.compile.json",
-  "--include", "src/mirror-worker.ts", "--output", staging, "src/main.ts",
+  "compile",
+  "--allow-all",
+  "--unstable-no-legacy-abort",
+  "--no-check",
+  "--config",
+  "deno.compile.json",
+  "--include",
+  "src/mirror-worker.ts",
+  "--output",
+  staging,
+  "src/main.ts",
 ];
 console.log(`deno ${args.join(" ")}${denort === undefined ? "  (no DENORT_BIN: Deno downloads denort)" : `  (DENORT_BIN=${denort})`}`);
 const built = spawnSync(deno, args, { cwd: root, encoding: "utf8", env });
@@ -49,8 +58,10 @@ if (built.status !== 0) {
 const check = spawnSync(staging, ["--version"], { encoding: "utf8", timeout: 30_000 });
 if (check.stdout.trim() !== `sessiontap ${version}`) {
   const said = (check.stdout || check.stderr || String(check.error)).trim().split("\n")[0];
-  fail(`the compiled program does not run the tap (\`--version\` said "${said}", not "sessiontap ${version}"): ` +
-    `${denort === undefined ? "the downloaded denort" : `DENORT_BIN=${denort}`} is not a denort binary (the deno CLI will not do); ${HOW}`);
+  fail(
+    `the compiled program does not run the tap (\`--version\` said "${said}", not "sessiontap ${version}"): ` +
+      `${denort === undefined ? "the downloaded denort" : `DENORT_BIN=${denort}`} is not a denort binary (the deno CLI will not do); ${HOW}`,
+  );
 }
 renameSync(staging, out);
 console.log(`wrote ${out.replace(root, "")} (sessiontap ${version}, Deno)`);

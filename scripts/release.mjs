@@ -98,7 +98,11 @@ function main() {
   const version = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version;
   const host = hostTarget();
   if (opts.smoke && !opts.targets.includes(host)) {
-    fail(`this machine (${process.platform}-${process.arch}) runs none of the targets built, so nothing can be smoke-tested: include ${host?.name ?? "its target"} or pass --no-smoke`);
+    fail(
+      `this machine (${process.platform}-${process.arch}) runs none of the targets built, so nothing can be smoke-tested: include ${
+        host?.name ?? "its target"
+      } or pass --no-smoke`,
+    );
   }
   mkdirSync(opts.out, { recursive: true });
   // A release directory holds one release: binaries of an earlier version or target list would otherwise
@@ -110,14 +114,34 @@ function main() {
   for (const target of opts.targets) {
     const file = join(opts.out, releaseName(version, target));
     const started = Date.now();
-    const run = spawnSync(bun, ["build", "--compile", "--minify", "--bytecode", "--format=esm", `--target=${target.bun}`, "src/main.ts", "src/mirror-worker.ts", "--outfile", file], {
-      cwd: ROOT, encoding: "utf8",
+    const run = spawnSync(bun, [
+      "build",
+      "--compile",
+      "--minify",
+      "--bytecode",
+      "--format=esm",
+      `--target=${target.bun}`,
+      "src/main.ts",
+      "src/mirror-worker.ts",
+      "--outfile",
+      file,
+    ], {
+      cwd: ROOT,
+      encoding: "utf8",
     });
-    if (run.status !== 0) fail(`bun build --target=${target.bun} failed (${run.status ?? run.signal}): ${(run.stderr || run.stdout || String(run.error)).trim()}`);
+    if (run.status !== 0) {
+      fail(`bun build --target=${target.bun} failed (${run.status ?? run.signal}): ${(run.stderr || run.stdout || String(run.error)).trim()}`);
+    }
     const seen = describeExecutable(file);
-    if (seen.format !== target.format || seen.cpu !== target.cpu) fail(`${releaseName(version, target)} is ${seen.format} ${seen.cpu}, not ${target.format} ${target.cpu}`);
+    if (seen.format !== target.format || seen.cpu !== target.cpu) {
+      fail(`${releaseName(version, target)} is ${seen.format} ${seen.cpu}, not ${target.format} ${target.cpu}`);
+    }
     if (target.format === "Mach-O" && !seen.signed) fail(`${releaseName(version, target)} carries no code signature: macOS would refuse to run it`);
-    console.log(`built ${releaseName(version, target)}: ${seen.format} ${seen.cpu}, ${(statSync(file).size / 1048576).toFixed(1)} MB, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `built ${releaseName(version, target)}: ${seen.format} ${seen.cpu}, ${(statSync(file).size / 1048576).toFixed(1)} MB, ${
+        ((Date.now() - started) / 1000).toFixed(1)
+      } s`,
+    );
     built.push({ target, file });
   }
 
@@ -125,7 +149,9 @@ function main() {
     const binary = built.find((b) => b.target === host).file;
     console.log(`smoke test of ${releaseName(version, host)}: bun test test/binary/smoke.test.ts`);
     const smoke = spawnSync(bun, ["test", "--timeout", "60000", "./test/binary/smoke.test.ts"], {
-      cwd: ROOT, encoding: "utf8", env: { ...process.env, SESSIONTAP_BINARY: binary, NO_COLOR: "1" },
+      cwd: ROOT,
+      encoding: "utf8",
+      env: { ...process.env, SESSIONTAP_BINARY: binary, NO_COLOR: "1" },
     });
     // Bun's test runner reports on stderr; the release log keeps it with the rest, on stdout.
     process.stdout.write(smoke.stdout + smoke.stderr);
@@ -135,7 +161,9 @@ function main() {
   const sums = built.map(({ file, target }) => `${sha256(file)}  ${releaseName(version, target)}\n`).join("");
   writeFileSync(join(opts.out, "SHA256SUMS"), sums);
   const where = opts.out.startsWith(ROOT) ? opts.out.slice(ROOT.length) : opts.out;
-  console.log(`release ${version}: ${built.length} binaries and SHA256SUMS in ${where}${opts.smoke ? `; ${host.name} smoke-tested` : "; not smoke-tested (--no-smoke)"}`);
+  console.log(
+    `release ${version}: ${built.length} binaries and SHA256SUMS in ${where}${opts.smoke ? `; ${host.name} smoke-tested` : "; not smoke-tested (--no-smoke)"}`,
+  );
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) main();

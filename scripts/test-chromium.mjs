@@ -49,7 +49,9 @@ export async function ensureChromium() {
     return { executable: own, fontconfig: null, args: ["--no-sandbox"] };
   }
   if (process.platform !== "linux" || process.arch !== "x64") {
-    throw new Error(`Chromium from @sparticuz/chromium runs on linux-x64 only, not ${process.platform}-${process.arch}: set SESSIONTAP_TEST_CHROMIUM to a Chromium executable`);
+    throw new Error(
+      `Chromium from @sparticuz/chromium runs on linux-x64 only, not ${process.platform}-${process.arch}: set SESSIONTAP_TEST_CHROMIUM to a Chromium executable`,
+    );
   }
   const dir = chromiumDir();
   const result = { executable: join(dir, "chromium"), fontconfig: join(dir, "sessiontap-fonts.conf"), args: await chromiumArgs() };
@@ -57,23 +59,30 @@ export async function ensureChromium() {
   mkdirSync(join(dir, ".."), { recursive: true });
   const staging = mkdtempSync(`${dir}.tmp-`);
   try {
-    const unpack = spawnSync(process.execPath, ["--input-type=module", "-e", `
+    const unpack = spawnSync(process.execPath, [
+      "--input-type=module",
+      "-e",
+      `
       const { default: chromium } = await import(${JSON.stringify(`${PACKAGE}/build/index.js`)});
       process.stdout.write(await chromium.executablePath());
-    `], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TMPDIR: staging }, timeout: 120_000 });
+    `,
+    ], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TMPDIR: staging }, timeout: 120_000 });
     if (unpack.status !== 0 || unpack.stdout !== join(staging, "chromium")) {
       throw new Error(`unpacking @sparticuz/chromium failed (${unpack.status ?? unpack.signal}): ${unpack.stderr || unpack.stdout || unpack.error}`);
     }
-    writeFileSync(join(staging, "sessiontap-fonts.conf"), [
-      `<?xml version="1.0"?>`,
-      `<!DOCTYPE fontconfig SYSTEM "fonts.dtd">`,
-      `<fontconfig>`,
-      `  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>`,
-      `  <dir>${join(dir, "fonts")}</dir>`,
-      `  <cachedir>${join(dir, "fonts-cache")}</cachedir>`,
-      `</fontconfig>`,
-      ``,
-    ].join("\n"));
+    writeFileSync(
+      join(staging, "sessiontap-fonts.conf"),
+      [
+        `<?xml version="1.0"?>`,
+        `<!DOCTYPE fontconfig SYSTEM "fonts.dtd">`,
+        `<fontconfig>`,
+        `  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>`,
+        `  <dir>${join(dir, "fonts")}</dir>`,
+        `  <cachedir>${join(dir, "fonts-cache")}</cachedir>`,
+        `</fontconfig>`,
+        ``,
+      ].join("\n"),
+    );
     try {
       renameSync(staging, dir);
     } catch (error) {

@@ -50,17 +50,22 @@ async function run(label, command, args, env = {}) {
   const started = Date.now();
   const child = spawn(command, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let output = "";
-  const echo = (stream, sink) => stream.on("data", (chunk) => {
-    output += stripVTControlCharacters(chunk.toString("utf8"));
-    sink.write(chunk);
-  });
+  const echo = (stream, sink) =>
+    stream.on("data", (chunk) => {
+      output += stripVTControlCharacters(chunk.toString("utf8"));
+      sink.write(chunk);
+    });
   echo(child.stdout, process.stdout);
   echo(child.stderr, process.stderr);
   const status = await new Promise((resolve) => child.on("close", (code) => resolve(code ?? 1)));
   const counted = count(output);
   totals.passed += counted.passed;
   totals.failed += counted.failed;
-  console.log(`=== ${label}: ${status === 0 ? "passed" : "FAILED"} (${counted.passed} passed, ${counted.failed} failed) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `=== ${label}: ${status === 0 ? "passed" : "FAILED"} (${counted.passed} passed, ${counted.failed} failed) in ${
+      ((Date.now() - started) / 1000).toFixed(1)
+    } s`,
+  );
   if (status !== 0) {
     console.log(`\n${totals.passed} passed, ${Math.max(1, totals.failed)} failed`);
     stopCluster();
@@ -113,7 +118,9 @@ async function preflight() {
   if (tests) {
     const terminal = terminalWorks();
     if (terminal === null) found.push("terminal (node-pty + xterm) ok");
-    else missing.push(`a terminal for the interactive Claude Code tests is missing (${terminal}): ${npm} (the \`@lydell/node-pty\` and \`@xterm/headless\` dev dependencies)`);
+    else {missing.push(
+        `a terminal for the interactive Claude Code tests is missing (${terminal}): ${npm} (the \`@lydell/node-pty\` and \`@xterm/headless\` dev dependencies)`,
+      );}
   }
   if ((tests || want("binary")) && !process.env.SESSIONTAP_TEST_PG_URL) {
     try {
@@ -140,7 +147,12 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => (
 // However the run ends (a reader that went away makes a write throw), the cluster does not outlive it.
 process.on("exit", stopCluster);
 await preflight();
-if (want("lint")) await run("lint", bin("deno"), ["lint"]);
+if (want("lint")) {
+  await run("lint", bin("deno"), ["lint"]);
+  // One shape for every file (deno.json "fmt"): a file `npm run fmt` would change fails here.
+  await run("format", bin("deno"), ["fmt", "--check"]);
+  await run("typecheck", bin("tsc"), ["--noEmit", "-p", "."]);
+}
 // The tests run the repository's Node scripts (the Chromium unpacker, the terminal host) with this Node.
 const testEnv = { SESSIONTAP_TEST_NODE: process.execPath };
 if (!(want("bun") || want("deno") || want("binary"))) {
@@ -166,7 +178,14 @@ if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unst
 if (want("binary")) {
   await run("build", process.execPath, ["scripts/build.mjs"]);
   // The binary gets its own smoke tests, and the command-line suites that a user meets first: help and flags, whole output to pipes.
-  const binaryTests = ["./test/binary/smoke.test.ts", "./test/binary/store.test.ts", "./test/binary/release.test.ts", "./test/binary/security.test.ts", "./test/cli/help.test.ts", "./test/cli/output.test.ts"];
+  const binaryTests = [
+    "./test/binary/smoke.test.ts",
+    "./test/binary/store.test.ts",
+    "./test/binary/release.test.ts",
+    "./test/binary/security.test.ts",
+    "./test/cli/help.test.ts",
+    "./test/cli/output.test.ts",
+  ];
   binaryTests.push("./test/cli/reading.test.ts"); // search, usage and list as a user runs them
   binaryTests.push("./test/binary/viewer.test.ts"); // the viewer's client as Bun minified it, in Chromium
   await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });

@@ -19,10 +19,14 @@ const MODE = (globalThis as { process?: { env: Record<string, string | undefined
 function relay(source: ReadableStream<Uint8Array>, copy: (chunk: Uint8Array) => void): ReadableStream<Uint8Array> {
   if (MODE === "native") return source;
   if (MODE === "transform") {
-    return source.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ transform(chunk, controller) {
-      copy(chunk);
-      controller.enqueue(chunk);
-    } }));
+    return source.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          copy(chunk);
+          controller.enqueue(chunk);
+        },
+      }),
+    );
   }
   if (MODE === "from") {
     const from = (ReadableStream as unknown as { from(it: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> }).from;

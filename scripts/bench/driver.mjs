@@ -59,8 +59,23 @@ class Conn {
       }, timeoutMs);
       this.job = {
         resolve: (r) => (clearTimeout(timer), resolve(r)),
-        t0: 0, t1: 0, phase: "head", head: [], headBytes: 0, status: 0, chunked: false, remaining: -1, close: false,
-        state: "size", line: "", skip: 0, bytes: 0, events: 0, reads: 0, prevLF: false, hash: hash ? createHash("sha1") : null,
+        t0: 0,
+        t1: 0,
+        phase: "head",
+        head: [],
+        headBytes: 0,
+        status: 0,
+        chunked: false,
+        remaining: -1,
+        close: false,
+        state: "size",
+        line: "",
+        skip: 0,
+        bytes: 0,
+        events: 0,
+        reads: 0,
+        prevLF: false,
+        hash: hash ? createHash("sha1") : null,
         times: eventTimes ? [] : null,
       };
       this.job.t0 = performance.now();
@@ -75,7 +90,16 @@ class Conn {
     this.job = null;
     // A stream cut short still counts as in flight from its first byte to now.
     const ttfb = job.t1 > 0 ? job.t1 - job.t0 : undefined;
-    job.resolve({ ok: false, err, status: job.status, bytes: job.bytes, events: job.events, t0: job.t0, ttfb, ttlb: ttfb === undefined ? undefined : performance.now() - job.t0 });
+    job.resolve({
+      ok: false,
+      err,
+      status: job.status,
+      bytes: job.bytes,
+      events: job.events,
+      t0: job.t0,
+      ttfb,
+      ttlb: ttfb === undefined ? undefined : performance.now() - job.t0,
+    });
   }
 
   /** Ends the current response successfully. */
@@ -84,8 +108,16 @@ class Conn {
     this.job = null;
     const t2 = performance.now();
     job.resolve({
-      ok: job.status === 200, err: job.status === 200 ? undefined : `status ${job.status}`, status: job.status,
-      t0: job.t0, ttfb: job.t1 - job.t0, ttlb: t2 - job.t0, bytes: job.bytes, events: job.events, reads: job.reads, sha1: job.hash?.digest("hex"),
+      ok: job.status === 200,
+      err: job.status === 200 ? undefined : `status ${job.status}`,
+      status: job.status,
+      t0: job.t0,
+      ttfb: job.t1 - job.t0,
+      ttlb: t2 - job.t0,
+      bytes: job.bytes,
+      events: job.events,
+      reads: job.reads,
+      sha1: job.hash?.digest("hex"),
       times: job.times,
     });
     if (job.close) this.sock?.destroy();
@@ -241,8 +273,7 @@ function requestBytes(spec, port, slot, k) {
     body = history.body((spec.offset ?? 0) + k);
   } else throw new Error(`unknown body ${spec.body}`);
   const bodyBuf = Buffer.from(body);
-  const head =
-    `POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
+  const head = `POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
     `content-length: ${bodyBuf.length}\r\nanthropic-version: 2023-06-01\r\nx-api-key: sk-bench-not-a-key\r\n` +
     `user-agent: sessiontap-bench\r\naccept: text/event-stream\r\nx-claude-code-session-id: ${session}\r\n` +
     `x-bench-answer: ${spec.answer}\r\n` + (spec.pace ? `x-bench-pace: ${spec.pace}\r\n` : "") + "\r\n";
@@ -259,7 +290,9 @@ async function run(spec) {
   const samples = [];
   const deadline = performance.now() + (spec.budgetMs ?? 60_000);
   // Bodies are built before the clock starts, except for the history body (one at a time, 4 MiB each).
-  const prebuilt = spec.body === "history" ? null : conns.map((_, slot) => Array.from({ length: spec.perSlot }, (_, k) => requestBytes(spec, spec.port, slot, k)));
+  const prebuilt = spec.body === "history"
+    ? null
+    : conns.map((_, slot) => Array.from({ length: spec.perSlot }, (_, k) => requestBytes(spec, spec.port, slot, k)));
   const started = performance.now();
   await Promise.all(
     conns.map(async (conn, slot) => {
@@ -280,9 +313,12 @@ async function run(spec) {
   const wallMs = performance.now() - started;
   const bad = samples.filter((s) => !s.ok);
   return {
-    wallMs, samples: samples.map(({ ok, at, ttfb, ttlb, bytes, events, reads }) => ({ ok, at, ttfb, ttlb, bytes, events, reads })),
-    errors: bad.length, firstError: bad[0]?.err ?? null,
-    requests: samples.length, totalBytes: samples.reduce((n, s) => n + (s.bytes ?? 0), 0),
+    wallMs,
+    samples: samples.map(({ ok, at, ttfb, ttlb, bytes, events, reads }) => ({ ok, at, ttfb, ttlb, bytes, events, reads })),
+    errors: bad.length,
+    firstError: bad[0]?.err ?? null,
+    requests: samples.length,
+    totalBytes: samples.reduce((n, s) => n + (s.bytes ?? 0), 0),
     totalEvents: samples.reduce((n, s) => n + (s.events ?? 0), 0),
   };
 }
@@ -297,7 +333,10 @@ async function gap(spec) {
   const paced = requestBytes({ answer: "paced", body: "single", pace: spec.pace, prefix: `${spec.prefix}-paced` }, spec.port, 0, 0);
   // Built before the stream starts: building a 4 MiB body here would stall this process's own reading.
   const bodies = spec.withHistory
-    ? Array.from({ length: spec.history }, (_, k) => requestBytes({ answer: "short", body: "history", offset: (spec.offset ?? 0) + k, prefix: spec.prefix }, spec.port, 0, k))
+    ? Array.from(
+      { length: spec.history },
+      (_, k) => requestBytes({ answer: "short", body: "history", offset: (spec.offset ?? 0) + k, prefix: spec.prefix }, spec.port, 0, k),
+    )
     : [];
   let streaming = true;
   const watched = stream.request(paced, { eventTimes: true, timeoutMs: spec.timeoutMs ?? 60_000 }).finally(() => (streaming = false));

@@ -117,8 +117,15 @@ async function requestSide(previous, body) {
   const readMs = read.measured;
   const prepareMs = prepare.measured;
   return {
-    bytes: bytes.length, messages: messages.length, parseMs: parse.ms, readMs, identifyMs: Math.max(0, prepareMs - readMs), planMs: plan.ms,
-    totalMs: prepareMs + plan.ms, relayMs: relay.ms, newMessages: messages.length - p.start,
+    bytes: bytes.length,
+    messages: messages.length,
+    parseMs: parse.ms,
+    readMs,
+    identifyMs: Math.max(0, prepareMs - readMs),
+    planMs: plan.ms,
+    totalMs: prepareMs + plan.ms,
+    relayMs: relay.ms,
+    newMessages: messages.length - p.start,
   };
 }
 
@@ -142,11 +149,26 @@ async function newEngine(sync) {
   mkdirSync(root, { recursive: true, mode: 0o700 });
   const verdicts = new Map();
   const engine = new MirrorEngine({
-    root, claudeDir: join(scratch, "claude"), maxBytes: 100 * 1024 * 1024, retentionDays: 0, maxSessions: 1024, includeThinking: true,
-    sideRequests: true, version: VERSION, lockWaitMs: 2000, maxQueued: 1000, maxMessageBytes: 32 * 1024 * 1024, store: null, storeOnly: false,
-    guard: false, guardTimings: {}, spoolTmpDir: scratch, sync,
+    root,
+    claudeDir: join(scratch, "claude"),
+    maxBytes: 100 * 1024 * 1024,
+    retentionDays: 0,
+    maxSessions: 1024,
+    includeThinking: true,
+    sideRequests: true,
+    version: VERSION,
+    lockWaitMs: 2000,
+    maxQueued: 1000,
+    maxMessageBytes: 32 * 1024 * 1024,
+    store: null,
+    storeOnly: false,
+    guard: false,
+    guardTimings: {},
+    spoolTmpDir: scratch,
+    sync,
   }, {
-    fs: nodeFs, clock: Date.now,
+    fs: nodeFs,
+    clock: Date.now,
     post: (m) => {
       if (m.t === "verdict") verdicts.get(m.ask)?.(m.verdict);
     },
@@ -211,9 +233,14 @@ await measure("mirror_history", async () => {
   const mirror = engine.mirror;
   const med = (key) => rows.map((r) => r[key]).sort((a, b) => a - b)[Math.floor(rows.length / 2)];
   return {
-    firstTotalMs: first.totalMs, firstCommitMs: first.commitMs,
-    steadyPrepareMs: med("prepareMs"), steadyCommitMs: med("commitMs"), steadyTotalMs: med("totalMs"), responses: rows.length,
-    records: mirror.stats.records, errors: mirror.stats.errors,
+    firstTotalMs: first.totalMs,
+    firstCommitMs: first.commitMs,
+    steadyPrepareMs: med("prepareMs"),
+    steadyCommitMs: med("commitMs"),
+    steadyTotalMs: med("totalMs"),
+    responses: rows.length,
+    records: mirror.stats.records,
+    errors: mirror.stats.errors,
   };
 });
 

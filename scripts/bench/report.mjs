@@ -151,15 +151,23 @@ export function memTable(mem, targets, labels) {
   const col = (t, f) => numCell(spread((mem[t] ?? []).map(f)));
   for (const [key, label] of MEM_ROWS) {
     const unit = key === "perStream" ? "KiB" : key === "inflight1000" ? "streams" : "MiB";
-    lines.push(`| ${label} (${unit}) | ${targets.map((t) => (t === "direct" && key !== "inflight1000" ? "— (no process)" : col(t, (m) => m[key]))).join(" | ")} |`);
+    lines.push(
+      `| ${label} (${unit}) | ${targets.map((t) => (t === "direct" && key !== "inflight1000" ? "— (no process)" : col(t, (m) => m[key]))).join(" | ")} |`,
+    );
   }
-  lines.push(`| failed streams at 1 / 100 / 1,000 (all repetitions) | ${targets.map((t) => {
-    const runs = mem[t] ?? [];
-    const sum = (k) => (runs.some((m) => m[k] !== undefined) ? runs.reduce((n, m) => n + (m[k] ?? 0), 0) : "—");
-    return runs.length ? `${sum("err1")} / ${sum("err100")} / ${sum("err1000")}` : "—";
-  }).join(" | ")} |`);
+  lines.push(`| failed streams at 1 / 100 / 1,000 (all repetitions) | ${
+    targets.map((t) => {
+      const runs = mem[t] ?? [];
+      const sum = (k) => (runs.some((m) => m[k] !== undefined) ? runs.reduce((n, m) => n + (m[k] ?? 0), 0) : "—");
+      return runs.length ? `${sum("err1")} / ${sum("err100")} / ${sum("err1000")}` : "—";
+    }).join(" | ")
+  } |`);
   for (const level of [100, 1000]) {
-    lines.push(`| TTFB p50 / time to last byte p50 at ${count(level)} streams (ms) | ${targets.map((t) => `${col(t, (m) => m[`ttfb${level}`])} / ${col(t, (m) => m[`ttlb${level}`])}`).join(" | ")} |`);
+    lines.push(
+      `| TTFB p50 / time to last byte p50 at ${count(level)} streams (ms) | ${
+        targets.map((t) => `${col(t, (m) => m[`ttfb${level}`])} / ${col(t, (m) => m[`ttlb${level}`])}`).join(" | ")
+      } |`,
+    );
   }
   return lines.join("\n");
 }

@@ -35,7 +35,20 @@ const HELP = `npm run bench [-- options]
 
 /** Parsed command line. */
 function parseArgs(argv) {
-  const o = { quick: false, withNginx: false, noNginx: false, targets: null, reps: null, memReps: null, out: "docs/BENCHMARKS.md", write: null, json: null, build: true, keep: false, quiet: false };
+  const o = {
+    quick: false,
+    withNginx: false,
+    noNginx: false,
+    targets: null,
+    reps: null,
+    memReps: null,
+    out: "docs/BENCHMARKS.md",
+    write: null,
+    json: null,
+    build: true,
+    keep: false,
+    quiet: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -258,7 +271,10 @@ async function throughputRep(ctx, name, rep) {
     // requests (their session warmed first: the steady state, one new exchange each).
     r.gapAlone = await ctx.driver.call({ cmd: "gap", spec: { port: target.port, pace: PLAN.gapPace, withHistory: false, prefix: `${p}-gap0` } });
     await scenario(ctx, target, { answer: "short", body: "history", concurrency: 1, perSlot: 1, offset: 0, prefix: `${p}-gap` });
-    r.gapLoaded = await ctx.driver.call({ cmd: "gap", spec: { port: target.port, pace: PLAN.gapPace, withHistory: true, history: PLAN.gapHistory, offset: 1, prefix: `${p}-gap` } });
+    r.gapLoaded = await ctx.driver.call({
+      cmd: "gap",
+      spec: { port: target.port, pace: PLAN.gapPace, withHistory: true, history: PLAN.gapHistory, offset: 1, prefix: `${p}-gap` },
+    });
     r.mirror = await mirrorStats(target);
     r.rss = memSum(target.pids());
     return r;
@@ -288,7 +304,12 @@ async function memoryRep(ctx, name, rep, skip1000) {
         break;
       }
       const r = await scenario(ctx, target, {
-        answer: "paced", body: "single", concurrency: level, perSlot: 1, prefix: `${p}-c${level}`, pace: PLAN.pace,
+        answer: "paced",
+        body: "single",
+        concurrency: level,
+        perSlot: 1,
+        prefix: `${p}-c${level}`,
+        pace: PLAN.pace,
         timeoutMs: level === 1000 ? PLAN.mem1000TimeoutMs : PLAN.timeoutMs,
       });
       m[`hwm${level}`] = target.pids().length ? mib().hwm : NaN;
@@ -321,7 +342,7 @@ function peakInFlight(samples) {
   edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let now = 0;
   let peak = 0;
-  for (const [, d] of edges) peak = Math.max(peak, (now += d));
+  for (const [, d] of edges) peak = Math.max(peak, now += d);
   return peak;
 }
 
@@ -345,12 +366,14 @@ function microTables(m) {
     "| per completed response (median) | request parse + hash | SSE parse | plan + write + fsync | total |",
     "|---|---|---|---|---|",
   ];
-  for (const [label, key] of [
-    ["short answer, 10-turn conversation, fsync on", "mirror_short_fsync"],
-    ["short answer, fsync off", "mirror_short_nofsync"],
-    ["2,000-event answer, fsync on", "mirror_long_fsync"],
-    ["2,000-event answer, fsync off", "mirror_long_nofsync"],
-  ]) {
+  for (
+    const [label, key] of [
+      ["short answer, 10-turn conversation, fsync on", "mirror_short_fsync"],
+      ["short answer, fsync off", "mirror_short_nofsync"],
+      ["2,000-event answer, fsync on", "mirror_long_fsync"],
+      ["2,000-event answer, fsync off", "mirror_long_nofsync"],
+    ]
+  ) {
     const x = m[key];
     lines.push(`| ${label} (ms) | ${v(x, "prepareMs")} | ${v(x, "streamMs")} | ${v(x, "commitMs")} | ${v(x, "totalMs")} |`);
   }
@@ -360,7 +383,12 @@ function microTables(m) {
     lines.push(`| 200-turn history, steady state: 2 new messages (ms) | ${num(h.steadyPrepareMs)} | — | ${num(h.steadyCommitMs)} | ${num(h.steadyTotalMs)} |`);
   }
   lines.push("", "| SSE parse alone (SseMessageReader) | per answer (ms) | per event (µs) |", "|---|---|---|");
-  for (const [label, key] of [["2,000-event answer, one chunk per event", "sse_long_per_event"], ["2,000-event answer, 16 KiB chunks", "sse_long_16k"], ["64 KiB tool call, one chunk per event", "sse_tool_per_event"]]) {
+  for (
+    const [label, key] of [["2,000-event answer, one chunk per event", "sse_long_per_event"], ["2,000-event answer, 16 KiB chunks", "sse_long_16k"], [
+      "64 KiB tool call, one chunk per event",
+      "sse_tool_per_event",
+    ]]
+  ) {
     lines.push(`| ${label} | ${v(m[key], "ms")} | ${v(m[key], "usPerEvent")} |`);
   }
   lines.push(
@@ -368,10 +396,19 @@ function microTables(m) {
     "| request side, steady state (one new message), in the engine | body | read: prefix compare + parse and hash of what is new (ms) | identify: route, session, environment (ms) | planRequest (ms) | engine total (ms) | relay: one copy of the body (ms) | for reference: decode + JSON.parse of the whole body (ms) |",
     "|---|---|---|---|---|---|---|---|",
   );
-  for (const [label, key] of [["10-turn conversation", "request_conversation"], ["50-turn history", "request_history_50"], ["100-turn history", "request_history_100"], ["200-turn history", "request_history_200"]]) {
+  for (
+    const [label, key] of [["10-turn conversation", "request_conversation"], ["50-turn history", "request_history_50"], [
+      "100-turn history",
+      "request_history_100",
+    ], ["200-turn history", "request_history_200"]]
+  ) {
     const x = m[key];
     if (!x) continue;
-    lines.push(`| ${label} | ${x.bytes ? `${(x.bytes / 1048576).toFixed(2)} MiB, ${x.messages} messages` : "—"} | ${v(x, "readMs")} | ${v(x, "identifyMs")} | ${v(x, "planMs")} | ${v(x, "totalMs")} | ${v(x, "relayMs")} | ${v(x, "parseMs")} |`);
+    lines.push(
+      `| ${label} | ${x.bytes ? `${(x.bytes / 1048576).toFixed(2)} MiB, ${x.messages} messages` : "—"} | ${v(x, "readMs")} | ${v(x, "identifyMs")} | ${
+        v(x, "planMs")
+      } | ${v(x, "totalMs")} | ${v(x, "relayMs")} | ${v(x, "parseMs")} |`,
+    );
   }
   return lines.join("\n");
 }
@@ -442,7 +479,11 @@ async function main() {
         const r = await throughputRep(ctx, name, rep);
         rawRep[name] = r;
         figures[name] = figuresOf(r);
-        log(`rep ${rep} ${name}: TTFB p50 ${num(figures[name].ttfbP50)} ms, 2k-event TTLB ${num(figures[name].longTtlbP50)} ms, ${Math.round(figures[name].evps100)} ev/s at 100, history TTFB ${num(figures[name].histTtfbP50)} ms (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+        log(
+          `rep ${rep} ${name}: TTFB p50 ${num(figures[name].ttfbP50)} ms, 2k-event TTLB ${num(figures[name].longTtlbP50)} ms, ${
+            Math.round(figures[name].evps100)
+          } ev/s at 100, history TTFB ${num(figures[name].histTtfbP50)} ms (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+        );
       }
       reps.push(figures);
       raw.reps.push(rawRep);
@@ -462,7 +503,11 @@ async function main() {
         const m = await memoryRep(ctx, name, rep, failed1000.has(name));
         if ((m.err1000 ?? 0) > 0) failed1000.add(name);
         (mem[name] ??= []).push(m);
-        log(`mem ${rep} ${name}: idle ${num(m.idle)} MiB, peak ${num(m.hwm1)} / ${num(m.hwm100)} / ${num(m.hwm1000)} MiB, errors ${m.err1} / ${m.err100} / ${m.err1000 ?? "skipped"}${m.firstError1000 ? ` (${m.firstError1000})` : ""} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+        log(
+          `mem ${rep} ${name}: idle ${num(m.idle)} MiB, peak ${num(m.hwm1)} / ${num(m.hwm100)} / ${num(m.hwm1000)} MiB, errors ${m.err1} / ${m.err100} / ${
+            m.err1000 ?? "skipped"
+          }${m.firstError1000 ? ` (${m.firstError1000})` : ""} (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+        );
       }
     }
     raw.mem = mem;
@@ -486,11 +531,27 @@ async function main() {
     const section = [
       `## Latest results`,
       ``,
-      `- **Command:** \`${command}\` — wall time ${Math.floor(wallS / 60)} min ${Math.round(wallS % 60)} s, ${new Date().toISOString().replace(/\.\d+Z$/, "Z")}, commit ${info.commit}.`,
-      `- **Machine:** ${info.nproc} cores (${info.cpu}), ${info.memGiB} GiB memory, ${info.os}, Linux ${info.kernel}. Touching fresh memory costs ${num(info.pageFault.usPerPage)} µs per 4 KiB page here (${num(info.pageFault.msPer64MiB)} ms per 64 MiB).`,
+      `- **Command:** \`${command}\` — wall time ${Math.floor(wallS / 60)} min ${Math.round(wallS % 60)} s, ${
+        new Date().toISOString().replace(/\.\d+Z$/, "Z")
+      }, commit ${info.commit}.`,
+      `- **Machine:** ${info.nproc} cores (${info.cpu}), ${info.memGiB} GiB memory, ${info.os}, Linux ${info.kernel}. Touching fresh memory costs ${
+        num(info.pageFault.usPerPage)
+      } µs per 4 KiB page here (${num(info.pageFault.msPer64MiB)} ms per 64 MiB).`,
       `- **Runtimes:** Node ${info.node} (stub, driver), Bun ${info.bun} (compiled tap, micro-benchmark), ${info.deno}, nginx ${info.nginx}.`,
-      `- **Repetitions:** ${reps.length} of the latency/throughput scenarios, ${Math.max(0, ...Object.values(mem).map((m) => m.length))} of the memory scenarios; each figure is the median, with min–max over repetitions in brackets.`,
-      `- **Workload:** short answer ${aShort.events} events / ${aShort.bytes} B to a ~17–19 KiB conversation request (sessions of 10 turns); 2,000-event answer ${aLong.events} events / ${(aLong.bytes / 1024).toFixed(0)} KiB (~100 B text deltas), one HTTP chunk per event, sent as fast as the socket takes it (16 events per socket write); tool call ${aTool.events} events / ${(aTool.bytes / 1024).toFixed(0)} KiB carrying 64 KiB of input JSON; history request 4 MiB with 200 turns (401 messages), each measured request adding one exchange. Requests per repetition: ${PLAN.short} short, ${PLAN.long1} + ${100 * PLAN.long100PerSlot} 2,000-event, ${PLAN.tool} tool, ${PLAN.history} history. Memory and concurrency: a ${aPaced.events}-event answer (${(aPaced.bytes / 1024).toFixed(0)} KiB) at a fast model's pace, ${PLAN.pace.replace(",", " events every ")} ms (${(answerSize("paced").events / Number(PLAN.pace.split(",")[0]) * Number(PLAN.pace.split(",")[1]) / 1000).toFixed(1)} s a stream), to ${PLAN.memLevels.join(", ")} concurrent streams, each target on a fresh process.`,
+      `- **Repetitions:** ${reps.length} of the latency/throughput scenarios, ${
+        Math.max(0, ...Object.values(mem).map((m) => m.length))
+      } of the memory scenarios; each figure is the median, with min–max over repetitions in brackets.`,
+      `- **Workload:** short answer ${aShort.events} events / ${aShort.bytes} B to a ~17–19 KiB conversation request (sessions of 10 turns); 2,000-event answer ${aLong.events} events / ${
+        (aLong.bytes / 1024).toFixed(0)
+      } KiB (~100 B text deltas), one HTTP chunk per event, sent as fast as the socket takes it (16 events per socket write); tool call ${aTool.events} events / ${
+        (aTool.bytes / 1024).toFixed(0)
+      } KiB carrying 64 KiB of input JSON; history request 4 MiB with 200 turns (401 messages), each measured request adding one exchange. Requests per repetition: ${PLAN.short} short, ${PLAN.long1} + ${
+        100 * PLAN.long100PerSlot
+      } 2,000-event, ${PLAN.tool} tool, ${PLAN.history} history. Memory and concurrency: a ${aPaced.events}-event answer (${
+        (aPaced.bytes / 1024).toFixed(0)
+      } KiB) at a fast model's pace, ${PLAN.pace.replace(",", " events every ")} ms (${
+        (answerSize("paced").events / Number(PLAN.pace.split(",")[0]) * Number(PLAN.pace.split(",")[1]) / 1000).toFixed(1)
+      } s a stream), to ${PLAN.memLevels.join(", ")} concurrent streams, each target on a fresh process.`,
       ``,
       `### Latency and throughput (ratio to direct in the same repetition · absolute median)`,
       ``,

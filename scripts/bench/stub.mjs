@@ -37,7 +37,11 @@ async function answer(req, res, n) {
   const pace = /^(\d+),(\d+)$/.exec(String(req.headers["x-bench-pace"] ?? ""));
   const perBurst = pace ? Math.max(1, Number(pace[1])) : Infinity;
   const delay = pace ? Number(pace[2]) : 0;
-  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "request-id": `req_bench_${String(n).padStart(12, "0")}` });
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    "request-id": `req_bench_${String(n).padStart(12, "0")}`,
+  });
   res.flushHeaders();
   res.write(Buffer.from(messageStart(n)));
   // One HTTP chunk per event, as an SSE server sends them; the events of a burst (a paced burst, or

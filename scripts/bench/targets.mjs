@@ -210,7 +210,9 @@ export async function startTarget(name, { root, scratch, upstreamPort, binary })
     const child = name === "bare-bun"
       ? spawn(join(root, "node_modules/.bin/bun"), [script, upstream], { cwd: root, env: tapEnv(scratch, BUN_IN_FLIGHT), stdio: ["ignore", "pipe", "pipe"] })
       : spawn(join(root, "node_modules/.bin/deno"), ["run", "--allow-all", "--unstable-no-legacy-abort", script, upstream], {
-        cwd: root, env: tapEnv(scratch, name === "bare-deno-native" ? { BARE_MODE: "native" } : {}), stdio: ["ignore", "pipe", "pipe"],
+        cwd: root,
+        env: tapEnv(scratch, name === "bare-deno-native" ? { BARE_MODE: "native" } : {}),
+        stdio: ["ignore", "pipe", "pipe"],
       });
     child.stderr.resume();
     const m = await waitForLine(child, /listening\s+http:\/\/127\.0\.0\.1:(\d+)/, 30_000);
@@ -238,7 +240,9 @@ export async function startTarget(name, { root, scratch, upstreamPort, binary })
   const port = Number(m[1]);
   await waitHttp(`http://127.0.0.1:${port}/_tap/health`, 200, 10_000);
   return {
-    name, port, child,
+    name,
+    port,
+    child,
     pids: () => [child.pid],
     stderr: () => stderr.join(""),
     stop: () => stopChild(child, "SIGTERM", 5000),

@@ -32,7 +32,12 @@ export function verdicts(reps, mem, microOut, names) {
     rows.push([t, "events/s at 100 streams ≥ 90 % of direct", range(e, pct), judged(e, (x) => x >= 0.9)]);
     const runs = (mem[t] ?? []).filter((m) => !m.skipped1000 && m.hwm1000 !== undefined);
     const errs = runs.reduce((n, m) => n + (m.err1000 ?? 0), 0);
-    rows.push([t, "1,000 concurrent streams, zero errors", runs.length ? `${errs} failed of ${runs.length * 1000}` : "not run", verdict(runs.length ? errs === 0 : null)]);
+    rows.push([
+      t,
+      "1,000 concurrent streams, zero errors",
+      runs.length ? `${errs} failed of ${runs.length * 1000}` : "not run",
+      verdict(runs.length ? errs === 0 : null),
+    ]);
     const idle = spread((mem[t] ?? []).map((m) => m.idle));
     rows.push([t, "idle RSS < 64 MiB", `${num(idle.max)} MiB (max)`, verdict(Number.isFinite(idle.max) ? idle.max < 64 : null)]);
   }
@@ -68,13 +73,21 @@ export function verdicts(reps, mem, microOut, names) {
     const g = over((r) => growth(r, t));
     const beyond = over((r) => growth(r, t) - growth(r, "direct"));
     const n = over((r) => r[t]?.gapHistory ?? NaN);
-    rows.push([t, "a concurrent stream's largest gap grows ≤ 2 ms beside long-history requests (beyond direct's own growth)", `${range(beyond, ms)} beyond direct; ${range(g, ms)} in all (${num(n.med)} history requests beside it)`, judged(beyond, (x) => x <= 2)]);
+    rows.push([
+      t,
+      "a concurrent stream's largest gap grows ≤ 2 ms beside long-history requests (beyond direct's own growth)",
+      `${range(beyond, ms)} beyond direct; ${range(g, ms)} in all (${num(n.med)} history requests beside it)`,
+      judged(beyond, (x) => x <= 2),
+    ]);
   }
   const steady = microOut?.request_steady_200;
   if (steady && !steady.error) {
     rows.push([
-      "mirror engine (Bun, in-process)", "steady state, 200 turns, one new message: parse + identify + hash + plan ≤ 2 ms CPU, none on the relay",
-      `${num(steady.totalMs)} ms (read ${num(steady.readMs)}, identify ${num(steady.identifyMs)}, plan ${num(steady.planMs)}); relay per request: ${num(steady.relayMs)} ms`,
+      "mirror engine (Bun, in-process)",
+      "steady state, 200 turns, one new message: parse + identify + hash + plan ≤ 2 ms CPU, none on the relay",
+      `${num(steady.totalMs)} ms (read ${num(steady.readMs)}, identify ${num(steady.identifyMs)}, plan ${num(steady.planMs)}); relay per request: ${
+        num(steady.relayMs)
+      } ms`,
       verdict(steady.totalMs <= 2),
     ]);
   }
@@ -85,8 +98,12 @@ export function verdicts(reps, mem, microOut, names) {
     const runs = (mem[t] ?? []).filter((m) => !m.skipped1000 && m.hwm1000 !== undefined);
     const per = spread(runs.map((m) => m.perStream));
     const inflight = spread(runs.map((m) => m.inflight1000));
-    rows.push([t, `RSS per in-flight stream at 1,000 ${label}, all 1,000 in flight`, runs.length ? `${num(per.med)} KiB per stream, ${num(inflight.med)} in flight at the peak` : "not run",
-      verdict(runs.length ? per.med <= limit && inflight.med >= 990 : null)]);
+    rows.push([
+      t,
+      `RSS per in-flight stream at 1,000 ${label}, all 1,000 in flight`,
+      runs.length ? `${num(per.med)} KiB per stream, ${num(inflight.med)} in flight at the peak` : "not run",
+      verdict(runs.length ? per.med <= limit && inflight.med >= 990 : null),
+    ]);
   }
   // Deno, a first-class runtime.
   if (has("deno-on")) {
@@ -100,7 +117,12 @@ export function verdicts(reps, mem, microOut, names) {
     if (!has(bare)) continue;
     const burst = ratio(bare, "longTtlbP50", "direct");
     const ev = ratio(bare, "evps100", "direct");
-    rows.push([bare, `the runtime's floor for ${tap} (no target): 2,000-event burst, events/s at 100`, `${range(burst, times)}; ${range(ev, pct)} of direct`, "—"]);
+    rows.push([
+      bare,
+      `the runtime's floor for ${tap} (no target): 2,000-event burst, events/s at 100`,
+      `${range(burst, times)}; ${range(ev, pct)} of direct`,
+      "—",
+    ]);
   }
   return rows;
 }

@@ -144,7 +144,8 @@ export function answerTail(kind) {
     }
     const out = [...textBlock(0, ["I'll write ", "the file now."])];
     out.push(sseEvent("content_block_start", {
-      type: "content_block_start", index: 1,
+      type: "content_block_start",
+      index: 1,
       content_block: { type: "tool_use", id: "toolu_bench_000000000001", name: "Write", input: {} },
     }));
     for (const partial of ["", ...pieces(json, 64)]) {
@@ -187,8 +188,11 @@ function tools(bytes) {
 /** The JSON of a request body up to (and including) the `[` that opens `messages`. */
 function bodyHead(sessionId, systemBytes, toolBytes) {
   const head = {
-    model: MODEL, max_tokens: 32000, stream: true,
-    system: systemPrompt(systemBytes), tools: tools(toolBytes),
+    model: MODEL,
+    max_tokens: 32000,
+    stream: true,
+    system: systemPrompt(systemBytes),
+    tools: tools(toolBytes),
     metadata: { user_id: JSON.stringify({ device_id: "bench", session_id: sessionId }) },
   };
   const json = JSON.stringify(head);

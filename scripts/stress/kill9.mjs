@@ -10,7 +10,7 @@
 //
 // Loopback only; bounded: each session stops after --turns turns and the whole run after --max-minutes.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -81,7 +81,20 @@ const stubServer = createHttpServer((req, res) => {
     res.writeHead(200, { "content-type": "text/event-stream", "request-id": `req_kill9_${n}` });
     const text = `answer ${n}: ${"words ".repeat(20)}`;
     const parts = [text.slice(0, 40), text.slice(40, 80), text.slice(80)];
-    res.write(sse("message_start", { message: { id: `msg_kill9_${n}`, type: "message", role: "assistant", model: "claude-kill9", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } }));
+    res.write(
+      sse("message_start", {
+        message: {
+          id: `msg_kill9_${n}`,
+          type: "message",
+          role: "assistant",
+          model: "claude-kill9",
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: 10, output_tokens: 1 },
+        },
+      }),
+    );
     res.write(sse("content_block_start", { index: 0, content_block: { type: "text", text: "" } }));
     for (const part of parts) res.write(sse("content_block_delta", { index: 0, delta: { type: "text_delta", text: part } }));
     res.write(sse("content_block_stop", { index: 0 }));
@@ -200,13 +213,25 @@ const events = existsSync(`${mirror}/session-mirror-events.jsonl`)
   ? readFileSync(`${mirror}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
   : [];
 const late = events.filter((e) => e.action === "late").length;
-console.log(JSON.stringify({
-  sessions: SESSIONS, turnsPerSession: TURNS, holdBackMs: Number(HOLD_BACK), seconds: Math.round((Date.now() - started) / 1000), kills,
-  completed: completed.length, failedAttempts: failures, records, reconstructedAssistant: reconstructed,
-  completedButOnlyReconstructed: missing.filter((m) => reconstructedTexts.has(m.text)).length,
-  completedAndNowhere: missing.filter((m) => !reconstructedTexts.has(m.text)).length,
-  rate: completed.length === 0 ? 0 : missing.length / completed.length,
-  lateEventsLogged: late, lateInFinalProcess: health.mirror?.late ?? null,
-  missing: missing.slice(0, 10),
-}, null, 2));
+console.log(JSON.stringify(
+  {
+    sessions: SESSIONS,
+    turnsPerSession: TURNS,
+    holdBackMs: Number(HOLD_BACK),
+    seconds: Math.round((Date.now() - started) / 1000),
+    kills,
+    completed: completed.length,
+    failedAttempts: failures,
+    records,
+    reconstructedAssistant: reconstructed,
+    completedButOnlyReconstructed: missing.filter((m) => reconstructedTexts.has(m.text)).length,
+    completedAndNowhere: missing.filter((m) => !reconstructedTexts.has(m.text)).length,
+    rate: completed.length === 0 ? 0 : missing.length / completed.length,
+    lateEventsLogged: late,
+    lateInFinalProcess: health.mirror?.late ?? null,
+    missing: missing.slice(0, 10),
+  },
+  null,
+  2,
+));
 rmSync(scratch, { recursive: true, force: true });

@@ -3,10 +3,10 @@
  * object a test can build: output, environment, working directory, filesystem, fetch and clock. Plus the
  * few helpers they share: finding SESSION, sizes, times.
  */
-import { settingName, type Config } from "../config/parse.ts";
+import { type Config, settingName } from "../config/parse.ts";
 import { describe } from "../storage/events-log.ts";
 import { buildTree, type Tree } from "../transcript/tree.ts";
-import { summarize, type SessionData, type SessionSummary } from "../transcript/summary.ts";
+import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import type { Zone } from "../utils/local-time.ts";
@@ -71,7 +71,9 @@ export async function findSession(config: Readonly<Config>, io: CommandIo, price
   }
   if (found.kind === "ambiguous") {
     const shown = found.candidates.slice(0, 10).join(", ");
-    io.stderr(`sessiontap: "${query}" matches ${found.candidates.length} sessions (${shown}${found.candidates.length > 10 ? ", …" : ""}); give more of the id\n`);
+    io.stderr(
+      `sessiontap: "${query}" matches ${found.candidates.length} sessions (${shown}${found.candidates.length > 10 ? ", …" : ""}); give more of the id\n`,
+    );
     return 1;
   }
   const tree = buildTree(found.data.records);
@@ -93,9 +95,13 @@ export async function noMirror(config: Readonly<Config>, io: CommandIo): Promise
     return 1;
   }
   if (info !== null && info.isDirectory) return null;
-  io.stderr(info === null
-    ? `sessiontap: there is no mirror at ${config.mirrorDir} (${settingName(config, "mirrorDir")}): nothing was mirrored there; the tap's startup block names its mirror root\n`
-    : `sessiontap: the mirror root ${config.mirrorDir} (${settingName(config, "mirrorDir")}) is not a directory\n`);
+  io.stderr(
+    info === null
+      ? `sessiontap: there is no mirror at ${config.mirrorDir} (${
+        settingName(config, "mirrorDir")
+      }): nothing was mirrored there; the tap's startup block names its mirror root\n`
+      : `sessiontap: the mirror root ${config.mirrorDir} (${settingName(config, "mirrorDir")}) is not a directory\n`,
+  );
   return 1;
 }
 

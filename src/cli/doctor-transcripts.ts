@@ -15,7 +15,7 @@ import type { Config } from "../config/parse.ts";
 import { mirroredPrompts, promptKey, transcriptPromptKeys } from "../guard/prompts.ts";
 import { tornLastLine } from "../transcript/transcript.ts";
 import { describe } from "../storage/events-log.ts";
-import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
+import { type ListEntry, SessionCatalog } from "../storage/session-catalog.ts";
 import type { Check } from "./doctor-check.ts";
 import type { CommandIo } from "./command-io.ts";
 import { isObject } from "../protocol/json.ts";
@@ -47,15 +47,20 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo):
   const odd = sessions.filter((s) => s.claudeTranscriptProblem !== null);
   if (odd.length > 0) {
     out.push({
-      check: "transcripts", status: "warn",
-      detail: `${odd.length} mirrored session${odd.length === 1 ? " has an id" : "s have ids"} Claude Code could not have made (${odd[0].dir}…): readable with show/export, not restorable`,
+      check: "transcripts",
+      status: "warn",
+      detail: `${odd.length} mirrored session${odd.length === 1 ? " has an id" : "s have ids"} Claude Code could not have made (${
+        odd[0].dir
+      }…): readable with show/export, not restorable`,
     });
   }
   for (const s of sessions.filter((x) => x.claudeTranscript !== "intact" && x.claudeTranscriptProblem === null).slice(0, 20)) {
     out.push({
       check: "transcripts",
       status: s.claudeTranscript === "stub" ? "fail" : "warn",
-      detail: `${s.sessionId} (${s.lastTimestamp}, ${s.cwd ?? "cwd unknown"}): Claude Code's transcript is ${s.claudeTranscript === "stub" ? "a stub" : "missing"}; restore it: sessiontap restore ${s.sessionId}`,
+      detail: `${s.sessionId} (${s.lastTimestamp}, ${s.cwd ?? "cwd unknown"}): Claude Code's transcript is ${
+        s.claudeTranscript === "stub" ? "a stub" : "missing"
+      }; restore it: sessiontap restore ${s.sessionId}`,
     });
   }
   const compared: Compared[] = [];
@@ -66,22 +71,33 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo):
     out.push({
       check: "transcripts",
       status: "fail",
-      detail: `${c.entry.sessionId} (${c.entry.lastTimestamp}, ${c.entry.cwd ?? "cwd unknown"}): Claude Code's transcript lacks ${c.lacking} of the ${c.prompts} prompts the mirror holds (cut, or deleted and started afresh); quit Claude Code, then: sessiontap restore ${c.entry.sessionId} --force (a backup is kept)`,
+      detail: `${c.entry.sessionId} (${c.entry.lastTimestamp}, ${
+        c.entry.cwd ?? "cwd unknown"
+      }): Claude Code's transcript lacks ${c.lacking} of the ${c.prompts} prompts the mirror holds (cut, or deleted and started afresh); quit Claude Code, then: sessiontap restore ${c.entry.sessionId} --force (a backup is kept)`,
     });
   }
   for (const c of compared.filter((x) => x.error !== null)) {
-    out.push({ check: "transcripts", status: "warn", detail: `${c.entry.claudeTranscriptPath} could not be read (${c.error}); doctor cannot tell whether it is whole` });
+    out.push({
+      check: "transcripts",
+      status: "warn",
+      detail: `${c.entry.claudeTranscriptPath} could not be read (${c.error}); doctor cannot tell whether it is whole`,
+    });
   }
   for (const c of compared.filter((x) => x.torn && x.lacking === 0)) {
     out.push({
       check: "transcripts",
       status: "warn",
-      detail: `${c.entry.claudeTranscriptPath} ends in a torn line (a record cut off mid-write; the next one Claude Code appends is lost with it); quit Claude Code, then: sessiontap restore ${c.entry.sessionId} --force (a backup is kept)`,
+      detail:
+        `${c.entry.claudeTranscriptPath} ends in a torn line (a record cut off mid-write; the next one Claude Code appends is lost with it); quit Claude Code, then: sessiontap restore ${c.entry.sessionId} --force (a backup is kept)`,
     });
   }
   if (out.length === (odd.length > 0 ? 1 : 0)) {
     const count = sessions.length - odd.length;
-    out.push({ check: "transcripts", status: "ok", detail: `Claude Code's transcript is whole for all ${count} session${count === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days` });
+    out.push({
+      check: "transcripts",
+      status: "ok",
+      detail: `Claude Code's transcript is whole for all ${count} session${count === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days`,
+    });
   }
   return out;
 }
@@ -106,14 +122,29 @@ export function guardCheck(health: Record<string, unknown>): Check[] {
   const guard = health.guard;
   if (guard === undefined) return [];
   if (guard === "off") {
-    return [{ check: "guard", status: "warn", detail: "off in the tap (SESSIONTAP_GUARD=off, or no Claude Code config dir where it runs): a lost transcript is only found when doctor runs; SESSIONTAP_GUARD=on turns it on" }];
+    return [{
+      check: "guard",
+      status: "warn",
+      detail:
+        "off in the tap (SESSIONTAP_GUARD=off, or no Claude Code config dir where it runs): a lost transcript is only found when doctor runs; SESSIONTAP_GUARD=on turns it on",
+    }];
   }
   if (!isObject(guard)) return [];
   const watching = Number(guard.watching ?? 0);
   const notFound = Number(guard.notFound ?? 0);
   const alerts = Array.isArray(guard.alerts) ? guard.alerts.length : 0;
   if (notFound > 0) {
-    return [{ check: "guard", status: "warn", detail: `the tap has not found Claude Code's transcript of ${notFound} session${notFound === 1 ? "" : "s"} it mirrors: does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?` }];
+    return [{
+      check: "guard",
+      status: "warn",
+      detail: `the tap has not found Claude Code's transcript of ${notFound} session${
+        notFound === 1 ? "" : "s"
+      } it mirrors: does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?`,
+    }];
   }
-  return [{ check: "guard", status: "ok", detail: `watching ${watching} active session${watching === 1 ? "" : "s"}, ${alerts} alert${alerts === 1 ? "" : "s"}` }];
+  return [{
+    check: "guard",
+    status: "ok",
+    detail: `watching ${watching} active session${watching === 1 ? "" : "s"}, ${alerts} alert${alerts === 1 ? "" : "s"}`,
+  }];
 }

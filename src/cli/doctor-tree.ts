@@ -29,7 +29,10 @@ export async function plantedEntries(io: CommandIo, root: string): Promise<{ che
   }
   if (found.length === 0) return [];
   return [{
-    check: "mirror tree", status: "fail",
-    detail: `the tap refuses to write into ${found.join("; ")}${found.length >= 5 ? "; …" : ""}: the mirror did not put them there — look at them, then remove them (or chmod go-w what is yours)`,
+    check: "mirror tree",
+    status: "fail",
+    detail: `the tap refuses to write into ${found.join("; ")}${
+      found.length >= 5 ? "; …" : ""
+    }: the mirror did not put them there — look at them, then remove them (or chmod go-w what is yours)`,
   }];
 }

@@ -19,7 +19,7 @@ import type { Config } from "../config/parse.ts";
 import { describe } from "../storage/events-log.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
-import { humanBytes, type CommandIo } from "./command-io.ts";
+import { type CommandIo, humanBytes } from "./command-io.ts";
 import type { Check } from "./doctor-check.ts";
 import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
 import { isObject } from "../protocol/json.ts";
@@ -58,23 +58,44 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   const check = "mirror root";
   const info = await io.fs.lstat(root);
   if (info === null) return [{ check, status: "warn", detail: `${root} does not exist yet (the tap creates it, 0700, on its first write)` }];
-  if (info.isSymbolicLink) return [{ check, status: "fail", detail: `${root} is a symbolic link; the tap refuses it: point --mirror-dir / SESSIONTAP_MIRROR_DIR at the real directory` }];
+  if (info.isSymbolicLink) {
+    return [{
+      check,
+      status: "fail",
+      detail: `${root} is a symbolic link; the tap refuses it: point --mirror-dir / SESSIONTAP_MIRROR_DIR at the real directory`,
+    }];
+  }
   if (!info.isDirectory) return [{ check, status: "fail", detail: `${root} is not a directory` }];
   const out: Check[] = [];
   const mode = (info.mode & 0o777).toString(8).padStart(3, "0");
   const why = untrusted(info, "directory");
   if (why !== null && why.startsWith("belongs")) {
-    return [{ check, status: "fail", detail: `${root} ${why}: the tap refuses it (serve exits 2); point --mirror-dir / SESSIONTAP_MIRROR_DIR at a directory of your own` }];
+    return [{
+      check,
+      status: "fail",
+      detail: `${root} ${why}: the tap refuses it (serve exits 2); point --mirror-dir / SESSIONTAP_MIRROR_DIR at a directory of your own`,
+    }];
   }
-  if (why !== null) out.push({ check, status: "fail", detail: `${root} ${why}: the tap refuses it (serve exits 2), since others could read or plant conversations; chmod 700 ${root}` });
-  else if (io.fs.posixModes !== false && (info.mode & 0o077) !== 0) out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  if (why !== null) {
+    out.push({
+      check,
+      status: "fail",
+      detail: `${root} ${why}: the tap refuses it (serve exits 2), since others could read or plant conversations; chmod 700 ${root}`,
+    });
+  } else if (io.fs.posixModes !== false && (info.mode & 0o077) !== 0) {
+    out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  }
   out.push(...(await plantedEntries(io, root)));
   const probe = join(root, `.sessiontap-doctor-${crypto.randomUUID().slice(0, 8)}`);
   try {
     await io.fs.createExclusive(probe, "", false);
     await io.fs.unlink(probe);
   } catch (error) {
-    out.push({ check, status: "fail", detail: `${root} is not writable (${(error as { code?: string }).code ?? (error as Error).message}): the tap cannot mirror` });
+    out.push({
+      check,
+      status: "fail",
+      detail: `${root} is not writable (${(error as { code?: string }).code ?? (error as Error).message}): the tap cannot mirror`,
+    });
   }
   try {
     const { freeBytes } = await io.fs.statfs(root);
@@ -99,9 +120,16 @@ async function probe(io: CommandIo, base: string, token: string | null): Promise
     const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
     const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual", headers });
     const body = (await response.json().catch(() => null)) as unknown;
-    if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) return { ok: true, health: body };
+    if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) {
+      return { ok: true, health: body };
+    }
     if (response.status === 200 && isObject(body) && Object.keys(body).join() === "status") {
-      return { ok: false, why: `${url.origin} answers ${String(body.status)}, but shows its details only with its token (${token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"})` };
+      return {
+        ok: false,
+        why: `${url.origin} answers ${String(body.status)}, but shows its details only with its token (${
+          token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
+        })`,
+      };
     }
     return { ok: false, why: `${url.origin} answers, but is not a sessiontap tap (HTTP ${response.status})` };
   } catch (error) {
@@ -128,10 +156,17 @@ async function settingsFiles(config: Readonly<Config>, io: CommandIo): Promise<{
 }
 
 /** The base URL Claude Code will use: from its settings (`env`, applied over the shell's), else the environment. */
-function claudeBaseUrl(settings: Awaited<ReturnType<typeof settingsFiles>>, env: CommandIo["env"]): { url: string; where: string; fromSettings: string | null } | null {
+function claudeBaseUrl(
+  settings: Awaited<ReturnType<typeof settingsFiles>>,
+  env: CommandIo["env"],
+): { url: string; where: string; fromSettings: string | null } | null {
   const fromSettings = settings.find((s) => isObject(s.json?.env) && typeof (s.json!.env as Record<string, unknown>).ANTHROPIC_BASE_URL === "string");
   if (fromSettings !== undefined) {
-    return { url: (fromSettings.json!.env as Record<string, string>).ANTHROPIC_BASE_URL, where: `in ${fromSettings.path} (env)`, fromSettings: fromSettings.path };
+    return {
+      url: (fromSettings.json!.env as Record<string, string>).ANTHROPIC_BASE_URL,
+      where: `in ${fromSettings.path} (env)`,
+      fromSettings: fromSettings.path,
+    };
   }
   const fromEnv = env.ANTHROPIC_BASE_URL;
   return fromEnv === undefined || fromEnv === "" ? null : { url: fromEnv, where: "in the environment", fromSettings: null };
@@ -143,7 +178,9 @@ function problemChecks(health: Record<string, unknown>): Check[] {
   if (health.status === "degraded" && problems.length === 0) return [{ check: "tap health", status: "fail", detail: "degraded (no problem named)" }];
   return problems.map((p) => {
     const colon = p.indexOf(": ");
-    return colon > 0 && colon < 20 ? { check: `tap ${p.slice(0, colon)}`, status: "fail", detail: p.slice(colon + 2) } : { check: "tap health", status: "fail", detail: p };
+    return colon > 0 && colon < 20
+      ? { check: `tap ${p.slice(0, colon)}`, status: "fail", detail: p.slice(colon + 2) }
+      : { check: "tap health", status: "fail", detail: p };
   });
 }
 
@@ -161,26 +198,43 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<C
   const [tapUrl, chosen] = config.url !== null
     ? [config.url.replace(/\/+$/, ""), "--url"]
     : config.sources.port === "flag"
-      ? [`http://127.0.0.1:${config.port}`, "--port"]
-      : base !== null
-        ? [base.url.replace(/\/+$/, ""), `ANTHROPIC_BASE_URL ${base.where}`]
-        : [defaultTap, "the default address"];
+    ? [`http://127.0.0.1:${config.port}`, "--port"]
+    : base !== null
+    ? [base.url.replace(/\/+$/, ""), `ANTHROPIC_BASE_URL ${base.where}`]
+    : [defaultTap, "the default address"];
   const tap = await probe(io, tapUrl, config.token);
   if (tap.ok) {
     const mirror = tap.health.mirror;
     const about = `${tapUrl} (${chosen})`;
-    if (mirror === "off") out.push({ check: "tap", status: "warn", detail: `${about} is up, but runs with the mirror off (--no-mirror / SESSIONTAP_MIRROR=off)` });
-    else if (isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir) {
-      out.push({ check: "tap", status: "warn", detail: `${about} is up, mirroring to ${mirror.root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)` });
+    if (mirror === "off") {
+      out.push({ check: "tap", status: "warn", detail: `${about} is up, but runs with the mirror off (--no-mirror / SESSIONTAP_MIRROR=off)` });
+    } else if (isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir) {
+      out.push({
+        check: "tap",
+        status: "warn",
+        detail: `${about} is up, mirroring to ${mirror.root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)`,
+      });
     } else out.push({ check: "tap", status: "ok", detail: `${about} is up (sessiontap ${String(tap.health.version)}, ${String(tap.health.runtime)})` });
     out.push(...guardCheck(tap.health), ...problemChecks(tap.health));
   } else {
-    out.push({ check: "tap", status: "fail", detail: `${tap.why} (${chosen}); start it: sessiontap serve${chosen === "--port" || chosen === "--url" ? "" : ", or name it: sessiontap doctor --url URL"}` });
+    out.push({
+      check: "tap",
+      status: "fail",
+      detail: `${tap.why} (${chosen}); start it: sessiontap serve${
+        chosen === "--port" || chosen === "--url" ? "" : ", or name it: sessiontap doctor --url URL"
+      }`,
+    });
   }
 
   const check = "ANTHROPIC_BASE_URL";
   if (base === null) {
-    out.push({ check, status: "fail", detail: `not set, so Claude Code talks to the API directly and nothing is mirrored: export ANTHROPIC_BASE_URL=${tapUrl} (or set it under "env" in ${join(config.claudeDir, "settings.json")})` });
+    out.push({
+      check,
+      status: "fail",
+      detail: `not set, so Claude Code talks to the API directly and nothing is mirrored: export ANTHROPIC_BASE_URL=${tapUrl} (or set it under "env" in ${
+        join(config.claudeDir, "settings.json")
+      })`,
+    });
     return out;
   }
   const fromEnv = io.env.ANTHROPIC_BASE_URL;
@@ -200,16 +254,23 @@ async function cleanupPeriod(config: Readonly<Config>, io: CommandIo): Promise<C
   const check = "cleanupPeriodDays";
   const file = join(config.claudeDir, "settings.json");
   if (found === undefined) {
-    return [{ check, status: "warn", detail: `not set: Claude Code deletes transcripts older than 30 days when it starts; to keep them, set "cleanupPeriodDays": 3650 in ${file}` }];
+    return [{
+      check,
+      status: "warn",
+      detail: `not set: Claude Code deletes transcripts older than 30 days when it starts; to keep them, set "cleanupPeriodDays": 3650 in ${file}`,
+    }];
   }
   const days = found.json!.cleanupPeriodDays;
   if (typeof days !== "number" || !Number.isInteger(days) || days < 1) {
     return [{ check, status: "warn", detail: `${JSON.stringify(days)} in ${found.path} is not a whole number of days ≥ 1; Claude Code rejects it` }];
   }
-  if (days < RECENT_DAYS) return [{ check, status: "warn", detail: `${days} (${found.path}): Claude Code deletes transcripts older than ${days} days when it starts` }];
+  if (days < RECENT_DAYS) {
+    return [{ check, status: "warn", detail: `${days} (${found.path}): Claude Code deletes transcripts older than ${days} days when it starts` }];
+  }
   if (days >= VERY_LARGE_DAYS) {
     return [{
-      check, status: "warn",
+      check,
+      status: "warn",
       detail: `${days} (${found.path}): Claude Code has been seen to ignore very large values and delete transcripts after 30 days anyway; ` +
         `3650 keeps them ten years. The mirror is the safety net: ${mirrorRetention(config)}`,
     }];

@@ -7,7 +7,7 @@
 import type { Config } from "../config/parse.ts";
 import { exportText } from "../transcript/export.ts";
 import { replaceFile } from "../storage/publish.ts";
-import { absolute, findSession, priceTable, type CommandIo } from "./command-io.ts";
+import { absolute, type CommandIo, findSession, priceTable } from "./command-io.ts";
 
 /** Runs `export`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

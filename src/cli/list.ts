@@ -8,12 +8,12 @@ import { scrubControl } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
-import { SessionCatalog, type ListEntry } from "../storage/session-catalog.ts";
+import { type ListEntry, SessionCatalog } from "../storage/session-catalog.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, usd } from "../usage/format.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { totalTokens } from "../usage/tokens.ts";
-import { noMirror, priceTable, type CommandIo } from "./command-io.ts";
+import { type CommandIo, noMirror, priceTable } from "./command-io.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
 export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string, source?: SessionSource, prices?: PriceTable): Promise<ListEntry[]> {
@@ -39,7 +39,12 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   }
   const when = (iso: string | null) => (iso === null ? "-" : localDateTime(Date.parse(iso), io.zone));
   const rows = entries.map((e) => [
-    e.sessionId ?? e.dir, when(e.lastTimestamp), tokensShort(totalTokens(e.usage)), usd(e.costUSD), e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id", scrubControl(e.cwd ?? "-"),
+    e.sessionId ?? e.dir,
+    when(e.lastTimestamp),
+    tokensShort(totalTokens(e.usage)),
+    usd(e.costUSD),
+    e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id",
+    scrubControl(e.cwd ?? "-"),
   ]);
   const head = ["SESSION", `LAST (${offsetLabel(io.clock(), io.zone)})`, "TOKENS", "COST", "CLAUDE", "PROJECT"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -54,7 +59,10 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const unknown = entries.filter((e) => e.costUSD === null && totalTokens(e.usage) > 0);
   if (unknown.length > 0) {
     const models = [...new Set(unknown.flatMap((e) => e.models))].filter((m) => priceOf(prices, m) === null);
-    out.push("", `COST ? : a model not in the price table (${models.join(", ") || "unknown"}); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`);
+    out.push(
+      "",
+      `COST ? : a model not in the price table (${models.join(", ") || "unknown"}); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
+    );
   }
   const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null);
   if (lost.length > 0) {

@@ -3,8 +3,8 @@
  * can call it without a process (srvx style).
  */
 import process from "node:process";
-import { parseConfig, UsageError, type Config } from "../config/parse.ts";
-import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
+import { type Config, parseConfig, UsageError } from "../config/parse.ts";
+import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { VERSION } from "../version.ts";
 import type { Command, CommandIo } from "./command-io.ts";
 import * as doctor from "./doctor.ts";
@@ -23,8 +23,15 @@ import type { Zone } from "../utils/local-time.ts";
 
 /** The reading commands, one module each, each exporting `run(config, io)`. */
 const COMMANDS: Partial<Record<Config["command"], Command>> = {
-  list: list.run, show: show.run, search: search.run, usage: usage.run, export: exportCommand.run, restore: restore.run, doctor: doctor.run,
-  verify: verify.run, store: store.run,
+  list: list.run,
+  show: show.run,
+  search: search.run,
+  usage: usage.run,
+  export: exportCommand.run,
+  restore: restore.run,
+  doctor: doctor.run,
+  verify: verify.run,
+  store: store.run,
 };
 
 /** The process's time zone, as the runtime knows it (TZ, else the system's). */
@@ -79,8 +86,15 @@ export async function main(args: string[], env: Record<string, string | undefine
     return 2;
   }
   const commandIo: CommandIo = {
-    stdout: io.stdout, stderr: io.stderr, env, cwd: io.cwd ?? process.cwd(),
-    fs: io.fs ?? nodeFs, fetch: io.fetch ?? fetch, clock: io.clock ?? Date.now, isTTY: io.isTTY ?? false, zone: io.zone ?? LOCAL_ZONE,
+    stdout: io.stdout,
+    stderr: io.stderr,
+    env,
+    cwd: io.cwd ?? process.cwd(),
+    fs: io.fs ?? nodeFs,
+    fetch: io.fetch ?? fetch,
+    clock: io.clock ?? Date.now,
+    isTTY: io.isTTY ?? false,
+    zone: io.zone ?? LOCAL_ZONE,
   };
   try {
     return await command(config, commandIo);

@@ -6,14 +6,18 @@
  */
 import type { Config } from "../config/parse.ts";
 import { describeRestore, restoreSession } from "../storage/restore-session.ts";
-import { absolute, findSession, type CommandIo } from "./command-io.ts";
+import { absolute, type CommandIo, findSession } from "./command-io.ts";
 
 /** Runs `restore`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const found = await findSession(config, io);
   if (typeof found === "number") return found;
   const result = await restoreSession(io.fs, { ...found, others: found.data }, {
-    claudeDir: config.claudeDir, cwd: config.cwd === null ? null : absolute(config.cwd, io.cwd), dryRun: config.dryRun, force: config.force, now: io.clock(),
+    claudeDir: config.claudeDir,
+    cwd: config.cwd === null ? null : absolute(config.cwd, io.cwd),
+    dryRun: config.dryRun,
+    force: config.force,
+    now: io.clock(),
   });
   if (config.json && result.outcome !== null) io.stdout(JSON.stringify(result.outcome, null, 2) + "\n");
   if (!result.ok) {

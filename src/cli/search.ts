@@ -6,11 +6,11 @@
  */
 import type { Config } from "../config/parse.ts";
 import { localDateTime } from "../utils/local-time.ts";
-import { regexMatcher, search, substringMatcher, type SearchHit } from "../transcript/search.ts";
-import { sessionIdOf, type SessionData } from "../transcript/summary.ts";
+import { regexMatcher, search, type SearchHit, substringMatcher } from "../transcript/search.ts";
+import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { sessionTitle } from "../transcript/title.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { noMirror, useColor, type CommandIo } from "./command-io.ts";
+import { type CommandIo, noMirror, useColor } from "./command-io.ts";
 
 /** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {
@@ -33,13 +33,20 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     if (config.session === null) return await source.loadAll();
     const one = await source.lookup(config.session);
     if (one.kind === "found") return [one.data];
-    io.stderr(one.kind === "none"
-      ? `sessiontap: no mirrored session matches "${config.session}" in ${sourceName(config)} (see sessiontap list)\n`
-      : `sessiontap: "${config.session}" matches ${one.candidates.length} sessions (${one.candidates.slice(0, 10).join(", ")}${one.candidates.length > 10 ? ", …" : ""}); give more of the id\n`);
+    io.stderr(
+      one.kind === "none"
+        ? `sessiontap: no mirrored session matches "${config.session}" in ${sourceName(config)} (see sessiontap list)\n`
+        : `sessiontap: "${config.session}" matches ${one.candidates.length} sessions (${one.candidates.slice(0, 10).join(", ")}${
+          one.candidates.length > 10 ? ", …" : ""
+        }); give more of the id\n`,
+    );
     return 1;
   });
   if (typeof found === "number") return found;
-  const hits = search(found.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })), match);
+  const hits = search(
+    found.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })),
+    match,
+  );
   const where = config.session === null ? `the ${found.length} session${found.length === 1 ? "" : "s"} in ${sourceName(config)}` : `session ${config.session}`;
   if (config.json) io.stdout(JSON.stringify(hits, null, 2) + "\n");
   if (hits.length === 0) {
@@ -56,7 +63,12 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     out.push(`  ${color ? marked(hit, "\x1b[1;31m", "\x1b[0m") : marked(hit, "»", "«")}`);
   }
   const sessions = new Set(hits.map((h) => h.dir)).size;
-  out.push("", `${hits.length} message${hits.length === 1 ? "" : "s"} in ${sessions} session${sessions === 1 ? "" : "s"} match. Open one: sessiontap show ID (or the viewer, /_tap/).`);
+  out.push(
+    "",
+    `${hits.length} message${hits.length === 1 ? "" : "s"} in ${sessions} session${
+      sessions === 1 ? "" : "s"
+    } match. Open one: sessiontap show ID (or the viewer, /_tap/).`,
+  );
   io.stdout(out.join("\n") + "\n");
   return 0;
 }

@@ -2,7 +2,7 @@
  * `sessiontap serve`: starts the tap (start-tap.ts), prints the startup block, and stops gracefully on
  * SIGINT/SIGTERM (docs/DESIGN.md "Command line").
  */
-import { settingName, type Config } from "../config/parse.ts";
+import { type Config, settingName } from "../config/parse.ts";
 import { runtimeName } from "../runtime/index.ts";
 import { describe } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
@@ -11,9 +11,9 @@ import { PriceFileError } from "../usage/prices.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/index.ts";
 import { prepareRoot } from "./root-check.ts";
-import { startTap, type RunningTap } from "./start-tap.ts";
+import { type RunningTap, startTap } from "./start-tap.ts";
 
-export { startTap, type RunningTap, type TapDeps } from "./start-tap.ts";
+export { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
 
 /** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
 export async function runServe(
@@ -38,11 +38,15 @@ export async function runServe(
     io.stderr(listening ? `sessiontap: cannot listen on ${config.host}:${config.port} (${describe(error)})\n` : `sessiontap: cannot start: ${why}\n`);
     return 2;
   }
-  const replay = tap.replayed.commits === 0
-    ? []
-    : [`  replayed   ${tap.replayed.commits} commit${tap.replayed.commits === 1 ? "" : "s"} an earlier run could not write${tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : ""}`];
+  const replay = tap.replayed.commits === 0 ? [] : [
+    `  replayed   ${tap.replayed.commits} commit${tap.replayed.commits === 1 ? "" : "s"} an earlier run could not write${
+      tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : ""
+    }`,
+  ];
   const exposed = !isLoopback(config.host);
-  if (exposed) io.stderr(`sessiontap: WARNING: listening on ${config.host}, reachable from the network; /_tap/ (viewer, API, health details) requires the token\n`);
+  if (exposed) {
+    io.stderr(`sessiontap: WARNING: listening on ${config.host}, reachable from the network; /_tap/ (viewer, API, health details) requires the token\n`);
+  }
   const tokenLines = tap.token === null ? [] : [
     tap.token.generated
       ? `  token      ${tap.token.value}  (generated for this run and printed only here; choose one with --token or SESSIONTAP_TOKEN)`
@@ -53,8 +57,10 @@ export async function runServe(
     [
       `sessiontap ${VERSION} (${runtimeName()})`,
       ...(exposed
-        ? [`  WARNING    reachable from the network on ${config.host}: anyone who can reach this port can send API traffic through it (their own key pays);`,
-          `             the viewer, its API and health details need the token below`]
+        ? [
+          `  WARNING    reachable from the network on ${config.host}: anyone who can reach this port can send API traffic through it (their own key pays);`,
+          `             the viewer, its API and health details need the token below`,
+        ]
         : []),
       `  listening  ${tap.url}`,
       ...tokenLines,
@@ -82,9 +88,17 @@ export async function runServe(
     return 1;
   }
   if (unwritten.kind === "saved") {
-    io.stderr(`sessiontap: ${unwritten.commits} commit${unwritten.commits === 1 ? "" : "s"} could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`);
+    io.stderr(
+      `sessiontap: ${unwritten.commits} commit${
+        unwritten.commits === 1 ? "" : "s"
+      } could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`,
+    );
   } else if (unwritten.kind === "lost") {
-    io.stderr(`sessiontap: ${unwritten.commits} commit${unwritten.commits === 1 ? "" : "s"} could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`);
+    io.stderr(
+      `sessiontap: ${unwritten.commits} commit${
+        unwritten.commits === 1 ? "" : "s"
+      } could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`,
+    );
     return 1;
   }
   return 0;

@@ -15,7 +15,7 @@ import { sourceName } from "../store/pg-reader.ts";
 import { usageLine } from "../usage/format.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
 import { totalsOf } from "../usage/totals.ts";
-import { findSession, humanBytes, priceTable, useColor, type CommandIo } from "./command-io.ts";
+import { type CommandIo, findSession, humanBytes, priceTable, useColor } from "./command-io.ts";
 
 /** Runs `show`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -27,7 +27,13 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const info = await transcriptInfo(io.fs, config.claudeDir, summary.sessionId, summary.cwd, await scanTranscripts(io.fs, config.claudeDir));
   const items = outline(tree);
   if (config.json) {
-    const shown = { ...summary, claudeTranscript: info.state, claudeTranscriptPath: info.path, claudeTranscriptProblem: info.problem, conversation: flatten(items) };
+    const shown = {
+      ...summary,
+      claudeTranscript: info.state,
+      claudeTranscriptPath: info.path,
+      claudeTranscriptProblem: info.problem,
+      conversation: flatten(items),
+    };
     io.stdout(jsonText(shown) + "\n"); // the records as they are, at any depth
     return 0;
   }
@@ -40,20 +46,37 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ["Title", summary.title ?? "(none)"],
     ["Project", scrubControl(summary.cwd ?? "unknown") + (summary.gitBranch === null ? "" : ` (branch ${scrubControl(summary.gitBranch)})`)],
     ["Time", `${when(summary.firstTimestamp)} – ${when(summary.lastTimestamp)} (${offsetLabel(io.clock(), io.zone)})`],
-    ["Usage", totals.answers === 0 ? "no recorded usage" : `${totals.answers} answer${totals.answers === 1 ? "" : "s"}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced)}`],
+    [
+      "Usage",
+      totals.answers === 0
+        ? "no recorded usage"
+        : `${totals.answers} answer${totals.answers === 1 ? "" : "s"}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced)}`,
+    ],
     config.store !== null
       ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${humanBytes(summary.bytes)})`]
       : ["Mirror", `${config.mirrorDir}/${summary.dir} (${summary.files} file${summary.files === 1 ? "" : "s"}, ${humanBytes(summary.bytes)})`],
-    ["Records", `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)` +
-      (summary.subagentRecords > 0 ? `; subagents ${summary.subagentRecords}` : "") + (summary.sideRecords > 0 ? `; side requests ${summary.sideRecords}` : "")],
-    ["Shape", `${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"} (the newest ends the current branch), ${summary.compactions} compaction${summary.compactions === 1 ? "" : "s"}`],
+    [
+      "Records",
+      `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)` +
+      (summary.subagentRecords > 0 ? `; subagents ${summary.subagentRecords}` : "") + (summary.sideRecords > 0 ? `; side requests ${summary.sideRecords}` : ""),
+    ],
+    [
+      "Shape",
+      `${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"} (the newest ends the current branch), ${summary.compactions} compaction${
+        summary.compactions === 1 ? "" : "s"
+      }`,
+    ],
     ["Claude", `${info.state}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
   ];
-  if (summary.malformedLines > 0) facts.push(["Warning", `${summary.malformedLines} line${summary.malformedLines === 1 ? "" : "s"} that are not records were skipped`]);
+  if (summary.malformedLines > 0) {
+    facts.push(["Warning", `${summary.malformedLines} line${summary.malformedLines === 1 ? "" : "s"} that are not records were skipped`]);
+  }
   if (info.state !== "intact" && summary.sessionId !== null && info.problem === null) facts.push(["Restore", `sessiontap restore ${summary.sessionId}`]);
   const width = Math.max(...facts.map(([k]) => k.length));
   const head = facts.map(([k, v]) => `${style.bold(k.padEnd(width))}  ${v}`).join("\n");
-  const hint = config.full ? "" : `\n${style.dim("(injected context, thinking and long tool results are summarised; --full shows them, --json gives the records)")}\n`;
+  const hint = config.full
+    ? ""
+    : `\n${style.dim("(injected context, thinking and long tool results are summarised; --full shows them, --json gives the records)")}\n`;
   io.stdout(`${head}\n${hint}\n${renderText(items, { full: config.full, style, zone: io.zone, prices })}`);
   return 0;
 }

@@ -13,11 +13,11 @@ import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../storage/events-log.ts";
-import { nodeFs, type FsAdapter } from "../storage/fs-adapter.ts";
+import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
-import { startThreadEngine, startWorkerEngine, type StartedEngine } from "../tap/engine-host.ts";
+import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
 import { forward } from "../tap/forward.ts";
 import { healthReport } from "../tap/health.ts";
 import { UpstreamHealth } from "../tap/upstream-health.ts";
@@ -86,10 +86,22 @@ const READ_FIRST_BYTES = 1024 * 1024;
 /** The engine's settings from the tap's config. */
 function engineSettings(config: Readonly<Config>, deps: TapDeps): EngineSettings {
   return {
-    root: config.mirrorDir, claudeDir: config.claudeDir, maxBytes: config.maxBytes, retentionDays: config.retentionDays,
-    maxSessions: config.maxSessions, includeThinking: config.includeThinking, sideRequests: config.sideRequests, version: VERSION,
-    lockWaitMs: config.lockWaitMs, maxQueued: config.maxQueued, maxMessageBytes: config.maxMessageBytes, store: config.store,
-    storeOnly: config.storeOnly, guard: config.guard, guardTimings: { ...deps.guard }, spoolTmpDir: deps.spoolTmpDir ?? null,
+    root: config.mirrorDir,
+    claudeDir: config.claudeDir,
+    maxBytes: config.maxBytes,
+    retentionDays: config.retentionDays,
+    maxSessions: config.maxSessions,
+    includeThinking: config.includeThinking,
+    sideRequests: config.sideRequests,
+    version: VERSION,
+    lockWaitMs: config.lockWaitMs,
+    maxQueued: config.maxQueued,
+    maxMessageBytes: config.maxMessageBytes,
+    store: config.store,
+    storeOnly: config.storeOnly,
+    guard: config.guard,
+    guardTimings: { ...deps.guard },
+    spoolTmpDir: deps.spoolTmpDir ?? null,
   };
 }
 
@@ -116,10 +128,10 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   let alerts = new Map<string, GuardAlert>();
   const engine = config.mirror
     ? await startEngine(config, deps, clock, {
-        stderr,
-        wrote: (paths) => paths.forEach((path) => watcher.hint(path)),
-        alerts: (list) => (alerts = new Map((list as GuardAlert[]).map((a) => [a.sessionId, a]))),
-      })
+      stderr,
+      wrote: (paths) => paths.forEach((path) => watcher.hint(path)),
+      alerts: (list) => (alerts = new Map((list as GuardAlert[]).map((a) => [a.sessionId, a]))),
+    })
     : null;
   const link = engine?.link ?? null;
   const guard: GuardHandle | null = link === null || !engine!.guard ? null : {
@@ -128,8 +140,15 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     alertOf: (id) => alerts.get(id) ?? null,
   };
   const viewer = createViewer({
-    fs, mirrorDir: config.mirrorDir, claudeDir: config.claudeDir, host: config.host, version: VERSION,
-    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`), prices, clock, watcher,
+    fs,
+    mirrorDir: config.mirrorDir,
+    claudeDir: config.claudeDir,
+    host: config.host,
+    version: VERSION,
+    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
+    prices,
+    clock,
+    watcher,
     guardAlert: guard === null ? undefined : (sessionId) => guard.alertOf(sessionId),
   });
   const upstream = new UpstreamHealth(config.upstream, clock, stderr);
@@ -141,7 +160,11 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     answered: () => upstream.answered(),
   };
   // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token.
-  const token = config.token !== null ? { value: config.token, generated: false } : isLoopback(config.host) ? null : { value: generateToken(), generated: true };
+  const token = config.token !== null
+    ? { value: config.token, generated: false }
+    : isLoopback(config.host)
+    ? null
+    : { value: generateToken(), generated: true };
   let internalErrors = 0;
   const internalError = (error: unknown) => {
     internalErrors++;
@@ -150,8 +173,14 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   // Aborted when the drain bound runs out at stop: upstream fetches still in flight end then.
   const cut = new AbortController();
   const forwardDeps = {
-    upstream: config.upstream, fetch: await upstreamFetch(deps.fetch ?? fetch), engine: link, holdBackMs: config.holdBackMs,
-    maxMessageBytes: config.maxMessageBytes, clock, upstreamHealth: reportUpstream, stopping: cut.signal,
+    upstream: config.upstream,
+    fetch: await upstreamFetch(deps.fetch ?? fetch),
+    engine: link,
+    holdBackMs: config.holdBackMs,
+    maxMessageBytes: config.maxMessageBytes,
+    clock,
+    upstreamHealth: reportUpstream,
+    stopping: cut.signal,
     // A large body streams where the runtime keeps its length, and is read first where it would go chunked.
     readFirstBytes: streamedBodyKeepsLength() ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,
   };
@@ -163,7 +192,12 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       const late = asked === "late" ? [`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`] : [];
       const engineHealth = asked === null || typeof asked === "string" ? null : asked;
       return healthReport({
-        version: VERSION, runtime: runtimeName(), upstream, engine: engineHealth, engineProblems: [...(link?.problems() ?? []), ...late], internalErrors,
+        version: VERSION,
+        runtime: runtimeName(),
+        upstream,
+        engine: engineHealth,
+        engineProblems: [...(link?.problems() ?? []), ...late],
+        internalErrors,
       });
     },
     viewer: viewer.deps,

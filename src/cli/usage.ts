@@ -10,9 +10,9 @@ import { summarize } from "../transcript/summary.ts";
 import { buildTree } from "../transcript/tree.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, usageLine, usd } from "../usage/format.ts";
-import { usageReport, type SessionAnswers, type UsageRow } from "../usage/report.ts";
+import { type SessionAnswers, usageReport, type UsageRow } from "../usage/report.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
-import { noMirror, priceTable, type CommandIo } from "./command-io.ts";
+import { type CommandIo, noMirror, priceTable } from "./command-io.ts";
 
 /** A cost cell: the estimate, or the part that could be priced followed by "+?" when a model is unknown. */
 function cost(row: UsageRow): string {
@@ -31,8 +31,12 @@ function table(head: string[], rows: string[][], leftColumns: number[] = [0]): s
 
 /** The token cells of a row. */
 const tokenCells = (r: UsageRow) => [
-  String(r.answers), tokensShort(r.usage.inputTokens), tokensShort(r.usage.outputTokens), tokensShort(r.usage.cacheCreationTokens),
-  tokensShort(r.usage.cacheReadTokens), cost(r),
+  String(r.answers),
+  tokensShort(r.usage.inputTokens),
+  tokensShort(r.usage.outputTokens),
+  tokensShort(r.usage.cacheCreationTokens),
+  tokensShort(r.usage.cacheReadTokens),
+  cost(r),
 ];
 const TOKEN_HEAD = ["ANSWERS", "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST"];
 
@@ -53,8 +57,10 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const zone = offsetLabel(now, io.zone);
   if (config.json) {
     const shown = {
-      since: since === null ? null : localDate(since, io.zone), timeZone: zone,
-      prices: { source: prices.source, checked: prices.checked }, ...report,
+      since: since === null ? null : localDate(since, io.zone),
+      timeZone: zone,
+      prices: { source: prices.source, checked: prices.checked },
+      ...report,
     };
     io.stdout(JSON.stringify(shown, null, 2) + "\n");
     return 0;
@@ -65,13 +71,24 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     return 0;
   }
   const out = [`Usage: ${scope} (days in ${zone})`, ""];
-  out.push(...table(["DAY", "SESSIONS", ...TOKEN_HEAD, "PROJECTS"], report.days.map((d) => [d.date, String(d.sessions), ...tokenCells(d), d.projects.map(scrubControl).join(", ")]), [0, 8]));
+  out.push(
+    ...table(
+      ["DAY", "SESSIONS", ...TOKEN_HEAD, "PROJECTS"],
+      report.days.map((d) => [d.date, String(d.sessions), ...tokenCells(d), d.projects.map(scrubControl).join(", ")]),
+      [0, 8],
+    ),
+  );
   out.push("");
   out.push(...table(["PROJECT", "SESSIONS", ...TOKEN_HEAD], report.projects.map((p) => [scrubControl(p.cwd), String(p.sessions), ...tokenCells(p)])));
   out.push("");
   out.push(...table(["MODEL", "SESSIONS", ...TOKEN_HEAD], report.models.map((m) => [scrubControl(m.model), String(m.sessions), ...tokenCells(m)])));
   const t = report.total;
-  out.push("", `Total: ${t.sessions} session${t.sessions === 1 ? "" : "s"}, ${t.answers} answer${t.answers === 1 ? "" : "s"}: ${usageLine(t.usage, t.costUSD, t.unpriced)}`);
+  out.push(
+    "",
+    `Total: ${t.sessions} session${t.sessions === 1 ? "" : "s"}, ${t.answers} answer${t.answers === 1 ? "" : "s"}: ${
+      usageLine(t.usage, t.costUSD, t.unpriced)
+    }`,
+  );
   if (t.costUSD === null) out.push(`  of which priced: ${usd(t.knownCostUSD)}; "+?" marks a sum with answers from a model the price table does not have.`);
   out.push("", `Costs are estimates at list prices: ${prices.source}, checked ${prices.checked}. SESSIONTAP_PRICES=FILE.json corrects or extends it.`);
   io.stdout(out.join("\n") + "\n");

@@ -3,14 +3,17 @@ import type { Config } from "../config/parse.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import { verifyTree } from "../storage/verify-tree.ts";
-import { noMirror, type CommandIo } from "./command-io.ts";
+import { type CommandIo, noMirror } from "./command-io.ts";
 
 /** Runs `verify`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;
   const locks = new DirLocks(io.fs, config.mirrorDir, {
-    self: selfOwner(io.fs), isAlive: (o) => ownerAlive(io.fs, o), waitMs: 10_000, clock: io.clock,
+    self: selfOwner(io.fs),
+    isAlive: (o) => ownerAlive(io.fs, o),
+    waitMs: 10_000,
+    clock: io.clock,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   });
   const reports = await verifyTree(io.fs, config.mirrorDir, config.repair, locks);

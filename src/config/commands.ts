@@ -11,7 +11,19 @@ export type Command = (typeof COMMANDS)[number];
 
 /** Flags that take a value (`--flag VALUE` or `--flag=VALUE`), under any command. */
 export const VALUE_FLAGS = new Set([
-  "--port", "--host", "--upstream", "--mirror-dir", "--claude-dir", "--store", "--format", "--out", "--cwd", "--url", "--token", "--since", "--session",
+  "--port",
+  "--host",
+  "--upstream",
+  "--mirror-dir",
+  "--claude-dir",
+  "--store",
+  "--format",
+  "--out",
+  "--cwd",
+  "--url",
+  "--token",
+  "--since",
+  "--session",
 ]);
 /** Flags without a value. */
 export const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--regex", "--full", "--help", "-h", "--version", "-V"]);
@@ -58,11 +70,13 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
       claudeDir("whose transcripts the guard watches and the viewer checks"),
       f("--store", "URL", "also write every commit to a shared PostgreSQL store (SESSIONTAP_STORE)"),
     ],
-    exit: "0 stopped by SIGINT/SIGTERM with everything written; 1 stopped with commits that could be saved nowhere; 2 a bad setting, an unusable mirror root, or the port is taken.",
+    exit:
+      "0 stopped by SIGINT/SIGTERM with everything written; 1 stopped with commits that could be saved nowhere; 2 a bad setting, an unusable mirror root, or the port is taken.",
   },
   list: {
     args: [],
-    about: "Lists every mirrored session, most recent first: its title, project, tokens and estimated cost, and the state of Claude Code's own transcript of it.",
+    about:
+      "Lists every mirrored session, most recent first: its title, project, tokens and estimated cost, and the state of Claude Code's own transcript of it.",
     flags: [mirrorDir, claudeDir("whose transcripts are checked"), storeRead, since("sessions active"), json("an array of sessions")],
     exit: "0 listed (none is fine); 1 there is no mirror at that root, or the price file is unusable; 2 a usage error.",
   },
@@ -70,7 +84,9 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     args: ["SESSION"],
     about: "Shows one session's facts and its conversation as plain text for a terminal (SESSION: an id or a unique prefix).",
     flags: [
-      mirrorDir, claudeDir("whose transcript is checked"), storeRead,
+      mirrorDir,
+      claudeDir("whose transcript is checked"),
+      storeRead,
       f("--full", null, "show everything: Claude Code's injected context, tool inputs and results, thinking"),
       json("the facts and the records in reading order"),
     ],
@@ -80,7 +96,8 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     args: ["QUERY"],
     about: "Finds every message that contains QUERY (case-insensitive), across sessions or in one: session, title, time, role, and the text around each match.",
     flags: [
-      mirrorDir, storeRead,
+      mirrorDir,
+      storeRead,
       f("--session", "ID", "search this session only (an id or a unique prefix)"),
       f("--regex", null, "QUERY is a regular expression (JavaScript syntax, case-insensitive)"),
       json("the matches"),
@@ -98,7 +115,8 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     args: ["SESSION"],
     about: "Writes one session's conversation as Markdown, a standalone HTML page, or its raw JSONL records.",
     flags: [
-      mirrorDir, storeRead,
+      mirrorDir,
+      storeRead,
       f("--format", "md|html|jsonl", "what to write (default md)"),
       f("--out", "FILE", "write to FILE (replaced atomically, 0600) instead of standard output"),
     ],
@@ -108,7 +126,9 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     args: ["SESSION"],
     about: "Puts a session back where `claude --resume SESSION` finds it, from the mirror.",
     flags: [
-      mirrorDir, claudeDir("where the transcript is written"), storeRead,
+      mirrorDir,
+      claudeDir("where the transcript is written"),
+      storeRead,
       f("--cwd", "DIR", "the working directory the session belongs to (default: the one the mirror recorded)"),
       f("--dry-run", null, "say what would be written, write nothing"),
       f("--force", null, "replace a transcript that has content (a backup is kept beside it)"),
@@ -124,9 +144,11 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
   },
   doctor: {
     args: [],
-    about: "Checks what makes a conversation go unmirrored or lost: the mirror root, the tap Claude Code uses, the upstream, Claude Code's settings and transcripts.",
+    about:
+      "Checks what makes a conversation go unmirrored or lost: the mirror root, the tap Claude Code uses, the upstream, Claude Code's settings and transcripts.",
     flags: [
-      mirrorDir, claudeDir("whose settings and transcripts are checked"),
+      mirrorDir,
+      claudeDir("whose settings and transcripts are checked"),
       f("--cwd", "DIR", "the project whose .claude/settings*.json Claude Code reads (default: the current directory)"),
       f("--url", "URL", "the tap to check (default: the ANTHROPIC_BASE_URL Claude Code uses, else http://127.0.0.1:8787)"),
       f("--port", "N", "the tap to check is http://127.0.0.1:N"),

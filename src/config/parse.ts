@@ -2,9 +2,9 @@
  * Settings from flags, then environment, then defaults (docs/DESIGN.md "Command line"). Pure:
  * (argv, env, home) → frozen Config, or a UsageError naming the one setting or flag that is wrong.
  */
-import { BOOL_FLAGS, COMMAND_SPECS, COMMANDS, flagsOf, VALUE_FLAGS, type Command } from "./commands.ts";
+import { BOOL_FLAGS, type Command, COMMAND_SPECS, COMMANDS, flagsOf, VALUE_FLAGS } from "./commands.ts";
 
-export { COMMANDS, type Command };
+export { type Command, COMMANDS };
 
 /** A bad flag or value: one line on stderr, exit status 2. */
 export class UsageError extends Error {
@@ -125,9 +125,11 @@ function checkArgs(command: Command, positional: string[]): void {
   }
   if (positional.length < wanted.length || positional.some((a) => a === "")) {
     const what = wanted[positional.length] ?? wanted[0];
-    throw new UsageError(what === "SESSION"
-      ? `${command} needs a SESSION (an id or a unique prefix; see sessiontap list)`
-      : `${command} needs ${what} (see sessiontap ${command} --help)`);
+    throw new UsageError(
+      what === "SESSION"
+        ? `${command} needs a SESSION (an id or a unique prefix; see sessiontap list)`
+        : `${command} needs ${what} (see sessiontap ${command} --help)`,
+    );
   }
 }
 
@@ -263,18 +265,57 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
     try {
       new RegExp(positional[0], "iu");
     } catch (error) {
-      throw new UsageError(`search --regex: "${positional[0]}" is not a regular expression (${(error as Error).message.replace(/^Invalid regular expression: /, "")})`);
+      throw new UsageError(
+        `search --regex: "${positional[0]}" is not a regular expression (${(error as Error).message.replace(/^Invalid regular expression: /, "")})`,
+      );
     }
   }
   const pricesRaw = env.SESSIONTAP_PRICES;
   const prices = pricesRaw === undefined || pricesRaw === "" ? null : expandHome(pricesRaw, home);
 
   return Object.freeze({
-    command, helpFor: null, positional, port, host, upstream, mirrorDir, mirror, maxBytes, retentionDays, maxSessions,
-    includeThinking, sideRequests, claudeDir, guard, store, storeOnly, json: flags.has("--json"), format, out: str("--out"), cwd: str("--cwd"),
-    dryRun: flags.has("--dry-run"), force: flags.has("--force"), repair: flags.has("--repair"), drainMs, holdBackMs, lockWaitMs, maxQueued, maxMessageBytes,
-    url, token, tokenSource: source("--token", "SESSIONTAP_TOKEN"), since, session: str("--session"), regex, full: flags.has("--full"), prices,
-    sources: { port: source("--port", "SESSIONTAP_PORT"), mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"), claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR") },
+    command,
+    helpFor: null,
+    positional,
+    port,
+    host,
+    upstream,
+    mirrorDir,
+    mirror,
+    maxBytes,
+    retentionDays,
+    maxSessions,
+    includeThinking,
+    sideRequests,
+    claudeDir,
+    guard,
+    store,
+    storeOnly,
+    json: flags.has("--json"),
+    format,
+    out: str("--out"),
+    cwd: str("--cwd"),
+    dryRun: flags.has("--dry-run"),
+    force: flags.has("--force"),
+    repair: flags.has("--repair"),
+    drainMs,
+    holdBackMs,
+    lockWaitMs,
+    maxQueued,
+    maxMessageBytes,
+    url,
+    token,
+    tokenSource: source("--token", "SESSIONTAP_TOKEN"),
+    since,
+    session: str("--session"),
+    regex,
+    full: flags.has("--full"),
+    prices,
+    sources: {
+      port: source("--port", "SESSIONTAP_PORT"),
+      mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"),
+      claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR"),
+    },
   });
 }
 

@@ -105,6 +105,10 @@ export class GuardAlerts {
 
   /** The alerts as health problems. */
   problems(): string[] {
-    return this.list().map((a) => `guard: Claude Code's transcript of ${a.sessionId} ${a.state === "behind" ? `is behind the mirror (lacks ${a.lacking ?? 0} prompts)` : a.state === "stub" ? "is a stub" : "is missing"}: ${a.command}`);
+    return this.list().map((a) =>
+      `guard: Claude Code's transcript of ${a.sessionId} ${
+        a.state === "behind" ? `is behind the mirror (lacks ${a.lacking ?? 0} prompts)` : a.state === "stub" ? "is a stub" : "is missing"
+      }: ${a.command}`
+    );
   }
 }

@@ -21,12 +21,12 @@ import { Alarm } from "../utils/alarm.ts";
 import { findTranscriptElsewhere, transcriptPathFor } from "../storage/claude-projects.ts";
 import { describe, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { GuardAlerts, type GuardAlert } from "./alerts.ts";
+import { type GuardAlert, GuardAlerts } from "./alerts.ts";
 import { LookBudget } from "./look-budget.ts";
 import { promptCandidates, promptKey } from "./prompts.ts";
 import { TranscriptFollower } from "./transcript-follower.ts";
 import { transcriptVerdict, type Verdict } from "./verdict.ts";
-import { newWatched, notePrompt, viewOf, type GuardSessionView, type Watched } from "./watched-session.ts";
+import { type GuardSessionView, newWatched, notePrompt, viewOf, type Watched } from "./watched-session.ts";
 
 export type { GuardSessionView };
 
@@ -93,8 +93,17 @@ export class Guard {
 
   constructor(options: GuardOptions) {
     this.o = {
-      settleMs: 1500, confirmMs: 2000, sweepMs: 10_000, activeMs: 30 * 60_000, maxLooksPerMinute: 120,
-      maxBytesPerLook: 2 * 1024 * 1024, tailBytes: 8 * 1024 * 1024, maxSessions: 256, maxPrompts: 4096, onAlerts: () => {}, ...options,
+      settleMs: 1500,
+      confirmMs: 2000,
+      sweepMs: 10_000,
+      activeMs: 30 * 60_000,
+      maxLooksPerMinute: 120,
+      maxBytesPerLook: 2 * 1024 * 1024,
+      tailBytes: 8 * 1024 * 1024,
+      maxSessions: 256,
+      maxPrompts: 4096,
+      onAlerts: () => {},
+      ...options,
     };
     this.alerts = new GuardAlerts(options.stderr, options.log, options.onAlerts);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
@@ -137,7 +146,9 @@ export class Guard {
   /** Health problems: every alert, and a transcript the guard cannot read. */
   problems(): string[] {
     const out = this.alerts.problems();
-    if (this.readAlarm.failing) out.push(`guard: cannot read Claude Code's transcripts (${this.readAlarm.state().lastError ?? "error"}): the guard is blind to them`);
+    if (this.readAlarm.failing) {
+      out.push(`guard: cannot read Claude Code's transcripts (${this.readAlarm.state().lastError ?? "error"}): the guard is blind to them`);
+    }
     return out;
   }
 
@@ -219,8 +230,13 @@ export class Guard {
     } catch (error) {
       this.errors++;
       this.o.log("error", { stage: "guard", session: s.sessionId, error: describe(error) });
-      this.readAlarm.fail(describe(error), (first) =>
-        `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${s.follower ? ` (${s.follower.path})` : ""}: ${describe(error)}${first ? "; the guard cannot tell whether it is whole" : " (still failing)"}`);
+      this.readAlarm.fail(
+        describe(error),
+        (first) =>
+          `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${s.follower ? ` (${s.follower.path})` : ""}: ${describe(error)}${
+            first ? "; the guard cannot tell whether it is whole" : " (still failing)"
+          }`,
+      );
     } finally {
       s.running = false;
     }
@@ -253,7 +269,15 @@ export class Guard {
       }
     }
     const f = s.follower;
-    const known = { kind: look.kind, seen: s.seen, fromStart: f.fromStart, conversation: f.conversation, startedAt: f.startedAt, keys: f.keys, oversizedPrompts: f.oversizedPrompts };
+    const known = {
+      kind: look.kind,
+      seen: s.seen,
+      fromStart: f.fromStart,
+      conversation: f.conversation,
+      startedAt: f.startedAt,
+      keys: f.keys,
+      oversizedPrompts: f.oversizedPrompts,
+    };
     const verdict = transcriptVerdict(known, s.prompts.values(), this.o.clock(), this.o.settleMs);
     this.judge(s, verdict, verdict !== null || look.kind === "read");
   }

@@ -43,8 +43,20 @@ export interface GuardSessionView {
 /** A session first seen at `now`. */
 export function newWatched(sessionId: string, cwd: string | null, now: number): Watched {
   return {
-    sessionId, cwd, follower: null, prompts: new Map(), lastActivity: now, lastLook: 0, seen: false, pending: null,
-    timer: null, dueAt: 0, running: false, verdict: null, verdictAt: 0, searchedAt: 0,
+    sessionId,
+    cwd,
+    follower: null,
+    prompts: new Map(),
+    lastActivity: now,
+    lastLook: 0,
+    seen: false,
+    pending: null,
+    timer: null,
+    dueAt: 0,
+    running: false,
+    verdict: null,
+    verdictAt: 0,
+    searchedAt: 0,
   };
 }
 
@@ -59,7 +71,12 @@ export function notePrompt(s: Watched, keys: string[], now: number, max: number)
 /** What the guard knows of a session, as `Guard.inspect` shows it. */
 export function viewOf(s: Watched, now: number): GuardSessionView {
   return {
-    path: s.follower?.path ?? null, seen: s.seen, lastLook: s.lastLook, verdict: s.verdict, verdictAt: s.verdictAt,
-    dueInMs: s.timer === null ? null : s.dueAt - now, prompts: s.prompts.size,
+    path: s.follower?.path ?? null,
+    seen: s.seen,
+    lastLook: s.lastLook,
+    verdict: s.verdict,
+    verdictAt: s.verdictAt,
+    dueInMs: s.timer === null ? null : s.dueAt - now,
+    prompts: s.prompts.size,
   };
 }

@@ -10,14 +10,14 @@ import { RequestReader } from "../protocol/request-reader.ts";
 import { Guard } from "../guard/guard.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { tempSpoolPlace, type SpoolPlace } from "../storage/mirror-spool.ts";
+import { type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { observeWrites } from "../storage/observed-fs.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import type { EngineHealth, EngineQueries, EngineSettings, FromEngine, IdentityHeaders, ToEngine, Verdict } from "./messages.ts";
 import { Mirror, type Replayed } from "./mirror.ts";
 import { mirrorHealth, storeProblems } from "./mirror-health.ts";
 import { isSkip, prepareRequest } from "./request-prep.ts";
-import { ResponseFollower, type FollowerSink } from "./response-follower.ts";
+import { type FollowerSink, ResponseFollower } from "./response-follower.ts";
 
 /** What the engine is given by its host. */
 export interface EngineDeps {
@@ -51,14 +51,29 @@ export class MirrorEngine {
     const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
     const s = settings;
     this.mirror = new Mirror({
-      fs, root: s.root, maxBytes: s.maxBytes, retentionDays: s.retentionDays, maxSessions: s.maxSessions,
-      includeThinking: s.includeThinking, sideRequests: s.sideRequests, version: s.version, clock: deps.clock, stderr,
-      lockWaitMs: s.lockWaitMs, maxQueued: s.maxQueued, files: !(s.store !== null && s.storeOnly), sync: s.sync,
+      fs,
+      root: s.root,
+      maxBytes: s.maxBytes,
+      retentionDays: s.retentionDays,
+      maxSessions: s.maxSessions,
+      includeThinking: s.includeThinking,
+      sideRequests: s.sideRequests,
+      version: s.version,
+      clock: deps.clock,
+      stderr,
+      lockWaitMs: s.lockWaitMs,
+      maxQueued: s.maxQueued,
+      files: !(s.store !== null && s.storeOnly),
+      sync: s.sync,
       tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
     });
     // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
     this.store = s.store === null ? null : new PgSink({
-      url: s.store, fs: deps.fs, root: s.root, includeThinking: s.includeThinking, maxSessions: s.maxSessions,
+      url: s.store,
+      fs: deps.fs,
+      root: s.root,
+      includeThinking: s.includeThinking,
+      maxSessions: s.maxSessions,
       log: (action, fields) => this.mirror.log(action, fields),
     });
     if (this.store !== null) this.mirror.addSink(this.store);
@@ -78,8 +93,13 @@ export class MirrorEngine {
     const stderr = (line: string) => this.deps.post({ t: "stderr", line });
     if (s.guard ?? (await this.isDirectory(s.claudeDir))) {
       const guard = (this.guard = new Guard({
-        fs: this.deps.fs, claudeDir: s.claudeDir, clock: this.deps.clock, stderr, log: (action, fields) => this.mirror.log(action, fields),
-        onAlerts: () => this.deps.post({ t: "alerts", alerts: guard.health().alerts }), ...s.guardTimings,
+        fs: this.deps.fs,
+        claudeDir: s.claudeDir,
+        clock: this.deps.clock,
+        stderr,
+        log: (action, fields) => this.mirror.log(action, fields),
+        onAlerts: () => this.deps.post({ t: "alerts", alerts: guard.health().alerts }),
+        ...s.guardTimings,
       }));
       this.mirror.onCommitted((job) => guard.observe(job));
     }

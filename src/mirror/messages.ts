@@ -9,7 +9,8 @@ import type { MirrorOptions, MirrorStats } from "./mirror.ts";
 import type { Replayed, Unwritten } from "./tree-writes.ts";
 
 /** The settings the engine is built from (a Config's mirror part, plain data: it crosses into the Worker). */
-export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" | "retentionDays" | "maxSessions" | "includeThinking" | "sideRequests" | "version" | "sync"> {
+export interface EngineSettings
+  extends Pick<MirrorOptions, "root" | "maxBytes" | "retentionDays" | "maxSessions" | "includeThinking" | "sideRequests" | "version" | "sync"> {
   claudeDir: string;
   lockWaitMs: number;
   maxQueued: number;

@@ -31,24 +31,34 @@ export class MirrorAlarms {
   /** A write to `dir` failed; `queued` commits now wait. */
   writeFailed(dir: string, error: unknown, queued: number): void {
     const why = describe(error);
-    this.writes.fail(why, (first, failures) =>
-      first
-        ? `sessiontap: mirror write failed in ${dir} (${why}). The client is unaffected; ${queued} commit${queued === 1 ? "" : "s"} wait in memory and are retried. Fix that directory (permissions, free space), or run: sessiontap doctor`
-        : `sessiontap: mirror writes still failing (${failures} attempts) in ${dir} (${why}); ${queued} commit${queued === 1 ? "" : "s"} waiting`);
+    this.writes.fail(
+      why,
+      (first, failures) =>
+        first
+          ? `sessiontap: mirror write failed in ${dir} (${why}). The client is unaffected; ${queued} commit${
+            queued === 1 ? "" : "s"
+          } wait in memory and are retried. Fix that directory (permissions, free space), or run: sessiontap doctor`
+          : `sessiontap: mirror writes still failing (${failures} attempts) in ${dir} (${why}); ${queued} commit${queued === 1 ? "" : "s"} waiting`,
+    );
   }
 
   /** Every waiting commit is written. */
   writesRecovered(): void {
-    this.writes.ok((failures) => `sessiontap: mirror writes work again in ${this.root} (after ${failures} failed attempt${failures === 1 ? "" : "s"}); every waiting commit is written`);
+    this.writes.ok((failures) =>
+      `sessiontap: mirror writes work again in ${this.root} (after ${failures} failed attempt${failures === 1 ? "" : "s"}); every waiting commit is written`
+    );
   }
 
   /** The events log could not be written. */
   eventsLogFailed(error: unknown): void {
     const why = describe(error);
-    this.eventsLog.fail(why, (first) =>
-      first
-        ? `sessiontap: events log ${this.eventsPath} not written (${why}); the mirror itself carries on`
-        : `sessiontap: events log ${this.eventsPath} still not written (${why})`);
+    this.eventsLog.fail(
+      why,
+      (first) =>
+        first
+          ? `sessiontap: events log ${this.eventsPath} not written (${why}); the mirror itself carries on`
+          : `sessiontap: events log ${this.eventsPath} still not written (${why})`,
+    );
   }
 
   /** The events log was written. */
@@ -62,7 +72,9 @@ export class MirrorAlarms {
     const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
     if (counts.queued > 0) out.push(`mirror: ${plural(counts.queued, "commit")} waiting to be written (${this.writes.state().lastError ?? "retrying"})`);
     else if (this.writes.failing) out.push(`mirror: the last write failed (${this.writes.state().lastError})`);
-    if (counts.dropped > 0) out.push(`mirror: ${plural(counts.dropped, "commit")} dropped since start (the queue was full): those answers are not in the mirror`);
+    if (counts.dropped > 0) {
+      out.push(`mirror: ${plural(counts.dropped, "commit")} dropped since start (the queue was full): those answers are not in the mirror`);
+    }
     if (counts.unmirrored > 0) out.push(`mirror: ${plural(counts.unmirrored, "response")} could not be mirrored (internal error; see the events log)`);
     if (this.eventsLog.failing) out.push(`mirror: the events log is not being written (${this.eventsLog.state().lastError})`);
     return out;

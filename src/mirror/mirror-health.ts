@@ -18,7 +18,11 @@ export function storeProblems(store: CommitSink): string[] {
 /** The mirror's counters and states, as health shows them. */
 export function mirrorHealth(mirror: Mirror): Record<string, unknown> {
   return {
-    root: mirror.options.root, ...mirror.stats, writes: mirror.alarms.writes.state(), eventsLog: mirror.alarms.eventsLog.state(),
-    eventsLogFailures: mirror.events.failures, sessionsInMemory: mirror.sessionsInMemory,
+    root: mirror.options.root,
+    ...mirror.stats,
+    writes: mirror.alarms.writes.state(),
+    eventsLog: mirror.alarms.eventsLog.state(),
+    eventsLogFailures: mirror.events.failures,
+    sessionsInMemory: mirror.sessionsInMemory,
   };
 }

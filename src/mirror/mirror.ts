@@ -5,9 +5,9 @@
  * health problem (mirror-alarms.ts).
  */
 import { DirLocks } from "../storage/dir-lock.ts";
-import { describe, EventsLog, type EventFields } from "../storage/events-log.ts";
+import { describe, type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { MirrorTree, type AppendResult, type Cursor } from "../storage/mirror-tree.ts";
+import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
 import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import { MirrorAlarms } from "./mirror-alarms.ts";
@@ -16,7 +16,7 @@ import { TreeTarget } from "../writer/tree-target.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import type { CommitSink } from "../writer/commit-sink.ts";
 import { RetentionSweeper } from "./retention.ts";
-import { TreeWrites, type Replayed, type Unwritten } from "./tree-writes.ts";
+import { type Replayed, TreeWrites, type Unwritten } from "./tree-writes.ts";
 import { join } from "../storage/paths.ts";
 import { settlesWithin } from "../utils/within.ts";
 
@@ -103,7 +103,10 @@ export class Mirror {
     this.alarms = new MirrorAlarms(clock, options.stderr, root, this.events.path);
     const self = selfOwner(fs);
     this.locks = new DirLocks(fs, root, {
-      self, isAlive: (owner) => ownerAlive(fs, owner), waitMs: options.lockWaitMs ?? 2000, clock,
+      self,
+      isAlive: (owner) => ownerAlive(fs, owner),
+      waitMs: options.lockWaitMs ?? 2000,
+      clock,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });
     const underRoot = rootSpoolDir(root);
@@ -126,7 +129,19 @@ export class Mirror {
       track: (work) => this.track(work),
     }));
     this.stats = {
-      responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0, replayed: 0, late: 0, truncated: 0,
+      responses: 0,
+      appends: 0,
+      records: 0,
+      bytes: 0,
+      interrupted: 0,
+      skipped: 0,
+      errors: 0,
+      dropped: 0,
+      repaired: 0,
+      unmirrored: 0,
+      replayed: 0,
+      late: 0,
+      truncated: 0,
       // Read from the backlog itself, so the count can never drift from what waits.
       get queued(): number {
         return writes.queued;

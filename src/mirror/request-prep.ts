@@ -70,9 +70,14 @@ export function prepareRequest(reader: RequestReader, identity: IdentityHeaders,
     agentDir: ids.agentId === null ? null : dirName(ids.agentId),
     messages,
     base: {
-      sessionId: ids.sessionId, cwd: env.cwd, gitBranch: env.gitBranch,
-      entrypoint: env.entrypoint ?? "sessiontap", version: `sessiontap/${options.version}`,
-      isSidechain: route !== "main", agentId: ids.agentId, parentAgentId: ids.parentAgentId,
+      sessionId: ids.sessionId,
+      cwd: env.cwd,
+      gitBranch: env.gitBranch,
+      entrypoint: env.entrypoint ?? "sessiontap",
+      version: `sessiontap/${options.version}`,
+      isSidechain: route !== "main",
+      agentId: ids.agentId,
+      parentAgentId: ids.parentAgentId,
     },
   };
 }

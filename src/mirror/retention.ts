@@ -3,7 +3,7 @@
  * flows, never two at once; what it removed makes the affected directories be read again.
  */
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { sweepTree, type SweepResult } from "../storage/sweep.ts";
+import { type SweepResult, sweepTree } from "../storage/sweep.ts";
 
 const SWEEP_EVERY_MS = 60_000;
 

@@ -3,9 +3,9 @@
  * conversation's for a side request (so what a side request repeats of the main chain is never copied),
  * and a compaction's boundary and kept tail. Pure and side-effect free.
  */
-import { planRequest, type HashedMessage } from "./lineage.ts";
-import { overlay, type Lineage } from "./lineage-state.ts";
-import { stage, type Compaction, type Staged } from "./staging.ts";
+import { type HashedMessage, planRequest } from "./lineage.ts";
+import { type Lineage, overlay } from "./lineage-state.ts";
+import { type Compaction, stage, type Staged } from "./staging.ts";
 import type { CommitJob } from "./commit-job.ts";
 
 /** What planning reads of a commit. */
@@ -38,7 +38,14 @@ export function planCommit(input: CommitInput, own: Lineage, main: Lineage | nul
   const plan = planRequest(view, input.messages);
   const compaction = input.compaction && plan.start === 0 ? { logicalParentUuid: own.leaf, keptTail: keptTail(input.messages, own) } : null;
   return stage({
-    plan, messages: input.messages, base: input.base, scope, requestTimestamp: input.requestTimestamp,
-    includeThinking, answer: input.answer, view, compaction,
+    plan,
+    messages: input.messages,
+    base: input.base,
+    scope,
+    requestTimestamp: input.requestTimestamp,
+    includeThinking,
+    answer: input.answer,
+    view,
+    compaction,
   });
 }

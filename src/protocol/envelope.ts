@@ -48,7 +48,7 @@ export function readEnvironment(system: unknown, messages: unknown[]): { cwd: st
 /** Gathers the text of a string or of the text blocks in a block list. */
 function collectText(value: unknown, into: string[]): void {
   if (typeof value === "string") into.push(value);
-  else if (Array.isArray(value)) for (const b of value) if (isObject(b) && typeof b.text === "string") into.push(b.text);
+  else if (Array.isArray(value)) { for (const b of value) if (isObject(b) && typeof b.text === "string") into.push(b.text); }
 }
 
 /** The keys every record starts with, in Claude Code's order. */
@@ -91,12 +91,18 @@ export function userRecord(base: EnvelopeBase, at: Placement, content: unknown, 
  * names it (`compactMetadata.preservedSegment`).
  */
 export function compactBoundaryRecord(
-  base: EnvelopeBase, at: Placement, logicalParentUuid: string | null,
+  base: EnvelopeBase,
+  at: Placement,
+  logicalParentUuid: string | null,
   preservedSegment: { headUuid: string; anchorUuid: string; tailUuid: string } | null,
 ): MirrorRecord {
   const record: Json = {
-    ...head("system", base, at), subtype: "compact_boundary", content: "Conversation compacted", level: "info",
-    logicalParentUuid, compactMetadata: preservedSegment ? { preservedSegment } : {},
+    ...head("system", base, at),
+    subtype: "compact_boundary",
+    content: "Conversation compacted",
+    level: "info",
+    logicalParentUuid,
+    compactMetadata: preservedSegment ? { preservedSegment } : {},
   };
   return tail(record, at);
 }

@@ -5,8 +5,15 @@
 
 /** Connection-specific headers a proxy must not forward (RFC 9110 §7.6.1), plus proxy-only ones. */
 export const HOP_BY_HOP = new Set([
-  "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
-  "te", "trailer", "transfer-encoding", "upgrade",
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
 ]);
 
 /** Content codings both runtimes' fetch decode transparently; anything else would reach us still encoded. */

@@ -3,7 +3,7 @@
  * disk after a start (so a restart never re-mirrors history). Pure.
  */
 import { chainHash, messageHash } from "./message-hash.ts";
-import { systemKey, type LineageView } from "./lineage.ts";
+import { type LineageView, systemKey } from "./lineage.ts";
 
 /** One record's place in a lineage, applied once its write succeeded. */
 export interface LineageEntry {
@@ -120,7 +120,7 @@ export class LineageReader {
     const segment = boundary?.segment as { headUuid?: string; tailUuid?: string } | undefined;
     if (!segment?.headUuid || !segment.tailUuid) return;
     const kept: string[] = [];
-    for (let uuid: string | undefined = segment.tailUuid; uuid !== undefined && kept.length < 10_000; ) {
+    for (let uuid: string | undefined = segment.tailUuid; uuid !== undefined && kept.length < 10_000;) {
       kept.unshift(uuid);
       if (uuid === segment.headUuid) break;
       const parent: unknown = this.byUuid.get(uuid)?.parentUuid;

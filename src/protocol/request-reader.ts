@@ -10,7 +10,7 @@
 import { Buffer } from "node:buffer";
 import { chainHash, messageHash } from "./message-hash.ts";
 import { memberValue, scanArrayElements, skipSpace, type Span } from "./json-scan.ts";
-import { systemKey, type HashedMessage } from "./lineage.ts";
+import { type HashedMessage, systemKey } from "./lineage.ts";
 import { isObject, type Json } from "./json.ts";
 
 /** A request body that could not be read as a Messages API request. */
@@ -209,7 +209,13 @@ export class RequestReader {
   }
 
   /** Parses the entries after `entries` and, unless its bytes are unchanged, the rest of the body. */
-  private finish(bytes: Uint8Array, array: Span, spans: Span[], entries: ReadMessage[], earlier: Remembered | null): { request: ReadRequest; remembered: Remembered } {
+  private finish(
+    bytes: Uint8Array,
+    array: Span,
+    spans: Span[],
+    entries: ReadMessage[],
+    earlier: Remembered | null,
+  ): { request: ReadRequest; remembered: Remembered } {
     const all = [...entries];
     let parent: string | null = null;
     for (const e of all) if (e !== null && e.role !== "system") parent = e.chain;

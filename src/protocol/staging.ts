@@ -5,8 +5,13 @@
 import { chainHash, messageHash, uuidFrom } from "./message-hash.ts";
 import { scrubContent } from "./content.ts";
 import {
-  assistantRecord, compactBoundaryRecord, reconstructedAssistantRecord, systemRecord, userRecord,
-  type EnvelopeBase, type MirrorRecord,
+  assistantRecord,
+  compactBoundaryRecord,
+  type EnvelopeBase,
+  type MirrorRecord,
+  reconstructedAssistantRecord,
+  systemRecord,
+  userRecord,
 } from "./envelope.ts";
 import type { HashedMessage, LineageView, Plan } from "./lineage.ts";
 import type { LineageEntry } from "./lineage-state.ts";
@@ -64,7 +69,9 @@ export function stage(input: StageInput): Staged {
     summaryUuid = uuidFrom(`${scope}:${messages[0].key}`);
     const kept = input.compaction.keptTail;
     const segment = kept ? { headUuid: kept.headUuid, anchorUuid: summaryUuid, tailUuid: kept.tailUuid } : null;
-    records.push(compactBoundaryRecord(base, { uuid: boundaryUuid, parentUuid: null, timestamp: input.requestTimestamp }, input.compaction.logicalParentUuid, segment));
+    records.push(
+      compactBoundaryRecord(base, { uuid: boundaryUuid, parentUuid: null, timestamp: input.requestTimestamp }, input.compaction.logicalParentUuid, segment),
+    );
     ops.push({ add: { key: `boundary:${boundaryUuid}`, uuid: boundaryUuid, chain: null, hash: null } });
     parentUuid = boundaryUuid;
     skipUntil = kept ? kept.count : 0;

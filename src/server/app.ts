@@ -11,9 +11,9 @@
  * of that, a request a web page made for another site or origin is refused (request-guard.ts). The one
  * route that writes also takes only a JSON body, which a cross-site form cannot send.
  */
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import type { ViewerDeps } from "../viewer/deps.ts";
-import { accessCookieValue, ACCESS_COOKIE, carriesToken, crossSiteRefusal, hostName, sameSecret, type RequestFacts } from "./request-guard.ts";
+import { ACCESS_COOKIE, accessCookieValue, carriesToken, crossSiteRefusal, hostName, type RequestFacts, sameSecret } from "./request-guard.ts";
 
 export { hostName };
 
@@ -40,8 +40,14 @@ const PRIVATE = { "cache-control": "no-store", "x-content-type-options": "nosnif
 function factsOf(c: Context): RequestFacts {
   const h = (name: string) => c.req.header(name) ?? null;
   return {
-    method: c.req.method, path: c.req.path, host: h("host"), origin: h("origin"), secFetchSite: h("sec-fetch-site"),
-    secFetchMode: h("sec-fetch-mode"), authorization: h("authorization"), cookie: h("cookie"),
+    method: c.req.method,
+    path: c.req.path,
+    host: h("host"),
+    origin: h("origin"),
+    secFetchSite: h("sec-fetch-site"),
+    secFetchMode: h("sec-fetch-mode"),
+    authorization: h("authorization"),
+    cookie: h("cookie"),
   };
 }
 
@@ -75,7 +81,9 @@ export function createApp(deps: AppDeps): Hono {
   });
   app.get("/_tap/login", (c) => {
     const given = c.req.query("token") ?? "";
-    if (token === null || !sameSecret(given, token)) return c.html(loginPage("That is not this tap's token."), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
+    if (token === null || !sameSecret(given, token)) {
+      return c.html(loginPage("That is not this tap's token."), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
+    }
     const cookie = `${ACCESS_COOKIE}=${accessCookieValue(token)}; HttpOnly; SameSite=Strict; Path=/_tap`;
     return c.body(null, 303, { ...PRIVATE, location: "/_tap/", "set-cookie": cookie });
   });
@@ -119,7 +127,11 @@ function mountViewer(app: Hono, viewer: ViewerDeps): void {
   });
   app.get("/_tap/api/sessions/:id/export", async (c) => {
     const out = await viewer.exportSession(c.req.param("id"), c.req.query("format") ?? "md");
-    const headers: Record<string, string> = { ...PRIVATE, "content-type": out.type, "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'" };
+    const headers: Record<string, string> = {
+      ...PRIVATE,
+      "content-type": out.type,
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'",
+    };
     if (out.status === 200) headers["content-disposition"] = `attachment; filename="${out.filename.replace(/[^A-Za-z0-9._-]/g, "_")}"`;
     return c.body(out.body, out.status, headers);
   });
@@ -134,7 +146,10 @@ function mountViewer(app: Hono, viewer: ViewerDeps): void {
       return json(c, { error: "sessiontap: the body is not JSON" }, 400);
     }
     const options = body as { dryRun?: unknown; force?: unknown } | null;
-    if (typeof options !== "object" || options === null || typeof options.dryRun !== "boolean" || (options.force !== undefined && typeof options.force !== "boolean")) {
+    if (
+      typeof options !== "object" || options === null || typeof options.dryRun !== "boolean" ||
+      (options.force !== undefined && typeof options.force !== "boolean")
+    ) {
       return json(c, { error: 'sessiontap: restore takes {"dryRun": true|false, "force": true|false}' }, 400);
     }
     const answer = await viewer.restore(c.req.param("id"), { dryRun: options.dryRun, force: options.force === true });

@@ -99,7 +99,12 @@ export async function readTranscriptState(fs: FsAdapter, path: string, cache?: T
  * file of that session elsewhere under `projects/` (the best of them: intact over stub).
  */
 export async function transcriptInfo(
-  fs: FsAdapter, claudeDir: string, sessionId: string | null, cwd: string | null, scan: Map<string, string[]>, cache?: TranscriptCache,
+  fs: FsAdapter,
+  claudeDir: string,
+  sessionId: string | null,
+  cwd: string | null,
+  scan: Map<string, string[]>,
+  cache?: TranscriptCache,
 ): Promise<TranscriptInfo> {
   if (sessionId === null) return { state: "missing", path: null, problem: null };
   if (transcriptName(sessionId) === null) return { state: "missing", path: null, problem: UNUSABLE_ID };

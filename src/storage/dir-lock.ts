@@ -57,7 +57,7 @@ export class DirLocks {
     const me = JSON.stringify(await this.options.self);
     const deadline = this.options.clock() + this.options.waitMs;
     await this.ensureLocksDir();
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       let created: boolean;
       try {
         created = await this.create(path, me);

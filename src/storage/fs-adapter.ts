@@ -123,8 +123,15 @@ export const nodeFs: FsAdapter = {
     try {
       const s = await fsp.lstat(path);
       return {
-        isFile: s.isFile(), isDirectory: s.isDirectory(), isSymbolicLink: s.isSymbolicLink(),
-        size: s.size, mtimeMs: s.mtimeMs, mode: s.mode, dev: s.dev, ino: s.ino, uid: typeof s.uid === "number" ? s.uid : -1,
+        isFile: s.isFile(),
+        isDirectory: s.isDirectory(),
+        isSymbolicLink: s.isSymbolicLink(),
+        size: s.size,
+        mtimeMs: s.mtimeMs,
+        mode: s.mode,
+        dev: s.dev,
+        ino: s.ino,
+        uid: typeof s.uid === "number" ? s.uid : -1,
       };
     } catch (error) {
       if (isNotFound(error)) return null;
@@ -135,7 +142,10 @@ export const nodeFs: FsAdapter = {
     try {
       const entries = await fsp.readdir(path, { withFileTypes: true });
       return entries.map((e) => ({
-        name: String(e.name), isFile: e.isFile(), isDirectory: e.isDirectory(), isSymbolicLink: e.isSymbolicLink(),
+        name: String(e.name),
+        isFile: e.isFile(),
+        isDirectory: e.isDirectory(),
+        isSymbolicLink: e.isSymbolicLink(),
       }));
     } catch (error) {
       if (isNotFound(error)) return [];

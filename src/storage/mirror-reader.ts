@@ -4,10 +4,10 @@
  * re-reads only what grew.
  */
 import { matchSession, type NamedSession } from "../transcript/session-match.ts";
-import { sessionIdOf, type SessionData } from "../transcript/summary.ts";
+import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
-import { parseJsonl, type Parsed } from "../protocol/jsonl.ts";
+import { type Parsed, parseJsonl } from "../protocol/jsonl.ts";
 
 /** The outcome of looking a session up by id or prefix. */
 export type Lookup =

@@ -25,8 +25,8 @@ import type { Tree } from "../transcript/tree.ts";
 import { transcriptPathFor } from "./claude-projects.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import type { OtherConversations } from "./mirror-reader.ts";
-import { publishNew, replaceWithBackup, type Published } from "./publish.ts";
-import { planSubagents, writeSubagents, type SubagentOutcome } from "./restore-subagents.ts";
+import { type Published, publishNew, replaceWithBackup } from "./publish.ts";
+import { planSubagents, type SubagentOutcome, writeSubagents } from "./restore-subagents.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
@@ -68,15 +68,23 @@ export interface RestoreRequest {
 
 /** Plans the restore of a session's current branch (with its subagents and title) and, unless a dry run, writes it. */
 export async function restoreSession(
-  fs: FsAdapter, session: { summary: SessionSummary; tree: Tree; others: OtherConversations }, request: RestoreRequest,
+  fs: FsAdapter,
+  session: { summary: SessionSummary; tree: Tree; others: OtherConversations },
+  request: RestoreRequest,
 ): Promise<RestoreResult> {
   const { summary, tree } = session;
   const sessionId = summary.sessionId;
   if (sessionId === null || transcriptName(sessionId) === null) {
-    return { ok: false, outcome: null, why: `session ${summary.dir} has no id Claude Code could resume by${sessionId === null ? "" : ` ("${sessionId}")`}; nothing written` };
+    return {
+      ok: false,
+      outcome: null,
+      why: `session ${summary.dir} has no id Claude Code could resume by${sessionId === null ? "" : ` ("${sessionId}")`}; nothing written`,
+    };
   }
   const cwd = request.cwd ?? summary.cwd;
-  if (cwd === null) return { ok: false, outcome: null, why: `the mirror does not know the working directory of ${sessionId}; pass --cwd DIR (where you run claude)` };
+  if (cwd === null) {
+    return { ok: false, outcome: null, why: `the mirror does not know the working directory of ${sessionId}; pass --cwd DIR (where you run claude)` };
+  }
   const plan = planRestore(tree, { sessionId, cwd });
   if (plan.records.length === 0) return { ok: false, outcome: null, why: `session ${sessionId} has no user or assistant record to restore` };
   const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
@@ -90,22 +98,35 @@ export async function restoreSession(
   const existing = classifyTranscript(text);
   const action = existing === "missing" ? "create" : existing === "stub" || request.force ? "replace" : "refuse";
   const outcome: RestoreOutcome = {
-    sessionId, path, cwd, existing, action, dryRun: request.dryRun, backup: null, records: plan.records.length,
+    sessionId,
+    path,
+    cwd,
+    existing,
+    action,
+    dryRun: request.dryRun,
+    backup: null,
+    records: plan.records.length,
     userRecords: plan.records.filter((r) => r.type === "user").length,
-    assistantRecords: plan.records.filter((r) => r.type === "assistant").length, leafUuid: plan.leafUuid,
-    title, subagents: [],
+    assistantRecords: plan.records.filter((r) => r.type === "assistant").length,
+    leafUuid: plan.leafUuid,
+    title,
+    subagents: [],
   };
   if (action === "refuse") {
     const held = text === null ? 0 : parseJsonl(text).records.filter(isConversation).length;
     const torn = text !== null && tornLastLine(text);
     return {
-      ok: false, outcome, why: `${path} already holds a transcript (${held} user/assistant records${torn ? "; its last line is torn, a half-written record" : ""}); left alone.`,
+      ok: false,
+      outcome,
+      why: `${path} already holds a transcript (${held} user/assistant records${torn ? "; its last line is torn, a half-written record" : ""}); left alone.`,
       hint: `Compare with: sessiontap show ${sessionId}\n  Replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
     };
   }
-  const unnamed = subagents.unnamed === 0
-    ? []
-    : [`${subagents.unnamed} subagent conversation${subagents.unnamed === 1 ? "" : "s"} of ${sessionId} carry no id Claude Code could name a file by; not restored`];
+  const unnamed = subagents.unnamed === 0 ? [] : [
+    `${subagents.unnamed} subagent conversation${
+      subagents.unnamed === 1 ? "" : "s"
+    } of ${sessionId} carry no id Claude Code could name a file by; not restored`,
+  ];
   if (request.dryRun) {
     outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });
     return { ok: true, outcome, problems: unnamed };
@@ -124,7 +145,11 @@ export async function restoreSession(
   }
   if (published.kind === "appeared" || published.kind === "changed") {
     outcome.action = "refuse";
-    return { ok: false, outcome, why: `${path} ${published.kind === "appeared" ? "appeared" : "changed"} while restoring; left alone, nothing replaced. Run restore again to look afresh.` };
+    return {
+      ok: false,
+      outcome,
+      why: `${path} ${published.kind === "appeared" ? "appeared" : "changed"} while restoring; left alone, nothing replaced. Run restore again to look afresh.`,
+    };
   }
   if (published.kind === "replaced") outcome.backup = published.backup;
   outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: false, now: request.now });
@@ -140,14 +165,17 @@ export function describeRestore(outcome: RestoreOutcome): string[] {
     const lines = outcome.action === "create"
       ? [`Would create ${outcome.path}`, `  with ${what} of session ${outcome.sessionId}.`]
       : [`Would back up the ${thing} at ${outcome.path}`, `  as ${outcome.path}.bak-<UTC time> and replace it with ${what} of session ${outcome.sessionId}.`];
-    for (const a of outcome.subagents) lines.push(`  and subagent ${a.agentId}: ${a.action === "keep" ? "kept as it is (it holds a conversation)" : `${a.action} ${a.path}`}`);
+    for (const a of outcome.subagents) {
+      lines.push(`  and subagent ${a.agentId}: ${a.action === "keep" ? "kept as it is (it holds a conversation)" : `${a.action} ${a.path}`}`);
+    }
     return lines;
   }
   const lines = [`Restored session ${outcome.sessionId}: ${what}${outcome.title === null ? "" : `, titled "${outcome.title}"`}.`, `  written  ${outcome.path}`];
   if (outcome.backup !== null) lines.push(`  backup   ${outcome.backup} (the ${thing} that was there)`);
   for (const a of outcome.subagents) {
-    if (a.action === "create" || a.action === "replace") lines.push(`  subagent ${a.path} (${a.records} records)${a.backup === null ? "" : `, backup ${a.backup}`}`);
-    else if (a.action === "keep") lines.push(`  subagent ${a.path} kept: it holds a conversation (--force replaces it, with a backup)`);
+    if (a.action === "create" || a.action === "replace") {
+      lines.push(`  subagent ${a.path} (${a.records} records)${a.backup === null ? "" : `, backup ${a.backup}`}`);
+    } else if (a.action === "keep") lines.push(`  subagent ${a.path} kept: it holds a conversation (--force replaces it, with a backup)`);
   }
   lines.push("", "Resume it with:", `  ${resumeCommand(outcome)}`);
   return lines;

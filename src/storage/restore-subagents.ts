@@ -35,7 +35,11 @@ export interface Planned {
 }
 
 /** The subagents of `others` as Claude Code would keep them next to `mainPath` (`<project>/<session>.jsonl`). */
-export function planSubagents(others: OtherConversations, target: { sessionId: string; cwd: string }, mainPath: string): { planned: Planned[]; unnamed: number } {
+export function planSubagents(
+  others: OtherConversations,
+  target: { sessionId: string; cwd: string },
+  mainPath: string,
+): { planned: Planned[]; unnamed: number } {
   const dir = `${mainPath.slice(0, -".jsonl".length)}/subagents`;
   const planned: Planned[] = [];
   let unnamed = 0;
@@ -48,7 +52,12 @@ export function planSubagents(others: OtherConversations, target: { sessionId: s
     }
     const plan = planRestore(buildTree(agent.records), { ...target, agentId });
     if (plan.records.length === 0) continue;
-    planned.push({ agentId, path: `${dir}/agent-${agentId}.jsonl`, data: plan.records.map((r) => compactJson(r) + "\n").join(""), records: plan.records.length });
+    planned.push({
+      agentId,
+      path: `${dir}/agent-${agentId}.jsonl`,
+      data: plan.records.map((r) => compactJson(r) + "\n").join(""),
+      records: plan.records.length,
+    });
   }
   return { planned, unnamed };
 }

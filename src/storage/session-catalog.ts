@@ -3,9 +3,9 @@
  * show. Keeps one MirrorReader, so a long-lived catalog (the viewer's) re-reads only files that changed.
  */
 import { buildTree } from "../transcript/tree.ts";
-import { summarize, type SessionSummary } from "../transcript/summary.ts";
+import { type SessionSummary, summarize } from "../transcript/summary.ts";
 import type { TranscriptState } from "../transcript/transcript.ts";
-import { scanTranscripts, transcriptInfo, type TranscriptCache } from "./claude-projects.ts";
+import { scanTranscripts, type TranscriptCache, transcriptInfo } from "./claude-projects.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { MirrorReader, type SessionSource } from "./mirror-reader.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
@@ -49,7 +49,14 @@ export class SessionCatalog {
 
   /** A summary with its Claude Code transcript state (`scan`: from scanTranscripts, read afresh when omitted). */
   async withTranscript(summary: SessionSummary, scan?: Map<string, string[]>): Promise<ListEntry> {
-    const info = await transcriptInfo(this.fs, this.claudeDir, summary.sessionId, summary.cwd, scan ?? (await scanTranscripts(this.fs, this.claudeDir)), this.transcripts);
+    const info = await transcriptInfo(
+      this.fs,
+      this.claudeDir,
+      summary.sessionId,
+      summary.cwd,
+      scan ?? (await scanTranscripts(this.fs, this.claudeDir)),
+      this.transcripts,
+    );
     return { ...summary, claudeTranscript: info.state, claudeTranscriptPath: info.path, claudeTranscriptProblem: info.problem };
   }
 }

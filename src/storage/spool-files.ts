@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import type { LockOwner } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { ownerAlive } from "./process-identity.ts";
-import { untrusted, UnsafePathError } from "./trusted-path.ts";
+import { UnsafePathError, untrusted } from "./trusted-path.ts";
 import { join } from "./paths.ts";
 
 /** Characters allowed in a spool file's host part. */

@@ -40,7 +40,9 @@ async function convDirs(fs: FsAdapter, session: string, problems: string[]): Pro
     else if (e.isDirectory && e.name === "subagents") {
       for (const a of await fs.readdir(join(session, "subagents"))) {
         if (a.isSymbolicLink) problems.push(`subagents/${a.name} is a symbolic link (never followed)`);
-        else if (a.isDirectory && a.name.startsWith("agent-")) out.push({ path: join(session, "subagents", a.name), agentDir: a.name.slice(6), parentsFrom: null });
+        else if (a.isDirectory && a.name.startsWith("agent-")) {
+          out.push({ path: join(session, "subagents", a.name), agentDir: a.name.slice(6), parentsFrom: null });
+        }
       }
     }
   }
@@ -123,7 +125,14 @@ interface Sorted {
  * Sorts a file's lines (`seen`: uuid → line, across the directory's files) and collects its readable
  * records into `out`, noting records that share a uuid and records of another session or agent.
  */
-function sortLines(text: string, name: string, seen: Map<string, string>, owner: { session: string; agentDir: string | null }, out: Rec[], report: SessionReport): Sorted {
+function sortLines(
+  text: string,
+  name: string,
+  seen: Map<string, string>,
+  owner: { session: string; agentDir: string | null },
+  out: Rec[],
+  report: SessionReport,
+): Sorted {
   const sorted: Sorted = { keep: [], torn: [], dup: [], tornTail: !text.endsWith("\n") && text.length > 0 };
   const lines = text.split("\n");
   lines.forEach((line, i) => {

@@ -6,10 +6,10 @@
  */
 import { matchSession, type NamedSession } from "../transcript/session-match.ts";
 import type { Config } from "../config/parse.ts";
-import { sessionIdOf, type SessionData } from "../transcript/summary.ts";
+import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { MirrorReader, type Lookup, type SessionSource } from "../storage/mirror-reader.ts";
+import { type Lookup, MirrorReader, type SessionSource } from "../storage/mirror-reader.ts";
 import { closeStore, openStore, redactUrl, type Sql } from "./pg-client.ts";
 import { schemaVersion } from "./pg-schema.ts";
 
@@ -32,12 +32,16 @@ export class PgReader implements SessionSource {
 
   /** Every session's data, most recently written first. */
   async loadAll(): Promise<SessionData[]> {
-    const rows = await this.query(() => this.sql<{ session_id: string; subpath: string; entry: string; bytes: number }[]>`
+    const rows = await this.query(() =>
+      this.sql<{ session_id: string; subpath: string; entry: string; bytes: number }[]>`
       SELECT session_id, subpath, entry::text AS entry, octet_length(entry::text) AS bytes
-      FROM sessiontap_entries ORDER BY session_id, seq`);
+      FROM sessiontap_entries ORDER BY session_id, seq`
+    );
     const last = new Map(
-      (await this.query(() => this.sql<{ session_id: string }[]>`
-        SELECT session_id FROM sessiontap_entries GROUP BY session_id ORDER BY max(created_at) DESC, session_id`)).map((r, i) => [r.session_id, i]),
+      (await this.query(() =>
+        this.sql<{ session_id: string }[]>`
+        SELECT session_id FROM sessiontap_entries GROUP BY session_id ORDER BY max(created_at) DESC, session_id`
+      )).map((r, i) => [r.session_id, i]),
     );
     const sessions = new Map<string, SessionData>();
     for (const row of rows) {
@@ -53,9 +57,11 @@ export class PgReader implements SessionSource {
 
   /** One session's data (empty when the store has none of it). */
   async load(sessionId: string): Promise<SessionData> {
-    const rows = await this.query(() => this.sql<{ session_id: string; subpath: string; entry: string; bytes: number }[]>`
+    const rows = await this.query(() =>
+      this.sql<{ session_id: string; subpath: string; entry: string; bytes: number }[]>`
       SELECT session_id, subpath, entry::text AS entry, octet_length(entry::text) AS bytes
-      FROM sessiontap_entries WHERE session_id = ${sessionId} ORDER BY seq`);
+      FROM sessiontap_entries WHERE session_id = ${sessionId} ORDER BY seq`
+    );
     const data: SessionData = { dir: sessionId, records: [], malformed: 0, files: 0, bytes: 0, agents: [], side: [] };
     for (const row of rows) add(data, row);
     return data;

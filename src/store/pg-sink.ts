@@ -224,8 +224,13 @@ export class PgSink implements CommitSink {
   /** What /_tap/health shows: status, spooled commits and counters; the URL without its password. */
   health(): StoreHealth {
     return {
-      status: this.status, spooled: this.spool.pending, store: redactUrl(this.options.url), schema: this.schema,
-      ...this.counts, lastError: this.lastError, conversationsInMemory: this.writer.size,
+      status: this.status,
+      spooled: this.spool.pending,
+      store: redactUrl(this.options.url),
+      schema: this.schema,
+      ...this.counts,
+      lastError: this.lastError,
+      conversationsInMemory: this.writer.size,
     };
   }
 

@@ -97,7 +97,7 @@ export class PgSpool {
     const stem = await this.stem();
     for (const name of [...(await this.files.adoptedNames()), `${stem}.jsonl`]) {
       const path = join(this.dir, name);
-      for (let done = this.progress.get(name) ?? 0; ; ) {
+      for (let done = this.progress.get(name) ?? 0;;) {
         const text = await this.readComplete(path);
         const lines = text === null ? [] : completeLines(text);
         for (; done < lines.length; done++) {

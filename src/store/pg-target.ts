@@ -33,8 +33,11 @@ export function rowsOf(place: ConversationPlace, records: readonly MirrorRecord[
   return records.map((r) => {
     const rec = r as unknown as Json;
     return {
-      project_key: projectKey(rec.cwd), session_id: place.sessionDir, subpath: place.subpath,
-      uuid: typeof rec.uuid === "string" ? rec.uuid : null, entry: JSON.stringify(r),
+      project_key: projectKey(rec.cwd),
+      session_id: place.sessionDir,
+      subpath: place.subpath,
+      uuid: typeof rec.uuid === "string" ? rec.uuid : null,
+      entry: JSON.stringify(r),
     };
   });
 }
@@ -45,10 +48,12 @@ export function rowsOf(place: ConversationPlace, records: readonly MirrorRecord[
  */
 export async function insertEntries(tx: Tx, rows: readonly EntryRow[]): Promise<bigint[]> {
   // Sent together on the transaction's one connection (pipelined), run in order: seq follows row order.
-  const results = await Promise.all(rows.map((row) => tx<{ seq: string }[]>`
+  const results = await Promise.all(rows.map((row) =>
+    tx<{ seq: string }[]>`
     INSERT INTO sessiontap_entries (project_key, session_id, subpath, uuid, entry)
     VALUES (${row.project_key}, ${row.session_id}, ${row.subpath}, ${row.uuid}, ${row.entry}::text::json)
-    ON CONFLICT DO NOTHING RETURNING seq`));
+    ON CONFLICT DO NOTHING RETURNING seq`
+  ));
   return results.flatMap((inserted) => inserted.map(({ seq }) => BigInt(seq)));
 }
 

@@ -22,10 +22,14 @@ export interface StartedEngine {
 /** Starts the engine in a Worker running `workerUrl` (src/mirror-worker.ts); rejects when it cannot start. */
 export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener, holdBackMs: number): Promise<StartedEngine> {
   const worker = new Worker(workerUrl, { type: "module" });
-  const link = new EngineLink({
-    post: (message, transfer) => worker.postMessage(message, transfer),
-    close: () => worker.terminate(),
-  }, listener, holdBackMs);
+  const link = new EngineLink(
+    {
+      post: (message, transfer) => worker.postMessage(message, transfer),
+      close: () => worker.terminate(),
+    },
+    listener,
+    holdBackMs,
+  );
   return new Promise((resolve, reject) => {
     let ready = false;
     worker.onmessage = (event: MessageEvent<FromEngine>) => {
@@ -84,10 +88,14 @@ export async function startThreadEngine(settings: EngineSettings, deps: ThreadEn
       else queueMicrotask(() => link!.receive(message));
     },
   });
-  link = new EngineLink({
-    post: (message: ToEngine) => queueMicrotask(() => engine.receive(message)),
-    close: () => {},
-  }, listener, holdBackMs);
+  link = new EngineLink(
+    {
+      post: (message: ToEngine) => queueMicrotask(() => engine.receive(message)),
+      close: () => {},
+    },
+    listener,
+    holdBackMs,
+  );
   for (const message of toRelay.splice(0)) link.receive(message);
   const { replayed, guard } = await engine.start();
   return { link, replayed, guard };

@@ -134,7 +134,9 @@ export class RelayObserver {
       const was = this.state;
       this.state = "ignored";
       // The engine counts it, logs it and forgets this response (the link reports its own failures).
-      if (was === "following") this.link.send({ t: "fail", id: this.id, stage: "stream", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+      if (was === "following") {
+        this.link.send({ t: "fail", id: this.id, stage: "stream", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+      }
       this.link.done(this.id);
       return undefined;
     }

@@ -29,12 +29,15 @@ export class UpstreamHealth {
   /** An attempt failed: `broke` when the connection broke after the answer began. */
   failed(error: unknown, how: "unreachable" | "broke"): void {
     const why = describe(error);
-    this.alarm.fail(why, (first, failures) =>
-      !first
-        ? `sessiontap: upstream ${this.host} still failing: ${failures} attempts since ${this.alarm.state().failingSince} (${why})`
-        : how === "unreachable"
+    this.alarm.fail(
+      why,
+      (first, failures) =>
+        !first
+          ? `sessiontap: upstream ${this.host} still failing: ${failures} attempts since ${this.alarm.state().failingSince} (${why})`
+          : how === "unreachable"
           ? `sessiontap: upstream ${this.host} cannot be reached (${why}); clients get 502 until it can. Check --upstream / SESSIONTAP_UPSTREAM and the network`
-          : `sessiontap: upstream ${this.host} broke off an answer mid-stream (${why}); the client saw the stream cut`);
+          : `sessiontap: upstream ${this.host} broke off an answer mid-stream (${why}); the client saw the stream cut`,
+    );
   }
 
   /** The upstream answered (any status). */
@@ -50,6 +53,8 @@ export class UpstreamHealth {
   /** The problem health lists while the last attempt failed. */
   problems(): string[] {
     const s = this.alarm.state();
-    return s.failing ? [`upstream: ${this.host} failing since ${s.failingSince} (${s.consecutiveFailures} attempt${s.consecutiveFailures === 1 ? "" : "s"}; ${s.lastError})`] : [];
+    return s.failing
+      ? [`upstream: ${this.host} failing since ${s.failingSince} (${s.consecutiveFailures} attempt${s.consecutiveFailures === 1 ? "" : "s"}; ${s.lastError})`]
+      : [];
   }
 }

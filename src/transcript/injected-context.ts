@@ -19,7 +19,7 @@
  * "\n", or typed text between injected blocks) is left whole.
  */
 import { uuidFrom } from "../protocol/message-hash.ts";
-import { isToolResultOnly, messageOf, parentOf, uuidOf, type Block, type Rec } from "./records.ts";
+import { type Block, isToolResultOnly, messageOf, parentOf, type Rec, uuidOf } from "./records.ts";
 import { isObject } from "../protocol/json.ts";
 
 /** Blocks Claude Code keeps as records of their own, and those of them it hides (`isMeta`). */

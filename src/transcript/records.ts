@@ -31,7 +31,6 @@ export function isCompactBoundary(r: Rec): boolean {
   return r.type === "system" && r.subtype === "compact_boundary";
 }
 
-
 /** True for the user record that carries a compaction's summary (Claude Code's flag, or its opening words). */
 export function isCompactSummary(r: Rec): boolean {
   if (r.type !== "user") return false;

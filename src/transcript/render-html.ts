@@ -9,11 +9,11 @@
 import { compactJson, jsonText } from "./json-text.ts";
 import { scrubControl } from "./control-chars.ts";
 import { environmentSummary, injectedSummary } from "./injected.ts";
-import { blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, uuidOf, type Block, type Rec } from "./records.ts";
+import { type Block, blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Rec, uuidOf } from "./records.ts";
 import { attachmentNote } from "./render-md.ts";
 import type { SessionSummary } from "./summary.ts";
 import { toolLine } from "./tool-line.ts";
-import { toolResults, type Item } from "./tree.ts";
+import { type Item, toolResults } from "./tree.ts";
 import { renderOutline } from "./outline-walk.ts";
 import { usageLine } from "../usage/format.ts";
 import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
@@ -89,7 +89,13 @@ export function renderRecordHtml(r: Rec, options: RecordHtmlOptions = {}): strin
   const blocks = blocksOf(message?.content);
   const toolResults = r.type === "user" && blocks.length > 0 && blocks.every((b) => b.type === "tool_result");
   const kind = isApiSystem(r) ? "system" : r.type === "user" ? (toolResults ? "user tool-results" : "user") : r.type === "assistant" ? "assistant" : "system";
-  const role = isApiSystem(r) ? "Context" : r.type === "user" ? (toolResults ? "Tool result" : "User") : r.type === "assistant" ? "Assistant" : `${String(r.type)}${r.subtype ? `/${String(r.subtype)}` : ""}`;
+  const role = isApiSystem(r)
+    ? "Context"
+    : r.type === "user"
+    ? (toolResults ? "Tool result" : "User")
+    : r.type === "assistant"
+    ? "Assistant"
+    : `${String(r.type)}${r.subtype ? `/${String(r.subtype)}` : ""}`;
   const flags: string[] = [];
   if (r.reconstructed === true) flags.push("reconstructed");
   if (message?.stop_reason === "interrupted") flags.push("interrupted");
@@ -115,7 +121,10 @@ export function renderRecordHtml(r: Rec, options: RecordHtmlOptions = {}): strin
   }
   // A record whose every block is shown inside its call's pair stays in the page (links, live updates find it) but hidden.
   const resultIds = blocks.filter((b) => b.type === "tool_result" && typeof b.tool_use_id === "string").map((b) => b.tool_use_id as string);
-  const attrs = `class="rec ${kind}${options.continued ? " continued" : ""}${empty ? " paired" : ""}" id="r-${escapeHtml(id)}" data-uuid="${escapeHtml(id)}" data-parent="${escapeHtml(parent)}"` +
+  const attrs =
+    `class="rec ${kind}${options.continued ? " continued" : ""}${empty ? " paired" : ""}" id="r-${escapeHtml(id)}" data-uuid="${escapeHtml(id)}" data-parent="${
+      escapeHtml(parent)
+    }"` +
     (resultIds.length > 0 ? ` data-tool-results="${escapeHtml(resultIds.join(" "))}"` : "") + (empty ? " hidden" : "");
   return `<article ${attrs}>${options.continued ? "" : `<header>${head}</header>`}${body}</article>`;
 }
@@ -129,7 +138,11 @@ function resultBody(b: Block, options: RecordHtmlOptions): string {
 /** A tool result on its own (its call is not on the page). */
 function resultHtml(b: Block, options: RecordHtmlOptions): string {
   const error = b.is_error === true;
-  return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${escapeHtml(String(b.tool_use_id ?? ""))}"><div class="tool-label">Tool result <code>${escapeHtml(String(b.tool_use_id ?? ""))}</code>${error ? " (error)" : ""}</div>${resultBody(b, options)}</div>`;
+  return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${
+    escapeHtml(String(b.tool_use_id ?? ""))
+  }"><div class="tool-label">Tool result <code>${escapeHtml(String(b.tool_use_id ?? ""))}</code>${error ? " (error)" : ""}</div>${
+    resultBody(b, options)
+  }</div>`;
 }
 
 /** Lines of text a block shows when open (input JSON, result text). */
@@ -146,7 +159,11 @@ function toolPairHtml(b: Block, options: RecordHtmlOptions): string {
   const resultText = result === undefined ? "" : blocksOf(result.content).map((x) => String(x.text ?? "")).join("\n");
   const error = result?.is_error === true;
   const lines = lineCount(input) + (result === undefined ? 0 : lineCount(resultText));
-  const state = result === undefined ? "" : error ? "error" : `${lineCount(resultText.replace(/\n+$/, ""))} line${lineCount(resultText.replace(/\n+$/, "")) === 1 ? "" : "s"}`;
+  const state = result === undefined
+    ? ""
+    : error
+    ? "error"
+    : `${lineCount(resultText.replace(/\n+$/, ""))} line${lineCount(resultText.replace(/\n+$/, "")) === 1 ? "" : "s"}`;
   const line = toolLine(b.name, b.input);
   const name = line.split(":")[0];
   const what = line.slice(name.length);
@@ -154,7 +171,9 @@ function toolPairHtml(b: Block, options: RecordHtmlOptions): string {
     ? ""
     : `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${escapeHtml(id)}">${resultBody(result, options)}</div>`;
   return `<details class="tool-use${error ? " error" : ""}" data-tool-use-id="${escapeHtml(id)}"${lines <= OPEN_LINES ? " open" : ""}>` +
-    `<summary><span class="tool-name">${escapeHtml(name)}</span><span class="tool-what">${escapeHtml(what)}</span> <span class="tool-state">${escapeHtml(state)}</span></summary>` +
+    `<summary><span class="tool-name">${escapeHtml(name)}</span><span class="tool-what">${escapeHtml(what)}</span> <span class="tool-state">${
+      escapeHtml(state)
+    }</span></summary>` +
     `<pre class="tool-input">${escapeHtml(input)}</pre><div class="tool-out">${inside}</div></details>`;
 }
 
@@ -163,7 +182,9 @@ function renderBlockHtml(b: Block, options: RecordHtmlOptions): string {
   switch (b.type) {
     case "text": {
       const text = String(b.text ?? "");
-      if (isInjectedText(text)) return `<details class="injected"><summary>${escapeHtml(`⚙ ${injectedSummary(text)}`)}</summary><pre>${escapeHtml(text)}</pre></details>`;
+      if (isInjectedText(text)) {
+        return `<details class="injected"><summary>${escapeHtml(`⚙ ${injectedSummary(text)}`)}</summary><pre>${escapeHtml(text)}</pre></details>`;
+      }
       return `<div class="text">${escapeHtml(text)}</div>`;
     }
     case "thinking":
@@ -187,7 +208,9 @@ function renderBlockHtml(b: Block, options: RecordHtmlOptions): string {
 /** The compaction divider. */
 function compactionHtml(r: Rec): string {
   const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(Boolean);
+  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(
+    Boolean,
+  );
   const id = isCompactBoundary(r) ? ` id="r-${escapeHtml(uuidOf(r) ?? "")}" data-uuid="${escapeHtml(uuidOf(r) ?? "")}"` : "";
   return `<div class="compaction"${id}>Conversation compacted${escapeHtml(parts.length > 0 ? ` (${parts.join(", ")})` : "")}</div>`;
 }
@@ -207,7 +230,11 @@ function renderItems(items: Item[], options: RecordHtmlOptions): string {
       const label = item.at === null
         ? `${n} separate conversation${n === 1 ? "" : "s"} in this session`
         : `${n} other branch${n === 1 ? "" : "es"} fork${n === 1 ? "s" : ""} here (rewound or retried; not the current branch)`;
-      return [`<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${item.branches.map((b) => `<div class="branch">${renderItems(b, options)}</div>`).join("")}</details>`];
+      return [
+        `<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${
+          item.branches.map((b) => `<div class="branch">${renderItems(b, options)}</div>`).join("")
+        }</details>`,
+      ];
     },
   }).join("\n");
 }

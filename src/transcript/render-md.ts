@@ -7,7 +7,7 @@
  */
 import { compactJson, jsonText } from "./json-text.ts";
 import { scrubControl } from "./control-chars.ts";
-import { blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Block, type Rec } from "./records.ts";
+import { type Block, blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Rec } from "./records.ts";
 import type { SessionSummary } from "./summary.ts";
 import type { Item } from "./tree.ts";
 import { renderOutline } from "./outline-walk.ts";
@@ -25,7 +25,11 @@ export function renderMarkdown(summary: SessionSummary, items: Item[], prices: P
     `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
     `- Records: ${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)`,
     `- Branches: ${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"}; compactions: ${summary.compactions}`,
-    `- Tokens: ${totalTokens(summary.usage)} (${summary.usage.inputTokens} input, ${summary.usage.outputTokens} output, ${summary.usage.cacheCreationTokens} cache write, ${summary.usage.cacheReadTokens} cache read); estimated cost ${summary.costUSD === null ? "unknown (a model is not in the price table)" : usd(summary.costUSD)}`,
+    `- Tokens: ${
+      totalTokens(summary.usage)
+    } (${summary.usage.inputTokens} input, ${summary.usage.outputTokens} output, ${summary.usage.cacheCreationTokens} cache write, ${summary.usage.cacheReadTokens} cache read); estimated cost ${
+      summary.costUSD === null ? "unknown (a model is not in the price table)" : usd(summary.costUSD)
+    }`,
     "",
     "---",
     "",
@@ -47,12 +51,16 @@ export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES):
   }).join("\n");
 }
 
-
 /** The rule that marks a compaction. */
 function compactionLine(r: Rec): string {
   const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [typeof meta.trigger === "string" ? scrubControl(meta.trigger) : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(Boolean);
-  return `---\n\n**Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}**${isCompactBoundary(r) ? "" : " — the summary below starts the compacted conversation"}\n\n---\n`;
+  const parts = [
+    typeof meta.trigger === "string" ? scrubControl(meta.trigger) : null,
+    typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null,
+  ].filter(Boolean);
+  return `---\n\n**Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}**${
+    isCompactBoundary(r) ? "" : " — the summary below starts the compacted conversation"
+  }\n\n---\n`;
 }
 
 /** A record's heading and blocks. */

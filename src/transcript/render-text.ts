@@ -8,10 +8,10 @@
 import { scrubControl } from "./control-chars.ts";
 import { environmentSummary, injectedParts, injectedSummary } from "./injected.ts";
 import { localDateTime, type Zone } from "../utils/local-time.ts";
-import { blocksOf, isApiSystem, isCompactBoundary, isCompactSummary, isInjectedText, messageOf, oneLine, type Block, type Rec } from "./records.ts";
+import { type Block, blocksOf, isApiSystem, isCompactBoundary, isCompactSummary, isInjectedText, messageOf, oneLine, type Rec } from "./records.ts";
 import { attachmentNote } from "./render-md.ts";
 import { toolLine } from "./tool-line.ts";
-import { toolResults, type Item } from "./tree.ts";
+import { type Item, toolResults } from "./tree.ts";
 import { renderOutline } from "./outline-walk.ts";
 import { costOf, type PriceTable } from "../usage/prices.ts";
 import { answerOf } from "../usage/tokens.ts";
@@ -58,7 +58,9 @@ function indent(text: string, prefix = "  "): string {
 
 /** The text of a tool result's content (text blocks as they are, other blocks as a note). */
 function resultText(b: Block): string {
-  return blocksOf(b.content).map((x) => (x.type === "text" ? String(x.text ?? "") : x.type === "image" || x.type === "document" ? attachmentNote(x) : `[${String(x.type)} block]`)).join("\n");
+  return blocksOf(b.content).map((
+    x,
+  ) => (x.type === "text" ? String(x.text ?? "") : x.type === "image" || x.type === "document" ? attachmentNote(x) : `[${String(x.type)} block]`)).join("\n");
 }
 
 /** Renders an outline. */
@@ -115,7 +117,8 @@ class TextRenderer {
     }
     if (body.length === 0 && (continued || blocksOf(message?.content).length > 0)) return null;
     if (continued) return body.join("\n");
-    const flags = [r.reconstructed === true ? "reconstructed from a later request" : null, message?.stop_reason === "interrupted" ? "interrupted" : null].filter(Boolean);
+    const flags = [r.reconstructed === true ? "reconstructed from a later request" : null, message?.stop_reason === "interrupted" ? "interrupted" : null]
+      .filter(Boolean);
     let head: string;
     if (r.type === "user") head = `${s.user(isCompactSummary(r) ? "Compaction summary" : "User")} · ${when}`;
     else {
@@ -189,6 +192,10 @@ class TextRenderer {
 /** The line that marks a compaction. */
 function compactionLine(r: Rec): string {
   const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(Boolean);
-  return `──── Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}${isCompactBoundary(r) ? "" : "; the summary below starts the compacted conversation"} ────`;
+  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(
+    Boolean,
+  );
+  return `──── Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}${
+    isCompactBoundary(r) ? "" : "; the summary below starts the compacted conversation"
+  } ────`;
 }

@@ -27,7 +27,7 @@
  *   bookkeeping keys (`sessiontap_*`) are dropped, and an answer cut off before its first block is left out.
  */
 import { splitInjectedContext } from "./injected-context.ts";
-import { isCompactBoundary, isConversation, messageOf, parentOf, uuidOf, type Block, type Rec } from "./records.ts";
+import { type Block, isCompactBoundary, isConversation, messageOf, parentOf, type Rec, uuidOf } from "./records.ts";
 import type { Tree } from "./tree.ts";
 import { isObject } from "../protocol/json.ts";
 
@@ -43,7 +43,7 @@ export interface RestorePlan {
 export function restorePath(tree: Tree): Rec[] {
   const out: Rec[] = [];
   const seen = new Set<string>();
-  for (let r: Rec | undefined = tree.newestLeaf ?? undefined; r !== undefined; ) {
+  for (let r: Rec | undefined = tree.newestLeaf ?? undefined; r !== undefined;) {
     const id = uuidOf(r)!;
     if (seen.has(id)) break;
     seen.add(id);

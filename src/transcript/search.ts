@@ -5,7 +5,7 @@
  * or (the viewer) every word of the query. Pure.
  */
 import { scrubControl } from "./control-chars.ts";
-import { isConversation, isToolResultOnly, searchableText, uuidOf, type Rec } from "./records.ts";
+import { isConversation, isToolResultOnly, type Rec, searchableText, uuidOf } from "./records.ts";
 
 /** A match: `[start, end)` in the searched text. */
 export type Span = [number, number];
@@ -109,8 +109,14 @@ export function search(sessions: Searchable[], match: Matcher, limit = Number.PO
       if (spans.length === 0) continue;
       const role = r.type === "assistant" ? "assistant" : isToolResultOnly(r) ? "tool result" : "user";
       hits.push({
-        sessionId: s.sessionId, dir: s.dir, title: s.title ?? null, uuid: uuidOf(r)!, type: String(r.type), role,
-        timestamp: typeof r.timestamp === "string" ? r.timestamp : null, ...snippet(text, spans),
+        sessionId: s.sessionId,
+        dir: s.dir,
+        title: s.title ?? null,
+        uuid: uuidOf(r)!,
+        type: String(r.type),
+        role,
+        timestamp: typeof r.timestamp === "string" ? r.timestamp : null,
+        ...snippet(text, spans),
       });
       if (hits.length >= limit) return hits;
     }

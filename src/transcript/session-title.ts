@@ -6,7 +6,7 @@
  * output). It keeps the name in its transcript as an `ai-title` record, which `claude --resume` lists the
  * session by. The mirror has that exchange under `side/`; the newest answer with a title wins.
  */
-import { blocksOf, messageOf, parentOf, uuidOf, type Rec } from "./records.ts";
+import { blocksOf, messageOf, parentOf, type Rec, uuidOf } from "./records.ts";
 
 /** How Claude Code's title request begins. */
 const TITLE_REQUEST = /^<session>\n/;

@@ -2,7 +2,7 @@
  * One line's worth of facts about a mirrored session (`sessiontap list`, the viewer's session list). Pure:
  * the caller reads the files.
  */
-import { firstPrompt, isApiSystem, isConversation, timeOf, uuidOf, type Rec } from "./records.ts";
+import { firstPrompt, isApiSystem, isConversation, type Rec, timeOf, uuidOf } from "./records.ts";
 import { sessionTitle } from "./title.ts";
 import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";

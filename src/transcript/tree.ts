@@ -10,7 +10,7 @@
  * ("This session is being continued from a previous conversation…"). Reading follows the logical link
  * across both, so the whole conversation shows; restoring does not (see `branchTo`).
  */
-import { blocksOf, isCompactBoundary, isCompactSummary, messageOf, parentOf, timeOf, uuidOf, type Block, type Rec } from "./records.ts";
+import { type Block, blocksOf, isCompactBoundary, isCompactSummary, messageOf, parentOf, type Rec, timeOf, uuidOf } from "./records.ts";
 
 /** The records of one conversation, indexed. */
 export interface Tree {
@@ -104,7 +104,7 @@ function compareBy(order: Map<string, number>): (a: Rec, b: Rec) => number {
 export function branchTo(tree: Tree, leaf: Rec | null): Rec[] {
   const out: Rec[] = [];
   const seen = new Set<string>();
-  for (let r: Rec | undefined = leaf ?? undefined; r !== undefined; ) {
+  for (let r: Rec | undefined = leaf ?? undefined; r !== undefined;) {
     const id = uuidOf(r)!;
     if (seen.has(id)) break;
     seen.add(id);
@@ -207,7 +207,7 @@ function line(tree: Tree, start: Rec, placed: Set<string>, depth = 1): Item[] {
   const items: Item[] = [];
   const deferred: { at: string; start: Rec }[] = [];
   const walk = (from: Rec, into: Item[]) => {
-    for (let r: Rec | undefined = from; r !== undefined; ) {
+    for (let r: Rec | undefined = from; r !== undefined;) {
       const id: string = uuidOf(r)!;
       if (placed.has(id)) break;
       placed.add(id);
@@ -277,7 +277,7 @@ export function toolResults(items: Item[], out = new Map<string, Block>()): Map<
   for (const item of items) {
     if (item.kind === "record") {
       for (const b of blocksOf(messageOf(item.record)?.content)) if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
-    } else if (item.kind === "branches") for (const branch of item.branches) toolResults(branch, out);
+    } else if (item.kind === "branches") { for (const branch of item.branches) toolResults(branch, out); }
   }
   return out;
 }

@@ -99,7 +99,11 @@ export function priceOf(table: PriceTable, model: string | null): ModelPrice | n
 /** What an answer's tokens cost in USD, or null when its model is not in the table. */
 export function costOf(
   table: PriceTable,
-  answer: { model: string | null; tokens: { inputTokens: number; outputTokens: number; cacheCreationTokens: number; cacheReadTokens: number }; cacheWrite1hTokens: number },
+  answer: {
+    model: string | null;
+    tokens: { inputTokens: number; outputTokens: number; cacheCreationTokens: number; cacheReadTokens: number };
+    cacheWrite1hTokens: number;
+  },
 ): number | null {
   const price = priceOf(table, answer.model);
   if (price === null) return null;
@@ -134,7 +138,9 @@ export function parsePriceFile(text: string, where: string, base: PriceTable = B
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new PriceFileError(`must be a JSON object with "models"`);
   const file = value as Record<string, unknown>;
-  for (const key of Object.keys(file)) if (key !== "checked" && key !== "models") throw new PriceFileError(`has an unknown key "${key}" (it takes "checked" and "models")`);
+  for (const key of Object.keys(file)) {
+    if (key !== "checked" && key !== "models") throw new PriceFileError(`has an unknown key "${key}" (it takes "checked" and "models")`);
+  }
   if (file.checked !== undefined && (typeof file.checked !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(file.checked))) {
     throw new PriceFileError(`"checked" must be a date, YYYY-MM-DD`);
   }
@@ -149,10 +155,18 @@ export function parsePriceFile(text: string, where: string, base: PriceTable = B
     }
     for (const key of RATE_KEYS) {
       const v = entry[key];
-      if (v !== undefined && (typeof v !== "number" || !Number.isFinite(v) || v < 0)) throw new PriceFileError(`"${id}".${key} must be a number of dollars per million tokens, 0 or more`);
+      if (v !== undefined && (typeof v !== "number" || !Number.isFinite(v) || v < 0)) {
+        throw new PriceFileError(`"${id}".${key} must be a number of dollars per million tokens, 0 or more`);
+      }
     }
     if (typeof entry.input !== "number" || typeof entry.output !== "number") throw new PriceFileError(`"${id}" needs at least "input" and "output"`);
-    const r = rates(entry.input, entry.output, entry.cacheRead as number | undefined, entry.cacheWrite5m as number | undefined, entry.cacheWrite1h as number | undefined);
+    const r = rates(
+      entry.input,
+      entry.output,
+      entry.cacheRead as number | undefined,
+      entry.cacheWrite5m as number | undefined,
+      entry.cacheWrite1h as number | undefined,
+    );
     out[modelFamily(id)] = r;
   }
   return { checked: typeof file.checked === "string" ? file.checked : base.checked, source: `${where} over the ${base.source}`, models: out };

@@ -6,7 +6,7 @@
 import { localDate, type Zone } from "../utils/local-time.ts";
 import type { PriceTable } from "./prices.ts";
 import type { Answer } from "./tokens.ts";
-import { totalsOf, type Totals } from "./totals.ts";
+import { type Totals, totalsOf } from "./totals.ts";
 
 /** One session's answers, and where it ran. */
 export interface SessionAnswers {
@@ -39,7 +39,7 @@ class Groups {
 
   add(key: string, answer: Answer, session: string, extra?: string): void {
     let g = this.map.get(key);
-    if (g === undefined) this.map.set(key, (g = { answers: [], sessions: new Set(), extra: new Set() }));
+    if (g === undefined) this.map.set(key, g = { answers: [], sessions: new Set(), extra: new Set() });
     g.answers.push(answer);
     g.sessions.add(session);
     if (extra !== undefined) g.extra.add(extra);

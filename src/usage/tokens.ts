@@ -106,5 +106,9 @@ export function answersOf(records: Rec[], scope: AnswerScope, seen: Map<string, 
 /** Every answer of a session: its conversation, its subagents and its side requests. */
 export function sessionAnswers(session: { records: Rec[]; agents: { records: Rec[] }[]; side: Rec[] }): Answer[] {
   const seen = new Map<string, Answer>();
-  return [...answersOf(session.records, "main", seen), ...answersOf(session.agents.flatMap((a) => a.records), "subagent", seen), ...answersOf(session.side, "side", seen)];
+  return [
+    ...answersOf(session.records, "main", seen),
+    ...answersOf(session.agents.flatMap((a) => a.records), "subagent", seen),
+    ...answersOf(session.side, "side", seen),
+  ];
 }

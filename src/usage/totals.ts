@@ -4,7 +4,7 @@
  * understate it. `knownCostUSD` keeps the part that could be priced, for a reader who wants the floor. Pure.
  */
 import { costOf, type PriceTable } from "./prices.ts";
-import { addTokens, zeroTokens, type Answer, type TokenCounts } from "./tokens.ts";
+import { addTokens, type Answer, type TokenCounts, zeroTokens } from "./tokens.ts";
 
 /** What a set of answers used and cost. */
 export interface Totals {
@@ -35,7 +35,14 @@ export function totalsOf(answers: Iterable<Answer>, table: PriceTable): Totals {
     if (cost === null) unpriced.add(a.model ?? "unknown");
     else known += cost;
   }
-  return { answers: n, usage, costUSD: unpriced.size > 0 ? null : round(known), knownCostUSD: round(known), models: [...models].sort(), unpriced: [...unpriced].sort() };
+  return {
+    answers: n,
+    usage,
+    costUSD: unpriced.size > 0 ? null : round(known),
+    knownCostUSD: round(known),
+    models: [...models].sort(),
+    unpriced: [...unpriced].sort(),
+  };
 }
 
 /** Dollars to a millionth of a cent at most, so sums print and compare stably. */

@@ -71,8 +71,12 @@ export class Alarm {
   state(): AlarmState {
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     return {
-      failing: this.failing, consecutiveFailures: this.consecutive, lastError: this.lastError,
-      lastFailure: iso(this.lastFailure), lastSuccess: iso(this.lastSuccess), failingSince: iso(this.failingSince),
+      failing: this.failing,
+      consecutiveFailures: this.consecutive,
+      lastError: this.lastError,
+      lastFailure: iso(this.lastFailure),
+      lastSuccess: iso(this.lastSuccess),
+      failingSince: iso(this.failingSince),
     };
   }
 }

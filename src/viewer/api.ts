@@ -5,10 +5,10 @@
  */
 import { nameInside } from "../protocol/id-name.ts";
 import { exportText } from "../transcript/export.ts";
-import { continuesMessage, uuidOf, type Rec } from "../transcript/records.ts";
+import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";
-import { search, termsMatcher, type SearchHit } from "../transcript/search.ts";
-import { summarize, sessionIdOf } from "../transcript/summary.ts";
+import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
+import { sessionIdOf, summarize } from "../transcript/summary.ts";
 import { sessionTitle } from "../transcript/title.ts";
 import { buildTree, outline } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -16,7 +16,7 @@ import { describeRestore, restoreSession, resumeCommand } from "../storage/resto
 import { SessionCatalog } from "../storage/session-catalog.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import type { GuardAlert, LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
-import { LiveWatcher, type LiveBatch } from "./live.ts";
+import { type LiveBatch, LiveWatcher } from "./live.ts";
 
 /** What the viewer shows of the guard's alert on a session: null when there is none (or no guard). */
 export type GuardAlertOf = (sessionId: string) => GuardAlert | null;
@@ -60,11 +60,21 @@ export class ViewerData {
   async session(query: string): Promise<Answer> {
     const found = await this.catalog.reader.lookup(query);
     if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
-    if (found.kind === "ambiguous") return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
+    if (found.kind === "ambiguous") {
+      return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
+    }
     const tree = buildTree(found.data.records);
     const listed = await this.catalog.withTranscript(summarize(found.data, tree, this.prices));
     const session: ViewerSession = { ...listed, guard: listed.sessionId === null ? null : this.guardAlert(listed.sessionId) };
-    return { status: 200, body: { session, tail: session.leafUuid, html: renderItemsHtml(outline(tree), this.prices), prices: { source: this.prices.source, checked: this.prices.checked } } satisfies SessionView };
+    return {
+      status: 200,
+      body: {
+        session,
+        tail: session.leafUuid,
+        html: renderItemsHtml(outline(tree), this.prices),
+        prices: { source: this.prices.source, checked: this.prices.checked },
+      } satisfies SessionView,
+    };
   }
 
   /** Records of every session containing all the query's terms (at most 100), with their session's title. */
@@ -72,7 +82,11 @@ export class ViewerData {
     const match = termsMatcher(query);
     if (match === null) return [];
     const all = await this.catalog.reader.loadAll();
-    return search(all.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })), match, 100);
+    return search(
+      all.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })),
+      match,
+      100,
+    );
   }
 
   /**
@@ -82,24 +96,40 @@ export class ViewerData {
   async restore(query: string, options: { dryRun: boolean; force: boolean }): Promise<Answer> {
     const found = await this.catalog.reader.lookup(query);
     if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
-    if (found.kind === "ambiguous") return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
+    if (found.kind === "ambiguous") {
+      return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
+    }
     const tree = buildTree(found.data.records);
     const summary = summarize(found.data, tree, this.prices);
-    const result = await restoreSession(this.fs, { summary, tree, others: found.data }, { claudeDir: this.claudeDir, cwd: null, ...options, now: this.clock() });
+    const result = await restoreSession(this.fs, { summary, tree, others: found.data }, {
+      claudeDir: this.claudeDir,
+      cwd: null,
+      ...options,
+      now: this.clock(),
+    });
     if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
-    return { status: 200, body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } satisfies RestoreReply };
+    return {
+      status: 200,
+      body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } satisfies RestoreReply,
+    };
   }
 
   /** A session exported as `export --format` writes it. */
   async exportSession(query: string, format: string): Promise<{ status: 200 | 400 | 404 | 409; body: string; type: string; filename: string }> {
-    if (format !== "md" && format !== "html" && format !== "jsonl") return { status: 400, body: "format must be md, html or jsonl\n", type: "text/plain; charset=utf-8", filename: "" };
+    if (format !== "md" && format !== "html" && format !== "jsonl") {
+      return { status: 400, body: "format must be md, html or jsonl\n", type: "text/plain; charset=utf-8", filename: "" };
+    }
     const found = await this.catalog.reader.lookup(query);
-    if (found.kind !== "found") return { status: found.kind === "none" ? 404 : 409, body: "no single session matches\n", type: "text/plain; charset=utf-8", filename: "" };
+    if (found.kind !== "found") {
+      return { status: found.kind === "none" ? 404 : 409, body: "no single session matches\n", type: "text/plain; charset=utf-8", filename: "" };
+    }
     const tree = buildTree(found.data.records);
     const summary = summarize(found.data, tree, this.prices);
     const type = format === "md" ? "text/markdown; charset=utf-8" : format === "html" ? "text/html; charset=utf-8" : "application/x-ndjson; charset=utf-8";
     return {
-      status: 200, body: exportText({ records: found.data.records, tree, summary }, format, this.prices), type,
+      status: 200,
+      body: exportText({ records: found.data.records, tree, summary }, format, this.prices),
+      type,
       filename: (summary.sessionId === null ? null : nameInside(summary.sessionId, `.${format}`)) ?? `${summary.dir}.${format}`,
     };
   }

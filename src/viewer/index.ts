@@ -5,7 +5,7 @@
 import type { ViewerDeps } from "./deps.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { PriceTable } from "../usage/prices.ts";
-import { ViewerData, type GuardAlertOf } from "./api.ts";
+import { type GuardAlertOf, ViewerData } from "./api.ts";
 import { LiveWatcher } from "./live.ts";
 import { viewerCsp, viewerPage } from "./page.ts";
 
@@ -31,15 +31,26 @@ export interface Viewer {
 
 /** Builds the viewer over `mirrorDir` for a tap listening on `host`. */
 export function createViewer(options: {
-  fs: FsAdapter; mirrorDir: string; claudeDir: string; host: string; version: string; onError: (error: unknown) => void; pollMs?: number;
+  fs: FsAdapter;
+  mirrorDir: string;
+  claudeDir: string;
+  host: string;
+  version: string;
+  onError: (error: unknown) => void;
+  pollMs?: number;
   /** The guard's alert for a session (a banner on it), when a guard runs. */
   guardAlert?: GuardAlertOf;
-  prices?: PriceTable; clock?: () => number;
+  prices?: PriceTable;
+  clock?: () => number;
   /** The watcher of new records, when the tap built it first (its writes hint it). */
   watcher?: LiveWatcher;
 }): Viewer {
   const watcher = options.watcher ?? new LiveWatcher(options.fs, options.mirrorDir, options.pollMs ?? 2000, options.onError);
-  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher, { guardAlert: options.guardAlert, prices: options.prices, clock: options.clock });
+  const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher, {
+    guardAlert: options.guardAlert,
+    prices: options.prices,
+    clock: options.clock,
+  });
   return {
     watcher,
     close: () => data.close(),

@@ -102,13 +102,17 @@ export class LiveWatcher {
 
   /** Looks at one session directory, or all of them; emits what grew when `emit`, else only sets cursors. */
   private async scan(only: string | null, emit: boolean): Promise<void> {
-    const dirs = only !== null ? [only] : (await this.fs.readdir(this.root)).filter((e) => e.isDirectory && !e.isSymbolicLink && !e.name.startsWith(".")).map((e) => e.name);
+    const dirs = only !== null
+      ? [only]
+      : (await this.fs.readdir(this.root)).filter((e) => e.isDirectory && !e.isSymbolicLink && !e.name.startsWith(".")).map((e) => e.name);
     for (const dir of dirs) {
       const base = join(this.root, dir);
       await this.follow(base, { dir, scope: "main", agent: null }, emit);
       await this.follow(join(base, "side"), { dir, scope: "side", agent: null }, emit);
       for (const agent of await this.fs.readdir(join(base, "subagents"))) {
-        if (agent.isDirectory && !agent.isSymbolicLink) await this.follow(join(base, "subagents", agent.name), { dir, scope: "subagent", agent: agent.name }, emit);
+        if (agent.isDirectory && !agent.isSymbolicLink) {
+          await this.follow(join(base, "subagents", agent.name), { dir, scope: "subagent", agent: agent.name }, emit);
+        }
       }
     }
   }
@@ -135,6 +139,6 @@ export class LiveWatcher {
       records.push(...parseJsonl(new TextDecoder().decode(bytes.subarray(0, end))).records);
       this.cursors.set(file, from + end);
     }
-    if (records.length > 0) for (const listener of [...this.listeners]) listener({ ...where, records });
+    if (records.length > 0) { for (const listener of [...this.listeners]) listener({ ...where, records }); }
   }
 }

@@ -14,7 +14,9 @@ export function viewerPage(nonce: string, version: string): string {
 <title>sessiontap</title><link rel="icon" href="data:,">
 <style>${PAGE_CSS}${CONVERSATION_CSS}</style>
 </head><body>
-<header id="top"><button id="back" type="button" aria-label="Back to the sessions">← Sessions</button><h1>sessiontap</h1><span class="ver">${version.replace(/[^0-9A-Za-z.+-]/g, "")}</span><span id="live">○ connecting</span><span id="keys">j/k or ↑/↓ sessions · / search · Esc back</span></header>
+<header id="top"><button id="back" type="button" aria-label="Back to the sessions">← Sessions</button><h1>sessiontap</h1><span class="ver">${
+    version.replace(/[^0-9A-Za-z.+-]/g, "")
+  }</span><span id="live">○ connecting</span><span id="keys">j/k or ↑/↓ sessions · / search · Esc back</span></header>
 <nav id="side" aria-label="Sessions"><div id="tools"><input id="search" type="search" placeholder="Search all sessions" autocomplete="off" aria-label="Search all sessions">
 <div id="filters"><select id="project" aria-label="Project"><option value="">All projects</option></select>
 <select id="when" aria-label="When"><option value="">Any time</option><option value="today">Today</option><option value="yesterday">Yesterday</option><option value="7">Last 7 days</option><option value="30">Last 30 days</option></select>

@@ -7,7 +7,7 @@
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { planCommit } from "../protocol/commit-plan.ts";
-import { mainPlaceOf, placeOf, type ConversationPlace } from "../protocol/conversation.ts";
+import { type ConversationPlace, mainPlaceOf, placeOf } from "../protocol/conversation.ts";
 import { Lineage, LineageReader } from "../protocol/lineage-state.ts";
 import type { Staged } from "../protocol/staging.ts";
 import { ConversationStates } from "./conversation-states.ts";

@@ -14,7 +14,9 @@ import { ROOT } from "../support/child.ts";
 
 const VERSION: string = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")).version;
 const NAMES = ["linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64", "windows-x64.exe"].map((t) => `sessiontap-${VERSION}-${t}`);
-const HOST = `sessiontap-${VERSION}-${process.platform === "win32" ? "windows" : process.platform}-${process.arch}${process.platform === "win32" ? ".exe" : ""}`;
+const HOST = `sessiontap-${VERSION}-${process.platform === "win32" ? "windows" : process.platform}-${process.arch}${
+  process.platform === "win32" ? ".exe" : ""
+}`;
 
 /** Runs the release script (with the Node running the suite's scripts) to completion. */
 function release(args: string[]) {
@@ -86,7 +88,10 @@ describe("npm run release", () => {
     try {
       const r = release(["--out", dir, "--targets", "linux-x64,solaris-sparc"]);
       assert.equal(r.code, 1);
-      assert.equal(r.stderr.trim(), "sessiontap release: unknown target solaris-sparc: the targets are linux-x64, linux-arm64, darwin-x64, darwin-arm64, windows-x64");
+      assert.equal(
+        r.stderr.trim(),
+        "sessiontap release: unknown target solaris-sparc: the targets are linux-x64, linux-arm64, darwin-x64, darwin-arm64, windows-x64",
+      );
       assert.deepEqual(readdirSync(dir), []);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -42,7 +42,8 @@ describe("compiled binary with the PostgreSQL store", () => {
     assert.match(migrated.stdout, /to 1 \(applied 1\)/);
 
     const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch}/mirror`, "--store", db.url], {
-      binary: binary(), env: { HOME: scratch, SESSIONTAP_STORE_ONLY: "true" },
+      binary: binary(),
+      env: { HOME: scratch, SESSIONTAP_STORE_ONLY: "true" },
     });
     try {
       assert.match(tap.stdout(), /store {6}postgres:\/\/postgres@127\.0\.0\.1:\d+\/st_binary_/);

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import process from "node:process";
 import type { Page } from "playwright-core";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { openBrowser, type BrowserPage } from "../support/browser.ts";
+import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { serveTap, type TapChild } from "../support/child.ts";
 import { undeclaredNames } from "../support/free-names.ts";
 import { inlineScript } from "../support/inline-script.ts";

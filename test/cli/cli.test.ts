@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { Buffer } from "node:buffer";
 import { connect } from "node:net";
 import { ROOT, runTap, serveTap } from "../support/child.ts";
-import { startStub, textReply, type StubUpstream } from "../support/stub-upstream.ts";
+import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
 
 const VERSION: string = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")).version;
 const CHILD_MS = 30_000;
@@ -47,12 +47,41 @@ describe("cli", () => {
     const r = await runTap(["--help"], { env: env() });
     assert.equal(r.code, 0, r.stderr);
     const words = [
-      "serve", "list", "show", "export", "restore", "verify", "doctor", "--help", "--version",
-      "--port", "SESSIONTAP_PORT", "8787", "--host", "SESSIONTAP_HOST", "127.0.0.1",
-      "--upstream", "SESSIONTAP_UPSTREAM", "https://api.anthropic.com",
-      "--mirror-dir", "SESSIONTAP_MIRROR_DIR", "~/.claude/session-mirrors", "--no-mirror", "SESSIONTAP_MIRROR",
-      "SESSIONTAP_MAX_BYTES", "104857600", "SESSIONTAP_RETENTION_DAYS", "30", "SESSIONTAP_MAX_SESSIONS", "1024",
-      "SESSIONTAP_INCLUDE_THINKING", "--claude-dir", "CLAUDE_CONFIG_DIR", "~/.claude", "--store", "SESSIONTAP_STORE",
+      "serve",
+      "list",
+      "show",
+      "export",
+      "restore",
+      "verify",
+      "doctor",
+      "--help",
+      "--version",
+      "--port",
+      "SESSIONTAP_PORT",
+      "8787",
+      "--host",
+      "SESSIONTAP_HOST",
+      "127.0.0.1",
+      "--upstream",
+      "SESSIONTAP_UPSTREAM",
+      "https://api.anthropic.com",
+      "--mirror-dir",
+      "SESSIONTAP_MIRROR_DIR",
+      "~/.claude/session-mirrors",
+      "--no-mirror",
+      "SESSIONTAP_MIRROR",
+      "SESSIONTAP_MAX_BYTES",
+      "104857600",
+      "SESSIONTAP_RETENTION_DAYS",
+      "30",
+      "SESSIONTAP_MAX_SESSIONS",
+      "1024",
+      "SESSIONTAP_INCLUDE_THINKING",
+      "--claude-dir",
+      "CLAUDE_CONFIG_DIR",
+      "~/.claude",
+      "--store",
+      "SESSIONTAP_STORE",
     ];
     for (const word of words) assert.ok(r.stdout.includes(word), `--help does not mention ${word}`);
   });
@@ -116,7 +145,11 @@ describe("cli", () => {
     const { tap, url, port } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch}/drain-mirror`], { env: env() });
     let signalled = false;
     try {
-      const res = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "drain" }] }) });
+      const res = await fetch(`${url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "drain" }] }),
+      });
       const reader = res.body!.getReader();
       const parts: Uint8Array[] = [(await reader.read()).value!];
       signalled = tap.signal("SIGTERM");
@@ -137,10 +170,15 @@ describe("cli", () => {
 
   it("SIGTERM with a stream that never ends: the drain is bounded, the client's read fails, exit 0", { timeout: CHILD_MS }, async () => {
     stub.enqueue({ kind: "stall-after", chunks: textReply("never finishes").slice(0, 2) });
-    const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch}/bounded-mirror`], { env: { ...env(), SESSIONTAP_DRAIN_MS: "300" } });
+    const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch}/bounded-mirror`], {
+      env: { ...env(), SESSIONTAP_DRAIN_MS: "300" },
+    });
     let signalled = false;
     try {
-      const res = await fetch(`${url}/v1/messages`, { method: "POST", body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "stall" }] }) });
+      const res = await fetch(`${url}/v1/messages`, {
+        method: "POST",
+        body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "stall" }] }),
+      });
       const reader = res.body!.getReader();
       await reader.read();
       const started = Date.now();

@@ -10,7 +10,11 @@ import { cli } from "../support/recover.ts";
 
 /** Flags each command must document in its help, and one flag it must refuse. */
 const COMMANDS: [string[], string[], string][] = [
-  [["serve"], ["--port N", "--host ADDR", "--token TOKEN", "--upstream URL", "--mirror-dir DIR", "--no-mirror", "--claude-dir DIR", "--store URL"], "--dry-run"],
+  [
+    ["serve"],
+    ["--port N", "--host ADDR", "--token TOKEN", "--upstream URL", "--mirror-dir DIR", "--no-mirror", "--claude-dir DIR", "--store URL"],
+    "--dry-run",
+  ],
   [["list"], ["--mirror-dir DIR", "--claude-dir DIR", "--store URL", "--since DATE", "--json"], "--port"],
   [["show", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--full", "--json"], "--force"],
   [["search", "x"], ["--mirror-dir DIR", "--store URL", "--session ID", "--regex", "--json"], "--force"],
@@ -57,12 +61,14 @@ describe("per-command help and flags", () => {
   });
 
   it("a bad --since date or --regex is one line naming it, exit 2", async () => {
-    for (const [args, pattern] of [
-      [["usage", "--since", "2026-02-30"], /^sessiontap: --since must be a date YYYY-MM-DD, today, yesterday or Nd \(the last N days\), got "2026-02-30"\n$/],
-      [["list", "--since", "last week"], /^sessiontap: --since must be a date/],
-      [["usage", "--since", "0d"], /^sessiontap: --since must be a date/],
-      [["search", "a(b", "--regex"], /^sessiontap: search --regex: "a\(b" is not a regular expression \(.+\)\n$/],
-    ] as [string[], RegExp][]) {
+    for (
+      const [args, pattern] of [
+        [["usage", "--since", "2026-02-30"], /^sessiontap: --since must be a date YYYY-MM-DD, today, yesterday or Nd \(the last N days\), got "2026-02-30"\n$/],
+        [["list", "--since", "last week"], /^sessiontap: --since must be a date/],
+        [["usage", "--since", "0d"], /^sessiontap: --since must be a date/],
+        [["search", "a(b", "--regex"], /^sessiontap: search --regex: "a\(b" is not a regular expression \(.+\)\n$/],
+      ] as [string[], RegExp][]
+    ) {
       const r = await cli(args);
       assert.equal(r.code, 2, args.join(" "));
       assert.equal(r.stdout, "");
@@ -97,10 +103,30 @@ describe("errors a user can cause, through the real process", () => {
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
   const cases: [string, string[], Record<string, string>, RegExp][] = [
-    ["a mirror root under a file (ENOTDIR)", ["serve", "--port", "0", "--mirror-dir", "A_FILE/mirror"], {}, /^sessiontap: cannot mirror to \S+\/a-file\/mirror \(set by --mirror-dir\): it cannot be created \(ENOTDIR/],
-    ["a HOME where the default root cannot be made", ["serve", "--port", "0"], { HOME: "HOME" }, /^sessiontap: cannot mirror to \S+\/home\/\.claude\/session-mirrors \(set by the default ~\/\.claude\/session-mirrors \(set --mirror-dir or SESSIONTAP_MIRROR_DIR\)\)/],
-    ["SESSIONTAP_MIRROR_DIR under a file", ["serve", "--port", "0"], { SESSIONTAP_MIRROR_DIR: "A_FILE/m" }, /\(set by SESSIONTAP_MIRROR_DIR\): it cannot be created \(ENOTDIR/],
-    ["list on a root under a file", ["list", "--mirror-dir", "A_FILE/m"], {}, /^sessiontap: (there is no mirror at|cannot read the mirror root) \S+\/a-file\/m \(--mirror-dir\)/],
+    [
+      "a mirror root under a file (ENOTDIR)",
+      ["serve", "--port", "0", "--mirror-dir", "A_FILE/mirror"],
+      {},
+      /^sessiontap: cannot mirror to \S+\/a-file\/mirror \(set by --mirror-dir\): it cannot be created \(ENOTDIR/,
+    ],
+    [
+      "a HOME where the default root cannot be made",
+      ["serve", "--port", "0"],
+      { HOME: "HOME" },
+      /^sessiontap: cannot mirror to \S+\/home\/\.claude\/session-mirrors \(set by the default ~\/\.claude\/session-mirrors \(set --mirror-dir or SESSIONTAP_MIRROR_DIR\)\)/,
+    ],
+    [
+      "SESSIONTAP_MIRROR_DIR under a file",
+      ["serve", "--port", "0"],
+      { SESSIONTAP_MIRROR_DIR: "A_FILE/m" },
+      /\(set by SESSIONTAP_MIRROR_DIR\): it cannot be created \(ENOTDIR/,
+    ],
+    [
+      "list on a root under a file",
+      ["list", "--mirror-dir", "A_FILE/m"],
+      {},
+      /^sessiontap: (there is no mirror at|cannot read the mirror root) \S+\/a-file\/m \(--mirror-dir\)/,
+    ],
     ["export --out into a file's child", ["export", "x", "--mirror-dir", "A_FILE/m", "--out", "A_FILE/out.md"], {}, /^sessiontap: /],
   ];
   for (const [label, rawArgs, rawEnv, pattern] of cases) {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { serveTap } from "../support/child.ts";
-import { startStub, textReply, type StubUpstream } from "../support/stub-upstream.ts";
+import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
 
 const CHILD_MS = 30_000;
 
@@ -42,10 +42,12 @@ describe("cli: what the tap writes", () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  for (const [label, args, env] of [
-    ["--no-mirror", ["--no-mirror"], {}],
-    ["SESSIONTAP_MIRROR=off", [], { SESSIONTAP_MIRROR: "off" }],
-  ] as const) {
+  for (
+    const [label, args, env] of [
+      ["--no-mirror", ["--no-mirror"], {}],
+      ["SESSIONTAP_MIRROR=off", [], { SESSIONTAP_MIRROR: "off" }],
+    ] as const
+  ) {
     it(`${label}: nothing at all is written under the mirror root`, { timeout: CHILD_MS }, async () => {
       const existing = `${scratch}/${label.replace(/\W/g, "")}-existing`;
       const absent = `${scratch}/${label.replace(/\W/g, "")}-absent`;

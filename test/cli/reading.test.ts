@@ -16,8 +16,15 @@ const ESC = String.fromCharCode(27);
 /** An assistant record with usage from `model`, at `time`. */
 function answer(uuid: string, parent: string, time: string, model: string, input: number, output: number, extra: Record<string, unknown>, text = "ok") {
   return rec("assistant", uuid, parent, [], {
-    ...extra, timestamp: time,
-    message: { role: "assistant", id: `msg_${uuid}`, model, content: [{ type: "text", text }], usage: { input_tokens: input, output_tokens: output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } },
+    ...extra,
+    timestamp: time,
+    message: {
+      role: "assistant",
+      id: `msg_${uuid}`,
+      model,
+      content: [{ type: "text", text }],
+      usage: { input_tokens: input, output_tokens: output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    },
   });
 }
 
@@ -105,7 +112,11 @@ describe("search, usage and list through the real process", { timeout: 120_000 }
 
     const tokyo = JSON.parse((await run(["usage", "--json"], { TZ: "Asia/Tokyo" })).stdout);
     assert.equal(tokyo.timeZone, "UTC+09:00");
-    assert.deepEqual(tokyo.days.map((d: { date: string; answers: number }) => [d.date, d.answers]), [["2026-01-02", 3], ["2026-01-03", 1]], "the reader's days");
+    assert.deepEqual(
+      tokyo.days.map((d: { date: string; answers: number }) => [d.date, d.answers]),
+      [["2026-01-02", 3], ["2026-01-03", 1]],
+      "the reader's days",
+    );
     const since = JSON.parse((await run(["usage", "--json", "--since", "2026-01-02"])).stdout);
     assert.deepEqual([since.since, since.days.length, since.total.answers], ["2026-01-02", 2, 2]);
   });
@@ -113,7 +124,10 @@ describe("search, usage and list through the real process", { timeout: 120_000 }
   it("usage as text: the tables, the total, and where the prices come from; SESSIONTAP_PRICES adds a model; a bad file is one line, exit 1", async () => {
     const r = await run(["usage"]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^Usage: every recorded answer \(days in UTC\)\n\nDAY +SESSIONS +ANSWERS +INPUT +OUTPUT +CACHE WRITE +CACHE READ +COST +PROJECTS\n2026-01-01 +1 +2 +1\.50M +0 +0 +0 +\$1\.50 +\/p\/alpha\n/);
+    assert.match(
+      r.stdout,
+      /^Usage: every recorded answer \(days in UTC\)\n\nDAY +SESSIONS +ANSWERS +INPUT +OUTPUT +CACHE WRITE +CACHE READ +COST +PROJECTS\n2026-01-01 +1 +2 +1\.50M +0 +0 +0 +\$1\.50 +\/p\/alpha\n/,
+    );
     assert.match(r.stdout, /^2026-01-03 .* \? +\/p\/beta$/m);
     assert.match(r.stdout, /^Total: 2 sessions, 4 answers: 1\.50M in · 200k out · cost unknown \(claude-mystery-1 not in the price table\)$/m);
     assert.match(r.stdout, /^Costs are estimates at list prices: built-in table \(Anthropic list prices\), checked \d{4}-\d\d-\d\d\./m);
@@ -123,7 +137,10 @@ describe("search, usage and list through the real process", { timeout: 120_000 }
     const bad = await run(["usage"], { SESSIONTAP_PRICES: `${scratch.dir}/bad-prices.json` });
     assert.equal(bad.code, 1);
     assert.equal(bad.stdout, "");
-    assert.match(bad.stderr, /^sessiontap: the price file \S+bad-prices\.json \(SESSIONTAP_PRICES\) "claude-mystery-1"\.input must be a number of dollars per million tokens, 0 or more\n$/);
+    assert.match(
+      bad.stderr,
+      /^sessiontap: the price file \S+bad-prices\.json \(SESSIONTAP_PRICES\) "claude-mystery-1"\.input must be a number of dollars per million tokens, 0 or more\n$/,
+    );
   });
 
   it("list: the generated title, the project, tokens and cost; --json adds title, usage and costUSD; --since filters", async () => {

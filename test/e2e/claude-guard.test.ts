@@ -10,9 +10,20 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { startStub, type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
+import { type RecordedRequest, startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, readTree, startTestTap, type TestTap } from "../support/tap.ts";
-import { CLAUDE_BIN, claudeEnv, describeRun, findTranscripts, makeScratch, pollUntil, readJsonl, runClaude, type Rec, type Scratch } from "../support/claude.ts";
+import {
+  CLAUDE_BIN,
+  claudeEnv,
+  describeRun,
+  findTranscripts,
+  makeScratch,
+  pollUntil,
+  readJsonl,
+  type Rec,
+  runClaude,
+  type Scratch,
+} from "../support/claude.ts";
 import { pollAsync } from "../support/poll.ts";
 import { cli } from "../support/recover.ts";
 import { claudeInput, TerminalSession } from "../support/terminal.ts";
@@ -20,7 +31,8 @@ import { claudeInput, TerminalSession } from "../support/terminal.ts";
 const bodyOf = (r: RecordedRequest): Rec => JSON.parse(Buffer.from(r.body).toString("utf8"));
 const isMessages = (r: RecordedRequest) => r.url.split("?")[0] === "/v1/messages";
 /** Requests of the agent's own turns (its tool set, no agent id): not titles, summaries or subagents. */
-const mainTurns = (stub: StubUpstream) => stub.requests.filter((r) => isMessages(r) && !r.headers["x-claude-code-agent-id"] && (bodyOf(r).tools ?? []).length > 8);
+const mainTurns = (stub: StubUpstream) =>
+  stub.requests.filter((r) => isMessages(r) && !r.headers["x-claude-code-agent-id"] && (bodyOf(r).tools ?? []).length > 8);
 const lastUserText = (body: Rec): string => {
   const last = (body.messages as Rec[]).filter((m) => m.role === "user").at(-1);
   const content = last?.content;
@@ -35,10 +47,12 @@ const conversation = (body: Rec) =>
 
 /** What the stub was asked, one short line each (for a failure's message). */
 function requestsSeen(stub: StubUpstream | undefined): string {
-  return JSON.stringify((stub?.requests ?? []).filter(isMessages).map((r) => {
-    const body = bodyOf(r);
-    return `${r.headers["x-claude-code-agent-id"] ? "agent " : ""}tools=${(body.tools ?? []).length} ${lastUserText(body).slice(0, 40)}`;
-  }));
+  return JSON.stringify(
+    (stub?.requests ?? []).filter(isMessages).map((r) => {
+      const body = bodyOf(r);
+      return `${r.headers["x-claude-code-agent-id"] ? "agent " : ""}tools=${(body.tools ?? []).length} ${lastUserText(body).slice(0, 40)}`;
+    }),
+  );
 }
 
 /**
@@ -51,8 +65,17 @@ async function guardedTap(stub: StubUpstream, scratch: Scratch): Promise<TestTap
 
 /** The interactive CLI in a terminal, past its first-run question; `say` types a prompt and waits for its answer. */
 async function interactive(stub: StubUpstream, tap: TestTap, scratch: Scratch, args: string[], env: Record<string, string> = {}) {
-  writeFileSync(join(scratch.home, ".claude.json"), JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }));
-  const term = await TerminalSession.start({ command: [CLAUDE_BIN, ...args], cwd: scratch.project, env: { ...claudeEnv(tap.url, scratch), ...env }, width: 200, height: 50 });
+  writeFileSync(
+    join(scratch.home, ".claude.json"),
+    JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }),
+  );
+  const term = await TerminalSession.start({
+    command: [CLAUDE_BIN, ...args],
+    cwd: scratch.project,
+    env: { ...claudeEnv(tap.url, scratch), ...env },
+    width: 200,
+    height: 50,
+  });
   const idle = (s: string) => claudeInput(s) === "" && !/esc to interrupt/i.test(s);
   const say = async (prompt: string) => {
     await term.waitFor("an empty, idle prompt", idle);
@@ -60,7 +83,11 @@ async function interactive(stub: StubUpstream, tap: TestTap, scratch: Scratch, a
     await term.type(prompt);
     await term.waitFor(`"${prompt}" in the input box`, (s: string) => claudeInput(s) === prompt, 5_000);
     await term.press("Enter");
-    await term.waitFor(`the answer to "${prompt}"`, (s: string) => [...s.matchAll(/Done \(reply (\d+)\)\./g)].some((m) => Number(m[1]) > before) && idle(s), 30_000);
+    await term.waitFor(
+      `the answer to "${prompt}"`,
+      (s: string) => [...s.matchAll(/Done \(reply (\d+)\)\./g)].some((m) => Number(m[1]) > before) && idle(s),
+      30_000,
+    );
   };
   const quit = async () => {
     await term.press("C-c");
@@ -84,12 +111,22 @@ function transcriptOf(scratch: Scratch, sessionId: string): string {
 
 /** Waits until the guard judged `sessionId` healthy after `since` (it has read the file and found every prompt). */
 async function judgedHealthy(tap: TestTap, sessionId: string, since: number): Promise<void> {
-  await pollAsync(() => tap.guard!.inspect(sessionId), (s) => s !== null && s.verdictAt > since && s.verdict === "ok", 20_000, `a healthy verdict on ${sessionId}`);
+  await pollAsync(
+    () => tap.guard!.inspect(sessionId),
+    (s) => s !== null && s.verdictAt > since && s.verdict === "ok",
+    20_000,
+    `a healthy verdict on ${sessionId}`,
+  );
 }
 
 /** The tap's stderr lines naming the session and the restore command, once there are `n` of them (within 15 s). */
 async function alertLines(tap: TestTap, sessionId: string, n: number): Promise<string[]> {
-  return await pollUntil(() => tap.stderrLines.filter((l) => l.includes(sessionId) && l.includes(`sessiontap restore ${sessionId}`)), (l) => l.length >= n, 15_000, `the guard's stderr line ${n}`);
+  return await pollUntil(
+    () => tap.stderrLines.filter((l) => l.includes(sessionId) && l.includes(`sessiontap restore ${sessionId}`)),
+    (l) => l.length >= n,
+    15_000,
+    `the guard's stderr line ${n}`,
+  );
 }
 
 describe("the guard with the real interactive Claude Code CLI", { timeout: 300_000 }, () => {
@@ -118,8 +155,20 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           await term.waitFor("the tool's output", /hi-from-tool|Ran 1 shell command/, 5_000);
           await say("RUNAGENT please");
           // The subagent runs in the background; its result comes back as a task notification, answered by another turn.
-          await pollUntil(() => mainTurns(stub).filter((r) => JSON.stringify((bodyOf(r).messages as Rec[]).filter((m) => m.role === "user").at(-1)).includes("<task-notification>")).length, (n) => n > 0, 30_000, "the subagent's notification turn");
-          await term.waitFor("the notification's answer", (s: string) => idle(s) && [...s.matchAll(/Done \(reply (\d+)\)\./g)].some((m) => Number(m[1]) >= stub.requests.length), 30_000);
+          await pollUntil(
+            () =>
+              mainTurns(stub).filter((r) =>
+                JSON.stringify((bodyOf(r).messages as Rec[]).filter((m) => m.role === "user").at(-1)).includes("<task-notification>")
+              ).length,
+            (n) => n > 0,
+            30_000,
+            "the subagent's notification turn",
+          );
+          await term.waitFor(
+            "the notification's answer",
+            (s: string) => idle(s) && [...s.matchAll(/Done \(reply (\d+)\)\./g)].some((m) => Number(m[1]) >= stub.requests.length),
+            30_000,
+          );
           await term.waitFor("an empty, idle prompt", idle);
           await term.type("/compact");
           await term.waitFor("the /compact completion", (s: string) => claudeInput(s) === "/compact" && /Free up context/.test(s), 5_000);
@@ -127,7 +176,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           await term.waitFor("the compaction", /Compacted \(ctrl\+o to see full summary\)/, 20_000);
           await say("after compaction message");
           await term.waitFor("an empty, idle prompt", idle);
-          for (let attempt = 1; ; attempt++) {
+          for (let attempt = 1;; attempt++) {
             await term.press("Escape");
             await new Promise((r) => setTimeout(r, 150)); // two separate presses, not one "\x1b\x1b"
             await term.press("Escape");
@@ -155,7 +204,9 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           term.kill();
         }
         const project = dirname(transcriptOf(scratch, sessionId));
-        ccAgentFiles = existsSync(join(project, sessionId, "subagents")) ? readdirSync(join(project, sessionId, "subagents")).filter((n) => n.endsWith(".jsonl")).sort() : [];
+        ccAgentFiles = existsSync(join(project, sessionId, "subagents"))
+          ? readdirSync(join(project, sessionId, "subagents")).filter((n) => n.endsWith(".jsonl")).sort()
+          : [];
         failure = null;
       } catch (e) {
         failure = `${(e as Error).message}\nrequests: ${requestsSeen(stub)}`;
@@ -174,8 +225,14 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
       const tree = [...readTree(tap.root).keys()];
       assert.ok(tree.some((p) => p.startsWith(`${sessionId}/subagents/agent-`)), `a subagent mirrored: ${tree}`);
       const side = [...readTree(tap.root).entries()].filter(([p]) => p.startsWith(`${sessionId}/side/`)).flatMap(([, r]) => r) as Rec[];
-      assert.ok(side.some((r) => r.type === "user" && JSON.stringify(r.message.content).includes("<session>\\nhello guarded world")), "Claude Code's title request, in side/");
-      assert.ok(side.some((r) => r.type === "user" && JSON.stringify(r.message.content).includes("CRITICAL: Respond with TEXT ONLY")), "the summarising request, in side/");
+      assert.ok(
+        side.some((r) => r.type === "user" && JSON.stringify(r.message.content).includes("<session>\\nhello guarded world")),
+        "Claude Code's title request, in side/",
+      );
+      assert.ok(
+        side.some((r) => r.type === "user" && JSON.stringify(r.message.content).includes("CRITICAL: Respond with TEXT ONLY")),
+        "the summarising request, in side/",
+      );
       assert.equal(ccAgentFiles.length, 1, "Claude Code kept the subagent's transcript under <session>/subagents/");
     });
 
@@ -271,12 +328,22 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         ran();
         assert.equal(between, lost);
         const what = loss === "deleted" ? "is gone" : "is a stub";
-        assert.match(lines[0], new RegExp(`^sessiontap: guard: Claude Code's transcript of session ${sessionId} ${what} .*; the mirror holds the conversation: quit Claude Code, then run: sessiontap restore ${sessionId}$`));
+        assert.match(
+          lines[0],
+          new RegExp(
+            `^sessiontap: guard: Claude Code's transcript of session ${sessionId} ${what} .*; the mirror holds the conversation: quit Claude Code, then run: sessiontap restore ${sessionId}$`,
+          ),
+        );
       });
 
       it("after the third turn, within 15 s: 'behind' (the fresh file lacks the first two prompts), one more line", () => {
         ran();
-        assert.match(lines[1], new RegExp(`^sessiontap: guard: Claude Code's transcript of session ${sessionId} lacks 2 prompts the mirror holds .*: sessiontap restore ${sessionId} --force$`));
+        assert.match(
+          lines[1],
+          new RegExp(
+            `^sessiontap: guard: Claude Code's transcript of session ${sessionId} lacks 2 prompts the mirror holds .*: sessiontap restore ${sessionId} --force$`,
+          ),
+        );
         assert.equal(tap.stderrLines.filter((l) => l.includes(sessionId)).length, 2, "once per session and state, not once per turn or look");
       });
 
@@ -289,7 +356,10 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         assert.equal(alert.lacking, 2);
         assert.ok(!Number.isNaN(Date.parse(alert.since)));
         assert.equal(health.status, "degraded");
-        assert.ok(health.problems.some((p: string) => p.startsWith("guard: ") && p.includes(`sessiontap restore ${sessionId}`)), JSON.stringify(health.problems));
+        assert.ok(
+          health.problems.some((p: string) => p.startsWith("guard: ") && p.includes(`sessiontap restore ${sessionId}`)),
+          JSON.stringify(health.problems),
+        );
       });
 
       it("the events log has a guard-alert entry for the session", () => {
@@ -302,8 +372,19 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         ran();
         const out = await cli(["restore", sessionId, "--mirror-dir", tap.root, "--force"], {}, { home: scratch.home, cwd: scratch.project });
         assert.equal(out.code, 0, out.stderr);
-        await pollUntil(() => tap.stderrLines.some((l) => l === `sessiontap: guard: Claude Code's transcript of session ${sessionId} is whole again`), (ok) => ok, 15_000, "the guard's all-clear");
-        const term = await TerminalSession.start({ command: [CLAUDE_BIN, "--resume"], cwd: scratch.project, env: claudeEnv(tap.url, scratch), width: 160, height: 40 });
+        await pollUntil(
+          () => tap.stderrLines.some((l) => l === `sessiontap: guard: Claude Code's transcript of session ${sessionId} is whole again`),
+          (ok) => ok,
+          15_000,
+          "the guard's all-clear",
+        );
+        const term = await TerminalSession.start({
+          command: [CLAUDE_BIN, "--resume"],
+          cwd: scratch.project,
+          env: claudeEnv(tap.url, scratch),
+          width: 160,
+          height: 40,
+        });
         try {
           const picker = await term.waitFor("the session in the resume picker", (s: string) => s.includes(PROMPTS[0]) || s.includes("Resume session"), 20_000);
           assert.ok(!picker.includes("<system-reminder>"), picker);

@@ -20,7 +20,10 @@ const blocks = (c: unknown): Rec[] => (typeof c === "string" ? [{ type: "text", 
 const isToolResult = (r: Rec) => blocks(r.message?.content).some((b) => b.type === "tool_result");
 /** The message bodies of the stub's Messages API requests, in order. */
 const bodies = (stub: StubUpstream) =>
-  stub.requests.filter((r) => r.url.split("?")[0] === "/v1/messages").map((r) => ({ n: stub.requests.indexOf(r) + 1, body: JSON.parse(new TextDecoder().decode(r.body)) }));
+  stub.requests.filter((r) => r.url.split("?")[0] === "/v1/messages").map((r) => ({
+    n: stub.requests.indexOf(r) + 1,
+    body: JSON.parse(new TextDecoder().decode(r.body)),
+  }));
 const lastUserText = (body: Rec): string => textsOf({ message: body.messages.filter((m: Rec) => m.role === "user").at(-1) ?? { content: [] } }).at(-1) ?? "";
 /** Claude Code's assistant records grouped by message.id (first-seen order), content concatenated. */
 type Answer = { id: string; content: Rec[] };
@@ -68,7 +71,10 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
     stub.setDefault({ kind: "conversation", summaries: true });
     tap = await startTestTap(stub.url);
     scratch = makeScratch();
-    writeFileSync(join(scratch.home, ".claude.json"), JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }));
+    writeFileSync(
+      join(scratch.home, ".claude.json"),
+      JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }),
+    );
     const command = [CLAUDE_BIN, "--allowedTools", "Bash"];
     term = await TerminalSession.start({ command, cwd: scratch.project, env: claudeEnv(tap.url, scratch), width: 200, height: 50 });
     const t = term;
@@ -100,7 +106,7 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
 
     // Rewind: Esc Esc opens the list; pick the last message, then "Restore conversation".
     await t.waitFor("an empty, idle prompt", idle);
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1;; attempt++) {
       await t.press("Escape");
       // Nothing shows after one Esc: a short gap keeps the two presses from reaching Claude Code as one "\x1b\x1b".
       await new Promise((r) => setTimeout(r, 150));
@@ -129,10 +135,18 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
     sessionId = stub.requests[0]?.headers["x-claude-code-session-id"] ?? "";
     // Every turn was on screen, so its records should be on disk; allow a short grace all the same.
     const answers = bodies(stub).filter(({ body }) => !lastUserText(body).startsWith(CRITICAL)).length;
-    const tree = await pollUntil(() => [...readTree(tap.root).entries()] as [string, Rec[]][], (t) => t.flatMap(([, r]) => r).filter((r) => r.type === "assistant" && !r.isSidechain).length >= answers);
+    const tree = await pollUntil(
+      () => [...readTree(tap.root).entries()] as [string, Rec[]][],
+      (t) => t.flatMap(([, r]) => r).filter((r) => r.type === "assistant" && !r.isSidechain).length >= answers,
+    );
     main = tree.filter(([p]) => p.startsWith(`${sessionId}/`) && p.split("/").length === 2).flatMap(([, r]) => r);
     side = tree.filter(([p]) => p.startsWith(`${sessionId}/side/`)).flatMap(([, r]) => r);
-    assert.ok(main.length > 0, `no main-chain records for session ${sessionId}; files: ${JSON.stringify(tree.map(([p, r]) => `${p}: ${r.length}`))}; events: ${JSON.stringify(readEvents(tap.root)).slice(0, 2000)}`);
+    assert.ok(
+      main.length > 0,
+      `no main-chain records for session ${sessionId}; files: ${JSON.stringify(tree.map(([p, r]) => `${p}: ${r.length}`))}; events: ${
+        JSON.stringify(readEvents(tap.root)).slice(0, 2000)
+      }`,
+    );
     const files = findTranscripts(scratch.home).filter((p) => basename(p) === `${sessionId}.jsonl`);
     assert.equal(files.length, 1, `Claude Code's transcript for session ${sessionId}: ${JSON.stringify(findTranscripts(scratch.home))}`);
     transcript = readJsonl(files[0]);

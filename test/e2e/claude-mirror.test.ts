@@ -12,8 +12,20 @@ import { fileURLToPath } from "node:url";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 import {
-  describeRun, encodeProjectDir, findTranscripts, keySnapshot, makeScratch, pollUntil, readJsonl, runClaude, sessionMirror, unionOf,
-  type ClaudeRun, type KeySnapshot, type Rec, type Scratch,
+  type ClaudeRun,
+  describeRun,
+  encodeProjectDir,
+  findTranscripts,
+  type KeySnapshot,
+  keySnapshot,
+  makeScratch,
+  pollUntil,
+  readJsonl,
+  type Rec,
+  runClaude,
+  type Scratch,
+  sessionMirror,
+  unionOf,
 } from "../support/claude.ts";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "claude-code");
@@ -191,7 +203,11 @@ describe("mirror vs Claude Code's own transcript (issue 3, envelope parity)", { 
     const live = keySnapshot(fullTranscript);
     const version = transcript.map((r) => r.version).find((v) => typeof v === "string");
     assert.equal(version, SNAPSHOT.claudeCodeVersion, "Claude Code's version moved: re-derive record-keys.json");
-    assert.deepEqual(live, { user: SNAPSHOT.user, assistant: SNAPSHOT.assistant }, "Claude Code's record envelope changed: review SPEC §4 and re-derive record-keys.json");
+    assert.deepEqual(
+      live,
+      { user: SNAPSHOT.user, assistant: SNAPSHOT.assistant },
+      "Claude Code's record envelope changed: review SPEC §4 and re-derive record-keys.json",
+    );
     const capture = keySnapshot(readJsonl(join(FIXTURES, "..", "..", "..", SNAPSHOT.derivedFrom)));
     assert.deepEqual(capture, { user: SNAPSHOT.user, assistant: SNAPSHOT.assistant });
   });

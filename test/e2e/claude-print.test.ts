@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
-import { describeRun, findTranscripts, makeScratch, runClaude, TEST_API_KEY, type ClaudeRun, type Scratch } from "../support/claude.ts";
+import { type ClaudeRun, describeRun, findTranscripts, makeScratch, runClaude, type Scratch, TEST_API_KEY } from "../support/claude.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

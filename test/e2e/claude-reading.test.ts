@@ -44,7 +44,10 @@ describe("a session the real Claude Code made, read back (titles, tokens, show, 
     stub = await startStub();
     tap = await startTestTap(stub.url);
     scratch = makeScratch();
-    writeFileSync(join(scratch.home, ".claude.json"), JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }));
+    writeFileSync(
+      join(scratch.home, ".claude.json"),
+      JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }),
+    );
     // Claude Code asks for a session title only when nonessential traffic is allowed; telemetry, error
     // reports and updates stay off one by one instead.
     const env = { ...claudeEnv(tap.url, scratch), DISABLE_TELEMETRY: "1", DISABLE_ERROR_REPORTING: "1", DISABLE_AUTOUPDATER: "1" } as Record<string, string>;
@@ -107,7 +110,12 @@ describe("a session the real Claude Code made, read back (titles, tokens, show, 
     assert.equal(answers.length, requests, "one answer per request");
     assert.equal(sum("input_tokens"), requests * STUB_USAGE.input_tokens, "the stub's usage, as recorded");
     const [entry] = JSON.parse((await cli(["list", "--json", "--mirror-dir", tap.root])).stdout);
-    assert.deepEqual(entry.usage, { inputTokens: sum("input_tokens"), outputTokens: sum("output_tokens"), cacheCreationTokens: sum("cache_creation_input_tokens"), cacheReadTokens: sum("cache_read_input_tokens") });
+    assert.deepEqual(entry.usage, {
+      inputTokens: sum("input_tokens"),
+      outputTokens: sum("output_tokens"),
+      cacheCreationTokens: sum("cache_creation_input_tokens"),
+      cacheReadTokens: sum("cache_read_input_tokens"),
+    });
     assert.deepEqual(entry.models, ["claude-opus-5-5"]);
     const expected = (sum("input_tokens") * 4 + sum("output_tokens") * 20 + sum("cache_read_input_tokens") * 0.2) / 1e6;
     assert.ok(Math.abs(entry.costUSD - expected) < 1e-9, `${entry.costUSD} vs ${expected} (claude-opus-5-5 at $4/$20/$0.20 per million)`);
@@ -125,7 +133,13 @@ describe("a session the real Claude Code made, read back (titles, tokens, show, 
     assert.ok(!hasControl(text), "no control characters");
     assert.doesNotMatch(text, /<\/?[a-z][a-z-]*>/, "no tags");
     assert.match(text, /^Title +Stub title \(reply \d+\)$/m);
-    assert.match(text, new RegExp(`^  ⚙ environment from Claude Code \\(\\d+\\.\\d KB; cwd ${scratch.project.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}, model claude-opus-5-5\\)$`, "m"));
+    assert.match(
+      text,
+      new RegExp(
+        `^  ⚙ environment from Claude Code \\(\\d+\\.\\d KB; cwd ${scratch.project.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}, model claude-opus-5-5\\)$`,
+        "m",
+      ),
+    );
     assert.match(text, /^ {2}● Bash: echo hi-from-tool\n {4}⎿ hi-from-tool$/m);
     for (const p of PROMPTS) assert.ok(text.includes(`\n  ${p}\n`), p);
     const lines = text.split("\n").length;

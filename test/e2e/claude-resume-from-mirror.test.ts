@@ -10,9 +10,7 @@ import { writeFileSync } from "node:fs";
 import { basename } from "node:path";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
-import {
-  describeRun, findTranscripts, makeScratch, pollUntil, runClaude, sessionMirror, type ClaudeRun, type Rec, type Scratch,
-} from "../support/claude.ts";
+import { type ClaudeRun, describeRun, findTranscripts, makeScratch, pollUntil, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 
 /** The Messages API accepts at most this many blocks with `cache_control` in one request. */
 const MAX_CACHE_BREAKPOINTS = 4;

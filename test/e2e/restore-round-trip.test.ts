@@ -12,9 +12,9 @@ import { Buffer } from "node:buffer";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { startStub, type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
+import { type RecordedRequest, startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
-import { describeRun, findTranscripts, makeScratch, pollUntil, readJsonl, runClaude, sessionMirror, type Rec, type Scratch } from "../support/claude.ts";
+import { describeRun, findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 import { capturedRequests } from "../support/captures.ts";
 import { CAPTURE, cli, replayCapture } from "../support/recover.ts";
 
@@ -33,7 +33,16 @@ function essence(body: Rec): string[] {
     const blocks: Rec[] = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
     const parts = blocks
       .filter((b) => !(b.type === "text" && /^\s*</.test(String(b.text))))
-      .map((b) => (b.type === "text" ? String(b.text) : b.type === "tool_use" ? `tool_use ${b.id} ${JSON.stringify(b.input)}` : b.type === "tool_result" ? `tool_result ${b.tool_use_id} ${JSON.stringify(b.content)}` : String(b.type)));
+      .map((
+        b,
+      ) => (b.type === "text"
+        ? String(b.text)
+        : b.type === "tool_use"
+        ? `tool_use ${b.id} ${JSON.stringify(b.input)}`
+        : b.type === "tool_result"
+        ? `tool_result ${b.tool_use_id} ${JSON.stringify(b.content)}`
+        : String(b.type))
+      );
     out.push(`${m.role}: ${parts.join(" | ")}`);
   }
   return out;
@@ -48,7 +57,8 @@ describe("restore round trip through the real Claude Code CLI", { timeout: 240_0
   let lastSent: Rec = {}; // the body of the last turn before the transcript was lost
   let lastAnswer = "";
   let stubLines = "";
-  const restore = (...args: string[]) => cli(["restore", ...args, "--mirror-dir", tap.root], {}, { home: scratch.home, cwd: scratch.project, clock: () => NOW });
+  const restore = (...args: string[]) =>
+    cli(["restore", ...args, "--mirror-dir", tap.root], {}, { home: scratch.home, cwd: scratch.project, clock: () => NOW });
 
   before(async () => {
     stub = await startStub();
@@ -96,7 +106,16 @@ describe("restore round trip through the real Claude Code CLI", { timeout: 240_0
     // The first prompt's injected reminder is a hidden record of its own, as Claude Code records it.
     assert.equal(written[0].isMeta, true);
     assert.match(written[0].message.content[0].text, /^<system-reminder>/);
-    assert.deepEqual(written.filter((r) => r.isMeta !== true).map((r) => r.type), ["user", "assistant", "user", "assistant", "user", "assistant", "user", "assistant"]);
+    assert.deepEqual(written.filter((r) => r.isMeta !== true).map((r) => r.type), [
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
     assert.ok(out.stdout.includes(`claude --resume ${sessionId}`));
   });
 
@@ -141,7 +160,9 @@ describe("restore round trip through the real Claude Code CLI", { timeout: 240_0
   });
 
   it("into a working directory whose encoded name exceeds 200 characters: Claude Code finds it there", async () => {
-    const long = `${scratch.project}/${"a-rather-long-directory-name-".repeat(3)}/${"and-another-one-just-as-long-".repeat(3)}/${"third-level-to-pass-two-hundred".repeat(2)}`;
+    const long = `${scratch.project}/${"a-rather-long-directory-name-".repeat(3)}/${"and-another-one-just-as-long-".repeat(3)}/${
+      "third-level-to-pass-two-hundred".repeat(2)
+    }`;
     mkdirSync(long, { recursive: true });
     assert.ok(long.replace(/[^A-Za-z0-9]/g, "-").length > 200);
     const out = await restore(sessionId, "--cwd", long);

@@ -31,9 +31,15 @@ const STUB = lines(transcript.filter((r) => typeof r.uuid !== "string"));
 /** A commit as the mirror hands it to the guard, for captured request `i` (a turn of the main conversation). */
 function job(i: number, session = SESSION, cwd: string | null = CWD): CommitJob {
   return {
-    route: "main", compaction: false, sessionDir: session, agentDir: null, messages: hashMessages(requests[i].body.messages),
+    route: "main",
+    compaction: false,
+    sessionDir: session,
+    agentDir: null,
+    messages: hashMessages(requests[i].body.messages),
     base: { sessionId: session, cwd, gitBranch: null, entrypoint: "cli", version: "sessiontap/test", isSidechain: false, agentId: null },
-    requestTimestamp: new Date().toISOString(), answer: null, kind: "complete",
+    requestTimestamp: new Date().toISOString(),
+    answer: null,
+    kind: "complete",
   };
 }
 
@@ -61,7 +67,15 @@ describe("the guard on Claude Code's real transcript", { timeout: 60_000 }, () =
     guard?.stop();
     stderr.length = 0;
     events.length = 0;
-    guard = new Guard({ fs: nodeFs, claudeDir, clock: Date.now, stderr: (l) => stderr.push(l), log: (action, fields) => events.push({ action, fields }), ...FAST, ...extra });
+    guard = new Guard({
+      fs: nodeFs,
+      claudeDir,
+      clock: Date.now,
+      stderr: (l) => stderr.push(l),
+      log: (action, fields) => events.push({ action, fields }),
+      ...FAST,
+      ...extra,
+    });
     return guard;
   }
 
@@ -187,7 +201,12 @@ describe("the guard on Claude Code's real transcript", { timeout: 60_000 }, () =
     const g = start({ maxLooksPerMinute: 3 });
     const ids = Array.from({ length: 6 }, (_, i) => `0b7c2b53-0000-4000-8000-00000000010${i}`);
     for (const id of ids) g.observe(job(0, id, "/nowhere"));
-    await pollAsync(() => ids.map((id) => g.inspect(id)), (v) => v.every((s) => s !== null && (s.lastLook > 0 || (s.dueInMs ?? 0) > 50_000)), 5_000, "every session looked at or deferred");
+    await pollAsync(
+      () => ids.map((id) => g.inspect(id)),
+      (v) => v.every((s) => s !== null && (s.lastLook > 0 || (s.dueInMs ?? 0) > 50_000)),
+      5_000,
+      "every session looked at or deferred",
+    );
     assert.equal(g.health().looks, 3);
     assert.equal(ids.filter((id) => g.inspect(id)!.lastLook === 0).length, 3, "three wait for the next minute");
   });
@@ -215,7 +234,10 @@ describe("the guard on Claude Code's real transcript", { timeout: 60_000 }, () =
     assert.ok(delta > 0 && delta < 4096, `the next looks read only what was appended (${delta} bytes in ${g.health().looks - looks} looks)`);
     // Claude Code's file: not one byte written, no handle left open by this process.
     assert.equal(readFileSync(big, "utf8").startsWith(filler), true);
-    assert.equal(statSync(big).size, before.size + Buffer.byteLength(JSON.stringify({ type: "user", message: { role: "user", content: "appended prompt" }, uuid: "z" }) + "\n"));
+    assert.equal(
+      statSync(big).size,
+      before.size + Buffer.byteLength(JSON.stringify({ type: "user", message: { role: "user", content: "appended prompt" }, uuid: "z" }) + "\n"),
+    );
     if (existsSync("/proc/self/fd")) {
       const open = readdirSync("/proc/self/fd").map((fd) => {
         try {

@@ -48,7 +48,9 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
   });
 
   it("a transcript lost while mirrored: health, the viewer and doctor all say so, with the restore command", async () => {
-    const c = new Conversation(tap.url, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}\n` }] });
+    const c = new Conversation(tap.url, SESSION, {
+      system: [{ type: "text", text: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}\n` }],
+    });
     writeFileSync(transcript, turn("first prompt", 1));
     assert.equal((await c.say("first prompt")).status, 200);
     writeFileSync(transcript, turn("first prompt", 1) + turn("second prompt", 2));
@@ -88,7 +90,10 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
   });
 
   it("is off without a Claude Code config dir, with SESSIONTAP_GUARD=off, and with the mirror off", async () => {
-    const offs: Record<string, string>[] = [{ CLAUDE_CONFIG_DIR: `${scratch.dir}/none` }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_MIRROR: "off" }];
+    const offs: Record<string, string>[] = [{ CLAUDE_CONFIG_DIR: `${scratch.dir}/none` }, { CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, {
+      CLAUDE_CONFIG_DIR: claudeDir,
+      SESSIONTAP_MIRROR: "off",
+    }];
     for (const env of offs) {
       const other = await startTestTap(stub.url, env);
       try {
@@ -107,10 +112,12 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
   });
 
   it("the startup block says where the guard looks, or that it is off", async () => {
-    for (const [env, line] of [
-      [{ CLAUDE_CONFIG_DIR: claudeDir }, new RegExp(`^  guard      watching Claude Code's transcripts under ${claudeDir}/projects$`, "m")],
-      [{ CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, /^ {2}guard {6}off$/m],
-    ] as [Record<string, string>, RegExp][]) {
+    for (
+      const [env, line] of [
+        [{ CLAUDE_CONFIG_DIR: claudeDir }, new RegExp(`^  guard      watching Claude Code's transcripts under ${claudeDir}/projects$`, "m")],
+        [{ CLAUDE_CONFIG_DIR: claudeDir, SESSIONTAP_GUARD: "off" }, /^ {2}guard {6}off$/m],
+      ] as [Record<string, string>, RegExp][]
+    ) {
       const { tap: child } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch.dir}/child-mirror`], { env });
       try {
         assert.match(child.stdout(), line);

@@ -4,10 +4,17 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { LookBudget } from "../../src/guard/look-budget.ts";
-import { transcriptVerdict, type FileKnowledge } from "../../src/guard/verdict.ts";
+import { type FileKnowledge, transcriptVerdict } from "../../src/guard/verdict.ts";
 
 const file = (extra: Partial<FileKnowledge> = {}): FileKnowledge => ({
-  kind: "read", seen: true, fromStart: true, conversation: true, startedAt: 0, keys: new Set(["k1", "k2"]), oversizedPrompts: 0, ...extra,
+  kind: "read",
+  seen: true,
+  fromStart: true,
+  conversation: true,
+  startedAt: 0,
+  keys: new Set(["k1", "k2"]),
+  oversizedPrompts: 0,
+  ...extra,
 });
 const SETTLE = 1500;
 
@@ -26,7 +33,11 @@ describe("guard: the verdict on a transcript", () => {
   it("behind: counts settled prompts none of whose candidates is held", () => {
     const prompts = [{ keys: ["k1"], seenAt: 0 }, { keys: ["x", "k2"], seenAt: 0 }, { keys: ["gone"], seenAt: 0 }, { keys: ["gone2"], seenAt: 0 }];
     assert.deepEqual(transcriptVerdict(file(), prompts, 10_000, SETTLE), { state: "behind", lacking: 2 });
-    assert.deepEqual(transcriptVerdict(file({ oversizedPrompts: 1 }), prompts, 10_000, SETTLE), { state: "behind", lacking: 1 }, "a line too long to read may hold one");
+    assert.deepEqual(
+      transcriptVerdict(file({ oversizedPrompts: 1 }), prompts, 10_000, SETTLE),
+      { state: "behind", lacking: 1 },
+      "a line too long to read may hold one",
+    );
     assert.equal(transcriptVerdict(file(), prompts.slice(0, 2), 10_000, SETTLE), null);
   });
 
@@ -34,7 +45,10 @@ describe("guard: the verdict on a transcript", () => {
     assert.equal(transcriptVerdict(file(), [{ keys: ["gone"], seenAt: 9_000 }], 10_000, SETTLE), null);
     assert.deepEqual(transcriptVerdict(file(), [{ keys: ["gone"], seenAt: 8_500 }], 10_000, SETTLE), { state: "behind", lacking: 1 });
     assert.equal(transcriptVerdict(file({ fromStart: false, startedAt: 5_000 }), [{ keys: ["gone"], seenAt: 4_000 }], 10_000, SETTLE), null);
-    assert.deepEqual(transcriptVerdict(file({ fromStart: false, startedAt: 5_000 }), [{ keys: ["gone"], seenAt: 6_000 }], 10_000, SETTLE), { state: "behind", lacking: 1 });
+    assert.deepEqual(transcriptVerdict(file({ fromStart: false, startedAt: 5_000 }), [{ keys: ["gone"], seenAt: 6_000 }], 10_000, SETTLE), {
+      state: "behind",
+      lacking: 1,
+    });
   });
 });
 

@@ -6,7 +6,7 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { startStub, textReply, toolUseReply, type StubUpstream } from "../support/stub-upstream.ts";
+import { startStub, type StubUpstream, textReply, toolUseReply } from "../support/stub-upstream.ts";
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 import { textsOf } from "../support/client.ts";
@@ -53,7 +53,10 @@ describe("replay of a real interactive session with /compact and a rewind", () =
     const ids = main.filter((r) => r.type === "assistant").map((r) => r.message.id);
     assert.deepEqual(ids, ["msg_mock_1", "msg_mock_2", "msg_mock_3", "msg_mock_6", "msg_mock_7"]);
     // Claude Code's retry of the summarising request reworded its instruction: two exchanges, not one.
-    assert.deepEqual(side.map((r) => [r.type, r.message.id ?? null]), [["user", null], ["assistant", "msg_mock_4"], ["user", null], ["assistant", "msg_mock_5"]]);
+    assert.deepEqual(side.map((r) => [r.type, r.message.id ?? null]), [["user", null], ["assistant", "msg_mock_4"], ["user", null], [
+      "assistant",
+      "msg_mock_5",
+    ]]);
     assert.ok(side.every((r) => r.isSidechain === true));
     assert.ok(textsOf(side[0]).at(-1)!.startsWith("CRITICAL: Respond with TEXT ONLY"));
     const fork = everything.find((r) => r.uuid === side[0].parentUuid)!;

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
 import { type StubUpstream } from "../support/stub-upstream.ts";
-import { allRecords, readTree, useStubAndTap, type TestTap } from "../support/tap.ts";
+import { allRecords, readTree, type TestTap, useStubAndTap } from "../support/tap.ts";
 import { Conversation, textsOf } from "../support/client.ts";
 
 /** Records of one type. */
@@ -62,7 +62,7 @@ describe("session mirror: a conversation through the tap", () => {
     assert.ok(growth[199] < growth[1] * 1.5, `turn 200 added ${growth[199]} B, turn 2 added ${growth[1]} B`);
   });
 
-  it("the literal \"yes\" at turns 2 and 9 → two records", async () => {
+  it('the literal "yes" at turns 2 and 9 → two records', async () => {
     const c = new Conversation(tap.url, "yes-twice");
     for (let turn = 1; turn <= 10; turn++) await c.say(turn === 2 || turn === 9 ? "yes" : `turn ${turn}`);
     const users = ofType(allRecords(`${tap.root}/yes-twice`), "user");
@@ -94,7 +94,7 @@ describe("session mirror: a conversation through the tap", () => {
     const data = Buffer.from(bytes).toString("base64");
     const c = new Conversation(tap.url, "image");
     await c.say([{ type: "image", source: { type: "base64", media_type: "image/png", data } }, { type: "text", text: "what is this?" }]);
-    const image = ((ofType(allRecords(`${tap.root}/image`), "user")[0].message as { content: { source?: unknown }[] }).content[0]).source;
+    const image = (ofType(allRecords(`${tap.root}/image`), "user")[0].message as { content: { source?: unknown }[] }).content[0].source;
     const { createHash } = await import("node:crypto");
     assert.deepEqual(image, { type: "reference", sha256: createHash("sha256").update(bytes).digest("hex"), media_type: "image/png" });
     for (const file of readTree(tap.root).keys()) {
@@ -135,7 +135,8 @@ describe("session mirror: a conversation through the tap", () => {
 
   it("mirrors a non-streaming response; count_tokens and errors are forwarded, not mirrored", async () => {
     const sent = await fetch(`${tap.url}/v1/messages`, {
-      method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "json" },
+      method: "POST",
+      headers: { "content-type": "application/json", "x-claude-code-session-id": "json" },
       body: JSON.stringify({ model: "m", stream: false, messages: [{ role: "user", content: "plain json" }] }),
     });
     assert.equal(sent.status, 200);
@@ -144,7 +145,9 @@ describe("session mirror: a conversation through the tap", () => {
     assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
     assert.equal(typeof (records[1].message as { id: unknown }).id, "string");
     const counted = await fetch(`${tap.url}/v1/messages/count_tokens`, {
-      method: "POST", headers: { "x-claude-code-session-id": "counted" }, body: JSON.stringify({ messages: [{ role: "user", content: "n" }] }),
+      method: "POST",
+      headers: { "x-claude-code-session-id": "counted" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "n" }] }),
     });
     assert.equal(counted.status, 200);
     await counted.arrayBuffer();

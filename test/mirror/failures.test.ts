@@ -2,7 +2,7 @@ import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { loadFixture, startStub, textReply, type StubUpstream } from "../support/stub-upstream.ts";
+import { loadFixture, startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
 import { BASH_TOOL, Conversation, textsOf } from "../support/client.ts";
 import { faultyFs } from "../support/faulty-fs.ts";
@@ -24,7 +24,12 @@ describe("session mirror: failures and retries", () => {
   it("529 with retry-after, then the retry → the turn appears exactly once", async () => {
     const c = new Conversation(tap.url, "s529");
     await c.say("one");
-    stub.enqueue({ kind: "json", status: 529, headers: { "retry-after": "3" }, body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } });
+    stub.enqueue({
+      kind: "json",
+      status: 529,
+      headers: { "retry-after": "3" },
+      body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } },
+    });
     const failed = await c.say("two", { keepOnFailure: true });
     assert.equal(failed.status, 529);
     assert.equal(failed.headers.get("retry-after"), "3");
@@ -49,7 +54,7 @@ describe("session mirror: failures and retries", () => {
     assert.deepEqual(answers.map((r) => (r.message as { stop_reason: string }).stop_reason), ["end_turn", "interrupted", "end_turn"]);
     assert.equal(textsOf(answers[1]).join(""), "Let me start by looking at the failing test", "what arrived before the error event");
     const two = ofType(records, "user")[1].uuid;
-    assert.deepEqual([answers[1].parentUuid, answers[2].parentUuid], [two, two], "the partial and the retry both answer \"two\"");
+    assert.deepEqual([answers[1].parentUuid, answers[2].parentUuid], [two, two], 'the partial and the retry both answer "two"');
   });
 
   it("a connection reset mid-block, then the retry → the prompt once, the partial marked interrupted, the retry's answer once", async () => {
@@ -64,7 +69,10 @@ describe("session mirror: failures and retries", () => {
     assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
     const answers = ofType(records, "assistant");
     assert.deepEqual(answers.map((r) => (r.message as { stop_reason: string }).stop_reason), ["end_turn", "interrupted", "end_turn"]);
-    assert.ok("partial answer that never ends".startsWith(textsOf(answers[1]).join("")) && textsOf(answers[1]).join("") !== "", "the partial holds what arrived");
+    assert.ok(
+      "partial answer that never ends".startsWith(textsOf(answers[1]).join("")) && textsOf(answers[1]).join("") !== "",
+      "the partial holds what arrived",
+    );
   });
 
   // A whole answer whose stream did not end cleanly: the client's SDK has the message (message_delta carried
@@ -102,7 +110,8 @@ describe("session mirror: failures and retries", () => {
     stub.enqueue({ kind: "stall-after", chunks: events.slice(0, 5) });
     const controller = new AbortController();
     const response = await fetch(`${tap.url}/v1/messages`, {
-      method: "POST", signal: controller.signal,
+      method: "POST",
+      signal: controller.signal,
       headers: { "content-type": "application/json", "x-claude-code-session-id": "sleave" },
       body: JSON.stringify({ model: "m", stream: true, tools: [BASH_TOOL], messages: [...c.messages, { role: "user", content: "two" }] }),
     });
@@ -189,7 +198,8 @@ describe("session mirror: a writer that fails never touches the client", () => {
       stub.enqueue({ kind: "sse", chunks: [events.join("")] });
       faults.set("hang");
       const response = await fetch(`${patient.url}/v1/messages`, {
-        method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "w-partial" },
+        method: "POST",
+        headers: { "content-type": "application/json", "x-claude-code-session-id": "w-partial" },
         body: JSON.stringify({ model: "m", stream: true, tools: [BASH_TOOL], messages: [{ role: "user", content: "one chunk please" }] }),
       });
       const reader = response.body!.getReader();
@@ -198,7 +208,10 @@ describe("session mirror: a writer that fails never touches the client", () => {
         while (!seen.includes("message_delta")) seen += new TextDecoder().decode((await reader.read()).value);
       };
       let budget: ReturnType<typeof setTimeout> | undefined;
-      const outOfTime = new Promise<never>((_, reject) => (budget = setTimeout(() => reject(new Error("bytes before the final event waited for the write")), 5000)));
+      const outOfTime = new Promise<never>((
+        _,
+        reject,
+      ) => (budget = setTimeout(() => reject(new Error("bytes before the final event waited for the write")), 5000)));
       await Promise.race([readUntil(), outOfTime]).finally(() => clearTimeout(budget));
       assert.ok(!seen.includes('"message_stop"'), "the final event waits for the write");
       faults.set(null);

@@ -69,7 +69,15 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     assert.equal(ofType(after, "user").filter((r) => r.parentUuid === before[7].uuid).length, 2, "turn 5 and its edit are siblings");
     assertNoDuplicates(after);
     // The current branch reads as the user now sees the conversation.
-    assert.deepEqual(pathTo(after, after.at(-1)!).filter((r) => r.type === "user").map(text), ["turn 1", "turn 2", "turn 3", "turn 4", "edited turn 5", "edited turn 6", "edited turn 7"]);
+    assert.deepEqual(pathTo(after, after.at(-1)!).filter((r) => r.type === "user").map(text), [
+      "turn 1",
+      "turn 2",
+      "turn 3",
+      "turn 4",
+      "edited turn 5",
+      "edited turn 6",
+      "edited turn 7",
+    ]);
   });
 
   it("a restart after a rewind rebuilds the tree: the next turn continues the branch, nothing doubles", async () => {
@@ -95,7 +103,10 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     const main = records(tap.root, "compact");
     // The summarising request: the history, with the instruction appended to the last user message.
     const summarise = new Conversation(tap.url, "compact");
-    summarise.messages.push(...c.messages.slice(0, 18), { role: "user", content: [{ type: "text", text: "turn 10" }, { type: "text", text: "CRITICAL: Respond with TEXT ONLY. Summarise with <analysis> and <summary>." }] });
+    summarise.messages.push(...c.messages.slice(0, 18), {
+      role: "user",
+      content: [{ type: "text", text: "turn 10" }, { type: "text", text: "CRITICAL: Respond with TEXT ONLY. Summarise with <analysis> and <summary>." }],
+    });
     const summary = await summarise.send();
     assert.equal(summary.status, 200);
     await summarise.send(); // Claude Code may send it twice
@@ -107,13 +118,21 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
 
     const kept = c.messages.slice(-2);
     const next = new Conversation(tap.url, "compact");
-    next.messages.push({ role: "user", content: "This session is being continued from a previous conversation that ran out of context. Summary: ten turns." }, ...kept);
+    next.messages.push(
+      { role: "user", content: "This session is being continued from a previous conversation that ran out of context. Summary: ten turns." },
+      ...kept,
+    );
     await next.say("turn 11");
     await next.say("turn 12");
     const all = records(tap.root, "compact");
     const segment = all.slice(main.length);
     assert.deepEqual(segment.map((r) => [r.type, r.subtype ?? null]), [
-      ["system", "compact_boundary"], ["user", null], ["user", null], ["assistant", null], ["user", null], ["assistant", null],
+      ["system", "compact_boundary"],
+      ["user", null],
+      ["user", null],
+      ["assistant", null],
+      ["user", null],
+      ["assistant", null],
     ]);
     const [boundary, summaryRecord, turn11] = segment;
     assert.equal(boundary.parentUuid, null);
@@ -136,7 +155,8 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     const segment = before.filter((r) => r.message !== undefined).slice(-5);
     c.messages.push(
       { role: "user", content: "This session is being continued from a previous conversation that ran out of context. Summary: ten turns." },
-      { role: "user", content: "turn 10" }, { role: "assistant", content: (before[19].message as { content: unknown }).content },
+      { role: "user", content: "turn 10" },
+      { role: "assistant", content: (before[19].message as { content: unknown }).content },
       ...segment.slice(1).map((r) => ({ role: (r.message as { role: string }).role, content: (r.message as { content: unknown }).content })),
     );
     await c.say("turn 13");
@@ -149,8 +169,15 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     const c = new Conversation(tap.url, "titled");
     await c.say("first");
     const title = await fetch(`${tap.url}/v1/messages`, {
-      method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "titled" },
-      body: JSON.stringify({ model: "haiku", max_tokens: 50, stream: true, system: "Generate a short title.", messages: [{ role: "user", content: "Write a title for: first" }] }),
+      method: "POST",
+      headers: { "content-type": "application/json", "x-claude-code-session-id": "titled" },
+      body: JSON.stringify({
+        model: "haiku",
+        max_tokens: 50,
+        stream: true,
+        system: "Generate a short title.",
+        messages: [{ role: "user", content: "Write a title for: first" }],
+      }),
     });
     assert.equal(title.status, 200);
     await title.arrayBuffer();
@@ -169,11 +196,20 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     await c.say("name me");
     // As the real CLI sends it (see test/e2e/claude-guard.test.ts): the identity opens every system prompt.
     const title = await fetch(`${tap.url}/v1/messages`, {
-      method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "titled-2", "user-agent": "claude-cli/2.1.328 (external, cli)" },
+      method: "POST",
+      headers: { "content-type": "application/json", "x-claude-code-session-id": "titled-2", "user-agent": "claude-cli/2.1.328 (external, cli)" },
       body: JSON.stringify({
-        model: "claude-opus-5-5", max_tokens: 128000, stream: true,
-        system: [{ type: "text", text: "You are Claude Code, Anthropic's official CLI for Claude." }, { type: "text", text: "You are naming a coding session…" }],
-        messages: [{ role: "user", content: [{ type: "text", text: "<session>\nname me\n</session>\n\nWrite the title in the predominant language of the session." }] }],
+        model: "claude-opus-5-5",
+        max_tokens: 128000,
+        stream: true,
+        system: [{ type: "text", text: "You are Claude Code, Anthropic's official CLI for Claude." }, {
+          type: "text",
+          text: "You are naming a coding session…",
+        }],
+        messages: [{
+          role: "user",
+          content: [{ type: "text", text: "<session>\nname me\n</session>\n\nWrite the title in the predominant language of the session." }],
+        }],
         output_config: { format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } }, required: ["title"] } } },
       }),
     });
@@ -186,17 +222,26 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     assert.match(text(side[0]), /^<session>\nname me/);
   });
 
-
   it("Claude Code 2.1.328's own title request (its identity line, no tools, a JSON answer asked for) goes to side/ too, before the first turn", async () => {
     // The shape the real CLI sends before the first turn: the agent's identity line opens its system prompt,
     // so only the structured-answer request (no tools) tells it from the conversation.
     const title = await fetch(`${tap.url}/v1/messages?beta=true`, {
-      method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "real-title", "user-agent": "claude-cli/2.1.328 (external, cli)" },
+      method: "POST",
+      headers: { "content-type": "application/json", "x-claude-code-session-id": "real-title", "user-agent": "claude-cli/2.1.328 (external, cli)" },
       body: JSON.stringify({
-        model: "claude-opus-5-5", max_tokens: 128000, stream: true, tools: [],
-        system: [{ type: "text", text: "You are Claude Code, Anthropic's official CLI for Claude." }, { type: "text", text: "You are naming a coding session so the user can pick it out." }],
+        model: "claude-opus-5-5",
+        max_tokens: 128000,
+        stream: true,
+        tools: [],
+        system: [{ type: "text", text: "You are Claude Code, Anthropic's official CLI for Claude." }, {
+          type: "text",
+          text: "You are naming a coding session so the user can pick it out.",
+        }],
         messages: [{ role: "user", content: [{ type: "text", text: "<session>\nfix the login test\n</session>\n\nWrite the title in English." }] }],
-        output_config: { effort: "medium", format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } }, required: ["title"] } } },
+        output_config: {
+          effort: "medium",
+          format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } }, required: ["title"] } },
+        },
       }),
     });
     assert.equal(title.status, 200);
@@ -215,8 +260,15 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     try {
       await new Conversation(quiet.url, "no-side").say("main turn");
       const title = await fetch(`${quiet.url}/v1/messages`, {
-        method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "no-side" },
-        body: JSON.stringify({ model: "haiku", max_tokens: 50, stream: true, system: "Generate a short title.", messages: [{ role: "user", content: "Write a title" }] }),
+        method: "POST",
+        headers: { "content-type": "application/json", "x-claude-code-session-id": "no-side" },
+        body: JSON.stringify({
+          model: "haiku",
+          max_tokens: 50,
+          stream: true,
+          system: "Generate a short title.",
+          messages: [{ role: "user", content: "Write a title" }],
+        }),
       });
       assert.equal(title.status, 200);
       await title.arrayBuffer();
@@ -231,7 +283,8 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
 
   it("a side request seen before the main conversation does not become the main chain", async () => {
     const probe = await fetch(`${tap.url}/v1/messages`, {
-      method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "probe-first" },
+      method: "POST",
+      headers: { "content-type": "application/json", "x-claude-code-session-id": "probe-first" },
       body: JSON.stringify({ model: "haiku", max_tokens: 1, messages: [{ role: "user", content: "quota" }] }),
     });
     await probe.arrayBuffer();
@@ -269,7 +322,12 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     await c.say("newer");
     const recs = records(tap.root, "mid-session");
     assert.deepEqual(recs.map((r) => [text(r), Boolean(r.reconstructed)]), [
-      ["old 1", true], ["old answer", true], ["new", false], [recs[3] ? text(recs[3]) : "", false], ["newer", false], [recs[5] ? text(recs[5]) : "", false],
+      ["old 1", true],
+      ["old answer", true],
+      ["new", false],
+      [recs[3] ? text(recs[3]) : "", false],
+      ["newer", false],
+      [recs[5] ? text(recs[5]) : "", false],
     ]);
   });
 

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { fixtureNames, loadFixture, type StubUpstream } from "../support/stub-upstream.ts";
-import { useStubAndTap, type TestTap } from "../support/tap.ts";
+import { type TestTap, useStubAndTap } from "../support/tap.ts";
 
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
@@ -38,7 +38,7 @@ const byEvent = (bytes: Uint8Array) => cutAt(bytes, [...Buffer.from(bytes).toStr
 function randomSplit(bytes: Uint8Array, seed: number): Uint8Array[] {
   const rnd = seeded(seed);
   const offsets: number[] = [];
-  for (let at = 0; at < bytes.length; ) offsets.push((at += 1 + Math.floor(rnd() * 97)));
+  for (let at = 0; at < bytes.length;) offsets.push(at += 1 + Math.floor(rnd() * 97));
   return cutAt(bytes, offsets);
 }
 /** Offset of the second byte of the first multi-byte UTF-8 character, or -1 for pure ASCII. */
@@ -59,8 +59,10 @@ async function through(tap: TestTap, path: string, init: RequestInit = {}) {
   return { status: res.status, headers: res.headers, body: new Uint8Array(await res.arrayBuffer()) };
 }
 
-const post = (body: string | Uint8Array, headers: Record<string, string> = {}): RequestInit =>
-  ({ method: "POST", headers: { "content-type": "application/json", "x-api-key": "sk-test", ...headers }, body } as RequestInit);
+const post = (
+  body: string | Uint8Array,
+  headers: Record<string, string> = {},
+): RequestInit => ({ method: "POST", headers: { "content-type": "application/json", "x-api-key": "sk-test", ...headers }, body } as RequestInit);
 
 describe("passthrough: byte identity", () => {
   let stub: StubUpstream;

@@ -72,29 +72,33 @@ describe("passthrough: headers", () => {
   it("request headers arrive less hop-by-hop ones, host rewritten, credentials forwarded", async () => {
     const body = `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`;
     stub.enqueue({ kind: "json", status: 200, body: { ok: true } });
-    const res = await rawRequest(tap.port, [
-      "POST /v1/messages?beta=true HTTP/1.1",
-      `Host: 127.0.0.1:${decoy.port}`,
-      "Content-Type: application/json",
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      "X-Api-Key: sk-ant-api03-SECRETKEY",
-      "Authorization: Bearer SECRET-TOKEN",
-      "Cookie: a=1; b=2",
-      "Anthropic-Version: 2023-06-01",
-      "Anthropic-Beta: claude-code-20250219,effort-2025-11-24",
-      "X-Claude-Code-Session-Id: 97ca207e-a339-4945-8a67-b4c188d5249f",
-      "User-Agent: claude-cli/2.1.328 (external, sdk-cli)",
-      "Accept: application/json",
-      "Accept-Encoding: gzip, deflate, br, zstd",
-      "X-Custom: kept",
-      "Connection: close, X-Drop-Me",
-      "X-Drop-Me: named by connection",
-      "Keep-Alive: timeout=5",
-      "TE: trailers",
-      "Trailer: X-T",
-      "Proxy-Authorization: Basic cHJveHk6c2VjcmV0",
-      "Proxy-Connection: keep-alive",
-    ].join("\r\n").replace("Connection: close, X-Drop-Me", "Connection: X-Drop-Me"), body);
+    const res = await rawRequest(
+      tap.port,
+      [
+        "POST /v1/messages?beta=true HTTP/1.1",
+        `Host: 127.0.0.1:${decoy.port}`,
+        "Content-Type: application/json",
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        "X-Api-Key: sk-ant-api03-SECRETKEY",
+        "Authorization: Bearer SECRET-TOKEN",
+        "Cookie: a=1; b=2",
+        "Anthropic-Version: 2023-06-01",
+        "Anthropic-Beta: claude-code-20250219,effort-2025-11-24",
+        "X-Claude-Code-Session-Id: 97ca207e-a339-4945-8a67-b4c188d5249f",
+        "User-Agent: claude-cli/2.1.328 (external, sdk-cli)",
+        "Accept: application/json",
+        "Accept-Encoding: gzip, deflate, br, zstd",
+        "X-Custom: kept",
+        "Connection: close, X-Drop-Me",
+        "X-Drop-Me: named by connection",
+        "Keep-Alive: timeout=5",
+        "TE: trailers",
+        "Trailer: X-T",
+        "Proxy-Authorization: Basic cHJveHk6c2VjcmV0",
+        "Proxy-Connection: keep-alive",
+      ].join("\r\n").replace("Connection: close, X-Drop-Me", "Connection: X-Drop-Me"),
+      body,
+    );
     assert.equal(res.status, 200, JSON.stringify(res));
     assert.equal(decoy.requests.length, 0);
     const h = stub.requests.at(-1)!.headers;
@@ -121,8 +125,11 @@ describe("passthrough: headers", () => {
 
   it("a chunked request body arrives whole and chunked, as the client framed it: nothing buffers it", async () => {
     stub.enqueue({ kind: "json", status: 200, body: { ok: true } });
-    const res = await rawRequest(tap.port, "POST /v1/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked",
-      "5\r\n{\"a\":\r\n4\r\n\"é\"\r\n1\r\n}\r\n0\r\n\r\n");
+    const res = await rawRequest(
+      tap.port,
+      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked",
+      '5\r\n{"a":\r\n4\r\n"é"\r\n1\r\n}\r\n0\r\n\r\n',
+    );
     assert.equal(res.status, 200, JSON.stringify(res));
     const rec = stub.requests.at(-1)!;
     assert.equal(Buffer.from(rec.body).toString("utf8"), `{"a":"é"}`);
@@ -147,10 +154,17 @@ describe("passthrough: headers", () => {
 
   it("response headers arrive less hop-by-hop ones", async () => {
     stub.enqueue({
-      kind: "raw", status: 200, body: "{}",
+      kind: "raw",
+      status: 200,
+      body: "{}",
       headers: {
-        "content-type": "application/json", "x-upstream": "1", "anthropic-ratelimit-requests-remaining": "99",
-        "proxy-authenticate": "Basic realm=x", "x-hop": "named", "connection": "x-hop", "keep-alive": "timeout=99",
+        "content-type": "application/json",
+        "x-upstream": "1",
+        "anthropic-ratelimit-requests-remaining": "99",
+        "proxy-authenticate": "Basic realm=x",
+        "x-hop": "named",
+        "connection": "x-hop",
+        "keep-alive": "timeout=99",
       },
     });
     const res = await fetch(tap.url + "/v1/messages", { method: "POST", body: "{}" });
@@ -204,7 +218,9 @@ describe("passthrough: headers", () => {
     assert.equal(stub.requests.length, before);
   });
 
-  for (const [method, path] of [["GET", "/_tap/nope"], ["POST", "/_tap/health"], ["GET", "/_tap/health/x"], ["DELETE", "/_tap/sessions/1"], ["PUT", "/_tap/x?y=1"]]) {
+  for (
+    const [method, path] of [["GET", "/_tap/nope"], ["POST", "/_tap/health"], ["GET", "/_tap/health/x"], ["DELETE", "/_tap/sessions/1"], ["PUT", "/_tap/x?y=1"]]
+  ) {
     it(`${method} ${path} is a 404 and is not forwarded`, async () => {
       const before = stub.requests.length;
       const res = await fetch(tap.url + path, { method, body: method === "GET" || method === "DELETE" ? undefined : "{}" });

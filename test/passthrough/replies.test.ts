@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
 import { loadFixture, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, useStubAndTap, type TestTap } from "../support/tap.ts";
+import { startTestTap, type TestTap, useStubAndTap } from "../support/tap.ts";
 
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
@@ -17,7 +17,10 @@ async function through(tap: TestTap, path: string, init: RequestInit = {}) {
 }
 
 /** A request with node:http, which never decodes a body: what the client really got on the wire. */
-function rawRequest(url: string, headers: Record<string, string> = { "accept-encoding": "gzip" }): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
+function rawRequest(
+  url: string,
+  headers: Record<string, string> = { "accept-encoding": "gzip" },
+): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { headers }, (res) => {
       const parts: Buffer[] = [];
@@ -30,8 +33,10 @@ function rawRequest(url: string, headers: Record<string, string> = { "accept-enc
   });
 }
 
-const post = (body: string | Uint8Array, headers: Record<string, string> = {}): RequestInit =>
-  ({ method: "POST", headers: { "content-type": "application/json", "x-api-key": "sk-test", ...headers }, body } as RequestInit);
+const post = (
+  body: string | Uint8Array,
+  headers: Record<string, string> = {},
+): RequestInit => ({ method: "POST", headers: { "content-type": "application/json", "x-api-key": "sk-test", ...headers }, body } as RequestInit);
 
 describe("passthrough: replies", () => {
   let stub: StubUpstream;
@@ -40,7 +45,12 @@ describe("passthrough: replies", () => {
 
   it("a JSON reply arrives byte-identical with its headers", async () => {
     const body = `{"id":"msg_1","type":"message","content":[{"type":"text","text":"héllo ✓ 🎉"}],  "spacing" : [ 1,2 ]}`;
-    stub.enqueue({ kind: "raw", status: 200, body, headers: { "content-type": "application/json", "request-id": "req_json_1", "anthropic-organization-id": "org-x" } });
+    stub.enqueue({
+      kind: "raw",
+      status: 200,
+      body,
+      headers: { "content-type": "application/json", "request-id": "req_json_1", "anthropic-organization-id": "org-x" },
+    });
     const got = await through(tap, "/v1/messages", post("{}"));
     assert.equal(got.status, 200);
     assert.ok(same(got.body, utf8(body)));
@@ -52,7 +62,12 @@ describe("passthrough: replies", () => {
   for (const status of [400, 401, 403, 404, 413, 429, 500, 503, 529]) {
     it(`a ${status} with retry-after passes through unchanged`, async () => {
       const body = `{"type":"error","error":{"type":"e${status}","message":"upstream said ${status}"}}`;
-      stub.enqueue({ kind: "raw", status, body, headers: { "content-type": "application/json", "retry-after": "17", "request-id": `req_err_${status}`, "x-should-retry": "true" } });
+      stub.enqueue({
+        kind: "raw",
+        status,
+        body,
+        headers: { "content-type": "application/json", "retry-after": "17", "request-id": `req_err_${status}`, "x-should-retry": "true" },
+      });
       const got = await through(tap, "/v1/messages?beta=true", post("{}"));
       assert.equal(got.status, status);
       assert.ok(same(got.body, utf8(body)), `body of ${status}`);
@@ -118,13 +133,25 @@ describe("passthrough: replies", () => {
   }
 
   it("a non-streaming Messages answer (mirrored, sent in several chunks) arrives byte-identical", async () => {
-    const answer = JSON.stringify({ id: "msg_ns", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "non-streamed ✓" }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 3, output_tokens: 4 } });
+    const answer = JSON.stringify({
+      id: "msg_ns",
+      type: "message",
+      role: "assistant",
+      model: "m",
+      content: [{ type: "text", text: "non-streamed ✓" }],
+      stop_reason: "end_turn",
+      stop_sequence: null,
+      usage: { input_tokens: 3, output_tokens: 4 },
+    });
     const bytes = utf8(answer);
     const chunks = [bytes.subarray(0, 20), bytes.subarray(20, 61), bytes.subarray(61)];
     for (const [label, reply] of [["one chunk", [bytes]], ["three chunks", chunks]] as const) {
       stub.enqueue({ kind: "sse", chunks: [...reply], delayMs: [0, 5, 5], headers: { "content-type": "application/json" } });
       const request = JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: `non-streaming ${label}` }] });
-      const res = await fetch(tap.url + "/v1/messages", { ...post(request, { "x-claude-code-session-id": "non-streaming" }), signal: AbortSignal.timeout(5000) });
+      const res = await fetch(tap.url + "/v1/messages", {
+        ...post(request, { "x-claude-code-session-id": "non-streaming" }),
+        signal: AbortSignal.timeout(5000),
+      });
       assert.equal(res.status, 200);
       assert.ok(same(new Uint8Array(await res.arrayBuffer()), bytes), label);
     }

@@ -4,8 +4,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createServer } from "node:net";
-import { loadFixture, textReply, type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, useStubAndTap, type TestTap } from "../support/tap.ts";
+import { loadFixture, type RecordedRequest, type StubUpstream, textReply } from "../support/stub-upstream.ts";
+import { startTestTap, type TestTap, useStubAndTap } from "../support/tap.ts";
 import { within } from "../support/poll.ts";
 
 /** Reads from `reader` until `want` bytes arrived (bounded by time); returns them. */
@@ -102,12 +102,21 @@ describe("passthrough: streaming", () => {
   it("50 concurrent streams are each byte-identical", { timeout: 60_000 }, async () => {
     const replies = Array.from({ length: 50 }, (_, i) => textReply(`stream ${i} ${"é✓".repeat(i)}`, { id: `msg_c${i}`, deltas: 4 }));
     for (let i = 0; i < 50; i++) {
-      stub.enqueue({ kind: "sse", chunks: replies[i], headers: { "x-stream": String(i) }, delayMs: replies[i].map((_, j) => (j === 0 ? 0 : 1 + ((i + j) % 4))) });
+      stub.enqueue({
+        kind: "sse",
+        chunks: replies[i],
+        headers: { "x-stream": String(i) },
+        delayMs: replies[i].map((_, j) => (j === 0 ? 0 : 1 + ((i + j) % 4))),
+      });
     }
-    const results = await within(Promise.all(replies.map(async (_, k) => {
-      const res = await fetch(tap.url + "/v1/messages", messagesInit(`concurrent ${k}`));
-      return { stream: Number(res.headers.get("x-stream")), body: Buffer.from(await res.arrayBuffer()) };
-    })), 30_000, "50 streams");
+    const results = await within(
+      Promise.all(replies.map(async (_, k) => {
+        const res = await fetch(tap.url + "/v1/messages", messagesInit(`concurrent ${k}`));
+        return { stream: Number(res.headers.get("x-stream")), body: Buffer.from(await res.arrayBuffer()) };
+      })),
+      30_000,
+      "50 streams",
+    );
     const seen = new Set<number>();
     for (const { stream, body } of results) {
       assert.ok(Number.isInteger(stream) && stream >= 0 && stream < 50, `x-stream ${stream}`);
@@ -120,7 +129,11 @@ describe("passthrough: streaming", () => {
   it("an unreachable upstream gives 502 with an Anthropic-shaped error body", async () => {
     const dead = await startTestTap(`http://127.0.0.1:${await closedPort()}`);
     try {
-      const res = await within(fetch(dead.url + "/v1/messages", { ...messagesInit("anyone there?"), headers: { "x-api-key": "sk-ant-SECRET-502" } }), 10_000, "502");
+      const res = await within(
+        fetch(dead.url + "/v1/messages", { ...messagesInit("anyone there?"), headers: { "x-api-key": "sk-ant-SECRET-502" } }),
+        10_000,
+        "502",
+      );
       assert.equal(res.status, 502);
       assert.match(res.headers.get("content-type") ?? "", /application\/json/);
       const text = await res.text();

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
 import type { EngineSettings } from "../../src/mirror/messages.ts";
-import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
+import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import type { EngineLink } from "../../src/tap/engine-link.ts";
 import { startThreadEngine } from "../../src/tap/engine-host.ts";
 import { EngineLink as Link } from "../../src/tap/engine-link.ts";
@@ -68,14 +68,29 @@ async function engineOn(fs: FsAdapter, holdBackMs: number) {
   const root = `${dir}/mirror`;
   mkdirSync(root, { mode: 0o700 });
   const settings: EngineSettings = {
-    root, claudeDir: `${dir}/claude`, maxBytes: 1 << 30, retentionDays: 0, maxSessions: 64, includeThinking: true, sideRequests: true,
-    version: "0.0.0-test", lockWaitMs: 2000, maxQueued: 100, maxMessageBytes: 1 << 25, store: null, storeOnly: false, guard: false,
-    guardTimings: {}, spoolTmpDir: dir,
+    root,
+    claudeDir: `${dir}/claude`,
+    maxBytes: 1 << 30,
+    retentionDays: 0,
+    maxSessions: 64,
+    includeThinking: true,
+    sideRequests: true,
+    version: "0.0.0-test",
+    lockWaitMs: 2000,
+    maxQueued: 100,
+    maxMessageBytes: 1 << 25,
+    store: null,
+    storeOnly: false,
+    guard: false,
+    guardTimings: {},
+    spoolTmpDir: dir,
   };
   const stderr: string[] = [];
   const { link } = await startThreadEngine(settings, { fs, clock: Date.now }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} }, holdBackMs);
   return {
-    link, root, stderr,
+    link,
+    root,
+    stderr,
     async close() {
       await link.stop(2000);
       rmSync(dir, { recursive: true, force: true });
@@ -115,12 +130,15 @@ describe("tee and relay observer, with a real engine", () => {
         const session = `cut-${cut}`;
         const observer = follow(e.link, session);
         let sawFinal = false;
-        const client = await readAll(teeBody(source([bytes.subarray(0, cut), bytes.subarray(cut)]).stream, observer, options({ holdBackMs: 10_000 })), (soFar) => {
-          if (sawFinal || !soFar.includes('"type":"message_stop"')) return;
-          sawFinal = true;
-          const answers = allRecords(`${e.root}/${session}`).filter((r) => r.type === "assistant");
-          assert.equal(answers.length, 1, `cut ${cut}: the final event reached the client before its record was written`);
-        });
+        const client = await readAll(
+          teeBody(source([bytes.subarray(0, cut), bytes.subarray(cut)]).stream, observer, options({ holdBackMs: 10_000 })),
+          (soFar) => {
+            if (sawFinal || !soFar.includes('"type":"message_stop"')) return;
+            sawFinal = true;
+            const answers = allRecords(`${e.root}/${session}`).filter((r) => r.type === "assistant");
+            assert.equal(answers.length, 1, `cut ${cut}: the final event reached the client before its record was written`);
+          },
+        );
         assert.ok(client.equals(bytes), `cut ${cut}: the client's bytes changed`);
         assert.ok(sawFinal, `cut ${cut}`);
       }
@@ -162,7 +180,7 @@ describe("tee and relay observer, with a real engine", () => {
     }
   });
 
-  it("\"message_stop\" inside an answer's text is a false candidate: one question to the engine, no wait", async () => {
+  it('"message_stop" inside an answer\'s text is a false candidate: one question to the engine, no wait', async () => {
     const e = await engineOn(nodeFs, 10_000);
     try {
       const chunks = textReply("the event is called message_stop, and this text mentions it", { id: "msg_false" }).map((s) => enc.encode(s));
@@ -182,7 +200,15 @@ describe("tee and relay observer, with a real engine", () => {
     const faults = faultyFs();
     const e = await engineOn(faults.fs, 10_000);
     try {
-      const json = JSON.stringify({ type: "message", id: "msg_json", role: "assistant", model: "m", content: [{ type: "text", text: "whole" }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } });
+      const json = JSON.stringify({
+        type: "message",
+        id: "msg_json",
+        role: "assistant",
+        model: "m",
+        content: [{ type: "text", text: "whole" }],
+        stop_reason: "end_turn",
+        usage: { input_tokens: 1, output_tokens: 1 },
+      });
       const chunks = [json.slice(0, 10), json.slice(10, 30), json.slice(30)].map((s) => enc.encode(s));
       faults.set("hang");
       const observer = follow(e.link, "json", new Headers({ "content-type": "application/json" }));
@@ -246,7 +272,11 @@ describe("tee and relay observer, with a real engine", () => {
       try {
         const chunks = textReply("cut short by a reset", { id: "msg_reset", deltas: 4 }).map((s) => enc.encode(s));
         const broke: unknown[] = [];
-        const reader = teeBody(source(chunks, 4).stream, follow(e.link, `reset-${gone}`), options({ clientGone: () => gone, upstreamBroke: (x) => broke.push(x) })).getReader();
+        const reader = teeBody(
+          source(chunks, 4).stream,
+          follow(e.link, `reset-${gone}`),
+          options({ clientGone: () => gone, upstreamBroke: (x) => broke.push(x) }),
+        ).getReader();
         for (let i = 0; i < 4; i++) await reader.read();
         await assert.rejects(reader.read(), /upstream reset/);
         assert.equal(broke.length, gone ? 0 : 1);
@@ -278,7 +308,7 @@ describe("tee and relay observer, with a real engine", () => {
   it("an answer the engine cannot read is one counted error, unmirrored; the client still gets every byte", async () => {
     const e = await engineOn(nodeFs, 250);
     try {
-      const chunks = ["{\"type\":\"message\",", "this is not JSON"].map((s) => enc.encode(s));
+      const chunks = ['{"type":"message",', "this is not JSON"].map((s) => enc.encode(s));
       const observer = follow(e.link, "bad-json", new Headers({ "content-type": "application/json" }));
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
       const stats = await e.link.query("stats", null);
@@ -336,8 +366,22 @@ describe("tee and relay observer, with a real engine", () => {
     // deliver and engine are defined below; the link posts only once the test starts relaying.
     const link = new Link({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} }, 250);
     const engine = new MirrorEngine({
-      root: `${dir}/mirror`, claudeDir: `${dir}/claude`, maxBytes: 1 << 30, retentionDays: 0, maxSessions: 8, includeThinking: true, sideRequests: true,
-      version: "0", lockWaitMs: 2000, maxQueued: 10, maxMessageBytes: 1 << 20, store: null, storeOnly: false, guard: false, guardTimings: {}, spoolTmpDir: dir,
+      root: `${dir}/mirror`,
+      claudeDir: `${dir}/claude`,
+      maxBytes: 1 << 30,
+      retentionDays: 0,
+      maxSessions: 8,
+      includeThinking: true,
+      sideRequests: true,
+      version: "0",
+      lockWaitMs: 2000,
+      maxQueued: 10,
+      maxMessageBytes: 1 << 20,
+      store: null,
+      storeOnly: false,
+      guard: false,
+      guardTimings: {},
+      spoolTmpDir: dir,
     }, { fs: nodeFs, clock: Date.now, post: (m: FromEngine) => queueMicrotask(() => link.receive(m)) });
     await engine.start();
     const deliver = () => {

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
-import { startStub, textReply, type StubUpstream } from "../support/stub-upstream.ts";
+import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
+import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { sseEvent, textReply, toolUseReply, type StubUpstream } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, useStubAndTap, type TestTap } from "../support/tap.ts";
+import { sseEvent, type StubUpstream, textReply, toolUseReply } from "../support/stub-upstream.ts";
+import { allRecords, readEvents, type TestTap, useStubAndTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { CORPUS } from "../support/corpus.ts";
 
@@ -38,7 +38,7 @@ describe("content fidelity: what goes in comes back exactly", () => {
     await c.say("and again");
     const results = allRecords(`${tap.root}/fidelity-big`).filter((r) => JSON.stringify(r).includes("0123456789abcdef"));
     assert.equal(results.length, 1, "stored once although re-sent");
-    assert.equal(((results[0].message as { content: { content: string }[] }).content[0]).content, big);
+    assert.equal((results[0].message as { content: { content: string }[] }).content[0].content, big);
   });
 
   it("deeply nested JSON in a streamed tool input round-trips (1,000 levels)", async () => {

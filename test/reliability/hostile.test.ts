@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
+import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { sweepTree } from "../../src/storage/sweep.ts";
 import { prepareRoot } from "../../src/cli/root-check.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
@@ -78,7 +78,12 @@ describe("hostile trees", () => {
     assert.match(String(await prepareRoot(nodeFs, `${dir}/root-link`)), /symbolic link/);
     const unwritable: FsAdapter = { ...nodeFs, canReadWrite: async () => false };
     assert.match(String(await prepareRoot(unwritable, root)), /not readable and writable/);
-    const refusing: FsAdapter = { ...nodeFs, createExclusive: async () => { throw Object.assign(new Error("read-only file system"), { code: "EROFS" }); } };
+    const refusing: FsAdapter = {
+      ...nodeFs,
+      createExclusive: async () => {
+        throw Object.assign(new Error("read-only file system"), { code: "EROFS" });
+      },
+    };
     assert.match(String(await prepareRoot(refusing, root)), /nothing can be written there \(EROFS/);
     assert.equal(await prepareRoot(nodeFs, `${dir}/absent/deeper`), null, "an absent root is created at start");
     assert.equal(statSync(`${dir}/absent/deeper`).mode & 0o777, 0o700);

@@ -35,7 +35,12 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
       await tap.mirror!.flush(2000);
       const lines = tap.stderrLines.filter((l) => l.includes("mirror write failed"));
       assert.equal(lines.length, 1, `one line, not one per failure: ${tap.stderrLines.join("\n")}`);
-      assert.match(lines[0], new RegExp(`^sessiontap: mirror write failed in ${tap.root}/sblocked \\(EUNSAFE: .*not a directory.*\\)\\. The client is unaffected; \\d+ commits? wait in memory and are retried\\. Fix that directory .*sessiontap doctor$`));
+      assert.match(
+        lines[0],
+        new RegExp(
+          `^sessiontap: mirror write failed in ${tap.root}/sblocked \\(EUNSAFE: .*not a directory.*\\)\\. The client is unaffected; \\d+ commits? wait in memory and are retried\\. Fix that directory .*sessiontap doctor$`,
+        ),
+      );
       const degraded = await health(tap.url);
       assert.equal(degraded.status, "degraded");
       assert.ok(degraded.problems.some((p) => /^mirror: \d+ commits? waiting to be written/.test(p)), degraded.problems.join("; "));
@@ -45,7 +50,10 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
       const ok = await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
       assert.deepEqual(ok.problems, []);
       assert.deepEqual(users(allRecords(`${tap.root}/sblocked`)), ["first", "second"]);
-      assert.ok(tap.stderrLines.some((l) => /^sessiontap: mirror writes work again in .* every waiting commit is written$/.test(l)), tap.stderrLines.join("\n"));
+      assert.ok(
+        tap.stderrLines.some((l) => /^sessiontap: mirror writes work again in .* every waiting commit is written$/.test(l)),
+        tap.stderrLines.join("\n"),
+      );
     } finally {
       await tap.close();
     }
@@ -60,7 +68,10 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
       await new Conversation(tap.url, "sevents").say("hello");
       await tap.mirror!.flush(2000);
       assert.equal(tap.stderrLines.filter((l) => l.includes("events log")).length, 1, tap.stderrLines.join("\n"));
-      assert.match(tap.stderrLines.find((l) => l.includes("events log"))!, /^sessiontap: events log \S+ not written \(EUNSAFE: .*is not a regular file.*\); the mirror itself carries on$/);
+      assert.match(
+        tap.stderrLines.find((l) => l.includes("events log"))!,
+        /^sessiontap: events log \S+ not written \(EUNSAFE: .*is not a regular file.*\); the mirror itself carries on$/,
+      );
       const h = await health(tap.url);
       assert.equal(h.status, "degraded");
       assert.ok(h.problems.some((p) => p.startsWith("mirror: the events log is not being written")), h.problems.join("; "));
@@ -159,16 +170,25 @@ describe("a dead upstream is loud: health, doctor and stderr say so; recovery to
       for (let i = 0; i < 3; i++) assert.equal((await c.say(`try ${i}`, { keepOnFailure: false })).status, 502);
       const h = await health(tap.url);
       assert.equal(h.status, "degraded");
-      assert.match(h.problems.find((p) => p.startsWith("upstream:")) ?? "", new RegExp(`^upstream: 127\\.0\\.0\\.1:${port} failing since \\S+ \\(3 attempts; `));
+      assert.match(
+        h.problems.find((p) => p.startsWith("upstream:")) ?? "",
+        new RegExp(`^upstream: 127\\.0\\.0\\.1:${port} failing since \\S+ \\(3 attempts; `),
+      );
       assert.equal(h.upstream.consecutiveFailures, 3);
       assert.equal(h.upstream.lastSuccess, null);
       assert.equal(h.upstream.url, `http://127.0.0.1:${port}`);
       const said = tap.stderrLines.filter((l) => l.includes("upstream"));
       assert.equal(said.length, 1, said.join("\n"));
-      assert.match(said[0], new RegExp(`^sessiontap: upstream 127\\.0\\.0\\.1:${port} cannot be reached \\((?!(\\w+): \\1)`), "named once, its error not repeated");
+      assert.match(
+        said[0],
+        new RegExp(`^sessiontap: upstream 127\\.0\\.0\\.1:${port} cannot be reached \\((?!(\\w+): \\1)`),
+        "named once, its error not repeated",
+      );
 
       mkdirSync(`${scratch.dir}/claude`);
-      const doctor = await cli(["doctor", "--mirror-dir", tap.root, "--claude-dir", `${scratch.dir}/claude`], { ANTHROPIC_BASE_URL: tap.url }, { cwd: scratch.dir });
+      const doctor = await cli(["doctor", "--mirror-dir", tap.root, "--claude-dir", `${scratch.dir}/claude`], { ANTHROPIC_BASE_URL: tap.url }, {
+        cwd: scratch.dir,
+      });
       assert.equal(doctor.code, 1, doctor.stdout);
       assert.match(doctor.stdout, new RegExp(`^FAIL +tap upstream +127\\.0\\.0\\.1:${port} failing since`, "m"));
 
@@ -178,7 +198,10 @@ describe("a dead upstream is loud: health, doctor and stderr say so; recovery to
         const ok = await health(tap.url);
         assert.equal(ok.status, "ok", ok.problems.join("; "));
         assert.equal(ok.upstream.consecutiveFailures, 0);
-        assert.ok(tap.stderrLines.some((l) => l === `sessiontap: upstream 127.0.0.1:${port} answers again (after 3 failed attempts)`), tap.stderrLines.join("\n"));
+        assert.ok(
+          tap.stderrLines.some((l) => l === `sessiontap: upstream 127.0.0.1:${port} answers again (after 3 failed attempts)`),
+          tap.stderrLines.join("\n"),
+        );
       } finally {
         await back.close();
       }
@@ -235,7 +258,7 @@ describe("commits that could not be written are saved at shutdown and replayed b
   const spoilRoot = (root: string) => {
     renameSync(root, `${root}.moved`);
     writeFileSync(`${root}.file`, "the root is now a file");
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       try {
         renameSync(`${root}.file`, root);
         return;
@@ -247,35 +270,41 @@ describe("commits that could not be written are saved at shutdown and replayed b
   };
   const env = (extra: Record<string, string> = {}) => ({ HOME: scratch.dir, TMPDIR: `${scratch.dir}/tmp`, SESSIONTAP_DRAIN_MS: "2000", ...extra });
 
-  it("SIGTERM with queued commits: saved under the root, said on stderr, exit 0; the next start replays them, nothing lost", { timeout: CHILD_MS }, async () => {
-    const root = `${scratch.dir}/m1`;
-    mkdirSync(root, { mode: 0o700 });
-    writeFileSync(`${root}/squeued`, "in the way");
-    const first = await serveTap(["--upstream", stub.url, "--mirror-dir", root], { env: env() });
-    const c = new Conversation(first.url, "squeued");
-    await c.say("one");
-    await c.say("two");
-    await first.tap.waitFor("stderr", /mirror write failed/);
-    first.tap.signal("SIGTERM");
-    assert.equal((await first.tap.exit(CHILD_MS)).code, 0, first.tap.stderr());
-    const saved = /^sessiontap: (\d+) commits? could not be written to \S+; saved in (\S+\/\.spool\/mirror\/spool-\S+\.jsonl): the next start on this mirror root writes them$/m.exec(first.tap.stderr());
-    assert.ok(saved !== null, first.tap.stderr());
-    assert.equal(Number(saved[1]), 2);
-    assert.ok(existsSync(saved[2]));
+  it(
+    "SIGTERM with queued commits: saved under the root, said on stderr, exit 0; the next start replays them, nothing lost",
+    { timeout: CHILD_MS },
+    async () => {
+      const root = `${scratch.dir}/m1`;
+      mkdirSync(root, { mode: 0o700 });
+      writeFileSync(`${root}/squeued`, "in the way");
+      const first = await serveTap(["--upstream", stub.url, "--mirror-dir", root], { env: env() });
+      const c = new Conversation(first.url, "squeued");
+      await c.say("one");
+      await c.say("two");
+      await first.tap.waitFor("stderr", /mirror write failed/);
+      first.tap.signal("SIGTERM");
+      assert.equal((await first.tap.exit(CHILD_MS)).code, 0, first.tap.stderr());
+      const saved =
+        /^sessiontap: (\d+) commits? could not be written to \S+; saved in (\S+\/\.spool\/mirror\/spool-\S+\.jsonl): the next start on this mirror root writes them$/m
+          .exec(first.tap.stderr());
+      assert.ok(saved !== null, first.tap.stderr());
+      assert.equal(Number(saved[1]), 2);
+      assert.ok(existsSync(saved[2]));
 
-    unlinkSync(`${root}/squeued`);
-    const second = await serveTap(["--upstream", stub.url, "--mirror-dir", root], { env: env() });
-    try {
-      assert.match(second.tap.stdout(), /^ {2}replayed {3}2 commits an earlier run could not write$/m);
-      assert.deepEqual(users(allRecords(`${root}/squeued`)), ["one", "two"]);
-      assert.equal(allRecords(`${root}/squeued`).filter((r) => r.type === "assistant").length, 2);
-      assert.equal(existsSync(saved[2]), false, "the replayed spool file is gone");
-      assert.equal((await health(second.url)).status, "ok");
-    } finally {
-      second.tap.signal("SIGTERM");
-      assert.equal((await second.tap.exit(CHILD_MS)).code, 0);
-    }
-  });
+      unlinkSync(`${root}/squeued`);
+      const second = await serveTap(["--upstream", stub.url, "--mirror-dir", root], { env: env() });
+      try {
+        assert.match(second.tap.stdout(), /^ {2}replayed {3}2 commits an earlier run could not write$/m);
+        assert.deepEqual(users(allRecords(`${root}/squeued`)), ["one", "two"]);
+        assert.equal(allRecords(`${root}/squeued`).filter((r) => r.type === "assistant").length, 2);
+        assert.equal(existsSync(saved[2]), false, "the replayed spool file is gone");
+        assert.equal((await health(second.url)).status, "ok");
+      } finally {
+        second.tap.signal("SIGTERM");
+        assert.equal((await second.tap.exit(CHILD_MS)).code, 0);
+      }
+    },
+  );
 
   it("the root itself gone bad: saved under the temp directory instead, and replayed once the root is back", { timeout: CHILD_MS }, async () => {
     const root = `${scratch.dir}/m2`;

@@ -77,7 +77,11 @@ describe("processes sharing one mirror root", () => {
     const c = new Conversation(url, "locked");
     c.messages.push(...(allRecords(sessionDir).map((r) => r.message) as { role: string; content: unknown }[]));
     assert.equal((await c.say("while locked")).status, 200, "the client is unaffected");
-    const locked = await pollUntil(() => readEvents(root), (events) => events.some((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")), 5_000);
+    const locked = await pollUntil(
+      () => readEvents(root),
+      (events) => events.some((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")),
+      5_000,
+    );
     assert.ok(locked.some((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")), "the wait is in the events log");
     assert.equal(allRecords(sessionDir).length, 2, "nothing written while another writer holds the lock");
     rmSync(locks.pathFor(sessionDir));
@@ -128,7 +132,13 @@ describe("processes sharing one mirror root", () => {
     assert.deepEqual(users(recs), Array.from({ length: 200 }, (_, i) => `turn ${i}`), "every turn once, in order");
     const answered = new Set(recs.filter((r) => r.type === "assistant").map((r) => String(r.requestId)));
     const missing = [...completed].filter((id) => !answered.has(id));
-    assert.deepEqual(missing, [], `answers the client saw complete are on disk; events: ${readFileSync(`${root}/session-mirror-events.jsonl`, "utf8").split("\n").filter((l) => !l.includes('"append"')).slice(-10).join(" ")}`);
+    assert.deepEqual(
+      missing,
+      [],
+      `answers the client saw complete are on disk; events: ${
+        readFileSync(`${root}/session-mirror-events.jsonl`, "utf8").split("\n").filter((l) => !l.includes('"append"')).slice(-10).join(" ")
+      }`,
+    );
     assert.equal(new Set(recs.map((r) => r.uuid)).size, recs.length, "nothing doubled");
     const tornFiles = readdirSync(`${root}/crashy`).filter((f) => f.endsWith(".torn"));
     assert.ok(kills >= 5, `killed ${kills} times`);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { main } from "../../src/cli/main.ts";
-import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
+import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
@@ -14,7 +14,11 @@ async function verify(root: string, ...args: (string | FsAdapter)[]): Promise<{ 
   let err = "";
   const fs = args.find((a): a is FsAdapter => typeof a !== "string") ?? nodeFs;
   const code = await main(["verify", "--mirror-dir", root, ...args.filter((a): a is string => typeof a === "string")], {}, {
-    stdout: (t) => void (out += t), stderr: (t) => void (err += t), home: root, stopSignal: new Promise(() => {}), fs,
+    stdout: (t) => void (out += t),
+    stderr: (t) => void (err += t),
+    home: root,
+    stopSignal: new Promise(() => {}),
+    fs,
   });
   return { code, out, err };
 }
@@ -103,7 +107,12 @@ describe("sessiontap verify [--repair]", () => {
     const r = await verify(`${dir}/nowhere`);
     assert.equal(r.code, 1);
     assert.match(r.err, /no mirror at/);
-    const bad = await main(["verify", "extra", "--mirror-dir", root], {}, { stdout: () => {}, stderr: () => {}, home: root, stopSignal: new Promise(() => {}) });
+    const bad = await main(["verify", "extra", "--mirror-dir", root], {}, {
+      stdout: () => {},
+      stderr: () => {},
+      home: root,
+      stopSignal: new Promise(() => {}),
+    });
     assert.equal(bad, 2);
   });
 });

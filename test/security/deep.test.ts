@@ -10,7 +10,7 @@ import { exportText } from "../../src/transcript/export.ts";
 import { compactJson, jsonText } from "../../src/transcript/json-text.ts";
 import { searchableText } from "../../src/transcript/records.ts";
 import { summarize } from "../../src/transcript/summary.ts";
-import { buildTree, flatten, MAX_NESTING, outline, type Item } from "../../src/transcript/tree.ts";
+import { buildTree, flatten, type Item, MAX_NESTING, outline } from "../../src/transcript/tree.ts";
 import { deepSession, deepValue } from "../support/deep.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 
@@ -19,7 +19,7 @@ import type { Rec } from "../support/claude.ts";
 /** How deeply `items` nest branches. */
 function nesting(items: Item[]): number {
   let deepest = 0;
-  for (const item of items) if (item.kind === "branches") for (const b of item.branches) deepest = Math.max(deepest, 1 + nesting(b));
+  for (const item of items) if (item.kind === "branches") { for (const b of item.branches) deepest = Math.max(deepest, 1 + nesting(b)); }
   return deepest;
 }
 
@@ -27,7 +27,14 @@ describe("JSON text at any depth", () => {
   it("is JSON.stringify's text for ordinary values (indented, and compact at level 0)", () => {
     const samples: unknown[] = [
       { command: "ls -la", nested: { list: [1, "two", null, true, { x: [] }], empty: {} }, unicode: "é\u0000\ud800", n: -1.5e-7 },
-      [], {}, "text", 42, null, [[[["deep-ish"]]]], { skip: undefined, keep: 1, f: () => 1 }, [undefined, 1],
+      [],
+      {},
+      "text",
+      42,
+      null,
+      [[[["deep-ish"]]]],
+      { skip: undefined, keep: 1, f: () => 1 },
+      [undefined, 1],
     ];
     for (const value of samples) {
       assert.equal(jsonText(value), JSON.stringify(value, null, 2));

@@ -48,7 +48,10 @@ describe("what held up against the attack pass keeps holding", () => {
 
   it("CORS: no route grants another origin access, preflight included", { timeout: MS }, async () => {
     for (const path of ["/_tap/api/sessions", "/_tap/health", "/v1/messages"]) {
-      const preflight = await fetch(`${url}${path}`, { method: "OPTIONS", headers: { origin: "https://evil.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type" } });
+      const preflight = await fetch(`${url}${path}`, {
+        method: "OPTIONS",
+        headers: { origin: "https://evil.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
+      });
       await preflight.arrayBuffer();
       assert.equal(preflight.headers.get("access-control-allow-origin"), null, path);
       const plain = await fetch(`${url}${path}`);

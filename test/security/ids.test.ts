@@ -34,7 +34,18 @@ describe("an id only ever becomes a name inside its parent", () => {
   });
 
   it("the tap's own names and the hashed namespace are unreachable by a plain id", () => {
-    const own = [".locks", ".staging", ".spool", ".sessiontap-probe-x", "session-mirror-events.jsonl", "session-mirror-events.1.jsonl", "unknown", "UNKNOWN", "inv-0123456789abcdef", "INV-x"];
+    const own = [
+      ".locks",
+      ".staging",
+      ".spool",
+      ".sessiontap-probe-x",
+      "session-mirror-events.jsonl",
+      "session-mirror-events.1.jsonl",
+      "unknown",
+      "UNKNOWN",
+      "inv-0123456789abcdef",
+      "INV-x",
+    ];
     for (const id of own) {
       assert.ok(isReservedName(id), id);
       assert.match(dirName(id), /^inv-[0-9a-f]{16}$/, id);
@@ -75,7 +86,11 @@ describe("reserved and colliding session ids through a tap", () => {
     }
     const events = readFileSync(`${root}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     assert.ok(events.every((e) => typeof e.action === "string" && e.type === undefined), "the events log holds only events");
-    assert.deepEqual(readdirSync(root).filter((n) => n.startsWith("session-mirror-events")), ["session-mirror-events.jsonl"], "no session took the events log's names");
+    assert.deepEqual(
+      readdirSync(root).filter((n) => n.startsWith("session-mirror-events")),
+      ["session-mirror-events.jsonl"],
+      "no session took the events log's names",
+    );
     const unknown = allRecords(`${root}/unknown`);
     assert.ok(unknown.length > 0 && unknown.every((r) => r.sessionId === null), "`unknown` holds only sessionless records");
     assert.ok(allRecords(`${root}/${inv(odd)}`).every((r) => r.sessionId === odd), "the odd id's hashed directory is its own");
@@ -101,7 +116,8 @@ describe("ids that cannot be a Claude Code session file name", () => {
   const long = "L".repeat(250);
   // From <claude>/projects/<project>/ four levels up is the scratch directory itself.
   const climbing = "../../../victim";
-  const run = (args: string[]) => cli([...args, "--mirror-dir", root], { CLAUDE_CONFIG_DIR: claude }, { clock: () => Date.parse("2026-01-05T00:00:00Z"), cwd: scratch.dir });
+  const run = (args: string[]) =>
+    cli([...args, "--mirror-dir", root], { CLAUDE_CONFIG_DIR: claude }, { clock: () => Date.parse("2026-01-05T00:00:00Z"), cwd: scratch.dir });
   const conversation = (sessionId: string) => [
     rec("user", `${sessionId.length}-u1`, null, "a prompt", { sessionId, cwd }),
     rec("assistant", `${sessionId.length}-a1`, `${sessionId.length}-u1`, [{ type: "text", text: "an answer" }], { sessionId, cwd }),

@@ -6,7 +6,20 @@
 // where this user cannot give a file away (not root), those cases say so and run the mode cases only.
 import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { prepareRoot } from "../../src/cli/root-check.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
@@ -84,7 +97,10 @@ describe("hostile neighbours: the tap writes only what is its own", () => {
     const lines = await turns("victim-sess");
     assert.equal(statSync(file).size, 0, "nothing was appended to the planted file");
     assert.deepEqual(readdirSync(`${root}/victim-sess`), ["2099-01-01T00-00-00.000Z.jsonl"], "nothing was created beside it");
-    assert.ok(refusals(root).some((e) => /victim-sess (belongs to another user|is writable by other users)/.test(String(e.error))), JSON.stringify(readEvents(root)));
+    assert.ok(
+      refusals(root).some((e) => /victim-sess (belongs to another user|is writable by other users)/.test(String(e.error))),
+      JSON.stringify(readEvents(root)),
+    );
     assert.equal(lines.filter((l) => l.includes("mirror write failed") && l.includes("victim-sess")).length, 1, lines.join("\n"));
     assert.equal(allRecords(`${root}/fine`).length, 2, "other sessions carry on");
   });
@@ -183,7 +199,9 @@ describe("verify on a planted tree", () => {
       const root = `${dir}/mirror`;
       mkdirSync(`${root}/mine`, { recursive: true, mode: 0o700 });
       const torn = JSON.stringify({ type: "user", uuid: "u1", sessionId: "victim-sess" }) + "\n{torn";
-      if (!plantDir(`${root}/victim-sess`, 0o777) || !plantFile(`${root}/victim-sess/2099-01-01T00-00-00.000Z.jsonl`, 0o666, torn)) return t.skip("cannot give files to another user here");
+      if (!plantDir(`${root}/victim-sess`, 0o777) || !plantFile(`${root}/victim-sess/2099-01-01T00-00-00.000Z.jsonl`, 0o666, torn)) {
+        return t.skip("cannot give files to another user here");
+      }
       if (!plantFile(`${root}/mine/2099-01-01T00-00-00.000Z.jsonl`, 0o666, torn)) return t.skip("cannot give files to another user here");
       const r = await cli(["verify", "--repair", "--json", "--mirror-dir", root]);
       assert.equal(r.code, 1, r.stderr);
@@ -228,7 +246,12 @@ describe("the mirror root must be the user's own and open to nobody else", () =>
     chmodSync(root, 0o777);
     mkdirSync(`${root}/open-sess`);
     chmodSync(`${root}/open-sess`, 0o777);
-    const run = async () => JSON.parse((await cli(["doctor", "--json", "--mirror-dir", root, "--url", "http://127.0.0.1:1"], { CLAUDE_CONFIG_DIR: `${dir}/claude` })).stdout) as { check: string; status: string; detail: string }[];
+    const run = async () =>
+      JSON.parse((await cli(["doctor", "--json", "--mirror-dir", root, "--url", "http://127.0.0.1:1"], { CLAUDE_CONFIG_DIR: `${dir}/claude` })).stdout) as {
+        check: string;
+        status: string;
+        detail: string;
+      }[];
     const checks = await run();
     const rootCheck = checks.find((c) => c.check === "mirror root" && c.status === "fail");
     assert.match(String(rootCheck?.detail), /writable by other users \(mode 777\).*chmod 700/);

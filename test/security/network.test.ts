@@ -15,12 +15,23 @@ import { allRecords, startTestTap, type TestTap } from "../support/tap.ts";
 
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 const facts = (over: Partial<RequestFacts>): RequestFacts => ({
-  method: "POST", path: "/v1/messages", host: "127.0.0.1:8787", origin: null, secFetchSite: null, secFetchMode: null, authorization: null, cookie: null, ...over,
+  method: "POST",
+  path: "/v1/messages",
+  host: "127.0.0.1:8787",
+  origin: null,
+  secFetchSite: null,
+  secFetchMode: null,
+  authorization: null,
+  cookie: null,
+  ...over,
 });
 
 /** A Messages API body as a page could send it (no custom headers: the session travels in metadata). */
 const pageBody = JSON.stringify({
-  model: "claude-test", max_tokens: 10, stream: true, metadata: { user_id: JSON.stringify({ session_id: "planted-by-a-page" }) },
+  model: "claude-test",
+  max_tokens: 10,
+  stream: true,
+  metadata: { user_id: JSON.stringify({ session_id: "planted-by-a-page" }) },
   messages: [{ role: "user", content: "a page wrote this" }],
 });
 
@@ -33,11 +44,25 @@ describe("which browser requests are refused (pure)", () => {
       assert.match(String(crossSiteRefusal(facts({ origin }), LOOPBACK)), /another origin/, origin);
     }
     assert.equal(crossSiteRefusal(facts({ origin: "http://127.0.0.1:8787", secFetchSite: "same-origin" }), LOOPBACK), null, "the viewer's own requests");
-    assert.match(String(crossSiteRefusal(facts({ origin: "http://evil.example:8787", host: "evil.example:8787" }), LOOPBACK)), /another origin/, "a rebound name is no own origin");
+    assert.match(
+      String(crossSiteRefusal(facts({ origin: "http://evil.example:8787", host: "evil.example:8787" }), LOOPBACK)),
+      /another origin/,
+      "a rebound name is no own origin",
+    );
     assert.equal(crossSiteRefusal(facts({ origin: "http://tap.lan:8787", host: "tap.lan:8787" }), null), null, "beyond loopback, the address it was sent to");
-    assert.equal(crossSiteRefusal(facts({ method: "GET", path: "/_tap/", secFetchSite: "cross-site", secFetchMode: "navigate" }), LOOPBACK), null, "a person following a link to the viewer");
-    assert.ok(crossSiteRefusal(facts({ method: "GET", path: "/v1/models", secFetchSite: "cross-site", secFetchMode: "navigate" }), LOOPBACK) !== null, "but not to the API");
-    assert.ok(crossSiteRefusal(facts({ method: "POST", path: "/_tap/login", secFetchSite: "cross-site", secFetchMode: "navigate" }), LOOPBACK) !== null, "and never a POST");
+    assert.equal(
+      crossSiteRefusal(facts({ method: "GET", path: "/_tap/", secFetchSite: "cross-site", secFetchMode: "navigate" }), LOOPBACK),
+      null,
+      "a person following a link to the viewer",
+    );
+    assert.ok(
+      crossSiteRefusal(facts({ method: "GET", path: "/v1/models", secFetchSite: "cross-site", secFetchMode: "navigate" }), LOOPBACK) !== null,
+      "but not to the API",
+    );
+    assert.ok(
+      crossSiteRefusal(facts({ method: "POST", path: "/_tap/login", secFetchSite: "cross-site", secFetchMode: "navigate" }), LOOPBACK) !== null,
+      "and never a POST",
+    );
   });
 });
 
@@ -62,7 +87,11 @@ describe("a page in the user's browser cannot post through the tap", () => {
       { origin: "http://localhost:3000", "sec-fetch-site": "same-site" },
     ];
     for (const headers of headerSets) {
-      const res = await fetch(`${tap.url}/v1/messages`, { method: "POST", headers: { "content-type": "text/plain;charset=UTF-8", ...headers }, body: pageBody });
+      const res = await fetch(`${tap.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "text/plain;charset=UTF-8", ...headers },
+        body: pageBody,
+      });
       assert.equal(res.status, 403, JSON.stringify(headers));
       const body = await res.json();
       assert.equal(body.type, "error");
@@ -82,7 +111,9 @@ describe("a page in the user's browser cannot post through the tap", () => {
     assert.equal(allRecords(`${tap.root}/claude-code-session`).length, 2);
     const own = await fetch(`${tap.url}/_tap/api/sessions`, { headers: { origin: tap.url, "sec-fetch-site": "same-origin" } });
     assert.equal(own.status, 200);
-    const navigated = await fetch(`${tap.url}/_tap/`, { headers: { "sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document" } });
+    const navigated = await fetch(`${tap.url}/_tap/`, {
+      headers: { "sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document" },
+    });
     assert.equal(navigated.status, 200, "a link to the viewer from elsewhere opens it");
   });
 });
@@ -147,7 +178,9 @@ describe("a tap with a token", () => {
 
   it("doctor reads the tap's details with SESSIONTAP_TOKEN, and says what is missing without it", async () => {
     const run = async (env: Record<string, string>) =>
-      JSON.parse((await cli(["doctor", "--json", "--url", tap.url, "--mirror-dir", tap.root], { CLAUDE_CONFIG_DIR: `${tap.root}/../claude`, ...env })).stdout) as { check: string; status: string; detail: string }[];
+      JSON.parse(
+        (await cli(["doctor", "--json", "--url", tap.url, "--mirror-dir", tap.root], { CLAUDE_CONFIG_DIR: `${tap.root}/../claude`, ...env })).stdout,
+      ) as { check: string; status: string; detail: string }[];
     assert.equal((await run({ SESSIONTAP_TOKEN: TOKEN })).find((c) => c.check === "tap")?.status, "ok");
     const without = (await run({})).find((c) => c.check === "tap");
     assert.equal(without?.status, "fail");

@@ -45,7 +45,9 @@ describe("odd requests to a real tap", () => {
       ["a path in Host", "GET /models?key=QSECRET7 HTTP/1.1\r\nHost: x/v1\r\nConnection: close\r\n\r\n", [400]],
       ["userinfo in Host", "GET /v1/models?key=QSECRET8 HTTP/1.1\r\nHost: user@x\r\nConnection: close\r\n\r\n", [400]],
       ["percent signs in Host", "GET /v1/models?key=QSECRET9 HTTP/1.1\r\nHost: %%%\r\nConnection: close\r\n\r\n", [400]],
-      ["HTTP/1.0 POST without Host", "POST /v1/messages/count_tokens?key=QSECRET10 HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", [200]],
+      ["HTTP/1.0 POST without Host", "POST /v1/messages/count_tokens?key=QSECRET10 HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", [
+        200,
+      ]],
     ];
     const before = stub.requests.length;
     for (const [what, raw, allowed] of cases) {
@@ -53,7 +55,11 @@ describe("odd requests to a real tap", () => {
       assert.ok(allowed.includes(statusOf(answer)), `${what}: ${JSON.stringify(answer.slice(0, 200))}`);
     }
     const forwarded = stub.requests.slice(before).map((r) => `${r.method} ${r.url}`);
-    assert.deepEqual(forwarded, ["GET /v1/models?key=QSECRET1", "GET /v1/models?key=QSECRET2", "POST /v1/messages/count_tokens?key=QSECRET10"], "forwarded to the upstream's path, nothing else");
+    assert.deepEqual(
+      forwarded,
+      ["GET /v1/models?key=QSECRET1", "GET /v1/models?key=QSECRET2", "POST /v1/messages/count_tokens?key=QSECRET10"],
+      "forwarded to the upstream's path, nothing else",
+    );
     assert.equal((await fetch(`http://127.0.0.1:${port}/_tap/health`)).status, 200, "the tap is still up");
     const stderr = tap.stderr();
     assert.doesNotMatch(stderr, /QSECRET|\/v1\/models|\/_tap\/health/, stderr);
@@ -72,7 +78,10 @@ describe("a mirror root open to others stops serve", () => {
       const r = await runTap(["serve", "--port", "0", "--mirror-dir", root], { env: { HOME: scratch } });
       assert.equal(r.code, 2, r.stderr);
       assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
-      assert.match(r.stderr, new RegExp(`^sessiontap: cannot mirror to ${root} \\(set by --mirror-dir\\): ${root} is writable by other users \\(mode 777\\).*chmod 700 ${root}\\n$`));
+      assert.match(
+        r.stderr,
+        new RegExp(`^sessiontap: cannot mirror to ${root} \\(set by --mirror-dir\\): ${root} is writable by other users \\(mode 777\\).*chmod 700 ${root}\\n$`),
+      );
       assert.equal(r.stdout, "", "it never listened");
     } finally {
       rmSync(scratch, { recursive: true, force: true });
@@ -94,7 +103,9 @@ describe("listening beyond loopback", () => {
 
   /** Starts `serve --host 0.0.0.0 --port 0`; returns the child, its port and its startup block. */
   async function wide(env: Record<string, string> = {}): Promise<{ tap: TapChild; port: number; block: string }> {
-    const tap = spawnTap(["serve", "--host", "0.0.0.0", "--port", "0", "--upstream", stub.url, "--mirror-dir", `${scratch}/mirror`], { env: { HOME: scratch, ...env } });
+    const tap = spawnTap(["serve", "--host", "0.0.0.0", "--port", "0", "--upstream", stub.url, "--mirror-dir", `${scratch}/mirror`], {
+      env: { HOME: scratch, ...env },
+    });
     const m = await tap.waitFor("stdout", /export ANTHROPIC_BASE_URL=http:\/\/0\.0\.0\.0:(\d+)\n/);
     return { tap, port: Number(m[1]), block: tap.stdout() };
   }
@@ -103,7 +114,10 @@ describe("listening beyond loopback", () => {
     const { tap, port, block } = await wide();
     try {
       assert.match(block, /^ {2}WARNING {4}reachable from the network on 0\.0\.0\.0/m);
-      assert.match(tap.stderr(), /^sessiontap: WARNING: listening on 0\.0\.0\.0, reachable from the network; \/_tap\/ \(viewer, API, health details\) requires the token$/m);
+      assert.match(
+        tap.stderr(),
+        /^sessiontap: WARNING: listening on 0\.0\.0\.0, reachable from the network; \/_tap\/ \(viewer, API, health details\) requires the token$/m,
+      );
       const token = /^ {2}token {6}(\S+) {2}\(generated for this run/m.exec(block)?.[1];
       assert.ok(token !== undefined && token.length >= 40, block);
       assert.ok(block.includes(`/_tap/login?token=${token}`), "the login link");
@@ -150,7 +164,12 @@ describe("a page in a browser cannot post through a real tap", () => {
     const scratch = mkdtempSync(`${tmpdir()}/sessiontap-csrf-`);
     const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch}/mirror`], { env: { HOME: scratch } });
     try {
-      const body = JSON.stringify({ model: "m", max_tokens: 5, metadata: { user_id: JSON.stringify({ session_id: "from-a-page" }) }, messages: [{ role: "user", content: "x" }] });
+      const body = JSON.stringify({
+        model: "m",
+        max_tokens: 5,
+        metadata: { user_id: JSON.stringify({ session_id: "from-a-page" }) },
+        messages: [{ role: "user", content: "x" }],
+      });
       const sets: Record<string, string>[] = [{ "sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors" }, { origin: "https://evil.example" }];
       for (const headers of sets) {
         const res = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "content-type": "text/plain", ...headers }, body });
@@ -176,39 +195,65 @@ export function peakBytes(pid: number): number {
 }
 
 describe("a hostile record read through a real tap", () => {
-  it("a 20,000-level tool input: the viewer and its exports answer 200 and the peak memory grows as for any record of its size (it was 3 GB)", { timeout: MS }, async () => {
-    const scratch = mkdtempSync(`${tmpdir()}/sessiontap-deep-proc-`);
-    const root = `${scratch}/mirror`;
-    mkdirSync(root, { mode: 0o700 });
-    const file = writeMirror(root, "deep-session", deepSession("deep-session", 20_000));
-    writeMirror(root, "small-session", [rec("user", "s1", null, "small", { sessionId: "small-session" }), rec("assistant", "s2", "s1", [{ type: "tool_use", id: "t", name: "Bash", input: { command: "ls" } }], { sessionId: "small-session" })]);
-    const recordBytes = readFileSync(file).length;
-    const { tap, url } = await serveTap(["--mirror-dir", root, "--upstream", "http://127.0.0.1:1"], { env: { HOME: scratch } });
-    try {
-      const get = async (path: string) => {
-        const res = await fetch(`${url}${path}`);
-        const text = await res.text();
-        return { status: res.status, length: text.length };
-      };
-      // Warm every route on the small session first, so the peak measured next is the deep record's alone.
-      for (const path of ["/_tap/api/sessions", "/_tap/api/sessions/small-session", "/_tap/api/sessions/small-session/export?format=html", "/_tap/api/sessions/small-session/export?format=md", "/_tap/api/search?q=ls"]) {
-        assert.equal((await get(path)).status, 200, path);
+  it(
+    "a 20,000-level tool input: the viewer and its exports answer 200 and the peak memory grows as for any record of its size (it was 3 GB)",
+    { timeout: MS },
+    async () => {
+      const scratch = mkdtempSync(`${tmpdir()}/sessiontap-deep-proc-`);
+      const root = `${scratch}/mirror`;
+      mkdirSync(root, { mode: 0o700 });
+      const file = writeMirror(root, "deep-session", deepSession("deep-session", 20_000));
+      writeMirror(root, "small-session", [
+        rec("user", "s1", null, "small", { sessionId: "small-session" }),
+        rec("assistant", "s2", "s1", [{ type: "tool_use", id: "t", name: "Bash", input: { command: "ls" } }], { sessionId: "small-session" }),
+      ]);
+      const recordBytes = readFileSync(file).length;
+      const { tap, url } = await serveTap(["--mirror-dir", root, "--upstream", "http://127.0.0.1:1"], { env: { HOME: scratch } });
+      try {
+        const get = async (path: string) => {
+          const res = await fetch(`${url}${path}`);
+          const text = await res.text();
+          return { status: res.status, length: text.length };
+        };
+        // Warm every route on the small session first, so the peak measured next is the deep record's alone.
+        for (
+          const path of [
+            "/_tap/api/sessions",
+            "/_tap/api/sessions/small-session",
+            "/_tap/api/sessions/small-session/export?format=html",
+            "/_tap/api/sessions/small-session/export?format=md",
+            "/_tap/api/search?q=ls",
+          ]
+        ) {
+          assert.equal((await get(path)).status, 200, path);
+        }
+        const before = peakBytes(tap.child.pid!);
+        for (
+          const path of [
+            "/_tap/api/sessions",
+            "/_tap/api/sessions/deep-session",
+            "/_tap/api/sessions/deep-session/export?format=html",
+            "/_tap/api/sessions/deep-session/export?format=md",
+            "/_tap/api/sessions/deep-session/export?format=jsonl",
+            "/_tap/api/search?q=toolu_deep",
+          ]
+        ) {
+          const answer = await get(path);
+          assert.equal(answer.status, 200, path);
+          assert.ok(answer.length < 8 * recordBytes + 100_000, `${path}: ${answer.length} characters for a ${recordBytes}-byte file`);
+        }
+        const grown = peakBytes(tap.child.pid!) - before;
+        console.log(
+          `deep record: ${recordBytes} bytes on disk; peak memory grew ${(grown / 1048576).toFixed(1)} MiB (from ${(before / 1048576).toFixed(1)} MiB)`,
+        );
+        assert.ok(grown < 64 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for a ${(recordBytes / 1024).toFixed(0)} KiB record`);
+      } finally {
+        tap.signal("SIGTERM");
+        await tap.exit();
+        rmSync(scratch, { recursive: true, force: true });
       }
-      const before = peakBytes(tap.child.pid!);
-      for (const path of ["/_tap/api/sessions", "/_tap/api/sessions/deep-session", "/_tap/api/sessions/deep-session/export?format=html", "/_tap/api/sessions/deep-session/export?format=md", "/_tap/api/sessions/deep-session/export?format=jsonl", "/_tap/api/search?q=toolu_deep"]) {
-        const answer = await get(path);
-        assert.equal(answer.status, 200, path);
-        assert.ok(answer.length < 8 * recordBytes + 100_000, `${path}: ${answer.length} characters for a ${recordBytes}-byte file`);
-      }
-      const grown = peakBytes(tap.child.pid!) - before;
-      console.log(`deep record: ${recordBytes} bytes on disk; peak memory grew ${(grown / 1048576).toFixed(1)} MiB (from ${(before / 1048576).toFixed(1)} MiB)`);
-      assert.ok(grown < 64 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for a ${(recordBytes / 1024).toFixed(0)} KiB record`);
-    } finally {
-      tap.signal("SIGTERM");
-      await tap.exit();
-      rmSync(scratch, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });
 
 describe("hostile ids through a real process", () => {
@@ -220,14 +265,19 @@ describe("hostile ids through a real process", () => {
       const cwd = `${scratch}/proj`;
       for (const [dir, id] of [["inv-1111111111111111", "L".repeat(250)], ["inv-2222222222222222", "../../../victim"]]) {
         const timestamp = new Date().toISOString(); // recent, so doctor looks at it
-        writeMirror(root, dir, [rec("user", `${dir}-u`, null, "hi", { sessionId: id, cwd, timestamp }), rec("assistant", `${dir}-a`, `${dir}-u`, [{ type: "text", text: "yo" }], { sessionId: id, cwd, timestamp })]);
+        writeMirror(root, dir, [
+          rec("user", `${dir}-u`, null, "hi", { sessionId: id, cwd, timestamp }),
+          rec("assistant", `${dir}-a`, `${dir}-u`, [{ type: "text", text: "yo" }], { sessionId: id, cwd, timestamp }),
+        ]);
       }
       mkdirSync(`${scratch}/claude/projects/x`, { recursive: true });
       const list = await runTap(["list", "--json", "--mirror-dir", root, "--claude-dir", `${scratch}/claude`], { env: { HOME: scratch } });
       assert.equal(list.code, 0, list.stderr);
       const entries = JSON.parse(list.stdout) as { claudeTranscript: string; claudeTranscriptPath: string | null }[];
       assert.deepEqual(entries.map((e) => [e.claudeTranscript, e.claudeTranscriptPath]), [["missing", null], ["missing", null]]);
-      const doctor = await runTap(["doctor", "--mirror-dir", root, "--claude-dir", `${scratch}/claude`, "--url", "http://127.0.0.1:1"], { env: { HOME: scratch } });
+      const doctor = await runTap(["doctor", "--mirror-dir", root, "--claude-dir", `${scratch}/claude`, "--url", "http://127.0.0.1:1"], {
+        env: { HOME: scratch },
+      });
       assert.doesNotMatch(doctor.stdout + doctor.stderr, /ENAMETOOLONG/);
       assert.match(doctor.stdout, /ids Claude Code could not have made/);
     } finally {
@@ -260,9 +310,12 @@ describe("hostile ids through a real process", () => {
   });
 });
 
-
 /** A loopback upstream that answers every POST with a generated SSE answer of `deltas` × `deltaBytes` of text, and discards request bodies. */
-async function hugeAnswerUpstream(deltas: number, deltaBytes: number, gzip = false): Promise<{ url: string; received: () => number[]; close(): Promise<void> }> {
+async function hugeAnswerUpstream(
+  deltas: number,
+  deltaBytes: number,
+  gzip = false,
+): Promise<{ url: string; received: () => number[]; close(): Promise<void> }> {
   const { createServer } = await import("node:http");
   const { createGzip } = await import("node:zlib");
   const received: number[] = [];
@@ -277,7 +330,22 @@ async function hugeAnswerUpstream(deltas: number, deltaBytes: number, gzip = fal
       // Compressed, the whole answer is a few hundred KB on the wire; the tap's runtime decodes it.
       const out = gzip ? createGzip() : res;
       if (gzip) out.pipe(res);
-      out.write(`event: message_start\ndata: ${JSON.stringify({ type: "message_start", message: { id: "msg_huge", type: "message", role: "assistant", model: "m", content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 1 } } })}\n\n`);
+      out.write(
+        `event: message_start\ndata: ${
+          JSON.stringify({
+            type: "message_start",
+            message: {
+              id: "msg_huge",
+              type: "message",
+              role: "assistant",
+              model: "m",
+              content: [],
+              stop_reason: null,
+              usage: { input_tokens: 1, output_tokens: 1 },
+            },
+          })
+        }\n\n`,
+      );
       out.write(`event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n`);
       for (let i = 0; i < deltas; i++) {
         if (!out.write(delta)) await new Promise((resolve) => out.once("drain", resolve));
@@ -294,80 +362,103 @@ async function hugeAnswerUpstream(deltas: number, deltaBytes: number, gzip = fal
 
 describe("memory has a bound for an answer, and for a request body", () => {
   for (const gzip of [false, true]) {
-    it(`a 256 MiB answer${gzip ? ", gzip-compressed (a few hundred KB on the wire)" : ""}: the client gets every byte; the mirror keeps SESSIONTAP_MAX_MESSAGE_BYTES of it, marked truncated and logged; the peak grows less than the answer (it was 6×)`, { timeout: 120_000 }, async () => {
-      const upstream = await hugeAnswerUpstream(64 * 1024, 4096, gzip);
-      const scratch = mkdtempSync(`${tmpdir()}/sessiontap-huge-`);
+    it(
+      `a 256 MiB answer${
+        gzip ? ", gzip-compressed (a few hundred KB on the wire)" : ""
+      }: the client gets every byte; the mirror keeps SESSIONTAP_MAX_MESSAGE_BYTES of it, marked truncated and logged; the peak grows less than the answer (it was 6×)`,
+      { timeout: 120_000 },
+      async () => {
+        const upstream = await hugeAnswerUpstream(64 * 1024, 4096, gzip);
+        const scratch = mkdtempSync(`${tmpdir()}/sessiontap-huge-`);
+        const root = `${scratch}/mirror`;
+        const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], {
+          env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) },
+        });
+        try {
+          const before = peakBytes(tap.child.pid!);
+          const res = await fetch(`${url}/v1/messages`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-claude-code-session-id": "huge-answer" },
+            body: JSON.stringify({ model: "m", max_tokens: 5, stream: true, messages: [{ role: "user", content: "a very long answer" }] }),
+          });
+          const reader = res.body!.getReader();
+          let bytes = 0;
+          let tail = "";
+          for (;;) {
+            const r = await reader.read();
+            if (r.done) break;
+            bytes += r.value.byteLength;
+            tail = (tail + new TextDecoder().decode(r.value.subarray(Math.max(0, r.value.byteLength - 200)))).slice(-200);
+          }
+          assert.ok(bytes > 256 * 1048576, `the client got ${bytes} bytes`);
+          assert.match(tail, /message_stop/);
+          const grown = peakBytes(tap.child.pid!) - before;
+          const health = await (await fetch(`${url}/_tap/health`)).json() as { mirror: { truncated: number; errors: number } };
+          assert.equal(health.mirror.truncated, 1);
+          assert.equal(health.mirror.errors, 0);
+          const { allRecords, readEvents } = await import("../support/tap.ts");
+          const answer = allRecords(`${root}/huge-answer`).find((r) => r.type === "assistant") as {
+            message: { content: { text: string }[]; sessiontap_truncated: { keptChars: number; droppedChars: number } };
+          };
+          assert.ok(answer.message.sessiontap_truncated.droppedChars > 240 * 1048576, JSON.stringify(answer.message.sessiontap_truncated));
+          assert.ok(answer.message.content[0].text.length <= 8 * 1048576);
+          assert.ok(readEvents(root).some((e) => e.action === "truncated"));
+          console.log(
+            `256 MiB answer${gzip ? " (gzip)" : ""}: peak memory grew ${(grown / 1048576).toFixed(1)} MiB (from ${(before / 1048576).toFixed(1)} MiB)`,
+          );
+          // What the mirror holds is bounded; the rest of the growth is the collector's slack, the same for an
+          // answer half this size (measured: Bun ~100 MiB, Deno ~180 MiB for 128 and 256 MiB alike).
+          assert.ok(grown < 256 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for an answer the mirror keeps 8 MiB of`);
+        } finally {
+          tap.signal("SIGTERM");
+          await tap.exit();
+          await upstream.close();
+          rmSync(scratch, { recursive: true, force: true });
+        }
+      },
+    );
+  }
+
+  it(
+    "four 48 MiB request bodies at once, past the bound: streamed upstream whole, not buffered, and not mirrored (said why)",
+    { timeout: 120_000 },
+    async () => {
+      const upstream = await hugeAnswerUpstream(1, 16);
+      const scratch = mkdtempSync(`${tmpdir()}/sessiontap-bodies-`);
       const root = `${scratch}/mirror`;
-      const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], { env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) } });
+      const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], {
+        env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) },
+      });
       try {
         const before = peakBytes(tap.child.pid!);
-        const res = await fetch(`${url}/v1/messages`, {
-          method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": "huge-answer" },
-          body: JSON.stringify({ model: "m", max_tokens: 5, stream: true, messages: [{ role: "user", content: "a very long answer" }] }),
-        });
-        const reader = res.body!.getReader();
-        let bytes = 0;
-        let tail = "";
-        for (;;) {
-          const r = await reader.read();
-          if (r.done) break;
-          bytes += r.value.byteLength;
-          tail = (tail + new TextDecoder().decode(r.value.subarray(Math.max(0, r.value.byteLength - 200)))).slice(-200);
-        }
-        assert.ok(bytes > 256 * 1048576, `the client got ${bytes} bytes`);
-        assert.match(tail, /message_stop/);
+        const size = 48 * 1048576;
+        const body = Buffer.alloc(size, 0x20);
+        Buffer.from('{"model":"m","messages":[]').copy(body, 0);
+        body[size - 1] = 0x7d;
+        const answers = await Promise.all([1, 2, 3, 4].map(async (i) => {
+          const res = await fetch(`${url}/v1/messages`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-claude-code-session-id": `big-body-${i}` },
+            body,
+          });
+          await res.arrayBuffer();
+          return res.status;
+        }));
+        assert.deepEqual(answers, [200, 200, 200, 200]);
+        assert.deepEqual(upstream.received(), [size, size, size, size]);
         const grown = peakBytes(tap.child.pid!) - before;
-        const health = await (await fetch(`${url}/_tap/health`)).json() as { mirror: { truncated: number; errors: number } };
-        assert.equal(health.mirror.truncated, 1);
-        assert.equal(health.mirror.errors, 0);
-        const { allRecords, readEvents } = await import("../support/tap.ts");
-        const answer = allRecords(`${root}/huge-answer`).find((r) => r.type === "assistant") as { message: { content: { text: string }[]; sessiontap_truncated: { keptChars: number; droppedChars: number } } };
-        assert.ok(answer.message.sessiontap_truncated.droppedChars > 240 * 1048576, JSON.stringify(answer.message.sessiontap_truncated));
-        assert.ok(answer.message.content[0].text.length <= 8 * 1048576);
-        assert.ok(readEvents(root).some((e) => e.action === "truncated"));
-        console.log(`256 MiB answer${gzip ? " (gzip)" : ""}: peak memory grew ${(grown / 1048576).toFixed(1)} MiB (from ${(before / 1048576).toFixed(1)} MiB)`);
-        // What the mirror holds is bounded; the rest of the growth is the collector's slack, the same for an
-        // answer half this size (measured: Bun ~100 MiB, Deno ~180 MiB for 128 and 256 MiB alike).
-        assert.ok(grown < 256 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for an answer the mirror keeps 8 MiB of`);
+        console.log(`four 48 MiB bodies: peak memory grew ${(grown / 1048576).toFixed(1)} MiB`);
+        assert.ok(grown < 96 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for 192 MiB of bodies`);
+        const health = await (await fetch(`${url}/_tap/health`)).json() as { mirror: { skipped: number } };
+        assert.equal(health.mirror.skipped, 4);
+        const { readEvents } = await import("../support/tap.ts");
+        assert.ok(readEvents(root).some((e) => e.action === "skip" && /larger than SESSIONTAP_MAX_MESSAGE_BYTES/.test(String(e.reason))));
       } finally {
         tap.signal("SIGTERM");
         await tap.exit();
         await upstream.close();
         rmSync(scratch, { recursive: true, force: true });
       }
-    });
-  }
-
-  it("four 48 MiB request bodies at once, past the bound: streamed upstream whole, not buffered, and not mirrored (said why)", { timeout: 120_000 }, async () => {
-    const upstream = await hugeAnswerUpstream(1, 16);
-    const scratch = mkdtempSync(`${tmpdir()}/sessiontap-bodies-`);
-    const root = `${scratch}/mirror`;
-    const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], { env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) } });
-    try {
-      const before = peakBytes(tap.child.pid!);
-      const size = 48 * 1048576;
-      const body = Buffer.alloc(size, 0x20);
-      Buffer.from('{"model":"m","messages":[]').copy(body, 0);
-      body[size - 1] = 0x7d;
-      const answers = await Promise.all([1, 2, 3, 4].map(async (i) => {
-        const res = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json", "x-claude-code-session-id": `big-body-${i}` }, body });
-        await res.arrayBuffer();
-        return res.status;
-      }));
-      assert.deepEqual(answers, [200, 200, 200, 200]);
-      assert.deepEqual(upstream.received(), [size, size, size, size]);
-      const grown = peakBytes(tap.child.pid!) - before;
-      console.log(`four 48 MiB bodies: peak memory grew ${(grown / 1048576).toFixed(1)} MiB`);
-      assert.ok(grown < 96 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for 192 MiB of bodies`);
-      const health = await (await fetch(`${url}/_tap/health`)).json() as { mirror: { skipped: number } };
-      assert.equal(health.mirror.skipped, 4);
-      const { readEvents } = await import("../support/tap.ts");
-      assert.ok(readEvents(root).some((e) => e.action === "skip" && /larger than SESSIONTAP_MAX_MESSAGE_BYTES/.test(String(e.reason))));
-    } finally {
-      tap.signal("SIGTERM");
-      await tap.exit();
-      await upstream.close();
-      rmSync(scratch, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });

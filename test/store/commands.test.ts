@@ -33,7 +33,8 @@ describe("store migrate and the store settings", () => {
     assert.deepEqual(both.map((r) => r.code), [0, 0], both.map((r) => r.stderr).join(""));
     const versions = await db2.sql`SELECT version FROM sessiontap_schema`;
     assert.deepEqual(versions.map((v) => v.version), [1]);
-    const [{ type }] = await db2.sql`SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'sessiontap_entries'::regclass AND attname = 'entry'`;
+    const [{ type }] = await db2
+      .sql`SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'sessiontap_entries'::regclass AND attname = 'entry'`;
     assert.equal(type, "json", "entries are json, not jsonb");
   });
 
@@ -71,7 +72,11 @@ describe("list, show, export and restore read the store like the tree", () => {
   const fromTree = (args: string[], claudeDir = `${scratch.dir}/claude`) =>
     cli([...args, "--mirror-dir", tap.root], { CLAUDE_CONFIG_DIR: claudeDir }, { home: scratch.dir, cwd: scratch.dir, clock: () => NOW });
   const fromStore = (args: string[], claudeDir = `${scratch.dir}/claude`) =>
-    cli([...args, "--mirror-dir", `${scratch.dir}/no-tree-here`], { SESSIONTAP_STORE: db.url, CLAUDE_CONFIG_DIR: claudeDir }, { home: scratch.dir, cwd: scratch.dir, clock: () => NOW });
+    cli([...args, "--mirror-dir", `${scratch.dir}/no-tree-here`], { SESSIONTAP_STORE: db.url, CLAUDE_CONFIG_DIR: claudeDir }, {
+      home: scratch.dir,
+      cwd: scratch.dir,
+      clock: () => NOW,
+    });
 
   before(async () => {
     db = await freshDatabase("commands");
@@ -89,9 +94,12 @@ describe("list, show, export and restore read the store like the tree", () => {
     side.messages.push(...c.messages);
     await side.say("a title please");
     // A subagent, and Claude Code's title request (a JSON title asked for): restore writes both back.
-    await new Conversation(tap.url, session, { headers: { "x-claude-code-agent-id": "a0store1" }, system: `Primary working directory: ${scratch.dir}/project` }).say("SUBTASK: look");
+    await new Conversation(tap.url, session, { headers: { "x-claude-code-agent-id": "a0store1" }, system: `Primary working directory: ${scratch.dir}/project` })
+      .say("SUBTASK: look");
     const titleFormat = { format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } } } } };
-    await new Conversation(tap.url, session, { system: "You are Claude Code.", body: { tools: [], output_config: titleFormat } }).say("<session>\nhello store\n</session>\n\nWrite the title.");
+    await new Conversation(tap.url, session, { system: "You are Claude Code.", body: { tools: [], output_config: titleFormat } }).say(
+      "<session>\nhello store\n</session>\n\nWrite the title.",
+    );
     await pollAsync(() => storedRows(db.sql), (r) => r.length >= 12);
   });
   after(async () => {
@@ -102,8 +110,14 @@ describe("list, show, export and restore read the store like the tree", () => {
   });
 
   it("list --json, show --json and every export format are the same from the store as from the tree", async () => {
-    for (const args of [["list", "--json"], ["show", session, "--json"], ["show", session.slice(0, 6)], ["export", session],
-      ["export", session, "--format", "jsonl"], ["export", session, "--format", "html"]]) {
+    for (
+      const args of [["list", "--json"], ["show", session, "--json"], ["show", session.slice(0, 6)], ["export", session], [
+        "export",
+        session,
+        "--format",
+        "jsonl",
+      ], ["export", session, "--format", "html"]]
+    ) {
       const [tree, store] = [await fromTree(args), await fromStore(args)];
       assert.equal(store.code, 0, store.stderr);
       assert.equal(tree.code, 0, tree.stderr);

@@ -4,12 +4,11 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { startStub, textReply, type StubUpstream } from "../support/stub-upstream.ts";
+import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } from "../support/pg.ts";
 import { CORPUS } from "../support/corpus.ts";
-
 
 describe("store fidelity: the corpus round-trips exactly through PostgreSQL", () => {
   let stub: StubUpstream;
@@ -51,9 +50,13 @@ describe("store fidelity: the corpus round-trips exactly through PostgreSQL", ()
   }
 
   it("a lone surrogate or NUL that jsonb would reject is in a json column: the database itself says so", async () => {
-    const [{ type }] = await db.sql<{ type: string }[]>`SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'sessiontap_entries'::regclass AND attname = 'entry'`;
+    const [{ type }] = await db.sql<
+      { type: string }[]
+    >`SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'sessiontap_entries'::regclass AND attname = 'entry'`;
     assert.equal(type, "json");
-    const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM sessiontap_entries WHERE entry::text LIKE '%\\u0000%' OR entry::text LIKE '%\\ud800%'`;
+    const [{ n }] = await db.sql<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM sessiontap_entries WHERE entry::text LIKE '%\\u0000%' OR entry::text LIKE '%\\ud800%'`;
     assert.ok(n >= 2, "rows holding \\u0000 and \\ud800 escapes are stored");
     await assert.rejects(db.sql`SELECT entry::text::jsonb FROM sessiontap_entries WHERE entry::text LIKE '%\\u0000%'`, /Unicode escape/);
   });

@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { startCluster, type Cluster } from "../../scripts/pg-test-cluster.mjs";
+import { type Cluster, startCluster } from "../../scripts/pg-test-cluster.mjs";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { serveTap } from "../support/child.ts";
 import { Conversation, textsOf } from "../support/client.ts";
@@ -106,7 +106,9 @@ describe("a store outage mid-session", () => {
       const c2 = new Conversation(second.url, "killed");
       c2.messages.push(...c.messages);
       assert.equal((await c2.say("after")).status, 200);
-      const rows = (await pollAsync(() => storedRows(db.sql), (r) => r.filter((x) => x.session_id === "killed").length >= 8)).filter((r) => r.session_id === "killed");
+      const rows = (await pollAsync(() => storedRows(db.sql), (r) => r.filter((x) => x.session_id === "killed").length >= 8)).filter((r) =>
+        r.session_id === "killed"
+      );
       assert.deepEqual(rows.filter((r) => r.entry.type === "user").map((r) => textsOf(r.entry)[0]), ["before", "during 1", "during 2", "after"]);
       assert.equal(rows.length, 8);
       assert.equal(rows.filter((r) => r.entry.reconstructed).length, 0);

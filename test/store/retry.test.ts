@@ -13,7 +13,7 @@ import { isSkip, prepareRequest } from "../../src/mirror/request-prep.ts";
 import { ResponseFollower } from "../../src/mirror/response-follower.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";
 import { PgSink } from "../../src/store/pg-sink.ts";
-import { insertEntries, type EntryRow } from "../../src/store/pg-target.ts";
+import { type EntryRow, insertEntries } from "../../src/store/pg-target.ts";
 import { textReply } from "../support/stub-upstream.ts";
 import { BASH_TOOL } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, type TestDatabase } from "../support/pg.ts";
@@ -54,7 +54,12 @@ describe("retries never double a record in the store", () => {
     db = await freshDatabase("retry");
     dir = mkdtempSync(`${tmpdir()}/sessiontap-store-retry-`);
     job1 = jobFor("retry", history, "answer one", 1);
-    job2 = jobFor("retry", [...history, { role: "assistant", content: [{ type: "text", text: "answer one" }] }, { role: "user", content: "second" }], "answer two", 2);
+    job2 = jobFor(
+      "retry",
+      [...history, { role: "assistant", content: [{ type: "text", text: "answer one" }] }, { role: "user", content: "second" }],
+      "answer two",
+      2,
+    );
   });
   after(async () => {
     for (const s of sinks) await s.close();
@@ -84,7 +89,11 @@ describe("retries never double a record in the store", () => {
     const batch: EntryRow[] = rows.map((r) => ({ project_key: r.project_key, session_id: r.session_id, subpath: r.subpath, uuid: r.uuid, entry: r.text }));
     const again = await db.sql.begin((tx) => insertEntries(tx, batch));
     assert.deepEqual(again, [], "nothing inserted");
-    const extra = { ...batch[0], uuid: "00000000-0000-0000-0000-00000000beef", entry: JSON.stringify({ ...rows[0].entry, uuid: "00000000-0000-0000-0000-00000000beef" }) };
+    const extra = {
+      ...batch[0],
+      uuid: "00000000-0000-0000-0000-00000000beef",
+      entry: JSON.stringify({ ...rows[0].entry, uuid: "00000000-0000-0000-0000-00000000beef" }),
+    };
     const mixed = await db.sql.begin((tx) => insertEntries(tx, [...batch, extra]));
     assert.equal(mixed.length, 1);
     assert.equal((await storedRows(db.sql)).length, rows.length + 1);
@@ -97,10 +106,18 @@ describe("retries never double a record in the store", () => {
     await c.spool.append(job1);
     await c.spool.append(job2);
     c.start();
-    const job3 = jobFor("retry", [
-      ...history, { role: "assistant", content: [{ type: "text", text: "answer one" }] }, { role: "user", content: "second" },
-      { role: "assistant", content: [{ type: "text", text: "answer two" }] }, { role: "user", content: "third" },
-    ], "answer three", 3);
+    const job3 = jobFor(
+      "retry",
+      [
+        ...history,
+        { role: "assistant", content: [{ type: "text", text: "answer one" }] },
+        { role: "user", content: "second" },
+        { role: "assistant", content: [{ type: "text", text: "answer two" }] },
+        { role: "user", content: "third" },
+      ],
+      "answer three",
+      3,
+    );
     await c.commit(job3);
     const h = await pollAsync(async () => c.health(), (x) => x.status === "ok" && x.spooled === 0);
     assert.equal(h.spooled, 0);

@@ -18,10 +18,11 @@ const nOf = (j: CommitJob) => (j as unknown as { n: number }).n;
 describe("the outage spool", () => {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-spool-`);
   const events: string[] = [];
-  const spool = (sub: string) => new PgSpool(nodeFs, `${dir}/${sub}`, selfOwner(nodeFs), {
-    malformed: (file, line) => events.push(`malformed ${file}:${line}`),
-    adopted: (file, jobs) => events.push(`adopted ${file} ${jobs}`),
-  });
+  const spool = (sub: string) =>
+    new PgSpool(nodeFs, `${dir}/${sub}`, selfOwner(nodeFs), {
+      malformed: (file, line) => events.push(`malformed ${file}:${line}`),
+      adopted: (file, jobs) => events.push(`adopted ${file} ${jobs}`),
+    });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it("appends fsynced 0600 lines in a 0700 directory and replays them in order; a replay cut short resumes after what it wrote", async () => {

@@ -3,7 +3,7 @@
  * Deno → `deno run --allow-all --unstable-no-legacy-abort src/main.ts`), or a compiled binary when one is
  * given (the `binary` option, else the SESSIONTAP_BINARY environment variable).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { Buffer } from "node:buffer";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
@@ -64,7 +64,9 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
 
 /** Starts the tap with `args` as a child process. */
 export function spawnTap(args: string[], options: ChildOptions = {}): TapChild {
-  const { command, args: argv } = options.command ? { command: options.command[0], args: [...options.command.slice(1), ...args] } : tapCommand(args, options.binary);
+  const { command, args: argv } = options.command
+    ? { command: options.command[0], args: [...options.command.slice(1), ...args] }
+    : tapCommand(args, options.binary);
   const child = spawn(command, argv, { cwd: ROOT, env: childEnv(options.env), stdio: ["ignore", "pipe", "pipe"] });
   const text = { stdout: "", stderr: "" };
   const listeners = new Set<() => void>();
@@ -95,9 +97,16 @@ export function spawnTap(args: string[], options: ChildOptions = {}): TapChild {
       const check = () => {
         const m = text[stream].match(pattern);
         if (m) finish(() => resolve(m));
-        else if (done !== null) finish(() => reject(new Error(`exited (${JSON.stringify(done)}) before ${stream} matched ${pattern}; stdout: ${text.stdout} stderr: ${text.stderr}`)));
+        else if (done !== null) {
+          finish(() =>
+            reject(new Error(`exited (${JSON.stringify(done)}) before ${stream} matched ${pattern}; stdout: ${text.stdout} stderr: ${text.stderr}`))
+          );
+        }
       };
-      const timer = setTimeout(() => finish(() => reject(new Error(`${stream} did not match ${pattern} within ${ms} ms; stdout: ${text.stdout} stderr: ${text.stderr}`))), ms);
+      const timer = setTimeout(
+        () => finish(() => reject(new Error(`${stream} did not match ${pattern} within ${ms} ms; stdout: ${text.stdout} stderr: ${text.stderr}`))),
+        ms,
+      );
       const finish = (then: () => void) => {
         clearTimeout(timer);
         listeners.delete(check);

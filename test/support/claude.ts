@@ -98,7 +98,9 @@ export function runClaude(args: string[], opts: { baseUrl: string; scratch: Scra
 
 /** One-line summary of a run for assertion messages. */
 export function describeRun(run: ClaudeRun): string {
-  return `exit ${run.code} signal ${run.signal} timedOut ${run.timedOut} after ${run.ms} ms; stdout ${JSON.stringify(run.stdout.slice(0, 500))}; stderr ${JSON.stringify(run.stderr.slice(0, 1500))}`;
+  return `exit ${run.code} signal ${run.signal} timedOut ${run.timedOut} after ${run.ms} ms; stdout ${JSON.stringify(run.stdout.slice(0, 500))}; stderr ${
+    JSON.stringify(run.stderr.slice(0, 1500))
+  }`;
 }
 
 /** Claude Code's project directory name for `cwd`: every character outside [A-Za-z0-9] becomes '-'. */

@@ -64,7 +64,15 @@ export class Conversation {
     const headers: Record<string, string> = { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", ...this.extra.headers };
     if (this.sessionId !== null) headers["x-claude-code-session-id"] = this.sessionId;
     // Like Claude Code's main conversation: the agent's tools declare it (see src/protocol/classify.ts).
-    const body = { model: "claude-test", max_tokens: 1024, stream: true, system: this.extra.system, tools: [BASH_TOOL], messages: this.messages, ...this.extra.body };
+    const body = {
+      model: "claude-test",
+      max_tokens: 1024,
+      stream: true,
+      system: this.extra.system,
+      tools: [BASH_TOOL],
+      messages: this.messages,
+      ...this.extra.body,
+    };
     const response = await fetch(`${this.baseUrl}/v1/messages?beta=true`, { method: "POST", headers, body: JSON.stringify(body) });
     let raw: Uint8Array;
     try {
@@ -90,7 +98,12 @@ export function textsOf(record: Record<string, unknown>): string[] {
  * history as Claude Code does, then four turns at once from the same point through both. Returns the
  * history and every status, for the caller to assert on.
  */
-export async function alternateAndRace(a: string, b: string, session: string, turns: number): Promise<{ history: Conversation; statuses: number[]; racers: number[] }> {
+export async function alternateAndRace(
+  a: string,
+  b: string,
+  session: string,
+  turns: number,
+): Promise<{ history: Conversation; statuses: number[]; racers: number[] }> {
   const history = new Conversation(a, session);
   const statuses: number[] = [];
   for (let turn = 0; turn < turns; turn++) {

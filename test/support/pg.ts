@@ -43,7 +43,9 @@ export async function freshDatabase(label: string, base = clusterUrl()): Promise
   const url = u.toString();
   const sql = openStore(url, { max: 2 });
   return {
-    url, name, sql,
+    url,
+    name,
+    sql,
     async drop() {
       await closeStore(sql);
       const admin = openStore(base, { max: 1 });
@@ -59,7 +61,9 @@ export async function freshDatabase(label: string, base = clusterUrl()): Promise
 }
 
 /** Every row of the store, in seq order, with each entry as its exact stored text and parsed. */
-export async function storedRows(sql: Sql): Promise<{ session_id: string; subpath: string; project_key: string; uuid: string | null; text: string; entry: Record<string, unknown> }[]> {
+export async function storedRows(
+  sql: Sql,
+): Promise<{ session_id: string; subpath: string; project_key: string; uuid: string | null; text: string; entry: Record<string, unknown> }[]> {
   const rows = await sql<{ session_id: string; subpath: string; project_key: string; uuid: string | null; text: string }[]>`
     SELECT session_id, subpath, project_key, uuid, entry::text AS text FROM sessiontap_entries ORDER BY seq`;
   return rows.map((r) => ({ ...r, entry: JSON.parse(r.text) as Record<string, unknown> }));

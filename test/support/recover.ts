@@ -5,9 +5,9 @@
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { main, type Io } from "../../src/cli/main.ts";
+import { type Io, main } from "../../src/cli/main.ts";
 import { capturedRequests, capturedTranscript } from "./captures.ts";
-import { textReply, toolUseReply, type StubUpstream } from "./stub-upstream.ts";
+import { type StubUpstream, textReply, toolUseReply } from "./stub-upstream.ts";
 
 /** What one CLI run printed and returned. */
 export interface CliRun {
@@ -44,11 +44,31 @@ let clock = Date.parse("2026-01-02T03:04:05.000Z");
 export function rec(type: "user" | "assistant" | "system", uuid: string, parentUuid: string | null, content: unknown, extra: Rec = {}): Rec {
   clock += 1000;
   const message = type === "assistant"
-    ? { type: "message", role: "assistant", id: `msg_${uuid}`, model: "claude-test", content, stop_reason: "end_turn", stop_sequence: null, stop_details: null, usage: {} }
+    ? {
+      type: "message",
+      role: "assistant",
+      id: `msg_${uuid}`,
+      model: "claude-test",
+      content,
+      stop_reason: "end_turn",
+      stop_sequence: null,
+      stop_details: null,
+      usage: {},
+    }
     : { role: type, content };
   const base: Rec = {
-    parentUuid, isSidechain: false, type, uuid, timestamp: new Date(clock).toISOString(), sessionId: "sess-1", cwd: "/work/project",
-    version: "sessiontap/0.1.0", userType: "external", entrypoint: "cli", message, source: "sessiontap",
+    parentUuid,
+    isSidechain: false,
+    type,
+    uuid,
+    timestamp: new Date(clock).toISOString(),
+    sessionId: "sess-1",
+    cwd: "/work/project",
+    version: "sessiontap/0.1.0",
+    userType: "external",
+    entrypoint: "cli",
+    message,
+    source: "sessiontap",
   };
   if (type === "system") base.subtype = "api_message";
   return { ...base, ...extra };
@@ -80,7 +100,10 @@ export async function replayCapture(tapUrl: string, stub: StubUpstream): Promise
     const content = answers.get(id) as { text?: string; name?: string; input?: unknown; id?: string }[] | undefined;
     if (content === undefined) stub.enqueue({ kind: "sse", chunks: textReply(`<analysis>a</analysis><summary>summary ${request.n}</summary>`, { id }) });
     else if (content.length === 1) stub.enqueue({ kind: "sse", chunks: textReply(String(content[0].text), { id }) });
-    else stub.enqueue({ kind: "sse", chunks: toolUseReply(String(content[1].name), content[1].input, { id, preText: content[0].text, toolUseId: content[1].id }) });
+    else {stub.enqueue({
+        kind: "sse",
+        chunks: toolUseReply(String(content[1].name), content[1].input, { id, preText: content[0].text, toolUseId: content[1].id }),
+      });}
     const { host: _host, "content-length": _length, ...headers } = request.headers;
     const response = await fetch(`${tapUrl}${request.url}`, { method: "POST", headers, body: JSON.stringify(request.body) });
     await response.arrayBuffer();

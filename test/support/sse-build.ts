@@ -36,8 +36,13 @@ function messageStart(id: string, model: string): string {
   return sseEvent("message_start", {
     type: "message_start",
     message: {
-      id, type: "message", role: "assistant", model, content: [],
-      stop_reason: null, stop_sequence: null,
+      id,
+      type: "message",
+      role: "assistant",
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
       usage: { ...STUB_USAGE, output_tokens: 1 },
     },
   });
@@ -86,7 +91,8 @@ export function toolUseReply(
   const json = JSON.stringify(input);
   const out = [messageStart(id, opts.model ?? DEFAULT_MODEL), ...textBlockEvents(0, opts.preText ?? "I'll use a tool.", 2, true)];
   out.push(sseEvent("content_block_start", {
-    type: "content_block_start", index: 1,
+    type: "content_block_start",
+    index: 1,
     content_block: { type: "tool_use", id: toolUseId, name: toolName, input: {} },
   }));
   for (const partial of ["", ...splitInto(json, 3)]) {
@@ -99,8 +105,14 @@ export function toolUseReply(
 /** Non-streaming Messages API response body with the given content blocks and stop reason. */
 export function messageJson(id: string, model: string, content: unknown[], stopReason: string): Record<string, unknown> {
   return {
-    id, type: "message", role: "assistant", model, content,
-    stop_reason: stopReason, stop_sequence: null, usage: { ...STUB_USAGE },
+    id,
+    type: "message",
+    role: "assistant",
+    model,
+    content,
+    stop_reason: stopReason,
+    stop_sequence: null,
+    usage: { ...STUB_USAGE },
   };
 }
 

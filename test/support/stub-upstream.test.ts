@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { fixtureNames, loadFixture, startStub, textReply, type StubUpstream } from "./stub-upstream.ts";
+import { fixtureNames, loadFixture, startStub, type StubUpstream, textReply } from "./stub-upstream.ts";
 
 /** Parses a whole SSE text into events, failing on any parser error. */
 function parseSse(text: string): EventSourceMessage[] {
@@ -47,7 +47,10 @@ describe("stub upstream", () => {
   });
 
   it("sends an enqueued sse reply byte-identical, with SSE headers", async () => {
-    const chunks: (string | Uint8Array)[] = [...textReply("héllo wörld", { id: "msg_x", deltas: 4 }), new Uint8Array([0x3a, 0x20, 0x65, 0x6e, 0x64, 0x0a, 0x0a])];
+    const chunks: (string | Uint8Array)[] = [
+      ...textReply("héllo wörld", { id: "msg_x", deltas: 4 }),
+      new Uint8Array([0x3a, 0x20, 0x65, 0x6e, 0x64, 0x0a, 0x0a]),
+    ];
     stub.enqueue({ kind: "sse", chunks, delayMs: [0, 5] });
     const res = await post(stub, "/v1/messages", { stream: true });
     assert.equal(res.status, 200);
@@ -120,7 +123,11 @@ describe("stub upstream", () => {
       const n = Number(r.headers.get("request-id")!.slice("req_stub_".length));
       texts.push(blocksOf(parseSse(await r.text())).map((b) => `${b.type}:${b.text}`).join(",").replace(String(n), "N"));
     }
-    assert.deepEqual(texts, ["text:<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply N).</summary>", "text:Done (reply N).", "text:I'll run it.,tool_use:undefined"]);
+    assert.deepEqual(texts, [
+      "text:<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply N).</summary>",
+      "text:Done (reply N).",
+      "text:I'll run it.,tool_use:undefined",
+    ]);
   });
 
   it("sends gzip-compressed JSON and SSE", async () => {
@@ -191,8 +198,21 @@ describe("SSE recordings", () => {
   const names = fixtureNames();
 
   it("include the reference captures and the hand-written ones", () => {
-    for (const n of ["ts_basic_response", "ts_tool_use_response", "ts_incomplete_partial_json_response", "thinking_text",
-      "redacted_thinking", "server_tool", "unknown_types", "error_midstream", "usage_delta", "multiline_data", "long_text"]) {
+    for (
+      const n of [
+        "ts_basic_response",
+        "ts_tool_use_response",
+        "ts_incomplete_partial_json_response",
+        "thinking_text",
+        "redacted_thinking",
+        "server_tool",
+        "unknown_types",
+        "error_midstream",
+        "usage_delta",
+        "multiline_data",
+        "long_text",
+      ]
+    ) {
       assert.ok(names.includes(n), `missing fixture ${n}`);
     }
   });

@@ -92,7 +92,12 @@ function conversation(rec: RecordedRequest, n: number, summaries = false): Reply
   const path = rec.url.split("?")[0];
   if (path === "/v1/messages/count_tokens") return { kind: "json", status: 200, body: { input_tokens: 42 } };
   if (path !== "/v1/messages") return { kind: "json", status: 404, body: errorJson("not_found_error", `stub: no route for ${rec.method} ${path}`) };
-  let req: { model?: string; stream?: boolean; messages?: { role: string; content: unknown }[]; output_config?: { format?: { schema?: { properties?: Record<string, unknown> } } } };
+  let req: {
+    model?: string;
+    stream?: boolean;
+    messages?: { role: string; content: unknown }[];
+    output_config?: { format?: { schema?: { properties?: Record<string, unknown> } } };
+  };
   try {
     req = JSON.parse(Buffer.from(rec.body).toString("utf8"));
   } catch {
@@ -103,20 +108,29 @@ function conversation(rec: RecordedRequest, n: number, summaries = false): Reply
   const last = (req.messages ?? []).filter((m) => m.role !== "system").at(-1);
   const blocks: { type?: string; text?: string }[] = typeof last?.content === "string"
     ? [{ type: "text", text: last.content }]
-    : Array.isArray(last?.content) ? last.content : [];
+    : Array.isArray(last?.content)
+    ? last.content
+    : [];
   const lastText = blocks.filter((b) => b?.type === "text" && typeof b.text === "string").at(-1)?.text ?? "";
   const summarising = summaries && last?.role === "user" && lastText.startsWith("CRITICAL: Respond with TEXT ONLY");
-  const asks = (word: string) => !summarising && last?.role === "user" && !blocks.some((b) => b?.type === "tool_result") &&
+  const asks = (word: string) =>
+    !summarising && last?.role === "user" && !blocks.some((b) => b?.type === "tool_result") &&
     blocks.some((b) => b?.type === "text" && typeof b.text === "string" && b.text.includes(word));
   const titling = req.output_config?.format?.schema?.properties?.title !== undefined;
-  const tool = titling ? null : asks("RUNTOOL")
+  const tool = titling
+    ? null
+    : asks("RUNTOOL")
     ? { name: "Bash", input: { command: "echo hi-from-tool", description: "Say hi" } as Record<string, unknown> }
-    : asks("RUNAGENT") ? { name: "Agent", input: { description: "Stub subagent", prompt: "SUBTASK: say hello", subagent_type: "general-purpose" } as Record<string, unknown> } : null;
+    : asks("RUNAGENT")
+    ? { name: "Agent", input: { description: "Stub subagent", prompt: "SUBTASK: say hello", subagent_type: "general-purpose" } as Record<string, unknown> }
+    : null;
   const id = `msg_stub_${n}`;
   const preText = "I'll run it.";
   const text = summarising
     ? `<analysis>Stub analysis.</analysis>\n<summary>Stub summary (reply ${n}).</summary>`
-    : titling ? JSON.stringify({ title: `Stub title (reply ${n})` }) : `Done (reply ${n}).`;
+    : titling
+    ? JSON.stringify({ title: `Stub title (reply ${n})` })
+    : `Done (reply ${n}).`;
   if (req.stream === true) {
     const chunks = tool !== null ? toolUseReply(tool.name, tool.input, { id, toolUseId: `toolu_stub_${n}`, preText, model }) : textReply(text, { id, model });
     return { kind: "sse", chunks };
@@ -244,9 +258,7 @@ export function startStub(port = 0): Promise<StubUpstream> {
         enqueue: (...replies) => void queue.push(...replies),
         setDefault: (reply) => void (fallback = reply),
         nextRequest: () =>
-          taken < requests.length
-            ? Promise.resolve(requests[taken++])
-            : new Promise((res, rej) => waiters.push({ resolve: res, reject: rej })),
+          taken < requests.length ? Promise.resolve(requests[taken++]) : new Promise((res, rej) => waiters.push({ resolve: res, reject: rej })),
         close: () =>
           new Promise<void>((res) => {
             for (const w of waiters.splice(0)) w.reject(new Error("stub upstream closed"));

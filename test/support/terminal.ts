@@ -3,7 +3,7 @@
  * (test/support/pty-host.mjs), talked to over stdio, so a test types into an interactive CLI and reads the
  * screen it draws the same way under Bun and Deno. Every wait is bounded and fails with the current screen.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { Buffer } from "node:buffer";
 import { fileURLToPath } from "node:url";
 import { nodeBin } from "./browser.ts";

@@ -97,7 +97,10 @@ describe("the documented deno tasks", () => {
     const out = `${scratch}/missing-denort/sessiontap-deno`;
     const r = task(["compile"], { DENORT_BIN: `${scratch}/no-such-denort`, SESSIONTAP_DENO_OUT: out });
     assert.equal(r.code, 1, r.all);
-    assert.match(r.stderr.trim().split("\n").at(-1)!, /^sessiontap: deno task compile: DENORT_BIN=\S+no-such-denort does not exist: set DENORT_BIN to a denort binary/);
+    assert.match(
+      r.stderr.trim().split("\n").at(-1)!,
+      /^sessiontap: deno task compile: DENORT_BIN=\S+no-such-denort does not exist: set DENORT_BIN to a denort binary/,
+    );
     assert.doesNotMatch(r.all, /SyntaxError/);
     assert.equal(existsSync(out), false);
   });
@@ -117,10 +120,21 @@ describe("the documented deno tasks", () => {
     // The download goes through a proxy on a closed loopback port: refused at once, and nothing leaves the machine.
     const out = `${scratch}/offline/sessiontap-deno`;
     const proxy = "http://127.0.0.1:9";
-    const r = task(["compile"], { HTTPS_PROXY: proxy, HTTP_PROXY: proxy, https_proxy: proxy, http_proxy: proxy, NO_PROXY: "", no_proxy: "", SESSIONTAP_DENO_OUT: out });
+    const r = task(["compile"], {
+      HTTPS_PROXY: proxy,
+      HTTP_PROXY: proxy,
+      https_proxy: proxy,
+      http_proxy: proxy,
+      NO_PROXY: "",
+      no_proxy: "",
+      SESSIONTAP_DENO_OUT: out,
+    });
     assert.equal(r.code, 1, r.all);
     assert.match(r.all, /denort/, "it reached the denort step");
-    assert.match(r.stderr.trim().split("\n").at(-1)!, /^sessiontap: deno task compile: Deno could not download its denort base binary \(.+\); offline, set DENORT_BIN/);
+    assert.match(
+      r.stderr.trim().split("\n").at(-1)!,
+      /^sessiontap: deno task compile: Deno could not download its denort base binary \(.+\); offline, set DENORT_BIN/,
+    );
     assert.equal(existsSync(out), false);
   });
 });

@@ -9,7 +9,23 @@ import { ROOT } from "../support/child.ts";
 
 /** Every folder of src/ and what it may import (besides itself); main.ts, mirror-worker.ts and version.ts stand above all. */
 const MAY_IMPORT: Record<string, string[]> = {
-  cli: ["config", "runtime", "server", "tap", "mirror", "viewer", "guard", "store", "writer", "storage", "transcript", "usage", "protocol", "utils", "version.ts"],
+  cli: [
+    "config",
+    "runtime",
+    "server",
+    "tap",
+    "mirror",
+    "viewer",
+    "guard",
+    "store",
+    "writer",
+    "storage",
+    "transcript",
+    "usage",
+    "protocol",
+    "utils",
+    "version.ts",
+  ],
   runtime: ["utils"],
   server: ["viewer", "protocol", "utils"],
   tap: ["mirror", "storage", "protocol", "utils"],
@@ -109,7 +125,9 @@ describe("the map in docs/DESIGN.md holds", () => {
   });
 
   it("no comment cites a document outside the repository", () => {
-    const outside = files.filter((f) => /SPEC §|RUNTIME-NOTES|\bseeds?\/|\bseed 00\d|\bissues? \d+\b|shared\//.test(readFileSync(f, "utf8"))).map((f) => relative(ROOT, f));
+    const outside = files.filter((f) => /SPEC §|RUNTIME-NOTES|\bseeds?\/|\bseed 00\d|\bissues? \d+\b|shared\//.test(readFileSync(f, "utf8"))).map((f) =>
+      relative(ROOT, f)
+    );
     assert.deepEqual(outside, []);
   });
 });

@@ -20,7 +20,9 @@ const README = readFileSync(`${ROOT}README.md`, "utf8");
 
 /** True when `command` can be run here. */
 const has = (command: string, args: string[]) => spawnSync(command, args, { encoding: "utf8" }).error === undefined;
-const NO_SYSTEMD = has("systemd-analyze", ["--version"]) ? null : "systemd-analyze is not on this machine (not Linux with systemd): the unit was checked by the parser only";
+const NO_SYSTEMD = has("systemd-analyze", ["--version"])
+  ? null
+  : "systemd-analyze is not on this machine (not Linux with systemd): the unit was checked by the parser only";
 const NO_PLUTIL = has("plutil", ["-help"]) ? null : "plutil is not on this machine (not macOS): the plist was checked by the strict parser only";
 for (const reason of [NO_SYSTEMD, NO_PLUTIL]) if (reason) console.log(`SKIPPED: ${reason}`);
 
@@ -34,7 +36,7 @@ function parseUnit(text: string): Map<string, Map<string, string[]>> {
     const section = /^\[([A-Za-z]+)\]$/.exec(line);
     if (section) {
       assert.ok(!sections.has(section[1]), `line ${i + 1}: [${section[1]}] twice`);
-      sections.set(section[1], (current = new Map()));
+      sections.set(section[1], current = new Map());
       return;
     }
     const kv = /^([A-Za-z]+)=(.*)$/.exec(line);
@@ -52,7 +54,18 @@ describe("scripts/service/: the systemd user unit", () => {
   it("has only the sections and keys it should (a typo would be ignored by systemd with a warning)", () => {
     const known: Record<string, string[]> = {
       Unit: ["Description"],
-      Service: ["Type", "ExecStart", "EnvironmentFile", "Environment", "UMask", "KillSignal", "TimeoutStopSec", "Restart", "RestartSec", "RestartPreventExitStatus"],
+      Service: [
+        "Type",
+        "ExecStart",
+        "EnvironmentFile",
+        "Environment",
+        "UMask",
+        "KillSignal",
+        "TimeoutStopSec",
+        "Restart",
+        "RestartSec",
+        "RestartPreventExitStatus",
+      ],
       Install: ["WantedBy"],
     };
     assert.deepEqual([...unit.keys()], Object.keys(known));
@@ -138,8 +151,17 @@ describe("scripts/service/: the launchd agent", () => {
     assert.equal(p.Umask, 0o077);
     assert.deepEqual(p.EnvironmentVariables, { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" });
     assert.deepEqual(Object.keys(p).sort(), [
-      "EnvironmentVariables", "ExitTimeOut", "KeepAlive", "Label", "ProcessType", "ProgramArguments", "RunAtLoad", "StandardErrorPath", "StandardOutPath",
-      "ThrottleInterval", "Umask",
+      "EnvironmentVariables",
+      "ExitTimeOut",
+      "KeepAlive",
+      "Label",
+      "ProcessType",
+      "ProgramArguments",
+      "RunAtLoad",
+      "StandardErrorPath",
+      "StandardOutPath",
+      "ThrottleInterval",
+      "Umask",
     ]);
   });
 
@@ -160,7 +182,15 @@ describe("scripts/service/: the launchd agent", () => {
 
 describe("the README's service instructions", () => {
   it("name both files and how to install them", () => {
-    for (const text of ["scripts/service/sessiontap.service", "scripts/service/local.sessiontap.plist", "systemctl --user enable --now sessiontap", "launchctl bootstrap gui/$(id -u)", "sha256sum -c"]) {
+    for (
+      const text of [
+        "scripts/service/sessiontap.service",
+        "scripts/service/local.sessiontap.plist",
+        "systemctl --user enable --now sessiontap",
+        "launchctl bootstrap gui/$(id -u)",
+        "sha256sum -c",
+      ]
+    ) {
       assert.ok(README.includes(text), `the README does not say ${text}`);
     }
   });

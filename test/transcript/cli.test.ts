@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
+import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
 
@@ -15,7 +15,11 @@ const B = "aaaa2222-0000-4000-8000-000000000002";
 const C = "cccc3333-0000-4000-8000-000000000003";
 const NOW = Date.parse("2026-01-05T00:00:00.000Z");
 const STAMP = "20260105T000000Z";
-const STUB = [{ type: "queue-operation", operation: "enqueue", sessionId: A }, { type: "last-prompt", lastPrompt: "x", sessionId: A }, { type: "mode", mode: "default", sessionId: A }];
+const STUB = [{ type: "queue-operation", operation: "enqueue", sessionId: A }, { type: "last-prompt", lastPrompt: "x", sessionId: A }, {
+  type: "mode",
+  mode: "default",
+  sessionId: A,
+}];
 
 /** A three-turn conversation with a tool call, in the mirror's shape (system context records included). */
 function conversation(sessionId: string, cwd: string, prompt: string): Rec[] {
@@ -23,7 +27,12 @@ function conversation(sessionId: string, cwd: string, prompt: string): Rec[] {
   return [
     rec("user", `${sessionId}-u1`, null, [{ type: "text", text: "<system-reminder>x</system-reminder>" }, { type: "text", text: prompt }], env),
     rec("system", `${sessionId}-s1`, `${sessionId}-u1`, [{ type: "text", text: `# Environment\n - Primary working directory: ${cwd}` }], env),
-    rec("assistant", `${sessionId}-a1`, `${sessionId}-s1`, [{ type: "text", text: "I'll run it." }, { type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "echo hi" } }], env),
+    rec("assistant", `${sessionId}-a1`, `${sessionId}-s1`, [{ type: "text", text: "I'll run it." }, {
+      type: "tool_use",
+      id: "toolu_1",
+      name: "Bash",
+      input: { command: "echo hi" },
+    }], env),
     rec("user", `${sessionId}-u2`, `${sessionId}-a1`, [{ type: "tool_result", tool_use_id: "toolu_1", content: "hi" }], env),
     rec("assistant", `${sessionId}-a2`, `${sessionId}-u2`, [{ type: "text", text: "Done." }], env),
     rec("user", `${sessionId}-u3`, `${sessionId}-a2`, "and again", env),
@@ -64,7 +73,11 @@ describe("list, show, restore, doctor", () => {
       assert.equal(out.code, 0, out.stderr);
       const list: Rec[] = JSON.parse(out.stdout);
       const byId = new Map(list.map((s) => [s.sessionId, s]));
-      for (const s of list) for (const key of ["sessionId", "firstTimestamp", "lastTimestamp", "records", "bytes", "cwd", "firstPrompt", "claudeTranscript"]) assert.ok(key in s, key);
+      for (const s of list) {
+        for (const key of ["sessionId", "firstTimestamp", "lastTimestamp", "records", "bytes", "cwd", "firstPrompt", "claudeTranscript"]) {
+          assert.ok(key in s, key);
+        }
+      }
       assert.equal(byId.get(A)!.claudeTranscript, "stub");
       assert.equal(byId.get(B)!.claudeTranscript, "missing");
       assert.equal(byId.get(C)!.claudeTranscript, "intact");
@@ -112,7 +125,10 @@ describe("list, show, restore, doctor", () => {
       assert.match(out.stdout, /^Title +third$/m);
       assert.match(out.stdout, /^Claude +intact/m);
       assert.ok(out.stdout.includes("\n  ● Bash: echo hi\n    ⎿ hi\n"), "the tool call in one line, its result beneath it");
-      assert.ok(out.stdout.includes(`\n  ⚙ environment from Claude Code (${`# Environment\n - Primary working directory: ${cwdC}`.length} B; cwd ${cwdC})\n`), "the environment block in one line");
+      assert.ok(
+        out.stdout.includes(`\n  ⚙ environment from Claude Code (${`# Environment\n - Primary working directory: ${cwdC}`.length} B; cwd ${cwdC})\n`),
+        "the environment block in one line",
+      );
       assert.ok(out.stdout.includes("\n  ⚙ reminder (36 B): x\n"), "Claude Code's reminder in one line");
       assert.ok(out.stdout.indexOf("third") < out.stdout.indexOf("Again done."));
       assert.doesNotMatch(out.stdout, /<\/?[a-z][a-z-]*>/, "no tags");
@@ -264,11 +280,12 @@ describe("list, show, restore, doctor", () => {
   describe("doctor", () => {
     const tap = "http://127.0.0.1:8787";
     /** A fetch under which a tap mirroring to `mirror` answers at 127.0.0.1:8787 and nothing else answers. */
-    const tapOf = (mirror: string) => (async (input: string | URL | Request) => {
-      const url = String(input instanceof Request ? input.url : input);
-      if (url.startsWith(tap)) return Response.json({ status: "ok", version: "0.1.0", runtime: "bun", mirror: { root: mirror } });
-      throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
-    }) as unknown as typeof fetch;
+    const tapOf = (mirror: string) =>
+      (async (input: string | URL | Request) => {
+        const url = String(input instanceof Request ? input.url : input);
+        if (url.startsWith(tap)) return Response.json({ status: "ok", version: "0.1.0", runtime: "bun", mirror: { root: mirror } });
+        throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      }) as unknown as typeof fetch;
     const healthy = tapOf(root);
     const down = (async () => {
       throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
@@ -349,7 +366,10 @@ describe("list, show, restore, doctor", () => {
       const fresh = scratchDir();
       try {
         mkdirSync(`${fresh.dir}/open`, { mode: 0o755 });
-        const open = await cli(["doctor", "--json", "--mirror-dir", `${fresh.dir}/open`, "--claude-dir", claude], { ANTHROPIC_BASE_URL: tap }, { ...io, fetch: healthy });
+        const open = await cli(["doctor", "--json", "--mirror-dir", `${fresh.dir}/open`, "--claude-dir", claude], { ANTHROPIC_BASE_URL: tap }, {
+          ...io,
+          fetch: healthy,
+        });
         const root = JSON.parse(open.stdout).find((c: Rec) => c.check === "mirror root");
         assert.equal(root.status, "warn");
         assert.match(root.detail, /chmod 700/);

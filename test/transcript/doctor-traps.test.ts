@@ -14,11 +14,12 @@ const NOW = Date.parse("2026-01-05T00:00:00.000Z");
 const TAP = "http://127.0.0.1:8787";
 
 /** A fetch under which a tap mirroring to `root` answers with `extra` in its health; nothing else answers. */
-const tapWith = (root: string, extra: Record<string, unknown> = {}) => (async (input: string | URL | Request) => {
-  const url = String(input instanceof Request ? input.url : input);
-  if (url.startsWith(TAP)) return Response.json({ status: "ok", problems: [], version: "0.1.0", runtime: "bun", mirror: { root }, ...extra });
-  throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
-}) as unknown as typeof fetch;
+const tapWith = (root: string, extra: Record<string, unknown> = {}) =>
+  (async (input: string | URL | Request) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (url.startsWith(TAP)) return Response.json({ status: "ok", problems: [], version: "0.1.0", runtime: "bun", mirror: { root }, ...extra });
+    throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+  }) as unknown as typeof fetch;
 
 describe("doctor: the traps that lose transcripts", () => {
   const scratch = scratchDir("sessiontap-doctor-");
@@ -47,11 +48,17 @@ describe("doctor: the traps that lose transcripts", () => {
     return { root, claude, path: `${claude}/projects/${encodeProjectDir(cwd)}/${S}.jsonl` };
   }
   /** Claude Code's records of typed prompts, one user and one assistant record each. */
-  const cc = (...prompts: string[]) => prompts.map((p, i) =>
-    JSON.stringify({ type: "user", message: { role: "user", content: p }, uuid: `c${i}`, sessionId: S }) + "\n" +
-    JSON.stringify({ type: "assistant", message: { role: "assistant", content: [{ type: "text", text: "ok" }] }, uuid: `d${i}`, sessionId: S }) + "\n").join("");
+  const cc = (...prompts: string[]) =>
+    prompts.map((p, i) =>
+      JSON.stringify({ type: "user", message: { role: "user", content: p }, uuid: `c${i}`, sessionId: S }) + "\n" +
+      JSON.stringify({ type: "assistant", message: { role: "assistant", content: [{ type: "text", text: "ok" }] }, uuid: `d${i}`, sessionId: S }) + "\n"
+    ).join("");
   const doctor = async (c: { root: string; claude: string }, env: Record<string, string> = {}, health: Record<string, unknown> = {}) => {
-    const out = await cli(["doctor", "--json", "--mirror-dir", c.root, "--claude-dir", c.claude], { ANTHROPIC_BASE_URL: TAP, ...env }, { clock: () => NOW, cwd: scratch.dir, fetch: tapWith(c.root, health) });
+    const out = await cli(["doctor", "--json", "--mirror-dir", c.root, "--claude-dir", c.claude], { ANTHROPIC_BASE_URL: TAP, ...env }, {
+      clock: () => NOW,
+      cwd: scratch.dir,
+      fetch: tapWith(c.root, health),
+    });
     return { code: out.code, checks: JSON.parse(out.stdout) as Check[] };
   };
 
@@ -67,7 +74,12 @@ describe("doctor: the traps that lose transcripts", () => {
     const behind = checks.filter((c) => c.check === "transcripts");
     assert.equal(behind.length, 1);
     assert.equal(behind[0].status, "fail");
-    assert.match(behind[0].detail, new RegExp(`^${S} \\(.*\\): Claude Code's transcript lacks 2 of the 3 prompts the mirror holds .*quit Claude Code, then: sessiontap restore ${S} --force \\(a backup is kept\\)$`));
+    assert.match(
+      behind[0].detail,
+      new RegExp(
+        `^${S} \\(.*\\): Claude Code's transcript lacks 2 of the 3 prompts the mirror holds .*quit Claude Code, then: sessiontap restore ${S} --force \\(a backup is kept\\)$`,
+      ),
+    );
   });
 
   it("a transcript ending in a torn line: a warning, with restore --force", async () => {
@@ -83,10 +95,16 @@ describe("doctor: the traps that lose transcripts", () => {
     const { checks } = await doctor(c);
     const cleanup = checks.find((x) => x.check === "cleanupPeriodDays")!;
     assert.equal(cleanup.status, "warn");
-    assert.match(cleanup.detail, /^99999 \(.*settings\.json\): Claude Code has been seen to ignore very large values .*3650 keeps them ten years\. The mirror is the safety net: SESSIONTAP_RETENTION_DAYS=30, it keeps sessions 30 days/);
+    assert.match(
+      cleanup.detail,
+      /^99999 \(.*settings\.json\): Claude Code has been seen to ignore very large values .*3650 keeps them ten years\. The mirror is the safety net: SESSIONTAP_RETENTION_DAYS=30, it keeps sessions 30 days/,
+    );
     const keepAll = (await doctor(c, { SESSIONTAP_RETENTION_DAYS: "0" })).checks.find((x) => x.check === "cleanupPeriodDays")!;
     assert.match(keepAll.detail, /SESSIONTAP_RETENTION_DAYS=0, it keeps every session/);
-    assert.equal((await doctor(setup(cc("one", "two", "three"), { cleanupPeriodDays: 3650 }))).checks.find((x) => x.check === "cleanupPeriodDays")!.status, "ok");
+    assert.equal(
+      (await doctor(setup(cc("one", "two", "three"), { cleanupPeriodDays: 3650 }))).checks.find((x) => x.check === "cleanupPeriodDays")!.status,
+      "ok",
+    );
   });
 
   it("the tap's guard: off is a warning; transcripts it cannot find are a warning; its alerts are FAIL checks with the restore command", async () => {

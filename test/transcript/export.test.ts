@@ -123,7 +123,15 @@ describe("rendering escapes what a record holds", () => {
       { type: "text", text: "```\nfenced\n```" },
       { type: "mystery_block", payload: hostile },
     ]),
-    rec("user", "u2", "a1", [{ type: "tool_result", tool_use_id: "t1", is_error: true, content: [{ type: "text", text: hostile }, { type: "text", text: "```\nfenced\n```" }, { type: "image", source: { type: "reference", sha256: "f".repeat(64), media_type: "image/png" } }] }]),
+    rec("user", "u2", "a1", [{
+      type: "tool_result",
+      tool_use_id: "t1",
+      is_error: true,
+      content: [{ type: "text", text: hostile }, { type: "text", text: "```\nfenced\n```" }, {
+        type: "image",
+        source: { type: "reference", sha256: "f".repeat(64), media_type: "image/png" },
+      }],
+    }]),
   ];
   const tree = buildTree(records);
   const summary = summarize({ dir: "d", records, malformed: 0, files: 1, bytes: 1, agents: [], side: [] }, tree);

@@ -23,17 +23,26 @@ describe("titles", () => {
     assert.equal(titleFromAnswer(answer(`{"title": "Login test flakiness"}`)), "Login test flakiness");
     assert.equal(titleFromAnswer(answer('```json\n{"title":"Auth refactor"}\n```')), "Auth refactor");
     assert.equal(titleFromAnswer(answer(`{"isNewTopic": true, "title": "Build fix"}`)), "Build fix");
-    for (const text of ["Done (reply 2).", `{"title": ""}`, `{"title": 3}`, `{"name": "x"}`, "{not json"]) assert.equal(titleFromAnswer(answer(text)), null, text);
+    for (const text of ["Done (reply 2).", `{"title": ""}`, `{"title": 3}`, `{"name": "x"}`, "{not json"]) {
+      assert.equal(titleFromAnswer(answer(text)), null, text);
+    }
     assert.equal(titleFromAnswer(rec("user", "u", null, `{"title": "a prompt, not an answer"}`)), null);
   });
 
   it("the newest generated title wins; a title is one line without control characters", () => {
-    const side = [rec("user", "t1", null, "<session>x</session>"), answer(`{"title": "First"}`), answer("summary text", "t3"), answer(`{"title": "Second\\n\\u001b[31mline"}`, "t4")];
+    const side = [
+      rec("user", "t1", null, "<session>x</session>"),
+      answer(`{"title": "First"}`),
+      answer("summary text", "t3"),
+      answer(`{"title": "Second\\n\\u001b[31mline"}`, "t4"),
+    ];
     assert.equal(generatedTitle(side), "Second line");
   });
 
   it("without one, the first prompt a person typed, cut to one line", () => {
-    const records = [rec("user", "u1", null, [{ type: "text", text: "<system-reminder>r</system-reminder>" }, { type: "text", text: "fix\nthe " + "build ".repeat(40) }])];
+    const records = [
+      rec("user", "u1", null, [{ type: "text", text: "<system-reminder>r</system-reminder>" }, { type: "text", text: "fix\nthe " + "build ".repeat(40) }]),
+    ];
     const title = sessionTitle([], records)!;
     assert.ok(title.startsWith("fix the build build"));
     assert.ok(title.length <= 100 && title.endsWith("…"));
@@ -64,11 +73,24 @@ describe("one-line summaries", () => {
   });
 
   it("Claude Code's injected context: a command, its output, a reminder, the environment", () => {
-    assert.equal(injectedSummary("<command-name>/compact</command-name>\n<command-message>compact</command-message>\n<command-args></command-args>"), "command /compact");
-    assert.equal(injectedSummary(`<local-command-stdout>${ESC}[2mCompacted (ctrl+o to see full summary)${ESC}[22m</local-command-stdout>`), "command output: Compacted (ctrl+o to see full summary)");
-    assert.match(injectedSummary("<system-reminder>\nAttribution for git commits\nmore</system-reminder>"), /^reminder \(\d+ B\): Attribution for git commits more$/);
-    const env = "# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /tmp/p\n" + "x".repeat(10_000) + "\nThe exact model ID is claude-opus-5-5. More.";
-    assert.equal(environmentSummary(env), `environment from Claude Code (${(new TextEncoder().encode(env).length / 1024).toFixed(1)} KB; cwd /tmp/p, model claude-opus-5-5)`);
+    assert.equal(
+      injectedSummary("<command-name>/compact</command-name>\n<command-message>compact</command-message>\n<command-args></command-args>"),
+      "command /compact",
+    );
+    assert.equal(
+      injectedSummary(`<local-command-stdout>${ESC}[2mCompacted (ctrl+o to see full summary)${ESC}[22m</local-command-stdout>`),
+      "command output: Compacted (ctrl+o to see full summary)",
+    );
+    assert.match(
+      injectedSummary("<system-reminder>\nAttribution for git commits\nmore</system-reminder>"),
+      /^reminder \(\d+ B\): Attribution for git commits more$/,
+    );
+    const env = "# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /tmp/p\n" + "x".repeat(10_000) +
+      "\nThe exact model ID is claude-opus-5-5. More.";
+    assert.equal(
+      environmentSummary(env),
+      `environment from Claude Code (${(new TextEncoder().encode(env).length / 1024).toFixed(1)} KB; cwd /tmp/p, model claude-opus-5-5)`,
+    );
   });
 });
 
@@ -77,13 +99,19 @@ describe("search", () => {
     rec("user", "u1", null, "Fix the Login test", { sessionId: "s" }),
     rec("assistant", "a1", "u1", [{ type: "tool_use", id: "t1", name: "Bash", input: { command: "npm test -- login" } }], { sessionId: "s" }),
     rec("user", "u2", "a1", [{ type: "tool_result", tool_use_id: "t1", content: "FAIL login.test.ts" }], { sessionId: "s" }),
-    rec("user", "u3", "u2", [{ type: "text", text: "<system-reminder>login everywhere</system-reminder>" }, { type: "text", text: "thanks" }], { sessionId: "s" }),
+    rec("user", "u3", "u2", [{ type: "text", text: "<system-reminder>login everywhere</system-reminder>" }, { type: "text", text: "thanks" }], {
+      sessionId: "s",
+    }),
   ];
   const sessions = [{ sessionId: "s", dir: "s", title: "Login test", records }];
 
   it("a case-insensitive substring: every message, its role, the match marked in the snippet; injected context is not searched", () => {
     const hits = search(sessions, substringMatcher("LOGIN"));
-    assert.deepEqual(hits.map((h) => [h.uuid, h.role, h.title]), [["u1", "user", "Login test"], ["a1", "assistant", "Login test"], ["u2", "tool result", "Login test"]]);
+    assert.deepEqual(hits.map((h) => [h.uuid, h.role, h.title]), [["u1", "user", "Login test"], ["a1", "assistant", "Login test"], [
+      "u2",
+      "tool result",
+      "Login test",
+    ]]);
     for (const h of hits) assert.ok(h.marks.length > 0 && h.marks.every(([a, b]) => h.snippet.slice(a, b).toLowerCase() === "login"), JSON.stringify(h));
   });
 
@@ -108,8 +136,14 @@ describe("show's terminal text", () => {
   const records = [
     rec("user", "u1", null, [{ type: "text", text: "<system-reminder>be nice</system-reminder>" }, { type: "text", text: "run it <b>now</b>" }]),
     rec("system", "s1", "u1", [{ type: "text", text: "# Environment\n - Primary working directory: /w" }]),
-    rec("assistant", "a1", "s1", [{ type: "thinking", thinking: "let me think" }, { type: "tool_use", id: "t1", name: "Bash", input: { command: "seq 10" } }],
-      { message: { id: "m1", model: "claude-haiku-4-5", usage: { input_tokens: 1000, output_tokens: 100 }, content: [{ type: "thinking", thinking: "let me think" }, { type: "tool_use", id: "t1", name: "Bash", input: { command: "seq 10" } }] } }),
+    rec("assistant", "a1", "s1", [{ type: "thinking", thinking: "let me think" }, { type: "tool_use", id: "t1", name: "Bash", input: { command: "seq 10" } }], {
+      message: {
+        id: "m1",
+        model: "claude-haiku-4-5",
+        usage: { input_tokens: 1000, output_tokens: 100 },
+        content: [{ type: "thinking", thinking: "let me think" }, { type: "tool_use", id: "t1", name: "Bash", input: { command: "seq 10" } }],
+      },
+    }),
     rec("user", "u2", "a1", [{ type: "tool_result", tool_use_id: "t1", content: long }]),
     rec("system", "s2", "u2", [{ type: "text", text: "# Environment\n - Primary working directory: /w" }]),
     rec("assistant", "a2", "s2", [{ type: "text", text: `done ${ESC}[1mbold${ESC}[0m` }]),
@@ -118,8 +152,14 @@ describe("show's terminal text", () => {
   const text = renderText(items, { full: false, style: PLAIN, zone: UTC, prices: BUILTIN_PRICES });
 
   it("one block per message; the tool call one line with its result folded beneath; context and thinking one line each", () => {
-    assert.match(text, /^User · 2026-\d\d-\d\d \d\d:\d\d:\d\d\n {2}⚙ reminder \(\d+ B\): be nice\n {2}run it <b>now<\/b>\n {2}⚙ environment from Claude Code \(\d+ B; cwd \/w\)\n\nAssistant · claude-haiku-4-5 · /);
-    assert.match(text, /· 1\.00k in · 100 out · ≈ \$0\.0015\n {2}∴ thinking \(12 characters\): let me think\n {2}● Bash: seq 10\n {4}⎿ out 0\n {6}out 1\n {6}out 2\n {6}out 3\n {6}… 6 more lines \(--full shows them\)\n/);
+    assert.match(
+      text,
+      /^User · 2026-\d\d-\d\d \d\d:\d\d:\d\d\n {2}⚙ reminder \(\d+ B\): be nice\n {2}run it <b>now<\/b>\n {2}⚙ environment from Claude Code \(\d+ B; cwd \/w\)\n\nAssistant · claude-haiku-4-5 · /,
+    );
+    assert.match(
+      text,
+      /· 1\.00k in · 100 out · ≈ \$0\.0015\n {2}∴ thinking \(12 characters\): let me think\n {2}● Bash: seq 10\n {4}⎿ out 0\n {6}out 1\n {6}out 2\n {6}out 3\n {6}… 6 more lines \(--full shows them\)\n/,
+    );
     assert.ok(!text.includes("Tool result") && !text.includes("result of t1"), "the result is not shown twice");
     assert.match(text, /⚙ environment from Claude Code, unchanged/);
     assert.ok(!hasControl(text));

@@ -81,13 +81,18 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
       if (typeof r.uuid === "string") seen.add(r.uuid);
     }
     const segment = written.find((r) => r.subtype === "compact_boundary")?.compactMetadata?.preservedSegment;
-    if (segment !== undefined) for (const k of ["headUuid", "anchorUuid", "tailUuid"]) assert.ok(seen.has(segment[k]), k);
+    if (segment !== undefined) { for (const k of ["headUuid", "anchorUuid", "tailUuid"]) assert.ok(seen.has(segment[k]), k); }
   });
 
   it("a message that would not come back byte for byte is left whole", () => {
     const whole = [rec("user", "u1", null, [{ type: "text", text: "<system-reminder>no newline</system-reminder>" }, { type: "text", text: "typed" }])];
     assert.deepEqual(splitInjectedContext(whole), whole);
-    const interleaved = [rec("user", "u2", null, [{ type: "text", text: "<system-reminder>a</system-reminder>\n" }, { type: "text", text: "typed" }, { type: "text", text: "<system-reminder>b</system-reminder>\n" }])];
+    const interleaved = [
+      rec("user", "u2", null, [{ type: "text", text: "<system-reminder>a</system-reminder>\n" }, { type: "text", text: "typed" }, {
+        type: "text",
+        text: "<system-reminder>b</system-reminder>\n",
+      }]),
+    ];
     assert.equal(splitInjectedContext(interleaved).length, 2, "only the leading run is split off; the rest stays together, in order");
     const only = [rec("user", "u3", null, [{ type: "text", text: "<system-reminder>a</system-reminder>\n" }])];
     assert.deepEqual(splitInjectedContext(only), only, "nothing typed after it: left as it is");
@@ -112,7 +117,13 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
       ]);
       mkdirSync(`${root}/${S}/subagents/agent-${AGENT}`, { recursive: true, mode: 0o700 });
       writeMirror(`${root}/${S}/subagents`, `agent-${AGENT}`, [
-        rec("user", "s1", null, [{ type: "text", text: "<system-reminder>\nctx\n</system-reminder>\n" }, { type: "text", text: "SUBTASK: say hello" }], agentEnv),
+        rec(
+          "user",
+          "s1",
+          null,
+          [{ type: "text", text: "<system-reminder>\nctx\n</system-reminder>\n" }, { type: "text", text: "SUBTASK: say hello" }],
+          agentEnv,
+        ),
         rec("assistant", "s2", "s1", [{ type: "text", text: "Hello." }], agentEnv),
       ]);
       mkdirSync(`${root}/${S}/side`, { recursive: true, mode: 0o700 });

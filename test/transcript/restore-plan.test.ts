@@ -50,8 +50,12 @@ describe("planRestore()", () => {
       rec("system", "s1", "u1", "env"),
       rec("assistant", "a1", "s1", [{ type: "text", text: "kept tail" }]),
       {
-        ...rec("system", "b1", null, undefined), subtype: "compact_boundary", message: undefined, content: "Conversation compacted",
-        logicalParentUuid: "a1", compactMetadata: { preservedSegment: { headUuid: "a1", anchorUuid: "sum", tailUuid: "a1" } },
+        ...rec("system", "b1", null, undefined),
+        subtype: "compact_boundary",
+        message: undefined,
+        content: "Conversation compacted",
+        logicalParentUuid: "a1",
+        compactMetadata: { preservedSegment: { headUuid: "a1", anchorUuid: "sum", tailUuid: "a1" } },
       },
       rec("user", "sum", "b1", "This session is being continued from a previous conversation.", { isCompactSummary: true }),
       rec("user", "u2", "sum", "after"),
@@ -73,11 +77,18 @@ describe("planRestore()", () => {
       rec("system", "s1", "a1", "turn metadata"),
     ];
     const boundary = (segment: Rec) => ({
-      ...rec("system", "b1", null, undefined), subtype: "compact_boundary", message: undefined, logicalParentUuid: "s1", compactMetadata: { trigger: "auto", preservedSegment: segment },
+      ...rec("system", "b1", null, undefined),
+      subtype: "compact_boundary",
+      message: undefined,
+      logicalParentUuid: "s1",
+      compactMetadata: { trigger: "auto", preservedSegment: segment },
     });
     const after = [rec("user", "sum", "b1", "This session is being continued from a previous conversation.", { isCompactSummary: true })];
     const moved = planRestore(buildTree([...base, boundary({ headUuid: "a1", anchorUuid: "sum", tailUuid: "s1" }), ...after]), target).records as Rec[];
-    assert.deepEqual(moved.find((r) => r.uuid === "b1")!.compactMetadata, { trigger: "auto", preservedSegment: { headUuid: "a1", anchorUuid: "sum", tailUuid: "a1" } });
+    assert.deepEqual(moved.find((r) => r.uuid === "b1")!.compactMetadata, {
+      trigger: "auto",
+      preservedSegment: { headUuid: "a1", anchorUuid: "sum", tailUuid: "a1" },
+    });
     assert.equal(moved.find((r) => r.uuid === "b1")!.logicalParentUuid, "a1");
     const lost = planRestore(buildTree([...base, boundary({ headUuid: "zz", anchorUuid: "sum", tailUuid: "zz" }), ...after]), target).records as Rec[];
     assert.deepEqual(lost.find((r) => r.uuid === "b1")!.compactMetadata, { trigger: "auto" });
@@ -90,13 +101,24 @@ describe("planRestore()", () => {
       rec("assistant", "a1", "u1", [{ type: "tool_use", id: "t1", name: "Bash", input: {}, sessiontap_partial_json: '{"comm' }], { message: undefined }),
       rec("assistant", "cut", "a1", []),
     ];
-    records[1].message = { type: "message", role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Bash", input: {}, sessiontap_partial_json: '{"comm' }], stop_reason: "interrupted", sessiontap_events: [] };
+    records[1].message = {
+      type: "message",
+      role: "assistant",
+      content: [{ type: "tool_use", id: "t1", name: "Bash", input: {}, sessiontap_partial_json: '{"comm' }],
+      stop_reason: "interrupted",
+      sessiontap_events: [],
+    };
     const plan = planRestore(buildTree(records), target) as { records: Rec[] };
     assert.deepEqual(plan.records.map((r) => r.uuid), ["u1", "a1"]);
     const [user, assistant] = plan.records;
     const note = { type: "text", text: `[image image/png not kept by sessiontap, sha256 ${"ab".repeat(32)}]` };
     assert.deepEqual(user.message.content, [{ type: "text", text: "look" }, note, { type: "tool_result", tool_use_id: "t0", content: [note] }]);
-    assert.deepEqual(assistant.message, { type: "message", role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Bash", input: {} }], stop_reason: "interrupted" });
+    assert.deepEqual(assistant.message, {
+      type: "message",
+      role: "assistant",
+      content: [{ type: "tool_use", id: "t1", name: "Bash", input: {} }],
+      stop_reason: "interrupted",
+    });
     assert.equal(records[1].message.content[0].sessiontap_partial_json, '{"comm', "the mirror's records are not changed");
   });
 });

@@ -2,7 +2,7 @@
 // compaction, and the outline that shows every record once. Runs unchanged under `bun test` and `deno test`.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { buildTree, currentBranch, flatten, outline, readingPath, shape, type Item } from "../../src/transcript/tree.ts";
+import { buildTree, currentBranch, flatten, type Item, outline, readingPath, shape } from "../../src/transcript/tree.ts";
 import { firstPrompt } from "../../src/transcript/records.ts";
 import { capturedTranscript } from "../support/captures.ts";
 import { rec } from "../support/recover.ts";
@@ -41,7 +41,11 @@ describe("buildTree()", () => {
 
   it("equal timestamps: the record later in the file is newer", () => {
     const t = "2026-01-01T00:00:00.000Z";
-    const records = [rec("user", "u1", null, "x", { timestamp: t }), rec("assistant", "a1", "u1", [], { timestamp: t }), rec("assistant", "a2", "u1", [], { timestamp: t })];
+    const records = [
+      rec("user", "u1", null, "x", { timestamp: t }),
+      rec("assistant", "a1", "u1", [], { timestamp: t }),
+      rec("assistant", "a2", "u1", [], { timestamp: t }),
+    ];
     assert.equal(buildTree(records).newestLeaf?.uuid, "a2");
   });
 

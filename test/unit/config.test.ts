@@ -38,9 +38,14 @@ describe("parseConfig()", () => {
 
   it("reads every environment setting", () => {
     const c = parseConfig([], {
-      SESSIONTAP_MIRROR: "off", SESSIONTAP_MAX_BYTES: "2048", SESSIONTAP_RETENTION_DAYS: "0",
-      SESSIONTAP_MAX_SESSIONS: "3", SESSIONTAP_INCLUDE_THINKING: "false", SESSIONTAP_MIRROR_DIR: "~/m",
-      CLAUDE_CONFIG_DIR: "/c", SESSIONTAP_STORE: "postgres://x",
+      SESSIONTAP_MIRROR: "off",
+      SESSIONTAP_MAX_BYTES: "2048",
+      SESSIONTAP_RETENTION_DAYS: "0",
+      SESSIONTAP_MAX_SESSIONS: "3",
+      SESSIONTAP_INCLUDE_THINKING: "false",
+      SESSIONTAP_MIRROR_DIR: "~/m",
+      CLAUDE_CONFIG_DIR: "/c",
+      SESSIONTAP_STORE: "postgres://x",
     }, HOME);
     assert.deepEqual(
       [c.mirror, c.maxBytes, c.retentionDays, c.maxSessions, c.includeThinking, c.mirrorDir, c.claudeDir, c.store],
@@ -56,20 +61,22 @@ describe("parseConfig()", () => {
     assert.equal(parseConfig(["--port", "0"], {}, HOME).port, 0);
   });
 
-  for (const [args, env, named] of [
-    [["--port", "abc"], {}, "port"],
-    [[], { SESSIONTAP_PORT: "70000" }, "port"],
-    [["--upstream", "ftp://x"], {}, "upstream"],
-    [["--upstream", "not a url"], {}, "upstream"],
-    [[], { SESSIONTAP_MIRROR: "maybe" }, "SESSIONTAP_MIRROR"],
-    [[], { SESSIONTAP_MAX_BYTES: "-1" }, "SESSIONTAP_MAX_BYTES"],
-    [[], { SESSIONTAP_RETENTION_DAYS: "1.5" }, "SESSIONTAP_RETENTION_DAYS"],
-    [[], { SESSIONTAP_INCLUDE_THINKING: "yes" }, "SESSIONTAP_INCLUDE_THINKING"],
-    [[], { SESSIONTAP_GUARD: "maybe" }, "SESSIONTAP_GUARD"],
-    [["--bogus"], {}, "--bogus"],
-    [["frobnicate"], {}, "frobnicate"],
-    [["--port"], {}, "--port"],
-  ] as [string[], Record<string, string>, string][]) {
+  for (
+    const [args, env, named] of [
+      [["--port", "abc"], {}, "port"],
+      [[], { SESSIONTAP_PORT: "70000" }, "port"],
+      [["--upstream", "ftp://x"], {}, "upstream"],
+      [["--upstream", "not a url"], {}, "upstream"],
+      [[], { SESSIONTAP_MIRROR: "maybe" }, "SESSIONTAP_MIRROR"],
+      [[], { SESSIONTAP_MAX_BYTES: "-1" }, "SESSIONTAP_MAX_BYTES"],
+      [[], { SESSIONTAP_RETENTION_DAYS: "1.5" }, "SESSIONTAP_RETENTION_DAYS"],
+      [[], { SESSIONTAP_INCLUDE_THINKING: "yes" }, "SESSIONTAP_INCLUDE_THINKING"],
+      [[], { SESSIONTAP_GUARD: "maybe" }, "SESSIONTAP_GUARD"],
+      [["--bogus"], {}, "--bogus"],
+      [["frobnicate"], {}, "frobnicate"],
+      [["--port"], {}, "--port"],
+    ] as [string[], Record<string, string>, string][]
+  ) {
     it(`rejects ${JSON.stringify(args)} ${JSON.stringify(env)} with one line naming ${named}`, () => {
       assert.throws(() => parseConfig(args, env, HOME), (error: unknown) => {
         assert.ok(error instanceof UsageError);

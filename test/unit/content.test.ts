@@ -6,7 +6,13 @@ describe("scrubContent()", () => {
   it("drops cache_control markers at every depth, and keeps everything else", () => {
     const content = [
       { type: "text", text: "a", cache_control: { type: "ephemeral" } },
-      { type: "tool_result", tool_use_id: "t", is_error: false, cache_control: { type: "ephemeral" }, content: [{ type: "text", text: "x", cache_control: { type: "ephemeral" } }] },
+      {
+        type: "tool_result",
+        tool_use_id: "t",
+        is_error: false,
+        cache_control: { type: "ephemeral" },
+        content: [{ type: "text", text: "x", cache_control: { type: "ephemeral" } }],
+      },
     ];
     assert.deepEqual(scrubContent(content, true), [
       { type: "text", text: "a" },

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
-import { EventsLog, EVENTS_FILE } from "../../src/storage/events-log.ts";
+import { EVENTS_FILE, EventsLog } from "../../src/storage/events-log.ts";
 
 describe("EventsLog", () => {
   it("rotates once past its bound into session-mirror-events.1.jsonl, keeping every line", async () => {
@@ -26,10 +26,19 @@ describe("EventsLog", () => {
   it("never rejects: a failing filesystem is a report and a count per event, and recovery is reported", async () => {
     const heard: string[] = [];
     let broken = true;
-    const fs = { ...nodeFs, mkdir: async (p: string, m: number) => { if (broken) throw Object.assign(new Error("read-only"), { code: "EROFS" }); await nodeFs.mkdir(p, m); } };
+    const fs = {
+      ...nodeFs,
+      mkdir: async (p: string, m: number) => {
+        if (broken) throw Object.assign(new Error("read-only"), { code: "EROFS" });
+        await nodeFs.mkdir(p, m);
+      },
+    };
     const root = mkdtempSync(`${tmpdir()}/sessiontap-events-`);
     try {
-      const log = new EventsLog(fs, `${root}/m`, () => 0, { failed: (e) => heard.push(`failed ${(e as { code: string }).code}`), written: () => heard.push("written") });
+      const log = new EventsLog(fs, `${root}/m`, () => 0, {
+        failed: (e) => heard.push(`failed ${(e as { code: string }).code}`),
+        written: () => heard.push("written"),
+      });
       await log.log("start");
       await log.log("stop");
       assert.equal(log.failures, 2);

@@ -61,7 +61,7 @@ describe("FinalEventWatch: the relay's search for the final event, at every chun
       assert.ok(last >= finalAt - 2 && last < all.length, `size ${size}: last candidate at ${last}, the final event spans ${finalAt}..${all.length}`);
     }
     const none = new FinalEventWatch();
-    const plain = bytes("event: ping\ndata: {\"type\":\"ping\"}\n\n".repeat(20));
+    const plain = bytes('event: ping\ndata: {"type":"ping"}\n\n'.repeat(20));
     for (let offset = 0; offset < plain.length; offset += 3) assert.equal(none.holdFrom(plain.subarray(offset, offset + 3)), -1);
   });
 

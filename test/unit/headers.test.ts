@@ -4,11 +4,20 @@ import { clientResponseHeaders, upstreamRequestHeaders } from "../../src/protoco
 
 describe("upstreamRequestHeaders()", () => {
   it("drops hop-by-hop headers, the ones `connection` names, host and content-length", () => {
-    const h = upstreamRequestHeaders(new Headers({
-      connection: "keep-alive, x-private-hop", "keep-alive": "timeout=5", "x-private-hop": "1", te: "trailers",
-      upgrade: "h2c", "proxy-authorization": "secret", host: "tap.local", "content-length": "10",
-      "x-api-key": "sk-test", "anthropic-version": "2023-06-01",
-    }));
+    const h = upstreamRequestHeaders(
+      new Headers({
+        connection: "keep-alive, x-private-hop",
+        "keep-alive": "timeout=5",
+        "x-private-hop": "1",
+        te: "trailers",
+        upgrade: "h2c",
+        "proxy-authorization": "secret",
+        host: "tap.local",
+        "content-length": "10",
+        "x-api-key": "sk-test",
+        "anthropic-version": "2023-06-01",
+      }),
+    );
     for (const gone of ["connection", "keep-alive", "x-private-hop", "te", "upgrade", "proxy-authorization", "host", "content-length"]) {
       assert.equal(h.get(gone), null, gone);
     }

@@ -7,8 +7,18 @@ const dec = (b: Uint8Array, [s, e]: readonly [number, number]) => new TextDecode
 
 /** Values whose extent a scanner gets wrong if it is careless: escapes, brackets in strings, nesting, unicode. */
 const TRICKY = [
-  `"plain"`, `"a \\" quote"`, `"ends in a backslash \\\\"`, `"\\\\\\""`, `"brackets ] } [ { inside"`, `"é — 😀 \\ud83d"`,
-  `{"a":[1,2,{"b":"}"}],"c":null}`, `[[],[[]],{}]`, `-12.5e+3`, `true`, `null`, `{"nested":${"[".repeat(200)}${"]".repeat(200)}}`,
+  `"plain"`,
+  `"a \\" quote"`,
+  `"ends in a backslash \\\\"`,
+  `"\\\\\\""`,
+  `"brackets ] } [ { inside"`,
+  `"é — 😀 \\ud83d"`,
+  `{"a":[1,2,{"b":"}"}],"c":null}`,
+  `[[],[[]],{}]`,
+  `-12.5e+3`,
+  `true`,
+  `null`,
+  `{"nested":${"[".repeat(200)}${"]".repeat(200)}}`,
 ];
 
 describe("json-scan", () => {
@@ -53,7 +63,12 @@ describe("json-scan", () => {
   });
 
   it("every chunk boundary of a real request body: the messages array ends where JSON.parse says", () => {
-    const body = { model: "m", messages: [{ role: "user", content: [{ type: "text", text: "hi \"there\" ]" }] }, { role: "assistant", content: "ok" }], system: "s", stream: true };
+    const body = {
+      model: "m",
+      messages: [{ role: "user", content: [{ type: "text", text: 'hi "there" ]' }] }, { role: "assistant", content: "ok" }],
+      system: "s",
+      stream: true,
+    };
     const text = JSON.stringify(body);
     const bytes = enc(text);
     const span = memberValue(bytes, "messages")!;

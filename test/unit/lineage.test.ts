@@ -39,7 +39,10 @@ describe("messageHash()", () => {
   it("hashes a base64 image and its mirrored reference alike", () => {
     const image = { type: "image", source: { type: "base64", media_type: "image/png", data: Buffer.from("png-bytes").toString("base64") } };
     const sha = "f3b0bd3ef8d5ec55be0a3c5f75a2b0e5d8b5b3a8b1c9bf1a0c0d8e1d8cbb0d18";
-    assert.notEqual(messageHash("user", [image]), messageHash("user", [{ type: "image", source: { type: "reference", sha256: sha, media_type: "image/png" } }]));
+    assert.notEqual(
+      messageHash("user", [image]),
+      messageHash("user", [{ type: "image", source: { type: "reference", sha256: sha, media_type: "image/png" } }]),
+    );
     const real = createHash("sha256").update("png-bytes").digest("hex");
     assert.equal(messageHash("user", [image]), messageHash("user", [{ type: "image", source: { type: "reference", sha256: real, media_type: "image/png" } }]));
   });
@@ -93,11 +96,31 @@ describe("real Claude Code 2.1.328 re-sends", () => {
 describe("planRequest() + stage()", () => {
   const turn = (n: number) => [{ role: "user", content: `u${n}` }, { role: "assistant", content: [{ type: "text", text: `a${n}` }] }];
   const history = (turns: number) => Array.from({ length: turns }, (_, i) => turn(i + 1)).flat();
-  const answer = (text: string) => ({ message: { type: "message", role: "assistant" as const, id: "m", model: "x", content: [{ type: "text", text }], stop_reason: "end_turn", stop_sequence: null, stop_details: null, usage: null }, requestId: "r", timestamp: "t" });
+  const answer = (text: string) => ({
+    message: {
+      type: "message",
+      role: "assistant" as const,
+      id: "m",
+      model: "x",
+      content: [{ type: "text", text }],
+      stop_reason: "end_turn",
+      stop_sequence: null,
+      stop_details: null,
+      usage: null,
+    },
+    requestId: "r",
+    timestamp: "t",
+  });
 
   /** Runs one request against `lineage` and applies what it wrote. */
   function run(lineage: Lineage, messages: unknown[], reply: string) {
-    const staged = planCommit({ messages: hashMessages(messages), base, answer: answer(reply), requestTimestamp: "t", compaction: false }, lineage, null, "s", true);
+    const staged = planCommit(
+      { messages: hashMessages(messages), base, answer: answer(reply), requestTimestamp: "t", compaction: false },
+      lineage,
+      null,
+      "s",
+      true,
+    );
     for (const op of staged.ops) if ("add" in op) lineage.add(op.add);
     return staged.records;
   }
@@ -116,8 +139,26 @@ describe("planRequest() + stage()", () => {
     run(index, [{ role: "user", content: "u1" }], "a1");
     const messages = [...history(1), { role: "user", content: "u2" }];
     const hashed = hashMessages(messages);
-    const first = stage({ plan: planRequest(index, hashed), messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: null, view: index });
-    const again = stage({ plan: planRequest(index, hashed), messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: null, view: index });
+    const first = stage({
+      plan: planRequest(index, hashed),
+      messages: hashed,
+      base,
+      scope: "s",
+      requestTimestamp: "t",
+      includeThinking: true,
+      answer: null,
+      view: index,
+    });
+    const again = stage({
+      plan: planRequest(index, hashed),
+      messages: hashed,
+      base,
+      scope: "s",
+      requestTimestamp: "t",
+      includeThinking: true,
+      answer: null,
+      view: index,
+    });
     assert.deepEqual(again.records, first.records, "planning is side-effect free");
   });
 
@@ -125,7 +166,14 @@ describe("planRequest() + stage()", () => {
     const index = new Lineage();
     const records = run(index, [...history(3), { role: "user", content: "u4" }], "a4");
     assert.deepEqual(records.map((r) => [r.type, Boolean(r.reconstructed)]), [
-      ["user", true], ["assistant", true], ["user", true], ["assistant", true], ["user", true], ["assistant", true], ["user", false], ["assistant", false],
+      ["user", true],
+      ["assistant", true],
+      ["user", true],
+      ["assistant", true],
+      ["user", true],
+      ["assistant", true],
+      ["user", false],
+      ["assistant", false],
     ]);
     assert.equal(records[1].requestId, undefined);
     assert.deepEqual(Object.keys(records[1].message as object).sort(), ["content", "role", "type"]);
@@ -145,14 +193,19 @@ describe("planRequest() + stage()", () => {
     const index = new Lineage();
     const env = { role: "system", content: [{ type: "text", text: "# Environment" }] };
     run(index, [{ role: "user", content: "u1" }, env], "a1");
-    const records = run(index, [{ role: "user", content: "u1" }, { role: "system", content: [] }, { role: "assistant", content: [{ type: "text", text: "a1" }] }, { role: "user", content: "u2" }], "a2");
+    const records = run(index, [{ role: "user", content: "u1" }, { role: "system", content: [] }, {
+      role: "assistant",
+      content: [{ type: "text", text: "a1" }],
+    }, { role: "user", content: "u2" }], "a2");
     assert.deepEqual(records.map((r) => r.type), ["user", "assistant"], "only the new turn");
   });
 
   it("lineageFromRecords() rebuilds the same lineage from the written records", () => {
     const index = new Lineage();
     const written = [];
-    for (let n = 1; n <= 3; n++) written.push(...run(index, [...history(n - 1), { role: "user", content: `u${n}` }, { role: "system", content: `env ${n}` }], `a${n}`));
+    for (let n = 1; n <= 3; n++) {
+      written.push(...run(index, [...history(n - 1), { role: "user", content: `u${n}` }, { role: "system", content: `env ${n}` }], `a${n}`));
+    }
     assert.equal(written.filter((r) => r.type === "system").length, 3);
     assert.deepEqual(lineageFromRecords(JSON.parse(JSON.stringify(written))), index);
   });

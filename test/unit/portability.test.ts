@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
 import process from "node:process";
-import { nodeFs, type FsAdapter } from "../../src/storage/fs-adapter.ts";
+import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { ownerAlive, processStart } from "../../src/storage/process-identity.ts";
 
 describe("platform assumptions, with their fallbacks", () => {

@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { RequestReader, UnreadableRequest, commonPrefix } from "../../src/protocol/request-reader.ts";
+import { commonPrefix, RequestReader, UnreadableRequest } from "../../src/protocol/request-reader.ts";
 import { hashMessages } from "../../src/protocol/lineage.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -34,9 +34,22 @@ function same(reader: RequestReader, key: string | null, raw: string) {
 function claudeBody(turns: { role: string; content: unknown }[], system = "You are Claude Code", model = "claude-opus") {
   const messages = turns.map((m, i) => {
     const marked = m.role === "user" && i >= turns.length - 3 && Array.isArray(m.content);
-    return marked ? { ...m, content: (m.content as Record<string, unknown>[]).map((b, j, all) => (j === all.length - 1 ? { ...b, cache_control: { type: "ephemeral" } } : b)) } : m;
+    return marked
+      ? {
+        ...m,
+        content: (m.content as Record<string, unknown>[]).map((b, j, all) => (j === all.length - 1 ? { ...b, cache_control: { type: "ephemeral" } } : b)),
+      }
+      : m;
   });
-  return JSON.stringify({ model, messages, system: [{ type: "text", text: system }], tools: [{ name: "Bash", input_schema: {} }], metadata: { user_id: "{\"session_id\":\"s\"}" }, max_tokens: 100, stream: true });
+  return JSON.stringify({
+    model,
+    messages,
+    system: [{ type: "text", text: system }],
+    tools: [{ name: "Bash", input_schema: {} }],
+    metadata: { user_id: '{"session_id":"s"}' },
+    max_tokens: 100,
+    stream: true,
+  });
 }
 
 describe("RequestReader", () => {
@@ -61,8 +74,13 @@ describe("RequestReader", () => {
       const system = t >= 30 ? "You are Claude Code, renewed" : "You are Claude Code";
       const model = t >= 45 ? "claude-sonnet" : "claude-opus";
       parsed.push(same(reader, "s", claudeBody(turns, system, model)).parsed);
-      if (t % 7 === 3) same(reader, "s", JSON.stringify({ model: "claude-haiku", messages: [{ role: "user", content: `title for ${t}` }], system: "Generate a title" }));
-      turns.push({ role: "assistant", content: [{ type: "text", text: `answer ${t}` }, { type: "tool_use", id: `t${t}`, name: "Bash", input: { command: "ls" } }] });
+      if (t % 7 === 3) {
+        same(reader, "s", JSON.stringify({ model: "claude-haiku", messages: [{ role: "user", content: `title for ${t}` }], system: "Generate a title" }));
+      }
+      turns.push({
+        role: "assistant",
+        content: [{ type: "text", text: `answer ${t}` }, { type: "tool_use", id: `t${t}`, name: "Bash", input: { command: "ls" } }],
+      });
       turns.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `t${t}`, content: "ok" }] });
       if (t === 20) turns[5] = { role: "user", content: "collapsed from a block list to a string" };
     }

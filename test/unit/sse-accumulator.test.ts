@@ -138,7 +138,16 @@ describe("SseMessageReader + StreamAccumulator", () => {
   });
 
   it("shapes a non-streaming response like a streamed one", () => {
-    const body = { id: "msg_1", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "hi" }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 1, output_tokens: 2 } };
+    const body = {
+      id: "msg_1",
+      type: "message",
+      role: "assistant",
+      model: "m",
+      content: [{ type: "text", text: "hi" }],
+      stop_reason: "end_turn",
+      stop_sequence: null,
+      usage: { input_tokens: 1, output_tokens: 2 },
+    };
     const m = messageFromJson(body);
     assert.deepEqual(m.content, body.content);
     assert.equal(m.stop_details, null);
@@ -165,7 +174,16 @@ describe("the text-delta fast path reads exactly what JSON.parse reads", () => {
   }
   const start = '{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[],"usage":{"input_tokens":1}}}';
   const block = (i: number) => `{"type":"content_block_start","index":${i},"content_block":{"type":"text","text":""}}`;
-  const texts = ["plain words", "with \\\"quotes\\\" and \\n newlines", "\\u00e9 and \\ud83d\\ude00", "tab\\there", "", "back\\\\slash", "naïve ✓ 🎉", "ends with backslash \\\\"];
+  const texts = [
+    "plain words",
+    'with \\"quotes\\" and \\n newlines',
+    "\\u00e9 and \\ud83d\\ude00",
+    "tab\\there",
+    "",
+    "back\\\\slash",
+    "naïve ✓ 🎉",
+    "ends with backslash \\\\",
+  ];
   const shapes = (t: string) => [
     `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${t}"}}`,
     `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"${t}"}}`,

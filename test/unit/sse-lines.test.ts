@@ -51,7 +51,7 @@ describe("SseLines", () => {
     const lines = new SseLines(() => {}, 1e9);
     lines.feed('event: content_block_delta\ndata: {"text":"hi"}\n\n');
     assert.equal(lines.pendingWatched, false);
-    lines.feed("event: message_stop\ndata: {\"type\":\"message_st");
+    lines.feed('event: message_stop\ndata: {"type":"message_st');
     assert.equal(lines.pendingWatched, true);
     lines.feed('op"}\n');
     assert.equal(lines.pendingWatched, true, "its blank line has not come");

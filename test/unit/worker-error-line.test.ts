@@ -5,7 +5,8 @@ import { oneLine } from "../../src/tap/engine-host.ts";
 
 describe("oneLine: a worker error message as one line", () => {
   it("Bun's message (source excerpt, caret, error, stack) keeps the error line", () => {
-    const bun = '12 | self.onmessage = (m) => { throw new TypeError("boom"); };\n                                  ^\nTypeError: boom\n      at <anonymous> (/x/w.ts:12:55)\n';
+    const bun =
+      '12 | self.onmessage = (m) => { throw new TypeError("boom"); };\n                                  ^\nTypeError: boom\n      at <anonymous> (/x/w.ts:12:55)\n';
     assert.equal(oneLine(bun), "TypeError: boom");
     assert.equal(oneLine("1 | x\n  ^\nerror: async boom\n  at y\n"), "error: async boom");
   });

@@ -10,21 +10,25 @@ import { scratchDir } from "../support/recover.ts";
 import { writeFileSync } from "node:fs";
 
 const answer = (model: string | null, input: number, output: number, write = 0, read = 0, write1h = 0) => ({
-  model, tokens: { inputTokens: input, outputTokens: output, cacheCreationTokens: write, cacheReadTokens: read }, cacheWrite1hTokens: write1h,
+  model,
+  tokens: { inputTokens: input, outputTokens: output, cacheCreationTokens: write, cacheReadTokens: read },
+  cacheWrite1hTokens: write1h,
 });
 
 describe("model families", () => {
   it("modelFamily() strips dates, providers, context tags and versions, and nothing else", () => {
-    for (const [id, family] of [
-      ["claude-sonnet-4-5-20250929", "claude-sonnet-4-5"],
-      ["claude-opus-5-5", "claude-opus-5-5"],
-      ["claude-opus-5-5[1m]", "claude-opus-5-5"],
-      ["anthropic/claude-haiku-4-5", "claude-haiku-4-5"],
-      ["us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"],
-      ["claude-opus-4-5@20251101", "claude-opus-4-5"],
-      ["Claude-3-5-Haiku-Latest", "claude-3-5-haiku"],
-      ["claude-opus-4-20250514", "claude-opus-4"],
-    ]) assert.equal(modelFamily(id), family, id);
+    for (
+      const [id, family] of [
+        ["claude-sonnet-4-5-20250929", "claude-sonnet-4-5"],
+        ["claude-opus-5-5", "claude-opus-5-5"],
+        ["claude-opus-5-5[1m]", "claude-opus-5-5"],
+        ["anthropic/claude-haiku-4-5", "claude-haiku-4-5"],
+        ["us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"],
+        ["claude-opus-4-5@20251101", "claude-opus-4-5"],
+        ["Claude-3-5-Haiku-Latest", "claude-3-5-haiku"],
+        ["claude-opus-4-20250514", "claude-opus-4"],
+      ]
+    ) assert.equal(modelFamily(id), family, id);
   });
 
   it("a model the table lacks has no price, even when its name starts like one it has", () => {
@@ -61,7 +65,13 @@ describe("costs", () => {
 
 describe("the price file (SESSIONTAP_PRICES)", () => {
   it("adds and replaces families over the built-in table; cache rates default from the input rate", () => {
-    const table = parsePriceFile(JSON.stringify({ checked: "2027-01-01", models: { "claude-stub-1": { input: 2, output: 8 }, "claude-opus-5-5-20261101": { input: 1, output: 2, cacheRead: 0 } } }), "/x.json");
+    const table = parsePriceFile(
+      JSON.stringify({
+        checked: "2027-01-01",
+        models: { "claude-stub-1": { input: 2, output: 8 }, "claude-opus-5-5-20261101": { input: 1, output: 2, cacheRead: 0 } },
+      }),
+      "/x.json",
+    );
     assert.equal(table.checked, "2027-01-01");
     assert.match(table.source, /^\/x\.json over the built-in table/);
     assert.deepEqual(table.models["claude-stub-1"], { input: 2, output: 8, cacheWrite5m: 2.5, cacheWrite1h: 4, cacheRead: 0.2 });
@@ -71,16 +81,18 @@ describe("the price file (SESSIONTAP_PRICES)", () => {
   });
 
   it("each mistake is one line naming it", () => {
-    for (const [text, pattern] of [
-      ["{", /^is not JSON/],
-      ["[]", /must be a JSON object/],
-      [`{"models": {}, "extra": 1}`, /unknown key "extra"/],
-      [`{"checked": "yesterday", "models": {}}`, /"checked" must be a date/],
-      [`{"models": []}`, /"models" must be an object/],
-      [`{"models": {"m": {"input": 1}}}`, /"m" needs at least "input" and "output"/],
-      [`{"models": {"m": {"input": -1, "output": 1}}}`, /"m".input must be a number/],
-      [`{"models": {"m": {"input": 1, "output": 1, "cachewrite": 1}}}`, /"m" has an unknown rate "cachewrite"/],
-    ] as [string, RegExp][]) {
+    for (
+      const [text, pattern] of [
+        ["{", /^is not JSON/],
+        ["[]", /must be a JSON object/],
+        [`{"models": {}, "extra": 1}`, /unknown key "extra"/],
+        [`{"checked": "yesterday", "models": {}}`, /"checked" must be a date/],
+        [`{"models": []}`, /"models" must be an object/],
+        [`{"models": {"m": {"input": 1}}}`, /"m" needs at least "input" and "output"/],
+        [`{"models": {"m": {"input": -1, "output": 1}}}`, /"m".input must be a number/],
+        [`{"models": {"m": {"input": 1, "output": 1, "cachewrite": 1}}}`, /"m" has an unknown rate "cachewrite"/],
+      ] as [string, RegExp][]
+    ) {
       assert.throws(() => parsePriceFile(text, "f"), (e: Error) => e instanceof PriceFileError && pattern.test(e.message) && !e.message.includes("\n"), text);
     }
   });

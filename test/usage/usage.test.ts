@@ -10,7 +10,7 @@ import { MirrorReader } from "../../src/storage/mirror-reader.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { BUILTIN_PRICES, costOf } from "../../src/usage/prices.ts";
 import { usageReport } from "../../src/usage/report.ts";
-import { answersOf, sessionAnswers, type Answer } from "../../src/usage/tokens.ts";
+import { type Answer, answersOf, sessionAnswers } from "../../src/usage/tokens.ts";
 import { totalsOf } from "../../src/usage/totals.ts";
 import { STUB_USAGE } from "../support/sse-build.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
@@ -33,7 +33,10 @@ describe("tokens from Claude Code's own transcripts", () => {
 
   it("2.1.328 transcripts: the tool session and the interactive one", () => {
     assert.deepEqual(totalsOf(answersOf(transcript("cc-2.1.328-tool-session/transcript.jsonl"), "main"), BUILTIN_PRICES).usage, {
-      inputTokens: 300, outputTokens: 48, cacheCreationTokens: 0, cacheReadTokens: 150,
+      inputTokens: 300,
+      outputTokens: 48,
+      cacheCreationTokens: 0,
+      cacheReadTokens: 150,
     });
     const interactive = totalsOf(answersOf(transcript("cc-2.1.328-interactive-compact-rewind/transcript.jsonl"), "main"), BUILTIN_PRICES);
     assert.equal(interactive.answers, 5);
@@ -43,10 +46,17 @@ describe("tokens from Claude Code's own transcripts", () => {
 
   it("a reconstructed record or one without usage is no answer; an unknown model makes the sum's cost null, not smaller", () => {
     const records = [
-      rec("assistant", "a1", null, [{ type: "text", text: "x" }], { message: { id: "m1", model: "claude-haiku-4-5", usage: { input_tokens: 1000, output_tokens: 100 }, content: [] } }),
-      rec("assistant", "a2", "a1", [{ type: "text", text: "y" }], { reconstructed: true, message: { id: "m2", model: "claude-haiku-4-5", usage: { input_tokens: 5, output_tokens: 5 }, content: [] } }),
+      rec("assistant", "a1", null, [{ type: "text", text: "x" }], {
+        message: { id: "m1", model: "claude-haiku-4-5", usage: { input_tokens: 1000, output_tokens: 100 }, content: [] },
+      }),
+      rec("assistant", "a2", "a1", [{ type: "text", text: "y" }], {
+        reconstructed: true,
+        message: { id: "m2", model: "claude-haiku-4-5", usage: { input_tokens: 5, output_tokens: 5 }, content: [] },
+      }),
       rec("assistant", "a3", "a2", [{ type: "text", text: "z" }]),
-      rec("assistant", "a4", "a3", [{ type: "text", text: "w" }], { message: { id: "m4", model: "claude-unknown-9", usage: { input_tokens: 10, output_tokens: 1 }, content: [] } }),
+      rec("assistant", "a4", "a3", [{ type: "text", text: "w" }], {
+        message: { id: "m4", model: "claude-unknown-9", usage: { input_tokens: 10, output_tokens: 1 }, content: [] },
+      }),
     ];
     const answers = answersOf(records, "main");
     assert.deepEqual(answers.map((a) => a.id), ["m1", "m4"]);
@@ -81,7 +91,10 @@ describe("tokens and cost of a mirrored session (the real interactive capture re
     const each = STUB_USAGE;
     const list = JSON.parse((await cli(["list", "--json", "--mirror-dir", tap.root])).stdout);
     assert.deepEqual(list[0].usage, {
-      inputTokens: each.input_tokens * requests, outputTokens: each.output_tokens * requests, cacheCreationTokens: 0, cacheReadTokens: each.cache_read_input_tokens * requests,
+      inputTokens: each.input_tokens * requests,
+      outputTokens: each.output_tokens * requests,
+      cacheCreationTokens: 0,
+      cacheReadTokens: each.cache_read_input_tokens * requests,
     });
     assert.ok(Math.abs(list[0].costUSD - requests * (100 * 3 + 10 * 15 + 50 * 0.3) / 1e6) < 1e-9, `claude-sonnet-4-5 at list price: ${list[0].costUSD}`);
     assert.equal(list[0].title, "hello interactive world", "no title was generated: the first prompt");
@@ -91,10 +104,21 @@ describe("tokens and cost of a mirrored session (the real interactive capture re
 describe("the usage report", () => {
   const zone = (hours: number): Zone => ({ offsetMinutes: () => hours * 60 });
   const a = (time: string, model: string, input: number): Answer => ({
-    id: null, model, time: Date.parse(time), scope: "main", tokens: { inputTokens: input, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0 }, cacheWrite1hTokens: 0,
+    id: null,
+    model,
+    time: Date.parse(time),
+    scope: "main",
+    tokens: { inputTokens: input, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0 },
+    cacheWrite1hTokens: 0,
   });
   const sessions = [
-    { sessionId: "s1", dir: "s1", cwd: "/p/one", title: "one", answers: [a("2026-03-01T22:30:00Z", "claude-haiku-4-5", 1_000_000), a("2026-03-02T01:00:00Z", "claude-haiku-4-5", 1_000_000)] },
+    {
+      sessionId: "s1",
+      dir: "s1",
+      cwd: "/p/one",
+      title: "one",
+      answers: [a("2026-03-01T22:30:00Z", "claude-haiku-4-5", 1_000_000), a("2026-03-02T01:00:00Z", "claude-haiku-4-5", 1_000_000)],
+    },
     { sessionId: "s2", dir: "s2", cwd: "/p/two", title: "two", answers: [a("2026-03-02T12:00:00Z", "claude-mystery", 10)] },
   ];
 

@@ -46,7 +46,9 @@ async function readToEnd(reader: ReadableStreamDefaultReader<Uint8Array>, ms: nu
 }
 
 /** The `records` events in an event-stream text, parsed. */
-function recordEvents(text: string): { dir: string; scope: string; agent: string | null; records: { uuid: string; parentUuid: string | null; html: string }[] }[] {
+function recordEvents(
+  text: string,
+): { dir: string; scope: string; agent: string | null; records: { uuid: string; parentUuid: string | null; html: string }[] }[] {
   return text.split("\n\n").filter((e) => e.startsWith("event: records\n")).map((e) => JSON.parse(e.slice(e.indexOf("data: ") + 6)));
 }
 
@@ -61,10 +63,20 @@ describe("viewer routes", () => {
   before(() => {
     file = writeMirror(root, S1, [
       rec("user", "u1", null, "hello <viewer>", { sessionId: S1 }),
-      rec("assistant", "a1", "u1", [{ type: "text", text: "hi" }, { type: "tool_use", id: "toolu_9", name: "Bash", input: { command: "ls" } }], { sessionId: S1 }),
+      rec("assistant", "a1", "u1", [{ type: "text", text: "hi" }, { type: "tool_use", id: "toolu_9", name: "Bash", input: { command: "ls" } }], {
+        sessionId: S1,
+      }),
     ]);
     writeMirror(root, S2, [rec("user", "v1", null, "another session about zebras", { sessionId: S2 })]);
-    viewer = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: `${scratch.dir}/claude`, host: "127.0.0.1", version: "0.1.0", onError: (e) => assert.fail(String(e)), pollMs: 100 });
+    viewer = createViewer({
+      fs: nodeFs,
+      mirrorDir: root,
+      claudeDir: `${scratch.dir}/claude`,
+      host: "127.0.0.1",
+      version: "0.1.0",
+      onError: (e) => assert.fail(String(e)),
+      pollMs: 100,
+    });
     app = createApp({ forward: async () => new Response("forwarded", { status: 299 }), health: () => ({ version: "0.1.0" }), viewer: viewer.deps });
   });
   after(() => {
@@ -99,8 +111,16 @@ describe("viewer routes", () => {
     assert.equal((await get("/_tap/health", "evil.example")).status, 200, "health is not the viewer");
     const open = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "0.0.0.0", version: "0", onError: () => {} });
     const wide = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps, token: "a-token-for-the-network" });
-    assert.equal((await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status, 401, "beyond loopback: the token");
-    assert.equal((await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787", authorization: "Bearer a-token-for-the-network" } })).status, 200);
+    assert.equal(
+      (await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status,
+      401,
+      "beyond loopback: the token",
+    );
+    assert.equal(
+      (await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787", authorization: "Bearer a-token-for-the-network" } }))
+        .status,
+      200,
+    );
     const tokenless = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps });
     assert.equal((await tokenless.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status, 403, "no token: closed");
     open.close();
@@ -139,20 +159,37 @@ describe("viewer routes", () => {
     const claude = `${scratch.dir}/claude`;
     const url = `/_tap/api/sessions/${S2}/restore`;
     const post = (body: unknown, headers: Record<string, string> = {}, host = "127.0.0.1:8787") =>
-      app.request(`http://${host}${url}`, { method: "POST", headers: { host, "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+      app.request(`http://${host}${url}`, {
+        method: "POST",
+        headers: { host, "content-type": "application/json", ...headers },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
     const refused: [string, Response][] = [
       ["another site's page (Origin)", await post({ dryRun: false }, { origin: "https://evil.example" })],
       ["another port on loopback (Origin)", await post({ dryRun: false }, { origin: "http://127.0.0.1:9999" })],
       ["an opaque origin", await post({ dryRun: false }, { origin: "null" })],
       ["a cross-site fetch (Sec-Fetch-Site)", await post({ dryRun: false }, { "sec-fetch-site": "cross-site" })],
       ["a same-site fetch from a sibling (Sec-Fetch-Site)", await post({ dryRun: false }, { "sec-fetch-site": "same-site" })],
-      ["a form post (not JSON)", await app.request(`http://127.0.0.1:8787${url}`, { method: "POST", headers: { host: "127.0.0.1:8787", "content-type": "application/x-www-form-urlencoded" }, body: "dryRun=false" })],
+      [
+        "a form post (not JSON)",
+        await app.request(`http://127.0.0.1:8787${url}`, {
+          method: "POST",
+          headers: { host: "127.0.0.1:8787", "content-type": "application/x-www-form-urlencoded" },
+          body: "dryRun=false",
+        }),
+      ],
       ["a rebinding page (Host)", await post({ dryRun: false }, {}, "evil.example:8787")],
       ["a body that is not the options", await post({ dry: 1 })],
     ];
     assert.deepEqual(refused.map(([what, r]) => [what, r.status]), [
-      ["another site's page (Origin)", 403], ["another port on loopback (Origin)", 403], ["an opaque origin", 403], ["a cross-site fetch (Sec-Fetch-Site)", 403],
-      ["a same-site fetch from a sibling (Sec-Fetch-Site)", 403], ["a form post (not JSON)", 415], ["a rebinding page (Host)", 403], ["a body that is not the options", 400],
+      ["another site's page (Origin)", 403],
+      ["another port on loopback (Origin)", 403],
+      ["an opaque origin", 403],
+      ["a cross-site fetch (Sec-Fetch-Site)", 403],
+      ["a same-site fetch from a sibling (Sec-Fetch-Site)", 403],
+      ["a form post (not JSON)", 415],
+      ["a rebinding page (Host)", 403],
+      ["a body that is not the options", 400],
     ]);
     assert.equal((await app.request(`http://127.0.0.1:8787${url}`, { headers: { host: "127.0.0.1:8787" } })).status, 404, "GET does not restore");
     assert.ok(!existsSync(`${claude}/projects`), "nothing written by a refused request");
@@ -214,7 +251,11 @@ describe("viewer routes", () => {
     const wapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: slow.deps });
     const reader = (await wapp.request("http://127.0.0.1/_tap/api/events", { headers: { host: "127.0.0.1" } })).body!.getReader();
     let text = await readUntil(reader, (t) => t.includes("event: ready"));
-    await observed.append(`${root}/${S2}/2026-01-02T03-04-05.000Z.jsonl`, JSON.stringify(rec("assistant", "v2", "v1", [{ type: "text", text: "zebra facts" }], { sessionId: S2 })) + "\n", false);
+    await observed.append(
+      `${root}/${S2}/2026-01-02T03-04-05.000Z.jsonl`,
+      JSON.stringify(rec("assistant", "v2", "v1", [{ type: "text", text: "zebra facts" }], { sessionId: S2 })) + "\n",
+      false,
+    );
     text = await readUntil(reader, (t) => recordEvents(t).length >= 1, 3000, text);
     assert.deepEqual(recordEvents(text).map((e) => [e.dir, e.records[0].uuid]), [[S2, "v2"]]);
     // Stopping the tap ends the stream (so the drain is not held open).

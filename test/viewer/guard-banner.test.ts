@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import type { Page } from "playwright-core";
-import { openBrowser, type BrowserPage } from "../support/browser.ts";
+import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";

@@ -11,8 +11,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { openBrowser, type BrowserPage } from "../support/browser.ts";
-import { describeRun, findTranscripts, makeScratch, pollUntil, runClaude, sessionMirror, type Scratch } from "../support/claude.ts";
+import { type BrowserPage, openBrowser } from "../support/browser.ts";
+import { describeRun, findTranscripts, makeScratch, pollUntil, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 import { rec, writeMirror } from "../support/recover.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
@@ -30,14 +30,36 @@ function handMade(root: string, now: number): void {
   const long = Array.from({ length: 40 }, (_, i) => `row ${i}: ${"data ".repeat(12)}`).join("\n");
   writeMirror(root, YESTERDAY, [
     rec("user", "y-u1", null, "list the big directory", { ...y, timestamp: iso(t) }),
-    rec("assistant", "y-a1", "y-u1", [{ type: "tool_use", id: "toolu_y", name: "Bash", input: { command: "ls -la /var/lib/a-directory-with-a-rather-long-name-that-does-not-wrap-easily" } }], {
-      ...y, timestamp: iso(t + 1000),
-      message: { role: "assistant", id: "msg_y1", model: "claude-haiku-4-5", content: [{ type: "tool_use", id: "toolu_y", name: "Bash", input: { command: "ls -la /var/lib/a-directory-with-a-rather-long-name-that-does-not-wrap-easily" } }], usage: { input_tokens: 2_000_000, output_tokens: 10_000 } },
+    rec("assistant", "y-a1", "y-u1", [{
+      type: "tool_use",
+      id: "toolu_y",
+      name: "Bash",
+      input: { command: "ls -la /var/lib/a-directory-with-a-rather-long-name-that-does-not-wrap-easily" },
+    }], {
+      ...y,
+      timestamp: iso(t + 1000),
+      message: {
+        role: "assistant",
+        id: "msg_y1",
+        model: "claude-haiku-4-5",
+        content: [{
+          type: "tool_use",
+          id: "toolu_y",
+          name: "Bash",
+          input: { command: "ls -la /var/lib/a-directory-with-a-rather-long-name-that-does-not-wrap-easily" },
+        }],
+        usage: { input_tokens: 2_000_000, output_tokens: 10_000 },
+      },
     }),
     rec("user", "y-u2", "y-a1", [{ type: "tool_result", tool_use_id: "toolu_y", content: long }], { ...y, timestamp: iso(t + 2000) }),
-    rec("assistant", "y-a2", "y-u2", [{ type: "text", text: "That directory holds " + "averyveryverylongwordwithoutanyspaces".repeat(6) + " rows." }], { ...y, timestamp: iso(t + 3000) }),
+    rec("assistant", "y-a2", "y-u2", [{ type: "text", text: "That directory holds " + "averyveryverylongwordwithoutanyspaces".repeat(6) + " rows." }], {
+      ...y,
+      timestamp: iso(t + 3000),
+    }),
   ]);
-  writeMirror(root, OLD, [rec("user", "o-u1", null, "an old question", { sessionId: OLD, cwd: "/work/other-project", timestamp: iso(now - 10 * 24 * 3600_000) })]);
+  writeMirror(root, OLD, [
+    rec("user", "o-u1", null, "an old question", { sessionId: OLD, cwd: "/work/other-project", timestamp: iso(now - 10 * 24 * 3600_000) }),
+  ]);
 }
 
 describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 }, () => {
@@ -214,12 +236,20 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     await page.locator("#restore-plan").click();
     const dry = page.locator("#restore-dry");
     await dry.waitFor(WAIT);
-    assert.match(await dry.innerText(), new RegExp(`^Would create ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n  with \\d+ records \\(\\d+ user, \\d+ assistant\\) of session ${sessionId}\\.$`));
+    assert.match(
+      await dry.innerText(),
+      new RegExp(
+        `^Would create ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n  with \\d+ records \\(\\d+ user, \\d+ assistant\\) of session ${sessionId}\\.$`,
+      ),
+    );
     assert.ok(!existsSync(transcript), "the dry run wrote nothing");
     await page.locator("#restore-go").click();
     const done = page.locator("#restore-done");
     await done.waitFor(WAIT);
-    assert.match(await done.innerText(), new RegExp(`^Restored session ${sessionId}: .*\\n  written  ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[\\s\\S]*claude --resume ${sessionId}$`));
+    assert.match(
+      await done.innerText(),
+      new RegExp(`^Restored session ${sessionId}: .*\\n  written  ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[\\s\\S]*claude --resume ${sessionId}$`),
+    );
     assert.equal(statSync(transcript).mode & 0o777, 0o600);
     await page.locator(`#sessions li.session[data-session="${sessionId}"] .badge.intact`).waitFor(WAIT);
     const before = stub.requests.length;
@@ -230,7 +260,9 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
   });
 
   it("the screenshots were kept, and the page logged no error", () => {
-    for (const name of ["viewer-1400.png", "viewer-768.png", "viewer-360.png", "viewer-360-list.png"]) assert.ok(statSync(`${ARTIFACTS}${name}`).size > 10_000, name);
+    for (const name of ["viewer-1400.png", "viewer-768.png", "viewer-360.png", "viewer-360-list.png"]) {
+      assert.ok(statSync(`${ARTIFACTS}${name}`).size > 10_000, name);
+    }
     assert.deepEqual(browser.errors, []);
   });
 });

@@ -10,10 +10,10 @@ import assert from "node:assert/strict";
 import { mkdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { openBrowser, type BrowserPage } from "../support/browser.ts";
+import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
-import { describeRun, makeScratch, pollUntil, runClaude, sessionMirror, type Scratch } from "../support/claude.ts";
+import { describeRun, makeScratch, pollUntil, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const WAIT = { timeout: 30_000 };

@@ -85,7 +85,10 @@ export function sessionListPart(app: ViewerApp): SessionList {
     const title = app.el("div", "title", s.title || "(no prompt)");
     title.title = s.title || "";
     const meta = app.el("div", "meta");
-    meta.append(app.timeEl(s.lastTimestamp), document.createTextNode(" · " + app.usd(s.costUSD) + " · " + app.tokens(app.total(s.usage)) + " tokens · " + app.base(s.cwd)));
+    meta.append(
+      app.timeEl(s.lastTimestamp),
+      document.createTextNode(" · " + app.usd(s.costUSD) + " · " + app.tokens(app.total(s.usage)) + " tokens · " + app.base(s.cwd)),
+    );
     meta.title = s.cwd || "";
     const sid = app.el("div", "sid", app.idOf(s).slice(0, 13));
     sid.append(app.badge(s.claudeTranscript));

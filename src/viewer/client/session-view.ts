@@ -23,8 +23,20 @@ export function sessionViewPart(app: ViewerApp): SessionView {
     row("Time", app.timeEl(s.firstTimestamp), text(" – "), app.timeEl(s.lastTimestamp));
     const u = s.usage;
     const cost = s.costUSD === null ? "cost unknown (" + (s.models.join(", ") || "no model") + " not all in the price table)" : "≈ " + app.usd(s.costUSD);
-    row("Usage", text(app.tokens(u.inputTokens) + " in · " + app.tokens(u.outputTokens) + " out · " + app.tokens(u.cacheCreationTokens) + " cache write · " + app.tokens(u.cacheReadTokens) + " cache read · " + cost));
-    row("Records", text(s.records + " (" + s.userRecords + " user, " + s.assistantRecords + " assistant); " + s.leaves + (s.leaves === 1 ? " leaf; " : " leaves; ") + s.compactions + " compaction(s)"));
+    row(
+      "Usage",
+      text(
+        app.tokens(u.inputTokens) + " in · " + app.tokens(u.outputTokens) + " out · " + app.tokens(u.cacheCreationTokens) + " cache write · " +
+          app.tokens(u.cacheReadTokens) + " cache read · " + cost,
+      ),
+    );
+    row(
+      "Records",
+      text(
+        s.records + " (" + s.userRecords + " user, " + s.assistantRecords + " assistant); " + s.leaves + (s.leaves === 1 ? " leaf; " : " leaves; ") +
+          s.compactions + " compaction(s)",
+      ),
+    );
     const claude = app.el("span");
     claude.append(app.badge(s.claudeTranscript));
     row("Claude Code transcript", claude);
