@@ -184,6 +184,39 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     assert.equal(await page.evaluate(() => document.activeElement?.id), "search");
   });
 
+  it("moving on before a session has loaded: the later choice stays shown, whatever order the answers come in", async () => {
+    await page.goto(`${tap.url}/_tap/`);
+    await page.locator("#sessions li.session").first().waitFor(WAIT);
+    const order = await page.locator("#sessions li.session").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.session!));
+    // The first session's answer is held until the second one is on screen (the tap answers both; only
+    // their order is arranged), as a slow disk or a large session would do.
+    let release!: () => void;
+    const secondShown = new Promise<void>((resolve) => (release = resolve));
+    let firstAnswered!: () => void;
+    const firstDone = new Promise<void>((resolve) => (firstAnswered = resolve));
+    const firstUrl = `**/_tap/api/sessions/${encodeURIComponent(order[0])}`;
+    await page.route(firstUrl, async (route) => {
+      await secondShown;
+      await route.continue();
+      firstAnswered();
+    });
+    try {
+      await page.goto(`${tap.url}/_tap/#/s/${order[0]}`);
+      await page.goto(`${tap.url}/_tap/#/s/${order[1]}`);
+      await page.locator(`#sessions li.active[data-session="${order[1]}"]`).waitFor(WAIT);
+      const late = page.waitForResponse((r) => r.url().endsWith(`/api/sessions/${encodeURIComponent(order[0])}`), WAIT);
+      release();
+      await firstDone;
+      await (await late).finished();
+      // The page reads the late answer in the tasks right after it arrived; two frames later it has.
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      assert.equal(await page.locator("#sessions li.active").getAttribute("data-session"), order[1], "the earlier choice's late answer took over");
+    } finally {
+      release();
+      await page.unroute(firstUrl);
+    }
+  });
+
   it("search shows each hit's session title and marks the match, and marks it again in the conversation", async () => {
     await page.goto(`${tap.url}/_tap/`);
     await page.locator("#search").fill("HI-FROM-TOOL");

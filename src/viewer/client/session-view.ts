@@ -5,6 +5,8 @@ import type { SessionView, ViewerApp } from "./viewer-app.ts";
 /** The session part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
 export function sessionViewPart(app: ViewerApp): SessionView {
   const { state, ui } = app;
+  /** Counts navigations: an answer that arrives after a newer navigation began is not shown. */
+  let shown = 0;
 
   /** The facts above the conversation: title, guard banner, ids, times, usage, Claude Code's copy, restore, exports. */
   function facts(s: ViewerSession): void {
@@ -51,7 +53,10 @@ export function sessionViewPart(app: ViewerApp): SessionView {
   }
 
   async function showSession(id: string, uuid?: string | null): Promise<void> {
+    const ticket = ++shown;
     const data = (await app.getJson<SessionAnswer>("api/sessions/" + encodeURIComponent(id))).body;
+    // j, j, k in quick succession: the answers may come back in any order, and only the last one counts.
+    if (ticket !== shown) return;
     const s = data.session;
     state.current = app.idOf(s);
     state.dir = s.dir;
