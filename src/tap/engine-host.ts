@@ -48,7 +48,7 @@ export function startWorkerEngine(workerUrl: URL | string, settings: EngineSetti
     };
     worker.onerror = (event: ErrorEvent) => {
       event.preventDefault?.();
-      const why = oneLine(event.message) || "an error in its thread";
+      const why = workerErrorLine(event.message) || "an error in its thread";
       if (!ready) {
         worker.terminate();
         reject(new Error(`the mirror engine could not start: ${why}`));
@@ -64,7 +64,7 @@ export function startWorkerEngine(workerUrl: URL | string, settings: EngineSetti
  * A worker error's message as one line: Bun puts the source excerpt and the stack around it, and a
  * problem in health and on stderr is one line (the worker itself reports what it can; this is the backstop).
  */
-export function oneLine(message: string): string {
+export function workerErrorLine(message: string): string {
   const lines = message.split("\n").map((l) => l.trim()).filter((l) => l !== "");
   const named = lines.find((l) => /^(?:Uncaught )?(?:error|[A-Za-z]*Error): /.test(l));
   return (named ?? lines[0] ?? "").replace(/^Uncaught /, "");

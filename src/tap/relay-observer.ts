@@ -65,12 +65,16 @@ export class RelayObserver {
   /** One chunk: copied to the engine; returns what to hold back when it may hold the final event. */
   chunk(chunk: Uint8Array): Hold | null {
     if (this.state !== "following") return null;
-    return this.guarded(() => {
+    // The one step run for every chunk: guarded inline, without a closure per chunk.
+    try {
       this.link.copy(this.id, chunk);
       if (!this.sse) return null;
       const from = this.watch.holdFrom(chunk);
       return from < 0 ? null : { from, verdict: this.link.ask(this.id) };
-    }) ?? null;
+    } catch (error) {
+      this.failed(error);
+      return null;
+    }
   }
 
   /** Null while the engine keeps up with what this response sent it; else what to wait for before reading on. */
@@ -131,14 +135,19 @@ export class RelayObserver {
     try {
       return step();
     } catch (error) {
-      const was = this.state;
-      this.state = "ignored";
-      // The engine counts it, logs it and forgets this response (the link reports its own failures).
-      if (was === "following") {
-        this.link.send({ t: "fail", id: this.id, stage: "stream", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
-      }
-      this.link.done(this.id);
+      this.failed(error);
       return undefined;
     }
+  }
+
+  /** A step threw: this response is ignored from here on, and the engine hears of it once. */
+  private failed(error: unknown): void {
+    const was = this.state;
+    this.state = "ignored";
+    // The engine counts it, logs it and forgets this response (the link reports its own failures).
+    if (was === "following") {
+      this.link.send({ t: "fail", id: this.id, stage: "stream", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+    }
+    this.link.done(this.id);
   }
 }

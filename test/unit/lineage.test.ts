@@ -139,26 +139,11 @@ describe("planRequest() + stage()", () => {
     run(index, [{ role: "user", content: "u1" }], "a1");
     const messages = [...history(1), { role: "user", content: "u2" }];
     const hashed = hashMessages(messages);
-    const first = stage({
-      plan: planRequest(index, hashed),
-      messages: hashed,
-      base,
-      scope: "s",
-      requestTimestamp: "t",
-      includeThinking: true,
-      answer: null,
-      view: index,
-    });
-    const again = stage({
-      plan: planRequest(index, hashed),
-      messages: hashed,
-      base,
-      scope: "s",
-      requestTimestamp: "t",
-      includeThinking: true,
-      answer: null,
-      view: index,
-    });
+    // Planned and staged twice from the same index: the second must see what the first saw.
+    const stageOnce = () =>
+      stage({ plan: planRequest(index, hashed), messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: null, view: index });
+    const first = stageOnce();
+    const again = stageOnce();
     assert.deepEqual(again.records, first.records, "planning is side-effect free");
   });
 
