@@ -133,9 +133,16 @@ export class MirrorTree {
     if (!(await this.fs.createExclusive(aside, text, this.sync))) throw new Error(`staging file ${aside} exists`);
     try {
       const now = this.clock();
-      for (let attempt = 0; attempt < 1000; attempt++) {
+      for (let attempt = 0, vanished = 0; attempt < 1000; attempt++) {
         const name = rotationName(now, attempt);
-        if (await this.fs.link(aside, join(dir, name))) return name;
+        try {
+          if (await this.fs.link(aside, join(dir, name))) return name;
+        } catch (error) {
+          // The retention sweep prunes a directory it emptied; a writer publishing into it then makes it again.
+          if ((error as { code?: string }).code !== "ENOENT" || ++vanished > 3) throw error;
+          await this.ensureDir(dir);
+          attempt--;
+        }
       }
       throw new Error(`could not publish a new mirror file in ${dir}`);
     } finally {

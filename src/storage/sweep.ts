@@ -1,9 +1,10 @@
 /**
  * Retention sweep (docs/DESIGN.md "The mirror"): removes mirror files whose mtime is older than the
- * cutoff, then prunes empty directories. Never follows a symlink, never leaves the root, and re-checks
- * identities (device + inode) right before acting: the directory it is in after listing it and before
- * each removal, the entry itself before removing it (docs/RELIABILITY.md "Hostile trees"). Without the *at() system calls node:fs
- * lacks, a swap between that last check and the removal itself cannot be excluded; every earlier swap is.
+ * cutoff, then prunes the directories that emptied (never a young empty one: a writer just made it).
+ * Never follows a symlink, never leaves the root, and re-checks identities (device + inode) right before
+ * acting: the directory it is in after listing it and before each removal, the entry itself before
+ * removing it (docs/RELIABILITY.md "Hostile trees"). Without the *at() system calls node:fs lacks, a swap
+ * between that last check and the removal itself cannot be excluded; every earlier swap is.
  */
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
@@ -44,6 +45,7 @@ async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: n
   }
   let remaining = entries.length;
   let removedHere = false;
+  let prunedHere = false;
   for (const entry of entries) {
     const path = join(dir, entry.name);
     const info = await fs.lstat(path);
@@ -57,6 +59,7 @@ async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: n
       const empty = await sweepDir(fs, path, info, cutoffMs, depth + 1, result);
       if (empty && (await unchanged(fs, [[dir, self], [path, info]], result)) && (await removeDir(fs, path))) {
         result.prunedDirs++;
+        prunedHere = true;
         remaining--;
       }
     } else if (info.isFile && entry.name.endsWith(".jsonl") && info.mtimeMs < cutoffMs) {
@@ -68,7 +71,9 @@ async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: n
     }
   }
   if (removedHere) result.touchedDirs.push(dir);
-  return depth > 0 && remaining === 0;
+  // An empty directory is pruned only when this sweep emptied it or it has been empty since before the
+  // cutoff: a young empty one is a writer's, made for a file about to be published into it.
+  return depth > 0 && remaining === 0 && (removedHere || prunedHere || self.mtimeMs < cutoffMs);
 }
 
 /** True when every (path, identity) pair still holds; counts a skip otherwise. */

@@ -394,9 +394,10 @@ describe("memory has a bound for an answer, and for a request body", () => {
           assert.match(tail, /message_stop/);
           const grown = peakBytes(tap.child.pid!) - before;
           const health = await (await fetch(`${url}/_tap/health`)).json() as { mirror: { truncated: number; errors: number } };
-          assert.equal(health.mirror.truncated, 1);
-          assert.equal(health.mirror.errors, 0);
           const { allRecords, readEvents } = await import("../support/tap.ts");
+          const failures = JSON.stringify(readEvents(root).filter((e) => e.action === "error"));
+          assert.equal(health.mirror.truncated, 1, failures);
+          assert.equal(health.mirror.errors, 0, failures);
           const answer = allRecords(`${root}/huge-answer`).find((r) => r.type === "assistant") as {
             message: { content: { text: string }[]; sessiontap_truncated: { keptChars: number; droppedChars: number } };
           };
