@@ -20,6 +20,7 @@ import type { Check } from "./doctor-check.ts";
 import type { CommandIo } from "./command-io.ts";
 import { isObject } from "../protocol/json.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
+import { scrubLine } from "../transcript/control-chars.ts";
 
 /** Sessions younger than this count as recent. */
 export const RECENT_DAYS = 30;
@@ -58,7 +59,7 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo):
     out.push({
       check: "transcripts",
       status: s.claudeTranscript === "stub" ? "fail" : "warn",
-      detail: `${s.sessionId} (${s.lastTimestamp}, ${s.cwd ?? "cwd unknown"}): Claude Code's transcript is ${
+      detail: `${s.sessionId} (${s.lastTimestamp}, ${shownCwd(s.cwd)}): Claude Code's transcript is ${
         s.claudeTranscript === "stub" ? "a stub" : "missing"
       }; restore it: sessiontap restore ${s.sessionId}`,
     });
@@ -72,7 +73,7 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo):
       check: "transcripts",
       status: "fail",
       detail: `${c.entry.sessionId} (${c.entry.lastTimestamp}, ${
-        c.entry.cwd ?? "cwd unknown"
+        shownCwd(c.entry.cwd)
       }): Claude Code's transcript lacks ${c.lacking} of the ${c.prompts} prompts the mirror holds (cut, or deleted and started afresh); quit Claude Code, then: sessiontap restore ${c.entry.sessionId} --force (a backup is kept)`,
     });
   }
@@ -147,4 +148,9 @@ export function guardCheck(health: Record<string, unknown>): Check[] {
     status: "ok",
     detail: `watching ${watching} active session${watching === 1 ? "" : "s"}, ${alerts} alert${alerts === 1 ? "" : "s"}`,
   }];
+}
+
+/** A session's cwd as doctor prints it: it comes from a request, so never with a control character or a line break. */
+function shownCwd(cwd: string | null): string {
+  return cwd === null ? "cwd unknown" : scrubLine(cwd);
 }

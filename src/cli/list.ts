@@ -4,7 +4,7 @@
  * missing (docs/DESIGN.md "Command line").
  */
 import type { Config } from "../config/parse.ts";
-import { scrubControl } from "../transcript/control-chars.ts";
+import { scrubLine } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
@@ -44,7 +44,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     tokensShort(totalTokens(e.usage)),
     usd(e.costUSD),
     e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id",
-    scrubControl(e.cwd ?? "-"),
+    scrubLine(e.cwd ?? "-"),
   ]);
   const head = ["SESSION", `LAST (${offsetLabel(io.clock(), io.zone)})`, "TOKENS", "COST", "CLAUDE", "PROJECT"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

@@ -6,7 +6,7 @@
  */
 import type { Config } from "../config/parse.ts";
 import { jsonText } from "../transcript/json-text.ts";
-import { scrubControl } from "../transcript/control-chars.ts";
+import { scrubLine } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
@@ -44,7 +44,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const facts = [
     ["Session", id],
     ["Title", summary.title ?? "(none)"],
-    ["Project", scrubControl(summary.cwd ?? "unknown") + (summary.gitBranch === null ? "" : ` (branch ${scrubControl(summary.gitBranch)})`)],
+    ["Project", scrubLine(summary.cwd ?? "unknown") + (summary.gitBranch === null ? "" : ` (branch ${scrubLine(summary.gitBranch)})`)],
     ["Time", `${when(summary.firstTimestamp)} – ${when(summary.lastTimestamp)} (${offsetLabel(io.clock(), io.zone)})`],
     [
       "Usage",

@@ -4,7 +4,7 @@
  * from the price table.
  */
 import type { Config } from "../config/parse.ts";
-import { scrubControl } from "../transcript/control-chars.ts";
+import { scrubLine } from "../transcript/control-chars.ts";
 import { localDate, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import { summarize } from "../transcript/summary.ts";
 import { buildTree } from "../transcript/tree.ts";
@@ -74,14 +74,14 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   out.push(
     ...table(
       ["DAY", "SESSIONS", ...TOKEN_HEAD, "PROJECTS"],
-      report.days.map((d) => [d.date, String(d.sessions), ...tokenCells(d), d.projects.map(scrubControl).join(", ")]),
+      report.days.map((d) => [d.date, String(d.sessions), ...tokenCells(d), d.projects.map(scrubLine).join(", ")]),
       [0, 8],
     ),
   );
   out.push("");
-  out.push(...table(["PROJECT", "SESSIONS", ...TOKEN_HEAD], report.projects.map((p) => [scrubControl(p.cwd), String(p.sessions), ...tokenCells(p)])));
+  out.push(...table(["PROJECT", "SESSIONS", ...TOKEN_HEAD], report.projects.map((p) => [scrubLine(p.cwd), String(p.sessions), ...tokenCells(p)])));
   out.push("");
-  out.push(...table(["MODEL", "SESSIONS", ...TOKEN_HEAD], report.models.map((m) => [scrubControl(m.model), String(m.sessions), ...tokenCells(m)])));
+  out.push(...table(["MODEL", "SESSIONS", ...TOKEN_HEAD], report.models.map((m) => [scrubLine(m.model), String(m.sessions), ...tokenCells(m)])));
   const t = report.total;
   out.push(
     "",

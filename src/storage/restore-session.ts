@@ -186,7 +186,16 @@ export function resumeCommand(outcome: { cwd: string; sessionId: string }): stri
   return `cd ${shellQuote(outcome.cwd)} && claude --resume ${outcome.sessionId}`;
 }
 
-/** Quotes a path for a POSIX shell when it needs it. */
+/**
+ * Quotes a path for a shell when it needs it. A cwd comes from a request, so it may hold control
+ * characters: those are written as `$'\xHH'` (bash and zsh), never raw, so printing the command cannot
+ * drive the terminal and pasting it names the same directory.
+ */
 function shellQuote(path: string): string {
-  return /^[A-Za-z0-9_./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
+  if (/^[A-Za-z0-9_./-]+$/.test(path)) return path;
+  // deno-lint-ignore no-control-regex -- control characters are what is escaped here
+  if (!/[\x00-\x1f\x7f-\x9f]/.test(path)) return `'${path.replace(/'/g, `'\\''`)}'`;
+  const hex = (c: string) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+  // deno-lint-ignore no-control-regex -- as above
+  return `$'${path.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\x00-\x1f\x7f-\x9f]/g, hex)}'`;
 }

@@ -18,6 +18,11 @@ export function scrubControl(text: string): string {
   return text.replace(ANSI, "").replace(/\r\n?/g, "\n").replace(CONTROL, "");
 }
 
+/** `text` for one line of a table or a report (a cwd, a title): scrubbed, and every line break a space. */
+export function scrubLine(text: string): string {
+  return scrubControl(text).replace(/[ \t]*\n[ \t]*/g, " ");
+}
+
 /** True when `text` holds a character `scrubControl` removes (tests and checks). */
 export function hasControl(text: string): boolean {
   return ANY_CONTROL.test(text);

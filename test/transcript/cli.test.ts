@@ -318,6 +318,24 @@ describe("list, show, restore, doctor", () => {
       }
     });
 
+    it("a cwd holding control characters is printed without them, on the session's one line", async () => {
+      const fresh = scratchDir();
+      try {
+        const r = `${fresh.dir}/mirror`;
+        mkdirSync(r, { mode: 0o700 });
+        const hostile = `${fresh.dir}/proj\x1b[2J\x1b]0;owned\x07\nFAIL  forged line`;
+        writeMirror(r, B, conversation(B, hostile, "x"));
+        mkdirSync(`${fresh.dir}/claude`);
+        const out = await cli(["doctor", "--mirror-dir", r, "--claude-dir", `${fresh.dir}/claude`], { ANTHROPIC_BASE_URL: tap }, { ...io, fetch: tapOf(r) });
+        // deno-lint-ignore no-control-regex -- the point: no control character reaches the terminal
+        assert.doesNotMatch(out.stdout, /[\x00-\x08\x0b-\x1f\x7f]/, JSON.stringify(out.stdout));
+        assert.match(out.stdout, new RegExp(`^warn +transcripts +${B} \\(.*proj.* FAIL  forged line\\): Claude Code's transcript is missing; restore it`, "m"));
+        assert.doesNotMatch(out.stdout, /^FAIL  forged line/m);
+      } finally {
+        fresh.cleanup();
+      }
+    });
+
     it("everything in order: exit 0", async () => {
       const fresh = scratchDir();
       try {

@@ -4,7 +4,7 @@
 // asked). Runs under Bun and Deno.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { hasControl, scrubControl } from "../../src/transcript/control-chars.ts";
+import { hasControl, scrubControl, scrubLine } from "../../src/transcript/control-chars.ts";
 import { environmentSummary, injectedSummary } from "../../src/transcript/injected.ts";
 import { UTC } from "../../src/utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../../src/transcript/render-text.ts";
@@ -55,6 +55,7 @@ describe("control characters", () => {
     assert.equal(scrubControl(`${ESC}[2mCompacted (ctrl+o to see full summary)${ESC}[22m`), "Compacted (ctrl+o to see full summary)");
     assert.equal(scrubControl(`a${ESC}]0;title\u0007b\tc\r\nd\re\u0000f\u009bg\u007f`), "ab\tc\nd\nefg");
     assert.equal(scrubControl("plain ünïcødé ✓"), "plain ünïcødé ✓");
+    assert.equal(scrubLine(`/home/me/a${ESC}[2J \r\n\tFAIL  forged\nline`), "/home/me/a FAIL  forged line", "one line for a table cell");
     assert.ok(hasControl(`x${ESC}`) && !hasControl("x\ty\n"));
   });
 });
