@@ -2,14 +2,12 @@
  * Settings from flags, then environment, then defaults (docs/DESIGN.md "Command line"). Pure:
  * (argv, env, home) → frozen Config, or a UsageError naming the one setting or flag that is wrong.
  */
-import { BOOL_FLAGS, type Command, COMMAND_SPECS, COMMANDS, flagsOf, VALUE_FLAGS } from "./commands.ts";
+import { type Command, COMMANDS } from "./commands.ts";
+import { checkArgs, checkFlags, type Env, pick, splitArgs } from "./args.ts";
+import { expandHome, integer, onOff, sinceDate, storeUrl, upstreamUrl } from "./values.ts";
+import { UsageError } from "./usage-error.ts";
 
-export { type Command, COMMANDS };
-
-/** A bad flag or value: one line on stderr, exit status 2. */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
+export { type Command, COMMANDS, UsageError };
 
 /** Where a setting's value came from: a flag, the environment, or the default. */
 export type SettingSource = "flag" | "env" | "default";
@@ -73,120 +71,6 @@ export interface Config {
   prices: string | null;
   /** Where the settings that name places came from, so an error can name the one that chose it. */
   sources: { port: SettingSource; mirrorDir: SettingSource; claudeDir: SettingSource };
-}
-
-type Env = Record<string, string | undefined>;
-
-/** Splits argv into the command, its positional arguments and its flags; rejects flags nobody takes. */
-function splitArgs(argv: string[]): { command: string | null; positional: string[]; flags: Map<string, string | true> } {
-  const flags = new Map<string, string | true>();
-  const positional: string[] = [];
-  let command: string | null = null;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg.startsWith("-") && arg !== "-") {
-      const eq = arg.indexOf("=");
-      const name = eq > 0 ? arg.slice(0, eq) : arg;
-      if (VALUE_FLAGS.has(name)) {
-        const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-        if (value === undefined) throw new UsageError(`${name} needs a value`);
-        flags.set(name, value);
-      } else if (BOOL_FLAGS.has(name) && eq < 0) {
-        flags.set(name, true);
-      } else {
-        throw new UsageError(`unknown option ${name} (see sessiontap --help)`);
-      }
-    } else if (command === null) {
-      command = arg;
-    } else {
-      positional.push(arg);
-    }
-  }
-  return { command, positional, flags };
-}
-
-/** Rejects a flag the command does not take (its usage line lists those it does). */
-function checkFlags(command: Command, flags: Map<string, string | true>): void {
-  const allowed = flagsOf(command);
-  for (const name of flags.keys()) {
-    if (!allowed.has(name)) throw new UsageError(`${command} does not take ${name} (see sessiontap ${command} --help)`);
-  }
-  if (command === "doctor" && flags.has("--url") && flags.has("--port")) {
-    throw new UsageError(`doctor takes --url or --port, not both (see sessiontap doctor --help)`);
-  }
-}
-
-/** Checks the count of positional arguments against the command's usage line. */
-function checkArgs(command: Command, positional: string[]): void {
-  const wanted = COMMAND_SPECS[command].args;
-  if (positional.length > wanted.length) {
-    const extra = positional.slice(wanted.length).map((a) => `"${a}"`).join(" ");
-    throw new UsageError(`${command} takes ${wanted.length === 0 ? "no arguments" : wanted.join(" ")}, got ${extra} too (see sessiontap ${command} --help)`);
-  }
-  if (positional.length < wanted.length || positional.some((a) => a === "")) {
-    const what = wanted[positional.length] ?? wanted[0];
-    throw new UsageError(
-      what === "SESSION"
-        ? `${command} needs a SESSION (an id or a unique prefix; see sessiontap list)`
-        : `${command} needs ${what} (see sessiontap ${command} --help)`,
-    );
-  }
-}
-
-/** Reads a setting: flag first, then environment variable, then the default. */
-function pick(flags: Map<string, string | true>, flag: string | null, env: Env, envName: string | null): string | undefined {
-  const fromFlag = flag ? flags.get(flag) : undefined;
-  if (typeof fromFlag === "string") return fromFlag;
-  const fromEnv = envName ? env[envName] : undefined;
-  return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv;
-}
-
-/** Parses a whole number in [min, max] or throws a UsageError naming the setting. */
-function integer(name: string, raw: string, min: number, max: number): number {
-  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name} must be a whole number, got "${raw}"`);
-  const n = Number(raw.trim());
-  if (n < min || n > max) throw new UsageError(`${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-/** Parses on/off style booleans. */
-function onOff(name: string, raw: string, yes: string[], no: string[]): boolean {
-  const v = raw.trim().toLowerCase();
-  if (yes.includes(v)) return true;
-  if (no.includes(v)) return false;
-  throw new UsageError(`${name} must be ${yes[0]} or ${no[0]}, got "${raw}"`);
-}
-
-/** Validates the upstream: an http(s) URL without query or credentials; returns it without a trailing slash. */
-function upstreamUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must be an http(s) URL, got "${raw}"`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must be an http(s) URL, got "${raw}"`);
-  }
-  if (url.username || url.password || url.search || url.hash) {
-    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must not carry credentials, a query or a fragment`);
-  }
-  return url.origin + url.pathname.replace(/\/+$/, "");
-}
-
-/** Validates the store: a postgres:// or postgresql:// URL (never echoed back: it may hold a password). */
-function storeUrl(raw: string): string {
-  let url: URL | null = null;
-  try {
-    url = new URL(raw);
-  } catch {
-    // reported below
-  }
-  if (url === null || (url.protocol !== "postgres:" && url.protocol !== "postgresql:")) {
-    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(raw)?.[1];
-    throw new UsageError(`store (--store / SESSIONTAP_STORE) must be a postgres:// or postgresql:// URL${scheme ? `, got a ${scheme}: URL` : ""}`);
-  }
-  return raw;
 }
 
 /** Resolves argv + env into a frozen Config (docs/DESIGN.md "Command line"). `home` is the user's home directory. */
@@ -333,25 +217,4 @@ export function settingName(config: Readonly<Config>, key: "mirrorDir" | "claude
   }[key];
   const from = config.sources[key];
   return from === "flag" ? names[0] : from === "env" ? names[1] : `${names[2]} (set ${names[0]} or ${names[1]})`;
-}
-
-/** Validates `--since`: a calendar date YYYY-MM-DD, `today`, `yesterday`, or `Nd` (the last N days); returns it lower case. */
-function sinceDate(raw: string): string {
-  const v = raw.trim().toLowerCase();
-  if (v === "today" || v === "yesterday") return v;
-  const days = /^(\d{1,5})d$/.exec(v);
-  if (days !== null && Number(days[1]) >= 1) return v;
-  const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
-  if (date !== null) {
-    const d = new Date(Date.UTC(Number(date[1]), Number(date[2]) - 1, Number(date[3])));
-    if (d.getUTCFullYear() === Number(date[1]) && d.getUTCMonth() === Number(date[2]) - 1 && d.getUTCDate() === Number(date[3])) return v;
-  }
-  throw new UsageError(`--since must be a date YYYY-MM-DD, today, yesterday or Nd (the last N days), got "${raw}"`);
-}
-
-/** Expands a leading "~" to the home directory, as a shell would. */
-function expandHome(path: string, home: string): string {
-  if (path === "~") return home;
-  if (path.startsWith("~/")) return home.replace(/\/+$/, "") + path.slice(1);
-  return path;
 }

@@ -330,7 +330,7 @@ describe("list, show, restore, doctor", () => {
         // deno-lint-ignore no-control-regex -- the point: no control character reaches the terminal
         assert.doesNotMatch(out.stdout, /[\x00-\x08\x0b-\x1f\x7f]/, JSON.stringify(out.stdout));
         assert.match(out.stdout, new RegExp(`^warn +transcripts +${B} \\(.*proj.* FAIL  forged line\\): Claude Code's transcript is missing; restore it`, "m"));
-        assert.doesNotMatch(out.stdout, /^FAIL  forged line/m);
+        assert.doesNotMatch(out.stdout, /^FAIL {2}forged line/m);
       } finally {
         fresh.cleanup();
       }
