@@ -195,7 +195,8 @@ function shellQuote(path: string): string {
   if (/^[A-Za-z0-9_./-]+$/.test(path)) return path;
   // deno-lint-ignore no-control-regex -- control characters are what is escaped here
   if (!/[\x00-\x1f\x7f-\x9f]/.test(path)) return `'${path.replace(/'/g, `'\\''`)}'`;
-  const hex = (c: string) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+  // Each byte of the character's UTF-8 form: bash's `\xHH` is one byte (U+0085 on disk is C2 85).
+  const hex = (c: string) => [...new TextEncoder().encode(c)].map((b) => `\\x${b.toString(16).padStart(2, "0")}`).join("");
   // deno-lint-ignore no-control-regex -- as above
   return `$'${path.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\x00-\x1f\x7f-\x9f]/g, hex)}'`;
 }

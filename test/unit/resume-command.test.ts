@@ -19,12 +19,12 @@ describe("resumeCommand", () => {
   it("writes control characters escaped, and bash takes the printed command to the same directory", () => {
     const scratch = realpathSync(mkdtempSync(`${tmpdir()}/sessiontap-resume-`));
     try {
-      for (const name of ["plain", "with space", "it's", "esc\x1b[2Jclear", "new\nline", "bell\x07'and\\back", "del\x7f"]) {
+      for (const name of ["plain", "with space", "it's", "esc\x1b[2Jclear", "new\nline", "bell\x07'and\\back", "del\x7f", "c1\u0085next\u009b"]) {
         const cwd = `${scratch}/${name}`;
         mkdirSync(cwd);
         const command = resumeCommand({ cwd, sessionId: ID });
         // deno-lint-ignore no-control-regex -- the point: no raw control character is printed
-        assert.doesNotMatch(command, /[\x00-\x1f\x7f]/, JSON.stringify(command));
+        assert.doesNotMatch(command, /[\x00-\x1f\x7f-\x9f]/, JSON.stringify(command));
         const cd = command.slice(0, command.lastIndexOf(" && claude --resume "));
         const reached = execFileSync("bash", ["-c", `${cd} && pwd -P`], { encoding: "utf8" });
         assert.equal(reached.slice(0, -1), cwd, JSON.stringify(command));
