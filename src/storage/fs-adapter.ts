@@ -45,6 +45,8 @@ export interface FsAdapter {
   mkdir(path: string, mode: number): Promise<void>;
   /** Appends `data` in one write (creating the file 0600), then fsyncs when `sync`. */
   append(path: string, data: string, sync: boolean): Promise<void>;
+  /** Appends `data` in one write to a file that exists, then fsyncs when `sync`; false (nothing written) when it does not. */
+  appendExisting(path: string, data: string, sync: boolean): Promise<boolean>;
   /** Creates `path` with `data` only if it does not exist; false when it already did. */
   createExclusive(path: string, data: string, sync: boolean): Promise<boolean>;
   /** Reads a whole file as UTF-8. */
@@ -100,6 +102,21 @@ export const nodeFs: FsAdapter = {
     } finally {
       await handle.close();
     }
+  },
+  async appendExisting(path, data, sync) {
+    let handle: fsp.FileHandle;
+    try {
+      handle = await fsp.open(path, constants.O_WRONLY | constants.O_APPEND | NOFOLLOW);
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+    try {
+      await writeAll(handle, data, sync);
+    } finally {
+      await handle.close();
+    }
+    return true;
   },
   async createExclusive(path, data, sync) {
     let handle: fsp.FileHandle;

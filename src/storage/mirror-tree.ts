@@ -120,7 +120,15 @@ export class MirrorTree {
     }
     const path = join(dir, newest);
     // On failure the cursor stays put: the next catch-up reads whatever reached the disk (and moves a torn tail aside).
-    await this.fs.append(path, text, this.sync);
+    if (!(await this.fs.appendExisting(path, text, this.sync))) {
+      // The file went since the catch-up (the retention sweep removes an idle session's old file): the
+      // records go into a new file, never into one made afresh under the old name, which the cursor
+      // would misread (docs/DESIGN.md "The mirror").
+      cursor.delete(newest);
+      const name = await this.publish(dir, text);
+      cursor.set(name, bytes);
+      return { path: join(dir, name), bytes, rotated: false, created: true };
+    }
     cursor.set(newest, size + bytes);
     return { path, bytes, rotated: false, created: false };
   }

@@ -13,6 +13,11 @@ export function observeWrites(fs: FsAdapter, wrote: (path: string) => void): FsA
       await fs.append(path, data, sync);
       wrote(path);
     },
+    async appendExisting(path: string, data: string, sync: boolean) {
+      const appended = await fs.appendExisting(path, data, sync);
+      if (appended) wrote(path);
+      return appended;
+    },
     async link(existing: string, path: string) {
       const linked = await fs.link(existing, path);
       if (linked) wrote(path);

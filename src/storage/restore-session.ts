@@ -181,9 +181,13 @@ export function describeRestore(outcome: RestoreOutcome): string[] {
   return lines;
 }
 
-/** The command that resumes a restored session. */
+/**
+ * The command that resumes a restored session. A cwd holding a NUL names no directory (a shell would cut
+ * it there and go elsewhere), so then the command is only `claude --resume`, run wherever the user worked.
+ */
 export function resumeCommand(outcome: { cwd: string; sessionId: string }): string {
-  return `cd ${shellQuote(outcome.cwd)} && claude --resume ${outcome.sessionId}`;
+  const resume = `claude --resume ${outcome.sessionId}`;
+  return outcome.cwd.includes("\0") ? resume : `cd ${shellQuote(outcome.cwd)} && ${resume}`;
 }
 
 /**

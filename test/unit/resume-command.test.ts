@@ -16,6 +16,10 @@ describe("resumeCommand", () => {
     assert.equal(resumeCommand({ cwd: "/home/me/it's mine", sessionId: ID }), `cd '/home/me/it'\\''s mine' && claude --resume ${ID}`);
   });
 
+  it("a cwd holding a NUL names no directory: no cd that a shell would cut short and send elsewhere", () => {
+    assert.equal(resumeCommand({ cwd: "/tmp\0/elsewhere", sessionId: ID }), `claude --resume ${ID}`);
+  });
+
   it("writes control characters escaped, and bash takes the printed command to the same directory", () => {
     const scratch = realpathSync(mkdtempSync(`${tmpdir()}/sessiontap-resume-`));
     try {
