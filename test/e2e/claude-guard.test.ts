@@ -5,7 +5,7 @@
 // and a rewind raises no alert. Then restore: the subagent goes where Claude Code keeps it, `claude --resume`
 // shows the first typed prompt and no <system-reminder>, and `claude -p --resume` sends the same history.
 // Drives the CLI in a pseudo-terminal (test/support/terminal.ts). Runs under `bun test` and `deno test`; every wait polls, bounded.
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -26,6 +26,7 @@ import {
 } from "../support/claude.ts";
 import { pollAsync } from "../support/poll.ts";
 import { cli } from "../support/recover.ts";
+import { driveOnce } from "../support/scenario.ts";
 import { claudeInput, TerminalSession } from "../support/terminal.ts";
 
 const bodyOf = (r: RecordedRequest): Rec => JSON.parse(Buffer.from(r.body).toString("utf8"));
@@ -137,82 +138,73 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
     let sessionId = "";
     let ccAgentFiles: string[] = [];
     let lastTurn: Rec = {};
-    let failure: string | null = "the scenario did not run";
-    const ran = () => assert.equal(failure, null, `the interactive scenario did not complete: ${failure}`);
 
-    before(async () => {
+    const ran = driveOnce(async () => {
+      stub = await startStub();
+      stub.setDefault({ kind: "conversation", summaries: true });
+      scratch = makeScratch();
+      tap = await guardedTap(stub, scratch);
+      // Claude Code names a session only when its "nonessential" traffic is allowed; telemetry and the like stay off.
+      const env = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "", DISABLE_TELEMETRY: "1", DISABLE_ERROR_REPORTING: "1", DISABLE_AUTOUPDATER: "1" };
+      const { term, idle, say, quit } = await interactive(stub, tap, scratch, ["--allowedTools", "Bash,Agent", "--permission-mode", "default"], env);
       try {
-        stub = await startStub();
-        stub.setDefault({ kind: "conversation", summaries: true });
-        scratch = makeScratch();
-        tap = await guardedTap(stub, scratch);
-        // Claude Code names a session only when its "nonessential" traffic is allowed; telemetry and the like stay off.
-        const env = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "", DISABLE_TELEMETRY: "1", DISABLE_ERROR_REPORTING: "1", DISABLE_AUTOUPDATER: "1" };
-        const { term, idle, say, quit } = await interactive(stub, tap, scratch, ["--allowedTools", "Bash,Agent", "--permission-mode", "default"], env);
-        try {
-          await say("hello guarded world");
-          await say("RUNTOOL now please");
-          await term.waitFor("the tool's output", /hi-from-tool|Ran 1 shell command/, 5_000);
-          await say("RUNAGENT please");
-          // The subagent runs in the background; its result comes back as a task notification, answered by another turn.
-          await pollUntil(
-            () =>
-              mainTurns(stub).filter((r) =>
-                JSON.stringify((bodyOf(r).messages as Rec[]).filter((m) => m.role === "user").at(-1)).includes("<task-notification>")
-              ).length,
-            (n) => n > 0,
-            30_000,
-            "the subagent's notification turn",
-          );
-          await term.waitFor(
-            "the notification's answer",
-            (s: string) => idle(s) && [...s.matchAll(/Done \(reply (\d+)\)\./g)].some((m) => Number(m[1]) >= stub.requests.length),
-            30_000,
-          );
-          await term.waitFor("an empty, idle prompt", idle);
-          await term.type("/compact");
-          await term.waitFor("the /compact completion", (s: string) => claudeInput(s) === "/compact" && /Free up context/.test(s), 5_000);
-          await term.press("Enter");
-          await term.waitFor("the compaction", /Compacted \(ctrl\+o to see full summary\)/, 20_000);
-          await say("after compaction message");
-          await term.waitFor("an empty, idle prompt", idle);
-          for (let attempt = 1;; attempt++) {
-            await term.press("Escape");
-            await new Promise((r) => setTimeout(r, 150)); // two separate presses, not one "\x1b\x1b"
-            await term.press("Escape");
-            try {
-              await term.waitFor("the rewind list after Esc Esc", /Restore the code and\/or conversation/, 3_000);
-              break;
-            } catch (e) {
-              if (attempt === 3) throw e;
-            }
+        await say("hello guarded world");
+        await say("RUNTOOL now please");
+        await term.waitFor("the tool's output", /hi-from-tool|Ran 1 shell command/, 5_000);
+        await say("RUNAGENT please");
+        // The subagent runs in the background; its result comes back as a task notification, answered by another turn.
+        await pollUntil(
+          () =>
+            mainTurns(stub).filter((r) => JSON.stringify((bodyOf(r).messages as Rec[]).filter((m) => m.role === "user").at(-1)).includes("<task-notification>"))
+              .length,
+          (n) => n > 0,
+          30_000,
+          "the subagent's notification turn",
+        );
+        await term.waitFor(
+          "the notification's answer",
+          (s: string) => idle(s) && [...s.matchAll(/Done \(reply (\d+)\)\./g)].some((m) => Number(m[1]) >= stub.requests.length),
+          30_000,
+        );
+        await term.waitFor("an empty, idle prompt", idle);
+        await term.type("/compact");
+        await term.waitFor("the /compact completion", (s: string) => claudeInput(s) === "/compact" && /Free up context/.test(s), 5_000);
+        await term.press("Enter");
+        await term.waitFor("the compaction", /Compacted \(ctrl\+o to see full summary\)/, 20_000);
+        await say("after compaction message");
+        await term.waitFor("an empty, idle prompt", idle);
+        for (let attempt = 1;; attempt++) {
+          await term.press("Escape");
+          await new Promise((r) => setTimeout(r, 150)); // two separate presses, not one "\x1b\x1b"
+          await term.press("Escape");
+          try {
+            await term.waitFor("the rewind list after Esc Esc", /Restore the code and\/or conversation/, 3_000);
+            break;
+          } catch (e) {
+            if (attempt === 3) throw e;
           }
-          await term.press("Up");
-          await term.waitFor(`"after compaction message" selected`, /^\s+❯ after compaction message\s*$/m, 5_000);
-          await term.press("Enter");
-          await term.waitFor("the restore options", /❯ 1\. Restore conversation/, 5_000);
-          await term.press("Enter");
-          await term.waitFor("the rewound prompt back in the input box", (s: string) => claudeInput(s) === "after compaction message", 5_000);
-          await term.press("C-u");
-          await say("a different path after rewind");
-          sessionId = mainTurns(stub)[0].headers["x-claude-code-session-id"];
-          // The guard reads Claude Code's file a little after each turn and on its sweeps; let it judge after the last turn.
-          await judgedHealthy(tap, sessionId, Date.now() + 4_000);
-          lastTurn = bodyOf(mainTurns(stub).at(-1)!);
-          await quit();
-        } finally {
-          term.kill();
         }
-        const project = dirname(transcriptOf(scratch, sessionId));
-        ccAgentFiles = existsSync(join(project, sessionId, "subagents"))
-          ? readdirSync(join(project, sessionId, "subagents")).filter((n) => n.endsWith(".jsonl")).sort()
-          : [];
-        failure = null;
-      } catch (e) {
-        failure = `${(e as Error).message}\nrequests: ${requestsSeen(stub)}`;
-        throw new Error(failure);
+        await term.press("Up");
+        await term.waitFor(`"after compaction message" selected`, /^\s+❯ after compaction message\s*$/m, 5_000);
+        await term.press("Enter");
+        await term.waitFor("the restore options", /❯ 1\. Restore conversation/, 5_000);
+        await term.press("Enter");
+        await term.waitFor("the rewound prompt back in the input box", (s: string) => claudeInput(s) === "after compaction message", 5_000);
+        await term.press("C-u");
+        await say("a different path after rewind");
+        sessionId = mainTurns(stub)[0].headers["x-claude-code-session-id"];
+        // The guard reads Claude Code's file a little after each turn and on its sweeps; let it judge after the last turn.
+        await judgedHealthy(tap, sessionId, Date.now() + 4_000);
+        lastTurn = bodyOf(mainTurns(stub).at(-1)!);
+        await quit();
+      } finally {
+        term.kill();
       }
-    });
+      const project = dirname(transcriptOf(scratch, sessionId));
+      ccAgentFiles = existsSync(join(project, sessionId, "subagents"))
+        ? readdirSync(join(project, sessionId, "subagents")).filter((n) => n.endsWith(".jsonl")).sort()
+        : [];
+    }, () => `requests: ${requestsSeen(stub)}`);
 
     after(async () => {
       await tap?.close();
@@ -282,41 +274,33 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
       let sessionId = "";
       let lines: string[] = [];
       let between = ""; // the alert's state before the third turn
-      let failure: string | null = "the scenario did not run";
-      const ran = () => assert.equal(failure, null, `the interactive scenario did not complete: ${failure}`);
       const PROMPTS = ["first guarded prompt", "second guarded prompt", "third guarded prompt"];
       const lost = loss === "deleted" ? "missing" : "stub";
 
-      before(async () => {
+      const ran = driveOnce(async () => {
+        stub = await startStub();
+        scratch = makeScratch();
+        tap = await guardedTap(stub, scratch);
+        const { term, say, quit } = await interactive(stub, tap, scratch, ["--allowedTools", "Bash"]);
         try {
-          stub = await startStub();
-          scratch = makeScratch();
-          tap = await guardedTap(stub, scratch);
-          const { term, say, quit } = await interactive(stub, tap, scratch, ["--allowedTools", "Bash"]);
-          try {
-            await say(PROMPTS[0]);
-            await say(PROMPTS[1]);
-            sessionId = mainTurns(stub)[0].headers["x-claude-code-session-id"];
-            await judgedHealthy(tap, sessionId, 0);
-            const path = transcriptOf(scratch, sessionId);
-            if (loss === "deleted") rmSync(path);
-            else writeFileSync(path, readJsonl(path).filter((r) => r.type !== "user" && r.type !== "assistant").map((r) => JSON.stringify(r) + "\n").join(""));
-            // Between turns, the guard's sweep notices on its own.
-            between = (await pollAsync(() => tap.guard!.alertOf(sessionId), (a) => a !== null, 15_000, "the alert between turns"))!.state;
-            await alertLines(tap, sessionId, 1);
-            // The third turn: Claude Code writes it to a file that lacks the first two prompts.
-            await say(PROMPTS[2]);
-            lines = await alertLines(tap, sessionId, 2);
-            await quit();
-          } finally {
-            term.kill();
-          }
-          failure = null;
-        } catch (e) {
-          failure = `${(e as Error).message}\nstderr: ${JSON.stringify(tap?.stderrLines)}`;
-          throw new Error(failure);
+          await say(PROMPTS[0]);
+          await say(PROMPTS[1]);
+          sessionId = mainTurns(stub)[0].headers["x-claude-code-session-id"];
+          await judgedHealthy(tap, sessionId, 0);
+          const path = transcriptOf(scratch, sessionId);
+          if (loss === "deleted") rmSync(path);
+          else writeFileSync(path, readJsonl(path).filter((r) => r.type !== "user" && r.type !== "assistant").map((r) => JSON.stringify(r) + "\n").join(""));
+          // Between turns, the guard's sweep notices on its own.
+          between = (await pollAsync(() => tap.guard!.alertOf(sessionId), (a) => a !== null, 15_000, "the alert between turns"))!.state;
+          await alertLines(tap, sessionId, 1);
+          // The third turn: Claude Code writes it to a file that lacks the first two prompts.
+          await say(PROMPTS[2]);
+          lines = await alertLines(tap, sessionId, 2);
+          await quit();
+        } finally {
+          term.kill();
         }
-      });
+      }, () => `stderr: ${JSON.stringify(tap?.stderrLines)}`);
 
       after(async () => {
         await tap?.close();

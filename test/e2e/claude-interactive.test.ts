@@ -4,7 +4,7 @@
 // and a different message, then quit. The mirror must hold each prompt and answer once, the compaction as a
 // boundary and a summary with the summarising exchange in side/, the rewind as two siblings, and match the
 // transcript Claude Code wrote itself. Runs under `bun test` and `deno test`.
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
@@ -13,6 +13,7 @@ import { readEvents, readTree, startTestTap, type TestTap } from "../support/tap
 import { CLAUDE_BIN, claudeEnv, findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, type Scratch } from "../support/claude.ts";
 import { textsOf } from "../support/client.ts";
 import { claudeInput, TerminalSession } from "../support/terminal.ts";
+import { driveOnce } from "../support/scenario.ts";
 
 const PROMPTS = ["hello interactive world", "RUNTOOL now please", "after compaction message", "a different path after rewind"];
 const CRITICAL = "CRITICAL: Respond with TEXT ONLY";
@@ -52,19 +53,7 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
   let main: Rec[] = []; // <root>/<session>/*.jsonl, in file order
   let side: Rec[] = []; // <root>/<session>/side/*.jsonl
   let transcript: Rec[] = []; // what Claude Code wrote
-  let failure: string | null = "the scenario did not run";
-  /** Each check first fails with the scenario's own error if the drive did not complete (never passes vacuously). */
-  const ran = () => assert.equal(failure, null, `the interactive scenario did not complete: ${failure}`);
-
-  before(async () => {
-    try {
-      await drive();
-      failure = null;
-    } catch (e) {
-      failure = (e as Error).message;
-      throw e;
-    }
-  });
+  const ran = driveOnce(drive);
 
   async function drive(): Promise<void> {
     stub = await startStub();

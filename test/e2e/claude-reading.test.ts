@@ -4,7 +4,7 @@
 // tokens and cost add up to the usage the records carry; `show` prints the session as plain text with the
 // environment block in one line, no tags and no control characters; `search` and `usage` find it. Runs
 // under `bun test` and `deno test`.
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +14,7 @@ import { CLAUDE_BIN, claudeEnv, makeScratch, pollUntil, type Rec, type Scratch }
 import { cli } from "../support/recover.ts";
 import { STUB_USAGE } from "../support/sse-build.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
+import { driveOnce } from "../support/scenario.ts";
 import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { claudeInput, TerminalSession } from "../support/terminal.ts";
 
@@ -26,19 +27,9 @@ describe("a session the real Claude Code made, read back (titles, tokens, show, 
   let term: TerminalSession | undefined;
   let sessionId = "";
   let files: [string, Rec[]][] = [];
-  let failure: string | null = "the scenario did not run";
-  const ran = () => assert.equal(failure, null, `the interactive scenario did not complete: ${failure}`);
   const run = (args: string[]) => runTap([...args, "--mirror-dir", tap.root], { env: { TZ: "UTC", HOME: scratch.home } });
 
-  before(async () => {
-    try {
-      await drive();
-      failure = null;
-    } catch (e) {
-      failure = (e as Error).message;
-      throw e;
-    }
-  });
+  const ran = driveOnce(drive);
 
   async function drive(): Promise<void> {
     stub = await startStub();
