@@ -8,7 +8,7 @@
 // the conversation up. Screenshots go to test-artifacts/viewer-<width>.png. Runs under Bun and Deno.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
@@ -290,6 +290,29 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     assert.equal(resumed.code, 0, describeRun(resumed));
     const sent = stub.requests.slice(before).map((r) => new TextDecoder().decode(r.body)).find((b) => b.includes("and after the restore?"));
     assert.ok(sent !== undefined && sent.includes("RUNTOOL please") && sent.includes("hi-from-tool"), "the resumed request carries the restored conversation");
+  });
+
+  it("Restore over a transcript that holds the conversation: refused, then replaced on request, with a backup", async () => {
+    const [transcript] = findTranscripts(scratch.home).filter((p) => p.endsWith(`${sessionId}.jsonl`));
+    const held = readFileSync(transcript, "utf8");
+    await open(sessionId);
+    const errorsBefore = browser.errors.length;
+    await page.locator("#restore-plan").click();
+    await page.locator("#restore-force").waitFor(WAIT);
+    assert.match(await page.locator("#restore .error").innerText(), /already holds a transcript \(\d+ user\/assistant records\); left alone\.$/);
+    assert.equal(readFileSync(transcript, "utf8"), held, "the refusal wrote nothing");
+    // The refusal is a 409, which Chromium logs as a failed load: expected here, and the only thing logged.
+    assert.deepEqual(browser.errors.splice(errorsBefore), ["Failed to load resource: the server responded with a status of 409 (Conflict)"]);
+    await page.locator("#restore-force").click();
+    const dry = page.locator("#restore-dry");
+    await dry.waitFor(WAIT);
+    assert.match(await dry.innerText(), /^Would back up the transcript at /);
+    await page.locator("#restore-go").click();
+    const done = page.locator("#restore-done");
+    await done.waitFor(WAIT);
+    const backup = /\n {2}backup {3}(\S+) \(the transcript that was there\)/.exec(await done.innerText());
+    assert.ok(backup !== null, await done.innerText());
+    assert.equal(readFileSync(backup[1], "utf8"), held, "the backup is the transcript that was there");
   });
 
   it("the screenshots were kept, and the page logged no error", () => {

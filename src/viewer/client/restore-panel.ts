@@ -21,49 +21,49 @@ export function restorePart(app: ViewerApp): RestorePanel {
     return box;
   }
 
-  async function restore(s: ViewerSession, options: { dryRun: boolean; force: boolean }): Promise<RestoreReply> {
+  /**
+   * Asks for a restore of `s` (or its dry run). A failure or a refusal is shown in `out` and answers null;
+   * `refused` may add to what a refusal shows.
+   */
+  async function restore(
+    s: ViewerSession,
+    options: { dryRun: boolean; force: boolean },
+    out: HTMLElement,
+    refused?: (reply: Extract<RestoreReply, { ok: false }>) => void,
+  ): Promise<Extract<RestoreReply, { ok: true }> | null> {
     const init = { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(options) };
-    return (await app.getJson<RestoreReply>("api/sessions/" + encodeURIComponent(app.idOf(s)) + "/restore", init)).body;
+    let reply: RestoreReply;
+    try {
+      reply = (await app.getJson<RestoreReply>("api/sessions/" + encodeURIComponent(app.idOf(s)) + "/restore", init)).body;
+    } catch (e) {
+      out.replaceChildren(app.el("div", "error", String((e instanceof Error && e.message) || e)));
+      return null;
+    }
+    if (reply.ok) return reply;
+    out.replaceChildren(app.el("div", "error", reply.error || "refused"));
+    if (refused) refused(reply);
+    return null;
   }
-  const failed = (out: HTMLElement, e: unknown) => out.replaceChildren(app.el("div", "error", String((e instanceof Error && e.message) || e)));
 
   /** Shows the dry run of a restore of `s` in `out`, with the button that does it (or, refused, the one that forces it). */
   async function plan(s: ViewerSession, force: boolean, out: HTMLElement): Promise<void> {
     out.replaceChildren(app.el("div", null, "Checking…"));
-    let answer: RestoreReply;
-    try {
-      answer = await restore(s, { dryRun: true, force: force });
-    } catch (e) {
-      failed(out, e);
-      return;
-    }
-    if (!answer.ok) {
-      out.replaceChildren(app.el("div", "error", answer.error || "refused"));
-      if (answer.outcome && answer.outcome.action === "refuse" && !force) {
-        const again = app.el("button", null, "Replace it anyway (a backup is kept)…");
-        again.id = "restore-force";
-        again.addEventListener("click", () => plan(s, true, out));
-        out.append(again);
-      }
-      return;
-    }
+    const answer = await restore(s, { dryRun: true, force: force }, out, (reply) => {
+      if (!reply.outcome || reply.outcome.action !== "refuse" || force) return;
+      const again = app.el("button", null, "Replace it anyway (a backup is kept)…");
+      again.id = "restore-force";
+      again.addEventListener("click", () => plan(s, true, out));
+      out.append(again);
+    });
+    if (answer === null) return;
     const go = app.el("button", "go", answer.outcome.action === "create" ? "Restore" : "Back up and replace");
     go.id = "restore-go";
     const cancel = app.el("button", null, "Cancel");
     cancel.addEventListener("click", () => out.replaceChildren());
     go.addEventListener("click", async () => {
       go.disabled = true;
-      let done: RestoreReply;
-      try {
-        done = await restore(s, { dryRun: false, force: force });
-      } catch (e) {
-        failed(out, e);
-        return;
-      }
-      if (!done.ok) {
-        out.replaceChildren(app.el("div", "error", done.error || "refused"));
-        return;
-      }
+      const done = await restore(s, { dryRun: false, force: force }, out);
+      if (done === null) return;
       const result = app.el("pre", "done", done.lines.join("\n"));
       result.id = "restore-done";
       out.replaceChildren(result);
