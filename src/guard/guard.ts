@@ -18,63 +18,19 @@
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { Alarm } from "../utils/alarm.ts";
-import { findTranscriptElsewhere, transcriptPathFor } from "../storage/claude-projects.ts";
-import { describe, type EventFields } from "../storage/events-log.ts";
-import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { describe } from "../storage/events-log.ts";
 import { type GuardAlert, GuardAlerts } from "./alerts.ts";
+import { type GuardHealth, type GuardOptions, guardSettings } from "./guard-options.ts";
 import { LookBudget } from "./look-budget.ts";
 import { promptCandidates, promptKey } from "./prompts.ts";
-import { TranscriptFollower } from "./transcript-follower.ts";
-import { transcriptVerdict, type Verdict } from "./verdict.ts";
+import { lookAt } from "./transcript-look.ts";
+import type { Verdict } from "./verdict.ts";
 import { type GuardSessionView, newWatched, notePrompt, viewOf, type Watched } from "./watched-session.ts";
 
-export type { GuardSessionView };
-
-/** How the guard is set up; the timings have defaults. */
-export interface GuardOptions {
-  fs: FsAdapter;
-  claudeDir: string;
-  clock: () => number;
-  stderr: (line: string) => void;
-  log: (action: string, fields: EventFields) => void;
-  /** How old a prompt must be before its absence counts (Claude Code's own write timing). */
-  settleMs?: number;
-  /** How long a bad verdict must hold before it is an alert. */
-  confirmMs?: number;
-  /** How often recently active sessions are looked at without a turn. */
-  sweepMs?: number;
-  /** A session with no turn for this long is no longer swept. */
-  activeMs?: number;
-  /** Looks (stat + read) per minute, across all sessions. */
-  maxLooksPerMinute?: number;
-  /** Bytes read by one look at most. */
-  maxBytesPerLook?: number;
-  /** A transcript first met larger than this is read from its tail only. */
-  tailBytes?: number;
-  /** Sessions watched at most (least recently active go first). */
-  maxSessions?: number;
-  /** Prompts remembered per session at most. */
-  maxPrompts?: number;
-  /** Told whenever the alerts changed. */
-  onAlerts?: () => void;
-}
-
-/** What health shows of the guard. */
-export interface GuardHealth {
-  /** Sessions with a turn in the last `activeMs`. */
-  watching: number;
-  /** Sessions whose transcript the guard has never found (Claude Code writes none, or elsewhere). */
-  notFound: number;
-  alerts: GuardAlert[];
-  looks: number;
-  bytesRead: number;
-  errors: number;
-}
+export type { GuardHealth, GuardOptions, GuardSessionView };
 
 /** A look that comes soon after another (a file still being read through). */
 const CATCH_UP_MS = 200;
-/** How often a session's transcript is searched for under every project directory, at most. */
-const SEARCH_EVERY_MS = 60_000;
 /** Added to a wait for a prompt to settle, so the look never comes a clock tick early. */
 const SLACK_MS = 20;
 
@@ -92,19 +48,7 @@ export class Guard {
   private readonly o: Required<GuardOptions>;
 
   constructor(options: GuardOptions) {
-    this.o = {
-      settleMs: 1500,
-      confirmMs: 2000,
-      sweepMs: 10_000,
-      activeMs: 30 * 60_000,
-      maxLooksPerMinute: 120,
-      maxBytesPerLook: 2 * 1024 * 1024,
-      tailBytes: 8 * 1024 * 1024,
-      maxSessions: 256,
-      maxPrompts: 4096,
-      onAlerts: () => {},
-      ...options,
-    };
+    this.o = guardSettings(options);
     this.alerts = new GuardAlerts(options.stderr, options.log, options.onAlerts);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
     this.readAlarm = new Alarm(options.clock, options.stderr);
@@ -242,49 +186,12 @@ export class Guard {
     }
   }
 
-  /** Stats and reads the transcript, then judges it. */
+  /** Stats and reads the transcript, then judges it (or looks again soon, when still reading through). */
   private async look(s: Watched): Promise<void> {
-    const fs = this.o.fs;
-    if (s.follower === null) {
-      if (s.cwd === null) return; // Claude Code's environment block never named the directory: nothing to find
-      const path = await transcriptPathFor(fs, this.o.claudeDir, s.cwd, s.sessionId);
-      s.follower = this.follower(path);
-    }
-    let look = await s.follower.look(fs, this.o.clock());
-    if (look.kind !== "read" && this.o.clock() - s.searchedAt >= SEARCH_EVERY_MS) {
-      // Claude Code may keep it under another project directory (a different working directory).
-      s.searchedAt = this.o.clock();
-      const elsewhere = await findTranscriptElsewhere(fs, this.o.claudeDir, s.sessionId, s.follower.path);
-      if (elsewhere !== null) {
-        s.follower = this.follower(elsewhere);
-        look = await s.follower.look(fs, this.o.clock());
-      }
-    }
-    if (look.kind === "read") {
-      this.bytesRead += look.bytes;
-      s.seen = true;
-      if (!look.caughtUp) {
-        this.schedule(s, CATCH_UP_MS);
-        return;
-      }
-    }
-    const f = s.follower;
-    const known = {
-      kind: look.kind,
-      seen: s.seen,
-      fromStart: f.fromStart,
-      conversation: f.conversation,
-      startedAt: f.startedAt,
-      keys: f.keys,
-      oversizedPrompts: f.oversizedPrompts,
-    };
-    const verdict = transcriptVerdict(known, s.prompts.values(), this.o.clock(), this.o.settleMs);
-    this.judge(s, verdict, verdict !== null || look.kind === "read");
-  }
-
-  /** A follower with the guard's limits. */
-  private follower(path: string): TranscriptFollower {
-    return new TranscriptFollower(path, { maxBytes: this.o.maxBytesPerLook, tailBytes: this.o.tailBytes });
+    const seen = await lookAt(s, this.o);
+    this.bytesRead += seen.bytes;
+    if (seen.kind === "catching-up") this.schedule(s, CATCH_UP_MS);
+    else if (seen.kind === "judged") this.judge(s, seen.verdict, seen.told);
   }
 
   /** Turns a verdict into an alert once it held for `confirmMs`, or clears what was raised. */
