@@ -83,6 +83,23 @@ export function isNotFound(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === "ENOENT";
 }
 
+/** Opens `path` (a new file 0600) and writes `data` whole; false, nothing written, when opening fails with `unless`. */
+async function openAndWrite(path: string, flags: number, data: string, sync: boolean, unless: "ENOENT" | "EEXIST" | null): Promise<boolean> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(path, flags, 0o600);
+  } catch (error) {
+    if (unless !== null && (error as { code?: string }).code === unless) return false;
+    throw error;
+  }
+  try {
+    await writeAll(handle, data, sync);
+  } finally {
+    await handle.close();
+  }
+  return true;
+}
+
 /** Writes all of `data` to an open handle and fsyncs when asked. */
 async function writeAll(handle: fsp.FileHandle, data: string, sync: boolean): Promise<void> {
   await handle.write(data, null, "utf8");
@@ -96,42 +113,13 @@ export const nodeFs: FsAdapter = {
     await fsp.mkdir(path, { recursive: true, mode });
   },
   async append(path, data, sync) {
-    const handle = await fsp.open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NOFOLLOW, 0o600);
-    try {
-      await writeAll(handle, data, sync);
-    } finally {
-      await handle.close();
-    }
+    await openAndWrite(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NOFOLLOW, data, sync, null);
   },
-  async appendExisting(path, data, sync) {
-    let handle: fsp.FileHandle;
-    try {
-      handle = await fsp.open(path, constants.O_WRONLY | constants.O_APPEND | NOFOLLOW);
-    } catch (error) {
-      if (isNotFound(error)) return false;
-      throw error;
-    }
-    try {
-      await writeAll(handle, data, sync);
-    } finally {
-      await handle.close();
-    }
-    return true;
+  appendExisting(path, data, sync) {
+    return openAndWrite(path, constants.O_WRONLY | constants.O_APPEND | NOFOLLOW, data, sync, "ENOENT");
   },
-  async createExclusive(path, data, sync) {
-    let handle: fsp.FileHandle;
-    try {
-      handle = await fsp.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o600);
-    } catch (error) {
-      if ((error as { code?: string }).code === "EEXIST") return false;
-      throw error;
-    }
-    try {
-      await writeAll(handle, data, sync);
-    } finally {
-      await handle.close();
-    }
-    return true;
+  createExclusive(path, data, sync) {
+    return openAndWrite(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, data, sync, "EEXIST");
   },
   async readText(path) {
     return await fsp.readFile(path, "utf8");
