@@ -27,7 +27,7 @@ import {
 import { pollAsync } from "../support/poll.ts";
 import { cli } from "../support/recover.ts";
 import { driveOnce } from "../support/scenario.ts";
-import { claudeInput, TerminalSession } from "../support/terminal.ts";
+import { claudeInput, openRewindList, TerminalSession } from "../support/terminal.ts";
 
 const bodyOf = (r: RecordedRequest): Rec => JSON.parse(Buffer.from(r.body).toString("utf8"));
 const isMessages = (r: RecordedRequest) => r.url.split("?")[0] === "/v1/messages";
@@ -173,17 +173,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         await term.waitFor("the compaction", /Compacted \(ctrl\+o to see full summary\)/, 20_000);
         await say("after compaction message");
         await term.waitFor("an empty, idle prompt", idle);
-        for (let attempt = 1;; attempt++) {
-          await term.press("Escape");
-          await new Promise((r) => setTimeout(r, 150)); // two separate presses, not one "\x1b\x1b"
-          await term.press("Escape");
-          try {
-            await term.waitFor("the rewind list after Esc Esc", /Restore the code and\/or conversation/, 3_000);
-            break;
-          } catch (e) {
-            if (attempt === 3) throw e;
-          }
-        }
+        await openRewindList(term);
         await term.press("Up");
         await term.waitFor(`"after compaction message" selected`, /^\s+❯ after compaction message\s*$/m, 5_000);
         await term.press("Enter");

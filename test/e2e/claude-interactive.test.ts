@@ -12,7 +12,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, readTree, startTestTap, type TestTap } from "../support/tap.ts";
 import { CLAUDE_BIN, claudeEnv, findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, type Scratch } from "../support/claude.ts";
 import { textsOf } from "../support/client.ts";
-import { claudeInput, TerminalSession } from "../support/terminal.ts";
+import { claudeInput, openRewindList, TerminalSession } from "../support/terminal.ts";
 import { driveOnce } from "../support/scenario.ts";
 
 const PROMPTS = ["hello interactive world", "RUNTOOL now please", "after compaction message", "a different path after rewind"];
@@ -95,18 +95,7 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
 
     // Rewind: Esc Esc opens the list; pick the last message, then "Restore conversation".
     await t.waitFor("an empty, idle prompt", idle);
-    for (let attempt = 1;; attempt++) {
-      await t.press("Escape");
-      // Nothing shows after one Esc: a short gap keeps the two presses from reaching Claude Code as one "\x1b\x1b".
-      await new Promise((r) => setTimeout(r, 150));
-      await t.press("Escape");
-      try {
-        await t.waitFor("the rewind list after Esc Esc", /Restore the code and\/or conversation/, 3_000);
-        break;
-      } catch (e) {
-        if (attempt === 3) throw e;
-      }
-    }
+    await openRewindList(t);
     await t.press("Up");
     await t.waitFor(`"${PROMPTS[2]}" selected`, new RegExp(`^\\s+❯ ${PROMPTS[2]}\\s*$`, "m"), 5_000);
     await t.press("Enter");

@@ -151,3 +151,22 @@ export function claudeInput(screen: string): string | null {
   const m = /^❯\s?(.*)$/.exec(lines[a + 1]);
   return m === null ? null : m[1].trimEnd();
 }
+
+/**
+ * Opens Claude Code's rewind list with Esc Esc (at an idle prompt). Two separate presses: sent together
+ * they reach Claude Code as one "\x1b\x1b", and nothing on screen marks the first, so a short gap is the
+ * only way to keep them apart; a list that does not show is asked for again, three times at most.
+ */
+export async function openRewindList(t: TerminalSession): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    await t.press("Escape");
+    await new Promise((r) => setTimeout(r, 150));
+    await t.press("Escape");
+    try {
+      await t.waitFor("the rewind list after Esc Esc", /Restore the code and\/or conversation/, 3_000);
+      return;
+    } catch (e) {
+      if (attempt === 3) throw e;
+    }
+  }
+}
