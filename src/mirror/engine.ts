@@ -132,14 +132,14 @@ export class MirrorEngine {
         const prepared = m.bytes === null
           ? { reason: m.skipped ?? "no request body" }
           : prepareRequest(this.reader, identity, m.bytes, { version: this.settings.version, sideRequests: this.settings.sideRequests });
-        if (!follower.body(prepared) && isSkip(prepared)) this.ignore(m.id);
+        follower.body(prepared);
+        // A skipped request is forgotten here: the relay, told to ignore it, sends nothing more about it.
+        if (isSkip(prepared)) this.drop(m.id);
         return;
       }
-      case "head": {
-        const follower = this.followers.get(m.id);
-        if (follower !== undefined && !follower.response(m.status, m.requestId, m.sse)) this.ignore(m.id);
-        return;
-      }
+      case "head":
+        // A non-2xx answer: the relay stops following it itself and ends it (RelayObserver.head).
+        return this.followers.get(m.id)?.response(m.status, m.requestId, m.sse);
       case "chunks": {
         let at = 0;
         for (let i = 0; i < m.index.length; i += 2) {
@@ -224,7 +224,7 @@ export class MirrorEngine {
         await this.mirror.flush(Number(arg));
         return null;
       case "stats":
-        return { ...this.mirror.stats };
+        return { ...this.mirror.stats, following: this.followers.size };
       case "sweep":
         this.mirror.maybeSweep();
         await this.mirror.sweepDone();

@@ -65,7 +65,7 @@ export interface EngineQueries {
   /** Tries every backlog once more and waits for writes in flight, at most `arg` ms. */
   flush: { arg: number; value: null };
   /** The mirror's counters. */
-  stats: { arg: null; value: MirrorStats };
+  stats: { arg: null; value: MirrorStats & { following: number } };
   /** Runs the retention sweep if due and waits for it. */
   sweep: { arg: null; value: null };
   /** What the guard knows of a session. */

@@ -16,7 +16,7 @@ import { messageFromJson } from "../protocol/sse-accumulator.ts";
 import { SseMessageReader } from "../protocol/sse-reader.ts";
 import type { Answer } from "../protocol/staging.ts";
 import type { CutBy, Verdict } from "./messages.ts";
-import type { Prepared, Skip } from "./request-prep.ts";
+import { isSkip, type Prepared, type Skip } from "./request-prep.ts";
 
 /** What a follower reports to. */
 export interface FollowerSink {
@@ -36,7 +36,7 @@ export class ResponseFollower {
   private state: State = "waiting";
   private prepared: Prepared | null = null;
   /** The response head, once seen (only a 2xx answer is mirrored: docs/DESIGN.md "The mirror"). */
-  private head: { requestId: string | null; sse: boolean } | null = null;
+  private head: { requestId: string | null } | null = null;
   private reader: SseMessageReader | null = null;
   private json: Uint8Array[] = [];
   private jsonBytes = 0;
@@ -55,37 +55,27 @@ export class ResponseFollower {
     this.bodySeen = new Promise((resolve) => (this.bodyDone = resolve));
   }
 
-  /** The request was read (or could not be): a skipped request is never mirrored. Returns false when skipped. */
-  body(prepared: Prepared | Skip): boolean {
-    if (this.state !== "waiting") return this.state !== "skipped";
-    if ("reason" in prepared) {
-      this.skip(prepared.reason, prepared.fields);
-      return false;
-    }
+  /** The request was read (or could not be): a skipped request is never mirrored. */
+  body(prepared: Prepared | Skip): void {
+    if (this.state !== "waiting") return;
+    if (isSkip(prepared)) return this.skip(prepared.reason, prepared.fields);
     this.prepared = prepared;
     this.state = "ready";
     for (const run of this.queued.splice(0)) run();
     this.bodyDone();
-    return true;
   }
 
-  /** The response head; returns false when the answer is not followed (not 2xx). */
-  response(status: number, requestId: string | null, sse: boolean): boolean {
-    if (this.state === "skipped" || this.state === "committed") return false;
-    if (status < 200 || status >= 300) {
-      this.state = "skipped"; // an error answer is the client's to see, not a turn to keep
-      this.queued = [];
-      this.bodyDone();
-      return false;
-    }
-    this.head = { requestId, sse };
+  /** The response head; only a 2xx answer is followed (an error answer is the client's to see, not a turn to keep). */
+  response(status: number, requestId: string | null, sse: boolean): void {
+    if (this.done) return;
+    if (status < 200 || status >= 300) return this.skip(null);
+    this.head = { requestId };
     if (sse) this.reader = new SseMessageReader(this.sink.maxMessageBytes);
-    return true;
   }
 
   /** Response bytes, in order. */
   feed(bytes: Uint8Array): void {
-    if (this.head === null || this.state === "skipped" || this.state === "committed") return;
+    if (this.head === null || this.done) return;
     if (this.reader !== null) {
       this.reader.feed(bytes);
       if (this.reader.acc.complete) this.later(() => this.finish("complete"));
@@ -100,7 +90,7 @@ export class ResponseFollower {
 
   /** The body ended normally. */
   end(): void {
-    if (this.head === null || this.state === "skipped" || this.state === "committed") return;
+    if (this.head === null || this.done) return;
     if (this.reader !== null) {
       this.reader.end();
       // A stream that ends before the message is whole was cut by the upstream (or its proxy).
@@ -122,7 +112,7 @@ export class ResponseFollower {
 
   /** The body was cut short: by the client leaving, or by the upstream failing (after a whole message, it is whole). */
   cut(by: CutBy): void {
-    if (this.head === null || this.state === "skipped" || this.state === "committed") return;
+    if (this.head === null || this.done) return;
     const whole = this.reader !== null && this.reader.acc.whole;
     this.later(() => this.finish(whole ? "complete" : by === "client" ? "client-cut" : "upstream-cut"));
   }
@@ -154,11 +144,12 @@ export class ResponseFollower {
     else if (this.state === "waiting") this.queued.push(step);
   }
 
-  private skip(reason: string, fields?: Record<string, string | number | boolean | null>): void {
+  /** Nothing of this request is mirrored; `reason` goes to the events log (null: nothing to say). */
+  private skip(reason: string | null, fields?: Record<string, string | number | boolean | null>): void {
     this.state = "skipped";
     this.queued = [];
     this.bodyDone();
-    this.sink.skip(reason, fields);
+    if (reason !== null) this.sink.skip(reason, fields);
   }
 
   /** Hands the one commit of this request to the mirror. */

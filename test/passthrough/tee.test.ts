@@ -300,6 +300,7 @@ describe("tee and relay observer, with a real engine", () => {
       const stats = await e.link.query("stats", null);
       assert.equal(stats.skipped, 1);
       assert.equal(stats.responses, 0);
+      assert.equal(stats.following, 0, "a skipped request is forgotten (the relay sends nothing more about it)");
     } finally {
       await e.close();
     }
