@@ -61,6 +61,7 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: TeeObserver,
     return outcome;
   };
   const release = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    if (held.length === 0) return; // the common case, on every chunk: nothing to allocate
     for (const bytes of held) controller.enqueue(bytes);
     held = [];
   };
@@ -99,8 +100,9 @@ export function teeBody(body: ReadableStream<Uint8Array>, observer: TeeObserver,
           if (held.length > 0 && !observer.holdsLastChunk) {
             // The final event had begun without ending: these bytes wait with it, and the engine is asked again.
             hold(chunk);
-            observer.chunk(chunk);
-            const verdict = await wait(observer.ask());
+            // Asked once: a chunk that holds the marker (the rest of the final event) already asked.
+            const found = observer.chunk(chunk);
+            const verdict = await wait(found?.verdict ?? observer.ask());
             if (verdict === "pending") continue;
             release(controller);
             return;
