@@ -13,8 +13,6 @@ import { isLoopback } from "../viewer/index.ts";
 import { prepareRoot } from "./root-check.ts";
 import { type RunningTap, startTap } from "./start-tap.ts";
 
-export { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
-
 /** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
 export async function runServe(
   config: Readonly<Config>,

@@ -6,7 +6,8 @@
  */
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert } from "../guard/alerts.ts";
-import type { GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
+import type { GuardHealth, GuardOptions } from "../guard/guard-options.ts";
+import type { GuardSessionView } from "../guard/watched-session.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
@@ -110,9 +111,9 @@ function startEngine(config: Readonly<Config>, deps: TapDeps, clock: () => numbe
   const settings = engineSettings(config, deps);
   if (deps.fs !== undefined) {
     const tempSpool = deps.spoolTmpDir === undefined ? undefined : tempSpoolPlace(deps.fs, config.mirrorDir, deps.spoolTmpDir);
-    return startThreadEngine(settings, { fs: deps.fs, clock, tempSpool }, listener, config.holdBackMs);
+    return startThreadEngine(settings, { fs: deps.fs, clock, tempSpool }, listener);
   }
-  return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener, config.holdBackMs);
+  return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener);
 }
 
 /** Starts a tap on `config` (in this process). */

@@ -27,8 +27,6 @@ import { lookAt } from "./transcript-look.ts";
 import type { Verdict } from "./verdict.ts";
 import { type GuardSessionView, newWatched, notePrompt, viewOf, type Watched } from "./watched-session.ts";
 
-export type { GuardHealth, GuardOptions, GuardSessionView };
-
 /** A look that comes soon after another (a file still being read through). */
 const CATCH_UP_MS = 200;
 /** Added to a wait for a prompt to settle, so the look never comes a clock tick early. */

@@ -57,8 +57,6 @@ export class MirrorEngine {
       retentionDays: s.retentionDays,
       maxSessions: s.maxSessions,
       includeThinking: s.includeThinking,
-      sideRequests: s.sideRequests,
-      version: s.version,
       clock: deps.clock,
       stderr,
       lockWaitMs: s.lockWaitMs,
@@ -129,9 +127,7 @@ export class MirrorEngine {
         const identity = this.identities.get(m.id);
         this.identities.delete(m.id);
         if (follower === undefined || identity === undefined) return;
-        const prepared = m.bytes === null
-          ? { reason: m.skipped ?? "no request body" }
-          : prepareRequest(this.reader, identity, m.bytes, { version: this.settings.version, sideRequests: this.settings.sideRequests });
+        const prepared = m.bytes === null ? { reason: m.skipped ?? "no request body" } : prepareRequest(this.reader, identity, m.bytes, this.settings);
         follower.body(prepared);
         // A skipped request is forgotten here: the relay, told to ignore it, sends nothing more about it.
         if (isSkip(prepared)) this.drop(m.id);

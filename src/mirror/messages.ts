@@ -9,8 +9,11 @@ import type { MirrorOptions, MirrorStats } from "./mirror.ts";
 import type { Replayed, Unwritten } from "./tree-writes.ts";
 
 /** The settings the engine is built from (a Config's mirror part, plain data: it crosses into the Worker). */
-export interface EngineSettings
-  extends Pick<MirrorOptions, "root" | "maxBytes" | "retentionDays" | "maxSessions" | "includeThinking" | "sideRequests" | "version" | "sync"> {
+export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" | "retentionDays" | "maxSessions" | "includeThinking" | "sync"> {
+  /** Mirror side requests into `side/` (SESSIONTAP_SIDE_REQUESTS, default true). */
+  sideRequests: boolean;
+  /** The tap's version, written into each record's envelope. */
+  version: string;
   claudeDir: string;
   lockWaitMs: number;
   maxQueued: number;
@@ -98,7 +101,6 @@ export type ToEngine =
   | { t: "ask"; id: number; ask: number }
   /** The relay released a final event before its write was done (the hold-back bound expired). */
   | { t: "late"; id: number }
-  /** A failure on the relay side, counted and logged by the engine (the events log is its). */
   /** A failure on the relay's side of response `id` (null: of no one response): counted, and that response dropped. */
   | { t: "fail"; id: number | null; stage: "stream" | "relay"; error: string }
   | { t: "log"; action: string; fields: EventFields }

@@ -28,9 +28,6 @@ export interface MirrorOptions {
   retentionDays: number;
   maxSessions: number;
   includeThinking: boolean;
-  /** Mirror side requests into `side/` (SESSIONTAP_SIDE_REQUESTS, default true). */
-  sideRequests: boolean;
-  version: string;
   clock: () => number;
   stderr: (line: string) => void;
   /** fsync each append (default true). */

@@ -9,7 +9,6 @@
  * earlier point (a rewind or an edit) branches from the last record both versions share.
  */
 import { chainHash, messageHash } from "./message-hash.ts";
-import type { HashCache } from "./hash-cache.ts";
 import { isObject, type Json } from "./json.ts";
 
 /** The mirrored lineage of one conversation, as planning reads it: index key → the uuid of the record holding that position. */
@@ -37,17 +36,14 @@ export function systemKey(parentChain: string | null, hash: string): string {
   return chainHash(parentChain, `system:${hash}`);
 }
 
-/**
- * Hashes a request's `messages` in order; entries that are not messages are skipped. With a cache, a
- * message seen before (the same JSON text) costs one native serialisation instead of a canonical hash.
- */
-export function hashMessages(messages: unknown[], cache?: HashCache): HashedMessage[] {
+/** Hashes a request's `messages` in order; entries that are not messages are skipped. */
+export function hashMessages(messages: unknown[]): HashedMessage[] {
   const out: HashedMessage[] = [];
   let parent: string | null = null;
   for (const m of messages) {
     if (!isObject(m) || typeof m.role !== "string") continue;
     const role = m.role;
-    const hash = cache ? cache.get(JSON.stringify([role, m.content]), () => messageHash(role, m.content)) : messageHash(role, m.content);
+    const hash = messageHash(role, m.content);
     if (m.role === "system") {
       out.push({ role: m.role, content: (m as Json).content, hash, chain: parent, key: systemKey(parent, hash) });
       continue;

@@ -20,7 +20,7 @@ export interface StartedEngine {
 }
 
 /** Starts the engine in a Worker running `workerUrl` (src/mirror-worker.ts); rejects when it cannot start. */
-export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener, holdBackMs: number): Promise<StartedEngine> {
+export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener): Promise<StartedEngine> {
   const worker = new Worker(workerUrl, { type: "module" });
   const link = new EngineLink(
     {
@@ -28,7 +28,6 @@ export function startWorkerEngine(workerUrl: URL | string, settings: EngineSetti
       close: () => worker.terminate(),
     },
     listener,
-    holdBackMs,
   );
   return new Promise((resolve, reject) => {
     let ready = false;
@@ -78,7 +77,7 @@ export interface ThreadEngineDeps {
 }
 
 /** Starts the engine in this thread; messages still go through a turn of the event loop, as a Worker's do. */
-export async function startThreadEngine(settings: EngineSettings, deps: ThreadEngineDeps, listener: LinkListener, holdBackMs: number): Promise<StartedEngine> {
+export async function startThreadEngine(settings: EngineSettings, deps: ThreadEngineDeps, listener: LinkListener): Promise<StartedEngine> {
   let link: EngineLink | null = null;
   const toRelay: FromEngine[] = [];
   const engine = new MirrorEngine(settings, {
@@ -94,7 +93,6 @@ export async function startThreadEngine(settings: EngineSettings, deps: ThreadEn
       close: () => {},
     },
     listener,
-    holdBackMs,
   );
   for (const message of toRelay.splice(0)) link.receive(message);
   const { replayed, guard } = await engine.start();

@@ -56,7 +56,6 @@ export class EngineLink {
   constructor(
     private readonly host: EngineHost,
     private readonly listener: LinkListener,
-    private readonly holdBackMs: number,
   ) {}
 
   /** Handles one message from the engine. */
@@ -132,7 +131,7 @@ export class EngineLink {
   open(identity: IdentityHeaders, at: number): RelayObserver | null {
     if (this.stopped !== null) return null;
     const id = this.nextId++;
-    const observer = new RelayObserver(this, id, this.holdBackMs);
+    const observer = new RelayObserver(this, id);
     this.observers.set(id, observer);
     this.send({ t: "begin", id, at, identity });
     return observer;
@@ -208,11 +207,6 @@ export class EngineLink {
     } finally {
       this.host.close();
     }
-  }
-
-  /** Requests currently followed. */
-  get following(): number {
-    return this.observers.size;
   }
 
   private flush(): void {

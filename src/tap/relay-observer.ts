@@ -42,8 +42,6 @@ export class RelayObserver {
   constructor(
     private readonly link: ObserverLink,
     readonly id: number,
-    /** Longest time held bytes wait for their write. */
-    readonly holdBackMs: number,
   ) {}
 
   /** The request's bytes (the engine takes them over), or why the mirror does not get them. */

@@ -63,7 +63,7 @@ function request(prompt: string): Uint8Array {
 }
 
 /** A real engine in this thread over a scratch mirror root. */
-async function engineOn(fs: FsAdapter, holdBackMs: number) {
+async function engineOn(fs: FsAdapter) {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-tee-`);
   const root = `${dir}/mirror`;
   mkdirSync(root, { mode: 0o700 });
@@ -86,7 +86,7 @@ async function engineOn(fs: FsAdapter, holdBackMs: number) {
     spoolTmpDir: dir,
   };
   const stderr: string[] = [];
-  const { link } = await startThreadEngine(settings, { fs, clock: Date.now }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} }, holdBackMs);
+  const { link } = await startThreadEngine(settings, { fs, clock: Date.now }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} });
   return {
     link,
     root,
@@ -123,7 +123,7 @@ describe("tee and relay observer, with a real engine", () => {
   it("re-split at every byte boundary: the client's bytes unchanged, the final event released only once its record is on disk, one record", async () => {
     const text = loadFixture("ts_basic_response");
     const bytes = enc.encode(text);
-    const e = await engineOn(nodeFs, 10_000);
+    const e = await engineOn(nodeFs);
     try {
       const step = bytes.length > 3000 ? 3 : 1;
       for (let cut = 1; cut < bytes.length; cut += step) {
@@ -158,7 +158,7 @@ describe("tee and relay observer, with a real engine", () => {
 
   it("a write that never finishes holds the final event at most holdBackMs, counts it late, and changes no byte", async () => {
     const faults = faultyFs();
-    const e = await engineOn(faults.fs, 60);
+    const e = await engineOn(faults.fs);
     try {
       faults.set("hang");
       const chunks = textReply("held back", { id: "msg_hang" }).map((s) => enc.encode(s));
@@ -181,7 +181,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it('"message_stop" inside an answer\'s text is a false candidate: one question to the engine, no wait', async () => {
-    const e = await engineOn(nodeFs, 10_000);
+    const e = await engineOn(nodeFs);
     try {
       const chunks = textReply("the event is called message_stop, and this text mentions it", { id: "msg_false" }).map((s) => enc.encode(s));
       const started = Date.now();
@@ -198,7 +198,7 @@ describe("tee and relay observer, with a real engine", () => {
 
   it("a non-streaming answer's last chunk waits for its write; the others flow", async () => {
     const faults = faultyFs();
-    const e = await engineOn(faults.fs, 10_000);
+    const e = await engineOn(faults.fs);
     try {
       const json = JSON.stringify({
         type: "message",
@@ -233,7 +233,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("the tee reads no further ahead of the client than one chunk", async () => {
-    const e = await engineOn(nodeFs, 250);
+    const e = await engineOn(nodeFs);
     try {
       const chunks = textReply("ahead", { id: "msg_ahead" }).map((s) => enc.encode(s));
       const { stream, state } = source(chunks);
@@ -248,7 +248,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("a client that leaves cancels the source, and the engine keeps what it saw as a client-cut answer", async () => {
-    const e = await engineOn(nodeFs, 250);
+    const e = await engineOn(nodeFs);
     try {
       const chunks = textReply("the user saw this much and then left", { id: "msg_left", deltas: 6 }).map((s) => enc.encode(s));
       const { stream, state } = source(chunks);
@@ -268,7 +268,7 @@ describe("tee and relay observer, with a real engine", () => {
 
   for (const gone of [false, true]) {
     it(`a failing source errors the client's stream; the engine hears who cut it (client gone: ${gone})`, async () => {
-      const e = await engineOn(nodeFs, 250);
+      const e = await engineOn(nodeFs);
       try {
         const chunks = textReply("cut short by a reset", { id: "msg_reset", deltas: 4 }).map((s) => enc.encode(s));
         const broke: unknown[] = [];
@@ -290,7 +290,7 @@ describe("tee and relay observer, with a real engine", () => {
   }
 
   it("a request the engine cannot read is not followed: its answer passes unchanged, nothing is held, the skip is logged", async () => {
-    const e = await engineOn(nodeFs, 10_000);
+    const e = await engineOn(nodeFs);
     try {
       const chunks = textReply("not mirrored", { id: "msg_skip" }).map((s) => enc.encode(s));
       const observer = follow(e.link, "unreadable", SSE_HEADERS, enc.encode("{ not json"));
@@ -307,7 +307,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("an answer the engine cannot read is one counted error, unmirrored; the client still gets every byte", async () => {
-    const e = await engineOn(nodeFs, 250);
+    const e = await engineOn(nodeFs);
     try {
       const chunks = ['{"type":"message",', "this is not JSON"].map((s) => enc.encode(s));
       const observer = follow(e.link, "bad-json", new Headers({ "content-type": "application/json" }));
@@ -321,7 +321,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("once the engine has stopped, every byte passes, nothing is held, and it was said once", async () => {
-    const e = await engineOn(nodeFs, 10_000);
+    const e = await engineOn(nodeFs);
     try {
       const observer = follow(e.link, "stopped");
       e.link.fail("stopped by the test");
@@ -339,7 +339,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("an event that mentions message_stop split across chunks is held whole until it ends", async () => {
-    const e = await engineOn(nodeFs, 10_000);
+    const e = await engineOn(nodeFs);
     try {
       const events = textReply("split final", { id: "msg_split" });
       const whole = events.join("");
@@ -365,7 +365,7 @@ describe("tee and relay observer, with a real engine", () => {
     const queue: ToEngine[] = [];
     let paused = true;
     // deliver and engine are defined below; the link posts only once the test starts relaying.
-    const link = new Link({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} }, 250);
+    const link = new Link({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} });
     const engine = new MirrorEngine({
       root: `${dir}/mirror`,
       claudeDir: `${dir}/claude`,

@@ -3,7 +3,7 @@ import { after, before } from "node:test";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { parseConfig } from "../../src/config/parse.ts";
-import { type RunningTap, startTap, type TapDeps } from "../../src/cli/serve.ts";
+import { type RunningTap, startTap, type TapDeps } from "../../src/cli/start-tap.ts";
 import { startStub, type StubUpstream } from "./stub-upstream.ts";
 
 /** A tap plus its scratch mirror root. */

@@ -1,33 +1,37 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { finalEventStart } from "../../src/protocol/final-event.ts";
+import { FinalEventWatch } from "../../src/tap/final-event-watch.ts";
 import { textReply } from "../support/stub-upstream.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
+/** Where a fresh watch holds `chunk` from (the final event's start), after it saw `before`. */
+const holdFrom = (chunk: string, before = "") => {
+  const watch = new FinalEventWatch();
+  if (before !== "") watch.holdFrom(bytes(before));
+  return watch.holdFrom(bytes(chunk));
+};
 
-describe("finalEventStart()", () => {
+describe("FinalEventWatch: where the final event begins in a chunk", () => {
   it("points at the event holding message_stop, after the blank line before it", () => {
     const text = textReply("hello", { deltas: 2 }).join("");
-    const at = finalEventStart(bytes(text));
+    const at = holdFrom(text);
     assert.equal(text.slice(at), 'event: message_stop\ndata: {"type":"message_stop"}\n\n');
   });
 
   it("handles CRLF and CR line ends", () => {
     const crlf = 'event: ping\r\ndata: {}\r\n\r\nevent: message_stop\r\ndata: {"type":"message_stop"}\r\n\r\n';
-    assert.equal(crlf.slice(finalEventStart(bytes(crlf))), 'event: message_stop\r\ndata: {"type":"message_stop"}\r\n\r\n');
+    assert.equal(crlf.slice(holdFrom(crlf)), 'event: message_stop\r\ndata: {"type":"message_stop"}\r\n\r\n');
     const cr = 'data: {}\r\rdata: {"type":"message_stop"}\r\r';
-    assert.equal(cr.slice(finalEventStart(bytes(cr))), 'data: {"type":"message_stop"}\r\r');
+    assert.equal(cr.slice(holdFrom(cr)), 'data: {"type":"message_stop"}\r\r');
   });
 
   it("is 0 when the final event began in an earlier chunk, or a text mentions message_stop earlier", () => {
-    assert.equal(finalEventStart(bytes('_stop"}\n\n')), 0);
-    assert.equal(finalEventStart(bytes('data: {"type":"message_stop"}\n\n')), 0);
+    assert.equal(holdFrom('_stop"}\n\n', 'data: {"type":"message'), 0);
+    assert.equal(holdFrom('data: {"type":"message_stop"}\n\n'), 0);
     const tricky = 'data: {"text":"say message_stop"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n';
-    assert.equal(tricky.slice(finalEventStart(bytes(tricky))), 'event: message_stop\ndata: {"type":"message_stop"}\n\n');
+    assert.equal(tricky.slice(holdFrom(tricky)), 'event: message_stop\ndata: {"type":"message_stop"}\n\n');
   });
 });
-
-import { FinalEventWatch } from "../../src/tap/final-event-watch.ts";
 
 describe("FinalEventWatch: the relay's search for the final event, at every chunk boundary", () => {
   const stream = textReply("hello there, message_stop is only a word here", { deltas: 4 }).join("");
