@@ -5,6 +5,7 @@
  */
 import { COMPACTION_PREFIX } from "../protocol/classify.ts";
 import { compactJson } from "./json-text.ts";
+import { scrubControl } from "./control-chars.ts";
 import { isObject } from "../protocol/json.ts";
 
 /** Shared with the protocol code, so the tap and the readers agree. */
@@ -89,12 +90,15 @@ export function promptText(r: Rec): string {
     .trim();
 }
 
-/** The first prompt a person typed in `records` (file order), as one line of at most `max` characters. */
+/**
+ * The first prompt a person typed in `records` (file order), as one line of at most `max` characters and
+ * without control characters: it is a title wherever one is shown (a list row, a search hit, a heading).
+ */
 export function firstPrompt(records: Rec[], max = 200): string | null {
   for (const r of records) {
     if (r.type !== "user" || r.isMeta === true || isToolResultOnly(r) || isCompactSummary(r)) continue;
     const text = promptText(r);
-    if (text !== "") return oneLine(text, max);
+    if (text !== "") return oneLine(scrubControl(text), max);
   }
   return null;
 }

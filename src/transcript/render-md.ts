@@ -6,7 +6,7 @@
  * outline once, in its order. Pure.
  */
 import { compactJson, jsonText } from "./json-text.ts";
-import { scrubControl } from "./control-chars.ts";
+import { scrubControl, scrubLine } from "./control-chars.ts";
 import { type Block, blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Rec } from "./records.ts";
 import type { SessionSummary } from "./summary.ts";
 import type { Item } from "./tree.ts";
@@ -21,7 +21,7 @@ export function renderMarkdown(summary: SessionSummary, items: Item[], prices: P
     `# Claude Code session ${summary.sessionId ?? summary.dir}`,
     "",
     `- Title: ${summary.title === null ? "(none)" : scrubControl(summary.title)}`,
-    `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubControl(summary.cwd))}`,
+    `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubLine(summary.cwd))}`,
     `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
     `- Records: ${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)`,
     `- Branches: ${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"}; compactions: ${summary.compactions}`,

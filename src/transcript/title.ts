@@ -43,6 +43,5 @@ export function generatedTitle(side: Rec[]): string | null {
 
 /** The title to show: Claude Code's generated one, else the first prompt (one line), else null. */
 export function sessionTitle(side: Rec[], records: Rec[]): string | null {
-  const prompt = firstPrompt(records, TITLE_MAX);
-  return generatedTitle(side) ?? (prompt === null ? null : scrubControl(prompt));
+  return generatedTitle(side) ?? firstPrompt(records, TITLE_MAX);
 }

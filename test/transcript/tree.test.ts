@@ -108,6 +108,8 @@ describe("records", () => {
     ];
     assert.equal(firstPrompt(records), "fix the build");
     assert.equal(firstPrompt([rec("user", "t", null, [{ type: "tool_result", tool_use_id: "t1", content: "x" }])]), null);
+    // It is shown as a title (list, search, headings): never with a control character.
+    assert.equal(firstPrompt([rec("user", "c", null, "\x1b[31mred\x1b[0m prompt\x07 \x1b]0;owned\x07now")]), "red prompt now");
   });
 
   it("parseJsonl() counts torn and foreign lines without failing", () => {
