@@ -125,13 +125,14 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const prices = await loadPrices(fs, config.prices);
   // Built in the order they depend on each other: the watcher of new records first, so that every mirror
   // write can hint it (new records show at once); the engine; then the viewer over both.
-  const watcher = new LiveWatcher(fs, config.mirrorDir, 2000, (error) => stderr(`sessiontap: viewer: ${describe(error)}`));
+  const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
+  const watcher = new LiveWatcher(fs, config.mirrorDir, 2000, viewerError);
   let alerts = new Map<string, GuardAlert>();
   const engine = config.mirror
     ? await startEngine(config, deps, clock, {
       stderr,
       wrote: (paths) => paths.forEach((path) => watcher.hint(path)),
-      alerts: (list) => (alerts = new Map((list as GuardAlert[]).map((a) => [a.sessionId, a]))),
+      alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),
     })
     : null;
   const link = engine?.link ?? null;
@@ -146,7 +147,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     claudeDir: config.claudeDir,
     host: config.host,
     version: VERSION,
-    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
+    onError: viewerError,
     prices,
     clock,
     watcher,
@@ -189,9 +190,10 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
       // A busy or stuck engine must not hang health: past the bound, that is the problem health reports.
-      const asked = link === null ? null : await orAfter(link.health(), HEALTH_WAIT_MS, "late" as const).catch((error) => describe(error));
+      // A refusal means the engine stopped, which link.problems() already says.
+      const asked = link === null ? null : await orAfter(link.health(), HEALTH_WAIT_MS, "late" as const).catch(() => null);
       const late = asked === "late" ? [`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`] : [];
-      const engineHealth = asked === null || typeof asked === "string" ? null : asked;
+      const engineHealth = asked === "late" ? null : asked;
       return healthReport({
         version: VERSION,
         runtime: runtimeName(),

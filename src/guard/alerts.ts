@@ -47,9 +47,14 @@ export class GuardAlerts {
   constructor(
     private readonly stderr: (line: string) => void,
     private readonly log: (action: string, fields: EventFields) => void,
-    /** Told whenever the list of alerts changed (the viewer's banners live in another thread). */
-    private readonly changed: () => void = () => {},
+    /** Told the whole list whenever it changed (the viewer's banners live in another thread). */
+    private readonly onChange: (alerts: GuardAlert[]) => void,
   ) {}
+
+  /** The list changed: tell it. */
+  private changed(): void {
+    this.onChange(this.list());
+  }
 
   /** Raises (or updates) the alert of `sessionId`; says so once per session and state. */
   raise(sessionId: string, state: GuardState, sinceMs: number, path: string | null, lacking?: number): void {

@@ -31,8 +31,8 @@ export interface GuardOptions {
   maxSessions?: number;
   /** Prompts remembered per session at most. */
   maxPrompts?: number;
-  /** Told whenever the alerts changed. */
-  onAlerts?: () => void;
+  /** Told the alerts whenever they changed. */
+  onAlerts?: (alerts: GuardAlert[]) => void;
 }
 
 /** What health shows of the guard. */

@@ -47,7 +47,7 @@ export class Guard {
 
   constructor(options: GuardOptions) {
     this.o = guardSettings(options);
-    this.alerts = new GuardAlerts(options.stderr, options.log, options.onAlerts);
+    this.alerts = new GuardAlerts(options.stderr, options.log, this.o.onAlerts);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
     this.readAlarm = new Alarm(options.clock, options.stderr);
     this.sweep = setInterval(() => this.sweepActive(), this.o.sweepMs);

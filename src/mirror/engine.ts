@@ -96,7 +96,7 @@ export class MirrorEngine {
         clock: this.deps.clock,
         stderr,
         log: (action, fields) => this.mirror.log(action, fields),
-        onAlerts: () => this.deps.post({ t: "alerts", alerts: guard.health().alerts }),
+        onAlerts: (alerts) => this.deps.post({ t: "alerts", alerts }),
         ...s.guardTimings,
       }));
       this.mirror.onCommitted((job) => guard.observe(job));

@@ -4,6 +4,7 @@
  * cross as transferred buffers, never as objects with methods, and never with a credential (the relay
  * passes the engine the four identity headers only).
  */
+import type { GuardAlert } from "../guard/alerts.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { MirrorOptions, MirrorStats } from "./mirror.ts";
 import type { Replayed, Unwritten } from "./tree-writes.ts";
@@ -121,7 +122,7 @@ export type FromEngine =
   /** Mirror files written since the last hint (the viewer's live updates). */
   | { t: "wrote"; paths: string[] }
   /** The guard's alerts changed: all of them now (the viewer's banners). */
-  | { t: "alerts"; alerts: { sessionId: string }[] };
+  | { t: "alerts"; alerts: GuardAlert[] };
 
 /** The first message a worker receives: what to build. */
 export interface EngineStart {

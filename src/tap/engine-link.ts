@@ -23,7 +23,7 @@ export interface LinkListener {
   /** Mirror files were written (the viewer's live updates). */
   wrote(paths: string[]): void;
   /** The guard's alerts, whenever they change. */
-  alerts(alerts: { sessionId: string }[]): void;
+  alerts(alerts: Extract<FromEngine, { t: "alerts" }>["alerts"]): void;
 }
 
 /** Bytes staged before a batch is sent without waiting for the turn to end. */
