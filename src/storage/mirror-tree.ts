@@ -6,7 +6,7 @@
  * aside, then linked into place).
  */
 import { randomUUID } from "node:crypto";
-import type { FsAdapter } from "./fs-adapter.ts";
+import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
 import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
 import { join } from "./paths.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
@@ -109,28 +109,25 @@ export class MirrorTree {
 
   /** Appends `text` (whole JSON lines) to the directory's newest file in one write, publishing a new file when full. */
   async append(dir: string, text: string, cursor: Cursor): Promise<AppendResult> {
-    const names = [...cursor.keys()].sort();
-    const newest = names.at(-1);
+    const newest = [...cursor.keys()].sort().at(-1);
     const bytes = Buffer.byteLength(text);
     const size = newest === undefined ? 0 : (cursor.get(newest) ?? 0);
-    if (newest === undefined || (size > 0 && size + bytes > this.maxBytes)) {
-      const name = await this.publish(dir, text);
-      cursor.set(name, bytes);
-      return { path: join(dir, name), bytes, rotated: newest !== undefined, created: true };
-    }
-    const path = join(dir, newest);
-    // On failure the cursor stays put: the next catch-up reads whatever reached the disk (and moves a torn tail aside).
-    if (!(await this.fs.appendExisting(path, text, this.sync))) {
+    const full = newest !== undefined && size > 0 && size + bytes > this.maxBytes;
+    if (newest !== undefined && !full) {
+      const path = join(dir, newest);
+      // On failure the cursor stays put: the next catch-up reads whatever reached the disk (and moves a torn tail aside).
+      if (await this.fs.appendExisting(path, text, this.sync)) {
+        cursor.set(newest, size + bytes);
+        return { path, bytes, rotated: false, created: false };
+      }
       // The file went since the catch-up (the retention sweep removes an idle session's old file): the
       // records go into a new file, never into one made afresh under the old name, which the cursor
       // would misread (docs/DESIGN.md "The mirror").
       cursor.delete(newest);
-      const name = await this.publish(dir, text);
-      cursor.set(name, bytes);
-      return { path: join(dir, name), bytes, rotated: false, created: true };
     }
-    cursor.set(newest, size + bytes);
-    return { path, bytes, rotated: false, created: false };
+    const name = await this.publish(dir, text);
+    cursor.set(name, bytes);
+    return { path: join(dir, name), bytes, rotated: full, created: true };
   }
 
   /** Writes a new rotation file aside, then links it into place under a name nobody has taken. */
@@ -147,7 +144,7 @@ export class MirrorTree {
           if (await this.fs.link(aside, join(dir, name))) return name;
         } catch (error) {
           // The retention sweep prunes a directory it emptied; a writer publishing into it then makes it again.
-          if ((error as { code?: string }).code !== "ENOENT" || ++vanished > 3) throw error;
+          if (!isNotFound(error) || ++vanished > 3) throw error;
           await this.ensureDir(dir);
           attempt--;
         }

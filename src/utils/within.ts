@@ -9,15 +9,12 @@
  * @example
  * if (!(await settlesWithin(write, 250))) counters.late++; // the client is not held longer
  */
-export async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([work.then(() => true, () => true), limit]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  return orAfter(work.then(() => true, () => true), ms, false);
 }
+
+/** What `deadline` gets back from `orAfter` when the bound ran out (no value of `work` can be it). */
+const TIMED_OUT: unique symbol = Symbol("timed out");
 
 /**
  * Resolves or rejects like `work`, or rejects with `timeout()` after `ms` (a late rejection of `work` is
@@ -26,14 +23,9 @@ export async function settlesWithin(work: Promise<unknown>, ms: number): Promise
  * await deadline(tx, 10_000, () => new StoreTimeoutError("a store transaction took longer than 10000 ms"));
  */
 export async function deadline<T>(work: Promise<T>, ms: number, timeout: () => Error): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(timeout()), ms)));
-  work.catch(() => undefined);
-  try {
-    return await Promise.race([work, limit]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const outcome = await orAfter(work, ms, TIMED_OUT);
+  if (outcome === TIMED_OUT) throw timeout();
+  return outcome as T;
 }
 
 /**
