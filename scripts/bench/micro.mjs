@@ -192,7 +192,11 @@ async function oneResponse(engine, session, body, list) {
   const t2 = performance.now();
   const written = new Promise((resolve) => engine.verdicts.set(id, resolve));
   engine.receive({ t: "end", id, ask: id });
-  if ((await written) !== "written") throw new Error("the answer was not written");
+  // Bounded: an engine that never answers is this measurement's error, not a hung run.
+  let timer;
+  const bound = new Promise((resolve) => (timer = setTimeout(() => resolve("no verdict within 10 s"), 10_000)));
+  const verdict = await Promise.race([written, bound]).finally(() => clearTimeout(timer));
+  if (verdict !== "written") throw new Error(`the answer was not written (${verdict})`);
   const t3 = performance.now();
   return { prepareMs: t1 - t0, streamMs: t2 - t1, commitMs: t3 - t2, totalMs: t3 - t0 };
 }

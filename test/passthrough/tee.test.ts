@@ -9,16 +9,14 @@ import { Buffer } from "node:buffer";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
-import type { EngineSettings } from "../../src/mirror/messages.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
-import type { EngineLink } from "../../src/tap/engine-link.ts";
 import { startThreadEngine } from "../../src/tap/engine-host.ts";
-import { EngineLink as Link } from "../../src/tap/engine-link.ts";
+import { EngineLink } from "../../src/tap/engine-link.ts";
 import { MirrorEngine } from "../../src/mirror/engine.ts";
-import type { FromEngine, ToEngine } from "../../src/mirror/messages.ts";
+import type { EngineSettings, FromEngine, ToEngine } from "../../src/mirror/messages.ts";
 import { teeBody, type TeeOptions } from "../../src/tap/tee.ts";
 import { faultyFs } from "../support/faulty-fs.ts";
-import { within } from "../support/poll.ts";
+import { pollAsync, within } from "../support/poll.ts";
 import { sseEvent, textReply } from "../support/sse-build.ts";
 import { loadFixture } from "../support/stub-upstream.ts";
 import { allRecords } from "../support/tap.ts";
@@ -89,6 +87,7 @@ async function engineOn(fs: FsAdapter) {
   const { link } = await startThreadEngine(settings, { fs, clock: Date.now }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} });
   return {
     link,
+    dir,
     root,
     stderr,
     async close() {
@@ -216,7 +215,6 @@ describe("tee and relay observer, with a real engine", () => {
       const got = [(await within(reader.read(), 5000, "first")).value!, (await within(reader.read(), 5000, "second")).value!];
       let lastArrived = false;
       const last = reader.read().then((r) => ((lastArrived = true), r));
-      const { pollAsync } = await import("../support/poll.ts");
       await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
       await settle();
       assert.equal(lastArrived, false, "the last chunk reached the client before its write finished");
@@ -335,6 +333,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.equal(e.link.open({ session: "x", agent: null, parentAgent: null, userAgent: null }, Date.now()), null);
     } finally {
       await e.link.stop(100).catch((error) => assert.match(String(error), /stopped/));
+      rmSync(e.dir, { recursive: true, force: true });
     }
   });
 
@@ -365,7 +364,7 @@ describe("tee and relay observer, with a real engine", () => {
     const queue: ToEngine[] = [];
     let paused = true;
     // deliver and engine are defined below; the link posts only once the test starts relaying.
-    const link = new Link({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} });
+    const link = new EngineLink({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} });
     const engine = new MirrorEngine({
       root: `${dir}/mirror`,
       claudeDir: `${dir}/claude`,
@@ -403,7 +402,6 @@ describe("tee and relay observer, with a real engine", () => {
           read += r.value.byteLength;
         }
       })();
-      const { pollAsync } = await import("../support/poll.ts");
       await pollAsync(() => state.pulls, (n) => n > 200, 5000, "the relay to read past the high mark");
       const pulls = state.pulls;
       await new Promise((resolve) => setTimeout(resolve, 100)); // a bare sleep: checking that nothing happens

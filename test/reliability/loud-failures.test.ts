@@ -133,6 +133,7 @@ describe("an engine that stalls or dies is loud, and the relay goes on", () => {
 
   it("an engine that dies: one stderr line, degraded health from then on, every byte still relayed; stopping says the mirror could not stop cleanly", async () => {
     const tap = await startTestTap(stub.url, {}, { workerUrl });
+    let stopped = false;
     try {
       await new Conversation(tap.url, "sdies").say("before");
       writeFileSync(`${tap.root}/../engine-cue.json`, JSON.stringify({ crash: true }));
@@ -149,8 +150,11 @@ describe("an engine that stalls or dies is loud, and the relay goes on", () => {
       const said = tap.stderrLines.filter((l) => l.includes("mirror engine stopped"));
       assert.equal(said.length, 1, tap.stderrLines.join("\n"));
       assert.match(said[0], /^sessiontap: mirror engine stopped: .*cued by the test.*; the tap keeps relaying but mirrors nothing until it restarts$/);
+      stopped = true;
       await assert.rejects(tap.stop(), /the mirror engine stopped/, "a stop over a dead engine is not a clean one (serve exits 1)");
     } finally {
+      // An assertion that failed earlier must not leave the tap serving (its stop rejects: asserted above).
+      if (!stopped) await tap.stop().then(() => undefined, () => undefined);
       rmSync(`${tap.root}/..`, { recursive: true, force: true });
     }
   });

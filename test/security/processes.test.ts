@@ -4,9 +4,10 @@
 // /proc/<pid>/status.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
-import { existsSync, readFileSync } from "node:fs";
+import { createGzip } from "node:zlib";
 import { runTap, serveTap, spawnTap, type TapChild } from "../support/child.ts";
 import { rawExchange, statusOf } from "../support/raw-http.ts";
 import { Conversation } from "../support/client.ts";
@@ -316,8 +317,6 @@ async function hugeAnswerUpstream(
   deltaBytes: number,
   gzip = false,
 ): Promise<{ url: string; received: () => number[]; close(): Promise<void> }> {
-  const { createServer } = await import("node:http");
-  const { createGzip } = await import("node:zlib");
   const received: number[] = [];
   const text = "y".repeat(deltaBytes - 1) + " ";
   const delta = `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })}\n\n`;

@@ -160,7 +160,7 @@ export function claudeInput(screen: string): string | null {
 export async function openRewindList(t: TerminalSession): Promise<void> {
   for (let attempt = 1;; attempt++) {
     await t.press("Escape");
-    await new Promise((r) => setTimeout(r, 150));
+    await sleep(150);
     await t.press("Escape");
     try {
       await t.waitFor("the rewind list after Esc Esc", /Restore the code and\/or conversation/, 3_000);
