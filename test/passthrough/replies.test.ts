@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
 import { loadFixture, type StubUpstream } from "../support/stub-upstream.ts";
+import { messageJson } from "../support/sse-build.ts";
 import { startTestTap, type TestTap, useStubAndTap } from "../support/tap.ts";
 
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
@@ -133,16 +134,7 @@ describe("passthrough: replies", () => {
   }
 
   it("a non-streaming Messages answer (mirrored, sent in several chunks) arrives byte-identical", async () => {
-    const answer = JSON.stringify({
-      id: "msg_ns",
-      type: "message",
-      role: "assistant",
-      model: "m",
-      content: [{ type: "text", text: "non-streamed ✓" }],
-      stop_reason: "end_turn",
-      stop_sequence: null,
-      usage: { input_tokens: 3, output_tokens: 4 },
-    });
+    const answer = JSON.stringify(messageJson("msg_ns", "m", [{ type: "text", text: "non-streamed ✓" }], "end_turn"));
     const bytes = utf8(answer);
     const chunks = [bytes.subarray(0, 20), bytes.subarray(20, 61), bytes.subarray(61)];
     for (const [label, reply] of [["one chunk", [bytes]], ["three chunks", chunks]] as const) {

@@ -17,7 +17,7 @@ import type { EngineSettings, FromEngine, ToEngine } from "../../src/mirror/mess
 import { teeBody, type TeeOptions } from "../../src/tap/tee.ts";
 import { faultyFs } from "../support/faulty-fs.ts";
 import { pollAsync, within } from "../support/poll.ts";
-import { sseEvent, textReply } from "../support/sse-build.ts";
+import { messageJson, sseEvent, textReply } from "../support/sse-build.ts";
 import { loadFixture } from "../support/stub-upstream.ts";
 import { allRecords } from "../support/tap.ts";
 
@@ -199,15 +199,7 @@ describe("tee and relay observer, with a real engine", () => {
     const faults = faultyFs();
     const e = await engineOn(faults.fs);
     try {
-      const json = JSON.stringify({
-        type: "message",
-        id: "msg_json",
-        role: "assistant",
-        model: "m",
-        content: [{ type: "text", text: "whole" }],
-        stop_reason: "end_turn",
-        usage: { input_tokens: 1, output_tokens: 1 },
-      });
+      const json = JSON.stringify(messageJson("msg_json", "m", [{ type: "text", text: "whole" }], "end_turn"));
       const chunks = [json.slice(0, 10), json.slice(10, 30), json.slice(30)].map((s) => enc.encode(s));
       faults.set("hang");
       const observer = follow(e.link, "json", new Headers({ "content-type": "application/json" }));

@@ -13,6 +13,7 @@ import { rawExchange, statusOf } from "../support/raw-http.ts";
 import { Conversation } from "../support/client.ts";
 import { deepSession } from "../support/deep.ts";
 import { rec, writeMirror } from "../support/recover.ts";
+import { messageEnd, messageStart, sseEvent } from "../support/sse-build.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 
 const MS = 60_000;
@@ -319,7 +320,7 @@ async function hugeAnswerUpstream(
 ): Promise<{ url: string; received: () => number[]; close(): Promise<void> }> {
   const received: number[] = [];
   const text = "y".repeat(deltaBytes - 1) + " ";
-  const delta = `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })}\n\n`;
+  const delta = sseEvent("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } });
   const server = createServer((req, res) => {
     let n = 0;
     req.on("data", (c: Buffer) => (n += c.length));
@@ -329,34 +330,38 @@ async function hugeAnswerUpstream(
       // Compressed, the whole answer is a few hundred KB on the wire; the tap's runtime decodes it.
       const out = gzip ? createGzip() : res;
       if (gzip) out.pipe(res);
-      out.write(
-        `event: message_start\ndata: ${
-          JSON.stringify({
-            type: "message_start",
-            message: {
-              id: "msg_huge",
-              type: "message",
-              role: "assistant",
-              model: "m",
-              content: [],
-              stop_reason: null,
-              usage: { input_tokens: 1, output_tokens: 1 },
-            },
-          })
-        }\n\n`,
-      );
-      out.write(`event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n`);
+      out.write(messageStart("msg_huge", "m"));
+      out.write(sseEvent("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }));
       for (let i = 0; i < deltas; i++) {
         if (!out.write(delta)) await new Promise((resolve) => out.once("drain", resolve));
       }
-      out.write(`event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n`);
-      out.write(`event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}\n\n`);
-      out.end(`event: message_stop\ndata: {"type":"message_stop"}\n\n`);
+      out.write(sseEvent("content_block_stop", { type: "content_block_stop", index: 0 }));
+      out.end(messageEnd("end_turn").join(""));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
   return { url: `http://127.0.0.1:${port}`, received: () => received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** A real tap (this build or the binary) in front of `upstream`, keeping at most 8 MiB of a message, on a scratch root. */
+async function boundedTap(upstream: { url: string; close(): Promise<void> }, name: string) {
+  const scratch = mkdtempSync(`${tmpdir()}/sessiontap-${name}-`);
+  const root = `${scratch}/mirror`;
+  const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], {
+    env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) },
+  });
+  return {
+    tap,
+    url,
+    root,
+    async close() {
+      tap.signal("SIGTERM");
+      await tap.exit();
+      await upstream.close();
+      rmSync(scratch, { recursive: true, force: true });
+    },
+  };
 }
 
 describe("memory has a bound for an answer, and for a request body", () => {
@@ -367,12 +372,7 @@ describe("memory has a bound for an answer, and for a request body", () => {
       }: the client gets every byte; the mirror keeps SESSIONTAP_MAX_MESSAGE_BYTES of it, marked truncated and logged; the peak grows less than the answer (it was 6×)`,
       { timeout: 120_000 },
       async () => {
-        const upstream = await hugeAnswerUpstream(64 * 1024, 4096, gzip);
-        const scratch = mkdtempSync(`${tmpdir()}/sessiontap-huge-`);
-        const root = `${scratch}/mirror`;
-        const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], {
-          env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) },
-        });
+        const { tap, url, root, close } = await boundedTap(await hugeAnswerUpstream(64 * 1024, 4096, gzip), "huge");
         try {
           const before = peakBytes(tap.child.pid!);
           const res = await fetch(`${url}/v1/messages`, {
@@ -410,10 +410,7 @@ describe("memory has a bound for an answer, and for a request body", () => {
           // answer half this size (measured: Bun ~100 MiB, Deno ~180 MiB for 128 and 256 MiB alike).
           assert.ok(grown < 256 * 1048576, `the peak grew ${(grown / 1048576).toFixed(1)} MiB for an answer the mirror keeps 8 MiB of`);
         } finally {
-          tap.signal("SIGTERM");
-          await tap.exit();
-          await upstream.close();
-          rmSync(scratch, { recursive: true, force: true });
+          await close();
         }
       },
     );
@@ -424,11 +421,7 @@ describe("memory has a bound for an answer, and for a request body", () => {
     { timeout: 120_000 },
     async () => {
       const upstream = await hugeAnswerUpstream(1, 16);
-      const scratch = mkdtempSync(`${tmpdir()}/sessiontap-bodies-`);
-      const root = `${scratch}/mirror`;
-      const { tap, url } = await serveTap(["--upstream", upstream.url, "--mirror-dir", root], {
-        env: { HOME: scratch, SESSIONTAP_MAX_MESSAGE_BYTES: String(8 * 1048576) },
-      });
+      const { tap, url, root, close } = await boundedTap(upstream, "bodies");
       try {
         const before = peakBytes(tap.child.pid!);
         const size = 48 * 1048576;
@@ -454,10 +447,7 @@ describe("memory has a bound for an answer, and for a request body", () => {
         const { readEvents } = await import("../support/tap.ts");
         assert.ok(readEvents(root).some((e) => e.action === "skip" && /larger than SESSIONTAP_MAX_MESSAGE_BYTES/.test(String(e.reason))));
       } finally {
-        tap.signal("SIGTERM");
-        await tap.exit();
-        await upstream.close();
-        rmSync(scratch, { recursive: true, force: true });
+        await close();
       }
     },
   );

@@ -32,7 +32,8 @@ export function splitInto(s: string, n: number): string[] {
   return out;
 }
 
-function messageStart(id: string, model: string): string {
+/** The `message_start` event of an answer. */
+export function messageStart(id: string, model: string): string {
   return sseEvent("message_start", {
     type: "message_start",
     message: {
@@ -58,7 +59,8 @@ function textBlockEvents(index: number, text: string, deltas: number, ping: bool
   return out;
 }
 
-function messageEnd(stopReason: string): string[] {
+/** The last two events of an answer: `message_delta` with its stop reason, then `message_stop`. */
+export function messageEnd(stopReason: string): string[] {
   return [
     sseEvent("message_delta", {
       type: "message_delta",

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { SseMessageReader } from "../../src/protocol/sse-reader.ts";
 import { messageFromJson, PARTIAL_JSON_KEY, StreamAccumulator, UNKNOWN_DELTAS_KEY, UNKNOWN_EVENTS_KEY } from "../../src/protocol/sse-accumulator.ts";
 import { fixtureNames, loadFixture } from "../support/stub-upstream.ts";
+import { messageJson } from "../support/sse-build.ts";
 
 const encoder = new TextEncoder();
 
@@ -138,16 +139,7 @@ describe("SseMessageReader + StreamAccumulator", () => {
   });
 
   it("shapes a non-streaming response like a streamed one", () => {
-    const body = {
-      id: "msg_1",
-      type: "message",
-      role: "assistant",
-      model: "m",
-      content: [{ type: "text", text: "hi" }],
-      stop_reason: "end_turn",
-      stop_sequence: null,
-      usage: { input_tokens: 1, output_tokens: 2 },
-    };
+    const body = messageJson("msg_1", "m", [{ type: "text", text: "hi" }], "end_turn");
     const m = messageFromJson(body);
     assert.deepEqual(m.content, body.content);
     assert.equal(m.stop_details, null);
@@ -205,5 +197,22 @@ describe("the text-delta fast path reads exactly what JSON.parse reads", () => {
         assert.equal(fast.malformed, slow.malformed, shape);
       }
     }
+  });
+
+  it("the API's own shape is read without parsing the event whole (else the test above compares the slow path with itself)", () => {
+    const parse = JSON.parse;
+    const whole: string[] = [];
+    JSON.parse = ((text: string, reviver?: Parameters<typeof parse>[1]) => {
+      if (text.startsWith('{"type":"content_block_delta"')) whole.push(text);
+      return parse(text, reviver);
+    }) as typeof JSON.parse;
+    const acc = new StreamAccumulator();
+    try {
+      for (const d of [start, block(0), ...texts.map((t) => shapes(t)[0])]) acc.pushData(d);
+    } finally {
+      JSON.parse = parse;
+    }
+    assert.deepEqual(whole, []);
+    assert.equal(acc.malformed, 0);
   });
 });
