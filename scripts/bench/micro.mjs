@@ -185,7 +185,7 @@ async function oneResponse(engine, session, body, list) {
   const bytes = enc.encode(body); // the relay's bytes: encoding them is not the engine's work
   const t0 = performance.now();
   engine.receive({ t: "begin", id, at: Date.now(), identity: { ...IDENTITY, session } });
-  engine.receive({ t: "body", id, bytes, skipped: null });
+  engine.receive({ t: "body", id, copy: { bytes } });
   const t1 = performance.now();
   engine.receive({ t: "head", id, status: 200, requestId: "req_micro", sse: true });
   for (const c of list) engine.receive({ t: "chunks", bytes: c, index: [id, c.length] });

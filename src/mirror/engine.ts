@@ -127,7 +127,7 @@ export class MirrorEngine {
         const identity = this.identities.get(m.id);
         this.identities.delete(m.id);
         if (follower === undefined || identity === undefined) return;
-        const prepared = m.bytes === null ? { reason: m.skipped ?? "no request body" } : prepareRequest(this.reader, identity, m.bytes, this.settings);
+        const prepared = "bytes" in m.copy ? prepareRequest(this.reader, identity, m.copy.bytes, this.settings) : { reason: m.copy.skipped };
         follower.body(prepared);
         // A skipped request is forgotten here: the relay, told to ignore it, sends nothing more about it.
         if (isSkip(prepared)) this.drop(m.id);

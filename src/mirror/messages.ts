@@ -88,11 +88,14 @@ export interface EngineHealth {
   guard: unknown;
 }
 
+/** The mirror's copy of a request body: its bytes, or why it has none. */
+export type BodyCopy = { bytes: Uint8Array } | { skipped: string };
+
 /** A message to the engine. */
 export type ToEngine =
   | { t: "begin"; id: number; at: number; identity: IdentityHeaders }
   /** The request's bytes (transferred), or why there are none for the mirror. */
-  | { t: "body"; id: number; bytes: Uint8Array | null; skipped: string | null }
+  | { t: "body"; id: number; copy: BodyCopy }
   | { t: "head"; id: number; status: number; requestId: string | null; sse: boolean }
   /** Response bytes of several requests: `index` holds pairs (id, byte count), in order, for `bytes`. */
   | { t: "chunks"; bytes: Uint8Array; index: number[] }

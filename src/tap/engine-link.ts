@@ -6,7 +6,7 @@
  * answers about everything the relay sent. If the engine stops, the tap keeps relaying, says so once on
  * stderr and in health, and mirrors nothing more.
  */
-import type { EngineHealth, EngineQueries, FromEngine, IdentityHeaders, ToEngine, Verdict } from "../mirror/messages.ts";
+import type { BodyCopy, EngineHealth, EngineQueries, FromEngine, IdentityHeaders, ToEngine, Verdict } from "../mirror/messages.ts";
 import { RelayObserver } from "./relay-observer.ts";
 
 /** Where the engine runs: a Worker, or this thread. */
@@ -138,11 +138,12 @@ export class EngineLink {
   }
 
   /** Sends the request's bytes (taken over: the caller must not touch them again), or why there are none. */
-  body(id: number, bytes: Uint8Array | null, skipped: string | null): void {
-    if (bytes === null || this.stopped !== null) return this.send({ t: "body", id, bytes: null, skipped });
+  body(id: number, copy: BodyCopy): void {
+    if (!("bytes" in copy)) return this.send({ t: "body", id, copy });
+    const { bytes } = copy;
     const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
     const owned = whole ? bytes : bytes.slice();
-    this.send({ t: "body", id, bytes: owned, skipped: null }, [owned.buffer as ArrayBuffer]);
+    this.send({ t: "body", id, copy: { bytes: owned } }, [owned.buffer as ArrayBuffer]);
   }
 
   /** Copies one chunk of request `id`'s response into the staging buffer. */

@@ -8,7 +8,7 @@ import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/heade
 import { describe } from "../storage/events-log.ts";
 import type { EngineLink } from "./engine-link.ts";
 import type { RelayObserver } from "./relay-observer.ts";
-import { relayBody, type RelayedBody } from "./request-body.ts";
+import { relayBody } from "./request-body.ts";
 import { teeBody } from "./tee.ts";
 
 /** What forwarding needs from the outside. */
@@ -50,18 +50,17 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     ? deps.engine.open(identityHeaders(request.headers), deps.clock())
     : null;
   const signal = AbortSignal.any([request.signal, deps.stopping]);
-  const relayed = await sendBody(request, observer, deps);
+  const relayed = await relayBody(request, observer === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
   const pending = deps.fetch(target, {
     method: request.method,
-    headers: upstreamRequestHeaders(request.headers, relayed?.body instanceof ReadableStream),
-    body: relayed?.body ?? null,
+    headers: upstreamRequestHeaders(request.headers, relayed.body instanceof ReadableStream),
+    body: relayed.body,
     redirect: "manual",
     signal,
     duplex: "half",
   } as RequestInit);
   // The mirror gets the request's bytes once they went upstream: the engine reads them while the upstream works.
-  if (observer !== null && relayed !== null) void relayed.copy().then((copy) => observer.body(copy));
-  else observer?.body({ skipped: "no request body" });
+  if (observer !== null) void relayed.copy().then((copy) => observer.body(copy));
 
   let upstream: Response;
   try {
@@ -74,12 +73,6 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   }
   deps.upstreamHealth.answered();
   return answer(request, signal, upstream, observer !== null && observer.head(upstream.status, upstream.headers) ? observer : null, deps);
-}
-
-/** The request's body for fetch, relayed with a copy for the mirror when it is followed; null for none. */
-async function sendBody(request: Request, observer: RelayObserver | null, deps: ForwardDeps): Promise<RelayedBody | null> {
-  if (request.method === "GET" || request.method === "HEAD") return null;
-  return await relayBody(request, observer === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
 }
 
 /** The client's response: the upstream's status, headers and body, teed to the observer when there is one. */

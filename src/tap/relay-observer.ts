@@ -9,12 +9,12 @@
  *        │
  *        └──(end, cut)──▶ done
  */
-import type { CutBy, ToEngine, Verdict } from "../mirror/messages.ts";
+import type { BodyCopy, CutBy, ToEngine, Verdict } from "../mirror/messages.ts";
 import { FinalEventWatch } from "./final-event-watch.ts";
 
 /** What an observer needs of the engine's link (engine-link.ts). */
 export interface ObserverLink {
-  body(id: number, bytes: Uint8Array | null, skipped: string | null): void;
+  body(id: number, copy: BodyCopy): void;
   copy(id: number, chunk: Uint8Array): void;
   send(message: ToEngine): void;
   ask(id: number, end?: boolean): Promise<Verdict>;
@@ -45,8 +45,8 @@ export class RelayObserver {
   ) {}
 
   /** The request's bytes (the engine takes them over), or why the mirror does not get them. */
-  body(copy: { bytes: Uint8Array } | { skipped: string }): void {
-    this.guarded(() => this.link.body(this.id, "bytes" in copy ? copy.bytes : null, "skipped" in copy ? copy.skipped : null));
+  body(copy: BodyCopy): void {
+    this.guarded(() => this.link.body(this.id, copy));
   }
 
   /** The response head. Returns false when the response is not followed (then the relay forgets this observer). */

@@ -8,8 +8,7 @@
  * copied by no JavaScript.
  */
 
-/** The mirror's copy of a request body: its bytes, or why it has none. */
-export type BodyCopy = { bytes: Uint8Array } | { skipped: string };
+import type { BodyCopy } from "../mirror/messages.ts";
 
 /** A body ready for fetch, and its copy once fetch has taken it. */
 export interface RelayedBody {
