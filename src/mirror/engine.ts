@@ -7,13 +7,14 @@
  * response it touched is left unmirrored, never the relay stalled.
  */
 import { RequestReader } from "../protocol/request-reader.ts";
+import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { Guard } from "../guard/guard.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { observeWrites } from "../storage/observed-fs.ts";
 import { PgSink } from "../store/pg-sink.ts";
-import type { EngineHealth, EngineQueries, EngineSettings, FromEngine, IdentityHeaders, ToEngine, Verdict } from "./messages.ts";
+import type { EngineHealth, EngineQueries, EngineSettings, FromEngine, ToEngine, Verdict } from "./messages.ts";
 import { Mirror, type Replayed } from "./mirror.ts";
 import { mirrorHealth, storeProblems } from "./mirror-health.ts";
 import { isSkip, prepareRequest } from "./request-prep.ts";

@@ -7,6 +7,7 @@
 import type { GuardAlert } from "../guard/alerts.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { MirrorOptions, MirrorStats } from "./mirror.ts";
+import type { IdentityHeaders } from "../protocol/session-id.ts";
 import type { Replayed, Unwritten } from "./tree-writes.ts";
 
 /** The settings the engine is built from (a Config's mirror part, plain data: it crosses into the Worker). */
@@ -30,24 +31,6 @@ export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" 
   guardTimings: Record<string, number>;
   /** Where unwritten commits go at stop when the root refuses them: the system temp dir, or this one. */
   spoolTmpDir: string | null;
-}
-
-/** The identity headers of a request: all the engine ever sees of its headers. */
-export interface IdentityHeaders {
-  session: string | null;
-  agent: string | null;
-  parentAgent: string | null;
-  userAgent: string | null;
-}
-
-/** The identity headers of `headers` (never anything else: credentials stay on the relay). */
-export function identityHeaders(headers: Headers): IdentityHeaders {
-  return {
-    session: headers.get("x-claude-code-session-id"),
-    agent: headers.get("x-claude-code-agent-id"),
-    parentAgent: headers.get("x-claude-code-parent-agent-id"),
-    userAgent: headers.get("user-agent"),
-  };
 }
 
 /** How a response body that was being followed stopped. */

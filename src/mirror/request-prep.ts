@@ -7,8 +7,7 @@ import type { CommitJob } from "../protocol/commit-job.ts";
 import { readEnvironment } from "../protocol/envelope.ts";
 import { isObject } from "../protocol/json.ts";
 import { RequestReader, UnreadableRequest } from "../protocol/request-reader.ts";
-import { dirName, resolveIdentity } from "../protocol/session-id.ts";
-import type { IdentityHeaders } from "./messages.ts";
+import { dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
 
 /** Fields of a read request that a commit needs. */
 export type Prepared = Omit<CommitJob, "requestTimestamp" | "answer" | "kind">;
@@ -23,16 +22,6 @@ export interface Skip {
 export interface PrepOptions {
   version: string;
   sideRequests: boolean;
-}
-
-/** The identity headers as a Headers object (resolveIdentity reads headers by name). */
-function headersOf(identity: IdentityHeaders): Headers {
-  const h = new Headers();
-  if (identity.session !== null) h.set("x-claude-code-session-id", identity.session);
-  if (identity.agent !== null) h.set("x-claude-code-agent-id", identity.agent);
-  if (identity.parentAgent !== null) h.set("x-claude-code-parent-agent-id", identity.parentAgent);
-  if (identity.userAgent !== null) h.set("user-agent", identity.userAgent);
-  return h;
 }
 
 /** The conversation a body belongs to, for reusing its earlier bodies (null: nothing to reuse by). */
@@ -51,8 +40,7 @@ export function prepareRequest(reader: RequestReader, identity: IdentityHeaders,
     throw error;
   }
   const { rest, toolCount, messages } = read;
-  const headers = headersOf(identity);
-  const ids = resolveIdentity(headers, rest);
+  const ids = resolveIdentity(identity, rest);
   const { route, compaction } = classify({
     agentId: ids.agentId,
     claudeCode: ids.claudeCode,

@@ -33,17 +33,32 @@ function sessionFromMetadata(body: unknown): string | null {
   return LEGACY_USER_ID.exec(userId)?.[1] ?? null;
 }
 
-/** Resolves identity: header first, then `metadata.user_id` (docs/DESIGN.md "The mirror"). */
-export function resolveIdentity(headers: Headers, body: unknown): RequestIdentity {
-  const header = headers.get("x-claude-code-session-id");
-  const sessionId = header && header.trim() !== "" ? header.trim() : sessionFromMetadata(body);
-  const agent = headers.get("x-claude-code-agent-id");
-  const parent = headers.get("x-claude-code-parent-agent-id");
+/** The identity headers of a request: all the engine ever sees of its headers. */
+export interface IdentityHeaders {
+  session: string | null;
+  agent: string | null;
+  parentAgent: string | null;
+  userAgent: string | null;
+}
+
+/** The identity headers of `headers` (never anything else: credentials stay on the relay). */
+export function identityHeaders(headers: Headers): IdentityHeaders {
   return {
-    sessionId,
+    session: headers.get("x-claude-code-session-id"),
+    agent: headers.get("x-claude-code-agent-id"),
+    parentAgent: headers.get("x-claude-code-parent-agent-id"),
+    userAgent: headers.get("user-agent"),
+  };
+}
+
+/** Resolves identity: header first, then `metadata.user_id` (docs/DESIGN.md "The mirror"). */
+export function resolveIdentity(headers: IdentityHeaders, body: unknown): RequestIdentity {
+  const { session, agent, parentAgent } = headers;
+  return {
+    sessionId: session && session.trim() !== "" ? session.trim() : sessionFromMetadata(body),
     agentId: agent && agent.trim() !== "" ? agent.trim() : null,
-    parentAgentId: parent && parent.trim() !== "" ? parent.trim() : null,
-    claudeCode: header !== null || /^claude-cli\//.test(headers.get("user-agent") ?? ""),
+    parentAgentId: parentAgent && parentAgent.trim() !== "" ? parentAgent.trim() : null,
+    claudeCode: session !== null || /^claude-cli\//.test(headers.userAgent ?? ""),
   };
 }
 

@@ -6,7 +6,8 @@
  * answers about everything the relay sent. If the engine stops, the tap keeps relaying, says so once on
  * stderr and in health, and mirrors nothing more.
  */
-import type { BodyCopy, EngineHealth, EngineQueries, FromEngine, IdentityHeaders, ToEngine, Verdict } from "../mirror/messages.ts";
+import type { BodyCopy, EngineHealth, EngineQueries, FromEngine, ToEngine, Verdict } from "../mirror/messages.ts";
+import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { RelayObserver } from "./relay-observer.ts";
 
 /** Where the engine runs: a Worker, or this thread. */

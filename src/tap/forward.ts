@@ -3,7 +3,7 @@
  * Messages API call the relay's observer copies the request and the answer to the mirror engine on the
  * way (docs/DESIGN.md "Off the relay path"). Web-standard Request/Response only; `fetch` is injected.
  */
-import { identityHeaders } from "../mirror/messages.ts";
+import { identityHeaders } from "../protocol/session-id.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
 import { describe } from "../storage/events-log.ts";
 import type { EngineLink } from "./engine-link.ts";
