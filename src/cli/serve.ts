@@ -76,10 +76,9 @@ export async function runServe(
   );
   const signal = await io.stopSignal;
   // Said once the port is closed: whoever reads the line may rely on it.
-  const stopping = tap.stop(() => io.stderr(`sessiontap: ${signal}, stopping\n`));
   let unwritten;
   try {
-    unwritten = await stopping;
+    unwritten = await tap.stop(() => io.stderr(`sessiontap: ${signal}, stopping\n`));
   } catch (error) {
     // The engine had stopped (said on stderr then): what it held in memory could not be saved.
     io.stderr(`sessiontap: the mirror could not be stopped cleanly (${describe(error)}): answers it held in memory are not mirrored\n`);

@@ -42,12 +42,13 @@ export class MirrorEngine {
   private readonly sink: FollowerSink;
   private wrote = new Set<string>();
   private wroteTimer: ReturnType<typeof setTimeout> | null = null;
+  /** A line for the tap's stderr, which the relay's thread owns. */
+  private readonly stderr = (line: string) => this.deps.post({ t: "stderr", line });
 
   constructor(
     private readonly settings: EngineSettings,
     private readonly deps: EngineDeps,
   ) {
-    const stderr = (line: string) => deps.post({ t: "stderr", line });
     // Every mirror write is told to the viewer (in the relay's thread), batched per turn of the event loop.
     const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
     const s = settings;
@@ -59,7 +60,7 @@ export class MirrorEngine {
       maxSessions: s.maxSessions,
       includeThinking: s.includeThinking,
       clock: deps.clock,
-      stderr,
+      stderr: this.stderr,
       lockWaitMs: s.lockWaitMs,
       maxQueued: s.maxQueued,
       files: !(s.store !== null && s.storeOnly),
@@ -89,13 +90,12 @@ export class MirrorEngine {
   /** Starts the guard (when on), the store, and replays what earlier runs spooled; call once, before traffic. */
   async start(): Promise<{ replayed: Replayed; guard: boolean }> {
     const s = this.settings;
-    const stderr = (line: string) => this.deps.post({ t: "stderr", line });
     if (s.guard ?? (await this.isDirectory(s.claudeDir))) {
       const guard = (this.guard = new Guard({
         fs: this.deps.fs,
         claudeDir: s.claudeDir,
         clock: this.deps.clock,
-        stderr,
+        stderr: this.stderr,
         log: (action, fields) => this.mirror.log(action, fields),
         onAlerts: (alerts) => this.deps.post({ t: "alerts", alerts }),
         ...s.guardTimings,
@@ -274,7 +274,7 @@ export class MirrorEngine {
     try {
       return (await this.deps.fs.lstat(path))?.isDirectory === true;
     } catch (error) {
-      this.deps.post({ t: "stderr", line: `sessiontap: guard off: cannot look at ${path} (${describe(error)}); SESSIONTAP_GUARD=on turns it on anyway` });
+      this.stderr(`sessiontap: guard off: cannot look at ${path} (${describe(error)}); SESSIONTAP_GUARD=on turns it on anyway`);
       return false;
     }
   }

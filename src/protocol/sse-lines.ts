@@ -21,8 +21,8 @@ export class SseLines {
   private watchedSeen = false;
   /** The event being read grew past the bound: its lines are passed over until it ends. */
   private dropping = false;
-  /** While dropping: characters of the line not yet ended (only whether it is empty matters). */
-  private partial = 0;
+  /** While dropping: the current line has begun and not ended (so its end is not the blank line). */
+  private midLine = false;
 
   constructor(
     private readonly onData: (data: string) => void,
@@ -50,16 +50,16 @@ export class SseLines {
       if (cr >= 0 && cr < at) cr = text.indexOf("\r", at);
       const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
       if (end < 0) {
-        if (this.dropping) this.partial += text.length - at;
+        if (this.dropping) this.midLine = true; // at < text.length: something of the line came
         else {
           this.line += text.slice(at);
-          if (this.line.length + this.dataChars > this.maxEventChars) this.drop(this.line.length, 1);
+          if (this.line.length + this.dataChars > this.maxEventChars) this.drop(this.line.length, true);
         }
         return;
       }
       if (!this.dropping) this.take(this.line + text.slice(at, end));
-      else if (this.partial + end - at === 0) this.endDropped();
-      else this.partial = 0;
+      else if (!this.midLine && end === at) this.endDropped();
+      else this.midLine = false;
       this.line = "";
       if (text.charCodeAt(end) === 0x0d) {
         if (end + 1 === text.length) this.afterCR = true;
@@ -85,12 +85,12 @@ export class SseLines {
 
   /**
    * Lets the event being read go: it grew past the bound (docs/RELIABILITY.md "Trust boundaries"). Its
-   * lines are passed over until the blank line that ends it; `partial` says the current line is unended.
+   * lines are passed over until the blank line that ends it; `midLine` says the current line is unended.
    */
-  private drop(chars: number, partial: number): void {
+  private drop(chars: number, midLine: boolean): void {
     this.onDropped(this.dataChars + chars);
     this.dropping = true;
-    this.partial = partial;
+    this.midLine = midLine;
     this.data = [];
     this.dataChars = 0;
     this.line = "";
@@ -99,7 +99,7 @@ export class SseLines {
   /** The dropped event ended: reading starts afresh with the next event. */
   private endDropped(): void {
     this.dropping = false;
-    this.partial = 0;
+    this.midLine = false;
     this.watchedSeen = false;
   }
 
@@ -123,7 +123,7 @@ export class SseLines {
     let value = colon < 0 ? "" : line.slice(colon + 1);
     if (value.charCodeAt(0) === 0x20) value = value.slice(1);
     this.dataChars += value.length + 1;
-    if (this.dataChars > this.maxEventChars) return this.drop(0, 0);
+    if (this.dataChars > this.maxEventChars) return this.drop(0, false);
     this.data.push(value);
   }
 }
