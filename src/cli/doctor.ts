@@ -33,10 +33,11 @@ const VERY_LARGE_DAYS = 10_000;
 
 /** Runs `doctor`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const settings = await settingsFiles(config, io); // read once: two checks look at them
   const checks = [
     ...(await mirrorRoot(config, io)),
-    ...(await tapAndBaseUrl(config, io)),
-    ...(await cleanupPeriod(config, io)),
+    ...(await tapAndBaseUrl(config, io, settings)),
+    ...cleanupPeriod(config, settings),
     ...(await transcriptChecks(config, io)),
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
@@ -137,8 +138,11 @@ async function probe(io: CommandIo, base: string, token: string | null): Promise
   }
 }
 
-/** Claude Code's settings files, most specific first, with their parsed JSON (null: absent or unreadable). */
-async function settingsFiles(config: Readonly<Config>, io: CommandIo): Promise<{ path: string; json: Record<string, unknown> | null; error: string | null }[]> {
+/** One of Claude Code's settings files, with its parsed JSON (null: unreadable, and why). */
+type SettingsFile = { path: string; json: Record<string, unknown> | null; error: string | null };
+
+/** Claude Code's settings files that exist, most specific first. */
+async function settingsFiles(config: Readonly<Config>, io: CommandIo): Promise<SettingsFile[]> {
   const project = config.cwd ?? io.cwd;
   const paths = [join(project, ".claude", "settings.local.json"), join(project, ".claude", "settings.json"), join(config.claudeDir, "settings.json")];
   const out = [];
@@ -157,7 +161,7 @@ async function settingsFiles(config: Readonly<Config>, io: CommandIo): Promise<{
 
 /** The base URL Claude Code will use: from its settings (`env`, applied over the shell's), else the environment. */
 function claudeBaseUrl(
-  settings: Awaited<ReturnType<typeof settingsFiles>>,
+  settings: SettingsFile[],
   env: CommandIo["env"],
 ): { url: string; where: string; fromSettings: string | null } | null {
   const fromSettings = settings.find((s) => isObject(s.json?.env) && typeof (s.json!.env as Record<string, unknown>).ANTHROPIC_BASE_URL === "string");
@@ -188,9 +192,8 @@ function problemChecks(health: Record<string, unknown>): Check[] {
  * The tap Claude Code would use (or the one `--url` / `--port` names), what its health says, and the base
  * URL Claude Code will actually use.
  */
-async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
+async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]): Promise<Check[]> {
   const out: Check[] = [];
-  const settings = await settingsFiles(config, io);
   for (const s of settings) if (s.error !== null) out.push({ check: "claude settings", status: "warn", detail: `${s.path} could not be read: ${s.error}` });
   const base = claudeBaseUrl(settings, io.env);
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host;
@@ -248,8 +251,7 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo): Promise<C
 }
 
 /** Claude Code's transcript retention. */
-async function cleanupPeriod(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
-  const settings = await settingsFiles(config, io);
+function cleanupPeriod(config: Readonly<Config>, settings: SettingsFile[]): Check[] {
   const found = settings.find((s) => s.json !== null && s.json.cleanupPeriodDays !== undefined);
   const check = "cleanupPeriodDays";
   const file = join(config.claudeDir, "settings.json");
