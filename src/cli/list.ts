@@ -13,6 +13,7 @@ import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, usd } from "../usage/format.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { totalTokens } from "../usage/tokens.ts";
+import { table } from "./table.ts";
 import { type CommandIo, noMirror, priceTable } from "./command-io.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
@@ -47,13 +48,10 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     scrubLine(e.cwd ?? "-"),
   ]);
   const head = ["SESSION", `LAST (${offsetLabel(io.clock(), io.zone)})`, "TOKENS", "COST", "CLAUDE", "PROJECT"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const right = new Set([2, 3]);
-  const line = (cells: string[]) =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : right.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd();
-  const out = [line(head)];
+  const [header, ...lines] = table(head, rows, [0, 1, 4, 5]);
+  const out = [header];
   entries.forEach((e, i) => {
-    out.push(line(rows[i]));
+    out.push(lines[i]);
     if (e.title !== null) out.push(`  ${e.title}`);
   });
   const unknown = entries.filter((e) => e.costUSD === null && totalTokens(e.usage) > 0);

@@ -13,20 +13,12 @@ import { tokensShort, usageLine, usd } from "../usage/format.ts";
 import { type SessionAnswers, usageReport, type UsageRow } from "../usage/report.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
 import { type CommandIo, noMirror, priceTable } from "./command-io.ts";
+import { table } from "./table.ts";
 
 /** A cost cell: the estimate, or the part that could be priced followed by "+?" when a model is unknown. */
 function cost(row: UsageRow): string {
   if (row.costUSD !== null) return usd(row.costUSD);
   return row.knownCostUSD > 0 ? `${usd(row.knownCostUSD)}+?` : "?";
-}
-
-/** A table with a header, left-aligned first column(s) and right-aligned numbers. */
-function table(head: string[], rows: string[][], leftColumns: number[] = [0]): string[] {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const left = new Set(leftColumns);
-  const line = (cells: string[]) =>
-    cells.map((c, i) => (i === cells.length - 1 && left.has(i) ? c : left.has(i) ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd();
-  return [line(head), ...rows.map(line)];
 }
 
 /** The token cells of a row. */
