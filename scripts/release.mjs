@@ -14,6 +14,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rm
 import { join, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { compileArgs } from "./compile-args.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -114,21 +115,7 @@ function main() {
   for (const target of opts.targets) {
     const file = join(opts.out, releaseName(version, target));
     const started = Date.now();
-    const run = spawnSync(bun, [
-      "build",
-      "--compile",
-      "--minify",
-      "--bytecode",
-      "--format=esm",
-      `--target=${target.bun}`,
-      "src/main.ts",
-      "src/mirror-worker.ts",
-      "--outfile",
-      file,
-    ], {
-      cwd: ROOT,
-      encoding: "utf8",
-    });
+    const run = spawnSync(bun, compileArgs(file, target.bun), { cwd: ROOT, encoding: "utf8" });
     if (run.status !== 0) {
       fail(`bun build --target=${target.bun} failed (${run.status ?? run.signal}): ${(run.stderr || run.stdout || String(run.error)).trim()}`);
     }
