@@ -4,7 +4,7 @@
  */
 import { type Command, COMMANDS } from "./commands.ts";
 import { checkArgs, checkFlags, type Env, pick, splitArgs } from "./args.ts";
-import { expandHome, integer, onOff, sinceDate, storeUrl, upstreamUrl } from "./values.ts";
+import { expandHome, httpUrl, integer, onOff, sinceDate, storeUrl, upstreamUrl } from "./values.ts";
 import { UsageError } from "./usage-error.ts";
 
 export { type Command, COMMANDS, UsageError };
@@ -132,15 +132,7 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
     }
   }
   const url = str("--url");
-  if (url !== null) {
-    let parsed: URL | null = null;
-    try {
-      parsed = new URL(url);
-    } catch {
-      // reported below
-    }
-    if (parsed === null || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) throw new UsageError(`--url must be an http(s) URL, got "${url}"`);
-  }
+  if (url !== null) httpUrl("--url", url);
 
   const sinceRaw = str("--since");
   const since = sinceRaw === null ? null : sinceDate(sinceRaw);

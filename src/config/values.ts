@@ -22,19 +22,23 @@ export function onOff(name: string, raw: string, yes: string[], no: string[]): b
 
 /** Validates the upstream: an http(s) URL without query or credentials; returns it without a trailing slash. */
 export function upstreamUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must be an http(s) URL, got "${raw}"`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must be an http(s) URL, got "${raw}"`);
-  }
+  const url = httpUrl("upstream (--upstream / SESSIONTAP_UPSTREAM)", raw);
   if (url.username || url.password || url.search || url.hash) {
     throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must not carry credentials, a query or a fragment`);
   }
   return url.origin + url.pathname.replace(/\/+$/, "");
+}
+
+/** Parses an http(s) URL or throws a UsageError naming the setting. */
+export function httpUrl(name: string, raw: string): URL {
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // reported below
+  }
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:")) throw new UsageError(`${name} must be an http(s) URL, got "${raw}"`);
+  return url;
 }
 
 /** Validates the store: a postgres:// or postgresql:// URL (never echoed back: it may hold a password). */
