@@ -147,8 +147,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
     tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "100" }, { fs: faults.fs });
   });
   afterEach(() => {
-    faults.set(null);
-    faults.release();
+    faults.heal();
   });
   after(async () => {
     await tap.close();
@@ -167,8 +166,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
       assert.equal(new TextDecoder().decode(result.raw), events.join(""));
       if (fault === "hang") {
         assert.equal(faults.hung(), 1, "the write is still hanging; the client was not held beyond the bound");
-        faults.set(null);
-        faults.release();
+        faults.heal();
       } else {
         await tap.mirror!.flush(500);
         const errors = readEvents(tap.root).filter((e) => e.action === "error");
@@ -214,8 +212,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
       ) => (budget = setTimeout(() => reject(new Error("bytes before the final event waited for the write")), 5000)));
       await Promise.race([readUntil(), outOfTime]).finally(() => clearTimeout(budget));
       assert.ok(!seen.includes('"message_stop"'), "the final event waits for the write");
-      faults.set(null);
-      faults.release();
+      faults.heal();
       for (let r = await reader.read(); !r.done; r = await reader.read()) seen += new TextDecoder().decode(r.value);
       assert.equal(seen, events.join(""));
       assert.deepEqual(allRecords(`${patient.root}/w-partial`).map((r) => r.type), ["user", "assistant"], "on disk when the client saw the end");

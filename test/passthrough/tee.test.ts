@@ -60,6 +60,11 @@ function request(prompt: string): Uint8Array {
   return enc.encode(JSON.stringify({ model: "m", max_tokens: 10, stream: true, messages: [{ role: "user", content: prompt }] }));
 }
 
+/** Each part as the bytes of one chunk. */
+const encoded = (parts: string[]) => parts.map((s) => enc.encode(s));
+/** An assistant record of the mirror. */
+const isAssistant = (r: { type?: unknown }) => r.type === "assistant";
+
 /** A real engine in this thread over a scratch mirror root. */
 async function engineOn(fs: FsAdapter) {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-tee-`);
@@ -134,7 +139,7 @@ describe("tee and relay observer, with a real engine", () => {
           (soFar) => {
             if (sawFinal || !soFar.includes('"type":"message_stop"')) return;
             sawFinal = true;
-            const answers = allRecords(`${e.root}/${session}`).filter((r) => r.type === "assistant");
+            const answers = allRecords(`${e.root}/${session}`).filter(isAssistant);
             assert.equal(answers.length, 1, `cut ${cut}: the final event reached the client before its record was written`);
           },
         );
@@ -146,7 +151,7 @@ describe("tee and relay observer, with a real engine", () => {
       const chunks = [...bytes].map((b) => Uint8Array.of(b));
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(bytes));
       await e.link.query("flush", 2000);
-      assert.equal(allRecords(`${e.root}/bytewise`).filter((r) => r.type === "assistant").length, 1);
+      assert.equal(allRecords(`${e.root}/bytewise`).filter(isAssistant).length, 1);
       const stats = await e.link.query("stats", null);
       assert.equal(stats.late, 0);
       assert.equal(stats.errors, 0);
@@ -160,7 +165,7 @@ describe("tee and relay observer, with a real engine", () => {
     const e = await engineOn(faults.fs);
     try {
       faults.set("hang");
-      const chunks = textReply("held back", { id: "msg_hang" }).map((s) => enc.encode(s));
+      const chunks = encoded(textReply("held back", { id: "msg_hang" }));
       const started = Date.now();
       const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "hang"), options({ holdBackMs: 60 })));
       const took = Date.now() - started;
@@ -168,13 +173,11 @@ describe("tee and relay observer, with a real engine", () => {
       assert.ok(took >= 55, `took ${took} ms: the final event did not wait for its write`);
       assert.ok(took < 2000, `took ${took} ms: the hold-back is not bounded`);
       assert.equal((await e.link.query("stats", null)).late, 1);
-      faults.set(null);
-      faults.release();
+      faults.heal();
       await e.link.query("flush", 2000);
-      assert.equal(allRecords(`${e.root}/hang`).filter((r) => r.type === "assistant").length, 1, "written once the disk came back");
+      assert.equal(allRecords(`${e.root}/hang`).filter(isAssistant).length, 1, "written once the disk came back");
     } finally {
-      faults.set(null);
-      faults.release();
+      faults.heal();
       await e.close();
     }
   });
@@ -182,13 +185,13 @@ describe("tee and relay observer, with a real engine", () => {
   it('"message_stop" inside an answer\'s text is a false candidate: one question to the engine, no wait', async () => {
     const e = await engineOn(nodeFs);
     try {
-      const chunks = textReply("the event is called message_stop, and this text mentions it", { id: "msg_false" }).map((s) => enc.encode(s));
+      const chunks = encoded(textReply("the event is called message_stop, and this text mentions it", { id: "msg_false" }));
       const started = Date.now();
       const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "false-candidate"), options({ holdBackMs: 10_000 })));
       assert.ok(client.equals(Buffer.concat(chunks)));
       assert.ok(Date.now() - started < 2000, "a false candidate held the stream to the bound");
       await e.link.query("flush", 2000);
-      const answer = allRecords(`${e.root}/false-candidate`).find((r) => r.type === "assistant") as { message: { content: { text: string }[] } };
+      const answer = allRecords(`${e.root}/false-candidate`).find(isAssistant) as { message: { content: { text: string }[] } };
       assert.match(answer.message.content[0].text, /called message_stop/);
     } finally {
       await e.close();
@@ -200,7 +203,7 @@ describe("tee and relay observer, with a real engine", () => {
     const e = await engineOn(faults.fs);
     try {
       const json = JSON.stringify(messageJson("msg_json", "m", [{ type: "text", text: "whole" }], "end_turn"));
-      const chunks = [json.slice(0, 10), json.slice(10, 30), json.slice(30)].map((s) => enc.encode(s));
+      const chunks = encoded([json.slice(0, 10), json.slice(10, 30), json.slice(30)]);
       faults.set("hang");
       const observer = follow(e.link, "json", new Headers({ "content-type": "application/json" }));
       const reader = teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })).getReader();
@@ -210,14 +213,12 @@ describe("tee and relay observer, with a real engine", () => {
       await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
       await settle();
       assert.equal(lastArrived, false, "the last chunk reached the client before its write finished");
-      faults.set(null);
-      faults.release();
+      faults.heal();
       got.push((await within(last, 5000, "the held chunk")).value!);
       assert.equal((await reader.read()).done, true);
       assert.equal(Buffer.concat(got).toString(), json);
     } finally {
-      faults.set(null);
-      faults.release();
+      faults.heal();
       await e.close();
     }
   });
@@ -225,7 +226,7 @@ describe("tee and relay observer, with a real engine", () => {
   it("the tee reads no further ahead of the client than one chunk", async () => {
     const e = await engineOn(nodeFs);
     try {
-      const chunks = textReply("ahead", { id: "msg_ahead" }).map((s) => enc.encode(s));
+      const chunks = encoded(textReply("ahead", { id: "msg_ahead" }));
       const { stream, state } = source(chunks);
       const reader = teeBody(stream, follow(e.link, "ahead"), options()).getReader();
       await reader.read();
@@ -240,7 +241,7 @@ describe("tee and relay observer, with a real engine", () => {
   it("a client that leaves cancels the source, and the engine keeps what it saw as a client-cut answer", async () => {
     const e = await engineOn(nodeFs);
     try {
-      const chunks = textReply("the user saw this much and then left", { id: "msg_left", deltas: 6 }).map((s) => enc.encode(s));
+      const chunks = encoded(textReply("the user saw this much and then left", { id: "msg_left", deltas: 6 }));
       const { stream, state } = source(chunks);
       const reader = teeBody(stream, follow(e.link, "left"), options()).getReader();
       for (let i = 0; i < 4; i++) await reader.read();
@@ -248,7 +249,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.equal(state.wasCancelled, true);
       assert.equal(state.cancelled, "client went away");
       await e.link.query("flush", 2000);
-      const answer = allRecords(`${e.root}/left`).find((r) => r.type === "assistant") as { message: { stop_reason: string } };
+      const answer = allRecords(`${e.root}/left`).find(isAssistant) as { message: { stop_reason: string } };
       assert.equal(answer.message.stop_reason, "interrupted");
       assert.equal((await e.link.query("stats", null)).interrupted, 1);
     } finally {
@@ -260,7 +261,7 @@ describe("tee and relay observer, with a real engine", () => {
     it(`a failing source errors the client's stream; the engine hears who cut it (client gone: ${gone})`, async () => {
       const e = await engineOn(nodeFs);
       try {
-        const chunks = textReply("cut short by a reset", { id: "msg_reset", deltas: 4 }).map((s) => enc.encode(s));
+        const chunks = encoded(textReply("cut short by a reset", { id: "msg_reset", deltas: 4 }));
         const broke: unknown[] = [];
         const reader = teeBody(
           source(chunks, 4).stream,
@@ -271,7 +272,7 @@ describe("tee and relay observer, with a real engine", () => {
         await assert.rejects(reader.read(), /upstream reset/);
         assert.equal(broke.length, gone ? 0 : 1);
         await e.link.query("flush", 2000);
-        const answer = allRecords(`${e.root}/reset-${gone}`).find((r) => r.type === "assistant") as { message: { stop_reason: string } } | undefined;
+        const answer = allRecords(`${e.root}/reset-${gone}`).find(isAssistant) as { message: { stop_reason: string } } | undefined;
         assert.equal(answer?.message.stop_reason, "interrupted");
       } finally {
         await e.close();
@@ -282,7 +283,7 @@ describe("tee and relay observer, with a real engine", () => {
   it("a request the engine cannot read is not followed: its answer passes unchanged, nothing is held, the skip is logged", async () => {
     const e = await engineOn(nodeFs);
     try {
-      const chunks = textReply("not mirrored", { id: "msg_skip" }).map((s) => enc.encode(s));
+      const chunks = encoded(textReply("not mirrored", { id: "msg_skip" }));
       const observer = follow(e.link, "unreadable", SSE_HEADERS, enc.encode("{ not json"));
       const started = Date.now();
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(Buffer.concat(chunks)));
@@ -299,7 +300,7 @@ describe("tee and relay observer, with a real engine", () => {
   it("an answer the engine cannot read is one counted error, unmirrored; the client still gets every byte", async () => {
     const e = await engineOn(nodeFs);
     try {
-      const chunks = ['{"type":"message",', "this is not JSON"].map((s) => enc.encode(s));
+      const chunks = encoded(['{"type":"message",', "this is not JSON"]);
       const observer = follow(e.link, "bad-json", new Headers({ "content-type": "application/json" }));
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
       const stats = await e.link.query("stats", null);
@@ -316,7 +317,7 @@ describe("tee and relay observer, with a real engine", () => {
       const observer = follow(e.link, "stopped");
       e.link.fail("stopped by the test");
       e.link.fail("stopped again");
-      const chunks = textReply("after the engine", { id: "msg_after" }).map((s) => enc.encode(s));
+      const chunks = encoded(textReply("after the engine", { id: "msg_after" }));
       const started = Date.now();
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(Buffer.concat(chunks)));
       assert.ok(Date.now() - started < 2000);
@@ -336,12 +337,12 @@ describe("tee and relay observer, with a real engine", () => {
       const whole = events.join("");
       const stop = sseEvent("message_stop", { type: "message_stop" });
       const at = whole.indexOf(stop) + stop.indexOf("message_stop") + 4; // inside the word, then inside its data
-      const chunks = [whole.slice(0, at), whole.slice(at, at + 20), whole.slice(at + 20)].map((s) => enc.encode(s));
+      const chunks = encoded([whole.slice(0, at), whole.slice(at, at + 20), whole.slice(at + 20)]);
       let sawFinal = false;
       const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "split"), options({ holdBackMs: 10_000 })), (soFar) => {
         if (sawFinal || !soFar.includes('"type":"message_stop"')) return;
         sawFinal = true;
-        assert.equal(allRecords(`${e.root}/split`).filter((r) => r.type === "assistant").length, 1, "released before its record was written");
+        assert.equal(allRecords(`${e.root}/split`).filter(isAssistant).length, 1, "released before its record was written");
       });
       assert.equal(client.toString(), whole);
     } finally {
