@@ -141,32 +141,19 @@ out.request_steady_200 = out.request_history_200;
 // (src/mirror/engine.ts), driven here in this thread with the same messages the relay sends.
 const { MirrorEngine } = await import("../../src/mirror/engine.ts");
 const { nodeFs } = await import("../../src/storage/fs-adapter.ts");
-const { VERSION } = await import("../../src/version.ts");
+const { parseConfig } = await import("../../src/config/parse.ts");
+const { engineSettings } = await import("../../src/cli/start-tap.ts");
 
 /** An engine on a fresh root under the scratch directory, configured like `serve` does (fsync as `sync`). */
 async function newEngine(sync) {
   const root = join(scratch, `mirror-${sync ? "sync" : "nosync"}-${Math.random().toString(36).slice(2, 8)}`);
   mkdirSync(root, { recursive: true, mode: 0o700 });
   const verdicts = new Map();
-  const engine = new MirrorEngine({
-    root,
-    claudeDir: join(scratch, "claude"),
-    maxBytes: 100 * 1024 * 1024,
-    retentionDays: 0,
-    maxSessions: 1024,
-    includeThinking: true,
-    sideRequests: true,
-    version: VERSION,
-    lockWaitMs: 2000,
-    maxQueued: 1000,
-    maxMessageBytes: 32 * 1024 * 1024,
-    store: null,
-    storeOnly: false,
-    guard: false,
-    guardTimings: {},
-    spoolTmpDir: scratch,
-    sync,
-  }, {
+  const config = parseConfig(["serve", "--mirror-dir", root, "--claude-dir", join(scratch, "claude")], {
+    SESSIONTAP_RETENTION_DAYS: "0",
+    SESSIONTAP_GUARD: "off",
+  }, scratch);
+  const engine = new MirrorEngine({ ...engineSettings(config, { spoolTmpDir: scratch }), sync }, {
     fs: nodeFs,
     clock: Date.now,
     post: (m) => {

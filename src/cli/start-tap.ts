@@ -84,8 +84,8 @@ const HEALTH_WAIT_MS = 2000;
 /** Sized request bodies up to this are read whole before they go upstream (src/tap/request-body.ts). */
 const READ_FIRST_BYTES = 1024 * 1024;
 
-/** The engine's settings from the tap's config. */
-function engineSettings(config: Readonly<Config>, deps: TapDeps): EngineSettings {
+/** The engine's settings from the tap's config (exported for the suites and the bench that drive an engine directly). */
+export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "guard" | "spoolTmpDir"> = {}): EngineSettings {
   return {
     root: config.mirrorDir,
     claudeDir: config.claudeDir,

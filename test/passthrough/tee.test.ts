@@ -11,6 +11,8 @@ import { tmpdir } from "node:os";
 import process from "node:process";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { startThreadEngine } from "../../src/tap/engine-host.ts";
+import { parseConfig } from "../../src/config/parse.ts";
+import { engineSettings } from "../../src/cli/start-tap.ts";
 import { EngineLink } from "../../src/tap/engine-link.ts";
 import { MirrorEngine } from "../../src/mirror/engine.ts";
 import type { EngineSettings, FromEngine, ToEngine } from "../../src/mirror/messages.ts";
@@ -65,29 +67,22 @@ const encoded = (parts: string[]) => parts.map((s) => enc.encode(s));
 /** An assistant record of the mirror. */
 const isAssistant = (r: { type?: unknown }) => r.type === "assistant";
 
+/** An engine's settings as serve makes them, for a mirror root under `dir`: no retention sweep, no guard. */
+function settingsFor(dir: string, env: Record<string, string> = {}): EngineSettings {
+  const config = parseConfig(["serve", "--mirror-dir", `${dir}/mirror`, "--claude-dir", `${dir}/claude`], {
+    SESSIONTAP_RETENTION_DAYS: "0",
+    SESSIONTAP_GUARD: "off",
+    ...env,
+  }, dir);
+  return engineSettings(config, { spoolTmpDir: dir });
+}
+
 /** A real engine in this thread over a scratch mirror root. */
 async function engineOn(fs: FsAdapter) {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-tee-`);
   const root = `${dir}/mirror`;
   mkdirSync(root, { mode: 0o700 });
-  const settings: EngineSettings = {
-    root,
-    claudeDir: `${dir}/claude`,
-    maxBytes: 1 << 30,
-    retentionDays: 0,
-    maxSessions: 64,
-    includeThinking: true,
-    sideRequests: true,
-    version: "0.0.0-test",
-    lockWaitMs: 2000,
-    maxQueued: 100,
-    maxMessageBytes: 1 << 25,
-    store: null,
-    storeOnly: false,
-    guard: false,
-    guardTimings: {},
-    spoolTmpDir: dir,
-  };
+  const settings = settingsFor(dir);
   const stderr: string[] = [];
   const { link } = await startThreadEngine(settings, { fs, clock: Date.now }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} });
   return {
@@ -358,24 +353,14 @@ describe("tee and relay observer, with a real engine", () => {
     let paused = true;
     // deliver and engine are defined below; the link posts only once the test starts relaying.
     const link = new EngineLink({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} });
-    const engine = new MirrorEngine({
-      root: `${dir}/mirror`,
-      claudeDir: `${dir}/claude`,
-      maxBytes: 1 << 30,
-      retentionDays: 0,
-      maxSessions: 8,
-      includeThinking: true,
-      sideRequests: true,
-      version: "0",
-      lockWaitMs: 2000,
-      maxQueued: 10,
-      maxMessageBytes: 1 << 20,
-      store: null,
-      storeOnly: false,
-      guard: false,
-      guardTimings: {},
-      spoolTmpDir: dir,
-    }, { fs: nodeFs, clock: Date.now, post: (m: FromEngine) => queueMicrotask(() => link.receive(m)) });
+    const engine = new MirrorEngine(
+      settingsFor(dir, { SESSIONTAP_MAX_SESSIONS: "8", SESSIONTAP_MAX_QUEUED: "10", SESSIONTAP_MAX_MESSAGE_BYTES: String(1 << 20) }),
+      {
+        fs: nodeFs,
+        clock: Date.now,
+        post: (m: FromEngine) => queueMicrotask(() => link.receive(m)),
+      },
+    );
     await engine.start();
     const deliver = () => {
       while (!paused && queue.length > 0) engine.receive(queue.shift()!);
