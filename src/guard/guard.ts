@@ -193,7 +193,7 @@ export class Guard {
   }
 
   /** Turns a verdict into an alert once it held for `confirmMs`, or clears what was raised. */
-  private judge(s: Watched, verdict: Verdict, told = true): void {
+  private judge(s: Watched, verdict: Verdict, told: boolean): void {
     const now = this.o.clock();
     s.verdict = told ? (verdict?.state ?? "ok") : null;
     s.verdictAt = now;

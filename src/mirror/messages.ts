@@ -66,7 +66,7 @@ export interface EngineQueries {
 /** The engine's part of `/_tap/health`. */
 export interface EngineHealth {
   problems: string[];
-  mirror: Record<string, unknown> | "off";
+  mirror: Record<string, unknown>;
   store: unknown;
   guard: unknown;
 }
