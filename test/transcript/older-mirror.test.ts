@@ -27,7 +27,8 @@ describe("mirror files of an older sessiontap", () => {
   const root = `${scratch.dir}/mirror`;
   const claude = `${scratch.dir}/claude`;
   const cwd = `${scratch.dir}/proj`;
-  const run = (args: string[]) => cli([...args, "--mirror-dir", root], { CLAUDE_CONFIG_DIR: claude, TZ: "UTC" }, { cwd: scratch.dir, zone: { offsetMinutes: () => 0 } });
+  const run = (args: string[]) =>
+    cli([...args, "--mirror-dir", root], { CLAUDE_CONFIG_DIR: claude, TZ: "UTC" }, { cwd: scratch.dir, zone: { offsetMinutes: () => 0 } });
 
   before(() => {
     mkdirSync(root, { mode: 0o700 });
