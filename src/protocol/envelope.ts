@@ -92,9 +92,9 @@ export function systemRecord(base: EnvelopeBase, at: Placement, content: unknown
   return tail({ ...h, subtype: "api_message", message: { role: "system", content } }, at);
 }
 
-/** An assistant record from a response the tap saw, with its `request-id` (left out when the upstream sent none). */
+/** An assistant record from a response the tap saw, with its `request-id` (left out when the upstream sent none, or an empty one). */
 export function assistantRecord(base: EnvelopeBase, at: Placement, message: AssistantMessage, requestId: string | null): MirrorRecord {
-  return tail({ ...head("assistant", base, at), ...(requestId === null ? {} : { requestId }), message }, at);
+  return tail({ ...head("assistant", base, at), ...(requestId === null || requestId === "" ? {} : { requestId }), message }, at);
 }
 
 /** An assistant record rebuilt from a request's history: only what the history holds (no id, usage, requestId). */
