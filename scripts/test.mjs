@@ -102,11 +102,19 @@ async function preflight() {
   const found = [];
   const need = (what, version, hint) => (version === null ? missing.push(`${what} is missing: ${hint}`) : found.push(`${what} ${version}`));
   const tests = want("bun") || want("deno");
-  // These three put their native executable in place from an install script (package.json's allowScripts).
+  // These put their native executable in place from an install script (package.json's allowScripts; the
+  // `claude-code-next` alias is the package `@anthropic-ai/claude-code`, which npm matches it by).
   const scripted = (name) => `${npm} with install scripts allowed (the \`${name}\` dev dependency installs its executable from one)`;
   if (want("bun") || want("binary")) need("bun", versionOf(bin("bun")), scripted("bun"));
   if (want("deno") || want("lint")) need("deno", versionOf(bin("deno"))?.replace(/^deno /, "").replace(/ .*/, "") ?? null, scripted("deno"));
-  if (tests) need("claude", versionOf(bin("claude"))?.replace(/ .*/, "") ?? null, scripted("@anthropic-ai/claude-code"));
+  if (tests) {
+    // Both pinned Claude Code releases declare the bin `claude`; each is run from its own package.
+    const claude = (dir) => versionOf(`${root}node_modules/${dir}/bin/claude.exe`)?.replace(/ .*/, "") ?? null;
+    need("claude", claude("@anthropic-ai/claude-code"), scripted("@anthropic-ai/claude-code"));
+    need("claude (newest)", claude("claude-code-next"), scripted("claude-code-next"));
+    // ccusage's launcher starts a native binary that npm installs as an optional dependency for this platform.
+    need("ccusage", versionOf(bin("ccusage"))?.replace(/^ccusage /, "") ?? null, `${npm} (the \`ccusage\` dev dependency and its native package)`);
+  }
   if (tests || want("binary")) { // the binary's viewer runs in Chromium too
     need("playwright-core", existsSync(`${root}node_modules/playwright-core/package.json`) ? "ok" : null, `${npm} (the \`playwright-core\` dev dependency)`);
     try {

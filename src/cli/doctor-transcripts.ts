@@ -61,7 +61,7 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo):
       status: s.claudeTranscript === "stub" ? "fail" : "warn",
       detail: `${s.sessionId} (${s.lastTimestamp}, ${shownCwd(s.cwd)}): Claude Code's transcript is ${
         s.claudeTranscript === "stub" ? "a stub" : "missing"
-      }; restore it: sessiontap restore ${s.sessionId}`,
+      }; restore it: sessiontap restore ${s.sessionId}${s.cwd === null ? " --cwd DIR (the directory you run claude in)" : ""}`,
     });
   }
   const compared: Compared[] = [];

@@ -21,6 +21,14 @@ export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string
   return new SessionCatalog(fs, mirrorDir, claudeDir, source, prices).list();
 }
 
+/** What the project column says of a session whose working directory no request named. */
+const NO_CWD = "? (cwd unknown)";
+
+/** The command that restores `e`: a session of unknown working directory needs `--cwd`. */
+function restoreCommand(e: ListEntry): string {
+  return `sessiontap restore ${e.sessionId}${e.cwd === null ? " --cwd DIR" : ""}`;
+}
+
 /** Runs `list`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
@@ -45,7 +53,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     tokensShort(totalTokens(e.usage)),
     usd(e.costUSD),
     e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id",
-    scrubLine(e.cwd ?? "-"),
+    e.cwd === null ? NO_CWD : scrubLine(e.cwd),
   ]);
   const head = ["SESSION", `LAST (${offsetLabel(io.clock(), io.zone)})`, "TOKENS", "COST", "CLAUDE", "PROJECT"];
   const [header, ...lines] = table(head, rows, [0, 1, 4, 5]);
@@ -64,8 +72,18 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   }
   const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null);
   if (lost.length > 0) {
-    out.push("", `${lost.length} session${lost.length === 1 ? "" : "s"} whose Claude Code transcript is stubbed or missing; to put one back:`);
-    out.push(`  sessiontap restore ${lost[0].sessionId}`);
+    out.push(
+      "",
+      `${lost.length} session${lost.length === 1 ? "" : "s"} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
+        "the mirror holds them, to put one back:",
+    );
+    out.push(`  ${restoreCommand(lost[0])}`);
+  }
+  if (entries.some((e) => e.cwd === null && e.sessionId !== null)) {
+    out.push(
+      "",
+      `PROJECT ${NO_CWD}: no request named the working directory; restore asks for it once: sessiontap restore ID --cwd DIR (where you run claude).`,
+    );
   }
   const odd = entries.filter((e) => e.claudeTranscriptProblem !== null).length;
   if (odd > 0) out.push("", `${odd} session${odd === 1 ? "" : "s"} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);

@@ -24,7 +24,8 @@ Settings (flag, then environment, then default):
   --mirror-dir DIR    SESSIONTAP_MIRROR_DIR        ~/.claude/session-mirrors
   --no-mirror         SESSIONTAP_MIRROR=on|off     on
                       SESSIONTAP_MAX_BYTES         104857600 (rotate the active file at 100 MiB)
-                      SESSIONTAP_RETENTION_DAYS    30 (0 turns the retention sweep off)
+                      SESSIONTAP_RETENTION_DAYS    0 (off: the mirror keeps every session; N removes files
+                                                   older than N days; keep N past Claude Code's cleanup)
                       SESSIONTAP_MAX_SESSIONS      1024 (sessions kept in memory, LRU)
                       SESSIONTAP_INCLUDE_THINKING  true (false drops thinking blocks)
                       SESSIONTAP_SIDE_REQUESTS     on (off: side requests are not mirrored)

@@ -100,7 +100,8 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   let mirror = mirrorEnv === undefined || mirrorEnv === "" ? true : onOff("SESSIONTAP_MIRROR", mirrorEnv, ["on"], ["off"]);
   if (flags.has("--no-mirror")) mirror = false;
   const maxBytes = integer("SESSIONTAP_MAX_BYTES", env.SESSIONTAP_MAX_BYTES || "104857600", 1024, Number.MAX_SAFE_INTEGER);
-  const retentionDays = integer("SESSIONTAP_RETENTION_DAYS", env.SESSIONTAP_RETENTION_DAYS || "30", 0, 36500);
+  // Off by default: the mirror is the backup of transcripts Claude Code deletes at 30 days (docs/DESIGN.md "Retention").
+  const retentionDays = integer("SESSIONTAP_RETENTION_DAYS", env.SESSIONTAP_RETENTION_DAYS || "0", 0, 36500);
   const maxSessions = integer("SESSIONTAP_MAX_SESSIONS", env.SESSIONTAP_MAX_SESSIONS || "1024", 1, 10_000_000);
   const thinkingRaw = env.SESSIONTAP_INCLUDE_THINKING;
   const includeThinking = thinkingRaw ? onOff("SESSIONTAP_INCLUDE_THINKING", thinkingRaw, ["true"], ["false"]) : true;

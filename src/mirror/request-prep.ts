@@ -4,7 +4,7 @@
  */
 import { classify } from "../protocol/classify.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { readEnvironment } from "../protocol/envelope.ts";
+import { readEnvironment, readUserAgent } from "../protocol/environment.ts";
 import { isObject } from "../protocol/json.ts";
 import { RequestReader, UnreadableRequest } from "../protocol/request-reader.ts";
 import { dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
@@ -20,6 +20,7 @@ export interface Skip {
 
 /** What preparing needs besides the request. */
 export interface PrepOptions {
+  /** The tap's own version: the records' `version` when the user agent names no client version. */
   version: string;
   sideRequests: boolean;
 }
@@ -51,6 +52,7 @@ export function prepareRequest(reader: RequestReader, identity: IdentityHeaders,
   });
   if (route === "side" && !options.sideRequests) return { reason: "side request (SESSIONTAP_SIDE_REQUESTS=off)" };
   const env = readEnvironment(rest.system, messages);
+  const agent = readUserAgent(identity.userAgent);
   return {
     route,
     compaction,
@@ -61,8 +63,8 @@ export function prepareRequest(reader: RequestReader, identity: IdentityHeaders,
       sessionId: ids.sessionId,
       cwd: env.cwd,
       gitBranch: env.gitBranch,
-      entrypoint: env.entrypoint ?? "sessiontap",
-      version: `sessiontap/${options.version}`,
+      entrypoint: env.entrypoint ?? agent.entrypoint ?? "sessiontap",
+      version: agent.version ?? options.version,
       isSidechain: route !== "main",
       agentId: ids.agentId,
       parentAgentId: ids.parentAgentId,

@@ -3,14 +3,18 @@
  * uuids, parents and the time.
  */
 import { type AssistantMessage } from "./sse-accumulator.ts";
-import { isObject, type Json } from "./json.ts";
+import type { Json } from "./json.ts";
 
-/** What every record of one request shares. */
+/**
+ * What every record of one request shares. A null id, directory or branch is left out of the record, never
+ * written as null: readers of Claude Code's files (ccusage) skip a record whose `sessionId` or `cwd` is null.
+ */
 export interface EnvelopeBase {
   sessionId: string | null;
   cwd: string | null;
   gitBranch: string | null;
   entrypoint: string;
+  /** A version number, as Claude Code writes it (docs/DESIGN.md "Readable by other tools"). */
   version: string;
   isSidechain: boolean;
   agentId: string | null;
@@ -29,42 +33,14 @@ export interface Placement {
   reconstructed?: boolean;
 }
 
-/** Reads Claude Code's environment block: working directory, git branch and entrypoint (null when absent). */
-export function readEnvironment(system: unknown, messages: unknown[]): { cwd: string | null; gitBranch: string | null; entrypoint: string | null } {
-  const texts: string[] = [];
-  collectText(system, texts);
-  for (const m of messages) if (isObject(m) && m.role === "system") collectText(m.content, texts);
-  let cwd: string | null = null;
-  let gitBranch: string | null = null;
-  let entrypoint: string | null = null;
-  for (const text of texts) {
-    cwd ??= /^[ \t]*-?[ \t]*(?:Primary working directory|Working directory):[ \t]*(\S.*?)[ \t]*$/m.exec(text)?.[1] ?? null;
-    gitBranch ??= /^[ \t]*Current branch:[ \t]*(\S+)[ \t]*$/m.exec(text)?.[1] ?? null;
-    entrypoint ??= /cc_entrypoint=([A-Za-z0-9_.-]+)/.exec(text)?.[1] ?? null;
-  }
-  return { cwd, gitBranch, entrypoint };
-}
-
-/** Gathers the text of a string or of the text blocks in a block list. */
-function collectText(value: unknown, into: string[]): void {
-  if (typeof value === "string") into.push(value);
-  else if (Array.isArray(value)) { for (const b of value) if (isObject(b) && typeof b.text === "string") into.push(b.text); }
-}
-
 /** The keys every record starts with, in Claude Code's order. */
 function head(type: string, base: EnvelopeBase, at: Placement): Json {
-  const out: Json = {
-    parentUuid: at.parentUuid,
-    isSidechain: base.isSidechain,
-    type,
-    uuid: at.uuid,
-    timestamp: at.timestamp,
-    sessionId: base.sessionId,
-    cwd: base.cwd,
-    version: base.version,
-    userType: "external",
-    entrypoint: base.entrypoint,
-  };
+  const out: Json = { parentUuid: at.parentUuid, isSidechain: base.isSidechain, type, uuid: at.uuid, timestamp: at.timestamp };
+  if (base.sessionId !== null) out.sessionId = base.sessionId;
+  if (base.cwd !== null) out.cwd = base.cwd;
+  out.version = base.version;
+  out.userType = "external";
+  out.entrypoint = base.entrypoint;
   if (base.gitBranch !== null) out.gitBranch = base.gitBranch;
   if (base.agentId !== null) out.agentId = base.agentId;
   if (base.parentAgentId) out.parentAgentId = base.parentAgentId;
@@ -116,9 +92,9 @@ export function systemRecord(base: EnvelopeBase, at: Placement, content: unknown
   return tail({ ...h, subtype: "api_message", message: { role: "system", content } }, at);
 }
 
-/** An assistant record from a response the tap saw, with its `request-id`. */
+/** An assistant record from a response the tap saw, with its `request-id` (left out when the upstream sent none, or an empty one). */
 export function assistantRecord(base: EnvelopeBase, at: Placement, message: AssistantMessage, requestId: string | null): MirrorRecord {
-  return tail({ ...head("assistant", base, at), requestId, message }, at);
+  return tail({ ...head("assistant", base, at), ...(requestId === null || requestId === "" ? {} : { requestId }), message }, at);
 }
 
 /** An assistant record rebuilt from a request's history: only what the history holds (no id, usage, requestId). */

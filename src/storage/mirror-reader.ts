@@ -8,6 +8,7 @@ import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
 import { type Parsed, parseJsonl } from "../protocol/jsonl.ts";
+import { upgradeOlderRecord } from "../transcript/older-mirror.ts";
 
 /** The outcome of looking a session up by id or prefix. */
 export type Lookup =
@@ -139,6 +140,7 @@ export class MirrorReader implements SessionSource {
       throw error;
     }
     const parsed = parseJsonl(text);
+    for (const r of parsed.records) upgradeOlderRecord(r);
     if (hit !== undefined) this.cached -= hit.size;
     this.cache.delete(file);
     this.cache.set(file, { size, mtimeMs, parsed });

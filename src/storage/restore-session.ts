@@ -83,7 +83,12 @@ export async function restoreSession(
   }
   const cwd = request.cwd ?? summary.cwd;
   if (cwd === null) {
-    return { ok: false, outcome: null, why: `the mirror does not know the working directory of ${sessionId}; pass --cwd DIR (where you run claude)` };
+    return {
+      ok: false,
+      outcome: null,
+      why: `the mirror does not know the working directory of ${sessionId} (no request named it); pass --cwd DIR (where you run claude); nothing written`,
+      hint: `sessiontap restore ${sessionId} --cwd DIR`,
+    };
   }
   const plan = planRestore(tree, { sessionId, cwd });
   if (plan.records.length === 0) return { ok: false, outcome: null, why: `session ${sessionId} has no user or assistant record to restore` };

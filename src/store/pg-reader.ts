@@ -6,6 +6,7 @@
  */
 import { matchSession, type NamedSession } from "../transcript/session-match.ts";
 import type { Config } from "../config/parse.ts";
+import { upgradeOlderRecord } from "../transcript/older-mirror.ts";
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -105,7 +106,7 @@ export class PgReader implements SessionSource {
 /** Adds one row to a session's data: main, side and subagent records, each in order. */
 function add(data: SessionData, row: { subpath: string; entry: string; bytes: number }): void {
   data.bytes += Number(row.bytes) + 1; // as a JSONL line
-  const record = JSON.parse(row.entry) as Rec;
+  const record = upgradeOlderRecord(JSON.parse(row.entry) as Rec);
   if (row.subpath === "") {
     data.records.push(record);
     data.files = 1;

@@ -73,7 +73,7 @@ describe("cli", () => {
       "SESSIONTAP_MAX_BYTES",
       "104857600",
       "SESSIONTAP_RETENTION_DAYS",
-      "30",
+      "0 (off: the mirror keeps every session",
       "SESSIONTAP_MAX_SESSIONS",
       "1024",
       "SESSIONTAP_INCLUDE_THINKING",

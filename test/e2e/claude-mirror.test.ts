@@ -171,7 +171,7 @@ describe("mirror vs Claude Code's own transcript (issue 3, envelope parity)", { 
       assert.equal(r.source, "sessiontap", `${where} source`);
       assert.equal(r.userType, "external");
       assert.equal(r.isSidechain, false);
-      assert.match(r.version, /^sessiontap\//);
+      assert.equal(r.version, transcript[0].version, `${where}: the client's version, as Claude Code wrote it`);
       assert.equal(r.entrypoint, ccEntrypoint, `${where} entrypoint as Claude Code recorded it`);
       assert.ok(!Number.isNaN(Date.parse(r.timestamp)), `${where} timestamp`);
       assert.equal(r.reconstructed, undefined, `${where}: the tap saw every turn, nothing is reconstructed`);

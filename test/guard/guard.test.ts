@@ -37,7 +37,7 @@ function job(i: number, session = SESSION, cwd: string | null = CWD): CommitJob 
     sessionDir: session,
     agentDir: null,
     messages: hashMessages(requests[i].body.messages),
-    base: { sessionId: session, cwd, gitBranch: null, entrypoint: "cli", version: "sessiontap/test", isSidechain: false, agentId: null },
+    base: { sessionId: session, cwd, gitBranch: null, entrypoint: "cli", version: "0.1.0", isSidechain: false, agentId: null },
     requestTimestamp: new Date().toISOString(),
     answer: null,
     kind: "complete",

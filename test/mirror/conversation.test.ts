@@ -40,7 +40,9 @@ describe("session mirror: a conversation through the tap", () => {
     assert.match(String(requestIds[0]), /^req_stub_\d+$/);
     assert.equal(assistant.sessionId, "three-turns");
     assert.equal(assistant.source, "sessiontap");
-    assert.equal(assistant.version, "sessiontap/0.1.0".replace("0.1.0", JSON.parse(readFileSync("package.json", "utf8")).version));
+    // No claude-cli user agent names a client version, so the tap writes its own; no request named a cwd.
+    assert.equal(assistant.version, JSON.parse(readFileSync("package.json", "utf8")).version);
+    assert.equal("cwd" in assistant, false, "an unknown cwd is left out, never null");
   });
 
   it("200 turns → exactly 200 + 200 records, and the file grows linearly", { timeout: 120_000 }, async () => {

@@ -1,6 +1,6 @@
-// Runs the real Claude Code CLI (node_modules/.bin/claude, pinned dev dependency) in print mode against a
-// base URL, in a scratch HOME and project directory, and reads the transcript it writes. node:child_process
-// only, so it behaves the same under Bun and Deno.
+// Runs the real Claude Code CLI (a pinned dev dependency: 2.1.328 by default, the newest pinned release with
+// `bin: CLAUDE_NEXT_BIN`) in print mode against a base URL, in a scratch HOME and project directory, and
+// reads the transcript it writes. node:child_process only, so it behaves the same under Bun and Deno.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,8 +8,17 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { readTree } from "./tap.ts";
 
-/** Absolute path of the pinned Claude Code CLI. */
-export const CLAUDE_BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "node_modules", ".bin", "claude");
+const MODULES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "node_modules");
+
+/**
+ * Absolute path of the pinned Claude Code CLI, 2.1.328 (`@anthropic-ai/claude-code`). Named by its package,
+ * not `node_modules/.bin/claude`: both pinned versions declare that bin, and which one npm links there is
+ * not ours to choose.
+ */
+export const CLAUDE_BIN = join(MODULES, "@anthropic-ai", "claude-code", "bin", "claude.exe");
+
+/** Absolute path of the newest pinned Claude Code CLI, 2.1.332 (the `claude-code-next` npm alias). */
+export const CLAUDE_NEXT_BIN = join(MODULES, "claude-code-next", "bin", "claude.exe");
 
 /** The API key every e2e run hands the CLI (any value works against the stub). */
 export const TEST_API_KEY = "sk-test-sessiontap-e2e-0000";
@@ -69,12 +78,15 @@ export function claudeEnv(baseUrl: string, scratch: Scratch): Record<string, str
   };
 }
 
-/** Runs `claude <args>` with cwd `scratch.project`; a run longer than `timeoutMs` is killed (timedOut: true). */
-export function runClaude(args: string[], opts: { baseUrl: string; scratch: Scratch; timeoutMs?: number }): Promise<ClaudeRun> {
+/**
+ * Runs `claude <args>` with cwd `scratch.project`; a run longer than `timeoutMs` is killed (timedOut: true).
+ * `bin` picks the CLI (CLAUDE_BIN, 2.1.328, unless told otherwise).
+ */
+export function runClaude(args: string[], opts: { baseUrl: string; scratch: Scratch; timeoutMs?: number; bin?: string }): Promise<ClaudeRun> {
   const started = Date.now();
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(CLAUDE_BIN, args, {
+    const child = spawn(opts.bin ?? CLAUDE_BIN, args, {
       cwd: opts.scratch.project,
       env: claudeEnv(opts.baseUrl, opts.scratch),
       stdio: ["ignore", "pipe", "pipe"],

@@ -64,7 +64,7 @@ export function rec(type: "user" | "assistant" | "system", uuid: string, parentU
     timestamp: new Date(clock).toISOString(),
     sessionId: "sess-1",
     cwd: "/work/project",
-    version: "sessiontap/0.1.0",
+    version: "2.1.332",
     userType: "external",
     entrypoint: "cli",
     message,
@@ -87,15 +87,16 @@ export function writeMirror(root: string, session: string, records: Rec[], file 
 export const CAPTURE = "cc-2.1.328-interactive-compact-rewind";
 
 /**
- * Replays the real interactive session (greeting, tool call, /compact sent twice, a message, a rewind and
- * another message) through a tap at `tapUrl`, answering as the recorded stub did; returns its session id.
+ * Replays a real capture through a tap at `tapUrl` (by default the interactive session: greeting, tool
+ * call, /compact sent twice, a message, a rewind and another message), each request with the headers
+ * Claude Code sent, answered as the recorded stub did; returns its session id.
  */
-export async function replayCapture(tapUrl: string, stub: StubUpstream): Promise<string> {
+export async function replayCapture(tapUrl: string, stub: StubUpstream, capture = CAPTURE): Promise<string> {
   const answers = new Map<string, Rec[]>();
-  for (const r of capturedTranscript(CAPTURE)) {
+  for (const r of capturedTranscript(capture)) {
     if (r.type === "assistant") answers.set(r.message.id, [...(answers.get(r.message.id) ?? []), ...r.message.content]);
   }
-  for (const request of capturedRequests(CAPTURE)) {
+  for (const request of capturedRequests(capture)) {
     const id = `msg_mock_${request.n}`;
     const content = answers.get(id) as { text?: string; name?: string; input?: unknown; id?: string }[] | undefined;
     if (content === undefined) stub.enqueue({ kind: "sse", chunks: textReply(`<analysis>a</analysis><summary>summary ${request.n}</summary>`, { id }) });
@@ -108,5 +109,5 @@ export async function replayCapture(tapUrl: string, stub: StubUpstream): Promise
     const response = await fetch(`${tapUrl}${request.url}`, { method: "POST", headers, body: JSON.stringify(request.body) });
     await response.arrayBuffer();
   }
-  return capturedRequests(CAPTURE)[0].headers["x-claude-code-session-id"];
+  return capturedRequests(capture)[0].headers["x-claude-code-session-id"];
 }

@@ -96,6 +96,12 @@ describe("list, show, restore, doctor", () => {
       assert.match(out.stdout, new RegExp(`^${A} .* ${cwdA}$\\n  fix the build$`, "m"));
       assert.match(out.stdout, /^SESSION +LAST \(UTC\) +TOKENS +COST +CLAUDE +PROJECT$/m);
       assert.match(out.stdout, /sessiontap restore \S+/);
+      // A session whose working directory no request named: the column says so, and how to restore it.
+      assert.match(out.stdout, /^nocwd-session .* missing +\? \(cwd unknown\)$/m);
+      assert.match(
+        out.stdout,
+        /^PROJECT \? \(cwd unknown\): no request named the working directory; restore asks for it once: sessiontap restore ID --cwd DIR/m,
+      );
     });
 
     it("an empty mirror lists nothing, exit 0; an absent one says so, exit 1; an argument is a usage error", async () => {
@@ -239,7 +245,24 @@ describe("list, show, restore, doctor", () => {
       assert.match(odd.stderr, /no id Claude Code could resume by/);
       const nocwd = await run(["restore", "nocwd"]);
       assert.equal(nocwd.code, 1);
-      assert.match(nocwd.stderr, /pass --cwd/);
+      assert.match(nocwd.stderr, /^sessiontap: the mirror does not know the working directory of nocwd-session .*pass --cwd DIR .*nothing written\n/);
+      assert.match(nocwd.stderr, /^ {2}sessiontap restore nocwd-session --cwd DIR$/m, "the command to run, whole");
+      assert.equal(
+        existsSync(`${claude}/projects`) &&
+          readdirSync(`${claude}/projects`).some((d) => readdirSync(`${claude}/projects/${d}`).includes("nocwd-session.jsonl")),
+        false,
+      );
+    });
+
+    it("a session of unknown cwd is restored by asking once: --cwd DIR", async () => {
+      const cwd = `${scratch.dir}/proj-nocwd`;
+      const out = await run(["restore", "nocwd", "--cwd", cwd]);
+      assert.equal(out.code, 0, out.stderr);
+      const written = readFileSync(target(cwd, "nocwd-session"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      assert.deepEqual(written.filter((r: Rec) => r.type === "user").map((r: Rec) => [r.cwd, r.sessionId]), [[cwd, "nocwd-session"]]);
+      // Found where it was put, though the mirror still does not know the directory.
+      const listed: Rec[] = JSON.parse((await run(["list", "--json"])).stdout);
+      assert.deepEqual(listed.filter((s) => s.sessionId === "nocwd-session").map((s) => [s.cwd, s.claudeTranscript]), [[null, "intact"]]);
     });
 
     it("never clobbers a file that appears while it writes, nor one that changed since it was judged", async () => {

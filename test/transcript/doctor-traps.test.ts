@@ -1,4 +1,5 @@
-// `sessiontap doctor` knows the traps users hit: a very large cleanupPeriodDays (seen ignored), a transcript
+// `sessiontap doctor` knows the traps users hit: Claude Code's cleanup (unset, or a very large
+// cleanupPeriodDays, seen ignored) and a mirror retention that deletes no later than it, a transcript
 // behind the mirror (it lacks prompts the tap saw sent), a transcript ending in a torn line, and the state of
 // the tap's guard (off; transcripts it cannot find; its alerts, as FAIL checks from health's problems). Each
 // problem names the command that fixes it. In-process, against hand-made mirrors and Claude Code dirs.
@@ -97,14 +98,49 @@ describe("doctor: the traps that lose transcripts", () => {
     assert.equal(cleanup.status, "warn");
     assert.match(
       cleanup.detail,
-      /^99999 \(.*settings\.json\): Claude Code has been seen to ignore very large values .*3650 keeps them ten years\. The mirror is the safety net: SESSIONTAP_RETENTION_DAYS=30, it keeps sessions 30 days/,
+      /^99999 \(.*settings\.json\): Claude Code has been seen to ignore very large values .*3650 keeps them ten years\. The mirror is the safety net: SESSIONTAP_RETENTION_DAYS=0 \(the default\), it keeps every session/,
     );
-    const keepAll = (await doctor(c, { SESSIONTAP_RETENTION_DAYS: "0" })).checks.find((x) => x.check === "cleanupPeriodDays")!;
-    assert.match(keepAll.detail, /SESSIONTAP_RETENTION_DAYS=0, it keeps every session/);
+    const limited = (await doctor(c, { SESSIONTAP_RETENTION_DAYS: "30" })).checks.find((x) => x.check === "cleanupPeriodDays")!;
+    assert.match(limited.detail, /SESSIONTAP_RETENTION_DAYS=30, it keeps sessions 30 days \(set it higher, or 0 to keep them all\)/);
     assert.equal(
       (await doctor(setup(cc("one", "two", "three"), { cleanupPeriodDays: 3650 }))).checks.find((x) => x.check === "cleanupPeriodDays")!.status,
       "ok",
     );
+  });
+
+  it("Claude Code's cleanup is named as the trap it is, and the mirror's retention is judged against it", async () => {
+    const unset = setup(cc("one", "two", "three"), {});
+    const trap = (await doctor(unset)).checks.find((x) => x.check === "cleanupPeriodDays")!;
+    assert.equal(trap.status, "warn");
+    assert.match(
+      trap.detail,
+      /^not set: Claude Code deletes transcripts older than 30 days when it starts; .*"cleanupPeriodDays": 3650 .*The mirror is the safety net: SESSIONTAP_RETENTION_DAYS=0 \(the default\), it keeps every session$/,
+    );
+    const retention = async (settings: Record<string, unknown>, days?: string) => {
+      const env: Record<string, string> = days === undefined ? {} : { SESSIONTAP_RETENTION_DAYS: days };
+      const found = (await doctor(setup(cc("one", "two", "three"), settings), env)).checks.find((x) => x.check === "mirror retention")!;
+      return [found.status, found.detail];
+    };
+    assert.deepEqual(await retention({}), [
+      "ok",
+      "off (the default): the mirror keeps every session, those Claude Code's cleanup deleted included (list shows them missing; sessiontap restore ID brings one back)",
+    ]);
+    const [status, detail] = await retention({}, "30");
+    assert.equal(status, "warn");
+    assert.match(
+      detail,
+      /^SESSIONTAP_RETENTION_DAYS=30: the mirror deletes a session after 30 days, no later than Claude Code's cleanup .*\(30 days\), so no copy outlives it; unset it/,
+    );
+    assert.equal((await retention({ cleanupPeriodDays: 365 }, "365"))[0], "warn");
+    assert.deepEqual(await retention({ cleanupPeriodDays: 365 }, "400"), [
+      "ok",
+      "SESSIONTAP_RETENTION_DAYS=400: the mirror keeps sessions 400 days, past Claude Code's cleanup (365)",
+    ]);
+    // A very large cleanupPeriodDays has been seen ignored: the mirror is judged against the 30 days then.
+    assert.deepEqual(await retention({ cleanupPeriodDays: 99999 }, "100"), [
+      "ok",
+      "SESSIONTAP_RETENTION_DAYS=100: the mirror keeps sessions 100 days, past Claude Code's cleanup (30)",
+    ]);
   });
 
   it("the tap's guard: off is a warning; transcripts it cannot find are a warning; its alerts are FAIL checks with the restore command", async () => {

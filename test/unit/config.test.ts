@@ -14,7 +14,7 @@ describe("parseConfig()", () => {
     assert.equal(c.mirrorDir, "/home/u/.claude/session-mirrors");
     assert.equal(c.mirror, true);
     assert.equal(c.maxBytes, 104857600);
-    assert.equal(c.retentionDays, 30);
+    assert.equal(c.retentionDays, 0, "off: the mirror outlives Claude Code's 30-day cleanup");
     assert.equal(c.maxSessions, 1024);
     assert.equal(c.includeThinking, true);
     assert.equal(c.claudeDir, "/home/u/.claude");

@@ -9,7 +9,7 @@ import { planCommit } from "../../src/protocol/commit-plan.ts";
 import type { EnvelopeBase } from "../../src/protocol/envelope.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 
-const base: EnvelopeBase = { sessionId: "s", cwd: null, gitBranch: null, entrypoint: "cli", version: "sessiontap/0", isSidechain: false, agentId: null };
+const base: EnvelopeBase = { sessionId: "s", cwd: null, gitBranch: null, entrypoint: "cli", version: "0.1.0", isSidechain: false, agentId: null };
 
 describe("messageHash()", () => {
   it("ignores cache_control, string vs single text block, signatures, thinking and key order", () => {

@@ -1,0 +1,87 @@
+/**
+ * What a request says about where and by what it was sent: the working directory, the git branch, the
+ * entrypoint and the client's version (docs/DESIGN.md "Where the environment travels"). Claude Code puts
+ * its environment block in the system prompt, in a `role:"system"` message, or in a `<system-reminder>`
+ * of the opening user message, depending on its version and the model; its git status travels in a
+ * reminder of that message. Every request re-sends the opening message (a compacted one opens with the
+ * summary, and the reminders come again in the user message after it), so each request is read on its
+ * own: only the system prompt, the system messages and one or two opening user messages are looked at,
+ * whatever the length of the history. Pure.
+ */
+import { COMPACTION_PREFIX } from "./classify.ts";
+import { isObject } from "./json.ts";
+
+/** The environment of one request; null where the request does not say. */
+export interface Environment {
+  cwd: string | null;
+  gitBranch: string | null;
+  entrypoint: string | null;
+}
+
+const CWD_LINE = /^[ \t]*-?[ \t]*(?:Primary working directory|Working directory):[ \t]*(\S.*?)[ \t]*$/m;
+const BRANCH_LINE = /^[ \t]*Current branch:[ \t]*(\S+)[ \t]*$/m;
+const ENTRYPOINT = /cc_entrypoint=([A-Za-z0-9_.-]+)/;
+const REMINDER = "<system-reminder>";
+
+/** The texts of a string or of the text blocks in a block list. */
+function textsOf(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (!Array.isArray(value)) return [];
+  return value.filter((b) => isObject(b) && typeof b.text === "string").map((b) => (b as { text: string }).text);
+}
+
+/**
+ * The lines under the markdown heading `# name` of `text` up to the next `# ` heading, or null. A
+ * reminder of the opening message also carries the user's CLAUDE.md, whose lines may look like
+ * anything: only the environment's and the git status's own sections are read there.
+ */
+function section(text: string, name: string): string | null {
+  const start = new RegExp(`^# ${name}[ \\t]*$`, "m").exec(text);
+  if (start === null) return null;
+  const rest = text.slice(start.index + start[0].length);
+  const end = /^# /m.exec(rest);
+  return end === null ? rest : rest.slice(0, end.index);
+}
+
+/** The user messages whose reminders carry the environment: the first, and after a compaction summary the next one too. */
+function openingUserMessages(messages: unknown[]): unknown[] {
+  const users = messages.filter((m) => isObject(m) && m.role === "user");
+  const first = users[0];
+  if (first === undefined) return [];
+  const opensWithSummary = (textsOf((first as { content: unknown }).content)[0] ?? "").trimStart().startsWith(COMPACTION_PREFIX);
+  return opensWithSummary ? users.slice(0, 2) : [first];
+}
+
+/** Reads the working directory, git branch and entrypoint from wherever the request carries them (docs/DESIGN.md "Where the environment travels"). */
+export function readEnvironment(system: unknown, messages: unknown[]): Environment {
+  const out: Environment = { cwd: null, gitBranch: null, entrypoint: null };
+  // The system prompt and system messages are Claude Code's own text: read as a whole.
+  const own = [...textsOf(system)];
+  for (const m of messages) if (isObject(m) && m.role === "system") own.push(...textsOf(m.content));
+  for (const text of own) {
+    out.cwd ??= CWD_LINE.exec(text)?.[1] ?? null;
+    out.gitBranch ??= BRANCH_LINE.exec(text)?.[1] ?? null;
+    out.entrypoint ??= ENTRYPOINT.exec(text)?.[1] ?? null;
+  }
+  for (const m of openingUserMessages(messages)) {
+    for (const text of textsOf((m as { content: unknown }).content)) {
+      if (!text.trimStart().startsWith(REMINDER)) continue;
+      out.cwd ??= CWD_LINE.exec(section(text, "Environment") ?? "")?.[1] ?? null;
+      out.gitBranch ??= BRANCH_LINE.exec(section(text, "gitStatus") ?? "")?.[1] ?? null;
+    }
+  }
+  return out;
+}
+
+const CLAUDE_CLI = /^claude-cli\/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)(?:[ \t]+\(([^)]*)\))?/;
+
+/**
+ * What Claude Code's user agent says (`claude-cli/2.1.332 (external, sdk-cli)`): its version as Claude
+ * Code writes it into its own transcripts, and its entrypoint (the second item in the parentheses).
+ */
+export function readUserAgent(userAgent: string | null): { version: string | null; entrypoint: string | null } {
+  const m = CLAUDE_CLI.exec(userAgent ?? "");
+  if (m === null) return { version: null, entrypoint: null };
+  const entrypoint = m[2]?.split(",")[1]?.trim() ?? "";
+  return { version: m[1], entrypoint: /^[A-Za-z0-9_.-]+$/.test(entrypoint) ? entrypoint : null };
+}
