@@ -13,14 +13,21 @@ import { startStub, type StubUpstream, textReply } from "../support/stub-upstrea
 import { allRecords, readEvents, startTestTap } from "../support/tap.ts";
 import { Conversation, textsOf } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
-import { scratchDir } from "../support/recover.ts";
+import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { serveTap, spawnTap } from "../support/child.ts";
+import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 
 type Rec = Record<string, unknown>;
 type Health = { status: string; problems: string[] };
 const health = async (url: string): Promise<Health> => await (await fetch(`${url}/_tap/health`)).json();
 const users = (records: Rec[]) => records.filter((r) => r.type === "user").map((r) => textsOf(r)[0]);
 const FULLS: Full[] = ["enospc", "part-then-throw", "zero"];
+
+/** The real adapter, except that exclusive creates of files whose name ends `suffix` keep only 100 bytes and say all went well (a disk that lies). */
+function lyingFs(suffix: string): FsAdapter {
+  return { ...nodeFs, createExclusive: (path, data, sync) => nodeFs.createExclusive(path, path.endsWith(suffix) ? data.slice(0, 100) : data, sync) };
+}
 
 describe("the adapter writes all of it or fails, whatever the kernel takes per write", () => {
   const scratch = scratchDir("sessiontap-short-");
@@ -223,4 +230,88 @@ describe("a tap on a nearly full disk", () => {
       }
     },
   );
+});
+
+describe("restore and verify --repair on a nearly full disk keep the original", () => {
+  const scratch = scratchDir("sessiontap-short-");
+  const root = `${scratch.dir}/mirror`;
+  const claude = `${scratch.dir}/claude`;
+  const cwd = `${scratch.dir}/proj`;
+  const ID = "dddd4444-0000-4000-8000-000000000004";
+  const project = `${claude}/projects/${encodeProjectDir(cwd)}`;
+  const env = { sessionId: ID, cwd };
+  const records = [
+    rec("user", "u1", null, "the question", env),
+    rec("assistant", "a1", "u1", [{ type: "text", text: "y".repeat(20_000) }], env),
+    rec("user", "u2", "a1", "and then", env),
+    rec("assistant", "a2", "u2", [{ type: "text", text: "the answer" }], env),
+  ];
+  before(() => {
+    mkdirSync(root, { mode: 0o700 });
+    writeMirror(root, ID, records);
+  });
+  after(() => scratch.cleanup());
+  const run = (args: string[], fs: FsAdapter) =>
+    cli([...args, "--mirror-dir", root, "--claude-dir", claude], {}, { fs, cwd: scratch.dir, clock: () => Date.parse("2026-01-05T00:00:00Z") });
+
+  for (const full of FULLS) {
+    it(`restore (${full}): exit 1, one line; a new transcript is not created, an existing one is untouched; no temporary file left`, async () => {
+      rmSync(project, { recursive: true, force: true });
+      const disk = shortDisk();
+      disk.fill((p) => p.startsWith(`${project}/`), 8192, full);
+      const fresh = await run(["restore", ID], disk.fs);
+      assert.equal(fresh.code, 1, fresh.stdout);
+      assert.match(fresh.stderr, /^sessiontap: cannot write \S+\.jsonl: (ENOSPC|EIO): wrote 8192 of \d+ bytes/);
+      assert.equal(fresh.stderr.trimEnd().split("\n").length, 1, fresh.stderr);
+      assert.deepEqual(readdirSync(project), [], "no transcript, no temporary file");
+
+      const existing = JSON.stringify({ type: "user", sessionId: ID, uuid: "x", message: { role: "user", content: "kept" } }) + "\n";
+      writeFileSync(`${project}/${ID}.jsonl`, existing, { mode: 0o600 });
+      disk.heal();
+      disk.fill((p) => p.startsWith(`${project}/`), 8192, full);
+      const forced = await run(["restore", ID, "--force"], disk.fs);
+      assert.equal(forced.code, 1, forced.stdout);
+      assert.match(forced.stderr, /^sessiontap: cannot write /);
+      assert.equal(readFileSync(`${project}/${ID}.jsonl`, "utf8"), existing, "the transcript that was there is untouched");
+      assert.deepEqual(readdirSync(project), [`${ID}.jsonl`], "no temporary file, no backup of a file that was not replaced");
+    });
+  }
+
+  it("restore checks the size of what it wrote before putting it in place, even when the write said it was whole", async () => {
+    rmSync(project, { recursive: true, force: true });
+    mkdirSync(project, { recursive: true });
+    const existing = JSON.stringify({ type: "user", sessionId: ID, uuid: "x", message: { role: "user", content: "kept" } }) + "\n";
+    writeFileSync(`${project}/${ID}.jsonl`, existing, { mode: 0o600 });
+    const r = await run(["restore", ID, "--force"], lyingFs(".tmp"));
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /^sessiontap: cannot write \S+: \S+\.tmp holds 100 of the \d+ bytes written to it\n$/);
+    assert.equal(readFileSync(`${project}/${ID}.jsonl`, "utf8"), existing);
+    assert.deepEqual(readdirSync(project), [`${ID}.jsonl`]);
+  });
+
+  it("verify --repair cut short: exit 1, one line naming the file; the original kept, nothing left beside it", async () => {
+    const path = `${root}/${ID}/${readdirSync(`${root}/${ID}`).find((f) => f.endsWith(".jsonl"))}`;
+    const whole = readFileSync(path, "utf8");
+    writeFileSync(path, whole + whole.split("\n")[0] + "\n" + '{"torn', { mode: 0o600 }); // a duplicate and a torn tail
+    const damaged = readFileSync(path, "utf8");
+    const disk = shortDisk();
+    disk.fill((p) => p.includes(".repair-"), 8192);
+    const r = await cli(["verify", "--repair", "--mirror-dir", root], {}, { fs: disk.fs });
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(
+      r.stdout,
+      /^DAMAGED dddd4444\S*\n {10}problem: \S+\.jsonl: a torn final line, 1 duplicated record\(s\); not repaired \(ENOSPC: wrote 8192 of \d+ bytes .*\): the file is as it was$/m,
+    );
+    assert.equal(readFileSync(path, "utf8"), damaged, "the original is kept as it was");
+    assert.deepEqual(readdirSync(`${root}/${ID}`).filter((f) => f.includes(".repair-")), [], "no half-written repair left");
+    const lied = await cli(["verify", "--repair", "--mirror-dir", root], {}, { fs: lyingFs(`.repair-${process.pid}`) });
+    assert.equal(lied.code, 1, lied.stdout);
+    assert.match(lied.stdout, /problem: .*; not repaired \(EIO: \S+\.repair-\d+ holds 100 of the \d+ bytes written to it\): the file is as it was$/m);
+    assert.equal(readFileSync(path, "utf8"), damaged, "a write that said it was whole is checked too");
+    assert.deepEqual(readdirSync(`${root}/${ID}`).filter((f) => f.includes(".repair-")), []);
+    disk.heal();
+    const fixed = await cli(["verify", "--repair", "--mirror-dir", root], {}, { fs: disk.fs });
+    assert.equal(fixed.code, 0, fixed.stdout);
+    assert.equal(readFileSync(path, "utf8"), whole);
+  });
 });
