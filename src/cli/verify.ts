@@ -2,6 +2,7 @@
 import type { Config } from "../config/parse.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
+import { describe } from "../storage/events-log.ts";
 import { verifyTree } from "../storage/verify-tree.ts";
 import { type CommandIo, noMirror } from "./command-io.ts";
 
@@ -9,14 +10,29 @@ import { type CommandIo, noMirror } from "./command-io.ts";
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;
+  const said = new Set<string>();
   const locks = new DirLocks(io.fs, config.mirrorDir, {
     self: selfOwner(io.fs),
     isAlive: (o) => ownerAlive(io.fs, o),
     waitMs: 10_000,
     clock: io.clock,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    report: {
+      // Left behind, such a lock names a process that has ended by the time a tap looks: taken over then.
+      releaseFailed: (dir, error) => {
+        if (said.has(dir)) return;
+        said.add(dir);
+        io.stderr(`sessiontap: the writer lock of ${dir} could not be released (${describe(error)}); retried\n`);
+      },
+      allReleased: () => {},
+    },
   });
-  const reports = await verifyTree(io.fs, config.mirrorDir, config.repair, locks);
+  let reports;
+  try {
+    reports = await verifyTree(io.fs, config.mirrorDir, config.repair, locks);
+  } finally {
+    await locks.stop();
+  }
   if (config.json) io.stdout(JSON.stringify(reports, null, 2) + "\n");
   else {
     for (const r of reports) {

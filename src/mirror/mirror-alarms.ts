@@ -11,12 +11,15 @@ export interface MirrorCounts {
   queued: number;
   dropped: number;
   unmirrored: number;
+  /** Writer lock files this tap could not remove yet (retried). */
+  unreleasedLocks: number;
 }
 
 /** The mirror's alarms. */
 export class MirrorAlarms {
   readonly writes: Alarm;
   readonly eventsLog: Alarm;
+  readonly locks: Alarm;
 
   constructor(
     clock: () => number,
@@ -26,6 +29,7 @@ export class MirrorAlarms {
   ) {
     this.writes = new Alarm(clock, stderr);
     this.eventsLog = new Alarm(clock, stderr);
+    this.locks = new Alarm(clock, stderr);
   }
 
   /** A write to `dir` failed; `queued` commits now wait. */
@@ -66,6 +70,23 @@ export class MirrorAlarms {
     this.eventsLog.ok(() => `sessiontap: events log ${this.eventsPath} written again`);
   }
 
+  /** A writer lock of `dir` could not be removed; `waiting` such files now wait for a retry. */
+  lockReleaseFailed(dir: string, error: unknown, waiting: number): void {
+    const why = describe(error);
+    this.locks.fail(
+      why,
+      (first, failures) =>
+        first
+          ? `sessiontap: writer lock of ${dir} could not be released (${why}); the tap retries, and its own next write there reuses it`
+          : `sessiontap: writer locks still not released (${failures} attempts, ${waiting} waiting; ${why})`,
+    );
+  }
+
+  /** Every writer lock that could not be removed is removed now. */
+  locksReleased(): void {
+    this.locks.ok((failures) => `sessiontap: writer locks released again (after ${failures} failed attempt${failures === 1 ? "" : "s"})`);
+  }
+
   /** What is wrong now, one short string each (empty when nothing is). */
   problems(counts: MirrorCounts): string[] {
     const out: string[] = [];
@@ -76,6 +97,9 @@ export class MirrorAlarms {
       out.push(`mirror: ${plural(counts.dropped, "commit")} dropped since start (the queue was full): those answers are not in the mirror`);
     }
     if (counts.unmirrored > 0) out.push(`mirror: ${plural(counts.unmirrored, "response")} could not be mirrored (internal error; see the events log)`);
+    if (counts.unreleasedLocks > 0) {
+      out.push(`mirror: ${plural(counts.unreleasedLocks, "writer lock")} not released yet (${this.locks.state().lastError ?? "retrying"}); retrying`);
+    }
     if (this.eventsLog.failing) out.push(`mirror: the events log is not being written (${this.eventsLog.state().lastError})`);
     return out;
   }

@@ -105,6 +105,13 @@ export class Mirror {
       waitMs: options.lockWaitMs ?? 2000,
       clock,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      report: {
+        releaseFailed: (dir, error, waiting) => {
+          this.fail("unlock", error, { dir: this.relative(dir) });
+          this.alarms.lockReleaseFailed(dir, error, waiting);
+        },
+        allReleased: () => this.alarms.locksReleased(),
+      },
     });
     const underRoot = rootSpoolDir(root);
     const spool = new MirrorSpool(fs, [{ dir: underRoot, ensure: () => this.tree.ensureDir(underRoot) }, options.tempSpool ?? tempSpoolPlace(fs, root)], self);
@@ -192,7 +199,7 @@ export class Mirror {
 
   /** What is wrong now (health's problems), one short string each. */
   problems(): string[] {
-    return this.alarms.problems(this.stats);
+    return this.alarms.problems({ ...this.stats, unreleasedLocks: this.locks.waiting });
   }
 
   /** Counts and logs one commit written to the tree. */
@@ -261,6 +268,7 @@ export class Mirror {
     this.log("stop", {});
     await this.flush(boundMs);
     const unwritten = await this.writes.saveUnwritten();
+    await this.locks.stop();
     await this.events.flush();
     return unwritten;
   }

@@ -1,10 +1,12 @@
 /**
  * One live writer per conversation directory across processes (docs/RELIABILITY.md "One live writer per conversation"):
  * a lock file created exclusively under `<root>/.locks/`, naming its owner by pid and process start time
- * so a lock left by a dead process (or by a recycled pid) can be proven stale and taken over.
+ * so a lock left by a dead process (or by a recycled pid) can be proven stale and taken over. A lock that
+ * names this very instance, and that no write of it holds, is its own to reuse or remove: a release that
+ * failed (out of descriptors) is retried, and never leaves the tap waiting for itself.
  */
 import { createHash, randomUUID } from "node:crypto";
-import type { FsAdapter } from "./fs-adapter.ts";
+import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
 import { ensureTrustedDir } from "./trusted-path.ts";
 import { join } from "./paths.ts";
 
@@ -25,7 +27,18 @@ export interface LockOptions {
   waitMs: number;
   clock: () => number;
   sleep: (ms: number) => Promise<void>;
+  /** Hears a lock file that could not be removed (it is retried), and when none is left waiting. */
+  report?: LockReport;
 }
+
+/** What the locks say about their own failures (the mirror makes a stderr line, a health problem and an event of it). */
+export interface LockReport {
+  releaseFailed(dir: string, error: unknown, waiting: number): void;
+  allReleased(): void;
+}
+
+/** Longest pause between two retries of a release that failed. */
+const RETRY_MAX_MS = 5_000;
 
 /** The lock is held by another live writer beyond the wait. */
 export class LockBusyError extends Error {
@@ -39,6 +52,14 @@ export class DirLocks {
   staleTaken = 0;
   /** `.locks` was checked to be ours (a real directory, writable by nobody else) and has not vanished since. */
   private trusted = false;
+  /** Names this instance in its lock files, so a lock this process's other users hold is never taken for its own. */
+  private readonly holder = randomUUID();
+  /** Lock paths a write of this instance holds, or is taking. */
+  private readonly busy = new Set<string>();
+  /** Files of this instance that could not be removed, retried: a lock (its directory, and the text that says it is ours), or the aside name a lock was made under. */
+  private readonly unreleased = new Map<string, { dir: string; owner: string } | null>();
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  private retryDelay = 250;
 
   constructor(
     private readonly fs: FsAdapter,
@@ -51,12 +72,51 @@ export class DirLocks {
     return join(this.root, ".locks", createHash("sha256").update(dir).digest("hex").slice(0, 32) + ".lock");
   }
 
-  /** Takes the directory's lock; resolves with its release. Throws LockBusyError after `waitMs`. */
+  /** Files this instance could not remove yet (lock files, and the aside names they are made under). */
+  get waiting(): number {
+    return this.unreleased.size;
+  }
+
+  /**
+   * Takes the directory's lock; resolves with its release, which never rejects (a failure is reported and
+   * retried). Throws LockBusyError after `waitMs`.
+   */
   async acquire(dir: string): Promise<() => Promise<void>> {
     const path = this.pathFor(dir);
-    const me = JSON.stringify(await this.options.self);
+    const me = JSON.stringify({ ...(await this.options.self), holder: this.holder });
     const deadline = this.options.clock() + this.options.waitMs;
+    await this.retryReleases();
     await this.ensureLocksDir();
+    let heldBy: string | null = "another write of this process";
+    for (let attempt = 0;; attempt++) {
+      if (!this.busy.has(path)) {
+        this.busy.add(path);
+        let taken: { held: boolean; owner: string | null } = { held: false, owner: null };
+        try {
+          taken = await this.take(path, me);
+        } finally {
+          if (!taken.held) this.busy.delete(path);
+        }
+        if (taken.held) return () => this.release(dir, path, me);
+        heldBy = taken.owner;
+      }
+      if (this.options.clock() >= deadline) throw new LockBusyError(`writer lock of ${dir} is held by ${heldBy ?? "another process"}`);
+      await this.options.sleep(Math.min(5 * 2 ** Math.min(attempt, 6), 200));
+    }
+  }
+
+  /** Stops retrying releases after one last try (at shutdown). */
+  async stop(): Promise<void> {
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    await this.retryReleases(false);
+  }
+
+  /**
+   * Tries to take the lock once (creating it, reusing this instance's own, or removing a stale one and
+   * creating it then); otherwise says who holds it.
+   */
+  private async take(path: string, me: string): Promise<{ held: boolean; owner: string | null }> {
     for (let attempt = 0;; attempt++) {
       let created: boolean;
       try {
@@ -68,24 +128,70 @@ export class DirLocks {
         await this.ensureLocksDir();
         continue;
       }
-      if (created) {
-        return async () => {
-          // Only our own lock is removed: a takeover after we were presumed dead must survive us.
-          if ((await this.readOwner(path)) === me) await this.fs.unlink(path);
-        };
-      }
+      if (created) return { held: true, owner: me };
       const raw = await this.readOwner(path);
-      if (raw !== null && (await this.isStale(path, raw))) {
-        const info = await this.fs.lstat(path);
-        if (info !== null && !info.isSymbolicLink && (await this.readOwner(path)) === raw) {
-          await this.fs.unlink(path);
-          this.staleTaken++;
-        }
-        continue;
-      }
-      if (this.options.clock() >= deadline) throw new LockBusyError(`writer lock of ${dir} is held by ${raw ?? "another process"}`);
-      await this.options.sleep(Math.min(5 * 2 ** Math.min(attempt, 6), 200));
+      // Ours, and no write of ours holds it: a release that failed. Ours to reuse, never to wait for (its
+      // release at the end of this write is the retry).
+      if (raw === me) return { held: true, owner: me };
+      if (raw === null) continue; // released meanwhile
+      if (!(await this.isStale(path, raw))) return { held: false, owner: raw };
+      const info = await this.fs.lstat(path);
+      if (info === null || info.isSymbolicLink || (await this.readOwner(path)) !== raw) return { held: false, owner: raw }; // look again later
+      await this.fs.unlink(path);
+      this.staleTaken++;
     }
+  }
+
+  /** Releases a lock: removes the file if it is still ours. Never rejects: a failure is said and retried. */
+  private async release(dir: string, path: string, me: string): Promise<void> {
+    try {
+      // Only our own lock is removed: a takeover after we were presumed dead must survive us.
+      if ((await this.readOwner(path)) === me) await this.fs.unlink(path);
+      this.forget(path);
+    } catch (error) {
+      this.failed(path, { dir, owner: me }, error);
+    } finally {
+      this.busy.delete(path);
+    }
+  }
+
+  /** Tries again to remove what could not be removed (locks a write holds now are left alone); schedules the next try when some remain. */
+  private async retryReleases(again = true): Promise<void> {
+    for (const [path, lock] of [...this.unreleased]) {
+      if (this.busy.has(path)) continue;
+      try {
+        if (lock === null) await this.fs.unlink(path).catch((error) => (isNotFound(error) ? undefined : Promise.reject(error)));
+        else if ((await this.readOwner(path)) === lock.owner) await this.fs.unlink(path);
+        this.forget(path);
+      } catch (error) {
+        this.options.report?.releaseFailed(lock?.dir ?? path, error, this.unreleased.size);
+      }
+    }
+    if (again && this.unreleased.size > 0) this.schedule();
+  }
+
+  /** A file of ours is gone: no longer waiting; says so when it was the last. */
+  private forget(path: string): void {
+    if (!this.unreleased.delete(path) || this.unreleased.size > 0) return;
+    this.retryDelay = 250;
+    this.options.report?.allReleased();
+  }
+
+  /** A file of ours could not be removed: remembered, said, and retried later. */
+  private failed(path: string, lock: { dir: string; owner: string } | null, error: unknown): void {
+    this.unreleased.set(path, lock);
+    this.options.report?.releaseFailed(lock?.dir ?? path, error, this.unreleased.size);
+    this.schedule();
+  }
+
+  /** The next retry, backing off up to RETRY_MAX_MS. */
+  private schedule(): void {
+    if (this.retryTimer !== null) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      void this.retryReleases();
+    }, this.retryDelay);
+    this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
   }
 
   /**
@@ -109,7 +215,8 @@ export class DirLocks {
     try {
       return await this.fs.link(aside, path);
     } finally {
-      await this.fs.unlink(aside);
+      // The aside name is litter, not a lock: a failure to remove it never undoes the link (retried).
+      await this.fs.unlink(aside).catch((error) => this.failed(aside, null, error));
     }
   }
 

@@ -5,6 +5,9 @@
  */
 import { constants, promises as fsp } from "node:fs";
 import process from "node:process";
+import { type WritableFile, writeWhole } from "./whole-write.ts";
+
+export { ShortWriteError } from "./whole-write.ts";
 
 /**
  * Opens never follow a final symlink where the platform can say so; Windows has no O_NOFOLLOW, and there
@@ -43,11 +46,14 @@ export interface FsAdapter {
   posixModes?: boolean;
   /** Creates a directory and its parents with `mode`. */
   mkdir(path: string, mode: number): Promise<void>;
-  /** Appends `data` in one write (creating the file 0600), then fsyncs when `sync`. */
+  /**
+   * Appends all of `data` (creating the file 0600), then fsyncs when `sync`. All or nothing: a write the
+   * disk cuts short rejects (ShortWriteError) and what it appended is cut back off.
+   */
   append(path: string, data: string, sync: boolean): Promise<void>;
-  /** Appends `data` in one write to a file that exists, then fsyncs when `sync`; false (nothing written) when it does not. */
+  /** Appends all of `data` to a file that exists, as `append` does; false (nothing written) when it does not. */
   appendExisting(path: string, data: string, sync: boolean): Promise<boolean>;
-  /** Creates `path` with `data` only if it does not exist; false when it already did. */
+  /** Creates `path` with all of `data` only if it does not exist; false when it already did. A write that fails removes the file it made. */
   createExclusive(path: string, data: string, sync: boolean): Promise<boolean>;
   /** Reads a whole file as UTF-8. */
   readText(path: string): Promise<string>;
@@ -83,8 +89,28 @@ export function isNotFound(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === "ENOENT";
 }
 
-/** Opens `path` (a new file 0600) and writes `data` whole; false, nothing written, when opening fails with `unless`. */
-async function openAndWrite(path: string, flags: number, data: string, sync: boolean, unless: "ENOENT" | "EEXIST" | null): Promise<boolean> {
+/**
+ * One write(2) on an open file: writes what it can of `bytes` and resolves with how many bytes that was.
+ * The seam under every write the adapter makes, so a test can act as a nearly full disk on every runtime.
+ */
+export type WriteSome = (path: string, handle: fsp.FileHandle, bytes: Uint8Array) => Promise<number>;
+
+/** The kernel's write, through the runtime's FileHandle. */
+export const kernelWrite: WriteSome = async (_path, handle, bytes) => (await handle.write(bytes, 0, bytes.length)).bytesWritten;
+
+/**
+ * Opens `path` (a new file 0600) and writes `data` whole; false, nothing written, when opening fails with
+ * `unless`. A write that fails leaves the file as it was (docs/DESIGN.md "Writes"): an appended part is cut
+ * back off, a file this call created exclusively is removed.
+ */
+async function openAndWrite(
+  write: WriteSome,
+  path: string,
+  flags: number,
+  data: string,
+  sync: boolean,
+  unless: "ENOENT" | "EEXIST" | null,
+): Promise<boolean> {
   let handle: fsp.FileHandle;
   try {
     handle = await fsp.open(path, flags, 0o600);
@@ -92,128 +118,138 @@ async function openAndWrite(path: string, flags: number, data: string, sync: boo
     if (unless !== null && (error as { code?: string }).code === unless) return false;
     throw error;
   }
+  const created = (flags & constants.O_EXCL) !== 0;
   try {
-    await writeAll(handle, data, sync);
-  } finally {
-    await handle.close();
+    const file: WritableFile = {
+      write: (bytes) => write(path, handle, bytes),
+      size: async () => (await handle.stat()).size,
+      truncate: (size) => handle.truncate(size),
+      datasync: () => handle.datasync(),
+    };
+    await writeWhole(file, path, data, sync, created);
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    // Exclusive: nobody else has the file, and a part of it (or none) is never what the caller asked for.
+    if (created) await fsp.unlink(path).catch(() => undefined);
+    throw error;
   }
+  await handle.close();
   return true;
 }
 
-/** Writes all of `data` to an open handle and fsyncs when asked. */
-async function writeAll(handle: fsp.FileHandle, data: string, sync: boolean): Promise<void> {
-  await handle.write(data, null, "utf8");
-  if (sync) await handle.datasync();
+/** The adapter over `node:fs/promises`, every write going through `write` (the kernel's unless a test says otherwise). */
+export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
+  return {
+    posixModes: process.platform !== "win32",
+    async mkdir(path, mode) {
+      await fsp.mkdir(path, { recursive: true, mode });
+    },
+    async append(path, data, sync) {
+      await openAndWrite(write, path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NOFOLLOW, data, sync, null);
+    },
+    appendExisting(path, data, sync) {
+      return openAndWrite(write, path, constants.O_WRONLY | constants.O_APPEND | NOFOLLOW, data, sync, "ENOENT");
+    },
+    createExclusive(path, data, sync) {
+      return openAndWrite(write, path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, data, sync, "EEXIST");
+    },
+    async readText(path) {
+      return await fsp.readFile(path, "utf8");
+    },
+    async lstat(path) {
+      try {
+        const s = await fsp.lstat(path);
+        return {
+          isFile: s.isFile(),
+          isDirectory: s.isDirectory(),
+          isSymbolicLink: s.isSymbolicLink(),
+          size: s.size,
+          mtimeMs: s.mtimeMs,
+          mode: s.mode,
+          dev: s.dev,
+          ino: s.ino,
+          uid: typeof s.uid === "number" ? s.uid : -1,
+        };
+      } catch (error) {
+        if (isNotFound(error)) return null;
+        throw error;
+      }
+    },
+    async readdir(path) {
+      try {
+        const entries = await fsp.readdir(path, { withFileTypes: true });
+        return entries.map((e) => ({
+          name: String(e.name),
+          isFile: e.isFile(),
+          isDirectory: e.isDirectory(),
+          isSymbolicLink: e.isSymbolicLink(),
+        }));
+      } catch (error) {
+        if (isNotFound(error)) return [];
+        throw error;
+      }
+    },
+    async unlink(path) {
+      await fsp.unlink(path);
+    },
+    async rmdir(path) {
+      await fsp.rmdir(path);
+    },
+    async rename(from, to) {
+      await fsp.rename(from, to);
+    },
+    async chmod(path, mode) {
+      await fsp.chmod(path, mode);
+    },
+    async link(existing, path) {
+      try {
+        await fsp.link(existing, path);
+        return true;
+      } catch (error) {
+        if ((error as { code?: string }).code === "EEXIST") return false;
+        throw error;
+      }
+    },
+    async readRange(path, start, end) {
+      const handle = await fsp.open(path, constants.O_RDONLY | NOFOLLOW);
+      try {
+        const size = (await handle.stat()).size;
+        const stop = Math.min(end ?? size, size);
+        const buffer = new Uint8Array(Math.max(0, stop - start));
+        let offset = 0;
+        while (offset < buffer.length) {
+          const { bytesRead } = await handle.read(buffer, offset, buffer.length - offset, start + offset);
+          if (bytesRead === 0) break;
+          offset += bytesRead;
+        }
+        return buffer.subarray(0, offset);
+      } finally {
+        await handle.close();
+      }
+    },
+    async truncate(path, size) {
+      const handle = await fsp.open(path, constants.O_WRONLY | NOFOLLOW);
+      try {
+        await handle.truncate(size);
+        await handle.datasync();
+      } finally {
+        await handle.close();
+      }
+    },
+    async canReadWrite(path) {
+      try {
+        await fsp.access(path, constants.R_OK | constants.W_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async statfs(path) {
+      const s = await fsp.statfs(path);
+      return { freeBytes: Number(s.bavail) * Number(s.bsize), totalBytes: Number(s.blocks) * Number(s.bsize) };
+    },
+  };
 }
 
-/** The adapter over `node:fs/promises`. */
-export const nodeFs: FsAdapter = {
-  posixModes: process.platform !== "win32",
-  async mkdir(path, mode) {
-    await fsp.mkdir(path, { recursive: true, mode });
-  },
-  async append(path, data, sync) {
-    await openAndWrite(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NOFOLLOW, data, sync, null);
-  },
-  appendExisting(path, data, sync) {
-    return openAndWrite(path, constants.O_WRONLY | constants.O_APPEND | NOFOLLOW, data, sync, "ENOENT");
-  },
-  createExclusive(path, data, sync) {
-    return openAndWrite(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, data, sync, "EEXIST");
-  },
-  async readText(path) {
-    return await fsp.readFile(path, "utf8");
-  },
-  async lstat(path) {
-    try {
-      const s = await fsp.lstat(path);
-      return {
-        isFile: s.isFile(),
-        isDirectory: s.isDirectory(),
-        isSymbolicLink: s.isSymbolicLink(),
-        size: s.size,
-        mtimeMs: s.mtimeMs,
-        mode: s.mode,
-        dev: s.dev,
-        ino: s.ino,
-        uid: typeof s.uid === "number" ? s.uid : -1,
-      };
-    } catch (error) {
-      if (isNotFound(error)) return null;
-      throw error;
-    }
-  },
-  async readdir(path) {
-    try {
-      const entries = await fsp.readdir(path, { withFileTypes: true });
-      return entries.map((e) => ({
-        name: String(e.name),
-        isFile: e.isFile(),
-        isDirectory: e.isDirectory(),
-        isSymbolicLink: e.isSymbolicLink(),
-      }));
-    } catch (error) {
-      if (isNotFound(error)) return [];
-      throw error;
-    }
-  },
-  async unlink(path) {
-    await fsp.unlink(path);
-  },
-  async rmdir(path) {
-    await fsp.rmdir(path);
-  },
-  async rename(from, to) {
-    await fsp.rename(from, to);
-  },
-  async chmod(path, mode) {
-    await fsp.chmod(path, mode);
-  },
-  async link(existing, path) {
-    try {
-      await fsp.link(existing, path);
-      return true;
-    } catch (error) {
-      if ((error as { code?: string }).code === "EEXIST") return false;
-      throw error;
-    }
-  },
-  async readRange(path, start, end) {
-    const handle = await fsp.open(path, constants.O_RDONLY | NOFOLLOW);
-    try {
-      const size = (await handle.stat()).size;
-      const stop = Math.min(end ?? size, size);
-      const buffer = new Uint8Array(Math.max(0, stop - start));
-      let offset = 0;
-      while (offset < buffer.length) {
-        const { bytesRead } = await handle.read(buffer, offset, buffer.length - offset, start + offset);
-        if (bytesRead === 0) break;
-        offset += bytesRead;
-      }
-      return buffer.subarray(0, offset);
-    } finally {
-      await handle.close();
-    }
-  },
-  async truncate(path, size) {
-    const handle = await fsp.open(path, constants.O_WRONLY | NOFOLLOW);
-    try {
-      await handle.truncate(size);
-      await handle.datasync();
-    } finally {
-      await handle.close();
-    }
-  },
-  async canReadWrite(path) {
-    try {
-      await fsp.access(path, constants.R_OK | constants.W_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  async statfs(path) {
-    const s = await fsp.statfs(path);
-    return { freeBytes: Number(s.bavail) * Number(s.bsize), totalBytes: Number(s.blocks) * Number(s.bsize) };
-  },
-};
+/** The adapter over the real filesystem. */
+export const nodeFs: FsAdapter = createNodeFs();

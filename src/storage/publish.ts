@@ -42,6 +42,16 @@ async function writeAside(fs: FsAdapter, path: string, data: string): Promise<st
   throw new Error(`could not create a temporary file beside ${path}`);
 }
 
+/**
+ * Throws unless the file at `path` holds exactly the bytes of `data`: checked before a file is put in
+ * place, so a write the disk cut short never replaces (or becomes) what the caller meant to keep.
+ */
+export async function checkWhole(fs: FsAdapter, path: string, data: string): Promise<void> {
+  const size = (await fs.lstat(path))?.size ?? 0;
+  const expected = new TextEncoder().encode(data).length;
+  if (size !== expected) throw Object.assign(new Error(`${path} holds ${size} of the ${expected} bytes written to it`), { code: "EIO" });
+}
+
 /** Removes a temporary file, ignoring that it is already gone. */
 async function discard(fs: FsAdapter, path: string): Promise<void> {
   try {
@@ -65,6 +75,7 @@ async function linkOrCopy(fs: FsAdapter, from: string, to: string): Promise<bool
 export async function publishNew(fs: FsAdapter, path: string, data: string): Promise<Published> {
   const tmp = await writeAside(fs, path, data);
   try {
+    await checkWhole(fs, tmp, data);
     return (await linkOrCopy(fs, tmp, path)) ? { kind: "created", path } : { kind: "appeared", path };
   } finally {
     await discard(fs, tmp);
@@ -96,6 +107,12 @@ export async function replaceWithBackup(fs: FsAdapter, path: string, data: strin
       await discard(fs, backup); // it names a file we did not judge; the original stays where it was
       return { kind: "changed", path };
     }
+    try {
+      await checkWhole(fs, tmp, data); // until here the original is untouched, and so it stays
+    } catch (error) {
+      await discard(fs, backup);
+      throw error;
+    }
     await fs.rename(tmp, path);
     return { kind: "replaced", path, backup };
   } finally {
@@ -107,6 +124,7 @@ export async function replaceWithBackup(fs: FsAdapter, path: string, data: strin
 export async function replaceFile(fs: FsAdapter, path: string, data: string): Promise<void> {
   const tmp = await writeAside(fs, path, data);
   try {
+    await checkWhole(fs, tmp, data);
     await fs.rename(tmp, path);
   } finally {
     await discard(fs, tmp);

@@ -9,6 +9,8 @@ import process from "node:process";
 import { dirName } from "../protocol/session-id.ts";
 import type { DirLocks } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
+import { describe } from "./events-log.ts";
+import { checkWhole } from "./publish.ts";
 import { untrusted } from "./trusted-path.ts";
 import { DIR_MODE, join } from "./paths.ts";
 import { jsonObject } from "../protocol/jsonl.ts";
@@ -164,13 +166,24 @@ function lineIssues(sorted: Sorted): string[] {
   ].filter((x): x is string => x !== null);
 }
 
-/** Moves unreadable lines and duplicates aside (appended, fsynced), then rewrites the file by rename: nothing is lost. */
+/**
+ * Moves unreadable lines and duplicates aside (appended, fsynced), then rewrites the file by rename:
+ * nothing is lost. The original stays in place until the rewrite is whole on disk; a repair that fails
+ * leaves it as it was.
+ */
 async function repairFile(fs: FsAdapter, path: string, sorted: Sorted): Promise<void> {
   if (sorted.torn.length > 0) await fs.append(`${path}.torn`, sorted.torn.join("\n") + "\n", true);
   if (sorted.dup.length > 0) await fs.append(`${path}.dup`, sorted.dup.join("\n") + "\n", true);
   const aside = `${path}.repair-${process.pid}`;
-  await fs.createExclusive(aside, sorted.keep.map((l) => l + "\n").join(""), true);
-  await fs.rename(aside, path);
+  const text = sorted.keep.map((l) => l + "\n").join("");
+  if (!(await fs.createExclusive(aside, text, true))) throw new Error(`${aside} is in the way (remove it, then repair again)`);
+  try {
+    await checkWhole(fs, aside, text);
+    await fs.rename(aside, path);
+  } catch (error) {
+    await fs.unlink(aside).catch(() => undefined);
+    throw error;
+  }
 }
 
 /** Verifies the files of one conversation directory; returns its readable records. */
@@ -194,8 +207,12 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
       report.problems.push(what);
       continue;
     }
-    await repairFile(fs, path, sorted);
-    report.repaired.push(what + " (moved aside)");
+    try {
+      await repairFile(fs, path, sorted);
+      report.repaired.push(what + " (moved aside)");
+    } catch (error) {
+      report.problems.push(`${what}; not repaired (${describe(error)}): the file is as it was`);
+    }
   }
   return out;
 }
