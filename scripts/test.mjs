@@ -112,8 +112,7 @@ async function preflight() {
     const claude = (dir) => versionOf(`${root}node_modules/${dir}/bin/claude.exe`)?.replace(/ .*/, "") ?? null;
     need("claude", claude("@anthropic-ai/claude-code"), scripted("@anthropic-ai/claude-code"));
     need("claude (newest)", claude("claude-code-next"), scripted("claude-code-next"));
-    // ccusage's launcher starts a native binary that npm installs as an optional dependency for this platform.
-    need("ccusage", versionOf(bin("ccusage"))?.replace(/^ccusage /, "") ?? null, `${npm} (the \`ccusage\` dev dependency and its native package)`);
+    need("ccusage", versionOf(bin("ccusage"))?.replace(/^ccusage /, "") ?? null, `${npm} (the \`ccusage\` dev dependency)`);
   }
   if (tests || want("binary")) { // the binary's viewer runs in Chromium too
     need("playwright-core", existsSync(`${root}node_modules/playwright-core/package.json`) ? "ok" : null, `${npm} (the \`playwright-core\` dev dependency)`);

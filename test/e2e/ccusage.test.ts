@@ -34,9 +34,9 @@ const tokens = (t: Rec): Tokens => ({
   cacheReadTokens: t.cacheReadTokens,
 });
 
-/** Runs `ccusage claude daily --json` over the Claude data directories `dirs` (CLAUDE_CONFIG_DIR), in UTC days. */
+/** Runs `ccusage daily --json` over the Claude data directories `dirs` (CLAUDE_CONFIG_DIR), in UTC days. */
 function ccusage(dirs: string[], home: string): Promise<Totals> {
-  const args = ["claude", "daily", "--json", "--offline", "--timezone", "UTC"];
+  const args = ["daily", "--json", "--offline", "--timezone", "UTC"];
   const env = { PATH: process.env.PATH ?? "", HOME: home, CLAUDE_CONFIG_DIR: dirs.join(","), NO_COLOR: "1" };
   return new Promise((resolve, reject) => {
     execFile(CCUSAGE, args, { cwd: home, env, timeout: 60_000 }, (error, stdout, stderr) => {
