@@ -22,7 +22,7 @@ describe("session mirror: failures and retries", () => {
   });
 
   it("529 with retry-after, then the retry → the turn appears exactly once", async () => {
-    const c = new Conversation(tap.url, "s529");
+    const c = new Conversation(tap, "s529");
     await c.say("one");
     stub.enqueue({
       kind: "json",
@@ -41,7 +41,7 @@ describe("session mirror: failures and retries", () => {
   });
 
   it("an error event mid-stream, then the retry → the user message once, what arrived kept as interrupted, the retry's answer once", async () => {
-    const c = new Conversation(tap.url, "serr");
+    const c = new Conversation(tap, "serr");
     await c.say("one");
     stub.enqueue({ kind: "sse", chunks: [loadFixture("error_midstream")] });
     const failed = await c.say("two", { keepOnFailure: true });
@@ -58,7 +58,7 @@ describe("session mirror: failures and retries", () => {
   });
 
   it("a connection reset mid-block, then the retry → the prompt once, the partial marked interrupted, the retry's answer once", async () => {
-    const c = new Conversation(tap.url, "sreset");
+    const c = new Conversation(tap, "sreset");
     await c.say("one");
     const events = textReply("partial answer that never ends", { deltas: 4 });
     stub.enqueue({ kind: "reset-after", chunks: events.slice(0, 4) });
@@ -86,7 +86,7 @@ describe("session mirror: failures and retries", () => {
   for (const [label, cut] of untidyEnds) {
     it(`a whole answer ${label} → mirrored as complete, once`, async () => {
       const session = `suntidy-${label.replace(/[^a-z]+/g, "-")}`;
-      const c = new Conversation(tap.url, session);
+      const c = new Conversation(tap, session);
       await c.say("one");
       const events = textReply("the whole answer", { deltas: 3 });
       const chunks = cut(events);
@@ -104,7 +104,7 @@ describe("session mirror: failures and retries", () => {
   }
 
   it("a client that leaves after content arrived → its prompt and a partial answer marked interrupted; then once", async () => {
-    const c = new Conversation(tap.url, "sleave");
+    const c = new Conversation(tap, "sleave");
     await c.say("one");
     const events = textReply("a long answer", { deltas: 4 });
     stub.enqueue({ kind: "stall-after", chunks: events.slice(0, 5) });
@@ -222,7 +222,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
   });
 
   it("after a failed write the next turn writes the waiting commit first, then its own, each once", async () => {
-    const c = new Conversation(tap.url, "w-recover");
+    const c = new Conversation(tap, "w-recover");
     faults.set("reject");
     assert.equal((await c.say("failed turn")).status, 200);
     faults.set(null);
@@ -267,12 +267,12 @@ describe("session mirror: restart", () => {
 
   it("a tap restarted between turns 2 and 3 rebuilds its state from the files: no duplicates", async () => {
     let tap = await startTestTap(stub.url, {}, {}, dir);
-    const c = new Conversation(tap.url, "restart");
+    const c = new Conversation(tap, "restart");
     await c.say("one");
     await c.say("two");
     await tap.stop();
     tap = await startTestTap(stub.url, {}, {}, dir);
-    const again = new Conversation(tap.url, "restart");
+    const again = new Conversation(tap, "restart");
     again.messages.push(...c.messages);
     await again.say("three");
     await tap.stop();
@@ -284,8 +284,8 @@ describe("session mirror: restart", () => {
 
   it("with SESSIONTAP_MAX_SESSIONS=1, sessions evicted from memory are rebuilt, not re-mirrored", async () => {
     const tap = await startTestTap(stub.url, { SESSIONTAP_MAX_SESSIONS: "1" }, {}, dir);
-    const a = new Conversation(tap.url, "lru-a");
-    const b = new Conversation(tap.url, "lru-b");
+    const a = new Conversation(tap, "lru-a");
+    const b = new Conversation(tap, "lru-b");
     for (let i = 0; i < 3; i++) {
       await a.say(`a${i}`);
       await b.say(`b${i}`);

@@ -45,7 +45,8 @@ describe("processes sharing one mirror root", () => {
 
   it("two taps serving alternate turns of one session write each record exactly once", { timeout: 60_000 }, async () => {
     const [a, b] = await Promise.all([start(), start()]);
-    const { statuses, racers } = await alternateAndRace(a.url, b.url, "shared", 20);
+    const written = (n: number) => pollUntil(() => allRecords(`${root}/shared`), (recs) => recs.length >= n, 5000, `${n} records`);
+    const { statuses, racers } = await alternateAndRace(a.url, b.url, "shared", 20, written);
     assert.ok(statuses.every((status) => status === 200));
     // Both at once, from the same point: two branches, never interleaved bytes.
     assert.ok(racers.every((status) => status === 200));
@@ -69,8 +70,8 @@ describe("processes sharing one mirror root", () => {
     writeFileSync(locks.pathFor(sessionDir), JSON.stringify({ pid: dead, start: "1", host: (await selfOwner(nodeFs)).host }));
     const { url } = await start({ SESSIONTAP_LOCK_WAIT_MS: "300" });
     assert.equal((await new Conversation(url, "locked").say("after a dead writer")).status, 200);
-    assert.equal(allRecords(sessionDir).length, 2, "the stale lock was taken over");
-    assert.equal(existsSync(locks.pathFor(sessionDir)), false, "and released");
+    assert.equal((await pollUntil(() => allRecords(sessionDir), (recs) => recs.length >= 2, 5000)).length, 2, "the stale lock was taken over");
+    assert.equal(await pollUntil(() => existsSync(locks.pathFor(sessionDir)), (held) => !held, 5000), false, "and released");
 
     // Now a live owner (this test process) holds it.
     writeFileSync(locks.pathFor(sessionDir), JSON.stringify(await selfOwner(nodeFs)));
