@@ -37,9 +37,4 @@ export class SseMessageReader {
     this.lines.feed(this.decoder.decode());
     this.lines.end();
   }
-
-  /** True while an event that mentions message_stop has begun but not ended: the hold-back must wait for it. */
-  get finalEventPending(): boolean {
-    return this.lines.pendingWatched;
-  }
 }
