@@ -12,7 +12,7 @@ import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { DirLocks } from "../../src/storage/dir-lock.ts";
 import { selfOwner } from "../../src/storage/process-identity.ts";
 import { foldContent, textsOf } from "../support/client.ts";
-import { serveTap, type TapChild } from "../support/child.ts";
+import { serveTap, stopAll, type TapChild } from "../support/child.ts";
 import { pollUntil } from "../support/poll.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords } from "../support/tap.ts";
@@ -37,10 +37,7 @@ describe("a tap killed between the client's last byte and the write", () => {
     root = `${dir}/mirror`;
   });
   afterEach(async () => {
-    for (const c of children.splice(0)) {
-      c.signal("SIGTERM");
-      await c.exit(10_000).catch(() => c.child.kill("SIGKILL"));
-    }
+    await stopAll(children);
     await stub.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -12,7 +12,7 @@ import { DirLocks } from "../../src/storage/dir-lock.ts";
 import { selfOwner } from "../../src/storage/process-identity.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, readTree } from "../support/tap.ts";
-import { serveTap, type TapChild } from "../support/child.ts";
+import { serveTap, stopAll, type TapChild } from "../support/child.ts";
 import { pollUntil } from "../support/poll.ts";
 import { alternateAndRace, Conversation, textsOf } from "../support/client.ts";
 
@@ -35,10 +35,7 @@ describe("processes sharing one mirror root", () => {
     root = `${dir}/mirror`;
   });
   afterEach(async () => {
-    for (const c of children.splice(0)) {
-      c.signal("SIGTERM");
-      await c.exit(10_000).catch(() => c.child.kill("SIGKILL"));
-    }
+    await stopAll(children);
     await stub.close();
     rmSync(dir, { recursive: true, force: true });
   });

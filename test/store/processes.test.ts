@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { serveTap, type TapChild } from "../support/child.ts";
+import { serveTap, stopAll, type TapChild } from "../support/child.ts";
 import { alternateAndRace, Conversation, textsOf } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, storeHealth, storeStatus, type TestDatabase } from "../support/pg.ts";
 
@@ -27,10 +27,7 @@ describe("two taps, one database, one session", () => {
     dir = mkdtempSync(`${tmpdir()}/sessiontap-store-procs-`);
   });
   afterEach(async () => {
-    for (const c of children.splice(0)) {
-      c.signal("SIGTERM");
-      await c.exit(10_000).catch(() => c.child.kill("SIGKILL"));
-    }
+    await stopAll(children);
     await stub.close();
     rmSync(dir, { recursive: true, force: true });
   });
