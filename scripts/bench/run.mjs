@@ -522,7 +522,9 @@ async function main() {
     const mirrorRows = names.filter((n) => n.endsWith("-on")).map((n) => {
       const s = raw.reps.map((r) => r[n]?.mirror).filter(Boolean);
       const sum = (k) => s.reduce((a, x) => a + (x[k] ?? 0), 0);
-      return `${n}: ${sum("responses")} responses, ${sum("appends")} appends, ${sum("records")} records, ${sum("errors")} errors, ${sum("skipped")} skipped`;
+      return `${n}: ${sum("responses")} responses, ${sum("appends")} appends, ${sum("records")} records, ${sum("errors")} errors, ${sum("skipped")} skipped, ${
+        sum("gaveUp")
+      } given up`;
     });
     const aLong = answerSize("long");
     const aTool = answerSize("tool");

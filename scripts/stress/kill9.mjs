@@ -2,9 +2,8 @@
 // kill -9 under load: several sessions stream turns through the compiled tap while it is killed (SIGKILL)
 // at random moments and restarted on the same port. Afterwards every answer a client received whole
 // (message_stop arrived) is looked up in the mirror: on disk as the tap saw it (its request-id), only as a
-// `reconstructed` record rebuilt from a later request's history, or missing. The tap's `late` events (a
-// final event released before its write finished: the hold-back bound expired) are counted alongside.
-// Results go to docs/RELIABILITY.md "The hold-back window" by hand.
+// `reconstructed` record rebuilt from a later request's history (the kill landed between the client's last
+// byte and the write's fsync), or missing. Results go to docs/RELIABILITY.md "The crash window" by hand.
 //
 //   node scripts/stress/kill9.mjs [--sessions 4] [--turns 400] [--kill-min 200] [--kill-max 1200] [--binary dist/sessiontap]
 //
@@ -28,7 +27,6 @@ const KILL_MIN = Number(opt("kill-min", 200));
 const KILL_MAX = Number(opt("kill-max", 1200));
 const BINARY = opt("binary", `${root}dist/sessiontap`);
 const MAX_MS = Number(opt("max-minutes", 15)) * 60_000;
-const HOLD_BACK = opt("hold-back-ms", "250");
 
 let seed = 20261201;
 const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -111,7 +109,7 @@ const mirror = `${scratch}/mirror`;
 const answerText = (body) => [...body.matchAll(/"text_delta","text":("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1])).join("");
 const port = await freePort();
 const tapUrl = `http://127.0.0.1:${port}`;
-const env = { HOME: scratch, SESSIONTAP_HOLD_BACK_MS: HOLD_BACK, SESSIONTAP_DRAIN_MS: "1000" };
+const env = { HOME: scratch, SESSIONTAP_DRAIN_MS: "1000" };
 let tap = null;
 let starting = null;
 async function startTap() {
@@ -212,12 +210,11 @@ const missing = completed.filter((c) => !byRequest.has(c.requestId));
 const events = existsSync(`${mirror}/session-mirror-events.jsonl`)
   ? readFileSync(`${mirror}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
   : [];
-const late = events.filter((e) => e.action === "late").length;
+const gaveUp = events.filter((e) => e.action === "give-up").length;
 console.log(JSON.stringify(
   {
     sessions: SESSIONS,
     turnsPerSession: TURNS,
-    holdBackMs: Number(HOLD_BACK),
     seconds: Math.round((Date.now() - started) / 1000),
     kills,
     completed: completed.length,
@@ -227,8 +224,8 @@ console.log(JSON.stringify(
     completedButOnlyReconstructed: missing.filter((m) => reconstructedTexts.has(m.text)).length,
     completedAndNowhere: missing.filter((m) => !reconstructedTexts.has(m.text)).length,
     rate: completed.length === 0 ? 0 : missing.length / completed.length,
-    lateEventsLogged: late,
-    lateInFinalProcess: health.mirror?.late ?? null,
+    gaveUpLogged: gaveUp,
+    gaveUpInFinalProcess: health.mirror?.gaveUp ?? null,
     missing: missing.slice(0, 10),
   },
   null,

@@ -81,6 +81,8 @@ export interface RunningTap {
 
 /** Longest wait of `/_tap/health` for the engine's part. */
 const HEALTH_WAIT_MS = 2000;
+/** Longest wait at stop for the engine's writes in flight, before what is left is spooled. */
+const STOP_FLUSH_MS = 1000;
 /** Sized request bodies up to this are read whole before they go upstream (src/tap/request-body.ts). */
 const READ_FIRST_BYTES = 1024 * 1024;
 
@@ -178,7 +180,6 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     upstream: config.upstream,
     fetch: await upstreamFetch(deps.fetch ?? fetch),
     engine: link,
-    holdBackMs: config.holdBackMs,
     maxMessageBytes: config.maxMessageBytes,
     clock,
     upstreamHealth: reportUpstream,
@@ -233,7 +234,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     async stop(closed) {
       viewer.close(); // open event streams would otherwise hold the drain to its bound
       await server.stop(config.drainMs, closed);
-      return link === null ? { kind: "none" as const } : await link.stop(Math.max(1000, config.holdBackMs * 4));
+      return link === null ? { kind: "none" as const } : await link.stop(STOP_FLUSH_MS);
     },
   };
 }

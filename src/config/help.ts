@@ -29,7 +29,6 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_MAX_SESSIONS      1024 (sessions kept in memory, LRU)
                       SESSIONTAP_INCLUDE_THINKING  true (false drops thinking blocks)
                       SESSIONTAP_SIDE_REQUESTS     on (off: side requests are not mirrored)
-                      SESSIONTAP_HOLD_BACK_MS      250 (longest wait of a final event for its write)
                       SESSIONTAP_MAX_QUEUED        1000 (commits kept in memory while writes fail)
                       SESSIONTAP_MAX_MESSAGE_BYTES 33554432 (an answer's bytes the mirror keeps; the rest
                                                    is marked truncated; a larger request is not mirrored)

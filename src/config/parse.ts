@@ -45,8 +45,6 @@ export interface Config {
   repair: boolean;
   /** How long SIGTERM waits for in-flight responses before closing them. */
   drainMs: number;
-  /** How long the final event of a response waits for its mirror write (docs/DESIGN.md "Writes"). */
-  holdBackMs: number;
   /** How long a write waits for another process's lock on the same conversation before queueing. */
   lockWaitMs: number;
   /** Most commits kept in memory while writes fail. */
@@ -117,7 +115,6 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   const format = pick(flags, "--format", env, null) ?? "md";
   if (format !== "md" && format !== "html" && format !== "jsonl") throw new UsageError(`--format must be md, html or jsonl, got "${format}"`);
   const drainMs = integer("SESSIONTAP_DRAIN_MS", env.SESSIONTAP_DRAIN_MS || "10000", 0, 600_000);
-  const holdBackMs = integer("SESSIONTAP_HOLD_BACK_MS", env.SESSIONTAP_HOLD_BACK_MS || "250", 0, 10_000);
   const maxQueued = integer("SESSIONTAP_MAX_QUEUED", env.SESSIONTAP_MAX_QUEUED || "1000", 1, 1_000_000);
   const maxMessageBytes = integer("SESSIONTAP_MAX_MESSAGE_BYTES", env.SESSIONTAP_MAX_MESSAGE_BYTES || "33554432", 65536, 1 << 30);
   const lockWaitMs = integer("SESSIONTAP_LOCK_WAIT_MS", env.SESSIONTAP_LOCK_WAIT_MS || "2000", 0, 600_000);
@@ -176,7 +173,6 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
     force: flags.has("--force"),
     repair: flags.has("--repair"),
     drainMs,
-    holdBackMs,
     lockWaitMs,
     maxQueued,
     maxMessageBytes,

@@ -12,6 +12,8 @@ interface Queue<T> {
   items: T[];
   attempts: number;
   timer: ReturnType<typeof setTimeout> | null;
+  /** When the oldest item became the oldest (its write has been due since). */
+  headSince: number;
 }
 
 /** Bounded per-key queues with retry timers. */
@@ -20,11 +22,14 @@ export class Backlog<T> {
   /** Items waiting, over all keys. */
   size = 0;
 
-  constructor(private readonly max: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly clock: () => number,
+  ) {}
 
   /** Adds an item; returns how many old items of this key had to be dropped to stay within the bound. */
   push(key: string, item: T): number {
-    const queue = this.queues.get(key) ?? { items: [], attempts: 0, timer: null };
+    const queue = this.queues.get(key) ?? { items: [], attempts: 0, timer: null, headSince: this.clock() };
     this.queues.set(key, queue);
     queue.items.push(item);
     this.size++;
@@ -48,6 +53,7 @@ export class Backlog<T> {
     if (queue === undefined || queue.items.length === 0) return;
     queue.items.shift();
     this.size--;
+    queue.headSince = this.clock();
     if (queue.items.length === 0) {
       if (queue.timer !== null) clearTimeout(queue.timer);
       this.queues.delete(key);
@@ -57,6 +63,13 @@ export class Backlog<T> {
   /** Items waiting for a key. */
   waiting(key: string): number {
     return this.queues.get(key)?.items.length ?? 0;
+  }
+
+  /** How long the longest-waiting key's oldest item has waited (0 when nothing waits). */
+  longestWaitMs(): number {
+    let since = Number.POSITIVE_INFINITY;
+    for (const queue of this.queues.values()) since = Math.min(since, queue.headSince);
+    return since === Number.POSITIVE_INFINITY ? 0 : this.clock() - since;
   }
 
   /** Failed attempts so far for a key. */

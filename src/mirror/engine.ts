@@ -7,17 +7,16 @@
  * response it touched is left unmirrored, never the relay stalled.
  */
 import { RequestReader } from "../protocol/request-reader.ts";
-import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { Guard } from "../guard/guard.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { observeWrites } from "../storage/observed-fs.ts";
 import { PgSink } from "../store/pg-sink.ts";
-import type { EngineHealth, EngineQueries, EngineSettings, FromEngine, ToEngine, Verdict } from "./messages.ts";
+import type { EngineHealth, EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
 import { Mirror, type Replayed } from "./mirror.ts";
 import { mirrorHealth, storeProblems } from "./mirror-health.ts";
-import { isSkip, prepareRequest } from "./request-prep.ts";
+import { prepareRequest } from "./request-prep.ts";
 import { type FollowerSink, ResponseFollower } from "./response-follower.ts";
 
 /** What the engine is given by its host. */
@@ -35,9 +34,8 @@ export class MirrorEngine {
   readonly mirror: Mirror;
   readonly store: PgSink | null;
   guard: Guard | null = null;
+  /** The responses being followed, by the relay's id; a message about any other id is ignored. */
   private readonly followers = new Map<number, ResponseFollower>();
-  /** The identity headers of requests whose body has not arrived yet. */
-  private readonly identities = new Map<number, IdentityHeaders>();
   private readonly reader = new RequestReader();
   private readonly sink: FollowerSink;
   private wrote = new Set<string>();
@@ -82,6 +80,7 @@ export class MirrorEngine {
       commit: (job) => mirror.commit(job),
       skip: (reason, fields) => mirror.skip(reason, fields),
       truncated: (fields) => mirror.truncated(fields),
+      gaveUp: (fields) => mirror.gaveUp(fields),
       clock: deps.clock,
       maxMessageBytes: settings.maxMessageBytes,
     };
@@ -113,53 +112,44 @@ export class MirrorEngine {
       this.handle(message);
     } catch (error) {
       this.mirror.fail(message.t === "body" ? "prepare" : message.t === "head" ? "response" : "stream", error);
-      if ("id" in message && message.id !== null) this.drop(message.id);
+      if ("id" in message && message.id !== null) this.followers.delete(message.id);
     }
   }
 
   private handle(m: ToEngine): void {
     switch (m.t) {
       case "begin":
-        this.followers.set(m.id, new ResponseFollower(this.sink, m.at));
-        this.identities.set(m.id, m.identity);
+        this.followers.set(m.id, new ResponseFollower(this.sink, m.identity, m.at));
         return;
       case "body": {
-        const follower = this.followers.get(m.id);
-        const identity = this.identities.get(m.id);
-        this.identities.delete(m.id);
-        if (follower === undefined || identity === undefined) return;
-        const prepared = "bytes" in m.copy ? prepareRequest(this.reader, identity, m.copy.bytes, this.settings) : { reason: m.copy.skipped };
-        follower.body(prepared);
-        // A skipped request is forgotten here: the relay, told to ignore it, sends nothing more about it.
-        if (isSkip(prepared)) this.drop(m.id);
-        return;
+        const copy = m.copy;
+        return this.contain(
+          m.id,
+          "prepare",
+          (f) => f.body("bytes" in copy ? prepareRequest(this.reader, f.identity, copy.bytes, this.settings) : { reason: copy.skipped }),
+        );
       }
       case "head":
-        // A non-2xx answer: the relay stops following it itself and ends it (RelayObserver.head).
-        return this.followers.get(m.id)?.response(m.status, m.requestId, m.sse);
+        return this.contain(m.id, "response", (f) => f.response(m.status, m.requestId, m.sse));
       case "chunks": {
         let at = 0;
         for (let i = 0; i < m.index.length; i += 2) {
           const id = m.index[i];
           const length = m.index[i + 1];
-          const follower = this.followers.get(id);
-          if (follower !== undefined) this.contain(id, () => follower.feed(m.bytes.subarray(at, at + length)));
+          const from = at;
+          this.contain(id, "stream", (f) => f.feed(m.bytes.subarray(from, from + length)));
           at += length;
         }
         this.deps.post({ t: "ack", bytes: m.bytes.byteLength });
         return;
       }
       case "end":
-        return this.last(m.id, m.ask, (f) => f.end());
+        return this.last(m.id, (f) => f.end());
       case "cut":
-        return this.last(m.id, null, (f) => f.cut(m.by));
-      case "ask":
-        return this.answer(m.id, m.ask, this.followers.get(m.id));
-      case "late":
-        return this.mirror.late();
+        return this.last(m.id, (f) => f.cut(m.by));
       case "fail":
         this.mirror.fail(m.stage, new Error(m.error));
-        if (m.id !== null) this.drop(m.id);
+        if (m.id !== null) this.followers.delete(m.id);
         return;
       case "log":
         return this.mirror.log(m.action, m.fields);
@@ -172,44 +162,26 @@ export class MirrorEngine {
     }
   }
 
-  /** Tells the relay what to do with the bytes it holds for request `id` (see Verdict), once that is known. */
-  private answer(id: number, ask: number, follower: ResponseFollower | undefined): void {
-    const reply = (verdict: Verdict) => this.deps.post({ t: "verdict", id, ask, verdict });
-    if (follower === undefined) return reply("not");
-    follower.verdict().then(reply, (error) => {
-      this.mirror.fail("stream", error);
-      reply("not");
-    });
+  /** Runs the last step of a follower and forgets it. */
+  private last(id: number, step: (f: ResponseFollower) => void): void {
+    this.contain(id, "stream", step);
+    this.followers.delete(id);
   }
 
-  /** Runs the last step of a follower and forgets it (answering `ask` first when the relay holds bytes). */
-  private last(id: number, ask: number | null, step: (f: ResponseFollower) => void): void {
+  /**
+   * Runs `step` for follower `id`, if it is followed; a throw forgets that follower (its response is not
+   * mirrored), counted once. A skipped request is forgotten too: what the relay still sends about it is ignored.
+   */
+  private contain(id: number, stage: "prepare" | "response" | "stream", step: (f: ResponseFollower) => void): void {
     const follower = this.followers.get(id);
-    this.followers.delete(id);
-    this.identities.delete(id);
-    if (follower !== undefined) this.contain(id, () => step(follower));
-    if (ask !== null) this.answer(id, ask, follower);
-  }
-
-  /** Runs `step` for one follower; a throw drops that follower (its response is not mirrored), counted once. */
-  private contain(id: number, step: () => void): void {
+    if (follower === undefined) return;
     try {
-      step();
+      step(follower);
+      if (follower.skipped) this.followers.delete(id);
     } catch (error) {
-      this.mirror.fail("stream", error);
-      this.drop(id);
+      this.mirror.fail(stage, error);
+      this.followers.delete(id);
     }
-  }
-
-  /** Forgets a follower and tells the relay to stop copying its bytes. */
-  private drop(id: number): void {
-    this.followers.delete(id);
-    this.identities.delete(id);
-    this.ignore(id);
-  }
-
-  private ignore(id: number): void {
-    this.deps.post({ t: "ignore", id });
   }
 
   /** Answers a query of the tap's owner. */

@@ -33,17 +33,12 @@ export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" 
   spoolTmpDir: string | null;
 }
 
-/** How a response body that was being followed stopped. */
-export type CutBy = "client" | "upstream";
-
-/** What the relay asks about a response, after everything it sent before the question. */
-export type Verdict =
-  /** The message is whole and its write settled (or failed and was counted): release the final event. */
-  | "written"
-  /** A final event has begun but not ended: keep holding, ask again with the next bytes. */
-  | "pending"
-  /** Not the final event (the literal inside an answer), or a response the engine does not follow. */
-  | "not";
+/**
+ * How a response body that was being followed stopped before its end: the client left, the upstream failed,
+ * or the relay stopped copying it because the engine had too much left to read (the client's bytes never
+ * wait for the engine: docs/DESIGN.md "Off the relay path").
+ */
+export type CutBy = "client" | "upstream" | "behind";
 
 /** The queries the tap's owner (the serve command, the tests) makes of the engine. */
 export interface EngineQueries {
@@ -82,12 +77,9 @@ export type ToEngine =
   | { t: "head"; id: number; status: number; requestId: string | null; sse: boolean }
   /** Response bytes of several requests: `index` holds pairs (id, byte count), in order, for `bytes`. */
   | { t: "chunks"; bytes: Uint8Array; index: number[] }
-  /** The body ended; with `ask`, the relay holds its last bytes until the verdict (a non-streaming answer). */
-  | { t: "end"; id: number; ask: number | null }
+  /** The body ended normally. */
+  | { t: "end"; id: number }
   | { t: "cut"; id: number; by: CutBy }
-  | { t: "ask"; id: number; ask: number }
-  /** The relay released a final event before its write was done (the hold-back bound expired). */
-  | { t: "late"; id: number }
   /** A failure on the relay's side of response `id` (null: of no one response): counted, and that response dropped. */
   | { t: "fail"; id: number | null; stage: "stream" | "relay"; error: string }
   | { t: "log"; action: string; fields: EventFields }
@@ -98,11 +90,8 @@ export type FromEngine =
   | { t: "ready"; replayed: Replayed; guard: boolean }
   /** The engine could not start, or stopped on an error it could not contain: nothing more is mirrored. */
   | { t: "failed"; error: string }
-  | { t: "verdict"; id: number; ask: number; verdict: Verdict }
   /** The engine has read this many more response bytes: the relay counts what it sent and is not yet read. */
   | { t: "ack"; bytes: number }
-  /** The engine will not mirror this response (its request was skipped): the relay stops copying it. */
-  | { t: "ignore"; id: number }
   | { t: "reply"; q: number; value?: unknown; error?: string }
   | { t: "stderr"; line: string }
   /** Mirror files written since the last hint (the viewer's live updates). */

@@ -64,10 +64,11 @@ export interface MirrorStats {
   /** Commits replayed at start from a spool an earlier run saved. */
   replayed: number;
   /**
-   * Final events released before their write finished (the hold-back bound expired): the client saw a
-   * whole answer that was not yet on disk (docs/RELIABILITY.md "The hold-back window").
+   * Answers the mirror gave up on before they were whole: its engine had fallen too far behind the relay
+   * (docs/DESIGN.md "Off the relay path"). Their requests are kept; the next request's history brings the
+   * answer, reconstructed.
    */
-  late: number;
+  gaveUp: number;
   /** Answers kept only in part: they grew past SESSIONTAP_MAX_MESSAGE_BYTES (marked sessiontap_truncated). */
   truncated: number;
 }
@@ -131,7 +132,7 @@ export class Mirror {
       writeFailed: (key, error, queued) => this.alarms.writeFailed(join(root, key), error, queued),
       allWritten: () => this.alarms.writesRecovered(),
       track: (work) => this.track(work),
-    }));
+    }, clock));
     this.stats = {
       responses: 0,
       appends: 0,
@@ -144,7 +145,7 @@ export class Mirror {
       repaired: 0,
       unmirrored: 0,
       replayed: 0,
-      late: 0,
+      gaveUp: 0,
       truncated: 0,
       // Read from the backlog itself, so the count can never drift from what waits.
       get queued(): number {
@@ -162,7 +163,7 @@ export class Mirror {
     this.sinks.push(sink);
   }
 
-  /** Adds a listener told of every commit after its writes settled; it must return at once (it runs before the client's final event is released). */
+  /** Adds a listener told of every commit after its writes settled; it must return at once (it runs on the engine's write path). */
   onCommitted(listener: (job: CommitJob) => void): void {
     this.committed.push(listener);
   }
@@ -170,7 +171,7 @@ export class Mirror {
   /** Writes one response's records to the tree (after any that wait for an earlier failure) and to every sink; never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
-    if (job.kind !== "complete") this.stats.interrupted++;
+    if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
     const writes = this.sinks.map((sink) => this.track(sink.commit(job)));
     if (this.options.files !== false) writes.push(this.track(this.writes.write(job)));
     return Promise.all(writes).then(() => {
@@ -199,7 +200,7 @@ export class Mirror {
 
   /** What is wrong now (health's problems), one short string each. */
   problems(): string[] {
-    return this.alarms.problems({ ...this.stats, unreleasedLocks: this.locks.waiting });
+    return this.alarms.problems({ ...this.stats, unreleasedLocks: this.locks.waiting, longestWaitMs: this.writes.longestWaitMs });
   }
 
   /** Counts and logs one commit written to the tree. */
@@ -235,10 +236,10 @@ export class Mirror {
     this.log("truncated", fields);
   }
 
-  /** A final event went to the client before its write finished. */
-  late(): void {
-    this.stats.late++;
-    this.log("late", { late: this.stats.late });
+  /** The relay stopped copying an answer before it was whole: its engine was too far behind (counted, logged). */
+  gaveUp(fields: EventFields): void {
+    this.stats.gaveUp++;
+    this.log("give-up", { reason: "the mirror engine fell behind the relay", ...fields, gaveUp: this.stats.gaveUp });
   }
 
   /** Counts a failure and logs it once; a failure while following a response means that response is not mirrored. */

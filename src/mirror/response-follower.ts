@@ -1,21 +1,23 @@
 /**
  * The engine's view of one request (docs/DESIGN.md "Off the relay path"): its prepared request, the
- * response stream folded into the assistant message, and the one commit handed to the mirror when the
- * message is whole or the stream is cut. Its state is one explicit machine, so every message the relay
- * sends has one meaning in every state:
+ * response stream folded into the assistant message, and the one commit handed to the mirror as soon as
+ * the message is whole (docs/DESIGN.md "Writes") or the stream is cut. Its state is one explicit machine,
+ * so every message the relay sends has one meaning in every state:
  *
- *     waiting ──body──▶ ready ──complete/end/cut──▶ committed
+ *     waiting ──body──▶ ready ──whole/end/cut──▶ committed
  *        │                │
  *        └── skipped ◀────┘ (request unreadable, side request off, answer not 2xx or too large)
  *
- * Everything here may throw; the engine contains it (one failure, counted, and the response unmirrored).
+ * What happens before the request is read (the message became whole, the stream ended) waits for it, in
+ * order. Everything here may throw; the engine contains it (one failure, counted, and the response unmirrored).
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { isObject, type Json } from "../protocol/json.ts";
-import { messageFromJson } from "../protocol/sse-accumulator.ts";
+import type { IdentityHeaders } from "../protocol/session-id.ts";
+import { type AssistantMessage, messageFromJson } from "../protocol/sse-accumulator.ts";
 import { SseMessageReader } from "../protocol/sse-reader.ts";
 import type { Answer } from "../protocol/staging.ts";
-import type { CutBy, Verdict } from "./messages.ts";
+import type { CutBy } from "./messages.ts";
 import { isSkip, type Prepared, type Skip } from "./request-prep.ts";
 
 /** What a follower reports to. */
@@ -24,6 +26,8 @@ export interface FollowerSink {
   skip(reason: string, fields?: Record<string, string | number | boolean | null>): void;
   /** An answer kept only in part (past the bound), for the events log. */
   truncated(fields: Record<string, string | number | boolean | null>): void;
+  /** The relay stopped copying an answer before it was whole (the engine was too far behind): not kept. */
+  gaveUp(fields: Record<string, string | number | boolean | null>): void;
   clock(): number;
   /** Largest answer kept (characters of content; a non-streaming body in bytes). */
   maxMessageBytes: number;
@@ -40,20 +44,17 @@ export class ResponseFollower {
   private reader: SseMessageReader | null = null;
   private json: Uint8Array[] = [];
   private jsonBytes = 0;
-  /** The commit's write, once handed over. */
-  private written: Promise<void> | null = null;
-  /** What happened before the request was read (the message completed, the stream ended) waits for it, in order. */
+  /** The commit is decided (it may wait for the request): nothing more of the response is read. */
+  private settled = false;
+  /** What happened before the request was read waits for it, in order. */
   private queued: (() => void)[] = [];
-  /** Resolves when the request has been read or skipped: a verdict asked before then waits for it. */
-  private readonly bodySeen: Promise<void>;
-  private bodyDone!: () => void;
 
   constructor(
     private readonly sink: FollowerSink,
+    /** The request's identity headers, for reading its body. */
+    readonly identity: IdentityHeaders,
     private readonly startedAt: number,
-  ) {
-    this.bodySeen = new Promise((resolve) => (this.bodyDone = resolve));
-  }
+  ) {}
 
   /** The request was read (or could not be): a skipped request is never mirrored. */
   body(prepared: Prepared | Skip): void {
@@ -62,7 +63,6 @@ export class ResponseFollower {
     this.prepared = prepared;
     this.state = "ready";
     for (const run of this.queued.splice(0)) run();
-    this.bodyDone();
   }
 
   /** The response head; only a 2xx answer is followed (an error answer is the client's to see, not a turn to keep). */
@@ -73,12 +73,12 @@ export class ResponseFollower {
     if (sse) this.reader = new SseMessageReader(this.sink.maxMessageBytes);
   }
 
-  /** Response bytes, in order. */
+  /** Response bytes, in order; a streamed message is committed as soon as it is whole. */
   feed(bytes: Uint8Array): void {
-    if (this.head === null || this.done) return;
+    if (this.head === null || this.done || this.settled) return;
     if (this.reader !== null) {
       this.reader.feed(bytes);
-      if (this.reader.acc.complete) this.later(() => this.finish("complete"));
+      if (this.reader.acc.whole) this.settle("complete");
       return;
     }
     this.jsonBytes += bytes.byteLength;
@@ -90,12 +90,11 @@ export class ResponseFollower {
 
   /** The body ended normally. */
   end(): void {
-    if (this.head === null || this.done) return;
+    if (this.head === null || this.done || this.settled) return;
     if (this.reader !== null) {
       this.reader.end();
       // A stream that ends before the message is whole was cut by the upstream (or its proxy).
-      const whole = this.reader.acc.whole;
-      return this.later(() => this.finish(whole ? "complete" : "upstream-cut"));
+      return this.settle(this.reader.acc.whole ? "complete" : "upstream-cut");
     }
     const body = new Uint8Array(this.jsonBytes);
     let offset = 0;
@@ -107,35 +106,36 @@ export class ResponseFollower {
     const parsed = JSON.parse(new TextDecoder().decode(body)) as unknown;
     if (!isObject(parsed) || parsed.type !== "message") return this.skip("response is not a message");
     const message = messageFromJson(parsed as Json);
+    this.settled = true;
     this.later(() => this.finish("complete", message));
   }
 
-  /** The body was cut short: by the client leaving, or by the upstream failing (after a whole message, it is whole). */
+  /**
+   * The body was cut short: by the client leaving or the upstream failing (what arrived is kept, marked
+   * interrupted), or by the relay, which stopped copying it (the answer is given up: the next request's
+   * history brings it, reconstructed).
+   */
   cut(by: CutBy): void {
-    if (this.head === null || this.done) return;
-    const whole = this.reader !== null && this.reader.acc.whole;
-    this.later(() => this.finish(whole ? "complete" : by === "client" ? "client-cut" : "upstream-cut"));
-  }
-
-  /** The relay's question about the bytes it holds back: see `Verdict`. */
-  async verdict(): Promise<Verdict> {
-    if (this.written !== null) {
-      await this.written;
-      return "written";
-    }
-    if (this.state === "skipped") return "not";
-    if (this.reader?.finalEventPending) return "pending";
-    if (this.state === "waiting" && this.queued.length > 0) {
-      // The message is whole but the request is not read yet: the answer follows once it is.
-      await this.bodySeen;
-      return this.verdict();
-    }
-    return "not";
+    if (this.head === null || this.done || this.settled) return;
+    if (by === "behind") return this.settle("gave-up");
+    this.settle(by === "client" ? "client-cut" : "upstream-cut");
   }
 
   /** True once nothing more will happen here (committed or skipped). */
   get done(): boolean {
     return this.state === "committed" || this.state === "skipped";
+  }
+
+  /** True when nothing of this request is mirrored. */
+  get skipped(): boolean {
+    return this.state === "skipped";
+  }
+
+  /** Decides the commit: made now when the request is read, else once it is. */
+  private settle(kind: CommitJob["kind"]): void {
+    this.settled = true;
+    const whole = this.reader?.acc.whole ? this.reader.acc.message(false) : null;
+    this.later(() => this.finish(kind, whole));
   }
 
   /** Runs `step` now when the request is read, else once it is. */
@@ -148,12 +148,11 @@ export class ResponseFollower {
   private skip(reason: string | null, fields?: Record<string, string | number | boolean | null>): void {
     this.state = "skipped";
     this.queued = [];
-    this.bodyDone();
     if (reason !== null) this.sink.skip(reason, fields);
   }
 
   /** Hands the one commit of this request to the mirror. */
-  private finish(kind: CommitJob["kind"], whole = this.reader?.acc.whole ? this.reader.acc.message(false) : null): void {
+  private finish(kind: CommitJob["kind"], whole: AssistantMessage | null): void {
     if (this.state !== "ready") return;
     this.state = "committed";
     const p = this.prepared!;
@@ -161,12 +160,13 @@ export class ResponseFollower {
     const at = new Date(this.sink.clock()).toISOString();
     let answer: Answer | null = null;
     if (acc?.truncated) this.sink.truncated({ droppedChars: acc.dropped, keptAtMost: this.sink.maxMessageBytes });
-    if (kind === "complete" && whole !== null) answer = { message: whole, requestId: this.head!.requestId, timestamp: at };
+    if (kind === "gave-up") this.sink.gaveUp({ dir: p.sessionDir, route: p.route });
+    else if (kind === "complete" && whole !== null) answer = { message: whole, requestId: this.head!.requestId, timestamp: at };
     else if (kind !== "complete" && acc !== null && acc.hasContent) {
       // The user saw this much (the client left, or the upstream broke off): keep it, marked, so their
       // last exchange is not lost (docs/DESIGN.md "Writes"); the retry's answer is its own record.
       answer = { message: acc.message(true), requestId: this.head!.requestId, timestamp: at };
     }
-    this.written = this.sink.commit({ ...p, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
+    void this.sink.commit({ ...p, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
   }
 }

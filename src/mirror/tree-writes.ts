@@ -54,13 +54,19 @@ export class TreeWrites {
     private readonly spool: MirrorSpool,
     maxQueued: number,
     private readonly reports: TreeReports,
+    clock: () => number,
   ) {
-    this.backlog = new Backlog<CommitJob>(maxQueued);
+    this.backlog = new Backlog<CommitJob>(maxQueued, clock);
   }
 
   /** Commits waiting for a write to succeed. */
   get queued(): number {
     return this.backlog.size;
+  }
+
+  /** How long the oldest commit still to be written has waited for its write (0: none waits). */
+  get longestWaitMs(): number {
+    return this.backlog.longestWaitMs();
   }
 
   /** Writes a commit after those of its conversation that wait; resolves when written or queued. */

@@ -19,5 +19,6 @@ export interface CommitJob {
   base: EnvelopeBase;
   requestTimestamp: string;
   answer: Answer | null;
-  kind: "complete" | "client-cut" | "upstream-cut";
+  /** How the answer ended; `gave-up`: the mirror stopped reading it (docs/DESIGN.md "Off the relay path") and keeps only the request. */
+  kind: "complete" | "client-cut" | "upstream-cut" | "gave-up";
 }

@@ -32,13 +32,6 @@ export const TRUNCATED_KEY = "sessiontap_truncated";
 const JSON_INPUT_BLOCKS = new Set(["tool_use", "server_tool_use", "mcp_tool_use"]);
 /** How the API's content deltas begin (its own serialisation, type first). */
 const DELTA_PREFIX = '{"type":"content_block_delta"';
-/** Characters JSON allows in a string only escaped. */
-// deno-lint-ignore no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u001f]/;
-/** A compact content delta up to its index. */
-const TEXT_DELTA_PREFIX = DELTA_PREFIX + ',"index":';
-/** What follows a compact text delta's index, up to its text's opening quote. */
-const TEXT_DELTA_MIDDLE = ',"delta":{"type":"text_delta","text":"';
 
 /** Accumulates one response stream; feed it events, then take `message()`. */
 export class StreamAccumulator {
@@ -104,7 +97,6 @@ export class StreamAccumulator {
   pushData(data: string): void {
     // Past the bound every delta is let go: one that says so in its first bytes need not be parsed.
     if (this.dropped > 0 && data.startsWith(DELTA_PREFIX)) return this.letGo(data.length);
-    if (this.textDelta(data)) return;
     let event: unknown;
     try {
       event = JSON.parse(data);
@@ -117,32 +109,6 @@ export class StreamAccumulator {
       return;
     }
     this.apply(event as Json);
-  }
-
-  /**
-   * Applies a text delta in the API's own compact form without parsing the event as an object (most of an
-   * answer's events, and most of the cost of reading them: docs/BENCHMARKS.md). Only the text's string
-   * literal is parsed, and only when it holds an escape; anything else in any other shape returns false
-   * and is parsed whole, so the result is always what JSON.parse would give.
-   */
-  private textDelta(data: string): boolean {
-    if (!data.startsWith(TEXT_DELTA_PREFIX) || !data.endsWith('"}}')) return false;
-    let i = TEXT_DELTA_PREFIX.length;
-    const digits = i;
-    while (i < data.length && data.charCodeAt(i) >= 0x30 && data.charCodeAt(i) <= 0x39) i++;
-    if (i === digits || i - digits > 9 || (i - digits > 1 && data.charCodeAt(digits) === 0x30) || !data.startsWith(TEXT_DELTA_MIDDLE, i)) return false;
-    const inner = data.slice(i + TEXT_DELTA_MIDDLE.length, data.length - 3);
-    let text: string;
-    if (inner.indexOf("\\") < 0 && inner.indexOf('"') < 0 && !CONTROL.test(inner)) text = inner;
-    else {
-      try {
-        text = JSON.parse(`"${inner}"`) as string; // throws unless `inner` is exactly one string's content
-      } catch {
-        return false;
-      }
-    }
-    this.applyDelta(Number(data.slice(digits, i)), { type: "text_delta", text });
-    return true;
   }
 
   /** Applies one parsed stream event. */

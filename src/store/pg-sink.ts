@@ -3,8 +3,8 @@
  * store in one transaction (see pg-target.ts), in order per conversation. While the store cannot be
  * reached, commits go to the outage spool in the local tree (pg-spool.ts) and a reconnect loop with
  * bounded backoff brings the schema up to date and replays the spool in order before anything is written
- * directly again: nothing lost, nothing doubled. The client never waits for any of it beyond the tee's
- * hold-back bound; nothing here rejects; every change of state is one events-log line.
+ * directly again: nothing lost, nothing doubled. The client never waits for any of it (docs/DESIGN.md
+ * "Off the relay path"); nothing here rejects; every change of state is one events-log line.
  */
 import { describe, type EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";

@@ -1,12 +1,13 @@
 /**
- * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"). What runs here is small
- * and fixed per chunk: response bytes are copied into one staging buffer shared by every stream, and what
- * it holds goes to the engine as one transferred copy per turn of the event loop (a message per chunk would
- * cost more than the copy); questions about held-back bytes flush the staging buffer first, so the engine always
- * answers about everything the relay sent. If the engine stops, the tap keeps relaying, says so once on
- * stderr and in health, and mirrors nothing more.
+ * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"). The relay only posts; what
+ * runs here is small and fixed per chunk: response bytes are copied into one staging buffer shared by every
+ * stream, and what it holds goes to the engine as one transferred copy per turn of the event loop (a message
+ * per chunk would cost more than the copy). Every other message flushes the staging buffer first, so the
+ * engine reads everything in the order the relay saw it. The engine answers only queries and acknowledges
+ * what it has read. If the engine stops, the tap keeps relaying, says so once on stderr and in health, and
+ * mirrors nothing more.
  */
-import type { BodyCopy, EngineHealth, EngineQueries, FromEngine, ToEngine, Verdict } from "../mirror/messages.ts";
+import type { BodyCopy, EngineHealth, EngineQueries, FromEngine, ToEngine } from "../mirror/messages.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { RelayObserver } from "./relay-observer.ts";
 
@@ -30,19 +31,17 @@ export interface LinkListener {
 /** Bytes staged before a batch is sent without waiting for the turn to end. */
 const MAX_STAGED = 256 * 1024;
 /**
- * Response bytes sent to the engine and not yet read by it, past which the relay reads no more from the
- * upstream until the engine is down to the low mark: memory stays bounded however far behind the engine
- * falls (an answer of hundreds of MiB), and a client waits only then (docs/DESIGN.md "Off the relay path").
+ * Response bytes staged or sent to the engine and not yet read by it, past which the relay copies no more:
+ * memory between the threads stays bounded however far behind the engine falls, and no client ever waits
+ * for it — the mirror gives up on the responses whose bytes it could not take (see docs/DESIGN.md
+ * "Off the relay path").
  */
-const HIGH_UNREAD = 16 * 1024 * 1024;
-const LOW_UNREAD = 8 * 1024 * 1024;
+export const MAX_UNREAD = 16 * 1024 * 1024;
 
 /** The relay's link to one engine. */
 export class EngineLink {
   private nextId = 1;
-  private nextQuestion = 1;
-  private readonly observers = new Map<number, RelayObserver>();
-  private readonly asks = new Map<number, (verdict: Verdict) => void>();
+  private nextQuery = 1;
   private readonly queries = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   private staging = new Uint8Array(MAX_STAGED);
   private staged = 0;
@@ -50,9 +49,8 @@ export class EngineLink {
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   /** Why the engine stopped, or null while it runs. */
   private stopped: string | null = null;
-  /** Response bytes sent and not yet read by the engine, and who waits for that to drop. */
+  /** Response bytes sent and not yet read by the engine. */
   private unread = 0;
-  private caughtUp: (() => void)[] = [];
 
   constructor(
     private readonly host: EngineHost,
@@ -62,19 +60,8 @@ export class EngineLink {
   /** Handles one message from the engine. */
   receive(message: FromEngine): void {
     switch (message.t) {
-      case "verdict": {
-        const resolve = this.asks.get(message.ask);
-        this.asks.delete(message.ask);
-        resolve?.(message.verdict);
-        return;
-      }
       case "ack":
         this.unread -= message.bytes;
-        if (this.unread <= LOW_UNREAD) this.release();
-        return;
-      case "ignore":
-        this.observers.get(message.id)?.ignore();
-        this.observers.delete(message.id);
         return;
       case "reply": {
         const query = this.queries.get(message.q);
@@ -96,31 +83,13 @@ export class EngineLink {
     }
   }
 
-  /**
-   * The engine is gone (it failed to start, or died): said once, and everything waiting on it is let go,
-   * so no client waits for a write that will not come.
-   */
+  /** The engine is gone (it failed to start, or died): said once; queries waiting on it are refused. */
   fail(why: string): void {
     if (this.stopped !== null) return;
     this.stopped = why;
     this.listener.stderr(`sessiontap: mirror engine stopped: ${why}; the tap keeps relaying but mirrors nothing until it restarts`);
-    for (const observer of this.observers.values()) observer.ignore();
-    this.observers.clear();
-    for (const resolve of this.asks.values()) resolve("not");
-    this.asks.clear();
     for (const query of this.queries.values()) query.reject(new Error(`the mirror engine stopped: ${why}`));
     this.queries.clear();
-    this.release();
-  }
-
-  /** Null while the engine keeps up; else resolves once it has caught up to the low mark (or stopped). */
-  behind(): Promise<void> | null {
-    if (this.unread <= HIGH_UNREAD || this.stopped !== null) return null;
-    return new Promise((resolve) => this.caughtUp.push(resolve));
-  }
-
-  private release(): void {
-    for (const resolve of this.caughtUp.splice(0)) resolve();
   }
 
   /** The relay's problems with the engine itself (health). */
@@ -132,10 +101,8 @@ export class EngineLink {
   open(identity: IdentityHeaders, at: number): RelayObserver | null {
     if (this.stopped !== null) return null;
     const id = this.nextId++;
-    const observer = new RelayObserver(this, id);
-    this.observers.set(id, observer);
     this.send({ t: "begin", id, at, identity });
-    return observer;
+    return new RelayObserver(this, id);
   }
 
   /** Sends the request's bytes (taken over: the caller must not touch them again), or why there are none. */
@@ -147,15 +114,20 @@ export class EngineLink {
     this.send({ t: "body", id, copy: { bytes: owned } }, [owned.buffer as ArrayBuffer]);
   }
 
-  /** Copies one chunk of request `id`'s response into the staging buffer. */
-  copy(id: number, chunk: Uint8Array): void {
-    if (this.stopped !== null) return;
+  /**
+   * Copies one chunk of request `id`'s response into the staging buffer; false, copying nothing, when the
+   * engine has MAX_UNREAD bytes it has not read yet.
+   */
+  copy(id: number, chunk: Uint8Array): boolean {
+    if (this.stopped !== null) return true;
+    if (this.unread + this.staged > MAX_UNREAD) return false;
     if (this.staged + chunk.byteLength > this.staging.byteLength) this.flush();
     if (chunk.byteLength > this.staging.byteLength) {
       // Larger than the staging buffer (a non-streaming answer's one chunk): a batch of its own.
       this.unread += chunk.byteLength;
       const bytes = chunk.slice();
-      return this.post({ t: "chunks", bytes, index: [id, chunk.byteLength] }, [bytes.buffer as ArrayBuffer]);
+      this.post({ t: "chunks", bytes, index: [id, chunk.byteLength] }, [bytes.buffer as ArrayBuffer]);
+      return true;
     }
     this.staging.set(chunk, this.staged);
     this.staged += chunk.byteLength;
@@ -164,6 +136,7 @@ export class EngineLink {
     else this.index.push(id, chunk.byteLength);
     if (this.staged >= MAX_STAGED) this.flush();
     else if (this.flushTimer === null) this.flushTimer = setTimeout(() => this.flush(), 0);
+    return true;
   }
 
   /** Sends a control message after everything staged before it. */
@@ -173,24 +146,10 @@ export class EngineLink {
     this.post(message, transfer);
   }
 
-  /** Asks about request `id`'s held bytes; resolves with the verdict (or "not" if the engine stops). */
-  ask(id: number, end = false): Promise<Verdict> {
-    if (this.stopped !== null) return Promise.resolve("not");
-    const ask = this.nextQuestion++;
-    const answered = new Promise<Verdict>((resolve) => this.asks.set(ask, resolve));
-    this.send(end ? { t: "end", id, ask } : { t: "ask", id, ask });
-    return answered;
-  }
-
-  /** Forgets an observer the relay is done with. */
-  done(id: number): void {
-    this.observers.delete(id);
-  }
-
   /** Asks the engine something (health, flush, stop…). */
   query<K extends keyof EngineQueries>(name: K, arg: EngineQueries[K]["arg"]): Promise<EngineQueries[K]["value"]> {
     if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`));
-    const q = this.nextQuestion++;
+    const q = this.nextQuery++;
     const answered = new Promise<unknown>((resolve, reject) => this.queries.set(q, { resolve, reject }));
     this.send({ t: "query", q, name, arg });
     return answered as Promise<EngineQueries[K]["value"]>;

@@ -18,7 +18,6 @@ export interface ForwardDeps {
   fetch: typeof fetch;
   /** The mirror engine, or null when the mirror is off. */
   engine: EngineLink | null;
-  holdBackMs: number;
   /** Largest request body the mirror keeps a copy of. */
   maxMessageBytes: number;
   /** Largest sized request body read whole before it goes upstream (see relayBody). */
@@ -81,13 +80,12 @@ function answer(request: Request, signal: AbortSignal, upstream: Response, obser
   const init = { status: upstream.status, statusText: upstream.statusText, headers };
   if (upstream.body === null || NULL_BODY.has(upstream.status) || request.method === "HEAD") {
     if (upstream.body !== null) void upstream.body.cancel();
-    observer?.end(false);
+    observer?.end();
     return new Response(null, init);
   }
   // Nothing to mirror: the upstream's body goes to the client as it is, with no JavaScript in its path.
   if (observer === null) return new Response(upstream.body, init);
   const tee = teeBody(upstream.body, observer, {
-    holdBackMs: deps.holdBackMs,
     clientGone: () => signal.aborted,
     upstreamBroke: (error) => deps.upstreamHealth.failed(error, "broke"),
     cutQuietly: true,

@@ -1,5 +1,5 @@
 /**
- * Waiting for something at most so long — the tee's hold-back, a drain at shutdown, a store transaction —
+ * Waiting for something at most so long — health's question to the engine, a drain at shutdown, a store transaction —
  * with the timer always cleared, so no bound keeps a process alive or fires after the fact.
  */
 
@@ -7,7 +7,7 @@
  * Waits for `work` at most `ms`; resolves true when it settled in time (fulfilled or rejected: the
  * caller watches its outcome elsewhere), false when the bound ran out first. Never rejects.
  * @example
- * if (!(await settlesWithin(write, 250))) counters.late++; // the client is not held longer
+ * if (!(await settlesWithin(draining, drainMs))) closeAll(); // shutdown is not held longer
  */
 export function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
   return orAfter(work.then(() => true, () => true), ms, false);
@@ -32,7 +32,7 @@ export async function deadline<T>(work: Promise<T>, ms: number, timeout: () => E
  * Resolves like `work`, or with `fallback` when `ms` pass first (a late rejection of `work` is then
  * expected and not left unhandled).
  * @example
- * const verdict = await orAfter(engine.ask(id), 250, "late" as const); // the client is not held longer
+ * const asked = await orAfter(link.health(), 2000, "late" as const); // health is not held longer
  */
 export async function orAfter<T, F>(work: Promise<T>, ms: number, fallback: F): Promise<T | F> {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -179,7 +179,7 @@ describe("restore round trip through the real Claude Code CLI", { timeout: 240_0
   });
 
   it("a compacted, rewound session resumes with the history Claude Code last sent: summary, kept tail, current branch", async () => {
-    const captured = await replayCapture(tap.url, stub);
+    const captured = await replayCapture(tap, stub);
     const out = await restore(captured, "--cwd", scratch.project);
     assert.equal(out.code, 0, out.stderr);
     const from = stub.requests.length;

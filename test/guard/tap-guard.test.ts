@@ -48,7 +48,7 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
   });
 
   it("a transcript lost while mirrored: health, the viewer and doctor all say so, with the restore command", async () => {
-    const c = new Conversation(tap.url, SESSION, {
+    const c = new Conversation(tap, SESSION, {
       system: [{ type: "text", text: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}\n` }],
     });
     writeFileSync(transcript, turn("first prompt", 1));

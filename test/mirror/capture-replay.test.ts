@@ -38,6 +38,7 @@ describe("replay of a real interactive session with /compact and a rewind", () =
       assert.equal(response.status, 200);
       await response.arrayBuffer();
     }
+    await tap.settled();
     const session = capturedRequests(CAPTURE)[0].headers["x-claude-code-session-id"];
     const tree = [...readTree(tap.root).entries()];
     everything = tree.filter(([p]) => p.startsWith(`${session}/`)).flatMap(([, r]) => r);

@@ -21,7 +21,7 @@ describe("session mirror: a conversation through the tap", () => {
   useStubAndTap((s, t) => ((stub = s), (tap = t)));
 
   it("3 turns → exactly 3 user and 3 assistant records, one linear chain", async () => {
-    const c = new Conversation(tap.url, "three-turns");
+    const c = new Conversation(tap, "three-turns");
     const requestIds: (string | null)[] = [];
     for (const text of ["one", "two", "three"]) {
       const turn = await c.say(text);
@@ -46,7 +46,7 @@ describe("session mirror: a conversation through the tap", () => {
   });
 
   it("200 turns → exactly 200 + 200 records, and the file grows linearly", { timeout: 120_000 }, async () => {
-    const c = new Conversation(tap.url, "two-hundred");
+    const c = new Conversation(tap, "two-hundred");
     const growth: number[] = [];
     let size = 0;
     for (let turn = 1; turn <= 200; turn++) {
@@ -65,7 +65,7 @@ describe("session mirror: a conversation through the tap", () => {
   });
 
   it('the literal "yes" at turns 2 and 9 → two records', async () => {
-    const c = new Conversation(tap.url, "yes-twice");
+    const c = new Conversation(tap, "yes-twice");
     for (let turn = 1; turn <= 10; turn++) await c.say(turn === 2 || turn === 9 ? "yes" : `turn ${turn}`);
     const users = ofType(allRecords(`${tap.root}/yes-twice`), "user");
     assert.equal(users.length, 10);
@@ -73,7 +73,7 @@ describe("session mirror: a conversation through the tap", () => {
   });
 
   it("several tool results in one user message are each mirrored once", async () => {
-    const c = new Conversation(tap.url, "tools");
+    const c = new Conversation(tap, "tools");
     await c.say("RUNTOOL please");
     const toolUse = c.messages[1].content as { type: string; id: string }[];
     const id = toolUse.find((b) => b.type === "tool_use")!.id;
@@ -94,7 +94,7 @@ describe("session mirror: a conversation through the tap", () => {
   it("base64 image bytes never reach the disk: a sha256 reference does", async () => {
     const bytes = new Uint8Array(3000).map((_, i) => (i * 7919) % 251);
     const data = Buffer.from(bytes).toString("base64");
-    const c = new Conversation(tap.url, "image");
+    const c = new Conversation(tap, "image");
     await c.say([{ type: "image", source: { type: "base64", media_type: "image/png", data } }, { type: "text", text: "what is this?" }]);
     const image = (ofType(allRecords(`${tap.root}/image`), "user")[0].message as { content: { source?: unknown }[] }).content[0].source;
     const { createHash } = await import("node:crypto");
@@ -106,7 +106,7 @@ describe("session mirror: a conversation through the tap", () => {
 
   it("a path-traversal session id lands in its inv- directory inside the root", async () => {
     for (const hostile of ["../../etc/passwd", "a/b", "x".repeat(300), "nul\u0000byte"]) {
-      const c = new Conversation(tap.url, null, { body: { metadata: { user_id: JSON.stringify({ session_id: hostile }) } } });
+      const c = new Conversation(tap, null, { body: { metadata: { user_id: JSON.stringify({ session_id: hostile }) } } });
       assert.equal((await c.say("hi")).status, 200);
       const found = [...readTree(tap.root).entries()].filter(([, records]) => records.some((r) => r.sessionId === hostile));
       assert.equal(found.length, 1, JSON.stringify(hostile.slice(0, 20)));
@@ -115,13 +115,13 @@ describe("session mirror: a conversation through the tap", () => {
   });
 
   it("sessionless traffic goes to unknown/", async () => {
-    await new Conversation(tap.url, null).say("who am I");
+    await new Conversation(tap, null).say("who am I");
     assert.ok([...readTree(tap.root).keys()].some((k) => k.startsWith("unknown/")));
   });
 
   it("reads cwd and gitBranch from Claude Code's environment block, and keeps role:system messages as system records", async () => {
     const env = "# Environment\n - Primary working directory: /home/me/proj\n - Is a git repository: true\n\ngitStatus: x\nCurrent branch: feature/x\n";
-    const c = new Conversation(tap.url, "cwd", { system: [{ type: "text", text: "x-anthropic-billing-header: cc_version=2.1.328; cc_entrypoint=cli;" }] });
+    const c = new Conversation(tap, "cwd", { system: [{ type: "text", text: "x-anthropic-billing-header: cc_version=2.1.328; cc_entrypoint=cli;" }] });
     c.messages.push({ role: "user", content: "hi" }, { role: "system", content: [{ type: "text", text: env }] });
     const r = await c.send();
     assert.equal(r.status, 200);
@@ -143,6 +143,7 @@ describe("session mirror: a conversation through the tap", () => {
     });
     assert.equal(sent.status, 200);
     assert.equal((await sent.json()).type, "message");
+    await tap.settled();
     const records = allRecords(`${tap.root}/json`);
     assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
     assert.equal(typeof (records[1].message as { id: unknown }).id, "string");
@@ -154,7 +155,7 @@ describe("session mirror: a conversation through the tap", () => {
     assert.equal(counted.status, 200);
     await counted.arrayBuffer();
     stub.enqueue({ kind: "json", status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "no" } } });
-    const failed = await new Conversation(tap.url, "errored").say("bad");
+    const failed = await new Conversation(tap, "errored").say("bad");
     assert.equal(failed.status, 400);
     assert.deepEqual([...readTree(tap.root).keys()].filter((k) => k.startsWith("counted/") || k.startsWith("errored/")), []);
   });

@@ -20,7 +20,7 @@ describe("session mirror: files on disk", () => {
 
   it("rotates the active file at SESSIONTAP_MAX_BYTES and logs the rotation", async () => {
     const tap = await startTestTap(stub.url, { SESSIONTAP_MAX_BYTES: "4096" }, {}, dir);
-    const c = new Conversation(tap.url, "rotating");
+    const c = new Conversation(tap, "rotating");
     for (let i = 0; i < 8; i++) await c.say(`turn ${i} ${"y".repeat(600)}`);
     await tap.stop();
     const files = [...readTree(`${dir}/mirror`).keys()].filter((k) => k.startsWith("rotating/"));
@@ -50,7 +50,7 @@ describe("session mirror: files on disk", () => {
     symlinkSync(`${outside}/victim.jsonl`, `${root}/mixed/linked.jsonl`);
 
     const tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "30" }, {}, dir);
-    await new Conversation(tap.url, "fresh").say("hello");
+    await new Conversation(tap, "fresh").say("hello");
     await tap.mirror!.sweep();
     await tap.stop();
     assert.equal(existsSync(`${root}/old-session`), false, "old file removed and its directory pruned");
@@ -67,7 +67,7 @@ describe("session mirror: files on disk", () => {
     writeFileSync(`${root}/kept/a.jsonl`, "{}\n");
     utimesSync(`${root}/kept/a.jsonl`, 0, 0);
     const tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "0" }, {}, dir);
-    await new Conversation(tap.url, "s").say("hello");
+    await new Conversation(tap, "s").say("hello");
     await tap.mirror!.sweep();
     await tap.stop();
     assert.ok(existsSync(`${root}/kept/a.jsonl`));
@@ -75,7 +75,7 @@ describe("session mirror: files on disk", () => {
 
   it("directories are 0700 and files 0600; the events log holds no content and no credentials", async () => {
     const tap = await startTestTap(stub.url, {}, {}, dir);
-    await new Conversation(tap.url, "private").say("SECRET-PROMPT-TEXT");
+    await new Conversation(tap, "private").say("SECRET-PROMPT-TEXT");
     await tap.stop();
     const root = `${dir}/mirror`;
     assert.equal(statSync(root).mode & 0o777, 0o700);
@@ -91,7 +91,7 @@ describe("session mirror: files on disk", () => {
 
   it("SESSIONTAP_MIRROR=off: pure passthrough, nothing written at all", async () => {
     const tap = await startTestTap(stub.url, { SESSIONTAP_MIRROR: "off" }, {}, dir);
-    const result = await new Conversation(tap.url, "off").say("hello");
+    const result = await new Conversation(tap, "off").say("hello");
     await tap.stop();
     assert.equal(result.status, 200);
     assert.equal(existsSync(`${dir}/mirror`), false);
@@ -101,7 +101,7 @@ describe("session mirror: files on disk", () => {
     for (const [setting, expectThinking] of [["true", true], ["false", false]] as const) {
       const tap = await startTestTap(stub.url, { SESSIONTAP_INCLUDE_THINKING: setting }, {}, dir);
       stub.enqueue({ kind: "sse", chunks: [loadFixture("thinking_text")] });
-      await new Conversation(tap.url, `thinking-${setting}`).say("think");
+      await new Conversation(tap, `thinking-${setting}`).say("think");
       await tap.stop();
       const assistant = allRecords(`${dir}/mirror/thinking-${setting}`).find((r) => r.type === "assistant")!;
       const types = (assistant.message as { content: { type: string }[] }).content.map((b) => b.type);
@@ -112,10 +112,10 @@ describe("session mirror: files on disk", () => {
 
   it("two requests of one session in flight at once never interleave, lose or double a record", async () => {
     const tap = await startTestTap(stub.url, {}, {}, dir);
-    const base = new Conversation(tap.url, "parallel");
+    const base = new Conversation(tap, "parallel");
     await base.say("start");
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => {
-      const c = new Conversation(tap.url, "parallel");
+      const c = new Conversation(tap, "parallel");
       c.messages.push(...base.messages);
       return c.say(`parallel ${i}`);
     }));

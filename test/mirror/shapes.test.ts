@@ -54,7 +54,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   });
 
   it("rewind at turn 5 of 8, then 3 new turns: the branch hangs from turn 4's answer; nothing is rewritten", async () => {
-    const c = new Conversation(tap.url, "rewind");
+    const c = new Conversation(tap, "rewind");
     for (let t = 1; t <= 8; t++) await c.say(`turn ${t}`);
     const before = records(tap.root, "rewind");
     assert.equal(before.length, 16);
@@ -81,13 +81,13 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   });
 
   it("a restart after a rewind rebuilds the tree: the next turn continues the branch, nothing doubles", async () => {
-    const c = new Conversation(tap.url, "rewind-restart");
+    const c = new Conversation(tap, "rewind-restart");
     for (let t = 1; t <= 4; t++) await c.say(`turn ${t}`);
     c.messages.splice(4);
     await c.say("edited turn 3");
     await tap.stop();
     tap = await startTestTap(stub.url, {}, {}, dir);
-    const again = new Conversation(tap.url, "rewind-restart");
+    const again = new Conversation(tap, "rewind-restart");
     again.messages.push(...c.messages);
     await again.say("turn 4 after restart");
     const recs = records(tap.root, "rewind-restart");
@@ -98,11 +98,11 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   });
 
   it("compaction after turn 10 keeping the last 2 messages: boundary, summary, new segment; nothing mirrored twice", async () => {
-    const c = new Conversation(tap.url, "compact");
+    const c = new Conversation(tap, "compact");
     for (let t = 1; t <= 10; t++) await c.say(`turn ${t}`);
     const main = records(tap.root, "compact");
     // The summarising request: the history, with the instruction appended to the last user message.
-    const summarise = new Conversation(tap.url, "compact");
+    const summarise = new Conversation(tap, "compact");
     summarise.messages.push(...c.messages.slice(0, 18), {
       role: "user",
       content: [{ type: "text", text: "turn 10" }, { type: "text", text: "CRITICAL: Respond with TEXT ONLY. Summarise with <analysis> and <summary>." }],
@@ -117,7 +117,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     assert.equal(side[0].parentUuid, main[17].uuid, "it hangs from the main record before it");
 
     const kept = c.messages.slice(-2);
-    const next = new Conversation(tap.url, "compact");
+    const next = new Conversation(tap, "compact");
     next.messages.push(
       { role: "user", content: "This session is being continued from a previous conversation that ran out of context. Summary: ten turns." },
       ...kept,
@@ -151,7 +151,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     await tap.stop();
     tap = await startTestTap(stub.url, {}, {}, dir);
     const before = records(tap.root, "compact");
-    const c = new Conversation(tap.url, "compact");
+    const c = new Conversation(tap, "compact");
     const segment = before.filter((r) => r.message !== undefined).slice(-5);
     c.messages.push(
       { role: "user", content: "This session is being continued from a previous conversation that ran out of context. Summary: ten turns." },
@@ -166,7 +166,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   });
 
   it("a title request between turns goes to side/ and the main chain continues as if it had not happened", async () => {
-    const c = new Conversation(tap.url, "titled");
+    const c = new Conversation(tap, "titled");
     await c.say("first");
     const title = await fetch(`${tap.url}/v1/messages`, {
       method: "POST",
@@ -192,7 +192,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   });
 
   it("Claude Code 2.1.328's own title request (its identity line, a JSON title asked for, no tools) goes to side/", async () => {
-    const c = new Conversation(tap.url, "titled-2");
+    const c = new Conversation(tap, "titled-2");
     await c.say("name me");
     // As the real CLI sends it (see test/e2e/claude-guard.test.ts): the identity opens every system prompt.
     const title = await fetch(`${tap.url}/v1/messages`, {
@@ -246,7 +246,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     });
     assert.equal(title.status, 200);
     await title.arrayBuffer();
-    const c = new Conversation(tap.url, "real-title");
+    const c = new Conversation(tap, "real-title");
     await c.say("fix the login test");
     const main = records(tap.root, "real-title");
     assert.deepEqual(main.filter((r) => r.type === "user").map(text), ["fix the login test"], "the title exchange is not a second conversation");
@@ -258,7 +258,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   it("with SESSIONTAP_SIDE_REQUESTS=off a side request is forwarded and not mirrored at all", async () => {
     const quiet = await startTestTap(stub.url, { SESSIONTAP_SIDE_REQUESTS: "off" });
     try {
-      await new Conversation(quiet.url, "no-side").say("main turn");
+      await new Conversation(quiet, "no-side").say("main turn");
       const title = await fetch(`${quiet.url}/v1/messages`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-claude-code-session-id": "no-side" },
@@ -288,16 +288,16 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
       body: JSON.stringify({ model: "haiku", max_tokens: 1, messages: [{ role: "user", content: "quota" }] }),
     });
     await probe.arrayBuffer();
-    await new Conversation(tap.url, "probe-first").say("real start");
+    await new Conversation(tap, "probe-first").say("real start");
     assert.deepEqual(records(tap.root, "probe-first").map(text).slice(0, 1), ["real start"]);
     assert.equal(records(tap.root, "probe-first")[0].parentUuid, null);
     assert.equal(records(tap.root, "probe-first", "side").length, 2);
   });
 
   it("two subagents interleaved with the main chain: each its own lineage, sidechain records with agentId", async () => {
-    const main = new Conversation(tap.url, "agents");
-    const a = new Conversation(tap.url, "agents", { headers: { "x-claude-code-agent-id": "agent-a", "x-claude-code-parent-agent-id": "root" } });
-    const b = new Conversation(tap.url, "agents", { headers: { "x-claude-code-agent-id": "agent-b" } });
+    const main = new Conversation(tap, "agents");
+    const a = new Conversation(tap, "agents", { headers: { "x-claude-code-agent-id": "agent-a", "x-claude-code-parent-agent-id": "root" } });
+    const b = new Conversation(tap, "agents", { headers: { "x-claude-code-agent-id": "agent-b" } });
     await main.say("main 1");
     await a.say("a 1");
     await b.say("b 1");
@@ -316,7 +316,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   });
 
   it("history the tap never saw is mirrored once from the request, marked reconstructed", async () => {
-    const c = new Conversation(tap.url, "mid-session");
+    const c = new Conversation(tap, "mid-session");
     c.messages.push({ role: "user", content: "old 1" }, { role: "assistant", content: [{ type: "text", text: "old answer" }] });
     await c.say("new");
     await c.say("newer");
@@ -332,9 +332,9 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   });
 
   it("a diverged history declared as the main conversation becomes a new root, never merged", async () => {
-    const c = new Conversation(tap.url, "diverged");
+    const c = new Conversation(tap, "diverged");
     await c.say("alpha");
-    const other = new Conversation(tap.url, "diverged");
+    const other = new Conversation(tap, "diverged");
     await other.say("something else entirely");
     const recs = records(tap.root, "diverged");
     assert.equal(recs.filter((r) => r.parentUuid === null).length, 2);

@@ -1,8 +1,8 @@
 // The tee and the relay's side of the mirror (src/tap/tee.ts, relay-observer.ts, engine-link.ts) against a
 // real mirror engine writing real files (in this thread, so a test can make its filesystem hang): the
-// client's bytes are never changed, the final event waits for its record to be on disk — checked with the
-// answer re-split at every byte boundary — and only for a bounded time, a false candidate costs nothing,
-// and every way a stream can end reaches the engine once.
+// client's bytes are never changed and never wait for the engine — checked with the answer re-split at
+// every byte boundary —, an answer is written once, as soon as it is whole, every way a stream can end
+// reaches the engine once, and an engine that falls far behind costs the relay nothing but that answer.
 import { after, afterEach, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
@@ -13,7 +13,7 @@ import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { startThreadEngine } from "../../src/tap/engine-host.ts";
 import { parseConfig } from "../../src/config/parse.ts";
 import { engineSettings } from "../../src/cli/start-tap.ts";
-import { EngineLink } from "../../src/tap/engine-link.ts";
+import { EngineLink, MAX_UNREAD } from "../../src/tap/engine-link.ts";
 import { MirrorEngine } from "../../src/mirror/engine.ts";
 import type { EngineSettings, FromEngine, ToEngine } from "../../src/mirror/messages.ts";
 import { teeBody, type TeeOptions } from "../../src/tap/tee.ts";
@@ -21,7 +21,7 @@ import { faultyFs } from "../support/faulty-fs.ts";
 import { pollAsync, within } from "../support/poll.ts";
 import { messageJson, sseEvent, textReply } from "../support/sse-build.ts";
 import { loadFixture } from "../support/stub-upstream.ts";
-import { allRecords } from "../support/tap.ts";
+import { allRecords, readEvents } from "../support/tap.ts";
 
 const enc = new TextEncoder();
 const SSE_HEADERS = new Headers({ "content-type": "text/event-stream", "request-id": "req_tee" });
@@ -44,15 +44,14 @@ function source(chunks: Uint8Array[], failAt = -1) {
   return { stream, state };
 }
 
-/** Reads a stream to its end (bounded), calling `each` with everything read so far after every read. */
-async function readAll(stream: ReadableStream<Uint8Array>, each: (soFar: string) => void = () => {}): Promise<Buffer> {
+/** Reads a stream to its end (bounded). */
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
   const reader = stream.getReader();
   const out: Uint8Array[] = [];
   for (let i = 0; i < 100_000; i++) {
     const r = await within(reader.read(), 5000, `read ${i}`);
     if (r.done) return Buffer.concat(out);
     out.push(r.value);
-    each(Buffer.concat(out).toString("utf8"));
   }
   throw new Error("stream did not end");
 }
@@ -78,13 +77,13 @@ function settingsFor(dir: string, env: Record<string, string> = {}): EngineSetti
 }
 
 /** A real engine in this thread over a scratch mirror root. */
-async function engineOn(fs: FsAdapter) {
+async function engineOn(fs: FsAdapter, clock: () => number = Date.now) {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-tee-`);
   const root = `${dir}/mirror`;
   mkdirSync(root, { mode: 0o700 });
   const settings = settingsFor(dir);
   const stderr: string[] = [];
-  const { link } = await startThreadEngine(settings, { fs, clock: Date.now }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} });
+  const { link } = await startThreadEngine(settings, { fs, clock }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} });
   return {
     link,
     dir,
@@ -108,7 +107,7 @@ function follow(link: EngineLink, session: string, headers = SSE_HEADERS, body =
 describe("tee and relay observer, with a real engine", () => {
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => void unhandled.push(reason);
-  const options = (extra: Partial<TeeOptions> = {}): TeeOptions => ({ holdBackMs: 250, clientGone: () => false, ...extra });
+  const options = (extra: Partial<TeeOptions> = {}): TeeOptions => ({ clientGone: () => false, ...extra });
   /** One macrotask turn, so a rejection nobody handled would have been reported by now. */
   const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -119,7 +118,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
   after(() => void process.off("unhandledRejection", onUnhandled));
 
-  it("re-split at every byte boundary: the client's bytes unchanged, the final event released only once its record is on disk, one record", async () => {
+  it("re-split at every byte boundary: the client's bytes unchanged, one record", async () => {
     const text = loadFixture("ts_basic_response");
     const bytes = enc.encode(text);
     const e = await engineOn(nodeFs);
@@ -128,46 +127,60 @@ describe("tee and relay observer, with a real engine", () => {
       for (let cut = 1; cut < bytes.length; cut += step) {
         const session = `cut-${cut}`;
         const observer = follow(e.link, session);
-        let sawFinal = false;
-        const client = await readAll(
-          teeBody(source([bytes.subarray(0, cut), bytes.subarray(cut)]).stream, observer, options({ holdBackMs: 10_000 })),
-          (soFar) => {
-            if (sawFinal || !soFar.includes('"type":"message_stop"')) return;
-            sawFinal = true;
-            const answers = allRecords(`${e.root}/${session}`).filter(isAssistant);
-            assert.equal(answers.length, 1, `cut ${cut}: the final event reached the client before its record was written`);
-          },
-        );
+        const client = await readAll(teeBody(source([bytes.subarray(0, cut), bytes.subarray(cut)]).stream, observer, options()));
         assert.ok(client.equals(bytes), `cut ${cut}: the client's bytes changed`);
-        assert.ok(sawFinal, `cut ${cut}`);
+        await e.link.query("flush", 2000);
+        assert.equal(allRecords(`${e.root}/${session}`).filter(isAssistant).length, 1, `cut ${cut}`);
       }
       // And every byte its own chunk.
       const observer = follow(e.link, "bytewise");
       const chunks = [...bytes].map((b) => Uint8Array.of(b));
-      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(bytes));
+      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(bytes));
       await e.link.query("flush", 2000);
       assert.equal(allRecords(`${e.root}/bytewise`).filter(isAssistant).length, 1);
-      const stats = await e.link.query("stats", null);
-      assert.equal(stats.late, 0);
-      assert.equal(stats.errors, 0);
+      assert.equal((await e.link.query("stats", null)).errors, 0);
     } finally {
       await e.close();
     }
   });
 
-  it("a write that never finishes holds the final event at most holdBackMs, counts it late, and changes no byte", async () => {
+  it("an answer is written as soon as it is whole: once message_delta carried its stop_reason, before the stream ends", async () => {
+    const e = await engineOn(nodeFs);
+    try {
+      const events = textReply("whole before the end", { id: "msg_early" });
+      const stop = events.findIndex((x) => x.includes('"message_stop"'));
+      const { stream } = source(encoded(events));
+      const reader = teeBody(stream, follow(e.link, "early"), options()).getReader();
+      for (let i = 0; i < stop; i++) await within(reader.read(), 5000, `event ${i}`);
+      await e.link.query("flush", 2000);
+      const answers = allRecords(`${e.root}/early`).filter(isAssistant) as { message: { stop_reason: string; content: { text: string }[] } }[];
+      assert.equal(answers.length, 1, "written with message_stop still to come");
+      assert.equal(answers[0].message.stop_reason, "end_turn");
+      assert.equal(answers[0].message.content[0].text, "whole before the end");
+      for (let r = await reader.read(); !r.done; r = await reader.read());
+      await e.link.query("flush", 2000);
+      assert.equal(allRecords(`${e.root}/early`).filter(isAssistant).length, 1, "and not again at the end");
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("a write that never finishes holds no byte: the client gets the whole answer at once, health says so after 2 s, and the record is written once the disk is back", async () => {
     const faults = faultyFs();
-    const e = await engineOn(faults.fs);
+    let skew = 0;
+    const e = await engineOn(faults.fs, () => Date.now() + skew);
     try {
       faults.set("hang");
-      const chunks = encoded(textReply("held back", { id: "msg_hang" }));
-      const started = Date.now();
-      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "hang"), options({ holdBackMs: 60 })));
-      const took = Date.now() - started;
+      const chunks = encoded(textReply("not held back", { id: "msg_hang" }));
+      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "hang"), options()));
       assert.ok(client.equals(Buffer.concat(chunks)));
-      assert.ok(took >= 55, `took ${took} ms: the final event did not wait for its write`);
-      assert.ok(took < 2000, `took ${took} ms: the hold-back is not bounded`);
-      assert.equal((await e.link.query("stats", null)).late, 1);
+      await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
+      assert.equal(allRecords(`${e.root}/hang`).filter(isAssistant).length, 0, "the write still hangs");
+      assert.deepEqual((await e.link.health())!.problems, [], "a write in flight is no problem");
+      skew = 2000;
+      const stalled = (await e.link.health())!.problems;
+      assert.equal(stalled.length, 1, stalled.join("; "));
+      assert.match(stalled[0], /^mirror: 1 commit waiting to be written \(a write has not finished for 2\.\d s\)$/);
       faults.heal();
       await e.link.query("flush", 2000);
       assert.equal(allRecords(`${e.root}/hang`).filter(isAssistant).length, 1, "written once the disk came back");
@@ -177,14 +190,14 @@ describe("tee and relay observer, with a real engine", () => {
     }
   });
 
-  it('"message_stop" inside an answer\'s text is a false candidate: one question to the engine, no wait', async () => {
+  it('an answer whose text mentions "message_stop" is mirrored whole, without a wait', async () => {
     const e = await engineOn(nodeFs);
     try {
       const chunks = encoded(textReply("the event is called message_stop, and this text mentions it", { id: "msg_false" }));
       const started = Date.now();
-      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "false-candidate"), options({ holdBackMs: 10_000 })));
+      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "false-candidate"), options()));
       assert.ok(client.equals(Buffer.concat(chunks)));
-      assert.ok(Date.now() - started < 2000, "a false candidate held the stream to the bound");
+      assert.ok(Date.now() - started < 2000, "the stream waited");
       await e.link.query("flush", 2000);
       const answer = allRecords(`${e.root}/false-candidate`).find(isAssistant) as { message: { content: { text: string }[] } };
       assert.match(answer.message.content[0].text, /called message_stop/);
@@ -193,7 +206,7 @@ describe("tee and relay observer, with a real engine", () => {
     }
   });
 
-  it("a non-streaming answer's last chunk waits for its write; the others flow", async () => {
+  it("a non-streaming answer flows whole while its write hangs, and is written once the disk is back", async () => {
     const faults = faultyFs();
     const e = await engineOn(faults.fs);
     try {
@@ -201,17 +214,12 @@ describe("tee and relay observer, with a real engine", () => {
       const chunks = encoded([json.slice(0, 10), json.slice(10, 30), json.slice(30)]);
       faults.set("hang");
       const observer = follow(e.link, "json", new Headers({ "content-type": "application/json" }));
-      const reader = teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })).getReader();
-      const got = [(await within(reader.read(), 5000, "first")).value!, (await within(reader.read(), 5000, "second")).value!];
-      let lastArrived = false;
-      const last = reader.read().then((r) => ((lastArrived = true), r));
+      assert.equal((await readAll(teeBody(source(chunks).stream, observer, options()))).toString(), json);
       await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
-      await settle();
-      assert.equal(lastArrived, false, "the last chunk reached the client before its write finished");
       faults.heal();
-      got.push((await within(last, 5000, "the held chunk")).value!);
-      assert.equal((await reader.read()).done, true);
-      assert.equal(Buffer.concat(got).toString(), json);
+      await e.link.query("flush", 2000);
+      const answer = allRecords(`${e.root}/json`).find(isAssistant) as { message: { id: string } };
+      assert.equal(answer.message.id, "msg_json");
     } finally {
       faults.heal();
       await e.close();
@@ -275,13 +283,13 @@ describe("tee and relay observer, with a real engine", () => {
     });
   }
 
-  it("a request the engine cannot read is not followed: its answer passes unchanged, nothing is held, the skip is logged", async () => {
+  it("a request the engine cannot read is not followed: its answer passes unchanged, without a wait, the skip is logged", async () => {
     const e = await engineOn(nodeFs);
     try {
       const chunks = encoded(textReply("not mirrored", { id: "msg_skip" }));
       const observer = follow(e.link, "unreadable", SSE_HEADERS, enc.encode("{ not json"));
       const started = Date.now();
-      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(Buffer.concat(chunks)));
+      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
       assert.ok(Date.now() - started < 2000);
       const stats = await e.link.query("stats", null);
       assert.equal(stats.skipped, 1);
@@ -306,7 +314,7 @@ describe("tee and relay observer, with a real engine", () => {
     }
   });
 
-  it("once the engine has stopped, every byte passes, nothing is held, and it was said once", async () => {
+  it("once the engine has stopped, every byte passes, without a wait, and it was said once", async () => {
     const e = await engineOn(nodeFs);
     try {
       const observer = follow(e.link, "stopped");
@@ -314,7 +322,7 @@ describe("tee and relay observer, with a real engine", () => {
       e.link.fail("stopped again");
       const chunks = encoded(textReply("after the engine", { id: "msg_after" }));
       const started = Date.now();
-      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options({ holdBackMs: 10_000 })))).equals(Buffer.concat(chunks)));
+      assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
       assert.ok(Date.now() - started < 2000);
       assert.equal(e.stderr.filter((l) => l.includes("mirror engine stopped")).length, 1);
       assert.match(e.link.problems()[0], /mirror engine stopped \(stopped by the test\)/);
@@ -325,27 +333,7 @@ describe("tee and relay observer, with a real engine", () => {
     }
   });
 
-  it("an event that mentions message_stop split across chunks is held whole until it ends", async () => {
-    const e = await engineOn(nodeFs);
-    try {
-      const events = textReply("split final", { id: "msg_split" });
-      const whole = events.join("");
-      const stop = sseEvent("message_stop", { type: "message_stop" });
-      const at = whole.indexOf(stop) + stop.indexOf("message_stop") + 4; // inside the word, then inside its data
-      const chunks = encoded([whole.slice(0, at), whole.slice(at, at + 20), whole.slice(at + 20)]);
-      let sawFinal = false;
-      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "split"), options({ holdBackMs: 10_000 })), (soFar) => {
-        if (sawFinal || !soFar.includes('"type":"message_stop"')) return;
-        sawFinal = true;
-        assert.equal(allRecords(`${e.root}/split`).filter(isAssistant).length, 1, "released before its record was written");
-      });
-      assert.equal(client.toString(), whole);
-    } finally {
-      await e.close();
-    }
-  });
-
-  it("an engine that falls far behind stops the relay reading (bounded memory), and it reads on once the engine catches up", async () => {
+  it("an engine that falls far behind never slows the relay: the mirror gives up on that answer (counted, logged), keeps its prompt, and memory stays bounded", async () => {
     const dir = mkdtempSync(`${tmpdir()}/sessiontap-behind-`);
     mkdirSync(`${dir}/mirror`, { mode: 0o700 });
     // The engine is real; only its thread is simulated: messages wait until the test lets them through.
@@ -365,30 +353,28 @@ describe("tee and relay observer, with a real engine", () => {
     const deliver = () => {
       while (!paused && queue.length > 0) engine.receive(queue.shift()!);
     };
+    const posted = () => queue.reduce((n, m) => n + (m.t === "chunks" ? m.bytes.byteLength : 0), 0);
     try {
       const delta = sseEvent("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "z".repeat(64 * 1024) } });
       const events = textReply("x", { id: "msg_behind" });
       const chunks = [...events.slice(0, 3), ...Array.from({ length: 512 }, () => delta), ...events.slice(3)].map((e) => enc.encode(e)); // 32 MiB
-      const { stream, state } = source(chunks);
-      const observer = follow(link, "behind");
-      const reader = teeBody(stream, observer, options()).getReader();
-      let read = 0;
-      const reading = (async () => {
-        for (;;) {
-          const r = await reader.read();
-          if (r.done) return;
-          read += r.value.byteLength;
-        }
-      })();
-      await pollAsync(() => state.pulls, (n) => n > 200, 5000, "the relay to read past the high mark");
-      const pulls = state.pulls;
-      await new Promise((resolve) => setTimeout(resolve, 100)); // a bare sleep: checking that nothing happens
-      assert.equal(state.pulls, pulls, "the relay kept reading while the engine was 16 MiB behind");
-      assert.ok(state.pulls < 300, `pulled ${state.pulls} chunks of 64 KiB with the engine reading none`);
+      const total = chunks.reduce((n, c) => n + c.byteLength, 0);
+      const client = await readAll(teeBody(source(chunks).stream, follow(link, "behind"), options()));
+      assert.equal(client.byteLength, total, "the client got every byte while the engine read none");
+      assert.ok(posted() <= MAX_UNREAD + 64 * 1024 + 256, `${posted()} bytes went to an engine that read none (bound ${MAX_UNREAD})`);
       paused = false;
       deliver();
-      await within(reading, 10_000, "the stream to finish once the engine caught up");
-      assert.equal(read, chunks.reduce((n, c) => n + c.byteLength, 0));
+      await within(link.query("flush", 2000), 5000, "the engine to catch up");
+      const stats = await link.query("stats", null);
+      assert.equal(stats.gaveUp, 1);
+      assert.equal(stats.errors, 0);
+      assert.ok(readEvents(`${dir}/mirror`).some((e) => e.action === "give-up" && e.dir === "behind"), "the events log names it");
+      assert.deepEqual(allRecords(`${dir}/mirror/behind`).map((r) => r.type), ["user"], "the prompt is kept, the answer is not");
+      assert.ok((await link.health())!.problems.some((p) => /1 answer given up/.test(p)), "health says so");
+      // The next answer, with the engine caught up, is followed as ever.
+      assert.ok((await readAll(teeBody(source(encoded(textReply("y", { id: "msg_after" }))).stream, follow(link, "after"), options()))).byteLength > 0);
+      await link.query("flush", 2000);
+      assert.deepEqual(allRecords(`${dir}/mirror/after`).map((r) => r.type), ["user", "assistant"]);
     } finally {
       paused = false;
       deliver();

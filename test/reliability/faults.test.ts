@@ -33,7 +33,7 @@ describe("filesystem faults: ENOSPC, EACCES, EROFS, EIO", () => {
   before(async () => {
     process.on("unhandledRejection", onUnhandled);
     stub = await startStub();
-    tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { fs: faults.fs });
+    tap = await startTestTap(stub.url, {}, { fs: faults.fs });
   });
   after(async () => {
     await tap.close();

@@ -21,7 +21,7 @@ describe("content fidelity: what goes in comes back exactly", () => {
     it(`${name}: the user's text and the streamed answer round-trip`, async () => {
       const session = `fidelity-${name.replace(/[^a-z]/g, "-")}`;
       stub.enqueue({ kind: "sse", chunks: textReply(`echo: ${text}`, { deltas: 7 }) });
-      const c = new Conversation(tap.url, session);
+      const c = new Conversation(tap, session);
       assert.equal((await c.say([{ type: "text", text }])).status, 200);
       const [user, assistant] = allRecords(`${tap.root}/${session}`);
       assert.deepEqual((user.message as { content: unknown }).content, [{ type: "text", text }]);
@@ -31,7 +31,7 @@ describe("content fidelity: what goes in comes back exactly", () => {
 
   it("a 10 MiB tool result round-trips, once", { timeout: 60_000 }, async () => {
     const big = "0123456789abcdef\r\n🦀".repeat(Math.ceil((10 * 1024 * 1024) / 20));
-    const c = new Conversation(tap.url, "fidelity-big");
+    const c = new Conversation(tap, "fidelity-big");
     await c.say("RUNTOOL please");
     const toolUse = (c.messages[1].content as { type: string; id: string }[]).find((b) => b.type === "tool_use")!;
     assert.equal((await c.say([{ type: "tool_result", tool_use_id: toolUse.id, content: big }])).status, 200);
@@ -44,7 +44,7 @@ describe("content fidelity: what goes in comes back exactly", () => {
   it("deeply nested JSON in a streamed tool input round-trips (1,000 levels)", async () => {
     const input = { deep: nested(1000) };
     stub.enqueue({ kind: "sse", chunks: toolUseReply("Bash", input, { preText: "nesting" }) });
-    const c = new Conversation(tap.url, "fidelity-nested");
+    const c = new Conversation(tap, "fidelity-nested");
     await c.say("nest");
     await c.say("again"); // re-sent: must hash the same and not be stored twice
     const assistants = allRecords(`${tap.root}/fidelity-nested`).filter((r) => r.type === "assistant");

@@ -41,9 +41,9 @@ describe("hostile trees", () => {
     mkdirSync(`${root}/agented/subagents`, { recursive: true });
     symlinkSync(outside, `${root}/agented/subagents/agent-x`);
     const tap = await startTestTap(stub.url, {}, {}, dir);
-    assert.equal((await new Conversation(tap.url, "linked").say("hello")).status, 200);
-    assert.equal((await new Conversation(tap.url, "agented", { headers: { "x-claude-code-agent-id": "x" } }).say("hi")).status, 200);
-    assert.equal((await new Conversation(tap.url, "fine").say("hello")).status, 200);
+    assert.equal((await new Conversation(tap, "linked").say("hello")).status, 200);
+    assert.equal((await new Conversation(tap, "agented", { headers: { "x-claude-code-agent-id": "x" } }).say("hi")).status, 200);
+    assert.equal((await new Conversation(tap, "fine").say("hello")).status, 200);
     await tap.close();
     assert.deepEqual(readdirSync(outside), ["victim.jsonl"], "nothing was written outside the root");
     assert.equal(allRecords(`${root}/fine`).length, 2);
@@ -53,17 +53,17 @@ describe("hostile trees", () => {
 
   it("records of another session found in a directory stop writes there before anything is written", async () => {
     const tap = await startTestTap(stub.url, {}, {}, dir);
-    await new Conversation(tap.url, "owner-a").say("a's words");
-    await new Conversation(tap.url, "owner-b").say("b's words");
+    await new Conversation(tap, "owner-a").say("a's words");
+    await new Conversation(tap, "owner-b").say("b's words");
     await tap.close();
     const [bFile] = readdirSync(`${root}/owner-b`);
     const [aFile] = readdirSync(`${root}/owner-a`);
     writeFileSync(`${root}/owner-b/${aFile}`, readFileSync(`${root}/owner-a/${aFile}`)); // a's file misplaced into b
     const before = readFileSync(`${root}/owner-b/${bFile}`, "utf8");
     const again = await startTestTap(stub.url, {}, {}, dir);
-    const b = new Conversation(again.url, "owner-b");
+    const b = new Conversation(again, "owner-b");
     assert.equal((await b.say("b continues")).status, 200, "the client is unaffected");
-    assert.equal((await new Conversation(again.url, "owner-c").say("c starts")).status, 200);
+    assert.equal((await new Conversation(again, "owner-c").say("c starts")).status, 200);
     await again.close();
     assert.equal(readFileSync(`${root}/owner-b/${bFile}`, "utf8"), before, "nothing was added to b");
     assert.ok(readEvents(root).some((e) => e.action === "error" && String(e.error).startsWith("EIDENTITY") && String(e.dir) === "owner-b"));

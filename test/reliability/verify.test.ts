@@ -34,7 +34,7 @@ describe("sessiontap verify [--repair]", () => {
     root = `${dir}/mirror`;
     const tap = await startTestTap(stub.url, {}, {}, dir);
     for (const s of ["healthy", "torn", "garbled", "doubled", "broken", "loose", "misplaced"]) {
-      const c = new Conversation(tap.url, s);
+      const c = new Conversation(tap, s);
       await c.say("one");
       await c.say("two");
     }

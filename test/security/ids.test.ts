@@ -74,9 +74,9 @@ describe("reserved and colliding session ids through a tap", () => {
   it("each is mirrored into its own directory, shown by list, and none lands in the tap's own places", async () => {
     const tap = await startTestTap(stub.url, {}, {}, scratch.dir);
     for (const id of [...hostile, odd, lookalike]) {
-      assert.equal((await new Conversation(tap.url, id).say(`hello from ${id}`)).status, 200, id);
+      assert.equal((await new Conversation(tap, id).say(`hello from ${id}`)).status, 200, id);
     }
-    assert.equal((await new Conversation(tap.url, null).say("no session at all")).status, 200);
+    assert.equal((await new Conversation(tap, null).say("no session at all")).status, 200);
     await tap.close();
     const errors = readEvents(root).filter((e) => e.action === "error");
     assert.deepEqual(errors, [], "no write was refused or retried");
@@ -100,8 +100,8 @@ describe("reserved and colliding session ids through a tap", () => {
 
     // After a restart both the odd id and its lookalike are still written (before: both refused).
     const again = await startTestTap(stub.url, {}, {}, scratch.dir);
-    assert.equal((await new Conversation(again.url, odd).say("odd again")).status, 200);
-    assert.equal((await new Conversation(again.url, lookalike).say("lookalike again")).status, 200);
+    assert.equal((await new Conversation(again, odd).say("odd again")).status, 200);
+    assert.equal((await new Conversation(again, lookalike).say("lookalike again")).status, 200);
     await again.close();
     assert.deepEqual(readEvents(root).filter((e) => e.action === "error"), [], "nothing refused after the restart");
     assert.equal(allRecords(`${root}/${dirName(lookalike)}`).filter((r) => r.type === "user").length, 2);

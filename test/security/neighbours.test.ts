@@ -85,8 +85,8 @@ describe("hostile neighbours: the tap writes only what is its own", () => {
   /** Runs one turn of `session` and one of a fine session; returns the stderr lines. */
   async function turns(session: string | null): Promise<string[]> {
     tap = await startTestTap(stub.url, {}, {}, dir);
-    assert.equal((await new Conversation(tap.url, session).say("a secret pasted into a conversation")).status, 200, "the client is unaffected");
-    assert.equal((await new Conversation(tap.url, "fine").say("hello")).status, 200);
+    assert.equal((await new Conversation(tap, session).say("a secret pasted into a conversation")).status, 200, "the client is unaffected");
+    assert.equal((await new Conversation(tap, "fine").say("hello")).status, 200);
     await tap.mirror!.flush(2000);
     return tap.stderrLines;
   }
@@ -130,8 +130,8 @@ describe("hostile neighbours: the tap writes only what is its own", () => {
     writeFileSync(`${root}/mine2/2099-01-01T00-00-00.000Z.jsonl`, "", { mode: 0o666 });
     chmodSync(`${root}/mine2/2099-01-01T00-00-00.000Z.jsonl`, 0o666);
     tap = await startTestTap(stub.url, {}, {}, dir);
-    assert.equal((await new Conversation(tap.url, "mine").say("hello")).status, 200);
-    assert.equal((await new Conversation(tap.url, "mine2").say("hello")).status, 200);
+    assert.equal((await new Conversation(tap, "mine").say("hello")).status, 200);
+    assert.equal((await new Conversation(tap, "mine2").say("hello")).status, 200);
     await tap.mirror!.flush(2000);
     assert.equal(readFileSync(`${root}/mine/2099-01-01T00-00-00.000Z.jsonl`, "utf8"), planted);
     assert.equal(statSync(`${root}/mine2/2099-01-01T00-00-00.000Z.jsonl`).size, 0);

@@ -106,7 +106,7 @@ describe("a page in the user's browser cannot post through the tap", () => {
   });
 
   it("Claude Code's own requests (no Origin, no Sec-Fetch-Site) and the viewer's same-origin ones go on", async () => {
-    assert.equal((await new Conversation(tap.url, "claude-code-session").say("hello")).status, 200);
+    assert.equal((await new Conversation(tap, "claude-code-session").say("hello")).status, 200);
     await tap.mirror!.flush(2000);
     assert.equal(allRecords(`${tap.root}/claude-code-session`).length, 2);
     const own = await fetch(`${tap.url}/_tap/api/sessions`, { headers: { origin: tap.url, "sec-fetch-site": "same-origin" } });
@@ -170,7 +170,7 @@ describe("a tap with a token", () => {
   });
 
   it("API traffic is forwarded and mirrored without it (the API key authenticates that upstream)", async () => {
-    assert.equal((await new Conversation(tap.url, "with-a-token").say("hello")).status, 200);
+    assert.equal((await new Conversation(tap, "with-a-token").say("hello")).status, 200);
     await tap.mirror!.flush(2000);
     assert.equal(allRecords(`${tap.root}/with-a-token`).length, 2);
     assert.ok(!readdirSync(tap.root).some((n) => n.includes(TOKEN)));

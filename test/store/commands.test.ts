@@ -85,19 +85,19 @@ describe("list, show, export and restore read the store like the tree", () => {
     stub = await startStub();
     tap = await startTestTap(stub.url, { SESSIONTAP_STORE: db.url });
     await storeStatus(tap.url);
-    const c = new Conversation(tap.url, session, { system: `Primary working directory: ${scratch.dir}/project` });
+    const c = new Conversation(tap, session, { system: `Primary working directory: ${scratch.dir}/project` });
     await c.say("hello store");
     await c.say("RUNTOOL please");
     const toolUse = (c.messages.at(-1)!.content as { type: string; id: string }[]).find((b) => b.type === "tool_use")!;
     await c.say([{ type: "tool_result", tool_use_id: toolUse.id, content: "hi-from-tool \u0000 🦀" }]);
-    const side = new Conversation(tap.url, session, { system: "title", body: { tools: [] } });
+    const side = new Conversation(tap, session, { system: "title", body: { tools: [] } });
     side.messages.push(...c.messages);
     await side.say("a title please");
     // A subagent, and Claude Code's title request (a JSON title asked for): restore writes both back.
-    await new Conversation(tap.url, session, { headers: { "x-claude-code-agent-id": "a0store1" }, system: `Primary working directory: ${scratch.dir}/project` })
+    await new Conversation(tap, session, { headers: { "x-claude-code-agent-id": "a0store1" }, system: `Primary working directory: ${scratch.dir}/project` })
       .say("SUBTASK: look");
     const titleFormat = { format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } } } } };
-    await new Conversation(tap.url, session, { system: "You are Claude Code.", body: { tools: [], output_config: titleFormat } }).say(
+    await new Conversation(tap, session, { system: "You are Claude Code.", body: { tools: [], output_config: titleFormat } }).say(
       "<session>\nhello store\n</session>\n\nWrite the title.",
     );
     await pollAsync(() => storedRows(db.sql), (r) => r.length >= 12);

@@ -30,7 +30,7 @@ describe("store fidelity: the corpus round-trips exactly through PostgreSQL", ()
     it(`${name}: the user's text and the streamed answer are stored exactly, as the tree holds them`, async () => {
       const session = `store-fidelity-${name.replace(/[^a-z]/g, "-")}`;
       stub.enqueue({ kind: "sse", chunks: textReply(`echo: ${text}`, { deltas: 7 }) });
-      const c = new Conversation(tap.url, session, { system: `Primary working directory: /home/me/proj ${name}` });
+      const c = new Conversation(tap, session, { system: `Primary working directory: /home/me/proj ${name}` });
       assert.equal((await c.say([{ type: "text", text }])).status, 200);
       const rows = await pollAsync(async () => (await storedRows(db.sql)).filter((r) => r.session_id === session), (r) => r.length >= 2);
       assert.equal(rows.length, 2);

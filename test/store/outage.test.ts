@@ -1,5 +1,5 @@
 // Issue 7, "store outages": PostgreSQL stopped mid-session and started again on the same port. The
-// client is unaffected (every turn answers 200, no slower than the hold-back bound), commits are spooled
+// client is unaffected (every turn answers 200, never waiting for the store), commits are spooled
 // under <root>/.spool/postgres/ (0700/0600) and replayed in order when the store is back: nothing lost,
 // nothing doubled, nothing reconstructed; /_tap/health says unreachable, then ok; the events log says so.
 // Then a tap killed with commits still spooled: the next tap on that root adopts and replays them.

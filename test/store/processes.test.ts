@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { serveTap, type TapChild } from "../support/child.ts";
+import { serveTap, stopAll, type TapChild } from "../support/child.ts";
 import { alternateAndRace, Conversation, textsOf } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, storeHealth, storeStatus, type TestDatabase } from "../support/pg.ts";
 
@@ -27,10 +27,7 @@ describe("two taps, one database, one session", () => {
     dir = mkdtempSync(`${tmpdir()}/sessiontap-store-procs-`);
   });
   afterEach(async () => {
-    for (const c of children.splice(0)) {
-      c.signal("SIGTERM");
-      await c.exit(10_000).catch(() => c.child.kill("SIGKILL"));
-    }
+    await stopAll(children);
     await stub.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -41,7 +38,9 @@ describe("two taps, one database, one session", () => {
     const b = await serveTap(["--upstream", stub.url, "--mirror-dir", `${dir}/b`, "--store", db.url], { env: { SESSIONTAP_STORE_ONLY: "true" } });
     children.push(b.tap);
     await Promise.all([storeStatus(a.url), storeStatus(b.url)]);
-    const { history, statuses, racers } = await alternateAndRace(a.url, b.url, "shared", 20);
+    const mainRows = async () => (await storedRows(db.sql)).filter((r) => r.subpath === "");
+    const written = (n: number) => pollAsync(mainRows, (rows) => rows.length >= n, 10_000, `${n} rows`);
+    const { history, statuses, racers } = await alternateAndRace(a.url, b.url, "shared", 20, written);
     assert.ok(statuses.every((status) => status === 200));
     assert.ok(racers.every((status) => status === 200));
     // A side request (no tools: a title) through b repeats the main history a and b wrote.
@@ -52,6 +51,13 @@ describe("two taps, one database, one session", () => {
     const agentHeaders = { headers: { "x-claude-code-agent-id": "agent-one" } };
     const agent = new Conversation(a.url, "shared", agentHeaders);
     assert.equal((await agent.say("subagent task")).status, 200);
+    // Through the other tap once its first turn is written (as a person's next prompt would be).
+    await pollAsync(
+      () => storedRows(db.sql),
+      (rows) => rows.filter((r) => r.subpath === "subagents/agent-agent-one").length >= 2,
+      10_000,
+      "the subagent's first turn",
+    );
     const agent2 = new Conversation(b.url, "shared", agentHeaders);
     agent2.messages.push(...agent.messages);
     assert.equal((await agent2.say("subagent follow-up")).status, 200);

@@ -23,10 +23,17 @@ const encode = (s: string) => new TextEncoder().encode(s);
 /** The commit the mirror makes for `messages` answered with `answer` (through the engine's ResponseFollower, as the tap does). */
 function jobFor(session: string, messages: { role: string; content: unknown }[], answer: string, n: number): CommitJob {
   let job: CommitJob | null = null;
-  const sink = { commit: async (j: CommitJob) => void (job = j), skip: () => {}, truncated: () => {}, clock: Date.now, maxMessageBytes: 1 << 25 };
+  const sink = {
+    commit: async (j: CommitJob) => void (job = j),
+    skip: () => {},
+    truncated: () => {},
+    gaveUp: () => {},
+    clock: Date.now,
+    maxMessageBytes: 1 << 25,
+  };
   const identity = { session, agent: null, parentAgent: null, userAgent: null };
   const body = encode(JSON.stringify({ model: "claude-test", max_tokens: 10, stream: true, tools: [BASH_TOOL], messages }));
-  const follower = new ResponseFollower(sink, Date.now());
+  const follower = new ResponseFollower(sink, identity, Date.now());
   const prepared = prepareRequest(new RequestReader(), identity, body, { version: "0.1.0", sideRequests: true });
   assert.ok(!isSkip(prepared), "the request is mirrored");
   follower.body(prepared);

@@ -139,6 +139,14 @@ export function spawnTap(args: string[], options: ChildOptions = {}): TapChild {
   return { child, stdout: () => text.stdout, stderr: () => text.stderr, waitFor, signal, exited, exit };
 }
 
+/** Stops every child in `children` (SIGTERM, then SIGKILL past 10 s) and empties the list: a suite's afterEach. */
+export async function stopAll(children: TapChild[]): Promise<void> {
+  for (const c of children.splice(0)) {
+    c.signal("SIGTERM");
+    await c.exit(10_000).catch(() => c.child.kill("SIGKILL"));
+  }
+}
+
 /** Runs the tap with `args` to completion (bounded); returns exit status and output. */
 export async function runTap(args: string[], options: ChildOptions & { timeoutMs?: number } = {}): Promise<Exit & { stdout: string; stderr: string }> {
   const tap = spawnTap(args, options);

@@ -40,15 +40,24 @@ export function foldContent(raw: Uint8Array): Record<string, unknown>[] {
   return blocks.filter(Boolean);
 }
 
+/**
+ * Where a conversation is sent: a tap's URL, or a tap in this process that can say when what it was sent
+ * is written (the client's last byte comes before the mirror's write: docs/DESIGN.md "Writes").
+ */
+export type TapTarget = string | { url: string; settled(): Promise<void> };
+
 /** A conversation of one session against a tap. */
 export class Conversation {
   readonly messages: { role: string; content: unknown }[] = [];
+  private readonly baseUrl: string;
 
   constructor(
-    private readonly baseUrl: string,
+    private readonly target: TapTarget,
     readonly sessionId: string | null,
     private readonly extra: { headers?: Record<string, string>; system?: unknown; body?: Record<string, unknown> } = {},
-  ) {}
+  ) {
+    this.baseUrl = typeof target === "string" ? target : target.url;
+  }
 
   /** Sends the whole history plus `content` as a new user message; on a complete 200 keeps the answer. */
   async say(content: unknown, options: { keepOnFailure?: boolean } = {}): Promise<TurnResult> {
@@ -59,8 +68,14 @@ export class Conversation {
     return result;
   }
 
-  /** Sends the current history as it is (a retry). */
+  /** Sends the current history as it is (a retry); with a tap that can tell, returns once its mirror has written the turn. */
   async send(): Promise<TurnResult> {
+    const result = await this.exchange();
+    if (typeof this.target !== "string") await this.target.settled();
+    return result;
+  }
+
+  private async exchange(): Promise<TurnResult> {
     const headers: Record<string, string> = { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", ...this.extra.headers };
     if (this.sessionId !== null) headers["x-claude-code-session-id"] = this.sessionId;
     // Like Claude Code's main conversation: the agent's tools declare it (see src/protocol/classify.ts).
@@ -95,14 +110,18 @@ export function textsOf(record: Record<string, unknown>): string[] {
 
 /**
  * Two taps serving one session: `turns` turns alternating between `a` and `b`, each re-sending the whole
- * history as Claude Code does, then four turns at once from the same point through both. Returns the
- * history and every status, for the caller to assert on.
+ * history as Claude Code does, then four turns at once from the same point through both. After each turn
+ * and after the four, `written(records)` resolves once that many records of the session's main
+ * conversation are written: a client has an answer's last byte before the tap writes it (docs/DESIGN.md
+ * "Writes"), and a turn sent to the other tap first would find its history unwritten. Returns the history
+ * and every status, for the caller to assert on.
  */
 export async function alternateAndRace(
   a: string,
   b: string,
   session: string,
   turns: number,
+  written: (records: number) => Promise<unknown>,
 ): Promise<{ history: Conversation; statuses: number[]; racers: number[] }> {
   const history = new Conversation(a, session);
   const statuses: number[] = [];
@@ -111,11 +130,13 @@ export async function alternateAndRace(
     via.messages.push(...history.messages);
     statuses.push((await via.say(`turn ${turn}`)).status);
     history.messages.splice(0, history.messages.length, ...via.messages);
+    await written(2 * (turn + 1));
   }
   const racers = await Promise.all([a, b, a, b].map((url, i) => {
     const c = new Conversation(url, session);
     c.messages.push(...history.messages);
     return c.say(`race ${i}`);
   }));
+  await written(2 * (turns + 4));
   return { history, statuses, racers: racers.map((r) => r.status) };
 }

@@ -87,11 +87,11 @@ export function writeMirror(root: string, session: string, records: Rec[], file 
 export const CAPTURE = "cc-2.1.328-interactive-compact-rewind";
 
 /**
- * Replays a real capture through a tap at `tapUrl` (by default the interactive session: greeting, tool
- * call, /compact sent twice, a message, a rewind and another message), each request with the headers
- * Claude Code sent, answered as the recorded stub did; returns its session id.
+ * Replays a real capture through `tap` (by default the interactive session: greeting, tool call, /compact
+ * sent twice, a message, a rewind and another message), each request with the headers Claude Code sent,
+ * answered as the recorded stub did; returns its session id once the tap's mirror has written it.
  */
-export async function replayCapture(tapUrl: string, stub: StubUpstream, capture = CAPTURE): Promise<string> {
+export async function replayCapture(tap: { url: string; settled(): Promise<void> }, stub: StubUpstream, capture = CAPTURE): Promise<string> {
   const answers = new Map<string, Rec[]>();
   for (const r of capturedTranscript(capture)) {
     if (r.type === "assistant") answers.set(r.message.id, [...(answers.get(r.message.id) ?? []), ...r.message.content]);
@@ -106,8 +106,9 @@ export async function replayCapture(tapUrl: string, stub: StubUpstream, capture 
         chunks: toolUseReply(String(content[1].name), content[1].input, { id, preText: content[0].text, toolUseId: content[1].id }),
       });}
     const { host: _host, "content-length": _length, ...headers } = request.headers;
-    const response = await fetch(`${tapUrl}${request.url}`, { method: "POST", headers, body: JSON.stringify(request.body) });
+    const response = await fetch(`${tap.url}${request.url}`, { method: "POST", headers, body: JSON.stringify(request.body) });
     await response.arrayBuffer();
   }
+  await tap.settled();
   return capturedRequests(capture)[0].headers["x-claude-code-session-id"];
 }

@@ -11,9 +11,17 @@ export interface TestTap extends RunningTap {
   root: string;
   /** Lines the tap wrote to stderr. */
   stderrLines: string[];
+  /**
+   * Resolves once the mirror has written what it was sent so far (it flushes, bounded): a client has its
+   * answer's last byte before the write (docs/DESIGN.md "Writes"), so a test reads the tree after this.
+   */
+  settled(): Promise<void>;
   /** Stops the tap and removes the scratch directory. */
   close(): Promise<void>;
 }
+
+/** Longest wait of `settled()` for the mirror's writes. */
+const SETTLE_MS = 5000;
 
 /** Starts a tap on a free port with a fresh mirror root; `env` adds settings. */
 export async function startTestTap(upstream: string, env: Record<string, string> = {}, deps: TapDeps = {}, root?: string): Promise<TestTap> {
@@ -27,6 +35,7 @@ export async function startTestTap(upstream: string, env: Record<string, string>
     ...tap,
     root: `${dir}/mirror`,
     stderrLines: errors,
+    settled: async () => void (await tap.mirror?.flush(SETTLE_MS)),
     async close() {
       await tap.stop();
       if (root === undefined) rmSync(dir, { recursive: true, force: true });

@@ -45,7 +45,7 @@ describe("export of a real mirror (tool call, compaction, rewind)", { timeout: 6
   before(async () => {
     stub = await startStub();
     tap = await startTestTap(stub.url);
-    session = await replayCapture(tap.url, stub);
+    session = await replayCapture(tap, stub);
     records = [...readTree(tap.root).entries()].filter(([p]) => p.startsWith(`${session}/`) && p.split("/").length === 2).flatMap(([, r]) => r) as Rec[];
     assert.ok(records.some((r) => r.subtype === "compact_boundary"), "the mirror holds a compaction");
   });

@@ -36,7 +36,7 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
   before(async () => {
     stub = await startStub();
     tap = await startTestTap(stub.url);
-    captured = await replayCapture(tap.url, stub);
+    captured = await replayCapture(tap, stub);
     await tap.mirror!.flush(2000);
   });
   after(async () => {

@@ -19,7 +19,6 @@ describe("parseConfig()", () => {
     assert.equal(c.includeThinking, true);
     assert.equal(c.claudeDir, "/home/u/.claude");
     assert.equal(c.store, null);
-    assert.equal(c.holdBackMs, 250);
     assert.equal(c.guard, null, "unset: on when the Claude Code config dir exists (decided at start)");
   });
 

@@ -74,7 +74,7 @@ describe("tokens and cost of a mirrored session (the real interactive capture re
   before(async () => {
     stub = await startStub();
     tap = await startTestTap(stub.url);
-    session = await replayCapture(tap.url, stub);
+    session = await replayCapture(tap, stub);
   });
   after(async () => {
     await tap?.close();

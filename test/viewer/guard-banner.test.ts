@@ -33,7 +33,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
     stub = await startStub();
     tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir }, { guard: { settleMs: 60, confirmMs: 120, sweepMs: 150 } }, `${scratch.dir}/tap`);
     writeFileSync(transcript, whole);
-    const c = new Conversation(tap.url, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n - Primary working directory: ${cwd}\n` }] });
+    const c = new Conversation(tap, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n - Primary working directory: ${cwd}\n` }] });
     assert.equal((await c.say("watch me")).status, 200);
     await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
     browser = await openBrowser({ width: 1280, height: 900 });
