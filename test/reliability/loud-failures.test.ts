@@ -62,7 +62,9 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
   it("an events log that cannot be written: one line, a problem; once it can, a line and ok", async () => {
     const tap = await startTestTap(stub.url);
     try {
-      // A directory where the log belongs (not empty, or the retention sweep would prune it).
+      // A directory where the log belongs (not empty, or the retention sweep would prune it), in place of
+      // the file an event logged at start may have made already.
+      rmSync(`${tap.root}/session-mirror-events.jsonl`, { force: true });
       mkdirSync(`${tap.root}/session-mirror-events.jsonl`);
       writeFileSync(`${tap.root}/session-mirror-events.jsonl/keep`, "x");
       await new Conversation(tap.url, "sevents").say("hello");

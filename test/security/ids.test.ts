@@ -92,7 +92,7 @@ describe("reserved and colliding session ids through a tap", () => {
       "no session took the events log's names",
     );
     const unknown = allRecords(`${root}/unknown`);
-    assert.ok(unknown.length > 0 && unknown.every((r) => r.sessionId === null), "`unknown` holds only sessionless records");
+    assert.ok(unknown.length > 0 && unknown.every((r) => !("sessionId" in r)), "`unknown` holds only sessionless records");
     assert.ok(allRecords(`${root}/${inv(odd)}`).every((r) => r.sessionId === odd), "the odd id's hashed directory is its own");
     const listed = JSON.parse((await cli(["list", "--json", "--mirror-dir", root], { CLAUDE_CONFIG_DIR: `${scratch.dir}/claude` })).stdout) as Rec[];
     const ids = listed.map((e) => e.sessionId);
