@@ -272,7 +272,9 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     assert.match(
       await dry.innerText(),
       new RegExp(
-        `^Would create ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n  with \\d+ records \\(\\d+ user, \\d+ assistant\\) of session ${sessionId}\\.$`,
+        `^Would create ${
+          transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+        }\\n  with \\d+ records \\(\\d+ user, \\d+ assistant, \\d+ of Claude Code's context\\) of session ${sessionId}\\.$`,
       ),
     );
     assert.ok(!existsSync(transcript), "the dry run wrote nothing");
