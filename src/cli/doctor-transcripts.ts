@@ -2,8 +2,8 @@
  * doctor's checks of Claude Code's transcripts against the mirror, and of the guard that watches them live:
  *
  * - a recent session the mirror has whose transcript is a stub (fail) or missing (warn);
- * - one whose transcript is behind the mirror: it lacks prompts the tap saw sent in that session (the
- *   file was cut, or deleted and started afresh) (fail);
+ * - one whose transcript is behind the mirror: it lacks prompts of the session's current branch (the file
+ *   was cut, or deleted and started afresh; a prompt rewound away is not expected, docs/GUARD.md) (fail);
  * - one whose transcript ends in a torn line, a record cut off mid-write: the next record Claude Code
  *   appends is glued to it and lost too (warn);
  * - the guard of the tap Claude Code uses: off (warn), or its count of sessions whose transcript it never
@@ -14,6 +14,8 @@
 import type { Config } from "../config/parse.ts";
 import { mirroredPrompts, promptKey, transcriptPromptKeys } from "../guard/prompts.ts";
 import { tornLastLine } from "../transcript/transcript.ts";
+import { restorePath } from "../transcript/restore-plan.ts";
+import { buildTree } from "../transcript/tree.ts";
 import { describe } from "../storage/events-log.ts";
 import { type ListEntry, SessionCatalog } from "../storage/session-catalog.ts";
 import type { Check } from "./doctor-check.ts";
@@ -112,7 +114,8 @@ async function compare(io: CommandIo, catalog: SessionCatalog, entry: ListEntry)
     return { entry, lacking: 0, prompts: 0, torn: false, error: describe(error) };
   }
   const held = new Set(parseJsonl(text).records.flatMap(transcriptPromptKeys));
-  const prompts = mirroredPrompts((await catalog.reader.load(entry.dir)).records);
+  // The current branch, compactions followed back: what a restore writes, and so what the transcript must hold.
+  const prompts = mirroredPrompts(restorePath(buildTree((await catalog.reader.load(entry.dir)).records)));
   const distinct = new Map(prompts.map((p) => [p.candidates.join("\n"), p.candidates]));
   const lacking = [...distinct.values()].filter((candidates) => !candidates.some((t) => held.has(promptKey(t)))).length;
   return { entry, lacking, prompts: distinct.size, torn: tornLastLine(text), error: null };

@@ -59,6 +59,8 @@ export interface GuardHandle {
   health(): Promise<GuardHealth>;
   /** The alert of a session, as the engine last said (synchronous: the viewer's banners). */
   alertOf(sessionId: string): GuardAlert | null;
+  /** Has the guard look at a session's transcript now, and waits for the look (and the alerts it changed). */
+  lookNow(sessionId: string): Promise<void>;
 }
 
 /** A tap that is listening. */
@@ -142,6 +144,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
     health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
     alertOf: (id) => alerts.get(id) ?? null,
+    lookNow: async (id) => void await link.query("guardLookNow", id),
   };
   const viewer = createViewer({
     fs,
@@ -154,6 +157,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     clock,
     watcher,
     guardAlert: guard === null ? undefined : (sessionId) => guard.alertOf(sessionId),
+    restored: guard === null ? undefined : (sessionId) => guard.lookNow(sessionId),
   });
   const upstream = new UpstreamHealth(config.upstream, clock, stderr);
   const reportUpstream = {

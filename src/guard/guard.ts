@@ -12,8 +12,9 @@
  *
  * No false alarm on a healthy session: Claude Code writes a prompt before its request and the answer
  * after; a prompt is judged only once it is `settleMs` old, and a bad verdict must hold for `confirmMs`
- * before it becomes an alert. Only typed prompts are compared (see prompts.ts), so compaction, rewinds,
- * side requests, subagents and injected context change nothing. A session whose transcript was never
+ * before it becomes an alert. Only typed prompts are compared (see prompts.ts), so compaction, side
+ * requests, subagents and injected context change nothing; only the current branch's prompts are expected
+ * (docs/GUARD.md "The current branch"), so a rewound session and its restore raise nothing. A session whose transcript was never
  * found (persistence off, another config dir) is counted, not alerted.
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
@@ -25,7 +26,7 @@ import { LookBudget } from "./look-budget.ts";
 import { promptCandidates, promptKey } from "./prompts.ts";
 import { lookAt } from "./transcript-look.ts";
 import type { Verdict } from "./verdict.ts";
-import { type GuardSessionView, newWatched, notePrompt, viewOf, type Watched } from "./watched-session.ts";
+import { followBranch, type GuardSessionView, newWatched, notePrompt, viewOf, type Watched } from "./watched-session.ts";
 
 /** A look that comes soon after another (a file still being read through). */
 const CATCH_UP_MS = 200;
@@ -36,6 +37,8 @@ const SLACK_MS = 20;
 export class Guard {
   readonly alerts: GuardAlerts;
   private readonly sessions = new Map<string, Watched>();
+  /** Looks under way, by session. */
+  private readonly looking = new Map<string, Promise<void>>();
   private readonly budget: LookBudget;
   private readonly sweep: ReturnType<typeof setInterval>;
   private readonly readAlarm: Alarm;
@@ -66,6 +69,22 @@ export class Guard {
   inspect(sessionId: string): GuardSessionView | null {
     const s = this.sessions.get(sessionId);
     return s === undefined ? null : viewOf(s, this.o.clock());
+  }
+
+  /**
+   * Looks at a watched session's transcript now, outside the budget, until it is judged (a few looks at
+   * most: it was just restored, and the viewer waits to show the state after it); never rejects.
+   */
+  async lookNow(sessionId: string): Promise<void> {
+    const s = this.sessions.get(sessionId);
+    if (s === undefined) return;
+    if (s.timer !== null) clearTimeout(s.timer);
+    s.timer = null;
+    s.pending = null; // what was raised before the restore is judged afresh
+    for (let i = 0; i < 8 && !this.stopped; i++) {
+      await this.looking.get(sessionId); // a look under way ends first
+      if (await this.run(s, true) !== "catching-up") return;
+    }
   }
 
   /** The alert of a session, or null (the viewer's banner). */
@@ -114,8 +133,10 @@ export class Guard {
     this.sessions.set(id, s);
     if (s.cwd === null && job.base.cwd !== null) s.cwd = job.base.cwd;
     s.lastActivity = now;
+    followBranch(s, job.messages, job.compaction);
     const candidates = promptCandidates(job.messages);
-    if (candidates.length > 0) notePrompt(s, candidates.map(promptKey), now, this.o.maxPrompts);
+    const last = job.messages.findLast((m) => m.role === "user");
+    if (candidates.length > 0) notePrompt(s, candidates.map(promptKey), last?.chain ?? null, now, this.o.maxPrompts);
     this.schedule(s, this.o.settleMs + SLACK_MS);
   }
 
@@ -154,21 +175,24 @@ export class Guard {
     }
   }
 
-  /** One look, within the per-minute budget; never rejects. */
-  private async run(s: Watched): Promise<void> {
-    if (this.stopped || s.running || !this.sessions.has(s.sessionId)) return;
+  /** One look, within the per-minute budget (unless `unbudgeted`); never rejects. Answers how the look went. */
+  private async run(s: Watched, unbudgeted = false): Promise<"judged" | "catching-up" | "none"> {
+    if (this.stopped || s.running || !this.sessions.has(s.sessionId)) return "none";
     const now = this.o.clock();
-    const wait = this.budget.take(now);
+    const wait = unbudgeted ? 0 : this.budget.take(now);
     if (wait > 0) {
       this.schedule(s, wait);
-      return;
+      return "none";
     }
     this.looks++;
     s.running = true;
     s.lastLook = now;
+    const look = this.look(s);
+    this.looking.set(s.sessionId, look.then(() => {}, () => {}));
     try {
-      await this.look(s);
+      const kind = await look;
       this.readAlarm.ok(() => `sessiontap: guard: reading Claude Code's transcripts works again`);
+      return kind === "catching-up" ? "catching-up" : "judged";
     } catch (error) {
       this.errors++;
       this.o.log("error", { stage: "guard", session: s.sessionId, error: describe(error) });
@@ -179,17 +203,20 @@ export class Guard {
             first ? "; the guard cannot tell whether it is whole" : " (still failing)"
           }`,
       );
+      return "none";
     } finally {
       s.running = false;
+      this.looking.delete(s.sessionId);
     }
   }
 
   /** Stats and reads the transcript, then judges it (or looks again soon, when still reading through). */
-  private async look(s: Watched): Promise<void> {
+  private async look(s: Watched): Promise<"judged" | "catching-up" | "nowhere"> {
     const seen = await lookAt(s, this.o);
     this.bytesRead += seen.bytes;
     if (seen.kind === "catching-up") this.schedule(s, CATCH_UP_MS);
     else if (seen.kind === "judged") this.judge(s, seen.verdict, seen.told);
+    return seen.kind;
   }
 
   /** Turns a verdict into an alert once it held for `confirmMs`, or clears what was raised. */

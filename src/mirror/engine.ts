@@ -202,6 +202,9 @@ export class MirrorEngine {
         return this.guard?.inspect(String(arg)) ?? null;
       case "guardHealth":
         return this.guard?.health() ?? null;
+      case "guardLookNow":
+        await this.guard?.lookNow(String(arg));
+        return null;
       case "stop":
         return await this.stop(Number(arg));
     }

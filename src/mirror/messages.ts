@@ -54,6 +54,8 @@ export interface EngineQueries {
   guardInspect: { arg: string; value: unknown };
   /** The guard's own health. */
   guardHealth: { arg: null; value: unknown };
+  /** Has the guard look at a session's transcript now (it was just restored), and waits for the look. */
+  guardLookNow: { arg: string; value: null };
   /** Flushes, saves what could not be written to a spool, and closes the store: the engine's last act. */
   stop: { arg: number; value: Unwritten };
 }

@@ -6,8 +6,9 @@
  *
  * What is already there decides: nothing → the file is created; a stub (no user or assistant record) or an
  * empty file → backed up as `<name>.bak-<UTC timestamp>` and replaced; a transcript with content → left
- * alone unless `force`, which backs it up first (a torn last line is named: force fixes it). Publication
- * is atomic and never clobbers a file that appeared or changed meanwhile (publish.ts); the file is 0600,
+ * alone unless `force`, which backs it up first (a torn last line is named: force fixes it). What the
+ * replaced file holds besides its conversation (a title, a tag, kinds of record not known here) is kept in
+ * the new one. Publication is atomic and never clobbers a file that appeared or changed meanwhile (publish.ts); the file is 0600,
  * new directories 0700, and new, so its modification time is now: Claude Code's cleanup (by modification
  * time) does not take it again the next day.
  *
@@ -41,6 +42,8 @@ export interface RestoreOutcome {
   records: number;
   userRecords: number;
   assistantRecords: number;
+  /** Attachment records: the context Claude Code injected, as it keeps it (docs/DESIGN.md "Restore"). */
+  contextRecords: number;
   leafUuid: string | null;
   /** The title Claude Code gave the session, when the mirror saw it (written as its `ai-title` record). */
   title: string | null;
@@ -113,6 +116,7 @@ export async function restoreSession(
     records: plan.records.length,
     userRecords: plan.records.filter((r) => r.type === "user").length,
     assistantRecords: plan.records.filter((r) => r.type === "assistant").length,
+    contextRecords: plan.records.filter((r) => r.type === "attachment").length,
     leafUuid: plan.leafUuid,
     title,
     subagents: [],
@@ -136,7 +140,8 @@ export async function restoreSession(
     outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });
     return { ok: true, outcome, problems: unnamed };
   }
-  const data = [...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records].map((r) => compactJson(r) + "\n").join("");
+  const kept = text === null ? [] : carriedOver(parseJsonl(text).records);
+  const data = [...kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records].map((r) => compactJson(r) + "\n").join("");
   let published: Published;
   try {
     if (info === null) {
@@ -162,9 +167,23 @@ export async function restoreSession(
   return { ok: true, outcome, problems: [...failed, ...unnamed] };
 }
 
+/** Claude Code's request bookkeeping for a conversation: tied to the records being replaced, so not carried over. */
+const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blob", "api-request-shape", "api-request-resumed", "queue-operation"]);
+
+/**
+ * The records of a replaced transcript that a restore keeps: every record that is not part of its
+ * conversation (no `uuid`) — a title the user gave it, a tag, its modes, kinds of record this release does
+ * not know — except the bookkeeping of the conversation being replaced. A restore never drops what it does
+ * not understand; the backup keeps the whole file besides.
+ */
+function carriedOver(records: Record<string, unknown>[]): Record<string, unknown>[] {
+  return records.filter((r) => r.uuid === undefined && !OF_THE_OLD_CHAIN.has(String(r.type)));
+}
+
 /** What a restore (or its dry run) did, for people: the lines the CLI prints and the viewer shows. */
 export function describeRestore(outcome: RestoreOutcome): string[] {
-  const what = `${outcome.records} records (${outcome.userRecords} user, ${outcome.assistantRecords} assistant)`;
+  const context = outcome.contextRecords === 0 ? "" : `, ${outcome.contextRecords} of Claude Code's context`;
+  const what = `${outcome.records} records (${outcome.userRecords} user, ${outcome.assistantRecords} assistant${context})`;
   const thing = outcome.existing === "stub" ? "stub" : "transcript";
   if (outcome.dryRun) {
     const lines = outcome.action === "create"

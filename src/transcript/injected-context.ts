@@ -1,77 +1,229 @@
 /**
- * Restored prompts the way Claude Code 2.1.328 records them: what it typed apart from what it injected.
- * Pure.
+ * The mirror's messages, as sent, turned back into the records Claude Code keeps for them: what was typed
+ * apart from what Claude Code injected. Pure.
  *
- * On the wire Claude Code merges its injected context into the user message it sends: `<system-reminder>`
- * blocks (attribution, dates, environment), and around a slash command the `<local-command-caveat>`, the
- * `<command-name>` and its `<local-command-stdout>`, each a text block before the typed prompt. The
- * mirror keeps that message as sent. Claude Code's own transcript keeps them apart: the typed prompt is
- * a user record of its own, the caveat a user record with `isMeta: true` (hidden on screen), the command
- * and its output user records of their own, reminders attachment records. When it resumes, it joins
- * consecutive user records back into one message, adding a "\n" after each text block that another
- * record follows (checked with the real CLI: a meta record "…</system-reminder>" followed by the prompt
- * record is sent as "…</system-reminder>\n" then the prompt, byte for byte what was sent before).
+ * On the wire Claude Code merges its injected context into the messages it sends: `<system-reminder>`
+ * blocks before the typed prompt (or appended to a tool result), a `role:"system"` message with the
+ * environment when the model takes system turns, and around a slash command the `<local-command-caveat>`,
+ * the `<command-name>` and its `<local-command-stdout>`. The mirror keeps those messages as sent. Claude
+ * Code's own transcript keeps them apart — the prompt as a user record of its own (a plain string when
+ * it was typed), each reminder as an `attachment` record after it (transcript/context-kinds.ts), a slash
+ * command's pieces as user records before it (the caveat `isMeta: true`, hidden on screen) — and when it
+ * resumes it merges them again by its own rules, deciding from the attachments what it has announced.
+ * So a restored message is written the way Claude Code wrote it, and the resumed request is the one it
+ * would have sent from its own transcript (docs/DESIGN.md "Restore").
  *
- * So a restored user message whose leading text blocks are injected context is written as one record per
- * such block (reminders and caveats `isMeta: true`, so `claude --resume` shows the typed prompt, not a
- * reminder), each without the trailing "\n" Claude Code adds back, then the rest as the record that keeps
- * the original uuid. A message that would not come back byte for byte (an injected block not ending in
- * "\n", or typed text between injected blocks) is left whole.
+ * Claude Code adds a "\n" after a text block that another record's text follows when it merges them, so a
+ * piece is written without that "\n" (checked with the real CLI, 2.1.328 and 2.1.332: the merged message
+ * is byte for byte what was sent).
  */
 import { uuidFrom } from "../protocol/message-hash.ts";
-import { type Block, isToolResultOnly, messageOf, parentOf, type Rec, uuidOf } from "./records.ts";
+import { type Block, blocksOf, isApiSystem, isCompactBoundary, messageOf, parentOf, type Rec, uuidOf } from "./records.ts";
+import { type ContextPiece, contextPiece, interleave, reminderInner, systemPieces, UNKNOWN_KIND } from "./context-kinds.ts";
+import { type ToolUse, toolUseResultOf } from "./tool-results.ts";
 import { isObject } from "../protocol/json.ts";
 
-/** Blocks Claude Code keeps as records of their own, and those of them it hides (`isMeta`). */
-const OWN_RECORD = /^<(system-reminder|local-command-caveat|command-name|command-message|local-command-stdout|local-command-stderr)>/;
-const HIDDEN = /^<(system-reminder|local-command-caveat)>/;
+/** Slash-command pieces Claude Code keeps as user records, and those of them it hides (`isMeta`). */
+const COMMAND_RECORD = /^<(local-command-caveat|command-name|command-message|local-command-stdout|local-command-stderr)>/;
+const HIDDEN = /^<local-command-caveat>/;
+/** A reminder Claude Code appended to a tool result's text (it joins them with a blank line). */
+const TRAILING_REMINDER = /\n\n(<system-reminder>\n(?:(?!<\/system-reminder>)[\s\S])*\n<\/system-reminder>)$/;
 
-/** The split of one message's blocks: injected blocks (one record each), then the rest; null when it stays whole. */
-function splitBlocks(content: unknown): { injected: Block[]; rest: Block[] } | null {
-  if (!Array.isArray(content)) return null;
+/** What one mirrored message becomes: records before it, its own (the first keeps its uuid), and context pieces after them. */
+interface Split {
+  before: Rec[];
+  records: Rec[];
+  pieces: ContextPiece[];
+}
+
+/** The user-side split of a prompt: leading command records and reminders, then what was typed. */
+function splitPrompt(r: Rec, content: unknown[]): Split | null {
   const blocks = content.filter(isObject) as Block[];
-  if (blocks.length !== content.length || blocks.some((b) => b.type === "tool_result")) return null;
+  if (blocks.length !== content.length) return null;
+  const before: Rec[] = [];
+  const pieces: ContextPiece[] = [];
   let n = 0;
-  while (n < blocks.length && blocks[n].type === "text" && typeof blocks[n].text === "string" && OWN_RECORD.test(blocks[n].text as string)) n++;
-  if (n === 0 || n === blocks.length) return null; // nothing injected, or nothing typed after it
-  const injected = blocks.slice(0, n);
-  if (!injected.every((b) => (b.text as string).endsWith("\n"))) return null;
-  return { injected, rest: blocks.slice(n) };
+  for (; n < blocks.length; n++) {
+    const text = blocks[n].type === "text" && typeof blocks[n].text === "string" ? (blocks[n].text as string).replace(/\n$/, "") : null;
+    if (text === null) break;
+    const inner = reminderInner(text);
+    if (inner !== null) pieces.push(contextPiece(inner, "user"));
+    else if (COMMAND_RECORD.test(text)) before.push(commandRecord(r, n, text));
+    else break;
+  }
+  if (n === blocks.length) return null; // nothing typed after it: the message stays as it was
+  return { before, records: [{ ...r, message: { ...messageOf(r), content: typedContent(blocks.slice(n)) } }], pieces };
+}
+
+/** A slash command's piece as the user record Claude Code keeps (the caveat hidden). */
+function commandRecord(r: Rec, i: number, text: string): Rec {
+  const piece: Rec = { ...r, uuid: uuidFrom(`${uuidOf(r)}:injected:${i}`), message: { ...messageOf(r), content: [{ type: "text", text }] } };
+  if (HIDDEN.test(text)) piece.isMeta = true;
+  return piece;
 }
 
 /**
- * Splits the injected context off the user records of a restored chain (records in order, each record's
- * parent before it). Children keep pointing at the original uuid (the typed prompt's record); a compact
- * boundary's kept segment that starts at a split record starts at its first piece.
+ * What was typed, in the shape Claude Code records it: a typed prompt is a plain string, which it sends as
+ * one text block only where it must (merged with context, or last, to carry a cache marker).
  */
-export function splitInjectedContext(records: Rec[]): Rec[] {
-  const out: Rec[] = [];
-  const firstPiece = new Map<string, string>();
-  for (const r of records) {
-    const message = messageOf(r);
-    const split = r.type === "user" && message !== null && !isToolResultOnly(r) && r.isCompactSummary !== true ? splitBlocks(message.content) : null;
+function typedContent(blocks: Block[]): unknown {
+  const only = blocks.length === 1 ? blocks[0] : null;
+  return only !== null && only.type === "text" && typeof only.text === "string" && Object.keys(only).every((k) => k === "type" || k === "text")
+    ? only.text
+    : blocks;
+}
+
+/**
+ * A tool-result message: one record per result, each with what the tool returned where the result says
+ * it (transcript/tool-results.ts); reminders Claude Code appended to a result's text or sent beside it
+ * become pieces. A message that holds other blocks besides its results (not one Claude Code sends: it puts
+ * results first) stays one record, its blocks in their order.
+ */
+function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>): Split {
+  const pieces: ContextPiece[] = [];
+  const kept: unknown[] = [];
+  for (const b of content) {
+    if (isObject(b) && b.type === "tool_result") {
+      let text = typeof b.content === "string" ? b.content : null;
+      const trailing: ContextPiece[] = [];
+      for (let m = text === null ? null : TRAILING_REMINDER.exec(text); m !== null; m = TRAILING_REMINDER.exec(text!)) {
+        const piece = contextPiece(reminderInner(m[1])!, "user");
+        if (piece.attachment.type === UNKNOWN_KIND) break; // a tool's own reminder: part of its output
+        trailing.unshift(piece);
+        text = text!.slice(0, m.index);
+      }
+      pieces.push(...trailing);
+      kept.push(text === null || text === b.content ? b : { ...b, content: text });
+    } else if (isObject(b) && b.type === "text" && typeof b.text === "string" && reminderInner(b.text.replace(/\n$/, "")) !== null) {
+      pieces.push(contextPiece(reminderInner(b.text.replace(/\n$/, ""))!, "user"));
+    } else kept.push(b);
+  }
+  const id = uuidOf(r)!;
+  const onlyResults = kept.every((b) => isObject(b) && b.type === "tool_result");
+  const groups = onlyResults ? kept.map((b) => [b as Block]) : [kept as Block[]];
+  const records = groups.map((blocks, i) => {
+    const own: Rec = { ...r, uuid: i === 0 ? id : uuidFrom(`${id}:result:${i}`), message: { ...messageOf(r), content: blocks } };
+    const results = blocks.filter((b) => isObject(b) && b.type === "tool_result");
+    const result = results.length === 1 ? toolUseResultOf(uses.get(String(results[0].tool_use_id)), results[0]) : undefined;
+    if (result !== undefined) own.toolUseResult = result;
+    return own;
+  });
+  return { before: [], records, pieces };
+}
+
+/** The pieces of a mirrored `role:"system"` message (its text blocks, or its string). */
+function systemMessagePieces(r: Rec): ContextPiece[] {
+  const content = messageOf(r)?.content;
+  const texts = typeof content === "string" ? [content] : Array.isArray(content) ? content.filter(isObject).map((b) => String(b.text ?? "")) : [];
+  return texts.filter((t) => t !== "").flatMap(systemPieces);
+}
+
+/** Claude Code's attachment record for a piece, in the envelope of the record it came with. */
+function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
+  const { message: _m, type: _t, subtype: _s, uuid: _u, isMeta: _i, toolUseResult: _r, isCompactSummary: _c, ...envelope } = from;
+  const out: Rec = {
+    ...envelope,
+    attachment: piece.attachment,
+    type: "attachment",
+    uuid,
+    rendered: [{ content: piece.rendered }],
+    renderedRole: piece.renderedRole,
+  };
+  if (piece.besideToolResult) out.renderedBesideToolResult = true;
+  return out;
+}
+
+/** How a message splits, or null when it is written as it is. */
+function splitOf(r: Rec, uses: Map<string, ToolUse>): Split | null {
+  const content = messageOf(r)?.content;
+  if (r.type !== "user" || !Array.isArray(content) || r.isCompactSummary === true) return null;
+  return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, uses) : splitPrompt(r, content);
+}
+
+/**
+ * Which user message each mirrored `role:"system"` message was sent with: the user message it follows (its
+ * parent) or the one that follows it (its child). Claude Code records a system turn's pieces as the
+ * attachments of that turn's user message; one with neither is written where it was.
+ */
+function systemHosts(records: Rec[]): Map<string, string> {
+  const hosts = new Map<string, string>();
+  records.forEach((r, i) => {
     const id = uuidOf(r);
-    if (split === null || id === null) {
-      out.push(r);
+    if (!isApiSystem(r) || id === null) return;
+    const before = records[i - 1];
+    const after = records[i + 1];
+    if (before?.type === "user" && parentOf(r) === uuidOf(before)) hosts.set(id, uuidOf(before)!);
+    else if (after?.type === "user" && parentOf(after) === id) hosts.set(id, uuidOf(after)!);
+  });
+  return hosts;
+}
+
+/**
+ * Turns a restored chain (records in order, each record's parent before it; the mirror's `role:"system"`
+ * records among them) into Claude Code's records: slash-command pieces before a prompt, the prompt, then
+ * the turn's context as attachment records — the reminders merged into its message and the pieces of the
+ * `role:"system"` message sent with it — each record's parent the one before it. A record that pointed at
+ * a split message points at its last record; a compaction's kept segment that starts at one starts at its
+ * first.
+ */
+export function toClaudeRecords(records: Rec[]): Rec[] {
+  const out: Rec[] = [];
+  const first = new Map<string, string>();
+  const last = new Map<string, string>();
+  const hosts = systemHosts(records);
+  const hosted = new Map<string, ContextPiece[]>();
+  const uses = new Map<string, ToolUse>();
+  for (const r of records) {
+    const host = hosts.get(uuidOf(r) ?? "");
+    if (host !== undefined) hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
+  }
+  const tip = () => (out.length === 0 ? null : String(out[out.length - 1].uuid));
+  const emit = (from: Rec, pieces: ContextPiece[]) => {
+    const id = uuidOf(from)!;
+    pieces.forEach((p, i) => out.push({ ...attachmentRecord(from, uuidFrom(`${id}:context:${i}`), p), parentUuid: tip() }));
+    last.set(id, tip()!);
+  };
+  for (const r of records) {
+    const id = uuidOf(r);
+    const parent = parentOf(r);
+    const relinked: Rec = parent !== null && last.has(parent) ? { ...r, parentUuid: last.get(parent) } : r;
+    if (id !== null && isApiSystem(r)) {
+      if (hosts.has(id)) last.set(id, last.get(hosts.get(id)!) ?? tip() ?? ""); // written with its host
+      else emit({ ...relinked, parentUuid: tip() }, systemMessagePieces(r));
       continue;
     }
-    let parent = parentOf(r);
-    split.injected.forEach((block, i) => {
-      const uuid = uuidFrom(`${id}:injected:${i}`);
-      if (i === 0) firstPiece.set(id, uuid);
-      const piece: Rec = { ...r, parentUuid: parent, uuid, message: { ...message, content: [{ ...block, text: (block.text as string).slice(0, -1) }] } };
-      if (HIDDEN.test(block.text as string)) piece.isMeta = true;
-      out.push(piece);
-      parent = uuid;
-    });
-    out.push({ ...r, parentUuid: parent, message: { ...message, content: split.rest } });
+    if (r.type === "assistant") {
+      for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_use") uses.set(String(b.id), { name: String(b.name), input: b.input });
+    }
+    const split = id === null || isCompactBoundary(r) ? null : splitOf(relinked, uses);
+    if (split === null && !hosted.has(id ?? "")) {
+      out.push(relinked);
+      continue;
+    }
+    let parentUuid = parentOf(relinked);
+    for (const b of split?.before ?? []) {
+      out.push({ ...b, parentUuid });
+      parentUuid = b.uuid as string;
+      if (!first.has(id!)) first.set(id!, b.uuid as string);
+    }
+    const own = split?.records ?? [relinked];
+    for (const record of own) {
+      out.push({ ...record, parentUuid });
+      parentUuid = record.uuid as string;
+    }
+    emit({ ...own[0], uuid: id }, interleave(split?.pieces ?? [], hosted.get(id!) ?? []));
+    for (const [sys, host] of hosts) if (host === id) last.set(sys, last.get(id!)!);
   }
   for (const r of out) {
     const meta = isObject(r.compactMetadata) ? r.compactMetadata : null;
     const segment = meta !== null && isObject(meta.preservedSegment) ? meta.preservedSegment : null;
-    if (segment !== null && typeof segment.headUuid === "string" && firstPiece.has(segment.headUuid)) {
-      r.compactMetadata = { ...meta, preservedSegment: { ...segment, headUuid: firstPiece.get(segment.headUuid) } };
-    }
+    if (typeof r.logicalParentUuid === "string" && last.has(r.logicalParentUuid)) r.logicalParentUuid = last.get(r.logicalParentUuid);
+    if (segment === null) continue;
+    const moved = (
+      key: string,
+      map: Map<string, string>,
+    ) => (typeof segment[key] === "string" && map.has(segment[key] as string) ? { [key]: map.get(segment[key] as string) } : {});
+    r.compactMetadata = { ...meta, preservedSegment: { ...segment, ...moved("headUuid", first), ...moved("tailUuid", last), ...moved("anchorUuid", last) } };
   }
   return out;
 }

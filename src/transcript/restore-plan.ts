@@ -26,8 +26,8 @@
  *   mirror kept only as a sha256 reference becomes a text note saying what was there, the mirror's own
  *   bookkeeping keys (`sessiontap_*`) are dropped, and an answer cut off before its first block is left out.
  */
-import { splitInjectedContext } from "./injected-context.ts";
-import { type Block, isCompactBoundary, isConversation, messageOf, parentOf, type Rec, uuidOf } from "./records.ts";
+import { toClaudeRecords } from "./injected-context.ts";
+import { type Block, isApiSystem, isCompactBoundary, isConversation, messageOf, parentOf, type Rec, uuidOf } from "./records.ts";
 import type { Tree } from "./tree.ts";
 import { isObject } from "../protocol/json.ts";
 
@@ -70,7 +70,7 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
     if (isCompactBoundary(r)) {
       records.push({ ...r, ...envelope, parentUuid: null, logicalParentUuid: previous });
       previous = id;
-    } else if (isConversation(r)) {
+    } else if (isConversation(r) || isApiSystem(r)) {
       const message = apiSafeMessage(messageOf(r)!);
       if (Array.isArray(message.content) && message.content.length === 0) {
         skipped++; // an answer cut off before its first block: the API refuses an empty message
@@ -88,7 +88,8 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
   }
   const kept = new Set(records.map((r) => uuidOf(r)!));
   for (const r of records) if (isCompactBoundary(r)) relinkSegment(r, path, keptBefore, kept);
-  return { records: splitInjectedContext(records), skipped, leafUuid: previous };
+  const written = toClaudeRecords(records);
+  return { records: written, skipped, leafUuid: written.length === 0 ? null : uuidOf(written[written.length - 1]) };
 }
 
 /** Points a boundary's kept tail at kept records (its head at or after, its tail at or before), or drops it. */

@@ -15,6 +15,7 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, restoreSession, resumeCommand } from "../storage/restore-session.ts";
 import { SessionCatalog } from "../storage/session-catalog.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { orAfter } from "../utils/within.ts";
 import type { GuardAlert, LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
 import { type LiveBatch, LiveWatcher } from "./live.ts";
 
@@ -27,6 +28,8 @@ export interface Answer {
   body: unknown;
 }
 
+/** The longest a restore's answer waits for the guard to look at the restored transcript. */
+const RESTORED_LOOK_MS = 1_000;
 /** How often an idle event stream sends a comment, so proxies and browsers keep it open. */
 const KEEPALIVE_MS = 15_000;
 
@@ -37,14 +40,16 @@ export class ViewerData {
   private readonly guardAlert: GuardAlertOf;
   private readonly prices: PriceTable;
   private readonly clock: () => number;
+  private readonly restored: (sessionId: string) => Promise<void>;
 
   constructor(
     private readonly fs: FsAdapter,
     mirrorDir: string,
     private readonly claudeDir: string,
     readonly watcher: LiveWatcher,
-    options: { guardAlert?: GuardAlertOf; prices?: PriceTable; clock?: () => number } = {},
+    options: { guardAlert?: GuardAlertOf; prices?: PriceTable; clock?: () => number; restored?: (sessionId: string) => Promise<void> } = {},
   ) {
+    this.restored = options.restored ?? (async () => {});
     this.guardAlert = options.guardAlert ?? (() => null);
     this.prices = options.prices ?? BUILTIN_PRICES;
     this.clock = options.clock ?? Date.now;
@@ -108,6 +113,8 @@ export class ViewerData {
       now: this.clock(),
     });
     if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
+    // The page the client reloads next shows the state after the restore: the guard has looked (bounded).
+    if (!options.dryRun) await orAfter(this.restored(result.outcome.sessionId), RESTORED_LOOK_MS, null);
     return {
       status: 200,
       body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } satisfies RestoreReply,

@@ -44,12 +44,15 @@ export function createViewer(options: {
   clock?: () => number;
   /** The watcher of new records, when the tap built it first (its writes hint it). */
   watcher?: LiveWatcher;
+  /** Called after a restore wrote a session's transcript (the guard looks at it at once). */
+  restored?: (sessionId: string) => Promise<void>;
 }): Viewer {
   const watcher = options.watcher ?? new LiveWatcher(options.fs, options.mirrorDir, options.pollMs ?? 2000, options.onError);
   const data = new ViewerData(options.fs, options.mirrorDir, options.claudeDir, watcher, {
     guardAlert: options.guardAlert,
     prices: options.prices,
     clock: options.clock,
+    restored: options.restored,
   });
   return {
     watcher,

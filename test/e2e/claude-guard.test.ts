@@ -244,6 +244,17 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
       assert.equal(readJsonl(path)[0].aiTitle, title);
     });
 
+    it("after restoring this rewound, compacted session the guard and doctor raise nothing: the rewound prompt is not expected", async () => {
+      ran();
+      await judgedHealthy(tap, sessionId, Date.now());
+      const health = await (await fetch(`${tap.url}/_tap/health`)).json();
+      assert.deepEqual(health.guard.alerts, [], JSON.stringify(health.guard.alerts));
+      const doctor = await cli(["doctor", "--mirror-dir", tap.root, "--url", tap.url, "--json"], {}, { home: scratch.home, cwd: scratch.project });
+      const checks = JSON.parse(doctor.stdout) as Rec[];
+      assert.deepEqual(checks.filter((c) => c.check === "transcripts" && c.status !== "ok").map((c) => c.detail), []);
+      assert.ok(!checks.some((c) => /guard/.test(String(c.check)) && c.status === "fail"), JSON.stringify(checks));
+    });
+
     it("`claude -p --resume` sends the model the same history it was last sent, injected context included, byte for byte", async () => {
       ran();
       const from = stub.requests.length;

@@ -6,13 +6,13 @@
 // transcript Claude Code wrote itself. Runs under `bun test` and `deno test`.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { basename } from "node:path";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, readTree, startTestTap, type TestTap } from "../support/tap.ts";
-import { CLAUDE_BIN, claudeEnv, findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, type Scratch } from "../support/claude.ts";
+import { findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, type Scratch } from "../support/claude.ts";
 import { textsOf } from "../support/client.ts";
-import { claudeInput, openRewindList, TerminalSession } from "../support/terminal.ts";
+import type { TerminalSession } from "../support/terminal.ts";
+import { startInteractive } from "../support/interactive-claude.ts";
 import { driveOnce } from "../support/scenario.ts";
 
 const PROMPTS = ["hello interactive world", "RUNTOOL now please", "after compaction message", "a different path after rewind"];
@@ -60,55 +60,17 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
     stub.setDefault({ kind: "conversation", summaries: true });
     tap = await startTestTap(stub.url);
     scratch = makeScratch();
-    writeFileSync(
-      join(scratch.home, ".claude.json"),
-      JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }),
-    );
-    const command = [CLAUDE_BIN, "--allowedTools", "Bash"];
-    term = await TerminalSession.start({ command, cwd: scratch.project, env: claudeEnv(tap.url, scratch), width: 200, height: 50 });
-    const t = term;
-    const idle = (s: string) => claudeInput(s) === "" && !/esc to interrupt/i.test(s);
-    /** Types a prompt, checks it landed in the input box, sends it, and waits for the stub's answer on screen. */
-    const say = async (prompt: string) => {
-      await t.waitFor("an empty, idle prompt", idle);
-      const before = stub.requests.length;
-      await t.type(prompt);
-      await t.waitFor(`"${prompt}" in the input box`, (s) => claudeInput(s) === prompt, 5_000);
-      await t.press("Enter");
-      await t.waitFor(`the answer to "${prompt}"`, (s) => [...s.matchAll(/Done \(reply (\d+)\)\./g)].some((m) => Number(m[1]) > before) && idle(s));
-    };
-
-    await t.waitFor("the API key question", /Do you want to use this API key\?/, 30_000);
-    await t.press("Up");
-    await t.waitFor("Yes selected", /❯ Yes/, 5_000);
-    await t.press("Enter");
-    await say(PROMPTS[0]);
-    await say(PROMPTS[1]);
-    await t.waitFor("the tool's output", /Ran 1 shell command|hi-from-tool/, 5_000);
-
-    await t.waitFor("an empty, idle prompt", idle);
-    await t.type("/compact");
-    await t.waitFor("the /compact completion", (s) => claudeInput(s) === "/compact" && /Free up context/.test(s), 5_000);
-    await t.press("Enter");
-    await t.waitFor("the compaction", /Compacted \(ctrl\+o to see full summary\)/, 20_000);
-    await say(PROMPTS[2]);
-
+    const person = await startInteractive(stub, { baseUrl: tap.url, scratch, args: ["--allowedTools", "Bash"] });
+    term = person.term;
+    await person.say(PROMPTS[0]);
+    await person.say(PROMPTS[1]);
+    await term.waitFor("the tool's output", /Ran 1 shell command|hi-from-tool/, 5_000);
+    await person.compact();
+    await person.say(PROMPTS[2]);
     // Rewind: Esc Esc opens the list; pick the last message, then "Restore conversation".
-    await t.waitFor("an empty, idle prompt", idle);
-    await openRewindList(t);
-    await t.press("Up");
-    await t.waitFor(`"${PROMPTS[2]}" selected`, new RegExp(`^\\s+❯ ${PROMPTS[2]}\\s*$`, "m"), 5_000);
-    await t.press("Enter");
-    await t.waitFor("the restore options", /❯ 1\. Restore conversation/, 5_000);
-    await t.press("Enter");
-    await t.waitFor("the rewound prompt back in the input box", (s) => claudeInput(s) === PROMPTS[2], 5_000);
-    await t.press("C-u");
-    await say(PROMPTS[3]);
-
-    await t.press("C-c");
-    await t.waitFor("the exit hint", /Press Ctrl-C again to exit/, 5_000);
-    await t.press("C-c");
-    await t.waitForExit(10_000);
+    await person.rewindLast(PROMPTS[2]);
+    await person.say(PROMPTS[3]);
+    await person.quit();
 
     sessionId = stub.requests[0]?.headers["x-claude-code-session-id"] ?? "";
     // Every turn was on screen, so its records should be on disk; allow a short grace all the same.

@@ -12,6 +12,7 @@ import { Guard } from "../../src/guard/guard.ts";
 import type { GuardOptions } from "../../src/guard/guard-options.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { hashMessages } from "../../src/protocol/lineage.ts";
+import { isCompaction } from "../../src/protocol/classify.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
@@ -33,7 +34,7 @@ const STUB = lines(transcript.filter((r) => typeof r.uuid !== "string"));
 function job(i: number, session = SESSION, cwd: string | null = CWD): CommitJob {
   return {
     route: "main",
-    compaction: false,
+    compaction: isCompaction(requests[i].body.messages),
     sessionDir: session,
     agentDir: null,
     messages: hashMessages(requests[i].body.messages),
@@ -93,7 +94,11 @@ describe("the guard on Claude Code's real transcript", { timeout: 60_000 }, () =
     await verdict(g, observed + FAST.settleMs! + FAST.confirmMs! + 2 * FAST.sweepMs!, (v) => v === "ok", "an ok verdict after settling and confirming");
     assert.deepEqual(g.health().alerts, []);
     assert.deepEqual(stderr, []);
-    assert.equal(g.inspect(SESSION)!.prompts, 4, "four typed prompts noted (tool result and summarising requests hold none)");
+    assert.equal(
+      g.inspect(SESSION)!.prompts,
+      3,
+      "three typed prompts expected (tool results and summarising requests hold none; the rewound one is forgotten)",
+    );
     assert.equal(g.health().watching, 1);
     assert.deepEqual(g.problems(), []);
   });
@@ -161,7 +166,33 @@ describe("the guard on Claude Code's real transcript", { timeout: 60_000 }, () =
     writeFileSync(path, FRESH); // truncates the same inode
     const alert = await pollAsync(() => g.health().alerts, (a) => a.length === 1, 5_000, "the behind alert");
     assert.equal(alert[0].state, "behind");
-    assert.equal(alert[0].lacking, 3);
+    assert.equal(alert[0].lacking, 2, "the two prompts before the compaction");
+  });
+
+  it("restored after a rewind (the abandoned prompt rightly left out): nothing raised, and what was raised cleared", async () => {
+    const abandoned = transcript.findIndex((r) => r.type === "user" && r.message?.content === "after compaction message");
+    // As restore writes it: records of the conversation only, the current branch only.
+    const branch = transcript.filter((r, i) => typeof r.uuid === "string" && !(i >= abandoned && i < LAST_PROMPT_AT));
+    assert.ok(!lines(branch).includes('"after compaction message"') && lines(branch).includes('"a different path after rewind"'));
+    writeFileSync(path, STUB);
+    const g = start();
+    for (const i of TURNS) g.observe(job(i));
+    await pollAsync(() => g.health().alerts, (a) => a.length === 1 && a[0].state === "stub", 5_000, "the stub alert");
+    rmSync(path);
+    writeFileSync(path, lines(branch)); // as restore writes it: the current branch only
+    await g.lookNow(SESSION);
+    assert.deepEqual(g.health().alerts, [], "the restored transcript holds every prompt of the current branch");
+    assert.equal(g.inspect(SESSION)!.verdict, "ok");
+    assert.ok(stderr.some((l) => /stub/.test(l)) && !stderr.some((l) => /lacks|behind/.test(l)), stderr.join("\n"));
+  });
+
+  it("a prompt before a compaction is still expected: a transcript that lost it is behind", async () => {
+    const before = transcript.findIndex((r) => r.type === "user" && r.message?.content === "RUNTOOL now please");
+    writeFileSync(path, lines(transcript.filter((_, i) => i !== before)));
+    const g = start();
+    for (const i of TURNS) g.observe(job(i));
+    const alert = await pollAsync(() => g.health().alerts, (a) => a.length === 1, 5_000, "the behind alert");
+    assert.deepEqual([alert[0].state, alert[0].lacking], ["behind", 1]);
   });
 
   it("rewritten in place and grown past where it was read (same file, other bytes before the read point): read afresh", async () => {

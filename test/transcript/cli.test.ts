@@ -170,19 +170,21 @@ describe("list, show, restore, doctor", () => {
     it("--dry-run says what it would do and writes nothing", async () => {
       const out = await run(["restore", B, "--dry-run"]);
       assert.equal(out.code, 0, out.stderr);
-      assert.match(out.stdout, /Would create .*\n.*6 records \(3 user, 3 assistant\)/);
+      assert.match(out.stdout, /Would create .*\n.*7 records \(3 user, 3 assistant, 1 of Claude Code's context\)/);
       assert.equal(existsSync(projectOf(cwdB)), false);
     });
 
-    it("into a missing project directory: creates it 0700 and the transcript 0600, user and assistant records only", async () => {
+    it("into a missing project directory: creates it 0700 and the transcript 0600, the conversation and its context", async () => {
       const out = await run(["restore", B]);
       assert.equal(out.code, 0, out.stderr);
       const path = target(cwdB, B);
       assert.equal(statSync(projectOf(cwdB)).mode & 0o777, 0o700);
       assert.equal(statSync(path).mode & 0o777, 0o600);
       const written = lines(path);
-      assert.deepEqual(written.map((r) => r.type), ["user", "assistant", "user", "assistant", "user", "assistant"]);
-      assert.equal(written[1].parentUuid, written[0].uuid, "re-linked across the system record");
+      assert.deepEqual(written.map((r) => r.type), ["user", "attachment", "assistant", "user", "assistant", "user", "assistant"]);
+      assert.equal(written[1].renderedRole, "system", "the system message's context, after its turn's prompt");
+      assert.equal(written[1].parentUuid, written[0].uuid);
+      assert.equal(written[2].parentUuid, written[1].uuid, "the answer follows its turn's context");
       assert.ok(written.every((r) => r.sessionId === B && r.cwd === cwdB));
       assert.ok(out.stdout.includes(`cd ${cwdB} && claude --resume ${B}`), out.stdout);
       assert.deepEqual(readdirSync(projectOf(cwdB)), [`${B}.jsonl`], "no temporary file left behind");
@@ -194,7 +196,8 @@ describe("list, show, restore, doctor", () => {
       const out = await run(["restore", A]);
       assert.equal(out.code, 0, out.stderr);
       assert.equal(readFileSync(`${path}.bak-${STAMP}`, "utf8"), stub);
-      assert.equal(lines(path).length, 6);
+      assert.deepEqual(lines(path)[0], STUB[2], "the stub's own mode record is kept; its queue and last-prompt bookkeeping are not");
+      assert.equal(lines(path).length, 8);
       assert.equal(statSync(path).mode & 0o777, 0o600);
       assert.match(out.stdout, /backup .*\.bak-20260105T000000Z \(the stub that was there\)/);
     });

@@ -7,21 +7,14 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { splitInjectedContext } from "../../src/transcript/injected-context.ts";
 import { sessionTitle } from "../../src/transcript/session-title.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { startTestTap, type TestTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir, writeMirror } from "../support/recover.ts";
 
 import type { Rec } from "../support/claude.ts";
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
-const blocks = (c: unknown): Rec[] => (typeof c === "string" ? [{ type: "text", text: c }] : (c as Rec[]));
 const readLines = (path: string): Rec[] => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-
-/** How Claude Code joins consecutive user records into one message when it resumes: a "\n" after each record's text but the last. */
-function joinLikeClaudeCode(pieces: Rec[]): Rec[] {
-  return pieces.flatMap((r, i) => blocks(r.message.content).map((b) => (i < pieces.length - 1 && b.type === "text" ? { ...b, text: `${b.text}\n` } : b)));
-}
 
 describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
   const scratch = scratchDir();
@@ -45,35 +38,35 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
     scratch.cleanup();
   });
 
-  it("each prompt's injected context becomes records of its own that join back into the message as it was sent", async () => {
+  it("each message comes back as Claude Code records it: command pieces, then the prompt, then its context as attachments", async () => {
     const out = await restore(tap.root, captured, "--cwd", cwd);
     assert.equal(out.code, 0, out.stderr);
     const written = readLines(`${project}/${captured}.jsonl`);
-    const mirrored = new Map([...readTree(tap.root).entries()].filter(([p]) => p.split("/").length === 2).flatMap(([, r]) => r).map((r) => [r.uuid, r as Rec]));
-    // Runs of user records end at the record that keeps the mirror's uuid: joined, they are its content.
-    let run: Rec[] = [];
-    let joined = 0;
-    for (const r of written) {
-      if (r.type !== "user") {
-        run = [];
-        continue;
-      }
-      run.push(r);
-      const original = mirrored.get(r.uuid);
-      if (original === undefined) continue;
-      assert.deepEqual(joinLikeClaudeCode(run), blocks(original.message.content), `the message of ${r.uuid}`);
-      if (run.length > 1) joined++;
-      run = [];
-    }
-    assert.equal(joined, 2, "the first prompt (after its reminder) and the one after /compact (reminder, caveat, command, output)");
-    const pieces = written.filter((r) => r.type === "user" && !mirrored.has(r.uuid));
-    assert.deepEqual(pieces.map((r) => [r.isMeta === true, blocks(r.message.content)[0].text.slice(0, 22)]), [
-      [true, "<system-reminder>\nAttr"],
-      [true, "<system-reminder>\nAttr"],
+    const kinds = written.filter((r) => r.type === "attachment").map((r) => r.attachment.type);
+    assert.deepEqual([...new Set(kinds)].sort(), [
+      "agent_listing_delta",
+      "auto_mode",
+      "date",
+      "deferred_tools_delta",
+      "environment",
+      "model",
+      "remote_session_change",
+      "skill_listing",
+    ], "every kind is recognised");
+    assert.ok(!written.some((r) => r.type === "system" && r.subtype === "api_message"), "the system messages became attachments");
+    const pieces = written.filter((r) =>
+      r.type === "user" && Array.isArray(r.message.content) && /^<(local-command|command-)/.test(r.message.content[0]?.text ?? "")
+    );
+    assert.deepEqual(pieces.map((r) => [r.isMeta === true, r.message.content[0].text.slice(0, 22)]), [
       [true, "<local-command-caveat>"],
       [false, "<command-name>/compact"],
       [false, "<local-command-stdout>"],
     ]);
+    assert.deepEqual(
+      written.filter((r) => r.type === "user" && r.isCompactSummary !== true && typeof r.message.content === "string").map((r) => r.message.content),
+      ["hello interactive world", "RUNTOOL now please", "a different path after rewind"],
+      "typed prompts are plain strings, as Claude Code keeps them (the rewound one is off the branch)",
+    );
     // Every parent is in the file and comes before its child; the compaction's kept segment still resolves.
     const seen = new Set<string>();
     for (const r of written) {
@@ -82,20 +75,6 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
     }
     const segment = written.find((r) => r.subtype === "compact_boundary")?.compactMetadata?.preservedSegment;
     if (segment !== undefined) { for (const k of ["headUuid", "anchorUuid", "tailUuid"]) assert.ok(seen.has(segment[k]), k); }
-  });
-
-  it("a message that would not come back byte for byte is left whole", () => {
-    const whole = [rec("user", "u1", null, [{ type: "text", text: "<system-reminder>no newline</system-reminder>" }, { type: "text", text: "typed" }])];
-    assert.deepEqual(splitInjectedContext(whole), whole);
-    const interleaved = [
-      rec("user", "u2", null, [{ type: "text", text: "<system-reminder>a</system-reminder>\n" }, { type: "text", text: "typed" }, {
-        type: "text",
-        text: "<system-reminder>b</system-reminder>\n",
-      }]),
-    ];
-    assert.equal(splitInjectedContext(interleaved).length, 2, "only the leading run is split off; the rest stays together, in order");
-    const only = [rec("user", "u3", null, [{ type: "text", text: "<system-reminder>a</system-reminder>\n" }])];
-    assert.deepEqual(splitInjectedContext(only), only, "nothing typed after it: left as it is");
   });
 
   describe("a session with a subagent and a title", () => {
@@ -141,9 +120,9 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
       assert.match(out.stdout, /titled "Stub subagent run"/);
       assert.ok(out.stdout.includes(`subagent ${agentFile} (3 records)`), out.stdout);
       const agent = readLines(agentFile);
-      assert.deepEqual(agent.map((r) => [r.type, r.isMeta === true]), [["user", true], ["user", false], ["assistant", false]]);
+      assert.deepEqual(agent.map((r) => r.type), ["user", "attachment", "assistant"]);
       assert.ok(agent.every((r) => r.isSidechain === true && r.agentId === AGENT && r.sessionId === S && r.cwd === cwd));
-      assert.equal(agent[1].message.content[0].text, "SUBTASK: say hello");
+      assert.equal(agent[0].message.content, "SUBTASK: say hello");
       assert.equal(statSync(agentFile).mode & 0o777, 0o600);
       assert.equal(statSync(`${project}/${S}/subagents`).mode & 0o777, 0o700);
       assert.equal(sessionTitle([]), null);
@@ -166,6 +145,22 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
       writeFileSync(main, '{"type":"mode","mode":"normal"}\n');
       const stubbed = JSON.parse((await restore(root, S, "--json")).stdout);
       assert.equal(stubbed.subagents[0].action, "replace");
+    });
+
+    it("what the replaced file holds besides its conversation is kept: a title the user gave, a tag, an unknown kind", async () => {
+      const own = [
+        { type: "custom-title", customTitle: "my own name for it", sessionId: S },
+        { type: "tag", tag: "keep", sessionId: S },
+        { type: "a-kind-of-record-from-the-future", value: 1, sessionId: S },
+        { type: "last-prompt", lastPrompt: "please RUNAGENT now", leafUuid: "gone-with-the-old-chain", sessionId: S },
+      ];
+      writeFileSync(main, own.map((r) => JSON.stringify(r) + "\n").join(""));
+      const out = await restore(root, S);
+      assert.equal(out.code, 0, out.stderr);
+      const lines = readLines(main);
+      assert.deepEqual(lines.slice(0, 3), own.slice(0, 3), "kept, first, as they were");
+      assert.ok(!lines.some((r) => r.type === "last-prompt"), "the old chain's bookkeeping is not");
+      assert.ok(lines.some((r) => r.type === "assistant"));
     });
 
     it("the restored file is new: its modification time is now, whatever the old file's was", async () => {

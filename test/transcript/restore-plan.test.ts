@@ -12,23 +12,38 @@ const target = { sessionId: "sess-1", cwd: "/new/cwd" };
 const shape = (records: Rec[]) => records.map((r) => `${r.type}:${r.uuid}<-${r.parentUuid}`);
 
 describe("planRestore()", () => {
-  it("keeps user and assistant records, re-linking each across the system records it skips", () => {
+  it("writes a system message's context as attachment records of its turn, each record's parent the one before it", () => {
     const records = [
       rec("user", "u1", null, "hi"),
-      rec("system", "s1", "u1", [{ type: "text", text: "# Environment" }]),
+      rec("system", "s1", "u1", [{ type: "text", text: "Today's date is 2026-12-01." }]),
       rec("assistant", "a1", "s1", [{ type: "text", text: "hello" }]),
       rec("user", "u2", "a1", "more"),
-      rec("system", "s2", "u2", "env again"),
+      rec("system", "s2", "u2", "an unknown kind of context"),
       rec("assistant", "a2", "s2", [{ type: "text", text: "done" }]),
     ];
     const plan = planRestore(buildTree(records), target) as { records: Rec[]; skipped: number; leafUuid: string | null };
-    assert.deepEqual(shape(plan.records), ["user:u1<-null", "assistant:a1<-u1", "user:u2<-a1", "assistant:a2<-u2"]);
-    assert.equal(plan.skipped, 2);
+    const [d1, d2] = plan.records.filter((r) => r.type === "attachment").map((r) => r.uuid);
+    assert.deepEqual(shape(plan.records), [
+      "user:u1<-null",
+      `attachment:${d1}<-u1`,
+      `assistant:a1<-${d1}`,
+      "user:u2<-a1",
+      `attachment:${d2}<-u2`,
+      `assistant:a2<-${d2}`,
+    ]);
+    const [date, unknown] = plan.records.filter((r) => r.type === "attachment");
+    assert.deepEqual(date.attachment, { type: "date", date: "2026-12-01" });
+    assert.deepEqual(date.rendered, [{ content: "<system-reminder>\nToday's date is 2026-12-01.\n</system-reminder>" }]);
+    assert.equal(date.renderedRole, "system");
+    assert.deepEqual(unknown.attachment, { type: "sessiontap_context" }, "a kind restore does not know keeps its text");
+    assert.deepEqual(unknown.rendered, [{ content: "<system-reminder>\nan unknown kind of context\n</system-reminder>" }]);
+    assert.equal(plan.skipped, 0);
     assert.equal(plan.leafUuid, "a2");
     for (const r of plan.records) {
       assert.equal(r.sessionId, "sess-1");
       assert.equal(r.cwd, "/new/cwd");
       assert.equal(r.isSidechain, false);
+      assert.equal(r.subtype, undefined);
     }
   });
 
@@ -63,14 +78,24 @@ describe("planRestore()", () => {
       rec("assistant", "a2", "s2", [{ type: "text", text: "done" }]),
     ];
     const plan = planRestore(buildTree(records), target) as { records: Rec[] };
-    assert.deepEqual(shape(plan.records), ["user:u1<-null", "assistant:a1<-u1", "system:b1<-null", "user:sum<-b1", "user:u2<-sum", "assistant:a2<-u2"]);
-    const boundary = plan.records[2];
+    const [e1, e2] = plan.records.filter((r) => r.type === "attachment").map((r) => r.uuid);
+    assert.deepEqual(shape(plan.records), [
+      "user:u1<-null",
+      `attachment:${e1}<-u1`,
+      `assistant:a1<-${e1}`,
+      "system:b1<-null",
+      "user:sum<-b1",
+      "user:u2<-sum",
+      `attachment:${e2}<-u2`,
+      `assistant:a2<-${e2}`,
+    ]);
+    const boundary = plan.records[3];
     assert.equal(boundary.logicalParentUuid, "a1");
     assert.deepEqual(boundary.compactMetadata.preservedSegment, { headUuid: "a1", anchorUuid: "sum", tailUuid: "a1" });
     assert.equal(boundary.sessionId, "sess-1");
   });
 
-  it("re-points a kept tail that ends on a skipped record at the nearest kept one, and drops one it cannot place", () => {
+  it("re-points a kept tail that ends on a system message at the record written for it, and drops one it cannot place", () => {
     const base = [
       rec("user", "u1", null, "before"),
       rec("assistant", "a1", "u1", [{ type: "text", text: "tail" }]),
@@ -85,11 +110,12 @@ describe("planRestore()", () => {
     });
     const after = [rec("user", "sum", "b1", "This session is being continued from a previous conversation.", { isCompactSummary: true })];
     const moved = planRestore(buildTree([...base, boundary({ headUuid: "a1", anchorUuid: "sum", tailUuid: "s1" }), ...after]), target).records as Rec[];
+    const context = moved.find((r) => r.type === "attachment")!.uuid; // the system message's context, where it was
     assert.deepEqual(moved.find((r) => r.uuid === "b1")!.compactMetadata, {
       trigger: "auto",
-      preservedSegment: { headUuid: "a1", anchorUuid: "sum", tailUuid: "a1" },
+      preservedSegment: { headUuid: "a1", anchorUuid: "sum", tailUuid: context },
     });
-    assert.equal(moved.find((r) => r.uuid === "b1")!.logicalParentUuid, "a1");
+    assert.equal(moved.find((r) => r.uuid === "b1")!.logicalParentUuid, context);
     const lost = planRestore(buildTree([...base, boundary({ headUuid: "zz", anchorUuid: "sum", tailUuid: "zz" }), ...after]), target).records as Rec[];
     assert.deepEqual(lost.find((r) => r.uuid === "b1")!.compactMetadata, { trigger: "auto" });
   });

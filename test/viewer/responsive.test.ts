@@ -272,7 +272,9 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     assert.match(
       await dry.innerText(),
       new RegExp(
-        `^Would create ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n  with \\d+ records \\(\\d+ user, \\d+ assistant\\) of session ${sessionId}\\.$`,
+        `^Would create ${
+          transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+        }\\n  with \\d+ records \\(\\d+ user, \\d+ assistant, \\d+ of Claude Code's context\\) of session ${sessionId}\\.$`,
       ),
     );
     assert.ok(!existsSync(transcript), "the dry run wrote nothing");
@@ -284,6 +286,10 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
       new RegExp(`^Restored session ${sessionId}: .*\\n  written  ${transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[\\s\\S]*claude --resume ${sessionId}$`),
     );
     assert.equal(statSync(transcript).mode & 0o777, 0o600);
+    // The open page shows the state after the restore within a second, and still says what was done.
+    await page.locator("#facts .badge.intact").waitFor({ timeout: 1_000 });
+    assert.equal(await page.locator("#facts .badge.missing").count(), 0);
+    assert.match(await page.locator("#restore-done").innerText(), new RegExp(`^Restored session ${sessionId}`));
     await page.locator(`#sessions li.session[data-session="${sessionId}"] .badge.intact`).waitFor(WAIT);
     const before = stub.requests.length;
     const resumed = await runClaude(["-p", "--resume", sessionId, "and after the restore?"], { baseUrl: tap.url, scratch });

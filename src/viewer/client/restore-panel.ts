@@ -8,6 +8,9 @@ import type { RestorePanel, ViewerApp } from "./viewer-app.ts";
 
 /** The restore part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
 export function restorePart(app: ViewerApp): RestorePanel {
+  /** What the last restore of a session said, shown again in the page reloaded after it. */
+  const done = new Map<string, string[]>();
+
   function restorePanel(s: ViewerSession): HTMLElement {
     const box = app.el("div");
     box.id = "restore";
@@ -18,6 +21,8 @@ export function restorePart(app: ViewerApp): RestorePanel {
     start.addEventListener("click", () => plan(s, false, out));
     const state = s.claudeTranscript === "intact" ? "Claude Code's own transcript is intact. " : "Claude Code's transcript is " + s.claudeTranscript + ". ";
     box.append(app.el("span", null, state), start, out);
+    const said = done.get(app.idOf(s));
+    if (said !== undefined) out.replaceChildren(doneNote(said));
     return box;
   }
 
@@ -62,16 +67,25 @@ export function restorePart(app: ViewerApp): RestorePanel {
     cancel.addEventListener("click", () => out.replaceChildren());
     go.addEventListener("click", async () => {
       go.disabled = true;
-      const done = await restore(s, { dryRun: false, force: force }, out);
-      if (done === null) return;
-      const result = app.el("pre", "done", done.lines.join("\n"));
-      result.id = "restore-done";
-      out.replaceChildren(result);
+      const answer = await restore(s, { dryRun: false, force: force }, out);
+      if (answer === null) return;
+      out.replaceChildren(doneNote(answer.lines));
+      // The page shows the state after the restore (Claude Code's copy, the guard's banner): the tap has
+      // looked at the restored transcript before it answered.
+      done.set(app.idOf(s), answer.lines);
       app.loadSessions().catch(app.failed("refreshing the list"));
+      app.showSession(app.idOf(s)).catch(app.failed("reloading the session"));
     });
     const planText = app.el("pre", "plan", answer.lines.join("\n"));
     planText.id = "restore-dry";
     out.replaceChildren(planText, go, cancel);
+  }
+
+  /** What a restore did, as the panel shows it. */
+  function doneNote(lines: string[]): HTMLElement {
+    const result = app.el("pre", "done", lines.join("\n"));
+    result.id = "restore-done";
+    return result;
   }
 
   return { restorePanel };

@@ -1,0 +1,271 @@
+/**
+ * The context Claude Code injects into a conversation, read back from the words it sent: each piece is
+ * the `attachment` record Claude Code keeps for it. Pure.
+ *
+ * Claude Code (2.1.3xx) does not keep its reminders (environment, model, git status, date, tool and
+ * skill listings, attribution) as text: it keeps one `attachment` record per piece, with what it was
+ * made from (`attachment`), the text it rendered (`rendered`) and the role it was rendered for
+ * (`renderedRole`). When it resumes, it sends `rendered` again where the conversation had it, and it
+ * decides from `attachment` what the model has already been told: a piece it cannot find there is
+ * announced again, at the end of the conversation, and the model sees a different conversation (the
+ * prompt cache misses on all of it). So restore must write each piece back with what Claude Code would
+ * have made it from (docs/DESIGN.md "Restore").
+ *
+ * A piece is recognised by its opening words; what it was made from is read back from the text, each
+ * kind by the template Claude Code renders it with. A piece that is not recognised, or whose text does
+ * not read back, is kept as a piece of an unknown kind: Claude Code still sends its text where it was,
+ * but may announce the context it stands for once more.
+ */
+import { isObject } from "../protocol/json.ts";
+
+/** The tag pair Claude Code wraps each reminder in. */
+export const REMINDER_OPEN = "<system-reminder>\n";
+/** See REMINDER_OPEN. */
+export const REMINDER_CLOSE = "\n</system-reminder>";
+
+/** One piece of injected context, as Claude Code records it. */
+export interface ContextPiece {
+  /** Claude Code's `attachment` object: its `type` and what it was made from. */
+  attachment: Record<string, unknown>;
+  /** Where Claude Code renders it when the model takes `role:"system"` turns ("system"), or in a user turn. */
+  renderedRole: "user" | "system";
+  /** Claude Code's `renderedBesideToolResult` (attribution rides beside a tool result rather than in it). */
+  besideToolResult?: true;
+  /** The rendered text, tags included, as sent. */
+  rendered: string;
+}
+
+/** The kind of piece a restore writes for context it does not recognise. */
+export const UNKNOWN_KIND = "sessiontap_context";
+
+/** The order Claude Code announces a first turn's context in; pieces of other kinds keep their place. */
+const FIRST_TURN_ORDER = [
+  "environment",
+  "model",
+  "deferred_tools_delta",
+  "agent_listing_delta",
+  "skill_listing",
+  "auto_mode",
+  "total_tokens_reminder",
+  "session_context",
+  "date",
+  "remote_session_change",
+];
+
+/** A kind: how its text opens, and what it was made from (null when the text does not read back). */
+interface Kind {
+  type: string;
+  role: "user" | "system";
+  besideToolResult?: true;
+  opens: string;
+  read(inner: string): Record<string, unknown> | null;
+}
+
+const ENV_HEAD = "# Environment\nYou have been invoked in the following environment: \n";
+const WORKTREE_LINE = "This is a git worktree";
+const DEFERRED_HEAD = /^The following deferred tools are now available via \S+?\. [^\n]*:\n/;
+const AGENTS_HEAD = "Available agent types for the Agent tool:\n";
+const AGENTS_NOTE = "When you launch multiple agents for independent work, send them in a single message with multiple tool uses so they run concurrently.";
+const SKILLS_HEAD = "The following skills are available for use with the Skill tool:\n\n";
+const CONTEXT_HEAD = "As you answer the user's questions, you can use the following context:\n";
+const CONTEXT_FOOT =
+  "\n\nClaude Code attached this context automatically; it isn't part of the user's message. It describes the user's own account and workspace, so they don't need it reported back.";
+const CONTEXT_KEYS = ["userEmail", "attachedProject", "gitStatus", "perforceMode"];
+const AUTO_MODE_BASH_FIRST =
+  "While auto mode is active:\n\nYou can do much of your work through the Bash tool when it is the simpler route: read files with cat, head, or sed -n, search with grep and find, and make small, mechanical file changes with sed, heredocs, or short scripts instead of the dedicated Read, Edit, or Write tools. The choice is yours: prefer Edit or Write when a shell edit would be fragile, such as exact or multi-line replacements, or sed/awk flags that differ between GNU and BSD/macOS.";
+const ATTRIBUTION_HEAD = "Attribution for git commits and pull requests you create from here on (";
+const MANAGED = "these lines are set by the user's organization's managed settings";
+const COMMIT_LINE = "- End git commit messages with:\n";
+const PR_LINE = "- End pull request descriptions with:\n";
+
+const KINDS: Kind[] = [
+  { type: "environment", role: "system", opens: ENV_HEAD, read: (t) => readEnvironment(t) },
+  {
+    type: "model",
+    role: "system",
+    opens: "You are powered by the model ",
+    read(t) {
+      const m = /^You are powered by the model (?:named (.+?)\. The exact model ID is (\S+?)\.|(\S+?)\.)(?: Assistant knowledge cutoff is (.+)\.)?$/.exec(t);
+      if (m === null) return null;
+      return { identity: { modelId: m[2] ?? m[3], marketingName: m[1] ?? null, knowledgeCutoff: m[4] ?? null }, text: t };
+    },
+  },
+  {
+    type: "deferred_tools_delta",
+    role: "system",
+    opens: "The following deferred tools are now available via ",
+    read(t) {
+      const head = DEFERRED_HEAD.exec(t);
+      if (head === null) return null;
+      const lines = t.slice(head[0].length).split("\n\n")[0].split("\n").filter((l) => l !== "");
+      const names = lines.map((l) => l.split(":")[0]);
+      return {
+        addedNames: names,
+        addedLines: lines,
+        removedNames: [],
+        wireHiddenNames: [],
+        readdedNames: [],
+        pendingMcpServers: [],
+        needsAuthMcpServers: [],
+        failedMcpServers: [],
+      };
+    },
+  },
+  {
+    type: "agent_listing_delta",
+    role: "system",
+    opens: AGENTS_HEAD,
+    read(t) {
+      const [list, ...rest] = t.slice(AGENTS_HEAD.length).split("\n\n");
+      const lines = list.split("\n");
+      const types = lines.map((l) => /^- ([^:]+):/.exec(l)?.[1]);
+      if (types.some((x) => x === undefined) || rest.some((p) => p !== AGENTS_NOTE)) return null;
+      return { addedTypes: types, addedLines: lines, removedTypes: [], isInitial: true, showConcurrencyNote: rest.length > 0 };
+    },
+  },
+  {
+    type: "skill_listing",
+    role: "system",
+    opens: SKILLS_HEAD,
+    read(t) {
+      const content = t.slice(SKILLS_HEAD.length);
+      const names = [...content.matchAll(/^- ([^:\s]+):/gm)].map((m) => m[1]);
+      return names.length === 0 ? null : { content, skillCount: names.length, isInitial: true, names };
+    },
+  },
+  {
+    type: "total_tokens_reminder",
+    role: "system",
+    opens: "<total_tokens>",
+    read: (t) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null),
+  },
+  {
+    type: "auto_mode",
+    role: "system",
+    opens: "While auto mode is active:",
+    // Its words depend on settings they do not all name: only the renderings seen are read back.
+    read: (
+      t,
+    ) => (t === AUTO_MODE_BASH_FIRST
+      ? { autoModeConsentFlow: false, finishExposedWork: false, bashFirst: true, bashFirstSteer: "relaxed", steerOnly: true, bypass: false }
+      : null),
+  },
+  { type: "session_context", role: "user", opens: CONTEXT_HEAD, read: (t) => readSessionContext(t) },
+  {
+    type: "date",
+    role: "system",
+    opens: "Today's date is ",
+    read: (t) => {
+      const date = /^Today's date is (\d{4}-\d{2}-\d{2})\.$/.exec(t)?.[1];
+      return date === undefined ? null : { date };
+    },
+  },
+  { type: "remote_session_change", role: "user", besideToolResult: true, opens: ATTRIBUTION_HEAD, read: (t) => readAttribution(t) },
+];
+
+/** The environment block's snapshot, in the fields Claude Code compares with the machine it resumes on. */
+function readEnvironment(t: string): Record<string, unknown> | null {
+  const lines = t.slice(ENV_HEAD.length).split("\n");
+  const value = (key: string) => lines.find((l) => l.startsWith(` - ${key}: `))?.slice(key.length + 5);
+  const platform = value("Platform");
+  const git = value("Is a git repository");
+  if (platform === undefined) return null;
+  const at = lines.indexOf(" - Additional working directories:");
+  const more: string[] = [];
+  for (let i = at + 1; at >= 0 && i < lines.length && lines[i].startsWith("  - "); i++) more.push(lines[i].slice(4));
+  const snapshot: Record<string, unknown> = {};
+  const cwd = value("Primary working directory");
+  if (cwd !== undefined) snapshot.workingDirectory = cwd;
+  snapshot.isWorktree = lines.some((l) => l.startsWith(` - ${WORKTREE_LINE}`));
+  snapshot.isGitRepo = git === "true";
+  snapshot.additionalWorkingDirectories = more;
+  snapshot.platform = platform;
+  const shell = value("Shell");
+  if (shell !== undefined) snapshot.shell = shell;
+  const os = value("OS Version");
+  if (os !== undefined) snapshot.osVersion = os;
+  return { snapshot };
+}
+
+/** The session context's values (`# gitStatus` and the rest), each under its own heading. */
+function readSessionContext(t: string): Record<string, unknown> | null {
+  if (!t.endsWith(CONTEXT_FOOT)) return null;
+  const body = t.slice(CONTEXT_HEAD.length, t.length - CONTEXT_FOOT.length);
+  const heading = new RegExp(`(?:^|\\n)# (${CONTEXT_KEYS.join("|")})\\n`, "g");
+  const marks = [...body.matchAll(heading)];
+  if (marks.length === 0 || marks[0].index !== 0) return null;
+  const context: Record<string, string> = {};
+  marks.forEach((m, i) => (context[m[1]] = body.slice(m.index! + m[0].length, marks[i + 1]?.index ?? body.length)));
+  return { context };
+}
+
+/** The attribution lines for commits and pull requests, and whether the organisation set them. */
+function readAttribution(t: string): Record<string, unknown> | null {
+  const commitAt = t.indexOf(COMMIT_LINE);
+  const prAt = t.indexOf(PR_LINE);
+  if (commitAt < 0 && prAt < 0) return null;
+  const commit = commitAt < 0 ? "" : t.slice(commitAt + COMMIT_LINE.length, prAt > commitAt ? prAt - 1 : t.length);
+  const pr = prAt < 0 ? "" : t.slice(prAt + PR_LINE.length);
+  const managed = t.slice(0, t.indexOf("):\n")).includes(MANAGED);
+  return { url: null, commit, pr, sendUserFileHint: false, managedCommit: managed, managedPr: managed };
+}
+
+/** The text inside a reminder's tags, or null when `text` is not one whole reminder. */
+export function reminderInner(text: string): string | null {
+  if (!text.startsWith(REMINDER_OPEN) || !text.endsWith(REMINDER_CLOSE)) return null;
+  const inner = text.slice(REMINDER_OPEN.length, -REMINDER_CLOSE.length);
+  return inner.includes(REMINDER_CLOSE) ? null : inner;
+}
+
+/** The piece a reminder's inner text stands for; a piece of unknown kind when it is not recognised. */
+export function contextPiece(inner: string, sentAs: "user" | "system"): ContextPiece {
+  const rendered = REMINDER_OPEN + inner + REMINDER_CLOSE;
+  for (const kind of KINDS) {
+    if (!inner.startsWith(kind.opens)) continue;
+    const made = kind.read(inner);
+    if (made === null) break;
+    const piece: ContextPiece = { attachment: { type: kind.type, ...made }, renderedRole: kind.role, rendered };
+    if (kind.besideToolResult) piece.besideToolResult = true;
+    return piece;
+  }
+  return { attachment: { type: UNKNOWN_KIND }, renderedRole: sentAs, rendered };
+}
+
+/**
+ * The pieces of a `role:"system"` message: Claude Code joins the inner texts of the pieces it sends as a
+ * system turn with a blank line, so the message is cut where a blank line is followed by a known
+ * kind's opening words (a piece of unknown kind stays with the one before it, and its text is kept).
+ */
+export function systemPieces(text: string): ContextPiece[] {
+  const cuts = [0];
+  for (let at = text.indexOf("\n\n"); at >= 0; at = text.indexOf("\n\n", at + 1)) {
+    if (KINDS.some((k) => k.role === "system" && text.startsWith(k.opens, at + 2))) cuts.push(at + 2);
+  }
+  return cuts.map((from, i) => contextPiece(text.slice(from, i + 1 < cuts.length ? cuts[i + 1] - 2 : text.length), "system"));
+}
+
+/**
+ * Interleaves a turn's user-side and system-side pieces in the order Claude Code announces a first turn
+ * in (each side keeps its own order): once the model takes system turns, the wire no longer says which
+ * came first, and a resume on a model that does not would otherwise send them in another order.
+ */
+export function interleave(user: ContextPiece[], system: ContextPiece[]): ContextPiece[] {
+  const rank = (list: ContextPiece[]) => {
+    let last = -1;
+    return list.map((p) => (last = Math.max(last, FIRST_TURN_ORDER.indexOf(String(p.attachment.type)))));
+  };
+  const [ru, rs] = [rank(user), rank(system)];
+  const out: ContextPiece[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < user.length || j < system.length) {
+    if (j >= system.length || (i < user.length && ru[i] <= rs[j])) out.push(user[i++]);
+    else out.push(system[j++]);
+  }
+  return out;
+}
+
+/** True for an attachment record restore wrote for context it did not recognise. */
+export function isUnknownPiece(r: Record<string, unknown>): boolean {
+  return r.type === "attachment" && isObject(r.attachment) && r.attachment.type === UNKNOWN_KIND;
+}
