@@ -4,7 +4,8 @@
 // Runs unchanged under `bun test` and `deno test`.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import process from "node:process";
+import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
@@ -257,6 +258,27 @@ describe("list, show, restore, doctor", () => {
       );
     });
 
+    it("refuses a file of another user, and one holding another session's records unless --force (whose records are then not kept)", async () => {
+      const cwd = `${scratch.dir}/proj-foreign`;
+      mkdirSync(projectOf(cwd), { recursive: true });
+      const path = target(cwd, B);
+      const other = [{ type: "custom-title", customTitle: "someone else's", sessionId: "ffff0000-0000-4000-8000-00000000000f" }];
+      writeFileSync(path, other.map((r) => JSON.stringify(r) + "\n").join(""));
+      const refused = await run(["restore", B, "--cwd", cwd]);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /holds records of another session \(ffff0000-0000-4000-8000-00000000000f\); left alone\./);
+      assert.equal(readFileSync(path, "utf8"), JSON.stringify(other[0]) + "\n", "nothing written");
+      const forced = await run(["restore", B, "--cwd", cwd, "--force"]);
+      assert.equal(forced.code, 0, forced.stderr);
+      assert.ok(!readFileSync(path, "utf8").includes("someone else's"), "another session's record is not carried into this one");
+      if (process.getuid?.() === 0) { // only root can make a file another user's
+        chownSync(path, 65534, 65534);
+        const theirs = await run(["restore", B, "--cwd", cwd, "--force"]);
+        assert.equal(theirs.code, 1);
+        assert.match(theirs.stderr, /belongs to another user \(uid 65534\); left alone, nothing written/);
+      } else console.log("not root: the other user's file is not made here (the refusal is checked where the suite runs as root)");
+    });
+
     it("a session of unknown cwd is restored by asking once: --cwd DIR", async () => {
       const cwd = `${scratch.dir}/proj-nocwd`;
       const out = await run(["restore", "nocwd", "--cwd", cwd]);
@@ -286,7 +308,7 @@ describe("list, show, restore, doctor", () => {
       assert.deepEqual(readdirSync(projectOf(cwd)), [`${B}.jsonl`]);
 
       // Claude Code appends to the stub while restore backs it up.
-      writeFileSync(path, STUB.map((r) => JSON.stringify(r) + "\n").join(""));
+      writeFileSync(path, STUB.map((r) => JSON.stringify({ ...r, sessionId: B }) + "\n").join(""));
       const growing: FsAdapter = {
         ...nodeFs,
         async link(existing, to) {
