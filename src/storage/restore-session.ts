@@ -18,7 +18,7 @@
 import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../transcript/json-text.ts";
 import { isConversation } from "../transcript/records.ts";
-import { planRestore } from "../transcript/restore-plan.ts";
+import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
 import { sessionTitle, titleRecord } from "../transcript/session-title.ts";
 import type { SessionSummary } from "../transcript/summary.ts";
 import { classifyTranscript, tornLastLine, type TranscriptState } from "../transcript/transcript.ts";
@@ -155,7 +155,9 @@ export async function restoreSession(
     return { ok: true, outcome, problems: unnamed };
   }
   const kept = text === null ? [] : carriedOver(parseJsonl(text).records, sessionId);
-  const data = [...kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records].map((r) => compactJson(r) + "\n").join("");
+  const last = lastPromptRecord(sessionId, plan.records);
+  const data = [...kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])]
+    .map((r) => compactJson(r) + "\n").join("");
   let published: Published;
   try {
     if (info === null) {

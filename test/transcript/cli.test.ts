@@ -182,11 +182,11 @@ describe("list, show, restore, doctor", () => {
       assert.equal(statSync(projectOf(cwdB)).mode & 0o777, 0o700);
       assert.equal(statSync(path).mode & 0o777, 0o600);
       const written = lines(path);
-      assert.deepEqual(written.map((r) => r.type), ["user", "attachment", "assistant", "user", "assistant", "user", "assistant"]);
+      assert.deepEqual(written.map((r) => r.type), ["user", "attachment", "assistant", "user", "assistant", "user", "assistant", "last-prompt"]);
       assert.equal(written[1].renderedRole, "system", "the system message's context, after its turn's prompt");
       assert.equal(written[1].parentUuid, written[0].uuid);
       assert.equal(written[2].parentUuid, written[1].uuid, "the answer follows its turn's context");
-      assert.ok(written.every((r) => r.sessionId === B && r.cwd === cwdB));
+      assert.ok(written.every((r) => r.sessionId === B && (r.cwd === cwdB || r.type === "last-prompt")));
       assert.ok(out.stdout.includes(`cd ${cwdB} && claude --resume ${B}`), out.stdout);
       assert.deepEqual(readdirSync(projectOf(cwdB)), [`${B}.jsonl`], "no temporary file left behind");
     });
@@ -198,7 +198,7 @@ describe("list, show, restore, doctor", () => {
       assert.equal(out.code, 0, out.stderr);
       assert.equal(readFileSync(`${path}.bak-${STAMP}`, "utf8"), stub);
       assert.deepEqual(lines(path)[0], STUB[2], "the stub's own mode record is kept; its queue and last-prompt bookkeeping are not");
-      assert.equal(lines(path).length, 8);
+      assert.equal(lines(path).length, 9, "the stub's mode, the conversation and its context, and the last prompt");
       assert.equal(statSync(path).mode & 0o777, 0o600);
       assert.match(out.stdout, /backup .*\.bak-20260105T000000Z \(the stub that was there\)/);
     });
@@ -210,7 +210,7 @@ describe("list, show, restore, doctor", () => {
       const out = await run(["restore", C, "--cwd", cwd]);
       assert.equal(out.code, 0, out.stderr);
       assert.equal(readFileSync(`${target(cwd, C)}.bak-${STAMP}`, "utf8"), "");
-      assert.ok(lines(target(cwd, C)).every((r) => r.cwd === cwd), "--cwd becomes the records' cwd");
+      assert.ok(lines(target(cwd, C)).filter((r) => r.uuid !== undefined).every((r) => r.cwd === cwd), "--cwd becomes the records' cwd");
     });
 
     it("a transcript with content is left alone (exit 1); --force backs it up and replaces it", async () => {
