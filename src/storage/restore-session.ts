@@ -18,12 +18,13 @@
 import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../transcript/json-text.ts";
 import { isConversation } from "../transcript/records.ts";
-import { planRestore } from "../transcript/restore-plan.ts";
+import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
 import { sessionTitle, titleRecord } from "../transcript/session-title.ts";
 import type { SessionSummary } from "../transcript/summary.ts";
 import { classifyTranscript, tornLastLine, type TranscriptState } from "../transcript/transcript.ts";
 import type { Tree } from "../transcript/tree.ts";
 import { transcriptPathFor } from "./claude-projects.ts";
+import { currentUid } from "./trusted-path.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import type { OtherConversations } from "./mirror-reader.ts";
 import { type Published, publishNew, replaceWithBackup } from "./publish.ts";
@@ -102,7 +103,20 @@ export async function restoreSession(
   if (info !== null && !info.isFile) {
     return { ok: false, outcome: null, why: `${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone, nothing written` };
   }
+  if (info !== null && info.uid >= 0 && currentUid() >= 0 && info.uid !== currentUid()) {
+    return { ok: false, outcome: null, why: `${path} belongs to another user (uid ${info.uid}); left alone, nothing written` };
+  }
   const text = info === null ? null : await fs.readText(path);
+  // A file under this session's name that holds another session's records is not this session's to replace.
+  const foreign = text === null ? undefined : parseJsonl(text).records.find((r) => typeof r.sessionId === "string" && r.sessionId !== sessionId);
+  if (foreign !== undefined && !request.force) {
+    return {
+      ok: false,
+      outcome: null,
+      why: `${path} holds records of another session (${String(foreign.sessionId).slice(0, 64)}); left alone.`,
+      hint: `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
+    };
+  }
   const existing = classifyTranscript(text);
   const action = existing === "missing" ? "create" : existing === "stub" || request.force ? "replace" : "refuse";
   const outcome: RestoreOutcome = {
@@ -140,8 +154,10 @@ export async function restoreSession(
     outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });
     return { ok: true, outcome, problems: unnamed };
   }
-  const kept = text === null ? [] : carriedOver(parseJsonl(text).records);
-  const data = [...kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records].map((r) => compactJson(r) + "\n").join("");
+  const kept = text === null ? [] : carriedOver(parseJsonl(text).records, sessionId);
+  const last = lastPromptRecord(sessionId, plan.records);
+  const data = [...kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])]
+    .map((r) => compactJson(r) + "\n").join("");
   let published: Published;
   try {
     if (info === null) {
@@ -173,11 +189,11 @@ const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blo
 /**
  * The records of a replaced transcript that a restore keeps: every record that is not part of its
  * conversation (no `uuid`) — a title the user gave it, a tag, its modes, kinds of record this release does
- * not know — except the bookkeeping of the conversation being replaced. A restore never drops what it does
- * not understand; the backup keeps the whole file besides.
+ * not know — except the bookkeeping of the conversation being replaced and anything of another session. A
+ * restore never drops what it does not understand; the backup keeps the whole file besides.
  */
-function carriedOver(records: Record<string, unknown>[]): Record<string, unknown>[] {
-  return records.filter((r) => r.uuid === undefined && !OF_THE_OLD_CHAIN.has(String(r.type)));
+function carriedOver(records: Record<string, unknown>[], sessionId: string): Record<string, unknown>[] {
+  return records.filter((r) => r.uuid === undefined && !OF_THE_OLD_CHAIN.has(String(r.type)) && (r.sessionId === undefined || r.sessionId === sessionId));
 }
 
 /** What a restore (or its dry run) did, for people: the lines the CLI prints and the viewer shows. */

@@ -27,7 +27,19 @@
  *   bookkeeping keys (`sessiontap_*`) are dropped, and an answer cut off before its first block is left out.
  */
 import { toClaudeRecords } from "./injected-context.ts";
-import { type Block, isApiSystem, isCompactBoundary, isConversation, messageOf, parentOf, type Rec, uuidOf } from "./records.ts";
+import {
+  type Block,
+  isApiSystem,
+  isCompactBoundary,
+  isCompactSummary,
+  isConversation,
+  isToolResultOnly,
+  messageOf,
+  parentOf,
+  promptText,
+  type Rec,
+  uuidOf,
+} from "./records.ts";
 import type { Tree } from "./tree.ts";
 import { isObject } from "../protocol/json.ts";
 
@@ -90,6 +102,19 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
   for (const r of records) if (isCompactBoundary(r)) relinkSegment(r, path, keptBefore, kept);
   const written = toClaudeRecords(records);
   return { records: written, skipped, leafUuid: written.length === 0 ? null : uuidOf(written[written.length - 1]) };
+}
+
+/**
+ * Claude Code's `last-prompt` record for a restored chain: the last typed prompt (on one line, at most 200
+ * characters, as Claude Code cuts it) and the leaf it ended at, which its session list shows and resumes
+ * from. Null when no prompt was typed.
+ */
+export function lastPromptRecord(sessionId: string, records: Rec[]): Rec | null {
+  const typed = records.findLast((r) => r.type === "user" && r.isMeta !== true && !isToolResultOnly(r) && !isCompactSummary(r) && promptText(r) !== "");
+  const leaf = records.findLast(isConversation);
+  if (typed === undefined || leaf === undefined) return null;
+  const line = promptText(typed).replaceAll("\n", " ").trim();
+  return { type: "last-prompt", lastPrompt: line.length > 200 ? line.slice(0, 200).trim() + "…" : line, leafUuid: uuidOf(leaf), sessionId };
 }
 
 /** Points a boundary's kept tail at kept records (its head at or after, its tail at or before), or drops it. */

@@ -4,7 +4,8 @@
 // Runs unchanged under `bun test` and `deno test`.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import process from "node:process";
+import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
@@ -181,11 +182,11 @@ describe("list, show, restore, doctor", () => {
       assert.equal(statSync(projectOf(cwdB)).mode & 0o777, 0o700);
       assert.equal(statSync(path).mode & 0o777, 0o600);
       const written = lines(path);
-      assert.deepEqual(written.map((r) => r.type), ["user", "attachment", "assistant", "user", "assistant", "user", "assistant"]);
+      assert.deepEqual(written.map((r) => r.type), ["user", "attachment", "assistant", "user", "assistant", "user", "assistant", "last-prompt"]);
       assert.equal(written[1].renderedRole, "system", "the system message's context, after its turn's prompt");
       assert.equal(written[1].parentUuid, written[0].uuid);
       assert.equal(written[2].parentUuid, written[1].uuid, "the answer follows its turn's context");
-      assert.ok(written.every((r) => r.sessionId === B && r.cwd === cwdB));
+      assert.ok(written.every((r) => r.sessionId === B && (r.cwd === cwdB || r.type === "last-prompt")));
       assert.ok(out.stdout.includes(`cd ${cwdB} && claude --resume ${B}`), out.stdout);
       assert.deepEqual(readdirSync(projectOf(cwdB)), [`${B}.jsonl`], "no temporary file left behind");
     });
@@ -197,7 +198,7 @@ describe("list, show, restore, doctor", () => {
       assert.equal(out.code, 0, out.stderr);
       assert.equal(readFileSync(`${path}.bak-${STAMP}`, "utf8"), stub);
       assert.deepEqual(lines(path)[0], STUB[2], "the stub's own mode record is kept; its queue and last-prompt bookkeeping are not");
-      assert.equal(lines(path).length, 8);
+      assert.equal(lines(path).length, 9, "the stub's mode, the conversation and its context, and the last prompt");
       assert.equal(statSync(path).mode & 0o777, 0o600);
       assert.match(out.stdout, /backup .*\.bak-20260105T000000Z \(the stub that was there\)/);
     });
@@ -209,7 +210,7 @@ describe("list, show, restore, doctor", () => {
       const out = await run(["restore", C, "--cwd", cwd]);
       assert.equal(out.code, 0, out.stderr);
       assert.equal(readFileSync(`${target(cwd, C)}.bak-${STAMP}`, "utf8"), "");
-      assert.ok(lines(target(cwd, C)).every((r) => r.cwd === cwd), "--cwd becomes the records' cwd");
+      assert.ok(lines(target(cwd, C)).filter((r) => r.uuid !== undefined).every((r) => r.cwd === cwd), "--cwd becomes the records' cwd");
     });
 
     it("a transcript with content is left alone (exit 1); --force backs it up and replaces it", async () => {
@@ -257,6 +258,27 @@ describe("list, show, restore, doctor", () => {
       );
     });
 
+    it("refuses a file of another user, and one holding another session's records unless --force (whose records are then not kept)", async () => {
+      const cwd = `${scratch.dir}/proj-foreign`;
+      mkdirSync(projectOf(cwd), { recursive: true });
+      const path = target(cwd, B);
+      const other = [{ type: "custom-title", customTitle: "someone else's", sessionId: "ffff0000-0000-4000-8000-00000000000f" }];
+      writeFileSync(path, other.map((r) => JSON.stringify(r) + "\n").join(""));
+      const refused = await run(["restore", B, "--cwd", cwd]);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /holds records of another session \(ffff0000-0000-4000-8000-00000000000f\); left alone\./);
+      assert.equal(readFileSync(path, "utf8"), JSON.stringify(other[0]) + "\n", "nothing written");
+      const forced = await run(["restore", B, "--cwd", cwd, "--force"]);
+      assert.equal(forced.code, 0, forced.stderr);
+      assert.ok(!readFileSync(path, "utf8").includes("someone else's"), "another session's record is not carried into this one");
+      if (process.getuid?.() === 0) { // only root can make a file another user's
+        chownSync(path, 65534, 65534);
+        const theirs = await run(["restore", B, "--cwd", cwd, "--force"]);
+        assert.equal(theirs.code, 1);
+        assert.match(theirs.stderr, /belongs to another user \(uid 65534\); left alone, nothing written/);
+      } else console.log("not root: the other user's file is not made here (the refusal is checked where the suite runs as root)");
+    });
+
     it("a session of unknown cwd is restored by asking once: --cwd DIR", async () => {
       const cwd = `${scratch.dir}/proj-nocwd`;
       const out = await run(["restore", "nocwd", "--cwd", cwd]);
@@ -286,7 +308,7 @@ describe("list, show, restore, doctor", () => {
       assert.deepEqual(readdirSync(projectOf(cwd)), [`${B}.jsonl`]);
 
       // Claude Code appends to the stub while restore backs it up.
-      writeFileSync(path, STUB.map((r) => JSON.stringify(r) + "\n").join(""));
+      writeFileSync(path, STUB.map((r) => JSON.stringify({ ...r, sessionId: B }) + "\n").join(""));
       const growing: FsAdapter = {
         ...nodeFs,
         async link(existing, to) {

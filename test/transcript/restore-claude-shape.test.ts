@@ -117,6 +117,11 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
       assert.equal(out.code, 0, out.stderr);
       const lines = readLines(main);
       assert.deepEqual(lines[0], { type: "ai-title", aiTitle: "Stub subagent run", sessionId: S });
+      assert.deepEqual(
+        lines.at(-1),
+        { type: "last-prompt", lastPrompt: "please RUNAGENT now", leafUuid: "m4", sessionId: S },
+        "what Claude Code's session list shows",
+      );
       assert.match(out.stdout, /titled "Stub subagent run"/);
       assert.ok(out.stdout.includes(`subagent ${agentFile} (3 records)`), out.stdout);
       const agent = readLines(agentFile);
@@ -159,7 +164,11 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
       assert.equal(out.code, 0, out.stderr);
       const lines = readLines(main);
       assert.deepEqual(lines.slice(0, 3), own.slice(0, 3), "kept, first, as they were");
-      assert.ok(!lines.some((r) => r.type === "last-prompt"), "the old chain's bookkeeping is not");
+      assert.deepEqual(
+        lines.filter((r) => r.type === "last-prompt").map((r) => r.leafUuid),
+        ["m4"],
+        "the old chain's bookkeeping is not; the restored one's is",
+      );
       assert.ok(lines.some((r) => r.type === "assistant"));
     });
 
