@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: a preflight, the linter, the whole suite under Bun, then the same files under Deno, then the
-// compiled binary's tests. `node scripts/test.mjs lint|bun|deno|binary` runs some parts; test files named
+// `npm test`: a preflight, the linter, the whole suite under Bun, then what differs by runtime under Deno
+// (EVERY_RUNTIME), then the compiled binary's tests. `node scripts/test.mjs lint|bun|deno|binary` runs some parts; test files named
 // after the parts narrow the Bun and Deno runs to those files. Exits non-zero on the first failure.
 // Everything the suite drives comes from `npm ci`: the preflight checks each piece first and names what is
 // missing and how to get it, in one line each, before any test runs. The store tests need PostgreSQL:
@@ -32,6 +32,27 @@ function testFiles(dir = "test") {
   }
   return out;
 }
+
+/**
+ * The suites whose subject differs by runtime, run under Deno as well as Bun (docs/RUNTIMES.md "One test
+ * suite on both runtimes"): serving and relaying (passthrough, the network-facing security suites), the
+ * filesystem adapter and the processes around it (reliability, mirror, store: node:fs, Workers and the
+ * PostgreSQL client on each runtime), output to pipes, the viewer's server, the guard in the engine's
+ * Worker, and the real client through a tap. The rest — pure rules, reading commands over files, the
+ * browser, the real client's own behaviour against the mirror — asks nothing of the runtime: once is enough.
+ */
+const EVERY_RUNTIME = [
+  "test/passthrough/",
+  "test/security/",
+  "test/reliability/",
+  "test/mirror/",
+  "test/store/",
+  "test/cli/output.test.ts",
+  "test/viewer/viewer.test.ts",
+  "test/guard/tap-guard.test.ts",
+  "test/e2e/claude-mirror.test.ts",
+];
+const differsByRuntime = (file) => EVERY_RUNTIME.some((p) => (p.endsWith("/") ? file.startsWith(p) : file === p));
 
 const totals = { passed: 0, failed: 0 };
 
@@ -181,7 +202,9 @@ if (!(want("bun") || want("deno") || want("binary"))) {
 
 const files = only.length > 0 ? only : testFiles();
 if (want("bun")) await run("bun", bin("bun"), ["test", "--timeout", "120000", ...files.map((f) => `./${f}`)], testEnv);
-if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unstable-no-legacy-abort", "--no-check", ...files], testEnv);
+// Files named on the command line run as asked; the whole suite runs under Deno only where the runtime matters.
+const denoFiles = only.length > 0 ? only : files.filter(differsByRuntime);
+if (want("deno")) await run("deno", bin("deno"), ["test", "--allow-all", "--unstable-no-legacy-abort", "--no-check", ...denoFiles], testEnv);
 if (want("binary")) {
   await run("build", process.execPath, ["scripts/build.mjs"]);
   // The binary gets its own smoke tests, and the command-line suites that a user meets first: help and flags, whole output to pipes.
