@@ -49,6 +49,20 @@ function tapError(status: number, type: string, message: string): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
 
+/**
+ * A refusal in AWS's own error shape (docs/DESIGN.md "Bedrock's signatures"): the request was meant for AWS,
+ * and both AWS's SDK and the Anthropic SDK's Bedrock client show a top-level `message` as it is. A 400, not
+ * a 403: Claude Code takes a 403 from Bedrock for credentials it may refresh and retries it for minutes
+ * before it says anything, where a 400 is shown at once; and no retry can help.
+ */
+function awsRefused(message: string): Response {
+  const body = { __type: "ValidationException", message: `sessiontap: ${message}` };
+  return new Response(JSON.stringify(body), {
+    status: 400,
+    headers: { "content-type": "application/json", "x-amzn-errortype": "ValidationException", "x-should-retry": "false" },
+  });
+}
+
 /** True when the request says its body is JSON (the only bodies that can be a conversation). */
 function isJson(headers: Headers): boolean {
   return /^application\/(?:[\w.+-]*\+)?json\b/i.test(headers.get("content-type")?.trimStart() ?? "");
@@ -63,7 +77,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   const refusal = awsRefusal(request.headers, deps.upstream);
   if (refusal !== null) {
     deps.refused?.(refusal, pathShape(url.pathname));
-    return tapError(403, "permission_error", refusal.message);
+    return awsRefused(refusal.message);
   }
   // Only a conversation's turns are mirrored (docs/DESIGN.md "Providers"); everything else is relayed natively,
   // but a POST whose JSON body may be a conversation goes to the engine to be told apart (docs/DESIGN.md

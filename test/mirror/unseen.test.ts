@@ -2,7 +2,7 @@
 // a path the tap does not mirror is forwarded untouched, counted by path shape and reason in health (which
 // stays ok), logged once per shape with no id of the path in it, and named by doctor; other requests are
 // not counted. And what base-URL mode refuses to forward to AWS (docs/DESIGN.md "Bedrock's signatures"):
-// a 403 in the API's shape naming proxy mode, one stderr line per reason, an events-log line and a count
+// a 400 in AWS's error shape naming proxy mode, one stderr line per reason, an events-log line and a count
 // per request, and nothing sent anywhere.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -112,22 +112,23 @@ describe("requests base-URL mode cannot forward to AWS", () => {
     await tap?.close();
   });
 
-  it("a request signed for the tap's own address is answered 403 in the API's shape, naming proxy mode, and sent nowhere", async () => {
+  it("a request signed for the tap's own address is answered 400 in AWS's error shape, naming proxy mode, not to be retried, and sent nowhere", async () => {
     for (let i = 0; i < 2; i++) {
       const r = await post(`${tap.url}${bedrock}`, conversation, { authorization: signed, "x-amz-date": "20260101T000000Z" });
-      assert.equal(r.status, 403);
+      assert.equal(r.status, 400);
+      assert.equal(r.headers.get("x-amzn-errortype"), "ValidationException");
+      assert.equal(r.headers.get("x-should-retry"), "false");
       const body = await r.json();
-      assert.equal(body.type, "error");
-      assert.equal(body.error.type, "permission_error");
-      assert.match(body.error.message, /^sessiontap: this request is signed with AWS SigV4 for the tap's own address.*proxy mode \(HTTPS_PROXY\)/);
+      assert.equal(body.__type, "ValidationException");
+      assert.match(body.message, /^sessiontap: this request is signed with AWS SigV4 for the tap's own address.*proxy mode \(HTTPS_PROXY\)/);
     }
     assert.deepEqual(reached, []);
   });
 
   it("a request with no credentials to AWS is refused the same way; a Bedrock API key goes through", async () => {
     const r = await post(`${tap.url}${bedrock}`, conversation);
-    assert.equal(r.status, 403);
-    assert.match((await r.json()).error.message, /carries no credentials and the upstream bedrock-runtime\.us-east-1\.amazonaws\.com is AWS/);
+    assert.equal(r.status, 400);
+    assert.match((await r.json()).message, /carries no credentials and the upstream bedrock-runtime\.us-east-1\.amazonaws\.com is AWS/);
     assert.deepEqual(reached, []);
     const keyed = await post(`${tap.url}${bedrock}`, conversation, { authorization: "Bearer bedrock-api-key-EXAMPLE" });
     await keyed.arrayBuffer();

@@ -16,11 +16,14 @@ export interface ProviderRequest {
   url: string;
   headers: Record<string, string>;
   body: Uint8Array;
+  /** The body bytes the stub answered a streamed Bedrock request with (faults included). */
+  answered?: Uint8Array;
 }
 
 /**
  * A scripted fault for the next streamed Bedrock answer, at frame `at` (0-based): a frame whose checksum is
- * wrong, one whose length is wrong, the stream cut inside that frame, or an exception frame in its place.
+ * wrong, one whose length is wrong, the stream ended (cleanly, by the HTTP framing) inside that frame, or an
+ * exception frame in its place and nothing after it.
  */
 export type BedrockFault = { kind: "bad-crc" | "bad-length" | "cut" | "exception"; at: number };
 
@@ -101,16 +104,11 @@ async function serve(stub: ProviderStub, req: ProviderRequest, res: ServerRespon
     if (fault.kind === "cut") cutAt = frames.slice(0, at).reduce((n, f) => n + f.byteLength, 0) + Math.floor(frames[at].byteLength / 2);
   }
   let bytes = concatBytes(frames);
-  if (cutAt !== null) bytes = bytes.subarray(0, cutAt);
+  if (cutAt !== null) bytes = bytes.slice(0, cutAt);
+  req.answered = bytes;
   res.writeHead(200, { "content-type": "application/vnd.amazon.eventstream", "x-amzn-requestid": requestId });
   res.flushHeaders();
   await writeInPieces(res, bytes, 97);
-  if (cutAt !== null) {
-    // Cut inside a frame: the connection ends without the rest of it.
-    await new Promise((r) => setTimeout(r, 20));
-    res.socket?.destroy();
-    return;
-  }
   res.end();
 }
 

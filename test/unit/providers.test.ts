@@ -88,7 +88,8 @@ describe("pathShape()", () => {
     assert.equal(pathShape("/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1234%3Afoo/invoke"), "/model/*/invoke");
     assert.equal(pathShape("/v2/messages"), "/v2/messages");
     assert.equal(pathShape("/v1beta1/chat/completions"), "/v1beta1/chat/completions");
-    assert.equal(pathShape("/users/alice/secret-token-123:run"), "/*/*/*:*");
+    assert.equal(pathShape("/users/alice/secret-token-123:run"), "/*/*/*");
+    assert.equal(pathShape("/model/us.anthropic.claude-x-v1:0/invoke"), "/model/*/invoke");
   });
 
   it("bounds a long path", () => {
@@ -146,6 +147,7 @@ describe("the answer's head", () => {
   it("takes the request id from request-id, else x-amzn-requestid (as Claude Code records it)", () => {
     assert.equal(responseRequestId(new Headers({ "request-id": "req_1", "x-amzn-requestid": "a" })), "req_1");
     assert.equal(responseRequestId(new Headers({ "x-amzn-requestid": "amzn-1" })), "amzn-1");
+    assert.equal(responseRequestId(new Headers({ "request-id": "", "x-amzn-requestid": "amzn-2" })), "amzn-2", "an empty one is none");
     assert.equal(responseRequestId(new Headers()), null);
   });
 });

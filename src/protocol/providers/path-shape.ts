@@ -46,10 +46,11 @@ const VERSION = /^v\d{1,2}(?:(?:alpha|beta)\d{0,2})?$/;
 /** Segments kept at most; a longer path ends in `/…`. */
 const MAX_SEGMENTS = 12;
 
-/** One segment's shape: a known word or version as it is, else `*` (a `:verb` suffix judged on its own). */
+/** One segment's shape: a known word or version as it is, else `*`. */
 function segmentShape(segment: string): string {
   const colon = segment.lastIndexOf(":");
-  if (colon > 0) return `${segmentShape(segment.slice(0, colon))}:${WORDS.has(segment.slice(colon + 1)) ? segment.slice(colon + 1) : "*"}`;
+  // A `:verb` (Vertex's) is kept when it is a word of the APIs; any other colon is part of an id (`…-v1:0`).
+  if (colon > 0 && WORDS.has(segment.slice(colon + 1))) return `${segmentShape(segment.slice(0, colon))}:${segment.slice(colon + 1)}`;
   return segment === "" || WORDS.has(segment) || VERSION.test(segment) ? segment : "*";
 }
 

@@ -20,5 +20,5 @@ export function responseFraming(contentType: string | null): Framing {
  * records it on Bedrock (so the two transcripts of one answer agree, and readers count it once).
  */
 export function responseRequestId(headers: Headers): string | null {
-  return headers.get("request-id") ?? headers.get("x-amzn-requestid");
+  return headers.get("request-id") || headers.get("x-amzn-requestid");
 }
