@@ -176,6 +176,32 @@ describe("JSON answers on Vertex and Bedrock", () => {
     assert.equal(assistants(tap.root, "no-model-2")[0].message.model, MODEL);
   });
 
+  it("a Google bearer token goes upstream untouched and is never written or logged; Bedrock's control plane is forwarded as it is", async () => {
+    const token = "ya29.a0AfB_SECRET-google-token";
+    stub.enqueue({ kind: "sse", chunks: textReply("with a token", { id: "msg_token" }) });
+    const r = await fetch(`${tap.url}${VERTEX_PATH}:streamRawPredict`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}`, "x-claude-code-session-id": "google-token" },
+      body: JSON.stringify({
+        anthropic_version: "vertex-2023-10-16",
+        stream: true,
+        max_tokens: 5,
+        tools: [BASH_TOOL],
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    });
+    await r.arrayBuffer();
+    await tap.settled();
+    assert.equal(stub.requests.at(-1)!.headers.authorization, `Bearer ${token}`);
+    assert.equal(assistants(tap.root, "google-token").length, 1);
+    stub.enqueue({ kind: "json", status: 200, body: { inferenceProfileSummaries: [] } });
+    const profiles = await fetch(`${tap.url}/inference-profiles?type=SYSTEM_DEFINED`, { headers: { authorization: `Bearer ${token}` } });
+    assert.deepEqual(await profiles.json(), { inferenceProfileSummaries: [] });
+    assert.equal(stub.requests.at(-1)!.url, "/inference-profiles?type=SYSTEM_DEFINED");
+    const written = JSON.stringify(readEvents(tap.root)) + JSON.stringify(sessionMirror(tap.root, "google-token"));
+    assert.ok(!written.includes("SECRET-google-token"), "the token is in no file the tap writes");
+  });
+
   it("Vertex and Bedrock token counts are forwarded and neither mirrored nor counted unseen", async () => {
     for (const path of [`${VERTEX_PATH.replace(/models\/.*/, "models/count-tokens")}:rawPredict`, `/model/${encodeURIComponent(MODEL)}/count-tokens`]) {
       stub.enqueue({ kind: "json", status: 200, body: { input_tokens: 3 } });
