@@ -210,6 +210,7 @@ if (want("binary")) {
   // The binary gets its own smoke tests, and the command-line suites that a user meets first: help and flags, whole output to pipes.
   const binaryTests = [
     "./test/binary/smoke.test.ts",
+    "./test/binary/providers.test.ts",
     "./test/binary/store.test.ts",
     "./test/binary/release.test.ts",
     "./test/binary/security.test.ts",

@@ -170,7 +170,7 @@ async function oneResponse(engine, session, body, list) {
   engine.receive({ t: "begin", id, at: Date.now(), identity: { ...IDENTITY, session } });
   engine.receive({ t: "body", id, copy: { bytes } });
   const t1 = performance.now();
-  engine.receive({ t: "head", id, status: 200, requestId: "req_micro", sse: true });
+  engine.receive({ t: "head", id, status: 200, requestId: "req_micro", framing: "sse" });
   for (const c of list) engine.receive({ t: "chunks", bytes: c, index: [id, c.length] });
   const t2 = performance.now();
   const appends = engine.mirror.stats.appends;

@@ -23,6 +23,7 @@ import { plantedEntries } from "./doctor-tree.ts";
 import { type CommandIo, humanBytes } from "./command-io.ts";
 import type { Check } from "./doctor-check.ts";
 import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
+import { unmirroredChecks } from "./doctor-unmirrored.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
 
@@ -220,7 +221,7 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo, settings: 
         detail: `${about} is up, mirroring to ${mirror.root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)`,
       });
     } else out.push({ check: "tap", status: "ok", detail: `${about} is up (sessiontap ${String(tap.health.version)}, ${String(tap.health.runtime)})` });
-    out.push(...guardCheck(tap.health), ...problemChecks(tap.health));
+    out.push(...guardCheck(tap.health), ...unmirroredChecks(tap.health), ...problemChecks(tap.health));
   } else {
     out.push({
       check: "tap",

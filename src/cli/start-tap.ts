@@ -21,6 +21,7 @@ import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
 import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
 import { forward } from "../tap/forward.ts";
 import { healthReport } from "../tap/health.ts";
+import { refusalNotice } from "../tap/refusals.ts";
 import { UpstreamHealth } from "../tap/upstream-health.ts";
 import { orAfter } from "../utils/within.ts";
 import { VERSION } from "../version.ts";
@@ -187,6 +188,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     maxMessageBytes: config.maxMessageBytes,
     clock,
     upstreamHealth: reportUpstream,
+    refused: refusalNotice(stderr, link),
     stopping: cut.signal,
     // A large body streams where the runtime keeps its length, and is read first where it would go chunked.
     readFirstBytes: streamedBodyKeepsLength() ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,

@@ -18,6 +18,7 @@ import { Mirror, type Replayed } from "./mirror.ts";
 import { mirrorHealth, storeProblems } from "./mirror-health.ts";
 import { prepareRequest } from "./request-prep.ts";
 import { type FollowerSink, ResponseFollower } from "./response-follower.ts";
+import { UnseenRequests } from "./unseen.ts";
 
 /** What the engine is given by its host. */
 export interface EngineDeps {
@@ -38,6 +39,8 @@ export class MirrorEngine {
   private readonly followers = new Map<number, ResponseFollower>();
   private readonly reader = new RequestReader();
   private readonly sink: FollowerSink;
+  /** Requests forwarded and not mirrored (docs/DESIGN.md "Nothing forwarded unseen"). */
+  private readonly unseen: UnseenRequests;
   private wrote = new Set<string>();
   private wroteTimer: ReturnType<typeof setTimeout> | null = null;
   /** A line for the tap's stderr, which the relay's thread owns. */
@@ -81,9 +84,11 @@ export class MirrorEngine {
       skip: (reason, fields) => mirror.skip(reason, fields),
       truncated: (fields) => mirror.truncated(fields),
       gaveUp: (fields) => mirror.gaveUp(fields),
+      log: (action, fields) => mirror.log(action, fields),
       clock: deps.clock,
       maxMessageBytes: settings.maxMessageBytes,
     };
+    this.unseen = new UnseenRequests((action, fields) => mirror.log(action, fields));
   }
 
   /** Starts the guard (when on), the store, and replays what earlier runs spooled; call once, before traffic. */
@@ -119,7 +124,7 @@ export class MirrorEngine {
   private handle(m: ToEngine): void {
     switch (m.t) {
       case "begin":
-        this.followers.set(m.id, new ResponseFollower(this.sink, m.identity, m.at));
+        this.followers.set(m.id, new ResponseFollower(this.sink, m.identity, m.at, m.request?.model ?? null));
         return;
       case "body": {
         const copy = m.copy;
@@ -130,7 +135,7 @@ export class MirrorEngine {
         );
       }
       case "head":
-        return this.contain(m.id, "response", (f) => f.response(m.status, m.requestId, m.sse));
+        return this.contain(m.id, "response", (f) => f.response(m.status, m.requestId, m.framing));
       case "chunks": {
         let at = 0;
         for (let i = 0; i < m.index.length; i += 2) {
@@ -153,6 +158,8 @@ export class MirrorEngine {
         return;
       case "log":
         return this.mirror.log(m.action, m.fields);
+      case "unseen":
+        return this.unseen.note(m.shape, m.reason, m.copy, m.refused === true);
       case "query":
         void this.query(m.name, m.arg).then(
           (value) => this.deps.post({ t: "reply", q: m.q, value }),
@@ -215,7 +222,7 @@ export class MirrorEngine {
     const store = this.store;
     return {
       problems: [...this.mirror.problems(), ...(store === null ? [] : storeProblems(store)), ...(this.guard?.problems() ?? [])],
-      mirror: mirrorHealth(this.mirror),
+      mirror: { ...mirrorHealth(this.mirror), notMirrored: this.unseen.report() },
       store: store === null ? "off" : store.health(),
       guard: this.guard === null ? "off" : this.guard.health(),
     };

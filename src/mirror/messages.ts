@@ -7,6 +7,8 @@
 import type { GuardAlert } from "../guard/alerts.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { MirrorOptions, MirrorStats } from "./mirror.ts";
+import type { Framing } from "../protocol/providers/response-head.ts";
+import type { Provider } from "../protocol/providers/recognised.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import type { Replayed, Unwritten } from "./tree-writes.ts";
 
@@ -68,15 +70,21 @@ export interface EngineHealth {
   guard: unknown;
 }
 
+/** What the relay recognised of a mirrored request (docs/DESIGN.md "Providers"): its API, and the model its path names (null: the body's). */
+export interface RequestFacts {
+  provider: Provider;
+  model: string | null;
+}
+
 /** The mirror's copy of a request body: its bytes, or why it has none. */
 export type BodyCopy = { bytes: Uint8Array } | { skipped: string };
 
 /** A message to the engine. */
 export type ToEngine =
-  | { t: "begin"; id: number; at: number; identity: IdentityHeaders }
+  | { t: "begin"; id: number; at: number; identity: IdentityHeaders; request?: RequestFacts }
   /** The request's bytes (transferred), or why there are none for the mirror. */
   | { t: "body"; id: number; copy: BodyCopy }
-  | { t: "head"; id: number; status: number; requestId: string | null; sse: boolean }
+  | { t: "head"; id: number; status: number; requestId: string | null; framing: Framing }
   /** Response bytes of several requests: `index` holds pairs (id, byte count), in order, for `bytes`. */
   | { t: "chunks"; bytes: Uint8Array; index: number[] }
   /** The body ended normally. */
@@ -85,6 +93,11 @@ export type ToEngine =
   /** A failure on the relay's side of response `id` (null: of no one response): counted, and that response dropped. */
   | { t: "fail"; id: number | null; stage: "stream" | "relay"; error: string }
   | { t: "log"; action: string; fields: EventFields }
+  /**
+   * A request forwarded and not mirrored (docs/DESIGN.md "Nothing forwarded unseen"): its path's shape, why,
+   * and its body, counted when it looks like a conversation; or one the tap refused to forward (`refused`).
+   */
+  | { t: "unseen"; shape: string; reason: string; copy: BodyCopy; refused?: boolean }
   | { t: "query"; q: number; name: keyof EngineQueries; arg: unknown };
 
 /** A message from the engine. */

@@ -9,8 +9,8 @@ import { isObject } from "../protocol/json.ts";
 import { RequestReader, UnreadableRequest } from "../protocol/request-reader.ts";
 import { dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
 
-/** Fields of a read request that a commit needs. */
-export type Prepared = Omit<CommitJob, "requestTimestamp" | "answer" | "kind">;
+/** Fields of a read request that a commit needs, and the model the body names (null: none, as on Vertex and Bedrock). */
+export type Prepared = Omit<CommitJob, "requestTimestamp" | "answer" | "kind"> & { model: string | null };
 
 /** Why a request is not mirrored, for the events log. */
 export interface Skip {
@@ -59,6 +59,7 @@ export function prepareRequest(reader: RequestReader, identity: IdentityHeaders,
     sessionDir: dirName(ids.sessionId),
     agentDir: ids.agentId === null ? null : dirName(ids.agentId),
     messages,
+    model: typeof rest.model === "string" ? rest.model : null,
     base: {
       sessionId: ids.sessionId,
       cwd: env.cwd,

@@ -10,10 +10,15 @@
  *
  * What happens before the request is read (the message became whole, the stream ended) waits for it, in
  * order. Everything here may throw; the engine contains it (one failure, counted, and the response unmirrored).
+ * A streamed answer is read by the reader its framing needs: server-sent events (Anthropic, Vertex) or AWS's
+ * event stream (Bedrock, docs/DESIGN.md "Bedrock's event stream"), whose broken frame ends the reading like
+ * a cut stream.
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { isObject, type Json } from "../protocol/json.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
+import { type AnswerReader, EventStreamReader } from "../protocol/providers/eventstream-reader.ts";
+import type { Framing } from "../protocol/providers/response-head.ts";
 import { type AssistantMessage, messageFromJson } from "../protocol/sse-accumulator.ts";
 import { SseMessageReader } from "../protocol/sse-reader.ts";
 import type { Answer } from "../protocol/staging.ts";
@@ -28,6 +33,8 @@ export interface FollowerSink {
   truncated(fields: Record<string, string | number | boolean | null>): void;
   /** The relay stopped copying an answer before it was whole (the engine was too far behind): not kept. */
   gaveUp(fields: Record<string, string | number | boolean | null>): void;
+  /** An events-log line (a broken frame of an event stream). */
+  log(action: string, fields: Record<string, string | number | boolean | null>): void;
   clock(): number;
   /** Largest answer kept (characters of content; a non-streaming body in bytes). */
   maxMessageBytes: number;
@@ -41,7 +48,7 @@ export class ResponseFollower {
   private prepared: Prepared | null = null;
   /** The response head, once seen (only a 2xx answer is mirrored: docs/DESIGN.md "The mirror"). */
   private head: { requestId: string | null } | null = null;
-  private reader: SseMessageReader | null = null;
+  private reader: AnswerReader | null = null;
   private json: Uint8Array[] = [];
   private jsonBytes = 0;
   /** The commit is decided (it may wait for the request): nothing more of the response is read. */
@@ -54,6 +61,8 @@ export class ResponseFollower {
     /** The request's identity headers, for reading its body. */
     readonly identity: IdentityHeaders,
     private readonly startedAt: number,
+    /** The model the request's path names (Vertex, Bedrock), the answer's when it names none. */
+    private readonly pathModel: string | null = null,
   ) {}
 
   /** The request was read (or could not be): a skipped request is never mirrored. */
@@ -66,11 +75,12 @@ export class ResponseFollower {
   }
 
   /** The response head; only a 2xx answer is followed (an error answer is the client's to see, not a turn to keep). */
-  response(status: number, requestId: string | null, sse: boolean): void {
+  response(status: number, requestId: string | null, framing: Framing): void {
     if (this.done) return;
     if (status < 200 || status >= 300) return this.skip(null);
     this.head = { requestId };
-    if (sse) this.reader = new SseMessageReader(this.sink.maxMessageBytes);
+    if (framing === "sse") this.reader = new SseMessageReader(this.sink.maxMessageBytes);
+    else if (framing === "eventstream") this.reader = new EventStreamReader(this.sink.maxMessageBytes);
   }
 
   /** Response bytes, in order; a streamed message is committed as soon as it is whole. */
@@ -79,6 +89,7 @@ export class ResponseFollower {
     if (this.reader !== null) {
       this.reader.feed(bytes);
       if (this.reader.acc.whole) this.settle("complete");
+      else if (this.reader.broken) this.broken(this.reader.broken);
       return;
     }
     this.jsonBytes += bytes.byteLength;
@@ -93,6 +104,7 @@ export class ResponseFollower {
     if (this.head === null || this.done || this.settled) return;
     if (this.reader !== null) {
       this.reader.end();
+      if (!this.reader.acc.whole && this.reader.broken) return this.broken(this.reader.broken);
       // A stream that ends before the message is whole was cut by the upstream (or its proxy).
       return this.settle(this.reader.acc.whole ? "complete" : "upstream-cut");
     }
@@ -131,6 +143,15 @@ export class ResponseFollower {
     return this.state === "skipped";
   }
 
+  /**
+   * The answer's framing broke (a frame that does not decode, a stream cut inside one): said once, and what
+   * came before it is kept as a cut answer, never as a whole one (docs/DESIGN.md "Bedrock's event stream").
+   */
+  private broken(why: string): void {
+    this.sink.log("broken-frame", { reason: why, kept: this.reader?.acc.hasContent === true ? "partial answer, interrupted" : "the request only" });
+    this.settle("upstream-cut");
+  }
+
   /** Decides the commit: made now when the request is read, else once it is. */
   private settle(kind: CommitJob["kind"]): void {
     this.settled = true;
@@ -161,12 +182,20 @@ export class ResponseFollower {
     let answer: Answer | null = null;
     if (acc?.truncated) this.sink.truncated({ droppedChars: acc.dropped, keptAtMost: this.sink.maxMessageBytes });
     if (kind === "gave-up") this.sink.gaveUp({ dir: p.sessionDir, route: p.route });
-    else if (kind === "complete" && whole !== null) answer = { message: whole, requestId: this.head!.requestId, timestamp: at };
+    else if (kind === "complete" && whole !== null) answer = { message: this.withModel(whole, p.model), requestId: this.head!.requestId, timestamp: at };
     else if (kind !== "complete" && acc !== null && acc.hasContent) {
       // The user saw this much (the client left, or the upstream broke off): keep it, marked, so their
       // last exchange is not lost (docs/DESIGN.md "Writes"); the retry's answer is its own record.
-      answer = { message: acc.message(true), requestId: this.head!.requestId, timestamp: at };
+      answer = { message: this.withModel(acc.message(true), p.model), requestId: this.head!.requestId, timestamp: at };
     }
-    void this.sink.commit({ ...p, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
+    const { model: _model, ...job } = p;
+    void this.sink.commit({ ...job, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
+  }
+
+  /** The answer with the request's model where it names none: Vertex and Bedrock put the model in the path, not the body. */
+  private withModel(message: AssistantMessage, bodyModel: string | null): AssistantMessage {
+    if (message.model !== null) return message;
+    const model = this.pathModel ?? bodyModel;
+    return model === null ? message : { ...message, model };
   }
 }

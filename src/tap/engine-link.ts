@@ -7,7 +7,7 @@
  * what it has read. If the engine stops, the tap keeps relaying, says so once on stderr and in health, and
  * mirrors nothing more.
  */
-import type { BodyCopy, EngineHealth, EngineQueries, FromEngine, ToEngine } from "../mirror/messages.ts";
+import type { BodyCopy, EngineHealth, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { RelayObserver } from "./relay-observer.ts";
 
@@ -37,6 +37,12 @@ const MAX_STAGED = 256 * 1024;
  * "Off the relay path").
  */
 export const MAX_UNREAD = 16 * 1024 * 1024;
+
+/** `bytes` as a view of a whole buffer of its own, which can be transferred: itself when it is one, else a copy. */
+function transferable(bytes: Uint8Array): Uint8Array {
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  return whole ? bytes : bytes.slice();
+}
 
 /** The relay's link to one engine. */
 export class EngineLink {
@@ -98,19 +104,27 @@ export class EngineLink {
   }
 
   /** Starts following one request, or null when the engine has stopped. */
-  open(identity: IdentityHeaders, at: number): RelayObserver | null {
+  open(identity: IdentityHeaders, at: number, request?: RequestFacts): RelayObserver | null {
     if (this.stopped !== null) return null;
     const id = this.nextId++;
-    this.send({ t: "begin", id, at, identity });
+    this.send({ t: "begin", id, at, identity, request });
     return new RelayObserver(this, id);
+  }
+
+  /**
+   * A request forwarded without being mirrored, with its body (taken over) for the engine to tell whether it
+   * looks like a conversation, or one the tap refused (docs/DESIGN.md "Nothing forwarded unseen").
+   */
+  unseen(shape: string, reason: string, copy: BodyCopy, refused = false): void {
+    if (!("bytes" in copy)) return this.send({ t: "unseen", shape, reason, copy, refused });
+    const bytes = transferable(copy.bytes);
+    this.send({ t: "unseen", shape, reason, copy: { bytes }, refused }, [bytes.buffer as ArrayBuffer]);
   }
 
   /** Sends the request's bytes (taken over: the caller must not touch them again), or why there are none. */
   body(id: number, copy: BodyCopy): void {
     if (!("bytes" in copy)) return this.send({ t: "body", id, copy });
-    const { bytes } = copy;
-    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-    const owned = whole ? bytes : bytes.slice();
+    const owned = transferable(copy.bytes);
     this.send({ t: "body", id, copy: { bytes: owned } }, [owned.buffer as ArrayBuffer]);
   }
 

@@ -1,8 +1,12 @@
 /**
  * Forwards one request to the upstream and streams the answer back (docs/DESIGN.md "Passthrough"); for a
- * Messages API call the relay's observer copies the request and the answer to the mirror engine on the
- * way (docs/DESIGN.md "Off the relay path"). Web-standard Request/Response only; `fetch` is injected.
+ * conversation's turn, on any provider the tap knows (docs/DESIGN.md "Providers"), the relay's observer
+ * copies the request and the answer to the mirror engine on the way (docs/DESIGN.md "Off the relay path").
+ * Web-standard Request/Response only; `fetch` is injected.
  */
+import { awsRefusal, type Refusal } from "../protocol/providers/aws-signature.ts";
+import { pathShape } from "../protocol/providers/path-shape.ts";
+import { recognise } from "../protocol/providers/recognise.ts";
 import { identityHeaders } from "../protocol/session-id.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
 import { describe } from "../storage/events-log.ts";
@@ -27,6 +31,8 @@ export interface ForwardDeps {
   stopping: AbortSignal;
   /** Hears whether the upstream was reached (health and stderr lines); never sees credentials. */
   upstreamHealth: { failed(error: unknown, how: "unreachable" | "broke"): void; answered(): void };
+  /** Hears a request the tap answered itself rather than forward it (docs/DESIGN.md "Bedrock's signatures"). */
+  refused?: (refusal: Refusal, shape: string) => void;
 }
 
 /** Statuses whose responses carry no body (RFC 9110 §6.4.1). */
@@ -34,8 +40,32 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
 
 /** The Anthropic-shaped error answered when the upstream cannot be reached (docs/DESIGN.md "Passthrough"). */
 export function upstreamUnreachable(message: string): Response {
-  const body = { type: "error", error: { type: "api_error", message: `sessiontap: ${message}` } };
-  return new Response(JSON.stringify(body), { status: 502, headers: { "content-type": "application/json" } });
+  return tapError(502, "api_error", message);
+}
+
+/** An Anthropic-shaped error the tap answers itself. */
+function tapError(status: number, type: string, message: string): Response {
+  const body = { type: "error", error: { type, message: `sessiontap: ${message}` } };
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+/**
+ * A refusal in AWS's own error shape (docs/DESIGN.md "Bedrock's signatures"): the request was meant for AWS,
+ * and both AWS's SDK and the Anthropic SDK's Bedrock client show a top-level `message` as it is. A 400, not
+ * a 403: Claude Code takes a 403 from Bedrock for credentials it may refresh and retries it for minutes
+ * before it says anything, where a 400 is shown at once; and no retry can help.
+ */
+function awsRefused(message: string): Response {
+  const body = { __type: "ValidationException", message: `sessiontap: ${message}` };
+  return new Response(JSON.stringify(body), {
+    status: 400,
+    headers: { "content-type": "application/json", "x-amzn-errortype": "ValidationException", "x-should-retry": "false" },
+  });
+}
+
+/** True when the request says its body is JSON (the only bodies that can be a conversation). */
+function isJson(headers: Headers): boolean {
+  return /^application\/(?:[\w.+-]*\+)?json\b/i.test(headers.get("content-type")?.trimStart() ?? "");
 }
 
 /** Forwards `request` to the upstream: same method, path, query, headers (less hop-by-hop) and body bytes. */
@@ -44,12 +74,21 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   // Only path and query are taken from the client: an absolute-form target or a Host header cannot
   // send the tap anywhere but the configured upstream.
   const target = deps.upstream + url.pathname + url.search;
-  // Only Messages API calls are mirrored (docs/DESIGN.md "The mirror"); everything else is relayed natively.
-  const observer = deps.engine !== null && request.method === "POST" && url.pathname === "/v1/messages"
-    ? deps.engine.open(identityHeaders(request.headers), deps.clock())
+  const refusal = awsRefusal(request.headers, deps.upstream);
+  if (refusal !== null) {
+    deps.refused?.(refusal, pathShape(url.pathname));
+    return awsRefused(refusal.message);
+  }
+  // Only a conversation's turns are mirrored (docs/DESIGN.md "Providers"); everything else is relayed natively,
+  // but a POST whose JSON body may be a conversation goes to the engine to be told apart (docs/DESIGN.md
+  // "Nothing forwarded unseen").
+  const seen = recognise(request.method, url.pathname);
+  const observer = deps.engine !== null && seen.kind === "conversation"
+    ? deps.engine.open(identityHeaders(request.headers), deps.clock(), { provider: seen.provider, model: seen.model })
     : null;
+  const unseen = deps.engine !== null && seen.kind === "other" && request.method === "POST" && isJson(request.headers) ? seen.reason : null;
   const signal = AbortSignal.any([request.signal, deps.stopping]);
-  const relayed = await relayBody(request, observer === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
+  const relayed = await relayBody(request, observer === null && unseen === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
   const pending = deps.fetch(target, {
     method: request.method,
     headers: upstreamRequestHeaders(request.headers, relayed.body instanceof ReadableStream),
@@ -60,6 +99,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   } as RequestInit);
   // The mirror gets the request's bytes once they went upstream: the engine reads them while the upstream works.
   if (observer !== null) void relayed.copy().then((copy) => observer.body(copy));
+  else if (unseen !== null) void relayed.copy().then((copy) => deps.engine!.unseen(pathShape(url.pathname), unseen, copy));
 
   let upstream: Response;
   try {

@@ -7,6 +7,7 @@
  *     following ──(end, cut, gave up: the engine is too far behind, or a failure here)──▶ done
  */
 import type { BodyCopy, CutBy, ToEngine } from "../mirror/messages.ts";
+import { responseFraming, responseRequestId } from "../protocol/providers/response-head.ts";
 
 /** What an observer needs of the engine's link (engine-link.ts). */
 export interface ObserverLink {
@@ -33,8 +34,8 @@ export class RelayObserver {
   /** The response head. Returns false when the response is not followed (only a 2xx answer is mirrored: docs/DESIGN.md "The mirror"). */
   head(status: number, headers: Headers): boolean {
     return this.guarded(() => {
-      const sse = (headers.get("content-type") ?? "").toLowerCase().includes("text/event-stream");
-      this.link.send({ t: "head", id: this.id, status, requestId: headers.get("request-id"), sse });
+      const framing = responseFraming(headers.get("content-type"));
+      this.link.send({ t: "head", id: this.id, status, requestId: responseRequestId(headers), framing });
       if (status >= 200 && status < 300) return true;
       this.finish({ t: "end", id: this.id });
       return false;

@@ -22,6 +22,8 @@ body{display:grid;grid-template-rows:auto minmax(0,1fr);grid-template-columns:mi
 #filters{display:flex;flex-wrap:wrap;gap:6px}
 #filters select,#filters input{flex:1 1 120px;min-width:0;padding:4px 6px;border:1px solid #ced4da;border-radius:6px;font:inherit;background:#fff}
 #totals{font-size:12px;color:#343a40}
+#unseen{font-size:12px;color:#7a4b00;background:#fff4e0;border-left:3px solid #e8a33d;padding:4px 6px;margin-top:6px}
+#unseen p{margin:0}
 #sessions,#results{list-style:none;margin:0;padding:0}
 #sessions li,#results li{border-bottom:1px solid #f1f3f5}
 #sessions a,#results a{display:block;padding:8px 10px;color:inherit;text-decoration:none;min-width:0}

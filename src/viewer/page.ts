@@ -20,7 +20,7 @@ export function viewerPage(nonce: string, version: string): string {
 <nav id="side" aria-label="Sessions"><div id="tools"><input id="search" type="search" placeholder="Search all sessions" autocomplete="off" aria-label="Search all sessions">
 <div id="filters"><select id="project" aria-label="Project"><option value="">All projects</option></select>
 <select id="when" aria-label="When"><option value="">Any time</option><option value="today">Today</option><option value="yesterday">Yesterday</option><option value="7">Last 7 days</option><option value="30">Last 30 days</option></select>
-<input id="day" type="date" aria-label="Active on this day"></div><div id="totals"></div></div>
+<input id="day" type="date" aria-label="Active on this day"></div><div id="totals"></div><div id="unseen" role="status" hidden></div></div>
 <ul id="sessions"></ul><ul id="results" hidden></ul></nav>
 <main id="main" class="conv"><div id="facts"><div class="empty">Pick a session.</div></div><div id="conversation"></div></main>
 <script nonce="${nonce.replace(/[^A-Za-z0-9+/=-]/g, "")}">${CLIENT_SCRIPT}</script>

@@ -28,6 +28,7 @@ function jobFor(session: string, messages: { role: string; content: unknown }[],
     skip: () => {},
     truncated: () => {},
     gaveUp: () => {},
+    log: () => {},
     clock: Date.now,
     maxMessageBytes: 1 << 25,
   };
@@ -37,7 +38,7 @@ function jobFor(session: string, messages: { role: string; content: unknown }[],
   const prepared = prepareRequest(new RequestReader(), identity, body, { version: "0.1.0", sideRequests: true });
   assert.ok(!isSkip(prepared), "the request is mirrored");
   follower.body(prepared);
-  follower.response(200, `req_retry_${n}`, true);
+  follower.response(200, `req_retry_${n}`, "sse");
   for (const chunk of textReply(answer, { id: `msg_retry_${n}` })) follower.feed(encode(chunk));
   follower.end();
   assert.ok(job !== null, "the follower made a commit");

@@ -80,15 +80,18 @@ export function claudeEnv(baseUrl: string, scratch: Scratch): Record<string, str
 
 /**
  * Runs `claude <args>` with cwd `scratch.project`; a run longer than `timeoutMs` is killed (timedOut: true).
- * `bin` picks the CLI (CLAUDE_BIN, 2.1.328, unless told otherwise).
+ * `bin` picks the CLI (CLAUDE_BIN, 2.1.328, unless told otherwise); `env` adds to (or overrides) its environment.
  */
-export function runClaude(args: string[], opts: { baseUrl: string; scratch: Scratch; timeoutMs?: number; bin?: string }): Promise<ClaudeRun> {
+export function runClaude(
+  args: string[],
+  opts: { baseUrl: string; scratch: Scratch; timeoutMs?: number; bin?: string; env?: Record<string, string> },
+): Promise<ClaudeRun> {
   const started = Date.now();
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return new Promise((resolve, reject) => {
     const child = spawn(opts.bin ?? CLAUDE_BIN, args, {
       cwd: opts.scratch.project,
-      env: claudeEnv(opts.baseUrl, opts.scratch),
+      env: { ...claudeEnv(opts.baseUrl, opts.scratch), ...opts.env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";

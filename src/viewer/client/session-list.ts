@@ -1,6 +1,6 @@
 /** The session list with its project and date filters and totals (a part of the client: see inline.ts). */
 import type { ViewerSession } from "../api-json.ts";
-import type { SessionList, ViewerApp } from "./viewer-app.ts";
+import type { HealthUnseen, SessionList, ViewerApp } from "./viewer-app.ts";
 
 /** The list part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
 export function sessionListPart(app: ViewerApp): SessionList {
@@ -52,7 +52,16 @@ export function sessionListPart(app: ViewerApp): SessionList {
     select.value = counts.has(chosen) ? chosen : "";
   }
 
+  /** Says what the tap forwarded without mirroring ("12 requests to /v2/… forwarded, not mirrored"), from its health. */
+  async function loadUnseen(): Promise<void> {
+    const mirror = (await app.getJson<HealthUnseen>("health")).body.mirror;
+    const lines = typeof mirror === "object" ? (mirror.notMirrored?.shapes || []).map((s) => s.said).filter((s) => typeof s === "string") : [];
+    ui.unseen.replaceChildren(...lines.map((line) => app.el("p", null, line + ": not in the mirror")));
+    ui.unseen.hidden = lines.length === 0;
+  }
+
   async function loadSessions(): Promise<void> {
+    loadUnseen().catch(app.failed("reading the tap's health"));
     state.sessions = (await app.getJson<ViewerSession[]>("api/sessions")).body;
     renderProjects();
     renderSessions();

@@ -30,11 +30,18 @@ export interface ClientUi {
   when: HTMLSelectElement;
   day: HTMLInputElement;
   totals: HTMLElement;
+  /** What the tap forwarded without mirroring (docs/DESIGN.md "Nothing forwarded unseen"), from its health. */
+  unseen: HTMLElement;
   sessions: HTMLUListElement;
   results: HTMLUListElement;
   main: HTMLElement;
   facts: HTMLElement;
   conversation: HTMLElement;
+}
+
+/** What the client reads of `/_tap/health`: the lines saying what was forwarded and not mirrored. */
+export interface HealthUnseen {
+  mirror?: { notMirrored?: { shapes?: { said?: string }[] } } | string;
 }
 
 /** Small helpers every part uses: elements, the API, times, counts. */

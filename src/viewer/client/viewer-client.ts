@@ -24,6 +24,7 @@ export function viewerClient(parts: ClientParts): void {
     when: byId("when", HTMLSelectElement),
     day: byId("day", HTMLInputElement),
     totals: byId("totals", HTMLElement),
+    unseen: byId("unseen", HTMLElement),
     sessions: byId("sessions", HTMLUListElement),
     results: byId("results", HTMLUListElement),
     main: byId("main", HTMLElement),
