@@ -353,7 +353,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         assert.deepEqual(alerts.map((e) => e.state), [lost, "behind"], JSON.stringify(readEvents(tap.root).slice(-5)));
       });
 
-      it("restored, `claude --resume` shows the first typed prompt and no <system-reminder>; the guard sees it whole again", async () => {
+      it("restored, `claude --resume` lists it by its last prompt, as Claude Code lists its own, shows the prompts and no <system-reminder>; the guard sees it whole again", async () => {
         ran();
         const out = await cli(["restore", sessionId, "--mirror-dir", tap.root, "--force"], {}, { home: scratch.home, cwd: scratch.project });
         assert.equal(out.code, 0, out.stderr);
@@ -371,9 +371,10 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           height: 40,
         });
         try {
-          const picker = await term.waitFor("the session in the resume picker", (s: string) => s.includes(PROMPTS[0]) || s.includes("Resume session"), 20_000);
+          const picker = await term.waitFor("the session in the resume picker", (s: string) => s.includes("Resume session"), 20_000);
           assert.ok(!picker.includes("<system-reminder>"), picker);
-          await term.waitFor("the first prompt in the picker", (s: string) => s.includes(PROMPTS[0]), 10_000);
+          // The line Claude Code keeps for a session is its last prompt (its `last-prompt` record, which restore writes).
+          await term.waitFor("the last prompt in the picker", (s: string) => new RegExp(`❯ ${PROMPTS[2]}`).test(s), 10_000);
           await term.press("Enter");
           const screen = await term.waitFor("the resumed conversation", (s: string) => s.includes(`❯ ${PROMPTS[0]}`) && s.includes(PROMPTS[2]), 20_000);
           assert.ok(!screen.includes("<system-reminder>"), screen);

@@ -144,7 +144,8 @@ describe("list, show, export and restore read the store like the tree", () => {
     const written = readFileSync(`${scratch.dir}/claude-b/projects/${project}/${session}.jsonl`, "utf8");
     assert.equal(written, readFileSync(`${scratch.dir}/claude-a/projects/${project}/${session}.jsonl`, "utf8"));
     assert.ok(written.includes("hi-from-tool \\u0000 🦀"));
-    assert.equal(written.trim().split("\n").length, 7, "the title record and six records");
+    assert.equal(written.trim().split("\n").length, 8, "the title record, six records and the last prompt");
+    assert.match(written.trim().split("\n").at(-1)!, /^\{"type":"last-prompt",/);
     assert.match(written.split("\n")[0], /^\{"type":"ai-title","aiTitle":"Stub title \(reply \d+\)","sessionId":"0b1c2d3e-/);
     const agent = `projects/${project}/${session}/subagents/agent-a0store1.jsonl`;
     assert.equal(readFileSync(`${scratch.dir}/claude-b/${agent}`, "utf8"), readFileSync(`${scratch.dir}/claude-a/${agent}`, "utf8"));
