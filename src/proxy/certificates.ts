@@ -4,7 +4,7 @@
  * key signs nothing a verifier accepts for any other name), and a short-lived leaf per host, kept in memory.
  * No I/O: PEM text in and out.
  */
-import "reflect-metadata"; // @peculiar/x509's dependency injection needs the Reflect metadata API
+import "./reflect-polyfill.ts"; // first: @peculiar/x509 needs it as it loads
 import * as x509 from "@peculiar/x509";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from "@peculiar/asn1-x509";

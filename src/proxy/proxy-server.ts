@@ -86,7 +86,10 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       throw new ProxyStartError(`SESSIONTAP_PROXY_UPSTREAM names ${host}, a host the proxy does not terminate (add it to SESSIONTAP_PROXY_HOSTS)`);
     }
   }
-  const ca = await loadOrMakeCa(deps.fs, settings.caDir, table.names(), deps.clock());
+  const ca = await loadOrMakeCa(deps.fs, settings.caDir, table.names(), deps.clock()).catch((error) => {
+    if (error instanceof ProxyStartError) throw error;
+    throw new ProxyStartError(`the proxy's CA in ${settings.caDir} could not be read or made (${describe(error)})`);
+  });
   const stats = new ProxyStats(deps.log, deps.stderr, deps.clock, ca.certPath);
   const upstreams = new ProxyUpstreams(deps.clock, deps.stderr, deps.log);
   const leaves = new LeafCache(ca.ca, deps.clock);
