@@ -8,11 +8,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { mkdtempSync, rmSync, unlinkSync } from "node:fs";
+import { unlinkSync } from "node:fs";
 import { basename } from "node:path";
-import { tmpdir } from "node:os";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type ProxyTap, startProxyTap } from "../support/proxy-tap.ts";
 import {
   CLAUDE_BIN,
   CLAUDE_NEXT_BIN,
@@ -33,9 +32,8 @@ const main = (recs: Rec[]) => recs.filter((r) => r.type === "user" || r.type ===
 for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_BIN]]) {
   describe(`Claude Code ${version} through the tap's proxy, with no ANTHROPIC_BASE_URL`, { timeout: 180_000 }, () => {
     let stub: StubUpstream;
-    let tap: TestTap;
+    let tap: ProxyTap;
     let scratch: Scratch;
-    let caDir: string;
     let sessionId = "";
     let first: ClaudeRun;
     let resumed: ClaudeRun;
@@ -48,13 +46,7 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
 
     before(async () => {
       stub = await startStub();
-      caDir = mkdtempSync(`${tmpdir()}/sessiontap-ca-`);
-      tap = await startTestTap("http://127.0.0.1:9", {
-        SESSIONTAP_PROXY_PORT: "0",
-        SESSIONTAP_CA_DIR: `${caDir}/ca`,
-        SESSIONTAP_PROXY_UPSTREAM: `api.anthropic.com=${stub.url}`,
-        SESSIONTAP_PROXY_TUNNEL: "off",
-      });
+      tap = await startProxyTap(stub.url, ["api.anthropic.com"], { SESSIONTAP_PROXY_TUNNEL: "off" });
       scratch = makeScratch();
       const opts = {
         baseUrl: "unused",
@@ -83,7 +75,6 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
       await tap?.close();
       await stub?.close();
       scratch?.cleanup();
-      rmSync(caDir, { recursive: true, force: true });
     });
 
     it("answers with the tool call done, every request having come through the proxy", () => {
@@ -109,7 +100,9 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
       assert.equal(restoreRun.code, 0, restoreRun.stderr);
       assert.equal(resumed.code, 0, describeRun(resumed));
       assert.match(resumed.stdout.trim(), /^Done \(reply \d+\)\.$/);
-      const resumedBodies = stub.requests.slice(sentBeforeResume).filter((r) => r.url.startsWith("/v1/messages") && r.headers["x-claude-code-session-id"] === sessionId);
+      const resumedBodies = stub.requests.slice(sentBeforeResume).filter((r) =>
+        r.url.startsWith("/v1/messages") && r.headers["x-claude-code-session-id"] === sessionId
+      );
       assert.ok(resumedBodies.length >= 1);
       const body = Buffer.from(resumedBodies.at(-1)!.body).toString("utf8");
       for (const s of ["RUNTOOL please", "hi-from-tool", "a prompt after restore"]) assert.ok(body.includes(s), s);

@@ -6,13 +6,12 @@
 // without it, and one with tunnels off refuses every host it does not know. In-process taps, real sockets.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect as netConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { tmpdir } from "node:os";
 import { connectThrough, Incoming, readResponse, sendRequest, tlsThrough } from "../support/proxy-client.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { type ProxyTap, startProxyTap } from "../support/proxy-tap.ts";
+import { readEvents, type TestTap } from "../support/tap.ts";
 import { pollUntil } from "../support/poll.ts";
 
 const TIMEOUT_MS = 400;
@@ -50,28 +49,19 @@ async function intoTunnel(port: number, bytes: Uint8Array | string): Promise<{ t
 
 describe("bad input to the proxy", { timeout: 60_000 }, () => {
   let stub: StubUpstream;
-  let tap: TestTap;
-  let caDir: string;
+  let tap: ProxyTap;
   let port: number;
   let ca: string;
 
   before(async () => {
     stub = await startStub();
-    caDir = mkdtempSync(`${tmpdir()}/sessiontap-ca-`);
-    tap = await startTestTap(stub.url, {
-      SESSIONTAP_PROXY_PORT: "0",
-      SESSIONTAP_CA_DIR: `${caDir}/ca`,
-      SESSIONTAP_PROXY_UPSTREAM: `api.anthropic.com=${stub.url}`,
-      SESSIONTAP_PROXY_TIMEOUT_MS: String(TIMEOUT_MS),
-    });
-    port = tap.proxy!.port;
-    ca = readFileSync(tap.proxy!.ca.certPath, "utf8");
+    tap = await startProxyTap(stub.url, ["api.anthropic.com"], { SESSIONTAP_PROXY_TIMEOUT_MS: String(TIMEOUT_MS) });
+    [port, ca] = [tap.proxyPort, tap.caPem];
   });
 
   after(async () => {
     await tap?.close();
     await stub?.close();
-    rmSync(caDir, { recursive: true, force: true });
   });
 
   for (
@@ -204,28 +194,17 @@ describe("bad input to the proxy", { timeout: 60_000 }, () => {
 
 describe("who may use the proxy", { timeout: 60_000 }, () => {
   const TOKEN = "proxy-token-0123456789";
-  let tap: TestTap;
-  let caDir: string;
+  let tap: ProxyTap;
 
   before(async () => {
-    caDir = mkdtempSync(`${tmpdir()}/sessiontap-ca-`);
-    tap = await startTestTap("http://127.0.0.1:9", {
-      SESSIONTAP_TOKEN: TOKEN,
-      SESSIONTAP_PROXY_PORT: "0",
-      SESSIONTAP_CA_DIR: `${caDir}/ca`,
-      SESSIONTAP_PROXY_TUNNEL: "off",
-      SESSIONTAP_PROXY_TIMEOUT_MS: String(TIMEOUT_MS),
-    });
+    tap = await startProxyTap("http://127.0.0.1:9", [], { SESSIONTAP_TOKEN: TOKEN, SESSIONTAP_PROXY_TUNNEL: "off" });
   });
 
-  after(async () => {
-    await tap?.close();
-    rmSync(caDir, { recursive: true, force: true });
-  });
+  after(() => tap?.close());
 
   it("with a token, a CONNECT without it, or with another, is a 407 asking for it", async () => {
     for (const auth of [null, `Basic ${btoa("sessiontap:guess-guess-guess")}`, "Bearer guess-guess-guess-guess", `Basic ${btoa(TOKEN)}`]) {
-      const tunnel = await connectThrough(tap.proxy!.port, "api.anthropic.com:443", auth === null ? {} : { "proxy-authorization": auth });
+      const tunnel = await connectThrough(tap.proxyPort, "api.anthropic.com:443", auth === null ? {} : { "proxy-authorization": auth });
       assert.equal(tunnel.status, 407, String(auth));
       assert.equal(tunnel.headers["proxy-authenticate"], 'Basic realm="sessiontap"');
       assert.match(tunnel.text, /needs the tap's token: HTTPS_PROXY=http:\/\/sessiontap:<TOKEN>@HOST:PORT/);
@@ -235,7 +214,7 @@ describe("who may use the proxy", { timeout: 60_000 }, () => {
 
   it("the token as Basic credentials (any user name, as HTTPS_PROXY=http://user:TOKEN@… sends it) or as a Bearer token opens the tunnel", async () => {
     for (const auth of [`Basic ${btoa(`sessiontap:${TOKEN}`)}`, `Basic ${btoa(`anyone:${TOKEN}`)}`, `Bearer ${TOKEN}`]) {
-      const tunnel = await connectThrough(tap.proxy!.port, "api.anthropic.com:443", { "proxy-authorization": auth });
+      const tunnel = await connectThrough(tap.proxyPort, "api.anthropic.com:443", { "proxy-authorization": auth });
       assert.equal(tunnel.status, 200, auth);
       tunnel.socket.destroy();
     }
@@ -244,7 +223,7 @@ describe("who may use the proxy", { timeout: 60_000 }, () => {
   it("with tunnels off, a host the tap does not know is refused, and one shaped like a provider's but not covered is said once", async () => {
     const auth = { "proxy-authorization": `Bearer ${TOKEN}` };
     for (const target of ["example.com:443", "zz-mars9-aiplatform.googleapis.com:443", "zz-mars9-aiplatform.googleapis.com:443"]) {
-      const tunnel = await connectThrough(tap.proxy!.port, target, auth);
+      const tunnel = await connectThrough(tap.proxyPort, target, auth);
       assert.equal(tunnel.status, 403, target);
       assert.match(tunnel.text, /tunnels only the API hosts it knows \(SESSIONTAP_PROXY_TUNNEL=off\)/);
     }

@@ -7,12 +7,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
-import { tmpdir } from "node:os";
 import { Incoming, readResponse, sendRequest, tlsThrough } from "../support/proxy-client.ts";
 import { sseEvent, startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { type ProxyTap, startProxyTap } from "../support/proxy-tap.ts";
+import { allRecords, readEvents, type TestTap } from "../support/tap.ts";
 import { makeServerCerts, type TestCerts } from "../support/test-certs.ts";
 import { pollUntil } from "../support/poll.ts";
 
@@ -38,27 +38,19 @@ async function proxyHealth(tap: TestTap): Promise<any> {
 
 describe("proxy mode: a known host terminated and mirrored, any other host tunnelled blind", { timeout: 60_000 }, () => {
   let stub: StubUpstream;
-  let tap: TestTap;
-  let caDir: string;
+  let tap: ProxyTap;
   let ca: string;
   let port: number;
 
   before(async () => {
     stub = await startStub();
-    caDir = mkdtempSync(`${tmpdir()}/sessiontap-ca-`);
-    tap = await startTestTap(stub.url, {
-      SESSIONTAP_PROXY_PORT: "0",
-      SESSIONTAP_CA_DIR: `${caDir}/ca`,
-      SESSIONTAP_PROXY_UPSTREAM: `api.anthropic.com=${stub.url},${VERTEX}=${stub.url},${BEDROCK}=${stub.url}`,
-    });
-    port = tap.proxy!.port;
-    ca = readFileSync(tap.proxy!.ca.certPath, "utf8");
+    tap = await startProxyTap(stub.url, ["api.anthropic.com", VERTEX, BEDROCK]);
+    [port, ca] = [tap.proxyPort, tap.caPem];
   });
 
   after(async () => {
     await tap?.close();
     await stub?.close();
-    rmSync(caDir, { recursive: true, force: true });
   });
 
   it("a Messages API request is forwarded with its bytes unchanged and mirrored as in base-URL mode", async () => {

@@ -63,7 +63,13 @@ describe("a tap process in proxy mode beyond loopback, forwarding over TLS", { t
   it("with it, a request goes upstream over TLS with its bytes unchanged, and is mirrored", async () => {
     const socket = await tlsThrough(proxyPort, "api.anthropic.com", 443, ca, { "proxy-authorization": `Basic ${btoa(`sessiontap:${token}`)}` });
     const body = JSON.stringify({ model: "m", max_tokens: 5, stream: true, messages: [{ role: "user", content: "over TLS upstream" }] });
-    sendRequest(socket, "POST", "/v1/messages", { "content-type": "application/json", "x-api-key": "sk-test", "x-claude-code-session-id": "tls-upstream" }, body);
+    sendRequest(
+      socket,
+      "POST",
+      "/v1/messages",
+      { "content-type": "application/json", "x-api-key": "sk-test", "x-claude-code-session-id": "tls-upstream" },
+      body,
+    );
     const answer = await readResponse(new Incoming(socket));
     assert.equal(answer.status, 200);
     assert.match(answer.body.toString("utf8"), /event: message_stop/);
