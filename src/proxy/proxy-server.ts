@@ -142,13 +142,13 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
         timeoutMs: settings.timeoutMs,
         idleMs: IDLE_MS,
         readWholeBytes,
-        busy: (yes) => busy.set(socket, yes),
+        // Only while open: a late word about a closed socket would keep a stop waiting for it.
+        busy: (yes) => void (busy.has(socket) && busy.set(socket, yes)),
         stopping: () => stopping,
       });
     }
     if (known.kind === "uncovered") stats.uncovered(target.host, known.provider);
     if (!settings.tunnel) return refuse(socket, "tunnel-off", 403, "this proxy tunnels only the API hosts it knows (SESSIONTAP_PROXY_TUNNEL=off)");
-    busy.set(socket, true);
     return tunnel(socket, reader, target.host, target.port, { stats, timeoutMs: settings.timeoutMs });
   };
 

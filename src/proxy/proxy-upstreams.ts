@@ -25,7 +25,7 @@ export class ProxyUpstreams {
   reporter(upstream: string): ForwardDeps["upstreamHealth"] {
     let health = this.known.get(upstream);
     if (health === undefined) {
-      health = new UpstreamHealth(upstream, this.clock, this.stderr);
+      health = new UpstreamHealth(upstream, this.clock, this.stderr, "Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host");
       if (this.known.size < MAX_UPSTREAMS) this.known.set(upstream, health);
     }
     const h = health;

@@ -200,3 +200,29 @@ describe("proxy mode: a known host terminated and mirrored, any other host tunne
     await pollUntil(() => readEvents(tap.root), (events) => events.some((e) => e.action === "start" && e.proxyPort === port));
   });
 });
+
+describe("proxy mode: an upstream that cannot be reached", { timeout: 30_000 }, () => {
+  let tap: ProxyTap;
+  before(async () => void (tap = await startProxyTap("http://127.0.0.1:9", ["api.anthropic.com"])));
+  after(() => tap?.close());
+
+  it("answers 502 as base-URL mode does, and says so on stderr, in health and in the events log", async () => {
+    const socket = await tlsThrough(tap.proxyPort, "api.anthropic.com", 443, tap.caPem);
+    sendRequest(socket, "POST", "/v1/messages", apiHeaders("unreachable"), messagesBody("unreachable", "anyone there?"));
+    const answer = await readResponse(new Incoming(socket));
+    socket.destroy();
+    assert.equal(answer.status, 502);
+    assert.match(JSON.parse(answer.body.toString("utf8")).error.message, /^sessiontap: upstream 127\.0\.0\.1:9 could not be reached/);
+    const health = await (await fetch(`${tap.url}/_tap/health`)).json();
+    assert.equal(health.status, "degraded");
+    assert.match(health.problems.join("\n"), /^upstream: 127\.0\.0\.1:9 failing since /m);
+    assert.equal(health.proxy.upstreams["http://127.0.0.1:9"].failing, true);
+    assert.match(
+      tap.stderrLines.join("\n"),
+      /upstream 127\.0\.0\.1:9 cannot be reached .*Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host/,
+    );
+    await tap.settled();
+    const logged = await pollUntil(() => readEvents(tap.root), (events) => events.some((e) => e.action === "upstream-error"));
+    assert.equal(logged.find((e) => e.action === "upstream-error")?.upstream, "127.0.0.1:9");
+  });
+});
