@@ -118,6 +118,7 @@ export async function connectThrough(
 ): Promise<{ socket: Socket; incoming: Incoming; status: number; headers: Record<string, string>; text: string }> {
   const socket = netConnect({ host: "127.0.0.1", port: proxyPort });
   await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  socket.setNoDelay(true);
   const incoming = new Incoming(socket);
   const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
   socket.write(`CONNECT ${target} HTTP/1.1\r\nhost: ${target}\r\n${extra}\r\n`);
