@@ -94,6 +94,24 @@ describe("proxy mode: a known host terminated and mirrored, any other host tunne
     assert.deepEqual(allRecords(`${tap.root}/kept-alive`).map((r) => r.type), ["user", "assistant", "user", "assistant"]);
   });
 
+  it("a large body (past the read-first bound on Bun, so streamed there) reaches the upstream whole, with its length, and is mirrored", async () => {
+    const big = "x".repeat(2 * 1024 * 1024);
+    const body = messagesBody("large-body", big);
+    const socket = await tlsThrough(port, "api.anthropic.com", 443, ca);
+    const seen = stub.requests.length;
+    sendRequest(socket, "POST", "/v1/messages", apiHeaders("large-body"), body);
+    const answer = await readResponse(new Incoming(socket));
+    socket.destroy();
+    assert.equal(answer.status, 200);
+    assert.equal(stub.requests[seen].headers["content-length"], String(Buffer.byteLength(body)));
+    assert.equal(stub.requests[seen].headers["transfer-encoding"], undefined);
+    assert.equal(Buffer.from(stub.requests[seen].body).toString("utf8"), body);
+    await tap.settled();
+    const records = allRecords(`${tap.root}/large-body`);
+    assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
+    assert.equal((records[0].message as { content: string }).content.length, big.length);
+  });
+
   it("an answer streams event by event, and a client that leaves stops the upstream", async () => {
     const first = sseEvent("message_start", {
       type: "message_start",
