@@ -160,7 +160,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     });
     socket.on("error", () => undefined); // every reader of the socket sees the error as an end
     handle(socket).catch((error) => {
-      deps.stderr(`sessiontap: proxy: internal error on a connection: ${(error as Error).message}`);
+      stats.internalError(describe(error));
       socket.destroy();
     });
   });

@@ -22,6 +22,8 @@ export interface ProxyCounts {
   refused: Record<string, number>;
   /** Terminated connections whose TLS or HTTP failed, by reason. */
   failed: Record<string, number>;
+  /** Connections the proxy itself failed (a bug: each is one stderr line too). */
+  internalErrors: number;
 }
 
 /** The proxy's counters and its events-log and stderr lines. */
@@ -33,6 +35,7 @@ export class ProxyStats {
     uncovered: 0,
     refused: {},
     failed: {},
+    internalErrors: 0,
   };
   private readonly uncoveredSeen = new Set<string>();
   private lastHint = Number.NEGATIVE_INFINITY;
@@ -63,6 +66,13 @@ export class ProxyStats {
         } the proxy's certificate for ${host}, most likely because it does not trust the tap's CA: start it with NODE_EXTRA_CA_CERTS=${this.certPath}`,
       );
     }
+  }
+
+  /** The proxy failed a connection itself: counted, logged, and said on stderr. */
+  internalError(error: string): void {
+    this.counts.internalErrors++;
+    this.log("proxy-error", { error });
+    this.stderr(`sessiontap: proxy: internal error on a connection (${error}); the connection was closed`);
   }
 
   /** A tunnel opened to a host the proxy does not know. */

@@ -185,6 +185,7 @@ describe("bad input to the proxy", { timeout: 60_000 }, () => {
     const health = await (await fetch(`${tap.url}/_tap/health`)).json();
     assert.equal(health.status, "ok", JSON.stringify(health.problems));
     assert.equal(health.internalErrors, 0);
+    assert.equal(health.proxy.internalErrors, 0);
     assert.deepEqual(health.proxy.refused, { "bad-target": 5, "bad-head": 1, "head-too-large": 1, "not-connect": 1, "head-timeout": 1 });
     const { "certificate-refused": refused = 0, "closed-in-handshake": hungUp = 0, ...failed } = health.proxy.failed;
     assert.deepEqual(failed, { "handshake-timeout": 2, "handshake-failed": 1, "plain-http": 1, "bad-request": 2 });

@@ -213,6 +213,7 @@ describe("proxy mode: a known host terminated and mirrored, any other host tunne
     const health = await (await fetch(`${tap.url}/_tap/health`)).json();
     assert.equal(health.status, "ok", JSON.stringify(health.problems));
     assert.equal(health.internalErrors, 0);
+    assert.equal(health.proxy.internalErrors, 0);
     assert.equal(health.proxy.port, port);
     assert.equal(health.proxy.ca, tap.proxy!.ca.certPath);
     await pollUntil(() => readEvents(tap.root), (events) => events.some((e) => e.action === "start" && e.proxyPort === port));
