@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `deno task compile`: dist/sessiontap-deno with `deno compile`, from deno.compile.json's three runtime
+// `deno task compile`: dist/sessiontap-deno with `deno compile`, from deno.compile.json's runtime
 // dependencies (not all of node_modules). deno compile builds on its `denort` base binary: DENORT_BIN
 // names one, else Deno downloads it. Two ways that goes wrong are caught here and said in one line: no
 // denort to be had (offline), and a DENORT_BIN that is the deno CLI itself, from which deno compile writes

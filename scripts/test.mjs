@@ -219,6 +219,7 @@ if (want("binary")) {
   ];
   binaryTests.push("./test/cli/reading.test.ts"); // search, usage and list as a user runs them
   binaryTests.push("./test/binary/viewer.test.ts"); // the viewer's client as Bun minified it, in Chromium
+  binaryTests.push("./test/proxy/proxy-process.test.ts"); // proxy mode: its CA and leaves made inside the binary
   await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
 stopCluster();

@@ -7,6 +7,7 @@ import { runtimeName } from "../runtime/index.ts";
 import { describe } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { redactUrl } from "../store/pg-client.ts";
+import { ProxyStartError } from "../proxy/proxy-error.ts";
 import { PriceFileError } from "../usage/prices.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/index.ts";
@@ -30,9 +31,9 @@ export async function runServe(
     tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n"), workerUrl: io.workerUrl });
   } catch (error) {
     const code = (error as { code?: string }).code ?? "";
-    const listening = !(error instanceof PriceFileError) &&
+    const listening = !(error instanceof PriceFileError) && !(error instanceof ProxyStartError) &&
       (["EADDRINUSE", "EACCES", "EADDRNOTAVAIL", "EPERM"].includes(code) || /address|port/i.test(String((error as Error).message)));
-    const why = error instanceof PriceFileError ? error.message : describe(error);
+    const why = error instanceof PriceFileError || error instanceof ProxyStartError ? error.message : describe(error);
     io.stderr(listening ? `sessiontap: cannot listen on ${config.host}:${config.port} (${describe(error)})\n` : `sessiontap: cannot start: ${why}\n`);
     return 2;
   }
@@ -51,6 +52,14 @@ export async function runServe(
       : `  token      from ${config.tokenSource === "flag" ? "--token" : "SESSIONTAP_TOKEN"}`,
     `  login      ${tap.url}/_tap/login?token=${tap.token.generated ? tap.token.value : "<TOKEN>"}  (or send Authorization: Bearer <TOKEN>)`,
   ];
+  const proxy = proxyLines(config, tap);
+  if (tap.proxy !== null && tap.proxy.ca.made !== null && tap.proxy.ca.made !== "made") {
+    io.stderr(
+      `sessiontap: made a new proxy CA in ${
+        config.proxy!.caDir
+      } (the old one: ${tap.proxy.ca.made}); clients started with the old one must be restarted to trust it\n`,
+    );
+  }
   io.stdout(
     [
       `sessiontap ${VERSION} (${runtimeName()})`,
@@ -67,11 +76,13 @@ export async function runServe(
       ...(config.mirror && config.store !== null ? [`  store      ${redactUrl(config.store)}`] : []),
       ...replay,
       `  guard      ${tap.guard === null ? "off" : `watching Claude Code's transcripts under ${config.claudeDir}/projects`}`,
+      ...proxy.status,
       `  viewer     ${tap.url}/_tap/`,
       `  health     ${tap.url}/_tap/health`,
       ``,
       `  export ANTHROPIC_BASE_URL=${tap.url}`,
       ``,
+      ...proxy.exports,
     ].join("\n"),
   );
   const signal = await io.stopSignal;
@@ -99,4 +110,29 @@ export async function runServe(
     return 1;
   }
   return 0;
+}
+
+/** A path as a shell word. */
+function shellWord(path: string): string {
+  return /^[A-Za-z0-9_./:@%+=-]+$/.test(path) ? path : `'${path.replace(/'/g, "'\\''")}'`;
+}
+
+/** The startup block's proxy lines (docs/DESIGN.md "Proxy mode"): where it listens, its CA, and the two lines to export. */
+function proxyLines(config: Readonly<Config>, tap: RunningTap): { status: string[]; exports: string[] } {
+  if (tap.proxy === null) return { status: [], exports: [] };
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const credentials = tap.token === null ? "" : `sessiontap:${tap.token.generated ? tap.token.value : "<TOKEN>"}@`;
+  const made = tap.proxy.ca.made === null ? "" : " (made now)";
+  return {
+    status: [
+      `  proxy      http://${host}:${tap.proxy.port}  (CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts and forwards them as above; tunnels other hosts unread)`,
+      `  proxy CA   ${tap.proxy.ca.certPath}${made}  (trusted only by processes started with NODE_EXTRA_CA_CERTS)`,
+    ],
+    exports: [
+      `  or, in proxy mode (no ANTHROPIC_BASE_URL):`,
+      `  export HTTPS_PROXY=http://${credentials}${host}:${tap.proxy.port}`,
+      `  export NODE_EXTRA_CA_CERTS=${shellWord(tap.proxy.ca.certPath)}`,
+      ``,
+    ],
+  };
 }

@@ -10,6 +10,7 @@ import type { GuardHealth, GuardOptions } from "../guard/guard-options.ts";
 import type { GuardSessionView } from "../guard/watched-session.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
+import type { RunningProxy } from "../proxy/proxy-server.ts";
 import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
@@ -73,6 +74,8 @@ export interface RunningTap {
   guard: GuardHandle | null;
   /** What the start replayed from the spools of earlier runs. */
   replayed: Replayed;
+  /** The forward proxy (docs/DESIGN.md "Proxy mode"), or null when it is off. */
+  proxy: RunningProxy | null;
   /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
   token: { value: string; generated: boolean } | null;
   /**
@@ -193,6 +196,21 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     // A large body streams where the runtime keeps its length, and is read first where it would go chunked.
     readFirstBytes: streamedBodyKeepsLength() ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,
   };
+  // Loaded only when asked for: the certificate library costs a start ~70 ms.
+  const proxy = config.proxy === null ? null : await (await import("../proxy/proxy-server.ts")).startProxy(config.proxy, {
+    fs,
+    clock,
+    stderr,
+    forwardDeps,
+    host: config.host,
+    token: token?.value ?? null,
+    log: (action, fields) => link?.send({ t: "log", action, fields }),
+  }).catch(async (error) => {
+    // A proxy that cannot start stops the start: nothing started before it may keep running.
+    viewer.close();
+    await link?.stop(STOP_FLUSH_MS).catch(() => undefined);
+    throw error;
+  });
   const app = createApp({
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
@@ -201,23 +219,31 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       const asked = link === null ? null : await orAfter(link.health(), HEALTH_WAIT_MS, "late" as const).catch(() => null);
       const late = asked === "late" ? [`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`] : [];
       const engineHealth = asked === "late" ? null : asked;
-      return healthReport({
+      const report = healthReport({
         version: VERSION,
         runtime: runtimeName(),
         upstream,
         engine: engineHealth,
-        engineProblems: [...(link?.problems() ?? []), ...late],
+        engineProblems: [...(link?.problems() ?? []), ...late, ...(proxy?.problems() ?? [])],
         internalErrors,
       });
+      return proxy === null ? report : { ...report, proxy: proxy.health() };
     },
     viewer: viewer.deps,
     onError: internalError,
     token: token?.value ?? null,
     allowedHosts: allowedHosts(config.host),
   });
-  const server = await listen(app.fetch, { port: config.port, hostname: config.host, onError: internalError, cut });
+  const server = await listen(app.fetch, { port: config.port, hostname: config.host, onError: internalError, cut }).catch(async (error) => {
+    await proxy?.stop(0);
+    throw error;
+  });
   if (link !== null) {
-    link.send({ t: "log", action: "start", fields: { version: VERSION, runtime: server.runtime, port: server.port } });
+    link.send({
+      t: "log",
+      action: "start",
+      fields: { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) },
+    });
     // The first retention sweep runs shortly after start (within a minute), then lazily.
     // The engine reports a sweep's own failure; a refused query means the engine stopped, which
     // EngineLink.fail already said once on stderr and in health: nothing is left to report here.
@@ -235,11 +261,12 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       sweep: async () => void (await link.query("sweep", null)),
     },
     guard,
+    proxy,
     replayed: engine?.replayed ?? { commits: 0, files: [], waiting: 0 },
     token,
     async stop(closed) {
       viewer.close(); // open event streams would otherwise hold the drain to its bound
-      await server.stop(config.drainMs, closed);
+      await Promise.all([server.stop(config.drainMs, closed), proxy?.stop(config.drainMs)]);
       return link === null ? { kind: "none" as const } : await link.stop(STOP_FLUSH_MS);
     },
   };

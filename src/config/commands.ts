@@ -24,6 +24,7 @@ export const VALUE_FLAGS = new Set([
   "--token",
   "--since",
   "--session",
+  "--proxy-port",
 ]);
 /** Flags without a value. */
 export const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--regex", "--full", "--help", "-h", "--version", "-V"]);
@@ -69,6 +70,7 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
       f("--no-mirror", null, "forward only; write nothing at all (SESSIONTAP_MIRROR=off)"),
       claudeDir("whose transcripts the guard watches and the viewer checks"),
       f("--store", "URL", "also write every commit to a shared PostgreSQL store (SESSIONTAP_STORE)"),
+      f("--proxy-port", "N", "also answer as a forward proxy (HTTPS_PROXY) on port N (SESSIONTAP_PROXY_PORT; default off; 0 picks a free port)"),
     ],
     exit:
       "0 stopped by SIGINT/SIGTERM with everything written; 1 stopped with commits that could be saved nowhere; 2 a bad setting, an unusable mirror root, or the port is taken.",

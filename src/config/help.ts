@@ -42,6 +42,14 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_STORE_ONLY        false (true: the store only; the tree is its outage spool)
                       SESSIONTAP_PRICES            none (a JSON price file read over the built-in table:
                                                    list, show, usage, export and the viewer estimate costs)
+  --proxy-port N      SESSIONTAP_PROXY_PORT        off (also a forward proxy for HTTPS_PROXY: decrypts the
+                                                   API hosts it knows, tunnels the rest; 0 picks a port)
+                      SESSIONTAP_PROXY_HOSTS       none (more host names it decrypts, spoken to as the API)
+                      SESSIONTAP_PROXY_UPSTREAM    none (HOST=URL,...: send a known host's requests elsewhere)
+                      SESSIONTAP_PROXY_TUNNEL      on (off: refuse every host it does not know)
+                      SESSIONTAP_PROXY_TIMEOUT_MS  10000 (longest wait for a CONNECT or a TLS handshake)
+                      SESSIONTAP_CA_DIR            ~/.config/sessiontap (its CA; NODE_EXTRA_CA_CERTS names
+                                                   ca.pem there; $XDG_CONFIG_HOME/sessiontap when set)
 
 Exit status: 0 success, 1 the command found a problem, 2 a usage error. sessiontap CMD --help says more.
 `;

@@ -6,6 +6,7 @@ import { type Command, COMMANDS } from "./commands.ts";
 import { checkArgs, checkFlags, type Env, pick, splitArgs } from "./args.ts";
 import { expandHome, httpUrl, integer, onOff, sinceDate, storeUrl, upstreamUrl } from "./values.ts";
 import { UsageError } from "./usage-error.ts";
+import { type ProxySettings, proxySettings } from "./proxy-settings.ts";
 
 export { type Command, COMMANDS, UsageError };
 
@@ -67,6 +68,8 @@ export interface Config {
   full: boolean;
   /** A price file read over the built-in table (SESSIONTAP_PRICES), or null. */
   prices: string | null;
+  /** The forward proxy (docs/DESIGN.md "Proxy mode"), or null when `--proxy-port` / SESSIONTAP_PROXY_PORT is not set. */
+  proxy: Readonly<ProxySettings> | null;
   /** Where the settings that name places came from, so an error can name the one that chose it. */
   sources: { port: SettingSource; mirrorDir: SettingSource; claudeDir: SettingSource };
 }
@@ -184,6 +187,7 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
     regex,
     full: flags.has("--full"),
     prices,
+    proxy: proxySettings(flags, env, home),
     sources: {
       port: source("--port", "SESSIONTAP_PORT"),
       mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"),

@@ -21,6 +21,8 @@ export class UpstreamHealth {
     private readonly url: string,
     clock: () => number,
     stderr: (line: string) => void,
+    /** What the first failure's line tells the user to check. */
+    private readonly check = "Check --upstream / SESSIONTAP_UPSTREAM and the network",
   ) {
     this.alarm = new Alarm(clock, stderr);
     this.host = new URL(url).host;
@@ -35,7 +37,7 @@ export class UpstreamHealth {
         !first
           ? `sessiontap: upstream ${this.host} still failing: ${failures} attempts since ${this.alarm.state().failingSince} (${why})`
           : how === "unreachable"
-          ? `sessiontap: upstream ${this.host} cannot be reached (${why}); clients get 502 until it can. Check --upstream / SESSIONTAP_UPSTREAM and the network`
+          ? `sessiontap: upstream ${this.host} cannot be reached (${why}); clients get 502 until it can. ${this.check}`
           : `sessiontap: upstream ${this.host} broke off an answer mid-stream (${why}); the client saw the stream cut`,
     );
   }

@@ -78,20 +78,31 @@ export function claudeEnv(baseUrl: string, scratch: Scratch): Record<string, str
   };
 }
 
+/** `env` with `changes` made: a value set, null removed. */
+function withChanges(env: Record<string, string>, changes: Record<string, string | null>): Record<string, string> {
+  const out = { ...env };
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
+
 /**
  * Runs `claude <args>` with cwd `scratch.project`; a run longer than `timeoutMs` is killed (timedOut: true).
- * `bin` picks the CLI (CLAUDE_BIN, 2.1.328, unless told otherwise); `env` adds to (or overrides) its environment.
+ * `bin` picks the CLI (CLAUDE_BIN, 2.1.328, unless told otherwise); `env` changes the run's environment
+ * (null removes a variable: proxy mode runs with no ANTHROPIC_BASE_URL).
  */
 export function runClaude(
   args: string[],
-  opts: { baseUrl: string; scratch: Scratch; timeoutMs?: number; bin?: string; env?: Record<string, string> },
+  opts: { baseUrl: string; scratch: Scratch; timeoutMs?: number; bin?: string; env?: Record<string, string | null> },
 ): Promise<ClaudeRun> {
   const started = Date.now();
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return new Promise((resolve, reject) => {
     const child = spawn(opts.bin ?? CLAUDE_BIN, args, {
       cwd: opts.scratch.project,
-      env: { ...claudeEnv(opts.baseUrl, opts.scratch), ...opts.env },
+      env: withChanges(claudeEnv(opts.baseUrl, opts.scratch), opts.env ?? {}),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";

@@ -1,6 +1,7 @@
 // Loopback stand-in for the Anthropic Messages API, built on node:http so it behaves the same
 // under Bun and Deno. Tests script replies (enqueue / setDefault); every request is recorded.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
 import { readdirSync, readFileSync } from "node:fs";
 import { Buffer } from "node:buffer";
@@ -187,8 +188,11 @@ async function send(res: ServerResponse, rec: RecordedRequest, n: number, reply:
   }
 }
 
-/** Starts a stub upstream listening on 127.0.0.1, on `port` (default: one the OS assigns). */
-export function startStub(port = 0): Promise<StubUpstream> {
+/**
+ * Starts a stub upstream listening on 127.0.0.1, on `port` (default: one the OS assigns); with `tls` (a
+ * certificate for 127.0.0.1 and its key) it speaks HTTPS.
+ */
+export function startStub(port = 0, tls?: { certPem: string; keyPem: string }): Promise<StubUpstream> {
   const requests: RecordedRequest[] = [];
   const queue: Reply[] = [];
   let fallback: Reply = { kind: "conversation" };
@@ -207,7 +211,7 @@ export function startStub(port = 0): Promise<StubUpstream> {
       }),
   };
 
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
     const n = ++count;
     let markClosed!: () => void;
     const rec: RecordedRequest = {
@@ -240,7 +244,8 @@ export function startStub(port = 0): Promise<StubUpstream> {
       const reply = queue.length > 0 ? queue.shift()! : fallback;
       send(res, rec, n, reply, ctx).catch(() => res.destroy());
     });
-  });
+  };
+  const server = tls === undefined ? createServer(handler) : createTlsServer({ cert: tls.certPem, key: tls.keyPem }, handler);
   server.on("connection", (s: Socket) => {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
@@ -252,7 +257,7 @@ export function startStub(port = 0): Promise<StubUpstream> {
     server.listen(port, "127.0.0.1", () => {
       const port = (server.address() as { port: number }).port;
       resolve({
-        url: `http://127.0.0.1:${port}`,
+        url: `${tls === undefined ? "http" : "https"}://127.0.0.1:${port}`,
         port,
         requests,
         enqueue: (...replies) => void queue.push(...replies),

@@ -12,6 +12,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   cli: [
     "config",
     "runtime",
+    "proxy",
     "server",
     "tap",
     "mirror",
@@ -27,6 +28,7 @@ const MAY_IMPORT: Record<string, string[]> = {
     "version.ts",
   ],
   runtime: ["utils"],
+  proxy: ["config", "server", "tap", "storage", "utils"],
   server: ["viewer", "protocol", "utils"],
   tap: ["mirror", "storage", "protocol", "utils"],
   mirror: ["guard", "store", "writer", "storage", "protocol", "utils"],
