@@ -4,7 +4,7 @@
  * few helpers they share: finding SESSION, sizes, times.
  */
 import { type Config, settingName } from "../config/parse.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { buildTree, type Tree } from "../transcript/tree.ts";
 import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";

@@ -16,7 +16,7 @@ import { mirroredPrompts, promptKey, transcriptPromptKeys } from "../guard/promp
 import { tornLastLine } from "../transcript/transcript.ts";
 import { restorePath } from "../transcript/restore-plan.ts";
 import { buildTree } from "../transcript/tree.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { type ListEntry, SessionCatalog } from "../storage/session-catalog.ts";
 import type { Check } from "./doctor-check.ts";
 import type { CommandIo } from "./command-io.ts";

@@ -17,7 +17,7 @@
  *   guard's state and alerts (cli/doctor-transcripts.ts), each with the command that fixes it.
  */
 import type { Config } from "../config/parse.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
 import { type CommandIo, humanBytes } from "./command-io.ts";

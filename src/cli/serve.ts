@@ -4,7 +4,7 @@
  */
 import { type Config, settingName } from "../config/parse.ts";
 import { runtimeName } from "../runtime/index.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { redactUrl } from "../store/pg-client.ts";
 import { PriceFileError } from "../usage/prices.ts";

@@ -13,7 +13,7 @@ import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
-import { describe, describeBare } from "../storage/events-log.ts";
+import { describe, describeBare } from "../utils/describe-error.ts";
 import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { loadPrices } from "../storage/price-file.ts";

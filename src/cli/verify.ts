@@ -2,7 +2,7 @@
 import type { Config } from "../config/parse.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { verifyTree } from "../storage/verify-tree.ts";
 import { type CommandIo, noMirror } from "./command-io.ts";
 

@@ -19,7 +19,7 @@
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { Alarm } from "../utils/alarm.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { type GuardAlert, GuardAlerts } from "./alerts.ts";
 import { type GuardHealth, type GuardOptions, guardSettings } from "./guard-options.ts";
 import { LookBudget } from "./look-budget.ts";

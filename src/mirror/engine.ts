@@ -8,7 +8,7 @@
  */
 import { RequestReader } from "../protocol/request-reader.ts";
 import { Guard } from "../guard/guard.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { observeWrites } from "../storage/observed-fs.ts";

@@ -3,7 +3,7 @@
  * writes start failing, a reminder at most once a minute, one line when they work again; the same for the
  * events log; and the short problem strings `/_tap/health` lists while anything is wrong.
  */
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { Alarm } from "../utils/alarm.ts";
 
 /** The counts the problems are read from. */

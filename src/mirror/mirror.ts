@@ -5,7 +5,8 @@
  * health problem (mirror-alarms.ts).
  */
 import { DirLocks } from "../storage/dir-lock.ts";
-import { describe, type EventFields, EventsLog } from "../storage/events-log.ts";
+import { type EventFields, EventsLog } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
 import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/mirror-spool.ts";

@@ -6,7 +6,8 @@
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { placeOf } from "../protocol/conversation.ts";
-import { describe, type EventFields } from "../storage/events-log.ts";
+import type { EventFields } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { AppendResult, Cursor } from "../storage/mirror-tree.ts";
 import type { MirrorSpool } from "../storage/mirror-spool.ts";
 import type { CommitWriter } from "../writer/commit-writer.ts";

@@ -9,7 +9,7 @@ import process from "node:process";
 import { dirName } from "../protocol/session-id.ts";
 import type { DirLocks } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { describe } from "./events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { checkWhole } from "./publish.ts";
 import { untrusted } from "./trusted-path.ts";
 import { DIR_MODE, join } from "./paths.ts";

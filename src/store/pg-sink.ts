@@ -6,7 +6,8 @@
  * directly again: nothing lost, nothing doubled. The client never waits for any of it (docs/DESIGN.md
  * "Off the relay path"); nothing here rejects; every change of state is one events-log line.
  */
-import { describe, type EventFields } from "../storage/events-log.ts";
+import type { EventFields } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { selfOwner } from "../storage/process-identity.ts";
 import type { CommitSink } from "../writer/commit-sink.ts";

@@ -5,7 +5,7 @@
  */
 import { identityHeaders } from "../protocol/session-id.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { EngineLink } from "./engine-link.ts";
 import type { RelayObserver } from "./relay-observer.ts";
 import { relayBody } from "./request-body.ts";

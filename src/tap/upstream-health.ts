@@ -4,7 +4,7 @@
  * answer, passed on as it is, and counts as reaching it. One stderr line when it starts failing, a
  * reminder at most once a minute, one line when it answers again.
  */
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { Alarm, type AlarmState } from "../utils/alarm.ts";
 
 /** What health shows of the upstream. */
