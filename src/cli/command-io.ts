@@ -1,7 +1,7 @@
 /**
  * What the reading commands (list, show, export, restore, doctor) get from the outside world, in one
  * object a test can build: output, environment, working directory, filesystem, fetch and clock. Plus the
- * few helpers they share: finding SESSION, sizes, times.
+ * few helpers they share: finding SESSION, paths.
  */
 import { type Config, settingName } from "../config/parse.ts";
 import { describe } from "../utils/describe-error.ts";
@@ -103,21 +103,6 @@ export async function noMirror(config: Readonly<Config>, io: CommandIo): Promise
       : `sessiontap: the mirror root ${config.mirrorDir} (${settingName(config, "mirrorDir")}) is not a directory\n`,
   );
   return 1;
-}
-
-/** A byte count for people: 512 B, 15.2 KB, 3.4 MB. */
-export function humanBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ["KB", "MB", "GB", "TB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) (v /= 1024), i++;
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
-}
-
-/** An ISO time as `YYYY-MM-DD HH:MM` UTC, or "-". */
-export function shortTime(iso: string | null): string {
-  return iso === null ? "-" : iso.slice(0, 16).replace("T", " ");
 }
 
 /** Resolves `path` against `base` when relative (POSIX paths; the tap runs where Claude Code does). */

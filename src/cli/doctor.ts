@@ -20,7 +20,8 @@ import type { Config } from "../config/parse.ts";
 import { describe } from "../utils/describe-error.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
-import { type CommandIo, humanBytes } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
+import { bytesShort } from "../usage/format.ts";
 import type { Check } from "./doctor-check.ts";
 import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
 import { isObject } from "../protocol/json.ts";
@@ -103,7 +104,7 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   try {
     const { freeBytes } = await io.fs.statfs(root);
     const status = freeBytes < 100 * MIB ? "fail" : freeBytes < 1024 * MIB ? "warn" : "ok";
-    out.push({ check: "free space", status, detail: `${humanBytes(freeBytes)} free for ${root}${status === "ok" ? "" : ": a full disk stops the mirror"}` });
+    out.push({ check: "free space", status, detail: `${bytesShort(freeBytes)} free for ${root}${status === "ok" ? "" : ": a full disk stops the mirror"}` });
   } catch (error) {
     out.push({ check: "free space", status: "warn", detail: `could not tell (${(error as { code?: string }).code ?? (error as Error).message})` });
   }

@@ -12,10 +12,10 @@ import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
 import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";
 import { sourceName } from "../store/pg-reader.ts";
-import { usageLine } from "../usage/format.ts";
+import { bytesShort, usageLine } from "../usage/format.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
 import { totalsOf } from "../usage/totals.ts";
-import { type CommandIo, findSession, humanBytes, priceTable, useColor } from "./command-io.ts";
+import { type CommandIo, findSession, priceTable, useColor } from "./command-io.ts";
 
 /** Runs `show`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -53,8 +53,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
         : `${totals.answers} answer${totals.answers === 1 ? "" : "s"}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced)}`,
     ],
     config.store !== null
-      ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${humanBytes(summary.bytes)})`]
-      : ["Mirror", `${config.mirrorDir}/${summary.dir} (${summary.files} file${summary.files === 1 ? "" : "s"}, ${humanBytes(summary.bytes)})`],
+      ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${bytesShort(summary.bytes)})`]
+      : ["Mirror", `${config.mirrorDir}/${summary.dir} (${summary.files} file${summary.files === 1 ? "" : "s"}, ${bytesShort(summary.bytes)})`],
     [
       "Records",
       `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)` +

@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { hasControl, scrubControl, scrubLine } from "../../src/transcript/control-chars.ts";
 import { environmentSummary, injectedSummary } from "../../src/transcript/injected.ts";
+import { bytesShort } from "../../src/usage/format.ts";
 import { UTC } from "../../src/utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../../src/transcript/render-text.ts";
 import { regexMatcher, search, snippet, substringMatcher, termsMatcher } from "../../src/transcript/search.ts";
@@ -92,6 +93,10 @@ describe("one-line summaries", () => {
       environmentSummary(env),
       `environment from Claude Code (${(new TextEncoder().encode(env).length / 1024).toFixed(1)} KB; cwd /tmp/p, model claude-opus-5-5)`,
     );
+  });
+
+  it("sizes, as every reader shows them: bytes below 1 KB, else one decimal in the largest unit", () => {
+    assert.deepEqual([512, 1024, 15_565, 3_565_158, 5 * 1024 ** 4].map(bytesShort), ["512 B", "1.0 KB", "15.2 KB", "3.4 MB", "5.0 TB"]);
   });
 });
 
