@@ -13,13 +13,13 @@
  * time) does not take it again the next day.
  *
  * With the main conversation go the session's subagents (restore-subagents.ts) and, when the mirror saw
- * Claude Code name the session, its `ai-title` record (transcript/session-title.ts).
+ * Claude Code name the session, its `ai-title` record (transcript/title.ts).
  */
 import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../transcript/json-text.ts";
 import { isConversation } from "../transcript/records.ts";
 import { planRestore } from "../transcript/restore-plan.ts";
-import { sessionTitle, titleRecord } from "../transcript/session-title.ts";
+import { generatedTitle, titleRecord } from "../transcript/title.ts";
 import type { SessionSummary } from "../transcript/summary.ts";
 import { classifyTranscript, tornLastLine, type TranscriptState } from "../transcript/transcript.ts";
 import type { Tree } from "../transcript/tree.ts";
@@ -96,7 +96,7 @@ export async function restoreSession(
   const plan = planRestore(tree, { sessionId, cwd });
   if (plan.records.length === 0) return { ok: false, outcome: null, why: `session ${sessionId} has no user or assistant record to restore` };
   const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
-  const title = sessionTitle(session.others.side);
+  const title = generatedTitle(session.others.side);
   const subagents = planSubagents(session.others, { sessionId, cwd }, path);
   const info = await fs.lstat(path);
   if (info !== null && !info.isFile) {

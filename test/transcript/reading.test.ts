@@ -17,7 +17,7 @@ import { BUILTIN_PRICES } from "../../src/usage/prices.ts";
 import { rec } from "../support/recover.ts";
 
 const ESC = String.fromCharCode(27);
-const answer = (text: string, uuid = "t2") => rec("assistant", uuid, null, [{ type: "text", text }]);
+const answer = (text: string, uuid = "t2", parent: string | null = null) => rec("assistant", uuid, parent, [{ type: "text", text }]);
 
 describe("titles", () => {
   it("Claude Code's title answer is JSON with a title (2.x), or with isNewTopic (1.x), bare or fenced", () => {
@@ -30,14 +30,19 @@ describe("titles", () => {
     assert.equal(titleFromAnswer(rec("user", "u", null, `{"title": "a prompt, not an answer"}`)), null);
   });
 
-  it("the newest generated title wins; a title is one line without control characters", () => {
+  it("the newest answer to Claude Code's title request wins; a title is shown in one line without control characters", () => {
     const side = [
-      rec("user", "t1", null, "<session>x</session>"),
-      answer(`{"title": "First"}`),
-      answer("summary text", "t3"),
-      answer(`{"title": "Second\\n\\u001b[31mline"}`, "t4"),
+      rec("user", "t1", null, "<session>\nx\n</session>"),
+      answer(`{"title": "First"}`, "t2", "t1"),
+      rec("user", "t3", null, "<session>\nx y\n</session>"),
+      answer(`{"title": "Second\\n\\u001b[31mline"}`, "t4", "t3"),
+      answer("summary text", "t5", "t3"),
+      rec("user", "t6", null, "Summarise the conversation as JSON."),
+      answer(`{"title": "another side request's answer"}`, "t7", "t6"),
     ];
-    assert.equal(generatedTitle(side), "Second line");
+    assert.equal(sessionTitle(side, []), "Second line");
+    assert.equal(generatedTitle(side), "Second\n\u001b[31mline", "as Claude Code got it (restore writes it so)");
+    assert.equal(generatedTitle(side.slice(5)), null, "a JSON title that answers another request is not the session's title");
   });
 
   it("without one, the first prompt a person typed, cut to one line", () => {
