@@ -3,6 +3,7 @@
  * Messages API call the relay's observer copies the request and the answer to the mirror engine on the
  * way (docs/DESIGN.md "Off the relay path"). Web-standard Request/Response only; `fetch` is injected.
  */
+import { apiError } from "../protocol/api-error.ts";
 import { identityHeaders } from "../protocol/session-id.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
 import { describe } from "../utils/describe-error.ts";
@@ -34,8 +35,7 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
 
 /** The Anthropic-shaped error answered when the upstream cannot be reached (docs/DESIGN.md "Passthrough"). */
 export function upstreamUnreachable(message: string): Response {
-  const body = { type: "error", error: { type: "api_error", message: `sessiontap: ${message}` } };
-  return new Response(JSON.stringify(body), { status: 502, headers: { "content-type": "application/json" } });
+  return apiError(502, "api_error", message);
 }
 
 /** Forwards `request` to the upstream: same method, path, query, headers (less hop-by-hop) and body bytes. */
