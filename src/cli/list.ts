@@ -14,7 +14,8 @@ import { tokensShort, usd } from "../usage/format.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { totalTokens } from "../usage/tokens.ts";
 import { table } from "./table.ts";
-import { type CommandIo, noMirror, priceTable } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
+import { noMirror, priceTable } from "./load.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
 export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string, source?: SessionSource, prices?: PriceTable): Promise<ListEntry[]> {

@@ -6,7 +6,9 @@
  */
 import type { Config } from "../config/parse.ts";
 import { describeRestore, restoreSession } from "../storage/restore-session.ts";
-import { absolute, type CommandIo, findSession } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
+import { findSession } from "./load.ts";
+import { absolute } from "../storage/paths.ts";
 
 /** Runs `restore`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

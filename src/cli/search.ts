@@ -10,7 +10,8 @@ import { regexMatcher, search, type SearchHit, substringMatcher } from "../trans
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { sessionTitle } from "../transcript/title.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { type CommandIo, noMirror, useColor } from "./command-io.ts";
+import { type CommandIo, useColor } from "./command-io.ts";
+import { noMirror } from "./load.ts";
 
 /** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {

@@ -15,7 +15,8 @@ import { sourceName } from "../store/pg-reader.ts";
 import { bytesShort, usageLine } from "../usage/format.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
 import { totalsOf } from "../usage/totals.ts";
-import { type CommandIo, findSession, priceTable, useColor } from "./command-io.ts";
+import { type CommandIo, useColor } from "./command-io.ts";
+import { findSession, priceTable } from "./load.ts";
 
 /** Runs `show`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

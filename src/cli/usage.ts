@@ -12,7 +12,8 @@ import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, usageLine, usd } from "../usage/format.ts";
 import { type SessionAnswers, usageReport, type UsageRow } from "../usage/report.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
-import { type CommandIo, noMirror, priceTable } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
+import { noMirror, priceTable } from "./load.ts";
 import { table } from "./table.ts";
 
 /** A cost cell: the estimate, or the part that could be priced followed by "+?" when a model is unknown. */
