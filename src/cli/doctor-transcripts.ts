@@ -17,7 +17,7 @@ import { tornLastLine } from "../transcript/transcript.ts";
 import { restorePath } from "../transcript/restore-plan.ts";
 import { buildTree } from "../transcript/tree.ts";
 import { describe } from "../utils/describe-error.ts";
-import { type ListEntry, SessionCatalog } from "../storage/session-catalog.ts";
+import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
 import type { Check } from "./doctor-check.ts";
 import type { CommandIo } from "./command-io.ts";
 import { isObject } from "../protocol/json.ts";

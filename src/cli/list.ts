@@ -8,7 +8,7 @@ import { scrubLine } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
-import { type ListEntry, SessionCatalog } from "../storage/session-catalog.ts";
+import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, usd } from "../usage/format.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";

@@ -23,10 +23,10 @@ import { generatedTitle, titleRecord } from "../transcript/title.ts";
 import type { SessionSummary } from "../transcript/summary.ts";
 import { classifyTranscript, tornLastLine, type TranscriptState } from "../transcript/transcript.ts";
 import type { Tree } from "../transcript/tree.ts";
-import { transcriptPathFor } from "./claude-projects.ts";
-import type { FsAdapter } from "./fs-adapter.ts";
-import type { OtherConversations } from "./mirror-reader.ts";
-import { type Published, publishNew, replaceWithBackup } from "./publish.ts";
+import { transcriptPathFor } from "../storage/claude-projects.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { OtherConversations } from "../storage/mirror-reader.ts";
+import { type Published, publishNew, replaceWithBackup } from "../storage/publish.ts";
 import { planSubagents, type SubagentOutcome, writeSubagents } from "./restore-subagents.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
 
