@@ -50,6 +50,15 @@ export class MirrorEngine {
     // Every mirror write is told to the viewer (in the relay's thread), batched per turn of the event loop.
     const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
     const s = settings;
+    // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there. It logs through the mirror.
+    this.store = s.store === null ? null : new PgSink({
+      url: s.store,
+      fs: deps.fs,
+      root: s.root,
+      includeThinking: s.includeThinking,
+      maxSessions: s.maxSessions,
+      log: (action, fields) => this.mirror.log(action, fields),
+    });
     this.mirror = new Mirror({
       fs,
       root: s.root,
@@ -61,20 +70,11 @@ export class MirrorEngine {
       stderr: this.stderr,
       lockWaitMs: s.lockWaitMs,
       maxQueued: s.maxQueued,
+      store: this.store,
       files: !(s.store !== null && s.storeOnly),
       sync: s.sync,
       tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
     });
-    // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
-    this.store = s.store === null ? null : new PgSink({
-      url: s.store,
-      fs: deps.fs,
-      root: s.root,
-      includeThinking: s.includeThinking,
-      maxSessions: s.maxSessions,
-      log: (action, fields) => this.mirror.log(action, fields),
-    });
-    if (this.store !== null) this.mirror.addSink(this.store);
     const mirror = this.mirror;
     this.sink = {
       commit: (job) => mirror.commit(job),
@@ -214,7 +214,7 @@ export class MirrorEngine {
   health(): EngineHealth {
     const store = this.store;
     return {
-      problems: [...this.mirror.problems(), ...(store === null ? [] : storeProblems(store)), ...(this.guard?.problems() ?? [])],
+      problems: [...this.mirror.problems(), ...(store === null ? [] : storeProblems(store.health())), ...(this.guard?.problems() ?? [])],
       mirror: mirrorHealth(this.mirror),
       store: store === null ? "off" : store.health(),
       guard: this.guard === null ? "off" : this.guard.health(),

@@ -2,16 +2,15 @@
  * The mirror's and the store's parts of `/_tap/health` (docs/DESIGN.md "Health and exit"), built where they
  * live: in the engine. The relay adds the upstream's part and decides `status`.
  */
-import type { CommitSink } from "../writer/commit-sink.ts";
+import type { StoreHealth } from "../store/pg-sink.ts";
 import type { Mirror } from "./mirror.ts";
 
 /** The store's problems, from its own health. */
-export function storeProblems(store: CommitSink): string[] {
-  const h = store.health();
+export function storeProblems(h: StoreHealth): string[] {
   const out: string[] = [];
-  if (h.status === "unreachable") out.push(`store: unreachable (${Number(h.spooled ?? 0)} commits spooled; ${String(h.lastError ?? "")})`);
-  if (Number(h.dropped ?? 0) > 0) out.push(`store: ${Number(h.dropped)} commits could not be spooled and are not in the store`);
-  if (Number(h.setAside ?? 0) > 0) out.push(`store: ${Number(h.setAside)} commits refused by the store, kept in its spool's failed-*.jsonl`);
+  if (h.status === "unreachable") out.push(`store: unreachable (${h.spooled} commits spooled; ${h.lastError ?? ""})`);
+  if (h.dropped > 0) out.push(`store: ${h.dropped} commits could not be spooled and are not in the store`);
+  if (h.setAside > 0) out.push(`store: ${h.setAside} commits refused by the store, kept in its spool's failed-*.jsonl`);
   return out;
 }
 

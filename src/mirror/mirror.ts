@@ -15,7 +15,7 @@ import { MirrorAlarms } from "./mirror-alarms.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
 import { TreeTarget } from "../writer/tree-target.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
-import type { CommitSink } from "../writer/commit-sink.ts";
+import type { PgSink } from "../store/pg-sink.ts";
 import { RetentionSweeper } from "./retention.ts";
 import { type Replayed, TreeWrites, type Unwritten } from "./tree-writes.ts";
 import { join } from "../storage/paths.ts";
@@ -37,8 +37,8 @@ export interface MirrorOptions {
   lockWaitMs?: number;
   /** Most commits kept in memory while writes fail (default 1000). */
   maxQueued?: number;
-  /** Other places every commit goes (a shared store). */
-  sinks?: CommitSink[];
+  /** The shared store every commit also goes to, or null. */
+  store: PgSink | null;
   /** Write the local tree (default true; false when a store replaces it). */
   files?: boolean;
   /** Where unwritten commits go at shutdown when the root refuses them (default: under the system temp dir). */
@@ -87,13 +87,11 @@ export class Mirror {
   private readonly pending = new Set<Promise<void>>();
   private readonly sweeper: RetentionSweeper;
   readonly alarms: MirrorAlarms;
-  private readonly sinks: CommitSink[];
   /** Told of each commit once its writes settled (the guard). */
   private readonly committed: ((job: CommitJob) => void)[] = [];
 
   constructor(readonly options: MirrorOptions) {
     const { fs, root, clock } = options;
-    this.sinks = [...(options.sinks ?? [])];
     this.tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true);
     this.events = new EventsLog(fs, root, clock, {
       failed: (error) => this.alarms.eventsLogFailed(error),
@@ -159,21 +157,16 @@ export class Mirror {
     }, (error) => this.fail("sweep", error));
   }
 
-  /** Adds a place every later commit also goes (a shared store built after the mirror, since it logs through it). */
-  addSink(sink: CommitSink): void {
-    this.sinks.push(sink);
-  }
-
   /** Adds a listener told of every commit after its writes settled; it must return at once (it runs on the engine's write path). */
   onCommitted(listener: (job: CommitJob) => void): void {
     this.committed.push(listener);
   }
 
-  /** Writes one response's records to the tree (after any that wait for an earlier failure) and to every sink; never rejects. */
+  /** Writes one response's records to the tree (after any that wait for an earlier failure) and to the store; never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
-    const writes = this.sinks.map((sink) => this.track(sink.commit(job)));
+    const writes = this.options.store === null ? [] : [this.track(this.options.store.commit(job))];
     if (this.options.files !== false) writes.push(this.track(this.writes.write(job)));
     return Promise.all(writes).then(() => {
       for (const listener of this.committed) {
@@ -258,8 +251,8 @@ export class Mirror {
   /** Tries every backlog once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
     this.writes.retryAll();
-    const sinks = this.sinks.map((sink) => sink.flush(boundMs));
-    await settlesWithin(Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), boundMs);
+    const store = this.options.store?.flush(boundMs);
+    await settlesWithin(Promise.all([...this.pending, this.sweeper.settled(), store]).then(() => this.events.flush()), boundMs);
   }
 
   /**
