@@ -101,8 +101,7 @@ export class MirrorEngine {
       }));
       this.mirror.onCommitted((job) => guard.observe(job));
     }
-    this.store?.start();
-    const replayed = await this.mirror.replaySpool();
+    const replayed = await this.mirror.start();
     return { replayed, guard: this.guard !== null };
   }
 
@@ -195,8 +194,8 @@ export class MirrorEngine {
       case "stats":
         return { ...this.mirror.stats, following: this.followers.size };
       case "sweep":
-        this.mirror.maybeSweep();
-        await this.mirror.sweepDone();
+        this.mirror.sweeper.maybe();
+        await this.mirror.sweeper.settled();
         return null;
       case "guardInspect":
         return this.guard?.inspect(String(arg)) ?? null;
@@ -225,7 +224,6 @@ export class MirrorEngine {
   async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
     this.guard?.stop();
     const unwritten = await this.mirror.stop(boundMs);
-    await this.store?.close();
     this.flushWrote();
     return unwritten;
   }

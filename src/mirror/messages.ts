@@ -6,9 +6,8 @@
  */
 import type { GuardAlert } from "../guard/alerts.ts";
 import type { EventFields } from "../storage/events-log.ts";
-import type { MirrorOptions, MirrorStats } from "./mirror.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
-import type { Replayed, Unwritten } from "./tree-writes.ts";
+import type { MirrorOptions, MirrorStats, Replayed, Unwritten } from "./mirror.ts";
 
 /** The settings the engine is built from (a Config's mirror part, plain data: it crosses into the Worker). */
 export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" | "retentionDays" | "maxSessions" | "includeThinking" | "sync"> {

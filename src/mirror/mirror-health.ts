@@ -22,6 +22,6 @@ export function mirrorHealth(mirror: Mirror): Record<string, unknown> {
     writes: mirror.alarms.writes.state(),
     eventsLog: mirror.alarms.eventsLog.state(),
     eventsLogFailures: mirror.events.failures,
-    sessionsInMemory: mirror.sessionsInMemory,
+    sessionsInMemory: mirror.writer.size,
   };
 }
