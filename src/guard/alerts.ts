@@ -107,13 +107,4 @@ export class GuardAlerts {
   list(): GuardAlert[] {
     return [...this.active.values()].sort((a, b) => a.since.localeCompare(b.since));
   }
-
-  /** The alerts as health problems. */
-  problems(): string[] {
-    return this.list().map((a) =>
-      `guard: Claude Code's transcript of ${a.sessionId} ${
-        a.state === "behind" ? `is behind the mirror (lacks ${a.lacking ?? 0} prompts)` : a.state === "stub" ? "is a stub" : "is missing"
-      }: ${a.command}`
-    );
-  }
 }

@@ -21,7 +21,7 @@ import type { CommitJob } from "../protocol/commit-job.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 import { type GuardAlert, GuardAlerts } from "./alerts.ts";
-import { type GuardHealth, type GuardOptions, guardSettings } from "./guard-options.ts";
+import { type GuardOptions, guardSettings } from "./guard-options.ts";
 import { LookBudget } from "./look-budget.ts";
 import { promptCandidates, promptKey } from "./prompts.ts";
 import { lookAt } from "./transcript-look.ts";
@@ -32,6 +32,18 @@ import { followBranch, type GuardSessionView, newWatched, notePrompt, viewOf, ty
 const CATCH_UP_MS = 200;
 /** Added to a wait for a prompt to settle, so the look never comes a clock tick early. */
 const SLACK_MS = 20;
+
+/** What health shows of the guard. */
+export interface GuardHealth {
+  /** Sessions with a turn in the last `activeMs`. */
+  watching: number;
+  /** Sessions whose transcript the guard has never found (Claude Code writes none, or elsewhere). */
+  notFound: number;
+  alerts: GuardAlert[];
+  looks: number;
+  bytesRead: number;
+  errors: number;
+}
 
 /** The guard of one tap. */
 export class Guard {
@@ -104,13 +116,9 @@ export class Guard {
     return { watching, notFound, alerts: this.alerts.list(), looks: this.looks, bytesRead: this.bytesRead, errors: this.errors };
   }
 
-  /** Health problems: every alert, and a transcript the guard cannot read. */
-  problems(): string[] {
-    const out = this.alerts.problems();
-    if (this.readAlarm.failing) {
-      out.push(`guard: cannot read Claude Code's transcripts (${this.readAlarm.state().lastError ?? "error"}): the guard is blind to them`);
-    }
-    return out;
+  /** Why Claude Code's transcripts cannot be read, while they cannot (a health problem: the guard is blind), else null. */
+  get readFailure(): string | null {
+    return this.readAlarm.failing ? (this.readAlarm.state().lastError ?? "error") : null;
   }
 
   /** Stops every timer (the tap is stopping). */

@@ -13,9 +13,9 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { observeWrites } from "../storage/observed-fs.ts";
 import { PgSink } from "../store/pg-sink.ts";
-import type { EngineHealth, EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
+import type { EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
 import { Mirror, type Replayed } from "./mirror.ts";
-import { mirrorHealth, storeProblems } from "./mirror-health.ts";
+import { engineHealth } from "./health.ts";
 import { prepareRequest } from "./request-prep.ts";
 import { type FollowerSink, ResponseFollower } from "./response-follower.ts";
 
@@ -187,7 +187,7 @@ export class MirrorEngine {
   private async query(name: keyof EngineQueries, arg: unknown): Promise<unknown> {
     switch (name) {
       case "health":
-        return this.health();
+        return engineHealth(this.mirror, this.guard);
       case "flush":
         await this.mirror.flush(Number(arg));
         return null;
@@ -207,17 +207,6 @@ export class MirrorEngine {
       case "stop":
         return await this.stop(Number(arg));
     }
-  }
-
-  /** Health's mirror, store and guard parts. */
-  health(): EngineHealth {
-    const store = this.store;
-    return {
-      problems: [...this.mirror.problems(), ...(store === null ? [] : storeProblems(store.health())), ...(this.guard?.problems() ?? [])],
-      mirror: mirrorHealth(this.mirror),
-      store: store === null ? "off" : store.health(),
-      guard: this.guard === null ? "off" : this.guard.health(),
-    };
   }
 
   /** The engine's last act: stop the guard, flush (bounded), spool what could not be written, close the store. */

@@ -5,6 +5,7 @@
  * passes the engine the four identity headers only).
  */
 import type { GuardAlert } from "../guard/alerts.ts";
+import type { EngineHealth } from "./health.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import type { MirrorOptions, MirrorStats, Replayed, Unwritten } from "./mirror.ts";
@@ -57,14 +58,6 @@ export interface EngineQueries {
   guardLookNow: { arg: string; value: null };
   /** Flushes, saves what could not be written to a spool, and closes the store: the engine's last act. */
   stop: { arg: number; value: Unwritten };
-}
-
-/** The engine's part of `/_tap/health`. */
-export interface EngineHealth {
-  problems: string[];
-  mirror: Record<string, unknown>;
-  store: unknown;
-  guard: unknown;
 }
 
 /** The mirror's copy of a request body: its bytes, or why it has none. */

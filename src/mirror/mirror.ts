@@ -4,8 +4,8 @@
  * commit writer; one that fails waits in a bounded queue (backlog.ts), retried with backoff, the later
  * commits of its conversation behind it, and what still waits at stop is saved to a spool that the next
  * start replays before it serves (docs/DESIGN.md "Health and exit"). Never throws into the client path:
- * every failure is one events-log line and a count, said on stderr and listed as a health problem
- * (mirror-alarms.ts).
+ * every failure is one events-log line and a count, said on stderr (mirror-alarms.ts) and listed as a
+ * health problem (health.ts).
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { placeOf } from "../protocol/conversation.ts";
@@ -102,7 +102,7 @@ export class Mirror {
   readonly writer: CommitWriter<Cursor, AppendResult>;
   private readonly spool: MirrorSpool;
   /** Commits of the tree waiting for a write to succeed, per conversation. */
-  private readonly backlog: Backlog<CommitJob>;
+  readonly backlog: Backlog<CommitJob>;
   /** The drain running for each conversation (one at a time keeps its commits in order). */
   private readonly draining = new Map<string, Promise<void>>();
   /** Spool files replayed at start whose commits are not all written yet. */
@@ -196,11 +196,6 @@ export class Mirror {
     this.log("replay", { commits: found.jobs.length, files: found.files.length, waiting: this.backlog.size });
     if (this.backlog.size === 0) await this.allWritten();
     return { commits: found.jobs.length, files: found.files, waiting: this.backlog.size };
-  }
-
-  /** What is wrong now (health's problems), one short string each. */
-  problems(): string[] {
-    return this.alarms.problems({ ...this.stats, unreleasedLocks: this.locks.waiting, longestWaitMs: this.backlog.longestWaitMs() });
   }
 
   /**

@@ -5,12 +5,8 @@
  * reminder at most once a minute, one line when it answers again.
  */
 import { describe } from "../utils/describe-error.ts";
-import { Alarm, type AlarmState } from "../utils/alarm.ts";
-
-/** What health shows of the upstream. */
-export interface UpstreamState extends AlarmState {
-  url: string;
-}
+import type { UpstreamState } from "../mirror/health.ts";
+import { Alarm } from "../utils/alarm.ts";
 
 /** The upstream's alarm. */
 export class UpstreamHealth {
@@ -48,13 +44,5 @@ export class UpstreamHealth {
   /** What health shows. */
   state(): UpstreamState {
     return { url: this.url, ...this.alarm.state() };
-  }
-
-  /** The problem health lists while the last attempt failed. */
-  problems(): string[] {
-    const s = this.alarm.state();
-    return s.failing
-      ? [`upstream: ${this.host} failing since ${s.failingSince} (${s.consecutiveFailures} attempt${s.consecutiveFailures === 1 ? "" : "s"}; ${s.lastError})`]
-      : [];
   }
 }
