@@ -1,11 +1,8 @@
 /**
- * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"). The relay only posts; what
- * runs here is small and fixed per chunk: response bytes are copied into one staging buffer shared by every
- * stream, and what it holds goes to the engine as one transferred copy per turn of the event loop (a message
- * per chunk would cost more than the copy). Every other message flushes the staging buffer first, so the
- * engine reads everything in the order the relay saw it. The engine answers only queries and acknowledges
- * what it has read. If the engine stops, the tap keeps relaying, says so once on stderr and in health, and
- * mirrors nothing more.
+ * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): response bytes are copied
+ * into one staging buffer shared by every stream and sent as one transferred copy per turn of the event
+ * loop; every other message flushes the staging buffer first, so the engine reads everything in the order
+ * the relay saw it. If the engine stops, the tap keeps relaying and mirrors nothing more.
  */
 import type { EngineHealth } from "../mirror/health.ts";
 import type { BodyCopy, EngineQueries, FromEngine, ToEngine } from "../mirror/messages.ts";
