@@ -26,6 +26,7 @@ import type { Check } from "./doctor-check.ts";
 import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
+import { plural } from "../utils/plural.ts";
 
 export type { Check };
 
@@ -50,7 +51,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   } else {
     const width = Math.max(...checks.map((c) => c.check.length));
     const lines = checks.map((c) => `${c.status === "fail" ? "FAIL" : c.status.padEnd(4)}  ${c.check.padEnd(width)}  ${c.detail}`);
-    lines.push("", fails === 0 && warns === 0 ? "All checks passed." : `${fails} problem${fails === 1 ? "" : "s"}, ${warns} warning${warns === 1 ? "" : "s"}.`);
+    lines.push("", fails === 0 && warns === 0 ? "All checks passed." : `${plural(fails, "problem")}, ${plural(warns, "warning")}.`);
     io.stdout(lines.join("\n") + "\n");
   }
   return fails > 0 ? 1 : 0;

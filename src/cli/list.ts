@@ -16,6 +16,7 @@ import { totalTokens } from "../usage/tokens.ts";
 import { table } from "./table.ts";
 import type { CommandIo } from "./command-io.ts";
 import { noMirror, priceTable } from "./load.ts";
+import { plural } from "../utils/plural.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
 export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string, source?: SessionSource, prices?: PriceTable): Promise<ListEntry[]> {
@@ -75,7 +76,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   if (lost.length > 0) {
     out.push(
       "",
-      `${lost.length} session${lost.length === 1 ? "" : "s"} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
+      `${plural(lost.length, "session")} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
         "the mirror holds them, to put one back:",
     );
     out.push(`  ${restoreCommand(lost[0])}`);
@@ -87,7 +88,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     );
   }
   const odd = entries.filter((e) => e.claudeTranscriptProblem !== null).length;
-  if (odd > 0) out.push("", `${odd} session${odd === 1 ? "" : "s"} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);
+  if (odd > 0) out.push("", `${plural(odd, "session")} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);
   io.stdout(out.join("\n") + "\n");
   return 0;
 }

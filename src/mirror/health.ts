@@ -12,6 +12,7 @@ import type { StoreHealth } from "../store/pg-sink.ts";
 import type { AlarmState } from "../utils/alarm.ts";
 import { orAfter } from "../utils/within.ts";
 import type { Mirror } from "./mirror.ts";
+import { plural } from "../utils/plural.ts";
 
 /** Longest wait of `/_tap/health` for the engine's part. */
 export const HEALTH_WAIT_MS = 2000;
@@ -45,8 +46,6 @@ export interface EngineView {
   health(): Promise<EngineHealth | null>;
   readonly stopped: string | null;
 }
-
-const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
 
 /** The engine's part: the mirror's counters and states, the store's and the guard's health, and their problems. */
 export function engineHealth(mirror: Mirror, guard: Guard | null): EngineHealth {

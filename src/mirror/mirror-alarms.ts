@@ -5,6 +5,7 @@
  */
 import { describe } from "../utils/describe-error.ts";
 import { Alarm } from "../utils/alarm.ts";
+import { plural } from "../utils/plural.ts";
 
 /** The mirror's alarms. */
 export class MirrorAlarms {
@@ -30,17 +31,17 @@ export class MirrorAlarms {
       why,
       (first, failures) =>
         first
-          ? `sessiontap: mirror write failed in ${dir} (${why}). The client is unaffected; ${queued} commit${
-            queued === 1 ? "" : "s"
+          ? `sessiontap: mirror write failed in ${dir} (${why}). The client is unaffected; ${
+            plural(queued, "commit")
           } wait in memory and are retried. Fix that directory (permissions, free space), or run: sessiontap doctor`
-          : `sessiontap: mirror writes still failing (${failures} attempts) in ${dir} (${why}); ${queued} commit${queued === 1 ? "" : "s"} waiting`,
+          : `sessiontap: mirror writes still failing (${failures} attempts) in ${dir} (${why}); ${plural(queued, "commit")} waiting`,
     );
   }
 
   /** Every waiting commit is written. */
   writesRecovered(): void {
     this.writes.ok((failures) =>
-      `sessiontap: mirror writes work again in ${this.root} (after ${failures} failed attempt${failures === 1 ? "" : "s"}); every waiting commit is written`
+      `sessiontap: mirror writes work again in ${this.root} (after ${plural(failures, "failed attempt")}); every waiting commit is written`
     );
   }
 
@@ -75,6 +76,6 @@ export class MirrorAlarms {
 
   /** Every writer lock that could not be removed is removed now. */
   locksReleased(): void {
-    this.locks.ok((failures) => `sessiontap: writer locks released again (after ${failures} failed attempt${failures === 1 ? "" : "s"})`);
+    this.locks.ok((failures) => `sessiontap: writer locks released again (after ${plural(failures, "failed attempt")})`);
   }
 }

@@ -29,6 +29,7 @@ import type { OtherConversations } from "../storage/mirror-reader.ts";
 import { type Published, publishNew, replaceWithBackup } from "../storage/publish.ts";
 import { planSubagents, type SubagentOutcome, writeSubagents } from "./restore-subagents.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
+import { plural } from "../utils/plural.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
 export interface RestoreOutcome {
@@ -132,9 +133,7 @@ export async function restoreSession(
     };
   }
   const unnamed = subagents.unnamed === 0 ? [] : [
-    `${subagents.unnamed} subagent conversation${
-      subagents.unnamed === 1 ? "" : "s"
-    } of ${sessionId} carry no id Claude Code could name a file by; not restored`,
+    `${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`,
   ];
   if (request.dryRun) {
     outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });

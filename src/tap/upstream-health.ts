@@ -7,6 +7,7 @@
 import { describe } from "../utils/describe-error.ts";
 import type { UpstreamState } from "../mirror/health.ts";
 import { Alarm } from "../utils/alarm.ts";
+import { plural } from "../utils/plural.ts";
 
 /** The upstream's alarm. */
 export class UpstreamHealth {
@@ -38,7 +39,7 @@ export class UpstreamHealth {
 
   /** The upstream answered (any status). */
   answered(): void {
-    this.alarm.ok((failures) => `sessiontap: upstream ${this.host} answers again (after ${failures} failed attempt${failures === 1 ? "" : "s"})`);
+    this.alarm.ok((failures) => `sessiontap: upstream ${this.host} answers again (after ${plural(failures, "failed attempt")})`);
   }
 
   /** What health shows. */
