@@ -60,19 +60,12 @@ export class MirrorEngine {
       log: (action, fields) => this.mirror.log(action, fields),
     });
     this.mirror = new Mirror({
+      ...s, // root, maxBytes, retentionDays, maxSessions, includeThinking, sync, lockWaitMs, maxQueued
       fs,
-      root: s.root,
-      maxBytes: s.maxBytes,
-      retentionDays: s.retentionDays,
-      maxSessions: s.maxSessions,
-      includeThinking: s.includeThinking,
       clock: deps.clock,
       stderr: this.stderr,
-      lockWaitMs: s.lockWaitMs,
-      maxQueued: s.maxQueued,
       store: this.store,
       files: !(s.store !== null && s.storeOnly),
-      sync: s.sync,
       tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
     });
     const mirror = this.mirror;
