@@ -8,7 +8,7 @@ import { homedir } from "node:os";
 import { main } from "./cli/main.ts";
 import { commandArgs } from "./runtime/index.ts";
 import { awaitedOutput } from "./runtime/process-output.ts";
-import { describe } from "./storage/events-log.ts";
+import { describe } from "./utils/describe-error.ts";
 
 const stdout = awaitedOutput(process.stdout);
 const stderr = awaitedOutput(process.stderr);

@@ -5,7 +5,7 @@
  */
 import { MirrorEngine } from "./mirror/engine.ts";
 import type { EngineStart, FromEngine, ToEngine } from "./mirror/messages.ts";
-import { describe } from "./storage/events-log.ts";
+import { describe } from "./utils/describe-error.ts";
 import { nodeFs } from "./storage/fs-adapter.ts";
 
 /** The worker's own global, as far as this file uses it. */

@@ -1,17 +1,10 @@
 /**
- * What the reading commands (list, show, export, restore, doctor) get from the outside world, in one
- * object a test can build: output, environment, working directory, filesystem, fetch and clock. Plus the
- * few helpers they share: finding SESSION, sizes, times.
+ * What a command gets from the outside world, in one object a test can build: output, environment, working
+ * directory, filesystem, fetch and clock (docs/DESIGN.md "Command line").
  */
-import { type Config, settingName } from "../config/parse.ts";
-import { describe } from "../storage/events-log.ts";
-import { buildTree, type Tree } from "../transcript/tree.ts";
-import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
+import type { Config } from "../config/parse.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import type { Zone } from "../utils/local-time.ts";
-import { loadPrices } from "../storage/price-file.ts";
-import type { PriceTable } from "../usage/prices.ts";
 
 /** The seams of a command. */
 export interface CommandIo {
@@ -34,105 +27,5 @@ export function useColor(io: CommandIo): boolean {
   return io.isTTY && (io.env.NO_COLOR ?? "") === "";
 }
 
-/** The price table (SESSIONTAP_PRICES over the built-in one), or, when the file is unusable, says so and returns exit status 1. */
-export async function priceTable(config: Readonly<Config>, io: CommandIo): Promise<PriceTable | number> {
-  try {
-    return await loadPrices(io.fs, config.prices);
-  } catch (error) {
-    io.stderr(`sessiontap: ${(error as Error).message}\n`);
-    return 1;
-  }
-}
-
 /** A command: runs with the resolved config and its seams; resolves with the exit status (docs/DESIGN.md "Command line"). */
 export type Command = (config: Readonly<Config>, io: CommandIo) => Promise<number>;
-
-/** One session, read and indexed. */
-export interface LoadedSession {
-  data: SessionData;
-  tree: Tree;
-  summary: SessionSummary;
-}
-
-/**
- * Finds the session named by the command's first argument (an id, a directory name, or a unique prefix),
- * or writes why not to stderr and returns the exit status: 2 without an argument, 1 when none or several
- * match.
- */
-export async function findSession(config: Readonly<Config>, io: CommandIo, prices?: PriceTable): Promise<LoadedSession | number> {
-  const query = config.positional[0];
-  const missing = await noMirror(config, io);
-  if (missing !== null) return missing;
-  // The shared store when one is configured (docs/DESIGN.md "The shared store"), else the mirror tree.
-  const found = await withSessionSource(config, io.fs, (source) => source.lookup(query));
-  if (found.kind === "none") {
-    io.stderr(`sessiontap: no mirrored session matches "${query}" in ${sourceName(config)} (see sessiontap list)\n`);
-    return 1;
-  }
-  if (found.kind === "ambiguous") {
-    const shown = found.candidates.slice(0, 10).join(", ");
-    io.stderr(
-      `sessiontap: "${query}" matches ${found.candidates.length} sessions (${shown}${found.candidates.length > 10 ? ", …" : ""}); give more of the id\n`,
-    );
-    return 1;
-  }
-  const tree = buildTree(found.data.records);
-  return { data: found.data, tree, summary: summarize(found.data, tree, prices) };
-}
-
-/**
- * When the command reads the tree and there is no mirror at its root: says so (naming the setting that
- * chose the root) and returns exit status 1; else null. An empty listing would look like "nothing was
- * ever mirrored" when the root is simply the wrong one.
- */
-export async function noMirror(config: Readonly<Config>, io: CommandIo): Promise<number | null> {
-  if (config.store !== null) return null;
-  let info;
-  try {
-    info = await io.fs.lstat(config.mirrorDir);
-  } catch (error) {
-    io.stderr(`sessiontap: cannot read the mirror root ${config.mirrorDir} (${settingName(config, "mirrorDir")}): ${describe(error)}\n`);
-    return 1;
-  }
-  if (info !== null && info.isDirectory) return null;
-  io.stderr(
-    info === null
-      ? `sessiontap: there is no mirror at ${config.mirrorDir} (${
-        settingName(config, "mirrorDir")
-      }): nothing was mirrored there; the tap's startup block names its mirror root\n`
-      : `sessiontap: the mirror root ${config.mirrorDir} (${settingName(config, "mirrorDir")}) is not a directory\n`,
-  );
-  return 1;
-}
-
-/** A byte count for people: 512 B, 15.2 KB, 3.4 MB. */
-export function humanBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ["KB", "MB", "GB", "TB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) (v /= 1024), i++;
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
-}
-
-/** An ISO time as `YYYY-MM-DD HH:MM` UTC, or "-". */
-export function shortTime(iso: string | null): string {
-  return iso === null ? "-" : iso.slice(0, 16).replace("T", " ");
-}
-
-/** Resolves `path` against `base` when relative (POSIX paths; the tap runs where Claude Code does). */
-export function absolute(path: string, base: string): string {
-  if (path.startsWith("/")) return normalize(path);
-  return normalize(`${base.replace(/\/+$/, "")}/${path}`);
-}
-
-/** Removes `.` and `..` segments and repeated slashes. */
-function normalize(path: string): string {
-  const out: string[] = [];
-  for (const part of path.split("/")) {
-    if (part === "" || part === ".") continue;
-    if (part === "..") out.pop();
-    else out.push(part);
-  }
-  return "/" + out.join("/");
-}

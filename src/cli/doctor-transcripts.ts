@@ -16,13 +16,14 @@ import { mirroredPrompts, promptKey, transcriptPromptKeys } from "../guard/promp
 import { tornLastLine } from "../transcript/transcript.ts";
 import { restorePath } from "../transcript/restore-plan.ts";
 import { buildTree } from "../transcript/tree.ts";
-import { describe } from "../storage/events-log.ts";
-import { type ListEntry, SessionCatalog } from "../storage/session-catalog.ts";
+import { describe } from "../utils/describe-error.ts";
+import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
 import type { Check } from "./doctor-check.ts";
 import type { CommandIo } from "./command-io.ts";
 import { isObject } from "../protocol/json.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
 import { scrubLine } from "../transcript/control-chars.ts";
+import { plural } from "../utils/plural.ts";
 
 /** Sessions younger than this count as recent. */
 export const RECENT_DAYS = 30;
@@ -99,7 +100,7 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo):
     out.push({
       check: "transcripts",
       status: "ok",
-      detail: `Claude Code's transcript is whole for all ${count} session${count === 1 ? "" : "s"} mirrored in the last ${RECENT_DAYS} days`,
+      detail: `Claude Code's transcript is whole for all ${plural(count, "session")} mirrored in the last ${RECENT_DAYS} days`,
     });
   }
   return out;
@@ -141,15 +142,15 @@ export function guardCheck(health: Record<string, unknown>): Check[] {
     return [{
       check: "guard",
       status: "warn",
-      detail: `the tap has not found Claude Code's transcript of ${notFound} session${
-        notFound === 1 ? "" : "s"
+      detail: `the tap has not found Claude Code's transcript of ${
+        plural(notFound, "session")
       } it mirrors: does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?`,
     }];
   }
   return [{
     check: "guard",
     status: "ok",
-    detail: `watching ${watching} active session${watching === 1 ? "" : "s"}, ${alerts} alert${alerts === 1 ? "" : "s"}`,
+    detail: `watching ${plural(watching, "active session")}, ${plural(alerts, "alert")}`,
   }];
 }
 

@@ -1,5 +1,5 @@
 /** doctor's look through the mirror tree for what the tap would refuse to write into. */
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import type { CommandIo } from "./command-io.ts";
 import { join } from "../storage/paths.ts";

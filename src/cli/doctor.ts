@@ -17,15 +17,17 @@
  *   guard's state and alerts (cli/doctor-transcripts.ts), each with the command that fixes it.
  */
 import type { Config } from "../config/parse.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
-import { type CommandIo, humanBytes } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
+import { bytesShort } from "../usage/format.ts";
 import type { Check } from "./doctor-check.ts";
 import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
 import { unmirroredChecks } from "./doctor-unmirrored.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
+import { plural } from "../utils/plural.ts";
 
 export type { Check };
 
@@ -50,7 +52,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   } else {
     const width = Math.max(...checks.map((c) => c.check.length));
     const lines = checks.map((c) => `${c.status === "fail" ? "FAIL" : c.status.padEnd(4)}  ${c.check.padEnd(width)}  ${c.detail}`);
-    lines.push("", fails === 0 && warns === 0 ? "All checks passed." : `${fails} problem${fails === 1 ? "" : "s"}, ${warns} warning${warns === 1 ? "" : "s"}.`);
+    lines.push("", fails === 0 && warns === 0 ? "All checks passed." : `${plural(fails, "problem")}, ${plural(warns, "warning")}.`);
     io.stdout(lines.join("\n") + "\n");
   }
   return fails > 0 ? 1 : 0;
@@ -104,7 +106,7 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   try {
     const { freeBytes } = await io.fs.statfs(root);
     const status = freeBytes < 100 * MIB ? "fail" : freeBytes < 1024 * MIB ? "warn" : "ok";
-    out.push({ check: "free space", status, detail: `${humanBytes(freeBytes)} free for ${root}${status === "ok" ? "" : ": a full disk stops the mirror"}` });
+    out.push({ check: "free space", status, detail: `${bytesShort(freeBytes)} free for ${root}${status === "ok" ? "" : ": a full disk stops the mirror"}` });
   } catch (error) {
     out.push({ check: "free space", status: "warn", detail: `could not tell (${(error as { code?: string }).code ?? (error as Error).message})` });
   }

@@ -7,7 +7,9 @@
 import type { Config } from "../config/parse.ts";
 import { exportText } from "../transcript/export.ts";
 import { replaceFile } from "../storage/publish.ts";
-import { absolute, type CommandIo, findSession, priceTable } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
+import { findSession, priceTable } from "./load.ts";
+import { absolute } from "../storage/paths.ts";
 
 /** Runs `export`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

@@ -8,13 +8,15 @@ import { scrubLine } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
-import { type ListEntry, SessionCatalog } from "../storage/session-catalog.ts";
+import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, usd } from "../usage/format.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { totalTokens } from "../usage/tokens.ts";
 import { table } from "./table.ts";
-import { type CommandIo, noMirror, priceTable } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
+import { noMirror, priceTable } from "./load.ts";
+import { plural } from "../utils/plural.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
 export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string, source?: SessionSource, prices?: PriceTable): Promise<ListEntry[]> {
@@ -74,7 +76,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   if (lost.length > 0) {
     out.push(
       "",
-      `${lost.length} session${lost.length === 1 ? "" : "s"} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
+      `${plural(lost.length, "session")} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
         "the mirror holds them, to put one back:",
     );
     out.push(`  ${restoreCommand(lost[0])}`);
@@ -86,7 +88,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     );
   }
   const odd = entries.filter((e) => e.claudeTranscriptProblem !== null).length;
-  if (odd > 0) out.push("", `${odd} session${odd === 1 ? "" : "s"} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);
+  if (odd > 0) out.push("", `${plural(odd, "session")} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);
   io.stdout(out.join("\n") + "\n");
   return 0;
 }

@@ -1,12 +1,14 @@
 /**
  * `sessiontap restore SESSION [--claude-dir DIR] [--cwd DIR] [--dry-run] [--force] [--json]`: writes the
  * session's current branch where `claude --resume SESSION` finds it. The planning and writing are
- * storage/restore-session.ts (the viewer's "Restore into Claude Code" runs the same); this prints what
+ * restore/restore-session.ts (the viewer's "Restore into Claude Code" runs the same); this prints what
  * happened and sets the exit status.
  */
 import type { Config } from "../config/parse.ts";
-import { describeRestore, restoreSession } from "../storage/restore-session.ts";
-import { absolute, type CommandIo, findSession } from "./command-io.ts";
+import { describeRestore, restoreSession } from "../restore/restore-session.ts";
+import type { CommandIo } from "./command-io.ts";
+import { findSession } from "./load.ts";
+import { absolute } from "../storage/paths.ts";
 
 /** Runs `restore`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

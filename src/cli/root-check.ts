@@ -5,7 +5,7 @@
  * the machine could read every conversation or plant files the tap would write into. Returns null when the
  * root is usable, else what is wrong, in words that name the path and the fix.
  */
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { DIR_MODE, join } from "../storage/paths.ts";

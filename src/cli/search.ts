@@ -10,7 +10,9 @@ import { regexMatcher, search, type SearchHit, substringMatcher } from "../trans
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { sessionTitle } from "../transcript/title.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { type CommandIo, noMirror, useColor } from "./command-io.ts";
+import { type CommandIo, useColor } from "./command-io.ts";
+import { noMirror } from "./load.ts";
+import { plural } from "../utils/plural.ts";
 
 /** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {
@@ -47,7 +49,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     found.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })),
     match,
   );
-  const where = config.session === null ? `the ${found.length} session${found.length === 1 ? "" : "s"} in ${sourceName(config)}` : `session ${config.session}`;
+  const where = config.session === null ? `the ${plural(found.length, "session")} in ${sourceName(config)}` : `session ${config.session}`;
   if (config.json) io.stdout(JSON.stringify(hits, null, 2) + "\n");
   if (hits.length === 0) {
     io.stderr(`sessiontap: nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}\n`);
@@ -65,9 +67,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const sessions = new Set(hits.map((h) => h.dir)).size;
   out.push(
     "",
-    `${hits.length} message${hits.length === 1 ? "" : "s"} in ${sessions} session${
-      sessions === 1 ? "" : "s"
-    } match. Open one: sessiontap show ID (or the viewer, /_tap/).`,
+    `${plural(hits.length, "message")} in ${plural(sessions, "session")} match. Open one: sessiontap show ID (or the viewer, /_tap/).`,
   );
   io.stdout(out.join("\n") + "\n");
   return 0;

@@ -4,7 +4,7 @@
  */
 import { type Config, settingName } from "../config/parse.ts";
 import { runtimeName } from "../runtime/index.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { redactUrl } from "../store/pg-client.ts";
 import { ProxyStartError } from "../proxy/proxy-error.ts";
@@ -13,6 +13,7 @@ import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/index.ts";
 import { prepareRoot } from "./root-check.ts";
 import { type RunningTap, startTap } from "./start-tap.ts";
+import { plural } from "../utils/plural.ts";
 
 /** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
 export async function runServe(
@@ -38,7 +39,7 @@ export async function runServe(
     return 2;
   }
   const replay = tap.replayed.commits === 0 ? [] : [
-    `  replayed   ${tap.replayed.commits} commit${tap.replayed.commits === 1 ? "" : "s"} an earlier run could not write${
+    `  replayed   ${plural(tap.replayed.commits, "commit")} an earlier run could not write${
       tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : ""
     }`,
   ];
@@ -97,15 +98,13 @@ export async function runServe(
   }
   if (unwritten.kind === "saved") {
     io.stderr(
-      `sessiontap: ${unwritten.commits} commit${
-        unwritten.commits === 1 ? "" : "s"
+      `sessiontap: ${
+        plural(unwritten.commits, "commit")
       } could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`,
     );
   } else if (unwritten.kind === "lost") {
     io.stderr(
-      `sessiontap: ${unwritten.commits} commit${
-        unwritten.commits === 1 ? "" : "s"
-      } could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`,
+      `sessiontap: ${plural(unwritten.commits, "commit")} could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`,
     );
     return 1;
   }

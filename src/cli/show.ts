@@ -12,10 +12,12 @@ import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
 import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";
 import { sourceName } from "../store/pg-reader.ts";
-import { usageLine } from "../usage/format.ts";
+import { bytesShort, usageLine } from "../usage/format.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
 import { totalsOf } from "../usage/totals.ts";
-import { type CommandIo, findSession, humanBytes, priceTable, useColor } from "./command-io.ts";
+import { type CommandIo, useColor } from "./command-io.ts";
+import { findSession, priceTable } from "./load.ts";
+import { plural } from "../utils/plural.ts";
 
 /** Runs `show`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -48,13 +50,11 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ["Time", `${when(summary.firstTimestamp)} – ${when(summary.lastTimestamp)} (${offsetLabel(io.clock(), io.zone)})`],
     [
       "Usage",
-      totals.answers === 0
-        ? "no recorded usage"
-        : `${totals.answers} answer${totals.answers === 1 ? "" : "s"}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced)}`,
+      totals.answers === 0 ? "no recorded usage" : `${plural(totals.answers, "answer")}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced)}`,
     ],
     config.store !== null
-      ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${humanBytes(summary.bytes)})`]
-      : ["Mirror", `${config.mirrorDir}/${summary.dir} (${summary.files} file${summary.files === 1 ? "" : "s"}, ${humanBytes(summary.bytes)})`],
+      ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${bytesShort(summary.bytes)})`]
+      : ["Mirror", `${config.mirrorDir}/${summary.dir} (${plural(summary.files, "file")}, ${bytesShort(summary.bytes)})`],
     [
       "Records",
       `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)` +
@@ -62,14 +62,12 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ],
     [
       "Shape",
-      `${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"} (the newest ends the current branch), ${summary.compactions} compaction${
-        summary.compactions === 1 ? "" : "s"
-      }`,
+      `${plural(summary.leaves, "leaf", "leaves")} (the newest ends the current branch), ${plural(summary.compactions, "compaction")}`,
     ],
     ["Claude", `${info.state}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
   ];
   if (summary.malformedLines > 0) {
-    facts.push(["Warning", `${summary.malformedLines} line${summary.malformedLines === 1 ? "" : "s"} that are not records were skipped`]);
+    facts.push(["Warning", `${plural(summary.malformedLines, "line")} that are not records were skipped`]);
   }
   if (info.state !== "intact" && summary.sessionId !== null && info.problem === null) facts.push(["Restore", `sessiontap restore ${summary.sessionId}`]);
   const width = Math.max(...facts.map(([k]) => k.length));

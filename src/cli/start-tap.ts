@@ -6,25 +6,25 @@
  */
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert } from "../guard/alerts.ts";
-import type { GuardHealth, GuardOptions } from "../guard/guard-options.ts";
+import type { GuardHealth } from "../guard/guard.ts";
+import type { GuardOptions } from "../guard/guard-options.ts";
 import type { GuardSessionView } from "../guard/watched-session.ts";
+import { healthReport } from "../mirror/health.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
 import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
-import { describe, describeBare } from "../storage/events-log.ts";
+import { describe, describeBare } from "../utils/describe-error.ts";
 import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
 import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
 import { forward } from "../tap/forward.ts";
-import { healthReport } from "../tap/health.ts";
 import { refusalNotice } from "../tap/refusals.ts";
 import { UpstreamHealth } from "../tap/upstream-health.ts";
-import { orAfter } from "../utils/within.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
 import { LiveWatcher } from "../viewer/live.ts";
@@ -85,8 +85,6 @@ export interface RunningTap {
   stop(closed?: () => void): Promise<Unwritten>;
 }
 
-/** Longest wait of `/_tap/health` for the engine's part. */
-const HEALTH_WAIT_MS = 2000;
 /** Longest wait at stop for the engine's writes in flight, before what is left is spooled. */
 const STOP_FLUSH_MS = 1000;
 /** Sized request bodies up to this are read whole before they go upstream (src/tap/request-body.ts). */
@@ -214,19 +212,10 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const app = createApp({
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
-      // A busy or stuck engine must not hang health: past the bound, that is the problem health reports.
-      // A refusal means the engine stopped, which link.problems() already says.
-      const asked = link === null ? null : await orAfter(link.health(), HEALTH_WAIT_MS, "late" as const).catch(() => null);
-      const late = asked === "late" ? [`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`] : [];
-      const engineHealth = asked === "late" ? null : asked;
-      const report = healthReport({
-        version: VERSION,
-        runtime: runtimeName(),
-        upstream,
-        engine: engineHealth,
-        engineProblems: [...(link?.problems() ?? []), ...late, ...(proxy?.problems() ?? [])],
-        internalErrors,
-      });
+      const report = await healthReport(
+        { version: VERSION, runtime: runtimeName(), upstream: upstream.state(), internalErrors, problems: proxy?.problems() ?? [] },
+        link,
+      );
       return proxy === null ? report : { ...report, proxy: proxy.health() };
     },
     viewer: viewer.deps,

@@ -5,7 +5,7 @@
  * refused, 2 for a usage error.
  */
 import type { Config } from "../config/parse.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { closeStore, openStore, redactUrl } from "../store/pg-client.ts";
 import { migrate, SCHEMA_VERSION } from "../store/pg-schema.ts";
 import type { CommandIo } from "./command-io.ts";

@@ -12,8 +12,10 @@ import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, usageLine, usd } from "../usage/format.ts";
 import { type SessionAnswers, usageReport, type UsageRow } from "../usage/report.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
-import { type CommandIo, noMirror, priceTable } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
+import { noMirror, priceTable } from "./load.ts";
 import { table } from "./table.ts";
+import { plural } from "../utils/plural.ts";
 
 /** A cost cell: the estimate, or the part that could be priced followed by "+?" when a model is unknown. */
 function cost(row: UsageRow): string {
@@ -77,9 +79,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const t = report.total;
   out.push(
     "",
-    `Total: ${t.sessions} session${t.sessions === 1 ? "" : "s"}, ${t.answers} answer${t.answers === 1 ? "" : "s"}: ${
-      usageLine(t.usage, t.costUSD, t.unpriced)
-    }`,
+    `Total: ${plural(t.sessions, "session")}, ${plural(t.answers, "answer")}: ${usageLine(t.usage, t.costUSD, t.unpriced)}`,
   );
   if (t.costUSD === null) out.push(`  of which priced: ${usd(t.knownCostUSD)}; "+?" marks a sum with answers from a model the price table does not have.`);
   out.push("", `Costs are estimates at list prices: ${prices.source}, checked ${prices.checked}. SESSIONTAP_PRICES=FILE.json corrects or extends it.`);

@@ -2,9 +2,10 @@
 import type { Config } from "../config/parse.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
-import { describe } from "../storage/events-log.ts";
-import { verifyTree } from "../storage/verify-tree.ts";
-import { type CommandIo, noMirror } from "./command-io.ts";
+import { describe } from "../utils/describe-error.ts";
+import { verifyTree } from "../verify/verify-tree.ts";
+import type { CommandIo } from "./command-io.ts";
+import { noMirror } from "./load.ts";
 
 /** Runs `verify`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

@@ -7,6 +7,7 @@
  * problem, so the tap reads "degraded" and `doctor` names it.
  */
 import type { EventFields } from "../storage/events-log.ts";
+import { plural } from "../utils/plural.ts";
 
 /** What is wrong with a transcript. */
 export type GuardState = "missing" | "stub" | "behind";
@@ -35,7 +36,7 @@ function what(state: GuardState, lacking: number | undefined): string {
   if (state === "missing") return "is gone";
   if (state === "stub") return "is a stub (no conversation left in it, so claude --resume cannot continue it)";
   const n = lacking ?? 0;
-  return `lacks ${n} prompt${n === 1 ? "" : "s"} the mirror holds (the file was cut or started afresh)`;
+  return `lacks ${plural(n, "prompt")} the mirror holds (the file was cut or started afresh)`;
 }
 
 /** The alerts of one tap. */
@@ -106,14 +107,5 @@ export class GuardAlerts {
   /** Every active alert, oldest first. */
   list(): GuardAlert[] {
     return [...this.active.values()].sort((a, b) => a.since.localeCompare(b.since));
-  }
-
-  /** The alerts as health problems. */
-  problems(): string[] {
-    return this.list().map((a) =>
-      `guard: Claude Code's transcript of ${a.sessionId} ${
-        a.state === "behind" ? `is behind the mirror (lacks ${a.lacking ?? 0} prompts)` : a.state === "stub" ? "is a stub" : "is missing"
-      }: ${a.command}`
-    );
   }
 }

@@ -1,6 +1,6 @@
 /**
- * How the guard is set up (docs/GUARD.md): what it reads with, its timings and bounds with their
- * defaults, and what health shows of it.
+ * How the guard is set up (docs/GUARD.md): what it reads with, and its timings and bounds with their
+ * defaults.
  */
 import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -33,18 +33,6 @@ export interface GuardOptions {
   maxPrompts?: number;
   /** Told the alerts whenever they changed. */
   onAlerts?: (alerts: GuardAlert[]) => void;
-}
-
-/** What health shows of the guard. */
-export interface GuardHealth {
-  /** Sessions with a turn in the last `activeMs`. */
-  watching: number;
-  /** Sessions whose transcript the guard has never found (Claude Code writes none, or elsewhere). */
-  notFound: number;
-  alerts: GuardAlert[];
-  looks: number;
-  bytesRead: number;
-  errors: number;
 }
 
 /** The options with every default filled in. */

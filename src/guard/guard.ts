@@ -1,27 +1,16 @@
 /**
  * The guard (docs/GUARD.md): while the tap mirrors a main conversation, it watches Claude Code's own
  * transcript of it, `<claude-dir>/projects/<encoded cwd>/<session>.jsonl`, and raises an alert when that
- * file is missing, a stub, or behind (it lacks prompts the mirror holds).
- *
- * Off the relay path: the mirror hands it each main-conversation commit after the commit's write, and it
- * only notes the request's typed prompt (from the last user message: constant work, nothing proportional
- * to the history) and schedules a look a little later, in a timer of its own. A look is one lstat and, if
- * the file changed, one ranged read of what was appended (bounded bytes); looks are bounded per minute
- * across all sessions. A periodic sweep looks again at recently active sessions, so a transcript deleted
- * between turns is noticed before the next prompt.
- *
- * No false alarm on a healthy session: Claude Code writes a prompt before its request and the answer
- * after; a prompt is judged only once it is `settleMs` old, and a bad verdict must hold for `confirmMs`
- * before it becomes an alert. Only typed prompts are compared (see prompts.ts), so compaction, side
- * requests, subagents and injected context change nothing; only the current branch's prompts are expected
- * (docs/GUARD.md "The current branch"), so a rewound session and its restore raise nothing. A session whose transcript was never
- * found (persistence off, another config dir) is counted, not alerted.
+ * file is missing, a stub, or behind (it lacks prompts the mirror holds). It notes each commit's typed
+ * prompt and looks later, in timers of its own, bounded per minute (docs/GUARD.md "Reading without cost");
+ * a prompt is judged once it is `settleMs` old, and a bad verdict must hold `confirmMs` before it is an
+ * alert (docs/GUARD.md "Timing: Claude Code writes on its own schedule").
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { Alarm } from "../utils/alarm.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { type GuardAlert, GuardAlerts } from "./alerts.ts";
-import { type GuardHealth, type GuardOptions, guardSettings } from "./guard-options.ts";
+import { type GuardOptions, guardSettings } from "./guard-options.ts";
 import { LookBudget } from "./look-budget.ts";
 import { promptCandidates, promptKey } from "./prompts.ts";
 import { lookAt } from "./transcript-look.ts";
@@ -32,6 +21,18 @@ import { followBranch, type GuardSessionView, newWatched, notePrompt, viewOf, ty
 const CATCH_UP_MS = 200;
 /** Added to a wait for a prompt to settle, so the look never comes a clock tick early. */
 const SLACK_MS = 20;
+
+/** What health shows of the guard. */
+export interface GuardHealth {
+  /** Sessions with a turn in the last `activeMs`. */
+  watching: number;
+  /** Sessions whose transcript the guard has never found (Claude Code writes none, or elsewhere). */
+  notFound: number;
+  alerts: GuardAlert[];
+  looks: number;
+  bytesRead: number;
+  errors: number;
+}
 
 /** The guard of one tap. */
 export class Guard {
@@ -104,13 +105,9 @@ export class Guard {
     return { watching, notFound, alerts: this.alerts.list(), looks: this.looks, bytesRead: this.bytesRead, errors: this.errors };
   }
 
-  /** Health problems: every alert, and a transcript the guard cannot read. */
-  problems(): string[] {
-    const out = this.alerts.problems();
-    if (this.readAlarm.failing) {
-      out.push(`guard: cannot read Claude Code's transcripts (${this.readAlarm.state().lastError ?? "error"}): the guard is blind to them`);
-    }
-    return out;
+  /** Why Claude Code's transcripts cannot be read, while they cannot (a health problem: the guard is blind), else null. */
+  get readFailure(): string | null {
+    return this.readAlarm.failing ? (this.readAlarm.state().lastError ?? "error") : null;
   }
 
   /** Stops every timer (the tap is stopping). */

@@ -1,12 +1,7 @@
 /**
- * What the guard compares between the mirror and Claude Code's transcript: the prompts a person typed.
- * Pure.
- *
- * Only typed prompts are compared, never whole records: Claude Code records injected context as separate
- * attachment records, splits answers into one record per block, keeps what a compaction summarised and
- * branches on a rewind, so record counts and shapes differ by design, while every prompt the user typed
- * into the main conversation is written to its transcript as a user record before the request is sent.
- * A prompt is held as a short key (a 64-bit hash of its normalised text), so memory stays small.
+ * What the guard compares between the mirror and Claude Code's transcript: the prompts a person typed,
+ * never whole records (docs/GUARD.md "What it compares, and why only that"), each held as a 64-bit hash of
+ * its normalised text. Pure.
  */
 import { COMPACTION_PREFIX, SUMMARY_INSTRUCTION_PREFIX } from "../protocol/classify.ts";
 import { blocksOf, isInjectedText, type Rec } from "../transcript/records.ts";

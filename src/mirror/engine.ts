@@ -8,14 +8,14 @@
  */
 import { RequestReader } from "../protocol/request-reader.ts";
 import { Guard } from "../guard/guard.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { observeWrites } from "../storage/observed-fs.ts";
 import { PgSink } from "../store/pg-sink.ts";
-import type { EngineHealth, EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
+import type { EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
 import { Mirror, type Replayed } from "./mirror.ts";
-import { mirrorHealth, storeProblems } from "./mirror-health.ts";
+import { engineHealth } from "./health.ts";
 import { prepareRequest } from "./request-prep.ts";
 import { type FollowerSink, ResponseFollower } from "./response-follower.ts";
 import { UnseenRequests } from "./unseen.ts";
@@ -53,22 +53,7 @@ export class MirrorEngine {
     // Every mirror write is told to the viewer (in the relay's thread), batched per turn of the event loop.
     const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
     const s = settings;
-    this.mirror = new Mirror({
-      fs,
-      root: s.root,
-      maxBytes: s.maxBytes,
-      retentionDays: s.retentionDays,
-      maxSessions: s.maxSessions,
-      includeThinking: s.includeThinking,
-      clock: deps.clock,
-      stderr: this.stderr,
-      lockWaitMs: s.lockWaitMs,
-      maxQueued: s.maxQueued,
-      files: !(s.store !== null && s.storeOnly),
-      sync: s.sync,
-      tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
-    });
-    // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
+    // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there. It logs through the mirror.
     this.store = s.store === null ? null : new PgSink({
       url: s.store,
       fs: deps.fs,
@@ -77,7 +62,15 @@ export class MirrorEngine {
       maxSessions: s.maxSessions,
       log: (action, fields) => this.mirror.log(action, fields),
     });
-    if (this.store !== null) this.mirror.addSink(this.store);
+    this.mirror = new Mirror({
+      ...s, // root, maxBytes, retentionDays, maxSessions, includeThinking, sync, lockWaitMs, maxQueued
+      fs,
+      clock: deps.clock,
+      stderr: this.stderr,
+      store: this.store,
+      files: !(s.store !== null && s.storeOnly),
+      tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
+    });
     const mirror = this.mirror;
     this.sink = {
       commit: (job) => mirror.commit(job),
@@ -106,8 +99,7 @@ export class MirrorEngine {
       }));
       this.mirror.onCommitted((job) => guard.observe(job));
     }
-    this.store?.start();
-    const replayed = await this.mirror.replaySpool();
+    const replayed = await this.mirror.start();
     return { replayed, guard: this.guard !== null };
   }
 
@@ -194,16 +186,19 @@ export class MirrorEngine {
   /** Answers a query of the tap's owner. */
   private async query(name: keyof EngineQueries, arg: unknown): Promise<unknown> {
     switch (name) {
-      case "health":
-        return this.health();
+      case "health": {
+        const health = engineHealth(this.mirror, this.guard);
+        health.mirror.notMirrored = this.unseen.report();
+        return health;
+      }
       case "flush":
         await this.mirror.flush(Number(arg));
         return null;
       case "stats":
         return { ...this.mirror.stats, following: this.followers.size };
       case "sweep":
-        this.mirror.maybeSweep();
-        await this.mirror.sweepDone();
+        this.mirror.sweeper.maybe();
+        await this.mirror.sweeper.settled();
         return null;
       case "guardInspect":
         return this.guard?.inspect(String(arg)) ?? null;
@@ -217,22 +212,10 @@ export class MirrorEngine {
     }
   }
 
-  /** Health's mirror, store and guard parts. */
-  health(): EngineHealth {
-    const store = this.store;
-    return {
-      problems: [...this.mirror.problems(), ...(store === null ? [] : storeProblems(store)), ...(this.guard?.problems() ?? [])],
-      mirror: { ...mirrorHealth(this.mirror), notMirrored: this.unseen.report() },
-      store: store === null ? "off" : store.health(),
-      guard: this.guard === null ? "off" : this.guard.health(),
-    };
-  }
-
   /** The engine's last act: stop the guard, flush (bounded), spool what could not be written, close the store. */
   async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
     this.guard?.stop();
     const unwritten = await this.mirror.stop(boundMs);
-    await this.store?.close();
     this.flushWrote();
     return unwritten;
   }

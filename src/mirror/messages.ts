@@ -5,12 +5,12 @@
  * passes the engine the four identity headers only).
  */
 import type { GuardAlert } from "../guard/alerts.ts";
+import type { EngineHealth } from "./health.ts";
 import type { EventFields } from "../storage/events-log.ts";
-import type { MirrorOptions, MirrorStats } from "./mirror.ts";
 import type { Framing } from "../protocol/providers/response-head.ts";
 import type { Provider } from "../protocol/providers/recognised.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
-import type { Replayed, Unwritten } from "./tree-writes.ts";
+import type { MirrorOptions, MirrorStats, Replayed, Unwritten } from "./mirror.ts";
 
 /** The settings the engine is built from (a Config's mirror part, plain data: it crosses into the Worker). */
 export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" | "retentionDays" | "maxSessions" | "includeThinking" | "sync"> {
@@ -60,14 +60,6 @@ export interface EngineQueries {
   guardLookNow: { arg: string; value: null };
   /** Flushes, saves what could not be written to a spool, and closes the store: the engine's last act. */
   stop: { arg: number; value: Unwritten };
-}
-
-/** The engine's part of `/_tap/health`. */
-export interface EngineHealth {
-  problems: string[];
-  mirror: Record<string, unknown>;
-  store: unknown;
-  guard: unknown;
 }
 
 /** What the relay recognised of a mirrored request (docs/DESIGN.md "Providers"): its API, and the model its path names (null: the body's). */

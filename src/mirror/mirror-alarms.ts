@@ -1,25 +1,11 @@
 /**
  * What the mirror says about its own failures (docs/DESIGN.md "Health and exit"): one stderr line when
  * writes start failing, a reminder at most once a minute, one line when they work again; the same for the
- * events log; and the short problem strings `/_tap/health` lists while anything is wrong.
+ * events log, and writer locks not released yet. What health makes of their state is health.ts.
  */
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { Alarm } from "../utils/alarm.ts";
-
-/** The counts the problems are read from. */
-export interface MirrorCounts {
-  queued: number;
-  dropped: number;
-  unmirrored: number;
-  /** Writer lock files this tap could not remove yet (retried). */
-  unreleasedLocks: number;
-  gaveUp: number;
-  /** How long the oldest commit still to be written has waited for its write. */
-  longestWaitMs: number;
-}
-
-/** A write that has not finished this long is a problem even before it fails (a hung disk). */
-const STALLED_MS = 2000;
+import { plural } from "../utils/plural.ts";
 
 /** The mirror's alarms. */
 export class MirrorAlarms {
@@ -45,17 +31,17 @@ export class MirrorAlarms {
       why,
       (first, failures) =>
         first
-          ? `sessiontap: mirror write failed in ${dir} (${why}). The client is unaffected; ${queued} commit${
-            queued === 1 ? "" : "s"
+          ? `sessiontap: mirror write failed in ${dir} (${why}). The client is unaffected; ${
+            plural(queued, "commit")
           } wait in memory and are retried. Fix that directory (permissions, free space), or run: sessiontap doctor`
-          : `sessiontap: mirror writes still failing (${failures} attempts) in ${dir} (${why}); ${queued} commit${queued === 1 ? "" : "s"} waiting`,
+          : `sessiontap: mirror writes still failing (${failures} attempts) in ${dir} (${why}); ${plural(queued, "commit")} waiting`,
     );
   }
 
   /** Every waiting commit is written. */
   writesRecovered(): void {
     this.writes.ok((failures) =>
-      `sessiontap: mirror writes work again in ${this.root} (after ${failures} failed attempt${failures === 1 ? "" : "s"}); every waiting commit is written`
+      `sessiontap: mirror writes work again in ${this.root} (after ${plural(failures, "failed attempt")}); every waiting commit is written`
     );
   }
 
@@ -90,35 +76,6 @@ export class MirrorAlarms {
 
   /** Every writer lock that could not be removed is removed now. */
   locksReleased(): void {
-    this.locks.ok((failures) => `sessiontap: writer locks released again (after ${failures} failed attempt${failures === 1 ? "" : "s"})`);
-  }
-
-  /** What is wrong now, one short string each (empty when nothing is). */
-  problems(counts: MirrorCounts): string[] {
-    const out: string[] = [];
-    const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
-    // A commit is queued from the moment it is handed over: waiting is a problem once a write failed, or
-    // once the oldest has waited past any ordinary write (the client never waits for it: docs/DESIGN.md "Writes").
-    const stalled = counts.longestWaitMs >= STALLED_MS;
-    if (counts.queued > 0 && (this.writes.failing || stalled)) {
-      const why = this.writes.state().lastError ?? `a write has not finished for ${(counts.longestWaitMs / 1000).toFixed(1)} s`;
-      out.push(`mirror: ${plural(counts.queued, "commit")} waiting to be written (${why})`);
-    } else if (this.writes.failing) out.push(`mirror: the last write failed (${this.writes.state().lastError})`);
-    if (counts.dropped > 0) {
-      out.push(`mirror: ${plural(counts.dropped, "commit")} dropped since start (the queue was full): those answers are not in the mirror`);
-    }
-    if (counts.gaveUp > 0) {
-      out.push(
-        `mirror: ${
-          plural(counts.gaveUp, "answer")
-        } given up since start (the mirror engine fell behind the relay): each is written from the next request's history`,
-      );
-    }
-    if (counts.unmirrored > 0) out.push(`mirror: ${plural(counts.unmirrored, "response")} could not be mirrored (internal error; see the events log)`);
-    if (counts.unreleasedLocks > 0) {
-      out.push(`mirror: ${plural(counts.unreleasedLocks, "writer lock")} not released yet (${this.locks.state().lastError ?? "retrying"}); retrying`);
-    }
-    if (this.eventsLog.failing) out.push(`mirror: the events log is not being written (${this.eventsLog.state().lastError})`);
-    return out;
+    this.locks.ok((failures) => `sessiontap: writer locks released again (after ${plural(failures, "failed attempt")})`);
   }
 }

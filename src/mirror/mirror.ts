@@ -1,24 +1,29 @@
 /**
- * The session mirror (docs/DESIGN.md "The mirror"): hands each commit to the tree (tree-writes.ts) and
- * to every other place commits go (a shared store), and tells listeners once it is written. Never throws
- * into the client path: every failure is one events-log line and a count, said on stderr and listed as a
- * health problem (mirror-alarms.ts).
+ * The session mirror (docs/DESIGN.md "The mirror"): writes each commit to the tree and to the shared store,
+ * and tells listeners once it is written. A conversation's commits reach the tree in order, through the
+ * commit writer; one that fails waits in a bounded queue (backlog.ts), retried with backoff, the later
+ * commits of its conversation behind it, and what still waits at stop is saved to a spool that the next
+ * start replays before it serves (docs/DESIGN.md "Health and exit"). Never throws into the client path:
+ * every failure is one events-log line and a count, said on stderr (mirror-alarms.ts) and listed as a
+ * health problem (health.ts).
  */
+import type { CommitJob } from "../protocol/commit-job.ts";
+import { placeOf } from "../protocol/conversation.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
-import { describe, type EventFields, EventsLog } from "../storage/events-log.ts";
+import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
-import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/mirror-spool.ts";
+import { MirrorSpool, rootSpoolDir, type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
+import { join } from "../storage/paths.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
-import { MirrorAlarms } from "./mirror-alarms.ts";
+import type { PgSink } from "../store/pg-sink.ts";
+import { describe } from "../utils/describe-error.ts";
+import { settlesWithin } from "../utils/within.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
 import { TreeTarget } from "../writer/tree-target.ts";
-import type { CommitJob } from "../protocol/commit-job.ts";
-import type { CommitSink } from "../writer/commit-sink.ts";
+import { Backlog } from "./backlog.ts";
+import { MirrorAlarms } from "./mirror-alarms.ts";
 import { RetentionSweeper } from "./retention.ts";
-import { type Replayed, TreeWrites, type Unwritten } from "./tree-writes.ts";
-import { join } from "../storage/paths.ts";
-import { settlesWithin } from "../utils/within.ts";
 
 /** How the mirror is set up. */
 export interface MirrorOptions {
@@ -36,12 +41,12 @@ export interface MirrorOptions {
   lockWaitMs?: number;
   /** Most commits kept in memory while writes fail (default 1000). */
   maxQueued?: number;
-  /** Other places every commit goes (a shared store). */
-  sinks?: CommitSink[];
+  /** The shared store every commit also goes to, or null. */
+  store: PgSink | null;
   /** Write the local tree (default true; false when a store replaces it). */
   files?: boolean;
   /** Where unwritten commits go at shutdown when the root refuses them (default: under the system temp dir). */
-  tempSpool?: import("../storage/mirror-spool.ts").SpoolPlace;
+  tempSpool?: SpoolPlace;
 }
 
 /** Counters shown by /_tap/health. */
@@ -73,27 +78,44 @@ export interface MirrorStats {
   truncated: number;
 }
 
-export type { Replayed, Unwritten };
+/** What stopping did with commits that could not be written. */
+export type Unwritten =
+  | { kind: "none" }
+  | { kind: "saved"; commits: number; path: string }
+  | { kind: "lost"; commits: number; error: string };
+
+/** What starting found in the spools of earlier runs. */
+export interface Replayed {
+  commits: number;
+  files: string[];
+  /** Commits of those that are still waiting (writes failed); their files are kept until they are written. */
+  waiting: number;
+}
 
 /** The mirror of one root directory. */
 export class Mirror {
-  readonly tree: MirrorTree;
   readonly events: EventsLog;
   readonly locks: DirLocks;
-  readonly stats: MirrorStats;
-  private readonly writer: CommitWriter<Cursor, AppendResult>;
-  private readonly writes: TreeWrites;
-  private readonly pending = new Set<Promise<void>>();
-  private readonly sweeper: RetentionSweeper;
   readonly alarms: MirrorAlarms;
-  private readonly sinks: CommitSink[];
+  readonly stats: MirrorStats;
+  /** The tree's commit writer (its conversations in memory). */
+  readonly writer: CommitWriter<Cursor, AppendResult>;
+  private readonly spool: MirrorSpool;
+  /** Commits of the tree waiting for a write to succeed, per conversation. */
+  readonly backlog: Backlog<CommitJob>;
+  /** The drain running for each conversation (one at a time keeps its commits in order). */
+  private readonly draining = new Map<string, Promise<void>>();
+  /** Spool files replayed at start whose commits are not all written yet. */
+  private spoolFiles: string[] = [];
+  private readonly pending = new Set<Promise<void>>();
+  /** The retention sweep (docs/DESIGN.md "The mirror": within a minute of start, then at most once a minute). */
+  readonly sweeper: RetentionSweeper;
   /** Told of each commit once its writes settled (the guard). */
   private readonly committed: ((job: CommitJob) => void)[] = [];
 
   constructor(readonly options: MirrorOptions) {
     const { fs, root, clock } = options;
-    this.sinks = [...(options.sinks ?? [])];
-    this.tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true);
+    const tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true);
     this.events = new EventsLog(fs, root, clock, {
       failed: (error) => this.alarms.eventsLogFailed(error),
       written: () => this.alarms.eventsLogWritten(),
@@ -115,52 +137,21 @@ export class Mirror {
       },
     });
     const underRoot = rootSpoolDir(root);
-    const spool = new MirrorSpool(fs, [{ dir: underRoot, ensure: () => this.tree.ensureDir(underRoot) }, options.tempSpool ?? tempSpoolPlace(fs, root)], self);
-    const target = new TreeTarget(this.tree, this.locks, (torn) => {
+    this.spool = new MirrorSpool(fs, [{ dir: underRoot, ensure: () => tree.ensureDir(underRoot) }, options.tempSpool ?? tempSpoolPlace(fs, root)], self);
+    const target = new TreeTarget(tree, this.locks, (torn) => {
       this.stats.repaired++;
       this.log("repair", { dir: this.relative(torn.dir), moved: torn.file, bytes: torn.bytes });
     });
     this.writer = new CommitWriter(target, options.includeThinking, options.maxSessions);
-    const writes = (this.writes = new TreeWrites(this.writer, spool, options.maxQueued ?? 1000, {
-      log: (action, fields) => this.log(action, fields),
-      fail: (stage, error, fields) => this.fail(stage, error, fields),
-      written: (job, records, result) => this.written(job, records, result),
-      dropped: (key, count) => {
-        this.stats.dropped += count;
-        this.log("drop", { dir: key, dropped: this.stats.dropped });
-      },
-      writeFailed: (key, error, queued) => this.alarms.writeFailed(join(root, key), error, queued),
-      allWritten: () => this.alarms.writesRecovered(),
-      track: (work) => this.track(work),
-    }, clock));
-    this.stats = {
-      responses: 0,
-      appends: 0,
-      records: 0,
-      bytes: 0,
-      interrupted: 0,
-      skipped: 0,
-      errors: 0,
-      dropped: 0,
-      repaired: 0,
-      unmirrored: 0,
-      replayed: 0,
-      gaveUp: 0,
-      truncated: 0,
-      // Read from the backlog itself, so the count can never drift from what waits.
-      get queued(): number {
-        return writes.queued;
-      },
-    };
+    const backlog = (this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000, clock));
+    const stats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0 };
+    // `queued` is read from the backlog itself, so the count can never drift from what waits.
+    const queued = { get: () => backlog.size, enumerable: true };
+    this.stats = Object.defineProperty({ ...stats, replayed: 0, gaveUp: 0, truncated: 0 }, "queued", queued) as MirrorStats;
     this.sweeper = new RetentionSweeper(fs, root, options.retentionDays, clock, (result) => {
       for (const dir of result.touchedDirs) this.writer.reset(this.relative(dir));
       if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
     }, (error) => this.fail("sweep", error));
-  }
-
-  /** Adds a place every later commit also goes (a shared store built after the mirror, since it logs through it). */
-  addSink(sink: CommitSink): void {
-    this.sinks.push(sink);
   }
 
   /** Adds a listener told of every commit after its writes settled; it must return at once (it runs on the engine's write path). */
@@ -168,12 +159,12 @@ export class Mirror {
     this.committed.push(listener);
   }
 
-  /** Writes one response's records to the tree (after any that wait for an earlier failure) and to every sink; never rejects. */
+  /** Writes one response's records to the tree (after any that wait for an earlier failure) and to the store; never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
-    const writes = this.sinks.map((sink) => this.track(sink.commit(job)));
-    if (this.options.files !== false) writes.push(this.track(this.writes.write(job)));
+    const writes = this.options.store === null ? [] : [this.track(this.options.store.commit(job))];
+    if (this.options.files !== false) writes.push(this.track(this.drain(placeOf(job.route, job.sessionDir, job.agentDir).key, job)));
     return Promise.all(writes).then(() => {
       for (const listener of this.committed) {
         try {
@@ -186,21 +177,72 @@ export class Mirror {
   }
 
   /**
-   * Replays what earlier runs saved in the spools (call before serving), into the tree only: the spool
-   * holds what the tree did not take (a store keeps its own spool).
+   * Starts the store and replays what earlier runs saved in the tree's spools (call before serving): each
+   * commit is written like a new one, in order, into the tree only (a store keeps its own spool); those
+   * that fail wait in memory, and their files are kept until they are written.
    */
-  async replaySpool(): Promise<Replayed> {
-    const replayed = await this.writes.replay((dir, error) => {
+  async start(): Promise<Replayed> {
+    this.options.store?.start();
+    const found = await this.spool.load();
+    if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });
+    for (const { dir, error } of found.unreadable) {
       this.fail("spool", error, { dir });
       this.options.stderr(`sessiontap: the spool at ${dir} could not be read (${describe(error)}); what it holds is replayed by a later start`);
-    });
-    this.stats.replayed += replayed.commits;
-    return replayed;
+    }
+    if (found.files.length === 0) return { commits: 0, files: [], waiting: 0 };
+    this.spoolFiles = found.files;
+    for (const job of found.jobs) await this.track(this.drain(placeOf(job.route, job.sessionDir, job.agentDir).key, job));
+    this.stats.replayed += found.jobs.length;
+    this.log("replay", { commits: found.jobs.length, files: found.files.length, waiting: this.backlog.size });
+    if (this.backlog.size === 0) await this.allWritten();
+    return { commits: found.jobs.length, files: found.files, waiting: this.backlog.size };
   }
 
-  /** What is wrong now (health's problems), one short string each. */
-  problems(): string[] {
-    return this.alarms.problems({ ...this.stats, unreleasedLocks: this.locks.waiting, longestWaitMs: this.writes.longestWaitMs });
+  /**
+   * Writes a conversation's waiting commits in order, then `job`; on failure keeps what is left (bounded)
+   * and retries later. One drain at a time per conversation.
+   */
+  private drain(key: string, job: CommitJob | null): Promise<void> {
+    if (job !== null) {
+      const dropped = this.backlog.push(key, job);
+      if (dropped > 0) {
+        this.stats.dropped += dropped;
+        this.log("drop", { dir: key, dropped: this.stats.dropped });
+      }
+    }
+    const run = (this.draining.get(key) ?? Promise.resolve()).then(() => this.drainNow(key));
+    const settled = run.then(() => undefined, () => undefined);
+    this.draining.set(key, settled);
+    void settled.then(() => {
+      if (this.draining.get(key) === settled) this.draining.delete(key);
+    });
+    return run;
+  }
+
+  /** The drain itself (see drain). */
+  private async drainNow(key: string): Promise<void> {
+    for (let next = this.backlog.first(key); next !== undefined; next = this.backlog.first(key)) {
+      try {
+        const written = await this.writer.write(next);
+        if (written.done !== null) this.written(next, written.records, written.done);
+      } catch (error) {
+        this.fail("append", error, { dir: key, queued: this.backlog.waiting(key), attempt: this.backlog.attempts(key) + 1 });
+        this.alarms.writeFailed(join(this.options.root, key), error, this.backlog.size);
+        this.backlog.retryLater(key, () => void this.track(this.drain(key, null)));
+        return;
+      }
+      this.backlog.done(key);
+    }
+    if (this.backlog.size === 0) await this.allWritten();
+  }
+
+  /** Nothing waits any more: say so, and let go of replayed spool files. */
+  private async allWritten(): Promise<void> {
+    this.alarms.writesRecovered();
+    if (this.spoolFiles.length === 0) return;
+    const files = this.spoolFiles;
+    this.spoolFiles = [];
+    await this.spool.remove(files).catch((error) => this.fail("spool", error));
   }
 
   /** Counts and logs one commit written to the tree. */
@@ -256,37 +298,41 @@ export class Mirror {
 
   /** Tries every backlog once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
-    this.writes.retryAll();
-    const sinks = this.sinks.map((sink) => sink.flush(boundMs));
-    await settlesWithin(Promise.all([...this.pending, this.sweeper.settled(), ...sinks]).then(() => this.events.flush()), boundMs);
+    for (const key of this.backlog.keys()) void this.track(this.drain(key, null));
+    const store = this.options.store?.flush(boundMs);
+    await settlesWithin(Promise.all([...this.pending, this.sweeper.settled(), store]).then(() => this.events.flush()), boundMs);
   }
 
   /**
    * Stopping: flushes (bounded), then saves what could not be written to the spool, so it is written at the
-   * next start instead of being lost. Says what it did.
+   * next start instead of being lost, and closes the store. Says what it did.
    */
   async stop(boundMs: number): Promise<Unwritten> {
     this.log("stop", {});
     await this.flush(boundMs);
-    const unwritten = await this.writes.saveUnwritten();
+    const unwritten = await this.saveUnwritten();
+    await this.options.store?.close();
     await this.locks.stop();
     await this.events.flush();
     return unwritten;
   }
 
-  /** Runs the retention sweep if it is due (docs/DESIGN.md "The mirror": within a minute of start, then at most once a minute). */
-  maybeSweep(): void {
-    this.sweeper.maybe();
-  }
-
-  /** Resolves when the sweep in progress (if any) is done. */
-  sweepDone(): Promise<void> {
-    return this.sweeper.settled();
-  }
-
-  /** Conversations held in memory. */
-  get sessionsInMemory(): number {
-    return this.writer.size;
+  /** Stops retrying and saves what still waits, so the next start writes it. */
+  private async saveUnwritten(): Promise<Unwritten> {
+    this.backlog.stopTimers();
+    const left = this.backlog.all();
+    if (left.length === 0) return { kind: "none" };
+    try {
+      const path = await this.spool.save(left);
+      this.backlog.clear();
+      // Those files' commits are in the new file now.
+      await this.spool.remove(this.spoolFiles).catch((error) => this.fail("spool", error));
+      this.log("unwritten", { commits: left.length, saved: true });
+      return { kind: "saved", commits: left.length, path };
+    } catch (error) {
+      this.log("unwritten", { commits: left.length, saved: false, error: describe(error) });
+      return { kind: "lost", commits: left.length, error: describe(error) };
+    }
   }
 
   /** A directory relative to the root, for the events log. */

@@ -1,12 +1,8 @@
 /**
  * What a request says about where and by what it was sent: the working directory, the git branch, the
- * entrypoint and the client's version (docs/DESIGN.md "Where the environment travels"). Claude Code puts
- * its environment block in the system prompt, in a `role:"system"` message, or in a `<system-reminder>`
- * of the opening user message, depending on its version and the model; its git status travels in a
- * reminder of that message. Every request re-sends the opening message (a compacted one opens with the
- * summary, and the reminders come again in the user message after it), so each request is read on its
- * own: only the system prompt, the system messages and one or two opening user messages are looked at,
- * whatever the length of the history. Pure.
+ * entrypoint and the client's version, read from the system prompt, the system messages and one or two
+ * opening user messages only, whatever the length of the history
+ * (docs/DESIGN.md "Where the environment travels"). Pure.
  */
 import { COMPACTION_PREFIX } from "./classify.ts";
 import { isObject } from "./json.ts";

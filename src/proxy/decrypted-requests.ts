@@ -6,7 +6,7 @@
  * goes quiet for `idleMs`, or something on it cannot be read, which is answered and counted.
  */
 import type { Duplex } from "node:stream";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { bodyStream, framingOf, readExactly } from "./http-body.ts";
 import { field, keepsAlive, parseRequestHead } from "./http-head.ts";
 import { plainAnswer, writeResponse, writeTo } from "./http-response.ts";

@@ -8,7 +8,8 @@
 import { createServer, type Server, type Socket } from "node:net";
 import type { ProxySettings } from "../config/proxy-settings.ts";
 import { sameSecret } from "../server/request-guard.ts";
-import { describe, type EventFields } from "../storage/events-log.ts";
+import type { EventFields } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { forward, type ForwardDeps } from "../tap/forward.ts";
 import { settlesWithin } from "../utils/within.ts";

@@ -4,7 +4,9 @@
  * when it answers again, lists a problem in health while it fails, and writes `upstream-error` to the
  * events log, as the base-URL upstream does.
  */
-import { describe, type EventFields } from "../storage/events-log.ts";
+import { upstreamProblems } from "../utils/upstream-problem.ts";
+import type { EventFields } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { ForwardDeps } from "../tap/forward.ts";
 import { UpstreamHealth } from "../tap/upstream-health.ts";
 
@@ -45,6 +47,6 @@ export class ProxyUpstreams {
 
   /** The problems of the upstreams failing now. */
   problems(): string[] {
-    return [...this.known.values()].flatMap((h) => h.problems());
+    return [...this.known.values()].flatMap((h) => upstreamProblems(h.state()));
   }
 }

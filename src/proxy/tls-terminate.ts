@@ -10,7 +10,7 @@
 import type { Socket } from "node:net";
 import { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { type Destination, type RequestLoopDeps, serveRequests } from "./decrypted-requests.ts";
 import { plainAnswer, writeTo } from "./http-response.ts";
 import type { LeafCache } from "./leaf-cache.ts";

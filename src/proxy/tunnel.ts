@@ -4,7 +4,7 @@
  * keeps them. A host that cannot be reached within the bound gets a 502 and one events-log line.
  */
 import { connect, type Socket } from "node:net";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import { plainAnswer, writeTo } from "./http-response.ts";
 import type { ProxyStats } from "./proxy-stats.ts";
 import type { SocketReader } from "./socket-reader.ts";

@@ -6,7 +6,7 @@
  * failed (out of descriptors) is retried, and never leaves the tap waiting for itself.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
+import { type FsAdapter, readIfThere, removeIfThere } from "./fs-adapter.ts";
 import { ensureTrustedDir } from "./trusted-path.ts";
 import { join } from "./paths.ts";
 
@@ -160,7 +160,7 @@ export class DirLocks {
     for (const [path, lock] of [...this.unreleased]) {
       if (this.busy.has(path)) continue;
       try {
-        if (lock === null) await this.fs.unlink(path).catch((error) => (isNotFound(error) ? undefined : Promise.reject(error)));
+        if (lock === null) await removeIfThere(this.fs, path);
         else if ((await this.readOwner(path)) === lock.owner) await this.fs.unlink(path);
         this.forget(path);
       } catch (error) {
@@ -221,13 +221,8 @@ export class DirLocks {
   }
 
   /** The lock file's text, or null when it vanished meanwhile. */
-  private async readOwner(path: string): Promise<string | null> {
-    try {
-      return await this.fs.readText(path);
-    } catch (error) {
-      if ((error as { code?: string }).code === "ENOENT") return null;
-      throw error;
-    }
+  private readOwner(path: string): Promise<string | null> {
+    return readIfThere(this.fs, path);
   }
 
   /** A lock is stale when its owner is proven dead; an unreadable one (a crash while creating it) when old. */

@@ -89,6 +89,25 @@ export function isNotFound(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === "ENOENT";
 }
 
+/** Removes a file; one already gone is fine. */
+export async function removeIfThere(fs: FsAdapter, path: string): Promise<void> {
+  try {
+    await fs.unlink(path);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+}
+
+/** A whole file as UTF-8, or null when it is not there (gone meanwhile). */
+export async function readIfThere(fs: FsAdapter, path: string): Promise<string | null> {
+  try {
+    return await fs.readText(path);
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}
+
 /**
  * One write(2) on an open file: writes what it can of `bytes` and resolves with how many bytes that was.
  * The seam under every write the adapter makes, so a test can act as a nearly full disk on every runtime.

@@ -5,7 +5,7 @@
  */
 import { matchSession, type NamedSession } from "../transcript/session-match.ts";
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
-import type { FsAdapter } from "./fs-adapter.ts";
+import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
 import { type Parsed, parseJsonl } from "../protocol/jsonl.ts";
 import { upgradeOlderRecord } from "../transcript/older-mirror.ts";
@@ -132,13 +132,8 @@ export class MirrorReader implements SessionSource {
       this.cache.set(file, hit); // most recently used goes last
       return hit.parsed;
     }
-    let text: string;
-    try {
-      text = await this.fs.readText(file);
-    } catch (error) {
-      if ((error as { code?: string }).code === "ENOENT") return null; // swept meanwhile
-      throw error;
-    }
+    const text = await readIfThere(this.fs, file);
+    if (text === null) return null; // swept meanwhile
     const parsed = parseJsonl(text);
     for (const r of parsed.records) upgradeOlderRecord(r);
     if (hit !== undefined) this.cached -= hit.size;

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import type { LockOwner } from "./dir-lock.ts";
-import type { FsAdapter } from "./fs-adapter.ts";
+import { type FsAdapter, removeIfThere } from "./fs-adapter.ts";
 import { ensurePrivateDir } from "./private-dir.ts";
 import { SpoolFiles } from "./spool-files.ts";
 import { join } from "./paths.ts";
@@ -111,12 +111,6 @@ export class MirrorSpool {
 
   /** Removes replayed files (already gone is fine). */
   async remove(files: string[]): Promise<void> {
-    for (const path of files) {
-      try {
-        await this.fs.unlink(path);
-      } catch (error) {
-        if ((error as { code?: string }).code !== "ENOENT") throw error;
-      }
-    }
+    for (const path of files) await removeIfThere(this.fs, path);
   }
 }

@@ -2,7 +2,7 @@
  * The price table the reading commands and the viewer use: the built-in one, or the file SESSIONTAP_PRICES
  * names read over it (see usage/prices.ts for its shape).
  */
-import { describe } from "./events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { BUILTIN_PRICES, parsePriceFile, PriceFileError, type PriceTable } from "../usage/prices.ts";
 

@@ -12,7 +12,7 @@
  * Where hard links are not supported (some network and FUSE filesystems) new files fall back to an
  * exclusive create, which still never overwrites but is not atomic for readers, and backups to a copy.
  */
-import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, removeIfThere as discard } from "./fs-adapter.ts";
 
 /** What publishing did. */
 export type Published =
@@ -50,15 +50,6 @@ export async function checkWhole(fs: FsAdapter, path: string, data: string): Pro
   const size = (await fs.lstat(path))?.size ?? 0;
   const expected = new TextEncoder().encode(data).length;
   if (size !== expected) throw Object.assign(new Error(`${path} holds ${size} of the ${expected} bytes written to it`), { code: "EIO" });
-}
-
-/** Removes a temporary file, ignoring that it is already gone. */
-async function discard(fs: FsAdapter, path: string): Promise<void> {
-  try {
-    await fs.unlink(path);
-  } catch (error) {
-    if ((error as { code?: string }).code !== "ENOENT") throw error;
-  }
 }
 
 /** Links `from` to `to` without overwriting; falls back to an exclusive copy where links are not supported. */

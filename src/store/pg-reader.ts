@@ -8,7 +8,7 @@ import { matchSession, type NamedSession } from "../transcript/session-match.ts"
 import type { Config } from "../config/parse.ts";
 import { upgradeOlderRecord } from "../transcript/older-mirror.ts";
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type Lookup, MirrorReader, type SessionSource } from "../storage/mirror-reader.ts";
 import { closeStore, openStore, redactUrl, type Sql } from "./pg-client.ts";

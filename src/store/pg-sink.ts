@@ -1,15 +1,16 @@
 /**
- * The shared PostgreSQL store as a CommitSink (docs/DESIGN.md "The shared store"). Every commit the mirror makes is written to the
- * store in one transaction (see pg-target.ts), in order per conversation. While the store cannot be
- * reached, commits go to the outage spool in the local tree (pg-spool.ts) and a reconnect loop with
- * bounded backoff brings the schema up to date and replays the spool in order before anything is written
- * directly again: nothing lost, nothing doubled. The client never waits for any of it (docs/DESIGN.md
- * "Off the relay path"); nothing here rejects; every change of state is one events-log line.
+ * The shared PostgreSQL store, the second place commits go besides the tree
+ * (docs/DESIGN.md "The shared store"). Every commit the mirror makes is written to the store in one
+ * transaction (see pg-target.ts), in order per conversation. While the store cannot be reached, commits
+ * go to the outage spool in the local tree (pg-spool.ts) and a reconnect loop with bounded backoff brings
+ * the schema up to date and replays the spool in order before anything is written directly again:
+ * nothing lost, nothing doubled. The client never waits for any of it
+ * (docs/DESIGN.md "Off the relay path"); nothing here rejects; every change of state is one events-log line.
  */
-import { describe, type EventFields } from "../storage/events-log.ts";
+import type { EventFields } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { selfOwner } from "../storage/process-identity.ts";
-import type { CommitSink } from "../writer/commit-sink.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { bounded, closeStore, isJobError, openStore, redactUrl, type Sql } from "./pg-client.ts";
 import { migrate, schemaVersion } from "./pg-schema.ts";
@@ -48,12 +49,28 @@ export interface StoreHealth {
   status: "starting" | "ok" | "unreachable";
   /** Commits waiting in the outage spool. */
   spooled: number;
-  [key: string]: unknown;
+  /** The store's URL without its password. */
+  store: string;
+  /** The schema version found, once connected. */
+  schema: number | null;
+  commits: number;
+  /** Rows inserted. */
+  records: number;
+  /** Planned rows the store already had (by uuid), so not inserted again. */
+  conflicts: number;
+  /** Spooled commits written once the store was back. */
+  replayed: number;
+  /** Commits the store refused for good, kept in the spool's failed-*.jsonl. */
+  setAside: number;
+  /** Commits that could not be spooled either: not in the store. */
+  dropped: number;
+  errors: number;
+  lastError: string | null;
+  conversationsInMemory: number;
 }
 
-/** The store sink (see the module comment). */
-export class PgSink implements CommitSink {
-  readonly name = "postgres";
+/** The store sink (see the module comment). Never rejects and never throws into the client path. */
+export class PgSink {
   readonly sql: Sql;
   readonly spool: PgSpool;
   private readonly writer: CommitWriter<bigint, StoreDone>;
@@ -62,7 +79,6 @@ export class PgSink implements CommitSink {
   private spooling = true;
   private readonly chains = new Map<string, Promise<void>>();
   private readonly pending = new Set<Promise<void>>();
-  /** records: rows inserted; conflicts: planned rows the store already had (uuid), so not inserted again. */
   private readonly counts = { commits: 0, records: 0, conflicts: 0, replayed: 0, setAside: 0, dropped: 0, errors: 0 };
   private lastError: string | null = null;
   private schema: number | null = null;

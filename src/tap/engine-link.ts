@@ -1,13 +1,11 @@
 /**
- * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"). The relay only posts; what
- * runs here is small and fixed per chunk: response bytes are copied into one staging buffer shared by every
- * stream, and what it holds goes to the engine as one transferred copy per turn of the event loop (a message
- * per chunk would cost more than the copy). Every other message flushes the staging buffer first, so the
- * engine reads everything in the order the relay saw it. The engine answers only queries and acknowledges
- * what it has read. If the engine stops, the tap keeps relaying, says so once on stderr and in health, and
- * mirrors nothing more.
+ * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): response bytes are copied
+ * into one staging buffer shared by every stream and sent as one transferred copy per turn of the event
+ * loop; every other message flushes the staging buffer first, so the engine reads everything in the order
+ * the relay saw it. If the engine stops, the tap keeps relaying and mirrors nothing more.
  */
-import type { BodyCopy, EngineHealth, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
+import type { EngineHealth } from "../mirror/health.ts";
+import type { BodyCopy, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { RelayObserver } from "./relay-observer.ts";
 
@@ -54,7 +52,7 @@ export class EngineLink {
   private index: number[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   /** Why the engine stopped, or null while it runs. */
-  private stopped: string | null = null;
+  private why: string | null = null;
   /** Response bytes sent and not yet read by the engine. */
   private unread = 0;
 
@@ -91,16 +89,16 @@ export class EngineLink {
 
   /** The engine is gone (it failed to start, or died): said once; queries waiting on it are refused. */
   fail(why: string): void {
-    if (this.stopped !== null) return;
-    this.stopped = why;
+    if (this.why !== null) return;
+    this.why = why;
     this.listener.stderr(`sessiontap: mirror engine stopped: ${why}; the tap keeps relaying but mirrors nothing until it restarts`);
     for (const query of this.queries.values()) query.reject(new Error(`the mirror engine stopped: ${why}`));
     this.queries.clear();
   }
 
-  /** The relay's problems with the engine itself (health). */
-  problems(): string[] {
-    return this.stopped === null ? [] : [`mirror: the mirror engine stopped (${this.stopped}); nothing is mirrored until the tap restarts`];
+  /** Why the engine stopped (said in health), or null while it runs. */
+  get stopped(): string | null {
+    return this.why;
   }
 
   /** Starts following one request, or null when the engine has stopped. */

@@ -7,9 +7,10 @@
 import { awsRefusal, type Refusal } from "../protocol/providers/aws-signature.ts";
 import { pathShape } from "../protocol/providers/path-shape.ts";
 import { recognise } from "../protocol/providers/recognise.ts";
+import { apiError } from "../protocol/api-error.ts";
 import { identityHeaders } from "../protocol/session-id.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
-import { describe } from "../storage/events-log.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { EngineLink } from "./engine-link.ts";
 import type { RelayObserver } from "./relay-observer.ts";
 import { relayBody } from "./request-body.ts";
@@ -40,13 +41,7 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
 
 /** The Anthropic-shaped error answered when the upstream cannot be reached (docs/DESIGN.md "Passthrough"). */
 export function upstreamUnreachable(message: string): Response {
-  return tapError(502, "api_error", message);
-}
-
-/** An Anthropic-shaped error the tap answers itself. */
-function tapError(status: number, type: string, message: string): Response {
-  const body = { type: "error", error: { type, message: `sessiontap: ${message}` } };
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+  return apiError(502, "api_error", message);
 }
 
 /**

@@ -8,16 +8,7 @@
  * The relay only posts (docs/DESIGN.md "Off the relay path"): no byte waits for the engine. The observer
  * never throws (relay-observer.ts is the error boundary).
  */
-import type { CutBy } from "../mirror/messages.ts";
-
-/** What the tee needs of its observer (src/tap/relay-observer.ts). */
-export interface TeeObserver {
-  /** Copies a chunk before it goes to the client. */
-  chunk(chunk: Uint8Array): void;
-  /** The body ended normally. */
-  end(): void;
-  cut(by: Exclude<CutBy, "behind">): void;
-}
+import type { RelayObserver } from "./relay-observer.ts";
 
 /** How the tee behaves around its observer. */
 export interface TeeOptions {
@@ -34,7 +25,7 @@ export interface TeeOptions {
 }
 
 /** Returns the body the client reads; the observer sees the same chunks. */
-export function teeBody(body: ReadableStream<Uint8Array>, observer: TeeObserver, options: TeeOptions): ReadableStream<Uint8Array> {
+export function teeBody(body: ReadableStream<Uint8Array>, observer: RelayObserver, options: TeeOptions): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   return new ReadableStream<Uint8Array>(
     {

@@ -4,13 +4,10 @@
  * answer, passed on as it is, and counts as reaching it. One stderr line when it starts failing, a
  * reminder at most once a minute, one line when it answers again.
  */
-import { describe } from "../storage/events-log.ts";
-import { Alarm, type AlarmState } from "../utils/alarm.ts";
-
-/** What health shows of the upstream. */
-export interface UpstreamState extends AlarmState {
-  url: string;
-}
+import { describe } from "../utils/describe-error.ts";
+import type { UpstreamState } from "../utils/upstream-problem.ts";
+import { Alarm } from "../utils/alarm.ts";
+import { plural } from "../utils/plural.ts";
 
 /** The upstream's alarm. */
 export class UpstreamHealth {
@@ -44,19 +41,11 @@ export class UpstreamHealth {
 
   /** The upstream answered (any status). */
   answered(): void {
-    this.alarm.ok((failures) => `sessiontap: upstream ${this.host} answers again (after ${failures} failed attempt${failures === 1 ? "" : "s"})`);
+    this.alarm.ok((failures) => `sessiontap: upstream ${this.host} answers again (after ${plural(failures, "failed attempt")})`);
   }
 
   /** What health shows. */
   state(): UpstreamState {
     return { url: this.url, ...this.alarm.state() };
-  }
-
-  /** The problem health lists while the last attempt failed. */
-  problems(): string[] {
-    const s = this.alarm.state();
-    return s.failing
-      ? [`upstream: ${this.host} failing since ${s.failingSince} (${s.consecutiveFailures} attempt${s.consecutiveFailures === 1 ? "" : "s"}; ${s.lastError})`]
-      : [];
   }
 }

@@ -1,22 +1,14 @@
 /**
  * The context Claude Code injects into a conversation, read back from the words it sent: each piece is
- * the `attachment` record Claude Code keeps for it. Pure.
- *
- * Claude Code (2.1.3xx) does not keep its reminders (environment, model, git status, date, tool and
- * skill listings, attribution) as text: it keeps one `attachment` record per piece, with what it was
- * made from (`attachment`), the text it rendered (`rendered`) and the role it was rendered for
- * (`renderedRole`). When it resumes, it sends `rendered` again where the conversation had it, and it
- * decides from `attachment` what the model has already been told: a piece it cannot find there is
- * announced again, at the end of the conversation, and the model sees a different conversation (the
- * prompt cache misses on all of it). So restore must write each piece back with what Claude Code would
- * have made it from (docs/DESIGN.md "Restore").
+ * the `attachment` record Claude Code keeps for it, with what it was made from, the text it rendered and
+ * the role it rendered it for (docs/DESIGN.md "Restore": Claude Code decides from those what it has
+ * announced). Pure.
  *
  * A piece is recognised by its opening words; what it was made from is read back from the text, each
  * kind by the template Claude Code renders it with. A piece that is not recognised, or whose text does
  * not read back, is kept as a piece of an unknown kind: Claude Code still sends its text where it was,
  * but may announce the context it stands for once more.
  */
-import { isObject } from "../protocol/json.ts";
 
 /** The tag pair Claude Code wraps each reminder in. */
 export const REMINDER_OPEN = "<system-reminder>\n";
@@ -263,9 +255,4 @@ export function interleave(user: ContextPiece[], system: ContextPiece[]): Contex
     else out.push(system[j++]);
   }
   return out;
-}
-
-/** True for an attachment record restore wrote for context it did not recognise. */
-export function isUnknownPiece(r: Record<string, unknown>): boolean {
-  return r.type === "attachment" && isObject(r.attachment) && r.attachment.type === UNKNOWN_KIND;
 }

@@ -1,17 +1,8 @@
 /**
  * The mirror's messages, as sent, turned back into the records Claude Code keeps for them: what was typed
- * apart from what Claude Code injected. Pure.
- *
- * On the wire Claude Code merges its injected context into the messages it sends: `<system-reminder>`
- * blocks before the typed prompt (or appended to a tool result), a `role:"system"` message with the
- * environment when the model takes system turns, and around a slash command the `<local-command-caveat>`,
- * the `<command-name>` and its `<local-command-stdout>`. The mirror keeps those messages as sent. Claude
- * Code's own transcript keeps them apart — the prompt as a user record of its own (a plain string when
- * it was typed), each reminder as an `attachment` record after it (transcript/context-kinds.ts), a slash
- * command's pieces as user records before it (the caveat `isMeta: true`, hidden on screen) — and when it
- * resumes it merges them again by its own rules, deciding from the attachments what it has announced.
- * So a restored message is written the way Claude Code wrote it, and the resumed request is the one it
- * would have sent from its own transcript (docs/DESIGN.md "Restore").
+ * apart from what Claude Code injected — the prompt as a user record of its own, each reminder as an
+ * `attachment` after it (context-kinds.ts), a slash command's pieces as user records before it — so the
+ * resumed request is the one it would have sent from its own transcript (docs/DESIGN.md "Restore"). Pure.
  *
  * Claude Code adds a "\n" after a text block that another record's text follows when it merges them, so a
  * piece is written without that "\n" (checked with the real CLI, 2.1.328 and 2.1.332: the merged message

@@ -6,6 +6,7 @@
  */
 import { scrubControl } from "./control-chars.ts";
 import { oneLine } from "./records.ts";
+import { bytesShort } from "../usage/format.ts";
 
 /** One wrapper of an injected text: its tag name and what it holds. */
 export interface InjectedPart {
@@ -21,10 +22,9 @@ export function injectedParts(text: string): InjectedPart[] {
   return parts.length > 0 ? parts : [{ tag: "", inner: scrubControl(text).trim() }];
 }
 
-/** A size for people: 840 B, 10.3 KB. */
-export function size(text: string): string {
-  const n = new TextEncoder().encode(text).length;
-  return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KB`;
+/** A text's size in UTF-8, for people. */
+function size(text: string): string {
+  return bytesShort(new TextEncoder().encode(text).length);
 }
 
 /** An injected text in one line: the slash command and its output, or the reminder's size and first words. */

@@ -18,6 +18,7 @@ import { renderOutline } from "./outline-walk.ts";
 import { usageLine } from "../usage/format.ts";
 import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
 import { answerOf } from "../usage/tokens.ts";
+import { plural } from "../utils/plural.ts";
 
 /** Escapes text for HTML content and attribute values (control characters removed first). */
 export function escapeHtml(text: string): string {
@@ -159,11 +160,7 @@ function toolPairHtml(b: Block, options: RecordHtmlOptions): string {
   const resultText = result === undefined ? "" : blocksOf(result.content).map((x) => String(x.text ?? "")).join("\n");
   const error = result?.is_error === true;
   const lines = lineCount(input) + (result === undefined ? 0 : lineCount(resultText));
-  const state = result === undefined
-    ? ""
-    : error
-    ? "error"
-    : `${lineCount(resultText.replace(/\n+$/, ""))} line${lineCount(resultText.replace(/\n+$/, "")) === 1 ? "" : "s"}`;
+  const state = result === undefined ? "" : error ? "error" : `${plural(lineCount(resultText.replace(/\n+$/, "")), "line")}`;
   const line = toolLine(b.name, b.input);
   const name = line.split(":")[0];
   const what = line.slice(name.length);
@@ -228,7 +225,7 @@ function renderItems(items: Item[], options: RecordHtmlOptions): string {
     branches: (item) => {
       const n = item.branches.length;
       const label = item.at === null
-        ? `${n} separate conversation${n === 1 ? "" : "s"} in this session`
+        ? `${plural(n, "separate conversation")} in this session`
         : `${n} other branch${n === 1 ? "" : "es"} fork${n === 1 ? "s" : ""} here (rewound or retried; not the current branch)`;
       return [
         `<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${
@@ -248,7 +245,7 @@ export function renderHtmlDocument(summary: SessionSummary, items: Item[], price
     ["Working directory", summary.cwd ?? "unknown"],
     ["Time", `${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"} (UTC)`],
     ["Records", `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)`],
-    ["Branches", `${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"}; compactions: ${summary.compactions}`],
+    ["Branches", `${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`],
     ["Usage", usageLine(summary.usage, summary.costUSD)],
   ];
   return `<!doctype html>

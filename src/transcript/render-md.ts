@@ -14,6 +14,7 @@ import { renderOutline } from "./outline-walk.ts";
 import { usageLine, usd } from "../usage/format.ts";
 import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
 import { answerOf, totalTokens } from "../usage/tokens.ts";
+import { plural } from "../utils/plural.ts";
 
 /** A Markdown document: a header of facts, then the conversation. */
 export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
@@ -24,7 +25,7 @@ export function renderMarkdown(summary: SessionSummary, items: Item[], prices: P
     `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubLine(summary.cwd))}`,
     `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
     `- Records: ${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)`,
-    `- Branches: ${summary.leaves} ${summary.leaves === 1 ? "leaf" : "leaves"}; compactions: ${summary.compactions}`,
+    `- Branches: ${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`,
     `- Tokens: ${
       totalTokens(summary.usage)
     } (${summary.usage.inputTokens} input, ${summary.usage.outputTokens} output, ${summary.usage.cacheCreationTokens} cache write, ${summary.usage.cacheReadTokens} cache read); estimated cost ${

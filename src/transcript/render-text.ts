@@ -17,6 +17,7 @@ import { costOf, type PriceTable } from "../usage/prices.ts";
 import { answerOf } from "../usage/tokens.ts";
 import { usageLine } from "../usage/format.ts";
 import { compactJson, jsonText } from "./json-text.ts";
+import { plural } from "../utils/plural.ts";
 
 /** How text is coloured; PLAIN adds nothing. */
 export interface TextStyle {
@@ -184,7 +185,7 @@ class TextRenderer {
     const shown = this.o.full ? lines : lines.slice(0, RESULT_LINES);
     const more = lines.length - shown.length;
     const out = shown.map((l, i) => `${i === 0 ? "    ⎿ " : "      "}${i === 0 ? error : ""}${l}`.trimEnd());
-    if (more > 0) out.push(s.dim(`      … ${more} more line${more === 1 ? "" : "s"} (--full shows them)`));
+    if (more > 0) out.push(s.dim(`      … ${plural(more, "more line")} (--full shows them)`));
     return out.join("\n");
   }
 }

@@ -7,6 +7,7 @@ import { scrubControl } from "./control-chars.ts";
 import { oneLine } from "./records.ts";
 import { compactJson } from "./json-text.ts";
 import { isObject } from "../protocol/json.ts";
+import { plural } from "../utils/plural.ts";
 
 /** Longest one-line tool call, in characters. */
 const MAX = 160;
@@ -47,7 +48,7 @@ function what(name: string, input: Record<string, unknown>): string {
       return `${str(input, "description") ?? str(input, "prompt") ?? ""}${kind === null ? "" : ` (${kind})`}`;
     }
     case "TodoWrite":
-      return Array.isArray(input.todos) ? `${input.todos.length} todo${input.todos.length === 1 ? "" : "s"}` : "";
+      return Array.isArray(input.todos) ? `${plural(input.todos.length, "todo")}` : "";
     case "Skill":
       return str(input, "skill") ?? "";
   }

@@ -1,4 +1,4 @@
-/** Token counts and dollars as people read them in a table or a header. Pure. */
+/** Token counts, dollars and sizes as people read them in a table or a header. Pure. */
 import type { TokenCounts } from "./tokens.ts";
 
 /** A token count: 950, 12.3k, 4.56M. */
@@ -6,6 +6,15 @@ export function tokensShort(n: number): string {
   if (n < 1000) return String(n);
   if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 2 : n < 100_000 ? 1 : 0)}k`;
   return `${(n / 1_000_000).toFixed(n < 10_000_000 ? 2 : n < 100_000_000 ? 1 : 0)}M`;
+}
+
+/** A byte count: 512 B, 15.2 KB, 3.4 MB (units of 1024). */
+export function bytesShort(n: number): string {
+  const units = ["KB", "MB", "GB", "TB"];
+  let v = n;
+  let i = -1;
+  while (v >= 1024 && i < units.length - 1) (v /= 1024), i++;
+  return i < 0 ? `${n} B` : `${v.toFixed(1)} ${units[i]}`;
 }
 
 /** Dollars: "$12.34", "$0.0042" (small sums keep two significant digits), "?" for unknown. */

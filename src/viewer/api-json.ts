@@ -3,12 +3,12 @@
  * browser client (client/) reads them, so a field renamed on one side fails the type check on the other.
  * Types only: nothing here exists at run time.
  */
-import type { RestoreOutcome } from "../storage/restore-session.ts";
-import type { ListEntry } from "../storage/session-catalog.ts";
+import type { RestoreOutcome } from "../restore/restore-session.ts";
+import type { ListEntry } from "../catalog/session-catalog.ts";
 import type { LiveBatch } from "./live.ts";
 
 export type { SearchHit } from "../transcript/search.ts";
-export type { RestoreOutcome } from "../storage/restore-session.ts";
+export type { RestoreOutcome } from "../restore/restore-session.ts";
 export type { TokenCounts } from "../usage/tokens.ts";
 
 /** The guard's alert on a session: what became of Claude Code's transcript, since when, and the command that brings it back. */

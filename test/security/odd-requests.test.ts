@@ -4,7 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { soundRequest } from "../../src/runtime/sound-request.ts";
-import { describeBare } from "../../src/storage/events-log.ts";
+import { describeBare } from "../../src/utils/describe-error.ts";
 
 const request = (url: string, host: string | null) => {
   const r = new Request(url.startsWith("/") ? `http://placeholder${url}` : url);

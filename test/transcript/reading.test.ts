@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { hasControl, scrubControl, scrubLine } from "../../src/transcript/control-chars.ts";
 import { environmentSummary, injectedSummary } from "../../src/transcript/injected.ts";
+import { bytesShort } from "../../src/usage/format.ts";
 import { UTC } from "../../src/utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../../src/transcript/render-text.ts";
 import { regexMatcher, search, snippet, substringMatcher, termsMatcher } from "../../src/transcript/search.ts";
@@ -16,7 +17,7 @@ import { BUILTIN_PRICES } from "../../src/usage/prices.ts";
 import { rec } from "../support/recover.ts";
 
 const ESC = String.fromCharCode(27);
-const answer = (text: string, uuid = "t2") => rec("assistant", uuid, null, [{ type: "text", text }]);
+const answer = (text: string, uuid = "t2", parent: string | null = null) => rec("assistant", uuid, parent, [{ type: "text", text }]);
 
 describe("titles", () => {
   it("Claude Code's title answer is JSON with a title (2.x), or with isNewTopic (1.x), bare or fenced", () => {
@@ -29,14 +30,19 @@ describe("titles", () => {
     assert.equal(titleFromAnswer(rec("user", "u", null, `{"title": "a prompt, not an answer"}`)), null);
   });
 
-  it("the newest generated title wins; a title is one line without control characters", () => {
+  it("the newest answer to Claude Code's title request wins; a title is shown in one line without control characters", () => {
     const side = [
-      rec("user", "t1", null, "<session>x</session>"),
-      answer(`{"title": "First"}`),
-      answer("summary text", "t3"),
-      answer(`{"title": "Second\\n\\u001b[31mline"}`, "t4"),
+      rec("user", "t1", null, "<session>\nx\n</session>"),
+      answer(`{"title": "First"}`, "t2", "t1"),
+      rec("user", "t3", null, "<session>\nx y\n</session>"),
+      answer(`{"title": "Second\\n\\u001b[31mline"}`, "t4", "t3"),
+      answer("summary text", "t5", "t3"),
+      rec("user", "t6", null, "Summarise the conversation as JSON."),
+      answer(`{"title": "another side request's answer"}`, "t7", "t6"),
     ];
-    assert.equal(generatedTitle(side), "Second line");
+    assert.equal(sessionTitle(side, []), "Second line");
+    assert.equal(generatedTitle(side), "Second\n\u001b[31mline", "as Claude Code got it (restore writes it so)");
+    assert.equal(generatedTitle(side.slice(5)), null, "a JSON title that answers another request is not the session's title");
   });
 
   it("without one, the first prompt a person typed, cut to one line", () => {
@@ -92,6 +98,10 @@ describe("one-line summaries", () => {
       environmentSummary(env),
       `environment from Claude Code (${(new TextEncoder().encode(env).length / 1024).toFixed(1)} KB; cwd /tmp/p, model claude-opus-5-5)`,
     );
+  });
+
+  it("sizes, as every reader shows them: bytes below 1 KB, else one decimal in the largest unit", () => {
+    assert.deepEqual([512, 1024, 15_565, 3_565_158, 5 * 1024 ** 4].map(bytesShort), ["512 B", "1.0 KB", "15.2 KB", "3.4 MB", "5.0 TB"]);
   });
 });
 

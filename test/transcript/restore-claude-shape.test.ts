@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { sessionTitle } from "../../src/transcript/session-title.ts";
+import { generatedTitle } from "../../src/transcript/title.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir, writeMirror } from "../support/recover.ts";
@@ -130,7 +130,7 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
       assert.equal(agent[0].message.content, "SUBTASK: say hello");
       assert.equal(statSync(agentFile).mode & 0o777, 0o600);
       assert.equal(statSync(`${project}/${S}/subagents`).mode & 0o777, 0o700);
-      assert.equal(sessionTitle([]), null);
+      assert.equal(generatedTitle([]), null);
     });
 
     it("an existing subagent file with conversation is kept (--force replaces it, with a backup); a stub is replaced", async () => {

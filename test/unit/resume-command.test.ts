@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { resumeCommand } from "../../src/storage/restore-session.ts";
+import { resumeCommand } from "../../src/restore/restore-session.ts";
 
 const ID = "0a1b2c3d-0000-4000-8000-000000000001";
 

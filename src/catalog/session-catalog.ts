@@ -5,9 +5,9 @@
 import { buildTree } from "../transcript/tree.ts";
 import { type SessionSummary, summarize } from "../transcript/summary.ts";
 import type { TranscriptState } from "../transcript/transcript.ts";
-import { scanTranscripts, type TranscriptCache, transcriptInfo } from "./claude-projects.ts";
-import type { FsAdapter } from "./fs-adapter.ts";
-import { MirrorReader, type SessionSource } from "./mirror-reader.ts";
+import { scanTranscripts, type TranscriptCache, transcriptInfo } from "../storage/claude-projects.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { MirrorReader, type SessionSource } from "../storage/mirror-reader.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 
 /** A session as `list --json` prints it (docs/DESIGN.md "Command line"). */

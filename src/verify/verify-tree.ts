@@ -7,12 +7,12 @@
  */
 import process from "node:process";
 import { dirName } from "../protocol/session-id.ts";
-import type { DirLocks } from "./dir-lock.ts";
-import type { FsAdapter } from "./fs-adapter.ts";
-import { describe } from "./events-log.ts";
-import { checkWhole } from "./publish.ts";
-import { untrusted } from "./trusted-path.ts";
-import { DIR_MODE, join } from "./paths.ts";
+import type { DirLocks } from "../storage/dir-lock.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { describe } from "../utils/describe-error.ts";
+import { checkWhole } from "../storage/publish.ts";
+import { untrusted } from "../storage/trusted-path.ts";
+import { DIR_MODE, join } from "../storage/paths.ts";
 import { jsonObject } from "../protocol/jsonl.ts";
 
 /** What verify found (and fixed) in one session. */

@@ -7,10 +7,10 @@
 import { planRestore } from "../transcript/restore-plan.ts";
 import { classifyTranscript, type TranscriptState } from "../transcript/transcript.ts";
 import { buildTree } from "../transcript/tree.ts";
-import type { FsAdapter } from "./fs-adapter.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { compactJson } from "../transcript/json-text.ts";
-import type { OtherConversations } from "./mirror-reader.ts";
-import { publishNew, replaceWithBackup } from "./publish.ts";
+import type { OtherConversations } from "../storage/mirror-reader.ts";
+import { publishNew, replaceWithBackup } from "../storage/publish.ts";
 
 /** Agent ids that can be a file name (Claude Code's are hex). */
 const SAFE_AGENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

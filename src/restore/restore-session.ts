@@ -13,23 +13,24 @@
  * time) does not take it again the next day.
  *
  * With the main conversation go the session's subagents (restore-subagents.ts) and, when the mirror saw
- * Claude Code name the session, its `ai-title` record (transcript/session-title.ts).
+ * Claude Code name the session, its `ai-title` record (transcript/title.ts).
  */
 import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../transcript/json-text.ts";
 import { isConversation } from "../transcript/records.ts";
 import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
-import { sessionTitle, titleRecord } from "../transcript/session-title.ts";
+import { generatedTitle, titleRecord } from "../transcript/title.ts";
 import type { SessionSummary } from "../transcript/summary.ts";
 import { classifyTranscript, tornLastLine, type TranscriptState } from "../transcript/transcript.ts";
 import type { Tree } from "../transcript/tree.ts";
-import { transcriptPathFor } from "./claude-projects.ts";
-import { currentUid } from "./trusted-path.ts";
-import type { FsAdapter } from "./fs-adapter.ts";
-import type { OtherConversations } from "./mirror-reader.ts";
-import { type Published, publishNew, replaceWithBackup } from "./publish.ts";
+import { transcriptPathFor } from "../storage/claude-projects.ts";
+import { currentUid } from "../storage/trusted-path.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { OtherConversations } from "../storage/mirror-reader.ts";
+import { type Published, publishNew, replaceWithBackup } from "../storage/publish.ts";
 import { planSubagents, type SubagentOutcome, writeSubagents } from "./restore-subagents.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
+import { plural } from "../utils/plural.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
 export interface RestoreOutcome {
@@ -97,7 +98,7 @@ export async function restoreSession(
   const plan = planRestore(tree, { sessionId, cwd });
   if (plan.records.length === 0) return { ok: false, outcome: null, why: `session ${sessionId} has no user or assistant record to restore` };
   const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
-  const title = sessionTitle(session.others.side);
+  const title = generatedTitle(session.others.side);
   const subagents = planSubagents(session.others, { sessionId, cwd }, path);
   const info = await fs.lstat(path);
   if (info !== null && !info.isFile) {
@@ -146,9 +147,7 @@ export async function restoreSession(
     };
   }
   const unnamed = subagents.unnamed === 0 ? [] : [
-    `${subagents.unnamed} subagent conversation${
-      subagents.unnamed === 1 ? "" : "s"
-    } of ${sessionId} carry no id Claude Code could name a file by; not restored`,
+    `${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`,
   ];
   if (request.dryRun) {
     outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });
