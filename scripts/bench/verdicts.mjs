@@ -80,6 +80,17 @@ export function verdicts(reps, mem, microOut, names) {
       judged(beyond, (x) => x <= 2),
     ]);
   }
+  // The viewer's heavy work (a search reads every session) must not stall a stream either.
+  for (const t of names.filter((n) => /^(bun|deno)-/.test(n))) {
+    const g = over((r) => (r[t]?.gapSearch ?? NaN) - (r[t]?.gapAlone ?? NaN));
+    const took = over((r) => r[t]?.searchMs ?? NaN);
+    rows.push([
+      t,
+      "a concurrent stream's largest gap grows ≤ 2 ms beside the viewer's search over a 1,000-session archive",
+      `${range(g, ms)} (one search ${num(took.med)} ms)`,
+      judged(g, (x) => x <= 2),
+    ]);
+  }
   const steady = microOut?.request_steady_200;
   if (steady && !steady.error) {
     rows.push([
