@@ -83,10 +83,10 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   }
   if (rawCommand !== null && !isCommand(rawCommand)) throw new UsageError(`unknown command "${rawCommand}" (see sessiontap --help)`);
   const named: Command = rawCommand ?? "serve";
-  if (flags.has("--help") || flags.has("-h")) return helpConfig(rawCommand === null ? null : named);
+  if (flags.has("--help")) return helpConfig(rawCommand === null ? null : named);
   checkFlags(named, flags);
   checkArgs(named, positional);
-  const command: Config["command"] = flags.has("--version") || flags.has("-V") ? "version" : named;
+  const command: Config["command"] = flags.has("--version") ? "version" : named;
 
   const portRaw = pick(flags, "--port", env, "SESSIONTAP_PORT") ?? "8787";
   const port = integer("port (--port / SESSIONTAP_PORT)", portRaw, 0, 65535);
