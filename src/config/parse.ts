@@ -125,8 +125,9 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   if (token !== null) {
     // Never echoed back: it guards every conversation.
     if (token.length < 16) throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be at least 16 characters`);
-    if (!/^[\x21-\x7e]+$/.test(token) || /[";,\\]/.test(token)) {
-      throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be printable ASCII without spaces, quotes, backslashes, ';' or ','`);
+    // What a bearer token may hold (RFC 6750 §2.1), which is what Hono's bearer-auth accepts.
+    if (!/^[A-Za-z0-9._~+/-]+=*$/.test(token)) {
+      throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be letters, digits and - . _ ~ + / only (a bearer token)`);
     }
   }
   const url = str("--url");

@@ -1,7 +1,7 @@
 /**
  * The viewer's data behind `/_tap/api/…`: the session list, one session rendered, search across
- * sessions, exports, restoring a session into Claude Code, and the stream of new records (server-sent
- * events). Framework-free: app.ts maps routes onto these methods.
+ * sessions, exports, restoring a session into Claude Code, and new records as they are written, rendered.
+ * Framework-free: routes.ts maps routes onto these methods.
  */
 import { nameInside } from "../protocol/id-name.ts";
 import { exportText } from "../transcript/export.ts";
@@ -17,26 +17,21 @@ import { SessionCatalog } from "../storage/session-catalog.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { orAfter } from "../utils/within.ts";
 import type { GuardAlert, LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
+import type { Answer, ExportAnswer } from "./deps.ts";
 import { type LiveBatch, LiveWatcher } from "./live.ts";
 
 /** What the viewer shows of the guard's alert on a session: null when there is none (or no guard). */
 export type GuardAlertOf = (sessionId: string) => GuardAlert | null;
 
-/** A JSON answer with its status. */
-export interface Answer {
-  status: 200 | 400 | 404 | 409;
-  body: unknown;
-}
-
 /** The longest a restore's answer waits for the guard to look at the restored transcript. */
 const RESTORED_LOOK_MS = 1_000;
-/** How often an idle event stream sends a comment, so proxies and browsers keep it open. */
-const KEEPALIVE_MS = 15_000;
 
 /** The viewer's data over one mirror root. */
 export class ViewerData {
   private readonly catalog: SessionCatalog;
-  private readonly streams = new Set<ReadableStreamDefaultController<Uint8Array>>();
+  private readonly stopping = new AbortController();
+  /** Aborted once the viewer is closed (the tap is stopping). */
+  readonly stopped = this.stopping.signal;
   private readonly guardAlert: GuardAlertOf;
   private readonly prices: PriceTable;
   private readonly clock: () => number;
@@ -122,7 +117,7 @@ export class ViewerData {
   }
 
   /** A session exported as `export --format` writes it. */
-  async exportSession(query: string, format: string): Promise<{ status: 200 | 400 | 404 | 409; body: string; type: string; filename: string }> {
+  async exportSession(query: string, format: string): Promise<ExportAnswer> {
     if (format !== "md" && format !== "html" && format !== "jsonl") {
       return { status: 400, body: "format must be md, html or jsonl\n", type: "text/plain; charset=utf-8", filename: "" };
     }
@@ -141,57 +136,14 @@ export class ViewerData {
     };
   }
 
-  /** A server-sent event stream of new records (`event: records`), starting with `event: ready`. */
-  events(signal?: AbortSignal): ReadableStream<Uint8Array> {
-    const encoder = new TextEncoder();
-    let unsubscribe: (() => void) | null = null;
-    let keepalive: ReturnType<typeof setInterval> | null = null;
-    let ctrl: ReadableStreamDefaultController<Uint8Array> | null = null;
-    const end = () => {
-      unsubscribe?.();
-      unsubscribe = null;
-      if (keepalive !== null) clearInterval(keepalive);
-      keepalive = null;
-      if (ctrl !== null) this.streams.delete(ctrl);
-    };
-    return new ReadableStream<Uint8Array>({
-      start: async (controller) => {
-        ctrl = controller;
-        this.streams.add(controller);
-        const send = (text: string) => {
-          try {
-            controller.enqueue(encoder.encode(text));
-          } catch {
-            end(); // the stream was closed meanwhile
-          }
-        };
-        signal?.addEventListener("abort", () => {
-          end();
-          try {
-            controller.close();
-          } catch {
-            // already closed
-          }
-        });
-        unsubscribe = await this.watcher.subscribe((batch) => send(`event: records\ndata: ${JSON.stringify(liveEvent(batch))}\n\n`));
-        keepalive = setInterval(() => send(": keepalive\n\n"), KEEPALIVE_MS);
-        (keepalive as { unref?: () => void }).unref?.();
-        send(`retry: 2000\nevent: ready\ndata: {}\n\n`);
-      },
-      cancel: () => end(),
-    });
+  /** Hands `listener` each batch of new records, rendered, until the function it resolves with is called. */
+  subscribe(listener: (event: LiveEvent) => void): Promise<() => void> {
+    return this.watcher.subscribe((batch) => listener(liveEvent(batch)));
   }
 
   /** Ends every event stream and stops watching (the tap is stopping). */
   close(): void {
-    for (const controller of this.streams) {
-      try {
-        controller.close();
-      } catch {
-        // already closed
-      }
-    }
-    this.streams.clear();
+    this.stopping.abort();
     this.watcher.close();
   }
 }

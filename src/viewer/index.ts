@@ -7,20 +7,10 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { type GuardAlertOf, ViewerData } from "./api.ts";
 import { LiveWatcher } from "./live.ts";
-import { viewerCsp, viewerPage } from "./page.ts";
+import { allowedHosts } from "./hosts.ts";
+import { viewerPage } from "./page.ts";
 
-/** True for an address only this machine can reach. */
-export function isLoopback(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
-  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
-}
-
-/** The Host names the viewer answers to when the tap listens on `host`; null: any (bound beyond loopback on purpose). */
-export function allowedHosts(host: string): Set<string> | null {
-  if (!isLoopback(host)) return null;
-  const bound = host.trim().toLowerCase();
-  return new Set(["localhost", "127.0.0.1", "[::1]", bound.includes(":") && !bound.startsWith("[") ? `[${bound}]` : bound]);
-}
+export { allowedHosts, isLoopback } from "./hosts.ts";
 
 /** A viewer ready to hand to createApp, and what stopping the tap must close. */
 export interface Viewer {
@@ -60,13 +50,13 @@ export function createViewer(options: {
     deps: {
       allowedHosts: allowedHosts(options.host),
       page: (nonce) => viewerPage(nonce, options.version),
-      csp: viewerCsp,
       sessions: () => data.sessions(),
       session: (id) => data.session(id),
       search: (query) => data.search(query),
       exportSession: (id, format) => data.exportSession(id, format),
       restore: (id, opts) => data.restore(id, opts),
-      events: (signal) => data.events(signal),
+      subscribe: (listener) => data.subscribe(listener),
+      stopped: data.stopped,
     },
   };
 }

@@ -7,7 +7,7 @@ import { CONVERSATION_CSS } from "../transcript/render-html.ts";
 import { CLIENT_SCRIPT } from "./client/inline.ts";
 import { PAGE_CSS } from "./page-style.ts";
 
-/** The page, with `nonce` on its script (the Content-Security-Policy allows only that script). */
+/** The page, with `nonce` on its script (the Content-Security-Policy, routes.ts, allows only that script). */
 export function viewerPage(nonce: string, version: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
@@ -26,9 +26,4 @@ export function viewerPage(nonce: string, version: string): string {
 <script nonce="${nonce.replace(/[^A-Za-z0-9+/=-]/g, "")}">${CLIENT_SCRIPT}</script>
 </body></html>
 `;
-}
-
-/** The Content-Security-Policy of the viewer's responses: nothing from elsewhere, only the nonced script. */
-export function viewerCsp(nonce: string): string {
-  return `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
 }

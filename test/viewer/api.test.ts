@@ -96,6 +96,8 @@ describe("viewer routes", () => {
     assert.deepEqual([...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1]), [` nonce="${nonce}"`]);
     assert.ok(!/\b(src|href)="(https?:)?\/\//.test(html), "nothing loaded from elsewhere");
     assert.equal(res.headers.get("cache-control"), "no-store");
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    assert.equal(res.headers.get("referrer-policy"), "no-referrer");
     const again = /'nonce-([^']+)'/.exec((await get("/_tap/")).headers.get("content-security-policy") ?? "")?.[1];
     assert.notEqual(again, nonce, "a fresh nonce per page");
   });
@@ -143,6 +145,7 @@ describe("viewer routes", () => {
     assert.equal(md.status, 200);
     assert.equal(md.headers.get("content-disposition"), `attachment; filename="${S1}.md"`);
     assert.match(await md.text(), /^# Claude Code session 1111aaaa/);
+    assert.match(md.headers.get("content-security-policy") ?? "", /^default-src 'none'/, "an exported page runs nothing either");
     assert.equal((await get(`/_tap/api/sessions/${S1}/export?format=pdf`)).status, 400);
     assert.equal((await get("/_tap/nothing")).status, 404);
     assert.equal((await get("/v1/messages")).status, 299, "everything else is forwarded");
