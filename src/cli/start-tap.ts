@@ -10,7 +10,7 @@ import type { GuardHealth, GuardOptions } from "../guard/guard-options.ts";
 import type { GuardSessionView } from "../guard/watched-session.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
-import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
+import { bundleScript, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../storage/events-log.ts";
@@ -156,6 +156,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     prices,
     clock,
     watcher,
+    bundle: bundleScript,
     guardAlert: guard === null ? undefined : (sessionId) => guard.alertOf(sessionId),
     restored: guard === null ? undefined : (sessionId) => guard.lookNow(sessionId),
   });

@@ -23,7 +23,8 @@ export interface ExportAnswer {
 export interface ViewerDeps {
   /** Host names (lower case, no port) the viewer answers to; null: any (the tap was bound beyond loopback on purpose). */
   allowedHosts: ReadonlySet<string> | null;
-  page(nonce: string): string;
+  /** The page, its one script carrying `nonce`. */
+  page(nonce: string): Promise<string>;
   sessions(): Promise<unknown>;
   session(id: string): Promise<Answer>;
   search(query: string): Promise<unknown>;

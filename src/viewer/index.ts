@@ -6,6 +6,7 @@ import type { ViewerDeps } from "./deps.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { type GuardAlertOf, ViewerData } from "./api.ts";
+import { type Bundler, clientScript } from "./client-script.ts";
 import { LiveWatcher } from "./live.ts";
 import { allowedHosts } from "./hosts.ts";
 import { viewerPage } from "./page.ts";
@@ -34,6 +35,8 @@ export function createViewer(options: {
   clock?: () => number;
   /** The watcher of new records, when the tap built it first (its writes hint it). */
   watcher?: LiveWatcher;
+  /** Bundles the page's browser client when this is not the compiled binary (runtime/'s bundleScript). */
+  bundle: Bundler;
   /** Called after a restore wrote a session's transcript (the guard looks at it at once). */
   restored?: (sessionId: string) => Promise<void>;
 }): Viewer {
@@ -49,7 +52,7 @@ export function createViewer(options: {
     close: () => data.close(),
     deps: {
       allowedHosts: allowedHosts(options.host),
-      page: (nonce) => viewerPage(nonce, options.version),
+      page: async (nonce) => viewerPage(nonce, options.version, await clientScript(options.bundle)),
       sessions: () => data.sessions(),
       session: (id) => data.session(id),
       search: (query) => data.search(query),

@@ -40,7 +40,7 @@ export function viewerRoutes(viewer: ViewerDeps): Hono<{ Variables: SecureHeader
   };
   app.use("/", loopbackOnly);
   app.use("/api/*", loopbackOnly);
-  app.get("/", PAGE_POLICY, (c) => c.html(viewer.page(c.get("secureHeadersNonce") ?? "")));
+  app.get("/", PAGE_POLICY, async (c) => c.html(await viewer.page(c.get("secureHeadersNonce") ?? "")));
   app.get("/api/sessions", async (c) => c.json(await viewer.sessions()));
   app.get("/api/sessions/:id", async (c) => {
     const answer = await viewer.session(c.req.param("id"));

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { createApp } from "../../src/server/app.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
+import { bundleScript } from "../../src/runtime/index.ts";
 import { createViewer, type Viewer } from "../../src/viewer/index.ts";
 import { observeWrites } from "../../src/storage/observed-fs.ts";
 import { rec, scratchDir, writeMirror } from "../support/recover.ts";
@@ -74,6 +75,7 @@ describe("viewer routes", () => {
       claudeDir: `${scratch.dir}/claude`,
       host: "127.0.0.1",
       version: "0.1.0",
+      bundle: bundleScript,
       onError: (e) => assert.fail(String(e)),
       pollMs: 100,
     });
@@ -111,7 +113,7 @@ describe("viewer routes", () => {
       assert.equal((await get("/_tap/", host)).status, 403, host);
     }
     assert.equal((await get("/_tap/health", "evil.example")).status, 200, "health is not the viewer");
-    const open = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "0.0.0.0", version: "0", onError: () => {} });
+    const open = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "0.0.0.0", version: "0", bundle: bundleScript, onError: () => {} });
     const wide = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps, token: "a-token-for-the-network" });
     assert.equal(
       (await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status,
@@ -249,7 +251,16 @@ describe("viewer routes", () => {
   });
 
   it("a write through the observed filesystem is sent at once, without waiting for the poll", async () => {
-    const slow = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "127.0.0.1", version: "0", onError: () => {}, pollMs: 60_000 });
+    const slow = createViewer({
+      fs: nodeFs,
+      mirrorDir: root,
+      claudeDir: scratch.dir,
+      host: "127.0.0.1",
+      version: "0",
+      bundle: bundleScript,
+      onError: () => {},
+      pollMs: 60_000,
+    });
     const observed = observeWrites(nodeFs, (path) => slow.watcher.hint(path));
     const wapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: slow.deps });
     const reader = (await wapp.request("http://127.0.0.1/_tap/api/events", { headers: { host: "127.0.0.1" } })).body!.getReader();

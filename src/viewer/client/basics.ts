@@ -1,8 +1,8 @@
-/** The client's small helpers: elements, the API, times, counts (a part of the client: see inline.ts). */
+/** The client's small helpers: elements, the API, times, counts (a part of the client: see main.ts). */
 import type { GuardAlert, TokenCounts } from "../api-json.ts";
 import type { Basics } from "./viewer-app.ts";
 
-/** The helpers every other part uses. Self-contained: its source is inlined into the page. */
+/** The helpers every other part uses. */
 export function basicsPart(): Basics {
   function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string | null, text?: string | null): HTMLElementTagNameMap[K] {
     const e = document.createElement(tag);

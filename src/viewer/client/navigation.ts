@@ -1,10 +1,10 @@
 /**
  * Moving around: the hash names what is shown (`#/s/<id>[/<uuid>]`, so links, reloads and the back button
- * work), a back button for narrow screens, and the keyboard (a part of the client: see inline.ts).
+ * work), a back button for narrow screens, and the keyboard (a part of the client: see main.ts).
  */
 import type { Navigation, ViewerApp } from "./viewer-app.ts";
 
-/** The navigation part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The navigation part. It reaches the other parts through `app`. */
 export function navigationPart(app: ViewerApp): Navigation {
   const { state, ui } = app;
 

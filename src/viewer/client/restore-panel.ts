@@ -1,12 +1,12 @@
 /**
  * "Restore into Claude Code" on an open session: the same code as `sessiontap restore` behind the API, and
  * always a dry run first, so nothing is written before the reader has seen what would be (a part of the
- * client: see inline.ts).
+ * client: see main.ts).
  */
 import type { RestoreReply, ViewerSession } from "../api-json.ts";
 import type { RestorePanel, ViewerApp } from "./viewer-app.ts";
 
-/** The restore part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The restore part. It reaches the other parts through `app`. */
 export function restorePart(app: ViewerApp): RestorePanel {
   /** What the last restore of a session said, shown again in the page reloaded after it. */
   const done = new Map<string, string[]>();

@@ -1,8 +1,8 @@
-/** Search across every session, within the list's filters, with the matches marked (a part of the client: see inline.ts). */
+/** Search across every session, within the list's filters, with the matches marked (a part of the client: see main.ts). */
 import type { SearchHit, ViewerSession } from "../api-json.ts";
 import type { Search, ViewerApp } from "./viewer-app.ts";
 
-/** The search part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The search part. It reaches the other parts through `app`. */
 export function searchPart(app: ViewerApp): Search {
   const { state, ui } = app;
 

@@ -1,8 +1,8 @@
-/** The session list with its project and date filters and totals (a part of the client: see inline.ts). */
+/** The session list with its project and date filters and totals (a part of the client: see main.ts). */
 import type { ViewerSession } from "../api-json.ts";
 import type { SessionList, ViewerApp } from "./viewer-app.ts";
 
-/** The list part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The list part. It reaches the other parts through `app`. */
 export function sessionListPart(app: ViewerApp): SessionList {
   const { state, ui } = app;
 

@@ -1,8 +1,8 @@
-/** One session in the main column: its facts, its conversation, a record revealed (a part of the client: see inline.ts). */
+/** One session in the main column: its facts, its conversation, a record revealed (a part of the client: see main.ts). */
 import type { SessionView as SessionAnswer, ViewerSession } from "../api-json.ts";
 import type { SessionView, ViewerApp } from "./viewer-app.ts";
 
-/** The session part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The session part. It reaches the other parts through `app`. */
 export function sessionViewPart(app: ViewerApp): SessionView {
   const { state, ui } = app;
   /** Counts navigations: an answer that arrives after a newer navigation began is not shown. */

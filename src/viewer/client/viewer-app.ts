@@ -1,7 +1,7 @@
 /**
  * The shape of the browser client: what it remembers, the page's fixed elements, and what each part of it
- * offers the others. Types only (nothing here exists at run time), so the parts can name one another's
- * functions without importing any value: see inline.ts for why they must not.
+ * offers the others. Types only: the parts call one another through the assembled client (`app`), so no
+ * two of them import each other (the layering rule allows no import cycle).
  */
 import type { GuardAlert, TokenCounts, ViewerSession } from "../api-json.ts";
 

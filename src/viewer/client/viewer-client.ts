@@ -5,7 +5,7 @@
  * call's pair; searches (`api/search?q=`) with the matches marked; restores a session into Claude Code (a
  * dry run first); moves between sessions from the keyboard; and follows `api/events` for new records.
  * Every string the client itself puts on the page goes through textContent. How it reaches the page:
- * inline.ts.
+ * main.ts.
  */
 import type { ClientParts, ClientState, ClientUi, ViewerApp } from "./viewer-app.ts";
 
