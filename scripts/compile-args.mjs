@@ -1,6 +1,6 @@
 // The one `bun build --compile` command line, for `npm run build` (scripts/build.mjs) and `npm run release`
-// (scripts/release.mjs). The mirror engine's Worker script is a second entry point: the binary embeds it,
-// and main.ts names it by a URL relative to itself (docs/RUNTIMES.md "Compiling"). --format=esm is what
+// (scripts/release.mjs). The Worker scripts of the mirror engine and the viewer's reader are entry points
+// too: the binary embeds them, and main.ts names each by a URL relative to itself (docs/RUNTIMES.md "Compiling"). --format=esm is what
 // lets --bytecode resolve it. The viewer's browser client is bundled first, into one classic script, and
 // defined into the binary as a string (src/viewer/client-script.ts reads it; docs/DESIGN.md "The viewer").
 import { spawnSync } from "node:child_process";
@@ -26,7 +26,18 @@ export const CLIENT_BUILD_ARGS = ["--target=browser", "--format=iife", "--minify
 
 /** Arguments to `bun` that compile the tap into `outfile`, for Bun's `target` (undefined: this machine). */
 export function compileArgs(outfile, target) {
-  const args = ["build", "--compile", "--minify", "--bytecode", "--format=esm", "src/main.ts", "src/mirror-worker.ts", "--outfile", outfile];
+  const args = [
+    "build",
+    "--compile",
+    "--minify",
+    "--bytecode",
+    "--format=esm",
+    "src/main.ts",
+    "src/mirror-worker.ts",
+    "src/viewer-worker.ts",
+    "--outfile",
+    outfile,
+  ];
   args.push("--define", `globalThis.SESSIONTAP_VIEWER_CLIENT=${JSON.stringify(viewerClientScript())}`);
   if (target) args.push(`--target=${target}`);
   return args;

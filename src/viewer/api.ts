@@ -15,45 +15,35 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, restoreSession, resumeCommand } from "../storage/restore-session.ts";
 import { SessionCatalog } from "../storage/session-catalog.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { orAfter } from "../utils/within.ts";
-import type { GuardAlert, LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
+import type { LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
 import type { Answer, ExportAnswer } from "./deps.ts";
-import { type LiveBatch, LiveWatcher } from "./live.ts";
+import type { LiveBatch, LiveWatcher } from "./live.ts";
+import type { ViewerReader } from "./reader.ts";
 
-/** What the viewer shows of the guard's alert on a session: null when there is none (or no guard). */
-export type GuardAlertOf = (sessionId: string) => GuardAlert | null;
-
-/** The longest a restore's answer waits for the guard to look at the restored transcript. */
-const RESTORED_LOOK_MS = 1_000;
-
-/** The viewer's data over one mirror root. */
-export class ViewerData {
+/**
+ * The viewer's data over one mirror root (a ViewerReader: read in the viewer's Worker, or in this thread).
+ * A session's `guard` is null here: the guard's alerts live in the relay's thread, which adds them (index.ts).
+ */
+export class ViewerData implements ViewerReader {
   private readonly catalog: SessionCatalog;
-  private readonly stopping = new AbortController();
-  /** Aborted once the viewer is closed (the tap is stopping). */
-  readonly stopped = this.stopping.signal;
-  private readonly guardAlert: GuardAlertOf;
   private readonly prices: PriceTable;
   private readonly clock: () => number;
-  private readonly restored: (sessionId: string) => Promise<void>;
 
   constructor(
     private readonly fs: FsAdapter,
     mirrorDir: string,
     private readonly claudeDir: string,
     readonly watcher: LiveWatcher,
-    options: { guardAlert?: GuardAlertOf; prices?: PriceTable; clock?: () => number; restored?: (sessionId: string) => Promise<void> } = {},
+    options: { prices?: PriceTable; clock?: () => number } = {},
   ) {
-    this.restored = options.restored ?? (async () => {});
-    this.guardAlert = options.guardAlert ?? (() => null);
     this.prices = options.prices ?? BUILTIN_PRICES;
     this.clock = options.clock ?? Date.now;
     this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir, undefined, this.prices);
   }
 
-  /** Every session, most recently active first (the `list --json` objects, with the guard's alert). */
+  /** Every session, most recently active first (the `list --json` objects). */
   async sessions(): Promise<ViewerSession[]> {
-    return (await this.catalog.list()).map((s) => ({ ...s, guard: s.sessionId === null ? null : this.guardAlert(s.sessionId) }));
+    return (await this.catalog.list()).map((s) => ({ ...s, guard: null }));
   }
 
   /** One session: its facts, its conversation as HTML, and the uuid its reading path ends at. */
@@ -64,8 +54,7 @@ export class ViewerData {
       return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     }
     const tree = buildTree(found.data.records);
-    const listed = await this.catalog.withTranscript(summarize(found.data, tree, this.prices));
-    const session: ViewerSession = { ...listed, guard: listed.sessionId === null ? null : this.guardAlert(listed.sessionId) };
+    const session: ViewerSession = { ...(await this.catalog.withTranscript(summarize(found.data, tree, this.prices))), guard: null };
     return {
       status: 200,
       body: {
@@ -108,8 +97,6 @@ export class ViewerData {
       now: this.clock(),
     });
     if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
-    // The page the client reloads next shows the state after the restore: the guard has looked (bounded).
-    if (!options.dryRun) await orAfter(this.restored(result.outcome.sessionId), RESTORED_LOOK_MS, null);
     return {
       status: 200,
       body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } satisfies RestoreReply,
@@ -141,9 +128,13 @@ export class ViewerData {
     return this.watcher.subscribe((batch) => listener(liveEvent(batch)));
   }
 
-  /** Ends every event stream and stops watching (the tap is stopping). */
+  /** A mirror file was just written: its session is looked at now, not at the next poll. */
+  hint(path: string): void {
+    this.watcher.hint(path);
+  }
+
+  /** Stops watching (the tap is stopping). */
   close(): void {
-    this.stopping.abort();
     this.watcher.close();
   }
 }

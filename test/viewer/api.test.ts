@@ -1,6 +1,7 @@
 // The viewer's routes in-process (`app.request`, Hono style): the page and its Content-Security-Policy,
 // the loopback guard, the data API, and the server-sent events that carry new records, whether this
-// process wrote them (a hint) or another one did (the watcher's poll). Runs under Bun and Deno.
+// process wrote them (a hint) or another one did (the watcher's poll). The data is read in the viewer's
+// own Worker, as a tap reads it. Runs under Bun and Deno.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
@@ -70,7 +71,6 @@ describe("viewer routes", () => {
     ]);
     writeMirror(root, S2, [rec("user", "v1", null, "another session about zebras", { sessionId: S2 })]);
     viewer = createViewer({
-      fs: nodeFs,
       mirrorDir: root,
       claudeDir: `${scratch.dir}/claude`,
       host: "127.0.0.1",
@@ -261,7 +261,7 @@ describe("viewer routes", () => {
       onError: () => {},
       pollMs: 60_000,
     });
-    const observed = observeWrites(nodeFs, (path) => slow.watcher.hint(path));
+    const observed = observeWrites(nodeFs, (path) => slow.hint(path));
     const wapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: slow.deps });
     const reader = (await wapp.request("http://127.0.0.1/_tap/api/events", { headers: { host: "127.0.0.1" } })).body!.getReader();
     let text = await readUntil(reader, (t) => t.includes("event: ready"));
@@ -275,6 +275,30 @@ describe("viewer routes", () => {
     // Stopping the tap ends the stream (so the drain is not held open).
     slow.close();
     await readToEnd(reader, 2000);
+  });
+
+  it("a reader whose thread dies is said once, its question fails, and the next question starts a new one", async () => {
+    const errors: string[] = [];
+    const faulty = createViewer({
+      mirrorDir: root,
+      claudeDir: scratch.dir,
+      host: "127.0.0.1",
+      version: "0",
+      bundle: bundleScript,
+      onError: (e) => errors.push(String(e instanceof Error ? e.message : e)),
+      workerUrl: new URL("../support/viewer-fault-worker.ts", import.meta.url),
+    });
+    const fapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: faulty.deps, onError: (e) => errors.push(`answer: ${e}`) });
+    const ask = (path: string) => fapp.request(`http://127.0.0.1${path}`, { headers: { host: "127.0.0.1" } });
+    assert.equal((await ask("/_tap/api/search?q=zebras")).status, 200);
+    const died = await ask("/_tap/api/search?q=die-on-cue");
+    assert.equal(died.status, 500);
+    assert.equal((await died.json()).error.message, "sessiontap: internal error");
+    assert.equal(errors.filter((e) => /^the viewer's reader stopped: .*cued by the test/.test(e)).length, 1, errors.join("\n"));
+    assert.ok(errors.some((e) => /^answer: .*the viewer's reader stopped/.test(e)), errors.join("\n"));
+    const hits = await (await ask("/_tap/api/search?q=zebras")).json();
+    assert.deepEqual(hits.map((h: { uuid: string }) => h.uuid), ["v1"], "a new reader answers");
+    faulty.close();
   });
 
   it("a running tap serves the viewer, and stopping it ends open event streams at once (the drain is not held)", async () => {
