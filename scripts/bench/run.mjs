@@ -407,7 +407,7 @@ function microTables(m) {
   }
   lines.push(
     "",
-    "| request side, steady state (one new message), in the engine | body | read: prefix compare + parse and hash of what is new (ms) | identify: route, session, environment (ms) | planRequest (ms) | engine total (ms) | relay: one copy of the body (ms) | for reference: decode + JSON.parse of the whole body (ms) |",
+    "| request side (one new message), in the engine | body | read: decode, parse, hash every message (ms) | identify: route, session, environment (ms) | planRequest (ms) | engine total (ms) | relay: one copy of the body (ms) | of which decode + JSON.parse (ms) |",
     "|---|---|---|---|---|---|---|---|",
   );
   for (

@@ -93,13 +93,15 @@ export function verdicts(reps, mem, microOut, names) {
   }
   const steady = microOut?.request_steady_200;
   if (steady && !steady.error) {
+    // Issue 14 bounded this at 2 ms with a reader that parsed only what was new; issue 21 measured that
+    // it paid for itself nowhere a client looks and read every body whole instead: only the relay's part is judged.
     rows.push([
       "mirror engine (Bun, in-process)",
-      "steady state, 200 turns, one new message: parse + identify + hash + plan ≤ 2 ms CPU, none on the relay",
-      `${num(steady.totalMs)} ms (read ${num(steady.readMs)}, identify ${num(steady.identifyMs)}, plan ${num(steady.planMs)}); relay per request: ${
+      "200 turns, one new message: nothing on the relay but one copy of the body (the engine reads it whole: no bound)",
+      `engine ${num(steady.totalMs)} ms (read ${num(steady.readMs)}, identify ${num(steady.identifyMs)}, plan ${num(steady.planMs)}); relay per request: ${
         num(steady.relayMs)
       } ms`,
-      verdict(steady.totalMs <= 2),
+      verdict(steady.relayMs <= 2),
     ]);
   }
   // Memory: what one stream costs at 1,000, with every one of them in flight.

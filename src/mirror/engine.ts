@@ -6,7 +6,6 @@
  * Every message is handled inside one error boundary: a failure is counted and logged once, and the
  * response it touched is left unmirrored, never the relay stalled.
  */
-import { RequestReader } from "../protocol/request-reader.ts";
 import { Guard } from "../guard/guard.ts";
 import { describe } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -36,7 +35,6 @@ export class MirrorEngine {
   guard: Guard | null = null;
   /** The responses being followed, by the relay's id; a message about any other id is ignored. */
   private readonly followers = new Map<number, ResponseFollower>();
-  private readonly reader = new RequestReader();
   private readonly sink: FollowerSink;
   private wrote = new Set<string>();
   private wroteTimer: ReturnType<typeof setTimeout> | null = null;
@@ -126,7 +124,7 @@ export class MirrorEngine {
         return this.contain(
           m.id,
           "prepare",
-          (f) => f.body("bytes" in copy ? prepareRequest(this.reader, f.identity, copy.bytes, this.settings) : { reason: copy.skipped }),
+          (f) => f.body("bytes" in copy ? prepareRequest(f.identity, copy.bytes, this.settings) : { reason: copy.skipped }),
         );
       }
       case "head":
