@@ -3,7 +3,6 @@
  * (viewer-client.ts). `bun build` bundles this module and what it imports into the page's one script
  * (../client-script.ts; docs/DESIGN.md "The viewer").
  */
-import { basicsPart } from "./basics.ts";
 import { liveRecordsPart } from "./live-records.ts";
 import { navigationPart } from "./navigation.ts";
 import { restorePart } from "./restore-panel.ts";
@@ -13,7 +12,6 @@ import { sessionViewPart } from "./session-view.ts";
 import { viewerClient } from "./viewer-client.ts";
 
 viewerClient({
-  basics: basicsPart,
   list: sessionListPart,
   session: sessionViewPart,
   restore: restorePart,

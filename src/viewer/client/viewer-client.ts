@@ -8,6 +8,7 @@
  * main.ts.
  */
 import type { ClientParts, ClientState, ClientUi, ViewerApp } from "./viewer-app.ts";
+import { el } from "./basics.ts";
 
 /** Starts the client on the page: finds its elements, assembles the parts, wires the events, loads the list. */
 export function viewerClient(parts: ClientParts): void {
@@ -34,7 +35,7 @@ export function viewerClient(parts: ClientParts): void {
   // Every part's functions are added just below, before any of them runs: each part only calls another's
   // from an event or a promise, so the order here does not matter, and ViewerApp is exactly their union.
   const app = { state, ui } as ViewerApp;
-  Object.assign(app, parts.basics(app), parts.list(app), parts.session(app), parts.restore(app), parts.search(app), parts.live(app), parts.navigation(app));
+  Object.assign(app, parts.list(app), parts.session(app), parts.restore(app), parts.search(app), parts.live(app), parts.navigation(app));
 
   document.addEventListener("keydown", app.onKey);
   ui.back.addEventListener("click", app.backToList);
@@ -47,7 +48,7 @@ export function viewerClient(parts: ClientParts): void {
     });
   }
   globalThis.addEventListener("hashchange", app.route);
-  app.loadSessions().then(app.route).catch((e) => ui.sessions.replaceChildren(app.el("li", "empty", String((e instanceof Error && e.message) || e))));
+  app.loadSessions().then(app.route).catch((e) => ui.sessions.replaceChildren(el("li", "empty", String((e instanceof Error && e.message) || e))));
   app.listen();
   // The guard's alerts change without new records: refresh the list now and then.
   setInterval(() => {
