@@ -11,7 +11,12 @@ import { LiveWatcher } from "./viewer/live.ts";
 import type { FromReader, ToReader } from "./viewer/reader.ts";
 
 /** The worker's own global, as far as this file uses it. */
-const scope = globalThis as unknown as { onmessage: ((event: MessageEvent<ToReader>) => void) | null; postMessage(message: FromReader): void };
+const scope = globalThis as unknown as {
+  onmessage: ((event: MessageEvent<ToReader>) => void) | null;
+  postMessage(message: FromReader): void;
+  addEventListener(type: "error" | "unhandledrejection", listener: (event: Event & { error?: unknown; reason?: unknown; message?: string }) => void): void;
+  close(): void;
+};
 const post = (message: FromReader) => scope.postMessage(message);
 const line = (error: unknown) => (error instanceof Error ? error.message.split("\n")[0] : String(error));
 
@@ -57,3 +62,13 @@ scope.onmessage = (event) => {
     answer(data, message.name, message.args).then((value) => post({ t: "reply", q, value }), (error) => post({ t: "reply", q, error: line(error) }));
   }
 };
+
+// An error nothing here contained ends the reader: said as one line (the tap starts another on its next
+// question), instead of the runtime's own multi-line report.
+const die = (event: Event, error: unknown) => {
+  event.preventDefault();
+  post({ t: "died", error: line(error) });
+  scope.close();
+};
+scope.addEventListener("error", (event) => die(event, event.error ?? event.message));
+scope.addEventListener("unhandledrejection", (event) => die(event, event.reason));

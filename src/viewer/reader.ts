@@ -45,7 +45,8 @@ export type ToReader =
 export type FromReader =
   | { t: "reply"; q: number; value?: unknown; error?: string }
   | { t: "records"; event: LiveEvent }
-  | { t: "error"; error: string };
+  | { t: "error"; error: string }
+  | { t: "died"; error: string };
 
 /** The viewer's data read in a Worker: started on first use, started again after it died. */
 export class WorkerReader implements ViewerReader {
@@ -103,11 +104,15 @@ export class WorkerReader implements ViewerReader {
   private start(): Worker {
     if (this.worker !== null) return this.worker;
     const worker = (this.worker = new Worker(this.url, { type: "module" }));
-    worker.onmessage = (event: MessageEvent<FromReader>) => this.receive(event.data);
+    const died = (why: string) => {
+      if (this.worker !== worker) return; // said already
+      this.onError(new Error(`the viewer's reader stopped: ${why || "an error in its thread"}`));
+      this.stop("its thread stopped");
+    };
+    worker.onmessage = (event: MessageEvent<FromReader>) => (event.data.t === "died" ? died(event.data.error) : this.receive(event.data));
     worker.onerror = (event: ErrorEvent) => {
       event.preventDefault?.();
-      this.onError(new Error(`the viewer's reader stopped: ${workerErrorLine(event.message ?? "") || "an error in its thread"}`));
-      this.stop("its thread stopped");
+      died(workerErrorLine(event.message ?? ""));
     };
     worker.postMessage({ t: "start", settings: this.settings } satisfies ToReader);
     // Live pages of a reader that died are followed again by the new one.
@@ -115,7 +120,7 @@ export class WorkerReader implements ViewerReader {
     return worker;
   }
 
-  private receive(message: FromReader): void {
+  private receive(message: Exclude<FromReader, { t: "died" }>): void {
     if (message.t === "records") { for (const listener of [...this.listeners]) listener(message.event); }
     else if (message.t === "error") this.onError(new Error(message.error));
     else {
