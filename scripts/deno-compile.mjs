@@ -38,6 +38,8 @@ const args = [
   "deno.compile.json",
   "--include",
   "src/mirror-worker.ts",
+  "--include",
+  "src/viewer-worker.ts",
   "--output",
   staging,
   "src/main.ts",

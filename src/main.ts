@@ -29,6 +29,7 @@ try {
     stopSignal,
     // Resolved here, by the entry point: inside a compiled binary every module shares its URL.
     workerUrl: new URL("./mirror-worker.ts", import.meta.url),
+    viewerWorkerUrl: new URL("./viewer-worker.ts", import.meta.url),
     isTTY: process.stdout.isTTY === true,
   });
 } catch (error) {

@@ -326,13 +326,16 @@ async function run(spec) {
 /**
  * What a concurrent stream feels: one paced stream whose event arrival times are kept, alone or while
  * another connection sends long-history requests one after another (at most `spec.history`, until the
- * stream ends). Returns the largest gap between two arrivals and the history requests' timings.
+ * stream ends), or (`spec.search`, a path) the viewer's search requests one after another. Returns the
+ * largest gap between two arrivals and the other requests' timings.
  */
 async function gap(spec) {
   const [stream, other] = await connections(spec.port, 2);
   const paced = requestBytes({ answer: "paced", body: "single", pace: spec.pace, prefix: `${spec.prefix}-paced` }, spec.port, 0, 0);
   // Built before the stream starts: building a 4 MiB body here would stall this process's own reading.
-  const bodies = spec.withHistory
+  const bodies = spec.search
+    ? Array.from({ length: spec.history }, () => Buffer.from(`GET ${spec.search} HTTP/1.1\r\nhost: 127.0.0.1:${spec.port}\r\n\r\n`, "latin1"))
+    : spec.withHistory
     ? Array.from(
       { length: spec.history },
       (_, k) => requestBytes({ answer: "short", body: "history", offset: (spec.offset ?? 0) + k, prefix: spec.prefix }, spec.port, 0, k),
@@ -341,7 +344,7 @@ async function gap(spec) {
   let streaming = true;
   const watched = stream.request(paced, { eventTimes: true, timeoutMs: spec.timeoutMs ?? 60_000 }).finally(() => (streaming = false));
   const history = [];
-  if (spec.withHistory) {
+  if (bodies.length > 0) {
     for (let k = 0; k < bodies.length && streaming; k++) {
       const r = await other.request(bodies[k], { timeoutMs: spec.timeoutMs ?? 60_000 });
       history.push({ ok: r.ok, ttfb: r.ttfb, ttlb: r.ttlb, err: r.err });
@@ -351,7 +354,16 @@ async function gap(spec) {
   const times = r.times ?? [];
   let maxGap = 0;
   for (let i = 1; i < times.length; i++) maxGap = Math.max(maxGap, times[i] - times[i - 1]);
-  return { ok: r.ok, err: r.err ?? null, events: r.events, maxGap, history: history.length, historyErrors: history.filter((h) => !h.ok).length };
+  return {
+    ok: r.ok,
+    err: r.err ?? null,
+    events: r.events,
+    maxGap,
+    history: history.length,
+    historyErrors: history.filter((h) => !h.ok).length,
+    historyTtlb: history.map((h) => h.ttlb),
+    firstHistoryError: history.find((h) => !h.ok)?.err ?? null,
+  };
 }
 
 process.on("message", async (msg) => {

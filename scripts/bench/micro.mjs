@@ -71,39 +71,29 @@ for (const [name, kind, size] of [["sse_long_per_event", "long", 0], ["sse_long_
   });
 }
 
-const { RequestReader } = await import("../../src/protocol/request-reader.ts");
+const { readRequest } = await import("../../src/protocol/request-reader.ts");
 const { prepareRequest } = await import("../../src/mirror/request-prep.ts");
 const IDENTITY = { session: "micro-history", agent: null, parentAgent: null, userAgent: "claude-cli/2.1.328 (external, cli)" };
 
 /**
- * The request side of one body in the steady state, as the engine runs it (src/mirror/request-prep.ts):
- * the reader already holds the conversation's previous body, so only the new message is parsed and
- * hashed. Beside it, for reference, a whole decode + JSON.parse of the body (what reading it afresh costs).
+ * The request side of one body, as the engine runs it (src/mirror/request-prep.ts): the body read (decoded,
+ * parsed, every message hashed: it re-sends the whole conversation), identified, then planned against a
+ * lineage that holds everything but the new message. Beside it, for reference, the decode + JSON.parse alone.
  */
-async function requestSide(previous, body) {
-  const before = enc.encode(previous);
+async function requestSide(body) {
   const bytes = enc.encode(body);
   const parse = await timeIt(() => JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)));
-  const warmReader = () => {
-    const reader = new RequestReader();
-    reader.read("k", before);
-    return reader;
-  };
   const read = await timeIt(() => {
-    const reader = warmReader();
     const t = performance.now();
-    reader.read("k", bytes);
+    readRequest(bytes);
     return performance.now() - t;
   });
   const prepare = await timeIt(() => {
-    const reader = warmReader();
-    prepareRequest(reader, IDENTITY, before, { version: "0", sideRequests: true });
     const t = performance.now();
-    prepareRequest(reader, IDENTITY, bytes, { version: "0", sideRequests: true });
+    prepareRequest(IDENTITY, bytes, { version: "0", sideRequests: true });
     return performance.now() - t;
   });
-  const reader = warmReader();
-  const { messages } = reader.read("k", bytes);
+  const { messages } = readRequest(bytes);
   // Steady state: everything but the new user message is already mirrored (its answer included).
   const index = new Map(messages.slice(0, -1).map((m, i) => [m.key, `uuid-${i}`]));
   const plan = await timeIt(() => lineage.planRequest(index, messages));
@@ -129,11 +119,11 @@ async function requestSide(previous, body) {
   };
 }
 
-await measure("request_conversation", () => requestSide(conversationBody("micro-conv", 8), conversationBody("micro-conv", 9)));
+await measure("request_conversation", () => requestSide(conversationBody("micro-conv", 9)));
 const histories = {};
 for (const turns of quick ? [50, 200] : [50, 100, 200]) {
   histories[turns] = new HistoryBody("micro-history", turns, Math.round((4 * 1024 * 1024 * turns) / 200));
-  await measure(`request_history_${turns}`, () => requestSide(histories[turns].body(1), histories[turns].body(2)));
+  await measure(`request_history_${turns}`, () => requestSide(histories[turns].body(2)));
 }
 out.request_steady_200 = out.request_history_200;
 

@@ -59,8 +59,11 @@ export function figuresOf(r) {
   f.gapAlone = r.gapAlone?.ok ? r.gapAlone.maxGap : NaN;
   f.gapLoaded = r.gapLoaded?.ok ? r.gapLoaded.maxGap : NaN;
   f.gapHistory = r.gapLoaded?.history ?? NaN;
+  f.gapSearch = r.gapSearch?.ok ? r.gapSearch.maxGap : NaN;
+  f.searchMs = quantile(r.gapSearch?.historyTtlb ?? [], 0.5);
   f.errors = ["short", "long1", "long100", "tool", "history"].reduce((n, k) => n + (r[k]?.errors ?? 0), 0) +
-    (r.gapAlone && !r.gapAlone.ok ? 1 : 0) + (r.gapLoaded && !r.gapLoaded.ok ? 1 : 0) + (r.gapLoaded?.historyErrors ?? 0);
+    (r.gapAlone && !r.gapAlone.ok ? 1 : 0) + (r.gapLoaded && !r.gapLoaded.ok ? 1 : 0) + (r.gapLoaded?.historyErrors ?? 0) +
+    (r.gapSearch && !r.gapSearch.ok ? 1 : 0) + (r.gapSearch?.historyErrors ?? 0);
   return f;
 }
 
@@ -74,6 +77,8 @@ export const ROWS = [
   ["histTtfbP50", "TTFB p50, 4 MiB / 200-turn request", "ms"],
   ["gapAlone", "largest gap between a paced stream's events (sent 10 ms apart), alone", "ms"],
   ["gapLoaded", "the same while 4 MiB / 200-turn requests go through beside it", "ms"],
+  ["gapSearch", "the same while the viewer searches a 1,000-session archive beside it (taps only)", "ms"],
+  ["searchMs", "one viewer search over the 1,000-session archive (median, during the above)", "ms"],
   ["evps1", "events/s delivered, 1 stream", "ev/s"],
   ["evps100", "events/s delivered, 100 concurrent streams", "ev/s"],
   ["cpuPerMiB", "CPU of the proxy per MiB streamed (100 streams)", "ms/MiB"],

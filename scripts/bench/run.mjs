@@ -15,6 +15,7 @@ import { cpuMs, memSum } from "./proc.mjs";
 import { figuresOf, memTable, num, quantile, summarize, table } from "./report.mjs";
 import { installNginx, logger, nginxBinary, startTarget, stopChild, TARGETS } from "./targets.mjs";
 import { verdicts } from "./verdicts.mjs";
+import { ARCHIVE_QUERY, copyArchive, writeArchive } from "./archive.mjs";
 import { answerSize } from "./workload.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -106,6 +107,8 @@ const PLAN = {
   // The gap scenario: a paced stream of one event every 10 ms (~2.6 s), beside at most this many history requests.
   gapPace: "1,10",
   gapHistory: Q ? 10 : 24,
+  // ... and beside the viewer's search over an archive of this many sessions (40 records of ~1 KB each).
+  archiveSessions: 1000,
   // A soft bound on the whole run: no new repetition starts after it.
   deadlineMs: Q ? 150_000 : 540_000,
 };
@@ -252,7 +255,11 @@ async function scenario(ctx, target, spec) {
 
 /** One repetition of the latency/throughput scenarios on one target (a fresh process, warmed first). */
 async function throughputRep(ctx, name, rep) {
-  const target = await startTarget(name, { root: ROOT, scratch: join(ctx.scratch, `r${rep}-${name}`), upstreamPort: ctx.stub.port, binary: ctx.binary, log });
+  const dir = join(ctx.scratch, `r${rep}-${name}`);
+  // A tap's viewer reads its mirror root (mirror off: the default one under HOME): the archive goes there.
+  const tap = /^(bun|deno)-/.test(name);
+  if (tap) copyArchive(ctx.archive, name.endsWith("-on") ? join(dir, "mirror") : join(dir, ".claude/session-mirrors"));
+  const target = await startTarget(name, { root: ROOT, scratch: dir, upstreamPort: ctx.stub.port, binary: ctx.binary, log });
   const p = `r${rep}-${name}`;
   if (target.child) children.add(target.child);
   try {
@@ -275,6 +282,13 @@ async function throughputRep(ctx, name, rep) {
       cmd: "gap",
       spec: { port: target.port, pace: PLAN.gapPace, withHistory: true, history: PLAN.gapHistory, offset: 1, prefix: `${p}-gap` },
     });
+    // ... and beside the viewer searching the whole archive, one search after another.
+    if (tap) {
+      r.gapSearch = await ctx.driver.call({
+        cmd: "gap",
+        spec: { port: target.port, pace: PLAN.gapPace, search: `/_tap/api/search?q=${ARCHIVE_QUERY}`, history: 100, prefix: `${p}-gaps` },
+      });
+    }
     r.mirror = await mirrorStats(target);
     r.rss = memSum(target.pids());
     return r;
@@ -393,7 +407,7 @@ function microTables(m) {
   }
   lines.push(
     "",
-    "| request side, steady state (one new message), in the engine | body | read: prefix compare + parse and hash of what is new (ms) | identify: route, session, environment (ms) | planRequest (ms) | engine total (ms) | relay: one copy of the body (ms) | for reference: decode + JSON.parse of the whole body (ms) |",
+    "| request side (one new message), in the engine | body | read: decode, parse, hash every message (ms) | identify: route, session, environment (ms) | planRequest (ms) | engine total (ms) | relay: one copy of the body (ms) | of which decode + JSON.parse (ms) |",
     "|---|---|---|---|---|---|---|---|",
   );
   for (
@@ -450,7 +464,12 @@ async function main() {
   const info = machine();
   const stub = await startStub();
   const driver = await startDriver();
-  const ctx = { stub, driver, scratch, binary };
+  const archive = join(scratch, "archive");
+  if (names.some((n) => /^(bun|deno)-/.test(n))) {
+    const bytes = writeArchive(archive, { sessions: PLAN.archiveSessions });
+    log(`wrote a ${PLAN.archiveSessions}-session archive for the viewer's search (${(bytes / 1048576).toFixed(1)} MiB)`);
+  }
+  const ctx = { stub, driver, scratch, binary, archive };
   const reps = [];
   const raw = { plan: PLAN, info, reps: [], mem: {} };
   try {

@@ -80,15 +80,28 @@ export function verdicts(reps, mem, microOut, names) {
       judged(beyond, (x) => x <= 2),
     ]);
   }
+  // The viewer's heavy work (a search reads every session) must not stall a stream either.
+  for (const t of names.filter((n) => /^(bun|deno)-/.test(n))) {
+    const g = over((r) => (r[t]?.gapSearch ?? NaN) - (r[t]?.gapAlone ?? NaN));
+    const took = over((r) => r[t]?.searchMs ?? NaN);
+    rows.push([
+      t,
+      "a concurrent stream's largest gap grows ≤ 2 ms beside the viewer's search over a 1,000-session archive",
+      `${range(g, ms)} (one search ${num(took.med)} ms)`,
+      judged(g, (x) => x <= 2),
+    ]);
+  }
   const steady = microOut?.request_steady_200;
   if (steady && !steady.error) {
+    // Issue 14 bounded this at 2 ms with a reader that parsed only what was new; issue 21 measured that
+    // it paid for itself nowhere a client looks and read every body whole instead: only the relay's part is judged.
     rows.push([
       "mirror engine (Bun, in-process)",
-      "steady state, 200 turns, one new message: parse + identify + hash + plan ≤ 2 ms CPU, none on the relay",
-      `${num(steady.totalMs)} ms (read ${num(steady.readMs)}, identify ${num(steady.identifyMs)}, plan ${num(steady.planMs)}); relay per request: ${
+      "200 turns, one new message: nothing on the relay but one copy of the body (the engine reads it whole: no bound)",
+      `engine ${num(steady.totalMs)} ms (read ${num(steady.readMs)}, identify ${num(steady.identifyMs)}, plan ${num(steady.planMs)}); relay per request: ${
         num(steady.relayMs)
       } ms`,
-      verdict(steady.totalMs <= 2),
+      verdict(steady.relayMs <= 2),
     ]);
   }
   // Memory: what one stream costs at 1,000, with every one of them in flight.

@@ -46,6 +46,8 @@ export interface Io {
   stopSignal: Promise<string>;
   /** The mirror engine's Worker script (src/mirror-worker.ts), as the entry point resolves it (in a binary too). */
   workerUrl?: URL | string;
+  /** The viewer's reader Worker script (src/viewer-worker.ts), resolved the same way. */
+  viewerWorkerUrl?: URL | string;
   /** The working directory (default: the process's). */
   cwd?: string;
   /** Seams for tests (defaults: node:fs, global fetch, Date.now). */

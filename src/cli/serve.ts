@@ -18,7 +18,7 @@ import { plural } from "../utils/plural.ts";
 /** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
 export async function runServe(
   config: Readonly<Config>,
-  io: { stdout: (t: string) => void; stderr: (t: string) => void; stopSignal: Promise<string>; workerUrl?: URL | string },
+  io: { stdout: (t: string) => void; stderr: (t: string) => void; stopSignal: Promise<string>; workerUrl?: URL | string; viewerWorkerUrl?: URL | string },
 ): Promise<number> {
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
@@ -29,7 +29,7 @@ export async function runServe(
   }
   let tap: RunningTap;
   try {
-    tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n"), workerUrl: io.workerUrl });
+    tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n"), workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl });
   } catch (error) {
     const code = (error as { code?: string }).code ?? "";
     const listening = !(error instanceof PriceFileError) && !(error instanceof ProxyStartError) &&

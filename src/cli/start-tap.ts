@@ -13,7 +13,7 @@ import { healthReport } from "../mirror/health.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
-import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
+import { bundleScript, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../utils/describe-error.ts";
@@ -27,7 +27,6 @@ import { refusalNotice } from "../tap/refusals.ts";
 import { UpstreamHealth } from "../tap/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
-import { LiveWatcher } from "../viewer/live.ts";
 
 /** Seams a test may replace. */
 export interface TapDeps {
@@ -42,6 +41,8 @@ export interface TapDeps {
   guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
   /** The engine's Worker script (default: src/mirror-worker.ts next to this source; the binary passes its own). */
   workerUrl?: URL | string;
+  /** The viewer's reader Worker script (default: src/viewer-worker.ts next to this source; the binary passes its own). */
+  viewerWorkerUrl?: URL | string;
 }
 
 /** The mirror of a running tap, as its owner (and the tests) may ask it. */
@@ -129,38 +130,39 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const fs = deps.fs ?? nodeFs;
   // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
   const prices = await loadPrices(fs, config.prices);
-  // Built in the order they depend on each other: the watcher of new records first, so that every mirror
-  // write can hint it (new records show at once); the engine; then the viewer over both.
+  // Built in the order they depend on each other: the viewer first, so that every mirror write can hint
+  // it (new records show at once); the engine; the guard's alerts and looks reach the viewer through it.
   const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
-  const watcher = new LiveWatcher(fs, config.mirrorDir, 2000, viewerError);
   let alerts = new Map<string, GuardAlert>();
-  const engine = config.mirror
-    ? await startEngine(config, deps, clock, {
-      stderr,
-      wrote: (paths) => paths.forEach((path) => watcher.hint(path)),
-      alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),
-    })
-    : null;
-  const link = engine?.link ?? null;
-  const guard: GuardHandle | null = link === null || !engine!.guard ? null : {
-    inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
-    health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
-    alertOf: (id) => alerts.get(id) ?? null,
-    lookNow: async (id) => void await link.query("guardLookNow", id),
-  };
+  let guard: GuardHandle | null = null;
   const viewer = createViewer({
-    fs,
+    fs: deps.fs,
+    clock: deps.fs === undefined ? undefined : clock,
+    workerUrl: deps.viewerWorkerUrl,
     mirrorDir: config.mirrorDir,
     claudeDir: config.claudeDir,
     host: config.host,
     version: VERSION,
     onError: viewerError,
     prices,
-    clock,
-    watcher,
-    guardAlert: guard === null ? undefined : (sessionId) => guard.alertOf(sessionId),
-    restored: guard === null ? undefined : (sessionId) => guard.lookNow(sessionId),
+    bundle: bundleScript,
+    guardAlert: (sessionId) => alerts.get(sessionId) ?? null,
+    restored: async (sessionId) => await guard?.lookNow(sessionId),
   });
+  const engine = config.mirror
+    ? await startEngine(config, deps, clock, {
+      stderr,
+      wrote: (paths) => paths.forEach((path) => viewer.hint(path)),
+      alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),
+    })
+    : null;
+  const link = engine?.link ?? null;
+  guard = link === null || !engine!.guard ? null : {
+    inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
+    health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
+    alertOf: (id) => alerts.get(id) ?? null,
+    lookNow: async (id) => void await link.query("guardLookNow", id),
+  };
   const upstream = new UpstreamHealth(config.upstream, clock, stderr);
   const reportUpstream = {
     failed(error: unknown, how: "unreachable" | "broke") {

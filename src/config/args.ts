@@ -1,39 +1,41 @@
 /**
  * The command line's shape (docs/DESIGN.md "Command line"): argv split into a command, its arguments and
- * its flags, each checked against the command's usage line; a setting read flag first, then environment.
+ * its flags by `node:util`'s parseArgs, with the flags the command table declares, each checked against
+ * the command's usage line; a setting read flag first, then environment.
  */
-import { BOOL_FLAGS, type Command, COMMAND_SPECS, flagsOf, VALUE_FLAGS } from "./commands.ts";
+import { parseArgs } from "node:util";
+import { type Command, COMMAND_SPECS, flagsOf } from "./commands.ts";
 import { UsageError } from "./usage-error.ts";
 
 /** The environment, as read. */
 export type Env = Record<string, string | undefined>;
 
-/** Splits argv into the command, its positional arguments and its flags; rejects flags nobody takes. */
+/** Every flag some command takes, as parseArgs declares options: a value's flags are strings, switches booleans. */
+const OPTIONS = Object.fromEntries([
+  ...Object.values(COMMAND_SPECS).flatMap((spec) => spec.flags).map((x) => [x.flag.slice(2), { type: x.value === null ? "boolean" : "string" }] as const),
+  ["help", { type: "boolean", short: "h" }],
+  ["version", { type: "boolean", short: "V" }],
+]);
+
+/**
+ * Splits argv into the command, its positional arguments and its flags (by long name: `-h` is `--help`);
+ * rejects flags nobody takes, a flag without its value, and a switch given one. Everything after `--` is positional.
+ */
 export function splitArgs(argv: string[]): { command: string | null; positional: string[]; flags: Map<string, string | true> } {
+  // Not strict: parseArgs' own errors differ between runtimes, so each token is checked here, in our words.
+  const { tokens } = parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
   const flags = new Map<string, string | true>();
   const positional: string[] = [];
-  let command: string | null = null;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg.startsWith("-") && arg !== "-") {
-      const eq = arg.indexOf("=");
-      const name = eq > 0 ? arg.slice(0, eq) : arg;
-      if (VALUE_FLAGS.has(name)) {
-        const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-        if (value === undefined) throw new UsageError(`${name} needs a value`);
-        flags.set(name, value);
-      } else if (BOOL_FLAGS.has(name) && eq < 0) {
-        flags.set(name, true);
-      } else {
-        throw new UsageError(`unknown option ${name} (see sessiontap --help)`);
-      }
-    } else if (command === null) {
-      command = arg;
-    } else {
-      positional.push(arg);
-    }
+  for (const token of tokens) {
+    if (token.kind === "positional") positional.push(token.value);
+    if (token.kind !== "option") continue;
+    const type = Object.hasOwn(OPTIONS, token.name) ? OPTIONS[token.name].type : undefined;
+    if (type === undefined) throw new UsageError(`unknown option ${token.rawName} (see sessiontap --help)`);
+    if (type === "string" && token.value === undefined) throw new UsageError(`${token.rawName} needs a value`);
+    if (type === "boolean" && token.value !== undefined) throw new UsageError(`${token.rawName} takes no value (see sessiontap --help)`);
+    flags.set(`--${token.name}`, token.value ?? true);
   }
-  return { command, positional, flags };
+  return { command: positional.shift() ?? null, positional, flags };
 }
 
 /** Rejects a flag the command does not take (its usage line lists those it does). */

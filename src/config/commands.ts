@@ -9,27 +9,8 @@ export const COMMANDS = ["serve", "list", "show", "search", "usage", "export", "
 /** One of the subcommands. */
 export type Command = (typeof COMMANDS)[number];
 
-/** Flags that take a value (`--flag VALUE` or `--flag=VALUE`), under any command. */
-export const VALUE_FLAGS = new Set([
-  "--port",
-  "--host",
-  "--upstream",
-  "--mirror-dir",
-  "--claude-dir",
-  "--store",
-  "--format",
-  "--out",
-  "--cwd",
-  "--url",
-  "--token",
-  "--since",
-  "--session",
-  "--proxy-port",
-]);
-/** Flags without a value. */
-export const BOOL_FLAGS = new Set(["--no-mirror", "--json", "--dry-run", "--force", "--repair", "--regex", "--full", "--help", "-h", "--version", "-V"]);
-/** Flags every command takes. */
-export const GLOBAL_FLAGS = new Set(["--help", "-h", "--version", "-V"]);
+/** Flags every command takes (`-h` and `-V` are their short names). */
+export const GLOBAL_FLAGS = new Set(["--help", "--version"]);
 
 /** One flag of one command: its value's name (null for a switch) and what it does there. */
 export interface FlagHelp {

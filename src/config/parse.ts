@@ -86,10 +86,10 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   }
   if (rawCommand !== null && !isCommand(rawCommand)) throw new UsageError(`unknown command "${rawCommand}" (see sessiontap --help)`);
   const named: Command = rawCommand ?? "serve";
-  if (flags.has("--help") || flags.has("-h")) return helpConfig(rawCommand === null ? null : named);
+  if (flags.has("--help")) return helpConfig(rawCommand === null ? null : named);
   checkFlags(named, flags);
   checkArgs(named, positional);
-  const command: Config["command"] = flags.has("--version") || flags.has("-V") ? "version" : named;
+  const command: Config["command"] = flags.has("--version") ? "version" : named;
 
   const portRaw = pick(flags, "--port", env, "SESSIONTAP_PORT") ?? "8787";
   const port = integer("port (--port / SESSIONTAP_PORT)", portRaw, 0, 65535);
@@ -128,8 +128,9 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   if (token !== null) {
     // Never echoed back: it guards every conversation.
     if (token.length < 16) throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be at least 16 characters`);
-    if (!/^[\x21-\x7e]+$/.test(token) || /[";,\\]/.test(token)) {
-      throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be printable ASCII without spaces, quotes, backslashes, ';' or ','`);
+    // What a bearer token may hold (RFC 6750 §2.1), which is what Hono's bearer-auth accepts.
+    if (!/^[A-Za-z0-9._~+/-]+=*$/.test(token)) {
+      throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be letters, digits and - . _ ~ + / only (a bearer token)`);
     }
   }
   const url = str("--url");

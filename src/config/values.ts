@@ -2,6 +2,7 @@
  * A setting's value checked (docs/DESIGN.md "Command line"): each parser returns the value or throws a
  * UsageError naming the setting, so a bad value is one line and exit status 2. Pure.
  */
+import { join } from "node:path/posix";
 import { UsageError } from "./usage-error.ts";
 
 /** Parses a whole number in [min, max] or throws a UsageError naming the setting. */
@@ -73,6 +74,6 @@ export function sinceDate(raw: string): string {
 /** Expands a leading "~" to the home directory, as a shell would. */
 export function expandHome(path: string, home: string): string {
   if (path === "~") return home;
-  if (path.startsWith("~/")) return home.replace(/\/+$/, "") + path.slice(1);
+  if (path.startsWith("~/")) return join(home, path.slice(2));
   return path;
 }

@@ -6,7 +6,6 @@
  * Every message is handled inside one error boundary: a failure is counted and logged once, and the
  * response it touched is left unmirrored, never the relay stalled.
  */
-import { RequestReader } from "../protocol/request-reader.ts";
 import { Guard } from "../guard/guard.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -37,7 +36,6 @@ export class MirrorEngine {
   guard: Guard | null = null;
   /** The responses being followed, by the relay's id; a message about any other id is ignored. */
   private readonly followers = new Map<number, ResponseFollower>();
-  private readonly reader = new RequestReader();
   private readonly sink: FollowerSink;
   /** Requests forwarded and not mirrored (docs/DESIGN.md "Nothing forwarded unseen"). */
   private readonly unseen: UnseenRequests;
@@ -123,7 +121,7 @@ export class MirrorEngine {
         return this.contain(
           m.id,
           "prepare",
-          (f) => f.body("bytes" in copy ? prepareRequest(this.reader, f.identity, copy.bytes, this.settings) : { reason: copy.skipped }),
+          (f) => f.body("bytes" in copy ? prepareRequest(f.identity, copy.bytes, this.settings) : { reason: copy.skipped }),
         );
       }
       case "head":

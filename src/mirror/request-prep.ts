@@ -1,12 +1,12 @@
 /**
- * The request half of a commit: who sent it, where it goes, and its messages with their identities, read
- * in proportion to what is new (docs/DESIGN.md "Request side"). Runs in the engine, never on the relay.
+ * The request half of a commit: who sent it, where it goes, and its messages with their identities
+ * (docs/DESIGN.md "Request side"). Runs in the engine, never on the relay.
  */
 import { classify } from "../protocol/classify.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { readEnvironment, readUserAgent } from "../protocol/environment.ts";
 import { isObject } from "../protocol/json.ts";
-import { RequestReader, UnreadableRequest } from "../protocol/request-reader.ts";
+import { readRequest, UnreadableRequest } from "../protocol/request-reader.ts";
 import { dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
 
 /** Fields of a read request that a commit needs, and the model the body names (null: none, as on Vertex and Bedrock). */
@@ -25,17 +25,11 @@ export interface PrepOptions {
   sideRequests: boolean;
 }
 
-/** The conversation a body belongs to, for reusing its earlier bodies (null: nothing to reuse by). */
-function readerKey(identity: IdentityHeaders): string | null {
-  if (identity.session === null) return null;
-  return `${identity.session}\u0000${identity.agent ?? ""}`;
-}
-
 /** Reads a request body into what its commit needs, or says why it is not mirrored. */
-export function prepareRequest(reader: RequestReader, identity: IdentityHeaders, bytes: Uint8Array, options: PrepOptions): Prepared | Skip {
+export function prepareRequest(identity: IdentityHeaders, bytes: Uint8Array, options: PrepOptions): Prepared | Skip {
   let read;
   try {
-    read = reader.read(readerKey(identity), bytes);
+    read = readRequest(bytes);
   } catch (error) {
     if (error instanceof UnreadableRequest) return { reason: error.message, fields: { bytes: bytes.byteLength } };
     throw error;

@@ -8,6 +8,13 @@ export function bunFetch(base: typeof fetch): typeof fetch {
   return ((input: RequestInfo | URL, init?: RequestInit) => base(input, { ...init, timeout: false } as RequestInit)) as typeof fetch;
 }
 
+/** Bundles the browser module `entry` and what it imports into one minified classic script, with Bun's bundler. */
+export async function bunBundle(entry: URL): Promise<string> {
+  const out = await Bun.build({ entrypoints: [Bun.fileURLToPath(entry)], target: "browser", format: "iife", minify: true });
+  if (!out.success) throw new Error(out.logs.map(String).join("; "));
+  return await out.outputs[0].text();
+}
+
 /** Serves `handler` with Bun.serve: no idle timeout, so a quiet stream is never cut by the tap. */
 export function serveBun(handler: FetchHandler, options: ListenOptions): RunningServer {
   let own = "";

@@ -1,4 +1,6 @@
 /** Deno adapter: Deno.serve; run with --unstable-no-legacy-abort (docs/RUNTIMES.md "Client disconnect"). */
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { authority, soundRequest } from "./sound-request.ts";
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 import { settlesWithin } from "../utils/within.ts";
@@ -11,6 +13,21 @@ declare const Deno: {
     handler: FetchHandler,
   ): { addr: { port: number }; shutdown(): Promise<void>; finished: Promise<void> };
 };
+
+/**
+ * Bundles the browser module `entry` into one minified classic script with Bun's bundler, run from the
+ * dev dependencies: Deno's own `deno bundle` is experimental and fetches esbuild from the network.
+ */
+export function bunCliBundle(entry: URL): Promise<string> {
+  const bun = fileURLToPath(new URL("../../node_modules/.bin/bun", import.meta.url));
+  const args = ["build", "--target=browser", "--format=iife", "--minify", fileURLToPath(entry)];
+  return new Promise((resolve, reject) => {
+    execFile(bun, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error === null) resolve(stdout);
+      else reject(new Error(`${bun} ${args.join(" ")}: ${String(stderr).trim() || error.message} (npm ci installs Bun, a dev dependency)`));
+    });
+  });
+}
 
 /** Resolves once a connection to the port is refused (at most ~500 ms). */
 async function refusing(hostname: string, port: number): Promise<void> {

@@ -20,6 +20,12 @@ export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
   return base;
 }
 
+/** Bundles the browser module `entry` with what it imports into one minified classic script (Bun's bundler, on either runtime). */
+export async function bundleScript(entry: URL): Promise<string> {
+  if (runtimeName() === "bun") return (await import("./bun.ts")).bunBundle(entry);
+  return (await import("./deno.ts")).bunCliBundle(entry);
+}
+
 /** Starts listening with the current runtime's adapter. */
 export async function listen(handler: FetchHandler, options: ListenOptions): Promise<RunningServer> {
   if (runtimeName() === "bun") return (await import("./bun.ts")).serveBun(handler, options);

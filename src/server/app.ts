@@ -1,21 +1,22 @@
 /**
- * The Hono app: the tap's own routes under `/_tap/` (never forwarded, docs/DESIGN.md "Command line") and everything else
- * handed to the forwarder. The only module that imports hono; it opens no socket (runtime/ does).
+ * The Hono app: the tap's own routes under `/_tap/` (never forwarded, docs/DESIGN.md "Command line") and
+ * everything else handed to the forwarder. It opens no socket (runtime/ does); with viewer/routes.ts, the
+ * only module that imports hono.
  *
- * With a viewer: `GET /_tap/` is the page, `GET /_tap/api/…` its data (sessions, one session, search,
- * exports, and `events`, a server-sent event stream of new records), and `POST
- * /_tap/api/sessions/:id/restore` restores a session into Claude Code. Conversations are private: when the
- * tap listens on loopback only, these routes answer only requests addressed to a loopback name (the Host
- * header), which keeps a web page that rebinds its own domain to 127.0.0.1 from reading them; when it
- * listens beyond loopback, every `/_tap/` route but the bare health status needs the token. Before any
- * of that, a request a web page made for another site or origin is refused (request-guard.ts). The one
- * route that writes also takes only a JSON body, which a cross-site form cannot send.
+ * With a viewer, its routes (viewer/routes.ts) are mounted at `/_tap/`. Conversations are private: when
+ * the tap listens beyond loopback, every `/_tap/` route but the bare health status needs the token
+ * (Hono's bearer-auth, or the cookie the login link sets); on loopback the viewer answers only loopback
+ * names. Before any of that, a request a web page made for another site or origin is refused
+ * (request-guard.ts).
  */
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type Next } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
+import { getCookie, setCookie } from "hono/cookie";
+import { HTTPException } from "hono/http-exception";
+import { secureHeaders } from "hono/secure-headers";
 import type { ViewerDeps } from "../viewer/deps.ts";
-import { ACCESS_COOKIE, accessCookieValue, carriesToken, crossSiteRefusal, hostName, type RequestFacts, sameSecret } from "./request-guard.ts";
-
-export { hostName };
+import { viewerRoutes } from "../viewer/routes.ts";
+import { ACCESS_COOKIE, accessCookieValue, crossSiteRefusal, type RequestFacts, sameSecret } from "./request-guard.ts";
 
 /** What the app serves. */
 export interface AppDeps {
@@ -33,27 +34,25 @@ export interface AppDeps {
   allowedHosts?: ReadonlySet<string> | null;
 }
 
-/** Headers every viewer response carries. */
-const PRIVATE = { "cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" };
+/**
+ * Headers of every `/_tap/` answer (Hono's secure-headers): nothing loaded from elsewhere, framed or sniffed,
+ * no referrer. A route with a policy of its own (the viewer's page) keeps it.
+ */
+const TAP_HEADERS = secureHeaders({
+  contentSecurityPolicy: { defaultSrc: ["'none'"], styleSrc: ["'unsafe-inline'"], formAction: ["'self'"], frameAncestors: ["'none'"] },
+  strictTransportSecurity: false,
+  overwrite: false,
+});
 
 /** The headers and place of a request, as the guards read them. */
 function factsOf(c: Context): RequestFacts {
   const h = (name: string) => c.req.header(name) ?? null;
-  return {
-    method: c.req.method,
-    path: c.req.path,
-    host: h("host"),
-    origin: h("origin"),
-    secFetchSite: h("sec-fetch-site"),
-    secFetchMode: h("sec-fetch-mode"),
-    authorization: h("authorization"),
-    cookie: h("cookie"),
-  };
+  return { method: c.req.method, path: c.req.path, host: h("host"), origin: h("origin"), secFetchSite: h("sec-fetch-site"), secFetchMode: h("sec-fetch-mode") };
 }
 
 /** An Anthropic-shaped error answer. */
-function apiError(c: Context, status: 401 | 403, type: string, message: string, headers: Record<string, string> = {}): Response {
-  return c.json({ type: "error", error: { type, message: `sessiontap: ${message}` } }, status, { ...PRIVATE, ...headers });
+function apiError(c: Context, status: 401 | 403, type: string, message: string): Response {
+  return c.json({ type: "error", error: { type, message: `sessiontap: ${message}` } }, status);
 }
 
 /** Builds the app; hand `app.fetch` to a runtime adapter. */
@@ -66,103 +65,59 @@ export function createApp(deps: AppDeps): Hono {
   const locked = token === null && allowedHosts === null && viewer !== undefined;
   // Hono's own handler prints the error with the request's path and query (and Bun adds pages of source).
   app.onError((error, c) => {
+    if (error instanceof HTTPException) return error.getResponse();
     deps.onError?.(error);
     return c.json({ type: "error", error: { type: "api_error", message: "sessiontap: internal error" } }, 500);
   });
+  const tapHeaders = async (c: Context, next: Next) => {
+    await TAP_HEADERS(c, next);
+    c.res.headers.set("cache-control", "no-store");
+  };
+  app.use("/_tap/*", tapHeaders);
+  app.use("/_tap", tapHeaders);
   app.use("*", async (c, next) => {
     const refusal = crossSiteRefusal(factsOf(c), allowedHosts);
     if (refusal !== null) return apiError(c, 403, "permission_error", refusal);
     await next();
   });
-  const authorized = (c: Context) => token !== null && carriesToken(factsOf(c), token);
+  const cookieOk = (c: Context) => token !== null && sameSecret(getCookie(c, ACCESS_COOKIE) ?? "", accessCookieValue(token));
   app.get("/_tap/health", async (c) => {
     const health = await deps.health();
-    return c.json(token === null || authorized(c) ? health : { status: health.status });
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "")?.[1];
+    return c.json(token === null || cookieOk(c) || (bearer !== undefined && sameSecret(bearer, token)) ? health : { status: health.status });
   });
   app.get("/_tap/login", (c) => {
     const given = c.req.query("token") ?? "";
-    if (token === null || !sameSecret(given, token)) {
-      return c.html(loginPage("That is not this tap's token."), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
-    }
-    const cookie = `${ACCESS_COOKIE}=${accessCookieValue(token)}; HttpOnly; SameSite=Strict; Path=/_tap`;
-    return c.body(null, 303, { ...PRIVATE, location: "/_tap/", "set-cookie": cookie });
+    if (token === null || !sameSecret(given, token)) return c.html(loginPage("That is not this tap's token."), 401);
+    setCookie(c, ACCESS_COOKIE, accessCookieValue(token), { httpOnly: true, sameSite: "Strict", path: "/_tap" });
+    return c.redirect("/_tap/", 303);
   });
-  const tokenGuard = async (c: Context, next: () => Promise<void>) => {
+  // Any of the three ways a request fails the token (none, malformed, wrong) gets the same answer.
+  const refuse = (c: Context) => {
+    const why = "this tap's own routes need its token: send Authorization: Bearer <token>, or open the login link its startup printed";
+    if (c.req.method === "GET" && c.req.path === "/_tap/") return c.html(loginPage(why), 401);
+    return apiError(c, 401, "authentication_error", why);
+  };
+  const challenge = 'Bearer realm="sessiontap"';
+  const bearer = token === null ? null : bearerAuth({
+    token,
+    noAuthenticationHeader: { message: refuse, wwwAuthenticateHeader: challenge },
+    invalidAuthenticationHeader: { message: refuse, wwwAuthenticateHeader: challenge },
+    invalidToken: { message: refuse, wwwAuthenticateHeader: challenge },
+  });
+  const tokenGuard = async (c: Context, next: Next) => {
     if (locked) return apiError(c, 403, "permission_error", "this tap listens beyond loopback without a token; its own routes are closed");
-    if (token !== null && !authorized(c)) {
-      const why = "this tap's own routes need its token: send Authorization: Bearer <token>, or open the login link its startup printed";
-      if (c.req.method === "GET" && c.req.path === "/_tap/") return c.html(loginPage(why), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
-      return apiError(c, 401, "authentication_error", why, { "www-authenticate": 'Bearer realm="sessiontap"' });
-    }
-    await next();
+    if (bearer === null || cookieOk(c)) return await next();
+    return await bearer(c, next);
   };
   app.use("/_tap/*", tokenGuard);
   app.use("/_tap", tokenGuard);
-  if (viewer !== undefined) mountViewer(app, viewer);
+  if (viewer !== undefined) app.route("/_tap/", viewerRoutes(viewer));
   app.all("/_tap/*", (c) => c.json({ type: "error", error: { type: "not_found_error", message: "sessiontap: no such tap route" } }, 404));
   app.all("/_tap", (c) => c.redirect("/_tap/", 302));
   app.all("*", (c) => deps.forward(c.req.raw));
   return app;
 }
-
-/** The viewer's routes. */
-function mountViewer(app: Hono, viewer: ViewerDeps): void {
-  const json = (c: Context, body: unknown, status: 200 | 400 | 403 | 404 | 409 | 415 = 200) => c.json(body, status, PRIVATE);
-  const guard = async (c: Context, next: () => Promise<void>) => {
-    if (viewer.allowedHosts !== null && !viewer.allowedHosts.has(hostName(c.req.header("host")))) {
-      return json(c, { error: "sessiontap: the viewer answers on a loopback address only (http://127.0.0.1:PORT/_tap/)" }, 403);
-    }
-    await next();
-  };
-  app.use("/_tap/", guard);
-  app.use("/_tap/api/*", guard);
-  app.get("/_tap/", (c) => {
-    const nonce = crypto.randomUUID().replace(/-/g, "");
-    return c.html(viewer.page(nonce), 200, { ...PRIVATE, "content-security-policy": viewer.csp(nonce) });
-  });
-  app.get("/_tap/api/sessions", async (c) => json(c, await viewer.sessions()));
-  app.get("/_tap/api/sessions/:id", async (c) => {
-    const answer = await viewer.session(c.req.param("id"));
-    return json(c, answer.body, answer.status);
-  });
-  app.get("/_tap/api/sessions/:id/export", async (c) => {
-    const out = await viewer.exportSession(c.req.param("id"), c.req.query("format") ?? "md");
-    const headers: Record<string, string> = {
-      ...PRIVATE,
-      "content-type": out.type,
-      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'",
-    };
-    if (out.status === 200) headers["content-disposition"] = `attachment; filename="${out.filename.replace(/[^A-Za-z0-9._-]/g, "_")}"`;
-    return c.body(out.body, out.status, headers);
-  });
-  app.get("/_tap/api/search", async (c) => json(c, await viewer.search(c.req.query("q") ?? "")));
-  app.post("/_tap/api/sessions/:id/restore", async (c) => {
-    // A request another site made was refused before any route (request-guard.ts); a form cannot send JSON.
-    if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) return json(c, { error: "sessiontap: restore takes a JSON body" }, 415);
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return json(c, { error: "sessiontap: the body is not JSON" }, 400);
-    }
-    const options = body as { dryRun?: unknown; force?: unknown } | null;
-    if (
-      typeof options !== "object" || options === null || typeof options.dryRun !== "boolean" ||
-      (options.force !== undefined && typeof options.force !== "boolean")
-    ) {
-      return json(c, { error: 'sessiontap: restore takes {"dryRun": true|false, "force": true|false}' }, 400);
-    }
-    const answer = await viewer.restore(c.req.param("id"), { dryRun: options.dryRun, force: options.force === true });
-    return json(c, answer.body, answer.status);
-  });
-  app.get("/_tap/api/events", (c) =>
-    new Response(viewer.events(c.req.raw.signal), {
-      headers: { ...PRIVATE, "content-type": "text/event-stream; charset=utf-8" },
-    }));
-}
-
-/** The login page's policy: nothing loaded, the form posts only here. */
-const LOGIN_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
 
 /** A page asking for the token (its form opens the login link). */
 function loginPage(why: string): string {

@@ -8,9 +8,10 @@
  *   The one exception is a person following a link to the viewer (a top-level GET navigation of `/_tap/`),
  *   which reads nothing by itself.
  * - A token: when the tap listens beyond loopback, every `/_tap/` route but the bare health status needs
- *   `Authorization: Bearer <token>` or the cookie the login link sets.
+ *   `Authorization: Bearer <token>` or the cookie the login link sets (app.ts, with Hono's bearer-auth and cookie helpers).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
+import { hostName } from "../viewer/hosts.ts";
 
 /** The headers and place of a request that the guards read. */
 export interface RequestFacts {
@@ -20,20 +21,10 @@ export interface RequestFacts {
   origin: string | null;
   secFetchSite: string | null;
   secFetchMode: string | null;
-  authorization: string | null;
-  cookie: string | null;
 }
 
 /** The cookie the login link sets. */
 export const ACCESS_COOKIE = "sessiontap_access";
-
-/** The host name of a Host header, lower case, without its port ("[::1]:8787" → "[::1]"). */
-export function hostName(host: string | null | undefined): string {
-  const h = (host ?? "").trim().toLowerCase();
-  if (h.startsWith("[")) return h.slice(0, h.indexOf("]") + 1);
-  const colon = h.indexOf(":");
-  return colon < 0 ? h : h.slice(0, colon);
-}
 
 /** True for a GET (or HEAD) a person made by following a link to the viewer. */
 function viewerNavigation(facts: RequestFacts): boolean {
@@ -72,23 +63,6 @@ export function sameSecret(a: string, b: string): boolean {
   const x = createHash("sha256").update(a).digest();
   const y = createHash("sha256").update(b).digest();
   return timingSafeEqual(x, y) && a.length === b.length;
-}
-
-/** The value of cookie `name` in a Cookie header, or null. */
-export function cookieOf(header: string | null, name: string): string | null {
-  for (const part of (header ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return null;
-}
-
-/** True when the request carries `token`: as a bearer token, or as the login link's cookie. */
-export function carriesToken(facts: RequestFacts, token: string): boolean {
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(facts.authorization ?? "")?.[1];
-  if (bearer !== undefined && sameSecret(bearer, token)) return true;
-  const cookie = cookieOf(facts.cookie, ACCESS_COOKIE);
-  return cookie !== null && sameSecret(cookie, accessCookieValue(token));
 }
 
 /** A fresh token: 32 random bytes, base64url. */

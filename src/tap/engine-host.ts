@@ -9,7 +9,10 @@ import type { EngineSettings, EngineStart, FromEngine, ToEngine } from "../mirro
 import type { Replayed } from "../mirror/mirror.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SpoolPlace } from "../storage/mirror-spool.ts";
+import { workerErrorLine } from "../utils/worker-error.ts";
 import { EngineLink, type LinkListener } from "./engine-link.ts";
+
+export { workerErrorLine };
 
 /** A running engine: the link the relay uses, and what the engine found at start. */
 export interface StartedEngine {
@@ -57,16 +60,6 @@ export function startWorkerEngine(workerUrl: URL | string, settings: EngineSetti
     const start: EngineStart = { t: "start", settings };
     worker.postMessage(start);
   });
-}
-
-/**
- * A worker error's message as one line: Bun puts the source excerpt and the stack around it, and a
- * problem in health and on stderr is one line (the worker itself reports what it can; this is the backstop).
- */
-export function workerErrorLine(message: string): string {
-  const lines = message.split("\n").map((l) => l.trim()).filter((l) => l !== "");
-  const named = lines.find((l) => /^(?:Uncaught )?(?:error|[A-Za-z]*Error): /.test(l));
-  return (named ?? lines[0] ?? "").replace(/^Uncaught /, "");
 }
 
 /** What an engine in this thread is built with. */

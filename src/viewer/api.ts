@@ -1,7 +1,7 @@
 /**
  * The viewer's data behind `/_tap/api/…`: the session list, one session rendered, search across
- * sessions, exports, restoring a session into Claude Code, and the stream of new records (server-sent
- * events). Framework-free: app.ts maps routes onto these methods.
+ * sessions, exports, restoring a session into Claude Code, and new records as they are written, rendered.
+ * Framework-free: routes.ts maps routes onto these methods.
  */
 import { nameInside } from "../protocol/id-name.ts";
 import { exportText } from "../transcript/export.ts";
@@ -15,50 +15,35 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, restoreSession, resumeCommand } from "../restore/restore-session.ts";
 import { SessionCatalog } from "../catalog/session-catalog.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { orAfter } from "../utils/within.ts";
-import type { GuardAlert, LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
-import { type LiveBatch, LiveWatcher } from "./live.ts";
+import type { LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
+import type { Answer, ExportAnswer } from "./deps.ts";
+import type { LiveBatch, LiveWatcher } from "./live.ts";
+import type { ViewerReader } from "./reader.ts";
 
-/** What the viewer shows of the guard's alert on a session: null when there is none (or no guard). */
-export type GuardAlertOf = (sessionId: string) => GuardAlert | null;
-
-/** A JSON answer with its status. */
-export interface Answer {
-  status: 200 | 400 | 404 | 409;
-  body: unknown;
-}
-
-/** The longest a restore's answer waits for the guard to look at the restored transcript. */
-const RESTORED_LOOK_MS = 1_000;
-/** How often an idle event stream sends a comment, so proxies and browsers keep it open. */
-const KEEPALIVE_MS = 15_000;
-
-/** The viewer's data over one mirror root. */
-export class ViewerData {
+/**
+ * The viewer's data over one mirror root (a ViewerReader: read in the viewer's Worker, or in this thread).
+ * A session's `guard` is null here: the guard's alerts live in the relay's thread, which adds them (index.ts).
+ */
+export class ViewerData implements ViewerReader {
   private readonly catalog: SessionCatalog;
-  private readonly streams = new Set<ReadableStreamDefaultController<Uint8Array>>();
-  private readonly guardAlert: GuardAlertOf;
   private readonly prices: PriceTable;
   private readonly clock: () => number;
-  private readonly restored: (sessionId: string) => Promise<void>;
 
   constructor(
     private readonly fs: FsAdapter,
     mirrorDir: string,
     private readonly claudeDir: string,
     readonly watcher: LiveWatcher,
-    options: { guardAlert?: GuardAlertOf; prices?: PriceTable; clock?: () => number; restored?: (sessionId: string) => Promise<void> } = {},
+    options: { prices?: PriceTable; clock?: () => number } = {},
   ) {
-    this.restored = options.restored ?? (async () => {});
-    this.guardAlert = options.guardAlert ?? (() => null);
     this.prices = options.prices ?? BUILTIN_PRICES;
     this.clock = options.clock ?? Date.now;
     this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir, undefined, this.prices);
   }
 
-  /** Every session, most recently active first (the `list --json` objects, with the guard's alert). */
+  /** Every session, most recently active first (the `list --json` objects). */
   async sessions(): Promise<ViewerSession[]> {
-    return (await this.catalog.list()).map((s) => ({ ...s, guard: s.sessionId === null ? null : this.guardAlert(s.sessionId) }));
+    return (await this.catalog.list()).map((s) => ({ ...s, guard: null }));
   }
 
   /** One session: its facts, its conversation as HTML, and the uuid its reading path ends at. */
@@ -69,8 +54,7 @@ export class ViewerData {
       return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     }
     const tree = buildTree(found.data.records);
-    const listed = await this.catalog.withTranscript(summarize(found.data, tree, this.prices));
-    const session: ViewerSession = { ...listed, guard: listed.sessionId === null ? null : this.guardAlert(listed.sessionId) };
+    const session: ViewerSession = { ...(await this.catalog.withTranscript(summarize(found.data, tree, this.prices))), guard: null };
     return {
       status: 200,
       body: {
@@ -113,8 +97,6 @@ export class ViewerData {
       now: this.clock(),
     });
     if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
-    // The page the client reloads next shows the state after the restore: the guard has looked (bounded).
-    if (!options.dryRun) await orAfter(this.restored(result.outcome.sessionId), RESTORED_LOOK_MS, null);
     return {
       status: 200,
       body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } satisfies RestoreReply,
@@ -122,7 +104,7 @@ export class ViewerData {
   }
 
   /** A session exported as `export --format` writes it. */
-  async exportSession(query: string, format: string): Promise<{ status: 200 | 400 | 404 | 409; body: string; type: string; filename: string }> {
+  async exportSession(query: string, format: string): Promise<ExportAnswer> {
     if (format !== "md" && format !== "html" && format !== "jsonl") {
       return { status: 400, body: "format must be md, html or jsonl\n", type: "text/plain; charset=utf-8", filename: "" };
     }
@@ -141,57 +123,18 @@ export class ViewerData {
     };
   }
 
-  /** A server-sent event stream of new records (`event: records`), starting with `event: ready`. */
-  events(signal?: AbortSignal): ReadableStream<Uint8Array> {
-    const encoder = new TextEncoder();
-    let unsubscribe: (() => void) | null = null;
-    let keepalive: ReturnType<typeof setInterval> | null = null;
-    let ctrl: ReadableStreamDefaultController<Uint8Array> | null = null;
-    const end = () => {
-      unsubscribe?.();
-      unsubscribe = null;
-      if (keepalive !== null) clearInterval(keepalive);
-      keepalive = null;
-      if (ctrl !== null) this.streams.delete(ctrl);
-    };
-    return new ReadableStream<Uint8Array>({
-      start: async (controller) => {
-        ctrl = controller;
-        this.streams.add(controller);
-        const send = (text: string) => {
-          try {
-            controller.enqueue(encoder.encode(text));
-          } catch {
-            end(); // the stream was closed meanwhile
-          }
-        };
-        signal?.addEventListener("abort", () => {
-          end();
-          try {
-            controller.close();
-          } catch {
-            // already closed
-          }
-        });
-        unsubscribe = await this.watcher.subscribe((batch) => send(`event: records\ndata: ${JSON.stringify(liveEvent(batch))}\n\n`));
-        keepalive = setInterval(() => send(": keepalive\n\n"), KEEPALIVE_MS);
-        (keepalive as { unref?: () => void }).unref?.();
-        send(`retry: 2000\nevent: ready\ndata: {}\n\n`);
-      },
-      cancel: () => end(),
-    });
+  /** Hands `listener` each batch of new records, rendered, until the function it resolves with is called. */
+  subscribe(listener: (event: LiveEvent) => void): Promise<() => void> {
+    return this.watcher.subscribe((batch) => listener(liveEvent(batch)));
   }
 
-  /** Ends every event stream and stops watching (the tap is stopping). */
+  /** A mirror file was just written: its session is looked at now, not at the next poll. */
+  hint(path: string): void {
+    this.watcher.hint(path);
+  }
+
+  /** Stops watching (the tap is stopping). */
   close(): void {
-    for (const controller of this.streams) {
-      try {
-        controller.close();
-      } catch {
-        // already closed
-      }
-    }
-    this.streams.clear();
     this.watcher.close();
   }
 }

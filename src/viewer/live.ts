@@ -7,7 +7,7 @@
  */
 import { type Rec } from "../transcript/records.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { join } from "../storage/paths.ts";
+import { join } from "node:path/posix";
 import { parseJsonl } from "../protocol/jsonl.ts";
 
 /** Records that appeared in one conversation directory. */

@@ -1,14 +1,13 @@
 /**
  * The viewer page served at `GET /_tap/`: one HTML document with its CSS and script inline (nothing loaded
- * from elsewhere). The script is the typed browser client in client/ (served as its own source: see
- * client/inline.ts); the layout is page-style.ts.
+ * from elsewhere). The script is the typed browser client in client/, bundled (client-script.ts); the
+ * layout is page-style.ts.
  */
 import { CONVERSATION_CSS } from "../transcript/render-html.ts";
-import { CLIENT_SCRIPT } from "./client/inline.ts";
 import { PAGE_CSS } from "./page-style.ts";
 
-/** The page, with `nonce` on its script (the Content-Security-Policy allows only that script). */
-export function viewerPage(nonce: string, version: string): string {
+/** The page, with `nonce` on its script (the Content-Security-Policy, routes.ts, allows only that script). */
+export function viewerPage(nonce: string, version: string, script: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>sessiontap</title><link rel="icon" href="data:,">
@@ -23,12 +22,7 @@ export function viewerPage(nonce: string, version: string): string {
 <input id="day" type="date" aria-label="Active on this day"></div><div id="totals"></div><div id="unseen" role="status" hidden></div></div>
 <ul id="sessions"></ul><ul id="results" hidden></ul></nav>
 <main id="main" class="conv"><div id="facts"><div class="empty">Pick a session.</div></div><div id="conversation"></div></main>
-<script nonce="${nonce.replace(/[^A-Za-z0-9+/=-]/g, "")}">${CLIENT_SCRIPT}</script>
+<script nonce="${nonce.replace(/[^A-Za-z0-9+/=-]/g, "")}">${script.replace(/<\/(script)/gi, "<\\/$1")}</script>
 </body></html>
 `;
-}
-
-/** The Content-Security-Policy of the viewer's responses: nothing from elsewhere, only the nonced script. */
-export function viewerCsp(nonce: string): string {
-  return `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
 }

@@ -1,7 +1,7 @@
 // The viewer as the compiled binary serves it (`node scripts/test.mjs binary` builds dist/sessiontap and
-// sets SESSIONTAP_BINARY): the browser client is its functions' own source (src/viewer/client/inline.ts),
-// and in the binary that source is Bun's minified output, with every name renamed. Its page's script is
-// checked to name nothing the browser lacks, then run in headless Chromium (test/support/browser.ts) over
+// sets SESSIONTAP_BINARY): the browser client is bundled by Bun's bundler when the binary is built and
+// defined into it (scripts/compile-args.mjs, src/viewer/client-script.ts). Its page's script is checked
+// to name nothing the browser lacks, then run in headless Chromium (test/support/browser.ts) over
 // a hand-made mirror through every part of the client: the list, a session, search with its marks, a
 // record appended to the mirror arriving live, the keyboard, and a restore into Claude Code, dry run first.
 // The page must log no error.

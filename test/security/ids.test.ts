@@ -12,6 +12,7 @@ import { dirName } from "../../src/protocol/session-id.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { createApp } from "../../src/server/app.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
+import { bundleScript } from "../../src/runtime/index.ts";
 import { createViewer } from "../../src/viewer/index.ts";
 import { Conversation } from "../support/client.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
@@ -163,7 +164,15 @@ describe("ids that cannot be a Claude Code session file name", () => {
   });
 
   it("the viewer's session list answers 200 and exports get a safe file name", async () => {
-    const viewer = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: claude, host: "127.0.0.1", version: "0", onError: (e) => assert.fail(String(e)) });
+    const viewer = createViewer({
+      fs: nodeFs,
+      mirrorDir: root,
+      claudeDir: claude,
+      host: "127.0.0.1",
+      version: "0",
+      bundle: bundleScript,
+      onError: (e) => assert.fail(String(e)),
+    });
     try {
       const app = createApp({ forward: async () => new Response(null, { status: 599 }), health: () => ({}), viewer: viewer.deps });
       const get = (path: string) => app.request(`http://127.0.0.1:8787${path}`, { headers: { host: "127.0.0.1:8787" } });

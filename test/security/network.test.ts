@@ -21,8 +21,6 @@ const facts = (over: Partial<RequestFacts>): RequestFacts => ({
   origin: null,
   secFetchSite: null,
   secFetchMode: null,
-  authorization: null,
-  cookie: null,
   ...over,
 });
 
@@ -194,5 +192,8 @@ describe("a tap with a token", () => {
     const spaced = await cli(["list"], { SESSIONTAP_TOKEN: "has a space in it, sixteen+" });
     assert.equal(spaced.code, 2);
     assert.doesNotMatch(spaced.stderr, /has a space/);
+    const odd = await cli(["serve", "--token", "sixteen-chars-but-with!"]);
+    assert.equal(odd.code, 2, "a bearer token holds letters, digits and - . _ ~ + / only");
+    assert.match(odd.stderr, /^sessiontap: token \(--token \/ SESSIONTAP_TOKEN\) must be letters, digits/);
   });
 });

@@ -8,7 +8,6 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
-import { RequestReader } from "../../src/protocol/request-reader.ts";
 import { isSkip, prepareRequest } from "../../src/mirror/request-prep.ts";
 import { ResponseFollower } from "../../src/mirror/response-follower.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";
@@ -35,7 +34,7 @@ function jobFor(session: string, messages: { role: string; content: unknown }[],
   const identity = { session, agent: null, parentAgent: null, userAgent: null };
   const body = encode(JSON.stringify({ model: "claude-test", max_tokens: 10, stream: true, tools: [BASH_TOOL], messages }));
   const follower = new ResponseFollower(sink, identity, Date.now());
-  const prepared = prepareRequest(new RequestReader(), identity, body, { version: "0.1.0", sideRequests: true });
+  const prepared = prepareRequest(identity, body, { version: "0.1.0", sideRequests: true });
   assert.ok(!isSkip(prepared), "the request is mirrored");
   follower.body(prepared);
   follower.response(200, `req_retry_${n}`, "sse");

@@ -1,8 +1,8 @@
 /**
  * The names a classic browser script uses that neither it nor the browser declares: the script is checked
  * alone by the TypeScript compiler (as JavaScript, with only the ES and DOM libraries), and every "Cannot
- * find name" it reports is a name the browser will not have. The viewer's client is served as its
- * functions' source, so a name it closed over from its module shows up here.
+ * find name" it reports is a name the browser will not have: anything the viewer's bundled client
+ * expects the page to supply shows up here.
  */
 import ts from "typescript";
 

@@ -74,6 +74,8 @@ describe("parseConfig()", () => {
       [["--bogus"], {}, "--bogus"],
       [["frobnicate"], {}, "frobnicate"],
       [["--port"], {}, "--port"],
+      [["list", "--json=yes"], {}, "--json takes no value"],
+      [["-x"], {}, "unknown option -x"],
     ] as [string[], Record<string, string>, string][]
   ) {
     it(`rejects ${JSON.stringify(args)} ${JSON.stringify(env)} with one line naming ${named}`, () => {
@@ -92,5 +94,12 @@ describe("parseConfig()", () => {
     assert.equal(parseConfig(["store", "migrate"], {}, HOME).command, "store");
     assert.equal(parseConfig(["--help"], {}, HOME).command, "help");
     assert.equal(parseConfig(["--version"], {}, HOME).command, "version");
+    assert.equal(parseConfig(["-V"], {}, HOME).command, "version");
+    assert.equal(parseConfig(["list", "-h"], {}, HOME).helpFor, "list");
+  });
+
+  it("takes everything after -- as arguments, and a value that starts with a dash as the flag's value", () => {
+    assert.deepEqual(parseConfig(["search", "--", "--literal"], {}, HOME).positional, ["--literal"]);
+    assert.equal(parseConfig(["list", "--mirror-dir", "-odd-name"], {}, HOME).mirrorDir, "-odd-name");
   });
 });

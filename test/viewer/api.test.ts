@@ -1,11 +1,13 @@
 // The viewer's routes in-process (`app.request`, Hono style): the page and its Content-Security-Policy,
 // the loopback guard, the data API, and the server-sent events that carry new records, whether this
-// process wrote them (a hint) or another one did (the watcher's poll). Runs under Bun and Deno.
+// process wrote them (a hint) or another one did (the watcher's poll). The data is read in the viewer's
+// own Worker, as a tap reads it. Runs under Bun and Deno.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { createApp } from "../../src/server/app.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
+import { bundleScript } from "../../src/runtime/index.ts";
 import { createViewer, type Viewer } from "../../src/viewer/index.ts";
 import { observeWrites } from "../../src/storage/observed-fs.ts";
 import { rec, scratchDir, writeMirror } from "../support/recover.ts";
@@ -69,11 +71,11 @@ describe("viewer routes", () => {
     ]);
     writeMirror(root, S2, [rec("user", "v1", null, "another session about zebras", { sessionId: S2 })]);
     viewer = createViewer({
-      fs: nodeFs,
       mirrorDir: root,
       claudeDir: `${scratch.dir}/claude`,
       host: "127.0.0.1",
       version: "0.1.0",
+      bundle: bundleScript,
       onError: (e) => assert.fail(String(e)),
       pollMs: 100,
     });
@@ -96,6 +98,8 @@ describe("viewer routes", () => {
     assert.deepEqual([...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1]), [` nonce="${nonce}"`]);
     assert.ok(!/\b(src|href)="(https?:)?\/\//.test(html), "nothing loaded from elsewhere");
     assert.equal(res.headers.get("cache-control"), "no-store");
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    assert.equal(res.headers.get("referrer-policy"), "no-referrer");
     const again = /'nonce-([^']+)'/.exec((await get("/_tap/")).headers.get("content-security-policy") ?? "")?.[1];
     assert.notEqual(again, nonce, "a fresh nonce per page");
   });
@@ -109,7 +113,7 @@ describe("viewer routes", () => {
       assert.equal((await get("/_tap/", host)).status, 403, host);
     }
     assert.equal((await get("/_tap/health", "evil.example")).status, 200, "health is not the viewer");
-    const open = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "0.0.0.0", version: "0", onError: () => {} });
+    const open = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "0.0.0.0", version: "0", bundle: bundleScript, onError: () => {} });
     const wide = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps, token: "a-token-for-the-network" });
     assert.equal(
       (await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status,
@@ -143,6 +147,7 @@ describe("viewer routes", () => {
     assert.equal(md.status, 200);
     assert.equal(md.headers.get("content-disposition"), `attachment; filename="${S1}.md"`);
     assert.match(await md.text(), /^# Claude Code session 1111aaaa/);
+    assert.match(md.headers.get("content-security-policy") ?? "", /^default-src 'none'/, "an exported page runs nothing either");
     assert.equal((await get(`/_tap/api/sessions/${S1}/export?format=pdf`)).status, 400);
     assert.equal((await get("/_tap/nothing")).status, 404);
     assert.equal((await get("/v1/messages")).status, 299, "everything else is forwarded");
@@ -246,8 +251,17 @@ describe("viewer routes", () => {
   });
 
   it("a write through the observed filesystem is sent at once, without waiting for the poll", async () => {
-    const slow = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "127.0.0.1", version: "0", onError: () => {}, pollMs: 60_000 });
-    const observed = observeWrites(nodeFs, (path) => slow.watcher.hint(path));
+    const slow = createViewer({
+      fs: nodeFs,
+      mirrorDir: root,
+      claudeDir: scratch.dir,
+      host: "127.0.0.1",
+      version: "0",
+      bundle: bundleScript,
+      onError: () => {},
+      pollMs: 60_000,
+    });
+    const observed = observeWrites(nodeFs, (path) => slow.hint(path));
     const wapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: slow.deps });
     const reader = (await wapp.request("http://127.0.0.1/_tap/api/events", { headers: { host: "127.0.0.1" } })).body!.getReader();
     let text = await readUntil(reader, (t) => t.includes("event: ready"));
@@ -261,6 +275,30 @@ describe("viewer routes", () => {
     // Stopping the tap ends the stream (so the drain is not held open).
     slow.close();
     await readToEnd(reader, 2000);
+  });
+
+  it("a reader whose thread dies is said once, its question fails, and the next question starts a new one", async () => {
+    const errors: string[] = [];
+    const faulty = createViewer({
+      mirrorDir: root,
+      claudeDir: scratch.dir,
+      host: "127.0.0.1",
+      version: "0",
+      bundle: bundleScript,
+      onError: (e) => errors.push(String(e instanceof Error ? e.message : e)),
+      workerUrl: new URL("../support/viewer-fault-worker.ts", import.meta.url),
+    });
+    const fapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: faulty.deps, onError: (e) => errors.push(`answer: ${e}`) });
+    const ask = (path: string) => fapp.request(`http://127.0.0.1${path}`, { headers: { host: "127.0.0.1" } });
+    assert.equal((await ask("/_tap/api/search?q=zebras")).status, 200);
+    const died = await ask("/_tap/api/search?q=die-on-cue");
+    assert.equal(died.status, 500);
+    assert.equal((await died.json()).error.message, "sessiontap: internal error");
+    assert.equal(errors.filter((e) => /^the viewer's reader stopped: .*cued by the test/.test(e)).length, 1, errors.join("\n"));
+    assert.ok(errors.some((e) => /^answer: .*the viewer's reader stopped/.test(e)), errors.join("\n"));
+    const hits = await (await ask("/_tap/api/search?q=zebras")).json();
+    assert.deepEqual(hits.map((h: { uuid: string }) => h.uuid), ["v1"], "a new reader answers");
+    faulty.close();
   });
 
   it("a running tap serves the viewer, and stopping it ends open event streams at once (the drain is not held)", async () => {

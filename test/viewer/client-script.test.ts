@@ -1,20 +1,14 @@
-// The viewer's browser client is typed TypeScript served as its functions' own source (src/viewer/client/
-// inline.ts): the page's nonced script must be whole JavaScript that needs nothing but the browser. Here the
-// script the page carries, as this runtime transpiled it, is parsed, searched for module syntax, and checked
-// by the TypeScript compiler alone with only the ES and DOM libraries, so a part that closes over a value
-// of its module (which the browser would not have) fails here, not in a reader's browser. The same check runs
-// on the compiled binary's minified page in test/binary/viewer.test.ts; the browser tests run the page.
+// The viewer's browser client is ordinary TypeScript modules (src/viewer/client/), bundled by Bun's bundler
+// into the page's one nonced script (src/viewer/client-script.ts): in the compiled binary at build time, from
+// source the first time the page is asked for. Here the script the page carries, as this runtime bundles it
+// (Bun in this process; under Deno, Bun's CLI from the dev dependencies), is parsed, searched for module
+// syntax, and checked by the TypeScript compiler alone with only the ES and DOM libraries, so anything the
+// bundle left for the browser to supply that it lacks fails here, not in a reader's browser. The same check
+// runs on the compiled binary's page in test/binary/viewer.test.ts; the browser tests run the page.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { basicsPart } from "../../src/viewer/client/basics.ts";
-import { CLIENT_SCRIPT } from "../../src/viewer/client/inline.ts";
-import { liveRecordsPart } from "../../src/viewer/client/live-records.ts";
-import { navigationPart } from "../../src/viewer/client/navigation.ts";
-import { restorePart } from "../../src/viewer/client/restore-panel.ts";
-import { searchPart } from "../../src/viewer/client/search.ts";
-import { sessionListPart } from "../../src/viewer/client/session-list.ts";
-import { sessionViewPart } from "../../src/viewer/client/session-view.ts";
-import { viewerClient } from "../../src/viewer/client/viewer-client.ts";
+import { bundleScript } from "../../src/runtime/index.ts";
+import { clientScript } from "../../src/viewer/client-script.ts";
 import { viewerPage } from "../../src/viewer/page.ts";
 import { undeclaredNames } from "../support/free-names.ts";
 import { inlineScript } from "../support/inline-script.ts";
@@ -28,23 +22,37 @@ function closesOver(): string {
 }
 
 describe("the viewer's inline client script", () => {
-  const script = inlineScript(viewerPage(NONCE, "1.2.3"), NONCE);
-
-  it("is the page's one nonced script, carrying the entry and every part as its source", () => {
-    assert.equal(script, CLIENT_SCRIPT);
-    for (const part of [viewerClient, basicsPart, sessionListPart, sessionViewPart, restorePart, searchPart, liveRecordsPart, navigationPart]) {
-      assert.ok(script.includes(part.toString()), `${part.name} is inlined`);
-    }
+  it("is the page's one nonced script: the client, bundled, with every part of it", async () => {
+    const bundled = await clientScript(bundleScript);
+    const script = inlineScript(viewerPage(NONCE, "1.2.3", bundled), NONCE);
+    assert.equal(script, bundled);
+    // A string each module of the client holds: the entry, and every part it assembles.
+    for (
+      const [part, text] of [
+        ["viewer-client.ts", "the viewer page has no #"],
+        ["basics.ts", "Claude: intact"],
+        ["session-list.ts", "api/sessions"],
+        ["session-view.ts", "export ."],
+        ["restore-panel.ts", "Restore into Claude Code"],
+        ["search.ts", "api/search?q="],
+        ["live-records.ts", "api/events"],
+        ["navigation.ts", "#/s/"],
+      ]
+    ) assert.ok(script.includes(text), `${part} is in the bundle`);
+    assert.equal(await clientScript(bundleScript), bundled, "bundled once per process");
   });
 
-  it("is a classic script: it parses, with no import or require, and cannot end the <script> early", () => {
+  it("is a classic script: it parses, with no import or require, and cannot end the <script> early", async () => {
+    const script = inlineScript(viewerPage(NONCE, "1.2.3", await clientScript(bundleScript)), NONCE);
     assert.doesNotMatch(script, /\bimport\b|\brequire\b/);
     assert.doesNotMatch(script, /<\/script/i);
     assert.doesNotThrow(() => new Function(script), "the script parses");
+    const hostile = inlineScript(viewerPage(NONCE, "1", `var s = "</script><script>alert(1)";`), NONCE);
+    assert.doesNotMatch(hostile, /<\/script/i, "a </script> in the client's own text is escaped");
   });
 
-  it("uses no name that neither it nor the browser declares", () => {
-    assert.deepEqual(undeclaredNames(script), []);
+  it("uses no name that neither it nor the browser declares", async () => {
+    assert.deepEqual(undeclaredNames(await clientScript(bundleScript)), []);
   });
 
   it("the check finds a name a function closed over from its module", () => {

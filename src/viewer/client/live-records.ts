@@ -1,12 +1,12 @@
 /**
  * New records as the tap writes them (`api/events`): a record that continues the open conversation is
  * appended where it belongs; anything else (a rewind, a retry) changed the tree's shape, so the session is
- * fetched again (a part of the client: see inline.ts).
+ * fetched again (a part of the client: see main.ts).
  */
 import type { LiveEvent } from "../api-json.ts";
 import type { LiveRecords, ViewerApp } from "./viewer-app.ts";
 
-/** The live part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The live part. It reaches the other parts through `app`. */
 export function liveRecordsPart(app: ViewerApp): LiveRecords {
   const { state, ui } = app;
 

@@ -1,10 +1,11 @@
 /**
  * Moving around: the hash names what is shown (`#/s/<id>[/<uuid>]`, so links, reloads and the back button
- * work), a back button for narrow screens, and the keyboard (a part of the client: see inline.ts).
+ * work), a back button for narrow screens, and the keyboard (a part of the client: see main.ts).
  */
 import type { Navigation, ViewerApp } from "./viewer-app.ts";
+import { el, idOf } from "./basics.ts";
 
-/** The navigation part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The navigation part. It reaches the other parts through `app`. */
 export function navigationPart(app: ViewerApp): Navigation {
   const { state, ui } = app;
 
@@ -12,7 +13,7 @@ export function navigationPart(app: ViewerApp): Navigation {
     const m = /^#\/s\/([^/]+)(?:\/(.+))?$/.exec(location.hash);
     if (m) {
       app.showSession(decodeURIComponent(m[1]), m[2] ? decodeURIComponent(m[2]) : null).catch((e) => {
-        ui.conversation.replaceChildren(app.el("div", "empty", String((e instanceof Error && e.message) || e)));
+        ui.conversation.replaceChildren(el("div", "empty", String((e instanceof Error && e.message) || e)));
       });
     } else {
       document.body.classList.remove("viewing");
@@ -35,9 +36,9 @@ export function navigationPart(app: ViewerApp): Navigation {
     if (state.shown.length === 0) return;
     const m = /^#\/s\/([^/]+)/.exec(location.hash);
     const current = m ? decodeURIComponent(m[1]) : state.current;
-    const at = state.shown.findIndex((s) => app.idOf(s) === current || s.dir === current || (current && app.idOf(s).startsWith(current)));
+    const at = state.shown.findIndex((s) => idOf(s) === current || s.dir === current || (current && idOf(s).startsWith(current)));
     const next = at < 0 ? (n > 0 ? 0 : state.shown.length - 1) : Math.min(state.shown.length - 1, Math.max(0, at + n));
-    const id = app.idOf(state.shown[next]);
+    const id = idOf(state.shown[next]);
     go(id);
     ui.sessions.querySelector<HTMLElement>('li[data-session="' + CSS.escape(id) + '"] a')?.focus({ preventScroll: false });
   }

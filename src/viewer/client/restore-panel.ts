@@ -1,27 +1,28 @@
 /**
  * "Restore into Claude Code" on an open session: the same code as `sessiontap restore` behind the API, and
  * always a dry run first, so nothing is written before the reader has seen what would be (a part of the
- * client: see inline.ts).
+ * client: see main.ts).
  */
 import type { RestoreReply, ViewerSession } from "../api-json.ts";
 import type { RestorePanel, ViewerApp } from "./viewer-app.ts";
+import { el, getJson, idOf } from "./basics.ts";
 
-/** The restore part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The restore part. It reaches the other parts through `app`. */
 export function restorePart(app: ViewerApp): RestorePanel {
   /** What the last restore of a session said, shown again in the page reloaded after it. */
   const done = new Map<string, string[]>();
 
   function restorePanel(s: ViewerSession): HTMLElement {
-    const box = app.el("div");
+    const box = el("div");
     box.id = "restore";
-    const out = app.el("div");
-    const start = app.el("button", null, "Restore into Claude Code…");
+    const out = el("div");
+    const start = el("button", null, "Restore into Claude Code…");
     start.id = "restore-plan";
     start.title = "Writes this session where claude --resume finds it; shows what it would do first";
     start.addEventListener("click", () => plan(s, false, out));
     const state = s.claudeTranscript === "intact" ? "Claude Code's own transcript is intact. " : "Claude Code's transcript is " + s.claudeTranscript + ". ";
-    box.append(app.el("span", null, state), start, out);
-    const said = done.get(app.idOf(s));
+    box.append(el("span", null, state), start, out);
+    const said = done.get(idOf(s));
     if (said !== undefined) out.replaceChildren(doneNote(said));
     return box;
   }
@@ -39,31 +40,31 @@ export function restorePart(app: ViewerApp): RestorePanel {
     const init = { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(options) };
     let reply: RestoreReply;
     try {
-      reply = (await app.getJson<RestoreReply>("api/sessions/" + encodeURIComponent(app.idOf(s)) + "/restore", init)).body;
+      reply = (await getJson<RestoreReply>("api/sessions/" + encodeURIComponent(idOf(s)) + "/restore", init)).body;
     } catch (e) {
-      out.replaceChildren(app.el("div", "error", String((e instanceof Error && e.message) || e)));
+      out.replaceChildren(el("div", "error", String((e instanceof Error && e.message) || e)));
       return null;
     }
     if (reply.ok) return reply;
-    out.replaceChildren(app.el("div", "error", reply.error || "refused"));
+    out.replaceChildren(el("div", "error", reply.error || "refused"));
     if (refused) refused(reply);
     return null;
   }
 
   /** Shows the dry run of a restore of `s` in `out`, with the button that does it (or, refused, the one that forces it). */
   async function plan(s: ViewerSession, force: boolean, out: HTMLElement): Promise<void> {
-    out.replaceChildren(app.el("div", null, "Checking…"));
+    out.replaceChildren(el("div", null, "Checking…"));
     const answer = await restore(s, { dryRun: true, force: force }, out, (reply) => {
       if (!reply.outcome || reply.outcome.action !== "refuse" || force) return;
-      const again = app.el("button", null, "Replace it anyway (a backup is kept)…");
+      const again = el("button", null, "Replace it anyway (a backup is kept)…");
       again.id = "restore-force";
       again.addEventListener("click", () => plan(s, true, out));
       out.append(again);
     });
     if (answer === null) return;
-    const go = app.el("button", "go", answer.outcome.action === "create" ? "Restore" : "Back up and replace");
+    const go = el("button", "go", answer.outcome.action === "create" ? "Restore" : "Back up and replace");
     go.id = "restore-go";
-    const cancel = app.el("button", null, "Cancel");
+    const cancel = el("button", null, "Cancel");
     cancel.addEventListener("click", () => out.replaceChildren());
     go.addEventListener("click", async () => {
       go.disabled = true;
@@ -72,18 +73,18 @@ export function restorePart(app: ViewerApp): RestorePanel {
       out.replaceChildren(doneNote(answer.lines));
       // The page shows the state after the restore (Claude Code's copy, the guard's banner): the tap has
       // looked at the restored transcript before it answered.
-      done.set(app.idOf(s), answer.lines);
+      done.set(idOf(s), answer.lines);
       app.loadSessions().catch(app.failed("refreshing the list"));
-      app.showSession(app.idOf(s)).catch(app.failed("reloading the session"));
+      app.showSession(idOf(s)).catch(app.failed("reloading the session"));
     });
-    const planText = app.el("pre", "plan", answer.lines.join("\n"));
+    const planText = el("pre", "plan", answer.lines.join("\n"));
     planText.id = "restore-dry";
     out.replaceChildren(planText, go, cancel);
   }
 
   /** What a restore did, as the panel shows it. */
   function doneNote(lines: string[]): HTMLElement {
-    const result = app.el("pre", "done", lines.join("\n"));
+    const result = el("pre", "done", lines.join("\n"));
     result.id = "restore-done";
     return result;
   }

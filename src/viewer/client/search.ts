@@ -1,8 +1,9 @@
-/** Search across every session, within the list's filters, with the matches marked (a part of the client: see inline.ts). */
+/** Search across every session, within the list's filters, with the matches marked (a part of the client: see main.ts). */
 import type { SearchHit, ViewerSession } from "../api-json.ts";
 import type { Search, ViewerApp } from "./viewer-app.ts";
+import { el, getJson, timeEl } from "./basics.ts";
 
-/** The search part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The search part. It reaches the other parts through `app`. */
 export function searchPart(app: ViewerApp): Search {
   const { state, ui } = app;
 
@@ -31,7 +32,7 @@ export function searchPart(app: ViewerApp): Search {
       let at = 0;
       for (const m of text.matchAll(re)) {
         if (m[0] === "") continue;
-        frag.append(text.slice(at, m.index), app.el("mark", null, m[0]));
+        frag.append(text.slice(at, m.index), el("mark", null, m[0]));
         at = m.index + m[0].length;
       }
       frag.append(text.slice(at));
@@ -40,22 +41,22 @@ export function searchPart(app: ViewerApp): Search {
   }
   /** A snippet with its marks as <mark> elements (text nodes only). */
   function snippetEl(hit: SearchHit): HTMLElement {
-    const d = app.el("div", "snippet");
+    const d = el("div", "snippet");
     let at = 0;
     for (const [a, b] of hit.marks || []) {
-      d.append(hit.snippet.slice(at, a), app.el("mark", null, hit.snippet.slice(a, b)));
+      d.append(hit.snippet.slice(at, a), el("mark", null, hit.snippet.slice(a, b)));
       at = b;
     }
     d.append(hit.snippet.slice(at));
     return d;
   }
   function hitEl(h: SearchHit): HTMLLIElement {
-    const li = app.el("li", "hit");
-    const a = app.el("a");
+    const li = el("li", "hit");
+    const a = el("a");
     a.href = "#/s/" + encodeURIComponent(h.sessionId || h.dir) + "/" + encodeURIComponent(h.uuid);
-    const meta = app.el("div", "meta");
-    meta.append(document.createTextNode(h.role + " · "), app.timeEl(h.timestamp), document.createTextNode(" · " + (h.sessionId || h.dir).slice(0, 13)));
-    a.append(app.el("div", "title", h.title || "(untitled)"), meta, snippetEl(h));
+    const meta = el("div", "meta");
+    meta.append(document.createTextNode(h.role + " · "), timeEl(h.timestamp), document.createTextNode(" · " + (h.sessionId || h.dir).slice(0, 13)));
+    a.append(el("div", "title", h.title || "(untitled)"), meta, snippetEl(h));
     li.append(a);
     return li;
   }
@@ -75,7 +76,7 @@ export function searchPart(app: ViewerApp): Search {
       ui.sessions.hidden = false;
       return;
     }
-    const all = (await app.getJson<SearchHit[]>("api/search?q=" + encodeURIComponent(q))).body;
+    const all = (await getJson<SearchHit[]>("api/search?q=" + encodeURIComponent(q))).body;
     if (ui.search.value.trim() !== q) return; // a newer query is on its way
     const bySession = new Map<string, ViewerSession>(state.sessions.map((s) => [s.dir, s]));
     const hits = all.filter((h) => {
@@ -85,7 +86,7 @@ export function searchPart(app: ViewerApp): Search {
     ui.sessions.hidden = true;
     results.hidden = false;
     if (hits.length === 0) {
-      results.replaceChildren(app.el("li", "empty", all.length === 0 ? "Nothing matches." : "Nothing matches within the filters."));
+      results.replaceChildren(el("li", "empty", all.length === 0 ? "Nothing matches." : "Nothing matches within the filters."));
       return;
     }
     results.replaceChildren(...hits.map(hitEl));

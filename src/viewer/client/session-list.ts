@@ -1,8 +1,9 @@
-/** The session list with its project and date filters and totals (a part of the client: see inline.ts). */
+/** The session list with its project and date filters and totals (a part of the client: see main.ts). */
 import type { ViewerSession } from "../api-json.ts";
 import type { HealthUnseen, SessionList, ViewerApp } from "./viewer-app.ts";
+import { badge, base, el, getJson, guardBanner, idOf, timeEl, tokens, total, usd } from "./basics.ts";
 
-/** The list part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The list part. It reaches the other parts through `app`. */
 export function sessionListPart(app: ViewerApp): SessionList {
   const { state, ui } = app;
 
@@ -40,10 +41,10 @@ export function sessionListPart(app: ViewerApp): SessionList {
     const chosen = select.value;
     const counts = new Map<string, number>();
     for (const s of state.sessions) if (s.cwd) counts.set(s.cwd, (counts.get(s.cwd) || 0) + 1);
-    const options = [app.el("option", null, "All projects")];
+    const options = [el("option", null, "All projects")];
     options[0].value = "";
     for (const [cwd, n] of [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
-      const o = app.el("option", null, app.base(cwd) + " (" + n + ")");
+      const o = el("option", null, base(cwd) + " (" + n + ")");
       o.value = cwd;
       o.title = cwd;
       options.push(o);
@@ -54,23 +55,23 @@ export function sessionListPart(app: ViewerApp): SessionList {
 
   /** Says what the tap forwarded without mirroring ("12 requests to /v2/… forwarded, not mirrored"), from its health. */
   async function loadUnseen(): Promise<void> {
-    const mirror = (await app.getJson<HealthUnseen>("health")).body.mirror;
+    const mirror = (await getJson<HealthUnseen>("health")).body.mirror;
     const lines = typeof mirror === "object" ? (mirror.notMirrored?.shapes || []).map((s) => s.said).filter((s) => typeof s === "string") : [];
-    ui.unseen.replaceChildren(...lines.map((line) => app.el("p", null, line + ": not in the mirror")));
+    ui.unseen.replaceChildren(...lines.map((line) => el("p", null, line + ": not in the mirror")));
     ui.unseen.hidden = lines.length === 0;
   }
 
   async function loadSessions(): Promise<void> {
     loadUnseen().catch(app.failed("reading the tap's health"));
-    state.sessions = (await app.getJson<ViewerSession[]>("api/sessions")).body;
+    state.sessions = (await getJson<ViewerSession[]>("api/sessions")).body;
     renderProjects();
     renderSessions();
     // The guard can raise or clear an alert between records: keep the open session's banner in step.
-    const open = state.sessions.find((s) => app.idOf(s) === state.current);
+    const open = state.sessions.find((s) => idOf(s) === state.current);
     const heading = ui.facts.querySelector("h2");
     if (open && heading) {
       ui.facts.querySelector(".guard")?.remove();
-      if (open.guard) heading.after(app.guardBanner(open.guard));
+      if (open.guard) heading.after(guardBanner(open.guard));
     }
   }
 
@@ -78,32 +79,32 @@ export function sessionListPart(app: ViewerApp): SessionList {
   function totals(shown: ViewerSession[]): string {
     let sum = 0, unknown = false, toks = 0;
     for (const s of shown) {
-      toks += app.total(s.usage);
+      toks += total(s.usage);
       if (s.costUSD === null || s.costUSD === undefined) {
-        if (app.total(s.usage) > 0) unknown = true;
+        if (total(s.usage) > 0) unknown = true;
       } else sum += s.costUSD;
     }
-    const cost = unknown ? (sum > 0 ? app.usd(sum) + " + ?" : "cost unknown") : "≈ " + app.usd(sum);
-    return shown.length + " session" + (shown.length === 1 ? "" : "s") + " · " + app.tokens(toks) + " tokens · " + cost;
+    const cost = unknown ? (sum > 0 ? usd(sum) + " + ?" : "cost unknown") : "≈ " + usd(sum);
+    return shown.length + " session" + (shown.length === 1 ? "" : "s") + " · " + tokens(toks) + " tokens · " + cost;
   }
   function item(s: ViewerSession): HTMLLIElement {
-    const li = app.el("li", "session" + (app.idOf(s) === state.current ? " active" : ""));
-    li.dataset.session = app.idOf(s);
-    const a = app.el("a");
-    a.href = "#/s/" + encodeURIComponent(app.idOf(s));
-    const title = app.el("div", "title", s.title || "(no prompt)");
+    const li = el("li", "session" + (idOf(s) === state.current ? " active" : ""));
+    li.dataset.session = idOf(s);
+    const a = el("a");
+    a.href = "#/s/" + encodeURIComponent(idOf(s));
+    const title = el("div", "title", s.title || "(no prompt)");
     title.title = s.title || "";
-    const meta = app.el("div", "meta");
+    const meta = el("div", "meta");
     meta.append(
-      app.timeEl(s.lastTimestamp),
-      document.createTextNode(" · " + app.usd(s.costUSD) + " · " + app.tokens(app.total(s.usage)) + " tokens · " + app.base(s.cwd)),
+      timeEl(s.lastTimestamp),
+      document.createTextNode(" · " + usd(s.costUSD) + " · " + tokens(total(s.usage)) + " tokens · " + base(s.cwd)),
     );
     meta.title = s.cwd || "";
-    const sid = app.el("div", "sid", app.idOf(s).slice(0, 13));
-    sid.append(app.badge(s.claudeTranscript));
+    const sid = el("div", "sid", idOf(s).slice(0, 13));
+    sid.append(badge(s.claudeTranscript));
     a.append(title, meta, sid);
     li.append(a);
-    if (s.guard) li.append(app.guardBanner(s.guard));
+    if (s.guard) li.append(guardBanner(s.guard));
     return li;
   }
   function renderSessions(): void {
@@ -112,7 +113,7 @@ export function sessionListPart(app: ViewerApp): SessionList {
     state.shown = state.sessions.filter(passes);
     ui.totals.textContent = totals(state.shown);
     if (state.shown.length === 0) {
-      list.replaceChildren(app.el("li", "empty", state.sessions.length === 0 ? "No mirrored sessions yet." : "No session matches the filters."));
+      list.replaceChildren(el("li", "empty", state.sessions.length === 0 ? "No mirrored sessions yet." : "No session matches the filters."));
       return;
     }
     list.replaceChildren(...state.shown.map(item));

@@ -1,8 +1,9 @@
-/** One session in the main column: its facts, its conversation, a record revealed (a part of the client: see inline.ts). */
+/** One session in the main column: its facts, its conversation, a record revealed (a part of the client: see main.ts). */
 import type { SessionView as SessionAnswer, ViewerSession } from "../api-json.ts";
 import type { SessionView, ViewerApp } from "./viewer-app.ts";
+import { badge, el, getJson, guardBanner, idOf, localize, timeEl, tokens, usd } from "./basics.ts";
 
-/** The session part. Self-contained: its source is inlined into the page, and it reaches the rest through `app`. */
+/** The session part. It reaches the other parts through `app`. */
 export function sessionViewPart(app: ViewerApp): SessionView {
   const { state, ui } = app;
   /** Counts navigations: an answer that arrives after a newer navigation began is not shown. */
@@ -12,24 +13,24 @@ export function sessionViewPart(app: ViewerApp): SessionView {
   function facts(s: ViewerSession): void {
     const facts = ui.facts;
     facts.replaceChildren();
-    facts.append(app.el("h2", null, s.title || app.idOf(s)));
-    if (s.guard) facts.append(app.guardBanner(s.guard));
+    facts.append(el("h2", null, s.title || idOf(s)));
+    if (s.guard) facts.append(guardBanner(s.guard));
     const row = (label: string, ...value: Node[]) => {
-      const d = app.el("div", "row");
-      d.append(app.el("b", null, label + " "), ...value);
+      const d = el("div", "row");
+      d.append(el("b", null, label + " "), ...value);
       facts.append(d);
     };
     const text = (t: string) => document.createTextNode(t);
-    row("Session", app.el("code", null, app.idOf(s)));
-    row("Project", app.el("code", null, s.cwd || "unknown"), text(s.gitBranch ? " (branch " + s.gitBranch + ")" : ""));
-    row("Time", app.timeEl(s.firstTimestamp), text(" – "), app.timeEl(s.lastTimestamp));
+    row("Session", el("code", null, idOf(s)));
+    row("Project", el("code", null, s.cwd || "unknown"), text(s.gitBranch ? " (branch " + s.gitBranch + ")" : ""));
+    row("Time", timeEl(s.firstTimestamp), text(" – "), timeEl(s.lastTimestamp));
     const u = s.usage;
-    const cost = s.costUSD === null ? "cost unknown (" + (s.models.join(", ") || "no model") + " not all in the price table)" : "≈ " + app.usd(s.costUSD);
+    const cost = s.costUSD === null ? "cost unknown (" + (s.models.join(", ") || "no model") + " not all in the price table)" : "≈ " + usd(s.costUSD);
     row(
       "Usage",
       text(
-        app.tokens(u.inputTokens) + " in · " + app.tokens(u.outputTokens) + " out · " + app.tokens(u.cacheCreationTokens) + " cache write · " +
-          app.tokens(u.cacheReadTokens) + " cache read · " + cost,
+        tokens(u.inputTokens) + " in · " + tokens(u.outputTokens) + " out · " + tokens(u.cacheCreationTokens) + " cache write · " +
+          tokens(u.cacheReadTokens) + " cache read · " + cost,
       ),
     );
     row(
@@ -39,14 +40,14 @@ export function sessionViewPart(app: ViewerApp): SessionView {
           s.compactions + " compaction(s)",
       ),
     );
-    const claude = app.el("span");
-    claude.append(app.badge(s.claudeTranscript));
+    const claude = el("span");
+    claude.append(badge(s.claudeTranscript));
     row("Claude Code transcript", claude);
     facts.append(app.restorePanel(s));
-    const links = app.el("div", "row links");
+    const links = el("div", "row links");
     for (const f of ["md", "html", "jsonl"]) {
-      const a = app.el("a", null, "export ." + f);
-      a.href = "api/sessions/" + encodeURIComponent(app.idOf(s)) + "/export?format=" + f;
+      const a = el("a", null, "export ." + f);
+      a.href = "api/sessions/" + encodeURIComponent(idOf(s)) + "/export?format=" + f;
       links.append(a);
     }
     facts.append(links);
@@ -54,11 +55,11 @@ export function sessionViewPart(app: ViewerApp): SessionView {
 
   async function showSession(id: string, uuid?: string | null): Promise<void> {
     const ticket = ++shown;
-    const data = (await app.getJson<SessionAnswer>("api/sessions/" + encodeURIComponent(id))).body;
+    const data = (await getJson<SessionAnswer>("api/sessions/" + encodeURIComponent(id))).body;
     // j, j, k in quick succession: the answers may come back in any order, and only the last one counts.
     if (ticket !== shown) return;
     const s = data.session;
-    state.current = app.idOf(s);
+    state.current = idOf(s);
     state.dir = s.dir;
     state.tail = data.tail;
     document.body.classList.add("viewing");
@@ -73,7 +74,7 @@ export function sessionViewPart(app: ViewerApp): SessionView {
   }
 
   function settle(root: Element): void {
-    app.localize(root);
+    localize(root);
     pairResults(root);
   }
   /** The tool call whose id is `id` (or one of `ids`) in the shown conversation. */

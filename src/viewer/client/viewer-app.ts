@@ -1,9 +1,9 @@
 /**
  * The shape of the browser client: what it remembers, the page's fixed elements, and what each part of it
- * offers the others. Types only (nothing here exists at run time), so the parts can name one another's
- * functions without importing any value: see inline.ts for why they must not.
+ * offers the others. Types only: the parts call one another through the assembled client (`app`), so no
+ * two of them import each other (the layering rule allows no import cycle).
  */
-import type { GuardAlert, TokenCounts, ViewerSession } from "../api-json.ts";
+import type { ViewerSession } from "../api-json.ts";
 
 /** What the client remembers between events. */
 export interface ClientState {
@@ -42,32 +42,6 @@ export interface ClientUi {
 /** What the client reads of `/_tap/health`: the lines saying what was forwarded and not mirrored. */
 export interface HealthUnseen {
   mirror?: { notMirrored?: { shapes?: { said?: string }[] } } | string;
-}
-
-/** Small helpers every part uses: elements, the API, times, counts. */
-export interface Basics {
-  /** A new element with a class and text (textContent: nothing the client writes is parsed as HTML). */
-  el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string | null, text?: string | null): HTMLElementTagNameMap[K];
-  /** GETs (or `init`s) a JSON answer; throws with the answer's error unless it is a refusal with a plan. */
-  getJson<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }>;
-  /** A <time> showing local time, UTC on hover. */
-  timeEl(iso: string | null, seconds?: boolean): HTMLTimeElement;
-  /** Rewrites the server's UTC <time> elements under `root` to the reader's zone, keeping UTC in the tooltip. */
-  localize(root: Element): void;
-  /** The id a session goes by in the page: its session id, else its directory. */
-  idOf(s: { sessionId: string | null; dir: string }): string;
-  /** The state of Claude Code's own transcript of a session, as a badge. */
-  badge(state: string): HTMLElement;
-  /** The guard's alert on a session: Claude Code lost its transcript, and the command that brings it back. */
-  guardBanner(alert: GuardAlert): HTMLElement;
-  /** A token count: 950, 12.3k, 4.56M. */
-  tokens(n: number): string;
-  /** Every token of a usage. */
-  total(u: TokenCounts): number;
-  /** A cost in USD ("?" when unknown). */
-  usd(n: number | null | undefined): string;
-  /** The last part of a project path. */
-  base(path: string | null): string;
 }
 
 /** The session list, its filters (project and date) and totals. */
@@ -125,14 +99,13 @@ export interface Navigation {
 }
 
 /** The whole client: its state and elements, and every part's functions. */
-export interface ViewerApp extends Basics, SessionList, SessionView, RestorePanel, Search, LiveRecords, Navigation {
+export interface ViewerApp extends SessionList, SessionView, RestorePanel, Search, LiveRecords, Navigation {
   state: ClientState;
   ui: ClientUi;
 }
 
-/** The parts the entry assembles, each a self-contained function given the whole client. */
+/** The parts the entry assembles, each a function given the whole client. */
 export interface ClientParts {
-  basics(app: ViewerApp): Basics;
   list(app: ViewerApp): SessionList;
   session(app: ViewerApp): SessionView;
   restore(app: ViewerApp): RestorePanel;

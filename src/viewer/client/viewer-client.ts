@@ -5,9 +5,10 @@
  * call's pair; searches (`api/search?q=`) with the matches marked; restores a session into Claude Code (a
  * dry run first); moves between sessions from the keyboard; and follows `api/events` for new records.
  * Every string the client itself puts on the page goes through textContent. How it reaches the page:
- * inline.ts.
+ * main.ts.
  */
 import type { ClientParts, ClientState, ClientUi, ViewerApp } from "./viewer-app.ts";
+import { el } from "./basics.ts";
 
 /** Starts the client on the page: finds its elements, assembles the parts, wires the events, loads the list. */
 export function viewerClient(parts: ClientParts): void {
@@ -35,7 +36,7 @@ export function viewerClient(parts: ClientParts): void {
   // Every part's functions are added just below, before any of them runs: each part only calls another's
   // from an event or a promise, so the order here does not matter, and ViewerApp is exactly their union.
   const app = { state, ui } as ViewerApp;
-  Object.assign(app, parts.basics(app), parts.list(app), parts.session(app), parts.restore(app), parts.search(app), parts.live(app), parts.navigation(app));
+  Object.assign(app, parts.list(app), parts.session(app), parts.restore(app), parts.search(app), parts.live(app), parts.navigation(app));
 
   document.addEventListener("keydown", app.onKey);
   ui.back.addEventListener("click", app.backToList);
@@ -48,7 +49,7 @@ export function viewerClient(parts: ClientParts): void {
     });
   }
   globalThis.addEventListener("hashchange", app.route);
-  app.loadSessions().then(app.route).catch((e) => ui.sessions.replaceChildren(app.el("li", "empty", String((e instanceof Error && e.message) || e))));
+  app.loadSessions().then(app.route).catch((e) => ui.sessions.replaceChildren(el("li", "empty", String((e instanceof Error && e.message) || e))));
   app.listen();
   // The guard's alerts change without new records: refresh the list now and then.
   setInterval(() => {

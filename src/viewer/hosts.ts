@@ -1,0 +1,26 @@
+/**
+ * Who may reach the viewer by name (docs/DESIGN.md "Trust boundaries"): while the tap listens on loopback,
+ * only requests addressed to a loopback name, so a web page that rebinds its own domain to 127.0.0.1
+ * cannot read the conversations. Pure.
+ */
+
+/** True for an address only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** The Host names the viewer answers to when the tap listens on `host`; null: any (bound beyond loopback on purpose). */
+export function allowedHosts(host: string): Set<string> | null {
+  if (!isLoopback(host)) return null;
+  const bound = host.trim().toLowerCase();
+  return new Set(["localhost", "127.0.0.1", "[::1]", bound.includes(":") && !bound.startsWith("[") ? `[${bound}]` : bound]);
+}
+
+/** The host name of a Host header, lower case, without its port ("[::1]:8787" → "[::1]"). */
+export function hostName(host: string | null | undefined): string {
+  const h = (host ?? "").trim().toLowerCase();
+  if (h.startsWith("[")) return h.slice(0, h.indexOf("]") + 1);
+  const colon = h.indexOf(":");
+  return colon < 0 ? h : h.slice(0, colon);
+}
