@@ -42,17 +42,17 @@ export class Backlog<T> {
     return dropped;
   }
 
-  /** The oldest waiting item of a key. */
-  first(key: string): T | undefined {
-    return this.queues.get(key)?.items[0];
+  /** The oldest `max` waiting items of a key, oldest first. */
+  firstOf(key: string, max: number): T[] {
+    return this.queues.get(key)?.items.slice(0, max) ?? [];
   }
 
-  /** Removes the oldest item of a key (it was written); forgets the key when it is empty. */
-  done(key: string): void {
+  /** Removes the oldest `n` items of a key (they were written); forgets the key when it is empty. */
+  done(key: string, n = 1): void {
     const queue = this.queues.get(key);
     if (queue === undefined || queue.items.length === 0) return;
-    queue.items.shift();
-    this.size--;
+    const gone = queue.items.splice(0, n).length;
+    this.size -= gone;
     queue.headSince = this.clock();
     if (queue.items.length === 0) {
       if (queue.timer !== null) clearTimeout(queue.timer);

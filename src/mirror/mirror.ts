@@ -25,6 +25,9 @@ import { Backlog } from "./backlog.ts";
 import { MirrorAlarms } from "./mirror-alarms.ts";
 import { RetentionSweeper } from "./retention.ts";
 
+/** Most commits of one conversation written in one append. */
+const BATCH_MAX = 64;
+
 /** How the mirror is set up. */
 export interface MirrorOptions {
   fs: FsAdapter;
@@ -221,17 +224,18 @@ export class Mirror {
 
   /** The drain itself (see drain). */
   private async drainNow(key: string): Promise<void> {
-    for (let next = this.backlog.first(key); next !== undefined; next = this.backlog.first(key)) {
+    // What waited while a write was in flight goes in one append and one fsync (docs/DESIGN.md "Writes").
+    for (let batch = this.backlog.firstOf(key, BATCH_MAX); batch.length > 0; batch = this.backlog.firstOf(key, BATCH_MAX)) {
       try {
-        const written = await this.writer.write(next);
-        if (written.done !== null) this.written(next, written.records, written.done);
+        const written = await this.writer.writeAll(batch);
+        if (written.done !== null) this.written(batch.at(-1)!, written.records, written.done, batch.length);
       } catch (error) {
         this.fail("append", error, { dir: key, queued: this.backlog.waiting(key), attempt: this.backlog.attempts(key) + 1 });
         this.alarms.writeFailed(join(this.options.root, key), error, this.backlog.size);
         this.backlog.retryLater(key, () => void this.track(this.drain(key, null)));
         return;
       }
-      this.backlog.done(key);
+      this.backlog.done(key, batch.length);
     }
     if (this.backlog.size === 0) await this.allWritten();
   }
@@ -245,8 +249,8 @@ export class Mirror {
     await this.spool.remove(files).catch((error) => this.fail("spool", error));
   }
 
-  /** Counts and logs one commit written to the tree. */
-  private written(job: CommitJob, records: number, result: AppendResult): void {
+  /** Counts and logs one append to the tree (of `commits` commits, the last `job`). */
+  private written(job: CommitJob, records: number, result: AppendResult, commits: number): void {
     this.stats.appends++;
     this.stats.records += records;
     this.stats.bytes += result.bytes;
@@ -254,7 +258,7 @@ export class Mirror {
     const file = result.path.slice(result.path.lastIndexOf("/") + 1);
     if (result.rotated) this.log("rotate", { dir, file });
     else if (result.created) this.log("open", { dir, file });
-    this.log("append", { dir, route: job.route, kind: job.kind, records, bytes: result.bytes, file });
+    this.log("append", { dir, route: job.route, kind: job.kind, records, bytes: result.bytes, file, ...(commits > 1 && { commits }) });
     this.sweeper.maybe(); // lazily, at most once a minute while traffic flows
   }
 

@@ -56,6 +56,17 @@ export class CommitWriter<Cursor, Done> {
 
   /** Writes one commit (see the module comment); rejects when the write failed or its outcome is unknown. */
   async write(job: CommitJob): Promise<Written<Done>> {
+    return await this.writeAll([job]);
+  }
+
+  /**
+   * Writes commits of one conversation, in order, in one append (docs/DESIGN.md "Writes": commits that
+   * waited for a write in flight go together, one append and one fsync). Each is planned over the lineage as
+   * the ones before it leave it; should the append fail, the conversation's state is dropped and read
+   * again from the target, so nothing planned counts until it is written (docs/DESIGN.md "Exactly once").
+   */
+  async writeAll(jobs: readonly CommitJob[]): Promise<Written<Done>> {
+    const job = jobs[0];
     const place = placeOf(job.route, job.sessionDir, job.agentDir);
     const main = mainPlaceOf(place);
     this.remember(place);
@@ -63,26 +74,27 @@ export class CommitWriter<Cursor, Done> {
     const owner: Owner = { sessionId: job.base.sessionId, agentId: job.base.agentId };
     return await this.states.withState(place.key, async (state) => {
       try {
-        const result = await this.target.locked(place, main, async (io) => {
+        const after = await this.target.locked(place, main, async (io) => {
           await this.catchUp(io, place, state, owner);
           const mainLineage = main === null ? null : await this.states.withState(main.key, async (m) => {
             await this.catchUp(io, main, m, { sessionId: owner.sessionId, agentId: null });
             return m.lineage;
           });
-          const staged = planCommit(job, state.lineage, mainLineage, place.scope, this.includeThinking);
-          if (staged.records.length === 0) return { staged, after: null };
-          return { staged, after: await io.append(place, staged.records, state.cursor) };
+          const records: Staged["records"] = [];
+          for (const next of jobs) {
+            const staged = planCommit(next, state.lineage, mainLineage, place.scope, this.includeThinking);
+            if (staged.records.length === 0) continue;
+            advance(state.lineage, staged); // counts only once the append below succeeds (else the state is dropped)
+            records.push(...staged.records);
+          }
+          return records.length === 0 ? null : { records: records.length, written: await io.append(place, records, state.cursor) };
         });
-        const { staged, after } = result;
         if (after === null) return { records: 0, done: null };
-        // Only now, with the records written (the transaction committed), does the lineage advance
-        // (docs/DESIGN.md "Exactly once").
-        state.cursor = after.cursor;
-        advance(state.lineage, staged);
-        if (after.uncertain) this.reset(place.key);
-        return { records: staged.records.length, done: after.done };
+        state.cursor = after.written.cursor;
+        if (after.written.uncertain) this.reset(place.key);
+        return { records: after.records, done: after.written.done };
       } catch (error) {
-        this.reset(place.key); // what reached the target is unknown
+        this.reset(place.key); // what reached the target is unknown, and the lineage may hold what did not
         throw error;
       }
     });
