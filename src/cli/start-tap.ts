@@ -11,7 +11,7 @@ import type { GuardSessionView } from "../guard/watched-session.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
-import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
+import { fetchDecodes, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../storage/events-log.ts";
@@ -187,6 +187,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const forwardDeps = {
     upstream: config.upstream,
     fetch: await upstreamFetch(deps.fetch ?? fetch),
+    decodes: fetchDecodes(),
     engine: link,
     maxMessageBytes: config.maxMessageBytes,
     clock,
