@@ -112,7 +112,7 @@ const PROVIDERS: Setup[] = [
   },
 ];
 
-/** A conversation's path, and whether the request is Claude Code's model probe (max_tokens 1, the prompt "."), which it sends when it holds real credentials. */
+/** True for Claude Code's model probe (max_tokens 1, the prompt "."), which it sends before the first turn when it holds real credentials (mirrored to side/). */
 const isProbe = (r: ProviderRequest) => {
   const body = JSON.parse(Buffer.from(r.body).toString("utf8"));
   return body.max_tokens === 1 && JSON.stringify(body.messages) === '[{"role":"user","content":"."}]';
