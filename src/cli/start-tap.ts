@@ -13,7 +13,7 @@ import { healthReport } from "../mirror/health.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
-import { bundleScript, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
+import { bundleScript, fetchDecodes, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../utils/describe-error.ts";
@@ -187,6 +187,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const forwardDeps = {
     upstream: config.upstream,
     fetch: await upstreamFetch(deps.fetch ?? fetch),
+    decodes: fetchDecodes(),
     engine: link,
     maxMessageBytes: config.maxMessageBytes,
     clock,

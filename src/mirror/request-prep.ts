@@ -41,6 +41,7 @@ export function prepareRequest(identity: IdentityHeaders, bytes: Uint8Array, opt
     claudeCode: ids.claudeCode,
     toolCount,
     structuredOutput: isObject(rest.output_config) && rest.output_config.format !== undefined && rest.output_config.format !== null,
+    maxTokens: typeof rest.max_tokens === "number" ? rest.max_tokens : null,
     system: rest.system,
     messages,
   });

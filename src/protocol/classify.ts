@@ -16,7 +16,11 @@
  *    → a side request: that is how Claude Code's helpers ask (the session title comes back as
  *    `{"title": …}`). Their system prompt opens with the agent's identity line too, so rule 4 alone would
  *    put the title exchange in the main chain as a second conversation.
- * 6. Everything else → the main conversation (other clients are mirrored as they come).
+ * 6. A Claude Code request with no tools that allows a one-token answer (`max_tokens: 1`) → a side request:
+ *    Claude Code's model probe, which on Vertex AI and Bedrock, holding real credentials, asks each model
+ *    for one token before a session's first turn; it opens with the agent's identity line too, so rule 4
+ *    alone would make the probe the main chain and the real conversation a second one.
+ * 7. Everything else → the main conversation (other clients are mirrored as they come).
  */
 
 /** The lineage a request is mirrored into. */
@@ -30,6 +34,8 @@ export interface RequestTraits {
   toolCount: number;
   /** The request asks for a structured answer (`output_config.format`). */
   structuredOutput?: boolean;
+  /** The body's `max_tokens`, when it is a number. */
+  maxTokens?: number | null;
   system: unknown;
   messages: unknown[];
 }
@@ -71,6 +77,7 @@ export function classify(traits: RequestTraits): { route: Route; compaction: boo
   if (isSummaryRequest(traits.messages)) return { route: "side", compaction: false };
   if (traits.claudeCode && !declaresAgent(traits)) return { route: "side", compaction: false };
   if (traits.claudeCode && traits.toolCount === 0 && traits.structuredOutput === true) return { route: "side", compaction: false };
+  if (traits.claudeCode && traits.toolCount === 0 && traits.maxTokens === 1) return { route: "side", compaction: false };
   return { route: "main", compaction: false };
 }
 

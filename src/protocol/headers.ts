@@ -2,6 +2,7 @@
  * Header rules for a transparent forwarder. Pure: Headers in, Headers out.
  * Hop-by-hop headers follow RFC 9110 §7.6.1; encodings follow docs/RUNTIMES.md "Encoding and headers".
  */
+import { signedHeaderNames } from "./providers/aws-signature.ts";
 
 /** Connection-specific headers a proxy must not forward (RFC 9110 §7.6.1), plus proxy-only ones. */
 export const HOP_BY_HOP = new Set([
@@ -16,32 +17,36 @@ export const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-/** Content codings both runtimes' fetch decode transparently; anything else would reach us still encoded. */
+/** Content codings both runtimes' fetch decode transparently (Bun's zstd too); anything else would reach us still encoded. */
 export const DECODED_ENCODINGS = ["gzip", "deflate", "br"];
 
-/** Removes hop-by-hop headers and every header the `connection` header names. */
-function dropHopByHop(headers: Headers): void {
-  const named = (headers.get("connection") ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+/** Removes hop-by-hop headers and every header the `connection` header names, but one a signature covers. */
+function dropHopByHop(headers: Headers, signed: ReadonlySet<string> = new Set()): void {
+  const named = (headers.get("connection") ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((name) => name !== "" && !signed.has(name));
   for (const name of [...HOP_BY_HOP, ...named]) headers.delete(name);
 }
 
 /**
  * The headers to send upstream: the client's, less hop-by-hop ones, less `host` (fetch sets it from the
  * upstream URL). `content-length` stays only for a `streamed` body, which fetch cannot measure (a body given
- * as bytes gets its length from fetch). `accept-encoding` is narrowed to codings the runtime decodes (and
- * set to them when absent), so a decoded body never keeps a header that lies about it.
+ * as bytes gets its length from fetch, the same). `accept-encoding` is narrowed to codings the runtime decodes
+ * (and set to them when absent), so a decoded body never keeps a header that lies about it. A header an AWS
+ * signature covers goes as it is, or AWS would refuse the request (docs/DESIGN.md "Bedrock's signatures"):
+ * the connection's own (HOP_BY_HOP) are no signer's to sign and fetch's to set, but a signed
+ * `accept-encoding` is not narrowed, nor is a signed header dropped for being named by `connection`.
  */
 export function upstreamRequestHeaders(incoming: Headers, streamed = false): Headers {
   const chunked = incoming.has("transfer-encoding");
+  const signed = signedHeaderNames(incoming);
   const out = new Headers(incoming);
-  dropHopByHop(out);
+  dropHopByHop(out, signed);
   out.delete("host");
   if (!streamed || chunked || !/^\d+$/.test(out.get("content-length") ?? "")) out.delete("content-length");
   const accept = out.get("accept-encoding");
-  // Without one, the runtime's fetch adds its own (Bun's includes zstd, which it decodes but
-  // clientResponseHeaders cannot know was decoded), so always send an explicit list.
+  // Without one, the runtime's fetch adds its own (Bun's includes zstd, which Deno's does not decode), so
+  // always send an explicit list: the upstream then answers alike on every runtime.
   if (accept === null) out.set("accept-encoding", DECODED_ENCODINGS.join(", "));
-  else {
+  else if (!signed.has("accept-encoding")) {
     const kept = accept.split(",").map((s) => s.trim()).filter((part) => {
       const coding = part.split(";")[0].trim().toLowerCase();
       return DECODED_ENCODINGS.includes(coding) || coding === "identity";
@@ -53,13 +58,14 @@ export function upstreamRequestHeaders(incoming: Headers, streamed = false): Hea
 
 /**
  * The headers to send the client: the upstream's, less hop-by-hop ones. When the runtime's fetch decoded
- * the body, `content-encoding` and `content-length` describe bytes the client will never see, so both go.
+ * the body (it decodes the codings `decoded` names), `content-encoding` and `content-length` describe bytes
+ * the client will never see, so both go; a body in a coding it does not decode keeps them, truthfully.
  */
-export function clientResponseHeaders(upstream: Headers): Headers {
+export function clientResponseHeaders(upstream: Headers, decoded: readonly string[] = DECODED_ENCODINGS): Headers {
   const out = new Headers(upstream);
   dropHopByHop(out);
   const encoding = (out.get("content-encoding") ?? "").trim().toLowerCase();
-  if (encoding !== "" && encoding.split(",").every((c) => DECODED_ENCODINGS.includes(c.trim()))) {
+  if (encoding !== "" && encoding.split(",").every((c) => decoded.includes(c.trim()))) {
     out.delete("content-encoding");
     out.delete("content-length");
   }

@@ -99,7 +99,8 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   /** Called once the last connection closed, while stopping. */
   let emptied = () => {};
   const readWholeBytes = Math.min(deps.forwardDeps.readFirstBytes, deps.forwardDeps.maxMessageBytes);
-  const forwardTo = (request: Request, upstream: string) => forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: upstreams.reporter(upstream) });
+  const forwardTo = (request: Request, upstream: string) =>
+    forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: upstreams.reporter(upstream), proxied: true });
 
   /** Answers a proxy request with an error, counts and logs it, and closes. */
   const refuse = async (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {

@@ -21,6 +21,8 @@ export interface ForwardDeps {
   /** Upstream origin (and optional base path), no trailing slash. */
   upstream: string;
   fetch: typeof fetch;
+  /** The content codings `fetch` decodes (docs/RUNTIMES.md "Encoding and headers"); gzip, deflate and br unless told. */
+  decodes?: readonly string[];
   /** The mirror engine, or null when the mirror is off. */
   engine: EngineLink | null;
   /** Largest request body the mirror keeps a copy of. */
@@ -34,6 +36,11 @@ export interface ForwardDeps {
   upstreamHealth: { failed(error: unknown, how: "unreachable" | "broke"): void; answered(): void };
   /** Hears a request the tap answered itself rather than forward it (docs/DESIGN.md "Bedrock's signatures"). */
   refused?: (refusal: Refusal, shape: string) => void;
+  /**
+   * True when the client addressed the upstream's own host (proxy mode): a SigV4 signature is valid there, so
+   * nothing is refused, and the headers it signs reach the upstream as they are (docs/DESIGN.md "Bedrock's signatures").
+   */
+  proxied?: boolean;
 }
 
 /** Statuses whose responses carry no body (RFC 9110 §6.4.1). */
@@ -69,7 +76,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   // Only path and query are taken from the client: an absolute-form target or a Host header cannot
   // send the tap anywhere but the configured upstream.
   const target = deps.upstream + url.pathname + url.search;
-  const refusal = awsRefusal(request.headers, deps.upstream);
+  const refusal = deps.proxied === true ? null : awsRefusal(request.headers, deps.upstream);
   if (refusal !== null) {
     deps.refused?.(refusal, pathShape(url.pathname));
     return awsRefused(refusal.message);
@@ -111,7 +118,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
 
 /** The client's response: the upstream's status, headers and body, teed to the observer when there is one. */
 function answer(request: Request, signal: AbortSignal, upstream: Response, observer: RelayObserver | null, deps: ForwardDeps): Response {
-  const headers = clientResponseHeaders(upstream.headers);
+  const headers = clientResponseHeaders(upstream.headers, deps.decodes);
   const init = { status: upstream.status, statusText: upstream.statusText, headers };
   if (upstream.body === null || NULL_BODY.has(upstream.status) || request.method === "HEAD") {
     if (upstream.body !== null) void upstream.body.cancel();

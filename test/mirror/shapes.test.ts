@@ -255,6 +255,36 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     assert.match(text(side[0]), /^<session>/);
   });
 
+  it("Claude Code's model probe on Vertex AI and Bedrock (its identity line, no tools, one token asked for) goes to side/, before the first turn", async () => {
+    // As 2.1.328 and 2.1.332 send it, holding real credentials, once per model before the session's first turn
+    // (test/e2e/claude-providers.test.ts, proxy mode).
+    for (const model of ["claude-sonnet-4-5", "claude-opus-5-5"]) {
+      const probe = await fetch(`${tap.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-claude-code-session-id": "probed", "user-agent": "claude-cli/2.1.332 (external, sdk-cli)" },
+        body: JSON.stringify({
+          model,
+          max_tokens: 1,
+          system: [{ type: "text", text: "x-anthropic-billing-header: cc_version=2.1.332;" }, {
+            type: "text",
+            text: "You are Claude Code, Anthropic's official CLI for Claude.",
+          }],
+          messages: [{ role: "user", content: "." }],
+        }),
+      });
+      assert.equal(probe.status, 200);
+      await probe.arrayBuffer();
+    }
+    const c = new Conversation(tap, "probed");
+    await c.say("the real first prompt");
+    await tap.settled();
+    const main = records(tap.root, "probed");
+    assert.deepEqual(main.filter((r) => r.type === "user").map(text), ["the real first prompt"], "no probe is the main chain");
+    assert.equal(main[0].parentUuid, null);
+    const side = records(tap.root, "probed", "side");
+    assert.deepEqual(side.map((r) => [r.type, r.isSidechain]), [["user", true], ["assistant", true], ["assistant", true]]);
+  });
+
   it("with SESSIONTAP_SIDE_REQUESTS=off a side request is forwarded and not mirrored at all", async () => {
     const quiet = await startTestTap(stub.url, { SESSIONTAP_SIDE_REQUESTS: "off" });
     try {

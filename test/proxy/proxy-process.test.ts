@@ -14,6 +14,9 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords } from "../support/tap.ts";
 import { makeServerCerts } from "../support/test-certs.ts";
 import { pollUntil } from "../support/poll.ts";
+import { signLikeClaudeCode, sigV4Problem } from "../support/sigv4.ts";
+
+const BEDROCK = "bedrock-runtime.us-east-1.amazonaws.com";
 
 describe("a tap process in proxy mode beyond loopback, forwarding over TLS", { timeout: 60_000 }, () => {
   let dir: string;
@@ -32,7 +35,7 @@ describe("a tap process in proxy mode beyond loopback, forwarding over TLS", { t
       env: {
         HOME: dir,
         SESSIONTAP_CA_DIR: `${dir}/ca`,
-        SESSIONTAP_PROXY_UPSTREAM: `api.anthropic.com=${stub.url}`,
+        SESSIONTAP_PROXY_UPSTREAM: `api.anthropic.com=${stub.url},${BEDROCK}=${stub.url}`,
         SESSIONTAP_PROXY_TUNNEL: "off",
         NODE_EXTRA_CA_CERTS: `${dir}/upstream-ca.pem`,
       },
@@ -78,6 +81,20 @@ describe("a tap process in proxy mode beyond loopback, forwarding over TLS", { t
     const records = await pollUntil(() => allRecords(`${dir}/mirror/tls-upstream`), (r) => r.length === 2, 10_000);
     assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
     // The connection is left open: the stop below must not wait for it.
+  });
+
+  it("a Bedrock request signed with SigV4 goes upstream over TLS with its signature valid", async () => {
+    const socket = await tlsThrough(proxyPort, BEDROCK, 443, ca, { "proxy-authorization": `Basic ${btoa(`sessiontap:${token}`)}` });
+    const target = "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/invoke";
+    const body = JSON.stringify({ anthropic_version: "bedrock-2023-05-31", max_tokens: 5, messages: [{ role: "user", content: "signed" }] });
+    const headers = await signLikeClaudeCode("POST", BEDROCK, target, { "content-type": "application/json", "x-claude-code-session-id": "signed" }, body);
+    sendRequest(socket, "POST", target, headers, body);
+    const answer = await readResponse(new Incoming(socket));
+    socket.destroy();
+    assert.equal(answer.status, 404, "the stub knows no Bedrock path; the tap passed its answer on, refusing nothing");
+    const got = stub.requests.at(-1)!;
+    assert.equal(got.url, target);
+    assert.equal(await sigV4Problem(got, BEDROCK), null);
   });
 
   it("SIGTERM stops it with a kept-alive proxy connection still open, exit 0", async () => {

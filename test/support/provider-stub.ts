@@ -3,12 +3,16 @@
 // Anthropic stub (stub-upstream.ts), which answers behind it: the model is taken from the path and put
 // back into the body, the answer is passed on as Vertex sends it (the Messages API's SSE, or JSON) or
 // reframed as Bedrock sends it (AWS event-stream frames with correct CRCs, made by AWS's own codec).
-// Every request is recorded, so a test can assert which path — streamed or not — the client took.
+// Every request is recorded, so a test can assert which path — streamed or not — the client took. Told to,
+// it checks each request's credentials as the provider would: an AWS SigV4 signature verified with the
+// test's known keys (sigv4.ts), or a Google bearer token; a request that fails is answered 400 (AWS says
+// 403, which Claude Code retries for minutes: a 400 fails the test at once).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { Buffer } from "node:buffer";
 import { startStub, type StubUpstream } from "./stub-upstream.ts";
 import { concatBytes, exceptionFrame, framesOfSse, withBadCrc, withBadLength } from "./eventstream-build.ts";
+import { sigV4Problem } from "./sigv4.ts";
 
 /** One request as the provider stub received it. */
 export interface ProviderRequest {
@@ -18,7 +22,12 @@ export interface ProviderRequest {
   body: Uint8Array;
   /** The body bytes the stub answered a streamed Bedrock request with (faults included). */
   answered?: Uint8Array;
+  /** What was wrong with its credentials, null when they were right; absent when the stub checks none. */
+  authProblem?: string | null;
 }
+
+/** The credentials a stub expects: a SigV4 signature for the AWS host it stands for, or one bearer token. */
+export type ExpectedAuth = { sigV4For: string } | { bearer: string };
 
 /**
  * A scripted fault for the next streamed Bedrock answer, at frame `at` (0-based): a frame whose checksum is
@@ -56,7 +65,15 @@ async function writeInPieces(res: ServerResponse, bytes: Uint8Array, size: numbe
 }
 
 /** Answers one provider request. */
-async function serve(stub: ProviderStub, req: ProviderRequest, res: ServerResponse): Promise<void> {
+async function serve(stub: ProviderStub, req: ProviderRequest, res: ServerResponse, auth?: ExpectedAuth): Promise<void> {
+  if (auth !== undefined) {
+    req.authProblem = "sigV4For" in auth
+      ? await sigV4Problem(req, auth.sigV4For)
+      : req.headers.authorization === `Bearer ${auth.bearer}`
+      ? null
+      : `not the bearer token: ${JSON.stringify(req.headers.authorization ?? null)}`;
+    if (req.authProblem !== null) return json(res, 400, { message: `stub: ${req.authProblem}` });
+  }
   const path = req.url.split("?")[0];
   if (/count-tokens/.test(path)) return json(res, 200, { input_tokens: 42 });
   const vertex = VERTEX.exec(path);
@@ -118,8 +135,8 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(data);
 }
 
-/** Starts a provider stub (Vertex and Bedrock paths both) with an Anthropic stub behind it. */
-export async function startProviderStub(): Promise<ProviderStub> {
+/** Starts a provider stub (Vertex and Bedrock paths both) with an Anthropic stub behind it, checking `auth` when given. */
+export async function startProviderStub(auth?: ExpectedAuth): Promise<ProviderStub> {
   const inner = await startStub();
   const sockets = new Set<Socket>();
   const stub: ProviderStub = { url: "", requests: [], inner, faults: [], close: async () => {} };
@@ -134,7 +151,7 @@ export async function startProviderStub(): Promise<ProviderStub> {
         body: new Uint8Array(Buffer.concat(parts)),
       };
       stub.requests.push(rec);
-      serve(stub, rec, res).catch((error) => {
+      serve(stub, rec, res, auth).catch((error) => {
         if (!res.headersSent) json(res, 500, { message: `stub: ${(error as Error).message}` });
         else res.destroy();
       });

@@ -29,6 +29,27 @@ describe("upstreamRequestHeaders()", () => {
     assert.equal(upstreamRequestHeaders(new Headers({ "accept-encoding": "gzip, deflate, br, zstd" })).get("accept-encoding"), "gzip, deflate, br");
     assert.equal(upstreamRequestHeaders(new Headers({ "accept-encoding": "zstd" })).get("accept-encoding"), "identity");
   });
+
+  it("keeps every header an AWS signature covers as it is: a signed accept-encoding is not narrowed, a signed header named by `connection` stays", () => {
+    const authorization = "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/bedrock/aws4_request, " +
+      "SignedHeaders=accept-encoding;host;x-amz-date;x-signed-hop, Signature=" + "0".repeat(64);
+    const h = upstreamRequestHeaders(
+      new Headers({
+        authorization,
+        "accept-encoding": "zstd, *;q=0.1",
+        connection: "x-signed-hop, x-unsigned-hop",
+        "x-signed-hop": "1",
+        "x-unsigned-hop": "2",
+        host: "h",
+      }),
+    );
+    assert.equal(h.get("accept-encoding"), "zstd, *;q=0.1");
+    assert.equal(h.get("x-signed-hop"), "1");
+    assert.equal(h.get("x-unsigned-hop"), null);
+    assert.equal(h.get("connection"), null);
+    assert.equal(h.get("host"), null, "fetch sets it from the upstream, which is the host signed for in proxy mode");
+    assert.equal(h.get("authorization"), authorization);
+  });
 });
 
 describe("clientResponseHeaders()", () => {
@@ -37,6 +58,11 @@ describe("clientResponseHeaders()", () => {
     assert.equal(h.get("content-encoding"), null);
     assert.equal(h.get("content-length"), null);
     assert.equal(h.get("content-type"), "application/json");
+  });
+
+  it("keeps the label of a coding the runtime's fetch does not decode, and drops it for one it does", () => {
+    assert.equal(clientResponseHeaders(new Headers({ "content-encoding": "zstd" })).get("content-encoding"), "zstd");
+    assert.equal(clientResponseHeaders(new Headers({ "content-encoding": "zstd" }), ["gzip", "deflate", "br", "zstd"]).get("content-encoding"), null);
   });
 
   it("keeps retry-after, request-id and every set-cookie", () => {

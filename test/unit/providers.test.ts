@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { recognise, UNKNOWN_PATH } from "../../src/protocol/providers/recognise.ts";
 import { pathShape } from "../../src/protocol/providers/path-shape.ts";
 import { looksLikeConversation } from "../../src/protocol/providers/conversation-shape.ts";
-import { awsRefusal, isAwsHost } from "../../src/protocol/providers/aws-signature.ts";
+import { awsRefusal, isAwsHost, signedHeaderNames } from "../../src/protocol/providers/aws-signature.ts";
 import { responseFraming, responseRequestId } from "../../src/protocol/providers/response-head.ts";
 
 const VERTEX = "/v1/projects/my-proj-42/locations/us-east5/publishers/anthropic/models";
@@ -128,6 +128,11 @@ describe("awsRefusal()", () => {
   it("forwards a bearer token (a Bedrock API key, a Google token) and an API key untouched", () => {
     assert.equal(awsRefusal(new Headers({ authorization: "Bearer bedrock-api-key-abc" }), "https://bedrock-runtime.us-east-1.amazonaws.com"), null);
     assert.equal(awsRefusal(new Headers({ "x-api-key": "sk-x", authorization: "Bearer ya29.x" }), "https://us-east5-aiplatform.googleapis.com"), null);
+  });
+  it("reads the headers a SigV4 signature covers, and none of a request not signed so", () => {
+    assert.deepEqual([...signedHeaderNames(new Headers({ authorization: signed }))], ["host", "x-amz-date"]);
+    assert.deepEqual([...signedHeaderNames(new Headers({ authorization: "Bearer SignedHeaders=host" }))], []);
+    assert.deepEqual([...signedHeaderNames(new Headers())], []);
   });
   it("knows AWS's hosts", () => {
     assert.equal(isAwsHost("bedrock-runtime.us-east-1.amazonaws.com"), true);

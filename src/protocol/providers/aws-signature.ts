@@ -41,3 +41,14 @@ export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
   }
   return null;
 }
+
+/**
+ * The headers a SigV4 signature covers (its `SignedHeaders=`, lower case), which must reach AWS as the client
+ * sent them; empty when the request is not signed so (docs/DESIGN.md "Bedrock's signatures").
+ */
+export function signedHeaderNames(headers: Headers): ReadonlySet<string> {
+  const authorization = headers.get("authorization") ?? "";
+  if (!/^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return new Set();
+  const listed = /\bSignedHeaders=([^,\s]*)/i.exec(authorization)?.[1] ?? "";
+  return new Set(listed.split(";").map((name) => name.trim().toLowerCase()).filter(Boolean));
+}
