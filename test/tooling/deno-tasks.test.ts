@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
-import { ROOT, spawnTap } from "../support/child.ts";
+import { ROOT, serveTap, spawnTap } from "../support/child.ts";
 import { loadFixture, startStub, type StubUpstream } from "../support/stub-upstream.ts";
 
 const DENO = `${ROOT}node_modules/.bin/deno`;
@@ -105,12 +105,27 @@ describe("the documented deno tasks", () => {
     assert.equal(existsSync(out), false);
   });
 
+  it("compile's entry sets the viewer's client prebuilt, so a compiled tap serves the page with no bundler of its own", { timeout: 120_000 }, async () => {
+    const made = spawnSync(process.execPath, ["scripts/deno-compile.mjs", "--entry-only"], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+    assert.equal(made.status, 0, made.stderr);
+    const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch}/entry-mirror`], {
+      command: [DENO, "run", "--allow-all", "--unstable-no-legacy-abort", "--no-check", "dist/deno-entry/main.ts"],
+    });
+    try {
+      const page = await (await fetch(`${url}/_tap/`)).text();
+      assert.ok(page.includes("sessiontap's viewer client, prebuilt by scripts/deno-compile.mjs"), "the page runs the prebuilt client, not one bundled at run time");
+    } finally {
+      tap.signal("SIGTERM");
+      await tap.exit();
+    }
+  });
+
   it("compile: with the deno CLI as DENORT_BIN it compiles, sees the result is not the tap, and keeps nothing", { timeout: 120_000 }, () => {
     const dir = `${scratch}/cli-as-denort`;
     const out = `${dir}/sessiontap-deno`;
     const r = task(["compile"], { DENORT_BIN: `${ROOT}node_modules/deno/deno${process.platform === "win32" ? ".exe" : ""}`, SESSIONTAP_DENO_OUT: out });
     assert.equal(r.code, 1, r.all);
-    assert.match(r.all, /Compile src\/main\.ts to /, "deno compile ran to its end");
+    assert.match(r.all, /Compile dist\/deno-entry\/main\.ts to /, "deno compile ran to its end");
     assert.match(r.stderr.trim().split("\n").at(-1)!, /does not run the tap \(`--version` said "deno \d.*is not a denort binary.*set DENORT_BIN/);
     assert.equal(existsSync(out), false, "the wrong binary is not left in place");
     assert.deepEqual(existsSync(dir) ? readdirSync(dir) : [], [], "nor its staging file");
