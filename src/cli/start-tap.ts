@@ -179,6 +179,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const forwardDeps = {
     upstream: config.upstream,
     fetch: await upstreamFetch(deps.fetch ?? fetch),
+    runtime: runtimeName(),
     engine: link,
     maxMessageBytes: config.maxMessageBytes,
     clock,

@@ -130,7 +130,7 @@ export class MirrorEngine {
         );
       }
       case "head":
-        return this.contain(m.id, "response", (f) => f.response(m.status, m.requestId, m.sse));
+        return this.contain(m.id, "response", (f) => f.response(m.status, m.requestId, m.sse, m.coded));
       case "chunks": {
         let at = 0;
         for (let i = 0; i < m.index.length; i += 2) {

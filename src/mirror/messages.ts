@@ -74,7 +74,8 @@ export type ToEngine =
   | { t: "begin"; id: number; at: number; identity: IdentityHeaders }
   /** The request's bytes (transferred), or why there are none for the mirror. */
   | { t: "body"; id: number; copy: BodyCopy }
-  | { t: "head"; id: number; status: number; requestId: string | null; sse: boolean }
+  /** `coded`: the body reaches the client still content-encoded (fetch did not decode it), so the mirror cannot read it. */
+  | { t: "head"; id: number; status: number; requestId: string | null; sse: boolean; coded: boolean }
   /** Response bytes of several requests: `index` holds pairs (id, byte count), in order, for `bytes`. */
   | { t: "chunks"; bytes: Uint8Array; index: number[] }
   /** The body ended normally. */

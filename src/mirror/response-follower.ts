@@ -66,9 +66,11 @@ export class ResponseFollower {
   }
 
   /** The response head; only a 2xx answer is followed (an error answer is the client's to see, not a turn to keep). */
-  response(status: number, requestId: string | null, sse: boolean): void {
+  response(status: number, requestId: string | null, sse: boolean, coded = false): void {
     if (this.done) return;
     if (status < 200 || status >= 300) return this.skip(null);
+    // A coding fetch did not decode (stacked, or one it does not know) reaches the client as it came: unreadable here.
+    if (coded) return this.skip("response body is still content-encoded (a coding the runtime does not decode)");
     this.head = { requestId };
     if (sse) this.reader = new SseMessageReader(this.sink.maxMessageBytes);
   }
