@@ -26,6 +26,8 @@ export class MirrorAlarms {
   readonly writes: Alarm;
   readonly eventsLog: Alarm;
   readonly locks: Alarm;
+  /** Answers given up because the engine fell behind the relay: said once, then at most once a minute. */
+  readonly behind: Alarm;
 
   constructor(
     clock: () => number,
@@ -36,6 +38,18 @@ export class MirrorAlarms {
     this.writes = new Alarm(clock, stderr);
     this.eventsLog = new Alarm(clock, stderr);
     this.locks = new Alarm(clock, stderr);
+    this.behind = new Alarm(clock, stderr);
+  }
+
+  /** The mirror gave up on an answer of `dir` (the engine was too far behind); `total` so far. */
+  gaveUp(dir: string, total: number): void {
+    this.behind.fail(
+      "the mirror engine fell behind the relay",
+      (first) =>
+        first
+          ? `sessiontap: the mirror engine fell behind the relay and gave up on an answer of ${dir}; its client got every byte, and the answer is written from that session's next request`
+          : `sessiontap: the mirror engine still falls behind the relay: ${total} answers given up since start, each written from its session's next request`,
+    );
   }
 
   /** A write to `dir` failed; `queued` commits now wait. */

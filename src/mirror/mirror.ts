@@ -239,6 +239,7 @@ export class Mirror {
   /** The relay stopped copying an answer before it was whole: its engine was too far behind (counted, logged). */
   gaveUp(fields: EventFields): void {
     this.stats.gaveUp++;
+    this.alarms.gaveUp(String(fields.dir ?? "?"), this.stats.gaveUp);
     this.log("give-up", { reason: "the mirror engine fell behind the relay", ...fields, gaveUp: this.stats.gaveUp });
   }
 
