@@ -105,7 +105,13 @@ export class ResponseFollower {
       offset += c.byteLength;
     }
     this.json = [];
-    const parsed = JSON.parse(new TextDecoder().decode(body)) as unknown;
+    // An answer the mirror cannot read is bad input, not a failure of the tap (docs/DESIGN.md "Bad input").
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(new TextDecoder().decode(body));
+    } catch {
+      return this.skip("response body is not JSON", { bytes: body.byteLength });
+    }
     if (!isObject(parsed) || parsed.type !== "message") return this.skip("response is not a message");
     const message = messageFromJson(parsed as Json);
     this.settled = true;

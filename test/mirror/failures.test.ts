@@ -41,6 +41,25 @@ describe("session mirror: failures and retries", () => {
     assert.equal(ofType(records, "assistant").length, 2);
   });
 
+  it("a non-streaming answer whose JSON is broken is skipped (counted, logged), not an internal error: health stays ok", async () => {
+    const broken = '{"type":"message","id":"msg_broken","content":[{"type":"text","text":"cut';
+    stub.enqueue({ kind: "raw", status: 200, body: broken, headers: { "content-type": "application/json" } });
+    const res = await fetch(`${tap.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": "sk-test", "x-claude-code-session-id": "sbroken" },
+      body: JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "answer me in broken JSON" }] }),
+    });
+    assert.equal(await res.text(), broken, "the client gets the bytes as they came");
+    await tap.settled();
+    const health = await (await fetch(`${tap.url}/_tap/health`)).json() as { status: string; problems: string[]; mirror: { skipped: number; errors: number } };
+    assert.equal(health.status, "ok", JSON.stringify(health.problems));
+    assert.equal(health.mirror.errors, 0);
+    assert.ok(health.mirror.skipped >= 1);
+    const events = readEvents(tap.root);
+    assert.ok(events.some((e) => e.action === "skip" && /not JSON/.test(String(e.reason))), "the events log says why");
+    assert.deepEqual(events.filter((e) => e.action === "error"), []);
+  });
+
   it("an error event mid-stream, then the retry → the user message once, what arrived kept as interrupted, the retry's answer once", async () => {
     const c = new Conversation(tap, "serr");
     await c.say("one");
