@@ -75,9 +75,12 @@ export function createApp(deps: AppDeps): Hono {
     await next();
   });
   const authorized = (c: Context) => token !== null && carriesToken(factsOf(c), token);
+  // A foreign Host is a page that rebound its own domain to the tap: it reads the status, never the paths
+  // and session ids the rest of health carries (the Host check of the viewer, applied here too).
+  const ownHost = (c: Context) => allowedHosts === null || allowedHosts.has(hostName(c.req.header("host")));
   app.get("/_tap/health", async (c) => {
     const health = await deps.health();
-    return c.json(token === null || authorized(c) ? health : { status: health.status });
+    return c.json((token === null && ownHost(c)) || authorized(c) ? health : { status: health.status });
   });
   app.get("/_tap/login", (c) => {
     const given = c.req.query("token") ?? "";
