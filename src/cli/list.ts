@@ -4,7 +4,7 @@
  * missing (docs/DESIGN.md "Command line").
  */
 import type { Config } from "../config/parse.ts";
-import { scrubLine } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
@@ -26,7 +26,7 @@ const NO_CWD = "? (cwd unknown)";
 
 /** The command that restores `e`: a session of unknown working directory needs `--cwd`. */
 function restoreCommand(e: ListEntry): string {
-  return `sessiontap restore ${e.sessionId}${e.cwd === null ? " --cwd DIR" : ""}`;
+  return `sessiontap restore ${scrubLine(e.sessionId ?? e.dir)}${e.cwd === null ? " --cwd DIR" : ""}`;
 }
 
 /** Runs `list`. */
@@ -39,7 +39,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const since = sinceStart(config.since, io.clock(), io.zone);
   const entries = since === null ? all : all.filter((e) => e.lastTimestamp !== null && Date.parse(e.lastTimestamp) >= since);
   if (config.json) {
-    io.stdout(JSON.stringify(entries, null, 2) + "\n");
+    io.stdout(terminalSafeJson(JSON.stringify(entries, null, 2)) + "\n");
     return 0;
   }
   if (entries.length === 0) {
@@ -48,7 +48,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   }
   const when = (iso: string | null) => (iso === null ? "-" : localDateTime(Date.parse(iso), io.zone));
   const rows = entries.map((e) => [
-    e.sessionId ?? e.dir,
+    scrubLine(e.sessionId ?? e.dir), // an id comes from a request: it may carry anything
     when(e.lastTimestamp),
     tokensShort(totalTokens(e.usage)),
     usd(e.costUSD),
@@ -67,7 +67,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const models = [...new Set(unknown.flatMap((e) => e.models))].filter((m) => priceOf(prices, m) === null);
     out.push(
       "",
-      `COST ? : a model not in the price table (${models.join(", ") || "unknown"}); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
+      `COST ? : a model not in the price table (${models.map(scrubLine).join(", ") || "unknown"}); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
     );
   }
   const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null);

@@ -7,6 +7,7 @@
 import type { Config } from "../config/parse.ts";
 import { describeRestore, restoreSession } from "../storage/restore-session.ts";
 import { absolute, type CommandIo, findSession } from "./command-io.ts";
+import { terminalSafeJson } from "../transcript/control-chars.ts";
 
 /** Runs `restore`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -19,7 +20,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     force: config.force,
     now: io.clock(),
   });
-  if (config.json && result.outcome !== null) io.stdout(JSON.stringify(result.outcome, null, 2) + "\n");
+  if (config.json && result.outcome !== null) io.stdout(terminalSafeJson(JSON.stringify(result.outcome, null, 2)) + "\n");
   if (!result.ok) {
     io.stderr(`sessiontap: ${result.why}\n${result.hint === undefined ? "" : `  ${result.hint}\n`}`);
     return 1;

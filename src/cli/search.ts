@@ -11,6 +11,7 @@ import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { sessionTitle } from "../transcript/title.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { type CommandIo, noMirror, useColor } from "./command-io.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 
 /** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {
@@ -48,7 +49,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     match,
   );
   const where = config.session === null ? `the ${found.length} session${found.length === 1 ? "" : "s"} in ${sourceName(config)}` : `session ${config.session}`;
-  if (config.json) io.stdout(JSON.stringify(hits, null, 2) + "\n");
+  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(hits, null, 2)) + "\n");
   if (hits.length === 0) {
     io.stderr(`sessiontap: nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}\n`);
     return 1;
@@ -59,7 +60,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const out: string[] = [];
   for (const hit of hits) {
     const time = hit.timestamp === null ? "-" : localDateTime(Date.parse(hit.timestamp), io.zone);
-    out.push(`${paint("36", hit.sessionId ?? hit.dir)}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}`);
+    out.push(`${paint("36", scrubLine(hit.sessionId ?? hit.dir))}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}`);
     out.push(`  ${color ? marked(hit, "\x1b[1;31m", "\x1b[0m") : marked(hit, "»", "«")}`);
   }
   const sessions = new Set(hits.map((h) => h.dir)).size;

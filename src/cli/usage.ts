@@ -4,7 +4,7 @@
  * from the price table.
  */
 import type { Config } from "../config/parse.ts";
-import { scrubLine } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 import { localDate, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import { summarize } from "../transcript/summary.ts";
 import { buildTree } from "../transcript/tree.ts";
@@ -54,7 +54,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       prices: { source: prices.source, checked: prices.checked },
       ...report,
     };
-    io.stdout(JSON.stringify(shown, null, 2) + "\n");
+    io.stdout(terminalSafeJson(JSON.stringify(shown, null, 2)) + "\n");
     return 0;
   }
   const scope = since === null ? "every recorded answer" : `answers since ${localDate(since, io.zone)}`;
@@ -78,7 +78,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   out.push(
     "",
     `Total: ${t.sessions} session${t.sessions === 1 ? "" : "s"}, ${t.answers} answer${t.answers === 1 ? "" : "s"}: ${
-      usageLine(t.usage, t.costUSD, t.unpriced)
+      usageLine(t.usage, t.costUSD, t.unpriced.map(scrubLine))
     }`,
   );
   if (t.costUSD === null) out.push(`  of which priced: ${usd(t.knownCostUSD)}; "+?" marks a sum with answers from a model the price table does not have.`);

@@ -5,6 +5,7 @@ import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import { describe } from "../storage/events-log.ts";
 import { verifyTree } from "../storage/verify-tree.ts";
 import { type CommandIo, noMirror } from "./command-io.ts";
+import { terminalSafeJson } from "../transcript/control-chars.ts";
 
 /** Runs `verify`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -33,7 +34,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   } finally {
     await locks.stop();
   }
-  if (config.json) io.stdout(JSON.stringify(reports, null, 2) + "\n");
+  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(reports, null, 2)) + "\n");
   else {
     for (const r of reports) {
       io.stdout(`${r.problems.length === 0 ? "ok     " : "DAMAGED"} ${r.session}\n`);

@@ -127,7 +127,12 @@ describe("viewer routes", () => {
   });
 
   it("health under a foreign Host answers its status only: a page that rebinds its domain to the tap reads no path or session id", async () => {
-    const full = { status: "degraded", problems: ["guard: 97ca207e… transcript missing"], mirror: { root: "/home/me/.claude/session-mirrors" }, guard: { alerts: [{ sessionId: "97ca207e" }] } };
+    const full = {
+      status: "degraded",
+      problems: ["guard: 97ca207e… transcript missing"],
+      mirror: { root: "/home/me/.claude/session-mirrors" },
+      guard: { alerts: [{ sessionId: "97ca207e" }] },
+    };
     const tap = createApp({ forward: async () => new Response(null), health: () => full, viewer: viewer.deps });
     const health = (host: string) => tap.request(`http://${host}/_tap/health`, { headers: { host } });
     for (const host of ["evil.example:8787", "127.0.0.1.evil.example", "10.0.0.5:8787"]) {
