@@ -67,7 +67,9 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const models = [...new Set(unknown.flatMap((e) => e.models))].filter((m) => priceOf(prices, m) === null);
     out.push(
       "",
-      `COST ? : a model not in the price table (${models.map(scrubLine).join(", ") || "unknown"}); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
+      `COST ? : a model not in the price table (${
+        models.map(scrubLine).join(", ") || "unknown"
+      }); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
     );
   }
   const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null);

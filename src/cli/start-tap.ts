@@ -13,6 +13,8 @@ import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import { listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
+import { TokenGate } from "../server/token-gate.ts";
+import { Alarm } from "../utils/alarm.ts";
 import { describe, describeBare } from "../storage/events-log.ts";
 import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { tempSpoolPlace } from "../storage/mirror-spool.ts";
@@ -169,6 +171,9 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     : isLoopback(config.host)
     ? null
     : { value: generateToken(), generated: true };
+  // A client that guesses the token is slowed down, counted, and said (docs/RELIABILITY.md "Trust boundaries").
+  const tokenGate = new TokenGate(clock);
+  const tokenAlarm = new Alarm(clock, stderr);
   let internalErrors = 0;
   const internalError = (error: unknown) => {
     internalErrors++;
@@ -203,14 +208,28 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
         engine: engineHealth,
         engineProblems: [...(link?.problems() ?? []), ...late],
         internalErrors,
+        token: token === null ? undefined : tokenGate.stats(),
       });
     },
     viewer: viewer.deps,
     onError: internalError,
     token: token?.value ?? null,
     allowedHosts: allowedHosts(config.host),
+    tokenGate,
+    onTokenFailure: (fields) => {
+      link?.send({ t: "log", action: "token-failure", fields });
+      if (fields.waitMs > 0) {
+        tokenAlarm.fail(
+          "wrong tokens",
+          (first) =>
+            `sessiontap: ${first ? "" : "still "}wrong tokens from ${fields.peer} (${fields.failures} so far): it now waits ${
+              fields.waitMs / 1000
+            } s before each try (health: token.failures)`,
+        );
+      }
+    },
   });
-  const server = await listen(app.fetch, { port: config.port, hostname: config.host, onError: internalError, cut });
+  const server = await listen((request, peer) => app.fetch(request, { peer }), { port: config.port, hostname: config.host, onError: internalError, cut });
   if (link !== null) {
     link.send({ t: "log", action: "start", fields: { version: VERSION, runtime: server.runtime, port: server.port } });
     // The first retention sweep runs shortly after start (within a minute), then lazily.

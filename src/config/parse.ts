@@ -6,6 +6,7 @@ import { type Command, COMMANDS } from "./commands.ts";
 import { checkArgs, checkFlags, type Env, pick, splitArgs } from "./args.ts";
 import { expandHome, httpUrl, integer, onOff, sinceDate, storeUrl, upstreamUrl } from "./values.ts";
 import { UsageError } from "./usage-error.ts";
+import { tokenBits, WEAK_TOKEN_BITS } from "./token-strength.ts";
 
 export { type Command, COMMANDS, UsageError };
 
@@ -127,6 +128,11 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
     if (token.length < 16) throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be at least 16 characters`);
     if (!/^[\x21-\x7e]+$/.test(token) || /[";,\\]/.test(token)) {
       throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be printable ASCII without spaces, quotes, backslashes, ';' or ','`);
+    }
+    if (tokenBits(token) < WEAK_TOKEN_BITS) {
+      throw new UsageError(
+        "token (--token / SESSIONTAP_TOKEN) is too easy to guess (repeats, runs like 1234 or abcd, or too few kinds of characters); leave it out and one is generated, or make one with: openssl rand -base64 32",
+      );
     }
   }
   const url = str("--url");

@@ -13,7 +13,8 @@
  */
 import { type Context, Hono } from "hono";
 import type { ViewerDeps } from "../viewer/deps.ts";
-import { ACCESS_COOKIE, accessCookieValue, carriesToken, crossSiteRefusal, hostName, type RequestFacts, sameSecret } from "./request-guard.ts";
+import { ACCESS_COOKIE, accessCookieValue, carriesToken, crossSiteRefusal, hostName, offersToken, type RequestFacts, sameSecret } from "./request-guard.ts";
+import { TokenGate } from "./token-gate.ts";
 
 export { hostName };
 
@@ -31,6 +32,16 @@ export interface AppDeps {
   token?: string | null;
   /** Host names (lower case, no port) the tap answers as, for the Origin check; null: any. Default: the viewer's. */
   allowedHosts?: ReadonlySet<string> | null;
+  /** What slows down a client guessing the token (default: one of the app's own). */
+  tokenGate?: TokenGate;
+  /** Hears each wrong token: the client's address and its counts, never the guess. */
+  onTokenFailure?: (fields: { peer: string; failures: number; waitMs: number }) => void;
+}
+
+/** The client's address, as the runtime adapter hands it over (`app.fetch(request, { peer })`), or "unknown". */
+function peerOf(c: Context): string {
+  const peer = (c.env as { peer?: unknown } | undefined)?.peer;
+  return typeof peer === "string" && peer !== "" ? peer : "unknown";
 }
 
 /** Headers every viewer response carries. */
@@ -52,7 +63,7 @@ function factsOf(c: Context): RequestFacts {
 }
 
 /** An Anthropic-shaped error answer. */
-function apiError(c: Context, status: 401 | 403, type: string, message: string, headers: Record<string, string> = {}): Response {
+function apiError(c: Context, status: 401 | 403 | 429, type: string, message: string, headers: Record<string, string> = {}): Response {
   return c.json({ type: "error", error: { type, message: `sessiontap: ${message}` } }, status, { ...PRIVATE, ...headers });
 }
 
@@ -74,7 +85,26 @@ export function createApp(deps: AppDeps): Hono {
     if (refusal !== null) return apiError(c, 403, "permission_error", refusal);
     await next();
   });
-  const authorized = (c: Context) => token !== null && carriesToken(factsOf(c), token);
+  const gate = deps.tokenGate ?? new TokenGate();
+  /**
+   * Whether the request carries the token: "yes"; "no" (it offers none, or a wrong one: counted); or the
+   * seconds its client must still wait before a try is read (docs/RELIABILITY.md "Trust boundaries").
+   */
+  const tokenOf = (c: Context, offered = offersToken(factsOf(c)), right = () => carriesToken(factsOf(c), token!)): "yes" | "no" | number => {
+    if (token === null || !offered) return "no";
+    const peer = peerOf(c);
+    const wait = gate.waitMs(peer);
+    if (wait > 0) return Math.ceil(wait / 1000);
+    if (right()) {
+      gate.succeeded(peer);
+      return "yes";
+    }
+    deps.onTokenFailure?.({ peer, ...gate.failed(peer) });
+    return "no";
+  };
+  const authorized = (c: Context) => tokenOf(c) === "yes";
+  const slowedDown = (c: Context, seconds: number) =>
+    apiError(c, 429, "rate_limit_error", `too many wrong tokens from this client; try again in ${seconds} s`, { "retry-after": String(seconds) });
   // A foreign Host is a page that rebound its own domain to the tap: it reads the status, never the paths
   // and session ids the rest of health carries (the Host check of the viewer, applied here too).
   const ownHost = (c: Context) => allowedHosts === null || allowedHosts.has(hostName(c.req.header("host")));
@@ -84,15 +114,19 @@ export function createApp(deps: AppDeps): Hono {
   });
   app.get("/_tap/login", (c) => {
     const given = c.req.query("token") ?? "";
-    if (token === null || !sameSecret(given, token)) {
+    const verdict = tokenOf(c, given !== "", () => sameSecret(given, token!));
+    if (typeof verdict === "number") return slowedDown(c, verdict);
+    if (verdict !== "yes") {
       return c.html(loginPage("That is not this tap's token."), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
     }
-    const cookie = `${ACCESS_COOKIE}=${accessCookieValue(token)}; HttpOnly; SameSite=Strict; Path=/_tap`;
+    const cookie = `${ACCESS_COOKIE}=${accessCookieValue(token!)}; HttpOnly; SameSite=Strict; Path=/_tap`;
     return c.body(null, 303, { ...PRIVATE, location: "/_tap/", "set-cookie": cookie });
   });
   const tokenGuard = async (c: Context, next: () => Promise<void>) => {
     if (locked) return apiError(c, 403, "permission_error", "this tap listens beyond loopback without a token; its own routes are closed");
-    if (token !== null && !authorized(c)) {
+    const verdict = token === null ? "yes" : tokenOf(c);
+    if (typeof verdict === "number") return slowedDown(c, verdict);
+    if (verdict !== "yes") {
       const why = "this tap's own routes need its token: send Authorization: Bearer <token>, or open the login link its startup printed";
       if (c.req.method === "GET" && c.req.path === "/_tap/") return c.html(loginPage(why), 401, { ...PRIVATE, "content-security-policy": LOGIN_CSP });
       return apiError(c, 401, "authentication_error", why, { "www-authenticate": 'Bearer realm="sessiontap"' });

@@ -83,6 +83,11 @@ export function cookieOf(header: string | null, name: string): string | null {
   return null;
 }
 
+/** True when the request offers a token at all (a bearer token, or the login link's cookie): a try to count, right or wrong. */
+export function offersToken(facts: RequestFacts): boolean {
+  return /^Bearer\s+\S/i.test(facts.authorization ?? "") || cookieOf(facts.cookie, ACCESS_COOKIE) !== null;
+}
+
 /** True when the request carries `token`: as a bearer token, or as the login link's cookie. */
 export function carriesToken(facts: RequestFacts, token: string): boolean {
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(facts.authorization ?? "")?.[1];

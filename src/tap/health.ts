@@ -19,6 +19,8 @@ export interface HealthParts {
   engineProblems: string[];
   /** Requests the server could not answer (an internal error). */
   internalErrors: number;
+  /** Wrong tokens and tries refused while their client waited, when the tap has a token. */
+  token?: { failures: number; slowed: number; clients: number };
 }
 
 /** Builds the health body. */
@@ -35,5 +37,6 @@ export function healthReport(parts: HealthParts): Record<string, unknown> {
     store: engine === null ? "off" : engine.store,
     guard: engine === null ? "off" : engine.guard,
     internalErrors: parts.internalErrors,
+    ...(parts.token === undefined ? {} : { token: parts.token }),
   };
 }
