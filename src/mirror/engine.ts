@@ -73,6 +73,8 @@ export class MirrorEngine {
       includeThinking: s.includeThinking,
       maxSessions: s.maxSessions,
       log: (action, fields) => this.mirror.log(action, fields),
+      stderr: this.stderr,
+      clock: deps.clock,
     });
     if (this.store !== null) this.mirror.addSink(this.store);
     const mirror = this.mirror;

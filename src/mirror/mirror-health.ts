@@ -10,6 +10,9 @@ export function storeProblems(store: CommitSink): string[] {
   const h = store.health();
   const out: string[] = [];
   if (h.status === "unreachable") out.push(`store: unreachable (${Number(h.spooled ?? 0)} commits spooled; ${String(h.lastError ?? "")})`);
+  if (h.status === "misconfigured") {
+    out.push(`store: misconfigured: ${String(h.misconfigured ?? h.lastError ?? "")}; fix SESSIONTAP_STORE (${Number(h.spooled ?? 0)} commits spooled)`);
+  }
   if (Number(h.dropped ?? 0) > 0) out.push(`store: ${Number(h.dropped)} commits could not be spooled and are not in the store`);
   if (Number(h.setAside ?? 0) > 0) out.push(`store: ${Number(h.setAside)} commits refused by the store, kept in its spool's failed-*.jsonl`);
   return out;
