@@ -52,7 +52,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     when(e.lastTimestamp),
     tokensShort(totalTokens(e.usage)),
     usd(e.costUSD),
-    e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id",
+    e.claudeTranscriptProblem !== null ? "no-id" : e.claudeTranscriptWarning !== null ? "unreadable" : e.claudeTranscript,
     e.cwd === null ? NO_CWD : scrubLine(e.cwd),
   ]);
   const head = ["SESSION", `LAST (${offsetLabel(io.clock(), io.zone)})`, "TOKENS", "COST", "CLAUDE", "PROJECT"];
@@ -72,7 +72,9 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       }); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
     );
   }
-  const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null);
+  const lost = entries.filter((e) =>
+    e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null && e.claudeTranscriptWarning === null
+  );
   if (lost.length > 0) {
     out.push(
       "",
@@ -85,6 +87,15 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     out.push(
       "",
       `PROJECT ${NO_CWD}: no request named the working directory; restore asks for it once: sessiontap restore ID --cwd DIR (where you run claude).`,
+    );
+  }
+  const unreadable = entries.filter((e) => e.claudeTranscriptWarning !== null);
+  if (unreadable.length > 0) {
+    out.push(
+      "",
+      `${unreadable.length} session${unreadable.length === 1 ? "" : "s"} (CLAUDE unreadable) where something not read stands in Claude Code's tree: ${
+        scrubLine(unreadable[0].claudeTranscriptWarning!)
+      }`,
     );
   }
   const odd = entries.filter((e) => e.claudeTranscriptProblem !== null).length;

@@ -32,6 +32,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       claudeTranscript: info.state,
       claudeTranscriptPath: info.path,
       claudeTranscriptProblem: info.problem,
+      claudeTranscriptWarning: info.warning,
       conversation: flatten(items),
     };
     io.stdout(terminalSafeJson(jsonText(shown)) + "\n"); // the records as they are, at any depth
@@ -68,10 +69,13 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ],
     ["Claude", `${info.state}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
   ];
+  if (info.warning !== null) facts.push(["Warning", `Claude Code's transcript: ${scrubLine(info.warning)}`]);
   if (summary.malformedLines > 0) {
     facts.push(["Warning", `${summary.malformedLines} line${summary.malformedLines === 1 ? "" : "s"} that are not records were skipped`]);
   }
-  if (info.state !== "intact" && summary.sessionId !== null && info.problem === null) facts.push(["Restore", `sessiontap restore ${id}`]);
+  if (info.state !== "intact" && summary.sessionId !== null && info.problem === null && info.warning === null) {
+    facts.push(["Restore", `sessiontap restore ${id}`]);
+  }
   const width = Math.max(...facts.map(([k]) => k.length));
   const head = facts.map(([k, v]) => `${style.bold(k.padEnd(width))}  ${v}`).join("\n");
   const hint = config.full

@@ -16,18 +16,16 @@
  */
 import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../transcript/json-text.ts";
-import { isConversation } from "../transcript/records.ts";
 import { planRestore } from "../transcript/restore-plan.ts";
 import { sessionTitle, titleRecord } from "../transcript/session-title.ts";
 import type { SessionSummary } from "../transcript/summary.ts";
-import { classifyTranscript, tornLastLine, type TranscriptState } from "../transcript/transcript.ts";
+import type { TranscriptState } from "../transcript/transcript.ts";
 import type { Tree } from "../transcript/tree.ts";
-import { transcriptPathFor } from "./claude-projects.ts";
+import { readTranscriptFacts, transcriptPathFor } from "./claude-projects.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import type { OtherConversations } from "./mirror-reader.ts";
 import { type Published, publishNew, replaceWithBackup } from "./publish.ts";
 import { planSubagents, type SubagentOutcome, writeSubagents } from "./restore-subagents.ts";
-import { parseJsonl } from "../protocol/jsonl.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
 export interface RestoreOutcome {
@@ -99,8 +97,10 @@ export async function restoreSession(
   if (info !== null && !info.isFile) {
     return { ok: false, outcome: null, why: `${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone, nothing written` };
   }
-  const text = info === null ? null : await fs.readText(path);
-  const existing = classifyTranscript(text);
+  // Read with bounded memory, as a regular file only (a 2 GiB transcript, a FIFO swapped in: docs/RELIABILITY.md "Trust boundaries").
+  const facts = info === null ? null : await readTranscriptFacts(fs, path);
+  if (facts?.warning) return { ok: false, outcome: null, why: `${facts.warning}; left alone, nothing written` };
+  const existing: TranscriptState = facts === null ? "missing" : facts.state;
   const action = existing === "missing" ? "create" : existing === "stub" || request.force ? "replace" : "refuse";
   const outcome: RestoreOutcome = {
     sessionId,
@@ -118,8 +118,8 @@ export async function restoreSession(
     subagents: [],
   };
   if (action === "refuse") {
-    const held = text === null ? 0 : parseJsonl(text).records.filter(isConversation).length;
-    const torn = text !== null && tornLastLine(text);
+    const held = facts?.conversation ?? 0;
+    const torn = facts?.torn ?? false;
     return {
       ok: false,
       outcome,
