@@ -190,6 +190,11 @@ export class Mirror {
    * holds what the tree did not take (a store keeps its own spool).
    */
   async replaySpool(): Promise<Replayed> {
+    // What a writer killed mid-publish left in .staging goes first (docs/RELIABILITY.md "Trust boundaries").
+    await this.tree.removeStaleStaging().then(
+      (removed) => removed > 0 && this.log("cleanup", { dir: ".staging", removed }),
+      (error) => this.fail("cleanup", error),
+    );
     const replayed = await this.writes.replay((dir, error) => {
       this.fail("spool", error, { dir });
       this.options.stderr(`sessiontap: the spool at ${dir} could not be read (${describe(error)}); what it holds is replayed by a later start`);
