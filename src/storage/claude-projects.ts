@@ -4,7 +4,7 @@
  */
 import { transcriptName } from "../protocol/id-name.ts";
 import { jsonObject } from "../protocol/jsonl.ts";
-import { findProjectDir } from "../transcript/project-dir.ts";
+import { encodeProjectDir, findProjectDir, MAX_PROJECT_DIR } from "../transcript/project-dir.ts";
 import { isConversation } from "../transcript/records.ts";
 import { sessionOfTranscriptName, type TranscriptState } from "../transcript/transcript.ts";
 import { claudeFile, type Line, scanLines } from "./claude-file.ts";
@@ -45,8 +45,16 @@ export async function transcriptPathFor(fs: FsAdapter, claudeDir: string, cwd: s
   const name = transcriptName(sessionId);
   if (name === null) throw new UnusableIdError(UNUSABLE_ID);
   const projects = projectsDir(claudeDir);
+  // Only a name too long to be the directory itself needs the listing (100,000 project directories cost
+  // a readdir of them all per session otherwise: docs/GUARD.md "Reading without cost").
+  if (!needsListing(cwd)) return join(projects, encodeProjectDir(cwd), name);
   const existing = (await fs.readdir(projects)).filter((e) => e.isDirectory).map((e) => e.name);
   return join(projects, findProjectDir(cwd, existing), name);
+}
+
+/** True when Claude Code may have named `cwd`'s project directory after a shorter form of it (see findProjectDir). */
+function needsListing(cwd: string): boolean {
+  return encodeProjectDir(cwd).length > MAX_PROJECT_DIR;
 }
 
 /**
@@ -70,17 +78,64 @@ export async function scanTranscripts(fs: FsAdapter, claudeDir: string): Promise
   return found;
 }
 
-/** A regular file `projects/<dir>/<session>.jsonl` under another project directory than `except`'s, or null. */
-export async function findTranscriptElsewhere(fs: FsAdapter, claudeDir: string, sessionId: string, except: string): Promise<string | null> {
-  const projects = projectsDir(claudeDir);
-  for (const entry of await fs.readdir(projects)) {
-    if (!entry.isDirectory) continue;
-    const path = join(projects, entry.name, `${sessionId}.jsonl`);
-    if (path === except) continue;
-    const info = await fs.lstat(path);
-    if (info !== null && info.isFile) return path;
+/**
+ * The project directories under `projects/`, listed again only when that directory changed (its inode or
+ * mtime: a directory added or removed), each with the generation of the listing that first held it, so a
+ * search can look only in the directories that are new since its last (docs/GUARD.md "Reading without cost").
+ */
+export class ProjectDirectories {
+  private names: { name: string; generation: number }[] = [];
+  private generation = 0;
+  private listed: { ino: number; mtimeMs: number } | null = null;
+
+  constructor(private readonly claudeDir: string) {}
+
+  /** The current generation (a search up to it has seen every directory there is). */
+  get current(): number {
+    return this.generation;
   }
-  return null;
+
+  /** A refresh in flight: the searches that start meanwhile share it. */
+  private refreshing: Promise<void> | null = null;
+
+  /** Brings the listing up to date, once for every search that asks at the same time. */
+  private refresh(fs: FsAdapter): Promise<void> {
+    this.refreshing ??= this.relist(fs).finally(() => (this.refreshing = null));
+    return this.refreshing;
+  }
+
+  /** A readdir of `projects/`, only when it changed since the last one. */
+  private async relist(fs: FsAdapter): Promise<void> {
+    const projects = projectsDir(this.claudeDir);
+    const info = await fs.lstat(projects);
+    if (info === null || !info.isDirectory) {
+      this.names = [];
+      this.listed = null;
+      return;
+    }
+    if (this.listed !== null && this.listed.ino === info.ino && this.listed.mtimeMs === info.mtimeMs) return;
+    const known = new Map(this.names.map((n) => [n.name, n.generation]));
+    const next = ++this.generation;
+    this.names = (await fs.readdir(projects)).filter((e) => e.isDirectory).map((e) => ({ name: e.name, generation: known.get(e.name) ?? next }));
+    this.listed = { ino: info.ino, mtimeMs: info.mtimeMs };
+  }
+
+  /**
+   * A regular file `projects/<dir>/<session>.jsonl` under a directory other than `except`'s, looking only
+   * in directories new since generation `since` (0: all of them); and the generation searched up to.
+   */
+  async find(fs: FsAdapter, sessionId: string, except: string, since: number): Promise<{ path: string | null; upTo: number }> {
+    await this.refresh(fs);
+    const projects = projectsDir(this.claudeDir);
+    for (const entry of this.names) {
+      if (entry.generation <= since) continue;
+      const path = join(projects, entry.name, `${sessionId}.jsonl`);
+      if (path === except) continue;
+      const info = await fs.lstat(path);
+      if (info !== null && info.isFile) return { path, upTo: this.generation };
+    }
+    return { path: null, upTo: this.generation };
+  }
 }
 
 /** Classifications already made, by path, valid while size and mtime stay the same. */
