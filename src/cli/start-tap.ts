@@ -19,6 +19,7 @@ import { describe, describeBare } from "../storage/events-log.ts";
 import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { loadPrices } from "../storage/price-file.ts";
+import { bindingKey } from "../storage/binding-files.ts";
 import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
 import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
 import { forward } from "../tap/forward.ts";
@@ -111,8 +112,13 @@ export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "gu
 }
 
 /** Starts the engine where it runs: a Worker, or this thread when the test brought a filesystem. */
-function startEngine(config: Readonly<Config>, deps: TapDeps, clock: () => number, listener: LinkListener): Promise<StartedEngine> {
-  const settings = engineSettings(config, deps);
+function startEngine(
+  config: Readonly<Config>,
+  deps: TapDeps & { bindingKey: string | null },
+  clock: () => number,
+  listener: LinkListener,
+): Promise<StartedEngine> {
+  const settings = { ...engineSettings(config, deps), bindingKey: deps.bindingKey };
   if (deps.fs !== undefined) {
     const tempSpool = deps.spoolTmpDir === undefined ? undefined : tempSpoolPlace(deps.fs, config.mirrorDir, deps.spoolTmpDir);
     return startThreadEngine(settings, { fs: deps.fs, clock, tempSpool }, listener);
@@ -132,14 +138,17 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
   const watcher = new LiveWatcher(fs, config.mirrorDir, 2000, viewerError);
   let alerts = new Map<string, GuardAlert>();
+  // The root's secret, under which each session is bound to the fingerprint of the credential that opened it.
+  const bindingSecret = config.mirror ? await bindingKey(fs, config.mirrorDir) : null;
   const engine = config.mirror
-    ? await startEngine(config, deps, clock, {
+    ? await startEngine(config, { ...deps, bindingKey: bindingSecret }, clock, {
       stderr,
       wrote: (paths) => paths.forEach((path) => watcher.hint(path)),
       alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),
     })
     : null;
   const link = engine?.link ?? null;
+  // Beyond loopback, API traffic must carry the tap's token to be mirrored (docs/DESIGN.md "Who a session belongs to").
   const guard: GuardHandle | null = link === null || !engine!.guard ? null : {
     inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
     health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
@@ -171,6 +180,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     : isLoopback(config.host)
     ? null
     : { value: generateToken(), generated: true };
+  // Beyond loopback, API traffic must carry the token to be mirrored (docs/DESIGN.md "Who a session belongs to").
+  link?.identify(bindingSecret, token !== null && !isLoopback(config.host) ? token.value : null);
   // A client that guesses the token is slowed down, counted, and said (docs/RELIABILITY.md "Trust boundaries").
   const tokenGate = new TokenGate(clock);
   const tokenAlarm = new Alarm(clock, stderr);

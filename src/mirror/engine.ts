@@ -64,6 +64,7 @@ export class MirrorEngine {
       files: !(s.store !== null && s.storeOnly),
       sync: s.sync,
       tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
+      bindingKey: s.bindingKey ?? null,
     });
     // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there.
     this.store = s.store === null ? null : new PgSink({
@@ -101,7 +102,8 @@ export class MirrorEngine {
         onAlerts: (alerts) => this.deps.post({ t: "alerts", alerts }),
         ...s.guardTimings,
       }));
-      this.mirror.onCommitted((job) => guard.observe(job));
+      // A session a borrowed id was given is no Claude Code session of this machine's: nothing to watch.
+      this.mirror.onCommitted((job) => job.split !== true && guard.observe(job));
     }
     this.store?.start();
     const replayed = await this.mirror.replaySpool();

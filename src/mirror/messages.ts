@@ -31,6 +31,8 @@ export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" 
   guardTimings: Record<string, number>;
   /** Where unwritten commits go at stop when the root refuses them: the system temp dir, or this one. */
   spoolTmpDir: string | null;
+  /** The root's secret sessions are bound under (null: not bound): docs/DESIGN.md "Who a session belongs to". */
+  bindingKey?: string | null;
 }
 
 /**

@@ -28,6 +28,8 @@ export class MirrorAlarms {
   readonly locks: Alarm;
   /** Answers given up because the engine fell behind the relay: said once, then at most once a minute. */
   readonly behind: Alarm;
+  /** Borrowed session ids: said once, then at most once a minute. */
+  readonly borrowedIds: Alarm;
 
   constructor(
     clock: () => number,
@@ -39,6 +41,20 @@ export class MirrorAlarms {
     this.eventsLog = new Alarm(clock, stderr);
     this.locks = new Alarm(clock, stderr);
     this.behind = new Alarm(clock, stderr);
+    this.borrowedIds = new Alarm(clock, stderr);
+  }
+
+  /** A request carried session `dir`'s id from another owner (`why`: credential or cwd) and went to `as`. */
+  borrowed(dir: string, as: string, why: string, total: number): void {
+    this.borrowedIds.fail(
+      why,
+      (first) =>
+        first
+          ? `sessiontap: a request carried the id of session ${dir} with another ${
+            why === "cwd" ? "working directory" : "credential"
+          } than the one that opened it; it is mirrored as a session of its own (${as}), never as part of ${dir}`
+          : `sessiontap: ${total} requests so far carried another owner's session id; each is mirrored as a session of its own (the events log: session-split)`,
+    );
   }
 
   /** The mirror gave up on an answer of `dir` (the engine was too far behind); `total` so far. */

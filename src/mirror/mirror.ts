@@ -16,6 +16,8 @@ import { TreeTarget } from "../writer/tree-target.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import type { CommitSink } from "../writer/commit-sink.ts";
 import { RetentionSweeper } from "./retention.ts";
+import { SessionBindings } from "./session-bindings.ts";
+import { BindingFiles } from "../storage/binding-files.ts";
 import { type Replayed, TreeWrites, type Unwritten } from "./tree-writes.ts";
 import { join } from "../storage/paths.ts";
 import { settlesWithin } from "../utils/within.ts";
@@ -42,6 +44,8 @@ export interface MirrorOptions {
   files?: boolean;
   /** Where unwritten commits go at shutdown when the root refuses them (default: under the system temp dir). */
   tempSpool?: import("../storage/mirror-spool.ts").SpoolPlace;
+  /** The root's secret: with it, each session is bound to its owner before anything is appended (session-bindings.ts). */
+  bindingKey?: string | null;
 }
 
 /** Counters shown by /_tap/health. */
@@ -71,6 +75,11 @@ export interface MirrorStats {
   gaveUp: number;
   /** Answers kept only in part: they grew past SESSIONTAP_MAX_MESSAGE_BYTES (marked sessiontap_truncated). */
   truncated: number;
+  /**
+   * Requests that carried a session id bound to another owner (another credential or working directory):
+   * mirrored as a session of their own, never as a branch of that one.
+   */
+  borrowed: number;
 }
 
 export type { Replayed, Unwritten };
@@ -89,6 +98,8 @@ export class Mirror {
   private readonly sinks: CommitSink[];
   /** Told of each commit once its writes settled (the guard). */
   private readonly committed: ((job: CommitJob) => void)[] = [];
+  /** Who each session belongs to, when sessions are bound (a binding key was given). */
+  private readonly bindings: SessionBindings | null;
 
   constructor(readonly options: MirrorOptions) {
     const { fs, root, clock } = options;
@@ -147,11 +158,20 @@ export class Mirror {
       replayed: 0,
       gaveUp: 0,
       truncated: 0,
+      borrowed: 0,
       // Read from the backlog itself, so the count can never drift from what waits.
       get queued(): number {
         return writes.queued;
       },
     };
+    this.bindings = options.bindingKey == null ? null : new SessionBindings(new BindingFiles(fs, root), options.bindingKey, {
+      log: (action, fields) => this.log(action, fields),
+      fail: (stage, error, fields) => this.fail(stage, error, fields),
+      split: (dir, as, why) => {
+        this.stats.borrowed++;
+        this.alarms.borrowed(dir, as, why, this.stats.borrowed);
+      },
+    }, options.maxSessions * 4);
     this.sweeper = new RetentionSweeper(fs, root, options.retentionDays, clock, (result) => {
       for (const dir of result.touchedDirs) this.writer.reset(this.relative(dir));
       if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
@@ -168,10 +188,19 @@ export class Mirror {
     this.committed.push(listener);
   }
 
-  /** Writes one response's records to the tree (after any that wait for an earlier failure) and to every sink; never rejects. */
+  /**
+   * Writes one response's records to the tree (after any that wait for an earlier failure) and to every
+   * sink, once its session's owner is judged (a borrowed session id gets a session of its own); never rejects.
+   */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
+    if (this.bindings === null) return this.write(job);
+    return this.track(this.bindings.resolve(job).then((bound) => this.write(bound)));
+  }
+
+  /** Hands a judged commit to the tree and every sink, then tells the listeners. */
+  private write(job: CommitJob): Promise<void> {
     const writes = this.sinks.map((sink) => this.track(sink.commit(job)));
     if (this.options.files !== false) writes.push(this.track(this.writes.write(job)));
     return Promise.all(writes).then(() => {

@@ -2,6 +2,7 @@
  * Header rules for a transparent forwarder. Pure: Headers in, Headers out.
  * Hop-by-hop headers follow RFC 9110 §7.6.1; encodings follow docs/RUNTIMES.md "Encoding and headers".
  */
+import { TOKEN_HEADER } from "./credential.ts";
 
 /** Connection-specific headers a proxy must not forward (RFC 9110 §7.6.1), plus proxy-only ones. */
 export const HOP_BY_HOP = new Set([
@@ -64,6 +65,7 @@ export function upstreamRequestHeaders(incoming: Headers, streamed = false): Hea
   const out = new Headers(incoming);
   dropHopByHop(out);
   out.delete("host");
+  out.delete(TOKEN_HEADER); // the tap's own token is for the tap, never the upstream
   if (!streamed || chunked || !/^\d+$/.test(out.get("content-length") ?? "")) out.delete("content-length");
   // Always an explicit list of plain codings: without one the runtime's fetch adds its own, and a list
   // without weights is what Deno's fetch goes by when it decides whether to decode (fetchDecoded).

@@ -3,7 +3,6 @@
  * Messages API call the relay's observer copies the request and the answer to the mirror engine on the
  * way (docs/DESIGN.md "Off the relay path"). Web-standard Request/Response only; `fetch` is injected.
  */
-import { identityHeaders } from "../protocol/session-id.ts";
 import { clientResponseHeaders, fetchDecoded, type FetchRuntime, upstreamRequestHeaders } from "../protocol/headers.ts";
 import { describe } from "../storage/events-log.ts";
 import type { EngineLink } from "./engine-link.ts";
@@ -48,7 +47,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   const target = deps.upstream + url.pathname + url.search;
   // Only Messages API calls are mirrored (docs/DESIGN.md "The mirror"); everything else is relayed natively.
   const observer = deps.engine !== null && request.method === "POST" && url.pathname === "/v1/messages"
-    ? deps.engine.open(identityHeaders(request.headers), deps.clock())
+    ? deps.engine.openFor(request.headers, deps.clock())
     : null;
   const signal = AbortSignal.any([request.signal, deps.stopping]);
   const relayed = await relayBody(request, observer === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
