@@ -16,6 +16,8 @@ export interface ListEntry extends SessionSummary {
   claudeTranscriptPath: string | null;
   /** Why Claude Code can have no transcript of this session (an id it could not have made), else null. */
   claudeTranscriptProblem: string | null;
+  /** Why what stands where its transcript would be was not read (a symlink, a FIFO, unreadable), else null. */
+  claudeTranscriptWarning: string | null;
 }
 
 /** The sessions of one mirror root, seen against one Claude Code config directory. */
@@ -57,6 +59,12 @@ export class SessionCatalog {
       scan ?? (await scanTranscripts(this.fs, this.claudeDir)),
       this.transcripts,
     );
-    return { ...summary, claudeTranscript: info.state, claudeTranscriptPath: info.path, claudeTranscriptProblem: info.problem };
+    return {
+      ...summary,
+      claudeTranscript: info.state,
+      claudeTranscriptPath: info.path,
+      claudeTranscriptProblem: info.problem,
+      claudeTranscriptWarning: info.warning,
+    };
   }
 }

@@ -12,8 +12,9 @@
  * Each names the command that fixes it. Only the most recent sessions are read whole.
  */
 import type { Config } from "../config/parse.ts";
-import { mirroredPrompts, promptKey, transcriptPromptKeys } from "../guard/prompts.ts";
-import { tornLastLine } from "../transcript/transcript.ts";
+import { mirroredPrompts, promptKey } from "../guard/prompts.ts";
+import { parseLine } from "../guard/transcript-lines.ts";
+import { scanTranscript } from "../storage/claude-projects.ts";
 import { restorePath } from "../transcript/restore-plan.ts";
 import { buildTree } from "../transcript/tree.ts";
 import { describe } from "../utils/describe-error.ts";
@@ -21,7 +22,6 @@ import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
 import type { Check } from "./doctor-check.ts";
 import type { CommandIo } from "./command-io.ts";
 import { isObject } from "../protocol/json.ts";
-import { parseJsonl } from "../protocol/jsonl.ts";
 import { scrubLine } from "../transcript/control-chars.ts";
 import { plural } from "../utils/plural.ts";
 
@@ -58,7 +58,19 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo):
       }…): readable with show/export, not restorable`,
     });
   }
-  for (const s of sessions.filter((x) => x.claudeTranscript !== "intact" && x.claudeTranscriptProblem === null).slice(0, 20)) {
+  for (const s of sessions.filter((x) => x.claudeTranscriptWarning !== null).slice(0, 20)) {
+    out.push({
+      check: "transcripts",
+      status: "warn",
+      detail: `${s.sessionId}: ${
+        scrubLine(s.claudeTranscriptWarning!)
+      } — where Claude Code keeps its transcript; move it away, then: sessiontap restore ${s.sessionId}`,
+    });
+  }
+  for (
+    const s of sessions.filter((x) => x.claudeTranscript !== "intact" && x.claudeTranscriptProblem === null && x.claudeTranscriptWarning === null)
+      .slice(0, 20)
+  ) {
     out.push({
       check: "transcripts",
       status: s.claudeTranscript === "stub" ? "fail" : "warn",
@@ -106,20 +118,32 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo):
   return out;
 }
 
-/** Reads one session's transcript whole and compares its prompts with the mirror's. */
+/**
+ * Reads one session's whole transcript, line by line with bounded memory (a 2 GiB transcript must not
+ * run doctor out of memory), and compares its prompts with the mirror's. A user line too long to hold may
+ * be a prompt doctor cannot see: it is not counted as lacking (never a false alarm).
+ */
 async function compare(io: CommandIo, catalog: SessionCatalog, entry: ListEntry): Promise<Compared> {
-  let text: string;
+  const held = new Set<string>();
+  let unseen = 0;
+  let torn: boolean;
   try {
-    text = await io.fs.readText(entry.claudeTranscriptPath!);
+    ({ torn } = await scanTranscript(io.fs, entry.claudeTranscriptPath!, (line) => {
+      if (line.oversized) {
+        const head = new TextDecoder().decode(line.head);
+        if (/"type":"user"/.test(head) && !/"tool_use_id"|"tool_result"/.test(head)) unseen++;
+        return;
+      }
+      for (const key of parseLine(line.bytes)?.keys ?? []) held.add(key);
+    }));
   } catch (error) {
     return { entry, lacking: 0, prompts: 0, torn: false, error: describe(error) };
   }
-  const held = new Set(parseJsonl(text).records.flatMap(transcriptPromptKeys));
   // The current branch, compactions followed back: what a restore writes, and so what the transcript must hold.
   const prompts = mirroredPrompts(restorePath(buildTree((await catalog.reader.load(entry.dir)).records)));
   const distinct = new Map(prompts.map((p) => [p.candidates.join("\n"), p.candidates]));
   const lacking = [...distinct.values()].filter((candidates) => !candidates.some((t) => held.has(promptKey(t)))).length;
-  return { entry, lacking, prompts: distinct.size, torn: tornLastLine(text), error: null };
+  return { entry, lacking: Math.max(0, lacking - unseen), prompts: distinct.size, torn, error: null };
 }
 
 /** The guard of the tap doctor found (its alerts are health problems, reported with the others). */

@@ -25,6 +25,7 @@ import { tapChecks } from "./doctor-tap.ts";
 import { transcriptChecks } from "./doctor-transcripts.ts";
 import { join } from "../storage/paths.ts";
 import { plural } from "../utils/plural.ts";
+import { terminalSafeJson } from "../transcript/control-chars.ts";
 
 export type { Check };
 
@@ -43,7 +44,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;
   if (config.json) {
-    io.stdout(JSON.stringify(checks, null, 2) + "\n");
+    io.stdout(terminalSafeJson(JSON.stringify(checks, null, 2)) + "\n");
   } else {
     const width = Math.max(...checks.map((c) => c.check.length));
     const lines = checks.map((c) => `${c.status === "fail" ? "FAIL" : c.status.padEnd(4)}  ${c.check.padEnd(width)}  ${c.detail}`);

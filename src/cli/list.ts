@@ -4,7 +4,7 @@
  * missing (docs/DESIGN.md "Command line").
  */
 import type { Config } from "../config/parse.ts";
-import { scrubLine } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
@@ -28,7 +28,7 @@ const NO_CWD = "? (cwd unknown)";
 
 /** The command that restores `e`: a session of unknown working directory needs `--cwd`. */
 function restoreCommand(e: ListEntry): string {
-  return `sessiontap restore ${e.sessionId}${e.cwd === null ? " --cwd DIR" : ""}`;
+  return `sessiontap restore ${scrubLine(e.sessionId ?? e.dir)}${e.cwd === null ? " --cwd DIR" : ""}`;
 }
 
 /** Runs `list`. */
@@ -41,7 +41,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const since = sinceStart(config.since, io.clock(), io.zone);
   const entries = since === null ? all : all.filter((e) => e.lastTimestamp !== null && Date.parse(e.lastTimestamp) >= since);
   if (config.json) {
-    io.stdout(JSON.stringify(entries, null, 2) + "\n");
+    io.stdout(terminalSafeJson(JSON.stringify(entries, null, 2)) + "\n");
     return 0;
   }
   if (entries.length === 0) {
@@ -50,11 +50,11 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   }
   const when = (iso: string | null) => (iso === null ? "-" : localDateTime(Date.parse(iso), io.zone));
   const rows = entries.map((e) => [
-    e.sessionId ?? e.dir,
+    scrubLine(e.sessionId ?? e.dir), // an id comes from a request: it may carry anything
     when(e.lastTimestamp),
     tokensShort(totalTokens(e.usage)),
     usd(e.costUSD),
-    e.claudeTranscriptProblem === null ? e.claudeTranscript : "no-id",
+    e.claudeTranscriptProblem !== null ? "no-id" : e.claudeTranscriptWarning !== null ? "unreadable" : e.claudeTranscript,
     e.cwd === null ? NO_CWD : scrubLine(e.cwd),
   ]);
   const head = ["SESSION", `LAST (${offsetLabel(io.clock(), io.zone)})`, "TOKENS", "COST", "CLAUDE", "PROJECT"];
@@ -69,10 +69,14 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const models = [...new Set(unknown.flatMap((e) => e.models))].filter((m) => priceOf(prices, m) === null);
     out.push(
       "",
-      `COST ? : a model not in the price table (${models.join(", ") || "unknown"}); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
+      `COST ? : a model not in the price table (${
+        models.map(scrubLine).join(", ") || "unknown"
+      }); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
     );
   }
-  const lost = entries.filter((e) => e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null);
+  const lost = entries.filter((e) =>
+    e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null && e.claudeTranscriptWarning === null
+  );
   if (lost.length > 0) {
     out.push(
       "",
@@ -85,6 +89,15 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     out.push(
       "",
       `PROJECT ${NO_CWD}: no request named the working directory; restore asks for it once: sessiontap restore ID --cwd DIR (where you run claude).`,
+    );
+  }
+  const unreadable = entries.filter((e) => e.claudeTranscriptWarning !== null);
+  if (unreadable.length > 0) {
+    out.push(
+      "",
+      `${unreadable.length} session${unreadable.length === 1 ? "" : "s"} (CLAUDE unreadable) where something not read stands in Claude Code's tree: ${
+        scrubLine(unreadable[0].claudeTranscriptWarning!)
+      }`,
     );
   }
   const odd = entries.filter((e) => e.claudeTranscriptProblem !== null).length;

@@ -9,6 +9,7 @@ import { describeRestore, restoreSession } from "../restore/restore-session.ts";
 import type { CommandIo } from "./command-io.ts";
 import { findSession } from "./load.ts";
 import { absolute } from "../storage/paths.ts";
+import { terminalSafeJson } from "../transcript/control-chars.ts";
 
 /** Runs `restore`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -21,7 +22,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     force: config.force,
     now: io.clock(),
   });
-  if (config.json && result.outcome !== null) io.stdout(JSON.stringify(result.outcome, null, 2) + "\n");
+  if (config.json && result.outcome !== null) io.stdout(terminalSafeJson(JSON.stringify(result.outcome, null, 2)) + "\n");
   if (!result.ok) {
     io.stderr(`sessiontap: ${result.why}\n${result.hint === undefined ? "" : `  ${result.hint}\n`}`);
     return 1;

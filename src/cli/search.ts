@@ -13,6 +13,7 @@ import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { type CommandIo, useColor } from "./command-io.ts";
 import { noMirror } from "./load.ts";
 import { plural } from "../utils/plural.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 
 /** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {
@@ -50,7 +51,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     match,
   );
   const where = config.session === null ? `the ${plural(found.length, "session")} in ${sourceName(config)}` : `session ${config.session}`;
-  if (config.json) io.stdout(JSON.stringify(hits, null, 2) + "\n");
+  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(hits, null, 2)) + "\n");
   if (hits.length === 0) {
     io.stderr(`sessiontap: nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}\n`);
     return 1;
@@ -61,7 +62,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const out: string[] = [];
   for (const hit of hits) {
     const time = hit.timestamp === null ? "-" : localDateTime(Date.parse(hit.timestamp), io.zone);
-    out.push(`${paint("36", hit.sessionId ?? hit.dir)}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}`);
+    out.push(`${paint("36", scrubLine(hit.sessionId ?? hit.dir))}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}`);
     out.push(`  ${color ? marked(hit, "\x1b[1;31m", "\x1b[0m") : marked(hit, "»", "«")}`);
   }
   const sessions = new Set(hits.map((h) => h.dir)).size;

@@ -82,6 +82,10 @@ export async function runServe(
       `  health     ${tap.url}/_tap/health`,
       ``,
       `  export ANTHROPIC_BASE_URL=${tap.url}`,
+      // Beyond loopback, API traffic is mirrored only with the token (docs/DESIGN.md "Who a session belongs to").
+      ...(exposed && tap.token !== null
+        ? [`  export ANTHROPIC_CUSTOM_HEADERS="x-sessiontap-token: <TOKEN>"  (the token above: without it, API traffic is relayed, not mirrored)`]
+        : []),
       ``,
       ...proxy.exports,
     ].join("\n"),

@@ -6,7 +6,7 @@
  */
 import type { Config } from "../config/parse.ts";
 import { jsonText } from "../transcript/json-text.ts";
-import { scrubLine } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
@@ -34,13 +34,14 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       claudeTranscript: info.state,
       claudeTranscriptPath: info.path,
       claudeTranscriptProblem: info.problem,
+      claudeTranscriptWarning: info.warning,
       conversation: flatten(items),
     };
-    io.stdout(jsonText(shown) + "\n"); // the records as they are, at any depth
+    io.stdout(terminalSafeJson(jsonText(shown)) + "\n"); // the records as they are, at any depth
     return 0;
   }
   const style = useColor(io) ? ANSI_STYLE : PLAIN;
-  const id = summary.sessionId ?? summary.dir;
+  const id = scrubLine(summary.sessionId ?? summary.dir); // from a request: it may carry anything
   const when = (iso: string | null) => (iso === null ? "?" : localDateTime(Date.parse(iso), io.zone));
   const totals = totalsOf(sessionAnswers(found.data), prices);
   const facts = [
@@ -50,7 +51,9 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ["Time", `${when(summary.firstTimestamp)} – ${when(summary.lastTimestamp)} (${offsetLabel(io.clock(), io.zone)})`],
     [
       "Usage",
-      totals.answers === 0 ? "no recorded usage" : `${plural(totals.answers, "answer")}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced)}`,
+      totals.answers === 0
+        ? "no recorded usage"
+        : `${plural(totals.answers, "answer")}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced.map(scrubLine))}`,
     ],
     config.store !== null
       ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${bytesShort(summary.bytes)})`]
@@ -66,10 +69,13 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ],
     ["Claude", `${info.state}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
   ];
+  if (info.warning !== null) facts.push(["Warning", `Claude Code's transcript: ${scrubLine(info.warning)}`]);
   if (summary.malformedLines > 0) {
     facts.push(["Warning", `${plural(summary.malformedLines, "line")} that are not records were skipped`]);
   }
-  if (info.state !== "intact" && summary.sessionId !== null && info.problem === null) facts.push(["Restore", `sessiontap restore ${summary.sessionId}`]);
+  if (info.state !== "intact" && summary.sessionId !== null && info.problem === null && info.warning === null) {
+    facts.push(["Restore", `sessiontap restore ${id}`]);
+  }
   const width = Math.max(...facts.map(([k]) => k.length));
   const head = facts.map(([k, v]) => `${style.bold(k.padEnd(width))}  ${v}`).join("\n");
   const hint = config.full

@@ -13,13 +13,16 @@ import { healthReport } from "../mirror/health.ts";
 import type { EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
-import { bundleScript, fetchDecodes, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
+import { bundleScript, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
 import { createApp } from "../server/app.ts";
 import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../utils/describe-error.ts";
+import { TokenGate } from "../server/token-gate.ts";
+import { Alarm } from "../utils/alarm.ts";
 import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { loadPrices } from "../storage/price-file.ts";
+import { bindingKey } from "../storage/binding-files.ts";
 import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
 import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
 import { forward } from "../tap/forward.ts";
@@ -114,8 +117,13 @@ export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "gu
 }
 
 /** Starts the engine where it runs: a Worker, or this thread when the test brought a filesystem. */
-function startEngine(config: Readonly<Config>, deps: TapDeps, clock: () => number, listener: LinkListener): Promise<StartedEngine> {
-  const settings = engineSettings(config, deps);
+function startEngine(
+  config: Readonly<Config>,
+  deps: TapDeps & { bindingKey: string | null },
+  clock: () => number,
+  listener: LinkListener,
+): Promise<StartedEngine> {
+  const settings = { ...engineSettings(config, deps), bindingKey: deps.bindingKey };
   if (deps.fs !== undefined) {
     const tempSpool = deps.spoolTmpDir === undefined ? undefined : tempSpoolPlace(deps.fs, config.mirrorDir, deps.spoolTmpDir);
     return startThreadEngine(settings, { fs: deps.fs, clock, tempSpool }, listener);
@@ -135,6 +143,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
   let alerts = new Map<string, GuardAlert>();
   let guard: GuardHandle | null = null;
+  // The root's secret, under which each session is bound to the fingerprint of the credential that opened it.
+  const bindingSecret = config.mirror ? await bindingKey(fs, config.mirrorDir) : null;
   const viewer = createViewer({
     fs: deps.fs,
     clock: deps.fs === undefined ? undefined : clock,
@@ -150,7 +160,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     restored: async (sessionId) => await guard?.lookNow(sessionId),
   });
   const engine = config.mirror
-    ? await startEngine(config, deps, clock, {
+    ? await startEngine(config, { ...deps, bindingKey: bindingSecret }, clock, {
       stderr,
       wrote: (paths) => paths.forEach((path) => viewer.hint(path)),
       alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),
@@ -177,6 +187,11 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     : isLoopback(config.host)
     ? null
     : { value: generateToken(), generated: true };
+  // Beyond loopback, API traffic must carry the token to be mirrored (docs/DESIGN.md "Who a session belongs to").
+  link?.identify(bindingSecret, token !== null && !isLoopback(config.host) ? token.value : null);
+  // A client that guesses the token is slowed down, counted, and said (docs/RELIABILITY.md "Trust boundaries").
+  const tokenGate = new TokenGate(clock);
+  const tokenAlarm = new Alarm(clock, stderr);
   let internalErrors = 0;
   const internalError = (error: unknown) => {
     internalErrors++;
@@ -187,7 +202,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const forwardDeps = {
     upstream: config.upstream,
     fetch: await upstreamFetch(deps.fetch ?? fetch),
-    decodes: fetchDecodes(),
+    runtime: runtimeName(),
     engine: link,
     maxMessageBytes: config.maxMessageBytes,
     clock,
@@ -216,7 +231,14 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
       const report = await healthReport(
-        { version: VERSION, runtime: runtimeName(), upstream: upstream.state(), internalErrors, problems: proxy?.problems() ?? [] },
+        {
+          version: VERSION,
+          runtime: runtimeName(),
+          upstream: upstream.state(),
+          internalErrors,
+          problems: proxy?.problems() ?? [],
+          token: token === null ? undefined : tokenGate.stats(),
+        },
         link,
       );
       return proxy === null ? report : { ...report, proxy: proxy.health() };
@@ -225,11 +247,25 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     onError: internalError,
     token: token?.value ?? null,
     allowedHosts: allowedHosts(config.host),
+    tokenGate,
+    onTokenFailure: (fields) => {
+      link?.send({ t: "log", action: "token-failure", fields });
+      if (fields.waitMs > 0) {
+        tokenAlarm.fail(
+          "wrong tokens",
+          (first) =>
+            `sessiontap: ${first ? "" : "still "}wrong tokens from ${fields.peer} (${fields.failures} so far): it now waits ${
+              fields.waitMs / 1000
+            } s before each try (health: token.failures)`,
+        );
+      }
+    },
   });
-  const server = await listen(app.fetch, { port: config.port, hostname: config.host, onError: internalError, cut }).catch(async (error) => {
-    await proxy?.stop(0);
-    throw error;
-  });
+  const server = await listen((request, peer) => app.fetch(request, { peer }), { port: config.port, hostname: config.host, onError: internalError, cut })
+    .catch(async (error) => {
+      await proxy?.stop(0);
+      throw error;
+    });
   if (link !== null) {
     link.send({
       t: "log",

@@ -4,7 +4,7 @@
  * from the price table.
  */
 import type { Config } from "../config/parse.ts";
-import { scrubLine } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 import { localDate, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import { summarize } from "../transcript/summary.ts";
 import { buildTree } from "../transcript/tree.ts";
@@ -56,7 +56,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       prices: { source: prices.source, checked: prices.checked },
       ...report,
     };
-    io.stdout(JSON.stringify(shown, null, 2) + "\n");
+    io.stdout(terminalSafeJson(JSON.stringify(shown, null, 2)) + "\n");
     return 0;
   }
   const scope = since === null ? "every recorded answer" : `answers since ${localDate(since, io.zone)}`;
@@ -79,7 +79,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const t = report.total;
   out.push(
     "",
-    `Total: ${plural(t.sessions, "session")}, ${plural(t.answers, "answer")}: ${usageLine(t.usage, t.costUSD, t.unpriced)}`,
+    `Total: ${plural(t.sessions, "session")}, ${plural(t.answers, "answer")}: ${usageLine(t.usage, t.costUSD, t.unpriced.map(scrubLine))}`,
   );
   if (t.costUSD === null) out.push(`  of which priced: ${usd(t.knownCostUSD)}; "+?" marks a sum with answers from a model the price table does not have.`);
   out.push("", `Costs are estimates at list prices: ${prices.source}, checked ${prices.checked}. SESSIONTAP_PRICES=FILE.json corrects or extends it.`);

@@ -6,6 +6,7 @@ import { describe } from "../utils/describe-error.ts";
 import { verifyTree } from "../verify/verify-tree.ts";
 import type { CommandIo } from "./command-io.ts";
 import { noMirror } from "./load.ts";
+import { terminalSafeJson } from "../transcript/control-chars.ts";
 
 /** Runs `verify`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -34,7 +35,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   } finally {
     await locks.stop();
   }
-  if (config.json) io.stdout(JSON.stringify(reports, null, 2) + "\n");
+  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(reports, null, 2)) + "\n");
   else {
     for (const r of reports) {
       io.stdout(`${r.problems.length === 0 ? "ok     " : "DAMAGED"} ${r.session}\n`);

@@ -7,6 +7,7 @@ import { checkArgs, checkFlags, type Env, pick, splitArgs } from "./args.ts";
 import { expandHome, httpUrl, integer, onOff, sinceDate, storeUrl, upstreamUrl } from "./values.ts";
 import { UsageError } from "./usage-error.ts";
 import { type ProxySettings, proxySettings } from "./proxy-settings.ts";
+import { tokenBits, WEAK_TOKEN_BITS } from "./token-strength.ts";
 
 export { type Command, COMMANDS, UsageError };
 
@@ -131,6 +132,11 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
     // What a bearer token may hold (RFC 6750 §2.1), which is what Hono's bearer-auth accepts.
     if (!/^[A-Za-z0-9._~+/-]+=*$/.test(token)) {
       throw new UsageError(`token (--token / SESSIONTAP_TOKEN) must be letters, digits and - . _ ~ + / only (a bearer token)`);
+    }
+    if (tokenBits(token) < WEAK_TOKEN_BITS) {
+      throw new UsageError(
+        "token (--token / SESSIONTAP_TOKEN) is too easy to guess (repeats, runs like 1234 or abcd, or too few kinds of characters); leave it out and one is generated, or make one with: openssl rand -base64 32",
+      );
     }
   }
   const url = str("--url");

@@ -9,6 +9,7 @@
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
+import { ProjectDirectories } from "../storage/claude-projects.ts";
 import { type GuardAlert, GuardAlerts } from "./alerts.ts";
 import { type GuardOptions, guardSettings } from "./guard-options.ts";
 import { LookBudget } from "./look-budget.ts";
@@ -48,9 +49,12 @@ export class Guard {
   private errors = 0;
   private stopped = false;
   private readonly o: Required<GuardOptions>;
+  /** Claude Code's project directories, as the searches for a transcript elsewhere share them. */
+  private readonly projects: ProjectDirectories;
 
   constructor(options: GuardOptions) {
     this.o = guardSettings(options);
+    this.projects = new ProjectDirectories(options.claudeDir);
     this.alerts = new GuardAlerts(options.stderr, options.log, this.o.onAlerts);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
     this.readAlarm = new Alarm(options.clock, options.stderr);
@@ -209,7 +213,7 @@ export class Guard {
 
   /** Stats and reads the transcript, then judges it (or looks again soon, when still reading through). */
   private async look(s: Watched): Promise<"judged" | "catching-up" | "nowhere"> {
-    const seen = await lookAt(s, this.o);
+    const seen = await lookAt(s, { ...this.o, projects: this.projects });
     this.bytesRead += seen.bytes;
     if (seen.kind === "catching-up") this.schedule(s, CATCH_UP_MS);
     else if (seen.kind === "judged") this.judge(s, seen.verdict, seen.told);

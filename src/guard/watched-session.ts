@@ -29,6 +29,10 @@ export interface Watched {
   running: boolean;
   /** When other project directories were last searched for the file (at most once a minute). */
   searchedAt: number;
+  /** The generation of the project listing the last search looked up to (ProjectDirectories). */
+  searchedUpTo: number;
+  /** When every project directory was last searched (the others: only those new since). */
+  fullSearchAt: number;
   /** The last verdict reached ("ok": nothing wrong; null: none yet, or nothing could be told) and when. */
   verdict: GuardState | "ok" | null;
   verdictAt: number;
@@ -73,6 +77,8 @@ export function newWatched(sessionId: string, cwd: string | null, now: number): 
     verdict: null,
     verdictAt: 0,
     searchedAt: 0,
+    searchedUpTo: 0,
+    fullSearchAt: Number.NEGATIVE_INFINITY,
   };
 }
 

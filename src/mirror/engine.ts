@@ -59,6 +59,8 @@ export class MirrorEngine {
       includeThinking: s.includeThinking,
       maxSessions: s.maxSessions,
       log: (action, fields) => this.mirror.log(action, fields),
+      stderr: this.stderr,
+      clock: deps.clock,
     });
     this.mirror = new Mirror({
       ...s, // root, maxBytes, retentionDays, maxSessions, includeThinking, sync, lockWaitMs, maxQueued
@@ -68,6 +70,7 @@ export class MirrorEngine {
       store: this.store,
       files: !(s.store !== null && s.storeOnly),
       tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
+      bindingKey: s.bindingKey ?? null,
     });
     const mirror = this.mirror;
     this.sink = {
@@ -95,7 +98,8 @@ export class MirrorEngine {
         onAlerts: (alerts) => this.deps.post({ t: "alerts", alerts }),
         ...s.guardTimings,
       }));
-      this.mirror.onCommitted((job) => guard.observe(job));
+      // A session a borrowed id was given is no Claude Code session of this machine's: nothing to watch.
+      this.mirror.onCommitted((job) => job.split !== true && guard.observe(job));
     }
     const replayed = await this.mirror.start();
     return { replayed, guard: this.guard !== null };
@@ -125,7 +129,7 @@ export class MirrorEngine {
         );
       }
       case "head":
-        return this.contain(m.id, "response", (f) => f.response(m.status, m.requestId, m.framing));
+        return this.contain(m.id, "response", (f) => f.response(m.status, m.requestId, m.framing, m.coded));
       case "chunks": {
         let at = 0;
         for (let i = 0; i < m.index.length; i += 2) {

@@ -36,6 +36,8 @@ export interface RelayFacts {
   internalErrors: number;
   /** Problems of the relay's own parts (the forward proxy's upstreams, its internal errors). */
   problems?: string[];
+  /** Wrong tokens and tries refused while their client waited, when the tap has a token (docs/RELIABILITY.md "Trust boundaries"). */
+  token?: { failures: number; slowed: number; clients: number };
 }
 
 /** The engine as the relay sees it: its part of health, and why it stopped (null while it runs). */
@@ -83,6 +85,7 @@ export async function healthReport(relay: RelayFacts, engine: EngineView | null)
     store: part?.store ?? "off",
     guard: part?.guard ?? "off",
     internalErrors: relay.internalErrors,
+    ...(relay.token === undefined ? {} : { token: relay.token }),
   };
 }
 
@@ -120,6 +123,9 @@ function mirrorProblems(mirror: Mirror): string[] {
 function storeProblems(h: StoreHealth): string[] {
   const out: string[] = [];
   if (h.status === "unreachable") out.push(`store: unreachable (${h.spooled} commits spooled; ${h.lastError ?? ""})`);
+  if (h.status === "misconfigured") {
+    out.push(`store: misconfigured: ${h.misconfigured ?? h.lastError ?? ""}; fix SESSIONTAP_STORE (${h.spooled} commits spooled)`);
+  }
   if (h.dropped > 0) out.push(`store: ${h.dropped} commits could not be spooled and are not in the store`);
   if (h.setAside > 0) out.push(`store: ${h.setAside} commits refused by the store, kept in its spool's failed-*.jsonl`);
   return out;

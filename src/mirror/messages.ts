@@ -33,6 +33,8 @@ export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" 
   guardTimings: Record<string, number>;
   /** Where unwritten commits go at stop when the root refuses them: the system temp dir, or this one. */
   spoolTmpDir: string | null;
+  /** The root's secret sessions are bound under (null: not bound): docs/DESIGN.md "Who a session belongs to". */
+  bindingKey?: string | null;
 }
 
 /**
@@ -76,7 +78,8 @@ export type ToEngine =
   | { t: "begin"; id: number; at: number; identity: IdentityHeaders; request?: RequestFacts }
   /** The request's bytes (transferred), or why there are none for the mirror. */
   | { t: "body"; id: number; copy: BodyCopy }
-  | { t: "head"; id: number; status: number; requestId: string | null; framing: Framing }
+  /** `coded`: the body reaches the client still content-encoded (fetch did not decode it), so the mirror cannot read it. */
+  | { t: "head"; id: number; status: number; requestId: string | null; framing: Framing; coded: boolean }
   /** Response bytes of several requests: `index` holds pairs (id, byte count), in order, for `bytes`. */
   | { t: "chunks"; bytes: Uint8Array; index: number[] }
   /** The body ended normally. */

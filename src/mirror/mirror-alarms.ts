@@ -12,6 +12,10 @@ export class MirrorAlarms {
   readonly writes: Alarm;
   readonly eventsLog: Alarm;
   readonly locks: Alarm;
+  /** Answers given up because the engine fell behind the relay: said once, then at most once a minute. */
+  readonly behind: Alarm;
+  /** Borrowed session ids: said once, then at most once a minute. */
+  readonly borrowedIds: Alarm;
 
   constructor(
     clock: () => number,
@@ -22,6 +26,32 @@ export class MirrorAlarms {
     this.writes = new Alarm(clock, stderr);
     this.eventsLog = new Alarm(clock, stderr);
     this.locks = new Alarm(clock, stderr);
+    this.behind = new Alarm(clock, stderr);
+    this.borrowedIds = new Alarm(clock, stderr);
+  }
+
+  /** A request carried session `dir`'s id from another owner (`why`: credential or cwd) and went to `as`. */
+  borrowed(dir: string, as: string, why: string, total: number): void {
+    this.borrowedIds.fail(
+      why,
+      (first) =>
+        first
+          ? `sessiontap: a request carried the id of session ${dir} with another ${
+            why === "cwd" ? "working directory" : "credential"
+          } than the one that opened it; it is mirrored as a session of its own (${as}), never as part of ${dir}`
+          : `sessiontap: ${total} requests so far carried another owner's session id; each is mirrored as a session of its own (the events log: session-split)`,
+    );
+  }
+
+  /** The mirror gave up on an answer of `dir` (the engine was too far behind); `total` so far. */
+  gaveUp(dir: string, total: number): void {
+    this.behind.fail(
+      "the mirror engine fell behind the relay",
+      (first) =>
+        first
+          ? `sessiontap: the mirror engine fell behind the relay and gave up on an answer of ${dir}; its client got every byte, and the answer is written from that session's next request`
+          : `sessiontap: the mirror engine still falls behind the relay: ${total} answers given up since start, each written from its session's next request`,
+    );
   }
 
   /** A write to `dir` failed; `queued` commits now wait. */

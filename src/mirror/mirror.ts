@@ -24,6 +24,8 @@ import { TreeTarget } from "../writer/tree-target.ts";
 import { Backlog } from "./backlog.ts";
 import { MirrorAlarms } from "./mirror-alarms.ts";
 import { RetentionSweeper } from "./retention.ts";
+import { SessionBindings } from "./session-bindings.ts";
+import { BindingFiles } from "../storage/binding-files.ts";
 
 /** Most commits of one conversation written in one append. */
 const BATCH_MAX = 64;
@@ -50,6 +52,8 @@ export interface MirrorOptions {
   files?: boolean;
   /** Where unwritten commits go at shutdown when the root refuses them (default: under the system temp dir). */
   tempSpool?: SpoolPlace;
+  /** The root's secret: with it, each session is bound to its owner before anything is appended (session-bindings.ts). */
+  bindingKey?: string | null;
 }
 
 /** Counters shown by /_tap/health. */
@@ -79,6 +83,11 @@ export interface MirrorStats {
   gaveUp: number;
   /** Answers kept only in part: they grew past SESSIONTAP_MAX_MESSAGE_BYTES (marked sessiontap_truncated). */
   truncated: number;
+  /**
+   * Requests that carried a session id bound to another owner (another credential or working directory):
+   * mirrored as a session of their own, never as a branch of that one.
+   */
+  borrowed: number;
 }
 
 /** What stopping did with commits that could not be written. */
@@ -115,10 +124,14 @@ export class Mirror {
   readonly sweeper: RetentionSweeper;
   /** Told of each commit once its writes settled (the guard). */
   private readonly committed: ((job: CommitJob) => void)[] = [];
+  /** Who each session belongs to, when sessions are bound (a binding key was given). */
+  private readonly bindings: SessionBindings | null;
+  /** The tree the mirror writes. */
+  private readonly tree: MirrorTree;
 
   constructor(readonly options: MirrorOptions) {
     const { fs, root, clock } = options;
-    const tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true);
+    const tree = (this.tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true));
     this.events = new EventsLog(fs, root, clock, {
       failed: (error) => this.alarms.eventsLogFailed(error),
       written: () => this.alarms.eventsLogWritten(),
@@ -150,7 +163,15 @@ export class Mirror {
     const stats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0 };
     // `queued` is read from the backlog itself, so the count can never drift from what waits.
     const queued = { get: () => backlog.size, enumerable: true };
-    this.stats = Object.defineProperty({ ...stats, replayed: 0, gaveUp: 0, truncated: 0 }, "queued", queued) as MirrorStats;
+    this.stats = Object.defineProperty({ ...stats, replayed: 0, gaveUp: 0, truncated: 0, borrowed: 0 }, "queued", queued) as MirrorStats;
+    this.bindings = options.bindingKey == null ? null : new SessionBindings(new BindingFiles(fs, root), options.bindingKey, {
+      log: (action, fields) => this.log(action, fields),
+      fail: (stage, error, fields) => this.fail(stage, error, fields),
+      split: (dir, as, why) => {
+        this.stats.borrowed++;
+        this.alarms.borrowed(dir, as, why, this.stats.borrowed);
+      },
+    }, options.maxSessions * 4);
     this.sweeper = new RetentionSweeper(fs, root, options.retentionDays, clock, (result) => {
       for (const dir of result.touchedDirs) this.writer.reset(this.relative(dir));
       if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
@@ -162,10 +183,19 @@ export class Mirror {
     this.committed.push(listener);
   }
 
-  /** Writes one response's records to the tree (after any that wait for an earlier failure) and to the store; never rejects. */
+  /**
+   * Writes one response's records to the tree (after any that wait for an earlier failure) and to the
+   * store, once its session's owner is judged (a borrowed session id gets a session of its own); never rejects.
+   */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
+    if (this.bindings === null) return this.write(job);
+    return this.track(this.bindings.resolve(job).then((bound) => this.write(bound)));
+  }
+
+  /** Hands a judged commit to the tree and the store, then tells the listeners. */
+  private write(job: CommitJob): Promise<void> {
     const writes = this.options.store === null ? [] : [this.track(this.options.store.commit(job))];
     if (this.options.files !== false) writes.push(this.track(this.drain(placeOf(job.route, job.sessionDir, job.agentDir).key, job)));
     return Promise.all(writes).then(() => {
@@ -185,6 +215,11 @@ export class Mirror {
    * that fail wait in memory, and their files are kept until they are written.
    */
   async start(): Promise<Replayed> {
+    // What a writer killed mid-publish left in .staging goes first (docs/RELIABILITY.md "Trust boundaries").
+    await this.tree.removeStaleStaging().then(
+      (removed) => removed > 0 && this.log("cleanup", { dir: ".staging", removed }),
+      (error) => this.fail("cleanup", error),
+    );
     this.options.store?.start();
     const found = await this.spool.load();
     if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });
@@ -285,6 +320,7 @@ export class Mirror {
   /** The relay stopped copying an answer before it was whole: its engine was too far behind (counted, logged). */
   gaveUp(fields: EventFields): void {
     this.stats.gaveUp++;
+    this.alarms.gaveUp(String(fields.dir ?? "?"), this.stats.gaveUp);
     this.log("give-up", { reason: "the mirror engine fell behind the relay", ...fields, gaveUp: this.stats.gaveUp });
   }
 

@@ -3,6 +3,7 @@
  * (docs/DESIGN.md "Request side"). Runs in the engine, never on the relay.
  */
 import { classify } from "../protocol/classify.ts";
+import { claimsTag } from "../protocol/credential.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { readEnvironment, readUserAgent } from "../protocol/environment.ts";
 import { isObject } from "../protocol/json.ts";
@@ -23,6 +24,8 @@ export interface PrepOptions {
   /** The tap's own version: the records' `version` when the user agent names no client version. */
   version: string;
   sideRequests: boolean;
+  /** The root's secret fingerprints are made under (null: sessions are not bound). */
+  bindingKey?: string | null;
 }
 
 /** Reads a request body into what its commit needs, or says why it is not mirrored. */
@@ -48,7 +51,9 @@ export function prepareRequest(identity: IdentityHeaders, bytes: Uint8Array, opt
   if (route === "side" && !options.sideRequests) return { reason: "side request (SESSIONTAP_SIDE_REQUESTS=off)" };
   const env = readEnvironment(rest.system, messages);
   const agent = readUserAgent(identity.userAgent);
+  const key = options.bindingKey ?? null;
   return {
+    ...(key === null ? {} : { owner: { credential: identity.credential ?? null, claims: claimsTag(rest, key) } }),
     route,
     compaction,
     sessionDir: dirName(ids.sessionId),

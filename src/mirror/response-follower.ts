@@ -75,9 +75,11 @@ export class ResponseFollower {
   }
 
   /** The response head; only a 2xx answer is followed (an error answer is the client's to see, not a turn to keep). */
-  response(status: number, requestId: string | null, framing: Framing): void {
+  response(status: number, requestId: string | null, framing: Framing, coded = false): void {
     if (this.done) return;
     if (status < 200 || status >= 300) return this.skip(null);
+    // A coding fetch did not decode (stacked, or one it does not know) reaches the client as it came: unreadable here.
+    if (coded) return this.skip("response body is still content-encoded (a coding the runtime does not decode)");
     this.head = { requestId };
     if (framing === "sse") this.reader = new SseMessageReader(this.sink.maxMessageBytes);
     else if (framing === "eventstream") this.reader = new EventStreamReader(this.sink.maxMessageBytes);
@@ -115,7 +117,13 @@ export class ResponseFollower {
       offset += c.byteLength;
     }
     this.json = [];
-    const parsed = JSON.parse(new TextDecoder().decode(body)) as unknown;
+    // An answer the mirror cannot read is bad input, not a failure of the tap (docs/DESIGN.md "Bad input").
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(new TextDecoder().decode(body));
+    } catch {
+      return this.skip("response body is not JSON", { bytes: body.byteLength });
+    }
     if (!isObject(parsed) || parsed.type !== "message") return this.skip("response is not a message");
     const message = messageFromJson(parsed as Json);
     this.settled = true;

@@ -21,4 +21,8 @@ export interface CommitJob {
   answer: Answer | null;
   /** How the answer ended; `gave-up`: the mirror stopped reading it (docs/DESIGN.md "Off the relay path") and keeps only the request. */
   kind: "complete" | "client-cut" | "upstream-cut" | "gave-up";
+  /** Who sent the request (fingerprints: session-binding.ts), when the mirror binds sessions. */
+  owner?: { credential: string | null; claims: string | null };
+  /** The request carried another owner's session id: this is the session of its own it was given. */
+  split?: boolean;
 }

@@ -3,6 +3,7 @@
  * Hop-by-hop headers follow RFC 9110 §7.6.1; encodings follow docs/RUNTIMES.md "Encoding and headers".
  */
 import { signedHeaderNames } from "./providers/aws-signature.ts";
+import { TOKEN_HEADER } from "./credential.ts";
 
 /** Connection-specific headers a proxy must not forward (RFC 9110 §7.6.1), plus proxy-only ones. */
 export const HOP_BY_HOP = new Set([
@@ -17,8 +18,36 @@ export const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-/** Content codings both runtimes' fetch decode transparently (Bun's zstd too); anything else would reach us still encoded. */
-export const DECODED_ENCODINGS = ["gzip", "deflate", "br"];
+/**
+ * Content codings the tap offers the upstream: the ones both runtimes' fetch decode alike when asked for
+ * them (Deno's leaves `deflate` encoded, and decodes nothing it did not ask for), so an answer in a coding
+ * that was asked for always reaches the client decoded.
+ */
+export const DECODED_ENCODINGS = ["gzip", "br"];
+
+/** Which runtime's fetch read the answer: they decode different codings (docs/RUNTIMES.md "Encoding and headers"). */
+export type FetchRuntime = "bun" | "deno";
+
+/** The codings of a `content-encoding` value, lower-cased, without empty entries. */
+function codingsOf(value: string): string[] {
+  return value.split(",").map((c) => c.trim().toLowerCase()).filter((c) => c !== "");
+}
+
+/**
+ * True when `runtime`'s fetch handed over the body decoded, as measured on every coding (Bun 1.4.5, Deno
+ * 2.9.6): Bun decodes one coding of gzip, x-gzip, deflate, br or zstd (`identity` entries aside), asked
+ * for or not, and nothing stacked; Deno decodes gzip or br alone, and only when `accepted` (the
+ * `accept-encoding` it sent) names it. `test/passthrough/codings.test.ts` holds each runtime to this.
+ */
+export function fetchDecoded(runtime: FetchRuntime, contentEncoding: string | null, accepted: string | null): boolean {
+  const codings = codingsOf(contentEncoding ?? "");
+  if (runtime === "bun") {
+    const real = codings.filter((c) => c !== "identity");
+    return real.length === 1 && ["gzip", "x-gzip", "deflate", "br", "zstd"].includes(real[0]);
+  }
+  const one = (contentEncoding ?? "").trim().toLowerCase();
+  return (one === "gzip" || one === "br") && codingsOf(accepted ?? "").map((c) => c.split(";")[0].trim()).includes(one);
+}
 
 /** Removes hop-by-hop headers and every header the `connection` header names, but one a signature covers. */
 function dropHopByHop(headers: Headers, signed: ReadonlySet<string> = new Set()): void {
@@ -41,31 +70,36 @@ export function upstreamRequestHeaders(incoming: Headers, streamed = false): Hea
   const out = new Headers(incoming);
   dropHopByHop(out, signed);
   out.delete("host");
+  out.delete(TOKEN_HEADER); // the tap's own token is for the tap, never the upstream
   if (!streamed || chunked || !/^\d+$/.test(out.get("content-length") ?? "")) out.delete("content-length");
-  const accept = out.get("accept-encoding");
-  // Without one, the runtime's fetch adds its own (Bun's includes zstd, which Deno's does not decode), so
-  // always send an explicit list: the upstream then answers alike on every runtime.
-  if (accept === null) out.set("accept-encoding", DECODED_ENCODINGS.join(", "));
-  else if (!signed.has("accept-encoding")) {
-    const kept = accept.split(",").map((s) => s.trim()).filter((part) => {
-      const coding = part.split(";")[0].trim().toLowerCase();
-      return DECODED_ENCODINGS.includes(coding) || coding === "identity";
-    });
-    out.set("accept-encoding", kept.length > 0 ? kept.join(", ") : "identity");
-  }
+  // Always an explicit list of plain codings: without one the runtime's fetch adds its own, and a list
+  // without weights is what Deno's fetch goes by when it decides whether to decode (fetchDecoded). A list
+  // the request's signature covers goes as it is (docs/DESIGN.md "Bedrock's signatures").
+  if (!signed.has("accept-encoding")) out.set("accept-encoding", offeredCodings(out.get("accept-encoding")));
   return out;
+}
+
+/** The codings offered upstream for a client's `accept-encoding`: those it accepts of DECODED_ENCODINGS, else identity. */
+function offeredCodings(accept: string | null): string {
+  if (accept === null) return DECODED_ENCODINGS.join(", ");
+  const accepted = accept.split(",").flatMap((part) => {
+    const [coding, ...params] = part.split(";").map((s) => s.trim().toLowerCase());
+    const q = params.find((p) => p.startsWith("q="));
+    return q !== undefined && !(Number(q.slice(2)) > 0) ? [] : [coding];
+  });
+  const kept = DECODED_ENCODINGS.filter((c) => accepted.includes(c) || accepted.includes("*"));
+  return kept.length > 0 ? kept.join(", ") : "identity";
 }
 
 /**
  * The headers to send the client: the upstream's, less hop-by-hop ones. When the runtime's fetch decoded
- * the body (it decodes the codings `decoded` names), `content-encoding` and `content-length` describe bytes
- * the client will never see, so both go; a body in a coding it does not decode keeps them, truthfully.
+ * the body (`decoded`: fetchDecoded), `content-encoding` and `content-length` describe bytes the client
+ * will never see, so both go; otherwise the client gets the upstream's bytes under the upstream's label.
  */
-export function clientResponseHeaders(upstream: Headers, decoded: readonly string[] = DECODED_ENCODINGS): Headers {
+export function clientResponseHeaders(upstream: Headers, decoded: boolean): Headers {
   const out = new Headers(upstream);
   dropHopByHop(out);
-  const encoding = (out.get("content-encoding") ?? "").trim().toLowerCase();
-  if (encoding !== "" && encoding.split(",").every((c) => decoded.includes(c.trim()))) {
+  if (decoded) {
     out.delete("content-encoding");
     out.delete("content-length");
   }

@@ -39,6 +39,8 @@ export interface IdentityHeaders {
   agent: string | null;
   parentAgent: string | null;
   userAgent: string | null;
+  /** The fingerprint of the request's credential (credential.ts), when the relay keeps one; never the credential. */
+  credential?: string | null;
 }
 
 /** The identity headers of `headers` (never anything else: credentials stay on the relay). */

@@ -30,13 +30,20 @@ export const PARTIAL_JSON_KEY = "sessiontap_partial_json";
 export const TRUNCATED_KEY = "sessiontap_truncated";
 
 const JSON_INPUT_BLOCKS = new Set(["tool_use", "server_tool_use", "mcp_tool_use"]);
+/**
+ * Most content blocks one answer may have in the mirror. The API numbers blocks from 0; an index past this,
+ * or not a whole number, is let go (counted): a `content_block_start` at index 4294967294 made the
+ * accumulator a sparse array every `filter` walked for minutes (docs/RELIABILITY.md "Trust boundaries").
+ */
+export const MAX_BLOCKS = 4096;
 /** How the API's content deltas begin (its own serialisation, type first). */
 const DELTA_PREFIX = '{"type":"content_block_delta"';
 
 /** Accumulates one response stream; feed it events, then take `message()`. */
 export class StreamAccumulator {
   private base: Json | null = null;
-  private blocks: (Json | undefined)[] = [];
+  /** Blocks by index (a map, so no index can make a sparse array to walk), put in order by message(). */
+  private blocks = new Map<number, Json>();
   private json = new Map<number, string>();
   private unknownEvents: Json[] = [];
   private messageDelta: Json = {};
@@ -49,15 +56,19 @@ export class StreamAccumulator {
   malformed = 0;
   /** Characters of content kept so far (text, thinking, tool input). */
   private kept = 0;
+  /** Characters kept beside the content (see roomFor). */
+  private besides = 0;
   /** Characters let go past the bound (0: the message is whole). */
   dropped = 0;
+  /** Events let go for their shape (a block index out of bounds, a block too many), without ending what is kept. */
+  refused = 0;
 
   /** `maxChars`: most characters of content kept; past it, deltas are counted and let go. */
   constructor(private readonly maxChars = Number.POSITIVE_INFINITY) {}
 
   /** True when part of the answer was let go (the bound, or an event too large to read). */
   get truncated(): boolean {
-    return this.dropped > 0;
+    return this.dropped > 0 || this.refused > 0;
   }
 
   /** Counts characters the stream carried that the mirror did not keep (an event too large to read). */
@@ -90,7 +101,26 @@ export class StreamAccumulator {
 
   /** True when at least one content block has begun: there is something worth keeping if cut short. */
   get hasContent(): boolean {
-    return this.blocks.some((b) => b !== undefined);
+    return this.blocks.size > 0;
+  }
+
+  /** The block at a valid index, or undefined (an index that is not one is never looked up). */
+  private blockAt(index: unknown): Json | undefined {
+    return typeof index === "number" ? this.blocks.get(index) : undefined;
+  }
+
+  /**
+   * Room for something kept whole beside the content (an unknown event or delta, a citation, a signature,
+   * message_delta's fields), counted by its JSON length against a budget of its own as large as the
+   * content's; false, counted as let go, once that is spent.
+   */
+  private roomFor(value: unknown, chars = JSON.stringify(value)?.length ?? 0): boolean {
+    if (this.besides + chars <= this.maxChars) {
+      this.besides += chars;
+      return true;
+    }
+    this.letGo(chars);
+    return false;
   }
 
   /** Feeds one SSE event's data (the `event:` name is advisory; the payload's `type` decides). */
@@ -118,28 +148,37 @@ export class StreamAccumulator {
         const message = (event.message ?? {}) as Json;
         this.base = { ...message };
         this.usage = isObject(message.usage) ? { ...message.usage } : null;
-        const initial = Array.isArray(message.content) ? (message.content as Json[]) : [];
-        this.blocks = initial.map((b) => ({ ...b }));
+        const initial = Array.isArray(message.content) ? (message.content as unknown[]) : [];
+        this.blocks = new Map();
+        this.json.clear();
+        initial.slice(0, MAX_BLOCKS).forEach((b, i) => this.blocks.set(i, isObject(b) ? { ...b } : {}));
+        this.refused += Math.max(0, initial.length - MAX_BLOCKS);
         return;
       }
       case "content_block_start": {
-        const index = Number(event.index);
+        const index = event.index;
+        const fresh = typeof index === "number" && !this.blocks.has(index);
+        if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= MAX_BLOCKS || (fresh && this.blocks.size >= MAX_BLOCKS)) {
+          this.refused++;
+          return;
+        }
         const block = { ...((event.content_block ?? {}) as Json) };
-        this.blocks[index] = block;
-        if (JSON_INPUT_BLOCKS.has(String(block.type))) this.json.set(index, "");
+        this.blocks.set(index as number, block);
+        if (JSON_INPUT_BLOCKS.has(String(block.type))) this.json.set(index as number, "");
         return;
       }
       case "content_block_delta":
-        this.applyDelta(Number(event.index), (event.delta ?? {}) as Json);
+        this.applyDelta(event.index, (event.delta ?? {}) as Json);
         return;
       case "content_block_stop":
-        this.finishJson(Number(event.index));
+        if (typeof event.index === "number") this.finishJson(event.index);
         return;
       case "message_delta": {
+        // Fields other than usage are kept whole, so they count against the bound like content.
+        const fields = Object.entries(event).filter(([key]) => key !== "type" && key !== "delta" && key !== "usage");
+        if (!this.roomFor([event.delta, fields])) return;
         if (isObject(event.delta)) Object.assign(this.messageDelta, event.delta);
-        for (const [key, value] of Object.entries(event)) {
-          if (key !== "type" && key !== "delta" && key !== "usage") this.messageDelta[key] = value;
-        }
+        for (const [key, value] of fields) this.messageDelta[key] = value;
         // message_delta usage is cumulative: each non-null field overwrites what message_start said.
         if (isObject(event.usage)) {
           this.usage ??= {};
@@ -156,12 +195,12 @@ export class StreamAccumulator {
         this.error = isObject(event.error) ? (event.error as Json) : event;
         return;
       default:
-        this.unknownEvents.push(event);
+        if (this.roomFor(event)) this.unknownEvents.push(event);
     }
   }
 
-  private applyDelta(index: number, delta: Json): void {
-    const block = this.blocks[index];
+  private applyDelta(index: unknown, delta: Json): void {
+    const block = this.blockAt(index);
     if (block === undefined) return;
     switch (delta.type) {
       case "text_delta": {
@@ -172,7 +211,7 @@ export class StreamAccumulator {
       case "input_json_delta": {
         // Fragments are not JSON on their own; they only parse once the block stops.
         const part = String(delta.partial_json ?? "");
-        if (this.room(part.length)) this.json.set(index, (this.json.get(index) ?? "") + part);
+        if (this.room(part.length)) this.json.set(index as number, (this.json.get(index as number) ?? "") + part);
         return;
       }
       case "thinking_delta": {
@@ -180,23 +219,25 @@ export class StreamAccumulator {
         if (this.room(thinking.length)) block.thinking = String(block.thinking ?? "") + thinking;
         return;
       }
-      case "signature_delta":
-        block.signature = delta.signature; // a signature replaces, it does not accumulate
+      case "signature_delta": {
+        // A signature replaces, it does not accumulate: only its growth counts against the bound.
+        const grows = String(delta.signature ?? "").length - String(block.signature ?? "").length;
+        if (this.roomFor(null, Math.max(0, grows))) block.signature = delta.signature;
         return;
-      case "citations_delta":
-        block.citations = [...(Array.isArray(block.citations) ? block.citations : []), delta.citation];
-        return;
-      default: {
-        const kept = Array.isArray(block[UNKNOWN_DELTAS_KEY]) ? (block[UNKNOWN_DELTAS_KEY] as unknown[]) : [];
-        block[UNKNOWN_DELTAS_KEY] = [...kept, delta];
       }
+      case "citations_delta":
+        // Appended in place: a copy of the list per delta made a long stream of them quadratic.
+        if (this.roomFor(delta.citation)) listOn(block, "citations").push(delta.citation);
+        return;
+      default:
+        if (this.roomFor(delta)) listOn(block, UNKNOWN_DELTAS_KEY).push(delta);
     }
   }
 
   /** Parses a JSON-input block's buffered fragments into `input`; an unparsable buffer is kept verbatim. */
   private finishJson(index: number): void {
     const buffer = this.json.get(index);
-    const block = this.blocks[index];
+    const block = this.blocks.get(index);
     if (buffer === undefined || block === undefined) return;
     this.json.delete(index);
     if (buffer.trim() === "") return; // input arrived whole in content_block_start
@@ -221,7 +262,7 @@ export class StreamAccumulator {
       role: "assistant",
       id: (base.id as string | undefined) ?? null,
       model: (base.model as string | undefined) ?? null,
-      content: this.blocks.filter((b): b is Json => b !== undefined),
+      content: [...this.blocks.keys()].sort((a, b) => a - b).map((i) => this.blocks.get(i)!),
       stop_reason: base.stop_reason ?? null,
       stop_sequence: base.stop_sequence ?? null,
       stop_details: base.stop_details ?? null,
@@ -229,10 +270,20 @@ export class StreamAccumulator {
     };
     Object.assign(out, this.messageDelta);
     if (interrupted) out.stop_reason = "interrupted";
-    if (this.truncated) out[TRUNCATED_KEY] = { keptChars: this.kept, droppedChars: this.dropped };
+    if (this.truncated) {
+      out[TRUNCATED_KEY] = this.refused > 0
+        ? { keptChars: this.kept, droppedChars: this.dropped, refusedEvents: this.refused }
+        : { keptChars: this.kept, droppedChars: this.dropped };
+    }
     if (this.unknownEvents.length > 0) out[UNKNOWN_EVENTS_KEY] = this.unknownEvents;
     return out;
   }
+}
+
+/** The list under `key` on a block, made there if absent (not a list: replaced by one). */
+function listOn(block: Json, key: string): unknown[] {
+  if (!Array.isArray(block[key])) block[key] = [];
+  return block[key] as unknown[];
 }
 
 /** Shapes a non-streaming Messages API response like an accumulated stream's result. */

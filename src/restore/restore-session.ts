@@ -17,19 +17,19 @@
  */
 import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../transcript/json-text.ts";
-import { isConversation } from "../transcript/records.ts";
+import { isObject } from "../protocol/json.ts";
 import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
 import { generatedTitle, titleRecord } from "../transcript/title.ts";
 import type { SessionSummary } from "../transcript/summary.ts";
-import { classifyTranscript, tornLastLine, type TranscriptState } from "../transcript/transcript.ts";
+import type { TranscriptState } from "../transcript/transcript.ts";
 import type { Tree } from "../transcript/tree.ts";
-import { transcriptPathFor } from "../storage/claude-projects.ts";
+import { readTranscriptFacts, scanTranscript, transcriptPathFor } from "../storage/claude-projects.ts";
+import type { Line } from "../storage/claude-file.ts";
 import { currentUid } from "../storage/trusted-path.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { OtherConversations } from "../storage/mirror-reader.ts";
 import { type Published, publishNew, replaceWithBackup } from "../storage/publish.ts";
 import { planSubagents, type SubagentOutcome, writeSubagents } from "./restore-subagents.ts";
-import { parseJsonl } from "../protocol/jsonl.ts";
 import { plural } from "../utils/plural.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
@@ -107,18 +107,20 @@ export async function restoreSession(
   if (info !== null && info.uid >= 0 && currentUid() >= 0 && info.uid !== currentUid()) {
     return { ok: false, outcome: null, why: `${path} belongs to another user (uid ${info.uid}); left alone, nothing written` };
   }
-  const text = info === null ? null : await fs.readText(path);
+  // Read with bounded memory, as a regular file only (a 2 GiB transcript, a FIFO swapped in: docs/RELIABILITY.md "Trust boundaries").
+  const facts = info === null ? null : await readTranscriptFacts(fs, path);
+  if (facts?.warning) return { ok: false, outcome: null, why: `${facts.warning}; left alone, nothing written` };
+  const existing: TranscriptState = facts === null ? "missing" : facts.state;
+  const besides = info === null ? { kept: [], foreign: null } : await besidesConversation(fs, path, sessionId);
   // A file under this session's name that holds another session's records is not this session's to replace.
-  const foreign = text === null ? undefined : parseJsonl(text).records.find((r) => typeof r.sessionId === "string" && r.sessionId !== sessionId);
-  if (foreign !== undefined && !request.force) {
+  if (besides.foreign !== null && !request.force) {
     return {
       ok: false,
       outcome: null,
-      why: `${path} holds records of another session (${String(foreign.sessionId).slice(0, 64)}); left alone.`,
+      why: `${path} holds records of another session (${besides.foreign.slice(0, 64)}); left alone.`,
       hint: `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
     };
   }
-  const existing = classifyTranscript(text);
   const action = existing === "missing" ? "create" : existing === "stub" || request.force ? "replace" : "refuse";
   const outcome: RestoreOutcome = {
     sessionId,
@@ -137,8 +139,8 @@ export async function restoreSession(
     subagents: [],
   };
   if (action === "refuse") {
-    const held = text === null ? 0 : parseJsonl(text).records.filter(isConversation).length;
-    const torn = text !== null && tornLastLine(text);
+    const held = facts?.conversation ?? 0;
+    const torn = facts?.torn ?? false;
     return {
       ok: false,
       outcome,
@@ -153,9 +155,8 @@ export async function restoreSession(
     outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });
     return { ok: true, outcome, problems: unnamed };
   }
-  const kept = text === null ? [] : carriedOver(parseJsonl(text).records, sessionId);
   const last = lastPromptRecord(sessionId, plan.records);
-  const data = [...kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])]
+  const data = [...besides.kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])]
     .map((r) => compactJson(r) + "\n").join("");
   let published: Published;
   try {
@@ -185,14 +186,37 @@ export async function restoreSession(
 /** Claude Code's request bookkeeping for a conversation: tied to the records being replaced, so not carried over. */
 const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blob", "api-request-shape", "api-request-resumed", "queue-operation"]);
 
+/** Most bytes of a replaced file's other records carried into the restored one (a stub's are a few hundred). */
+const CARRY_AT_MOST = 1 << 20;
+
 /**
- * The records of a replaced transcript that a restore keeps: every record that is not part of its
- * conversation (no `uuid`) — a title the user gave it, a tag, its modes, kinds of record this release does
- * not know — except the bookkeeping of the conversation being replaced and anything of another session. A
+ * What a replaced transcript holds besides its conversation, read with bounded memory: the records a
+ * restore keeps — every record that is not part of its conversation (no `uuid`): a title the user gave it,
+ * a tag, its modes, kinds of record this release does not know; not the bookkeeping of the conversation
+ * being replaced, nor anything of another session — and the first other session any record names. A
  * restore never drops what it does not understand; the backup keeps the whole file besides.
  */
-function carriedOver(records: Record<string, unknown>[], sessionId: string): Record<string, unknown>[] {
-  return records.filter((r) => r.uuid === undefined && !OF_THE_OLD_CHAIN.has(String(r.type)) && (r.sessionId === undefined || r.sessionId === sessionId));
+async function besidesConversation(fs: FsAdapter, path: string, sessionId: string): Promise<{ kept: Record<string, unknown>[]; foreign: string | null }> {
+  const kept: Record<string, unknown>[] = [];
+  let foreign: string | null = null;
+  let bytes = 0;
+  const decoder = new TextDecoder();
+  await scanTranscript(fs, path, (line: Line) => {
+    if (line.oversized) return; // a line too long to read is a message, never a title or a mode
+    let r: unknown;
+    try {
+      r = JSON.parse(decoder.decode(line.bytes));
+    } catch {
+      return; // a torn line: the backup keeps it
+    }
+    if (!isObject(r)) return;
+    if (typeof r.sessionId === "string" && r.sessionId !== sessionId) foreign ??= r.sessionId;
+    else if (r.uuid === undefined && !OF_THE_OLD_CHAIN.has(String(r.type)) && bytes + line.bytes.length <= CARRY_AT_MOST) {
+      kept.push(r);
+      bytes += line.bytes.length;
+    }
+  });
+  return { kept: foreign === null ? kept : kept.filter((r) => r.sessionId === undefined || r.sessionId === sessionId), foreign };
 }
 
 /** What a restore (or its dry run) did, for people: the lines the CLI prints and the viewer shows. */

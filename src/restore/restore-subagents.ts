@@ -5,7 +5,8 @@
  * it holds conversation (replaced with --force, a backup beside it) and replaced when it is a stub.
  */
 import { planRestore } from "../transcript/restore-plan.ts";
-import { classifyTranscript, type TranscriptState } from "../transcript/transcript.ts";
+import type { TranscriptState } from "../transcript/transcript.ts";
+import { readTranscriptState } from "../storage/claude-projects.ts";
 import { buildTree } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { compactJson } from "../transcript/json-text.ts";
@@ -71,7 +72,9 @@ export async function writeSubagents(fs: FsAdapter, planned: Planned[], options:
     try {
       const info = await fs.lstat(p.path);
       if (info !== null && !info.isFile) throw new Error(`${p.path} is not a regular file; left alone`);
-      outcome.existing = info === null ? "missing" : classifyTranscript(await fs.readText(p.path));
+      const read = info === null ? null : await readTranscriptState(fs, p.path);
+      if (read?.warning) throw new Error(`${read.warning}; left alone`);
+      outcome.existing = read?.state ?? "missing";
       outcome.action = outcome.existing === "missing" ? "create" : outcome.existing === "stub" || options.force ? "replace" : "keep";
       if (options.dryRun || outcome.action === "keep") continue;
       if (info === null) {

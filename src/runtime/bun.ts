@@ -22,9 +22,9 @@ export function serveBun(handler: FetchHandler, options: ListenOptions): Running
     port: options.port,
     hostname: options.hostname,
     idleTimeout: 0,
-    fetch(request) {
+    fetch(request, bun) {
       const sound = soundRequest(request, own);
-      return sound instanceof Response ? sound : handler(sound);
+      return sound instanceof Response ? sound : handler(sound, bun.requestIP(request)?.address ?? "unknown");
     },
     error(error) {
       options.onError(error);

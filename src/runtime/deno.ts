@@ -10,7 +10,7 @@ declare const Deno: {
   connect(options: { hostname: string; port: number }): Promise<{ close(): void }>;
   serve(
     options: { port: number; hostname: string; signal?: AbortSignal; onListen?: (addr: { port: number }) => void; onError?: (e: unknown) => Response },
-    handler: FetchHandler,
+    handler: (request: Request, info: { remoteAddr?: { hostname?: string } }) => Response | Promise<Response>,
   ): { addr: { port: number }; shutdown(): Promise<void>; finished: Promise<void> };
 };
 
@@ -61,9 +61,9 @@ export function serveDeno(handler: FetchHandler, options: ListenOptions): Runnin
         return new Response("sessiontap: internal error", { status: 500 });
       },
     },
-    (request) => {
+    (request, info) => {
       const sound = soundRequest(request, own);
-      return sound instanceof Response ? sound : handler(sound);
+      return sound instanceof Response ? sound : handler(sound, info.remoteAddr?.hostname ?? "unknown");
     },
   );
   own = authority(options.hostname, server.addr.port);

@@ -14,14 +14,6 @@ export function streamedBodyKeepsLength(): boolean {
   return runtimeName() === "bun";
 }
 
-/**
- * The content codings this runtime's fetch decodes, keeping the `content-encoding` header all the same: Bun's
- * zstd besides gzip, deflate and br, where Deno's leaves zstd as it came (docs/RUNTIMES.md "Encoding and headers").
- */
-export function fetchDecodes(): readonly string[] {
-  return runtimeName() === "bun" ? ["gzip", "deflate", "br", "zstd"] : ["gzip", "deflate", "br"];
-}
-
 /** `base` configured for upstream requests on this runtime (Bun needs its 300 s limit lifted; Deno nothing). */
 export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
   if (runtimeName() === "bun") return (await import("./bun.ts")).bunFetch(base);

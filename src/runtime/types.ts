@@ -1,7 +1,7 @@
 /** The small interface each runtime adapter implements (Hono/srvx style). */
 
-/** A request handler in the Web-standard shape. */
-export type FetchHandler = (request: Request) => Response | Promise<Response>;
+/** A request handler in the Web-standard shape, told the client's address (`peer`: "unknown" when the runtime cannot say). */
+export type FetchHandler = (request: Request, peer: string) => Response | Promise<Response>;
 
 /** A server that is listening. */
 export interface RunningServer {

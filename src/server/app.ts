@@ -17,6 +17,8 @@ import { secureHeaders } from "hono/secure-headers";
 import type { ViewerDeps } from "../viewer/deps.ts";
 import { viewerRoutes } from "../viewer/routes.ts";
 import { ACCESS_COOKIE, accessCookieValue, crossSiteRefusal, type RequestFacts, sameSecret } from "./request-guard.ts";
+import { hostName } from "../viewer/hosts.ts";
+import { TokenGate } from "./token-gate.ts";
 
 /** What the app serves. */
 export interface AppDeps {
@@ -32,6 +34,16 @@ export interface AppDeps {
   token?: string | null;
   /** Host names (lower case, no port) the tap answers as, for the Origin check; null: any. Default: the viewer's. */
   allowedHosts?: ReadonlySet<string> | null;
+  /** What slows down a client guessing the token (default: one of the app's own). */
+  tokenGate?: TokenGate;
+  /** Hears each wrong token: the client's address and its counts, never the guess. */
+  onTokenFailure?: (fields: { peer: string; failures: number; waitMs: number }) => void;
+}
+
+/** The client's address, as the runtime adapter hands it over (`app.fetch(request, { peer })`), or "unknown". */
+function peerOf(c: Context): string {
+  const peer = (c.env as { peer?: unknown } | undefined)?.peer;
+  return typeof peer === "string" && peer !== "" ? peer : "unknown";
 }
 
 /**
@@ -51,8 +63,8 @@ function factsOf(c: Context): RequestFacts {
 }
 
 /** An Anthropic-shaped error answer. */
-function apiError(c: Context, status: 401 | 403, type: string, message: string): Response {
-  return c.json({ type: "error", error: { type, message: `sessiontap: ${message}` } }, status);
+function apiError(c: Context, status: 401 | 403 | 429, type: string, message: string, headers: Record<string, string> = {}): Response {
+  return c.json({ type: "error", error: { type, message: `sessiontap: ${message}` } }, status, headers);
 }
 
 /** Builds the app; hand `app.fetch` to a runtime adapter. */
@@ -81,14 +93,43 @@ export function createApp(deps: AppDeps): Hono {
     await next();
   });
   const cookieOk = (c: Context) => token !== null && sameSecret(getCookie(c, ACCESS_COOKIE) ?? "", accessCookieValue(token));
+  const bearerOf = (c: Context) => /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "")?.[1];
+  // A client that guesses the token is slowed down and counted, never its guess (docs/RELIABILITY.md "Trust boundaries").
+  const gate = deps.tokenGate ?? new TokenGate();
+  const wrongToken = (c: Context) => {
+    const peer = peerOf(c);
+    deps.onTokenFailure?.({ peer, ...gate.failed(peer) });
+  };
+  /** Seconds the client must still wait before a token it offers is read (0: none). */
+  const waitOf = (c: Context) => Math.ceil(gate.waitMs(peerOf(c)) / 1000);
+  const slowedDown = (c: Context, seconds: number) =>
+    apiError(c, 429, "rate_limit_error", `too many wrong tokens from this client; try again in ${seconds} s`, { "retry-after": String(seconds) });
+  // A foreign Host is a page that rebound its own domain to the tap: it reads the status, never the paths
+  // and session ids the rest of health carries (the Host check of the viewer, applied here too).
+  const ownHost = (c: Context) => allowedHosts === null || allowedHosts.has(hostName(c.req.header("host")));
   app.get("/_tap/health", async (c) => {
     const health = await deps.health();
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "")?.[1];
-    return c.json(token === null || cookieOk(c) || (bearer !== undefined && sameSecret(bearer, token)) ? health : { status: health.status });
+    if (token === null) return c.json(ownHost(c) ? health : { status: health.status });
+    const bearer = bearerOf(c);
+    if (cookieOk(c)) return c.json(health);
+    // While its client waits, a token is not read at all: neither right nor a failure.
+    if (bearer === undefined || waitOf(c) > 0) return c.json({ status: health.status });
+    if (!sameSecret(bearer, token)) {
+      wrongToken(c);
+      return c.json({ status: health.status });
+    }
+    gate.succeeded(peerOf(c));
+    return c.json(health);
   });
   app.get("/_tap/login", (c) => {
     const given = c.req.query("token") ?? "";
-    if (token === null || !sameSecret(given, token)) return c.html(loginPage("That is not this tap's token."), 401);
+    const wait = given === "" ? 0 : waitOf(c);
+    if (wait > 0) return slowedDown(c, wait);
+    if (token === null || !sameSecret(given, token)) {
+      if (token !== null && given !== "") wrongToken(c);
+      return c.html(loginPage("That is not this tap's token."), 401);
+    }
+    gate.succeeded(peerOf(c));
     setCookie(c, ACCESS_COOKIE, accessCookieValue(token), { httpOnly: true, sameSite: "Strict", path: "/_tap" });
     return c.redirect("/_tap/", 303);
   });
@@ -102,13 +143,23 @@ export function createApp(deps: AppDeps): Hono {
   const bearer = token === null ? null : bearerAuth({
     token,
     noAuthenticationHeader: { message: refuse, wwwAuthenticateHeader: challenge },
-    invalidAuthenticationHeader: { message: refuse, wwwAuthenticateHeader: challenge },
-    invalidToken: { message: refuse, wwwAuthenticateHeader: challenge },
+    invalidAuthenticationHeader: { message: (c: Context) => (wrongToken(c), refuse(c)), wwwAuthenticateHeader: challenge },
+    invalidToken: { message: (c: Context) => (wrongToken(c), refuse(c)), wwwAuthenticateHeader: challenge },
   });
   const tokenGuard = async (c: Context, next: Next) => {
     if (locked) return apiError(c, 403, "permission_error", "this tap listens beyond loopback without a token; its own routes are closed");
-    if (bearer === null || cookieOk(c)) return await next();
-    return await bearer(c, next);
+    if (bearer === null) return await next();
+    const wait = waitOf(c);
+    if (wait > 0 && (bearerOf(c) !== undefined || getCookie(c, ACCESS_COOKIE) !== undefined)) return slowedDown(c, wait);
+    if (cookieOk(c)) {
+      gate.succeeded(peerOf(c));
+      return await next();
+    }
+    if (getCookie(c, ACCESS_COOKIE) !== undefined && bearerOf(c) === undefined) wrongToken(c); // a stale or forged login cookie
+    return await bearer(c, async () => {
+      gate.succeeded(peerOf(c));
+      await next();
+    });
   };
   app.use("/_tap/*", tokenGuard);
   app.use("/_tap", tokenGuard);

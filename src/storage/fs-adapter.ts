@@ -14,6 +14,27 @@ export { ShortWriteError } from "./whole-write.ts";
  * the tree's lstat checks before each open are what keeps writes off symlinks.
  */
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+/** A FIFO opened for reading waits for a writer unless told not to (and so would a thread of the pool). */
+const NONBLOCK = constants.O_NONBLOCK ?? 0;
+
+/** A path that is not a regular file where one is read (a FIFO, a device, a socket): never read. */
+export class NotRegularFileError extends Error {
+  override name = "NotRegularFileError";
+  readonly code = "ENOTREG";
+}
+
+/** What a file that is not a regular one is, in a few words. */
+function kindOf(s: { isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean; isDirectory(): boolean }): string {
+  return s.isFIFO()
+    ? "a FIFO"
+    : s.isCharacterDevice() || s.isBlockDevice()
+    ? "a device"
+    : s.isSocket()
+    ? "a socket"
+    : s.isDirectory()
+    ? "a directory"
+    : "not a regular file";
+}
 
 /** What `lstat` reports; never follows a symlink. */
 export interface EntryInfo {
@@ -76,7 +97,11 @@ export interface FsAdapter {
   link(existing: string, path: string): Promise<boolean>;
   /** Free and total bytes of the filesystem holding `path` (free as an unprivileged user sees it). */
   statfs(path: string): Promise<{ freeBytes: number; totalBytes: number }>;
-  /** Reads bytes `[start, end)` of a file (to its end when `end` is omitted), never following a symlink. */
+  /**
+   * Reads bytes `[start, end)` of a file (to its end when `end` is omitted): a regular file only, never
+   * through a final symlink (ELOOP), never waiting on a FIFO (NotRegularFileError), however large the file
+   * only the range in memory.
+   */
   readRange(path: string, start: number, end?: number): Promise<Uint8Array>;
   /** Cuts a file to `size` bytes (never following a symlink), then fsyncs it. */
   truncate(path: string, size: number): Promise<void>;
@@ -230,9 +255,12 @@ export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
       }
     },
     async readRange(path, start, end) {
-      const handle = await fsp.open(path, constants.O_RDONLY | NOFOLLOW);
+      const handle = await fsp.open(path, constants.O_RDONLY | NOFOLLOW | NONBLOCK);
       try {
-        const size = (await handle.stat()).size;
+        const stat = await handle.stat();
+        // Checked on the descriptor itself: whatever the path was swapped for since its lstat.
+        if (!stat.isFile()) throw new NotRegularFileError(`${path} is ${kindOf(stat)}; not read`);
+        const size = stat.size;
         const stop = Math.min(end ?? size, size);
         const buffer = new Uint8Array(Math.max(0, stop - start));
         let offset = 0;

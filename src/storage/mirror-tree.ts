@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
 import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
+import { removeLeftovers, writerTag } from "./leftovers.ts";
 import { join } from "./paths.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
 
@@ -42,6 +43,9 @@ export function rotationName(ms: number, attempt = 0): string {
 
 /** The mirror tree under one root. */
 export class MirrorTree {
+  /** This process as it names its staging files. */
+  private writer: Promise<string> | null = null;
+
   constructor(
     private readonly fs: FsAdapter,
     readonly root: string,
@@ -49,6 +53,14 @@ export class MirrorTree {
     private readonly clock: () => number,
     private readonly sync = true,
   ) {}
+
+  /** Removes the staging files of writers that are provably gone (killed mid-publish); returns how many. */
+  async removeStaleStaging(): Promise<number> {
+    const staging = join(this.root, ".staging");
+    if ((await this.fs.lstat(staging))?.isDirectory !== true) return 0;
+    await this.ensureDir(staging); // ours, as anything it removes from must be
+    return (await removeLeftovers(this.fs, staging, (name) => name.endsWith(".part"), this.clock())).length;
+  }
 
   /** The `*.jsonl` file names directly in `dir`, oldest first (names sort by time); links are not files. */
   async fileNames(dir: string): Promise<string[]> {
@@ -134,7 +146,9 @@ export class MirrorTree {
   private async publish(dir: string, text: string): Promise<string> {
     const staging = join(this.root, ".staging");
     await this.ensureDir(staging); // written aside there first: it must be ours as much as the target
-    const aside = join(staging, `${randomUUID()}.part`);
+    // Named after this process, so a start after a kill can prove it stale (leftovers.ts).
+    this.writer ??= writerTag(this.fs);
+    const aside = join(staging, `${await this.writer}-${randomUUID()}.part`);
     if (!(await this.fs.createExclusive(aside, text, this.sync))) throw new Error(`staging file ${aside} exists`);
     try {
       const now = this.clock();

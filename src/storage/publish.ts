@@ -13,6 +13,7 @@
  * exclusive create, which still never overwrites but is not atomic for readers, and backups to a copy.
  */
 import { type EntryInfo, type FsAdapter, removeIfThere as discard } from "./fs-adapter.ts";
+import { removeLeftovers, writerTag } from "./leftovers.ts";
 
 /** What publishing did. */
 export type Published =
@@ -32,11 +33,18 @@ function split(path: string): { dir: string; name: string } {
   return { dir: at < 0 ? "." : path.slice(0, at) || "/", name: path.slice(at + 1) };
 }
 
-/** Writes `data` under a fresh temporary name beside `path` (0600, fsynced); returns that name. */
+/**
+ * Writes `data` under a fresh temporary name beside `path` (0600, fsynced), one that names this process;
+ * returns that name. What a killed writer left beside `path` is removed first, once provably stale
+ * (leftovers.ts): a restore killed mid-write left a 27 MB file in Claude Code's project directory.
+ */
 async function writeAside(fs: FsAdapter, path: string, data: string): Promise<string> {
   const { dir, name } = split(path);
+  const prefix = `.${name}.sessiontap-`;
+  await removeLeftovers(fs, dir, (n) => n.startsWith(prefix) && n.endsWith(".tmp"), Date.now());
+  const writer = await writerTag(fs);
   for (let attempt = 0; attempt < 100; attempt++) {
-    const tmp = `${dir}/.${name}.sessiontap-${crypto.randomUUID().slice(0, 8)}.tmp`;
+    const tmp = `${dir}/${prefix}${writer}-${crypto.randomUUID().slice(0, 8)}.tmp`;
     if (await fs.createExclusive(tmp, data, true)) return tmp;
   }
   throw new Error(`could not create a temporary file beside ${path}`);

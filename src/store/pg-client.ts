@@ -62,6 +62,23 @@ export function isJobError(error: unknown): boolean {
   return /^(22|23|54)[0-9A-Z]{3}$/.test(code);
 }
 
+/**
+ * Why the store refuses every connection for a reason of its settings, or null when it is not that: a role
+ * it does not know or a wrong password (SQLSTATE class 28), a database that does not exist (3D000), no
+ * right to connect (42501 at connect), a store without the sessiontap schema (ESCHEMA). Retrying such a
+ * store as if the network were down would wait for ever in silence (docs/DESIGN.md "The shared store").
+ */
+export function configurationProblem(error: unknown): string | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return null;
+  if (code === "28P01") return "authentication failed (wrong password)";
+  if (code.startsWith("28")) return "authentication failed (the role is not allowed in, or does not exist)";
+  if (code === "3D000") return "the database does not exist";
+  if (code === "42501") return "the role may not connect to this database";
+  if (code === "ESCHEMA") return "the store has no sessiontap schema";
+  return null;
+}
+
 /** The store URL with any password hidden, for messages and the startup block. */
 export function redactUrl(url: string): string {
   try {

@@ -1,18 +1,21 @@
 /**
- * The shared PostgreSQL store, the second place commits go besides the tree
- * (docs/DESIGN.md "The shared store"). Every commit the mirror makes is written to the store in one
- * transaction (see pg-target.ts), in order per conversation. While the store cannot be reached, commits
- * go to the outage spool in the local tree (pg-spool.ts) and a reconnect loop with bounded backoff brings
- * the schema up to date and replays the spool in order before anything is written directly again:
- * nothing lost, nothing doubled. The client never waits for any of it
- * (docs/DESIGN.md "Off the relay path"); nothing here rejects; every change of state is one events-log line.
+ * The shared PostgreSQL store (docs/DESIGN.md "The shared store"). Every commit the mirror makes is written to the
+ * store in one transaction (see pg-target.ts), in order per conversation. While the store cannot be
+ * reached, commits go to the outage spool in the local tree (pg-spool.ts) and a reconnect loop with
+ * bounded backoff brings the schema up to date and replays the spool in order before anything is written
+ * directly again: nothing lost, nothing doubled. The client never waits for any of it (docs/DESIGN.md
+ * "Off the relay path"); nothing here rejects; every change of state is one events-log line, and one line
+ * on stderr when the store becomes unreachable (at start too) and when it is back. A store that refuses
+ * every connection for a reason of its settings (a role, a password, a database that is not there) is
+ * `misconfigured`, said as such, and tried again only once a minute: it is not a network that may return.
  */
 import type { EventFields } from "../storage/events-log.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { selfOwner } from "../storage/process-identity.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { bounded, closeStore, isJobError, openStore, redactUrl, type Sql } from "./pg-client.ts";
+import { bounded, closeStore, configurationProblem, isJobError, openStore, redactUrl, type Sql } from "./pg-client.ts";
+import { Alarm } from "../utils/alarm.ts";
 import { migrate, schemaVersion } from "./pg-schema.ts";
 import { PgSpool } from "./pg-spool.ts";
 import { PgTarget, type StoreDone } from "./pg-target.ts";
@@ -42,11 +45,17 @@ export interface PgSinkOptions {
   /** Reconnect backoff: the first wait, doubled up to the longest (defaults 250 ms and 10,000 ms). */
   retryMinMs?: number;
   retryMaxMs?: number;
+  /** Where the lines about the store's state go (default: nowhere). */
+  stderr?: (line: string) => void;
+  clock?: () => number;
 }
+
+/** How often a store refused for its settings is tried again. */
+const CONFIG_RETRY_MS = 60_000;
 
 /** What /_tap/health shows of the store. */
 export interface StoreHealth {
-  status: "starting" | "ok" | "unreachable";
+  status: "starting" | "ok" | "unreachable" | "misconfigured";
   /** Commits waiting in the outage spool. */
   spooled: number;
   /** The store's URL without its password. */
@@ -66,6 +75,8 @@ export interface StoreHealth {
   dropped: number;
   errors: number;
   lastError: string | null;
+  /** Why the store refuses every connection for a reason of its settings (a role, a password, a database), or null. */
+  misconfigured: string | null;
   conversationsInMemory: number;
 }
 
@@ -86,8 +97,18 @@ export class PgSink {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private recovering = false;
   private closed = false;
+  /** The store could not be reached: said once, then at most once a minute, and when it is back. */
+  private readonly reach: Alarm;
+  /** The store refused us for its settings: the same, separately. */
+  private readonly settings: Alarm;
+  /** Why the store's settings are wrong, while they are. */
+  private misconfigured: string | null = null;
 
   constructor(private readonly options: PgSinkOptions) {
+    const clock = options.clock ?? Date.now;
+    const stderr = options.stderr ?? (() => {});
+    this.reach = new Alarm(clock, stderr);
+    this.settings = new Alarm(clock, stderr);
     this.sql = openStore(options.url, { connectTimeoutS: options.connectTimeoutS });
     // Twice the sessions: each may have a side conversation beside its main one.
     this.writer = new CommitWriter(new PgTarget(this.sql), options.includeThinking, options.maxSessions * 2);
@@ -163,11 +184,40 @@ export class PgSink {
   private outage(error: unknown): void {
     this.spooling = true;
     this.counts.errors++;
+    this.unavailable(error);
+  }
+
+  /**
+   * The store cannot be used now: unreachable, or misconfigured (its settings refuse us). Each change of
+   * state is one events-log line; stderr hears the first failure of each kind, then a reminder a minute.
+   */
+  private unavailable(error: unknown): void {
     this.lastError = describe(error);
-    if (this.status !== "unreachable") {
-      this.status = "unreachable";
-      this.options.log("store", { status: "unreachable", error: this.lastError });
+    const problem = configurationProblem(error);
+    const status = problem === null ? "unreachable" : "misconfigured";
+    const store = redactUrl(this.options.url);
+    const spool = join(this.options.root, ".spool", "postgres");
+    if (problem !== null) {
+      this.misconfigured = `${problem} (${this.lastError})`;
+      this.settings.fail(
+        this.lastError,
+        (first) =>
+          `sessiontap: the store ${store} ${
+            first ? "cannot be used" : "still cannot be used"
+          }: ${this.misconfigured}; fix the store URL (--store / SESSIONTAP_STORE) or the store itself. Its commits are spooled in ${spool} and written once it accepts them (tried again every minute)`,
+      );
+    } else {
+      this.misconfigured = null;
+      this.reach.fail(
+        this.lastError,
+        (first) =>
+          first
+            ? `sessiontap: the store ${store} is unreachable (${this.lastError}); the client is unaffected, commits are spooled in ${spool} and written when it is back`
+            : `sessiontap: the store ${store} is still unreachable (${this.lastError}); ${this.spool.pending} commits spooled`,
+      );
     }
+    if (this.status !== status) this.options.log("store", { status, error: this.lastError });
+    this.status = status;
   }
 
   /** One reconnect attempt: schema, then the spool in order; on success commits go straight to the store. */
@@ -189,12 +239,15 @@ export class PgSink {
         if (!this.spooling) {
           if (this.status !== "ok" || replayed > 0) this.options.log("store", { status: "ok", replayed, spooled: this.spool.pending });
           this.status = "ok";
+          this.misconfigured = null;
+          const back = () =>
+            `sessiontap: the store ${redactUrl(this.options.url)} is usable again; ${replayed} spooled commit${replayed === 1 ? "" : "s"} written`;
+          this.reach.ok(back);
+          this.settings.ok(back);
         }
       } catch (error) {
         this.attempts++;
-        this.lastError = describe(error);
-        if (this.status !== "unreachable") this.options.log("store", { status: "unreachable", error: this.lastError });
-        this.status = "unreachable";
+        this.unavailable(error);
       } finally {
         this.recovering = false;
         if (this.spooling && !this.closed) this.scheduleRecover();
@@ -212,7 +265,9 @@ export class PgSink {
   /** The next reconnect attempt, after a backoff doubling from retryMinMs to retryMaxMs. */
   private scheduleRecover(): void {
     if (this.timer !== null || this.closed) return;
-    const delay = Math.min((this.options.retryMinMs ?? 250) * 2 ** Math.max(0, this.attempts - 1), this.options.retryMaxMs ?? 10_000);
+    const delay = this.status === "misconfigured"
+      ? CONFIG_RETRY_MS
+      : Math.min((this.options.retryMinMs ?? 250) * 2 ** Math.max(0, this.attempts - 1), this.options.retryMaxMs ?? 10_000);
     this.timer = setTimeout(() => {
       this.timer = null;
       this.recover();
@@ -246,6 +301,7 @@ export class PgSink {
       schema: this.schema,
       ...this.counts,
       lastError: this.lastError,
+      misconfigured: this.misconfigured,
       conversationsInMemory: this.writer.size,
     };
   }

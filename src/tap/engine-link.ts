@@ -6,7 +6,8 @@
  */
 import type { EngineHealth } from "../mirror/health.ts";
 import type { BodyCopy, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
-import type { IdentityHeaders } from "../protocol/session-id.ts";
+import { credentialTag, TOKEN_HEADER, tokenMatches } from "../protocol/credential.ts";
+import { type IdentityHeaders, identityHeaders } from "../protocol/session-id.ts";
 import { RelayObserver } from "./relay-observer.ts";
 
 /** Where the engine runs: a Worker, or this thread. */
@@ -55,6 +56,13 @@ export class EngineLink {
   private why: string | null = null;
   /** Response bytes sent and not yet read by the engine. */
   private unread = 0;
+  /** The root's secret credentials are fingerprinted under (null: none is kept). */
+  private bindingKey: string | null = null;
+  /** The token API traffic must carry to be mirrored (beyond loopback), or null. */
+  private apiToken: string | null = null;
+  /** API requests not mirrored for want of the token, and when that was last said. */
+  private tokenless = 0;
+  private tokenlessSaidAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly host: EngineHost,
@@ -99,6 +107,44 @@ export class EngineLink {
   /** Why the engine stopped (said in health), or null while it runs. */
   get stopped(): string | null {
     return this.why;
+  }
+
+  /**
+   * How requests are told apart (docs/DESIGN.md "Who a session belongs to"): `bindingKey` fingerprints each
+   * request's credential for the engine (the credential itself never crosses); `apiToken`, when the tap
+   * listens beyond loopback, is what API traffic must carry (TOKEN_HEADER) to be mirrored.
+   */
+  identify(bindingKey: string | null, apiToken: string | null): void {
+    this.bindingKey = bindingKey;
+    this.apiToken = apiToken;
+  }
+
+  /** Starts following a request with these headers, or null (the engine stopped, or the request lacks the tap's token). */
+  openFor(headers: Headers, at: number, request?: RequestFacts): RelayObserver | null {
+    if (this.apiToken !== null && !tokenMatches(headers.get(TOKEN_HEADER), this.apiToken)) {
+      this.withoutToken(at);
+      return null;
+    }
+    const credential = this.bindingKey === null ? null : credentialTag(headers, this.bindingKey);
+    return this.open({ ...identityHeaders(headers), credential }, at, request);
+  }
+
+  /** An API request beyond loopback without the tap's token: relayed, not mirrored; said at once, then at most once a minute. */
+  private withoutToken(at: number): void {
+    this.tokenless++;
+    if (at - this.tokenlessSaidAt < 60_000) return;
+    this.tokenlessSaidAt = at;
+    this.send({
+      t: "log",
+      action: "skip",
+      fields: { reason: `API traffic without the tap's token (${TOKEN_HEADER}) is relayed, not mirrored`, requests: this.tokenless },
+    });
+    this.listener.stderr(
+      `sessiontap: ${this.tokenless} API request${
+        this.tokenless === 1 ? "" : "s"
+      } without the tap's token relayed but not mirrored (it listens beyond loopback); ` +
+        `to mirror Claude Code's, run it with ANTHROPIC_CUSTOM_HEADERS="${TOKEN_HEADER}: <token>"`,
+    );
   }
 
   /** Starts following one request, or null when the engine has stopped. */

@@ -8,8 +8,7 @@ import { awsRefusal, type Refusal } from "../protocol/providers/aws-signature.ts
 import { pathShape } from "../protocol/providers/path-shape.ts";
 import { recognise } from "../protocol/providers/recognise.ts";
 import { apiError } from "../protocol/api-error.ts";
-import { identityHeaders } from "../protocol/session-id.ts";
-import { clientResponseHeaders, upstreamRequestHeaders } from "../protocol/headers.ts";
+import { clientResponseHeaders, fetchDecoded, type FetchRuntime, upstreamRequestHeaders } from "../protocol/headers.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { EngineLink } from "./engine-link.ts";
 import type { RelayObserver } from "./relay-observer.ts";
@@ -21,8 +20,8 @@ export interface ForwardDeps {
   /** Upstream origin (and optional base path), no trailing slash. */
   upstream: string;
   fetch: typeof fetch;
-  /** The content codings `fetch` decodes (docs/RUNTIMES.md "Encoding and headers"); gzip, deflate and br unless told. */
-  decodes?: readonly string[];
+  /** Whose fetch `fetch` is: what it decodes differs (fetchDecoded). */
+  runtime: FetchRuntime;
   /** The mirror engine, or null when the mirror is off. */
   engine: EngineLink | null;
   /** Largest request body the mirror keeps a copy of. */
@@ -86,14 +85,15 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   // "Nothing forwarded unseen").
   const seen = recognise(request.method, url.pathname);
   const observer = deps.engine !== null && seen.kind === "conversation"
-    ? deps.engine.open(identityHeaders(request.headers), deps.clock(), { provider: seen.provider, model: seen.model })
+    ? deps.engine.openFor(request.headers, deps.clock(), { provider: seen.provider, model: seen.model })
     : null;
   const unseen = deps.engine !== null && seen.kind === "other" && request.method === "POST" && isJson(request.headers) ? seen.reason : null;
   const signal = AbortSignal.any([request.signal, deps.stopping]);
   const relayed = await relayBody(request, observer === null && unseen === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
+  const sent = upstreamRequestHeaders(request.headers, relayed.body instanceof ReadableStream);
   const pending = deps.fetch(target, {
     method: request.method,
-    headers: upstreamRequestHeaders(request.headers, relayed.body instanceof ReadableStream),
+    headers: sent,
     body: relayed.body,
     redirect: "manual",
     signal,
@@ -113,12 +113,13 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     return upstreamUnreachable(`upstream ${new URL(deps.upstream).host} could not be reached (${describe(error)})`);
   }
   deps.upstreamHealth.answered();
-  return answer(request, signal, upstream, observer !== null && observer.head(upstream.status, upstream.headers) ? observer : null, deps);
+  const decoded = fetchDecoded(deps.runtime, upstream.headers.get("content-encoding"), sent.get("accept-encoding"));
+  const headers = clientResponseHeaders(upstream.headers, decoded);
+  return answer(request, signal, upstream, headers, observer !== null && observer.head(upstream.status, headers) ? observer : null, deps);
 }
 
-/** The client's response: the upstream's status, headers and body, teed to the observer when there is one. */
-function answer(request: Request, signal: AbortSignal, upstream: Response, observer: RelayObserver | null, deps: ForwardDeps): Response {
-  const headers = clientResponseHeaders(upstream.headers, deps.decodes);
+/** The client's response: the upstream's status, `headers` and body, teed to the observer when there is one. */
+function answer(request: Request, signal: AbortSignal, upstream: Response, headers: Headers, observer: RelayObserver | null, deps: ForwardDeps): Response {
   const init = { status: upstream.status, statusText: upstream.statusText, headers };
   if (upstream.body === null || NULL_BODY.has(upstream.status) || request.method === "HEAD") {
     if (upstream.body !== null) void upstream.body.cancel();

@@ -31,11 +31,14 @@ export class RelayObserver {
     this.guarded(() => this.link.body(this.id, copy));
   }
 
-  /** The response head. Returns false when the response is not followed (only a 2xx answer is mirrored: docs/DESIGN.md "The mirror"). */
+  /** The response head, as the client gets it. Returns false when the response is not followed (only a 2xx answer is mirrored: docs/DESIGN.md "The mirror"). */
   head(status: number, headers: Headers): boolean {
     return this.guarded(() => {
       const framing = responseFraming(headers.get("content-type"));
-      this.link.send({ t: "head", id: this.id, status, requestId: responseRequestId(headers), framing });
+      // Headers as the client gets them: a coding still named there is one fetch did not decode.
+      const coding = (headers.get("content-encoding") ?? "").trim().toLowerCase();
+      const coded = coding !== "" && coding !== "identity";
+      this.link.send({ t: "head", id: this.id, status, requestId: responseRequestId(headers), framing, coded });
       if (status >= 200 && status < 300) return true;
       this.finish({ t: "end", id: this.id });
       return false;

@@ -6,6 +6,7 @@ import { renderMarkdown } from "./render-md.ts";
 import type { SessionSummary } from "./summary.ts";
 import { outline, type Tree } from "./tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
+import { terminalSafeJson } from "./control-chars.ts";
 
 /** The export formats. */
 export type ExportFormat = "md" | "html" | "jsonl";
@@ -15,7 +16,8 @@ export type ExportFormat = "md" | "html" | "jsonl";
  * `md`/`html`: the conversation for people, every record once in reading order (see tree.ts `outline`).
  */
 export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat, prices?: PriceTable): string {
-  if (format === "jsonl") return session.records.map((r) => compactJson(r) + "\n").join("");
+  // Escaped, not changed: each line is the same JSON value, with nothing raw a terminal would act on.
+  if (format === "jsonl") return session.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
   const items = outline(session.tree);
   return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
 }

@@ -19,7 +19,7 @@ import { plural } from "../utils/plural.ts";
 /** A Markdown document: a header of facts, then the conversation. */
 export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const lines = [
-    `# Claude Code session ${summary.sessionId ?? summary.dir}`,
+    `# Claude Code session ${scrubLine(summary.sessionId ?? summary.dir)}`,
     "",
     `- Title: ${summary.title === null ? "(none)" : scrubControl(summary.title)}`,
     `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubLine(summary.cwd))}`,

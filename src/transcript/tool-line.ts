@@ -58,7 +58,7 @@ function what(name: string, input: Record<string, unknown>): string {
 
 /** `Name: what it did`, one line of at most 160 characters, control characters removed. */
 export function toolLine(name: unknown, input: unknown): string {
-  const tool = typeof name === "string" && name !== "" ? name : "tool";
+  const tool = typeof name === "string" && name !== "" ? oneLine(scrubControl(name), MAX) : "tool";
   const detail = oneLine(scrubControl(what(tool, isObject(input) ? input : {})), MAX - tool.length - 2);
   return detail === "" ? tool : `${tool}: ${detail}`;
 }

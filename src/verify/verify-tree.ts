@@ -5,7 +5,6 @@
  * duplicates are moved aside (`.torn`, `.dup`) before the file is rewritten, modes are reset. Repairs
  * take each directory's writer lock, so a running tap never interleaves with them.
  */
-import process from "node:process";
 import { dirName } from "../protocol/session-id.ts";
 import type { DirLocks } from "../storage/dir-lock.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -13,6 +12,7 @@ import { describe } from "../utils/describe-error.ts";
 import { checkWhole } from "../storage/publish.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { DIR_MODE, join } from "../storage/paths.ts";
+import { removeLeftovers, writerTag } from "../storage/leftovers.ts";
 import { jsonObject } from "../protocol/jsonl.ts";
 
 /** What verify found (and fixed) in one session. */
@@ -174,7 +174,7 @@ function lineIssues(sorted: Sorted): string[] {
 async function repairFile(fs: FsAdapter, path: string, sorted: Sorted): Promise<void> {
   if (sorted.torn.length > 0) await fs.append(`${path}.torn`, sorted.torn.join("\n") + "\n", true);
   if (sorted.dup.length > 0) await fs.append(`${path}.dup`, sorted.dup.join("\n") + "\n", true);
-  const aside = `${path}.repair-${process.pid}`;
+  const aside = `${path}.repair-${await writerTag(fs)}`;
   const text = sorted.keep.map((l) => l + "\n").join("");
   if (!(await fs.createExclusive(aside, text, true))) throw new Error(`${aside} is in the way (remove it, then repair again)`);
   try {
@@ -190,7 +190,18 @@ async function repairFile(fs: FsAdapter, path: string, sorted: Sorted): Promise<
 async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repair: boolean, report: SessionReport): Promise<Rec[]> {
   const out: Rec[] = [];
   const seen = new Map<string, string>();
-  const names = (await fs.readdir(dir.path)).filter((f) => f.name.endsWith(".jsonl"));
+  const entries = await fs.readdir(dir.path);
+  // What a repair killed part-way left (docs/RELIABILITY.md "Trust boundaries"): told, and removed by --repair once provably stale.
+  const isLeftover = (name: string) => /\.jsonl\.repair-/.test(name);
+  if (repair) {
+    for (const name of await removeLeftovers(fs, dir.path, isLeftover, Date.now())) {
+      report.repaired.push(`${name}: the leftover of an interrupted repair, removed`);
+    }
+  }
+  for (const f of (repair ? await fs.readdir(dir.path) : entries).filter((e) => e.isFile && isLeftover(e.name))) {
+    report.problems.push(`${f.name}: the leftover of an interrupted repair (verify --repair removes it once its writer is gone)`);
+  }
+  const names = entries.filter((f) => f.name.endsWith(".jsonl"));
   for (const f of names.sort((a, b) => a.name.localeCompare(b.name))) {
     const path = join(dir.path, f.name);
     if (f.isSymbolicLink) {

@@ -41,6 +41,25 @@ describe("session mirror: failures and retries", () => {
     assert.equal(ofType(records, "assistant").length, 2);
   });
 
+  it("a non-streaming answer whose JSON is broken is skipped (counted, logged), not an internal error: health stays ok", async () => {
+    const broken = '{"type":"message","id":"msg_broken","content":[{"type":"text","text":"cut';
+    stub.enqueue({ kind: "raw", status: 200, body: broken, headers: { "content-type": "application/json" } });
+    const res = await fetch(`${tap.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": "sk-test", "x-claude-code-session-id": "sbroken" },
+      body: JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "answer me in broken JSON" }] }),
+    });
+    assert.equal(await res.text(), broken, "the client gets the bytes as they came");
+    await tap.settled();
+    const health = await (await fetch(`${tap.url}/_tap/health`)).json() as { status: string; problems: string[]; mirror: { skipped: number; errors: number } };
+    assert.equal(health.status, "ok", JSON.stringify(health.problems));
+    assert.equal(health.mirror.errors, 0);
+    assert.ok(health.mirror.skipped >= 1);
+    const events = readEvents(tap.root);
+    assert.ok(events.some((e) => e.action === "skip" && /not JSON/.test(String(e.reason))), "the events log says why");
+    assert.deepEqual(events.filter((e) => e.action === "error"), []);
+  });
+
   it("an error event mid-stream, then the retry → the user message once, what arrived kept as interrupted, the retry's answer once", async () => {
     const c = new Conversation(tap, "serr");
     await c.say("one");
@@ -113,7 +132,7 @@ describe("session mirror: failures and retries", () => {
     const response = await fetch(`${tap.url}/v1/messages`, {
       method: "POST",
       signal: controller.signal,
-      headers: { "content-type": "application/json", "x-claude-code-session-id": "sleave" },
+      headers: { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", "x-claude-code-session-id": "sleave" },
       body: JSON.stringify({ model: "m", stream: true, tools: [BASH_TOOL], messages: [...c.messages, { role: "user", content: "two" }] }),
     });
     const reader = response.body!.getReader();
@@ -223,8 +242,10 @@ describe("session mirror: a writer that fails never touches the client", () => {
       faults.set("reject");
       const c = new Conversation(small.url, "w-full");
       for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);
-      assert.equal((await small.mirror!.stats()).queued, 2);
-      assert.equal((await small.mirror!.stats()).dropped, 2);
+      // The client has each answer before its commit reaches the tree (its session's owner is judged first).
+      const stats = await pollAsync(() => small.mirror!.stats(), (s) => s.queued + s.dropped === 4, 5_000, "every commit handed to the tree");
+      assert.equal(stats.queued, 2);
+      assert.equal(stats.dropped, 2);
       await small.mirror!.flush(500); // the events log is flushed with the writes (the tree's still fail)
       assert.ok(readEvents(small.root).some((e) => e.action === "drop"));
       faults.set(null);

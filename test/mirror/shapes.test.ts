@@ -170,7 +170,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     await c.say("first");
     const title = await fetch(`${tap.url}/v1/messages`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-claude-code-session-id": "titled" },
+      headers: { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", "x-claude-code-session-id": "titled" },
       body: JSON.stringify({
         model: "haiku",
         max_tokens: 50,
@@ -197,7 +197,12 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     // As the real CLI sends it (see test/e2e/claude-guard.test.ts): the identity opens every system prompt.
     const title = await fetch(`${tap.url}/v1/messages`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-claude-code-session-id": "titled-2", "user-agent": "claude-cli/2.1.328 (external, cli)" },
+      headers: {
+        "content-type": "application/json",
+        "x-api-key": "sk-ant-test-SECRET",
+        "x-claude-code-session-id": "titled-2",
+        "user-agent": "claude-cli/2.1.328 (external, cli)",
+      },
       body: JSON.stringify({
         model: "claude-opus-5-5",
         max_tokens: 128000,
@@ -227,7 +232,12 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     // so only the structured-answer request (no tools) tells it from the conversation.
     const title = await fetch(`${tap.url}/v1/messages?beta=true`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-claude-code-session-id": "real-title", "user-agent": "claude-cli/2.1.328 (external, cli)" },
+      headers: {
+        "content-type": "application/json",
+        "x-api-key": "sk-ant-test-SECRET",
+        "x-claude-code-session-id": "real-title",
+        "user-agent": "claude-cli/2.1.328 (external, cli)",
+      },
       body: JSON.stringify({
         model: "claude-opus-5-5",
         max_tokens: 128000,
@@ -291,7 +301,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
       await new Conversation(quiet, "no-side").say("main turn");
       const title = await fetch(`${quiet.url}/v1/messages`, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-claude-code-session-id": "no-side" },
+        headers: { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", "x-claude-code-session-id": "no-side" },
         body: JSON.stringify({
           model: "haiku",
           max_tokens: 50,
@@ -314,7 +324,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   it("a side request seen before the main conversation does not become the main chain", async () => {
     const probe = await fetch(`${tap.url}/v1/messages`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-claude-code-session-id": "probe-first" },
+      headers: { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", "x-claude-code-session-id": "probe-first" },
       body: JSON.stringify({ model: "haiku", max_tokens: 1, messages: [{ role: "user", content: "quota" }] }),
     });
     await probe.arrayBuffer();

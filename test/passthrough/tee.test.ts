@@ -300,15 +300,16 @@ describe("tee and relay observer, with a real engine", () => {
     }
   });
 
-  it("an answer the engine cannot read is one counted error, unmirrored; the client still gets every byte", async () => {
+  it("an answer the engine cannot read is skipped and counted, unmirrored, not an internal error; the client still gets every byte", async () => {
     const e = await engineOn(nodeFs);
     try {
       const chunks = encoded(['{"type":"message",', "this is not JSON"]);
       const observer = follow(e.link, "bad-json", new Headers({ "content-type": "application/json" }));
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
       const stats = await e.link.query("stats", null);
-      assert.equal(stats.errors, 1);
-      assert.equal(stats.unmirrored, 1);
+      assert.equal(stats.skipped, 1);
+      assert.equal(stats.errors, 0);
+      assert.equal(stats.unmirrored, 0);
     } finally {
       await e.close();
     }
@@ -340,7 +341,12 @@ describe("tee and relay observer, with a real engine", () => {
     const queue: ToEngine[] = [];
     let paused = true;
     // deliver and engine are defined below; the link posts only once the test starts relaying.
-    const link = new EngineLink({ post: (m) => (queue.push(m), deliver()), close: () => {} }, { stderr: () => {}, wrote: () => {}, alerts: () => {} });
+    const said: string[] = [];
+    const link = new EngineLink({ post: (m) => (queue.push(m), deliver()), close: () => {} }, {
+      stderr: (l) => said.push(l),
+      wrote: () => {},
+      alerts: () => {},
+    });
     const engine = new MirrorEngine(
       settingsFor(dir, { SESSIONTAP_MAX_SESSIONS: "8", SESSIONTAP_MAX_QUEUED: "10", SESSIONTAP_MAX_MESSAGE_BYTES: String(1 << 20) }),
       {
@@ -371,6 +377,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.ok(readEvents(`${dir}/mirror`).some((e) => e.action === "give-up" && e.dir === "behind"), "the events log names it");
       assert.deepEqual(allRecords(`${dir}/mirror/behind`).map((r) => r.type), ["user"], "the prompt is kept, the answer is not");
       assert.ok((await link.health())!.problems.some((p) => /1 answer given up/.test(p)), "health says so");
+      assert.equal(said.filter((l) => /fell behind the relay and gave up on an answer of behind/.test(l)).length, 1, `stderr says so once: ${said}`);
       // The next answer, with the engine caught up, is followed as ever.
       assert.ok((await readAll(teeBody(source(encoded(textReply("y", { id: "msg_after" }))).stream, follow(link, "after"), options()))).byteLength > 0);
       await link.query("flush", 2000);

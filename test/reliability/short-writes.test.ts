@@ -17,6 +17,7 @@ import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { serveTap, spawnTap } from "../support/child.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
+import { writerTag } from "../../src/storage/leftovers.ts";
 
 type Rec = Record<string, unknown>;
 type Health = { status: string; problems: string[] };
@@ -304,9 +305,9 @@ describe("restore and verify --repair on a nearly full disk keep the original", 
     );
     assert.equal(readFileSync(path, "utf8"), damaged, "the original is kept as it was");
     assert.deepEqual(readdirSync(`${root}/${ID}`).filter((f) => f.includes(".repair-")), [], "no half-written repair left");
-    const lied = await cli(["verify", "--repair", "--mirror-dir", root], {}, { fs: lyingFs(`.repair-${process.pid}`) });
+    const lied = await cli(["verify", "--repair", "--mirror-dir", root], {}, { fs: lyingFs(`.repair-${await writerTag(nodeFs)}`) });
     assert.equal(lied.code, 1, lied.stdout);
-    assert.match(lied.stdout, /problem: .*; not repaired \(EIO: \S+\.repair-\d+ holds 100 of the \d+ bytes written to it\): the file is as it was$/m);
+    assert.match(lied.stdout, /problem: .*; not repaired \(EIO: \S+\.repair-w\d+-\S+ holds 100 of the \d+ bytes written to it\): the file is as it was$/m);
     assert.equal(readFileSync(path, "utf8"), damaged, "a write that said it was whole is checked too");
     assert.deepEqual(readdirSync(`${root}/${ID}`).filter((f) => f.includes(".repair-")), []);
     disk.heal();

@@ -133,13 +133,17 @@ describe("listening beyond loopback", () => {
       assert.equal(login.status, 303);
       assert.equal((await fetch(`${base}/_tap/api/sessions`, { headers: { cookie: String(login.headers.get("set-cookie")).split(";")[0] } })).status, 200);
       assert.equal((await new Conversation(base, "over-the-network").say("hello")).status, 200, "forwarding is unchanged");
+      assert.match(block, /^ {2}export ANTHROPIC_CUSTOM_HEADERS="x-sessiontap-token: <TOKEN>"/m, "how API traffic carries the token");
+      const withToken = new Conversation(base, "with-the-token", { headers: { "x-sessiontap-token": token! } });
+      assert.equal((await withToken.say("hello")).status, 200);
       assert.equal(tap.stdout().split(token!).length - 1, 2, "the token appears in the startup block only (its line and the login link)");
       assert.ok(!tap.stderr().includes(token!), "never on stderr");
       tap.signal("SIGTERM");
       assert.equal((await tap.exit()).code, 0);
       const events = readFileSync(`${scratch}/mirror/session-mirror-events.jsonl`, "utf8");
       assert.ok(!events.includes(token!), "never in the events log");
-      assert.ok(existsSync(`${scratch}/mirror/over-the-network`));
+      assert.ok(!existsSync(`${scratch}/mirror/over-the-network`), "API traffic without the token is relayed, not mirrored");
+      assert.ok(existsSync(`${scratch}/mirror/with-the-token`), "with it, mirrored");
     } finally {
       tap.signal("SIGTERM");
       await tap.exit();

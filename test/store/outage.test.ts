@@ -6,7 +6,9 @@
 // This file runs its own cluster (it stops it), so other tests are never disturbed.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import process from "node:process";
 import { tmpdir } from "node:os";
 import { type Cluster, startCluster } from "../../scripts/pg-test-cluster.mjs";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
@@ -14,6 +16,18 @@ import { serveTap } from "../support/child.ts";
 import { Conversation, textsOf } from "../support/client.ts";
 import { readEvents, readTree } from "../support/tap.ts";
 import { clusterUrl, freshDatabase, pollAsync, storedRows, storeHealth, storeStatus, type TestDatabase } from "../support/pg.ts";
+
+/** The tap's stderr lines about the store. */
+const storeLines = (stderr: string) => stderr.split("\n").filter((l) => /sessiontap: the store /.test(l));
+/** What a store line says: it went away, or it is back. */
+const kind = (line: string) => (/unreachable/.test(line) ? "unreachable" : /usable again/.test(line) ? "back" : line);
+
+/** Every process of the cluster: its postmaster (the first line of postmaster.pid) and the postmaster's children. */
+function clusterPids(cluster: Cluster): number[] {
+  const postmaster = Number(readFileSync(`${cluster.dir}/data/postmaster.pid`, "utf8").split("\n")[0]);
+  const children = spawnSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+  return [postmaster, ...children];
+}
 
 describe("a store outage mid-session", () => {
   let cluster: Cluster;
@@ -76,12 +90,62 @@ describe("a store outage mid-session", () => {
       assert.deepEqual(readdirSync(spoolDir), [], "the spool is empty again");
       const states = readEvents(root).filter((e) => e.action === "store").map((e) => e.status);
       assert.deepEqual(states, ["ok", "unreachable", "ok"], "the events log says when the store went away and came back");
+      assert.deepEqual(storeLines(tap.stderr()).map(kind), ["unreachable", "back"], `stderr says it once each way: ${storeLines(tap.stderr())}`);
     } finally {
       tap.signal("SIGTERM");
       assert.equal((await tap.exit()).code, 0);
     }
     assert.doesNotMatch(tap.stderr(), /unhandled|uncaught/i, "never an unhandled rejection");
   });
+
+  it("unreachable at start: said at once on stderr, and when the store comes up", { timeout: 90_000 }, async () => {
+    cluster.pause();
+    const root = `${dir}/at-start`;
+    const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", root, "--store", db.url]);
+    try {
+      await tap.waitFor("stderr", /store .* is unreachable/);
+      assert.equal((await new Conversation(url, "at-start").say("while it is down")).status, 200);
+      cluster.resume();
+      await storeStatus(url, "ok", 30_000);
+      await tap.waitFor("stderr", /store .* is usable again; 1 spooled commit written/);
+      assert.deepEqual(storeLines(tap.stderr()).map(kind), ["unreachable", "back"], storeLines(tap.stderr()).join(" | "));
+    } finally {
+      tap.signal("SIGTERM");
+      assert.equal((await tap.exit()).code, 0);
+    }
+  });
+
+  it(
+    "PostgreSQL stopped with SIGSTOP (every process of it): said once when its transactions time out, and when it answers again",
+    { timeout: 90_000 },
+    async () => {
+      const root = `${dir}/sigstop`;
+      const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", root, "--store", db.url]);
+      const pids = clusterPids(cluster);
+      try {
+        await storeStatus(url);
+        const c = new Conversation(url, "sigstop");
+        assert.equal((await c.say("before")).status, 200);
+        for (const pid of pids) process.kill(pid, "SIGSTOP");
+        try {
+          const started = Date.now();
+          assert.equal((await c.say("while it is stopped")).status, 200);
+          assert.ok(Date.now() - started < 2000, "the client never waits for the store");
+          await tap.waitFor("stderr", /store .* is unreachable/, 40_000);
+        } finally {
+          for (const pid of pids) process.kill(pid, "SIGCONT");
+        }
+        await storeStatus(url, "ok", 40_000);
+        await tap.waitFor("stderr", /store .* is usable again/, 20_000);
+        assert.deepEqual(storeLines(tap.stderr()).map(kind), ["unreachable", "back"], storeLines(tap.stderr()).join(" | "));
+        const rows = await pollAsync(() => storedRows(db.sql), (r) => r.filter((x) => x.session_id === "sigstop").length === 4);
+        assert.equal(rows.filter((x) => x.session_id === "sigstop").length, 4, "both turns once");
+      } finally {
+        tap.signal("SIGTERM");
+        await tap.exit();
+      }
+    },
+  );
 
   it("a tap killed with commits spooled: the next tap on that root replays them once", { timeout: 90_000 }, async () => {
     const root = `${dir}/two`;

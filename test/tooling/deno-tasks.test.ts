@@ -113,7 +113,10 @@ describe("the documented deno tasks", () => {
     });
     try {
       const page = await (await fetch(`${url}/_tap/`)).text();
-      assert.ok(page.includes("sessiontap's viewer client, prebuilt by scripts/deno-compile.mjs"), "the page runs the prebuilt client, not one bundled at run time");
+      assert.ok(
+        page.includes("sessiontap's viewer client, prebuilt by scripts/deno-compile.mjs"),
+        "the page runs the prebuilt client, not one bundled at run time",
+      );
     } finally {
       tap.signal("SIGTERM");
       await tap.exit();

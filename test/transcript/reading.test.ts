@@ -4,7 +4,7 @@
 // asked). Runs under Bun and Deno.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { hasControl, scrubControl, scrubLine } from "../../src/transcript/control-chars.ts";
+import { hasControl, scrubControl, scrubLine, terminalSafeJson } from "../../src/transcript/control-chars.ts";
 import { environmentSummary, injectedSummary } from "../../src/transcript/injected.ts";
 import { bytesShort } from "../../src/usage/format.ts";
 import { UTC } from "../../src/utils/local-time.ts";
@@ -63,6 +63,10 @@ describe("control characters", () => {
     assert.equal(scrubControl("plain ünïcødé ✓"), "plain ünïcødé ✓");
     assert.equal(scrubLine(`/home/me/a${ESC}[2J \r\n\tFAIL  forged\nline`), "/home/me/a FAIL  forged line", "one line for a table cell");
     assert.ok(hasControl(`x${ESC}`) && !hasControl("x\ty\n"));
+    // Bidirectional controls reorder what a line shows (Trojan Source): they go, the text they held stays.
+    assert.equal(scrubLine("ls \u202e/etc/passwd\u2066 x\u2069 \u202a\u202c"), "ls /etc/passwd x ");
+    assert.ok(hasControl("a\u2067b") && !hasControl("עברית and العربية"), "right-to-left text itself is not a control");
+    assert.equal(terminalSafeJson(JSON.stringify({ id: "a\u202eb\u009b" })), '{"id":"a\\u202eb\\u009b"}', "JSON keeps the value, escaped");
   });
 });
 

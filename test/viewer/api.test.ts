@@ -130,6 +130,23 @@ describe("viewer routes", () => {
     open.close();
   });
 
+  it("health under a foreign Host answers its status only: a page that rebinds its domain to the tap reads no path or session id", async () => {
+    const full = {
+      status: "degraded",
+      problems: ["guard: 97ca207e… transcript missing"],
+      mirror: { root: "/home/me/.claude/session-mirrors" },
+      guard: { alerts: [{ sessionId: "97ca207e" }] },
+    };
+    const tap = createApp({ forward: async () => new Response(null), health: () => full, viewer: viewer.deps });
+    const health = (host: string) => tap.request(`http://${host}/_tap/health`, { headers: { host } });
+    for (const host of ["evil.example:8787", "127.0.0.1.evil.example", "10.0.0.5:8787"]) {
+      const res = await health(host);
+      assert.equal(res.status, 200, host);
+      assert.deepEqual(await res.json(), { status: "degraded" }, host);
+    }
+    for (const host of ["127.0.0.1:8787", "localhost:8787", "[::1]:8787"]) assert.deepEqual(await (await health(host)).json(), full, host);
+  });
+
   it("api: sessions, one session by prefix (404 unknown, 409 ambiguous), search, export", async () => {
     const list = await (await get("/_tap/api/sessions")).json();
     assert.deepEqual(list.map((s: { sessionId: string }) => s.sessionId).sort(), [S1, S2]);

@@ -1,0 +1,140 @@
+// A borrowed session id changes nothing of that session (docs/DESIGN.md "Who a session belongs to"). Any
+// client that sent another session's `x-claude-code-session-id` with its own history became that
+// session's newest branch, and `restore` then wrote the intruder's conversation (and cwd) as the transcript
+// Claude Code resumes. Now a session is bound, by its first request, to a keyed fingerprint of the
+// credential that opened it and to its cwd: a request from another credential or directory starts a
+// session of its own (said on stderr and in the events log); the owner's own session is never split — the
+// same key, or for a bearer token (Claude Code's OAuth, refreshed mid-session) the same account and device.
+// Beyond loopback, API traffic is mirrored only when it carries the tap's token. A real tap in-process.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { Conversation, textsOf } from "../support/client.ts";
+import { cli } from "../support/recover.ts";
+import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
+import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+
+const SESSION = "b0220000-0000-4000-8000-000000000001";
+const env = (cwd: string) => ({ system: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}\n` });
+const metadata = (account: string, device: string) => ({
+  metadata: { user_id: JSON.stringify({ device_id: device, account_uuid: account, session_id: SESSION }) },
+});
+const users = (records: Record<string, unknown>[]) => records.filter((r) => r.type === "user").map((r) => textsOf(r)[0]);
+
+describe("a borrowed session id", () => {
+  let stub: StubUpstream;
+  let tap: TestTap;
+  let dir: string;
+  before(async () => {
+    stub = await startStub();
+    tap = await startTestTap(stub.url);
+    dir = tap.root.slice(0, -"/mirror".length);
+  });
+  after(async () => {
+    await tap.close();
+    await stub.close();
+  });
+  const sessions = () => readdirSync(tap.root).filter((n) => !n.startsWith(".") && !n.startsWith("session-mirror-events"));
+
+  it("from another API key: a session of its own, said once on stderr and in the events log; the owner's session untouched", async () => {
+    const owner = new Conversation(tap, SESSION, { headers: { "x-api-key": "sk-ant-owner-key" }, ...env("/home/owner/proj") });
+    await owner.say("the owner's first prompt");
+    await owner.say("the owner's second prompt");
+    const intruder = new Conversation(tap, SESSION, { headers: { "x-api-key": "sk-ant-intruder-key" }, ...env("/home/owner/proj") });
+    assert.equal((await intruder.say("an intruder's history")).status, 200, "the intruder is answered as before");
+    await owner.say("the owner goes on");
+    assert.deepEqual(users(allRecords(`${tap.root}/${SESSION}`)), ["the owner's first prompt", "the owner's second prompt", "the owner goes on"]);
+    const own = sessions().filter((n) => n.startsWith(`${SESSION}-from-`));
+    assert.equal(own.length, 1, `a session of its own: ${sessions()}`);
+    const theirs = allRecords(`${tap.root}/${own[0]}`);
+    assert.deepEqual(users(theirs), ["an intruder's history"]);
+    assert.ok(theirs.every((r) => r.sessionId === own[0]), "its records name their own session");
+    const split = readEvents(tap.root).filter((e) => e.action === "session-split");
+    assert.deepEqual(split.map((e) => [e.dir, e.as, e.why]), [[SESSION, own[0], "credential"]]);
+    assert.equal(tap.stderrLines.filter((l) => /carried the id of session/.test(l)).length, 1, tap.stderrLines.join("\n"));
+    const stats = await tap.mirror!.stats();
+    assert.equal(stats.borrowed, 1);
+  });
+
+  it("from the same key in another working directory: a session of its own too", async () => {
+    const elsewhere = new Conversation(tap, SESSION, { headers: { "x-api-key": "sk-ant-owner-key" }, ...env("/tmp/somewhere/else") });
+    await elsewhere.say("the same key, another directory");
+    assert.ok(!users(allRecords(`${tap.root}/${SESSION}`)).includes("the same key, another directory"));
+    assert.deepEqual(readEvents(tap.root).filter((e) => e.action === "session-split").map((e) => e.why), ["credential", "cwd"]);
+  });
+
+  it("restore brings back the owner's conversation and cwd, never the intruder's", async () => {
+    const claude = `${dir}/claude`;
+    const r = await cli(["restore", SESSION, "--mirror-dir", tap.root], { CLAUDE_CONFIG_DIR: claude });
+    assert.equal(r.code, 0, r.stderr);
+    const written = readFileSync(`${claude}/projects/${encodeProjectDir("/home/owner/proj")}/${SESSION}.jsonl`, "utf8");
+    assert.ok(written.includes("the owner goes on"));
+    assert.ok(!written.includes("intruder") && !written.includes("another directory") && !written.includes("/tmp/somewhere/else"));
+  });
+
+  it("an OAuth session whose bearer token is refreshed mid-session is never split; another account's token is", async () => {
+    const id = "b0220000-0000-4000-8000-000000000002";
+    const turn = async (token: string, account: string, text: string, messages: { role: string; content: unknown }[]) => {
+      const c = new Conversation(tap, id, {
+        headers: { "x-api-key": "", authorization: `Bearer ${token}` },
+        ...env("/home/oauth/proj"),
+        body: metadata(account, "device-1"),
+      });
+      c.messages.push(...messages);
+      await c.say(text);
+      return c.messages;
+    };
+    let history = await turn("sk-ant-oat01-first-token", "account-1", "before the refresh", []);
+    history = await turn("sk-ant-oat01-refreshed-token", "account-1", "after the refresh", history);
+    await turn("sk-ant-oat01-someone-elses", "account-2", "another account", []);
+    assert.deepEqual(users(allRecords(`${tap.root}/${id}`)), ["before the refresh", "after the refresh"]);
+    assert.equal(sessions().filter((n) => n.startsWith(`${id}-from-`)).length, 1);
+  });
+
+  it("the binding holds fingerprints only, under a 0600 secret of the root's, and outlives a restart", async () => {
+    const key = statSync(`${tap.root}/.binding-key`);
+    assert.equal(key.mode & 0o777, 0o600);
+    const binding = readFileSync(`${tap.root}/.bindings/${SESSION}.json`, "utf8");
+    assert.ok(!/sk-ant|owner-key|oat01/.test(binding), `no credential: ${binding}`);
+    assert.match(binding, /"credential":"key:[0-9a-f]{32}"/);
+    const again = await startTestTap(stub.url, {}, {}, dir);
+    try {
+      const intruder = new Conversation(again, SESSION, { headers: { "x-api-key": "sk-ant-intruder-key" }, ...env("/home/owner/proj") });
+      await intruder.say("after the restart");
+      const owner = new Conversation(again, SESSION, { headers: { "x-api-key": "sk-ant-owner-key" }, ...env("/home/owner/proj") });
+      await owner.say("the owner after the restart");
+      const mine = users(allRecords(`${again.root}/${SESSION}`));
+      assert.ok(mine.includes("the owner after the restart") && !mine.includes("after the restart"), JSON.stringify(mine));
+    } finally {
+      await again.close();
+    }
+  });
+});
+
+describe("beyond loopback, API traffic carries the tap's token to be mirrored", () => {
+  const TOKEN = "k3J9-xQp2_vLm7Rw8ZtB4nYc";
+  let stub: StubUpstream;
+  let tap: TestTap;
+  before(async () => {
+    stub = await startStub();
+    tap = await startTestTap(stub.url, { SESSIONTAP_HOST: "0.0.0.0", SESSIONTAP_TOKEN: TOKEN });
+  });
+  after(async () => {
+    await tap.close();
+    await stub.close();
+  });
+
+  it("without it: relayed, not mirrored, said once; with it (ANTHROPIC_CUSTOM_HEADERS): mirrored, the header never sent upstream", async () => {
+    const url = tap.url.replace("0.0.0.0", "127.0.0.1");
+    const target = { url, settled: () => tap.settled() };
+    assert.equal((await new Conversation(target, "no-token").say("no token here")).status, 200);
+    assert.equal((await new Conversation(target, "no-token").say("nor here")).status, 200);
+    assert.deepEqual(allRecords(`${tap.root}/no-token`), [], "not mirrored");
+    assert.equal(tap.stderrLines.filter((l) => /without the tap's token relayed but not mirrored/.test(l)).length, 1);
+    const c = new Conversation(target, "with-token", { headers: { "x-sessiontap-token": TOKEN } });
+    assert.equal((await c.say("with the token")).status, 200);
+    assert.deepEqual(users(allRecords(`${tap.root}/with-token`)), ["with the token"]);
+    assert.equal(stub.requests.at(-1)!.headers["x-sessiontap-token"], undefined, "the tap's token is the tap's: never forwarded");
+  });
+});
