@@ -4,6 +4,7 @@
  * signal; tests run it in-process, with fetch and the clock injectable, and with the filesystem too (the
  * engine then runs in this thread, since a function cannot cross into a Worker).
  */
+import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert } from "../guard/alerts.ts";
 import type { GuardHealth, GuardOptions } from "../guard/guard-options.ts";
@@ -202,6 +203,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       return healthReport({
         version: VERSION,
         runtime: runtimeName(),
+        pid: process.pid,
         upstream,
         engine: engineHealth,
         engineProblems: [...(link?.problems() ?? []), ...late],

@@ -5,6 +5,7 @@
 import type { FsAdapter } from "./fs-adapter.ts";
 import { checkTrusted } from "./trusted-path.ts";
 import { DIR_MODE, join } from "./paths.ts";
+import { networkFailure, withoutRuntimeAdvice } from "../utils/network-error.ts";
 
 /** The events log's file name, directly under the root. */
 export const EVENTS_FILE = "session-mirror-events.jsonl";
@@ -90,6 +91,10 @@ export function describe(error: unknown): string {
   if (cause instanceof Error && /^(fetch failed|network error)?$/i.test(message.trim())) message = cause.message;
   message = message.split("\n")[0].replace(/\b(https?:\/\/[^/\s)]+)[^\s)]*/g, "$1").slice(0, 200).trim();
   const label = typeof code === "string" && code !== "" ? code : name;
+  // A failed connection in our words, never the runtime's (docs/DESIGN.md "Never in the way").
+  const failure = networkFailure(typeof code === "string" ? code : "", name, message);
+  if (failure !== null) return /^E[A-Z]+$/.test(label) ? `${failure} (${label})` : failure;
+  message = withoutRuntimeAdvice(message);
   if (message === "" || message === label) return label;
   return message.startsWith(label) ? message : `${label}: ${message}`;
 }

@@ -12,6 +12,8 @@ import type { UpstreamHealth } from "./upstream-health.ts";
 export interface HealthParts {
   version: string;
   runtime: string;
+  /** The tap's process id: a second tap refused the port, or a launcher reusing it, names it. */
+  pid: number;
   upstream: UpstreamHealth;
   /** The engine's parts (mirror, store, guard), or null when the mirror is off. */
   engine: EngineHealth | null;
@@ -30,6 +32,7 @@ export function healthReport(parts: HealthParts): Record<string, unknown> {
     problems,
     version: parts.version,
     runtime: parts.runtime,
+    pid: parts.pid,
     upstream: parts.upstream.state(),
     mirror: engine === null ? "off" : engine.mirror,
     store: engine === null ? "off" : engine.store,
