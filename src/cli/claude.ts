@@ -50,15 +50,25 @@ class HeldLines {
   }
 }
 
-/** Starts a tap of our own on `port`; the line to print instead when it cannot start. */
-async function startOwn(config: Readonly<Config>, port: number, io: LauncherIo, say: (line: string) => void): Promise<RunningTap | string> {
+/**
+ * Starts a tap of our own on `port`; the line to print instead when it cannot start. `inThread` runs its
+ * mirror engine in this thread: a Worker started while Claude Code holds the terminal takes the terminal's
+ * input from it under Deno (docs/DESIGN.md "The launcher").
+ */
+async function startOwn(
+  config: Readonly<Config>,
+  port: number,
+  io: LauncherIo,
+  say: (line: string) => void,
+  inThread = false,
+): Promise<RunningTap | string> {
   const at = { ...config, port };
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
     if (problem !== null) return `sessiontap: cannot mirror to ${config.mirrorDir}: ${problem}`;
   }
   try {
-    return await startTap(at, { stderr: say, workerUrl: io.workerUrl });
+    return await startTap(at, { stderr: say, workerUrl: io.workerUrl, ...(inThread ? { fs: nodeFs } : {}) });
   } catch (error) {
     if (error instanceof PriceFileError) return `sessiontap: cannot start: ${error.message}`;
     return isListenError(error) ? await listenFailure(at, error, io.fetch ?? fetch) : `sessiontap: cannot start the tap: ${describe(error)}`;
@@ -93,13 +103,17 @@ export async function run(config: Readonly<Config>, args: string[], io: Launcher
       tapUrl = own.url;
       const instead = found.kind === "other" ? `port ${config.port} is in use by something that is not a sessiontap; ` : "";
       io.stderr(
-        `sessiontap: ${instead}Claude Code goes through a tap on ${tapUrl} for this session (mirror ${config.mirror ? config.mirrorDir : "off"}; viewer ${tapUrl}/_tap/)\n`,
+        `sessiontap: ${instead}Claude Code goes through a tap on ${tapUrl} for this session (mirror ${
+          config.mirror ? config.mirrorDir : "off"
+        }; viewer ${tapUrl}/_tap/)\n`,
       );
     }
   }
   const before = io.env.ANTHROPIC_BASE_URL;
   if (before !== undefined && before !== "" && before.replace(/\/+$/, "") !== tapUrl) {
-    io.stderr(`sessiontap: ANTHROPIC_BASE_URL was ${before}; Claude Code uses ${tapUrl} instead (the tap forwards to ${config.upstream}: SESSIONTAP_UPSTREAM)\n`);
+    io.stderr(
+      `sessiontap: ANTHROPIC_BASE_URL was ${before}; Claude Code uses ${tapUrl} instead (the tap forwards to ${config.upstream}: SESSIONTAP_UPSTREAM)\n`,
+    );
   }
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(io.env)) if (v !== undefined) env[k] = v;
@@ -115,7 +129,7 @@ export async function run(config: Readonly<Config>, args: string[], io: Launcher
         const seen = await probeTap(fetcher, url, config.token, 1000);
         misses = seen.kind === "none" ? misses + 1 : 0;
         if (misses < 2) return;
-        const started = await startOwn(config, config.port, io, held.say);
+        const started = await startOwn(config, config.port, io, held.say, true);
         if (typeof started !== "string") {
           own = started;
           held.say(`sessiontap: the tap on ${url} stopped; this launcher serves Claude Code there now (mirror ${config.mirror ? config.mirrorDir : "off"})`);
@@ -159,9 +173,13 @@ export async function run(config: Readonly<Config>, args: string[], io: Launcher
   try {
     const unwritten = await mine.stop();
     if (unwritten.kind === "saved") {
-      io.stderr(`sessiontap: ${unwritten.commits} commits could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start writes them\n`);
+      io.stderr(
+        `sessiontap: ${unwritten.commits} commits could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start writes them\n`,
+      );
     } else if (unwritten.kind === "lost") {
-      io.stderr(`sessiontap: ${unwritten.commits} commits could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`);
+      io.stderr(
+        `sessiontap: ${unwritten.commits} commits could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`,
+      );
       return status === 0 ? 1 : status;
     }
   } catch (error) {

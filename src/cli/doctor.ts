@@ -17,13 +17,13 @@
  *   guard's state and alerts (cli/doctor-transcripts.ts), each with the command that fixes it.
  */
 import type { Config } from "../config/parse.ts";
-import { describe } from "../storage/events-log.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
 import { type CommandIo, humanBytes } from "./command-io.ts";
 import type { Check } from "./doctor-check.ts";
-import { guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
+import { alertedSessions, guardCheck, RECENT_DAYS, transcriptChecks } from "./doctor-transcripts.ts";
 import { isObject } from "../protocol/json.ts";
+import { probeTap } from "./tap-probe.ts";
 import { join } from "../storage/paths.ts";
 
 export type { Check };
@@ -35,12 +35,13 @@ const VERY_LARGE_DAYS = 10_000;
 /** Runs `doctor`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const settings = await settingsFiles(config, io); // read once: two checks look at them
+  const tap = await tapAndBaseUrl(config, io, settings);
   const checks = [
     ...(await mirrorRoot(config, io)),
-    ...(await tapAndBaseUrl(config, io, settings)),
+    ...tap.checks,
     ...cleanupPeriod(config, settings),
     ...retention(config, settings),
-    ...(await transcriptChecks(config, io)),
+    ...(await transcriptChecks(config, io, alertedSessions(tap.health))),
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;
@@ -111,34 +112,30 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   return out;
 }
 
-/** What a tap's health route says, or why nothing answered. */
-async function probe(io: CommandIo, base: string, token: string | null): Promise<{ ok: true; health: Record<string, unknown> } | { ok: false; why: string }> {
-  let url: URL;
-  try {
-    url = new URL("/_tap/health", base.endsWith("/") ? base : `${base}/`);
-  } catch {
-    return { ok: false, why: `"${base}" is not a URL` };
+/** What a tap's health route says, or why no tap answered (`down`: nothing answers at all, so requests sent there fail). */
+async function probe(
+  io: CommandIo,
+  base: string,
+  token: string | null,
+): Promise<{ ok: true; health: Record<string, unknown> } | { ok: false; why: string; down: boolean }> {
+  const found = await probeTap(io.fetch, base, token);
+  if (found.kind === "sessiontap") return { ok: true, health: found.health };
+  if (found.kind === "locked") {
+    return {
+      ok: false,
+      down: false,
+      why: `${found.url} answers ${found.status}, but shows its details only with its token (${
+        token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
+      })`,
+    };
   }
-  try {
-    const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
-    const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual", headers });
-    const body = (await response.json().catch(() => null)) as unknown;
-    if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) {
-      return { ok: true, health: body };
-    }
-    if (response.status === 200 && isObject(body) && Object.keys(body).join() === "status") {
-      return {
-        ok: false,
-        why: `${url.origin} answers ${String(body.status)}, but shows its details only with its token (${
-          token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
-        })`,
-      };
-    }
-    return { ok: false, why: `${url.origin} answers, but is not a sessiontap tap (HTTP ${response.status})` };
-  } catch (error) {
-    return { ok: false, why: `nothing answers at ${url.origin} (${(error as Error).name === "TimeoutError" ? "timed out" : describe(error)})` };
-  }
+  if (found.kind === "other") return { ok: false, down: false, why: `${found.url} answers, but is not a sessiontap tap (HTTP ${found.httpStatus})` };
+  return { ok: false, down: true, why: `nothing answers at ${found.url} (${found.why})` };
 }
+
+/** What Claude Code does when its base URL reaches nothing (measured with 2.1.328 and 2.1.332: README "When the tap is down"). */
+const REQUESTS_FAIL = 'Claude Code\'s requests fail: it retries for about 3 minutes (interactive: "Connection refused … retrying"; ' +
+  'claude -p: silent), then stops with "API Error: Connection refused"';
 
 /** One of Claude Code's settings files, with its parsed JSON (null: unreadable, and why). */
 type SettingsFile = { path: string; json: Record<string, unknown> | null; error: string | null };
@@ -194,7 +191,11 @@ function problemChecks(health: Record<string, unknown>): Check[] {
  * The tap Claude Code would use (or the one `--url` / `--port` names), what its health says, and the base
  * URL Claude Code will actually use.
  */
-async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]): Promise<Check[]> {
+async function tapAndBaseUrl(
+  config: Readonly<Config>,
+  io: CommandIo,
+  settings: SettingsFile[],
+): Promise<{ checks: Check[]; health: Record<string, unknown> | null }> {
   const out: Check[] = [];
   for (const s of settings) if (s.error !== null) out.push({ check: "claude settings", status: "warn", detail: `${s.path} could not be read: ${s.error}` });
   const base = claudeBaseUrl(settings, io.env);
@@ -240,7 +241,7 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo, settings: 
         join(config.claudeDir, "settings.json")
       })`,
     });
-    return out;
+    return { checks: out, health: tap.ok ? tap.health : null };
   }
   const fromEnv = io.env.ANTHROPIC_BASE_URL;
   if (base.fromSettings !== null && fromEnv !== undefined && fromEnv !== "" && fromEnv !== base.url) {
@@ -248,8 +249,17 @@ async function tapAndBaseUrl(config: Readonly<Config>, io: CommandIo, settings: 
   }
   const target = base.url.replace(/\/+$/, "") === tapUrl ? tap : await probe(io, base.url, config.token);
   if (target.ok) out.push({ check, status: "ok", detail: `${base.url} ${base.where} reaches a tap` });
-  else out.push({ check, status: "fail", detail: `${base.url} ${base.where}: ${target.why}; Claude Code's requests are not mirrored` });
-  return out;
+  else if (target.down) {
+    // Never in the way: a base URL that reaches nothing stops Claude Code, so say so and how to go around the tap.
+    const bypass = base.fromSettings === null ? "unset ANTHROPIC_BASE_URL" : `remove ANTHROPIC_BASE_URL from "env" in ${base.fromSettings}`;
+    out.push({
+      check,
+      status: "fail",
+      detail: `${base.url} ${base.where}: ${target.why}. ${REQUESTS_FAIL}. Start the tap (sessiontap serve, or run sessiontap claude), ` +
+        `or go around it: ${bypass}`,
+    });
+  } else out.push({ check, status: "fail", detail: `${base.url} ${base.where}: ${target.why}; Claude Code's requests go there and are not mirrored` });
+  return { checks: out, health: tap.ok ? tap.health : null };
 }
 
 /** Claude Code's transcript retention. */

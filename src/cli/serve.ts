@@ -32,7 +32,11 @@ export async function runServe(
   } catch (error) {
     // The runtime's own words ("Failed to start server. Is port 8787 in use?") never reach the user.
     const why = error instanceof PriceFileError ? error.message : describe(error);
-    io.stderr(!(error instanceof PriceFileError) && isListenError(error) ? `${await listenFailure(config, error, io.fetch ?? fetch)}\n` : `sessiontap: cannot start: ${why}\n`);
+    io.stderr(
+      !(error instanceof PriceFileError) && isListenError(error)
+        ? `${await listenFailure(config, error, io.fetch ?? fetch)}\n`
+        : `sessiontap: cannot start: ${why}\n`,
+    );
     return 2;
   }
   const replay = tap.replayed.commits === 0 ? [] : [

@@ -28,7 +28,9 @@ export async function probeTap(fetcher: typeof fetch, base: string, token: strin
     if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) {
       return { kind: "sessiontap", url: url.origin, health: body };
     }
-    if (response.status === 200 && isObject(body) && Object.keys(body).join() === "status") return { kind: "locked", url: url.origin, status: String(body.status) };
+    if (response.status === 200 && isObject(body) && Object.keys(body).join() === "status") {
+      return { kind: "locked", url: url.origin, status: String(body.status) };
+    }
     return { kind: "other", url: url.origin, httpStatus: response.status };
   } catch (error) {
     return { kind: "none", url: url.origin, why: (error as Error).name === "TimeoutError" ? "timed out" : describe(error) };
