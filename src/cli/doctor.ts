@@ -133,7 +133,7 @@ async function probe(
   return { ok: false, down: true, why: `nothing answers at ${found.url} (${found.why})` };
 }
 
-/** What Claude Code does when its base URL reaches nothing (measured with 2.1.328 and 2.1.332: README "When the tap is down"). */
+/** What Claude Code does when its base URL reaches nothing (measured with 2.1.328 and 2.1.332: docs/DESIGN.md "Never in the way"). */
 const REQUESTS_FAIL = 'Claude Code\'s requests fail: it retries for about 3 minutes (interactive: "Connection refused … retrying"; ' +
   'claude -p: silent), then stops with "API Error: Connection refused"';
 
