@@ -77,7 +77,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       `${lost.length} session${lost.length === 1 ? "" : "s"} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
         "the mirror holds them, to put one back:",
     );
-    out.push(`  ${restoreCommand(lost[0])}`);
+    // Every one of them: the footer is where a user looks for what to run.
+    for (const e of lost) out.push(`  ${restoreCommand(e)}`);
   }
   if (entries.some((e) => e.cwd === null && e.sessionId !== null)) {
     out.push(

@@ -59,15 +59,16 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const out: string[] = [];
   for (const hit of hits) {
     const time = hit.timestamp === null ? "-" : localDateTime(Date.parse(hit.timestamp), io.zone);
-    out.push(`${paint("36", hit.sessionId ?? hit.dir)}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}`);
+    const off = hit.offBranch ? `  ${paint("33", "(off the current branch: rewound or retried)")}` : "";
+    out.push(`${paint("36", hit.sessionId ?? hit.dir)}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}${off}`);
     out.push(`  ${color ? marked(hit, "\x1b[1;31m", "\x1b[0m") : marked(hit, "»", "«")}`);
   }
   const sessions = new Set(hits.map((h) => h.dir)).size;
   out.push(
     "",
-    `${hits.length} message${hits.length === 1 ? "" : "s"} in ${sessions} session${
-      sessions === 1 ? "" : "s"
-    } match. Open one: sessiontap show ID (or the viewer, /_tap/).`,
+    `${hits.length} message${hits.length === 1 ? "" : "s"} in ${sessions} session${sessions === 1 ? "" : "s"} match${
+      hits.length === 1 ? "es" : ""
+    }. Open one: sessiontap show ID (or the viewer, /_tap/).`,
   );
   io.stdout(out.join("\n") + "\n");
   return 0;

@@ -65,7 +65,12 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     flags: [
       f("--port", "N", "port to listen on (SESSIONTAP_PORT; default 8787; 0 picks a free port and prints it)"),
       f("--host", "ADDR", "address to listen on (SESSIONTAP_HOST; default 127.0.0.1); beyond loopback, /_tap/ needs a token"),
-      f("--token", "TOKEN", "the token /_tap/ then requires, 16+ characters (SESSIONTAP_TOKEN; default: one generated and printed at start)"),
+      f(
+        "--token",
+        "TOKEN",
+        "the token /_tap/ requires, 16+ characters (SESSIONTAP_TOKEN); on loopback none is needed unless one is given; " +
+          "beyond loopback without one, a token is generated and printed at start",
+      ),
       f("--upstream", "URL", "where requests go (SESSIONTAP_UPSTREAM; default https://api.anthropic.com)"),
       mirrorDir,
       f("--no-mirror", null, "forward only; write nothing at all (SESSIONTAP_MIRROR=off)"),
