@@ -196,6 +196,7 @@ if (want("binary")) {
   binaryTests.push("./test/cli/reading.test.ts"); // search, usage and list as a user runs them
   binaryTests.push("./test/binary/viewer.test.ts"); // the viewer's client as Bun minified it, in Chromium
   binaryTests.push("./test/binary/npm-packages.test.ts"); // npx sessiontap and npm i -g sessiontap, through a registry on loopback
+  binaryTests.push("./test/e2e/claude-launcher.test.ts"); // sessiontap claude with the real Claude Code, -p and interactive
   await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
 stopCluster();
