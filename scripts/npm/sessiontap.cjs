@@ -7,6 +7,7 @@
 "use strict";
 const { spawn } = require("node:child_process");
 const { constants } = require("node:os");
+const { isatty } = require("node:tty");
 const path = require("node:path");
 
 /** The platforms a binary is published for: npm's platform-arch, and the binary's file name. */
@@ -62,7 +63,7 @@ function main() {
   }
   const child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
   // The terminal sends Ctrl-C to the binary itself; what is sent to this process alone is passed on.
-  const passed = process.platform === "win32" ? [] : process.stdin.isTTY ? ["SIGTERM", "SIGHUP"] : ["SIGTERM", "SIGHUP", "SIGINT"];
+  const passed = process.platform === "win32" ? [] : isatty(0) ? ["SIGTERM", "SIGHUP"] : ["SIGTERM", "SIGHUP", "SIGINT"];
   for (const signal of passed) process.on(signal, () => child.kill(signal));
   if (!passed.includes("SIGINT")) process.on("SIGINT", () => {});
   child.on("error", (error) => {

@@ -9,6 +9,7 @@
 import { spawn } from "node:child_process";
 import process from "node:process";
 import { constants } from "node:os";
+import { isatty } from "node:tty";
 
 /** How the child ended: its exit code, or the signal that ended it. */
 export interface ChildExit {
@@ -22,7 +23,8 @@ export type Started = { ok: true; pid: number; exited: Promise<ChildExit> } | { 
 /** The signals passed on to the child while it runs; SIGINT only without a terminal (see above). */
 function forwarded(): NodeJS.Signals[] {
   if (process.platform === "win32") return []; // Windows delivers Ctrl-C to every process of the console
-  return process.stdin.isTTY === true ? ["SIGTERM", "SIGHUP"] : ["SIGTERM", "SIGHUP", "SIGINT"];
+  // isatty(0), not process.stdin: creating that stream could start reading the terminal the child owns.
+  return isatty(0) ? ["SIGTERM", "SIGHUP"] : ["SIGTERM", "SIGHUP", "SIGINT"];
 }
 
 /**
