@@ -93,7 +93,7 @@ export function describe(error: unknown): string {
   const label = typeof code === "string" && code !== "" ? code : name;
   // A failed connection in our words, never the runtime's (docs/DESIGN.md "Never in the way").
   const failure = networkFailure(typeof code === "string" ? code : "", name, message);
-  if (failure !== null) return /^E[A-Z]+$/.test(label) ? `${failure} (${label})` : failure;
+  if (failure !== null) return failure;
   message = withoutRuntimeAdvice(message);
   if (message === "" || message === label) return label;
   return message.startsWith(label) ? message : `${label}: ${message}`;
