@@ -129,6 +129,9 @@ async function preflight() {
         `a terminal for the interactive Claude Code tests is missing (${terminal}): ${npm} (the \`@lydell/node-pty\` and \`@xterm/headless\` dev dependencies)`,
       );}
   }
+  if (want("binary")) { // the npm packages' test publishes them to a registry on loopback
+    need("verdaccio", existsSync(`${root}node_modules/verdaccio/package.json`) ? "ok" : null, `${npm} (the \`verdaccio\` dev dependency)`);
+  }
   if ((tests || want("binary")) && !process.env.SESSIONTAP_TEST_PG_URL) {
     try {
       need("postgresql", versionOf(`${pgBinDir()}/initdb`)?.replace(/^.* /, "") ?? null, PG_HINT);
