@@ -5,9 +5,10 @@
 // checked against its target (format, CPU, and a code signature on macOS, where arm64 runs nothing
 // unsigned); the one for this machine is smoke-tested with test/binary/smoke.test.ts (--version, health,
 // one stream, SIGTERM → 0). SHA256SUMS is written last, only when all of that passed, so its presence means
-// a whole release.
+// a whole release. Then the npm packages (scripts/npm-packages.mjs): `sessiontap`, whose bin starts the
+// binary for the machine, and @sessiontap/<target> with each binary, into dist/npm/ (--npm-out).
 //
-//   node scripts/release.mjs [--out DIR] [--targets linux-x64,windows-x64,…] [--no-smoke]
+//   node scripts/release.mjs [--out DIR] [--npm-out DIR] [--targets linux-x64,windows-x64,…] [--no-smoke]
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -15,6 +16,7 @@ import { join, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { compileArgs } from "./compile-args.mjs";
+import { writeNpmPackages } from "./npm-packages.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -79,17 +81,18 @@ function fail(message) {
 
 /** Parses the command line. */
 function options(argv) {
-  const opts = { out: join(ROOT, "dist", "release"), targets: TARGETS, smoke: true };
+  const opts = { out: join(ROOT, "dist", "release"), npmOut: join(ROOT, "dist", "npm"), targets: TARGETS, smoke: true };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--no-smoke") opts.smoke = false;
     else if (arg === "--out" && argv[i + 1]) opts.out = resolve(argv[++i]);
+    else if (arg === "--npm-out" && argv[i + 1]) opts.npmOut = resolve(argv[++i]);
     else if (arg === "--targets" && argv[i + 1]) {
       const names = argv[++i].split(",");
       const unknown = names.filter((n) => !TARGETS.some((t) => t.name === n));
       if (unknown.length > 0) fail(`unknown target ${unknown.join(", ")}: the targets are ${TARGETS.map((t) => t.name).join(", ")}`);
       opts.targets = TARGETS.filter((t) => names.includes(t.name));
-    } else fail(`unknown argument ${arg}: usage: node scripts/release.mjs [--out DIR] [--targets a,b] [--no-smoke]`);
+    } else fail(`unknown argument ${arg}: usage: node scripts/release.mjs [--out DIR] [--npm-out DIR] [--targets a,b] [--no-smoke]`);
   }
   return opts;
 }
@@ -148,6 +151,13 @@ function main() {
   const sums = built.map(({ file, target }) => `${sha256(file)}  ${releaseName(version, target)}\n`).join("");
   writeFileSync(join(opts.out, "SHA256SUMS"), sums);
   const where = opts.out.startsWith(ROOT) ? opts.out.slice(ROOT.length) : opts.out;
+  const packages = writeNpmPackages(opts.npmOut, version, built);
+  const npmWhere = opts.npmOut.startsWith(ROOT) ? opts.npmOut.slice(ROOT.length) : opts.npmOut;
+  console.log(
+    `npm packages: ${packages.length} in ${npmWhere} (sessiontap and ${
+      built.map((b) => `@sessiontap/${b.target.name}`).join(", ")
+    }); publish each with npm publish DIR`,
+  );
   console.log(
     `release ${version}: ${built.length} binaries and SHA256SUMS in ${where}${opts.smoke ? `; ${host.name} smoke-tested` : "; not smoke-tested (--no-smoke)"}`,
   );

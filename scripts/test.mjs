@@ -150,6 +150,9 @@ async function preflight() {
         `a terminal for the interactive Claude Code tests is missing (${terminal}): ${npm} (the \`@lydell/node-pty\` and \`@xterm/headless\` dev dependencies)`,
       );}
   }
+  if (want("binary")) { // the npm packages' test publishes them to a registry on loopback
+    need("verdaccio", existsSync(`${root}node_modules/verdaccio/package.json`) ? "ok" : null, `${npm} (the \`verdaccio\` dev dependency)`);
+  }
   if ((tests || want("binary")) && !process.env.SESSIONTAP_TEST_PG_URL) {
     try {
       need("postgresql", versionOf(`${pgBinDir()}/initdb`)?.replace(/^.* /, "") ?? null, PG_HINT);
@@ -220,6 +223,8 @@ if (want("binary")) {
   binaryTests.push("./test/cli/reading.test.ts"); // search, usage and list as a user runs them
   binaryTests.push("./test/binary/viewer.test.ts"); // the viewer's client as Bun minified it, in Chromium
   binaryTests.push("./test/proxy/proxy-process.test.ts"); // proxy mode: its CA and leaves made inside the binary
+  binaryTests.push("./test/binary/npm-packages.test.ts"); // npx sessiontap and npm i -g sessiontap, through a registry on loopback
+  binaryTests.push("./test/e2e/claude-launcher.test.ts"); // sessiontap claude with the real Claude Code, -p and interactive
   await run("binary", bin("bun"), ["test", "--timeout", "120000", ...binaryTests], { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` });
 }
 stopCluster();

@@ -15,8 +15,11 @@ const stderr = awaitedOutput(process.stderr);
 const stopSignal = new Promise<string>((resolve) => {
   // Windows has no SIGTERM (Deno refuses to listen for it there): a service manager stops a console
   // program with Ctrl-C or Ctrl-Break, which arrive as SIGINT and SIGBREAK.
+  // Heard for as long as the process runs: a second signal while it stops (bounded by the drain) is a
+  // copy — a wrapper such as the npm package's bin passing on what the process group got too — and is
+  // ignored rather than killing the tap before it saved what it holds.
   for (const signal of process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"]) {
-    process.once(signal, () => resolve(signal));
+    process.on(signal, () => resolve(signal));
   }
 });
 

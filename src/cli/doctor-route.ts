@@ -49,6 +49,10 @@ export function claudeRoute(settings: SettingsFile[], env: CommandIo["env"]): Cl
   return { provider, who, baseVar: BASE_VARS[provider], base: get(BASE_VARS[provider]), host };
 }
 
+/** What Claude Code does when its base URL reaches nothing (measured with 2.1.328 and 2.1.332: docs/DESIGN.md "Never in the way"). */
+const REQUESTS_FAIL = 'Claude Code\'s requests fail: it retries for about 3 minutes (interactive: "Connection refused … retrying"; ' +
+  'claude -p: silent), then stops with "API Error: Connection refused"';
+
 /** The checks of the way Claude Code reaches the tap; `tap` is what answered at `tapUrl`, the tap doctor looked at. */
 export async function routeChecks(
   route: ClaudeRoute,
@@ -76,9 +80,9 @@ export async function routeChecks(
     if (proxy !== null) return [...out, ...(await proxyChecks(route, proxy, settings, io, tap))];
     const suggest = `${tap.url}${route.provider === "vertex" ? "/v1" : ""}`;
     const proxyMode =
-      'the tap\'s proxy mode: sessiontap serve --proxy-port N prints the HTTPS_PROXY and NODE_EXTRA_CA_CERTS lines to export (README, "Proxy mode")';
+      'the tap\'s proxy mode: sessiontap serve --proxy-port N prints the HTTPS_PROXY and NODE_EXTRA_CA_CERTS lines to export (docs/providers.md, "Proxy mode")';
     const fix = route.provider === "bedrock"
-      ? `use ${proxyMode}, where your AWS signature stays valid, or export ${check}=${suggest} with a Bedrock API key (README, "AWS Bedrock")`
+      ? `use ${proxyMode}, where your AWS signature stays valid, or export ${check}=${suggest} with a Bedrock API key (docs/providers.md, "AWS Bedrock")`
       : `export ${check}=${suggest} (or set it under "env" in ${join(claudeDir, "settings.json")}), or use ${proxyMode}`;
     out.push({ check, status: "fail", detail: `not set, nor is HTTPS_PROXY, so ${route.who} talks to ${route.host} directly and nothing is mirrored: ${fix}` });
     return out;
@@ -89,8 +93,19 @@ export async function routeChecks(
   }
   const same = new URL(tap.url).origin === safeOrigin(base.value);
   const target = same ? tap.probe : await probe(io, base.value, token);
+  if (!target.ok && target.down) {
+    // Never in the way: a base URL that reaches nothing stops Claude Code, so say so and how to go around the tap.
+    const bypass = base.fromSettings === null ? `unset ${check}` : `remove ${check} from "env" in ${base.fromSettings}`;
+    out.push({
+      check,
+      status: "fail",
+      detail: `${base.value} ${base.where}: ${target.why}. ${REQUESTS_FAIL}. Start the tap (sessiontap serve, or run sessiontap claude), ` +
+        `or go around it: ${bypass}`,
+    });
+    return out;
+  }
   if (!target.ok) {
-    out.push({ check, status: "fail", detail: `${base.value} ${base.where}: ${target.why}; Claude Code's requests are not mirrored` });
+    out.push({ check, status: "fail", detail: `${base.value} ${base.where}: ${target.why}; Claude Code's requests go there and are not mirrored` });
     return out;
   }
   out.push({ check, status: "ok", detail: `${base.value} ${base.where} reaches a tap: ${route.who} goes through it (base-URL mode)` });
@@ -116,7 +131,7 @@ function bedrockCredentials(settings: SettingsFile[], env: CommandIo["env"], hea
   if (claudeSetting(settings, env, "AWS_BEARER_TOKEN_BEDROCK") !== null) return [];
   const check = "Bedrock credentials";
   const instead =
-    'run the tap in proxy mode instead, where the signature stays valid (README, "AWS Bedrock"), or use a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK)';
+    'run the tap in proxy mode instead, where the signature stays valid (docs/providers.md, "AWS Bedrock"), or use a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK)';
   if (!isTruthy(claudeSetting(settings, env, "CLAUDE_CODE_SKIP_BEDROCK_AUTH"))) {
     return [{ check, status: "fail", detail: `Claude Code signs each request with your AWS keys for the tap's address, which the tap refuses: ${instead}` }];
   }

@@ -5,42 +5,30 @@
  */
 import type { Config } from "../config/parse.ts";
 import { isObject } from "../protocol/json.ts";
-import { describe } from "../utils/describe-error.ts";
 import type { CommandIo } from "./command-io.ts";
 import type { Check } from "./doctor-check.ts";
 import { guardCheck } from "./doctor-transcripts.ts";
 import { unmirroredChecks } from "./doctor-unmirrored.ts";
+import { probeTap } from "./tap-probe.ts";
 
-/** A tap's health, or why none answered. */
-export type Probe = { ok: true; health: Record<string, unknown> } | { ok: false; why: string };
+/** A tap's health, or why none answered (`down`: nothing answers at all, so requests sent there fail). */
+export type Probe = { ok: true; health: Record<string, unknown> } | { ok: false; why: string; down: boolean };
 
-/** What a tap's health route says, or why nothing answered. */
+/** What a tap's health route says, or why no tap answered. */
 export async function probe(io: CommandIo, base: string, token: string | null): Promise<Probe> {
-  let url: URL;
-  try {
-    url = new URL("/_tap/health", base.endsWith("/") ? base : `${base}/`);
-  } catch {
-    return { ok: false, why: `"${base}" is not a URL` };
+  const found = await probeTap(io.fetch, base, token);
+  if (found.kind === "sessiontap") return { ok: true, health: found.health };
+  if (found.kind === "locked") {
+    return {
+      ok: false,
+      down: false,
+      why: `${found.url} answers ${found.status}, but shows its details only with its token (${
+        token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
+      })`,
+    };
   }
-  try {
-    const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
-    const response = await io.fetch(url, { signal: AbortSignal.timeout(2000), redirect: "manual", headers });
-    const body = (await response.json().catch(() => null)) as unknown;
-    if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) {
-      return { ok: true, health: body };
-    }
-    if (response.status === 200 && isObject(body) && Object.keys(body).join() === "status") {
-      return {
-        ok: false,
-        why: `${url.origin} answers ${String(body.status)}, but shows its details only with its token (${
-          token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
-        })`,
-      };
-    }
-    return { ok: false, why: `${url.origin} answers, but is not a sessiontap tap (HTTP ${response.status})` };
-  } catch (error) {
-    return { ok: false, why: `nothing answers at ${url.origin} (${(error as Error).name === "TimeoutError" ? "timed out" : describe(error)})` };
-  }
+  if (found.kind === "other") return { ok: false, down: false, why: `${found.url} answers, but is not a sessiontap tap (HTTP ${found.httpStatus})` };
+  return { ok: false, down: true, why: `nothing answers at ${found.url} (${found.why})` };
 }
 
 /** Health's problems as checks: "upstream: …" becomes check "tap upstream", and so on. */

@@ -40,12 +40,16 @@ interface Compared {
   error: string | null;
 }
 
-/** Recent sessions the mirror has but Claude Code lost, lacks prompts of, or holds torn; with the command that restores each. */
-export async function transcriptChecks(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
+/**
+ * Recent sessions the mirror has but Claude Code lost, lacks prompts of, or holds torn; with the command that
+ * restores each. A session in `alerted` is left out: the tap's guard alert for it says the same, once.
+ */
+export async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted: ReadonlySet<string> = new Set()): Promise<Check[]> {
   const since = io.clock() - RECENT_DAYS * 86_400_000;
   const catalog = new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir);
   const sessions = (await catalog.list())
-    .filter((s) => s.sessionId !== null && s.lastTimestamp !== null && Date.parse(s.lastTimestamp) >= since && s.userRecords + s.assistantRecords > 0);
+    .filter((s) => s.sessionId !== null && s.lastTimestamp !== null && Date.parse(s.lastTimestamp) >= since && s.userRecords + s.assistantRecords > 0)
+    .filter((s) => !alerted.has(s.sessionId!));
   const out: Check[] = [];
   // An id Claude Code could not have made is never looked up in its tree (docs/DESIGN.md "Trust boundaries").
   const odd = sessions.filter((s) => s.claudeTranscriptProblem !== null);
@@ -161,7 +165,8 @@ export function guardCheck(health: Record<string, unknown>): Check[] {
   if (!isObject(guard)) return [];
   const watching = Number(guard.watching ?? 0);
   const notFound = Number(guard.notFound ?? 0);
-  const alerts = Array.isArray(guard.alerts) ? guard.alerts.length : 0;
+  // Each alert is a FAIL line of its own (a health problem): no "ok" line beside it for the same fact.
+  if (alertedSessions(health).size > 0) return [];
   if (notFound > 0) {
     return [{
       check: "guard",
@@ -174,8 +179,15 @@ export function guardCheck(health: Record<string, unknown>): Check[] {
   return [{
     check: "guard",
     status: "ok",
-    detail: `watching ${plural(watching, "active session")}, ${plural(alerts, "alert")}`,
+    detail: `watching ${plural(watching, "active session")}, no alert`,
   }];
+}
+
+/** The sessions the tap's guard has an alert for, from its health. */
+export function alertedSessions(health: Record<string, unknown> | null): Set<string> {
+  const guard = health?.guard;
+  if (!isObject(guard) || !Array.isArray(guard.alerts)) return new Set();
+  return new Set(guard.alerts.flatMap((a) => (isObject(a) && typeof a.sessionId === "string" ? [a.sessionId] : [])));
 }
 
 /** A session's cwd as doctor prints it: it comes from a request, so never with a control character or a line break. */

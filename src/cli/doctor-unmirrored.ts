@@ -17,7 +17,7 @@ export function unmirroredChecks(health: Record<string, unknown>): Check[] {
   const checks: Check[] = lines.slice(0, LISTED).map((said) => ({
     check: "not mirrored",
     status: "warn",
-    detail: `${said}: these conversations are not in the mirror (README, "Providers")`,
+    detail: `${said}: these conversations are not in the mirror (docs/providers.md)`,
   }));
   if (lines.length > LISTED) checks.push({ check: "not mirrored", status: "warn", detail: `and ${lines.length - LISTED} more path shapes: see /_tap/health` });
   return checks;

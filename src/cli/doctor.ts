@@ -22,7 +22,7 @@ import { cleanupPeriod, retention } from "./doctor-retention.ts";
 import { claudeRoute, routeChecks, safeOrigin } from "./doctor-route.ts";
 import { type SettingsFile, settingsFiles } from "./doctor-settings.ts";
 import { tapChecks } from "./doctor-tap.ts";
-import { transcriptChecks } from "./doctor-transcripts.ts";
+import { alertedSessions, transcriptChecks } from "./doctor-transcripts.ts";
 import { join } from "../storage/paths.ts";
 import { plural } from "../utils/plural.ts";
 import { terminalSafeJson } from "../transcript/control-chars.ts";
@@ -34,12 +34,13 @@ const MIB = 1024 * 1024;
 /** Runs `doctor`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const settings = await settingsFiles(config, io); // read once: two checks look at them
+  const tap = await tapAndRoute(config, io, settings);
   const checks = [
     ...(await mirrorRoot(config, io)),
-    ...(await tapAndRoute(config, io, settings)),
+    ...tap.checks,
     ...cleanupPeriod(config, settings),
     ...retention(config, settings),
-    ...(await transcriptChecks(config, io)),
+    ...(await transcriptChecks(config, io, alertedSessions(tap.health))),
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;
@@ -114,7 +115,11 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
  * The tap Claude Code would use (or the one `--url` / `--port` names), what its health says, and the way
  * Claude Code will really reach it.
  */
-async function tapAndRoute(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]): Promise<Check[]> {
+async function tapAndRoute(
+  config: Readonly<Config>,
+  io: CommandIo,
+  settings: SettingsFile[],
+): Promise<{ checks: Check[]; health: Record<string, unknown> | null }> {
   const out: Check[] = [];
   for (const s of settings) if (s.error !== null) out.push({ check: "claude settings", status: "warn", detail: `${s.path} could not be read: ${s.error}` });
   const route = claudeRoute(settings, io.env);
@@ -130,5 +135,5 @@ async function tapAndRoute(config: Readonly<Config>, io: CommandIo, settings: Se
     : [defaultTap, "the default address"];
   const tap = await tapChecks(config, io, tapUrl, chosen);
   out.push(...tap.checks, ...(await routeChecks(route, settings, io, { url: tapUrl, probe: tap.tap }, config.token, config.claudeDir)));
-  return out;
+  return { checks: out, health: tap.tap.ok ? tap.tap.health : null };
 }

@@ -83,7 +83,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       `${plural(lost.length, "session")} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
         "the mirror holds them, to put one back:",
     );
-    out.push(`  ${restoreCommand(lost[0])}`);
+    // Every one of them: the footer is where a user looks for what to run.
+    for (const e of lost) out.push(`  ${restoreCommand(e)}`);
   }
   if (entries.some((e) => e.cwd === null && e.sessionId !== null)) {
     out.push(

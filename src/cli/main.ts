@@ -7,6 +7,7 @@ import { type Config, parseConfig, UsageError } from "../config/parse.ts";
 import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { VERSION } from "../version.ts";
 import type { Command, CommandIo } from "./command-io.ts";
+import * as launcher from "./claude.ts";
 import * as doctor from "./doctor.ts";
 import * as exportCommand from "./export.ts";
 import { HELP } from "../config/help.ts";
@@ -63,8 +64,10 @@ export interface Io {
 /** Runs one command line; resolves with the exit status. */
 export async function main(args: string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
   let config;
+  // `claude ARGS…`: every argument after it is Claude Code's, never parsed as ours (but a lone --help).
+  const launch = args[0] === "claude" && !(args.length === 2 && (args[1] === "--help" || args[1] === "-h"));
   try {
-    config = parseConfig(args, env, io.home);
+    config = parseConfig(launch ? ["claude"] : args, env, io.home);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`sessiontap: ${error.message}\n`);
@@ -81,6 +84,14 @@ export async function main(args: string[], env: Record<string, string | undefine
       return 0;
     case "serve":
       return await runServe(config, io);
+    case "claude":
+      return await launcher.run(config, args.slice(1), {
+        stderr: io.stderr,
+        env,
+        workerUrl: io.workerUrl,
+        viewerWorkerUrl: io.viewerWorkerUrl,
+        fetch: io.fetch,
+      });
   }
   const command = COMMANDS[config.command];
   if (command === undefined) {

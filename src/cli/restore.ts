@@ -15,9 +15,19 @@ import { terminalSafeJson } from "../transcript/control-chars.ts";
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const found = await findSession(config, io);
   if (typeof found === "number") return found;
+  const cwd = config.cwd === null ? null : absolute(config.cwd, io.cwd);
+  // A typo in --cwd would put the transcript where no `claude` ever runs: say so, then do as asked.
+  const there = cwd === null ? null : await io.fs.lstat(cwd);
+  if (cwd !== null && (there === null || !there.isDirectory)) {
+    io.stderr(
+      `sessiontap: note: ${cwd} (--cwd) ${there === null ? "does not exist" : "is not a directory"}; the transcript ${
+        config.dryRun ? "would be" : "is"
+      } written for it all the same, and Claude Code finds it when claude --resume runs in that directory\n`,
+    );
+  }
   const result = await restoreSession(io.fs, { ...found, others: found.data }, {
     claudeDir: config.claudeDir,
-    cwd: config.cwd === null ? null : absolute(config.cwd, io.cwd),
+    cwd,
     dryRun: config.dryRun,
     force: config.force,
     now: io.clock(),

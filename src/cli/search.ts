@@ -62,13 +62,16 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const out: string[] = [];
   for (const hit of hits) {
     const time = hit.timestamp === null ? "-" : localDateTime(Date.parse(hit.timestamp), io.zone);
-    out.push(`${paint("36", scrubLine(hit.sessionId ?? hit.dir))}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}`);
+    const off = hit.offBranch ? `  ${paint("33", "(off the current branch: rewound or retried)")}` : "";
+    out.push(`${paint("36", scrubLine(hit.sessionId ?? hit.dir))}  ${time}  ${paint("1", hit.role)}  ${hit.title ?? "(untitled)"}${off}`);
     out.push(`  ${color ? marked(hit, "\x1b[1;31m", "\x1b[0m") : marked(hit, "»", "«")}`);
   }
   const sessions = new Set(hits.map((h) => h.dir)).size;
   out.push(
     "",
-    `${plural(hits.length, "message")} in ${plural(sessions, "session")} match. Open one: sessiontap show ID (or the viewer, /_tap/).`,
+    `${plural(hits.length, "message")} in ${plural(sessions, "session")} match${
+      hits.length === 1 ? "es" : ""
+    }. Open one: sessiontap show ID (or the viewer, /_tap/).`,
   );
   io.stdout(out.join("\n") + "\n");
   return 0;

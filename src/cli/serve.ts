@@ -11,6 +11,7 @@ import { ProxyStartError } from "../proxy/proxy-error.ts";
 import { PriceFileError } from "../usage/prices.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/index.ts";
+import { isListenError, listenFailure } from "./listen-error.ts";
 import { prepareRoot } from "./root-check.ts";
 import { type RunningTap, startTap } from "./start-tap.ts";
 import { plural } from "../utils/plural.ts";
@@ -18,7 +19,14 @@ import { plural } from "../utils/plural.ts";
 /** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
 export async function runServe(
   config: Readonly<Config>,
-  io: { stdout: (t: string) => void; stderr: (t: string) => void; stopSignal: Promise<string>; workerUrl?: URL | string; viewerWorkerUrl?: URL | string },
+  io: {
+    stdout: (t: string) => void;
+    stderr: (t: string) => void;
+    stopSignal: Promise<string>;
+    workerUrl?: URL | string;
+    viewerWorkerUrl?: URL | string;
+    fetch?: typeof fetch;
+  },
 ): Promise<number> {
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
@@ -31,11 +39,13 @@ export async function runServe(
   try {
     tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n"), workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl });
   } catch (error) {
-    const code = (error as { code?: string }).code ?? "";
-    const listening = !(error instanceof PriceFileError) && !(error instanceof ProxyStartError) &&
-      (["EADDRINUSE", "EACCES", "EADDRNOTAVAIL", "EPERM"].includes(code) || /address|port/i.test(String((error as Error).message)));
-    const why = error instanceof PriceFileError || error instanceof ProxyStartError ? error.message : describe(error);
-    io.stderr(listening ? `sessiontap: cannot listen on ${config.host}:${config.port} (${describe(error)})\n` : `sessiontap: cannot start: ${why}\n`);
+    // The runtime's own words ("Failed to start server. Is port 8787 in use?") never reach the user.
+    const own = error instanceof PriceFileError || error instanceof ProxyStartError;
+    io.stderr(
+      own || !isListenError(error)
+        ? `sessiontap: cannot start: ${own ? error.message : describe(error)}\n`
+        : `${await listenFailure(config, error, io.fetch ?? fetch)}\n`,
+    );
     return 2;
   }
   const replay = tap.replayed.commits === 0 ? [] : [

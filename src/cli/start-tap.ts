@@ -4,6 +4,7 @@
  * signal; tests run it in-process, with fetch and the clock injectable, and with the filesystem too (the
  * engine then runs in this thread, since a function cannot cross into a Worker).
  */
+import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert } from "../guard/alerts.ts";
 import type { GuardHealth } from "../guard/guard.ts";
@@ -234,6 +235,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
         {
           version: VERSION,
           runtime: runtimeName(),
+          pid: process.pid,
           upstream: upstream.state(),
           internalErrors,
           problems: proxy?.problems() ?? [],

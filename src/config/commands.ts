@@ -5,7 +5,7 @@
  */
 
 /** The subcommands. */
-export const COMMANDS = ["serve", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "store"] as const;
+export const COMMANDS = ["serve", "claude", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "store"] as const;
 /** One of the subcommands. */
 export type Command = (typeof COMMANDS)[number];
 
@@ -25,6 +25,8 @@ export interface CommandSpec {
   args: string[];
   about: string;
   flags: FlagHelp[];
+  /** Arguments passed on as they are, after the flags in the usage line ("[ARGS…]"); never parsed. */
+  rest?: string;
   /** Shown after the flags: "flag A | flag B" alternatives, and notes. */
   usageSuffix?: string;
   exit: string;
@@ -45,7 +47,12 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     flags: [
       f("--port", "N", "port to listen on (SESSIONTAP_PORT; default 8787; 0 picks a free port and prints it)"),
       f("--host", "ADDR", "address to listen on (SESSIONTAP_HOST; default 127.0.0.1); beyond loopback, /_tap/ needs a token"),
-      f("--token", "TOKEN", "the token /_tap/ then requires, 16+ characters, not guessable (SESSIONTAP_TOKEN; default: one generated and printed at start)"),
+      f(
+        "--token",
+        "TOKEN",
+        "the token /_tap/ requires, 16+ characters, not guessable (SESSIONTAP_TOKEN); on loopback none is needed unless one is given; " +
+          "beyond loopback without one, a token is generated and printed at start",
+      ),
       f("--upstream", "URL", "where requests go (SESSIONTAP_UPSTREAM; default https://api.anthropic.com)"),
       mirrorDir,
       f("--no-mirror", null, "forward only; write nothing at all (SESSIONTAP_MIRROR=off)"),
@@ -55,6 +62,17 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     ],
     exit:
       "0 stopped by SIGINT/SIGTERM with everything written; 1 stopped with commits that could be saved nowhere; 2 a bad setting, an unusable mirror root, or the port is taken.",
+  },
+  claude: {
+    args: [],
+    rest: "[ARGS…]",
+    about: "Runs Claude Code (claude on PATH, or SESSIONTAP_CLAUDE) with ARGS through the tap: the tap already serving on the port " +
+      "(SESSIONTAP_PORT), else one started for as long as Claude Code runs. ANTHROPIC_BASE_URL is set for Claude Code alone. " +
+      "Every argument after `claude` is Claude Code's; the tap's settings come from the environment (sessiontap --help).",
+    flags: [],
+    usageSuffix: "Claude Code's own help: claude --help. Without the tap: run claude itself, with ANTHROPIC_BASE_URL unset.",
+    exit: "Claude Code's own exit status (128 + N when signal N ended it); 127 it was not found, 126 it could not be started; " +
+      "1 no tap could be started (Claude Code was not run), or the mirror could not be saved; 2 a bad setting.",
   },
   list: {
     args: [],
@@ -158,7 +176,7 @@ export function usageLine(command: Command): string {
   const spec = COMMAND_SPECS[command];
   const name = command === "serve" ? "[serve]" : command;
   const flags = spec.flags.map((x) => `[${x.flag}${x.value === null ? "" : ` ${x.value}`}]`);
-  return ["sessiontap", name, ...spec.args, ...flags].join(" ");
+  return ["sessiontap", name, ...spec.args, ...flags, ...(spec.rest ? [spec.rest] : [])].join(" ");
 }
 
 /** `sessiontap CMD --help`: the command's usage, every flag and what it does, and its exit statuses. */

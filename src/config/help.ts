@@ -9,12 +9,13 @@ Usage:
 ${COMMANDS.map((c) => `  ${usageLine(c)}`).join("\n")}
   sessiontap CMD --help | --help | --version
 
-Then point Claude Code at it:
+Run Claude Code through it: sessiontap claude [ARGS…]; or start the tap, then point Claude Code at it:
   export ANTHROPIC_BASE_URL=http://127.0.0.1:8787
 and read the mirrored sessions, live, at http://127.0.0.1:8787/_tap/ while it runs.
 What did it cost? sessiontap usage --since yesterday; find a message: sessiontap search WORDS.
 Lost a session? sessiontap list, then sessiontap restore ID, then claude --resume ID.
-Is it working? curl http://127.0.0.1:8787/_tap/health, or sessiontap doctor.
+Is it working? sessiontap doctor. With the tap stopped, Claude Code's requests fail (after ~3 minutes
+of retries): start it again, or go around it: unset ANTHROPIC_BASE_URL.
 
 Settings (flag, then environment, then default):
   --port N            SESSIONTAP_PORT              8787 (0 picks a free port)
@@ -35,6 +36,7 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_LOCK_WAIT_MS      2000 (longest wait for another tap's lock on a session)
                       SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
   --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude
+                      SESSIONTAP_CLAUDE            claude (on PATH): the Claude Code sessiontap claude runs
                       SESSIONTAP_GUARD=on|off      on when the Claude Code config dir exists: say at once
                                                    when Claude Code loses the transcript of a mirrored session
   --store URL         SESSIONTAP_STORE             none (files only); postgres://… a shared store for teams:
@@ -52,4 +54,9 @@ Settings (flag, then environment, then default):
                                                    ca.pem there; $XDG_CONFIG_HOME/sessiontap when set)
 
 Exit status: 0 success, 1 the command found a problem, 2 a usage error. sessiontap CMD --help says more.
+
+The rest is in the README and docs/: docs/commands.md (every command), docs/settings.md, docs/recovery.md
+(restore, the guard, doctor), docs/teams.md (the shared store), docs/providers.md (providers and proxy
+mode), docs/service.md (running as a service), docs/mirror.md (the mirror's files), docs/failures.md
+(health and every error line), docs/releases.md (binaries, npm, platforms), docs/development.md.
 `;

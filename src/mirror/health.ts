@@ -31,6 +31,8 @@ export interface EngineHealth {
 export interface RelayFacts {
   version: string;
   runtime: string;
+  /** The tap's process id: a second tap refused the port, or a launcher reusing it, names it. */
+  pid: number;
   upstream: UpstreamState;
   /** Requests the server could not answer (an internal error). */
   internalErrors: number;
@@ -80,6 +82,7 @@ export async function healthReport(relay: RelayFacts, engine: EngineView | null)
     problems,
     version: relay.version,
     runtime: relay.runtime,
+    pid: relay.pid,
     upstream: relay.upstream,
     mirror: part?.mirror ?? "off",
     store: part?.store ?? "off",

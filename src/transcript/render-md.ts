@@ -1,10 +1,13 @@
 /**
  * A conversation as Markdown (`export --format md`): prompts and answers as written, tool calls with their
  * input, tool results, thinking and Claude Code's context as labelled code blocks, image references as a
- * line saying what was there; other branches quoted where they fork; compactions as a rule. Plain
- * Markdown: no HTML tags, and no terminal control characters (see control-chars.ts). Every record of the
- * outline once, in its order. Pure.
+ * line saying what was there; other branches quoted where they fork; compactions as a rule. Claude Code's
+ * environment block and injected context (~10 KB each, on every turn) are folded as the HTML export folds
+ * them: a `<details>` whose summary is one line, the block itself inside — the only HTML of its own, which
+ * the renderers people read Markdown in show as a fold. No terminal control characters (see
+ * control-chars.ts). Every record of the outline once, in its order. Pure.
  */
+import { environmentSummary, injectedSummary } from "./injected.ts";
 import { compactJson, jsonText } from "./json-text.ts";
 import { scrubControl, scrubLine } from "./control-chars.ts";
 import { type Block, blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Rec } from "./records.ts";
@@ -72,7 +75,8 @@ function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): stri
     .filter(Boolean)
     .join(", ");
   if (isApiSystem(r)) {
-    return labelled(`System context · ${time}`, fence(blocksOf(message?.content).map((b) => String(b.text ?? compactJson(b))).join("\n")));
+    const text = blocksOf(message?.content).map((b) => String(b.text ?? compactJson(b))).join("\n");
+    return folded(`System context · ${time} · ${environmentSummary(text)}`, fence(text));
   }
   if (r.type !== "user" && r.type !== "assistant") {
     return `*${scrubControl(String(r.type))}${r.subtype ? `/${scrubControl(String(r.subtype))}` : ""} record · ${scrubControl(time)}*\n`;
@@ -88,7 +92,7 @@ function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): stri
 function renderBlock(b: Block): string {
   switch (b.type) {
     case "text":
-      if (isInjectedText(String(b.text ?? ""))) return labelled("Added by Claude Code", fence(String(b.text)));
+      if (isInjectedText(String(b.text ?? ""))) return folded(`Added by Claude Code: ${injectedSummary(String(b.text))}`, fence(String(b.text)));
       return `${scrubControl(String(b.text ?? ""))}\n`;
     case "thinking":
       return labelled("Thinking", fence(String(b.thinking ?? "")));
@@ -151,6 +155,12 @@ function code(raw: string): string {
   const longest = longestBackticks(text);
   const f = "`".repeat(longest + 1);
   return longest > 0 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
+}
+
+/** A block folded behind one line: `<details>`, the summary's text escaped (it quotes the block), the body as Markdown inside. */
+function folded(summary: string, body: string): string {
+  const text = scrubLine(summary).replace(/[&<>]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : "&gt;"));
+  return `<details><summary>⚙ ${text}</summary>\n\n${body}\n</details>\n`;
 }
 
 /** A labelled block: the label in bold on its own line, then the body (a code block). */

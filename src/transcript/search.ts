@@ -6,6 +6,8 @@
  */
 import { scrubControl } from "./control-chars.ts";
 import { isConversation, isToolResultOnly, type Rec, searchableText, uuidOf } from "./records.ts";
+import { restorePath } from "./restore-plan.ts";
+import { buildTree } from "./tree.ts";
 
 /** A match: `[start, end)` in the searched text. */
 export type Span = [number, number];
@@ -28,6 +30,8 @@ export interface SearchHit {
   snippet: string;
   /** The matches inside `snippet`. */
   marks: Span[];
+  /** The record is on a branch the conversation left (rewound, or a retried request): not what resuming it continues. */
+  offBranch: boolean;
 }
 
 /** Escapes `text` for use inside a regular expression. */
@@ -102,6 +106,9 @@ export interface Searchable {
 export function search(sessions: Searchable[], match: Matcher, limit = Number.POSITIVE_INFINITY): SearchHit[] {
   const hits: SearchHit[] = [];
   for (const s of sessions) {
+    // The current branch (compactions followed back), built only for a session that has a hit.
+    let current: Set<string> | null = null;
+    const onBranch = (uuid: string) => (current ??= new Set(restorePath(buildTree(s.records)).map((r) => uuidOf(r)!))).has(uuid);
     for (const r of s.records) {
       if (!isConversation(r) || uuidOf(r) === null) continue;
       const text = scrubControl(searchableText(r));
@@ -117,6 +124,7 @@ export function search(sessions: Searchable[], match: Matcher, limit = Number.PO
         role,
         timestamp: typeof r.timestamp === "string" ? r.timestamp : null,
         ...snippet(text, spans),
+        offBranch: !onBranch(uuidOf(r)!),
       });
       if (hits.length >= limit) return hits;
     }

@@ -1,4 +1,5 @@
 /** Errors as one short, content-free line for stderr, health and the events log (docs/DESIGN.md "Health and exit"). */
+import { networkFailure, withoutRuntimeAdvice } from "./network-error.ts";
 
 /**
  * An error as one short, content-free line: its code (or class) and its first line, without repeating
@@ -16,6 +17,10 @@ export function describe(error: unknown): string {
   if (cause instanceof Error && /^(fetch failed|network error)?$/i.test(message.trim())) message = cause.message;
   message = message.split("\n")[0].replace(/\b(https?:\/\/[^/\s)]+)[^\s)]*/g, "$1").slice(0, 200).trim();
   const label = typeof code === "string" && code !== "" ? code : name;
+  // A failed connection in our words, never the runtime's (docs/DESIGN.md "Never in the way").
+  const failure = networkFailure(typeof code === "string" ? code : "", name, message);
+  if (failure !== null) return failure;
+  message = withoutRuntimeAdvice(message);
   if (message === "" || message === label) return label;
   return message.startsWith(label) ? message : `${label}: ${message}`;
 }

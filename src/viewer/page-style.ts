@@ -31,6 +31,7 @@ body{display:grid;grid-template-rows:auto minmax(0,1fr);grid-template-columns:mi
 #sessions li.active a{background:#e7f0ff}
 .title{font-weight:600;color:#1d2330;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .meta{font-size:11px;color:#5b6475;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.off-branch{color:#8a5200;font-style:italic}
 .sid{font:11px ui-monospace,monospace;color:#5b6475}
 .badge{display:inline-block;font-size:11px;border-radius:4px;padding:0 5px;margin-left:6px}
 .badge.intact{background:#d3f9d8;color:#2b8a3e}.badge.stub,.badge.missing{background:#ffe3e3;color:#c92a2a}

@@ -41,10 +41,11 @@ describe("npm run release", () => {
     writeFileSync(`${out}/sessiontap-0.0.1-linux-x64`, "an older release");
     writeFileSync(`${out}/SHA256SUMS`, "0000  sessiontap-0.0.1-linux-x64\n");
     writeFileSync(`${out}/notes.txt`, "not ours");
-    run = release(["--out", out]);
+    run = release(["--out", out, "--npm-out", `${out}-npm`]);
   });
   after(() => {
     if (out) rmSync(out, { recursive: true, force: true });
+    if (out) rmSync(`${out}-npm`, { recursive: true, force: true });
   });
 
   it("builds the five binaries under the names the README gives, and SHA256SUMS; nothing else of ours", () => {

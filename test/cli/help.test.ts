@@ -53,6 +53,22 @@ describe("per-command help and flags", () => {
     });
   }
 
+  it("serve --help: a token is generated only beyond loopback", async () => {
+    const r = await cli(["serve", "--help"]);
+    const row = r.stdout.split("\n").find((l) => l.trimStart().startsWith("--token TOKEN ")) ?? "";
+    assert.match(row, /on loopback none is needed unless one is given; beyond loopback without one, a token is generated and printed at start/);
+  });
+
+  it("claude --help and help claude: the launcher's usage (every other argument after claude is Claude Code's)", async () => {
+    for (const asked of [["claude", "--help"], ["claude", "-h"], ["help", "claude"]]) {
+      const r = await cli(asked);
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(r.stdout.startsWith("Usage: sessiontap claude [ARGS…]\n"), r.stdout);
+      assert.match(r.stdout, /SESSIONTAP_CLAUDE/);
+      assert.match(r.stdout, /^Exit status: Claude Code's own exit status/m);
+    }
+  });
+
   it("doctor takes --url or --port, not both; a bad --url is named", async () => {
     assert.match((await cli(["doctor", "--url", "http://127.0.0.1:1", "--port", "5"])).stderr, /--url or --port, not both/);
     const bad = await cli(["doctor", "--url", "ftp://x"]);

@@ -50,6 +50,9 @@ describe("search, usage and list through the real process", { timeout: 120_000 }
     writeMirror(root, B, [
       rec("user", "b-u1", null, "write the docs about login", { ...b, timestamp: "2026-01-03T09:00:00.000Z" }),
       answer("b-a1", "b-u1", "2026-01-03T09:01:00.000Z", "claude-mystery-1", 1000, 10, b),
+      // A prompt rewound away: the newer one after the same answer is the current branch.
+      rec("user", "b-u2", "b-a1", "try the walrus approach", { ...b, timestamp: "2026-01-03T09:02:00.000Z" }),
+      rec("user", "b-u3", "b-a1", "try the other approach", { ...b, timestamp: "2026-01-03T09:03:00.000Z" }),
     ]);
     writeFileSync(`${scratch.dir}/prices.json`, JSON.stringify({ checked: "2026-11-30", models: { "claude-mystery-1": { input: 1000, output: 1000 } } }));
     writeFileSync(`${scratch.dir}/bad-prices.json`, `{"models": {"claude-mystery-1": {"input": "cheap"}}}`);
@@ -70,6 +73,17 @@ describe("search, usage and list through the real process", { timeout: 120_000 }
     assert.ok(r.stdout.includes("  Looking at the »login« test now.\n"), "marked, and the record's escape codes gone");
     assert.ok(!hasControl(r.stdout), "no colour into a pipe");
     assert.match(r.stdout, /\n3 messages in 2 sessions match\./);
+  });
+
+  it("search: a hit on a branch the conversation left is marked as off the current branch; one hit is 'matches'", async () => {
+    const r = await run(["search", "walrus"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.stdout.startsWith(`${B}  2026-01-03 09:02  user  write the docs about login  (off the current branch: rewound or retried)\n`), r.stdout);
+    assert.match(r.stdout, /\n1 message in 1 session matches\. Open one/);
+    const current = await run(["search", "other approach", "--json"]);
+    assert.deepEqual(JSON.parse(current.stdout).map((h: { uuid: string; offBranch: boolean }) => [h.uuid, h.offBranch]), [["b-u3", false]]);
+    const off = await run(["search", "walrus", "--json"]);
+    assert.deepEqual(JSON.parse(off.stdout).map((h: { uuid: string; offBranch: boolean }) => [h.uuid, h.offBranch]), [["b-u2", true]]);
   });
 
   it("search --json, --session, --regex; nothing found is exit 1 with one line", async () => {
@@ -147,7 +161,10 @@ describe("search, usage and list through the real process", { timeout: 120_000 }
     const r = await run(["list"]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`^${A}  2026-01-02 10:01 +1\\.70M +\\$2\\.50  missing +/p/alpha\\n  Flaky login test$`, "m"));
-    assert.match(r.stdout, new RegExp(`^${B}  2026-01-03 09:01 +1\\.01k +\\? +missing +/p/beta\\n  write the docs about login$`, "m"));
+    assert.match(r.stdout, new RegExp(`^${B}  2026-01-03 09:03 +1\\.01k +\\? +missing +/p/beta\\n  write the docs about login$`, "m"));
+    // Both transcripts are missing (no Claude Code dir): the footer offers the restore of each, not of the first alone.
+    assert.match(r.stdout, /^2 sessions whose Claude Code transcript is stubbed or missing .*to put one back:$/m);
+    assert.match(r.stdout, new RegExp(`:\\n  sessiontap restore ${B}\\n  sessiontap restore ${A}\\n`));
     const list = JSON.parse((await run(["list", "--json"])).stdout);
     const a = list.find((s: { sessionId: string }) => s.sessionId === A);
     assert.equal(a.title, "Flaky login test");

@@ -5,6 +5,7 @@
 // when it waits for input), and running it in Node keeps both test runtimes on the same code.
 // test/support/terminal.ts drives it over stdio, one JSON object per line each way:
 //   in:  {"id":1,"op":"write","data":"text"} | {"id":2,"op":"key","key":"Up"} | {"id":3,"op":"screen"} | {"id":4,"op":"kill"}
+//        | {"id":5,"op":"resize","cols":120,"rows":40} (the window changes size: the program gets SIGWINCH from the terminal)
 //   out: {"id":1} | {"id":3,"screen":"…","exited":false} | {"id":n,"error":"…"} | {"event":"exit","code":0,"signal":0}
 // The start options ({command, args, cwd, env, cols, rows}) come as one JSON argument. Like tmux's
 // remain-on-exit, the screen stays readable after the program exits, until stdin closes.
@@ -96,6 +97,11 @@ input.on("line", async (line) => {
       send({ id: request.id });
     } else if (request.op === "screen") {
       send({ id: request.id, screen: await screen(), exited: exited !== null });
+    } else if (request.op === "resize") {
+      if (exited !== null) throw new Error("the program has exited");
+      child.resize(request.cols, request.rows);
+      term.resize(request.cols, request.rows);
+      send({ id: request.id });
     } else if (request.op === "kill") {
       if (exited === null) child.kill("SIGKILL");
       send({ id: request.id });

@@ -94,6 +94,16 @@ export class TerminalSession {
     return this.exit !== null || this.host.exitCode !== null;
   }
 
+  /** How the program exited (null while it runs). */
+  exitStatus(): { code?: number; signal?: number } | null {
+    return this.exit;
+  }
+
+  /** Changes the window's size, as a person resizing the terminal window does. */
+  async resize(width: number, height: number): Promise<void> {
+    await this.request({ op: "resize", cols: width, rows: height });
+  }
+
   /** Types `text` literally. */
   async type(text: string): Promise<void> {
     await this.request({ op: "write", data: text });

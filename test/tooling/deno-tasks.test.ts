@@ -1,4 +1,4 @@
-// The Deno tasks, as the README documents them: every `deno task` the README names is defined and run
+// The Deno tasks, as the docs (README and docs/) document them: every `deno task` they name is defined and run
 // here. `dev` serves the tap on Deno (health, one stream, SIGTERM → 0); `test` runs the suite's Deno part
 // (narrowed to one file); `compile` builds with `deno compile` up to its denort step, which cannot complete
 // without a denort binary (not on npm, not reachable here), so what is checked is that every way of lacking
@@ -15,7 +15,10 @@ import { loadFixture, startStub, type StubUpstream } from "../support/stub-upstr
 
 const DENO = `${ROOT}node_modules/.bin/deno`;
 const TASKS: Record<string, string> = JSON.parse(readFileSync(`${ROOT}deno.json`, "utf8")).tasks;
-const README = readFileSync(`${ROOT}README.md`, "utf8");
+/** The README and every document under docs/, as one text: where the instructions are. */
+const README = [`${ROOT}README.md`, ...readdirSync(`${ROOT}docs`).filter((n) => n.endsWith(".md")).map((n) => `${ROOT}docs/${n}`)]
+  .map((path) => readFileSync(path, "utf8"))
+  .join("\n");
 /** The tasks this file runs. */
 const TESTED = ["dev", "test", "compile"];
 

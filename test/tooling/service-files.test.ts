@@ -7,7 +7,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { parseConfig } from "../../src/config/parse.ts";
@@ -16,7 +16,10 @@ import { parsePlist, type PlistValue } from "../support/plist.ts";
 
 const UNIT = `${ROOT}scripts/service/sessiontap.service`;
 const PLIST = `${ROOT}scripts/service/local.sessiontap.plist`;
-const README = readFileSync(`${ROOT}README.md`, "utf8");
+/** The README and every document under docs/, as one text: where the instructions are. */
+const README = [`${ROOT}README.md`, ...readdirSync(`${ROOT}docs`).filter((n) => n.endsWith(".md")).map((n) => `${ROOT}docs/${n}`)]
+  .map((path) => readFileSync(path, "utf8"))
+  .join("\n");
 
 /** True when `command` can be run here. */
 const has = (command: string, args: string[]) => spawnSync(command, args, { encoding: "utf8" }).error === undefined;
@@ -180,7 +183,7 @@ describe("scripts/service/: the launchd agent", () => {
   });
 });
 
-describe("the README's service instructions", () => {
+describe("the documented service instructions (README and docs/)", () => {
   it("name both files and how to install them", () => {
     for (
       const text of [
@@ -191,7 +194,7 @@ describe("the README's service instructions", () => {
         "sha256sum -c",
       ]
     ) {
-      assert.ok(README.includes(text), `the README does not say ${text}`);
+      assert.ok(README.includes(text), `neither the README nor docs/ says ${text}`);
     }
   });
 });

@@ -283,6 +283,14 @@ describe("list, show, restore, doctor", () => {
       const cwd = `${scratch.dir}/proj-nocwd`;
       const out = await run(["restore", "nocwd", "--cwd", cwd]);
       assert.equal(out.code, 0, out.stderr);
+      // The directory does not exist: said, and done as asked.
+      assert.equal(
+        out.stderr,
+        `sessiontap: note: ${cwd} (--cwd) does not exist; the transcript is written for it all the same, and Claude Code finds it when claude --resume runs in that directory\n`,
+      );
+      mkdirSync(`${scratch.dir}/proj-real`);
+      const real = await run(["restore", "nocwd", "--cwd", `${scratch.dir}/proj-real`, "--dry-run"]);
+      assert.deepEqual([real.code, real.stderr], [0, ""], "an existing directory: nothing to say");
       const written = readFileSync(target(cwd, "nocwd-session"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
       assert.deepEqual(written.filter((r: Rec) => r.type === "user").map((r: Rec) => [r.cwd, r.sessionId]), [[cwd, "nocwd-session"]]);
       // Found where it was put, though the mirror still does not know the directory.

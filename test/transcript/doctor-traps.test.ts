@@ -156,8 +156,20 @@ describe("doctor: the traps that lose transcripts", () => {
     const { code, checks } = await doctor(c, {}, { status: "degraded", problems: [problem], guard: { watching: 1, notFound: 0, alerts: [alert] } });
     assert.equal(code, 1);
     assert.deepEqual(checks.filter((x) => x.check.includes("guard")).map((x) => [x.check, x.status, x.detail]), [
-      ["guard", "ok", "watching 1 active session, 1 alert"],
       ["tap guard", "fail", `Claude Code's transcript of ${S} is missing: sessiontap restore ${S}`],
     ]);
+    const quiet = (await doctor(c, {}, { guard: { watching: 1, notFound: 0, alerts: [] } })).checks.find((x) => x.check === "guard")!;
+    assert.deepEqual([quiet.status, quiet.detail], ["ok", "watching 1 active session, no alert"]);
+  });
+
+  it("one guard alert is one line with one severity: the session's transcript check does not say it again", async () => {
+    const c = setup(null); // Claude Code's transcript is missing, and the guard has told it
+    const alert = { sessionId: S, state: "missing", since: "2026-01-04T00:00:00.000Z", path: null, command: `sessiontap restore ${S}` };
+    const problem = `guard: Claude Code's transcript of ${S} is missing: sessiontap restore ${S}`;
+    const { code, checks } = await doctor(c, {}, { status: "degraded", problems: [problem], guard: { watching: 1, notFound: 0, alerts: [alert] } });
+    assert.equal(code, 1);
+    assert.deepEqual(checks.filter((x) => x.detail.includes(S)).map((x) => [x.check, x.status]), [["tap guard", "fail"]]);
+    const without = (await doctor(c)).checks.filter((x) => x.detail.includes(S)).map((x) => [x.check, x.status]);
+    assert.deepEqual(without, [["transcripts", "warn"]], "with no alert, the transcript check says it");
   });
 });

@@ -146,11 +146,31 @@ describe("rendering escapes what a record holds", () => {
     assert.match(html, /class="tool-result error"/);
   });
 
-  it("md: a fence longer than any backtick run inside, thinking labelled, no HTML of its own", () => {
+  it("md: a fence longer than any backtick run inside, thinking labelled, no HTML of its own where nothing is folded", () => {
     const md = renderMarkdown(summary, outline(tree));
     assert.ok(md.includes("````\n```\nfenced\n```\n````\n"), md);
     assert.match(md, /^\*\*Thinking\*\*\n\n```\n<script>/m);
     assert.ok(md.includes("**Tool result** (`t1`) — error"));
     assert.doesNotMatch(md, /<\/?(details|summary)>/);
+  });
+
+  it("md: Claude Code's environment block and injected context folded, as the HTML export folds them; the summary escaped", () => {
+    const environment = `You are Claude Code.\n# Environment\nPrimary working directory: /home/<x>/shop\n${"Platform: linux\n".repeat(600).trimEnd()}`;
+    const reminder = "<system-reminder>\nAs you answer, use the context below.\n</system-reminder>";
+    const folding = [
+      rec("system", "s1", null, [{ type: "text", text: environment }]),
+      rec("user", "u1", "s1", [{ type: "text", text: reminder }, { type: "text", text: "fix the test" }]),
+      rec("assistant", "a1", "u1", [{ type: "text", text: "Done." }]),
+    ];
+    const t = buildTree(folding);
+    const md = renderMarkdown(summarize({ dir: "d", records: folding, malformed: 0, files: 1, bytes: 1, agents: [], side: [] }, t), outline(t));
+    const folds = [...md.matchAll(/<details><summary>⚙ ([^\n]*)<\/summary>\n\n(`{3,})\n([\s\S]*?)\n\2\n\n<\/details>\n/g)];
+    assert.equal(folds.length, 2, md.slice(0, 2000));
+    assert.match(folds[0][1], /^System context · \S+ · environment from Claude Code \(\d+(\.\d)? KB; cwd \/home\/&lt;x&gt;\/shop\)$/);
+    assert.ok(folds[0][3] === environment, "the whole block is inside the fold");
+    assert.match(folds[1][1], /^Added by Claude Code: /);
+    assert.equal(folds[1][3], reminder);
+    assert.equal(md.match(/<details>/g)!.length, 2, "nothing else is folded");
+    assert.ok(md.includes("fix the test\n"));
   });
 });

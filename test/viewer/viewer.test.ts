@@ -85,6 +85,9 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
     const hit = page.locator("#results li.hit").first();
     await hit.waitFor(WAIT);
     assert.match(await hit.innerText(), /hi-from-tool/);
+    // The line above the list counts the hits instead of adding up what the sessions cost.
+    const hits = await page.locator("#results li.hit").count();
+    assert.equal(await page.locator("#totals").innerText(), `${hits} message${hits === 1 ? "" : "s"} in 1 session match${hits === 1 ? "es" : ""}`);
     await hit.click();
     await page.waitForURL(/#\/s\/[^/]+\/.+$/, WAIT);
     const uuid = decodeURIComponent(new URL(page.url()).hash.split("/")[3]);
@@ -97,6 +100,11 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
   it("keeps a screenshot as a test artifact, and the page logged no error", async () => {
     await page.locator("#search").fill("");
     await page.locator("#sessions").waitFor(WAIT);
+    await page.waitForFunction(
+      () => /session/.test(document.getElementById("totals")?.textContent ?? "") && !/match/.test(document.getElementById("totals")!.textContent!),
+      null,
+      WAIT,
+    );
     mkdirSync(ARTIFACTS, { recursive: true });
     const path = `${ARTIFACTS}viewer.png`;
     await page.screenshot({ path, fullPage: true });

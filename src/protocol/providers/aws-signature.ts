@@ -14,7 +14,7 @@ export interface Refusal {
 }
 
 const WHAT_WORKS = "run the tap in proxy mode (HTTPS_PROXY), where Claude Code's own signature stays valid, or use a Bedrock API key " +
-  '(AWS_BEARER_TOKEN_BEDROCK); see the README, "AWS Bedrock"';
+  '(AWS_BEARER_TOKEN_BEDROCK); see docs/providers.md, "AWS Bedrock"';
 
 /** True for an AWS endpoint's host. */
 export function isAwsHost(host: string): boolean {

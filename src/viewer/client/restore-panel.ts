@@ -20,7 +20,11 @@ export function restorePart(app: ViewerApp): RestorePanel {
     start.id = "restore-plan";
     start.title = "Writes this session where claude --resume finds it; shows what it would do first";
     start.addEventListener("click", () => plan(s, false, out));
-    const state = s.claudeTranscript === "intact" ? "Claude Code's own transcript is intact. " : "Claude Code's transcript is " + s.claudeTranscript + ". ";
+    const state = s.claudeTranscript === "intact"
+      ? "Claude Code's own transcript is intact. "
+      : s.claudeTranscript === "stub"
+      ? "Claude Code's transcript is a stub. "
+      : "Claude Code's transcript is " + s.claudeTranscript + ". ";
     box.append(el("span", null, state), start, out);
     const said = done.get(idOf(s));
     if (said !== undefined) out.replaceChildren(doneNote(said));

@@ -56,9 +56,20 @@ export function searchPart(app: ViewerApp): Search {
     a.href = "#/s/" + encodeURIComponent(h.sessionId || h.dir) + "/" + encodeURIComponent(h.uuid);
     const meta = el("div", "meta");
     meta.append(document.createTextNode(h.role + " · "), timeEl(h.timestamp), document.createTextNode(" · " + (h.sessionId || h.dir).slice(0, 13)));
+    if (h.offBranch) meta.append(document.createTextNode(" · "), el("span", "off-branch", "off the current branch (rewound or retried)"));
     a.append(el("div", "title", h.title || "(untitled)"), meta, snippetEl(h));
     li.append(a);
     return li;
+  }
+
+  /** "N messages in M sessions match", and how many the filters or the tap's limit of 100 left out. */
+  function hitCount(hits: SearchHit[], found: number): string {
+    const sessions = new Set(hits.map((h) => h.dir)).size;
+    const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+    let text = `${plural(hits.length, "message")} in ${plural(sessions, "session")} match${hits.length === 1 ? "es" : ""}`;
+    if (found > hits.length) text += ` (${found - hits.length} more outside the filters)`;
+    if (found >= 100) text += "; the first 100 found are shown";
+    return text;
   }
 
   let searchTimer: ReturnType<typeof setTimeout> | undefined;
@@ -74,6 +85,7 @@ export function searchPart(app: ViewerApp): Search {
       results.replaceChildren();
       results.hidden = true;
       ui.sessions.hidden = false;
+      app.renderSessions(); // the line above the list says what the sessions cost again
       return;
     }
     const all = (await getJson<SearchHit[]>("api/search?q=" + encodeURIComponent(q))).body;
@@ -85,6 +97,7 @@ export function searchPart(app: ViewerApp): Search {
     });
     ui.sessions.hidden = true;
     results.hidden = false;
+    ui.totals.textContent = hitCount(hits, all.length);
     if (hits.length === 0) {
       results.replaceChildren(el("li", "empty", all.length === 0 ? "Nothing matches." : "Nothing matches within the filters."));
       return;

@@ -111,7 +111,8 @@ export function sessionListPart(app: ViewerApp): SessionList {
     const list = ui.sessions;
     const hadFocus = list.contains(document.activeElement);
     state.shown = state.sessions.filter(passes);
-    ui.totals.textContent = totals(state.shown);
+    // While a search shows its hits, the line above says how many matched (search.ts), not what the list costs.
+    if (!state.query) ui.totals.textContent = totals(state.shown);
     if (state.shown.length === 0) {
       list.replaceChildren(el("li", "empty", state.sessions.length === 0 ? "No mirrored sessions yet." : "No session matches the filters."));
       return;
