@@ -119,9 +119,12 @@ export class EngineLink {
     this.apiToken = apiToken;
   }
 
-  /** Starts following a request with these headers, or null (the engine stopped, or the request lacks the tap's token). */
-  openFor(headers: Headers, at: number, request?: RequestFacts): RelayObserver | null {
-    if (this.apiToken !== null && !tokenMatches(headers.get(TOKEN_HEADER), this.apiToken)) {
+  /**
+   * Starts following a request with these headers, or null (the engine stopped, or the request lacks the
+   * tap's token). `tunnelled`: it came through a proxy tunnel, whose CONNECT the proxy let in only with the token.
+   */
+  openFor(headers: Headers, at: number, request?: RequestFacts, tunnelled = false): RelayObserver | null {
+    if (this.apiToken !== null && !tunnelled && !tokenMatches(headers.get(TOKEN_HEADER), this.apiToken)) {
       this.withoutToken(at);
       return null;
     }

@@ -38,6 +38,7 @@ export interface ForwardDeps {
   /**
    * True when the client addressed the upstream's own host (proxy mode): a SigV4 signature is valid there, so
    * nothing is refused, and the headers it signs reach the upstream as they are (docs/DESIGN.md "Bedrock's signatures").
+   * Its tunnel's CONNECT carried the tap's token when the tap has one, so its API traffic needs no token header.
    */
   proxied?: boolean;
 }
@@ -85,7 +86,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   // "Nothing forwarded unseen").
   const seen = recognise(request.method, url.pathname);
   const observer = deps.engine !== null && seen.kind === "conversation"
-    ? deps.engine.openFor(request.headers, deps.clock(), { provider: seen.provider, model: seen.model })
+    ? deps.engine.openFor(request.headers, deps.clock(), { provider: seen.provider, model: seen.model }, deps.proxied === true)
     : null;
   const unseen = deps.engine !== null && seen.kind === "other" && request.method === "POST" && isJson(request.headers) ? seen.reason : null;
   const signal = AbortSignal.any([request.signal, deps.stopping]);

@@ -271,7 +271,13 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     for (const model of ["claude-sonnet-4-5", "claude-opus-5-5"]) {
       const probe = await fetch(`${tap.url}/v1/messages`, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-claude-code-session-id": "probed", "user-agent": "claude-cli/2.1.332 (external, sdk-cli)" },
+        // With the credentials of the turns after it, as Claude Code sends it: the session's owner.
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": "sk-ant-test-SECRET",
+          "x-claude-code-session-id": "probed",
+          "user-agent": "claude-cli/2.1.332 (external, sdk-cli)",
+        },
         body: JSON.stringify({
           model,
           max_tokens: 1,
