@@ -9,7 +9,7 @@ import { isObject } from "../protocol/json.ts";
 import { HostTable } from "../proxy/known-hosts.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { CommandIo } from "./command-io.ts";
-import type { Check } from "./doctor-check.ts";
+import { type Check, requestsFail } from "./doctor-check.ts";
 import { claudeSetting, type Setting, type SettingsFile } from "./doctor-settings.ts";
 import type { Probe } from "./doctor-tap.ts";
 
@@ -78,6 +78,9 @@ export async function proxyChecks(
     out.push(
       what === "sessiontap"
         ? { check, status: "warn", detail: `${about} is a sessiontap proxy, but not that of the tap at ${tap.url}: name its tap: sessiontap doctor --url URL` }
+        : what.startsWith("nothing answers")
+        // Never in the way: a proxy that is not there stops Claude Code, so say so and how to go around it.
+        ? { check, status: "fail", detail: `${about}: ${what}. ${requestsFail(check, proxy.fromSettings, `sessiontap serve --proxy-port ${port}`)}` }
         : { check, status: "fail", detail: `${about} is not the tap's proxy (${what}): ${route.who} goes through it, and nothing is mirrored` },
     );
   }

@@ -10,7 +10,7 @@ import { isAwsHost } from "../protocol/providers/aws-signature.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
 import type { CommandIo } from "./command-io.ts";
-import type { Check } from "./doctor-check.ts";
+import { type Check, requestsFail } from "./doctor-check.ts";
 import { proxyChecks } from "./doctor-proxy.ts";
 import { claudeSetting, isTruthy, type Setting, type SettingsFile } from "./doctor-settings.ts";
 import { type Probe, probe } from "./doctor-tap.ts";
@@ -48,10 +48,6 @@ export function claudeRoute(settings: SettingsFile[], env: CommandIo["env"]): Cl
   const who = `Claude Code on ${NAMES[provider]}${on === null ? "" : ` (CLAUDE_CODE_USE_${provider.toUpperCase()} ${on.where})`}`;
   return { provider, who, baseVar: BASE_VARS[provider], base: get(BASE_VARS[provider]), host };
 }
-
-/** What Claude Code does when its base URL reaches nothing (measured with 2.1.328 and 2.1.332: docs/DESIGN.md "Never in the way"). */
-const REQUESTS_FAIL = 'Claude Code\'s requests fail: it retries for about 3 minutes (interactive: "Connection refused … retrying"; ' +
-  'claude -p: silent), then stops with "API Error: Connection refused"';
 
 /** The checks of the way Claude Code reaches the tap; `tap` is what answered at `tapUrl`, the tap doctor looked at. */
 export async function routeChecks(
@@ -95,12 +91,10 @@ export async function routeChecks(
   const target = same ? tap.probe : await probe(io, base.value, token);
   if (!target.ok && target.down) {
     // Never in the way: a base URL that reaches nothing stops Claude Code, so say so and how to go around the tap.
-    const bypass = base.fromSettings === null ? `unset ${check}` : `remove ${check} from "env" in ${base.fromSettings}`;
     out.push({
       check,
       status: "fail",
-      detail: `${base.value} ${base.where}: ${target.why}. ${REQUESTS_FAIL}. Start the tap (sessiontap serve, or run sessiontap claude), ` +
-        `or go around it: ${bypass}`,
+      detail: `${base.value} ${base.where}: ${target.why}. ${requestsFail(check, base.fromSettings, "sessiontap serve, or run sessiontap claude")}`,
     });
     return out;
   }

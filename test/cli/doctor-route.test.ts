@@ -66,7 +66,9 @@ describe("doctor: the way Claude Code reaches the tap", { timeout: 60_000 }, () 
       assert.equal(code, 1);
       const base = one(by("ANTHROPIC_VERTEX_BASE_URL"));
       assert.equal(base.status, "fail");
-      assert.match(base.detail, /^http:\/\/127\.0\.0\.1:1\/v1 in the environment: nothing answers at http:\/\/127\.0\.0\.1:1 .*not mirrored$/);
+      // Nothing answers there, so Claude Code's requests fail: said, with the bypass for this provider's variable.
+      assert.match(base.detail, /^http:\/\/127\.0\.0\.1:1\/v1 in the environment: nothing answers at http:\/\/127\.0\.0\.1:1 \(connection refused\)\. Claude Code's requests fail/);
+      assert.match(base.detail, /or go around it: unset ANTHROPIC_VERTEX_BASE_URL$/);
       const unused = one(by("ANTHROPIC_BEDROCK_BASE_URL"));
       assert.equal(unused.status, "warn");
       assert.match(unused.detail, /Claude Code is not on AWS Bedrock \(CLAUDE_CODE_USE_BEDROCK=1\): it ignores it/);
@@ -148,13 +150,12 @@ describe("doctor: the way Claude Code reaches the tap", { timeout: 60_000 }, () 
       assert.match(bundle.detail, /holds the tap's CA$/);
     });
 
-    it("an HTTPS_PROXY that is not the tap's proxy fails: nothing there, or a tap that runs none", async () => {
+    it("an HTTPS_PROXY that is not the tap's proxy fails: nothing there (Claude Code's requests then fail), or a tap that runs none", async () => {
       const nothing = await doctor(viaProxy({ HTTPS_PROXY: "http://127.0.0.1:1" }), proxied.url, proxied.root);
       assert.equal(nothing.code, 1);
-      assert.match(
-        one(nothing.by("HTTPS_PROXY")).detail,
-        /^http:\/\/127\.0\.0\.1:1 in the environment is not the tap's proxy \(nothing answers at 127\.0\.0\.1:1 /,
-      );
+      const dead = one(nothing.by("HTTPS_PROXY")).detail;
+      assert.match(dead, /^http:\/\/127\.0\.0\.1:1 in the environment: nothing answers at 127\.0\.0\.1:1 .*Claude Code's requests fail/);
+      assert.match(dead, /Start the tap \(sessiontap serve --proxy-port 1\), or go around it: unset HTTPS_PROXY$/);
       const none = one((await doctor(viaProxy({ HTTPS_PROXY: "http://127.0.0.1:8788" }), tap.url, tap.root)).by("HTTPS_PROXY"));
       assert.equal(none.status, "fail");
       assert.match(none.detail, /but the tap at http:\/\/127\.0\.0\.1:\d+ runs no proxy: start it with --proxy-port 8788 \(SESSIONTAP_PROXY_PORT\)$/);
