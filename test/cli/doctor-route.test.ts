@@ -67,7 +67,10 @@ describe("doctor: the way Claude Code reaches the tap", { timeout: 60_000 }, () 
       const base = one(by("ANTHROPIC_VERTEX_BASE_URL"));
       assert.equal(base.status, "fail");
       // Nothing answers there, so Claude Code's requests fail: said, with the bypass for this provider's variable.
-      assert.match(base.detail, /^http:\/\/127\.0\.0\.1:1\/v1 in the environment: nothing answers at http:\/\/127\.0\.0\.1:1 \(connection refused\)\. Claude Code's requests fail/);
+      assert.match(
+        base.detail,
+        /^http:\/\/127\.0\.0\.1:1\/v1 in the environment: nothing answers at http:\/\/127\.0\.0\.1:1 \(connection refused\)\. Claude Code's requests fail/,
+      );
       assert.match(base.detail, /or go around it: unset ANTHROPIC_VERTEX_BASE_URL$/);
       const unused = one(by("ANTHROPIC_BEDROCK_BASE_URL"));
       assert.equal(unused.status, "warn");
