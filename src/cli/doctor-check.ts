@@ -9,8 +9,8 @@ export interface Check {
 
 /**
  * What to say when the way Claude Code reaches the tap (its base URL, or its HTTPS_PROXY: `name`, set as
- * `where`) leads to nothing: its requests fail — measured with 2.1.328 and 2.1.332 (docs/DESIGN.md "Never
- * in the way") — and how to go around the tap.
+ * `where`) leads to nothing: its requests fail — measured with 2.1.328 and 2.1.332 — and how to go
+ * around the tap (docs/DESIGN.md "Never in the way").
  */
 export function requestsFail(name: string, fromSettings: string | null, start: string): string {
   const bypass = fromSettings === null ? `unset ${name}` : `remove ${name} from "env" in ${fromSettings}`;
