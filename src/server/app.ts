@@ -14,6 +14,7 @@ import { bearerAuth } from "hono/bearer-auth";
 import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
+import { apiError } from "../protocol/api-error.ts";
 import type { ViewerDeps } from "../viewer/deps.ts";
 import { viewerRoutes } from "../viewer/routes.ts";
 import { ACCESS_COOKIE, accessCookieValue, crossSiteRefusal, type RequestFacts, sameSecret } from "./request-guard.ts";
@@ -62,11 +63,6 @@ function factsOf(c: Context): RequestFacts {
   return { method: c.req.method, path: c.req.path, host: h("host"), origin: h("origin"), secFetchSite: h("sec-fetch-site"), secFetchMode: h("sec-fetch-mode") };
 }
 
-/** An Anthropic-shaped error answer. */
-function apiError(c: Context, status: 401 | 403 | 429, type: string, message: string, headers: Record<string, string> = {}): Response {
-  return c.json({ type: "error", error: { type, message: `sessiontap: ${message}` } }, status, headers);
-}
-
 /** Builds the app; hand `app.fetch` to a runtime adapter. */
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
@@ -76,10 +72,10 @@ export function createApp(deps: AppDeps): Hono {
   // Open to any host and without a token, the tap's own routes would hand every conversation to the network.
   const locked = token === null && allowedHosts === null && viewer !== undefined;
   // Hono's own handler prints the error with the request's path and query (and Bun adds pages of source).
-  app.onError((error, c) => {
+  app.onError((error) => {
     if (error instanceof HTTPException) return error.getResponse();
     deps.onError?.(error);
-    return c.json({ type: "error", error: { type: "api_error", message: "sessiontap: internal error" } }, 500);
+    return apiError(500, "api_error", "internal error");
   });
   const tapHeaders = async (c: Context, next: Next) => {
     await TAP_HEADERS(c, next);
@@ -89,7 +85,7 @@ export function createApp(deps: AppDeps): Hono {
   app.use("/_tap", tapHeaders);
   app.use("*", async (c, next) => {
     const refusal = crossSiteRefusal(factsOf(c), allowedHosts);
-    if (refusal !== null) return apiError(c, 403, "permission_error", refusal);
+    if (refusal !== null) return apiError(403, "permission_error", refusal);
     await next();
   });
   const cookieOk = (c: Context) => token !== null && sameSecret(getCookie(c, ACCESS_COOKIE) ?? "", accessCookieValue(token));
@@ -102,8 +98,8 @@ export function createApp(deps: AppDeps): Hono {
   };
   /** Seconds the client must still wait before a token it offers is read (0: none). */
   const waitOf = (c: Context) => Math.ceil(gate.waitMs(peerOf(c)) / 1000);
-  const slowedDown = (c: Context, seconds: number) =>
-    apiError(c, 429, "rate_limit_error", `too many wrong tokens from this client; try again in ${seconds} s`, { "retry-after": String(seconds) });
+  const slowedDown = (seconds: number) =>
+    apiError(429, "rate_limit_error", `too many wrong tokens from this client; try again in ${seconds} s`, { "retry-after": String(seconds) });
   // A foreign Host is a page that rebound its own domain to the tap: it reads the status, never the paths
   // and session ids the rest of health carries (the Host check of the viewer, applied here too).
   const ownHost = (c: Context) => allowedHosts === null || allowedHosts.has(hostName(c.req.header("host")));
@@ -124,7 +120,7 @@ export function createApp(deps: AppDeps): Hono {
   app.get("/_tap/login", (c) => {
     const given = c.req.query("token") ?? "";
     const wait = given === "" ? 0 : waitOf(c);
-    if (wait > 0) return slowedDown(c, wait);
+    if (wait > 0) return slowedDown(wait);
     if (token === null || !sameSecret(given, token)) {
       if (token !== null && given !== "") wrongToken(c);
       return c.html(loginPage("That is not this tap's token."), 401);
@@ -137,7 +133,7 @@ export function createApp(deps: AppDeps): Hono {
   const refuse = (c: Context) => {
     const why = "this tap's own routes need its token: send Authorization: Bearer <token>, or open the login link its startup printed";
     if (c.req.method === "GET" && c.req.path === "/_tap/") return c.html(loginPage(why), 401);
-    return apiError(c, 401, "authentication_error", why);
+    return apiError(401, "authentication_error", why);
   };
   const challenge = 'Bearer realm="sessiontap"';
   const bearer = token === null ? null : bearerAuth({
@@ -147,10 +143,10 @@ export function createApp(deps: AppDeps): Hono {
     invalidToken: { message: (c: Context) => (wrongToken(c), refuse(c)), wwwAuthenticateHeader: challenge },
   });
   const tokenGuard = async (c: Context, next: Next) => {
-    if (locked) return apiError(c, 403, "permission_error", "this tap listens beyond loopback without a token; its own routes are closed");
+    if (locked) return apiError(403, "permission_error", "this tap listens beyond loopback without a token; its own routes are closed");
     if (bearer === null) return await next();
     const wait = waitOf(c);
-    if (wait > 0 && (bearerOf(c) !== undefined || getCookie(c, ACCESS_COOKIE) !== undefined)) return slowedDown(c, wait);
+    if (wait > 0 && (bearerOf(c) !== undefined || getCookie(c, ACCESS_COOKIE) !== undefined)) return slowedDown(wait);
     if (cookieOk(c)) {
       gate.succeeded(peerOf(c));
       return await next();
@@ -164,7 +160,7 @@ export function createApp(deps: AppDeps): Hono {
   app.use("/_tap/*", tokenGuard);
   app.use("/_tap", tokenGuard);
   if (viewer !== undefined) app.route("/_tap/", viewerRoutes(viewer));
-  app.all("/_tap/*", (c) => c.json({ type: "error", error: { type: "not_found_error", message: "sessiontap: no such tap route" } }, 404));
+  app.all("/_tap/*", () => apiError(404, "not_found_error", "no such tap route"));
   app.all("/_tap", (c) => c.redirect("/_tap/", 302));
   app.all("*", (c) => deps.forward(c.req.raw));
   return app;
