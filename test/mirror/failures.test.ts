@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { loadFixture, startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
 import { BASH_TOOL, Conversation, textsOf } from "../support/client.ts";
-import { faultyFs } from "../support/faulty-fs.ts";
+import { faultyEngineFs } from "../support/faulty-fs.ts";
 import { pollAsync, within } from "../support/poll.ts";
 
 const ofType = (records: Record<string, unknown>[], type: string) => records.filter((r) => r.type === type);
@@ -158,16 +158,16 @@ describe("session mirror: failures and retries", () => {
 describe("session mirror: a writer that fails never touches the client", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  const faults = faultyFs();
+  const faults = faultyEngineFs();
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => void unhandled.push(reason);
   before(async () => {
     process.on("unhandledRejection", onUnhandled);
     stub = await startStub();
-    tap = await startTestTap(stub.url, {}, { fs: faults.fs });
+    tap = await startTestTap(stub.url, {}, { engineSeams: faults.seams });
   });
-  afterEach(() => {
-    faults.heal();
+  afterEach(async () => {
+    await faults.heal();
   });
   after(async () => {
     await tap.close();
@@ -179,7 +179,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
     it(`a writer that ${fault}s: the client gets identical bytes without waiting for it; no unhandled rejection`, async () => {
       const events = textReply(`answer for ${fault}`, { deltas: 5 });
       stub.enqueue({ kind: "sse", chunks: events });
-      faults.set(fault);
+      await faults.set(fault);
       const before = readEvents(tap.root).filter((e) => e.action === "error").length;
       const result = await new Conversation(tap.url, `w-${fault}`).say("hello");
       assert.equal(result.status, 200);
@@ -187,7 +187,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
       if (fault === "hang") {
         await pollAsync(() => faults.hung(), (n) => n === 1, 5000, "the write to hang");
         assert.equal(allRecords(`${tap.root}/w-${fault}`).length, 0, "the client had every byte while the write still hung");
-        faults.heal();
+        await faults.heal();
       } else {
         await tap.mirror!.flush(500);
         const errors = readEvents(tap.root).filter((e) => e.action === "error");
@@ -195,7 +195,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
         assert.match(String(errors.at(-1)!.error), fault === "throw" ? /EIO/ : /ENOSPC/);
         assert.equal(allRecords(`${tap.root}/w-${fault}`).length, 0, "nothing reached the disk");
         assert.ok((await tap.mirror!.stats()).queued >= 1, "the commit waits in memory");
-        faults.set(null);
+        await faults.set(null);
       }
       // Once the filesystem recovers, the waiting commit is written as it was, answer metadata included.
       await tap.mirror!.flush(2000);
@@ -210,7 +210,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
   it("while the write hangs, the whole answer reaches the client, message_stop included; the record is written once the disk is back", async () => {
     const events = textReply("all in one chunk", { deltas: 3 });
     stub.enqueue({ kind: "sse", chunks: [events.join("")] });
-    faults.set("hang");
+    await faults.set("hang");
     const response = await fetch(`${tap.url}/v1/messages`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-claude-code-session-id": "w-partial" },
@@ -219,16 +219,16 @@ describe("session mirror: a writer that fails never touches the client", () => {
     assert.equal(await within(response.text(), 5000, "the answer while the write hangs"), events.join(""));
     await pollAsync(() => faults.hung(), (n) => n === 1, 5000, "the write to hang");
     assert.equal(allRecords(`${tap.root}/w-partial`).length, 0);
-    faults.heal();
+    await faults.heal();
     await tap.mirror!.flush(2000);
     assert.deepEqual(allRecords(`${tap.root}/w-partial`).map((r) => r.type), ["user", "assistant"]);
   });
 
   it("after a failed write the next turn writes the waiting commit first, then its own, each once", async () => {
     const c = new Conversation(tap, "w-recover");
-    faults.set("reject");
+    await faults.set("reject");
     assert.equal((await c.say("failed turn")).status, 200);
-    faults.set(null);
+    await faults.set(null);
     await c.say("next turn");
     const records = allRecords(`${tap.root}/w-recover`);
     assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["failed turn", "next turn"]);
@@ -237,9 +237,10 @@ describe("session mirror: a writer that fails never touches the client", () => {
   });
 
   it("a full queue drops the oldest commit and counts it", async () => {
-    const small = await startTestTap(stub.url, { SESSIONTAP_MAX_QUEUED: "2" }, { fs: faults.fs });
+    const smallFaults = faultyEngineFs();
+    const small = await startTestTap(stub.url, { SESSIONTAP_MAX_QUEUED: "2" }, { engineSeams: smallFaults.seams });
     try {
-      faults.set("reject");
+      await smallFaults.set("reject");
       const c = new Conversation(small.url, "w-full");
       for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);
       // The client has each answer before its commit reaches the tree (its session's owner is judged first).
@@ -248,7 +249,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
       assert.equal(stats.dropped, 2);
       await small.mirror!.flush(500); // the events log is flushed with the writes (the tree's still fail)
       assert.ok(readEvents(small.root).some((e) => e.action === "drop"));
-      faults.set(null);
+      await smallFaults.set(null);
       await small.mirror!.flush(2000);
       // The two newest commits carry the whole history: nothing the client sent is missing on disk.
       assert.deepEqual(ofType(allRecords(`${small.root}/w-full`), "user").map((r) => textsOf(r)[0]), ["turn 0", "turn 1", "turn 2", "turn 3"]);
