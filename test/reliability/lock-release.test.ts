@@ -34,62 +34,54 @@ describe("a writer lock whose release failed stays the tap's own", () => {
 
   it("a release that fails once: the answer is written, the lock released by a retry, the session written again", { timeout: 30_000 }, async () => {
     const faults = lockFaultsEngineFs();
-    const tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { engineSeams: faults.seams });
-    try {
-      const dir = `${tap.root}/sonce`;
-      const lock = await lockOf(tap.root, dir);
-      const c = new Conversation(tap.url, "sonce");
-      await c.say("first");
-      await faults.failReads(1); // the release reads the lock to see it is still ours: that read fails
-      await c.say("second");
-      await tap.mirror!.flush(2000);
-      assert.equal(await faults.injected(), 1);
-      assert.deepEqual(users(allRecords(dir)), ["first", "second"], "the write itself had succeeded");
-      await pollAsync(() => existsSync(lock), (held) => !held, 10_000, "the lock to be released by a retry");
-      const events = readEvents(tap.root);
-      assert.ok(events.some((e) => e.action === "error" && e.stage === "unlock" && String(e.error).startsWith("EMFILE")), JSON.stringify(events));
-      assert.match(tap.stderrLines.find((l) => l.includes("writer lock")) ?? "", /^sessiontap: writer lock of \S+\/sonce could not be released \(EMFILE/);
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { engineSeams: faults.seams });
+    const dir = `${tap.root}/sonce`;
+    const lock = await lockOf(tap.root, dir);
+    const c = new Conversation(tap.url, "sonce");
+    await c.say("first");
+    await faults.failReads(1); // the release reads the lock to see it is still ours: that read fails
+    await c.say("second");
+    await tap.mirror!.flush(2000);
+    assert.equal(await faults.injected(), 1);
+    assert.deepEqual(users(allRecords(dir)), ["first", "second"], "the write itself had succeeded");
+    await pollAsync(() => existsSync(lock), (held) => !held, 10_000, "the lock to be released by a retry");
+    const events = readEvents(tap.root);
+    assert.ok(events.some((e) => e.action === "error" && e.stage === "unlock" && String(e.error).startsWith("EMFILE")), JSON.stringify(events));
+    assert.match(tap.stderrLines.find((l) => l.includes("writer lock")) ?? "", /^sessiontap: writer lock of \S+\/sonce could not be released \(EMFILE/);
 
-      await c.say("third");
-      await tap.mirror!.flush(2000);
-      assert.deepEqual(users(allRecords(dir)), ["first", "second", "third"]);
-      assert.equal(readEvents(tap.root).filter((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")).length, 0, "never held by itself");
-      assert.equal((await health(tap.url)).status, "ok");
-    } finally {
-      await tap.close();
-    }
+    await c.say("third");
+    await tap.mirror!.flush(2000);
+    assert.deepEqual(users(allRecords(dir)), ["first", "second", "third"]);
+    assert.equal(readEvents(tap.root).filter((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")).length, 0, "never held by itself");
+    assert.equal((await health(tap.url)).status, "ok");
   });
 
   it("a lock whose removal keeps failing: degraded, and the next write there reuses it; once it can be removed, ok", { timeout: 30_000 }, async () => {
     const faults = lockFaultsEngineFs();
-    const tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { engineSeams: faults.seams });
-    try {
-      const dir = `${tap.root}/sstuck`;
-      const lock = await lockOf(tap.root, dir);
-      const c = new Conversation(tap.url, "sstuck");
-      await c.say("first");
-      await faults.failUnlinks(1_000_000);
-      await c.say("second");
-      await tap.mirror!.flush(2000);
-      assert.ok(existsSync(lock), "left by the failed release");
-      assert.equal(JSON.parse(readFileSync(lock, "utf8")).pid, process.pid, "and it names this process");
-      const degraded = await health(tap.url);
-      assert.equal(degraded.status, "degraded");
-      assert.ok(degraded.problems.some((p) => /^mirror: 1 writer lock not released yet \(EMFILE/.test(p)), degraded.problems.join("; "));
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { engineSeams: faults.seams });
+    const dir = `${tap.root}/sstuck`;
+    const lock = await lockOf(tap.root, dir);
+    const c = new Conversation(tap.url, "sstuck");
+    await c.say("first");
+    await faults.failUnlinks(1_000_000);
+    await c.say("second");
+    await tap.mirror!.flush(2000);
+    assert.ok(existsSync(lock), "left by the failed release");
+    assert.equal(JSON.parse(readFileSync(lock, "utf8")).pid, process.pid, "and it names this process");
+    const degraded = await health(tap.url);
+    assert.equal(degraded.status, "degraded");
+    assert.ok(degraded.problems.some((p) => /^mirror: 1 writer lock not released yet \(EMFILE/.test(p)), degraded.problems.join("; "));
 
-      await c.say("third"); // the tap's own lock: reused at once, not waited for
-      await tap.mirror!.flush(2000);
-      assert.deepEqual(users(allRecords(dir)), ["first", "second", "third"]);
-      assert.equal(readEvents(tap.root).filter((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")).length, 0);
-      assert.equal(tap.stderrLines.filter((l) => l.includes("could not be released")).length, 1, tap.stderrLines.join("\n"));
+    await c.say("third"); // the tap's own lock: reused at once, not waited for
+    await tap.mirror!.flush(2000);
+    assert.deepEqual(users(allRecords(dir)), ["first", "second", "third"]);
+    assert.equal(readEvents(tap.root).filter((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")).length, 0);
+    assert.equal(tap.stderrLines.filter((l) => l.includes("could not be released")).length, 1, tap.stderrLines.join("\n"));
 
-      await faults.failUnlinks(0);
-      await pollAsync(() => health(tap.url), (h) => h.status === "ok", 15_000, "health to be ok once the lock is released");
-      assert.equal(existsSync(lock), false);
-      assert.ok(tap.stderrLines.some((l) => /^sessiontap: writer locks released again \(after \d+ failed attempts?\)$/.test(l)), tap.stderrLines.join("\n"));
-    } finally {
-      await tap.close();
-    }
+    await faults.failUnlinks(0);
+    await pollAsync(() => health(tap.url), (h) => h.status === "ok", 15_000, "health to be ok once the lock is released");
+    assert.equal(existsSync(lock), false);
+    assert.ok(tap.stderrLines.some((l) => /^sessiontap: writer locks released again \(after \d+ failed attempts?\)$/.test(l)), tap.stderrLines.join("\n"));
   });
 
   it(

@@ -139,45 +139,37 @@ describe("a tap on a nearly full disk", () => {
 
   it("a new session's first file cut short: never published, no staging file left; written whole once there is room", async () => {
     const disk = shortEngineDisk();
-    const tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { engineSeams: disk.seams });
-    try {
-      await disk.fill("/.staging/", 300, "part-then-throw");
-      assert.equal((await new Conversation(tap.url, "sfirst").say("hello")).status, 200);
-      await tap.mirror!.flush(500);
-      assert.ok((await disk.cut()) >= 1);
-      assert.deepEqual(existsSync(`${tap.root}/sfirst`) ? readdirSync(`${tap.root}/sfirst`) : [], [], "nothing published");
-      assert.deepEqual(readdirSync(`${tap.root}/.staging`), [], "no part file left");
-      assert.equal((await health(tap.url)).status, "degraded");
-      await disk.heal();
-      await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
-      const records = allRecords(`${tap.root}/sfirst`);
-      assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
-    } finally {
-      await tap.close();
-    }
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { engineSeams: disk.seams });
+    await disk.fill("/.staging/", 300, "part-then-throw");
+    assert.equal((await new Conversation(tap.url, "sfirst").say("hello")).status, 200);
+    await tap.mirror!.flush(500);
+    assert.ok((await disk.cut()) >= 1);
+    assert.deepEqual(existsSync(`${tap.root}/sfirst`) ? readdirSync(`${tap.root}/sfirst`) : [], [], "nothing published");
+    assert.deepEqual(readdirSync(`${tap.root}/.staging`), [], "no part file left");
+    assert.equal((await health(tap.url)).status, "degraded");
+    await disk.heal();
+    await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
+    const records = allRecords(`${tap.root}/sfirst`);
+    assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
   });
 
   it("the events log cut short: said, degraded, and no torn line glued to the next", async () => {
     const disk = shortEngineDisk();
-    const tap = await startTestTap(stub.url, {}, { engineSeams: disk.seams });
-    try {
-      await tap.mirror!.flush(500);
-      await disk.fill("/session-mirror-events.jsonl", 20, "zero");
-      await new Conversation(tap.url, "slog").say("hello");
-      await tap.mirror!.flush(2000);
-      assert.ok((await disk.cut()) >= 1);
-      assert.match(tap.stderrLines.find((l) => l.includes("events log")) ?? "", /^sessiontap: events log \S+ not written \(EIO: wrote 20 of \d+ bytes/);
-      assert.equal((await health(tap.url)).status, "degraded");
-      await disk.heal();
-      await new Conversation(tap.url, "slog2").say("again");
-      await tap.mirror!.flush(2000);
-      assert.equal((await health(tap.url)).status, "ok");
-      const lines = readFileSync(`${tap.root}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean);
-      for (const line of lines) JSON.parse(line); // throws on a torn line
-      assert.ok(lines.some((l) => l.includes('"slog2"')));
-    } finally {
-      await tap.close();
-    }
+    await using tap = await startTestTap(stub.url, {}, { engineSeams: disk.seams });
+    await tap.mirror!.flush(500);
+    await disk.fill("/session-mirror-events.jsonl", 20, "zero");
+    await new Conversation(tap.url, "slog").say("hello");
+    await tap.mirror!.flush(2000);
+    assert.ok((await disk.cut()) >= 1);
+    assert.match(tap.stderrLines.find((l) => l.includes("events log")) ?? "", /^sessiontap: events log \S+ not written \(EIO: wrote 20 of \d+ bytes/);
+    assert.equal((await health(tap.url)).status, "degraded");
+    await disk.heal();
+    await new Conversation(tap.url, "slog2").say("again");
+    await tap.mirror!.flush(2000);
+    assert.equal((await health(tap.url)).status, "ok");
+    const lines = readFileSync(`${tap.root}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean);
+    for (const line of lines) JSON.parse(line); // throws on a torn line
+    assert.ok(lines.some((l) => l.includes('"slog2"')));
   });
 
   it(

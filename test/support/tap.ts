@@ -6,8 +6,8 @@ import { parseConfig } from "../../src/config/parse.ts";
 import { type RunningTap, startTap, type TapDeps } from "../../src/cli/start-tap.ts";
 import { startStub, type StubUpstream } from "./stub-upstream.ts";
 
-/** A tap plus its scratch mirror root. */
-export interface TestTap extends RunningTap {
+/** A tap plus its scratch mirror root; `await using` closes it when the block ends. */
+export interface TestTap extends RunningTap, AsyncDisposable {
   root: string;
   /** Lines the tap wrote to stderr. */
   stderrLines: string[];
@@ -16,7 +16,7 @@ export interface TestTap extends RunningTap {
    * answer's last byte before the write (docs/DESIGN.md "Writes"), so a test reads the tree after this.
    */
   settled(): Promise<void>;
-  /** Stops the tap and removes the scratch directory. */
+  /** Stops the tap (once: `stop` and `close` share it) and removes the scratch directory. */
   close(): Promise<void>;
 }
 
@@ -31,15 +31,20 @@ export async function startTestTap(upstream: string, env: Record<string, string>
   if (config.mirror) mkdirSync(`${dir}/mirror`, { recursive: true, mode: 0o700 }); // as `serve` makes it before it listens
   // Unwritten commits that the root refuses at stop go under the scratch directory, never the real temp dir.
   const tap = await startTap(config, { stderr: (line) => errors.push(line), spoolTmpDir: dir, ...deps });
+  let stopped: ReturnType<RunningTap["stop"]> | null = null;
+  const stop = (closed?: () => void) => (stopped ??= tap.stop(closed));
+  const close = async () => {
+    await stop();
+    if (root === undefined) rmSync(dir, { recursive: true, force: true });
+  };
   return {
     ...tap,
+    stop,
     root: `${dir}/mirror`,
     stderrLines: errors,
     settled: async () => void (await tap.mirror?.flush(SETTLE_MS)),
-    async close() {
-      await tap.stop();
-      if (root === undefined) rmSync(dir, { recursive: true, force: true });
-    },
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }
 
