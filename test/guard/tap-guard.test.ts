@@ -7,8 +7,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
 import { cli, scratchDir } from "../support/recover.ts";
@@ -32,12 +32,9 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
 
   before(async () => {
     mkdirSync(`${claudeDir}/projects/${encodeProjectDir(cwd)}`, { recursive: true });
-    stub = await startStub();
-    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir }, { guard: FAST }, `${scratch.dir}/tap`);
   });
+  withTap((started) => ({ stub, tap } = started), () => ({ env: { CLAUDE_CONFIG_DIR: claudeDir }, deps: { guard: FAST }, root: `${scratch.dir}/tap` }));
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     scratch.cleanup();
   });
 
@@ -95,20 +92,12 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
       SESSIONTAP_MIRROR: "off",
     }];
     for (const env of offs) {
-      const other = await startTestTap(stub.url, env);
-      try {
-        assert.equal(other.guard, null, JSON.stringify(env));
-        assert.equal((await (await fetch(`${other.url}/_tap/health`)).json()).guard, "off");
-      } finally {
-        await other.close();
-      }
+      await using other = await startTestTap(stub.url, env);
+      assert.equal(other.guard, null, JSON.stringify(env));
+      assert.equal((await (await fetch(`${other.url}/_tap/health`)).json()).guard, "off");
     }
-    const on = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${scratch.dir}/none`, SESSIONTAP_GUARD: "on" });
-    try {
-      assert.notEqual(on.guard, null, "SESSIONTAP_GUARD=on: on even before Claude Code made its dir");
-    } finally {
-      await on.close();
-    }
+    await using on = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${scratch.dir}/none`, SESSIONTAP_GUARD: "on" });
+    assert.notEqual(on.guard, null, "SESSIONTAP_GUARD=on: on even before Claude Code made its dir");
   });
 
   it("the startup block says where the guard looks, or that it is off", async () => {

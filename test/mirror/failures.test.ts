@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { loadFixture, startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { allRecords, readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { BASH_TOOL, Conversation, textsOf } from "../support/client.ts";
 import { faultyEngineFs } from "../support/faulty-fs.ts";
 import { pollAsync, within } from "../support/poll.ts";
@@ -13,14 +13,7 @@ const ofType = (records: Record<string, unknown>[], type: string) => records.fil
 describe("session mirror: failures and retries", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
-  });
+  withTap((started) => ({ stub, tap } = started));
 
   it("529 with retry-after, then the retry → the turn appears exactly once", async () => {
     const c = new Conversation(tap, "s529");
@@ -161,17 +154,14 @@ describe("session mirror: a writer that fails never touches the client", () => {
   const faults = faultyEngineFs();
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  withTap((started) => ({ stub, tap } = started), { deps: { engineSeams: faults.seams } });
   before(async () => {
     process.on("unhandledRejection", onUnhandled);
-    stub = await startStub();
-    tap = await startTestTap(stub.url, {}, { engineSeams: faults.seams });
   });
   afterEach(async () => {
     await faults.heal();
   });
   after(async () => {
-    await tap.close();
-    await stub.close();
     process.off("unhandledRejection", onUnhandled);
   });
 
@@ -238,24 +228,20 @@ describe("session mirror: a writer that fails never touches the client", () => {
 
   it("a full queue drops the oldest commit and counts it", async () => {
     const smallFaults = faultyEngineFs();
-    const small = await startTestTap(stub.url, { SESSIONTAP_MAX_QUEUED: "2" }, { engineSeams: smallFaults.seams });
-    try {
-      await smallFaults.set("reject");
-      const c = new Conversation(small.url, "w-full");
-      for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);
-      // The client has each answer before its commit reaches the tree (its session's owner is judged first).
-      const stats = await pollAsync(() => small.mirror!.stats(), (s) => s.queued + s.dropped === 4, 5_000, "every commit handed to the tree");
-      assert.equal(stats.queued, 2);
-      assert.equal(stats.dropped, 2);
-      await small.mirror!.flush(500); // the events log is flushed with the writes (the tree's still fail)
-      assert.ok(readEvents(small.root).some((e) => e.action === "drop"));
-      await smallFaults.set(null);
-      await small.mirror!.flush(2000);
-      // The two newest commits carry the whole history: nothing the client sent is missing on disk.
-      assert.deepEqual(ofType(allRecords(`${small.root}/w-full`), "user").map((r) => textsOf(r)[0]), ["turn 0", "turn 1", "turn 2", "turn 3"]);
-    } finally {
-      await small.close();
-    }
+    await using small = await startTestTap(stub.url, { SESSIONTAP_MAX_QUEUED: "2" }, { engineSeams: smallFaults.seams });
+    await smallFaults.set("reject");
+    const c = new Conversation(small.url, "w-full");
+    for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);
+    // The client has each answer before its commit reaches the tree (its session's owner is judged first).
+    const stats = await pollAsync(() => small.mirror!.stats(), (s) => s.queued + s.dropped === 4, 5_000, "every commit handed to the tree");
+    assert.equal(stats.queued, 2);
+    assert.equal(stats.dropped, 2);
+    await small.mirror!.flush(500); // the events log is flushed with the writes (the tree's still fail)
+    assert.ok(readEvents(small.root).some((e) => e.action === "drop"));
+    await smallFaults.set(null);
+    await small.mirror!.flush(2000);
+    // The two newest commits carry the whole history: nothing the client sent is missing on disk.
+    assert.deepEqual(ofType(allRecords(`${small.root}/w-full`), "user").map((r) => textsOf(r)[0]), ["turn 0", "turn 1", "turn 2", "turn 3"]);
   });
 });
 
@@ -289,7 +275,7 @@ describe("session mirror: restart", () => {
   });
 
   it("with SESSIONTAP_MAX_SESSIONS=1, sessions evicted from memory are rebuilt, not re-mirrored", async () => {
-    const tap = await startTestTap(stub.url, { SESSIONTAP_MAX_SESSIONS: "1" }, {}, dir);
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_MAX_SESSIONS: "1" }, {}, dir);
     const a = new Conversation(tap, "lru-a");
     const b = new Conversation(tap, "lru-b");
     for (let i = 0; i < 3; i++) {

@@ -1,8 +1,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { failingEngineFs } from "../support/faulty-fs.ts";
-import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream, textReply } from "../support/stub-upstream.ts";
+import { allRecords, readEvents, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 
 describe("filesystem faults: ENOSPC, EACCES, EROFS, EIO", () => {
@@ -11,14 +11,11 @@ describe("filesystem faults: ENOSPC, EACCES, EROFS, EIO", () => {
   const faults = failingEngineFs();
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  withTap((started) => ({ stub, tap } = started), { deps: { engineSeams: faults.seams } });
   before(async () => {
     process.on("unhandledRejection", onUnhandled);
-    stub = await startStub();
-    tap = await startTestTap(stub.url, {}, { engineSeams: faults.seams });
   });
   after(async () => {
-    await tap.close();
-    await stub.close();
     process.off("unhandledRejection", onUnhandled);
   });
 

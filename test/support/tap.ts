@@ -90,19 +90,29 @@ export async function bytesOf(response: Response): Promise<Uint8Array> {
   return new Uint8Array(await response.arrayBuffer());
 }
 
+/** What a suite's tap is started with: its settings, seams and scratch directory (startTestTap's arguments). */
+export interface TapOptions {
+  env?: Record<string, string>;
+  deps?: TapDeps;
+  root?: string;
+}
+
 /**
- * Registers the suite hooks most tests share: before them a stub upstream and a tap in front of it
- * (handed to `use`), after them both closed.
+ * The suite hooks most tests share: before its tests a stub upstream and a tap in front of it (handed to
+ * `use`), after them both closed, the tap first; `options` is read when the hook runs, so it may name what
+ * an earlier `before` made. A test that needs a tap (or a stub) of its own starts it with `await using`,
+ * and it is closed when the test's block ends.
  */
-export function useStubAndTap(use: (stub: StubUpstream, tap: TestTap) => void, env: Record<string, string> = {}, deps: TapDeps = {}): void {
-  let started: { stub: StubUpstream; tap: TestTap } | null = null;
+export function withTap(use: (started: { stub: StubUpstream; tap: TestTap }) => void, options: TapOptions | (() => TapOptions) = {}): void {
+  let started: { stub: StubUpstream; tap?: TestTap } | null = null;
   before(async () => {
-    const stub = await startStub();
-    started = { stub, tap: await startTestTap(stub.url, env, deps) };
-    use(started.stub, started.tap);
+    const { env, deps, root } = typeof options === "function" ? options() : options;
+    started = { stub: await startStub() };
+    started.tap = await startTestTap(started.stub.url, env, deps, root);
+    use({ stub: started.stub, tap: started.tap });
   });
   after(async () => {
-    await started?.tap.close();
+    await started?.tap?.close();
     await started?.stub.close();
   });
 }

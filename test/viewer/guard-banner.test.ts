@@ -8,8 +8,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
 import { scratchDir } from "../support/recover.ts";
@@ -23,15 +22,18 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   const cwd = `${scratch.dir}/project`;
   const transcript = `${claudeDir}/projects/${encodeProjectDir(cwd)}/${SESSION}.jsonl`;
   const whole = JSON.stringify({ type: "user", message: { role: "user", content: "watch me" }, uuid: "u1", sessionId: SESSION }) + "\n";
-  let stub: StubUpstream;
   let tap: TestTap;
   let browser: BrowserPage;
   let page: Page;
 
   before(async () => {
     mkdirSync(`${claudeDir}/projects/${encodeProjectDir(cwd)}`, { recursive: true });
-    stub = await startStub();
-    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir }, { guard: { settleMs: 60, confirmMs: 120, sweepMs: 150 } }, `${scratch.dir}/tap`);
+  });
+  withTap(
+    (started) => ({ tap } = started),
+    () => ({ env: { CLAUDE_CONFIG_DIR: claudeDir }, deps: { guard: { settleMs: 60, confirmMs: 120, sweepMs: 150 } }, root: `${scratch.dir}/tap` }),
+  );
+  before(async () => {
     writeFileSync(transcript, whole);
     const c = new Conversation(tap, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n - Primary working directory: ${cwd}\n` }] });
     assert.equal((await c.say("watch me")).status, 200);
@@ -42,8 +44,6 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
 
   after(async () => {
     await browser?.close();
-    await tap?.close();
-    await stub?.close();
     scratch.cleanup();
   });
 

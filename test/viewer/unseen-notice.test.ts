@@ -6,28 +6,23 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 
 const WAIT = { timeout: 30_000 };
 
 describe("the viewer names requests forwarded, not mirrored", { timeout: 120_000 }, () => {
-  let stub: StubUpstream;
   let tap: TestTap;
   let browser: BrowserPage;
   let page: Page;
 
+  withTap((started) => ({ tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     browser = await openBrowser({ width: 1280, height: 900 });
     page = browser.page;
   });
 
   after(async () => {
     await browser?.close();
-    await tap?.close();
-    await stub?.close();
   });
 
   it("nothing unseen: no notice", async () => {
