@@ -48,6 +48,9 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   });
 
   it("a healthy session: no banner", async () => {
+    // The page's own clock, moved on by hand: its list refreshes every 10 s (the guard's alerts come with
+    // no new record), and a test says when those 10 s have passed instead of waiting them out.
+    await page.clock.install();
     await page.goto(`${tap.url}/_tap/`);
     await page.locator(`#sessions li.session[data-session="${SESSION}"]`).click();
     await page.locator("#facts h2").waitFor(WAIT);
@@ -58,6 +61,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   it("the transcript deleted: a banner with the restore command on the session in the list and on its open page, without a reload", async () => {
     rmSync(transcript);
     await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 1, 5_000, "the guard's alert");
+    await page.clock.fastForward(10_000); // the list's next refresh
     const listed = page.locator(`#sessions li.session[data-session="${SESSION}"] .guard[role="alert"]`);
     await listed.waitFor(WAIT);
     assert.match(await listed.innerText(), /Claude Code's transcript is gone/);
@@ -72,6 +76,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   it("once the transcript is whole again, the banners go", async () => {
     writeFileSync(transcript, whole);
     await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
+    await page.clock.fastForward(10_000);
     await page.locator(".guard").first().waitFor({ state: "detached", ...WAIT });
     assert.equal(await page.locator(".guard").count(), 0);
     assert.deepEqual(browser.errors, [], "the page logged no error");
