@@ -285,6 +285,10 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           sessionId = mainTurns(stub)[0].headers["x-claude-code-session-id"];
           await judgedHealthy(tap, sessionId, 0);
           const path = transcriptOf(scratch, sessionId);
+          // Claude Code writes an answer's record after it has shown it: cut the file only once both answers are in,
+          // or the second lands in the stub afterwards and the guard rightly reads it as behind, not a stub.
+          const answers = (recs: Rec[]) => recs.filter((r) => r.type === "assistant" && JSON.stringify(r.message?.content).includes("Done (reply"));
+          await pollUntil(() => readJsonl(path), (recs) => answers(recs).length >= 2, 10_000, "both answers in Claude Code's transcript");
           if (loss === "deleted") rmSync(path);
           else writeFileSync(path, readJsonl(path).filter((r) => r.type !== "user" && r.type !== "assistant").map((r) => JSON.stringify(r) + "\n").join(""));
           // Between turns, the guard's sweep notices on its own.
