@@ -63,7 +63,9 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
     assert.equal(health.guard.alerts[0].state, "missing");
     assert.equal(health.guard.watching, 1);
     assert.equal(tap.stderrLines.filter((l) => l.includes(SESSION)).length, 1);
-    assert.ok(readEvents(tap.root).some((e) => e.action === "guard-alert" && e.session === SESSION && e.state === "missing"));
+    // The events log is written with the mirror's writes, a moment after the alert is raised.
+    const alerted = (events: Record<string, unknown>[]) => events.some((e) => e.action === "guard-alert" && e.session === SESSION && e.state === "missing");
+    assert.ok(alerted(await pollAsync(() => readEvents(tap.root), alerted, 5_000, "the guard-alert event")));
 
     const list = await (await fetch(`${tap.url}/_tap/api/sessions`)).json();
     const entry = list.find((s: Record<string, unknown>) => s.sessionId === SESSION);
