@@ -1,12 +1,13 @@
 /**
  * The mirror engine's thread (docs/DESIGN.md "Off the relay path"): a Web Worker, started by the serve
  * command with this file's URL, that builds the engine from the first message and hands it every message
- * after. The filesystem and the clock are this thread's own; everything it says goes back as a message.
+ * after. The filesystem and the clock are this thread's own (or a test's, built here from the module the
+ * first message names: "Where the engine runs"); everything it says goes back as a message.
  */
 import { MirrorEngine } from "./mirror/engine.ts";
-import type { EngineStart, FromEngine, ToEngine } from "./mirror/messages.ts";
+import type { EngineSeams, EngineStart, FromEngine, ToEngine } from "./mirror/messages.ts";
 import { describe } from "./utils/describe-error.ts";
-import { nodeFs } from "./storage/fs-adapter.ts";
+import { type FsAdapter, nodeFs } from "./storage/fs-adapter.ts";
 
 /** The worker's own global, as far as this file uses it. */
 const scope = globalThis as unknown as {
@@ -19,16 +20,21 @@ const scope = globalThis as unknown as {
 let engine: MirrorEngine | null = null;
 const post = (message: FromEngine) => scope.postMessage(message);
 
-scope.onmessage = (event) => {
+/** The filesystem and clock of a test's module, else this thread's own. */
+async function seamsOf(seams: EngineSeams | undefined): Promise<{ fs: FsAdapter; clock: () => number }> {
+  const own = seams === undefined ? {} : await (await import(seams.module))[seams.name](seams.port);
+  return { fs: own.fs ?? nodeFs, clock: own.clock ?? Date.now };
+}
+
+// Nothing else arrives before the engine is ready: the relay has no link to it until then.
+scope.onmessage = async (event) => {
   const message = event.data;
   if (engine !== null) return engine.receive(message as ToEngine);
   if (message.t !== "start") return;
   try {
-    const started = (engine = new MirrorEngine(message.settings, { fs: nodeFs, clock: Date.now, post }));
-    started.start().then(
-      ({ replayed, guard }) => post({ t: "ready", replayed, guard }),
-      (error) => post({ t: "failed", error: describe(error) }),
-    );
+    const started = (engine = new MirrorEngine(message.settings, { ...(await seamsOf(message.seams)), post }));
+    const { replayed, guard } = await started.start();
+    post({ t: "ready", replayed, guard });
   } catch (error) {
     post({ t: "failed", error: describe(error) });
   }

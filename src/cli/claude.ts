@@ -69,7 +69,7 @@ async function startOwn(
     if (problem !== null) return `sessiontap: cannot mirror to ${config.mirrorDir}: ${problem}`;
   }
   try {
-    return await startTap(at, { stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, ...(inThread ? { fs: nodeFs } : {}) });
+    return await startTap(at, { stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread });
   } catch (error) {
     if (error instanceof PriceFileError) return `sessiontap: cannot start: ${error.message}`;
     return isListenError(error) ? await listenFailure(at, error, io.fetch ?? fetch) : `sessiontap: cannot start the tap: ${describe(error)}`;

@@ -1,8 +1,8 @@
 /**
  * Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the
  * app and the runtime's server, built in the order they depend on each other. `serve` runs it until a
- * signal; tests run it in-process, with fetch and the clock injectable, and with the filesystem too (the
- * engine then runs in this thread, since a function cannot cross into a Worker).
+ * signal; tests run it in-process, with fetch and the clock injectable, and the engine's filesystem too
+ * (built in the engine's Worker from a module the test names: docs/DESIGN.md "Where the engine runs").
  */
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
@@ -11,7 +11,7 @@ import type { GuardHealth } from "../guard/guard.ts";
 import type { GuardOptions } from "../guard/guard-options.ts";
 import type { GuardSessionView } from "../guard/watched-session.ts";
 import { healthReport } from "../mirror/health.ts";
-import type { EngineSettings } from "../mirror/messages.ts";
+import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
 import { bundleScript, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
@@ -20,8 +20,7 @@ import { generateToken } from "../server/request-guard.ts";
 import { describe, describeBare } from "../utils/describe-error.ts";
 import { TokenGate } from "../server/token-gate.ts";
 import { Alarm } from "../utils/alarm.ts";
-import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
-import { tempSpoolPlace } from "../storage/mirror-spool.ts";
+import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import { bindingKey } from "../storage/binding-files.ts";
 import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
@@ -34,8 +33,13 @@ import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
 
 /** Seams a test may replace. */
 export interface TapDeps {
-  /** A filesystem of the test's own: the engine then runs in this thread. */
-  fs?: FsAdapter;
+  /**
+   * The engine and the viewer's reader in this thread, not in Workers: the launcher's fallback tap
+   * (docs/DESIGN.md "The launcher").
+   */
+  inThread?: boolean;
+  /** The engine's filesystem and clock from a module of the test's own, built in the engine's Worker. */
+  engineSeams?: EngineSeams;
   fetch?: typeof fetch;
   clock?: () => number;
   stderr?: (line: string) => void;
@@ -117,26 +121,18 @@ export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "gu
   };
 }
 
-/** Starts the engine where it runs: a Worker, or this thread when the test brought a filesystem. */
-function startEngine(
-  config: Readonly<Config>,
-  deps: TapDeps & { bindingKey: string | null },
-  clock: () => number,
-  listener: LinkListener,
-): Promise<StartedEngine> {
+/** Starts the engine where it runs: a Worker, or this thread for the launcher's fallback tap. */
+function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: string | null }, listener: LinkListener): Promise<StartedEngine> {
   const settings = { ...engineSettings(config, deps), bindingKey: deps.bindingKey };
-  if (deps.fs !== undefined) {
-    const tempSpool = deps.spoolTmpDir === undefined ? undefined : tempSpoolPlace(deps.fs, config.mirrorDir, deps.spoolTmpDir);
-    return startThreadEngine(settings, { fs: deps.fs, clock, tempSpool }, listener);
-  }
-  return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener);
+  if (deps.inThread) return startThreadEngine(settings, listener);
+  return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener, deps.engineSeams);
 }
 
 /** Starts a tap on `config` (in this process). */
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
-  const fs = deps.fs ?? nodeFs;
+  const fs = nodeFs;
   // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
   const prices = await loadPrices(fs, config.prices);
   // Built in the order they depend on each other: the viewer first, so that every mirror write can hint
@@ -147,8 +143,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   // The root's secret, under which each session is bound to the fingerprint of the credential that opened it.
   const bindingSecret = config.mirror ? await bindingKey(fs, config.mirrorDir) : null;
   const viewer = createViewer({
-    fs: deps.fs,
-    clock: deps.fs === undefined ? undefined : clock,
+    fs: deps.inThread ? fs : undefined,
+    clock: deps.inThread ? clock : undefined,
     workerUrl: deps.viewerWorkerUrl,
     mirrorDir: config.mirrorDir,
     claudeDir: config.claudeDir,
@@ -161,7 +157,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     restored: async (sessionId) => await guard?.lookNow(sessionId),
   });
   const engine = config.mirror
-    ? await startEngine(config, { ...deps, bindingKey: bindingSecret }, clock, {
+    ? await startEngine(config, { ...deps, bindingKey: bindingSecret }, {
       stderr,
       wrote: (paths) => paths.forEach((path) => viewer.hint(path)),
       alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),

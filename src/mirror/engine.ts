@@ -2,14 +2,14 @@
  * The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying
  * bytes — reading requests, folding answers, writing the tree and the store, guarding Claude Code's
  * transcripts — driven by the relay's messages. It runs in a Worker, so none of it is on the thread that
- * relays bytes; the same class runs in the relay's thread when a test injects its own filesystem.
+ * relays bytes (the launcher's fallback tap alone runs it in the relay's thread: docs/DESIGN.md "The launcher").
  * Every message is handled inside one error boundary: a failure is counted and logged once, and the
  * response it touched is left unmirrored, never the relay stalled.
  */
 import { Guard } from "../guard/guard.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
+import { tempSpoolPlace } from "../storage/mirror-spool.ts";
 import { observeWrites } from "../storage/observed-fs.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import type { EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
@@ -25,8 +25,6 @@ export interface EngineDeps {
   clock: () => number;
   /** Sends a message to the relay (a Worker's postMessage, or a call in the same thread). */
   post: (message: FromEngine) => void;
-  /** Where unwritten commits go at stop when the root refuses them (default: under the system temp dir). */
-  tempSpool?: SpoolPlace;
 }
 
 /** The mirror's half of a tap. */
@@ -69,7 +67,7 @@ export class MirrorEngine {
       stderr: this.stderr,
       store: this.store,
       files: !(s.store !== null && s.storeOnly),
-      tempSpool: deps.tempSpool ?? (s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir)),
+      tempSpool: s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir),
       bindingKey: s.bindingKey ?? null,
     });
     const mirror = this.mirror;

@@ -113,4 +113,17 @@ export type FromEngine =
 export interface EngineStart {
   t: "start";
   settings: EngineSettings;
+  /** A test's own filesystem and clock for the engine (docs/DESIGN.md "Where the engine runs"). */
+  seams?: EngineSeams;
+}
+
+/**
+ * A module whose export `name`, called in the Worker with `port`, returns the engine's filesystem and clock
+ * (`{ fs?: FsAdapter; clock?: () => number }`) and is driven through that port: a test's way to fail
+ * writes on cue in the Worker that serve runs.
+ */
+export interface EngineSeams {
+  module: string;
+  name: string;
+  port: MessagePort;
 }

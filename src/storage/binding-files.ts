@@ -17,12 +17,21 @@ export const KEY_FILE = ".binding-key";
 /** The bindings' directory under the root. */
 export const BINDINGS_DIR = ".bindings";
 
-/** The root's secret: read, or made on first use (two taps starting at once agree: the file is made exclusively). */
+/**
+ * The root's secret: read, or made on first use. Two taps starting at once agree: it is written whole aside
+ * and linked into place, never replacing one there, so the other never reads it empty or half written.
+ */
 export async function bindingKey(fs: FsAdapter, root: string): Promise<string> {
   const path = join(root, KEY_FILE);
   if ((await fs.lstat(path)) === null) {
     const key = randomBytes(32).toString("hex");
-    if (await fs.createExclusive(path, `${key}\n`, true)) return key;
+    const aside = `${path}.${await writerTag(fs)}-${randomBytes(4).toString("hex")}.tmp`;
+    await fs.createExclusive(aside, `${key}\n`, true);
+    try {
+      if (await fs.link(aside, path)) return key;
+    } finally {
+      await fs.unlink(aside);
+    }
   }
   const info = await fs.lstat(path);
   if (info === null) throw new Error(`${path} vanished while it was read`);

@@ -1,14 +1,13 @@
 /**
- * Where the mirror engine runs (docs/DESIGN.md "Off the relay path"): in a Worker, so that nothing it does
- * runs on the thread that relays bytes — or in this thread, for a test that injects a filesystem to fail
- * on cue (a function cannot cross into a Worker). Both speak the same messages in the same order; only
- * the thread differs.
+ * Where the mirror engine runs (docs/DESIGN.md "Where the engine runs"): in a Worker, so that nothing it
+ * does runs on the thread that relays bytes (a test's own filesystem goes in as a module the Worker
+ * imports) — or in this thread, for the launcher's fallback tap only. Both speak the same messages in the
+ * same order; only the thread differs.
  */
 import { MirrorEngine } from "../mirror/engine.ts";
-import type { EngineSettings, EngineStart, FromEngine, ToEngine } from "../mirror/messages.ts";
+import type { EngineSeams, EngineSettings, EngineStart, FromEngine, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
-import type { FsAdapter } from "../storage/fs-adapter.ts";
-import type { SpoolPlace } from "../storage/mirror-spool.ts";
+import { nodeFs } from "../storage/fs-adapter.ts";
 import { workerErrorLine } from "../utils/worker-error.ts";
 import { EngineLink, type LinkListener } from "./engine-link.ts";
 
@@ -23,7 +22,7 @@ export interface StartedEngine {
 }
 
 /** Starts the engine in a Worker running `workerUrl` (src/mirror-worker.ts); rejects when it cannot start. */
-export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener): Promise<StartedEngine> {
+export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener, seams?: EngineSeams): Promise<StartedEngine> {
   const worker = new Worker(workerUrl, { type: "module" });
   const link = new EngineLink(
     {
@@ -57,24 +56,21 @@ export function startWorkerEngine(workerUrl: URL | string, settings: EngineSetti
       } else link.fail(why);
     };
     worker.onmessageerror = () => link.fail("a message could not be read");
-    const start: EngineStart = { t: "start", settings };
-    worker.postMessage(start);
+    const start: EngineStart = { t: "start", settings, seams };
+    worker.postMessage(start, seams === undefined ? [] : [seams.port]);
   });
 }
 
-/** What an engine in this thread is built with. */
-export interface ThreadEngineDeps {
-  fs: FsAdapter;
-  clock: () => number;
-  tempSpool?: SpoolPlace;
-}
-
-/** Starts the engine in this thread; messages still go through a turn of the event loop, as a Worker's do. */
-export async function startThreadEngine(settings: EngineSettings, deps: ThreadEngineDeps, listener: LinkListener): Promise<StartedEngine> {
+/**
+ * Starts the engine in this thread (the launcher's fallback tap: docs/DESIGN.md "The launcher"); messages
+ * still go through a turn of the event loop, as a Worker's do.
+ */
+export async function startThreadEngine(settings: EngineSettings, listener: LinkListener): Promise<StartedEngine> {
   let link: EngineLink | null = null;
   const toRelay: FromEngine[] = [];
   const engine = new MirrorEngine(settings, {
-    ...deps,
+    fs: nodeFs,
+    clock: Date.now,
     post: (message) => {
       if (link === null) toRelay.push(message);
       else queueMicrotask(() => link!.receive(message));

@@ -5,8 +5,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { type ProxyTap, startProxyTap } from "../support/proxy-tap.ts";
 import { cli, scratchDir } from "../support/recover.ts";
 
@@ -33,14 +33,13 @@ describe("doctor: the way Claude Code reaches the tap", { timeout: 60_000 }, () 
   before(async () => {
     mkdirSync(`${scratch.dir}/claude`);
     writeFileSync(`${scratch.dir}/claude/settings.json`, JSON.stringify({ cleanupPeriodDays: 365 }));
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
+  });
+  withTap((started) => ({ stub, tap } = started));
+  before(async () => {
     proxied = await startProxyTap(stub.url, []);
   });
   after(async () => {
     await proxied?.close();
-    await tap?.close();
-    await stub?.close();
     scratch.cleanup();
   });
 

@@ -79,7 +79,7 @@ describe("cli: what the tap writes", () => {
       cookie: "session=PRIVACYSECRET-cookie",
       "proxy-authorization": "Basic PRIVACYSECRET-proxy",
     };
-    const own = await startStub();
+    await using own = await startStub();
     const root = `${scratch}/credentials-mirror`;
     const { tap, url } = await serveTap(["--upstream", own.url, "--mirror-dir", root], { env: { HOME: scratch } });
     try {
@@ -93,11 +93,10 @@ describe("cli: what the tap writes", () => {
       assert.equal((await messages(url, secrets, false, "second question")).status, 401);
       await (await messages(url, secrets, true, "third question")).text().catch(() => "reset");
       assert.equal(own.requests[0].headers["x-api-key"], secrets["x-api-key"], "credentials must still be forwarded");
-      await own.close(); // close() is idempotent; `finally` closes it on failure.
+      await own.close(); // once: `await using` does not close it again
       // The upstream is gone now: the failure is logged (stderr, events log) without credentials.
       assert.equal((await messages(url, secrets, true, "fourth question")).status, 502);
     } finally {
-      await own.close();
       tap.signal("SIGTERM");
     }
     assert.equal((await tap.exit()).code, 0);

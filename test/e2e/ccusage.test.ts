@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, rmSync, symlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import { cli } from "../support/recover.ts";
 import { CLAUDE_BIN, CLAUDE_NEXT_BIN, describeRun, findTranscripts, makeScratch, pollUntil, type Rec, runClaude, type Scratch } from "../support/claude.ts";
 import { ROOT } from "../support/child.ts";
@@ -63,9 +63,10 @@ describe("ccusage over the mirror and over restored transcripts, against Claude 
   let own: Totals;
 
   before(async () => {
-    stub = await startStub();
     work = makeScratch();
-    tap = await startTestTap(stub.url, {}, {}, work.tmp);
+  });
+  withTap((started) => ({ stub, tap } = started), () => ({ root: work.tmp }));
+  before(async () => {
     for (const client of CLIENTS) {
       const scratch = makeScratch();
       const opts = { baseUrl: tap.url, scratch, bin: client.bin, timeoutMs: 60_000 };
@@ -89,8 +90,6 @@ describe("ccusage over the mirror and over restored transcripts, against Claude 
   });
 
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     for (const r of runs) r.scratch.cleanup();
     work?.cleanup();
   });

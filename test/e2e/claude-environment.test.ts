@@ -9,8 +9,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { basename } from "node:path";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import {
   CLAUDE_BIN,
   CLAUDE_NEXT_BIN,
@@ -47,10 +47,9 @@ describe("cwd, gitBranch, entrypoint and version from the real clients (two vers
   let tap: TestTap;
   const seen = new Map<string, Seen>();
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
     stub.setDefault({ kind: "conversation", summaries: true });
-    tap = await startTestTap(stub.url);
     for (const client of CLIENTS) {
       const scratch = makeScratch();
       execFileSync("git", ["init", "-q", "-b", BRANCH], { cwd: scratch.project });
@@ -80,8 +79,6 @@ describe("cwd, gitBranch, entrypoint and version from the real clients (two vers
   });
 
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     for (const s of seen.values()) s.scratch.cleanup();
   });
 

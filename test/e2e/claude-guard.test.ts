@@ -5,13 +5,13 @@
 // and a rewind raises no alert. Then restore: the subagent goes where Claude Code keeps it, `claude --resume`
 // shows the first typed prompt and no <system-reminder>, and `claude -p --resume` sends the same history.
 // Drives the CLI in a pseudo-terminal (test/support/terminal.ts). Runs under `bun test` and `deno test`; every wait polls, bounded.
-import { after, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { type RecordedRequest, startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readEvents, readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
+import { readEvents, readTree, type TapOptions, type TestTap, withTap } from "../support/tap.ts";
 import {
   CLAUDE_BIN,
   claudeEnv,
@@ -60,8 +60,8 @@ function requestsSeen(stub: StubUpstream | undefined): string {
  * One tap with the guard on, watching this scratch HOME's Claude Code dir. Its sweep (a look at recently
  * active sessions without a turn) runs every 2 s instead of 10, so a loss between turns shows sooner.
  */
-async function guardedTap(stub: StubUpstream, scratch: Scratch): Promise<TestTap> {
-  return await startTestTap(stub.url, { SESSIONTAP_GUARD: "on", CLAUDE_CONFIG_DIR: join(scratch.home, ".claude") }, { guard: { sweepMs: 2_000 } });
+function guarded(scratch: Scratch): TapOptions {
+  return { env: { SESSIONTAP_GUARD: "on", CLAUDE_CONFIG_DIR: join(scratch.home, ".claude") }, deps: { guard: { sweepMs: 2_000 } } };
 }
 
 /** The interactive CLI in a terminal, past its first-run question; `say` types a prompt and waits for its answer. */
@@ -139,11 +139,10 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
     let ccAgentFiles: string[] = [];
     let lastTurn: Rec = {};
 
+    before(() => void (scratch = makeScratch()));
+    withTap((started) => ({ stub, tap } = started), () => guarded(scratch));
     const ran = driveOnce(async () => {
-      stub = await startStub();
       stub.setDefault({ kind: "conversation", summaries: true });
-      scratch = makeScratch();
-      tap = await guardedTap(stub, scratch);
       // Claude Code names a session only when its "nonessential" traffic is allowed; telemetry and the like stay off.
       const env = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "", DISABLE_TELEMETRY: "1", DISABLE_ERROR_REPORTING: "1", DISABLE_AUTOUPDATER: "1" };
       const { term, idle, say, quit } = await interactive(stub, tap, scratch, ["--allowedTools", "Bash,Agent", "--permission-mode", "default"], env);
@@ -196,9 +195,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         : [];
     }, () => `requests: ${requestsSeen(stub)}`);
 
-    after(async () => {
-      await tap?.close();
-      await stub?.close();
+    after(() => {
       scratch?.cleanup();
     });
 
@@ -278,10 +275,9 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
       const PROMPTS = ["first guarded prompt", "second guarded prompt", "third guarded prompt"];
       const lost = loss === "deleted" ? "missing" : "stub";
 
+      before(() => void (scratch = makeScratch()));
+      withTap((started) => ({ stub, tap } = started), () => guarded(scratch));
       const ran = driveOnce(async () => {
-        stub = await startStub();
-        scratch = makeScratch();
-        tap = await guardedTap(stub, scratch);
         const { term, say, quit } = await interactive(stub, tap, scratch, ["--allowedTools", "Bash"]);
         try {
           await say(PROMPTS[0]);
@@ -289,6 +285,10 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           sessionId = mainTurns(stub)[0].headers["x-claude-code-session-id"];
           await judgedHealthy(tap, sessionId, 0);
           const path = transcriptOf(scratch, sessionId);
+          // Claude Code writes an answer's record after it has shown it: cut the file only once both answers are in,
+          // or the second lands in the stub afterwards and the guard rightly reads it as behind, not a stub.
+          const answers = (recs: Rec[]) => recs.filter((r) => r.type === "assistant" && JSON.stringify(r.message?.content).includes("Done (reply"));
+          await pollUntil(() => readJsonl(path), (recs) => answers(recs).length >= 2, 10_000, "both answers in Claude Code's transcript");
           if (loss === "deleted") rmSync(path);
           else writeFileSync(path, readJsonl(path).filter((r) => r.type !== "user" && r.type !== "assistant").map((r) => JSON.stringify(r) + "\n").join(""));
           // Between turns, the guard's sweep notices on its own.
@@ -303,9 +303,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         }
       }, () => `stderr: ${JSON.stringify(tap?.stderrLines)}`);
 
-      after(async () => {
-        await tap?.close();
-        await stub?.close();
+      after(() => {
         scratch?.cleanup();
       });
 

@@ -7,8 +7,8 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { basename } from "node:path";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readEvents, readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { readEvents, readTree, type TestTap, withTap } from "../support/tap.ts";
 import { findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, type Scratch } from "../support/claude.ts";
 import { textsOf } from "../support/client.ts";
 import type { TerminalSession } from "../support/terminal.ts";
@@ -53,12 +53,11 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
   let main: Rec[] = []; // <root>/<session>/*.jsonl, in file order
   let side: Rec[] = []; // <root>/<session>/side/*.jsonl
   let transcript: Rec[] = []; // what Claude Code wrote
+  withTap((started) => ({ stub, tap } = started));
   const ran = driveOnce(drive);
 
   async function drive(): Promise<void> {
-    stub = await startStub();
     stub.setDefault({ kind: "conversation", summaries: true });
-    tap = await startTestTap(stub.url);
     scratch = makeScratch();
     const person = await startInteractive(stub, { baseUrl: tap.url, scratch, args: ["--allowedTools", "Bash"] });
     term = person.term;
@@ -94,8 +93,6 @@ describe("the interactive Claude Code CLI through the tap: /compact and a rewind
 
   after(async () => {
     term?.kill();
-    await tap?.close();
-    await stub?.close();
     scratch?.cleanup();
   });
 

@@ -9,8 +9,8 @@ import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import {
   type ClaudeRun,
   describeRun,
@@ -68,9 +68,8 @@ describe("mirror vs Claude Code's own transcript (issue 3, envelope parity)", { 
   let mirrorAll: Rec[] = []; // every record of the session's main-conversation files, in file order
   let mirror: Rec[] = []; // its user/assistant records
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     scratch = makeScratch();
     const opts = { baseUrl: tap.url, scratch, timeoutMs: 60_000 };
     runs.push(await runClaude(["-p", PROMPTS[0], "--allowedTools", "Bash"], opts));
@@ -91,8 +90,6 @@ describe("mirror vs Claude Code's own transcript (issue 3, envelope parity)", { 
   });
 
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     scratch?.cleanup();
   });
 

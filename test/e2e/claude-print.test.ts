@@ -4,8 +4,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { type ClaudeRun, describeRun, findTranscripts, makeScratch, runClaude, type Scratch, TEST_API_KEY } from "../support/claude.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -16,16 +16,13 @@ describe("claude -p through the tap (issue 2, real client)", { timeout: 120_000 
   let scratch: Scratch;
   let run: ClaudeRun;
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     scratch = makeScratch();
     run = await runClaude(["-p", "say hello"], { baseUrl: tap.url, scratch, timeoutMs: 60_000 });
   });
 
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     scratch?.cleanup();
   });
 

@@ -13,9 +13,9 @@ import { runTap } from "../support/child.ts";
 import { CLAUDE_BIN, claudeEnv, makeScratch, pollUntil, type Rec, type Scratch } from "../support/claude.ts";
 import { cli } from "../support/recover.ts";
 import { STUB_USAGE } from "../support/sse-build.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
 import { driveOnce } from "../support/scenario.ts";
-import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import { claudeInput, TerminalSession } from "../support/terminal.ts";
 
 const PROMPTS = ["Fix the flaky login test in auth.ts", "RUNTOOL please"];
@@ -29,11 +29,10 @@ describe("a session the real Claude Code made, read back (titles, tokens, show, 
   let files: [string, Rec[]][] = [];
   const run = (args: string[]) => runTap([...args, "--mirror-dir", tap.root], { env: { TZ: "UTC", HOME: scratch.home } });
 
+  withTap((started) => ({ stub, tap } = started));
   const ran = driveOnce(drive);
 
   async function drive(): Promise<void> {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     scratch = makeScratch();
     writeFileSync(
       join(scratch.home, ".claude.json"),
@@ -72,8 +71,6 @@ describe("a session the real Claude Code made, read back (titles, tokens, show, 
 
   after(async () => {
     term?.kill();
-    await tap?.close();
-    await stub?.close();
     scratch?.cleanup();
   });
 

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { writeFileSync } from "node:fs";
 import { basename } from "node:path";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { type ClaudeRun, describeRun, findTranscripts, makeScratch, pollUntil, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 
 /** The Messages API accepts at most this many blocks with `cache_control` in one request. */
@@ -37,9 +37,8 @@ describe("claude --resume from the mirror alone (the restore path)", { timeout: 
   let after3: Rec[] = []; // and after it
   let resumed: ClaudeRun;
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     scratch = makeScratch();
     const opts = { baseUrl: tap.url, scratch, timeoutMs: 60_000 };
     const first = await runClaude(["-p", "RUNTOOL please", "--allowedTools", "Bash"], opts);
@@ -60,8 +59,6 @@ describe("claude --resume from the mirror alone (the restore path)", { timeout: 
   });
 
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     scratch?.cleanup();
   });
 

@@ -12,8 +12,8 @@ import { Buffer } from "node:buffer";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { type RecordedRequest, startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { describeRun, findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 import { capturedRequests } from "../support/captures.ts";
 import { CAPTURE, cli, replayCapture } from "../support/recover.ts";
@@ -60,9 +60,8 @@ describe("restore round trip through the real Claude Code CLI", { timeout: 240_0
   const restore = (...args: string[]) =>
     cli(["restore", ...args, "--mirror-dir", tap.root], {}, { home: scratch.home, cwd: scratch.project, clock: () => NOW });
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     scratch = makeScratch();
     const opts = { baseUrl: tap.url, scratch, timeoutMs: 60_000 };
     const first = await runClaude(["-p", PROMPTS[0], "--allowedTools", "Bash"], opts);
@@ -84,8 +83,6 @@ describe("restore round trip through the real Claude Code CLI", { timeout: 240_0
   });
 
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     scratch?.cleanup();
   });
 

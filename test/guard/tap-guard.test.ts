@@ -7,8 +7,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
 import { cli, scratchDir } from "../support/recover.ts";
@@ -32,12 +32,9 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
 
   before(async () => {
     mkdirSync(`${claudeDir}/projects/${encodeProjectDir(cwd)}`, { recursive: true });
-    stub = await startStub();
-    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir }, { guard: FAST }, `${scratch.dir}/tap`);
   });
+  withTap((started) => ({ stub, tap } = started), () => ({ env: { CLAUDE_CONFIG_DIR: claudeDir }, deps: { guard: FAST }, root: `${scratch.dir}/tap` }));
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     scratch.cleanup();
   });
 
@@ -66,7 +63,9 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
     assert.equal(health.guard.alerts[0].state, "missing");
     assert.equal(health.guard.watching, 1);
     assert.equal(tap.stderrLines.filter((l) => l.includes(SESSION)).length, 1);
-    assert.ok(readEvents(tap.root).some((e) => e.action === "guard-alert" && e.session === SESSION && e.state === "missing"));
+    // The events log is written with the mirror's writes, a moment after the alert is raised.
+    const alerted = (events: Record<string, unknown>[]) => events.some((e) => e.action === "guard-alert" && e.session === SESSION && e.state === "missing");
+    assert.ok(alerted(await pollAsync(() => readEvents(tap.root), alerted, 5_000, "the guard-alert event")));
 
     const list = await (await fetch(`${tap.url}/_tap/api/sessions`)).json();
     const entry = list.find((s: Record<string, unknown>) => s.sessionId === SESSION);
@@ -95,20 +94,12 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
       SESSIONTAP_MIRROR: "off",
     }];
     for (const env of offs) {
-      const other = await startTestTap(stub.url, env);
-      try {
-        assert.equal(other.guard, null, JSON.stringify(env));
-        assert.equal((await (await fetch(`${other.url}/_tap/health`)).json()).guard, "off");
-      } finally {
-        await other.close();
-      }
+      await using other = await startTestTap(stub.url, env);
+      assert.equal(other.guard, null, JSON.stringify(env));
+      assert.equal((await (await fetch(`${other.url}/_tap/health`)).json()).guard, "off");
     }
-    const on = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${scratch.dir}/none`, SESSIONTAP_GUARD: "on" });
-    try {
-      assert.notEqual(on.guard, null, "SESSIONTAP_GUARD=on: on even before Claude Code made its dir");
-    } finally {
-      await on.close();
-    }
+    await using on = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${scratch.dir}/none`, SESSIONTAP_GUARD: "on" });
+    assert.notEqual(on.guard, null, "SESSIONTAP_GUARD=on: on even before Claude Code made its dir");
   });
 
   it("the startup block says where the guard looks, or that it is off", async () => {

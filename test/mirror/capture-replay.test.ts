@@ -4,10 +4,10 @@
  * through the tap, answering each request as the recorded stub did, and checks the mirror's tree against
  * the transcript Claude Code wrote for the same events.
  */
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { startStub, type StubUpstream, textReply, toolUseReply } from "../support/stub-upstream.ts";
-import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream, textReply, toolUseReply } from "../support/stub-upstream.ts";
+import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 import { textsOf } from "../support/client.ts";
 import type { Rec } from "../support/claude.ts";
@@ -22,9 +22,8 @@ describe("replay of a real interactive session with /compact and a rewind", () =
   let everything: Rec[];
   const transcript = capturedTranscript(CAPTURE);
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     const answers = new Map<string, Rec[]>();
     for (const r of transcript) if (r.type === "assistant") answers.set(r.message.id, [...(answers.get(r.message.id) ?? []), ...r.message.content]);
     for (const request of capturedRequests(CAPTURE)) {
@@ -44,10 +43,6 @@ describe("replay of a real interactive session with /compact and a rewind", () =
     everything = tree.filter(([p]) => p.startsWith(`${session}/`)).flatMap(([, r]) => r);
     main = tree.filter(([p]) => p.startsWith(`${session}/`) && p.split("/").length === 2).flatMap(([, r]) => r).filter((r) => r.subtype !== "api_message");
     side = tree.filter(([p]) => p.startsWith(`${session}/side/`)).flatMap(([, r]) => r);
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
   });
 
   it("every answer Claude Code kept is in the main chain exactly once; the summaries are side records", () => {

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
 import { type StubUpstream } from "../support/stub-upstream.ts";
-import { allRecords, readTree, type TestTap, useStubAndTap } from "../support/tap.ts";
+import { allRecords, readTree, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation, textsOf } from "../support/client.ts";
 
 /** Records of one type. */
@@ -18,7 +18,7 @@ function assertLinear(records: Record<string, unknown>[]): void {
 describe("session mirror: a conversation through the tap", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  useStubAndTap((s, t) => ((stub = s), (tap = t)));
+  withTap((started) => ({ stub, tap } = started));
 
   it("3 turns → exactly 3 user and 3 assistant records, one linear chain", async () => {
     const c = new Conversation(tap, "three-turns");

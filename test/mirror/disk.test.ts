@@ -19,7 +19,7 @@ describe("session mirror: files on disk", () => {
   });
 
   it("rotates the active file at SESSIONTAP_MAX_BYTES and logs the rotation", async () => {
-    const tap = await startTestTap(stub.url, { SESSIONTAP_MAX_BYTES: "4096" }, {}, dir);
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_MAX_BYTES: "4096" }, {}, dir);
     const c = new Conversation(tap, "rotating");
     for (let i = 0; i < 8; i++) await c.say(`turn ${i} ${"y".repeat(600)}`);
     await tap.stop();
@@ -49,7 +49,7 @@ describe("session mirror: files on disk", () => {
     symlinkSync(outside, `${root}/linked-dir`);
     symlinkSync(`${outside}/victim.jsonl`, `${root}/mixed/linked.jsonl`);
 
-    const tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "30" }, {}, dir);
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "30" }, {}, dir);
     await new Conversation(tap, "fresh").say("hello");
     await tap.mirror!.sweep();
     await tap.stop();
@@ -66,7 +66,7 @@ describe("session mirror: files on disk", () => {
     mkdirSync(`${root}/kept`, { recursive: true });
     writeFileSync(`${root}/kept/a.jsonl`, "{}\n");
     utimesSync(`${root}/kept/a.jsonl`, 0, 0);
-    const tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "0" }, {}, dir);
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "0" }, {}, dir);
     await new Conversation(tap, "s").say("hello");
     await tap.mirror!.sweep();
     await tap.stop();
@@ -74,7 +74,7 @@ describe("session mirror: files on disk", () => {
   });
 
   it("directories are 0700 and files 0600; the events log holds no content and no credentials", async () => {
-    const tap = await startTestTap(stub.url, {}, {}, dir);
+    await using tap = await startTestTap(stub.url, {}, {}, dir);
     await new Conversation(tap, "private").say("SECRET-PROMPT-TEXT");
     await tap.stop();
     const root = `${dir}/mirror`;
@@ -90,7 +90,7 @@ describe("session mirror: files on disk", () => {
   });
 
   it("SESSIONTAP_MIRROR=off: pure passthrough, nothing written at all", async () => {
-    const tap = await startTestTap(stub.url, { SESSIONTAP_MIRROR: "off" }, {}, dir);
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_MIRROR: "off" }, {}, dir);
     const result = await new Conversation(tap, "off").say("hello");
     await tap.stop();
     assert.equal(result.status, 200);
@@ -99,7 +99,7 @@ describe("session mirror: files on disk", () => {
 
   it("thinking blocks are kept by default and dropped with SESSIONTAP_INCLUDE_THINKING=false", async () => {
     for (const [setting, expectThinking] of [["true", true], ["false", false]] as const) {
-      const tap = await startTestTap(stub.url, { SESSIONTAP_INCLUDE_THINKING: setting }, {}, dir);
+      await using tap = await startTestTap(stub.url, { SESSIONTAP_INCLUDE_THINKING: setting }, {}, dir);
       stub.enqueue({ kind: "sse", chunks: [loadFixture("thinking_text")] });
       await new Conversation(tap, `thinking-${setting}`).say("think");
       await tap.stop();
@@ -111,7 +111,7 @@ describe("session mirror: files on disk", () => {
   });
 
   it("two requests of one session in flight at once never interleave, lose or double a record", async () => {
-    const tap = await startTestTap(stub.url, {}, {}, dir);
+    await using tap = await startTestTap(stub.url, {}, {}, dir);
     const base = new Conversation(tap, "parallel");
     await base.say("start");
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => {

@@ -4,11 +4,11 @@
 // every record of the session's main conversation carries the cwd, git branch, entrypoint and version
 // Claude Code wrote into its own records, and nothing the readers refuse as null (docs/DESIGN.md "Readable
 // by other tools").
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 import { replayCapture } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
@@ -25,19 +25,14 @@ describe("the environment of every mirror record, from the real captures replaye
   let tap: TestTap;
   const mirrored = new Map<string, { session: string; files: [string, Rec[]][] }>();
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     for (const capture of CAPTURES) {
       const session = await replayCapture(tap, stub, capture);
       await tap.mirror!.flush(5_000);
       const files = [...readTree(tap.root).entries()].filter(([path]) => path.startsWith(`${session}/`)) as [string, Rec[]][];
       mirrored.set(capture, { session, files });
     }
-  });
-  after(async () => {
-    await tap?.close();
-    await stub?.close();
   });
 
   for (const capture of CAPTURES) {

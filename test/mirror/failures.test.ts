@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { loadFixture, startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { allRecords, readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { BASH_TOOL, Conversation, textsOf } from "../support/client.ts";
-import { faultyFs } from "../support/faulty-fs.ts";
+import { faultyEngineFs } from "../support/faulty-fs.ts";
 import { pollAsync, within } from "../support/poll.ts";
 
 const ofType = (records: Record<string, unknown>[], type: string) => records.filter((r) => r.type === type);
@@ -13,14 +13,7 @@ const ofType = (records: Record<string, unknown>[], type: string) => records.fil
 describe("session mirror: failures and retries", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
-  });
+  withTap((started) => ({ stub, tap } = started));
 
   it("529 with retry-after, then the retry → the turn appears exactly once", async () => {
     const c = new Conversation(tap, "s529");
@@ -158,20 +151,17 @@ describe("session mirror: failures and retries", () => {
 describe("session mirror: a writer that fails never touches the client", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  const faults = faultyFs();
+  const faults = faultyEngineFs();
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  withTap((started) => ({ stub, tap } = started), { deps: { engineSeams: faults.seams } });
   before(async () => {
     process.on("unhandledRejection", onUnhandled);
-    stub = await startStub();
-    tap = await startTestTap(stub.url, {}, { fs: faults.fs });
   });
-  afterEach(() => {
-    faults.heal();
+  afterEach(async () => {
+    await faults.heal();
   });
   after(async () => {
-    await tap.close();
-    await stub.close();
     process.off("unhandledRejection", onUnhandled);
   });
 
@@ -179,7 +169,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
     it(`a writer that ${fault}s: the client gets identical bytes without waiting for it; no unhandled rejection`, async () => {
       const events = textReply(`answer for ${fault}`, { deltas: 5 });
       stub.enqueue({ kind: "sse", chunks: events });
-      faults.set(fault);
+      await faults.set(fault);
       const before = readEvents(tap.root).filter((e) => e.action === "error").length;
       const result = await new Conversation(tap.url, `w-${fault}`).say("hello");
       assert.equal(result.status, 200);
@@ -187,7 +177,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
       if (fault === "hang") {
         await pollAsync(() => faults.hung(), (n) => n === 1, 5000, "the write to hang");
         assert.equal(allRecords(`${tap.root}/w-${fault}`).length, 0, "the client had every byte while the write still hung");
-        faults.heal();
+        await faults.heal();
       } else {
         await tap.mirror!.flush(500);
         const errors = readEvents(tap.root).filter((e) => e.action === "error");
@@ -195,7 +185,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
         assert.match(String(errors.at(-1)!.error), fault === "throw" ? /EIO/ : /ENOSPC/);
         assert.equal(allRecords(`${tap.root}/w-${fault}`).length, 0, "nothing reached the disk");
         assert.ok((await tap.mirror!.stats()).queued >= 1, "the commit waits in memory");
-        faults.set(null);
+        await faults.set(null);
       }
       // Once the filesystem recovers, the waiting commit is written as it was, answer metadata included.
       await tap.mirror!.flush(2000);
@@ -210,7 +200,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
   it("while the write hangs, the whole answer reaches the client, message_stop included; the record is written once the disk is back", async () => {
     const events = textReply("all in one chunk", { deltas: 3 });
     stub.enqueue({ kind: "sse", chunks: [events.join("")] });
-    faults.set("hang");
+    await faults.set("hang");
     const response = await fetch(`${tap.url}/v1/messages`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-claude-code-session-id": "w-partial" },
@@ -219,16 +209,16 @@ describe("session mirror: a writer that fails never touches the client", () => {
     assert.equal(await within(response.text(), 5000, "the answer while the write hangs"), events.join(""));
     await pollAsync(() => faults.hung(), (n) => n === 1, 5000, "the write to hang");
     assert.equal(allRecords(`${tap.root}/w-partial`).length, 0);
-    faults.heal();
+    await faults.heal();
     await tap.mirror!.flush(2000);
     assert.deepEqual(allRecords(`${tap.root}/w-partial`).map((r) => r.type), ["user", "assistant"]);
   });
 
   it("after a failed write the next turn writes the waiting commit first, then its own, each once", async () => {
     const c = new Conversation(tap, "w-recover");
-    faults.set("reject");
+    await faults.set("reject");
     assert.equal((await c.say("failed turn")).status, 200);
-    faults.set(null);
+    await faults.set(null);
     await c.say("next turn");
     const records = allRecords(`${tap.root}/w-recover`);
     assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["failed turn", "next turn"]);
@@ -237,24 +227,21 @@ describe("session mirror: a writer that fails never touches the client", () => {
   });
 
   it("a full queue drops the oldest commit and counts it", async () => {
-    const small = await startTestTap(stub.url, { SESSIONTAP_MAX_QUEUED: "2" }, { fs: faults.fs });
-    try {
-      faults.set("reject");
-      const c = new Conversation(small.url, "w-full");
-      for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);
-      // The client has each answer before its commit reaches the tree (its session's owner is judged first).
-      const stats = await pollAsync(() => small.mirror!.stats(), (s) => s.queued + s.dropped === 4, 5_000, "every commit handed to the tree");
-      assert.equal(stats.queued, 2);
-      assert.equal(stats.dropped, 2);
-      await small.mirror!.flush(500); // the events log is flushed with the writes (the tree's still fail)
-      assert.ok(readEvents(small.root).some((e) => e.action === "drop"));
-      faults.set(null);
-      await small.mirror!.flush(2000);
-      // The two newest commits carry the whole history: nothing the client sent is missing on disk.
-      assert.deepEqual(ofType(allRecords(`${small.root}/w-full`), "user").map((r) => textsOf(r)[0]), ["turn 0", "turn 1", "turn 2", "turn 3"]);
-    } finally {
-      await small.close();
-    }
+    const smallFaults = faultyEngineFs();
+    await using small = await startTestTap(stub.url, { SESSIONTAP_MAX_QUEUED: "2" }, { engineSeams: smallFaults.seams });
+    await smallFaults.set("reject");
+    const c = new Conversation(small.url, "w-full");
+    for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);
+    // The client has each answer before its commit reaches the tree (its session's owner is judged first).
+    const stats = await pollAsync(() => small.mirror!.stats(), (s) => s.queued + s.dropped === 4, 5_000, "every commit handed to the tree");
+    assert.equal(stats.queued, 2);
+    assert.equal(stats.dropped, 2);
+    await small.mirror!.flush(500); // the events log is flushed with the writes (the tree's still fail)
+    assert.ok(readEvents(small.root).some((e) => e.action === "drop"));
+    await smallFaults.set(null);
+    await small.mirror!.flush(2000);
+    // The two newest commits carry the whole history: nothing the client sent is missing on disk.
+    assert.deepEqual(ofType(allRecords(`${small.root}/w-full`), "user").map((r) => textsOf(r)[0]), ["turn 0", "turn 1", "turn 2", "turn 3"]);
   });
 });
 
@@ -288,7 +275,7 @@ describe("session mirror: restart", () => {
   });
 
   it("with SESSIONTAP_MAX_SESSIONS=1, sessions evicted from memory are rebuilt, not re-mirrored", async () => {
-    const tap = await startTestTap(stub.url, { SESSIONTAP_MAX_SESSIONS: "1" }, {}, dir);
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_MAX_SESSIONS: "1" }, {}, dir);
     const a = new Conversation(tap, "lru-a");
     const b = new Conversation(tap, "lru-b");
     for (let i = 0; i < 3; i++) {

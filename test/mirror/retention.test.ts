@@ -47,7 +47,7 @@ describe("retention: the mirror keeps what Claude Code's cleanup deletes", () =>
     mkdirSync(`${claude}/projects`, { recursive: true });
     // A session mirrored by a tap on its defaults, with the environment block Claude Code sends.
     const system = [{ type: "text", text: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}` }];
-    const first = await startTestTap(stub.url, {}, {}, dir);
+    await using first = await startTestTap(stub.url, {}, {}, dir);
     const c = new Conversation(first.url, SESSION, { system, headers: { "user-agent": "claude-cli/2.1.332 (external, cli)" } });
     assert.equal((await c.say("a question from six weeks ago")).status, 200);
     assert.equal((await c.say("and a follow-up")).status, 200);
@@ -64,7 +64,7 @@ describe("retention: the mirror keeps what Claude Code's cleanup deletes", () =>
   });
 
   it("a tap started with the default settings keeps the 45-day-old session through its sweep", async () => {
-    const tap = await startTestTap(stub.url, {}, {}, dir);
+    await using tap = await startTestTap(stub.url, {}, {}, dir);
     // Traffic flows (sessionless: nothing of Claude Code's to lose, so the list below names one lost session).
     assert.equal((await new Conversation(tap.url, null).say("traffic flows")).status, 200);
     await tap.mirror!.sweep();
@@ -90,7 +90,7 @@ describe("retention: the mirror keeps what Claude Code's cleanup deletes", () =>
   });
 
   it("SESSIONTAP_RETENTION_DAYS still limits the age: at 30 the same sweep removes the session", async () => {
-    const tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "30" }, {}, dir);
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "30" }, {}, dir);
     await tap.mirror!.sweep();
     await tap.close();
     assert.equal(existsSync(`${root}/${SESSION}`), false, "its files swept and its directory pruned");

@@ -302,29 +302,25 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
   });
 
   it("with SESSIONTAP_SIDE_REQUESTS=off a side request is forwarded and not mirrored at all", async () => {
-    const quiet = await startTestTap(stub.url, { SESSIONTAP_SIDE_REQUESTS: "off" });
-    try {
-      await new Conversation(quiet, "no-side").say("main turn");
-      const title = await fetch(`${quiet.url}/v1/messages`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", "x-claude-code-session-id": "no-side" },
-        body: JSON.stringify({
-          model: "haiku",
-          max_tokens: 50,
-          stream: true,
-          system: "Generate a short title.",
-          messages: [{ role: "user", content: "Write a title" }],
-        }),
-      });
-      assert.equal(title.status, 200);
-      await title.arrayBuffer();
-      await quiet.mirror!.flush(2000);
-      assert.equal(records(quiet.root, "no-side", "side").length, 0);
-      assert.equal(records(quiet.root, "no-side").length, 2);
-      assert.ok(readEvents(quiet.root).some((e) => e.action === "skip" && String(e.reason).startsWith("side request")));
-    } finally {
-      await quiet.close();
-    }
+    await using quiet = await startTestTap(stub.url, { SESSIONTAP_SIDE_REQUESTS: "off" });
+    await new Conversation(quiet, "no-side").say("main turn");
+    const title = await fetch(`${quiet.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": "sk-ant-test-SECRET", "x-claude-code-session-id": "no-side" },
+      body: JSON.stringify({
+        model: "haiku",
+        max_tokens: 50,
+        stream: true,
+        system: "Generate a short title.",
+        messages: [{ role: "user", content: "Write a title" }],
+      }),
+    });
+    assert.equal(title.status, 200);
+    await title.arrayBuffer();
+    await quiet.mirror!.flush(2000);
+    assert.equal(records(quiet.root, "no-side", "side").length, 0);
+    assert.equal(records(quiet.root, "no-side").length, 2);
+    assert.ok(readEvents(quiet.root).some((e) => e.action === "skip" && String(e.reason).startsWith("side request")));
   });
 
   it("a side request seen before the main conversation does not become the main chain", async () => {

@@ -7,8 +7,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { cli } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
 
@@ -22,9 +22,8 @@ describe("conversation-shaped requests the tap forwards without mirroring", () =
   let tap: TestTap;
   let health: Rec;
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     const sent = [
       await post(`${tap.url}/v2/messages`, conversation),
       await post(`${tap.url}/v2/messages?beta=true`, conversation),
@@ -38,11 +37,6 @@ describe("conversation-shaped requests the tap forwards without mirroring", () =
     for (const r of sent) await r.arrayBuffer();
     await tap.settled();
     health = await (await fetch(`${tap.url}/_tap/health`)).json();
-  });
-
-  after(async () => {
-    await tap?.close();
-    await stub?.close();
   });
 
   it("forwards every one of them untouched", () => {

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { fixtureNames, loadFixture, type StubUpstream } from "../support/stub-upstream.ts";
-import { type TestTap, useStubAndTap } from "../support/tap.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
@@ -67,7 +67,7 @@ const post = (
 describe("passthrough: byte identity", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  useStubAndTap((s, t) => ((stub = s), (tap = t)));
+  withTap((started) => ({ stub, tap } = started));
 
   for (const name of fixtureNames()) {
     it(`${name}.sse arrives byte-identical at every chunking`, { timeout: 60_000 }, async () => {

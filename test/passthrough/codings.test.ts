@@ -8,7 +8,7 @@ import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
 import * as zlib from "node:zlib";
 import type { StubUpstream } from "../support/stub-upstream.ts";
-import { readEvents, type TestTap, useStubAndTap } from "../support/tap.ts";
+import { readEvents, type TestTap, withTap } from "../support/tap.ts";
 import { textReply } from "../support/sse-build.ts";
 
 /** A request with node:http: what the client really got on the wire. */
@@ -56,7 +56,7 @@ const CODINGS: [label: string | null, encode: (b: Buffer) => Buffer][] = [
 describe("passthrough: every content coding arrives truthfully labelled", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  useStubAndTap((s, t) => ((stub = s), (tap = t)));
+  withTap((started) => ({ stub, tap } = started));
 
   for (const accept of ["gzip, deflate, br, zstd", "identity", null]) {
     for (const [label, encode] of CODINGS) {

@@ -6,7 +6,7 @@ import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 
 const VERSION = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version;
 const RUNTIME = typeof (globalThis as { Bun?: unknown }).Bun !== "undefined" ? "bun" : "deno";
@@ -59,13 +59,10 @@ describe("passthrough: headers", () => {
   let decoy: StubUpstream;
   let tap: TestTap;
   before(async () => {
-    stub = await startStub();
     decoy = await startStub();
-    tap = await startTestTap(stub.url);
   });
+  withTap((started) => ({ stub, tap } = started));
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     await decoy?.close();
   });
 

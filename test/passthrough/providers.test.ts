@@ -5,11 +5,11 @@
 // is kept as an interrupted answer with one events-log line, never as a whole one, and the client's retry
 // is mirrored once; Vertex's and Bedrock's JSON answers are mirrored, and one that names no model takes
 // the path's.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { type Reply, startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { type Reply, type StubUpstream } from "../support/stub-upstream.ts";
+import { readEvents, type TestTap, withTap } from "../support/tap.ts";
 import { BASH_TOOL } from "../support/client.ts";
 import { messageJson, textReply } from "../support/sse-build.ts";
 import { concatBytes, exceptionFrame, framesOfSse, withBadCrc, withBadLength } from "../support/eventstream-build.ts";
@@ -46,15 +46,7 @@ describe("Bedrock's event stream through the tap", () => {
   const frames = framesOfSse(textReply("Hello from Bedrock", { id: "msg_es_whole", model: "claude-sonnet-4-5-20250929", deltas: 4 }).join(""));
   const whole = concatBytes(frames);
 
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-
-  after(async () => {
-    await tap?.close();
-    await stub?.close();
-  });
+  withTap((started) => ({ stub, tap } = started));
 
   it("passes every byte through, split at odd places, and mirrors the answer once, with AWS's request id", async () => {
     stub.enqueue({ kind: "sse", chunks: pieces(whole, 13), headers: EVENTSTREAM });
@@ -131,15 +123,7 @@ describe("JSON answers on Vertex and Bedrock", () => {
   let stub: StubUpstream;
   let tap: TestTap;
 
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-
-  after(async () => {
-    await tap?.close();
-    await stub?.close();
-  });
+  withTap((started) => ({ stub, tap } = started));
 
   const cases: [string, string, Reply][] = [
     ["Vertex :rawPredict", `${VERTEX_PATH}:rawPredict`, {

@@ -6,7 +6,7 @@ import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
 import { loadFixture, type StubUpstream } from "../support/stub-upstream.ts";
 import { messageJson } from "../support/sse-build.ts";
-import { startTestTap, type TestTap, useStubAndTap } from "../support/tap.ts";
+import { startTestTap, type TestTap, withTap } from "../support/tap.ts";
 
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
@@ -42,7 +42,7 @@ const post = (
 describe("passthrough: replies", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  useStubAndTap((s, t) => ((stub = s), (tap = t)));
+  withTap((started) => ({ stub, tap } = started));
 
   it("a JSON reply arrives byte-identical with its headers", async () => {
     const body = `{"id":"msg_1","type":"message","content":[{"type":"text","text":"héllo ✓ 🎉"}],  "spacing" : [ 1,2 ]}`;
@@ -177,14 +177,10 @@ describe("passthrough: replies", () => {
   });
 
   it("an upstream with a base path gets that path in front of every request", async () => {
-    const based = await startTestTap(`${stub.url}/gateway/anthropic/`);
-    try {
-      stub.enqueue({ kind: "raw", status: 200, body: "based" });
-      const got = await through(based, "/v1/messages?beta=true", post("{}"));
-      assert.equal(Buffer.from(got.body).toString(), "based");
-      assert.equal(stub.requests.at(-1)!.url, "/gateway/anthropic/v1/messages?beta=true");
-    } finally {
-      await based.close();
-    }
+    await using based = await startTestTap(`${stub.url}/gateway/anthropic/`);
+    stub.enqueue({ kind: "raw", status: 200, body: "based" });
+    const got = await through(based, "/v1/messages?beta=true", post("{}"));
+    assert.equal(Buffer.from(got.body).toString(), "based");
+    assert.equal(stub.requests.at(-1)!.url, "/gateway/anthropic/v1/messages?beta=true");
   });
 });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createServer } from "node:net";
 import { loadFixture, type RecordedRequest, type StubUpstream, textReply } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap, useStubAndTap } from "../support/tap.ts";
+import { startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { within } from "../support/poll.ts";
 
 /** Reads from `reader` until `want` bytes arrived (bounded by time); returns them. */
@@ -43,7 +43,7 @@ const messagesInit = (text: string, signal?: AbortSignal): RequestInit => ({
 describe("passthrough: streaming", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  useStubAndTap((s, t) => ((stub = s), (tap = t)));
+  withTap((started) => ({ stub, tap } = started));
 
   /** The request the stub received most recently, once it has arrived. */
   const lastRequest = async (count: number): Promise<RecordedRequest> => {
@@ -127,26 +127,22 @@ describe("passthrough: streaming", () => {
   });
 
   it("an unreachable upstream gives 502 with an Anthropic-shaped error body", async () => {
-    const dead = await startTestTap(`http://127.0.0.1:${await closedPort()}`);
-    try {
-      const res = await within(
-        fetch(dead.url + "/v1/messages", { ...messagesInit("anyone there?"), headers: { "x-api-key": "sk-ant-SECRET-502" } }),
-        10_000,
-        "502",
-      );
-      assert.equal(res.status, 502);
-      assert.match(res.headers.get("content-type") ?? "", /application\/json/);
-      const text = await res.text();
-      const body = JSON.parse(text);
-      assert.deepEqual(Object.keys(body).sort(), ["error", "type"]);
-      assert.equal(body.type, "error");
-      assert.deepEqual(Object.keys(body.error).sort(), ["message", "type"]);
-      assert.equal(body.error.type, "api_error");
-      assert.match(body.error.message, /^sessiontap: ./);
-      assert.ok(!text.includes("SECRET"), text);
-    } finally {
-      await dead.close();
-    }
+    await using dead = await startTestTap(`http://127.0.0.1:${await closedPort()}`);
+    const res = await within(
+      fetch(dead.url + "/v1/messages", { ...messagesInit("anyone there?"), headers: { "x-api-key": "sk-ant-SECRET-502" } }),
+      10_000,
+      "502",
+    );
+    assert.equal(res.status, 502);
+    assert.match(res.headers.get("content-type") ?? "", /application\/json/);
+    const text = await res.text();
+    const body = JSON.parse(text);
+    assert.deepEqual(Object.keys(body).sort(), ["error", "type"]);
+    assert.equal(body.type, "error");
+    assert.deepEqual(Object.keys(body.error).sort(), ["message", "type"]);
+    assert.equal(body.error.type, "api_error");
+    assert.match(body.error.message, /^sessiontap: ./);
+    assert.ok(!text.includes("SECRET"), text);
   });
 
   it("an upstream reset mid-stream makes the client's read fail, not end cleanly", async () => {

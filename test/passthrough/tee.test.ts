@@ -1,5 +1,5 @@
 // The tee and the relay's side of the mirror (src/tap/tee.ts, relay-observer.ts, engine-link.ts) against a
-// real mirror engine writing real files (in this thread, so a test can make its filesystem hang): the
+// real mirror engine in its Worker writing real files (over a filesystem a test can make hang: faulty-fs.ts): the
 // client's bytes are never changed and never wait for the engine — checked with the answer re-split at
 // every byte boundary —, an answer is written once, as soon as it is whole, every way a stream can end
 // reaches the engine once, and an engine that falls far behind costs the relay nothing but that answer.
@@ -9,15 +9,15 @@ import { Buffer } from "node:buffer";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
-import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
-import { startThreadEngine } from "../../src/tap/engine-host.ts";
+import { nodeFs } from "../../src/storage/fs-adapter.ts";
+import { startWorkerEngine } from "../../src/tap/engine-host.ts";
 import { parseConfig } from "../../src/config/parse.ts";
 import { engineSettings } from "../../src/cli/start-tap.ts";
 import { EngineLink, MAX_UNREAD } from "../../src/tap/engine-link.ts";
 import { MirrorEngine } from "../../src/mirror/engine.ts";
-import type { EngineSettings, FromEngine, ToEngine } from "../../src/mirror/messages.ts";
+import type { EngineSeams, EngineSettings, FromEngine, ToEngine } from "../../src/mirror/messages.ts";
 import { teeBody, type TeeOptions } from "../../src/tap/tee.ts";
-import { faultyFs } from "../support/faulty-fs.ts";
+import { faultyEngineFs } from "../support/faulty-fs.ts";
 import { pollAsync, within } from "../support/poll.ts";
 import { messageJson, sseEvent, textReply } from "../support/sse-build.ts";
 import { loadFixture } from "../support/stub-upstream.ts";
@@ -76,14 +76,15 @@ function settingsFor(dir: string, env: Record<string, string> = {}): EngineSetti
   return engineSettings(config, { spoolTmpDir: dir });
 }
 
-/** A real engine in this thread over a scratch mirror root. */
-async function engineOn(fs: FsAdapter, clock: () => number = Date.now) {
+/** A real engine in its Worker over a scratch mirror root (its filesystem and clock a test's own, when given). */
+async function engineOn(seams?: EngineSeams) {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-tee-`);
   const root = `${dir}/mirror`;
   mkdirSync(root, { mode: 0o700 });
   const settings = settingsFor(dir);
   const stderr: string[] = [];
-  const { link } = await startThreadEngine(settings, { fs, clock }, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} });
+  const worker = new URL("../../src/mirror-worker.ts", import.meta.url);
+  const { link } = await startWorkerEngine(worker, settings, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} }, seams);
   return {
     link,
     dir,
@@ -121,7 +122,7 @@ describe("tee and relay observer, with a real engine", () => {
   it("re-split at every byte boundary: the client's bytes unchanged, one record", async () => {
     const text = loadFixture("ts_basic_response");
     const bytes = enc.encode(text);
-    const e = await engineOn(nodeFs);
+    const e = await engineOn();
     try {
       const step = bytes.length > 3000 ? 3 : 1;
       for (let cut = 1; cut < bytes.length; cut += step) {
@@ -145,7 +146,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("an answer is written as soon as it is whole: once message_delta carried its stop_reason, before the stream ends", async () => {
-    const e = await engineOn(nodeFs);
+    const e = await engineOn();
     try {
       const events = textReply("whole before the end", { id: "msg_early" });
       const stop = events.findIndex((x) => x.includes('"message_stop"'));
@@ -166,32 +167,30 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("a write that never finishes holds no byte: the client gets the whole answer at once, health says so after 2 s, and the record is written once the disk is back", async () => {
-    const faults = faultyFs();
-    let skew = 0;
-    const e = await engineOn(faults.fs, () => Date.now() + skew);
+    const faults = faultyEngineFs();
+    const e = await engineOn(faults.seams);
     try {
-      faults.set("hang");
+      await faults.set("hang");
       const chunks = encoded(textReply("not held back", { id: "msg_hang" }));
       const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "hang"), options()));
       assert.ok(client.equals(Buffer.concat(chunks)));
       await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
       assert.equal(allRecords(`${e.root}/hang`).filter(isAssistant).length, 0, "the write still hangs");
       assert.deepEqual((await e.link.health())!.problems, [], "a write in flight is no problem");
-      skew = 2000;
+      await faults.skew(2000);
       const stalled = (await e.link.health())!.problems;
       assert.equal(stalled.length, 1, stalled.join("; "));
       assert.match(stalled[0], /^mirror: 1 commit waiting to be written \(a write has not finished for 2\.\d s\)$/);
-      faults.heal();
+      await faults.heal();
       await e.link.query("flush", 2000);
       assert.equal(allRecords(`${e.root}/hang`).filter(isAssistant).length, 1, "written once the disk came back");
     } finally {
-      faults.heal();
       await e.close();
     }
   });
 
   it('an answer whose text mentions "message_stop" is mirrored whole, without a wait', async () => {
-    const e = await engineOn(nodeFs);
+    const e = await engineOn();
     try {
       const chunks = encoded(textReply("the event is called message_stop, and this text mentions it", { id: "msg_false" }));
       const started = Date.now();
@@ -207,27 +206,26 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("a non-streaming answer flows whole while its write hangs, and is written once the disk is back", async () => {
-    const faults = faultyFs();
-    const e = await engineOn(faults.fs);
+    const faults = faultyEngineFs();
+    const e = await engineOn(faults.seams);
     try {
       const json = JSON.stringify(messageJson("msg_json", "m", [{ type: "text", text: "whole" }], "end_turn"));
       const chunks = encoded([json.slice(0, 10), json.slice(10, 30), json.slice(30)]);
-      faults.set("hang");
+      await faults.set("hang");
       const observer = follow(e.link, "json", new Headers({ "content-type": "application/json" }));
       assert.equal((await readAll(teeBody(source(chunks).stream, observer, options()))).toString(), json);
       await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
-      faults.heal();
+      await faults.heal();
       await e.link.query("flush", 2000);
       const answer = allRecords(`${e.root}/json`).find(isAssistant) as { message: { id: string } };
       assert.equal(answer.message.id, "msg_json");
     } finally {
-      faults.heal();
       await e.close();
     }
   });
 
   it("the tee reads no further ahead of the client than one chunk", async () => {
-    const e = await engineOn(nodeFs);
+    const e = await engineOn();
     try {
       const chunks = encoded(textReply("ahead", { id: "msg_ahead" }));
       const { stream, state } = source(chunks);
@@ -242,7 +240,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("a client that leaves cancels the source, and the engine keeps what it saw as a client-cut answer", async () => {
-    const e = await engineOn(nodeFs);
+    const e = await engineOn();
     try {
       const chunks = encoded(textReply("the user saw this much and then left", { id: "msg_left", deltas: 6 }));
       const { stream, state } = source(chunks);
@@ -262,7 +260,7 @@ describe("tee and relay observer, with a real engine", () => {
 
   for (const gone of [false, true]) {
     it(`a failing source errors the client's stream; the engine hears who cut it (client gone: ${gone})`, async () => {
-      const e = await engineOn(nodeFs);
+      const e = await engineOn();
       try {
         const chunks = encoded(textReply("cut short by a reset", { id: "msg_reset", deltas: 4 }));
         const broke: unknown[] = [];
@@ -284,7 +282,7 @@ describe("tee and relay observer, with a real engine", () => {
   }
 
   it("a request the engine cannot read is not followed: its answer passes unchanged, without a wait, the skip is logged", async () => {
-    const e = await engineOn(nodeFs);
+    const e = await engineOn();
     try {
       const chunks = encoded(textReply("not mirrored", { id: "msg_skip" }));
       const observer = follow(e.link, "unreadable", SSE_HEADERS, enc.encode("{ not json"));
@@ -301,7 +299,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("an answer the engine cannot read is skipped and counted, unmirrored, not an internal error; the client still gets every byte", async () => {
-    const e = await engineOn(nodeFs);
+    const e = await engineOn();
     try {
       const chunks = encoded(['{"type":"message",', "this is not JSON"]);
       const observer = follow(e.link, "bad-json", new Headers({ "content-type": "application/json" }));
@@ -316,7 +314,7 @@ describe("tee and relay observer, with a real engine", () => {
   });
 
   it("once the engine has stopped, every byte passes, without a wait, and it was said once", async () => {
-    const e = await engineOn(nodeFs);
+    const e = await engineOn();
     try {
       const observer = follow(e.link, "stopped");
       e.link.fail("stopped by the test");

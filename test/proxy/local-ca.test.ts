@@ -105,13 +105,9 @@ describe("the proxy's local CA", { timeout: 60_000 }, () => {
 
   it("the next start uses the same CA", async () => {
     const cert = readFileSync(`${caDir}/ca.pem`, "utf8");
-    const again = await startTestTap("http://127.0.0.1:9", env());
-    try {
-      assert.equal(again.proxy!.ca.made, null);
-      assert.equal(readFileSync(`${caDir}/ca.pem`, "utf8"), cert);
-    } finally {
-      await again.close();
-    }
+    await using again = await startTestTap("http://127.0.0.1:9", env());
+    assert.equal(again.proxy!.ca.made, null);
+    assert.equal(readFileSync(`${caDir}/ca.pem`, "utf8"), cert);
   });
 
   it("a host added by a setting makes a new CA that covers it, and says why", async () => {

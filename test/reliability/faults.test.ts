@@ -1,43 +1,21 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
-import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { failingEngineFs } from "../support/faulty-fs.ts";
+import { type StubUpstream, textReply } from "../support/stub-upstream.ts";
+import { allRecords, readEvents, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
-
-/** The real adapter, whose writes under a session's directory fail with `code` while it is set. */
-function failingFs(): { fs: FsAdapter; fail(code: string | null): void; injected: () => number } {
-  let code: string | null = null;
-  let injected = 0;
-  const guard = <A extends unknown[], R>(real: (...a: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    const path = String(args[0]);
-    if (code !== null && path.includes("/faulty-") && !path.endsWith("session-mirror-events.jsonl")) {
-      injected++;
-      throw Object.assign(new Error(`injected ${code}: ${path}`), { code });
-    }
-    return real(...args);
-  };
-  return {
-    fs: { ...nodeFs, append: guard(nodeFs.append), link: guard(nodeFs.link), mkdir: guard(nodeFs.mkdir) },
-    fail: (next) => void (code = next),
-    injected: () => injected,
-  };
-}
 
 describe("filesystem faults: ENOSPC, EACCES, EROFS, EIO", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  const faults = failingFs();
+  const faults = failingEngineFs();
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  withTap((started) => ({ stub, tap } = started), { deps: { engineSeams: faults.seams } });
   before(async () => {
     process.on("unhandledRejection", onUnhandled);
-    stub = await startStub();
-    tap = await startTestTap(stub.url, {}, { fs: faults.fs });
   });
   after(async () => {
-    await tap.close();
-    await stub.close();
     process.off("unhandledRejection", onUnhandled);
   });
 
@@ -45,7 +23,7 @@ describe("filesystem faults: ENOSPC, EACCES, EROFS, EIO", () => {
     it(`${code}: the client is unaffected, the events log says so, the records wait and are written once the disk recovers`, async () => {
       const session = `faulty-${code}`;
       const c = new Conversation(tap.url, session);
-      faults.fail(code);
+      await faults.fail(code);
       const events = textReply(`answer under ${code}`, { deltas: 4 });
       stub.enqueue({ kind: "sse", chunks: events });
       const first = await c.say("first");
@@ -57,7 +35,7 @@ describe("filesystem faults: ENOSPC, EACCES, EROFS, EIO", () => {
       assert.ok(logged.length >= 1, `an events-log line names ${code}`);
       assert.equal(allRecords(`${tap.root}/${session}`).length, 0);
       assert.equal((await tap.mirror!.stats()).queued, 2, "both commits wait in memory");
-      faults.fail(null);
+      await faults.fail(null);
       await tap.mirror!.flush(5000);
       const records = allRecords(`${tap.root}/${session}`);
       assert.deepEqual(records.map((r) => r.type), ["user", "assistant", "user", "assistant"]);
@@ -68,7 +46,7 @@ describe("filesystem faults: ENOSPC, EACCES, EROFS, EIO", () => {
   }
 
   it("injected at least one fault per code", async () => {
-    assert.ok(faults.injected() >= 4);
+    assert.ok((await faults.injected()) >= 4);
     assert.equal((await tap.mirror!.stats()).dropped, 0, "nothing had to be dropped");
   });
 });

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { sseEvent, type StubUpstream, textReply, toolUseReply } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, type TestTap, useStubAndTap } from "../support/tap.ts";
+import { allRecords, readEvents, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { CORPUS } from "../support/corpus.ts";
 
@@ -15,7 +15,7 @@ function nested(depth: number): unknown {
 describe("content fidelity: what goes in comes back exactly", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  useStubAndTap((s, t) => ((stub = s), (tap = t)));
+  withTap((started) => ({ stub, tap } = started));
 
   for (const [name, text] of Object.entries(CORPUS)) {
     it(`${name}: the user's text and the streamed answer round-trip`, async () => {

@@ -40,7 +40,7 @@ describe("hostile trees", () => {
     symlinkSync(outside, `${root}/linked`);
     mkdirSync(`${root}/agented/subagents`, { recursive: true });
     symlinkSync(outside, `${root}/agented/subagents/agent-x`);
-    const tap = await startTestTap(stub.url, {}, {}, dir);
+    await using tap = await startTestTap(stub.url, {}, {}, dir);
     assert.equal((await new Conversation(tap, "linked").say("hello")).status, 200);
     assert.equal((await new Conversation(tap, "agented", { headers: { "x-claude-code-agent-id": "x" } }).say("hi")).status, 200);
     assert.equal((await new Conversation(tap, "fine").say("hello")).status, 200);
@@ -52,7 +52,7 @@ describe("hostile trees", () => {
   });
 
   it("records of another session found in a directory stop writes there before anything is written", async () => {
-    const tap = await startTestTap(stub.url, {}, {}, dir);
+    await using tap = await startTestTap(stub.url, {}, {}, dir);
     await new Conversation(tap, "owner-a").say("a's words");
     await new Conversation(tap, "owner-b").say("b's words");
     await tap.close();
@@ -60,7 +60,7 @@ describe("hostile trees", () => {
     const [aFile] = readdirSync(`${root}/owner-a`);
     writeFileSync(`${root}/owner-b/${aFile}`, readFileSync(`${root}/owner-a/${aFile}`)); // a's file misplaced into b
     const before = readFileSync(`${root}/owner-b/${bFile}`, "utf8");
-    const again = await startTestTap(stub.url, {}, {}, dir);
+    await using again = await startTestTap(stub.url, {}, {}, dir);
     const b = new Conversation(again, "owner-b");
     assert.equal((await b.say("b continues")).status, 200, "the client is unaffected");
     assert.equal((await new Conversation(again, "owner-c").say("c starts")).status, 200);

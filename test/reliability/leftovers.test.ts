@@ -58,7 +58,7 @@ describe("leftovers of killed writers", () => {
     symlinkSync("/etc/hostname", `${staging}/${dead}-link.part`);
     const foreign = plant(`${dead}-0b7e0c9e-5c1d-4a43-9d1f-000000000006.part`);
     chownSync(foreign, 65534, 65534);
-    const tap = await startTestTap(stub.url, {}, {}, `${scratch.dir}/tap`);
+    await using tap = await startTestTap(stub.url, {}, {}, `${scratch.dir}/tap`);
     await tap.settled();
     const left = readdirSync(staging).sort();
     await tap.close();

@@ -26,83 +26,71 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
   after(async () => await stub.close());
 
   it("a file planted where a session's directory belongs: one stderr line, degraded health; repaired: ok, the commits written", async () => {
-    const tap = await startTestTap(stub.url);
-    try {
-      writeFileSync(`${tap.root}/sblocked`, "not a directory");
-      const c = new Conversation(tap.url, "sblocked");
-      assert.equal((await c.say("first")).status, 200, "the client is unaffected");
-      assert.equal((await c.say("second")).status, 200);
-      await tap.mirror!.flush(2000);
-      const lines = tap.stderrLines.filter((l) => l.includes("mirror write failed"));
-      assert.equal(lines.length, 1, `one line, not one per failure: ${tap.stderrLines.join("\n")}`);
-      assert.match(
-        lines[0],
-        new RegExp(
-          `^sessiontap: mirror write failed in ${tap.root}/sblocked \\(EUNSAFE: .*not a directory.*\\)\\. The client is unaffected; \\d+ commits? wait in memory and are retried\\. Fix that directory .*sessiontap doctor$`,
-        ),
-      );
-      const degraded = await health(tap.url);
-      assert.equal(degraded.status, "degraded");
-      assert.ok(degraded.problems.some((p) => /^mirror: \d+ commits? waiting to be written/.test(p)), degraded.problems.join("; "));
-      assert.equal((degraded.mirror.writes as { failing: boolean }).failing, true);
+    await using tap = await startTestTap(stub.url);
+    writeFileSync(`${tap.root}/sblocked`, "not a directory");
+    const c = new Conversation(tap.url, "sblocked");
+    assert.equal((await c.say("first")).status, 200, "the client is unaffected");
+    assert.equal((await c.say("second")).status, 200);
+    await tap.mirror!.flush(2000);
+    const lines = tap.stderrLines.filter((l) => l.includes("mirror write failed"));
+    assert.equal(lines.length, 1, `one line, not one per failure: ${tap.stderrLines.join("\n")}`);
+    assert.match(
+      lines[0],
+      new RegExp(
+        `^sessiontap: mirror write failed in ${tap.root}/sblocked \\(EUNSAFE: .*not a directory.*\\)\\. The client is unaffected; \\d+ commits? wait in memory and are retried\\. Fix that directory .*sessiontap doctor$`,
+      ),
+    );
+    const degraded = await health(tap.url);
+    assert.equal(degraded.status, "degraded");
+    assert.ok(degraded.problems.some((p) => /^mirror: \d+ commits? waiting to be written/.test(p)), degraded.problems.join("; "));
+    assert.equal((degraded.mirror.writes as { failing: boolean }).failing, true);
 
-      unlinkSync(`${tap.root}/sblocked`); // repaired: the next retry (backoff from 0.25 s) writes both turns
-      const ok = await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
-      assert.deepEqual(ok.problems, []);
-      assert.deepEqual(users(allRecords(`${tap.root}/sblocked`)), ["first", "second"]);
-      assert.ok(
-        tap.stderrLines.some((l) => /^sessiontap: mirror writes work again in .* every waiting commit is written$/.test(l)),
-        tap.stderrLines.join("\n"),
-      );
-    } finally {
-      await tap.close();
-    }
+    unlinkSync(`${tap.root}/sblocked`); // repaired: the next retry (backoff from 0.25 s) writes both turns
+    const ok = await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
+    assert.deepEqual(ok.problems, []);
+    assert.deepEqual(users(allRecords(`${tap.root}/sblocked`)), ["first", "second"]);
+    assert.ok(
+      tap.stderrLines.some((l) => /^sessiontap: mirror writes work again in .* every waiting commit is written$/.test(l)),
+      tap.stderrLines.join("\n"),
+    );
   });
 
   it("an events log that cannot be written: one line, a problem; once it can, a line and ok", async () => {
-    const tap = await startTestTap(stub.url);
-    try {
-      // A directory where the log belongs (not empty, or the retention sweep would prune it), in place of
-      // the file an event logged at start may have made already.
-      rmSync(`${tap.root}/session-mirror-events.jsonl`, { force: true });
-      mkdirSync(`${tap.root}/session-mirror-events.jsonl`);
-      writeFileSync(`${tap.root}/session-mirror-events.jsonl/keep`, "x");
-      await new Conversation(tap.url, "sevents").say("hello");
-      await tap.mirror!.flush(2000);
-      assert.equal(tap.stderrLines.filter((l) => l.includes("events log")).length, 1, tap.stderrLines.join("\n"));
-      assert.match(
-        tap.stderrLines.find((l) => l.includes("events log"))!,
-        // Refused by the log's own check when it first looks, or by the open itself when an event logged at
-        // start had looked just before the directory appeared: either way one line naming why.
-        /^sessiontap: events log \S+ not written \((EUNSAFE: .*is not a regular file.*|EISDIR: illegal operation on a directory.*)\); the mirror itself carries on$/,
-      );
-      const h = await health(tap.url);
-      assert.equal(h.status, "degraded");
-      assert.ok(h.problems.some((p) => p.startsWith("mirror: the events log is not being written")), h.problems.join("; "));
-      assert.deepEqual(users(allRecords(`${tap.root}/sevents`)), ["hello"], "the mirror itself carried on");
-      rmSync(`${tap.root}/session-mirror-events.jsonl`, { recursive: true });
-      await new Conversation(tap.url, "sevents2").say("again");
-      await tap.mirror!.flush(2000);
-      assert.equal((await health(tap.url)).status, "ok");
-      assert.ok(tap.stderrLines.some((l) => /events log .* written again/.test(l)));
-    } finally {
-      await tap.close();
-    }
+    await using tap = await startTestTap(stub.url);
+    // A directory where the log belongs (not empty, or the retention sweep would prune it), in place of
+    // the file an event logged at start may have made already.
+    rmSync(`${tap.root}/session-mirror-events.jsonl`, { force: true });
+    mkdirSync(`${tap.root}/session-mirror-events.jsonl`);
+    writeFileSync(`${tap.root}/session-mirror-events.jsonl/keep`, "x");
+    await new Conversation(tap.url, "sevents").say("hello");
+    await tap.mirror!.flush(2000);
+    assert.equal(tap.stderrLines.filter((l) => l.includes("events log")).length, 1, tap.stderrLines.join("\n"));
+    assert.match(
+      tap.stderrLines.find((l) => l.includes("events log"))!,
+      // Refused by the log's own check when it first looks, or by the open itself when an event logged at
+      // start had looked just before the directory appeared: either way one line naming why.
+      /^sessiontap: events log \S+ not written \((EUNSAFE: .*is not a regular file.*|EISDIR: illegal operation on a directory.*)\); the mirror itself carries on$/,
+    );
+    const h = await health(tap.url);
+    assert.equal(h.status, "degraded");
+    assert.ok(h.problems.some((p) => p.startsWith("mirror: the events log is not being written")), h.problems.join("; "));
+    assert.deepEqual(users(allRecords(`${tap.root}/sevents`)), ["hello"], "the mirror itself carried on");
+    rmSync(`${tap.root}/session-mirror-events.jsonl`, { recursive: true });
+    await new Conversation(tap.url, "sevents2").say("again");
+    await tap.mirror!.flush(2000);
+    assert.equal((await health(tap.url)).status, "ok");
+    assert.ok(tap.stderrLines.some((l) => /events log .* written again/.test(l)));
   });
 
   it("a queue that overflowed: the dropped commits stay a problem (their answers are not in the mirror)", async () => {
-    const tap = await startTestTap(stub.url, { SESSIONTAP_MAX_QUEUED: "1" });
-    try {
-      writeFileSync(`${tap.root}/sfull`, "x");
-      const c = new Conversation(tap.url, "sfull");
-      for (const text of ["a", "b", "c"]) await c.say(text);
-      await tap.mirror!.flush(2000);
-      const h = await health(tap.url);
-      assert.equal(h.status, "degraded");
-      assert.ok(h.problems.some((p) => /^mirror: \d+ commits? dropped since start/.test(p)), h.problems.join("; "));
-    } finally {
-      await tap.close();
-    }
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_MAX_QUEUED: "1" });
+    writeFileSync(`${tap.root}/sfull`, "x");
+    const c = new Conversation(tap.url, "sfull");
+    for (const text of ["a", "b", "c"]) await c.say(text);
+    await tap.mirror!.flush(2000);
+    const h = await health(tap.url);
+    assert.equal(h.status, "degraded");
+    assert.ok(h.problems.some((p) => /^mirror: \d+ commits? dropped since start/.test(p)), h.problems.join("; "));
   });
 });
 
@@ -116,28 +104,23 @@ describe("an engine that stalls or dies is loud, and the relay goes on", () => {
   after(async () => await stub.close());
 
   it("a stuck engine: health still answers, degraded, saying the engine did not answer; once it does, ok", async () => {
-    const tap = await startTestTap(stub.url, {}, { workerUrl });
-    try {
-      assert.equal((await health(tap.url)).status, "ok");
-      writeFileSync(`${tap.root}/../engine-cue.json`, JSON.stringify({ stallMs: 4000 }));
-      // Answered while the engine's thread is still blocked: had it waited, this problem could not be listed.
-      const stuck = await health(tap.url);
-      assert.equal(stuck.status, "degraded");
-      assert.deepEqual(stuck.problems, ["mirror: the mirror engine did not answer within 2000 ms"]);
-      const c = new Conversation(tap.url, "sstall");
-      assert.equal((await c.say("while it was stuck")).status, 200, "the client is unaffected");
-      const ok = await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok once the engine answers");
-      assert.deepEqual(ok.problems, []);
-      await tap.mirror!.flush(2000);
-      assert.deepEqual(users(allRecords(`${tap.root}/sstall`)), ["while it was stuck"]);
-    } finally {
-      await tap.close();
-    }
+    await using tap = await startTestTap(stub.url, {}, { workerUrl });
+    assert.equal((await health(tap.url)).status, "ok");
+    writeFileSync(`${tap.root}/../engine-cue.json`, JSON.stringify({ stallMs: 4000 }));
+    // Answered while the engine's thread is still blocked: had it waited, this problem could not be listed.
+    const stuck = await health(tap.url);
+    assert.equal(stuck.status, "degraded");
+    assert.deepEqual(stuck.problems, ["mirror: the mirror engine did not answer within 2000 ms"]);
+    const c = new Conversation(tap.url, "sstall");
+    assert.equal((await c.say("while it was stuck")).status, 200, "the client is unaffected");
+    const ok = await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok once the engine answers");
+    assert.deepEqual(ok.problems, []);
+    await tap.mirror!.flush(2000);
+    assert.deepEqual(users(allRecords(`${tap.root}/sstall`)), ["while it was stuck"]);
   });
 
   it("an engine that dies: one stderr line, degraded health from then on, every byte still relayed; stopping says the mirror could not stop cleanly", async () => {
     const tap = await startTestTap(stub.url, {}, { workerUrl });
-    let stopped = false;
     try {
       await new Conversation(tap.url, "sdies").say("before");
       writeFileSync(`${tap.root}/../engine-cue.json`, JSON.stringify({ crash: true }));
@@ -154,11 +137,11 @@ describe("an engine that stalls or dies is loud, and the relay goes on", () => {
       const said = tap.stderrLines.filter((l) => l.includes("mirror engine stopped"));
       assert.equal(said.length, 1, tap.stderrLines.join("\n"));
       assert.match(said[0], /^sessiontap: mirror engine stopped: .*cued by the test.*; the tap keeps relaying but mirrors nothing until it restarts$/);
-      stopped = true;
       await assert.rejects(tap.stop(), /the mirror engine stopped/, "a stop over a dead engine is not a clean one (serve exits 1)");
     } finally {
-      // An assertion that failed earlier must not leave the tap serving (its stop rejects: asserted above).
-      if (!stopped) await tap.stop().then(() => undefined, () => undefined);
+      // Not `await using`: this tap's stop rejects (asserted above), and it is the same stop here, so an
+      // assertion that failed earlier does not leave the tap serving either.
+      await tap.stop().then(() => undefined, () => undefined);
       rmSync(`${tap.root}/..`, { recursive: true, force: true });
     }
   });
@@ -170,7 +153,7 @@ describe("a dead upstream is loud: health, doctor and stderr say so; recovery to
     const holder = createServer();
     await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", () => resolve()));
     const port = (holder.address() as { port: number }).port;
-    const tap = await startTestTap(`http://127.0.0.1:${port}`);
+    await using tap = await startTestTap(`http://127.0.0.1:${port}`);
     await new Promise<void>((resolve) => holder.close(() => resolve()));
     const scratch = scratchDir();
     try {
@@ -200,21 +183,16 @@ describe("a dead upstream is loud: health, doctor and stderr say so; recovery to
       assert.equal(doctor.code, 1, doctor.stdout);
       assert.match(doctor.stdout, new RegExp(`^FAIL +tap upstream +127\\.0\\.0\\.1:${port} failing since`, "m"));
 
-      const back = await startStub(port);
-      try {
-        assert.equal((await c.say("now it answers")).status, 200);
-        const ok = await health(tap.url);
-        assert.equal(ok.status, "ok", ok.problems.join("; "));
-        assert.equal(ok.upstream.consecutiveFailures, 0);
-        assert.ok(
-          tap.stderrLines.some((l) => l === `sessiontap: upstream 127.0.0.1:${port} answers again (after 3 failed attempts)`),
-          tap.stderrLines.join("\n"),
-        );
-      } finally {
-        await back.close();
-      }
+      await using _upstream = await startStub(port); // the upstream answers again, on the same port
+      assert.equal((await c.say("now it answers")).status, 200);
+      const ok = await health(tap.url);
+      assert.equal(ok.status, "ok", ok.problems.join("; "));
+      assert.equal(ok.upstream.consecutiveFailures, 0);
+      assert.ok(
+        tap.stderrLines.some((l) => l === `sessiontap: upstream 127.0.0.1:${port} answers again (after 3 failed attempts)`),
+        tap.stderrLines.join("\n"),
+      );
     } finally {
-      await tap.close();
       scratch.cleanup();
     }
   });
@@ -228,7 +206,7 @@ describe("doctor checks the tap Claude Code would use", () => {
   after(async () => await stub.close());
 
   it("a tap on a non-default port, found through ANTHROPIC_BASE_URL, named by --port or --url", async () => {
-    const tap = await startTestTap(stub.url);
+    await using tap = await startTestTap(stub.url);
     const scratch = scratchDir();
     try {
       mkdirSync(`${scratch.dir}/claude`);
@@ -246,7 +224,6 @@ describe("doctor checks the tap Claude Code would use", () => {
       assert.equal(nothing.code, 1);
       assert.match(nothing.stdout, /^FAIL +tap +nothing answers at http:\/\/127\.0\.0\.1:1 /m);
     } finally {
-      await tap.close();
       scratch.cleanup();
     }
   });

@@ -94,6 +94,7 @@ describe("processes sharing one mirror root", () => {
     const completed = new Set<string>();
     let kills = 0;
     let torn = 0;
+    let tornDue = false;
     const history: { role: string; content: unknown }[] = [];
     for (let turn = 0; turn < 200; turn++) {
       history.push({ role: "user", content: `turn ${turn}` });
@@ -107,11 +108,14 @@ describe("processes sharing one mirror root", () => {
         if (killNow) {
           await tap.tap.exited;
           kills++;
-          if (kills % 4 === 0) {
-            // A crash mid-append leaves a partial line: forge one, as a kill inside write() would.
-            // Only into a file a tap wrote: taps killed within their first milliseconds may not have written one yet.
+          if (kills % 4 === 0) tornDue = true;
+          if (tornDue) {
+            // A crash mid-append leaves a partial line: forge one, as a kill inside write() would, about every
+            // fourth kill. Only into a file a tap wrote: taps killed within their first milliseconds (on a loaded
+            // machine, their first turns) may not have written one yet, so it waits for the next kill then.
             const files = existsSync(`${root}/crashy`) ? readdirSync(`${root}/crashy`).filter((f) => f.endsWith(".jsonl")).sort() : [];
             if (files.length > 0) {
+              tornDue = false;
               // The mode, as the tap made it: Deno's appendFileSync sets an existing file's mode to the one given (0666 by default).
               appendFileSync(`${root}/crashy/${files.at(-1)}`, '{"parentUuid":"torn","message":{"role":"us', { mode: 0o600 });
               torn++;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
-import { type Full, shortDisk } from "../support/short-disk.ts";
+import { type Full, shortDisk, shortEngineDisk } from "../support/short-disk.ts";
 import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap } from "../support/tap.ts";
 import { Conversation, textsOf } from "../support/client.ts";
@@ -37,7 +37,7 @@ describe("the adapter writes all of it or fails, whatever the kernel takes per w
 
   it("a disk that takes 7 bytes a write: every write lands whole", async () => {
     const disk = shortDisk();
-    disk.dribble(() => true, 7);
+    disk.dribble("", 7);
     const path = `${scratch.dir}/dribble.jsonl`;
     await disk.fs.append(path, data, true);
     assert.equal(await disk.fs.appendExisting(path, data, false), true);
@@ -52,7 +52,7 @@ describe("the adapter writes all of it or fails, whatever the kernel takes per w
       const disk = shortDisk();
       const path = `${scratch.dir}/${full}.jsonl`;
       writeFileSync(path, "before\n", { mode: 0o600 });
-      disk.fill((p) => p.startsWith(path), 100, full);
+      disk.fill(path, 100, full);
       await assert.rejects(disk.fs.append(path, data, true), (e: Error & { code?: string }) => {
         assert.match(e.message, /100 of 1001 bytes/);
         assert.equal(e.code, full === "zero" ? "EIO" : "ENOSPC");
@@ -60,11 +60,11 @@ describe("the adapter writes all of it or fails, whatever the kernel takes per w
       });
       assert.equal(readFileSync(path, "utf8"), "before\n", "the part written was cut back off");
       disk.heal();
-      disk.fill((p) => p.startsWith(path), 100, full);
+      disk.fill(path, 100, full);
       await assert.rejects(disk.fs.appendExisting(path, data, true), /100 of 1001 bytes/);
       assert.equal(readFileSync(path, "utf8"), "before\n");
       disk.heal();
-      disk.fill((p) => p.startsWith(path), 100, full);
+      disk.fill(path, 100, full);
       await assert.rejects(disk.fs.createExclusive(`${path}.new`, data, true), /100 of 1001 bytes/);
       assert.equal(existsSync(`${path}.new`), false, "a file created for a write that failed is gone");
       disk.heal();
@@ -83,8 +83,8 @@ describe("a tap on a nearly full disk", () => {
 
   it("a mirror append cut short: loud, not counted, no torn tail; once there is room it lands once, and a restart doubles nothing", async () => {
     const dir = mkdtempSync(`${tmpdir()}/sessiontap-short-`);
-    const disk = shortDisk();
-    let tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { fs: disk.fs }, dir);
+    const disk = shortEngineDisk();
+    let tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { engineSeams: disk.seams }, dir);
     try {
       const session = `${tap.root}/sshort`;
       const c = new Conversation(tap.url, "sshort");
@@ -93,13 +93,13 @@ describe("a tap on a nearly full disk", () => {
       const [file] = readdirSync(session).filter((f) => f.endsWith(".jsonl"));
       const before = readFileSync(`${session}/${file}`);
 
-      disk.fill((p) => p.startsWith(`${session}/`), 4096);
+      await disk.fill(`${session}/`, 4096);
       const answer = "x".repeat(21_000);
       stub.enqueue({ kind: "sse", chunks: textReply(answer, { deltas: 8 }) });
       const second = await c.say("second");
       assert.equal(second.status, 200, "the client is unaffected");
       await tap.mirror!.flush(500);
-      assert.ok(disk.cut() >= 1, "the append was cut short");
+      assert.ok((await disk.cut()) >= 1, "the append was cut short");
       assert.deepEqual(readFileSync(`${session}/${file}`), before, "the part that reached the disk was cut back off");
       const degraded = await health(tap.url);
       assert.equal(degraded.status, "degraded");
@@ -112,7 +112,7 @@ describe("a tap on a nearly full disk", () => {
       assert.ok(events.some((e) => e.action === "error" && /^ENOSPC: wrote 4096 of/.test(String(e.error))), JSON.stringify(events));
       assert.equal((await tap.mirror!.stats()).appends, 1, "not counted as written");
 
-      disk.heal(); // the retry (backoff from 0.25 s) writes it
+      await disk.heal(); // the retry (backoff from 0.25 s) writes it
       await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
       const records = allRecords(session);
       assert.deepEqual(users(records), ["first", "second"]);
@@ -122,7 +122,7 @@ describe("a tap on a nearly full disk", () => {
       assert.equal(readdirSync(session).filter((f) => f.endsWith(".torn")).length, 0, "nothing torn to move aside");
 
       await tap.stop();
-      tap = await startTestTap(stub.url, {}, { fs: disk.fs }, dir);
+      tap = await startTestTap(stub.url, {}, {}, dir); // the disk has room again
       const again = new Conversation(tap.url, "sshort");
       again.messages.push(...c.messages);
       assert.equal((await again.say("third")).status, 200);
@@ -138,46 +138,38 @@ describe("a tap on a nearly full disk", () => {
   });
 
   it("a new session's first file cut short: never published, no staging file left; written whole once there is room", async () => {
-    const disk = shortDisk();
-    const tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { fs: disk.fs });
-    try {
-      disk.fill((p) => p.includes("/.staging/"), 300, "part-then-throw");
-      assert.equal((await new Conversation(tap.url, "sfirst").say("hello")).status, 200);
-      await tap.mirror!.flush(500);
-      assert.ok(disk.cut() >= 1);
-      assert.deepEqual(existsSync(`${tap.root}/sfirst`) ? readdirSync(`${tap.root}/sfirst`) : [], [], "nothing published");
-      assert.deepEqual(readdirSync(`${tap.root}/.staging`), [], "no part file left");
-      assert.equal((await health(tap.url)).status, "degraded");
-      disk.heal();
-      await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
-      const records = allRecords(`${tap.root}/sfirst`);
-      assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
-    } finally {
-      await tap.close();
-    }
+    const disk = shortEngineDisk();
+    await using tap = await startTestTap(stub.url, { SESSIONTAP_HOLD_BACK_MS: "50" }, { engineSeams: disk.seams });
+    await disk.fill("/.staging/", 300, "part-then-throw");
+    assert.equal((await new Conversation(tap.url, "sfirst").say("hello")).status, 200);
+    await tap.mirror!.flush(500);
+    assert.ok((await disk.cut()) >= 1);
+    assert.deepEqual(existsSync(`${tap.root}/sfirst`) ? readdirSync(`${tap.root}/sfirst`) : [], [], "nothing published");
+    assert.deepEqual(readdirSync(`${tap.root}/.staging`), [], "no part file left");
+    assert.equal((await health(tap.url)).status, "degraded");
+    await disk.heal();
+    await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
+    const records = allRecords(`${tap.root}/sfirst`);
+    assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
   });
 
   it("the events log cut short: said, degraded, and no torn line glued to the next", async () => {
-    const disk = shortDisk();
-    const tap = await startTestTap(stub.url, {}, { fs: disk.fs });
-    try {
-      await tap.mirror!.flush(500);
-      disk.fill((p) => p.endsWith("/session-mirror-events.jsonl"), 20, "zero");
-      await new Conversation(tap.url, "slog").say("hello");
-      await tap.mirror!.flush(2000);
-      assert.ok(disk.cut() >= 1);
-      assert.match(tap.stderrLines.find((l) => l.includes("events log")) ?? "", /^sessiontap: events log \S+ not written \(EIO: wrote 20 of \d+ bytes/);
-      assert.equal((await health(tap.url)).status, "degraded");
-      disk.heal();
-      await new Conversation(tap.url, "slog2").say("again");
-      await tap.mirror!.flush(2000);
-      assert.equal((await health(tap.url)).status, "ok");
-      const lines = readFileSync(`${tap.root}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean);
-      for (const line of lines) JSON.parse(line); // throws on a torn line
-      assert.ok(lines.some((l) => l.includes('"slog2"')));
-    } finally {
-      await tap.close();
-    }
+    const disk = shortEngineDisk();
+    await using tap = await startTestTap(stub.url, {}, { engineSeams: disk.seams });
+    await tap.mirror!.flush(500);
+    await disk.fill("/session-mirror-events.jsonl", 20, "zero");
+    await new Conversation(tap.url, "slog").say("hello");
+    await tap.mirror!.flush(2000);
+    assert.ok((await disk.cut()) >= 1);
+    assert.match(tap.stderrLines.find((l) => l.includes("events log")) ?? "", /^sessiontap: events log \S+ not written \(EIO: wrote 20 of \d+ bytes/);
+    assert.equal((await health(tap.url)).status, "degraded");
+    await disk.heal();
+    await new Conversation(tap.url, "slog2").say("again");
+    await tap.mirror!.flush(2000);
+    assert.equal((await health(tap.url)).status, "ok");
+    const lines = readFileSync(`${tap.root}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean);
+    for (const line of lines) JSON.parse(line); // throws on a torn line
+    assert.ok(lines.some((l) => l.includes('"slog2"')));
   });
 
   it(
@@ -259,7 +251,7 @@ describe("restore and verify --repair on a nearly full disk keep the original", 
     it(`restore (${full}): exit 1, one line; a new transcript is not created, an existing one is untouched; no temporary file left`, async () => {
       rmSync(project, { recursive: true, force: true });
       const disk = shortDisk();
-      disk.fill((p) => p.startsWith(`${project}/`), 8192, full);
+      disk.fill(`${project}/`, 8192, full);
       const fresh = await run(["restore", ID], disk.fs);
       assert.equal(fresh.code, 1, fresh.stdout);
       assert.match(fresh.stderr, /^sessiontap: cannot write \S+\.jsonl: (ENOSPC|EIO): wrote 8192 of \d+ bytes/);
@@ -269,7 +261,7 @@ describe("restore and verify --repair on a nearly full disk keep the original", 
       const existing = JSON.stringify({ type: "user", sessionId: ID, uuid: "x", message: { role: "user", content: "kept" } }) + "\n";
       writeFileSync(`${project}/${ID}.jsonl`, existing, { mode: 0o600 });
       disk.heal();
-      disk.fill((p) => p.startsWith(`${project}/`), 8192, full);
+      disk.fill(`${project}/`, 8192, full);
       const forced = await run(["restore", ID, "--force"], disk.fs);
       assert.equal(forced.code, 1, forced.stdout);
       assert.match(forced.stderr, /^sessiontap: cannot write /);
@@ -296,7 +288,7 @@ describe("restore and verify --repair on a nearly full disk keep the original", 
     writeFileSync(path, whole + whole.split("\n")[0] + "\n" + '{"torn', { mode: 0o600 }); // a duplicate and a torn tail
     const damaged = readFileSync(path, "utf8");
     const disk = shortDisk();
-    disk.fill((p) => p.includes(".repair-"), 8192);
+    disk.fill(".repair-", 8192);
     const r = await cli(["verify", "--repair", "--mirror-dir", root], {}, { fs: disk.fs });
     assert.equal(r.code, 1, r.stdout);
     assert.match(

@@ -32,13 +32,12 @@ describe("sessiontap verify [--repair]", () => {
     stub = await startStub();
     dir = mkdtempSync(`${tmpdir()}/sessiontap-verify-`);
     root = `${dir}/mirror`;
-    const tap = await startTestTap(stub.url, {}, {}, dir);
+    await using tap = await startTestTap(stub.url, {}, {}, dir);
     for (const s of ["healthy", "torn", "garbled", "doubled", "broken", "loose", "misplaced"]) {
       const c = new Conversation(tap, s);
       await c.say("one");
       await c.say("two");
     }
-    await tap.close();
   });
   after(async () => {
     await stub.close();

@@ -6,13 +6,13 @@
 // session of its own (said on stderr and in the events log); the owner's own session is never split — the
 // same key, or for a bearer token (Claude Code's OAuth, refreshed mid-session) the same account and device.
 // Beyond loopback, API traffic is mirrored only when it carries the tap's token. A real tap in-process.
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { Conversation, textsOf } from "../support/client.ts";
 import { cli } from "../support/recover.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { allRecords, readEvents, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { allRecords, readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 
 const SESSION = "b0220000-0000-4000-8000-000000000001";
@@ -26,14 +26,9 @@ describe("a borrowed session id", () => {
   let stub: StubUpstream;
   let tap: TestTap;
   let dir: string;
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     dir = tap.root.slice(0, -"/mirror".length);
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
   });
   const sessions = () => readdirSync(tap.root).filter((n) => !n.startsWith(".") && !n.startsWith("session-mirror-events"));
 
@@ -98,17 +93,13 @@ describe("a borrowed session id", () => {
     const binding = readFileSync(`${tap.root}/.bindings/${SESSION}.json`, "utf8");
     assert.ok(!/sk-ant|owner-key|oat01/.test(binding), `no credential: ${binding}`);
     assert.match(binding, /"credential":"key:[0-9a-f]{32}"/);
-    const again = await startTestTap(stub.url, {}, {}, dir);
-    try {
-      const intruder = new Conversation(again, SESSION, { headers: { "x-api-key": "sk-ant-intruder-key" }, ...env("/home/owner/proj") });
-      await intruder.say("after the restart");
-      const owner = new Conversation(again, SESSION, { headers: { "x-api-key": "sk-ant-owner-key" }, ...env("/home/owner/proj") });
-      await owner.say("the owner after the restart");
-      const mine = users(allRecords(`${again.root}/${SESSION}`));
-      assert.ok(mine.includes("the owner after the restart") && !mine.includes("after the restart"), JSON.stringify(mine));
-    } finally {
-      await again.close();
-    }
+    await using again = await startTestTap(stub.url, {}, {}, dir);
+    const intruder = new Conversation(again, SESSION, { headers: { "x-api-key": "sk-ant-intruder-key" }, ...env("/home/owner/proj") });
+    await intruder.say("after the restart");
+    const owner = new Conversation(again, SESSION, { headers: { "x-api-key": "sk-ant-owner-key" }, ...env("/home/owner/proj") });
+    await owner.say("the owner after the restart");
+    const mine = users(allRecords(`${again.root}/${SESSION}`));
+    assert.ok(mine.includes("the owner after the restart") && !mine.includes("after the restart"), JSON.stringify(mine));
   });
 });
 
@@ -116,14 +107,7 @@ describe("beyond loopback, API traffic carries the tap's token to be mirrored", 
   const TOKEN = "k3J9-xQp2_vLm7Rw8ZtB4nYc";
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url, { SESSIONTAP_HOST: "0.0.0.0", SESSIONTAP_TOKEN: TOKEN });
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
-  });
+  withTap((started) => ({ stub, tap } = started), { env: { SESSIONTAP_HOST: "0.0.0.0", SESSIONTAP_TOKEN: TOKEN } });
 
   it("without it: relayed, not mirrored, said once; with it (ANTHROPIC_CUSTOM_HEADERS): mirrored, the header never sent upstream", async () => {
     const url = tap.url.replace("0.0.0.0", "127.0.0.1");

@@ -73,7 +73,7 @@ describe("reserved and colliding session ids through a tap", () => {
   });
 
   it("each is mirrored into its own directory, shown by list, and none lands in the tap's own places", async () => {
-    const tap = await startTestTap(stub.url, {}, {}, scratch.dir);
+    await using tap = await startTestTap(stub.url, {}, {}, scratch.dir);
     for (const id of [...hostile, odd, lookalike]) {
       assert.equal((await new Conversation(tap, id).say(`hello from ${id}`)).status, 200, id);
     }
@@ -100,7 +100,7 @@ describe("reserved and colliding session ids through a tap", () => {
     for (const id of [...hostile, odd, lookalike]) assert.ok(ids.includes(id), `${id} is listed`);
 
     // After a restart both the odd id and its lookalike are still written (before: both refused).
-    const again = await startTestTap(stub.url, {}, {}, scratch.dir);
+    await using again = await startTestTap(stub.url, {}, {}, scratch.dir);
     assert.equal((await new Conversation(again, odd).say("odd again")).status, 200);
     assert.equal((await new Conversation(again, lookalike).say("lookalike again")).status, 200);
     await again.close();

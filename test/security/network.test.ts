@@ -4,14 +4,14 @@
 // forwarded or mirrored. With a token (required beyond loopback), every /_tap/ route but the bare health
 // status needs it, as a bearer token or the login link's HttpOnly, SameSite=Strict cookie; API traffic is
 // forwarded as before. In-process tap against a stub; the real process is in processes.test.ts.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
 import { crossSiteRefusal, type RequestFacts } from "../../src/server/request-guard.ts";
 import { Conversation } from "../support/client.ts";
 import { cli } from "../support/recover.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { allRecords, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { allRecords, type TestTap, withTap } from "../support/tap.ts";
 
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 const facts = (over: Partial<RequestFacts>): RequestFacts => ({
@@ -67,14 +67,7 @@ describe("which browser requests are refused (pure)", () => {
 describe("a page in the user's browser cannot post through the tap", () => {
   let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
-  });
+  withTap((started) => ({ stub, tap } = started));
 
   it("a no-cors text/plain POST (Sec-Fetch-Site: cross-site), or one with a foreign Origin: 403, not forwarded, not mirrored", async () => {
     const before = stub.requests.length;
@@ -118,16 +111,8 @@ describe("a page in the user's browser cannot post through the tap", () => {
 
 describe("a tap with a token", () => {
   const TOKEN = "correct-horse-battery-staple-42";
-  let stub: StubUpstream;
   let tap: TestTap;
-  before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url, { SESSIONTAP_TOKEN: TOKEN });
-  });
-  after(async () => {
-    await tap.close();
-    await stub.close();
-  });
+  withTap((started) => ({ tap } = started), { env: { SESSIONTAP_TOKEN: TOKEN } });
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${tap.url}${path}`, { headers, redirect: "manual" });
 
   it("every /_tap/ route needs it; health without it is the bare status", async () => {

@@ -167,7 +167,7 @@ describe("listening beyond loopback", () => {
 
 describe("a page in a browser cannot post through a real tap", () => {
   it("Sec-Fetch-Site: cross-site or a foreign Origin: 403, nothing forwarded or mirrored", { timeout: MS }, async () => {
-    const stub = await startStub();
+    await using stub = await startStub();
     const scratch = mkdtempSync(`${tmpdir()}/sessiontap-csrf-`);
     const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", `${scratch}/mirror`], { env: { HOME: scratch } });
     try {
@@ -187,7 +187,6 @@ describe("a page in a browser cannot post through a real tap", () => {
     } finally {
       tap.signal("SIGTERM");
       await tap.exit();
-      await stub.close();
     }
     assert.ok(!existsSync(`${scratch}/mirror/from-a-page`));
     rmSync(scratch, { recursive: true, force: true });
@@ -293,7 +292,7 @@ describe("hostile ids through a real process", () => {
   });
 
   it("session ids that are the tap's own names are mirrored as sessions of their own", { timeout: MS }, async () => {
-    const stub = await startStub();
+    await using stub = await startStub();
     const scratch = mkdtempSync(`${tmpdir()}/sessiontap-names-proc-`);
     const root = `${scratch}/mirror`;
     const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", root], { env: { HOME: scratch } });
@@ -304,7 +303,6 @@ describe("hostile ids through a real process", () => {
     } finally {
       tap.signal("SIGTERM");
       await tap.exit();
-      await stub.close();
     }
     try {
       const list = await runTap(["list", "--json", "--mirror-dir", root], { env: { HOME: scratch } });

@@ -4,8 +4,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { cli, scratchDir } from "../support/recover.ts";
 import { freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } from "../support/pg.ts";
@@ -64,7 +63,6 @@ describe("store migrate and the store settings", () => {
 });
 
 describe("list, show, export and restore read the store like the tree", () => {
-  let stub: StubUpstream;
   let tap: TestTap;
   let db: TestDatabase;
   let scratch: { dir: string; cleanup(): void };
@@ -82,8 +80,9 @@ describe("list, show, export and restore read the store like the tree", () => {
     db = await freshDatabase("commands");
     scratch = scratchDir("sessiontap-store-cmds-");
     mkdirSync(`${scratch.dir}/project`);
-    stub = await startStub();
-    tap = await startTestTap(stub.url, { SESSIONTAP_STORE: db.url });
+  });
+  withTap((started) => ({ tap } = started), () => ({ env: { SESSIONTAP_STORE: db.url } }));
+  before(async () => {
     await storeStatus(tap.url);
     const c = new Conversation(tap, session, { system: `Primary working directory: ${scratch.dir}/project` });
     await c.say("hello store");
@@ -103,8 +102,6 @@ describe("list, show, export and restore read the store like the tree", () => {
     await pollAsync(() => storedRows(db.sql), (r) => r.length >= 12);
   });
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     await db?.drop();
     scratch?.cleanup();
   });

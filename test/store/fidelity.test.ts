@@ -4,8 +4,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
-import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream, textReply } from "../support/stub-upstream.ts";
+import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } from "../support/pg.ts";
 import { CORPUS } from "../support/corpus.ts";
@@ -16,13 +16,12 @@ describe("store fidelity: the corpus round-trips exactly through PostgreSQL", ()
   let db: TestDatabase;
   before(async () => {
     db = await freshDatabase("fidelity");
-    stub = await startStub();
-    tap = await startTestTap(stub.url, { SESSIONTAP_STORE: db.url });
+  });
+  withTap((started) => ({ stub, tap } = started), () => ({ env: { SESSIONTAP_STORE: db.url } }));
+  before(async () => {
     await storeStatus(tap.url);
   });
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     await db?.drop();
   });
 

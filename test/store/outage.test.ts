@@ -121,11 +121,12 @@ describe("a store outage mid-session", () => {
     async () => {
       const root = `${dir}/sigstop`;
       const { tap, url } = await serveTap(["--upstream", stub.url, "--mirror-dir", root, "--store", db.url]);
-      const pids = clusterPids(cluster);
       try {
         await storeStatus(url);
         const c = new Conversation(url, "sigstop");
         assert.equal((await c.say("before")).status, 200);
+        // Listed only now, with the tap's connections made: a backend forked after the list would go on answering.
+        const pids = clusterPids(cluster);
         for (const pid of pids) process.kill(pid, "SIGSTOP");
         try {
           const started = Date.now();

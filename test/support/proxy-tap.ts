@@ -18,13 +18,9 @@ export async function startProxyTap(upstream: string, hosts: string[], env: Reco
     rmSync(dir, { recursive: true, force: true });
     throw error;
   });
-  return {
-    ...tap,
-    proxyPort: tap.proxy!.port,
-    caPem: readFileSync(tap.proxy!.ca.certPath, "utf8"),
-    async close() {
-      await tap.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+  const close = async () => {
+    await tap.close();
+    rmSync(dir, { recursive: true, force: true });
   };
+  return { ...tap, proxyPort: tap.proxy!.port, caPem: readFileSync(tap.proxy!.ca.certPath, "utf8"), close, [Symbol.asyncDispose]: close };
 }

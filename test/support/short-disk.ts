@@ -5,9 +5,10 @@
  * and the next one fails with ENOSPC; or, as told, it writes part and throws in the same call (what Deno's
  * FileHandle.write does: it loops, and throws after the part it wrote), or it returns 0. Measured on a
  * 256 KiB tmpfs with 4 KiB free: a 21,001-byte write resolved with 4,096 on Bun and Node, and threw
- * ENOSPC with 4,096 bytes written on Deno.
+ * ENOSPC with 4,096 bytes written on Deno. A tap's engine gets it in its Worker (engine-seams.ts).
  */
 import { createNodeFs, type FsAdapter, kernelWrite } from "../../src/storage/fs-adapter.ts";
+import { inEngine, served } from "./engine-seams.ts";
 
 /** What a write meets once a rule's room is used up. */
 export type Full = "enospc" | "zero" | "part-then-throw";
@@ -15,10 +16,10 @@ export type Full = "enospc" | "zero" | "part-then-throw";
 /** The disk and its controls. */
 export interface ShortDisk {
   fs: FsAdapter;
-  /** From now on, writes to paths `where` holds for share `room` bytes, then meet `full`. */
-  fill(where: (path: string) => boolean, room: number, full?: Full): void;
-  /** From now on, every write to paths `where` holds for writes at most `piece` bytes (a disk that is slow to take them, never full). */
-  dribble(where: (path: string) => boolean, piece: number): void;
+  /** From now on, writes to the paths that include `where` share `room` bytes, then meet `full`. */
+  fill(where: string, room: number, full?: Full): void;
+  /** From now on, every write to the paths that include `where` writes at most `piece` bytes (a disk that is slow to take them, never full). */
+  dribble(where: string, piece: number): void;
   /** Room everywhere again (every rule removed). */
   heal(): void;
   /** Writes that were cut: wrote fewer bytes than asked (none included). */
@@ -27,11 +28,11 @@ export interface ShortDisk {
 
 /** Builds a nearly full disk; until `fill` is called it is the real one. */
 export function shortDisk(): ShortDisk {
-  let rules: { where: (path: string) => boolean; room: number; full: Full; piece: number }[] = [];
+  let rules: { where: string; room: number; full: Full; piece: number }[] = [];
   let cut = 0;
   const enospc = (path: string) => Object.assign(new Error(`ENOSPC: no space left on device, write '${path}'`), { code: "ENOSPC" });
   const fs = createNodeFs(async (path, handle, bytes) => {
-    const rule = rules.find((r) => r.where(path));
+    const rule = rules.find((r) => path.includes(r.where));
     if (rule === undefined) return await kernelWrite(path, handle, bytes);
     const room = Math.min(bytes.length, rule.room, rule.piece);
     if (room < bytes.length) cut++;
@@ -50,3 +51,9 @@ export function shortDisk(): ShortDisk {
     cut: () => cut,
   };
 }
+
+/** The Worker's side (EngineSeams names it). */
+export const servedShortDisk = served(shortDisk);
+
+/** A tap's engine over a nearly full disk: its seams, and its controls (call them once the tap has started). */
+export const shortEngineDisk = () => inEngine<ShortDisk>(import.meta.url, "servedShortDisk", ["fill", "dribble", "heal", "cut"]);

@@ -40,15 +40,15 @@ export type Reply =
    * A request for a structured answer with a `title` (Claude Code's session title) gets `{"title":"Stub title (reply <n>)"}`. */
   | { kind: "conversation"; summaries?: boolean };
 
-/** A running stub upstream on 127.0.0.1. */
-export interface StubUpstream {
+/** A running stub upstream on 127.0.0.1; `await using` closes it when the block ends. */
+export interface StubUpstream extends AsyncDisposable {
   url: string; // "http://127.0.0.1:PORT"
   port: number;
   requests: RecordedRequest[]; // every request received, in order
   enqueue(...replies: Reply[]): void; // used FIFO; when the queue is empty the default reply is used
   setDefault(reply: Reply): void; // initially { kind: "conversation" }
   nextRequest(): Promise<RecordedRequest>; // next request not yet taken by nextRequest (waits if none)
-  close(): Promise<void>; // destroys open sockets/responses, cuts pacing timers short, closes the server
+  close(): Promise<void>; // destroys open sockets/responses, cuts pacing timers short, closes the server (once)
 }
 
 const FIXTURE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "sse");
@@ -252,6 +252,15 @@ export function startStub(port = 0, tls?: { certPem: string; keyPem: string }): 
   });
   server.on("clientError", (_e: Error, s: Socket) => s.destroy());
 
+  let closing: Promise<void> | null = null;
+  const close = () => (closing ??= new Promise<void>((res) => {
+    for (const w of waiters.splice(0)) w.reject(new Error("stub upstream closed"));
+    for (const r of open) r.destroy();
+    for (const [t, wake] of timers) (clearTimeout(t), timers.delete(t), wake());
+    for (const s of sockets) s.destroy();
+    (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+    server.close(() => res());
+  }));
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => {
@@ -264,15 +273,8 @@ export function startStub(port = 0, tls?: { certPem: string; keyPem: string }): 
         setDefault: (reply) => void (fallback = reply),
         nextRequest: () =>
           taken < requests.length ? Promise.resolve(requests[taken++]) : new Promise((res, rej) => waiters.push({ resolve: res, reject: rej })),
-        close: () =>
-          new Promise<void>((res) => {
-            for (const w of waiters.splice(0)) w.reject(new Error("stub upstream closed"));
-            for (const r of open) r.destroy();
-            for (const [t, wake] of timers) (clearTimeout(t), timers.delete(t), wake());
-            for (const s of sockets) s.destroy();
-            (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-            server.close(() => res());
-          }),
+        close,
+        [Symbol.asyncDispose]: close,
       });
     });
   });

@@ -6,8 +6,8 @@ import { parseConfig } from "../../src/config/parse.ts";
 import { type RunningTap, startTap, type TapDeps } from "../../src/cli/start-tap.ts";
 import { startStub, type StubUpstream } from "./stub-upstream.ts";
 
-/** A tap plus its scratch mirror root. */
-export interface TestTap extends RunningTap {
+/** A tap plus its scratch mirror root; `await using` closes it when the block ends. */
+export interface TestTap extends RunningTap, AsyncDisposable {
   root: string;
   /** Lines the tap wrote to stderr. */
   stderrLines: string[];
@@ -16,7 +16,7 @@ export interface TestTap extends RunningTap {
    * answer's last byte before the write (docs/DESIGN.md "Writes"), so a test reads the tree after this.
    */
   settled(): Promise<void>;
-  /** Stops the tap and removes the scratch directory. */
+  /** Stops the tap (once: `stop` and `close` share it) and removes the scratch directory. */
   close(): Promise<void>;
 }
 
@@ -31,15 +31,20 @@ export async function startTestTap(upstream: string, env: Record<string, string>
   if (config.mirror) mkdirSync(`${dir}/mirror`, { recursive: true, mode: 0o700 }); // as `serve` makes it before it listens
   // Unwritten commits that the root refuses at stop go under the scratch directory, never the real temp dir.
   const tap = await startTap(config, { stderr: (line) => errors.push(line), spoolTmpDir: dir, ...deps });
+  let stopped: ReturnType<RunningTap["stop"]> | null = null;
+  const stop = (closed?: () => void) => (stopped ??= tap.stop(closed));
+  const close = async () => {
+    await stop();
+    if (root === undefined) rmSync(dir, { recursive: true, force: true });
+  };
   return {
     ...tap,
+    stop,
     root: `${dir}/mirror`,
     stderrLines: errors,
     settled: async () => void (await tap.mirror?.flush(SETTLE_MS)),
-    async close() {
-      await tap.stop();
-      if (root === undefined) rmSync(dir, { recursive: true, force: true });
-    },
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }
 
@@ -85,19 +90,29 @@ export async function bytesOf(response: Response): Promise<Uint8Array> {
   return new Uint8Array(await response.arrayBuffer());
 }
 
+/** What a suite's tap is started with: its settings, seams and scratch directory (startTestTap's arguments). */
+export interface TapOptions {
+  env?: Record<string, string>;
+  deps?: TapDeps;
+  root?: string;
+}
+
 /**
- * Registers the suite hooks most tests share: before them a stub upstream and a tap in front of it
- * (handed to `use`), after them both closed.
+ * The suite hooks most tests share: before its tests a stub upstream and a tap in front of it (handed to
+ * `use`), after them both closed, the tap first; `options` is read when the hook runs, so it may name what
+ * an earlier `before` made. A test that needs a tap (or a stub) of its own starts it with `await using`,
+ * and it is closed when the test's block ends.
  */
-export function useStubAndTap(use: (stub: StubUpstream, tap: TestTap) => void, env: Record<string, string> = {}, deps: TapDeps = {}): void {
-  let started: { stub: StubUpstream; tap: TestTap } | null = null;
+export function withTap(use: (started: { stub: StubUpstream; tap: TestTap }) => void, options: TapOptions | (() => TapOptions) = {}): void {
+  let started: { stub: StubUpstream; tap?: TestTap } | null = null;
   before(async () => {
-    const stub = await startStub();
-    started = { stub, tap: await startTestTap(stub.url, env, deps) };
-    use(started.stub, started.tap);
+    const { env, deps, root } = typeof options === "function" ? options() : options;
+    started = { stub: await startStub() };
+    started.tap = await startTestTap(started.stub.url, env, deps, root);
+    use({ stub: started.stub, tap: started.tap });
   });
   after(async () => {
-    await started?.tap.close();
+    await started?.tap?.close();
     await started?.stub.close();
   });
 }

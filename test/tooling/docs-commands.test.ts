@@ -18,8 +18,7 @@ import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { ROOT } from "../support/child.ts";
 import { pollUntil } from "../support/poll.ts";
 import { cli, rec, writeMirror } from "../support/recover.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 
 /** The documents whose commands are checked. */
 const DOCS = ["README.md", ...readdirSync(`${ROOT}docs`).filter((n) => n.endsWith(".md")).sort().map((n) => `docs/${n}`)];
@@ -196,17 +195,13 @@ function makeWorld(dir: string): { home: string; cwd: string } {
 
 describe("the documented commands", { timeout: 120_000 }, () => {
   let scratch: string;
-  let stub: StubUpstream;
   let tap: TestTap;
   const all = DOCS.flatMap(commandsOf);
   before(async () => {
     scratch = mkdtempSync(`${tmpdir()}/sessiontap-docs-`);
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
   });
+  withTap((started) => ({ tap } = started));
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 

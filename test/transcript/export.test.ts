@@ -10,8 +10,8 @@ import { renderHtmlDocument } from "../../src/transcript/render-html.ts";
 import { renderMarkdown } from "../../src/transcript/render-md.ts";
 import { summarize } from "../../src/transcript/summary.ts";
 import { buildTree, flatten, outline } from "../../src/transcript/tree.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { readTree, startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
 import { parseJsonl } from "../../src/protocol/jsonl.ts";
@@ -42,16 +42,13 @@ describe("export of a real mirror (tool call, compaction, rewind)", { timeout: 6
   const scratch = scratchDir();
   const run = (...args: string[]) => cli(["export", session.slice(0, 8), "--mirror-dir", tap.root, ...args], {}, { cwd: scratch.dir });
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     session = await replayCapture(tap, stub);
     records = [...readTree(tap.root).entries()].filter(([p]) => p.startsWith(`${session}/`) && p.split("/").length === 2).flatMap(([, r]) => r) as Rec[];
     assert.ok(records.some((r) => r.subtype === "compact_boundary"), "the mirror holds a compaction");
   });
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     scratch.cleanup();
   });
 

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { generatedTitle } from "../../src/transcript/title.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir, writeMirror } from "../support/recover.ts";
 
 import type { Rec } from "../support/claude.ts";
@@ -26,15 +26,12 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
   let captured = "";
   const restore = (root: string, ...args: string[]) => cli(["restore", ...args, "--mirror-dir", root, "--claude-dir", claude], {}, { cwd, clock: () => NOW });
 
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     captured = await replayCapture(tap, stub);
     await tap.mirror!.flush(2000);
   });
   after(async () => {
-    await tap?.close();
-    await stub?.close();
     scratch.cleanup();
   });
 

@@ -1,5 +1,5 @@
 // What the storage layer assumes about the platform, and its fallback where the assumption does not hold:
-// POSIX permission bits (not on Windows), and a process's start time from Linux's /proc (nowhere else).
+// a process's start time from Linux's /proc (nowhere else).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
@@ -8,10 +8,6 @@ import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { ownerAlive, processStart } from "../../src/storage/process-identity.ts";
 
 describe("platform assumptions, with their fallbacks", () => {
-  it("the real adapter says whether files carry POSIX modes: everywhere but Windows", () => {
-    assert.equal(nodeFs.posixModes, process.platform !== "win32");
-  });
-
   it("a process's start time is read from /proc on Linux only; elsewhere it is unknown, never misread", async () => {
     const reads: string[] = [];
     const watching: FsAdapter = { ...nodeFs, readText: (path) => (reads.push(path), nodeFs.readText(path)) };

@@ -2,7 +2,7 @@
 // transcripts (one record per block, the usage repeated: each answer once), a mirror made by replaying the
 // real interactive capture through a tap (main, side requests counted too), and the per-day, per-project,
 // per-model report in a given time zone. Runs under Bun and Deno.
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dayStart, sinceStart, type Zone } from "../../src/utils/local-time.ts";
@@ -13,8 +13,8 @@ import { usageReport } from "../../src/usage/report.ts";
 import { type Answer, answersOf, sessionAnswers } from "../../src/usage/tokens.ts";
 import { totalsOf } from "../../src/usage/totals.ts";
 import { STUB_USAGE } from "../support/sse-build.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { cli, rec, replayCapture } from "../support/recover.ts";
 import { parseJsonl } from "../../src/protocol/jsonl.ts";
 
@@ -71,14 +71,9 @@ describe("tokens and cost of a mirrored session (the real interactive capture re
   let stub: StubUpstream;
   let tap: TestTap;
   let session = "";
+  withTap((started) => ({ stub, tap } = started));
   before(async () => {
-    stub = await startStub();
-    tap = await startTestTap(stub.url);
     session = await replayCapture(tap, stub);
-  });
-  after(async () => {
-    await tap?.close();
-    await stub?.close();
   });
 
   it("every answer the API billed: the conversation's and the side requests' (the two compaction summaries)", async () => {

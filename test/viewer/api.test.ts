@@ -319,7 +319,7 @@ describe("viewer routes", () => {
   });
 
   it("a running tap serves the viewer, and stopping it ends open event streams at once (the drain is not held)", async () => {
-    const tap = await startTestTap("http://127.0.0.1:9", { SESSIONTAP_DRAIN_MS: "10000" });
+    await using tap = await startTestTap("http://127.0.0.1:9", { SESSIONTAP_DRAIN_MS: "10000" });
     const res = await fetch(`${tap.url}/_tap/api/events`);
     const reader = res.body!.getReader();
     assert.match(await readUntil(reader, (t) => t.includes("event: ready")), /event: ready/);

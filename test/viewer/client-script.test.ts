@@ -22,23 +22,10 @@ function closesOver(): string {
 }
 
 describe("the viewer's inline client script", () => {
-  it("is the page's one nonced script: the client, bundled, with every part of it", async () => {
+  it("is the page's one nonced script: the client, bundled", async () => {
     const bundled = await clientScript(bundleScript);
     const script = inlineScript(viewerPage(NONCE, "1.2.3", bundled), NONCE);
     assert.equal(script, bundled);
-    // A string each module of the client holds: the entry, and every part it assembles.
-    for (
-      const [part, text] of [
-        ["viewer-client.ts", "the viewer page has no #"],
-        ["basics.ts", "Claude: intact"],
-        ["session-list.ts", "api/sessions"],
-        ["session-view.ts", "export ."],
-        ["restore-panel.ts", "Restore into Claude Code"],
-        ["search.ts", "api/search?q="],
-        ["live-records.ts", "api/events"],
-        ["navigation.ts", "#/s/"],
-      ]
-    ) assert.ok(script.includes(text), `${part} is in the bundle`);
     assert.equal(await clientScript(bundleScript), bundled, "bundled once per process");
   });
 

@@ -8,8 +8,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
 import { scratchDir } from "../support/recover.ts";
@@ -23,15 +22,18 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   const cwd = `${scratch.dir}/project`;
   const transcript = `${claudeDir}/projects/${encodeProjectDir(cwd)}/${SESSION}.jsonl`;
   const whole = JSON.stringify({ type: "user", message: { role: "user", content: "watch me" }, uuid: "u1", sessionId: SESSION }) + "\n";
-  let stub: StubUpstream;
   let tap: TestTap;
   let browser: BrowserPage;
   let page: Page;
 
   before(async () => {
     mkdirSync(`${claudeDir}/projects/${encodeProjectDir(cwd)}`, { recursive: true });
-    stub = await startStub();
-    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir }, { guard: { settleMs: 60, confirmMs: 120, sweepMs: 150 } }, `${scratch.dir}/tap`);
+  });
+  withTap(
+    (started) => ({ tap } = started),
+    () => ({ env: { CLAUDE_CONFIG_DIR: claudeDir }, deps: { guard: { settleMs: 60, confirmMs: 120, sweepMs: 150 } }, root: `${scratch.dir}/tap` }),
+  );
+  before(async () => {
     writeFileSync(transcript, whole);
     const c = new Conversation(tap, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n - Primary working directory: ${cwd}\n` }] });
     assert.equal((await c.say("watch me")).status, 200);
@@ -42,12 +44,13 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
 
   after(async () => {
     await browser?.close();
-    await tap?.close();
-    await stub?.close();
     scratch.cleanup();
   });
 
   it("a healthy session: no banner", async () => {
+    // The page's own clock, moved on by hand: its list refreshes every 10 s (the guard's alerts come with
+    // no new record), and a test says when those 10 s have passed instead of waiting them out.
+    await page.clock.install();
     await page.goto(`${tap.url}/_tap/`);
     await page.locator(`#sessions li.session[data-session="${SESSION}"]`).click();
     await page.locator("#facts h2").waitFor(WAIT);
@@ -58,6 +61,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   it("the transcript deleted: a banner with the restore command on the session in the list and on its open page, without a reload", async () => {
     rmSync(transcript);
     await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 1, 5_000, "the guard's alert");
+    await page.clock.fastForward(10_000); // the list's next refresh
     const listed = page.locator(`#sessions li.session[data-session="${SESSION}"] .guard[role="alert"]`);
     await listed.waitFor(WAIT);
     assert.match(await listed.innerText(), /Claude Code's transcript is gone/);
@@ -72,6 +76,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   it("once the transcript is whole again, the banners go", async () => {
     writeFileSync(transcript, whole);
     await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
+    await page.clock.fastForward(10_000);
     await page.locator(".guard").first().waitFor({ state: "detached", ...WAIT });
     assert.equal(await page.locator(".guard").count(), 0);
     assert.deepEqual(browser.errors, [], "the page logged no error");

@@ -14,8 +14,8 @@ import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { describeRun, findTranscripts, makeScratch, pollUntil, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 import { rec, writeMirror } from "../support/recover.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const WAIT = { timeout: 30_000 };
@@ -72,9 +72,10 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
   const claudeDir = () => `${scratch.home}/.claude`;
 
   before(async () => {
-    stub = await startStub();
     scratch = makeScratch();
-    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir() });
+  });
+  withTap((started) => ({ stub, tap } = started), () => ({ env: { CLAUDE_CONFIG_DIR: claudeDir() } }));
+  before(async () => {
     const first = await runClaude(["-p", "RUNTOOL please", "--allowedTools", "Bash"], { baseUrl: tap.url, scratch });
     assert.equal(first.code, 0, describeRun(first));
     sessionId = stub.requests[0]?.headers["x-claude-code-session-id"] ?? "";
@@ -87,8 +88,6 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
 
   after(async () => {
     await browser?.close();
-    await tap?.close();
-    await stub?.close();
     scratch?.cleanup();
   });
 

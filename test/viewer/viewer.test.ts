@@ -11,8 +11,8 @@ import { mkdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import { type StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import { describeRun, makeScratch, pollUntil, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
@@ -27,9 +27,10 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
   let sessionId = "";
 
   before(async () => {
-    stub = await startStub();
     scratch = makeScratch();
-    tap = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${scratch.home}/.claude` });
+  });
+  withTap((started) => ({ stub, tap } = started), () => ({ env: { CLAUDE_CONFIG_DIR: `${scratch.home}/.claude` } }));
+  before(async () => {
     const first = await runClaude(["-p", "RUNTOOL please", "--allowedTools", "Bash"], { baseUrl: tap.url, scratch });
     assert.equal(first.code, 0, describeRun(first));
     sessionId = stub.requests[0]?.headers["x-claude-code-session-id"] ?? "";
@@ -40,8 +41,6 @@ describe("the viewer in headless Chromium", { timeout: 180_000 }, () => {
 
   after(async () => {
     await browser?.close();
-    await tap?.close();
-    await stub?.close();
     scratch?.cleanup();
   });
 
