@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
 import { basename } from "node:path";
-import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
-import { startTestTap, type TestTap } from "../support/tap.ts";
+import type { StubUpstream } from "../support/stub-upstream.ts";
+import { type TestTap, withTap } from "../support/tap.ts";
 import {
   CLAUDE_BIN,
   CLAUDE_NEXT_BIN,
@@ -46,9 +46,8 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
     let restoreRun = { code: 0, stdout: "", stderr: "" };
     let sentBeforeResume = 0;
 
+    withTap((started) => ({ stub, tap } = started));
     before(async () => {
-      stub = await startStub();
-      tap = await startTestTap(stub.url);
       scratch = makeScratch();
       const opts = { baseUrl: tap.url, scratch, bin, timeoutMs: 60_000, env: { ANTHROPIC_API_KEY: null, CLAUDE_CODE_OAUTH_TOKEN: OAUTH_TOKEN } };
       first = await runClaude(["-p", "RUNTOOL please", "--allowedTools", "Bash"], opts);
@@ -67,11 +66,7 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
       afterResume = await pollUntil(() => sessionMirror(tap.root, sessionId), (r) => r.filter((x) => x.type === "assistant").length >= 3, 10_000);
     });
 
-    after(async () => {
-      await tap?.close();
-      await stub?.close();
-      scratch?.cleanup();
-    });
+    after(() => scratch?.cleanup());
 
     it("sends the token as a bearer credential, no API key, and gets the stub's answers through the tap", () => {
       assert.match(first.stdout.trim(), /^Done \(reply \d+\)\.$/, describeRun(first));
