@@ -98,7 +98,8 @@ export class PgSpool {
     for (const name of [...(await this.files.adoptedNames()), `${stem}.jsonl`]) {
       const path = join(this.dir, name);
       for (let done = this.progress.get(name) ?? 0;;) {
-        const text = await this.readComplete(path);
+        // Read between appends: a line is in the file before its fsync ends and it is counted in `pending`.
+        const text = await this.serial(() => this.readComplete(path));
         const lines = text === null ? [] : completeLines(text);
         for (; done < lines.length; done++) {
           const job = jsonObject(lines[done]) as CommitJob | null;

@@ -66,6 +66,35 @@ describe("the outage spool", () => {
     assert.equal(s.pending, 0);
   });
 
+  it("a line whose append is still being fsynced is not replayed before the append is done: the count of waiting commits ends at 0", async () => {
+    // The real adapter, with its fsync held: the line is in the file at once, the append resolves later (a slow disk).
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let wrote = () => {};
+    const written = new Promise<void>((resolve) => (wrote = resolve));
+    const slowSync = {
+      ...nodeFs,
+      append: async (path: string, data: string, sync: boolean) => {
+        await nodeFs.append(path, data, false);
+        wrote();
+        if (sync) await held;
+      },
+    };
+    const s = new PgSpool(slowSync, `${dir}/slow`, selfOwner(nodeFs), { malformed: () => {}, adopted: () => {} });
+    const appended = s.append(job(1));
+    await written;
+    const seen: number[] = [];
+    const replaying = s.replay(async (j) => void seen.push(nOf(j)), () => {});
+    // Let the replay run as far as it can while the fsync is held, then let the append finish.
+    for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve));
+    release();
+    assert.equal(await appended, true);
+    assert.equal(await replaying, 1);
+    assert.deepEqual(seen, [1]);
+    assert.equal(s.pending, 0, "nothing is counted as waiting once the spool is empty");
+    assert.deepEqual(readdirSync(`${dir}/slow`), []);
+  });
+
   it("adopts the files of dead processes on this host once, reports a torn tail, and leaves a live process's and another host's alone", async () => {
     mkdirSync(`${dir}/c`, { mode: 0o700 });
     const host = hostname().replace(/[^A-Za-z0-9.]/g, "_");
