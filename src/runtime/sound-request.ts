@@ -6,14 +6,13 @@
  * address, and any other Host must be a host name or address with an optional port, else the request is
  * answered 400 at once. Nothing of the request is put in a message.
  */
-import { apiError } from "../protocol/api-error.ts";
-
 /** A host name or bracketed IPv6 address, then an optional port. */
 const HOST = /^(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~-]+)?\]|[A-Za-z0-9._~-]+)(?::(\d{1,5}))?$/;
 
-/** The Anthropic-shaped error every odd request is answered with. */
+/** The Anthropic-shaped error every odd request is answered with (written here: the runtime adapter imports only utils/). */
 function badRequest(why: string): Response {
-  return apiError(400, "invalid_request_error", why, { connection: "close" });
+  const body = { type: "error", error: { type: "invalid_request_error", message: `sessiontap: ${why}` } };
+  return new Response(JSON.stringify(body), { status: 400, headers: { "content-type": "application/json", connection: "close" } });
 }
 
 /** The path and query a request asked for, whatever form its URL took. */
