@@ -66,26 +66,6 @@ const SERIAL = new Set([
   "test/security/processes.test.ts",
 ]);
 
-/**
- * Files that load proxy mode's certificate library (@peculiar/x509) into the test's own process: under Bun they
- * run together in one process of their own, beside the parallel group, in order, as the whole suite once ran.
- * Spread over --parallel's workers, now one and now another failed as the library loaded ("tsyringe requires a
- * reflect polyfill", its polyfill imported first all the same), depending on which files a worker had run before:
- * not understood yet, and never seen in one process.
- */
-const PROXY_MODE = new Set([
-  "test/cli/doctor-route.test.ts",
-  "test/e2e/claude-providers.test.ts",
-  "test/e2e/claude-proxy.test.ts",
-  "test/proxy/bad-input.test.ts",
-  "test/proxy/forward-proxy.test.ts",
-  "test/proxy/local-ca.test.ts",
-  "test/proxy/proxy-process.test.ts",
-  "test/proxy/signed-requests.test.ts",
-  "test/tooling/docs-commands.test.ts",
-  "test/unit/proxy-wire.test.ts",
-]);
-
 /** How many files each runtime runs at once in the parallel group (SESSIONTAP_TEST_JOBS overrides Bun's, DENO_JOBS Deno's). */
 const BUN_JOBS = process.env.SESSIONTAP_TEST_JOBS ?? "3";
 const DENO_JOBS = process.env.DENO_JOBS ?? "2";
@@ -314,7 +294,7 @@ const bunTest = (list, parallel) => [
   "--timeout",
   "120000",
   // --no-isolate: one global per worker, as one `bun test` process had (with a fresh global per file, --parallel's
-  // default, proxy mode's certificate library failed to load in most runs: see PROXY_MODE).
+  // default, proxy mode's certificate library failed to load in most runs, before src/proxy/x509.ts loaded it after its polyfill).
   ...(parallel ? [`--parallel=${Math.min(Number(BUN_JOBS), list.length)}`, "--no-isolate", `--timings=${TIMINGS}`] : []),
   ...(parallel && process.env.SESSIONTAP_UPDATE_TIMINGS ? ["--update-timings"] : []),
   ...list.map((f) => `./${f}`),
@@ -322,11 +302,9 @@ const bunTest = (list, parallel) => [
 const denoTest = (list, parallel) => ["test", "--allow-all", "--unstable-no-legacy-abort", "--no-check", ...(parallel ? ["--parallel"] : []), ...list];
 // Both runtimes at once: their tests mostly wait on child processes, sockets and poll intervals, not the CPU.
 const together = [];
-const bunShared = files.filter((f) => !SERIAL.has(f) && !PROXY_MODE.has(f));
-const bunProxy = files.filter((f) => !SERIAL.has(f) && PROXY_MODE.has(f));
+const bunShared = files.filter((f) => !SERIAL.has(f));
 const denoShared = slowestFirst(denoFiles.filter((f) => !SERIAL.has(f)));
 if (want("bun") && bunShared.length > 0) together.push(["bun", bin("bun"), bunTest(bunShared, true), testEnv]);
-if (want("bun") && bunProxy.length > 0) together.push(["bun proxy", bin("bun"), bunTest(bunProxy, false), testEnv]);
 if (want("deno") && denoShared.length > 0) together.push(["deno", bin("deno"), denoTest(denoShared, true), { ...testEnv, DENO_JOBS }]);
 if (together.length > 0) await runTogether(together);
 const bunAlone = files.filter((f) => SERIAL.has(f));
@@ -349,13 +327,10 @@ if (want("binary")) {
     "./test/cli/output.test.ts",
     "./test/cli/reading.test.ts", // search, usage and list as a user runs them
     "./test/binary/viewer.test.ts", // the viewer's client as Bun minified it, in Chromium
+    "./test/proxy/proxy-process.test.ts", // proxy mode: its CA and leaves made inside the binary
   ];
   const binaryEnv = { ...testEnv, SESSIONTAP_BINARY: `${root}dist/sessiontap` };
-  await runTogether([
-    ["binary", bin("bun"), ["test", "--timeout", "120000", `--parallel=${BUN_JOBS}`, "--no-isolate", ...binaryTests], binaryEnv],
-    // Proxy mode: its CA and leaves made inside the binary; in a process of its own, as PROXY_MODE says.
-    ["binary proxy", bin("bun"), ["test", "--timeout", "120000", "./test/proxy/proxy-process.test.ts"], binaryEnv],
-  ]);
+  await run("binary", bin("bun"), ["test", "--timeout", "120000", `--parallel=${BUN_JOBS}`, "--no-isolate", ...binaryTests], binaryEnv);
 }
 stopCluster();
 // The one closing line CI reads, over every runtime's run.

@@ -4,8 +4,7 @@
  * key signs nothing a verifier accepts for any other name), and a short-lived leaf per host, kept in memory.
  * No I/O: PEM text in and out.
  */
-import "./reflect-polyfill.ts"; // first: @peculiar/x509 needs it as it loads
-import * as x509 from "@peculiar/x509";
+import { type X509, x509 } from "./x509.ts";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from "@peculiar/asn1-x509";
 import { withinName } from "./known-hosts.ts";
@@ -21,7 +20,7 @@ export const LEAF_DAYS = 7;
 
 /** A CA ready to sign. */
 export interface LocalCa {
-  cert: x509.X509Certificate;
+  cert: X509.X509Certificate;
   key: CryptoKey;
   /** The certificate alone (what NODE_EXTRA_CA_CERTS names). */
   certPem: string;
@@ -42,13 +41,13 @@ function serial(): string {
 }
 
 /** The name constraints extension (critical, as RFC 5280 §4.2.1.10 asks) permitting `names` only. */
-export function nameConstraints(names: readonly string[]): x509.Extension {
+export function nameConstraints(names: readonly string[]): X509.Extension {
   const permitted = new GeneralSubtrees(names.map((n) => new GeneralSubtree({ base: new GeneralName({ dNSName: n }) })));
   return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(new NameConstraints({ permittedSubtrees: permitted })));
 }
 
 /** The dNSNames a CA's name constraints permit, or null when it has none (it would sign for anything). */
-export function permittedNames(cert: x509.X509Certificate): string[] | null {
+export function permittedNames(cert: X509.X509Certificate): string[] | null {
   const ext = cert.getExtension(id_ce_nameConstraints);
   if (ext === null) return null;
   const parsed = AsnConvert.parse(ext.value, NameConstraints);
