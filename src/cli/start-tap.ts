@@ -132,18 +132,17 @@ function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: str
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
-  const fs = nodeFs;
   // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
-  const prices = await loadPrices(fs, config.prices);
+  const prices = await loadPrices(nodeFs, config.prices);
   // Built in the order they depend on each other: the viewer first, so that every mirror write can hint
   // it (new records show at once); the engine; the guard's alerts and looks reach the viewer through it.
   const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
   let alerts = new Map<string, GuardAlert>();
   let guard: GuardHandle | null = null;
   // The root's secret, under which each session is bound to the fingerprint of the credential that opened it.
-  const bindingSecret = config.mirror ? await bindingKey(fs, config.mirrorDir) : null;
+  const bindingSecret = config.mirror ? await bindingKey(nodeFs, config.mirrorDir) : null;
   const viewer = createViewer({
-    fs: deps.inThread ? fs : undefined,
+    fs: deps.inThread ? nodeFs : undefined,
     clock: deps.inThread ? clock : undefined,
     workerUrl: deps.viewerWorkerUrl,
     mirrorDir: config.mirrorDir,
@@ -211,7 +210,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   };
   // Loaded only when asked for: the certificate library costs a start ~70 ms.
   const proxy = config.proxy === null ? null : await (await import("../proxy/proxy-server.ts")).startProxy(config.proxy, {
-    fs,
+    fs: nodeFs,
     clock,
     stderr,
     forwardDeps,

@@ -7,8 +7,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
-import { basename } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import type { StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 import {
@@ -16,7 +15,6 @@ import {
   CLAUDE_NEXT_BIN,
   type ClaudeRun,
   describeRun,
-  findTranscripts,
   makeScratch,
   pollUntil,
   type Rec,
@@ -24,7 +22,7 @@ import {
   type Scratch,
   sessionMirror,
 } from "../support/claude.ts";
-import { cli } from "../support/recover.ts";
+import { loseAndRestore } from "../support/recover.ts";
 
 /** A token in the shape `claude setup-token` prints; the stub accepts any. */
 const OAUTH_TOKEN = "sk-ant-oat01-sessiontap-test-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ-AAAAAAAA";
@@ -56,10 +54,8 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
       await tap.settled();
       mirrored = await pollUntil(() => sessionMirror(tap.root, sessionId), (r) => r.filter((x) => x.type === "assistant").length >= 2, 10_000);
 
-      const [transcript] = findTranscripts(scratch.home).filter((p) => basename(p) === `${sessionId}.jsonl`);
-      assert.ok(transcript, "Claude Code wrote its transcript");
-      unlinkSync(transcript);
-      restoreRun = await cli(["restore", sessionId, "--mirror-dir", tap.root], {}, { home: scratch.home, cwd: scratch.project });
+      // Claude Code loses its transcript; the mirror brings it back.
+      restoreRun = await loseAndRestore(scratch, sessionId, tap.root);
       sentBeforeResume = stub.requests.length;
       resumed = await runClaude(["-p", "--resume", sessionId, "a prompt after restore"], opts);
       await tap.settled();

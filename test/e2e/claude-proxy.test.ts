@@ -8,8 +8,6 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { unlinkSync } from "node:fs";
-import { basename } from "node:path";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { type ProxyTap, startProxyTap } from "../support/proxy-tap.ts";
 import {
@@ -17,7 +15,6 @@ import {
   CLAUDE_NEXT_BIN,
   type ClaudeRun,
   describeRun,
-  findTranscripts,
   makeScratch,
   pollUntil,
   type Rec,
@@ -25,7 +22,7 @@ import {
   type Scratch,
   sessionMirror,
 } from "../support/claude.ts";
-import { cli } from "../support/recover.ts";
+import { loseAndRestore } from "../support/recover.ts";
 
 const main = (recs: Rec[]) => recs.filter((r) => r.type === "user" || r.type === "assistant");
 
@@ -61,10 +58,7 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
       mirrored = await pollUntil(() => sessionMirror(tap.root, sessionId), (r) => r.filter((x) => x.type === "assistant").length >= 2, 10_000);
 
       // Claude Code loses its transcript; the mirror brings it back.
-      const [transcript] = findTranscripts(scratch.home).filter((p) => basename(p) === `${sessionId}.jsonl`);
-      assert.ok(transcript, "Claude Code wrote its transcript");
-      unlinkSync(transcript);
-      restoreRun = await cli(["restore", sessionId, "--mirror-dir", tap.root], {}, { home: scratch.home, cwd: scratch.project });
+      restoreRun = await loseAndRestore(scratch, sessionId, tap.root);
       sentBeforeResume = stub.requests.length;
       resumed = await runClaude(["-p", "--resume", sessionId, "a prompt after restore"], opts);
       afterResume = await pollUntil(() => sessionMirror(tap.root, sessionId), (r) => r.filter((x) => x.type === "assistant").length >= 3, 10_000);

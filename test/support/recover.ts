@@ -3,10 +3,13 @@
  * hand-made records, mirrors written to scratch directories, and a mirror made by replaying the real
  * interactive capture (a tool call, /compact, a rewind) through a tap.
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import assert from "node:assert/strict";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { basename } from "node:path";
 import { type Io, main } from "../../src/cli/main.ts";
 import { capturedRequests, capturedTranscript } from "./captures.ts";
+import { findTranscripts, type Scratch } from "./claude.ts";
 import { type StubUpstream, textReply, toolUseReply } from "./stub-upstream.ts";
 
 /** What one CLI run printed and returned. */
@@ -28,6 +31,14 @@ export async function cli(args: string[], env: Record<string, string | undefined
     ...io,
   });
   return { code, stdout, stderr };
+}
+
+/** Claude Code loses its transcript of `sessionId` (deleted from `scratch`'s home), and `sessiontap restore` brings it back from `mirrorDir`. */
+export async function loseAndRestore(scratch: Scratch, sessionId: string, mirrorDir: string): Promise<CliRun> {
+  const [transcript] = findTranscripts(scratch.home).filter((p) => basename(p) === `${sessionId}.jsonl`);
+  assert.ok(transcript, "Claude Code wrote its transcript");
+  unlinkSync(transcript);
+  return await cli(["restore", sessionId, "--mirror-dir", mirrorDir], {}, { home: scratch.home, cwd: scratch.project });
 }
 
 /** A fresh scratch directory and its removal. */
