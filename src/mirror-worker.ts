@@ -27,10 +27,14 @@ async function seamsOf(seams: EngineSeams | undefined): Promise<{ fs: FsAdapter;
 }
 
 // Nothing else arrives before the engine is ready: the relay has no link to it until then.
-scope.onmessage = async (event) => {
+scope.onmessage = (event) => {
   const message = event.data;
   if (engine !== null) return engine.receive(message as ToEngine);
-  if (message.t !== "start") return;
+  if (message.t === "start") void start(message);
+};
+
+/** Builds and starts the engine; says ready, or why it could not start. */
+async function start(message: EngineStart): Promise<void> {
   try {
     const started = (engine = new MirrorEngine(message.settings, { ...(await seamsOf(message.seams)), post }));
     const { replayed, guard } = await started.start();
@@ -38,7 +42,7 @@ scope.onmessage = async (event) => {
   } catch (error) {
     post({ t: "failed", error: describe(error) });
   }
-};
+}
 
 // An error nothing in the engine contained ends it: said as one line (the relay's link reports it once, on
 // stderr and in health), and the thread closes, so nothing runs on in a state no one can vouch for.
