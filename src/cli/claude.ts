@@ -7,14 +7,14 @@
  * is never left pointed at a tap that is gone.
  */
 import type { Config } from "../config/parse.ts";
-import { runInForeground, shellStatus } from "../runtime/child-process.ts";
+import { runInForeground, shellStatus, type Started } from "../runtime/child-process.ts";
 import { describe } from "../utils/describe-error.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { PriceFileError } from "../usage/prices.ts";
-import { isListenError, listenFailure, localAddress } from "./listen-error.ts";
+import { isListenError, listenFailure } from "./listen-error.ts";
 import { prepareRoot } from "./root-check.ts";
 import { type RunningTap, startTap } from "./start-tap.ts";
-import { probeTap, whichTap } from "./tap-probe.ts";
+import { localAddress, type Probe, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
 
 /** What the launcher reads of the process. */
 export interface LauncherIo {
@@ -51,8 +51,11 @@ class HeldLines {
   }
 }
 
+type Refusal = { line: string; holder: Probe["kind"] | null };
+const isTap = (started: RunningTap | Refusal): started is RunningTap => "url" in started;
+
 /**
- * Starts a tap of our own on `port`; the line to print instead when it cannot start. `inThread` runs its
+ * Starts a tap of our own on `port`; else the line to print and what holds the port. `inThread` runs its
  * mirror engine in this thread: a Worker started while Claude Code holds the terminal takes the terminal's
  * input from it under Deno (docs/DESIGN.md "The launcher").
  */
@@ -62,17 +65,19 @@ async function startOwn(
   io: LauncherIo,
   say: (line: string) => void,
   inThread = false,
-): Promise<RunningTap | string> {
+): Promise<RunningTap | Refusal> {
   const at = { ...config, port };
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
-    if (problem !== null) return `sessiontap: cannot mirror to ${config.mirrorDir}: ${problem}`;
+    if (problem !== null) return { line: `sessiontap: cannot mirror to ${config.mirrorDir}: ${problem}`, holder: null };
   }
   try {
     return await startTap(at, { stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread });
   } catch (error) {
-    if (error instanceof PriceFileError) return `sessiontap: cannot start: ${error.message}`;
-    return isListenError(error) ? await listenFailure(at, error, io.fetch ?? fetch) : `sessiontap: cannot start the tap: ${describe(error)}`;
+    if (error instanceof PriceFileError) return { line: `sessiontap: cannot start: ${error.message}`, holder: null };
+    return isListenError(error)
+      ? await listenFailure(at, error, io.fetch ?? fetch)
+      : { line: `sessiontap: cannot start the tap: ${describe(error)}`, holder: null };
   }
 }
 
@@ -82,27 +87,38 @@ export async function run(config: Readonly<Config>, args: string[], io: Launcher
   const program = io.env.SESSIONTAP_CLAUDE || "claude";
   const held = new HeldLines(io.stderr);
   const url = `http://${localAddress(config.host)}:${config.port}`;
-  const found = await probeTap(fetcher, url, config.token, 1000);
+  // Only a tap that proves it is this user's gets the token, and Claude Code's key and prompts after it.
+  const key = await proofKey(config.mirror, config.mirrorDir);
+  const found = await probeTap(fetcher, url, key, config.token, { timeoutMs: 1000 });
   let own: RunningTap | null = null;
   let tapUrl = url;
-  if (found.kind === "sessiontap" || found.kind === "locked") {
-    const which = found.kind === "sessiontap" ? ` (${whichTap(found.health)})` : "";
-    io.stderr(`sessiontap: Claude Code goes through the tap already running on ${url}${which}\n`);
+  if (found.kind === "mine") {
+    io.stderr(`sessiontap: Claude Code goes through the tap already running on ${url} (${whichTap(found.health)})\n`);
   } else {
-    const port = found.kind === "other" ? 0 : config.port;
+    const port = found.kind === "none" ? config.port : 0;
     let started = await startOwn(config, port, io, held.say);
-    // Taken between the look and the listen: by a tap (use it) or by something else (any free port).
-    if (typeof started === "string" && port !== 0 && /already running/.test(started)) {
+    let holder: Probe["kind"] = found.kind;
+    // Taken between the look and the listen: by a tap of this user's (use it) or by anything else (any free port).
+    if (!isTap(started) && started.holder === "mine") {
       io.stderr(`sessiontap: Claude Code goes through the tap already running on ${url}\n`);
     } else {
-      if (typeof started === "string" && port !== 0 && /is in use/.test(started)) started = await startOwn(config, 0, io, held.say);
-      if (typeof started === "string") {
-        io.stderr(`${started}\nsessiontap: Claude Code was not started: it would have had no tap to talk to\n`);
+      if (!isTap(started) && started.holder !== null) {
+        holder = started.holder;
+        started = await startOwn(config, 0, io, held.say);
+      }
+      if (!isTap(started)) {
+        io.stderr(`${started.line}\nsessiontap: Claude Code was not started: it would have had no tap to talk to\n`);
         return 1;
       }
       own = started;
       tapUrl = own.url;
-      const instead = found.kind === "other" ? `port ${config.port} is in use by something that is not a sessiontap; ` : "";
+      const instead = own.port === config.port || config.port === 0
+        ? ""
+        : holder === "other"
+        ? `port ${config.port} is in use by something that is not a sessiontap; `
+        : holder === "unproven"
+        ? `port ${config.port} is held by something that could not prove it is this user's sessiontap ${unprovenWhy(config)}; `
+        : `port ${config.port} is in use; `;
       io.stderr(
         `sessiontap: ${instead}Claude Code goes through a tap on ${tapUrl} for this session (mirror ${
           config.mirror ? config.mirrorDir : "off"
@@ -120,25 +136,34 @@ export async function run(config: Readonly<Config>, args: string[], io: Launcher
   for (const [k, v] of Object.entries(io.env)) if (v !== undefined) env[k] = v;
   env.ANTHROPIC_BASE_URL = tapUrl;
 
-  // A reused tap that stops is replaced on its port; the child's base URL then reaches the new one.
+  // A reused tap that stops is replaced on its port; the child's base URL then reaches the new one. A port
+  // taken by anything that cannot prove it is this user's tap would get Claude Code's key: the child is stopped.
   let watching: ReturnType<typeof setInterval> | null = null;
   let tick: Promise<void> | null = null;
+  let child: Started | null = null;
   if (own === null) {
     let misses = 0;
     const look = async () => {
       try {
-        const seen = await probeTap(fetcher, url, config.token, 1000);
-        misses = seen.kind === "none" ? misses + 1 : 0;
+        const seen = await probeTap(fetcher, url, key, null, { timeoutMs: 1000, details: false });
+        misses = seen.kind === "mine" ? 0 : misses + 1;
         if (misses < 2) return;
+        misses = 0;
         const started = await startOwn(config, config.port, io, held.say, true);
-        if (typeof started !== "string") {
+        if (isTap(started)) {
           own = started;
           held.say(`sessiontap: the tap on ${url} stopped; this launcher serves Claude Code there now (mirror ${config.mirror ? config.mirrorDir : "off"})`);
-        } else if (!/already running/.test(started)) {
+        } else if (started.holder === null) {
           // Said at once, over the child's screen: its requests fail from here on.
-          io.stderr(`\n${started}\nsessiontap: the tap on ${url} stopped and cannot be replaced: Claude Code's requests fail until it is back\n`);
+          io.stderr(`\n${started.line}\nsessiontap: the tap on ${url} stopped and cannot be replaced: Claude Code's requests fail until it is back\n`);
+        } else if (started.holder !== "mine") {
+          io.stderr(
+            `\nsessiontap: the tap on ${url} stopped and port ${config.port} is now held by something that could not prove it is this user's sessiontap: ` +
+              `Claude Code is stopped, so that it sends it nothing\n`,
+          );
+          if (watching !== null) clearInterval(watching);
+          if (child?.ok) child.stop();
         }
-        misses = 0;
       } finally {
         tick = null;
       }
@@ -149,7 +174,7 @@ export async function run(config: Readonly<Config>, args: string[], io: Launcher
   }
 
   held.hold();
-  const child = await runInForeground(program, args, env);
+  child = await runInForeground(program, args, env);
   let status: number;
   if (!child.ok) {
     held.release();

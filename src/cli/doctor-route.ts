@@ -6,6 +6,7 @@
  * talks to the API itself and nothing is mirrored. Each variable is read as Claude Code will see it
  * (cli/doctor-settings.ts).
  */
+import type { Config } from "../config/parse.ts";
 import { isAwsHost } from "../protocol/providers/aws-signature.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
@@ -55,8 +56,7 @@ export async function routeChecks(
   settings: SettingsFile[],
   io: CommandIo,
   tap: { url: string; probe: Probe },
-  token: string | null,
-  claudeDir: string,
+  config: Readonly<Config>,
 ): Promise<Check[]> {
   const out: Check[] = [];
   for (const [provider, name] of Object.entries(BASE_VARS)) {
@@ -79,7 +79,7 @@ export async function routeChecks(
       'the tap\'s proxy mode: sessiontap serve --proxy-port N prints the HTTPS_PROXY and NODE_EXTRA_CA_CERTS lines to export (docs/providers.md, "Proxy mode")';
     const fix = route.provider === "bedrock"
       ? `use ${proxyMode}, where your AWS signature stays valid, or export ${check}=${suggest} with a Bedrock API key (docs/providers.md, "AWS Bedrock")`
-      : `export ${check}=${suggest} (or set it under "env" in ${join(claudeDir, "settings.json")}), or use ${proxyMode}`;
+      : `export ${check}=${suggest} (or set it under "env" in ${join(config.claudeDir, "settings.json")}), or use ${proxyMode}`;
     out.push({ check, status: "fail", detail: `not set, nor is HTTPS_PROXY, so ${route.who} talks to ${route.host} directly and nothing is mirrored: ${fix}` });
     return out;
   }
@@ -88,7 +88,7 @@ export async function routeChecks(
     out.push({ check, status: "warn", detail: `the environment says ${fromEnv}, but Claude Code applies ${base.value} from ${base.fromSettings} over it` });
   }
   const same = new URL(tap.url).origin === safeOrigin(base.value);
-  const target = same ? tap.probe : await probe(io, base.value, token);
+  const target = same ? tap.probe : await probe(io, base.value, config);
   if (!target.ok && target.down) {
     // Never in the way: a base URL that reaches nothing stops Claude Code, so say so and how to go around the tap.
     out.push({
@@ -102,7 +102,13 @@ export async function routeChecks(
     out.push({ check, status: "fail", detail: `${base.value} ${base.where}: ${target.why}; Claude Code's requests go there and are not mirrored` });
     return out;
   }
-  out.push({ check, status: "ok", detail: `${base.value} ${base.where} reaches a tap: ${route.who} goes through it (base-URL mode)` });
+  out.push({
+    check,
+    status: target.proven ? "ok" : "warn",
+    detail: `${base.value} ${base.where} reaches a tap${
+      target.proven ? "" : " that could not prove it is yours"
+    }: ${route.who} goes through it (base-URL mode)`,
+  });
   if (route.provider === "bedrock") out.push(...bedrockCredentials(settings, io.env, target.health));
   return out;
 }

@@ -9,26 +9,38 @@ import type { CommandIo } from "./command-io.ts";
 import type { Check } from "./doctor-check.ts";
 import { guardCheck } from "./doctor-transcripts.ts";
 import { unmirroredChecks } from "./doctor-unmirrored.ts";
-import { probeTap } from "./tap-probe.ts";
+import { probeTap, proofKey } from "./tap-probe.ts";
 
-/** A tap's health, or why none answered (`down`: nothing answers at all, so requests sent there fail). */
-export type Probe = { ok: true; health: Record<string, unknown> } | { ok: false; why: string; down: boolean };
+/**
+ * A tap's health, or why none answered (`down`: nothing answers at all, so requests sent there fail). A tap
+ * that could not prove it is this user's (cli/tap-probe.ts) is never sent the token: `proven` is false.
+ */
+export type Probe = { ok: true; health: Record<string, unknown>; proven: boolean } | { ok: false; why: string; down: boolean };
 
 /** What a tap's health route says, or why no tap answered. */
-export async function probe(io: CommandIo, base: string, token: string | null): Promise<Probe> {
-  const found = await probeTap(io.fetch, base, token);
-  if (found.kind === "sessiontap") return { ok: true, health: found.health };
-  if (found.kind === "locked") {
+export async function probe(io: CommandIo, base: string, config: Readonly<Config>): Promise<Probe> {
+  const found = await probeTap(io.fetch, base, await proofKey(true, config.mirrorDir), config.token);
+  if (found.kind === "none") return { ok: false, down: true, why: `nothing answers at ${found.url} (${found.why})` };
+  if (found.kind === "other") return { ok: false, down: false, why: `${found.url} answers, but is not a sessiontap tap (HTTP ${found.httpStatus})` };
+  const mirror = found.health?.mirror;
+  const elsewhere = mirror === "off" || (isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir);
+  // A tap of this user's with its mirror off or on another root cannot prove itself; what it says of itself is shown as such.
+  if (found.health !== null && (found.kind === "mine" || elsewhere)) return { ok: true, health: found.health, proven: found.kind === "mine" };
+  if (found.kind === "unproven") {
     return {
       ok: false,
       down: false,
-      why: `${found.url} answers ${found.status}, but shows its details only with its token (${
-        token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
-      })`,
+      why: `${found.url} answers as a sessiontap, but could not prove it is this user's tap mirroring to ${config.mirrorDir} ` +
+        `(another user's server on the port?); doctor sent it no token`,
     };
   }
-  if (found.kind === "other") return { ok: false, down: false, why: `${found.url} answers, but is not a sessiontap tap (HTTP ${found.httpStatus})` };
-  return { ok: false, down: true, why: `nothing answers at ${found.url} (${found.why})` };
+  return {
+    ok: false,
+    down: false,
+    why: `${found.url} answers ${found.status}, but shows its details only with its token (${
+      config.token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
+    })`,
+  };
 }
 
 /** Health's problems as checks: "upstream: …" becomes check "tap upstream", and so on. */
@@ -45,7 +57,7 @@ function problemChecks(health: Record<string, unknown>): Check[] {
 
 /** The check of the tap at `tapUrl` (found through `chosen`), with its health's own checks after it. */
 export async function tapChecks(config: Readonly<Config>, io: CommandIo, tapUrl: string, chosen: string): Promise<{ tap: Probe; checks: Check[] }> {
-  const tap = await probe(io, tapUrl, config.token);
+  const tap = await probe(io, tapUrl, config);
   if (!tap.ok) {
     const detail = `${tap.why} (${chosen}); start it: sessiontap serve${
       chosen === "--port" || chosen === "--url" ? "" : ", or name it: sessiontap doctor --url URL"

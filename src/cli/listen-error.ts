@@ -5,7 +5,7 @@
  */
 import type { Config } from "../config/parse.ts";
 import { describe } from "../utils/describe-error.ts";
-import { probeTap, whichTap } from "./tap-probe.ts";
+import { localAddress, type Probe, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
 
 /** The error code a runtime's listen failure carries ("EADDRINUSE", …), or "". */
 export function listenCode(error: unknown): string {
@@ -20,31 +20,25 @@ export function isListenError(error: unknown): boolean {
   return ["EADDRINUSE", "EACCES", "EADDRNOTAVAIL", "EPERM"].includes(listenCode(error));
 }
 
-/** The address a local client reaches a tap listening on `host` by. */
-export function localAddress(host: string): string {
-  const reach = host === "0.0.0.0" ? "127.0.0.1" : host === "::" || host === "[::]" ? "::1" : host;
-  return reach.includes(":") && !reach.startsWith("[") ? `[${reach}]` : reach;
-}
-
-/** The line for a failure to listen on the config's host and port (the holder of a taken port is asked who it is). */
-export async function listenFailure(config: Readonly<Config>, error: unknown, fetcher: typeof fetch): Promise<string> {
+/** The line for a failure to listen on the config's host and port, and what holds a taken port (asked to prove it is this user's tap). */
+export async function listenFailure(config: Readonly<Config>, error: unknown, fetcher: typeof fetch): Promise<{ line: string; holder: Probe["kind"] | null }> {
   const where = `${config.host}:${config.port}`;
   const code = listenCode(error);
-  if (code === "EADDRINUSE") {
-    const url = `http://${localAddress(config.host)}:${config.port}`;
-    const holder = await probeTap(fetcher, url, config.token, 1000);
-    if (holder.kind === "sessiontap") {
-      return `sessiontap: a sessiontap is already running on ${where} (${whichTap(holder.health)}): use it (export ANTHROPIC_BASE_URL=${url}), ` +
-        `or pick another port with --port`;
-    }
-    if (holder.kind === "locked") {
-      return `sessiontap: a sessiontap is already running on ${where} (it names its pid only with its token): use it, or pick another port with --port`;
-    }
-    return `sessiontap: port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`;
-  }
+  const fail = (line: string) => ({ line: `sessiontap: ${line}`, holder: null });
   if (code === "EACCES" || code === "EPERM") {
-    return `sessiontap: cannot listen on ${where}: permission denied (ports below 1024 need privileges); pick another with --port`;
+    return fail(`cannot listen on ${where}: permission denied (ports below 1024 need privileges); pick another with --port`);
   }
-  if (code === "EADDRNOTAVAIL") return `sessiontap: cannot listen on ${where}: ${config.host} is not an address of this machine (--host)`;
-  return `sessiontap: cannot listen on ${where} (${describe(error)})`;
+  if (code === "EADDRNOTAVAIL") return fail(`cannot listen on ${where}: ${config.host} is not an address of this machine (--host)`);
+  if (code !== "EADDRINUSE") return fail(`cannot listen on ${where} (${describe(error)})`);
+  const url = `http://${localAddress(config.host)}:${config.port}`;
+  const holder = await probeTap(fetcher, url, await proofKey(config.mirror, config.mirrorDir), config.token, { timeoutMs: 1000 });
+  const line = holder.kind === "mine"
+    ? `sessiontap: a sessiontap is already running on ${where} (${
+      whichTap(holder.health)
+    }): use it (export ANTHROPIC_BASE_URL=${url}), or pick another port with --port`
+    : holder.kind === "unproven"
+    ? `sessiontap: port ${config.port} on ${config.host} is held by something that could not prove it is this user's sessiontap ${unprovenWhy(config)}; ` +
+      `pick another port with --port (or SESSIONTAP_PORT)`
+    : `sessiontap: port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`;
+  return { line, holder: holder.kind };
 }

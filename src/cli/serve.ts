@@ -44,7 +44,7 @@ export async function runServe(
     io.stderr(
       own || !isListenError(error)
         ? `sessiontap: cannot start: ${own ? error.message : describe(error)}\n`
-        : `${await listenFailure(config, error, io.fetch ?? fetch)}\n`,
+        : `${(await listenFailure(config, error, io.fetch ?? fetch)).line}\n`,
     );
     return 2;
   }

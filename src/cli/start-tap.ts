@@ -29,6 +29,7 @@ import { forward } from "../tap/forward.ts";
 import { refusalNotice } from "../tap/refusals.ts";
 import { UpstreamHealth } from "../tap/upstream-health.ts";
 import { VERSION } from "../version.ts";
+import { healthProof, localAddress } from "./tap-probe.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
 
 /** Seams a test may replace. */
@@ -223,6 +224,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     await link?.stop(STOP_FLUSH_MS).catch(() => undefined);
     throw error;
   });
+  let listening = config.port;
   const app = createApp({
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
@@ -241,6 +243,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       return proxy === null ? report : { ...report, proxy: proxy.health() };
     },
     viewer: viewer.deps,
+    prove: (nonce) => bindingSecret === null ? null : healthProof(bindingSecret, nonce, `${localAddress(config.host)}:${listening}`),
     onError: internalError,
     token: token?.value ?? null,
     allowedHosts: allowedHosts(config.host),
@@ -263,6 +266,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       await proxy?.stop(0);
       throw error;
     });
+  listening = server.port;
   if (link !== null) {
     link.send({
       t: "log",

@@ -18,7 +18,7 @@ export interface ChildExit {
 }
 
 /** A started child, or why it could not start (ENOENT: no such program; EACCES: not executable). */
-export type Started = { ok: true; pid: number; exited: Promise<ChildExit> } | { ok: false; code: string; message: string };
+export type Started = { ok: true; pid: number; exited: Promise<ChildExit>; stop: () => void } | { ok: false; code: string; message: string };
 
 /** The signals passed on to the child while it runs; SIGINT only without a terminal (see above). */
 function forwarded(): NodeJS.Signals[] {
@@ -61,6 +61,7 @@ export function runInForeground(command: string, args: string[], env: Record<str
       resolve({
         ok: true,
         pid: child.pid!,
+        stop: () => pass("SIGTERM"),
         exited: new Promise((done) =>
           child.once("exit", (code, signal) => {
             remove();

@@ -25,6 +25,8 @@ import { TokenGate } from "./token-gate.ts";
 export interface AppDeps {
   forward: (request: Request) => Promise<Response>;
   health: () => Promise<Record<string, unknown>> | Record<string, unknown>;
+  /** The answer to a health challenge (cli/tap-probe.ts), or null: anyone may ask, it reveals nothing. */
+  prove?: (challenge: string) => string | null;
   viewer?: ViewerDeps;
   /** Hears an error thrown while answering (the answer is a bare 500; nothing of the request is printed). */
   onError?: (error: unknown) => void;
@@ -105,6 +107,8 @@ export function createApp(deps: AppDeps): Hono {
   const ownHost = (c: Context) => allowedHosts === null || allowedHosts.has(hostName(c.req.header("host")));
   app.get("/_tap/health", async (c) => {
     const health = await deps.health();
+    const challenge = c.req.query("challenge");
+    if (challenge !== undefined) return c.json({ status: health.status, proof: deps.prove?.(challenge) ?? null });
     if (token === null) return c.json(ownHost(c) ? health : { status: health.status });
     const bearer = bearerOf(c);
     if (cookieOk(c)) return c.json(health);
