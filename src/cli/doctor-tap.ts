@@ -9,7 +9,7 @@ import type { CommandIo } from "./command-io.ts";
 import type { Check } from "./doctor-check.ts";
 import { guardCheck } from "./doctor-transcripts.ts";
 import { unmirroredChecks } from "./doctor-unmirrored.ts";
-import { probeTap } from "./tap-probe.ts";
+import { probeTap, tokenLeftFor } from "./tap-probe.ts";
 
 /** A tap's health, or why none answered (`down`: nothing answers at all, so requests sent there fail). */
 export type Probe = { ok: true; health: Record<string, unknown> } | { ok: false; why: string; down: boolean };
@@ -45,7 +45,7 @@ function problemChecks(health: Record<string, unknown>): Check[] {
 
 /** The check of the tap at `tapUrl` (found through `chosen`), with its health's own checks after it. */
 export async function tapChecks(config: Readonly<Config>, io: CommandIo, tapUrl: string, chosen: string): Promise<{ tap: Probe; checks: Check[] }> {
-  const tap = await probe(io, tapUrl, config.token);
+  const tap = await probe(io, tapUrl, config.token ?? await tokenLeftFor(io.fs, config.mirrorDir, tapUrl));
   if (!tap.ok) {
     const detail = `${tap.why} (${chosen}); start it: sessiontap serve${
       chosen === "--port" || chosen === "--url" ? "" : ", or name it: sessiontap doctor --url URL"

@@ -15,11 +15,10 @@ import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
 import { bundleScript, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
-import { createApp } from "../server/app.ts";
-import { generateToken } from "../server/request-guard.ts";
+import { createApp, type Peer } from "../server/app.ts";
+import { socketUid } from "../server/request-guard.ts";
+import { generateToken, TokenGate } from "../server/token-gate.ts";
 import { describe, describeBare } from "../utils/describe-error.ts";
-import { TokenGate } from "../server/token-gate.ts";
-import { Alarm } from "../utils/alarm.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import { bindingKey } from "../storage/binding-files.ts";
@@ -30,6 +29,7 @@ import { refusalNotice } from "../tap/refusals.ts";
 import { UpstreamHealth } from "../tap/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
+import { leaveToken } from "./tap-probe.ts";
 
 /** Seams a test may replace. */
 export interface TapDeps {
@@ -51,6 +51,8 @@ export interface TapDeps {
   workerUrl?: URL | string;
   /** The viewer's reader Worker script (default: src/viewer-worker.ts next to this source; the binary passes its own). */
   viewerWorkerUrl?: URL | string;
+  /** Where the kernel's tables of TCP sockets are read (default /proc/net; elsewhere the owner proves itself with a token). */
+  procNet?: string;
 }
 
 /** The mirror of a running tap, as its owner (and the tests) may ask it. */
@@ -87,6 +89,8 @@ export interface RunningTap {
   proxy: RunningProxy | null;
   /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
   token: { value: string; generated: boolean } | null;
+  /** The viewer's URL to print: with this run's token where the kernel cannot name a client's user. */
+  viewer: string;
   /**
    * Stops accepting, drains in-flight responses (bounded), flushes the mirror, saves what it could not
    * write. `closed` is called once the port refuses new connections.
@@ -177,7 +181,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     },
     answered: () => upstream.answered(),
   };
-  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token.
+  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token. On loopback it answers
+  // its own user: by the uid of the client's socket, or where the kernel cannot say, by a token of this run's.
   const token = config.token !== null
     ? { value: config.token, generated: false }
     : isLoopback(config.host)
@@ -185,9 +190,15 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     : { value: generateToken(), generated: true };
   // Beyond loopback, API traffic must carry the token to be mirrored (docs/DESIGN.md "Who a session belongs to").
   link?.identify(bindingSecret, token !== null && !isLoopback(config.host) ? token.value : null);
-  // A client that guesses the token is slowed down, counted, and said (docs/RELIABILITY.md "Trust boundaries").
-  const tokenGate = new TokenGate(clock);
-  const tokenAlarm = new Alarm(clock, stderr);
+  const sockets = () =>
+    Promise.all(["tcp", "tcp6"].map((name) => nodeFs.readText(`${deps.procNet ?? "/proc/net"}/${name}`).catch(() => ""))).then((t) => t.join(""));
+  const uid = process.getuid?.() ?? null;
+  const kernelSays = token === null && uid !== null && (await sockets()) !== "";
+  const gate = new TokenGate(token?.value ?? generateToken(), {
+    clock,
+    stderr,
+    onFailure: (fields) => link?.send({ t: "log", action: "token-failure", fields }),
+  });
   let internalErrors = 0;
   const internalError = (error: unknown) => {
     internalErrors++;
@@ -234,7 +245,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
           upstream: upstream.state(),
           internalErrors,
           problems: proxy?.problems() ?? [],
-          token: token === null ? undefined : tokenGate.stats(),
+          token: kernelSays ? undefined : gate.stats(),
         },
         link,
       );
@@ -242,20 +253,11 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     },
     viewer: viewer.deps,
     onError: internalError,
-    token: token?.value ?? null,
+    gate,
     allowedHosts: allowedHosts(config.host),
-    tokenGate,
-    onTokenFailure: (fields) => {
-      link?.send({ t: "log", action: "token-failure", fields });
-      if (fields.waitMs > 0) {
-        tokenAlarm.fail(
-          "wrong tokens",
-          (first) =>
-            `sessiontap: ${first ? "" : "still "}wrong tokens from ${fields.peer} (${fields.failures} so far): it now waits ${
-              fields.waitMs / 1000
-            } s before each try (health: token.failures)`,
-        );
-      }
+    owner: token !== null ? undefined : async (peer: Peer) => {
+      const owner = socketUid(await sockets(), peer, server.port);
+      return owner === null || uid === null ? null : owner === uid;
     },
   });
   const server = await listen((request, peer) => app.fetch(request, { peer }), { port: config.port, hostname: config.host, onError: internalError, cut })
@@ -275,9 +277,15 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     const first = setTimeout(() => link.query("sweep", null).then(undefined, () => undefined), 1000);
     (first as { unref?: () => void }).unref?.();
   }
-  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
+  if (token === null && !kernelSays && config.mirror) {
+    await leaveToken(nodeFs, config.mirrorDir, server.port, gate.token!).catch((e) =>
+      stderr(`sessiontap: cannot leave the tap's token for doctor: ${describe(e)}`)
+    );
+  }
   return {
-    url: `http://${hostForUrl}:${server.port}`,
+    url,
+    viewer: token === null && !kernelSays ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
     port: server.port,
     mirror: link === null ? null : {
       link,

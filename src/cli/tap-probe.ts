@@ -5,6 +5,8 @@
  */
 import { describe } from "../utils/describe-error.ts";
 import { isObject } from "../protocol/json.ts";
+import { type FsAdapter, readIfThere, removeIfThere } from "../storage/fs-adapter.ts";
+import { isLoopback } from "../viewer/hosts.ts";
 
 /** What a probe found. */
 export type Probe =
@@ -41,4 +43,21 @@ export async function probeTap(fetcher: typeof fetch, base: string, token: strin
 export function whichTap(health: Record<string, unknown>): string {
   const pid = typeof health.pid === "number" ? `pid ${health.pid}, ` : "";
   return `${pid}version ${String(health.version)}`;
+}
+
+/** Where a tap whose clients' uids cannot be read leaves its token for its user's doctor (docs/DESIGN.md "Trust boundaries"). */
+const TOKEN_FILE = ".tap-token";
+
+export async function leaveToken(fs: FsAdapter, root: string, port: number, token: string): Promise<void> {
+  const aside = `${root}/${TOKEN_FILE}.${port}.tmp`;
+  await removeIfThere(fs, aside);
+  await fs.createExclusive(aside, `${port} ${token}\n`, true);
+  await fs.rename(aside, `${root}/${TOKEN_FILE}`);
+}
+
+/** The token the tap on `base`'s loopback port left under `root`: never sent to another port, where another user may listen. */
+export async function tokenLeftFor(fs: FsAdapter, root: string, base: string): Promise<string | null> {
+  const [port, token] = ((await readIfThere(fs, `${root}/${TOKEN_FILE}`).catch(() => null)) ?? "").trim().split(" ");
+  const url = URL.canParse(base) ? new URL(base) : null;
+  return url !== null && isLoopback(url.hostname) && port === (url.port || "80") && token ? token : null;
 }
