@@ -14,11 +14,12 @@ import { healthReport } from "../mirror/health.ts";
 import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
-import { bundleScript, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
+import { bundleScript, listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
 import { createApp, type Peer } from "../server/app.ts";
 import { socketUid } from "../server/request-guard.ts";
 import { generateToken, TokenGate } from "../server/token-gate.ts";
 import { describe, describeBare } from "../utils/describe-error.ts";
+import type { EventFields } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import { bindingKey } from "../storage/binding-files.ts";
@@ -76,7 +77,6 @@ export interface GuardHandle {
   lookNow(sessionId: string): Promise<void>;
 }
 
-/** A tap that is listening. */
 export interface RunningTap {
   url: string;
   port: number;
@@ -89,12 +89,9 @@ export interface RunningTap {
   proxy: RunningProxy | null;
   /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
   token: { value: string; generated: boolean } | null;
-  /** The viewer's URL to print: with this run's token where the kernel cannot name a client's user. */
+  /** The viewer's URL, with this run's token where the kernel cannot name a client's user. */
   viewer: string;
-  /**
-   * Stops accepting, drains in-flight responses (bounded), flushes the mirror, saves what it could not
-   * write. `closed` is called once the port refuses new connections.
-   */
+  /** Stops accepting (then calls `closed`), drains in-flight responses (bounded), flushes the mirror, saves what it could not write. */
   stop(closed?: () => void): Promise<Unwritten>;
 }
 
@@ -132,7 +129,6 @@ function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: str
   return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener, deps.engineSeams);
 }
 
-/** Starts a tap on `config` (in this process). */
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
@@ -167,6 +163,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     })
     : null;
   const link = engine?.link ?? null;
+  const log = (action: string, fields: EventFields) => link?.send({ t: "log", action, fields });
   guard = link === null || !engine!.guard ? null : {
     inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
     health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
@@ -177,7 +174,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const reportUpstream = {
     failed(error: unknown, how: "unreachable" | "broke") {
       upstream.failed(error, how);
-      link?.send({ t: "log", action: "upstream-error", fields: { how, error: describe(error) } });
+      log("upstream-error", { how, error: describe(error) });
     },
     answered: () => upstream.answered(),
   };
@@ -190,21 +187,15 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     : { value: generateToken(), generated: true };
   // Beyond loopback, API traffic must carry the token to be mirrored (docs/DESIGN.md "Who a session belongs to").
   link?.identify(bindingSecret, token !== null && !isLoopback(config.host) ? token.value : null);
-  const sockets = () =>
-    Promise.all(["tcp", "tcp6"].map((name) => nodeFs.readText(`${deps.procNet ?? "/proc/net"}/${name}`).catch(() => ""))).then((t) => t.join(""));
+  const sockets = () => Promise.all(["tcp", "tcp6"].map((f) => nodeFs.readText(`${deps.procNet ?? "/proc/net"}/${f}`).catch(() => ""))).then((t) => t.join(""));
   const uid = process.getuid?.() ?? null;
   const kernelSays = token === null && uid !== null && (await sockets()) !== "";
-  const gate = new TokenGate(token?.value ?? generateToken(), {
-    clock,
-    stderr,
-    onFailure: (fields) => link?.send({ t: "log", action: "token-failure", fields }),
-  });
+  const gate = new TokenGate(token?.value ?? generateToken(), { clock, stderr, onFailure: (fields) => log("token-failure", fields) });
   let internalErrors = 0;
   const internalError = (error: unknown) => {
     internalErrors++;
     stderr(`sessiontap: internal error answering a request: ${describeBare(error)}`);
   };
-  // Aborted when the drain bound runs out at stop: upstream fetches still in flight end then.
   const cut = new AbortController();
   const forwardDeps = {
     upstream: config.upstream,
@@ -216,8 +207,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     upstreamHealth: reportUpstream,
     refused: refusalNotice(stderr, link),
     stopping: cut.signal,
-    // A large body streams where the runtime keeps its length, and is read first where it would go chunked.
-    readFirstBytes: streamedBodyKeepsLength() ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,
+    // A large body streams where fetch keeps its length (Bun), and is read first where it would go chunked (Deno).
+    readFirstBytes: runtimeName() === "bun" ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,
   };
   // Loaded only when asked for: the certificate library costs a start ~70 ms.
   const proxy = config.proxy === null ? null : await (await import("../proxy/proxy-server.ts")).startProxy(config.proxy, {
@@ -227,7 +218,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     forwardDeps,
     host: config.host,
     token: token?.value ?? null,
-    log: (action, fields) => link?.send({ t: "log", action, fields }),
+    log,
   }).catch(async (error) => {
     // A proxy that cannot start stops the start: nothing started before it may keep running.
     viewer.close();
@@ -278,14 +269,11 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     (first as { unref?: () => void }).unref?.();
   }
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
-  if (token === null && !kernelSays && config.mirror) {
-    await leaveToken(nodeFs, config.mirrorDir, server.port, gate.token!).catch((e) =>
-      stderr(`sessiontap: cannot leave the tap's token for doctor: ${describe(e)}`)
-    );
-  }
+  const tokenOnly = token === null && !kernelSays;
+  if (tokenOnly && config.mirror) await leaveToken(nodeFs, config.mirrorDir, server.port, gate.token!).catch((e) => stderr(`sessiontap: ${describe(e)}`));
   return {
     url,
-    viewer: token === null && !kernelSays ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
+    viewer: tokenOnly ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
     port: server.port,
     mirror: link === null ? null : {
       link,

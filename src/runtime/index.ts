@@ -6,27 +6,20 @@ export function runtimeName(): "bun" | "deno" {
   return typeof (globalThis as { Bun?: unknown }).Bun !== "undefined" ? "bun" : "deno";
 }
 
-/** True when a JavaScript stream handed to fetch goes upstream with its `content-length` (Bun); Deno sends it chunked. */
-export function streamedBodyKeepsLength(): boolean {
-  return runtimeName() === "bun";
-}
-
 export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
   return runtimeName() === "bun" ? (await import("./bun.ts")).bunFetch(base) : base;
 }
 
-/** Bundles the browser module `entry` with what it imports into one minified classic script (Bun's bundler, on either runtime). */
+/** Bundles the browser module `entry` into one minified classic script, with Bun's bundler on either runtime. */
 export async function bundleScript(entry: URL): Promise<string> {
   return runtimeName() === "bun" ? (await import("./bun.ts")).bunBundle(entry) : (await import("./deno.ts")).bunCliBundle(entry);
 }
 
-/** A host name or bracketed IPv6 address, then an optional port. */
 const HOST = /^(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~-]+)?\]|[A-Za-z0-9._~-]+)(?::(\d{1,5}))?$/;
 
 /**
- * `request` with a URL routing can trust, or the 400 it gets instead: without a Host (HTTP/1.0) or with an empty one, Bun
- * handed over a URL that is only a path, and a Host that is no host (`a b`, `x/y`) made the URL unparseable or moved the
- * path. An absent Host takes the listening authority `own`; nothing of the request goes into the message.
+ * `request` with a URL routing can trust, or a 400: Bun made a path-only URL of a request without a Host, and a Host that is
+ * no host (`a b`, `x/y`) made it unparseable or moved the path. An absent Host takes the listening authority `own`.
  */
 export function soundRequest(request: Request, own: string): Request | Response {
   const host = (request.headers.get("host") ?? "").trim();
@@ -47,7 +40,6 @@ function badRequest(why: string): Response {
   return new Response(JSON.stringify(body), { status: 400, headers: { "content-type": "application/json", connection: "close" } });
 }
 
-/** Starts listening with this runtime's adapter. */
 export async function listen(handler: FetchHandler, options: ListenOptions): Promise<RunningServer> {
   let own = "";
   const sound: FetchHandler = (request, peer) => {
@@ -59,44 +51,38 @@ export async function listen(handler: FetchHandler, options: ListenOptions): Pro
   return server;
 }
 
-/** The command-line arguments after the program (and script) name, on either runtime. */
 export function commandArgs(): string[] {
   const deno = (globalThis as { Deno?: { args: string[] } }).Deno;
   return deno !== undefined ? [...deno.args] : process.argv.slice(2);
-}
-
-/** The part of a process stream `awaitedOutput` needs. */
-export interface WritableLike {
-  write(text: string, callback: (error?: Error | null) => void): unknown;
-  on(event: "error", listener: (error: Error) => void): unknown;
 }
 
 /**
  * A process stream whose writes can be awaited: `process.exit()` right after a large write loses what a pipe has not taken
  * yet (docs/RUNTIMES.md "Output to a pipe"). `finished()` resolves with the first failure (EPIPE), or null.
  */
-export function awaitedOutput(stream: WritableLike): { write(text: string): void; finished(): Promise<Error | null> } {
+export function awaitedOutput(stream: {
+  write(text: string, callback: (error?: Error | null) => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
+}): { write(text: string): void; finished(): Promise<Error | null> } {
   let failure: Error | null = null;
-  let last: Promise<void> = Promise.resolve();
+  let last = Promise.resolve();
   stream.on("error", (error) => (failure ??= error));
+  const write = (text: string) =>
+    new Promise<void>((resolve) => {
+      const done = (error?: Error | null) => {
+        failure ??= error ?? null;
+        resolve();
+      };
+      try {
+        stream.write(text, done);
+      } catch (error) {
+        done(error as Error);
+      }
+    });
   return {
     write(text) {
-      if (failure !== null) return; // the reader is gone: nothing more can arrive
-      last = new Promise<void>((resolve) => {
-        try {
-          stream.write(text, (error) => {
-            if (error) failure ??= error;
-            resolve();
-          });
-        } catch (error) {
-          failure ??= error as Error;
-          resolve();
-        }
-      });
+      if (failure === null) last = write(text); // else the reader is gone: nothing more can arrive
     },
-    async finished() {
-      await last;
-      return failure;
-    },
+    finished: () => last.then(() => failure),
   };
 }

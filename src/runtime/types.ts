@@ -1,13 +1,12 @@
 // What each runtime adapter implements: the app's fetch handed to Bun.serve or Deno.serve (docs/DESIGN.md "Map").
 
-/** A request handler in the Web-standard shape, told the client's address and port (null when the runtime cannot say). */
+/** Told the client's address and port (null when the runtime cannot say). */
 export type FetchHandler = (request: Request, peer: { address: string; port: number } | null) => Response | Promise<Response>;
 
 export interface RunningServer {
-  /** The port bound (meaningful with port 0). */
   port: number;
   runtime: "bun" | "deno";
-  /** Stops accepting, calls `closed` once the port refuses, and waits for in-flight responses at most `drainMs`, then cuts them. */
+  /** Stops accepting, calls `closed` once the port refuses, waits for in-flight responses at most `drainMs`, then cuts them. */
   stop(drainMs: number, closed?: () => void): Promise<void>;
 }
 

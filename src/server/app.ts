@@ -18,26 +18,25 @@ export interface AppDeps {
   forward: (request: Request) => Promise<Response>;
   health: () => Promise<Record<string, unknown>> | Record<string, unknown>;
   viewer?: ViewerDeps;
-  /** Hears an error thrown while answering (the client gets a bare 500; nothing of the request is printed). */
+  /** Hears an error thrown while answering: the client gets a bare 500, and nothing of the request is printed. */
   onError?: (error: unknown) => void;
-  /** The token /_tap/ takes, with its throttle and count (default: none). */
   gate?: TokenGate;
-  /** Host names (lower case, no port) the tap answers as, for the Origin check; null: any. Default: the viewer's. */
+  /** Host names (lower case, no port) the tap answers as; null: any. Default: the viewer's. */
   allowedHosts?: ReadonlySet<string> | null;
   /** Whether `peer` is the tap's own user, by the kernel's word; null when it cannot say, and the token decides. */
   owner?: (peer: Peer) => Promise<boolean | null>;
 }
 
-const ACCESS_COOKIE = "sessiontap_access";
+type Access = TokenCheck | "foreign" | "none";
 
-// Nothing loaded from elsewhere, framed or sniffed; a route with a policy of its own (the viewer's page) keeps it.
+const ACCESS_COOKIE = "sessiontap_access";
+// A route with a policy of its own (the viewer's page) keeps it.
 const TAP_HEADERS = secureHeaders({
   contentSecurityPolicy: { defaultSrc: ["'none'"], styleSrc: ["'unsafe-inline'"], formAction: ["'self'"], frameAncestors: ["'none'"] },
   strictTransportSecurity: false,
   overwrite: false,
 });
 
-/** Builds the app; hand `app.fetch` to a runtime adapter. */
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const viewer = deps.viewer;
@@ -45,14 +44,14 @@ export function createApp(deps: AppDeps): Hono {
   const gate = deps.gate ?? new TokenGate(null);
   // Open to any host and without a token, the tap's own routes would hand every conversation to the network.
   const locked = gate.token === null && allowedHosts === null && viewer !== undefined;
+  const closed = locked ? "this tap listens beyond loopback without a token; its own routes are closed" : "this tap answers its own user only";
   const peerOf = (c: Context) => (c.env as { peer?: Peer | null } | undefined)?.peer ?? null;
   const addressOf = (c: Context) => peerOf(c)?.address ?? "unknown";
   const ownerOf = async (c: Context) => {
     const peer = peerOf(c);
     return locked ? false : deps.owner === undefined || peer === null ? null : await deps.owner(peer);
   };
-  /** "ok", or why not: another user (403), no token or a wrong one (401), the seconds this client must wait (429). */
-  const access = async (c: Context): Promise<TokenCheck | "foreign" | "none"> => {
+  const access = async (c: Context): Promise<Access> => {
     const owner = await ownerOf(c);
     if (owner !== null) return owner ? "ok" : "foreign";
     if (gate.token === null) return "ok";
@@ -61,17 +60,11 @@ export function createApp(deps: AppDeps): Hono {
     const cookie = getCookie(c, ACCESS_COOKIE);
     return cookie === undefined ? "none" : gate.check(addressOf(c), cookie, "cookie");
   };
-  const refuse = (c: Context, why: Exclude<TokenCheck | "foreign" | "none", "ok">) => {
+  const refuse = (c: Context, why: Exclude<Access, "ok">) => {
     if (typeof why === "number") {
       return apiError(429, "rate_limit_error", `too many wrong tokens from this client; try again in ${why} s`, { "retry-after": String(why) });
     }
-    if (why === "foreign") {
-      return apiError(
-        403,
-        "permission_error",
-        locked ? "this tap listens beyond loopback without a token; its own routes are closed" : "this tap answers its own user only",
-      );
-    }
+    if (why === "foreign") return apiError(403, "permission_error", closed);
     const text = "this tap's own routes need its token: send Authorization: Bearer <token>, or open the login link its startup printed";
     const challenge = { "www-authenticate": 'Bearer realm="sessiontap"' };
     return c.req.method === "GET" && c.req.path === "/_tap/" ? c.html(loginPage(text), 401, challenge) : apiError(401, "authentication_error", text, challenge);
@@ -82,25 +75,15 @@ export function createApp(deps: AppDeps): Hono {
     deps.onError?.(error);
     return apiError(500, "api_error", "internal error");
   });
-  const tapHeaders = async (c: Context, next: Next) => {
+  app.use("/_tap/*", async (c, next) => {
     await TAP_HEADERS(c, next);
     c.res.headers.set("cache-control", "no-store");
-  };
-  app.use("/_tap/*", tapHeaders);
-  app.use("/_tap", tapHeaders);
+  });
   app.use("*", async (c, next) => {
-    const h = (name: string) => c.req.header(name) ?? null;
-    const facts = {
-      method: c.req.method,
-      path: c.req.path,
-      host: h("host"),
-      origin: h("origin"),
-      secFetchSite: h("sec-fetch-site"),
-      secFetchMode: h("sec-fetch-mode"),
-    };
+    const [host, origin, secFetchSite, secFetchMode] = ["host", "origin", "sec-fetch-site", "sec-fetch-mode"].map((name) => c.req.header(name) ?? null);
+    const facts = { method: c.req.method, path: c.req.path, host, origin, secFetchSite, secFetchMode };
     const refusal = crossSiteRefusal(facts, allowedHosts);
-    if (refusal !== null) return apiError(403, "permission_error", refusal);
-    await next();
+    return refusal === null ? await next() : apiError(403, "permission_error", refusal);
   });
   // Anyone gets the bare status; a foreign Host (a page that rebound its name to the tap) never more.
   app.get("/_tap/health", async (c) => {
@@ -117,20 +100,17 @@ export function createApp(deps: AppDeps): Hono {
     setCookie(c, ACCESS_COOKIE, gate.cookie, { httpOnly: true, sameSite: "Strict", path: "/_tap" });
     return c.redirect("/_tap/", 303);
   });
-  const guard = async (c: Context, next: Next) => {
+  app.use("/_tap/*", async (c: Context, next: Next) => {
     const checked = await access(c);
     return checked === "ok" ? await next() : refuse(c, checked);
-  };
-  app.use("/_tap/*", guard);
-  app.use("/_tap", guard);
+  });
   if (viewer !== undefined) app.route("/_tap/", viewerRoutes(viewer));
-  app.all("/_tap/*", () => apiError(404, "not_found_error", "no such tap route"));
   app.all("/_tap", (c) => c.redirect("/_tap/", 302));
+  app.all("/_tap/*", () => apiError(404, "not_found_error", "no such tap route"));
   app.all("*", (c) => deps.forward(c.req.raw));
   return app;
 }
 
-/** A page asking for the token (its form opens the login link). */
 function loginPage(why: string): string {
   const text = why.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>sessiontap</title></head>

@@ -3,7 +3,6 @@ import { hostName } from "../viewer/hosts.ts";
 
 export { sameSecret } from "./token-gate.ts";
 
-/** The headers and place of a request that the guards read. */
 export interface RequestFacts {
   method: string;
   path: string;
@@ -15,18 +14,13 @@ export interface RequestFacts {
 
 /** True when `origin` is the address the request was sent to, and one the tap answers as (`allowedHosts`; null: any). */
 function ownOrigin(origin: string, host: string | null, allowedHosts: ReadonlySet<string> | null): boolean {
-  if (host === null || !URL.canParse(origin)) return false;
-  const url = new URL(origin);
-  if (url.protocol !== "http:" && url.protocol !== "https:") return false;
-  const addressed = URL.canParse(`${url.protocol}//${host.trim()}`) ? new URL(`${url.protocol}//${host.trim()}`).host : null;
-  if (addressed === null || url.host !== addressed) return false;
+  const url = URL.canParse(origin) ? new URL(origin) : null;
+  const addressed = `${url?.protocol}//${host?.trim()}`;
+  if (host === null || url === null || !/^https?:$/.test(url.protocol) || !URL.canParse(addressed) || url.host !== new URL(addressed).host) return false;
   return allowedHosts === null || allowedHosts.has(hostName(host));
 }
 
-/**
- * Why a request a web page made for another site or origin must be refused, or null. Claude Code sends neither header;
- * a person following a link to the viewer (a top-level GET navigation) reads nothing by that alone.
- */
+/** Why a request a web page made for another site or origin is refused, or null; following a link to the viewer reads nothing. */
 export function crossSiteRefusal(facts: RequestFacts, allowedHosts: ReadonlySet<string> | null): string | null {
   const site = facts.secFetchSite?.trim().toLowerCase() ?? null;
   const navigation = (facts.method === "GET" || facts.method === "HEAD") && facts.secFetchMode === "navigate" && facts.path.startsWith("/_tap/");
@@ -55,10 +49,7 @@ function procAddress(hex: string): string {
   return canonical(Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16)).join(":"));
 }
 
-/**
- * The uid at the client's end of a loopback connection to the tap's `port`: the one established row of /proc/net/tcp{,6}
- * (`tables`) whose local end is `peer` and whose remote end is that port on a loopback address; null when none or several.
- */
+/** The uid of the one established row of /proc/net/tcp{,6} from `peer` to `port` on loopback: the client's socket; null: none or several. */
 export function socketUid(tables: string, peer: { address: string; port: number }, port: number): number | null {
   const uids: number[] = [];
   const want = canonical(peer.address);

@@ -4,27 +4,23 @@ import { Buffer } from "node:buffer";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Alarm } from "../utils/alarm.ts";
 
-/** A wrong token, as told to the events log: the client's address and its counts, never the guess. */
+/** What the events log is told of a wrong token: the client's address and its counts, never the guess. */
 export type TokenFailure = { peer: string; failures: number; waitMs: number };
-
-/** "ok", "wrong", or the seconds `peer` must still wait before a token it offers is read. */
+/** A number: the seconds the client must still wait before a token it offers is read. */
 export type TokenCheck = "ok" | "wrong" | number;
 
-/** Compares two strings in time that does not depend on where they differ. */
+/** Compares in time that does not depend on where the strings differ. */
 export function sameSecret(a: string, b: string): boolean {
   const [x, y] = [a, b].map((s) => createHash("sha256").update(s).digest());
   return timingSafeEqual(x, y) && a.length === b.length;
 }
 
-/** 32 random bytes, base64url. */
 export function generateToken(): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }
 
-/**
- * After FREE_FAILURES wrong tokens a client waits 1 s, doubling to a minute, and a try meanwhile is refused unread (the
- * right token too: waiting is the only way on); a right token starts its count afresh. Clients are known by address.
- */
+// After FREE_FAILURES wrong tokens a client (by address) waits 1 s, doubling to a minute, and a try meanwhile is refused
+// unread, the right token too: waiting is the only way on. A right token starts its count afresh.
 export class TokenGate {
   static readonly FREE_FAILURES = 5;
   static readonly MAX_WAIT_MS = 60_000;
@@ -67,19 +63,12 @@ export class TokenGate {
       this.clients.delete(oldest);
     }
     this.options.onFailure?.({ peer, failures: client.failures, waitMs: wait });
-    if (wait > 0) {
-      this.alarm.fail(
-        "wrong tokens",
-        (first) =>
-          `sessiontap: ${first ? "" : "still "}wrong tokens from ${peer} (${client.failures} so far): it now waits ${
-            wait / 1000
-          } s before each try (health: token.failures)`,
-      );
-    }
+    const said = `wrong tokens from ${peer} (${client.failures} so far): it now waits ${wait / 1000} s before each try (health: token.failures)`;
+    if (wait > 0) this.alarm.fail("wrong tokens", (first) => `sessiontap: ${first ? "" : "still "}${said}`);
     return "wrong";
   }
 
-  /** What health shows: wrong tokens since start, tries refused unread, clients on record now. */
+  /** Wrong tokens since start, tries refused unread, clients with wrong tokens on record. */
   stats(): { failures: number; slowed: number; clients: number } {
     return { ...this.counts, clients: this.clients.size };
   }
