@@ -3,14 +3,7 @@ import { hostName } from "../viewer/hosts.ts";
 
 export { sameSecret } from "./token-gate.ts";
 
-export interface RequestFacts {
-  method: string;
-  path: string;
-  host: string | null;
-  origin: string | null;
-  secFetchSite: string | null;
-  secFetchMode: string | null;
-}
+export type RequestFacts = Record<"method" | "path", string> & Record<"host" | "origin" | "secFetchSite" | "secFetchMode", string | null>;
 
 /** True when `origin` is the address the request was sent to, and one the tap answers as (`allowedHosts`; null: any). */
 function ownOrigin(origin: string, host: string | null, allowedHosts: ReadonlySet<string> | null): boolean {
