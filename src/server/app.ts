@@ -51,6 +51,7 @@ export function createApp(deps: AppDeps): Hono {
     const peer = peerOf(c);
     return locked ? false : deps.owner === undefined || peer === null ? null : await deps.owner(peer);
   };
+  // Not hono/bearer-auth: its verifyToken says yes or no, and a client that must wait is answered 429 unread.
   const access = async (c: Context): Promise<Access> => {
     const owner = await ownerOf(c);
     if (owner !== null) return owner ? "ok" : "foreign";
