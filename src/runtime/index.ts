@@ -10,17 +10,14 @@ export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
   return runtimeName() === "bun" ? (await import("./bun.ts")).bunFetch(base) : base;
 }
 
-/** Bundles the browser module `entry` into one minified classic script, with Bun's bundler on either runtime. */
 export async function bundleScript(entry: URL): Promise<string> {
   return runtimeName() === "bun" ? (await import("./bun.ts")).bunBundle(entry) : (await import("./deno.ts")).bunCliBundle(entry);
 }
 
 const HOST = /^(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~-]+)?\]|[A-Za-z0-9._~-]+)(?::(\d{1,5}))?$/;
 
-/**
- * `request` with a URL routing can trust, or a 400: Bun made a path-only URL of a request without a Host, and a Host that is
- * no host (`a b`, `x/y`) made it unparseable or moved the path. An absent Host takes the listening authority `own`.
- */
+// Bun made a path-only URL of a request without a Host, and a Host that is no host (`a b`, `x/y`) made it unparseable or moved
+// the path: such a request takes the listening authority `own`, or is a 400.
 export function soundRequest(request: Request, own: string): Request | Response {
   const host = (request.headers.get("host") ?? "").trim();
   if (host !== "") {
@@ -56,10 +53,8 @@ export function commandArgs(): string[] {
   return deno !== undefined ? [...deno.args] : process.argv.slice(2);
 }
 
-/**
- * A process stream whose writes can be awaited: `process.exit()` right after a large write loses what a pipe has not taken
- * yet (docs/RUNTIMES.md "Output to a pipe"). `finished()` resolves with the first failure (EPIPE), or null.
- */
+// `process.exit()` right after a large write loses what a pipe has not taken yet (docs/RUNTIMES.md "Output to a pipe"):
+// `finished()` waits for every write, and resolves with the first failure (EPIPE), or null.
 export function awaitedOutput(stream: {
   write(text: string, callback: (error?: Error | null) => void): unknown;
   on(event: "error", listener: (error: Error) => void): unknown;

@@ -1,6 +1,5 @@
 // What each runtime adapter implements: the app's fetch handed to Bun.serve or Deno.serve (docs/DESIGN.md "Map").
 
-/** Told the client's address and port (null when the runtime cannot say). */
 export type FetchHandler = (request: Request, peer: { address: string; port: number } | null) => Response | Promise<Response>;
 
 export interface RunningServer {

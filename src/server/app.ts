@@ -11,7 +11,6 @@ import { viewerRoutes } from "../viewer/routes.ts";
 import { crossSiteRefusal } from "./request-guard.ts";
 import { type TokenCheck, TokenGate } from "./token-gate.ts";
 
-/** A client's address and port, as the runtime adapter hands them over: `app.fetch(request, { peer })`. */
 export type Peer = { address: string; port: number };
 
 export interface AppDeps {

@@ -5,7 +5,6 @@ export { sameSecret } from "./token-gate.ts";
 
 export type RequestFacts = Record<"method" | "path", string> & Record<"host" | "origin" | "secFetchSite" | "secFetchMode", string | null>;
 
-/** True when `origin` is the address the request was sent to, and one the tap answers as (`allowedHosts`; null: any). */
 function ownOrigin(origin: string, host: string | null, allowedHosts: ReadonlySet<string> | null): boolean {
   const url = URL.canParse(origin) ? new URL(origin) : null;
   const addressed = `${url?.protocol}//${host?.trim()}`;

@@ -68,7 +68,6 @@ export class TokenGate {
     return "wrong";
   }
 
-  /** Wrong tokens since start, tries refused unread, clients with wrong tokens on record. */
   stats(): { failures: number; slowed: number; clients: number } {
     return { ...this.counts, clients: this.clients.size };
   }
