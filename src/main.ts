@@ -6,8 +6,7 @@
 import process from "node:process";
 import { homedir } from "node:os";
 import { main } from "./cli/main.ts";
-import { commandArgs } from "./runtime/index.ts";
-import { awaitedOutput } from "./runtime/process-output.ts";
+import { awaitedOutput, commandArgs } from "./runtime/index.ts";
 import { describe } from "./utils/describe-error.ts";
 
 const stdout = awaitedOutput(process.stdout);

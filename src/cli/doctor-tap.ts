@@ -9,7 +9,7 @@ import type { CommandIo } from "./command-io.ts";
 import type { Check } from "./doctor-check.ts";
 import { guardCheck } from "./doctor-transcripts.ts";
 import { unmirroredChecks } from "./doctor-unmirrored.ts";
-import { probeTap, proofKey } from "./tap-probe.ts";
+import { probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
 
 /**
  * A tap's health, or why none answered (`down`: nothing answers at all, so requests sent there fail). A tap
@@ -19,7 +19,8 @@ export type Probe = { ok: true; health: Record<string, unknown>; proven: boolean
 
 /** What a tap's health route says, or why no tap answered. */
 export async function probe(io: CommandIo, base: string, config: Readonly<Config>): Promise<Probe> {
-  const found = await probeTap(io.fetch, base, await proofKey(true, config.mirrorDir), config.token);
+  const token = config.token ?? await tokenLeftFor(io.fs, config.mirrorDir, base);
+  const found = await probeTap(io.fetch, base, await proofKey(true, config.mirrorDir), token);
   if (found.kind === "none") return { ok: false, down: true, why: `nothing answers at ${found.url} (${found.why})` };
   if (found.kind === "other") return { ok: false, down: false, why: `${found.url} answers, but is not a sessiontap tap (HTTP ${found.httpStatus})` };
   const mirror = found.health?.mirror;

@@ -88,7 +88,7 @@ export async function runServe(
       ...replay,
       `  guard      ${tap.guard === null ? "off" : `watching Claude Code's transcripts under ${config.claudeDir}/projects`}`,
       ...proxy.status,
-      `  viewer     ${tap.url}/_tap/`,
+      `  viewer     ${tap.viewer}`,
       `  health     ${tap.url}/_tap/health`,
       ``,
       `  export ANTHROPIC_BASE_URL=${tap.url}`,

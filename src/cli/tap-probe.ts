@@ -6,6 +6,8 @@ import { existingBindingKey } from "../storage/binding-files.ts";
 import { isObject } from "../protocol/json.ts";
 import { sameSecret } from "../server/request-guard.ts";
 import { describe } from "../utils/describe-error.ts";
+import { type FsAdapter, readIfThere, removeIfThere } from "../storage/fs-adapter.ts";
+import { isLoopback } from "../viewer/hosts.ts";
 
 /** `mine`: proven this user's; `unproven`: answers like a sessiontap, no proof. `health` is null when it shows only its status. */
 export type Probe =
@@ -87,4 +89,21 @@ export function unprovenWhy(config: { mirror: boolean; mirrorDir: string }): str
   return config.mirror
     ? `(a tap with its mirror off, or mirroring to another root than ${config.mirrorDir}, cannot)`
     : "(a tap proves itself with its mirror root's key, and the mirror is off here)";
+}
+
+/** Where a tap whose clients' uids cannot be read leaves its token for its user's doctor (docs/DESIGN.md "Trust boundaries"). */
+const TOKEN_FILE = ".tap-token";
+
+export async function leaveToken(fs: FsAdapter, root: string, port: number, token: string): Promise<void> {
+  const aside = `${root}/${TOKEN_FILE}.${port}.tmp`;
+  await removeIfThere(fs, aside);
+  await fs.createExclusive(aside, `${port} ${token}\n`, true);
+  await fs.rename(aside, `${root}/${TOKEN_FILE}`);
+}
+
+/** The token the tap on `base`'s loopback port left under `root`: never sent to another port, where another user may listen. */
+export async function tokenLeftFor(fs: FsAdapter, root: string, base: string): Promise<string | null> {
+  const [port, token] = ((await readIfThere(fs, `${root}/${TOKEN_FILE}`).catch(() => null)) ?? "").trim().split(" ");
+  const url = URL.canParse(base) ? new URL(base) : null;
+  return url !== null && isLoopback(url.hostname) && port === (url.port || "80") && token ? token : null;
 }
