@@ -1,0 +1,122 @@
+// Calling into a Worker by method name, for the engine's and the viewer's threads: docs/DESIGN.md "Off the relay path".
+import { workerErrorLine } from "./worker-error.ts";
+
+/** `Api`'s methods as another thread calls them: the same arguments, the result as a promise. */
+export type Calls<Api> = { [K in keyof Api]: Api[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never };
+
+type Wire =
+  | { wc: "init"; init: unknown }
+  | { wc: "call"; id: number; name: string; args: unknown[] }
+  | { wc: "reply"; id: number; value?: unknown; error?: string }
+  | { wc: "died"; why: string };
+
+const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split("\n")[0];
+
+/**
+ * The caller's end of a Worker running `url`, whose first message is `init`. A call resolves with what the
+ * method returned or rejects with its error; a message that is not a reply goes to `message`. When the
+ * Worker dies, `died` hears why once, and every call waiting or made later rejects with "`name` stopped: why".
+ */
+export class WorkerCalls<Api> {
+  private readonly worker: Worker;
+  private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+  private next = 1;
+  /** Why the Worker stopped (it died or was closed), or null while it runs. */
+  stopped: string | null = null;
+
+  constructor(
+    url: URL | string,
+    init: unknown,
+    private readonly on: { name: string; died(why: string): void; message?(data: unknown): void },
+    transfer: Transferable[] = [],
+  ) {
+    const worker = (this.worker = new Worker(url, { type: "module" }));
+    worker.onmessage = (event: MessageEvent) => {
+      const m = event.data as Wire | null;
+      if (m?.wc === "reply") {
+        const waiting = this.waiting.get(m.id);
+        this.waiting.delete(m.id);
+        if (m.error !== undefined) waiting?.reject(new Error(m.error));
+        else waiting?.resolve(m.value);
+      } else if (m?.wc === "died") this.stop(m.why, true);
+      else on.message?.(event.data);
+    };
+    worker.onerror = (event: ErrorEvent) => {
+      event.preventDefault?.();
+      this.stop(workerErrorLine(event.message ?? "") || "an error in its thread", true);
+    };
+    worker.onmessageerror = () => this.stop("a message could not be read", true);
+    worker.postMessage({ wc: "init", init } satisfies Wire, transfer);
+  }
+
+  call<K extends keyof Calls<Api> & string>(name: K, ...args: Parameters<Calls<Api>[K]>): ReturnType<Calls<Api>[K]> {
+    if (this.stopped !== null) return Promise.reject(new Error(`${this.on.name} stopped: ${this.stopped}`)) as ReturnType<Calls<Api>[K]>;
+    const id = this.next++;
+    const reply = new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+    this.worker.postMessage({ wc: "call", id, name, args } satisfies Wire);
+    return reply as ReturnType<Calls<Api>[K]>;
+  }
+
+  /** A message that wants no reply (`transfer`: buffers the Worker takes over); dropped once it stopped. */
+  post(message: unknown, transfer: Transferable[] = []): void {
+    if (this.stopped === null) this.worker.postMessage(message, transfer);
+  }
+
+  /** Ends the Worker; what waits rejects, and `died` is not told. */
+  close(why = "it was closed"): void {
+    this.stop(why, false);
+  }
+
+  private stop(why: string, died: boolean): void {
+    if (this.stopped !== null) return;
+    this.stopped = why;
+    this.worker.terminate();
+    for (const { reject } of this.waiting.values()) reject(new Error(`${this.on.name} stopped: ${why}`));
+    this.waiting.clear();
+    if (died) this.on.died(why);
+  }
+}
+
+/** What a Worker's global offers this module. */
+const scope = globalThis as unknown as {
+  onmessage: ((event: MessageEvent) => void) | null;
+  postMessage(message: unknown, transfer?: Transferable[]): void;
+  addEventListener(type: "error" | "unhandledrejection", listener: (event: Event & { error?: unknown; reason?: unknown; message?: string }) => void): void;
+  close(): void;
+};
+
+/**
+ * The Worker's end: the object calls go to is built from the first message (calls made meanwhile wait for
+ * it); any other message goes to `message`. An error nothing contained ends the thread, said once as one
+ * line (not the runtime's own multi-line report). Returns how to post to the caller.
+ */
+export function answerCalls(
+  build: (init: never) => object | Promise<object>,
+  message?: (data: unknown) => void,
+): (data: unknown, transfer?: Transferable[]) => void {
+  const post = (data: unknown, transfer: Transferable[] = []) => scope.postMessage(data, transfer);
+  let api: Promise<Record<string, unknown>> = new Promise(() => {});
+  scope.onmessage = (event) => {
+    const m = event.data as Wire | null;
+    if (m?.wc === "init") api = Promise.resolve(m.init as never).then(build) as Promise<Record<string, unknown>>;
+    else if (m?.wc === "call") {
+      const { id, name, args } = m;
+      api.then((target) => {
+        const method = target[name];
+        if (typeof method !== "function") throw new Error(`no call named ${name}`);
+        return method.apply(target, args);
+      }).then((value) => post({ wc: "reply", id, value } satisfies Wire), (error) => post({ wc: "reply", id, error: firstLine(error) } satisfies Wire));
+    } else message?.(event.data);
+  };
+  let died = false;
+  const die = (event: Event, error: unknown) => {
+    event.preventDefault();
+    if (died) return;
+    died = true;
+    post({ wc: "died", why: firstLine(error) } satisfies Wire);
+    scope.close();
+  };
+  scope.addEventListener("error", (event) => die(event, event.error ?? event.message));
+  scope.addEventListener("unhandledrejection", (event) => die(event, event.reason));
+  return post;
+}
