@@ -3,7 +3,7 @@
  * a working directory, where they are, and whether they look intact (list, show, restore, doctor).
  */
 import { transcriptName } from "../protocol/id-name.ts";
-import { jsonObject } from "../protocol/jsonl.ts";
+import { jsonObject } from "../protocol/json.ts";
 import { encodeProjectDir, findProjectDir, MAX_PROJECT_DIR } from "../transcript/project-dir.ts";
 import { isConversation } from "../transcript/records.ts";
 import { sessionOfTranscriptName, type TranscriptState } from "../transcript/transcript.ts";
