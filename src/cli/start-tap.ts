@@ -27,7 +27,7 @@ import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
 import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
 import { forward } from "../tap/forward.ts";
 import { refusalNotice } from "../tap/refusals.ts";
-import { UpstreamHealth } from "../tap/upstream-health.ts";
+import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
 

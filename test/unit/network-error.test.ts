@@ -5,9 +5,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import net from "node:net";
-import { describe as describeError } from "../../src/utils/describe-error.ts";
+import { describe as describeError, networkFailure } from "../../src/utils/describe-error.ts";
 import { listen } from "../../src/runtime/index.ts";
-import { networkFailure } from "../../src/utils/network-error.ts";
 import { runTap, serveTap, stopAll, type TapChild } from "../support/child.ts";
 
 /** What a runtime says to its own user, never to ours. */
