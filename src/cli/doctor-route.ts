@@ -6,7 +6,7 @@
  * talks to the API itself and nothing is mirrored. Each variable is read as Claude Code will see it
  * (cli/doctor-settings.ts).
  */
-import { isAwsHost } from "../protocol/providers/aws-signature.ts";
+import { isAwsHost } from "../protocol/headers.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
 import type { CommandIo } from "./command-io.ts";

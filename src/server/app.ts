@@ -14,7 +14,7 @@ import { bearerAuth } from "hono/bearer-auth";
 import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
-import { apiError } from "../protocol/api-error.ts";
+import { apiError } from "../protocol/headers.ts";
 import type { ViewerDeps } from "../viewer/deps.ts";
 import { viewerRoutes } from "../viewer/routes.ts";
 import { ACCESS_COOKIE, accessCookieValue, crossSiteRefusal, type RequestFacts, sameSecret } from "./request-guard.ts";
