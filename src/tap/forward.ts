@@ -20,7 +20,7 @@ export interface ForwardDeps {
   stopping: AbortSignal;
   upstreamHealth: { failed(error: unknown, how: "unreachable" | "broke"): void; answered(): void };
   refused?: (refusal: Refusal, shape: string) => void;
-  /** Proxy mode: the client addressed the upstream's own host, so a SigV4 signature is valid and nothing is refused. */
+  /** Proxy mode: the client addressed the upstream's own host, so its SigV4 signature holds, and its CONNECT carried the tap's token. */
   proxied?: boolean;
 }
 
@@ -84,10 +84,8 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
 export function refusalNotice(stderr: (line: string) => void, link: EngineLink | null): (refusal: Refusal, shape: string) => void {
   const said = new Set<string>();
   return (refusal, shape) => {
-    if (!said.has(refusal.reason)) {
-      said.add(refusal.reason);
-      stderr(`sessiontap: refused a request to ${shape}: ${refusal.message}`);
-    }
+    if (!said.has(refusal.reason)) stderr(`sessiontap: refused a request to ${shape}: ${refusal.message}`);
+    said.add(refusal.reason);
     link?.unseen(shape, refusal.reason, { skipped: "refused" }, true);
   };
 }
