@@ -1,6 +1,7 @@
 // Who a request is: its session and agent ids, the names they may take on disk, its credential's fingerprint
 // (docs/DESIGN.md "Who a session belongs to"). Pure.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { type Json, jsonObject } from "./json.ts";
 
 export interface RequestIdentity {
   sessionId: string | null;
@@ -27,21 +28,17 @@ export function identityHeaders(headers: Headers): IdentityHeaders {
   };
 }
 
-function userIdJson(body: unknown): Record<string, unknown> | null {
-  const userId = (body as { metadata?: { user_id?: unknown } } | null)?.metadata?.user_id;
-  if (typeof userId !== "string" || !userId.startsWith("{")) return null;
-  try {
-    const parsed = JSON.parse(userId) as unknown;
-    return typeof parsed === "object" && parsed !== null ? parsed as Record<string, unknown> : null;
-  } catch {
-    return null;
-  }
+const userIdOf = (body: unknown) => (body as { metadata?: { user_id?: unknown } } | null)?.metadata?.user_id;
+
+function userIdJson(body: unknown): Json | null {
+  const userId = userIdOf(body);
+  return typeof userId === "string" && userId.startsWith("{") ? jsonObject(userId) : null;
 }
 
 function sessionFromMetadata(body: unknown): string | null {
   const id = userIdJson(body)?.session_id;
   if (typeof id === "string" && id !== "") return id;
-  const userId = (body as { metadata?: { user_id?: unknown } } | null)?.metadata?.user_id;
+  const userId = userIdOf(body);
   return typeof userId === "string" ? /_session_([0-9a-fA-F-]{36})$/.exec(userId)?.[1] ?? null : null;
 }
 
