@@ -3,11 +3,7 @@
 import { COMPACTION_PREFIX } from "./classify.ts";
 import { isObject } from "./json.ts";
 
-export interface Environment {
-  cwd: string | null;
-  gitBranch: string | null;
-  entrypoint: string | null;
-}
+export type Environment = { cwd: string | null; gitBranch: string | null; entrypoint: string | null };
 
 const CWD_LINE = /^[ \t]*-?[ \t]*(?:Primary working directory|Working directory):[ \t]*(\S.*?)[ \t]*$/m;
 const BRANCH_LINE = /^[ \t]*Current branch:[ \t]*(\S+)[ \t]*$/m;

@@ -72,10 +72,7 @@ export function apiError(status: number, type: string, message: string, headers:
   return jsonAnswer(status, { type: "error", error: { type, message: `sessiontap: ${message}` } }, headers);
 }
 
-export interface Refusal {
-  reason: "signed for the tap's address" | "no credentials for AWS";
-  message: string;
-}
+export type Refusal = { reason: "signed for the tap's address" | "no credentials for AWS"; message: string };
 
 const WHAT_WORKS = "run the tap in proxy mode (HTTPS_PROXY), where Claude Code's own signature stays valid, or use a Bedrock API key " +
   '(AWS_BEARER_TOKEN_BEDROCK); see docs/providers.md, "AWS Bedrock"';

@@ -15,10 +15,7 @@ export function jsonObject(line: string): Json | null {
   }
 }
 
-export interface Parsed {
-  records: Json[];
-  malformed: number;
-}
+export type Parsed = { records: Json[]; malformed: number };
 
 /** One object per line, blank lines skipped; a line torn by a crash, or foreign, is counted, never thrown. */
 export function parseJsonl(text: string): Parsed {

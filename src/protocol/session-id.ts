@@ -3,21 +3,16 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { type Json, jsonObject } from "./json.ts";
 
-export interface RequestIdentity {
-  sessionId: string | null;
-  agentId: string | null;
-  parentAgentId: string | null;
-  claudeCode: boolean;
-}
+export type RequestIdentity = { sessionId: string | null; agentId: string | null; parentAgentId: string | null; claudeCode: boolean };
 
 /** All the engine ever sees of a request's headers: credentials stay on the relay, at most their fingerprint goes. */
-export interface IdentityHeaders {
+export type IdentityHeaders = {
   session: string | null;
   agent: string | null;
   parentAgent: string | null;
   userAgent: string | null;
   credential?: string | null;
-}
+};
 
 export function identityHeaders(headers: Headers): IdentityHeaders {
   return {

@@ -2,9 +2,7 @@
 // reader's yesterday and tests can pick the zone.
 
 /** Minutes east of UTC at a moment: it changes with daylight saving. */
-export interface Zone {
-  offsetMinutes(ms: number): number;
-}
+export type Zone = { offsetMinutes(ms: number): number };
 
 export const UTC: Zone = { offsetMinutes: () => 0 };
 

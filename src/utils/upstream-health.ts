@@ -4,9 +4,7 @@ import { describe } from "./describe-error.ts";
 import { Alarm, type AlarmState } from "./alarm.ts";
 import { plural } from "./plural.ts";
 
-export interface UpstreamState extends AlarmState {
-  url: string;
-}
+export type UpstreamState = AlarmState & { url: string };
 
 export class UpstreamHealth {
   private readonly alarm: Alarm;
