@@ -7,7 +7,7 @@
  * (cli/doctor-settings.ts).
  */
 import type { Config } from "../config/parse.ts";
-import { isAwsHost } from "../protocol/providers/aws-signature.ts";
+import { isAwsHost } from "../protocol/headers.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
 import type { CommandIo } from "./command-io.ts";

@@ -25,9 +25,8 @@ import { loadPrices } from "../storage/price-file.ts";
 import { bindingKey } from "../storage/binding-files.ts";
 import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
 import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
-import { forward } from "../tap/forward.ts";
-import { refusalNotice } from "../tap/refusals.ts";
-import { UpstreamHealth } from "../tap/upstream-health.ts";
+import { forward, refusalNotice } from "../tap/forward.ts";
+import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { healthProof, localAddress } from "./tap-probe.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
@@ -98,7 +97,7 @@ export interface RunningTap {
 
 /** Longest wait at stop for the engine's writes in flight, before what is left is spooled. */
 const STOP_FLUSH_MS = 1000;
-/** Sized request bodies up to this are read whole before they go upstream (src/tap/request-body.ts). */
+/** Sized request bodies up to this are read whole before they go upstream (src/tap/forward.ts). */
 const READ_FIRST_BYTES = 1024 * 1024;
 
 /** The engine's settings from the tap's config (exported for the suites and the bench that drive an engine directly). */

@@ -4,7 +4,7 @@ import { type Context, Hono, type Next } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
-import { apiError } from "../protocol/api-error.ts";
+import { apiError } from "../protocol/headers.ts";
 import type { ViewerDeps } from "../viewer/deps.ts";
 import { hostName } from "../viewer/hosts.ts";
 import { viewerRoutes } from "../viewer/routes.ts";

@@ -3,7 +3,7 @@
  * sessions, exports, restoring a session into Claude Code, and new records as they are written, rendered.
  * Framework-free: routes.ts maps routes onto these methods.
  */
-import { nameInside } from "../protocol/id-name.ts";
+import { nameInside } from "../protocol/session-id.ts";
 import { exportText } from "../transcript/export.ts";
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";

@@ -8,7 +8,7 @@
 import { type Rec } from "../transcript/records.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { join } from "node:path/posix";
-import { parseJsonl } from "../protocol/jsonl.ts";
+import { parseJsonl } from "../protocol/json.ts";
 
 /** Records that appeared in one conversation directory. */
 export interface LiveBatch {

@@ -7,9 +7,8 @@ import { createServer, type Server } from "node:http";
 import net from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { describe as describeError } from "../../src/utils/describe-error.ts";
+import { describe as describeError, networkFailure } from "../../src/utils/describe-error.ts";
 import { listen } from "../../src/runtime/index.ts";
-import { networkFailure } from "../../src/utils/network-error.ts";
 import { runTap, serveTap, stopAll, type TapChild } from "../support/child.ts";
 
 /** What a runtime says to its own user, never to ours. */
