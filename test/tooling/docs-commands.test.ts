@@ -13,7 +13,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
-import { HELP } from "../../src/config/help.ts";
+import { HELP } from "../../src/config/commands.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { ROOT } from "../support/child.ts";
 import { pollUntil } from "../support/poll.ts";
