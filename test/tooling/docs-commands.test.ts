@@ -213,6 +213,18 @@ describe("the documented commands", { timeout: 120_000 }, () => {
     assert.match(readme, /^ {4}npm test\b/m);
   });
 
+  it("the README says which Node.js the tests need: package.json's floor, and why the EBADENGINE warnings of newer floors are harmless", () => {
+    const readme = readFileSync(`${ROOT}README.md`, "utf8").replace(/\s+/g, " ");
+    const floor = /^>=(\d+)$/.exec(JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")).engines.node)![1];
+    assert.ok(readme.includes(`a machine with Node.js ${floor} or later and npm needs nothing else`), "the README's Node.js for the tests");
+    assert.ok(readme.includes(`The suite runs on Node.js ${floor}`));
+    for (const pkg of ["@anthropic-ai/claude-code", "@sparticuz/chromium"]) {
+      const declared = JSON.parse(readFileSync(`${ROOT}node_modules/${pkg}/package.json`, "utf8")).engines?.node ?? "";
+      const least = Number(/\d+/.exec(declared)?.[0] ?? 0);
+      assert.ok(least <= Number(floor) || readme.includes("EBADENGINE"), `${pkg} declares ${declared}: the README must say its warning is harmless`);
+    }
+  });
+
   it("the README and --help point at every topic document, and every link to docs/ names a file that exists", () => {
     const readme = readFileSync(`${ROOT}README.md`, "utf8");
     for (const topic of TOPICS) {
