@@ -7,7 +7,7 @@ import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import type { Zone } from "../utils/local-time.ts";
 import { VERSION } from "../version.ts";
 import * as launcher from "./claude.ts";
-import type { Command, CommandIo } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
 import * as doctor from "./doctor.ts";
 import * as exportCommand from "./export.ts";
 import * as list from "./list.ts";
@@ -19,17 +19,7 @@ import * as store from "./store.ts";
 import * as usage from "./usage.ts";
 import * as verify from "./verify.ts";
 
-const COMMANDS: Record<Exclude<Config["command"], "serve" | "claude" | "help" | "version">, Command> = {
-  list: list.run,
-  show: show.run,
-  search: search.run,
-  usage: usage.run,
-  export: exportCommand.run,
-  restore: restore.run,
-  doctor: doctor.run,
-  verify: verify.run,
-  store: store.run,
-};
+const COMMANDS = { list, show, search, usage, export: exportCommand, restore, doctor, verify, store };
 
 /** The process as a command sees it; `fs`, `fetch`, `clock`, `cwd`, `zone` default to the real ones for tests to replace. */
 export interface Io {
@@ -86,7 +76,7 @@ export async function main(args: string[], env: Record<string, string | undefine
     zone: io.zone ?? { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() },
   };
   try {
-    return await COMMANDS[config.command](config, commandIo);
+    return await COMMANDS[config.command].run(config, commandIo);
   } catch (error) {
     // A failure the command did not expect (an unreadable file, a full disk): one line, never a stack.
     const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
