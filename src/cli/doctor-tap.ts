@@ -25,8 +25,11 @@ export async function probe(io: CommandIo, base: string, config: Readonly<Config
   if (found.health !== null && (found.kind === "mine" || otherRoot(found.health, config) !== null)) {
     return { ok: true, health: found.health, proven: found.kind === "mine" };
   }
+  // A tap proves itself for the address it listens at; a name (localhost) may lead elsewhere too.
+  const host = new URL(found.url).hostname;
+  const suspect = /^(\[.*\]|[\d.]+)$/.test(host) ? "another user's server on the port?" : `a tap proves itself for its address: name that, not ${host}`;
   const why = found.kind === "unproven"
-    ? `answers as a sessiontap, but could not prove it is this user's tap mirroring to ${config.mirrorDir} (another user's server on the port?); doctor sent it no token`
+    ? `answers as a sessiontap, but could not prove it is this user's tap mirroring to ${config.mirrorDir} (${suspect}); doctor sent it no token`
     : `answers ${found.status}, but shows its details only with its token (${
       config.token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
     })`;
