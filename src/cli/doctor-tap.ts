@@ -1,8 +1,5 @@
-/**
- * `doctor`'s look at a running tap: whether something answers `/_tap/health` where Claude Code is pointed
- * (or where `--url` / `--port` say), mirroring where doctor looks, and every problem its health lists (a
- * failing upstream, queued commits) as a problem here too.
- */
+// `doctor`'s look at the tap Claude Code uses (or `--url` / `--port`): up, mirroring where doctor looks, and the
+// problems its health lists, each a check here too.
 import type { Config } from "../config/parse.ts";
 import { isObject } from "../protocol/json.ts";
 import type { CommandIo } from "./command-io.ts";
@@ -11,37 +8,33 @@ import { guardCheck } from "./doctor-transcripts.ts";
 import { unmirroredChecks } from "./doctor-unmirrored.ts";
 import { probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
 
-/**
- * A tap's health, or why none answered (`down`: nothing answers at all, so requests sent there fail). A tap
- * that could not prove it is this user's (cli/tap-probe.ts) is never sent the token: `proven` is false.
- */
+/** A tap's health, or why none answered (`down`: nothing does, so requests sent there fail). `proven`: it proved it is this user's. */
 export type Probe = { ok: true; health: Record<string, unknown>; proven: boolean } | { ok: false; why: string; down: boolean };
 
-/** What a tap's health route says, or why no tap answered. */
+/** Another root than doctor's, or "off": a tap of this user's that cannot prove itself, and says so of itself. */
+function otherRoot(health: Record<string, unknown> | null, config: Readonly<Config>): string | null {
+  const mirror = health?.mirror;
+  return mirror === "off" ? "off" : isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir ? mirror.root : null;
+}
+
 export async function probe(io: CommandIo, base: string, config: Readonly<Config>): Promise<Probe> {
+  // Only a tap that proves it is this user's is sent the token (cli/tap-probe.ts).
   const token = config.token ?? await tokenLeftFor(io.fs, config.mirrorDir, base);
   const found = await probeTap(io.fetch, base, await proofKey(true, config.mirrorDir), token);
   if (found.kind === "none") return { ok: false, down: true, why: `nothing answers at ${found.url} (${found.why})` };
   if (found.kind === "other") return { ok: false, down: false, why: `${found.url} answers, but is not a sessiontap tap (HTTP ${found.httpStatus})` };
-  const mirror = found.health?.mirror;
-  const elsewhere = mirror === "off" || (isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir);
-  // A tap of this user's with its mirror off or on another root cannot prove itself; what it says of itself is shown as such.
-  if (found.health !== null && (found.kind === "mine" || elsewhere)) return { ok: true, health: found.health, proven: found.kind === "mine" };
-  if (found.kind === "unproven") {
-    return {
-      ok: false,
-      down: false,
-      why: `${found.url} answers as a sessiontap, but could not prove it is this user's tap mirroring to ${config.mirrorDir} ` +
-        `(another user's server on the port?); doctor sent it no token`,
-    };
+  if (found.health !== null && (found.kind === "mine" || otherRoot(found.health, config) !== null)) {
+    return { ok: true, health: found.health, proven: found.kind === "mine" };
   }
-  return {
-    ok: false,
-    down: false,
-    why: `${found.url} answers ${found.status}, but shows its details only with its token (${
+  // A tap proves itself for the address it listens at; a name (localhost) may lead elsewhere too.
+  const host = new URL(found.url).hostname;
+  const suspect = /^(\[.*\]|[\d.]+)$/.test(host) ? "another user's server on the port?" : `a tap proves itself for its address: name that, not ${host}`;
+  const why = found.kind === "unproven"
+    ? `answers as a sessiontap, but could not prove it is this user's tap mirroring to ${config.mirrorDir} (${suspect}); doctor sent it no token`
+    : `answers ${found.status}, but shows its details only with its token (${
       config.token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
-    })`,
-  };
+    })`;
+  return { ok: false, down: false, why: `${found.url} ${why}` };
 }
 
 /** Health's problems as checks: "upstream: …" becomes check "tap upstream", and so on. */
@@ -65,17 +58,12 @@ export async function tapChecks(config: Readonly<Config>, io: CommandIo, tapUrl:
     }`;
     return { tap, checks: [{ check: "tap", status: "fail", detail }] };
   }
-  const mirror = tap.health.mirror;
   const about = `${tapUrl} (${chosen})`;
-  let check: Check;
-  if (mirror === "off") {
-    check = { check: "tap", status: "warn", detail: `${about} is up, but runs with the mirror off (--no-mirror / SESSIONTAP_MIRROR=off)` };
-  } else if (isObject(mirror) && typeof mirror.root === "string" && mirror.root !== config.mirrorDir) {
-    check = {
-      check: "tap",
-      status: "warn",
-      detail: `${about} is up, mirroring to ${mirror.root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)`,
-    };
-  } else check = { check: "tap", status: "ok", detail: `${about} is up (sessiontap ${String(tap.health.version)}, ${String(tap.health.runtime)})` };
+  const root = otherRoot(tap.health, config);
+  const check: Check = root === "off"
+    ? { check: "tap", status: "warn", detail: `${about} is up, but runs with the mirror off (--no-mirror / SESSIONTAP_MIRROR=off)` }
+    : root !== null
+    ? { check: "tap", status: "warn", detail: `${about} is up, mirroring to ${root}; this doctor looked at ${config.mirrorDir} (pass --mirror-dir)` }
+    : { check: "tap", status: "ok", detail: `${about} is up (sessiontap ${String(tap.health.version)}, ${String(tap.health.runtime)})` };
   return { tap, checks: [check, ...guardCheck(tap.health), ...unmirroredChecks(tap.health), ...problemChecks(tap.health)] };
 }

@@ -166,6 +166,28 @@ describe("sessiontap claude: Claude Code with the tap in front", { timeout: 180_
     assert.equal((await fetch(`${theirs.url}/_tap/health`)).status, 200, "their tap still serves");
   });
 
+  it("no Claude Code to run: the one line that says so comes first and alone, exit 127, and the launcher's tap is gone", async () => {
+    const s = scratch();
+    const theirs = await serveTap(["--upstream", stub.url, "--mirror-dir", `${s.home}/mirror`]);
+    taps.push(theirs.tap);
+    const named = await launch(["-p", "x"], { ...launcherEnv(s, theirs.port, stub.url, CLAUDE_BIN), SESSIONTAP_CLAUDE: `${s.home}/no-such-claude` }, s.project);
+    assert.equal(named.code, 127);
+    assert.equal(
+      named.stderr,
+      `sessiontap: ${s.home}/no-such-claude was not found (SESSIONTAP_CLAUDE): install Claude Code (npm i -g @anthropic-ai/claude-code), or name it: SESSIONTAP_CLAUDE=/path/to/claude\n`,
+    );
+    const port = await freePort();
+    const env = { ...launcherEnv(s, port, stub.url, CLAUDE_BIN), PATH: `${s.home}/empty` };
+    delete (env as Record<string, string | undefined>).SESSIONTAP_CLAUDE;
+    const onPath = await launch(["-p", "x"], env, s.project);
+    assert.equal(onPath.code, 127);
+    assert.equal(
+      onPath.stderr,
+      "sessiontap: claude was not found on PATH: install Claude Code (npm i -g @anthropic-ai/claude-code), or name it: SESSIONTAP_CLAUDE=/path/to/claude\n",
+    );
+    assert.equal(await refused(port), true, "the tap it started for Claude Code is gone");
+  });
+
   it("a port held by something that is not a sessiontap: a tap on another port, said so", async () => {
     const s = scratch();
     const other: Server = createServer((_, res) => res.writeHead(404).end("not a tap"));
