@@ -6,7 +6,7 @@
  * Code refuses the tap's certificates.
  */
 import { isObject } from "../protocol/json.ts";
-import { HostTable } from "../proxy/known-hosts.ts";
+import { HostTable } from "../config/proxy-settings.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { CommandIo } from "./command-io.ts";
 import { type Check, requestsFail } from "./doctor-check.ts";

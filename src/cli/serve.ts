@@ -7,7 +7,7 @@ import { runtimeName } from "../runtime/index.ts";
 import { describe } from "../utils/describe-error.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { redactUrl } from "../store/pg-client.ts";
-import { ProxyStartError } from "../proxy/proxy-error.ts";
+import { ProxyStartError } from "../config/proxy-settings.ts";
 import { PriceFileError } from "../usage/prices.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/index.ts";

@@ -1,68 +1,40 @@
-/**
- * The forward proxy (docs/DESIGN.md "Proxy mode"): a node:net listener on the tap's own address that
- * answers CONNECT. A host of the table (known-hosts.ts) has its TLS terminated and its requests forwarded
- * as base-URL mode forwards them, mirror included; any other host gets a blind tunnel. Bun.serve and
- * Deno.serve hand a server no CONNECT tunnel, so this listener is its own
- * (docs/RUNTIMES.md "The forward proxy"). With a token every CONNECT needs it in Proxy-Authorization.
- */
-import { createServer, type Server, type Socket } from "node:net";
-import type { ProxySettings } from "../config/proxy-settings.ts";
+// The forward proxy (docs/DESIGN.md "Proxy mode"): a node:net listener of its own, since Bun.serve and Deno.serve hand no
+// CONNECT to a server; a known host's TLS is terminated and its requests forwarded, any other host gets a blind tunnel.
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { HostTable, type Provider, type ProxySettings, ProxyStartError } from "../config/proxy-settings.ts";
 import { sameSecret } from "../server/request-guard.ts";
 import type { EventFields } from "../storage/events-log.ts";
-import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { forward, type ForwardDeps } from "../tap/forward.ts";
+import { UpstreamHealth } from "../tap/upstream-health.ts";
+import { REMIND_MS } from "../utils/alarm.ts";
+import { describe } from "../utils/describe-error.ts";
+import { upstreamProblems } from "../utils/upstream-problem.ts";
 import { settlesWithin } from "../utils/within.ts";
-import { loadOrMakeCa, type StoredCa } from "./ca-store.ts";
-import { field, parseAuthority, parseRequestHead } from "./http-head.ts";
-import { plainAnswer, writeTo } from "./http-response.ts";
-import { HostTable } from "./known-hosts.ts";
-import { LeafCache } from "./leaf-cache.ts";
-import { ProxyStartError } from "./proxy-error.ts";
-import { type ProxyCounts, ProxyStats } from "./proxy-stats.ts";
-import { ProxyUpstreams } from "./proxy-upstreams.ts";
-import { HeadError, readHead, SocketReader } from "./socket-reader.ts";
-import { terminate } from "./tls-terminate.ts";
-import { ESTABLISHED, tunnel } from "./tunnel.ts";
+import { field, HeadError, parseAuthority, parseRequestHead, plainAnswer, readHead, SocketReader, writeTo } from "./http1.ts";
+import { leafContexts, loadOrMakeCa } from "./local-ca.ts";
+import { terminate } from "./terminate.ts";
 
-/** Largest CONNECT head read. */
 const MAX_CONNECT_HEAD = 16 * 1024;
-/** Longest quiet on a terminated connection between requests (longer than clients keep an idle one). */
+/** Longer than clients keep an idle connection. */
 const IDLE_MS = 300_000;
+const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
-/** What the proxy needs from the tap. */
 export interface ProxyDeps {
   fs: FsAdapter;
   clock: () => number;
   stderr: (line: string) => void;
-  /** The events log (through the mirror engine); a no-op with the mirror off. */
+  /** The events log; a no-op with the mirror off. */
   log: (action: string, fields: EventFields) => void;
-  /** The tap's forwarder settings; the proxy forwards with its own upstream per host. */
+  /** The proxy forwards with its own upstream per host. */
   forwardDeps: ForwardDeps;
-  /** The address to listen on (the tap's). */
+  /** The tap's address. */
   host: string;
-  /** The token every CONNECT needs, or null on loopback. */
+  /** What every CONNECT needs, or null on loopback. */
   token: string | null;
 }
 
-/** What health shows of the proxy. */
-export interface ProxyHealth extends ProxyCounts {
-  port: number;
-  ca: string;
-  upstreams: Record<string, unknown>;
-}
-
-/** A proxy that is listening. */
-export interface RunningProxy {
-  port: number;
-  /** Where the CA's certificate is (what NODE_EXTRA_CA_CERTS names), and whether this start made it. */
-  ca: StoredCa;
-  health(): ProxyHealth;
-  /** Problems health lists (an upstream the proxy could not reach). */
-  problems(): string[];
-  /** Stops accepting; idle connections close at once, the rest within `drainMs`. */
-  stop(drainMs: number): Promise<void>;
-}
+export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
 
 /** True when `header` carries `token`, as Basic credentials (any user name) or a Bearer token. */
 export function proxyAuthorized(header: string | null, token: string): boolean {
@@ -75,12 +47,84 @@ export function proxyAuthorized(header: string | null, token: string): boolean {
   } catch {
     return false;
   }
-  const colon = decoded.indexOf(":");
-  return colon >= 0 && sameSecret(decoded.slice(colon + 1), token);
+  return decoded.includes(":") && sameSecret(decoded.slice(decoded.indexOf(":") + 1), token);
 }
 
-/** Starts the proxy on `settings.port`; rejects (CaError, or the listen error) when it cannot. */
-export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyDeps): Promise<RunningProxy> {
+/** Counts for health, events-log lines, and the one stderr hint a refused certificate earns (at most once a minute). */
+function proxyStats(deps: ProxyDeps, certPath: string) {
+  const [refused, failed]: Record<string, number>[] = [{}, {}];
+  // tunnels: blind, to hosts the proxy does not know; uncovered: shaped like a provider's host the CA does not cover, so tunnelled.
+  const counts = { tunnels: 0, terminated: 0, forwarded: { anthropic: 0, vertex: 0, bedrock: 0 }, uncovered: 0, refused, failed, internalErrors: 0 };
+  const uncoveredSeen = new Set<string>();
+  let lastHint = Number.NEGATIVE_INFINITY;
+  return {
+    counts,
+    refused(reason: string, status: number) {
+      counts.refused[reason] = (counts.refused[reason] ?? 0) + 1;
+      deps.log("proxy-refused", { reason, status });
+    },
+    failed(host: string, reason: string, detail: string | null = null) {
+      counts.failed[reason] = (counts.failed[reason] ?? 0) + 1;
+      deps.log("proxy-failed", { host, reason, ...(detail === null ? {} : { detail }) });
+      // A client that refuses the certificate says so with an alert, or (Bun's TLS) just hangs up mid-handshake.
+      if ((reason === "certificate-refused" || reason === "closed-in-handshake") && deps.clock() - lastHint >= REMIND_MS) {
+        lastHint = deps.clock();
+        const did = reason === "certificate-refused" ? "refused" : "hung up on";
+        deps.stderr(
+          `sessiontap: a client ${did} the proxy's certificate for ${host}, most likely because it does not trust the tap's CA: start it with NODE_EXTRA_CA_CERTS=${certPath}`,
+        );
+      }
+    },
+    internalError(error: string) {
+      counts.internalErrors++;
+      deps.log("proxy-error", { error });
+      deps.stderr(`sessiontap: proxy: internal error on a connection (${error}); the connection was closed`);
+    },
+    uncovered(host: string, provider: Provider) {
+      counts.uncovered++;
+      if (uncoveredSeen.has(host) || uncoveredSeen.size >= 64) return;
+      uncoveredSeen.add(host);
+      deps.log("proxy-uncovered", { host, provider });
+    },
+    terminated: () => void counts.terminated++,
+    forwarded: (provider: Provider) => void counts.forwarded[provider]++,
+  };
+}
+
+/** Bytes flow both ways untouched once `host:port` answers; resolves once both sides are closed. */
+function tunnel(client: Socket, reader: SocketReader, host: string, port: number, timeoutMs: number, stats: ReturnType<typeof proxyStats>): Promise<void> {
+  return new Promise((resolve) => {
+    const upstream = connect({ host, port });
+    let open = false;
+    let closed = 0;
+    const timer = setTimeout(() => upstream.destroy(new Error(`no connection within ${timeoutMs} ms`)), timeoutMs);
+    upstream.once("connect", async () => {
+      clearTimeout(timer);
+      open = true;
+      upstream.setNoDelay(true);
+      if (!(await writeTo(client, ESTABLISHED))) return void upstream.destroy();
+      stats.counts.tunnels++;
+      for (const bytes of reader.detach()) upstream.write(bytes);
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.resume();
+    });
+    upstream.on("error", async (error) => {
+      clearTimeout(timer);
+      if (open) return void client.destroy();
+      stats.refused("unreachable", 502);
+      await writeTo(client, plainAnswer(502, `${host}:${port} could not be reached (${describe(error)})`));
+      client.end();
+    });
+    client.on("error", () => upstream.destroy());
+    client.on("close", () => upstream.destroy());
+    for (const side of [client, upstream]) side.on("close", () => ++closed === 2 && resolve());
+    upstream.on("close", () => open && client.destroy());
+  });
+}
+
+/** Starts the proxy; rejects with a ProxyStartError when its CA, a setting or its port is not usable. */
+export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyDeps) {
   const table = new HostTable(settings.addedHosts);
   for (const host of Object.keys(settings.upstreams)) {
     if (!table.terminates(host)) {
@@ -88,21 +132,30 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     }
   }
   const ca = await loadOrMakeCa(deps.fs, settings.caDir, table.names(), deps.clock()).catch((error) => {
-    if (error instanceof ProxyStartError) throw error;
-    throw new ProxyStartError(`the proxy's CA in ${settings.caDir} could not be read or made (${describe(error)})`);
+    throw error instanceof ProxyStartError ? error : new ProxyStartError(`the proxy's CA in ${settings.caDir} could not be read or made (${describe(error)})`);
   });
-  const stats = new ProxyStats(deps.log, deps.stderr, deps.clock, ca.certPath);
-  const upstreams = new ProxyUpstreams(deps.clock, deps.stderr, deps.log);
-  const leaves = new LeafCache(ca.ca, deps.clock);
+  const stats = proxyStats(deps, ca.certPath);
+  const upstreams = new Map<string, UpstreamHealth>();
+  const reporter = (upstream: string): ForwardDeps["upstreamHealth"] => {
+    const check = "Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host";
+    const health = upstreams.get(upstream) ?? new UpstreamHealth(upstream, deps.clock, deps.stderr, check);
+    if (upstreams.size < 256) upstreams.set(upstream, health);
+    return {
+      failed: (error, how) => {
+        health.failed(error, how);
+        deps.log("upstream-error", { how, error: describe(error), upstream: new URL(upstream).host });
+      },
+      answered: () => health.answered(),
+    };
+  };
+  const context = leafContexts(ca.ca, deps.clock);
   const busy = new Map<Socket, boolean>();
   let stopping = false;
-  /** Called once the last connection closed, while stopping. */
   let emptied = () => {};
   const readWholeBytes = Math.min(deps.forwardDeps.readFirstBytes, deps.forwardDeps.maxMessageBytes);
   const forwardTo = (request: Request, upstream: string) =>
-    forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: upstreams.reporter(upstream), proxied: true });
+    forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: reporter(upstream), proxied: true });
 
-  /** Answers a proxy request with an error, counts and logs it, and closes. */
   const refuse = async (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
     stats.refused(reason, status);
     await writeTo(socket, plainAnswer(status, message, extra));
@@ -117,8 +170,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       text = await readHead(reader, MAX_CONNECT_HEAD, settings.timeoutMs, settings.timeoutMs);
     } catch (error) {
       if (!(error instanceof HeadError)) return void socket.destroy();
-      const status = error.reason === "too-large" ? 431 : error.reason === "timeout" ? 408 : 400;
-      return refuse(socket, `head-${error.reason}`, status, error.message);
+      return refuse(socket, `head-${error.reason}`, error.reason === "too-large" ? 431 : error.reason === "timeout" ? 408 : 400, error.message);
     }
     if (text === null) return void socket.destroy();
     const head = parseRequestHead(text);
@@ -138,7 +190,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       if (!(await writeTo(socket, ESTABLISHED))) return void socket.destroy();
       const upstream = settings.upstreams[target.host] ?? `https://${target.port === 443 ? target.host : `${target.host}:${target.port}`}`;
       return terminate(socket, reader, { ...target, provider: known.provider, upstream }, {
-        leaves,
+        context,
         stats,
         forward: forwardTo,
         timeoutMs: settings.timeoutMs,
@@ -151,15 +203,12 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     }
     if (known.kind === "uncovered") stats.uncovered(target.host, known.provider);
     if (!settings.tunnel) return refuse(socket, "tunnel-off", 403, "this proxy tunnels only the API hosts it knows (SESSIONTAP_PROXY_TUNNEL=off)");
-    return tunnel(socket, reader, target.host, target.port, { stats, timeoutMs: settings.timeoutMs });
+    return tunnel(socket, reader, target.host, target.port, settings.timeoutMs, stats);
   };
 
   const server: Server = createServer((socket) => {
     busy.set(socket, true);
-    socket.on("close", () => {
-      busy.delete(socket);
-      if (busy.size === 0) emptied();
-    });
+    socket.on("close", () => busy.delete(socket) && busy.size === 0 && emptied());
     socket.on("error", () => undefined); // every reader of the socket sees the error as an end
     handle(socket).catch((error) => {
       stats.internalError(describe(error));
@@ -168,19 +217,16 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   });
   await new Promise<void>((resolve, reject) => {
     const failed = (error: Error) => reject(new ProxyStartError(`the proxy cannot listen on ${deps.host}:${settings.port} (${describe(error)})`));
-    server.once("error", failed);
-    server.listen({ port: settings.port, host: deps.host }, () => {
-      server.off("error", failed);
-      resolve();
-    });
+    server.once("error", failed).listen({ port: settings.port, host: deps.host }, () => resolve(void server.off("error", failed)));
   });
   const port = (server.address() as { port: number }).port;
   return {
     port,
     ca,
-    health: () => ({ port, ca: ca.certPath, ...stats.snapshot(), upstreams: upstreams.states() }),
-    problems: () => upstreams.problems(),
-    async stop(drainMs) {
+    health: () => ({ port, ca: ca.certPath, ...structuredClone(stats.counts), upstreams: Object.fromEntries([...upstreams].map(([u, h]) => [u, h.state()])) }),
+    problems: () => [...upstreams.values()].flatMap((h) => upstreamProblems(h.state())),
+    /** Idle connections close at once, the rest within `drainMs`. */
+    async stop(drainMs: number) {
       stopping = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const [socket, inFlight] of busy) if (!inFlight) socket.destroy();

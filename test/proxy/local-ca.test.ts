@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:tls";
 import { tmpdir } from "node:os";
-import { x509 } from "../../src/proxy/x509.ts"; // loaded after its polyfill, however the files load
-import { issueLeaf, type KeyPair, permittedNames, readCa } from "../../src/proxy/certificates.ts";
-import { HostTable } from "../../src/proxy/known-hosts.ts";
+import { x509 } from "../../src/proxy/local-ca.ts"; // loaded after its polyfill, however the files load
+import { issueLeaf, type KeyPair, permittedNames, readCa } from "../../src/proxy/local-ca.ts";
+import { HostTable } from "../../src/config/proxy-settings.ts";
 import { cli } from "../support/recover.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 

@@ -7,11 +7,9 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { PassThrough } from "node:stream";
 import { parseConfig } from "../../src/config/parse.ts";
-import { bodyStream, framingOf } from "../../src/proxy/http-body.ts";
-import { keepsAlive, parseAuthority, parseRequestHead, type RequestHead } from "../../src/proxy/http-head.ts";
-import { HostTable } from "../../src/proxy/known-hosts.ts";
+import { HostTable } from "../../src/config/proxy-settings.ts";
+import { bodyStream, framingOf, keepsAlive, parseAuthority, parseRequestHead, readHead, type RequestHead, SocketReader } from "../../src/proxy/http1.ts";
 import { proxyAuthorized } from "../../src/proxy/proxy-server.ts";
-import { readHead, SocketReader } from "../../src/proxy/socket-reader.ts";
 
 const head = (text: string) => parseRequestHead(text) as RequestHead;
 
