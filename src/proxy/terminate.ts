@@ -110,7 +110,7 @@ export async function terminate(socket: Socket, reader: SocketReader, to: Destin
       ? "handshake-timeout"
       : outcome instanceof ClosedInHandshake
       ? "closed-in-handshake"
-      : REFUSED_CERTIFICATE.test(detail ?? "")
+      : REFUSED_CERTIFICATE.test(`${(outcome as { code?: string }).code} ${outcome.message}`) // describe() words every TLS failure alike
       ? "certificate-refused"
       : "handshake-failed";
     return fail(reason, detail);
