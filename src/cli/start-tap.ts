@@ -208,6 +208,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     // A large body streams where the runtime keeps its length, and is read first where it would go chunked.
     readFirstBytes: streamedBodyKeepsLength() ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,
   };
+  let httpPort = 0; // the proxy tunnels nowhere into the tap (set once it listens)
   // Loaded only when asked for: the certificate library costs a start ~70 ms.
   const proxy = config.proxy === null ? null : await (await import("../proxy/proxy-server.ts")).startProxy(config.proxy, {
     fs: nodeFs,
@@ -217,6 +218,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     host: config.host,
     token: token?.value ?? null,
     log: (action, fields) => link?.send({ t: "log", action, fields }),
+    tapPort: () => httpPort,
   }).catch(async (error) => {
     // A proxy that cannot start stops the start: nothing started before it may keep running.
     viewer.close();
@@ -263,6 +265,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       await proxy?.stop(0);
       throw error;
     });
+  httpPort = server.port;
   if (link !== null) {
     link.send({
       t: "log",

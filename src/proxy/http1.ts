@@ -77,16 +77,20 @@ export function latin1(bytes: Uint8Array): string {
 
 /**
  * A head up to its blank line, as Latin-1, with what follows pushed back; null when the peer ended before a byte.
- * `firstMs` bounds the wait for its first byte (a quiet kept-alive connection), `restMs` the rest of it.
+ * `firstMs` bounds the wait for its first byte (a quiet kept-alive connection), `restMs` the whole rest of it.
  */
 export async function readHead(reader: SocketReader, maxBytes: number, firstMs: number, restMs: number): Promise<string | null> {
   let bytes = new Uint8Array(0);
+  let by = Date.now() + firstMs;
   for (;;) {
     let chunk: Uint8Array | null;
     try {
-      chunk = await reader.read(bytes.length === 0 ? firstMs : restMs);
+      chunk = await reader.read(Math.max(0, by - Date.now()));
+      if (bytes.length === 0) by = Date.now() + restMs;
     } catch (error) {
-      if (error instanceof ReadTimeout) throw new HeadError("timeout", bytes.length === 0 ? "no request came" : "the request head stopped part-way");
+      if (error instanceof ReadTimeout) {
+        throw new HeadError("timeout", bytes.length === 0 ? "no request came" : `the request head did not come whole within ${restMs} ms`);
+      }
       throw error;
     }
     if (chunk === null) {

@@ -1,6 +1,8 @@
 // The forward proxy (docs/DESIGN.md "Proxy mode"): a node:net listener of its own, since Bun.serve and Deno.serve hand no
 // CONNECT to a server; a known host's TLS is terminated and its requests forwarded, any other host gets a blind tunnel.
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { lookup } from "node:dns/promises";
+import { BlockList, connect, createServer, isIPv6, type Server, type Socket } from "node:net";
+import { networkInterfaces } from "node:os";
 import { HostTable, type Provider, type ProxySettings, ProxyStartError } from "../config/proxy-settings.ts";
 import { sameSecret } from "../server/request-guard.ts";
 import type { EventFields } from "../storage/events-log.ts";
@@ -10,12 +12,13 @@ import { UpstreamHealth } from "../tap/upstream-health.ts";
 import { REMIND_MS } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 import { upstreamProblems } from "../utils/upstream-problem.ts";
-import { settlesWithin } from "../utils/within.ts";
+import { deadline, settlesWithin } from "../utils/within.ts";
 import { field, HeadError, parseAuthority, parseRequestHead, plainAnswer, readHead, SocketReader, writeTo } from "./http1.ts";
 import { leafContexts, loadOrMakeCa } from "./local-ca.ts";
 import { terminate } from "./terminate.ts";
 
 const MAX_CONNECT_HEAD = 16 * 1024;
+const MAX_WAITING = 64;
 /** Longer than clients keep an idle connection. */
 const IDLE_MS = 300_000;
 const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -32,6 +35,8 @@ export interface ProxyDeps {
   host: string;
   /** What every CONNECT needs, or null on loopback. */
   token: string | null;
+  /** The tap's HTTP port (0 before it listens). */
+  tapPort: () => number;
 }
 
 export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
@@ -51,6 +56,8 @@ export function proxyAuthorized(header: string | null, token: string): boolean {
 }
 
 /** Counts for health, events-log lines, and the one stderr hint a refused certificate earns (at most once a minute). */
+type Stats = ReturnType<typeof proxyStats>;
+
 function proxyStats(deps: ProxyDeps, certPath: string) {
   const [refused, failed]: Record<string, number>[] = [{}, {}];
   // tunnels: blind, to hosts the proxy does not know; uncovered: shaped like a provider's host the CA does not cover, so tunnelled.
@@ -91,10 +98,10 @@ function proxyStats(deps: ProxyDeps, certPath: string) {
   };
 }
 
-/** Bytes flow both ways untouched once `host:port` answers; resolves once both sides are closed. */
-function tunnel(client: Socket, reader: SocketReader, host: string, port: number, timeoutMs: number, stats: ReturnType<typeof proxyStats>): Promise<void> {
+/** Bytes flow both ways untouched once `address:port` answers; resolves once both sides are closed. */
+function tunnel(client: Socket, reader: SocketReader, target: string, address: string, port: number, timeoutMs: number, stats: Stats): Promise<void> {
   return new Promise((resolve) => {
-    const upstream = connect({ host, port });
+    const upstream = connect({ host: address, port });
     let open = false;
     let closed = 0;
     const timer = setTimeout(() => upstream.destroy(new Error(`no connection within ${timeoutMs} ms`)), timeoutMs);
@@ -113,14 +120,24 @@ function tunnel(client: Socket, reader: SocketReader, host: string, port: number
       clearTimeout(timer);
       if (open) return void client.destroy();
       stats.refused("unreachable", 502);
-      await writeTo(client, plainAnswer(502, `${host}:${port} could not be reached (${describe(error)})`));
-      client.end();
+      await writeTo(client, plainAnswer(502, `${target} could not be reached (${describe(error)})`));
+      client.end(() => client.destroy());
     });
     client.on("error", () => upstream.destroy());
     client.on("close", () => upstream.destroy());
     for (const side of [client, upstream]) side.on("close", () => ++closed === 2 && resolve());
     upstream.on("close", () => open && client.destroy());
   });
+}
+
+/** True when `address` is this machine's: a loopback or unspecified address, or one of its interfaces'. */
+function isLocal(address: string): boolean {
+  const local = new BlockList();
+  local.addSubnet("127.0.0.0", 8, "ipv4");
+  for (const a of ["0.0.0.0", "::", "::1", ...Object.values(networkInterfaces()).flat().map((i) => i?.address ?? "::")]) {
+    local.addAddress(a, isIPv6(a) ? "ipv6" : "ipv4");
+  }
+  return local.check(address, isIPv6(address) ? "ipv6" : "ipv4");
 }
 
 /** Starts the proxy; rejects with a ProxyStartError when its CA, a setting or its port is not usable. */
@@ -159,12 +176,11 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   const refuse = async (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
     stats.refused(reason, status);
     await writeTo(socket, plainAnswer(status, message, extra));
-    socket.end();
+    socket.end(() => socket.destroy()); // a peer that never closes keeps no descriptor of the tap's
   };
 
-  const handle = async (socket: Socket) => {
-    socket.setNoDelay(true);
-    const reader = new SocketReader(socket);
+  /** The CONNECT's target once its head was read and its token checked; null once refused. */
+  const connectPhase = async (socket: Socket, reader: SocketReader) => {
     let text: string | null;
     try {
       text = await readHead(reader, MAX_CONNECT_HEAD, settings.timeoutMs, settings.timeoutMs);
@@ -183,8 +199,18 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
         "proxy-authenticate": 'Basic realm="sessiontap"',
       });
     }
-    const target = parseAuthority(head.target);
-    if (target === null) return refuse(socket, "bad-target", 400, "CONNECT takes host:port (a host name or address, and a port 1-65535)");
+    return parseAuthority(head.target) ?? refuse(socket, "bad-target", 400, "CONNECT takes host:port (a host name or address, and a port 1-65535)");
+  };
+
+  let waiting = 0;
+  const handle = async (socket: Socket) => {
+    socket.setNoDelay(true);
+    // Connections not yet past their CONNECT are capped, so however many a client opens, the tap keeps descriptors for its API.
+    if (waiting >= MAX_WAITING) return refuse(socket, "busy", 503, `${MAX_WAITING} connections are still in their CONNECT phase: try again later`);
+    const reader = new SocketReader(socket);
+    waiting++;
+    const target = await connectPhase(socket, reader).finally(() => waiting--);
+    if (!target) return;
     const known = table.recognise(target.host);
     if (known.kind === "terminate") {
       if (!(await writeTo(socket, ESTABLISHED))) return void socket.destroy();
@@ -203,7 +229,18 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     }
     if (known.kind === "uncovered") stats.uncovered(target.host, known.provider);
     if (!settings.tunnel) return refuse(socket, "tunnel-off", 403, "this proxy tunnels only the API hosts it knows (SESSIONTAP_PROXY_TUNNEL=off)");
-    return tunnel(socket, reader, target.host, target.port, settings.timeoutMs, stats);
+    const name = `${target.host}:${target.port}`;
+    let address: string;
+    try {
+      address = (await deadline(lookup(target.host), settings.timeoutMs, () => new Error(`no address within ${settings.timeoutMs} ms`))).address;
+    } catch (error) {
+      return refuse(socket, "unreachable", 502, `${name} could not be reached (${describe(error)})`);
+    }
+    // Into the tap's own ports, a tunnel would nest proxies without end, or reach /_tap/ from the tap's own address.
+    if ((target.port === port || target.port === deps.tapPort()) && isLocal(address)) {
+      return refuse(socket, "self", 403, `${name} leads into the tap itself: the proxy opens no tunnel there`);
+    }
+    return tunnel(socket, reader, name, address, target.port, settings.timeoutMs, stats);
   };
 
   const server: Server = createServer((socket) => {
