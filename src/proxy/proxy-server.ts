@@ -155,8 +155,8 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   const upstreams = new Map<string, UpstreamHealth>();
   const reporter = (upstream: string): ForwardDeps["upstreamHealth"] => {
     const check = "Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host";
-    const health = upstreams.get(upstream) ?? new UpstreamHealth(upstream, deps.clock, deps.stderr, check);
-    if (upstreams.size < 256) upstreams.set(upstream, health);
+    // One per host of the table (or its SESSIONTAP_PROXY_UPSTREAM), so bounded by it.
+    const health = upstreams.get(upstream) ?? upstreams.set(upstream, new UpstreamHealth(upstream, deps.clock, deps.stderr, check)).get(upstream)!;
     return {
       failed: (error, how) => {
         health.failed(error, how);
@@ -211,10 +211,11 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     waiting++;
     const target = await connectPhase(socket, reader).finally(() => waiting--);
     if (!target) return;
-    const known = table.recognise(target.host);
+    // Only the API's own port is decrypted: every port as an upstream of its own would be one more health alarm each.
+    const known = target.port === 443 ? table.recognise(target.host) : { kind: "unknown" as const };
     if (known.kind === "terminate") {
       if (!(await writeTo(socket, ESTABLISHED))) return void socket.destroy();
-      const upstream = settings.upstreams[target.host] ?? `https://${target.port === 443 ? target.host : `${target.host}:${target.port}`}`;
+      const upstream = settings.upstreams[target.host] ?? `https://${target.host}`;
       return terminate(socket, reader, { ...target, provider: known.provider, upstream }, {
         context,
         stats,

@@ -11,8 +11,8 @@ import { ReadTimeout, SocketReader, writeResponse, writeTo } from "./http1.ts";
 const MAX_HEAD = 64 * 1024;
 
 export interface Destination {
+  /** Decrypted on port 443 only. */
   host: string;
-  port: number;
   provider: Provider;
   /** The real host over TLS, or what SESSIONTAP_PROXY_UPSTREAM names. */
   upstream: string;
@@ -90,7 +90,7 @@ export async function terminate(socket: Socket, reader: SocketReader, to: Destin
     const plain = /^[A-Z]{3,10} \S/.test(latin1(first.subarray(0, 24)));
     stats.failed(to.host, plain ? "plain-http" : "not-tls");
     if (!plain) return void socket.destroy();
-    await writeTo(socket, plainAnswer(400, `the tunnel to ${to.host}:${to.port} carries TLS, and the client sent plain HTTP in it (use an https:// URL)`));
+    await writeTo(socket, plainAnswer(400, `the tunnel to ${to.host}:443 carries TLS, and the client sent plain HTTP in it (use an https:// URL)`));
     return void socket.end();
   }
   reader.unshift(first);
@@ -168,9 +168,8 @@ async function serveRequests(socket: Duplex, to: Destination, deps: TerminateDep
     socket.once("close", gone);
     let request: Request;
     try {
-      const authority = to.port === 443 ? to.host : `${to.host}:${to.port}`;
       const init = { method: head.method, headers: new Headers(head.fields), body, signal: abort.signal, duplex: "half" };
-      request = new Request(`https://${authority}${head.target}`, init as RequestInit);
+      request = new Request(`https://${to.host}${head.target}`, init as RequestInit);
     } catch (error) {
       socket.off("close", gone);
       return refuse("bad-request", 400, `the request cannot be forwarded (${describe(error)})`);

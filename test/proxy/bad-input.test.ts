@@ -237,4 +237,16 @@ describe("who may use the proxy", { timeout: 60_000 }, () => {
     const health = await (await fetch(`${tap.url}/_tap/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
     assert.equal(health.proxy.uncovered, 2);
   });
+
+  it("a known host is decrypted on 443 only: on any other port it is no upstream of its own, and with tunnels off it is refused like any host", async () => {
+    const auth = { "proxy-authorization": `Bearer ${TOKEN}` };
+    for (const port of [8443, 80, 9999]) {
+      const tunnel = await connectThrough(tap.proxyPort, `api.anthropic.com:${port}`, auth);
+      assert.equal(tunnel.status, 403, String(port));
+      assert.match(tunnel.text, /tunnels only the API hosts it knows/);
+    }
+    const health = await (await fetch(`${tap.url}/_tap/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+    assert.equal(health.proxy.terminated, 0);
+    assert.deepEqual(health.proxy.upstreams, {});
+  });
 });
