@@ -48,11 +48,6 @@ const TABLE: readonly { provider: Provider; pattern: RegExp; names: readonly str
 
 export type Recognised = { kind: "terminate" | "uncovered"; provider: Provider } | { kind: "unknown" };
 
-/** True when `host` is `name` or under it, as a dNSName constraint permits (RFC 5280 §4.2.1.10). */
-export function withinName(host: string, name: string): boolean {
-  return host === name || host.endsWith(`.${name}`);
-}
-
 export class HostTable {
   private readonly added: ReadonlySet<string>;
 
@@ -79,6 +74,15 @@ export class HostTable {
 
 const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
+// A name constraint permits every name under its own, so an added host must name one site. Short of the Public Suffix
+// List, the rule: two labels at least; a third where the top one is a country's and the second has at most three letters
+// (co.uk, com.au); and no domain above a host the table names (amazonaws.com, anthropic.com), which it names one by one.
+function widerThanASite(host: string): boolean {
+  const labels = host.split(".");
+  if (labels.length < 2 || (labels.length === 2 && labels[1].length === 2 && labels[0].length <= 3)) return true;
+  return TABLE.some((row) => row.names.some((name) => name.endsWith(`.${host}`)));
+}
+
 /** True for a host name (not an address, not a pattern). */
 export function isHostName(name: string): boolean {
   return HOST_NAME.test(name) && !/^[\d.]+$/.test(name);
@@ -92,6 +96,9 @@ export function proxySettings(flags: Map<string, string | true>, env: Env, home:
   const addedHosts = (env.SESSIONTAP_PROXY_HOSTS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
   for (const host of addedHosts) {
     if (!isHostName(host)) throw new UsageError(`SESSIONTAP_PROXY_HOSTS takes host names separated by commas, got "${host}"`);
+    if (widerThanASite(host)) {
+      throw new UsageError(`SESSIONTAP_PROXY_HOSTS: ${host} is wider than one site, and the proxy's CA would sign for all under it; name the host itself`);
+    }
   }
   const upstreams: Record<string, string> = {};
   for (const pair of (env.SESSIONTAP_PROXY_UPSTREAM ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {

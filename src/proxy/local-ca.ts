@@ -5,7 +5,7 @@ import type * as X509 from "@peculiar/x509";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from "@peculiar/asn1-x509";
 import { createSecureContext, type SecureContext } from "node:tls";
-import { ProxyStartError, withinName } from "../config/proxy-settings.ts";
+import { ProxyStartError } from "../config/proxy-settings.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { ensurePrivateDir } from "../storage/private-dir.ts";
 import { currentUid, untrusted } from "../storage/trusted-path.ts";
@@ -19,6 +19,7 @@ const DAY_MS = 86_400_000;
 const CA_DAYS = 3650;
 const CA_RENEW_DAYS = 30;
 const LEAF_DAYS = 7;
+const ALL_ADDRESSES = ["0.0.0.0/0", "::/0"];
 
 export interface LocalCa {
   cert: X509.X509Certificate;
@@ -27,21 +28,23 @@ export interface LocalCa {
   certPem: string;
 }
 
-export type KeyPair = Awaited<ReturnType<typeof issueLeaf>>;
 export type StoredCa = Awaited<ReturnType<typeof loadOrMakeCa>>;
 
-/** Critical, as RFC 5280 §4.2.1.10 asks. */
+// Critical, as RFC 5280 §4.2.1.10 asks; every address is excluded, since names alone leave IP addresses unconstrained.
 function nameConstraints(names: readonly string[]): X509.Extension {
-  const permitted = new GeneralSubtrees(names.map((n) => new GeneralSubtree({ base: new GeneralName({ dNSName: n }) })));
-  return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(new NameConstraints({ permittedSubtrees: permitted })));
+  const subtrees = (bases: GeneralName[]) => new GeneralSubtrees(bases.map((base) => new GeneralSubtree({ base })));
+  const permittedSubtrees = subtrees(names.map((dNSName) => new GeneralName({ dNSName })));
+  const excludedSubtrees = subtrees(ALL_ADDRESSES.map((iPAddress) => new GeneralName({ iPAddress })));
+  return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(new NameConstraints({ permittedSubtrees, excludedSubtrees })));
 }
 
-/** The dNSNames a CA's name constraints permit, or null when it has none (it signs for anything). */
-export function permittedNames(cert: X509.X509Certificate): string[] | null {
+/** The dNSNames a CA's name constraints permit and the addresses they exclude, or null when it has none (it signs for anything). */
+export function constraintsOf(cert: X509.X509Certificate): { names: string[]; excluded: string[] } | null {
   const ext = cert.getExtension(id_ce_nameConstraints);
   if (ext === null) return null;
   const parsed = AsnConvert.parse(ext.value, NameConstraints);
-  return [...(parsed.permittedSubtrees ?? [])].flatMap((s) => (s.base.dNSName === undefined ? [] : [s.base.dNSName.toLowerCase()]));
+  const names = [...(parsed.permittedSubtrees ?? [])].flatMap((s) => (s.base.dNSName === undefined ? [] : [s.base.dNSName.toLowerCase()]));
+  return { names, excluded: [...(parsed.excludedSubtrees ?? [])].flatMap((s) => s.base.iPAddress ?? []) };
 }
 
 /** A fresh key pair and its certificate, signed by `issuer` (itself when null), valid from a day back for clocks that lag. */
@@ -72,7 +75,7 @@ async function createCa(names: readonly string[], now: number): Promise<string> 
     new x509.KeyUsagesExtension(usage, true),
     nameConstraints(names),
   ]);
-  return ca.keyPem + ca.certPem;
+  return `${ca.keyPem}\n${ca.certPem}`;
 }
 
 /** Reads a key file; throws when it holds no such pair, or the key is not the certificate's. */
@@ -94,10 +97,14 @@ export async function readCa(text: string): Promise<LocalCa> {
 /** Why `ca` should not serve `names` at `now`, or null. */
 function caProblem(ca: LocalCa, names: readonly string[], now: number): string | null {
   if (ca.cert.notAfter.getTime() - now < CA_RENEW_DAYS * DAY_MS) return `it expires on ${ca.cert.notAfter.toISOString().slice(0, 10)}`;
-  const permitted = permittedNames(ca.cert);
-  if (permitted === null) return "it carries no name constraints";
-  const missing = names.filter((n) => !permitted.some((p) => withinName(n, p)));
-  return missing.length === 0 ? null : `it does not cover ${missing.slice(0, 3).join(", ")}${missing.length > 3 ? ` and ${missing.length - 3} more` : ""}`;
+  const constraints = constraintsOf(ca.cert);
+  if (constraints === null) return "it carries no name constraints";
+  const list = (hosts: string[]) => `${hosts.slice(0, 3).join(", ")}${hosts.length > 3 ? ` and ${hosts.length - 3} more` : ""}`;
+  const missing = names.filter((n) => !constraints.names.includes(n));
+  if (missing.length > 0) return `it does not cover ${list(missing)}`;
+  const extra = constraints.names.filter((n) => !names.includes(n));
+  if (extra.length > 0) return `it covers ${list(extra)}, no longer a host the proxy decrypts`;
+  return ALL_ADDRESSES.every((a) => constraints.excluded.includes(a)) ? null : "it does not exclude IP addresses";
 }
 
 export function issueLeaf(ca: LocalCa, host: string, now: number) {
