@@ -188,6 +188,19 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   // A client that guesses the token is slowed down, counted, and said (docs/RELIABILITY.md "Trust boundaries").
   const tokenGate = new TokenGate(clock);
   const tokenAlarm = new Alarm(clock, stderr);
+  // The proxy's Proxy-Authorization goes through the same gate, and is said the same way.
+  const onTokenFailure = (fields: { peer: string; failures: number; waitMs: number }) => {
+    link?.send({ t: "log", action: "token-failure", fields });
+    if (fields.waitMs > 0) {
+      tokenAlarm.fail(
+        "wrong tokens",
+        (first) =>
+          `sessiontap: ${first ? "" : "still "}wrong tokens from ${fields.peer} (${fields.failures} so far): it now waits ${
+            fields.waitMs / 1000
+          } s before each try (health: token.failures)`,
+      );
+    }
+  };
   let internalErrors = 0;
   const internalError = (error: unknown) => {
     internalErrors++;
@@ -219,6 +232,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     token: token?.value ?? null,
     log: (action, fields) => link?.send({ t: "log", action, fields }),
     tapPort: () => httpPort,
+    tokenGate,
+    onTokenFailure,
   }).catch(async (error) => {
     // A proxy that cannot start stops the start: nothing started before it may keep running.
     viewer.close();
@@ -247,18 +262,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     token: token?.value ?? null,
     allowedHosts: allowedHosts(config.host),
     tokenGate,
-    onTokenFailure: (fields) => {
-      link?.send({ t: "log", action: "token-failure", fields });
-      if (fields.waitMs > 0) {
-        tokenAlarm.fail(
-          "wrong tokens",
-          (first) =>
-            `sessiontap: ${first ? "" : "still "}wrong tokens from ${fields.peer} (${fields.failures} so far): it now waits ${
-              fields.waitMs / 1000
-            } s before each try (health: token.failures)`,
-        );
-      }
-    },
+    onTokenFailure,
   });
   const server = await listen((request, peer) => app.fetch(request, { peer }), { port: config.port, hostname: config.host, onError: internalError, cut })
     .catch(async (error) => {

@@ -5,6 +5,7 @@ import { BlockList, connect, createServer, isIPv6, type Server, type Socket } fr
 import { networkInterfaces } from "node:os";
 import { HostTable, type Provider, type ProxySettings, ProxyStartError } from "../config/proxy-settings.ts";
 import { sameSecret } from "../server/request-guard.ts";
+import type { TokenGate } from "../server/token-gate.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { forward, type ForwardDeps } from "../tap/forward.ts";
@@ -37,6 +38,9 @@ export interface ProxyDeps {
   token: string | null;
   /** The tap's HTTP port (0 before it listens). */
   tapPort: () => number;
+  /** The HTTP port's: one throttle and one count for a token however it comes. */
+  tokenGate: TokenGate;
+  onTokenFailure: (fields: { peer: string; failures: number; waitMs: number }) => void;
 }
 
 export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
@@ -173,10 +177,13 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   const forwardTo = (request: Request, upstream: string) =>
     forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: reporter(upstream), proxied: true });
 
-  const refuse = async (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
-    stats.refused(reason, status);
+  const answer = async (socket: Socket, status: number, message: string, extra: Record<string, string> = {}) => {
     await writeTo(socket, plainAnswer(status, message, extra));
     socket.end(() => socket.destroy()); // a peer that never closes keeps no descriptor of the tap's
+  };
+  const refuse = (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
+    stats.refused(reason, status);
+    return answer(socket, status, message, extra);
   };
 
   /** The CONNECT's target once its head was read and its token checked; null once refused. */
@@ -194,10 +201,20 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     if (head.method !== "CONNECT") {
       return refuse(socket, "not-connect", 405, "this is the tap's forward proxy: it answers CONNECT only (HTTPS_PROXY)", { allow: "CONNECT" });
     }
-    if (deps.token !== null && !proxyAuthorized(field(head, "proxy-authorization"), deps.token)) {
-      return refuse(socket, "unauthorized", 407, "this proxy needs the tap's token: HTTPS_PROXY=http://sessiontap:<TOKEN>@HOST:PORT", {
-        "proxy-authenticate": 'Basic realm="sessiontap"',
-      });
+    if (deps.token !== null) {
+      const given = field(head, "proxy-authorization");
+      const peer = (socket.remoteAddress ?? "unknown").replace(/^::ffff:/, "");
+      // While its client waits, a token is not read at all, as on the HTTP port.
+      const wait = given === null ? 0 : Math.ceil(deps.tokenGate.waitMs(peer) / 1000);
+      if (wait > 0) return answer(socket, 429, `too many wrong tokens from this client; try again in ${wait} s`, { "retry-after": String(wait) });
+      if (!proxyAuthorized(given, deps.token)) {
+        if (given === null) stats.refused("unauthorized", 407);
+        else deps.onTokenFailure({ peer, ...deps.tokenGate.failed(peer) });
+        return answer(socket, 407, "this proxy needs the tap's token: HTTPS_PROXY=http://sessiontap:<TOKEN>@HOST:PORT", {
+          "proxy-authenticate": 'Basic realm="sessiontap"',
+        });
+      }
+      deps.tokenGate.succeeded(peer);
     }
     return parseAuthority(head.target) ?? refuse(socket, "bad-target", 400, "CONNECT takes host:port (a host name or address, and a port 1-65535)");
   };
