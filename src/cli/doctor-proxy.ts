@@ -59,7 +59,15 @@ export async function proxyChecks(
   if (health !== null && health.port === port && sameHost(url.hostname, new URL(tap.url).hostname)) {
     const known = new HostTable([]).recognise(route.host);
     if (known.kind === "terminate") {
-      out.push({ check, status: "ok", detail: `${about} is the tap's proxy: ${route.who} goes through it to ${route.host}, which it mirrors (proxy mode)` });
+      const routes = isObject(health.routes) ? health.routes : {};
+      const elsewhere = typeof routes[route.host] === "string"
+        ? ` and sends to ${routes[route.host]} (SESSIONTAP_PROXY_UPSTREAM), not to ${route.host} itself`
+        : "";
+      out.push({
+        check,
+        status: "ok",
+        detail: `${about} is the tap's proxy: ${route.who} goes through it to ${route.host}, which it mirrors${elsewhere} (proxy mode)`,
+      });
     } else {
       out.push({
         check,

@@ -138,7 +138,7 @@ function proxyLines(config: Readonly<Config>, tap: RunningTap): { status: string
   const made = tap.proxy.ca.made === null ? "" : " (made now)";
   return {
     status: [
-      `  proxy      http://${host}:${tap.proxy.port}  (CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts and forwards them as above; tunnels other hosts unread)`,
+      `  proxy      http://${host}:${tap.proxy.port}  (${tap.proxy.summary})`,
       `  proxy CA   ${tap.proxy.ca.certPath}${made}  (trusted only by processes started with NODE_EXTRA_CA_CERTS)`,
     ],
     exports: [

@@ -144,6 +144,18 @@ function isLocal(address: string): boolean {
   return local.check(address, isIPv6(address) ? "ipv6" : "ipv4");
 }
 
+/** Where what the proxy decrypts goes, and what becomes of other hosts: the startup block's words. */
+function summary(settings: Readonly<ProxySettings>): string {
+  const added = settings.addedHosts.length === 0 ? "" : `, and ${settings.addedHosts.join(", ")}`;
+  const byUrl = new Map<string, string[]>();
+  for (const [host, url] of Object.entries(settings.upstreams)) byUrl.set(url, [...byUrl.get(url) ?? [], host]);
+  const routes = [...byUrl].map(([url, hosts]) => `${hosts.join(" and ")} to ${url}`).join(", ");
+  const sends = routes === "" ? "sends each to itself" : `sends ${routes} (SESSIONTAP_PROXY_UPSTREAM), the others to their own hosts`;
+  return `CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts${added}; ${sends}; ${
+    settings.tunnel ? "tunnels other hosts unread" : "refuses other hosts"
+  }`;
+}
+
 /** Starts the proxy; rejects with a ProxyStartError when its CA, a setting or its port is not usable. */
 export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyDeps) {
   const table = new HostTable(settings.addedHosts);
@@ -278,7 +290,11 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   return {
     port,
     ca,
-    health: () => ({ port, ca: ca.certPath, ...structuredClone(stats.counts), upstreams: Object.fromEntries([...upstreams].map(([u, h]) => [u, h.state()])) }),
+    summary: summary(settings),
+    health: () => {
+      const states = Object.fromEntries([...upstreams].map(([url, health]) => [url, health.state()]));
+      return { port, ca: ca.certPath, ...structuredClone(stats.counts), upstreams: states, routes: settings.upstreams };
+    },
     problems: () => [...upstreams.values()].flatMap((h) => upstreamProblems(h.state())),
     /** Idle connections close at once, the rest within `drainMs`. */
     async stop(drainMs: number) {

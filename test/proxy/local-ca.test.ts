@@ -181,6 +181,10 @@ describe("the proxy's local CA", { timeout: 60_000 }, () => {
     assert.ok(constraintsOf(new x509.X509Certificate(after))!.names.includes("gateway.example.com"));
     assert.match(run.stdout, new RegExp(`^  export NODE_EXTRA_CA_CERTS=${caDir}/ca\\.pem$`, "m"));
     assert.match(run.stdout, /^ {2}export HTTPS_PROXY=http:\/\/127\.0\.0\.1:\d+$/m);
+    assert.match(
+      run.stdout,
+      /^ {2}proxy {6}\S+ {2}\(CONNECT: decrypts api\.anthropic\.com, Vertex AI and Bedrock hosts, and gateway\.example\.com; sends each to itself; tunnels other hosts unread\)$/m,
+    );
     assert.equal(modeOf(`${caDir}/ca-key.pem`), "600");
   });
 
