@@ -225,7 +225,6 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   // Loaded only when asked for: the certificate library costs a start ~70 ms.
   const proxy = config.proxy === null ? null : await (await import("../proxy/proxy-server.ts")).startProxy(config.proxy, {
     fs: nodeFs,
-    clock,
     stderr,
     forwardDeps,
     host: config.host,

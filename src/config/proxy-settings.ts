@@ -48,28 +48,18 @@ const TABLE: readonly { provider: Provider; pattern: RegExp; names: readonly str
 
 export type Recognised = { kind: "terminate" | "uncovered"; provider: Provider } | { kind: "unknown" };
 
-export class HostTable {
-  private readonly added: ReadonlySet<string>;
-
-  constructor(added: readonly string[] = []) {
-    this.added = new Set(added.map((h) => h.toLowerCase()));
-  }
-
-  /** Every name the CA is constrained to, sorted. */
-  names(): string[] {
-    return [...new Set([...TABLE.flatMap((row) => row.names), ...this.added])].sort();
-  }
-
-  recognise(host: string): Recognised {
-    const h = host.toLowerCase();
-    if (this.added.has(h)) return { kind: "terminate", provider: "anthropic" };
-    const row = TABLE.find((r) => r.pattern.test(h));
-    return row === undefined ? { kind: "unknown" } : { kind: row.names.includes(h) ? "terminate" : "uncovered", provider: row.provider };
-  }
-
-  terminates(host: string): boolean {
-    return this.recognise(host).kind === "terminate";
-  }
+/** The table, with the hosts a setting adds (lower case, spoken to as api.anthropic.com is). */
+export function hostTable(added: readonly string[] = []) {
+  const recognise = (host: string): Recognised => {
+    const row = TABLE.find((r) => r.pattern.test(host.toLowerCase()));
+    if (added.includes(host.toLowerCase())) return { kind: "terminate", provider: "anthropic" };
+    return row === undefined ? { kind: "unknown" } : { kind: row.names.includes(host.toLowerCase()) ? "terminate" : "uncovered", provider: row.provider };
+  };
+  return {
+    recognise,
+    terminates: (host: string) => recognise(host).kind === "terminate",
+    names: () => [...new Set([...TABLE.flatMap((r) => r.names), ...added])].sort(),
+  };
 }
 
 const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -1,13 +1,11 @@
 // HTTP/1.1 on the proxy's sockets (RFC 9112), read by hand: Deno's node:http closes a kept-alive connection after every
 // response, and Claude Code reuses its connections (docs/RUNTIMES.md "The forward proxy").
 import { Buffer } from "node:buffer";
+import { isIPv4, isIPv6 } from "node:net";
 import type { Duplex } from "node:stream";
+import { isHostName } from "../config/proxy-settings.ts";
 
-const CRLF = Buffer.from("\r\n");
-
-export class ReadTimeout extends Error {}
-
-export class HeadError extends Error {
+export class ReadError extends Error {
   constructor(readonly reason: "too-large" | "cut" | "timeout", message: string) {
     super(message);
   }
@@ -25,20 +23,16 @@ export class SocketReader {
       this.socket.pause();
       this.notify();
     },
-    end: () => this.notify(this.ended = true),
-    close: () => this.notify(this.ended = true),
-    error: (error: Error) => this.notify(this.failure = error),
+    end: () => void (this.ended = true, this.notify()),
+    close: () => void (this.ended = true, this.notify()),
+    error: (error: Error) => void (this.failure = error, this.notify()),
   };
 
   constructor(private readonly socket: Duplex) {
     for (const [event, listener] of Object.entries(this.on)) socket.on(event, listener);
   }
 
-  private notify(_?: unknown): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
-  }
+  private notify = () => this.wake?.();
 
   /** The next chunk, or null once the peer ended; rejects on a socket error or after `timeoutMs`. */
   async read(timeoutMs: number): Promise<Uint8Array | null> {
@@ -48,17 +42,15 @@ export class SocketReader {
       this.socket.resume();
       const timedOut = await new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => resolve(true), timeoutMs);
-        this.wake = () => resolve(clearTimeout(timer) ?? false);
+        this.wake = () => (clearTimeout(timer), resolve(false));
       });
       this.wake = null;
-      if (timedOut) throw new ReadTimeout(`nothing came within ${timeoutMs} ms`);
+      if (timedOut) throw new ReadError("timeout", `nothing came within ${timeoutMs} ms`);
     }
     return this.queue.shift()!;
   }
 
-  unshift(bytes: Uint8Array): void {
-    if (bytes.byteLength > 0) this.queue.unshift(bytes);
-  }
+  unshift = (bytes: Uint8Array) => void (bytes.byteLength > 0 && this.queue.unshift(bytes));
 
   /** Stops listening and returns what was read and not consumed (the socket stays paused). */
   detach(): Uint8Array[] {
@@ -68,47 +60,30 @@ export class SocketReader {
   }
 }
 
-/** Bytes as Latin-1, one character per byte (TextDecoder's "latin1" is windows-1252). */
-export function latin1(bytes: Uint8Array): string {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode(...bytes.subarray(i, i + 8192));
-  return text;
-}
+/** One character per byte (TextDecoder's "latin1" is windows-1252). */
+export const latin1 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 
 /**
  * A head up to its blank line, as Latin-1, with what follows pushed back; null when the peer ended before a byte.
  * `firstMs` bounds the wait for its first byte (a quiet kept-alive connection), `restMs` the whole rest of it.
  */
 export async function readHead(reader: SocketReader, maxBytes: number, firstMs: number, restMs: number): Promise<string | null> {
-  let bytes = new Uint8Array(0);
+  let bytes = Buffer.alloc(0);
   let by = Date.now() + firstMs;
   for (;;) {
-    let chunk: Uint8Array | null;
-    try {
-      chunk = await reader.read(Math.max(0, by - Date.now()));
-      if (bytes.length === 0) by = Date.now() + restMs;
-    } catch (error) {
-      if (error instanceof ReadTimeout) {
-        throw new HeadError("timeout", bytes.length === 0 ? "no request came" : `the request head did not come whole within ${restMs} ms`);
-      }
-      throw error;
-    }
-    if (chunk === null) {
-      if (bytes.length === 0) return null;
-      throw new HeadError("cut", "the connection ended inside a request head");
-    }
-    const joined = new Uint8Array(bytes.length + chunk.length);
-    joined.set(bytes);
-    joined.set(chunk, bytes.length);
-    let end = -1;
-    for (let i = Math.max(0, bytes.length - 3); end < 0 && i + 3 < joined.length; i++) {
-      if (joined[i] === 13 && joined[i + 1] === 10 && joined[i + 2] === 13 && joined[i + 3] === 10) end = i + 4;
-    }
-    bytes = joined;
-    if ((end < 0 ? bytes.length : end) > maxBytes) throw new HeadError("too-large", `the request head is larger than ${maxBytes} bytes`);
-    if (end >= 0) {
-      reader.unshift(bytes.subarray(end));
-      return latin1(bytes.subarray(0, end));
+    const chunk = await reader.read(Math.max(0, by - Date.now())).catch((error) => {
+      if (!(error instanceof ReadError)) throw error;
+      throw new ReadError("timeout", bytes.length === 0 ? "no request came" : `the request head did not come whole within ${restMs} ms`);
+    });
+    if (bytes.length === 0) by = Date.now() + restMs;
+    if (chunk === null && bytes.length === 0) return null;
+    if (chunk === null) throw new ReadError("cut", "the connection ended inside a request head");
+    bytes = Buffer.concat([bytes, chunk]);
+    const blank = bytes.indexOf("\r\n\r\n", Math.max(0, bytes.length - chunk.length - 3));
+    if ((blank < 0 ? bytes.length : blank + 4) > maxBytes) throw new ReadError("too-large", `the request head is larger than ${maxBytes} bytes`);
+    if (blank >= 0) {
+      reader.unshift(bytes.subarray(blank + 4));
+      return bytes.toString("latin1", 0, blank + 4);
     }
   }
 }
@@ -152,33 +127,29 @@ export function keepsAlive(head: RequestHead): boolean {
   return head.version === "1.1" ? !tokens.includes("close") : tokens.includes("keep-alive");
 }
 
-const LABELS = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
-const IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
-
 /** A CONNECT target `host:port` (a name, an IPv4 address or a bracketed IPv6 one: RFC 9110 §9.3.6); null when it is not one. */
 export function parseAuthority(target: string): { host: string; port: number } | null {
   const m = /^(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+):(\d{1,5})$/.exec(target);
   const port = Number(m?.[2]);
   if (m === null || port < 1 || port > 65535) return null;
   const raw = m[1].toLowerCase();
-  if (raw.startsWith("[")) return raw.includes(":") && URL.canParse(`http://${raw}/`) ? { host: raw.slice(1, -1), port } : null;
-  return LABELS.test(raw) || IPV4.test(raw) ? { host: raw, port } : null;
+  const host = raw.startsWith("[") ? raw.slice(1, -1) : raw;
+  return (raw.startsWith("[") ? isIPv6(host) : isHostName(host) || isIPv4(host)) ? { host, port } : null;
 }
 
 export type Framing = { kind: "none" } | { kind: "sized"; length: number } | { kind: "chunked" };
 
-/** The framing a head declares (RFC 9112 §6); conflicting or unknown framing, how a request is smuggled past a proxy, is refused. */
+/** The framing a head declares (RFC 9112 §6), or why the request cannot be read: conflicting or unknown framing is how one is smuggled. */
 export function framingOf(head: RequestHead): Framing | string {
   const coding = field(head, "transfer-encoding");
   const length = field(head, "content-length");
-  if (coding !== null) {
-    if (length !== null) return "both Transfer-Encoding and Content-Length";
-    return coding.trim().toLowerCase() === "chunked" ? { kind: "chunked" } : "a transfer coding other than chunked";
-  }
-  if (length === null) return { kind: "none" };
-  const values = length.split(",").map((v) => v.trim());
-  if (!values.every((v) => /^\d{1,15}$/.test(v)) || new Set(values).size !== 1) return "a Content-Length that is not one number";
-  return Number(values[0]) === 0 ? { kind: "none" } : { kind: "sized", length: Number(values[0]) };
+  const values = (length ?? "0").split(",").map((v) => v.trim());
+  if (!head.target.startsWith("/")) return "the request target is not a path";
+  if (coding !== null && length !== null) return "the request has both Transfer-Encoding and Content-Length";
+  if (coding !== null && coding.trim().toLowerCase() !== "chunked") return "the request has a transfer coding other than chunked";
+  if (!values.every((v) => /^\d{1,15}$/.test(v)) || new Set(values).size !== 1) return "the request has a Content-Length that is not one number";
+  const framing: Framing = coding !== null ? { kind: "chunked" } : Number(values[0]) === 0 ? { kind: "none" } : { kind: "sized", length: Number(values[0]) };
+  return framing.kind !== "none" && /^(GET|HEAD)$/.test(head.method) ? `a ${head.method} request with a body` : framing;
 }
 
 /** Up to `n` bytes as they come, at most `ms` apart; throws when the connection ends first. */
@@ -227,8 +198,7 @@ export function bodyStream(reader: SocketReader, framing: Framing & { kind: "siz
   };
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      let chunk = await next();
-      while (chunk !== null && chunk.length === 0) chunk = await next();
+      const chunk = await next();
       if (chunk !== null) return controller.enqueue(chunk.slice());
       done();
       controller.close();
@@ -241,33 +211,26 @@ export function writeTo(socket: Duplex, bytes: Uint8Array | string): Promise<boo
   if (socket.destroyed || !socket.writable) return Promise.resolve(false);
   return new Promise((resolve) => {
     if (socket.write(bytes)) return resolve(true);
-    const settle = (alive: boolean) => {
+    const settle = (alive: boolean) => () => {
       socket.off("drain", onDrain).off("close", onClose);
       resolve(alive);
     };
-    const onDrain = () => settle(true);
-    const onClose = () => settle(false);
+    const [onDrain, onClose] = [settle(true), settle(false)];
     socket.on("drain", onDrain).on("close", onClose);
   });
 }
-
-const REASONS: Record<string, string> = Object.fromEntries(
-  ("200 OK|400 Bad Request|403 Forbidden|405 Method Not Allowed|407 Proxy Authentication Required|408 Request Timeout|429 Too Many Requests|" +
-    "431 Request Header Fields Too Large|502 Bad Gateway|503 Service Unavailable").split("|").map((s) => [s.slice(0, 3), s.slice(4)]),
-);
 
 /** The proxy's own short answer, which ends the connection. */
 export function plainAnswer(status: number, message: string, extra: Record<string, string> = {}): string {
   const body = `sessiontap: ${message}\n`;
   const headers = Object.entries({ "content-type": "text/plain; charset=utf-8", ...extra }).map(([k, v]) => `${k}: ${v}\r\n`).join("");
-  return `HTTP/1.1 ${status} ${REASONS[status] ?? ""}\r\n${headers}content-length: ${
-    new TextEncoder().encode(body).length
-  }\r\nconnection: close\r\n\r\n${body}`;
+  // A reason phrase is optional (RFC 9112 §4): the message says it.
+  return `HTTP/1.1 ${status} \r\n${headers}content-length: ${new TextEncoder().encode(body).length}\r\nconnection: close\r\n\r\n${body}`;
 }
 
 /** Writes a forwarded answer, each chunk the moment it comes; a slow client holds the upstream back (each write awaits its drain). */
 export async function writeResponse(socket: Duplex, response: Response, isHead: boolean, close: boolean): Promise<"done" | "client-gone" | "body-failed"> {
-  const lines = [`HTTP/1.1 ${response.status} ${response.statusText || (REASONS[response.status] ?? "")}`];
+  const lines = [`HTTP/1.1 ${response.status} ${response.statusText}`];
   for (const [name, value] of response.headers) {
     if (!["set-cookie", "content-length", "transfer-encoding", "connection"].includes(name)) lines.push(`${name}: ${value}`);
   }
@@ -287,15 +250,11 @@ export async function writeResponse(socket: Duplex, response: Response, isHead: 
   }
   const reader = response.body.getReader();
   for (;;) {
-    let result: Awaited<ReturnType<typeof reader.read>>;
-    try {
-      result = await reader.read();
-    } catch {
-      return "body-failed";
-    }
+    const result = await reader.read().catch(() => null);
+    if (result === null) return "body-failed";
     if (result.done) break;
     // One chunk of chunked coding in one write, so one TLS record per event.
-    const bytes = chunked ? Buffer.concat([Buffer.from(`${result.value.length.toString(16)}\r\n`), result.value, CRLF]) : result.value;
+    const bytes = chunked ? Buffer.concat([Buffer.from(`${result.value.length.toString(16)}\r\n`), result.value, Buffer.from("\r\n")]) : result.value;
     if (result.value.length > 0 && !(await writeTo(socket, bytes))) {
       await reader.cancel().catch(() => undefined);
       return "client-gone";

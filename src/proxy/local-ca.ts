@@ -15,20 +15,10 @@ import { currentUid, untrusted } from "../storage/trusted-path.ts";
 export const x509: typeof X509 = await import("@peculiar/x509");
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
-const DAY_MS = 86_400_000;
-const CA_DAYS = 3650;
-const CA_RENEW_DAYS = 30;
-const LEAF_DAYS = 7;
+const [DAY_MS, CA_DAYS, CA_RENEW_DAYS, LEAF_DAYS] = [86_400_000, 3650, 30, 7];
 const ALL_ADDRESSES = ["0.0.0.0/0", "::/0"];
 
-export interface LocalCa {
-  cert: X509.X509Certificate;
-  key: CryptoKey;
-  /** What NODE_EXTRA_CA_CERTS names. */
-  certPem: string;
-}
-
-export type StoredCa = Awaited<ReturnType<typeof loadOrMakeCa>>;
+type LocalCa = Awaited<ReturnType<typeof readCa>>;
 
 // Critical, as RFC 5280 §4.2.1.10 asks; every address is excluded, since names alone leave IP addresses unconstrained.
 function nameConstraints(names: readonly string[]): X509.Extension {
@@ -50,6 +40,7 @@ export function constraintsOf(cert: X509.X509Certificate): { names: string[]; ex
 /** A fresh key pair and its certificate, signed by `issuer` (itself when null), valid from a day back for clocks that lag. */
 async function certify(subject: string, issuer: LocalCa | null, days: number, now: number, extensions: X509.Extension[]) {
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
+  const keyId = await (issuer ? x509.AuthorityKeyIdentifierExtension.create(issuer.cert, false) : x509.SubjectKeyIdentifierExtension.create(keys.publicKey));
   const cert = await x509.X509CertificateGenerator.create({
     subject,
     issuer: issuer?.cert.subject ?? subject,
@@ -58,28 +49,14 @@ async function certify(subject: string, issuer: LocalCa | null, days: number, no
     publicKey: keys.publicKey,
     signingKey: issuer?.key ?? keys.privateKey,
     signingAlgorithm: ALG,
-    extensions: [
-      ...extensions,
-      await (issuer === null ? x509.SubjectKeyIdentifierExtension.create(keys.publicKey) : x509.AuthorityKeyIdentifierExtension.create(issuer.cert, false)),
-    ],
+    extensions: [...extensions, keyId],
   });
   const keyPem = x509.PemConverter.encode(await crypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY");
   return { certPem: `${cert.toString("pem")}\n`, keyPem, notAfter: cert.notAfter.getTime() };
 }
 
-/** A CA constrained to `names`, as the key file's text: its private key and certificate, written and read as one. */
-async function createCa(names: readonly string[], now: number): Promise<string> {
-  const usage = x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign;
-  const ca = await certify(`CN=sessiontap local proxy CA ${new Date(now).toISOString().slice(0, 10)}`, null, CA_DAYS, now, [
-    new x509.BasicConstraintsExtension(true, 0, true),
-    new x509.KeyUsagesExtension(usage, true),
-    nameConstraints(names),
-  ]);
-  return `${ca.keyPem}\n${ca.certPem}`;
-}
-
 /** Reads a key file; throws when it holds no such pair, or the key is not the certificate's. */
-export async function readCa(text: string): Promise<LocalCa> {
+export async function readCa(text: string) {
   const blocks = [...text.matchAll(/-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----/g)];
   const keyBlock = blocks.find((b) => b[1] === "PRIVATE KEY")?.[0];
   const certBlock = blocks.find((b) => b[1] === "CERTIFICATE")?.[0];
@@ -118,20 +95,16 @@ export function issueLeaf(ca: LocalCa, host: string, now: number) {
 
 /** One TLS context per host, made when a client first asks and a day before its leaf ends; a leaf that failed is asked again. */
 export function leafContexts(ca: LocalCa, clock: () => number): (host: string) => Promise<SecureContext> {
-  const made = new Map<string, { context: Promise<SecureContext>; renewAt: number }>();
-  return (host) => {
-    const known = made.get(host);
+  const made = new Map<string, Promise<{ context: SecureContext; renewAt: number }>>();
+  return async (host) => {
+    const known = await made.get(host)?.catch(() => undefined);
     if (known !== undefined && clock() < known.renewAt) return known.context;
-    const entry = {
-      context: issueLeaf(ca, host, clock()).then((leaf) => {
-        entry.renewAt = leaf.notAfter - DAY_MS;
-        return createSecureContext({ key: leaf.keyPem, cert: leaf.certPem + ca.certPem, minVersion: "TLSv1.2" });
-      }),
-      renewAt: Number.POSITIVE_INFINITY,
-    };
-    entry.context.catch(() => made.delete(host));
-    made.set(host, entry);
-    return entry.context;
+    const leaf = issueLeaf(ca, host, clock()).then(({ keyPem, certPem, notAfter }) => ({
+      context: createSecureContext({ key: keyPem, cert: certPem + ca.certPem, minVersion: "TLSv1.2" }),
+      renewAt: notAfter - DAY_MS,
+    }));
+    made.set(host, leaf);
+    return (await leaf).context;
   };
 }
 
@@ -171,7 +144,13 @@ export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly s
   let made: string | null = null;
   const problem = ca === null ? null : caProblem(ca, names, now);
   if (ca === null || problem !== null) {
-    const aside = await writeAside(fs, dir, "ca-key.pem", await createCa(names, now));
+    const fresh = await certify(`CN=sessiontap local proxy CA ${new Date(now).toISOString().slice(0, 10)}`, null, CA_DAYS, now, [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      nameConstraints(names),
+    ]);
+    // One file holds the key and its certificate, so the pair is written and read as one.
+    const aside = await writeAside(fs, dir, "ca-key.pem", `${fresh.keyPem}\n${fresh.certPem}`);
     if (ca === null) {
       // Two taps starting at once: the first link wins, and the other reads the winner's.
       made = (await fs.link(aside, keyPath)) ? "made" : null;

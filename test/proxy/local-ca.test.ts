@@ -15,7 +15,7 @@ import { x509 } from "../../src/proxy/local-ca.ts"; // loaded after its polyfill
 import { constraintsOf, issueLeaf, readCa } from "../../src/proxy/local-ca.ts";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from "@peculiar/asn1-x509";
-import { HostTable } from "../../src/config/proxy-settings.ts";
+import { hostTable } from "../../src/config/proxy-settings.ts";
 import { cli } from "../support/recover.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 
@@ -78,7 +78,7 @@ describe("the proxy's local CA", { timeout: 60_000 }, () => {
   it("is constrained to the known hosts, names only, no whole provider domain", () => {
     const cert = new x509.X509Certificate(readFileSync(`${caDir}/ca.pem`, "utf8"));
     const names = constraintsOf(cert)?.names;
-    assert.deepEqual(names, new HostTable().names());
+    assert.deepEqual(names, hostTable().names());
     for (const host of ["api.anthropic.com", "us-east5-aiplatform.googleapis.com", "aiplatform.googleapis.com", "bedrock-runtime.us-east-1.amazonaws.com"]) {
       assert.ok(names!.includes(host), host);
     }
@@ -193,12 +193,12 @@ describe("the proxy's local CA", { timeout: 60_000 }, () => {
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stderr, /\(the old one: it covers gateway\.example\.com, no longer a host the proxy decrypts\)/);
     assert.deepEqual(constraintsOf(new x509.X509Certificate(readFileSync(`${caDir}/ca.pem`, "utf8"))), {
-      names: new HostTable().names(),
+      names: hostTable().names(),
       excluded: ["0.0.0.0/0", "::/0"],
     });
     // A CA made before addresses were excluded: the same names, permitted only.
     const old = await readCa(readFileSync(`${caDir}/ca-key.pem`, "utf8"));
-    const permitted = new GeneralSubtrees(new HostTable().names().map((n) => new GeneralSubtree({ base: new GeneralName({ dNSName: n }) })));
+    const permitted = new GeneralSubtrees(hostTable().names().map((n) => new GeneralSubtree({ base: new GeneralName({ dNSName: n }) })));
     const cert = await x509.X509CertificateGenerator.createSelfSigned({
       name: old.cert.subject,
       keys: { privateKey: old.key, publicKey: await old.cert.publicKey.export() },

@@ -7,14 +7,14 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { PassThrough } from "node:stream";
 import { parseConfig } from "../../src/config/parse.ts";
-import { HostTable } from "../../src/config/proxy-settings.ts";
+import { hostTable } from "../../src/config/proxy-settings.ts";
 import { bodyStream, framingOf, keepsAlive, parseAuthority, parseRequestHead, readHead, type RequestHead, SocketReader } from "../../src/proxy/http1.ts";
 import { proxyAuthorized } from "../../src/proxy/proxy-server.ts";
 
 const head = (text: string) => parseRequestHead(text) as RequestHead;
 
 describe("the known hosts", () => {
-  const table = new HostTable(["gateway.example.com"]);
+  const table = hostTable(["gateway.example.com"]);
   it("terminates the API hosts, by provider", () => {
     assert.deepEqual(table.recognise("api.anthropic.com"), { kind: "terminate", provider: "anthropic" });
     assert.deepEqual(table.recognise("API.Anthropic.COM"), { kind: "terminate", provider: "anthropic" });
