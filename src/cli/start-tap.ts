@@ -213,12 +213,13 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   // Loaded only when asked for: the certificate library costs a start ~70 ms.
   const proxy = config.proxy === null ? null : await (await import("../proxy/proxy-server.ts")).startProxy(config.proxy, {
     fs: nodeFs,
-    clock,
     stderr,
     forwardDeps,
     host: config.host,
     token: token?.value ?? null,
     log,
+    tapPort: () => listening,
+    tokenGate: gate,
   }).catch(async (error) => {
     // A proxy that cannot start stops the start: nothing started before it may keep running.
     viewer.close();
