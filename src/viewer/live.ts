@@ -1,144 +1,108 @@
-/**
- * New mirror records as they are written, for the viewer's server-sent events. While anyone listens, a
- * watcher follows every mirror file from where it stood when listening began (per-file byte cursors,
- * whole lines only) and hands each batch of new records to the listeners. It looks at a session as soon
- * as this process writes to it (a hint from `observeWrites`) and at the whole tree every `pollMs`, so
- * records another tap writes to the same root show up as well. Read-only.
- */
-import { type Rec } from "../transcript/records.ts";
-import type { FsAdapter } from "../storage/fs-adapter.ts";
+// New records of the sessions open in a live page, polled by byte cursor (whole lines only): docs/DESIGN.md "The viewer".
 import { join } from "node:path/posix";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { parseJsonl } from "../protocol/jsonl.ts";
+import type { Rec } from "../transcript/records.ts";
 
-/** Records that appeared in one conversation directory. */
+/** Records that appeared in one conversation of a session directory, and the bytes the directory's files hold up to the cursors. */
 export interface LiveBatch {
-  /** The session's directory name under the root. */
   dir: string;
-  /** Which conversation of the session: the main one, a subagent's, or side requests. */
   scope: "main" | "subagent" | "side";
   /** The subagent directory (`agent-…`) for scope "subagent". */
   agent: string | null;
   records: Rec[];
+  bytes: number;
 }
-
-/** A listener of new records. */
-export type LiveListener = (batch: LiveBatch) => void;
 
 const NEWLINE = 0x0a;
 
-/** Follows the mirror tree under `root` while it has listeners. */
-export class LiveWatcher {
-  private listeners = new Set<LiveListener>();
-  private cursors = new Map<string, number>();
+/**
+ * Only the sessions a page has open are looked at, every `pollMs`: a look at the whole tree costs in
+ * proportion to the archive (about 130 ms for 1,000 sessions), a look at one session next to nothing.
+ */
+export class LiveFollower {
+  private readonly follows = new Map<number, string>();
+  /** Per followed directory, each file's cursor. */
+  private readonly cursors = new Map<string, Map<string, number>>();
   private timer: ReturnType<typeof setInterval> | null = null;
-  private scanning: Promise<void> = Promise.resolve();
-  private pending = new Set<string>();
-  private hinted: ReturnType<typeof setTimeout> | null = null;
-  private started: Promise<void> | null = null;
-  private closed = false;
+  /** Looks run one after another, so cursors move in order. */
+  private looking: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly fs: FsAdapter,
-    readonly root: string,
-    private readonly pollMs = 1000,
-    private readonly onError: (error: unknown) => void = () => {},
+    private readonly root: string,
+    private readonly pollMs: number,
+    private readonly emit: (batch: LiveBatch) => void,
+    private readonly onError: (error: unknown) => void,
   ) {}
 
-  /** Adds a listener; resolves once the watcher knows where every file stands (later records are sent). */
-  async subscribe(listener: LiveListener): Promise<() => void> {
-    if (this.closed) return () => {};
-    this.listeners.add(listener);
-    if (this.started === null) {
-      this.started = this.queue(null, false);
-      this.timer = setInterval(() => void this.queue(null, true), this.pollMs);
+  /** Resolves with the bytes `dir`'s files hold when following began (later records are emitted). */
+  follow(id: number, dir: string): Promise<number> {
+    this.follows.set(id, dir);
+    if (this.timer === null) {
+      this.timer = setInterval(() => this.queue(() => this.lookAll()).catch(this.onError), this.pollMs);
       (this.timer as { unref?: () => void }).unref?.();
     }
-    await this.started;
-    return () => this.unsubscribe(listener);
+    return this.queue(() => this.cursors.has(dir) ? Promise.resolve(this.bytesOf(dir)) : this.look(dir, false));
   }
 
-  /** Something in `path` (a file under the root) was just written: look at its session soon. */
-  hint(path: string): void {
-    if (this.started === null || !path.startsWith(this.root + "/")) return;
-    const dir = path.slice(this.root.length + 1).split("/")[0];
-    if (dir === "" || dir.startsWith(".") || dir.endsWith(".jsonl")) return; // staging, the events log
-    this.pending.add(dir);
-    this.hinted ??= setTimeout(() => {
-      this.hinted = null;
-      const dirs = [...this.pending];
-      this.pending.clear();
-      for (const d of dirs) void this.queue(d, true);
-    }, 0);
+  /** Ends follow `id` (null: every follow). */
+  unfollow(id: number | null): void {
+    if (id === null) this.follows.clear();
+    else this.follows.delete(id);
+    const followed = new Set(this.follows.values());
+    for (const dir of this.cursors.keys()) if (!followed.has(dir)) this.cursors.delete(dir);
+    if (this.follows.size === 0 && this.timer !== null) clearInterval(this.timer);
+    if (this.follows.size === 0) this.timer = null;
   }
 
-  /** Stops watching and forgets every listener. */
-  close(): void {
-    this.closed = true;
-    this.listeners.clear();
-    this.stop();
+  private queue<T>(work: () => Promise<T>): Promise<T> {
+    const done = this.looking.then(work);
+    this.looking = done.catch(() => {}); // the caller hears the failure
+    return done;
   }
 
-  private unsubscribe(listener: LiveListener): void {
-    this.listeners.delete(listener);
-    if (this.listeners.size === 0) this.stop();
+  private async lookAll(): Promise<void> {
+    for (const dir of new Set(this.follows.values())) if (this.cursors.has(dir)) await this.look(dir, true);
   }
 
-  private stop(): void {
-    if (this.timer !== null) clearInterval(this.timer);
-    if (this.hinted !== null) clearTimeout(this.hinted);
-    this.timer = null;
-    this.hinted = null;
-    this.started = null;
-    this.cursors.clear();
+  private bytesOf(dir: string): number {
+    let sum = 0;
+    for (const n of this.cursors.get(dir)?.values() ?? []) sum += n;
+    return sum;
   }
 
-  /** Runs one scan after the previous one (scans never overlap, so cursors move in order). */
-  private queue(dir: string | null, emit: boolean): Promise<void> {
-    this.scanning = this.scanning
-      .then(() => (this.started === null && emit ? undefined : this.scan(dir, emit)))
-      .catch((error) => this.onError(error));
-    return this.scanning;
-  }
-
-  /** Looks at one session directory, or all of them; emits what grew when `emit`, else only sets cursors. */
-  private async scan(only: string | null, emit: boolean): Promise<void> {
-    const dirs = only !== null
-      ? [only]
-      : (await this.fs.readdir(this.root)).filter((e) => e.isDirectory && !e.isSymbolicLink && !e.name.startsWith(".")).map((e) => e.name);
-    for (const dir of dirs) {
-      const base = join(this.root, dir);
-      await this.follow(base, { dir, scope: "main", agent: null }, emit);
-      await this.follow(join(base, "side"), { dir, scope: "side", agent: null }, emit);
-      for (const agent of await this.fs.readdir(join(base, "subagents"))) {
-        if (agent.isDirectory && !agent.isSymbolicLink) {
-          await this.follow(join(base, "subagents", agent.name), { dir, scope: "subagent", agent: agent.name }, emit);
+  /** Reads what grew in `dir`'s conversations and emits it (`emit`), else only sets the cursors where the files end. */
+  private async look(dir: string, emit: boolean): Promise<number> {
+    const cursors = this.cursors.get(dir) ?? new Map<string, number>();
+    this.cursors.set(dir, cursors);
+    const base = join(this.root, dir);
+    const conversations: Omit<LiveBatch, "records" | "bytes">[] = [{ dir, scope: "main", agent: null }, { dir, scope: "side", agent: null }];
+    for (const e of await this.fs.readdir(join(base, "subagents"))) {
+      if (e.isDirectory && !e.isSymbolicLink) conversations.push({ dir, scope: "subagent", agent: e.name });
+    }
+    const batches: LiveBatch[] = [];
+    for (const where of conversations) {
+      const path = where.scope === "main" ? base : where.scope === "side" ? join(base, "side") : join(base, "subagents", where.agent!);
+      const names = (await this.fs.readdir(path)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
+      const records: Rec[] = [];
+      for (const name of names) {
+        const file = join(path, name);
+        const size = (await this.fs.lstat(file))?.size ?? 0;
+        const from = cursors.get(file) ?? (emit ? 0 : size); // a file that appeared since following began is new from its first byte
+        if (size <= from) {
+          cursors.set(file, size); // cut by a repair: nothing new to tell
+          continue;
         }
+        const bytes = await this.fs.readRange(file, from, size);
+        const end = bytes.lastIndexOf(NEWLINE) + 1; // a line still being written waits for the next look
+        records.push(...parseJsonl(new TextDecoder().decode(bytes.subarray(0, end))).records);
+        cursors.set(file, from + end);
       }
+      if (records.length > 0) batches.push({ ...where, records, bytes: 0 });
     }
-  }
-
-  /** Reads what grew in the `*.jsonl` files directly in `path`. */
-  private async follow(path: string, where: Omit<LiveBatch, "records">, emit: boolean): Promise<void> {
-    const names = (await this.fs.readdir(path)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
-    const records: Rec[] = [];
-    for (const name of names) {
-      const file = join(path, name);
-      const info = await this.fs.lstat(file);
-      if (info === null || !info.isFile) continue;
-      const known = this.cursors.get(file);
-      if (!emit) {
-        this.cursors.set(file, info.size);
-        continue;
-      }
-      const from = known ?? 0; // a file that appeared since listening began is new from its first byte
-      if (info.size < from) this.cursors.set(file, info.size); // cut by a repair: nothing new to tell
-      if (info.size <= from) continue;
-      const bytes = await this.fs.readRange(file, from, info.size);
-      const end = bytes.lastIndexOf(NEWLINE) + 1; // a line still being written waits for the next look
-      if (end === 0) continue;
-      records.push(...parseJsonl(new TextDecoder().decode(bytes.subarray(0, end))).records);
-      this.cursors.set(file, from + end);
-    }
-    if (records.length > 0) { for (const listener of [...this.listeners]) listener({ ...where, records }); }
+    const bytes = this.bytesOf(dir);
+    for (const batch of batches) this.emit({ ...batch, bytes });
+    return bytes;
   }
 }
