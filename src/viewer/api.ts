@@ -17,8 +17,6 @@ import { localDate, offsetLabel, type Zone } from "../utils/local-time.ts";
 import { type LiveBatch, LiveFollower } from "./live.ts";
 
 export type { SearchHit } from "../transcript/search.ts";
-export type { RestoreOutcome } from "../restore/restore-session.ts";
-export type { TokenCounts } from "../usage/tokens.ts";
 export type { ListEntry } from "../catalog/session-catalog.ts";
 
 /** The guard's alert on a session: what became of Claude Code's transcript, since when, and the command that brings it back. */

@@ -14,8 +14,6 @@ export interface LiveBatch {
   bytes: number;
 }
 
-const NEWLINE = 0x0a;
-
 /**
  * Only the sessions a page has open are looked at, every `pollMs`: a look at the whole tree costs in
  * proportion to the archive (about 130 ms for 1,000 sessions), a look at one session next to nothing.
@@ -24,7 +22,7 @@ export class LiveFollower {
   private readonly follows = new Map<number, string>();
   /** Per followed directory, each file's cursor. */
   private readonly cursors = new Map<string, Map<string, number>>();
-  private timer: ReturnType<typeof setInterval> | null = null;
+  private timer: ReturnType<typeof setInterval> | undefined;
   /** Looks run one after another, so cursors move in order. */
   private looking: Promise<unknown> = Promise.resolve();
 
@@ -39,11 +37,9 @@ export class LiveFollower {
   /** Resolves with the bytes `dir`'s files hold when following began (later records are emitted). */
   follow(id: number, dir: string): Promise<number> {
     this.follows.set(id, dir);
-    if (this.timer === null) {
-      this.timer = setInterval(() => this.queue(() => this.lookAll()).catch(this.onError), this.pollMs);
-      (this.timer as { unref?: () => void }).unref?.();
-    }
-    return this.queue(() => this.cursors.has(dir) ? Promise.resolve(this.bytesOf(dir)) : this.look(dir, false));
+    this.timer ??= setInterval(() => this.next(() => this.lookAll()).catch(this.onError), this.pollMs);
+    (this.timer as { unref?: () => void }).unref?.();
+    return this.next(async () => this.cursors.has(dir) ? this.bytesOf(dir) : await this.look(dir, false));
   }
 
   /** Ends follow `id` (null: every follow). */
@@ -52,11 +48,12 @@ export class LiveFollower {
     else this.follows.delete(id);
     const followed = new Set(this.follows.values());
     for (const dir of this.cursors.keys()) if (!followed.has(dir)) this.cursors.delete(dir);
-    if (this.follows.size === 0 && this.timer !== null) clearInterval(this.timer);
-    if (this.follows.size === 0) this.timer = null;
+    if (this.follows.size > 0) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
-  private queue<T>(work: () => Promise<T>): Promise<T> {
+  private next<T>(work: () => Promise<T>): Promise<T> {
     const done = this.looking.then(work);
     this.looking = done.catch(() => {}); // the caller hears the failure
     return done;
@@ -67,39 +64,34 @@ export class LiveFollower {
   }
 
   private bytesOf(dir: string): number {
-    let sum = 0;
-    for (const n of this.cursors.get(dir)?.values() ?? []) sum += n;
-    return sum;
+    return [...this.cursors.get(dir)!.values()].reduce((a, b) => a + b, 0);
   }
 
   /** Reads what grew in `dir`'s conversations and emits it (`emit`), else only sets the cursors where the files end. */
   private async look(dir: string, emit: boolean): Promise<number> {
-    const cursors = this.cursors.get(dir) ?? new Map<string, number>();
-    this.cursors.set(dir, cursors);
+    const cursors = this.cursors.get(dir) ?? this.cursors.set(dir, new Map()).get(dir)!;
     const base = join(this.root, dir);
-    const conversations: Omit<LiveBatch, "records" | "bytes">[] = [{ dir, scope: "main", agent: null }, { dir, scope: "side", agent: null }];
-    for (const e of await this.fs.readdir(join(base, "subagents"))) {
-      if (e.isDirectory && !e.isSymbolicLink) conversations.push({ dir, scope: "subagent", agent: e.name });
-    }
-    const batches: LiveBatch[] = [];
-    for (const where of conversations) {
-      const path = where.scope === "main" ? base : where.scope === "side" ? join(base, "side") : join(base, "subagents", where.agent!);
+    const agents = (await this.fs.readdir(join(base, "subagents"))).filter((e) => e.isDirectory && !e.isSymbolicLink);
+    const conversations: [string, Omit<LiveBatch, "records" | "bytes">][] = [
+      [base, { dir, scope: "main", agent: null }],
+      [join(base, "side"), { dir, scope: "side", agent: null }],
+      ...agents.map((e): [string, Omit<LiveBatch, "records" | "bytes">] => [join(base, "subagents", e.name), { dir, scope: "subagent", agent: e.name }]),
+    ];
+    const batches: Omit<LiveBatch, "bytes">[] = [];
+    for (const [path, where] of conversations) {
       const names = (await this.fs.readdir(path)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
       const records: Rec[] = [];
-      for (const name of names) {
-        const file = join(path, name);
+      for (const file of names.map((name) => join(path, name))) {
         const size = (await this.fs.lstat(file))?.size ?? 0;
         const from = cursors.get(file) ?? (emit ? 0 : size); // a file that appeared since following began is new from its first byte
-        if (size <= from) {
-          cursors.set(file, size); // cut by a repair: nothing new to tell
-          continue;
-        }
+        cursors.set(file, Math.min(from, size)); // a file cut by a repair has nothing new to tell
+        if (size <= from) continue;
         const bytes = await this.fs.readRange(file, from, size);
-        const end = bytes.lastIndexOf(NEWLINE) + 1; // a line still being written waits for the next look
+        const end = bytes.lastIndexOf(0x0a) + 1; // a line still being written waits for the next look
         records.push(...parseJsonl(new TextDecoder().decode(bytes.subarray(0, end))).records);
         cursors.set(file, from + end);
       }
-      if (records.length > 0) batches.push({ ...where, records, bytes: 0 });
+      if (records.length > 0) batches.push({ ...where, records });
     }
     const bytes = this.bytesOf(dir);
     for (const batch of batches) this.emit({ ...batch, bytes });

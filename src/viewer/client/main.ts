@@ -22,12 +22,6 @@ function route(): void {
   if (wasViewing) loadHome().catch(failed("reading the usage"));
 }
 
-function go(id: string): void {
-  const hash = "#/s/" + encodeURIComponent(id);
-  if (location.hash === hash) route();
-  else location.hash = hash;
-}
-
 /** Leaves the open session for the list, keyboard focus on the list. */
 function backToList(): void {
   if (location.hash) history.pushState(null, "", location.pathname + location.search);
@@ -43,7 +37,7 @@ function step(n: number): void {
   const at = state.shown.findIndex((s) => idOf(s) === current || s.dir === current || (current && idOf(s).startsWith(current)));
   const next = at < 0 ? (n > 0 ? 0 : state.shown.length - 1) : Math.min(state.shown.length - 1, Math.max(0, at + n));
   const id = idOf(state.shown[next]);
-  go(id);
+  location.hash = "#/s/" + encodeURIComponent(id);
   ui.sessions.querySelector<HTMLElement>('li[data-session="' + CSS.escape(id) + '"] a')?.focus({ preventScroll: false });
 }
 
@@ -61,17 +55,11 @@ function onKey(e: KeyboardEvent): void {
     return;
   }
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
-  const keys: Record<string, () => void> = {
-    j: () => step(1),
-    ArrowDown: () => step(1),
-    k: () => step(-1),
-    ArrowUp: () => step(-1),
-    "/": () => ui.search.focus(),
-  };
-  if (keys[e.key]) {
-    e.preventDefault();
-    keys[e.key]();
-  }
+  const move = ({ j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 } as Record<string, number>)[e.key];
+  if (move === undefined && e.key !== "/") return;
+  e.preventDefault();
+  if (move === undefined) ui.search.focus();
+  else step(move);
 }
 
 document.addEventListener("keydown", onKey);
