@@ -24,8 +24,8 @@ export type GuardAlert = { state: string; since: string; command: string };
 /** `api/sessions`: the `list --json` objects, each with the guard's alert (added in the relay's thread, which hears the guard). */
 export type ViewerSession = ListEntry & { guard: GuardAlert | null };
 type Prices = { source: string; checked: string };
-/** `api/sessions/:id`: the facts, the conversation as HTML (rendered and escaped by the tap), and the uuid its reading path ends at. */
-export type SessionView = { session: ListEntry; tail: string | null; html: string; prices: Prices };
+/** `api/sessions/:id`: the facts (the guard's alert added as for the list), the conversation as HTML (rendered and escaped by the tap), and where its reading path ends. */
+export type SessionView = { session: ListEntry & { guard?: GuardAlert | null }; tail: string | null; html: string; prices: Prices };
 export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | {
   ok: false;
   error: string;

@@ -5,7 +5,7 @@ import { streamSSE } from "hono/streaming";
 import { nameInside } from "../protocol/id-name.ts";
 import type { Calls } from "../utils/worker-call.ts";
 import { orAfter } from "../utils/within.ts";
-import type { GuardAlert, LiveEvent, RestoreReply, ViewerData, ViewerSession } from "./api.ts";
+import type { GuardAlert, ListEntry, LiveEvent, RestoreReply, SessionView, ViewerData, ViewerSession } from "./api.ts";
 import { hostName } from "./hosts.ts";
 
 export interface ViewerDeps {
@@ -56,13 +56,13 @@ export function viewerRoutes(viewer: ViewerDeps): Hono<{ Variables: SecureHeader
   app.use("/", loopbackOnly);
   app.use("/api/*", loopbackOnly);
   app.get("/", PAGE_POLICY, async (c) => c.html(await viewer.page(c.get("secureHeadersNonce") ?? "")));
-  app.get("/api/sessions", async (c) => {
-    const alert = (id: string | null) => (id === null ? null : viewer.guardAlert(id));
-    return c.json((await viewer.data.sessions()).map((s): ViewerSession => ({ ...s, guard: alert(s.sessionId) })));
-  });
+  const withAlert = (s: ListEntry): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : viewer.guardAlert(s.sessionId) });
+  app.get("/api/sessions", async (c) => c.json((await viewer.data.sessions()).map(withAlert)));
   app.get("/api/sessions/:id", async (c) => {
     const answer = await viewer.data.session(c.req.param("id"));
-    return c.json(answer.body, answer.status);
+    if (answer.status !== 200) return c.json(answer.body, answer.status);
+    const view = answer.body as SessionView;
+    return c.json({ ...view, session: withAlert(view.session) } satisfies SessionView);
   });
   app.get("/api/sessions/:id/export", async (c) => {
     const out = await viewer.data.exportSession(c.req.param("id"), c.req.query("format") ?? "md");

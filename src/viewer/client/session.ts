@@ -30,8 +30,7 @@ export async function showSession(id: string, uuid?: string | null): Promise<voi
 const reload = () => state.current !== null && showSession(state.current).catch(failed("reloading the session"));
 
 /** The facts above the conversation: title, guard banner, ids, times, usage, Claude Code's copy, restore, exports. */
-function facts(s: ListEntry): void {
-  const guard = state.sessions.find((x) => idOf(x) === idOf(s))?.guard;
+function facts(s: SessionView["session"]): void {
   const u = s.usage;
   const cost = s.costUSD === null ? "cost unknown (" + (s.models.join(", ") || "no model") + " not all in the price table)" : "≈ " + usd(s.costUSD);
   const [writes, reads, branches] = [tokens(u.cacheCreationTokens), tokens(u.cacheReadTokens), s.leaves + (s.leaves === 1 ? " leaf" : " leaves")];
@@ -50,7 +49,7 @@ function facts(s: ListEntry): void {
   const newest = el("button", null, "↓ newest turn");
   newest.addEventListener("click", () => [...ui.conversation.querySelectorAll(".rec.user:not([hidden])")].pop()?.scrollIntoView({ block: "start" }));
   links.append(newest);
-  ui.facts.replaceChildren(el("h2", null, s.title || idOf(s)), ...(guard ? [guardBanner(guard)] : []));
+  ui.facts.replaceChildren(el("h2", null, s.title || idOf(s)), ...(s.guard ? [guardBanner(s.guard)] : []));
   for (const [label, ...value] of rows) ui.facts.appendChild(el("div", "row")).append(el("b", null, label + " "), ...value);
   ui.facts.append(restorePanel(s), links);
 }
