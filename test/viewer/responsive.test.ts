@@ -108,9 +108,15 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
       const main = document.querySelector("#main")!;
       return { page: d.scrollWidth - d.clientWidth, main: main.scrollWidth - main.clientWidth };
     });
+  /** Opens session `id` and waits until the page shows this answer (not what it showed before). */
   const open = async (id: string) => {
-    await page.goto(`${tap.url}/_tap/#/s/${id}`);
+    const url = `${tap.url}/_tap/#/s/${id}`;
+    const answered = page.waitForResponse((r) => r.url().endsWith(`/_tap/api/sessions/${id}`), WAIT);
+    if (page.url() === url) await page.reload();
+    else await page.goto(url);
+    await answered;
     await page.locator(`#facts code`, { hasText: id }).first().waitFor(WAIT);
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
   };
 
   it("1400 px: the list with titles, projects and costs beside the conversation; nothing overflows", async () => {

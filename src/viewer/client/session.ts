@@ -15,6 +15,8 @@ export async function showSession(id: string, uuid?: string | null): Promise<voi
   if (ticket !== shown) return;
   const s = data.session;
   Object.assign(state, { current: idOf(s), dir: s.dir, tail: data.tail, bytes: s.bytes });
+  // Below 800 px the home and the list scroll the page itself: a conversation starts with the page at its top.
+  if (!document.body.classList.contains("viewing")) scrollTo(0, 0);
   document.body.classList.add("viewing");
   facts(s);
   ui.conversation.innerHTML = data.html; // rendered and escaped by the tap
