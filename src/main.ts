@@ -1,26 +1,17 @@
-/**
- * Entry point: reads the process's arguments and environment and runs one command. Exits only once the
- * command's output is written whole (a pipe takes it at the reader's pace), and non-zero when it could
- * not be. No default export: Bun would serve it on :3000 (docs/RUNTIMES.md "Serving").
- */
+// The entry point: runs one command with the process's arguments and environment, and exits once its output is
+// written whole (non-zero when it could not be). No default export: Bun would serve it on :3000 (docs/RUNTIMES.md "Serving").
 import process from "node:process";
 import { homedir } from "node:os";
 import { main } from "./cli/main.ts";
-import { commandArgs } from "./runtime/index.ts";
-import { awaitedOutput } from "./runtime/process-output.ts";
+import { awaitedOutput, commandArgs } from "./runtime/index.ts";
 import { describe } from "./utils/describe-error.ts";
 
 const stdout = awaitedOutput(process.stdout);
 const stderr = awaitedOutput(process.stderr);
+// Heard for the process's whole life: a second signal while it stops is a wrapper's copy (the npm bin passes on
+// what the group got), ignored rather than killing the tap before it saved what it holds. Windows has no SIGTERM.
 const stopSignal = new Promise<string>((resolve) => {
-  // Windows has no SIGTERM (Deno refuses to listen for it there): a service manager stops a console
-  // program with Ctrl-C or Ctrl-Break, which arrive as SIGINT and SIGBREAK.
-  // Heard for as long as the process runs: a second signal while it stops (bounded by the drain) is a
-  // copy — a wrapper such as the npm package's bin passing on what the process group got too — and is
-  // ignored rather than killing the tap before it saved what it holds.
-  for (const signal of process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"]) {
-    process.on(signal, () => resolve(signal));
-  }
+  for (const signal of process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"]) process.on(signal, () => resolve(signal));
 });
 
 let code: number;

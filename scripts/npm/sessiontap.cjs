@@ -43,6 +43,18 @@ function resolvePlatform(platform, arch, version, home) {
   return { pkg: `@sessiontap/${releaseTarget(key)}`, file: `bin/${file}` };
 }
 
+/**
+ * The line for an install that lacks this machine's package. npm leaves an optional dependency out without a
+ * word when its registry does not have it (sessiontap's own tarball installed alone), as when told to omit them.
+ */
+function missingPackage(pkg, version, home) {
+  const target = pkg.replace("@sessiontap/", "");
+  return `sessiontap: the package ${pkg}, which holds the binary for this machine, is not installed (npm leaves it out when the registry ` +
+    `it installs from lacks it, as when sessiontap's tarball is installed alone, or when told to omit optional dependencies): install it ` +
+    `beside sessiontap (npm i -g ${pkg}@${version}, or its tarball sessiontap-${target}-${version}.tgz), or download ` +
+    `sessiontap-${version}-${target} from ${home ?? "the release page"}`;
+}
+
 /** Runs the binary with this process's arguments and terminal; exits as it exits. */
 function main() {
   const { version, homepage } = require("../package.json");
@@ -55,10 +67,7 @@ function main() {
   try {
     binary = path.join(path.dirname(require.resolve(`${where.pkg}/package.json`)), where.file);
   } catch {
-    process.stderr.write(
-      `sessiontap: the package ${where.pkg}, which holds the binary for this machine, is not installed ` +
-        `(npm skips it when told to leave optional dependencies out); install sessiontap again with them: npm i -g sessiontap\n`,
-    );
+    process.stderr.write(`${missingPackage(where.pkg, version, homepage)}\n`);
     process.exit(1);
   }
   const child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
@@ -73,5 +82,5 @@ function main() {
   child.on("exit", (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
 }
 
-module.exports = { PLATFORMS, resolvePlatform };
+module.exports = { PLATFORMS, resolvePlatform, missingPackage };
 if (require.main === module) main();

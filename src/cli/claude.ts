@@ -1,22 +1,14 @@
-/**
- * `sessiontap claude [ARGS…]`: runs Claude Code with the tap in front (docs/DESIGN.md "The launcher"). It
- * reuses a sessiontap already serving on the configured port, else starts one in this process for the
- * life of the child; sets ANTHROPIC_BASE_URL for the child alone; hands the child the terminal
- * (runtime/child-process.ts); and exits with the child's status once its own tap has stopped and flushed
- * the mirror. A reused tap that goes away while the child runs is replaced on the same port, so the child
- * is never left pointed at a tap that is gone.
- */
+// `sessiontap claude [ARGS…]` (docs/DESIGN.md "The launcher"): Claude Code in the foreground of this terminal,
+// through a tap of this user's that proves it, else one of its own for the child's life.
+import { spawn } from "node:child_process";
+import { constants } from "node:os";
+import process from "node:process";
+import { isatty } from "node:tty";
 import type { Config } from "../config/parse.ts";
-import { runInForeground, shellStatus } from "../runtime/child-process.ts";
-import { describe } from "../utils/describe-error.ts";
-import { nodeFs } from "../storage/fs-adapter.ts";
-import { PriceFileError } from "../usage/prices.ts";
-import { isListenError, listenFailure, localAddress } from "./listen-error.ts";
-import { prepareRoot } from "./root-check.ts";
-import { type RunningTap, startTap } from "./start-tap.ts";
-import { probeTap, whichTap } from "./tap-probe.ts";
+import { type Refusal, startOrRefuse, stopTap } from "./serve.ts";
+import type { RunningTap } from "./start-tap.ts";
+import { localAddress, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
 
-/** What the launcher reads of the process. */
 export interface LauncherIo {
   stderr: (text: string) => void;
   env: Record<string, string | undefined>;
@@ -25,167 +17,150 @@ export interface LauncherIo {
   fetch?: typeof fetch;
 }
 
-/** How often a reused tap is asked whether it still serves. */
-const WATCH_MS = 1000;
-/** Lines the tap says while the child has the terminal, kept for after it (the rest are counted). */
-const HELD_AT_MOST = 50;
-
-/** The tap's stderr lines while the child owns the terminal: held, then printed once it exits (they are in health and the events log too). */
-class HeldLines {
-  private lines: string[] | null = null;
-  private dropped = 0;
-  constructor(private readonly out: (text: string) => void) {}
-  readonly say = (line: string) => {
-    if (this.lines === null) this.out(line + "\n");
-    else if (this.lines.length < HELD_AT_MOST) this.lines.push(line);
-    else this.dropped++;
-  };
-  hold() {
-    this.lines = [];
-  }
-  release() {
-    const lines = this.lines ?? [];
-    this.lines = null;
-    if (lines.length > 0) this.out(`sessiontap: while Claude Code ran, the tap said:\n${lines.map((l) => `  ${l}\n`).join("")}`);
-    if (this.dropped > 0) this.out(`  … and ${this.dropped} more lines (see /_tap/health and the events log)\n`);
-  }
-}
+type Started = { ok: true; exited: Promise<number>; stop: () => void } | { ok: false; code: string; message: string };
 
 /**
- * Starts a tap of our own on `port`; the line to print instead when it cannot start. `inThread` runs its
- * mirror engine in this thread: a Worker started while Claude Code holds the terminal takes the terminal's
- * input from it under Deno (docs/DESIGN.md "The launcher").
+ * Starts `command` with the terminal; `spawned` runs once it did. The terminal sends Ctrl-C and window-size
+ * changes to the whole foreground group, so only what is sent to this process alone is passed on (SIGINT too
+ * when there is no terminal), and SIGINT is held meanwhile: the child decides what a Ctrl-C means.
  */
-async function startOwn(
-  config: Readonly<Config>,
-  port: number,
-  io: LauncherIo,
-  say: (line: string) => void,
-  inThread = false,
-): Promise<RunningTap | string> {
-  const at = { ...config, port };
-  if (config.mirror) {
-    const problem = await prepareRoot(nodeFs, config.mirrorDir);
-    if (problem !== null) return `sessiontap: cannot mirror to ${config.mirrorDir}: ${problem}`;
-  }
-  try {
-    return await startTap(at, { stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread });
-  } catch (error) {
-    if (error instanceof PriceFileError) return `sessiontap: cannot start: ${error.message}`;
-    return isListenError(error) ? await listenFailure(at, error, io.fetch ?? fetch) : `sessiontap: cannot start the tap: ${describe(error)}`;
-  }
+function runInForeground(command: string, args: string[], env: Record<string, string>, spawned: () => void): Promise<Started> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: "inherit", env });
+    const pass = (signal: NodeJS.Signals) => {
+      try {
+        child.kill(signal);
+      } catch {
+        // it has just exited: nothing to pass on
+      }
+    };
+    const hold = () => {};
+    // Windows delivers Ctrl-C to every process of the console; isatty(0), not process.stdin, which could start reading the child's terminal.
+    const passing: NodeJS.Signals[] = process.platform === "win32" ? [] : isatty(0) ? ["SIGTERM", "SIGHUP"] : ["SIGTERM", "SIGHUP", "SIGINT"];
+    const remove = () => {
+      for (const s of passing) process.off(s, pass);
+      process.off("SIGINT", hold);
+    };
+    child.once("error", (error: NodeJS.ErrnoException) => {
+      remove();
+      resolve({ ok: false, code: error.code ?? "ERROR", message: error.message });
+    });
+    child.once("spawn", () => {
+      for (const s of passing) process.on(s, pass);
+      if (!passing.includes("SIGINT")) process.on("SIGINT", hold);
+      spawned();
+      // As a shell reports it: the code, or 128 + the signal's number.
+      const exited = new Promise<number>((done) =>
+        child.once("exit", (code, signal) => {
+          remove();
+          done(code ?? 128 + ((constants.signals as Record<string, number>)[signal ?? ""] ?? 0));
+        })
+      );
+      resolve({ ok: true, exited, stop: () => pass("SIGTERM") });
+    });
+  });
 }
 
 /** Runs Claude Code (`SESSIONTAP_CLAUDE`, else `claude` on PATH) with `args` through a tap; resolves with its exit status. */
 export async function run(config: Readonly<Config>, args: string[], io: LauncherIo): Promise<number> {
   const fetcher = io.fetch ?? fetch;
   const program = io.env.SESSIONTAP_CLAUDE || "claude";
-  const held = new HeldLines(io.stderr);
   const url = `http://${localAddress(config.host)}:${config.port}`;
-  const found = await probeTap(fetcher, url, config.token, 1000);
+  const mirror = `mirror ${config.mirror ? config.mirrorDir : "off"}`;
+  // The tap's lines while the child has the terminal wait for its exit (they are in health and the events log too).
+  let held: string[] | null = null;
+  let dropped = 0;
+  const say = (line: string) => held === null ? io.stderr(line + "\n") : held.length < 50 ? held.push(line) : dropped++;
+  const tapDeps = (inThread: boolean) => ({ stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread });
+  const isTap = (started: RunningTap | Refusal): started is RunningTap => "url" in started;
+  // Only a tap that proves it is this user's gets the token, and then Claude Code's key and prompts.
+  const key = await proofKey(config.mirror, config.mirrorDir);
+  const found = await probeTap(fetcher, url, key, config.token, { timeoutMs: 1000 });
   let own: RunningTap | null = null;
-  let tapUrl = url;
-  if (found.kind === "sessiontap" || found.kind === "locked") {
-    const which = found.kind === "sessiontap" ? ` (${whichTap(found.health)})` : "";
-    io.stderr(`sessiontap: Claude Code goes through the tap already running on ${url}${which}\n`);
-  } else {
-    const port = found.kind === "other" ? 0 : config.port;
-    let started = await startOwn(config, port, io, held.say);
-    // Taken between the look and the listen: by a tap (use it) or by something else (any free port).
-    if (typeof started === "string" && port !== 0 && /already running/.test(started)) {
-      io.stderr(`sessiontap: Claude Code goes through the tap already running on ${url}\n`);
+  const notices: string[] = [];
+  if (found.kind === "mine") notices.push(`Claude Code goes through the tap already running on ${url} (${whichTap(found.health)})`);
+  else {
+    let started = await startOrRefuse({ ...config, port: found.kind === "none" ? config.port : 0 }, tapDeps(false), fetcher);
+    let holder = found.kind;
+    // Taken between the look and the listen: by a tap of this user's (use it) or by anything else (any free port).
+    if (!isTap(started) && started.holder !== null && started.holder !== "mine") {
+      holder = started.holder;
+      started = await startOrRefuse({ ...config, port: 0 }, tapDeps(false), fetcher);
+    }
+    if (!isTap(started) && started.holder === "mine") notices.push(`Claude Code goes through the tap already running on ${url}`);
+    else if (!isTap(started)) {
+      io.stderr(`${started.line}\nsessiontap: Claude Code was not started: it would have had no tap to talk to\n`);
+      return 1;
     } else {
-      if (typeof started === "string" && port !== 0 && /is in use/.test(started)) started = await startOwn(config, 0, io, held.say);
-      if (typeof started === "string") {
-        io.stderr(`${started}\nsessiontap: Claude Code was not started: it would have had no tap to talk to\n`);
-        return 1;
-      }
       own = started;
-      tapUrl = own.url;
-      const instead = found.kind === "other" ? `port ${config.port} is in use by something that is not a sessiontap; ` : "";
-      io.stderr(
-        `sessiontap: ${instead}Claude Code goes through a tap on ${tapUrl} for this session (mirror ${
-          config.mirror ? config.mirrorDir : "off"
-        }; viewer ${tapUrl}/_tap/)\n`,
-      );
+      const instead = own.port === config.port || config.port === 0
+        ? ""
+        : holder === "other"
+        ? `port ${config.port} is in use by something that is not a sessiontap; `
+        : holder === "unproven"
+        ? `port ${config.port} is held by something that could not prove it is this user's sessiontap ${unprovenWhy(config)}; `
+        : `port ${config.port} is in use; `;
+      notices.push(`${instead}Claude Code goes through a tap on ${own.url} for this session (${mirror}; viewer ${own.viewer})`);
     }
   }
+  const tapUrl = own?.url ?? url;
   const before = io.env.ANTHROPIC_BASE_URL;
-  if (before !== undefined && before !== "" && before.replace(/\/+$/, "") !== tapUrl) {
-    io.stderr(
-      `sessiontap: ANTHROPIC_BASE_URL was ${before}; Claude Code uses ${tapUrl} instead (the tap forwards to ${config.upstream}: SESSIONTAP_UPSTREAM)\n`,
-    );
+  if (before && before.replace(/\/+$/, "") !== tapUrl) {
+    notices.push(`ANTHROPIC_BASE_URL was ${before}; Claude Code uses ${tapUrl} instead (the tap forwards to ${config.upstream}: SESSIONTAP_UPSTREAM)`);
   }
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(io.env)) if (v !== undefined) env[k] = v;
-  env.ANTHROPIC_BASE_URL = tapUrl;
+  const env: Record<string, string> = { ...io.env as Record<string, string>, ANTHROPIC_BASE_URL: tapUrl };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
 
-  // A reused tap that stops is replaced on its port; the child's base URL then reaches the new one.
-  let watching: ReturnType<typeof setInterval> | null = null;
+  // A reused tap that stops is replaced on its port, where the child's base URL then reaches the new one. A port
+  // taken by anything that cannot prove it is this user's would get Claude Code's key: the child is stopped.
+  let child: Started | null = null;
   let tick: Promise<void> | null = null;
-  if (own === null) {
-    let misses = 0;
-    const look = async () => {
-      try {
-        const seen = await probeTap(fetcher, url, config.token, 1000);
-        misses = seen.kind === "none" ? misses + 1 : 0;
-        if (misses < 2) return;
-        const started = await startOwn(config, config.port, io, held.say, true);
-        if (typeof started !== "string") {
-          own = started;
-          held.say(`sessiontap: the tap on ${url} stopped; this launcher serves Claude Code there now (mirror ${config.mirror ? config.mirrorDir : "off"})`);
-        } else if (!/already running/.test(started)) {
-          // Said at once, over the child's screen: its requests fail from here on.
-          io.stderr(`\n${started}\nsessiontap: the tap on ${url} stopped and cannot be replaced: Claude Code's requests fail until it is back\n`);
-        }
-        misses = 0;
-      } finally {
-        tick = null;
-      }
-    };
-    watching = setInterval(() => {
-      if (tick === null && own === null) tick = look();
-    }, WATCH_MS);
-  }
+  let misses = 0;
+  const look = async () => {
+    const seen = await probeTap(fetcher, url, key, null, { timeoutMs: 1000, details: false });
+    misses = seen.kind === "mine" ? 0 : misses + 1;
+    if (misses < 2) return;
+    misses = 0;
+    // Its engine in this thread: a Worker started while Claude Code holds the terminal takes its input under Deno.
+    const started = await startOrRefuse(config, tapDeps(true), fetcher);
+    if (isTap(started)) {
+      own = started;
+      say(`sessiontap: the tap on ${url} stopped; this launcher serves Claude Code there now (${mirror})`);
+    } else if (started.holder === null) {
+      // Said at once, over the child's screen: its requests fail from here on.
+      io.stderr(`\n${started.line}\nsessiontap: the tap on ${url} stopped and cannot be replaced: Claude Code's requests fail until it is back\n`);
+    } else if (started.holder !== "mine") {
+      io.stderr(
+        `\nsessiontap: the tap on ${url} stopped and port ${config.port} is now held by something that could not prove it is this user's sessiontap: ` +
+          `Claude Code is stopped, so that it sends it nothing\n`,
+      );
+      clearInterval(watching);
+      if (child?.ok) child.stop();
+    }
+  };
+  const watching = setInterval(() => {
+    if (tick === null && own === null) tick = look().finally(() => (tick = null));
+  }, 1000);
+  if (own !== null) clearInterval(watching);
 
-  held.hold();
-  const child = await runInForeground(program, args, env);
-  let status: number;
+  held = [];
+  child = await runInForeground(program, args, env, () => io.stderr(notices.map((n) => `sessiontap: ${n}\n`).join("")));
+  const status = child.ok ? await child.exited : child.code === "ENOENT" ? 127 : 126;
+  const lines = held;
+  held = null;
+  if (lines.length > 0) io.stderr(`sessiontap: while Claude Code ran, the tap said:\n${lines.map((l) => `  ${l}\n`).join("")}`);
+  if (dropped > 0) io.stderr(`  … and ${dropped} more lines (see /_tap/health and the events log)\n`);
   if (!child.ok) {
-    held.release();
-    const missing = child.code === "ENOENT";
+    const where = io.env.SESSIONTAP_CLAUDE ? " (SESSIONTAP_CLAUDE)" : " on PATH";
     io.stderr(
-      missing
-        ? `sessiontap: ${program} was not found${
-          io.env.SESSIONTAP_CLAUDE ? " (SESSIONTAP_CLAUDE)" : " on PATH"
-        }: install Claude Code (npm i -g @anthropic-ai/claude-code), or name it: SESSIONTAP_CLAUDE=/path/to/claude\n`
+      status === 127
+        ? `sessiontap: ${program} was not found${where}: install Claude Code (npm i -g @anthropic-ai/claude-code), or name it: SESSIONTAP_CLAUDE=/path/to/claude\n`
         : `sessiontap: ${program} could not be started (${child.code}: ${child.message})\n`,
     );
-    status = missing ? 127 : 126;
-  } else {
-    status = shellStatus(await child.exited);
-    held.release();
   }
-  if (watching !== null) clearInterval(watching);
+  clearInterval(watching);
   await tick; // a replacement being started now is stopped below with the rest
   const mine = own as RunningTap | null;
-  if (mine === null) return status;
-  // The child is gone: stop the tap it used, which drains, flushes the mirror and saves what it could not write.
-  try {
-    const unwritten = await mine.stop();
-    if (unwritten.kind === "saved") {
-      io.stderr(
-        `sessiontap: ${unwritten.commits} commits could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start writes them\n`,
-      );
-    } else if (unwritten.kind === "lost") {
-      io.stderr(
-        `sessiontap: ${unwritten.commits} commits could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`,
-      );
-      return status === 0 ? 1 : status;
-    }
-  } catch (error) {
-    io.stderr(`sessiontap: the mirror could not be stopped cleanly (${describe(error)}): answers it held in memory are not mirrored\n`);
-    return status === 0 ? 1 : status;
-  }
-  return status;
+  // The child is gone: its tap drains, flushes the mirror and saves what it could not write.
+  return mine === null || (await stopTap(mine, config, io.stderr)) || status !== 0 ? status : 1;
 }

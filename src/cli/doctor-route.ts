@@ -1,12 +1,7 @@
-/**
- * `doctor`'s check of the way Claude Code reaches the tap (docs/DESIGN.md "Providers", "Proxy mode"): which
- * API it talks to (`CLAUDE_CODE_USE_BEDROCK`, `CLAUDE_CODE_USE_VERTEX`, else Anthropic's), then that API's
- * base URL (`ANTHROPIC_BASE_URL`, `ANTHROPIC_VERTEX_BASE_URL`, `ANTHROPIC_BEDROCK_BASE_URL`), which must be
- * a tap, else `HTTPS_PROXY`, which must be a tap's proxy (cli/doctor-proxy.ts); with neither, Claude Code
- * talks to the API itself and nothing is mirrored. Each variable is read as Claude Code will see it
- * (cli/doctor-settings.ts).
- */
-import { isAwsHost } from "../protocol/providers/aws-signature.ts";
+// `doctor`'s check of the way Claude Code reaches the tap (docs/DESIGN.md "Providers", "Proxy mode"): the base URL of
+// the API it is set to use, which must reach a tap, else HTTPS_PROXY, which must be a tap's proxy (cli/doctor-proxy.ts).
+import type { Config } from "../config/parse.ts";
+import { isAwsHost } from "../protocol/headers.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
 import type { CommandIo } from "./command-io.ts";
@@ -15,22 +10,19 @@ import { proxyChecks } from "./doctor-proxy.ts";
 import { claudeSetting, isTruthy, type Setting, type SettingsFile } from "./doctor-settings.ts";
 import { type Probe, probe } from "./doctor-tap.ts";
 
-/** The API Claude Code talks to, and how it reaches it. */
+/** The API Claude Code talks to; `who` names it for the checks' lines, `host` is where it goes with no base URL. */
 export interface ClaudeRoute {
   provider: "anthropic" | "vertex" | "bedrock";
-  /** "Claude Code on AWS Bedrock (CLAUDE_CODE_USE_BEDROCK in the environment)", for the checks' lines. */
   who: string;
-  /** The base-URL variable of that API, and its value. */
   baseVar: string;
   base: Setting | null;
-  /** The host Claude Code talks to when no base URL is set. */
   host: string;
 }
 
 const BASE_VARS = { anthropic: "ANTHROPIC_BASE_URL", vertex: "ANTHROPIC_VERTEX_BASE_URL", bedrock: "ANTHROPIC_BEDROCK_BASE_URL" } as const;
 const NAMES = { anthropic: "the Anthropic API", vertex: "Google Vertex AI", bedrock: "AWS Bedrock" } as const;
 
-/** The API Claude Code will talk to, as its settings and environment choose it (Bedrock wins over Vertex, as in Claude Code). */
+/** As Claude Code's settings and environment choose it: Bedrock wins over Vertex, as in Claude Code. */
 export function claudeRoute(settings: SettingsFile[], env: CommandIo["env"]): ClaudeRoute {
   const get = (name: string) => claudeSetting(settings, env, name);
   const bedrock = get("CLAUDE_CODE_USE_BEDROCK");
@@ -49,15 +41,8 @@ export function claudeRoute(settings: SettingsFile[], env: CommandIo["env"]): Cl
   return { provider, who, baseVar: BASE_VARS[provider], base: get(BASE_VARS[provider]), host };
 }
 
-/** The checks of the way Claude Code reaches the tap; `tap` is what answered at `tapUrl`, the tap doctor looked at. */
-export async function routeChecks(
-  route: ClaudeRoute,
-  settings: SettingsFile[],
-  io: CommandIo,
-  tap: { url: string; probe: Probe },
-  token: string | null,
-  claudeDir: string,
-): Promise<Check[]> {
+/** `tap` is the tap doctor looked at, and what answered there. */
+export async function routeChecks(route: ClaudeRoute, settings: SettingsFile[], io: CommandIo, tap: { url: string; probe: Probe }, config: Readonly<Config>) {
   const out: Check[] = [];
   for (const [provider, name] of Object.entries(BASE_VARS)) {
     const unused = provider === route.provider ? null : claudeSetting(settings, io.env, name);
@@ -79,7 +64,7 @@ export async function routeChecks(
       'the tap\'s proxy mode: sessiontap serve --proxy-port N prints the HTTPS_PROXY and NODE_EXTRA_CA_CERTS lines to export (docs/providers.md, "Proxy mode")';
     const fix = route.provider === "bedrock"
       ? `use ${proxyMode}, where your AWS signature stays valid, or export ${check}=${suggest} with a Bedrock API key (docs/providers.md, "AWS Bedrock")`
-      : `export ${check}=${suggest} (or set it under "env" in ${join(claudeDir, "settings.json")}), or use ${proxyMode}`;
+      : `export ${check}=${suggest} (or set it under "env" in ${join(config.claudeDir, "settings.json")}), or use ${proxyMode}`;
     out.push({ check, status: "fail", detail: `not set, nor is HTTPS_PROXY, so ${route.who} talks to ${route.host} directly and nothing is mirrored: ${fix}` });
     return out;
   }
@@ -88,26 +73,19 @@ export async function routeChecks(
     out.push({ check, status: "warn", detail: `the environment says ${fromEnv}, but Claude Code applies ${base.value} from ${base.fromSettings} over it` });
   }
   const same = new URL(tap.url).origin === safeOrigin(base.value);
-  const target = same ? tap.probe : await probe(io, base.value, token);
-  if (!target.ok && target.down) {
-    // Never in the way: a base URL that reaches nothing stops Claude Code, so say so and how to go around the tap.
-    out.push({
-      check,
-      status: "fail",
-      detail: `${base.value} ${base.where}: ${target.why}. ${requestsFail(check, base.fromSettings, "sessiontap serve, or run sessiontap claude")}`,
-    });
-    return out;
-  }
-  if (!target.ok) {
-    out.push({ check, status: "fail", detail: `${base.value} ${base.where}: ${target.why}; Claude Code's requests go there and are not mirrored` });
-    return out;
-  }
-  out.push({ check, status: "ok", detail: `${base.value} ${base.where} reaches a tap: ${route.who} goes through it (base-URL mode)` });
+  const target = same ? tap.probe : await probe(io, base.value, config);
+  // Never in the way: a base URL that reaches nothing stops Claude Code, so say so and how to go around the tap.
+  const detail = !target.ok && target.down
+    ? `${base.value} ${base.where}: ${target.why}. ${requestsFail(check, base.fromSettings, "sessiontap serve, or run sessiontap claude")}`
+    : !target.ok
+    ? `${base.value} ${base.where}: ${target.why}; Claude Code's requests go there and are not mirrored`
+    : `${base.value} ${base.where} reaches a tap${target.proven ? "" : " that could not prove it is yours"}: ${route.who} goes through it (base-URL mode)`;
+  out.push({ check, status: !target.ok ? "fail" : target.proven ? "ok" : "warn", detail });
+  if (!target.ok) return out;
   if (route.provider === "bedrock") out.push(...bedrockCredentials(settings, io.env, target.health));
   return out;
 }
 
-/** The origin of `url`, or null when it is not a URL. */
 export function safeOrigin(url: string): string | null {
   try {
     return new URL(url).origin;
@@ -116,11 +94,7 @@ export function safeOrigin(url: string): string | null {
   }
 }
 
-/**
- * What base-URL mode can forward to AWS (docs/DESIGN.md "Bedrock's signatures"): a Bedrock API key, or no
- * credentials to an upstream that signs; a SigV4 signature for the tap's address, or nothing for AWS itself,
- * the tap refuses.
- */
+/** Base-URL mode forwards a Bedrock API key, or no credentials to an upstream that signs; it refuses the rest (docs/DESIGN.md "Bedrock's signatures"). */
 function bedrockCredentials(settings: SettingsFile[], env: CommandIo["env"], health: Record<string, unknown>): Check[] {
   if (claudeSetting(settings, env, "AWS_BEARER_TOKEN_BEDROCK") !== null) return [];
   const check = "Bedrock credentials";

@@ -134,6 +134,6 @@ async function tapAndRoute(
     ? [safeOrigin(base.value)!, `${route.baseVar} ${base.where}`]
     : [defaultTap, "the default address"];
   const tap = await tapChecks(config, io, tapUrl, chosen);
-  out.push(...tap.checks, ...(await routeChecks(route, settings, io, { url: tapUrl, probe: tap.tap }, config.token, config.claudeDir)));
+  out.push(...tap.checks, ...(await routeChecks(route, settings, io, { url: tapUrl, probe: tap.tap }, config)));
   return { checks: out, health: tap.tap.ok ? tap.tap.health : null };
 }

@@ -1,151 +1,188 @@
-/**
- * `sessiontap serve`: starts the tap (start-tap.ts), prints the startup block, and stops gracefully on
- * SIGINT/SIGTERM (docs/DESIGN.md "Command line").
- */
+// `sessiontap serve` (docs/DESIGN.md "Command line"): a tap started after its root is checked, the startup block,
+// a graceful stop on SIGINT/SIGTERM. The launcher starts and stops its own tap through the same two functions.
 import { type Config, settingName } from "../config/parse.ts";
-import { runtimeName } from "../runtime/index.ts";
-import { describe } from "../utils/describe-error.ts";
-import { nodeFs } from "../storage/fs-adapter.ts";
-import { redactUrl } from "../store/pg-client.ts";
 import { ProxyStartError } from "../proxy/proxy-error.ts";
+import { runtimeName } from "../runtime/index.ts";
+import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
+import { DIR_MODE, join } from "../storage/paths.ts";
+import { untrusted } from "../storage/trusted-path.ts";
+import { redactUrl } from "../store/pg-client.ts";
 import { PriceFileError } from "../usage/prices.ts";
+import { describe } from "../utils/describe-error.ts";
+import { plural } from "../utils/plural.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/index.ts";
-import { isListenError, listenFailure } from "./listen-error.ts";
-import { prepareRoot } from "./root-check.ts";
-import { type RunningTap, startTap } from "./start-tap.ts";
-import { plural } from "../utils/plural.ts";
+import { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
+import { localAddress, type Probe, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
 
-/** Runs the tap until SIGINT/SIGTERM; exit 0 after a graceful stop, 1 when commits could be saved nowhere, 2 for an unusable setting. */
-export async function runServe(
-  config: Readonly<Config>,
-  io: {
-    stdout: (t: string) => void;
-    stderr: (t: string) => void;
-    stopSignal: Promise<string>;
-    workerUrl?: URL | string;
-    viewerWorkerUrl?: URL | string;
-    fetch?: typeof fetch;
-  },
-): Promise<number> {
+/** Why a tap did not start; `holder` is what answered on its port when that was why. */
+export type Refusal = { line: string; holder: Probe["kind"] | null };
+
+/**
+ * The root made (0700) and written to before a tap listens, so one that could mirror nothing never looks healthy;
+ * it must be this user's and writable by nobody else (docs/DESIGN.md "Health and exit"). Null, or what is wrong.
+ */
+export async function prepareRoot(fs: FsAdapter, root: string): Promise<string | null> {
+  let info;
+  try {
+    info = (await fs.lstat(root)) ?? (await fs.mkdir(root, DIR_MODE), await fs.lstat(root));
+  } catch (error) {
+    return `it cannot be created (${describe(error)})`;
+  }
+  if (info === null) return "it vanished while being created";
+  const why = untrusted(info, "directory");
+  if (why === "is a symbolic link") return `${root} is a symbolic link; point the setting at the real directory`;
+  if (why === "is not a directory") return `${root} exists and is not a directory`;
+  if (why?.startsWith("belongs")) return `${root} ${why}; point the setting at a directory of your own`;
+  if (why !== null) return `${root} ${why}, so other users could read or plant conversations; chmod 700 ${root}`;
+  if (!(await fs.canReadWrite(root))) return `${root} is not readable and writable by this user`;
+  const probe = join(root, `.sessiontap-probe-${crypto.randomUUID().slice(0, 8)}`);
+  try {
+    await fs.createExclusive(probe, "", false);
+    await fs.unlink(probe);
+  } catch (error) {
+    return `nothing can be written there (${describe(error)})`;
+  }
+  return null;
+}
+
+/** A listen failure's code; Bun names a taken port only in its message. */
+function listenCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && code !== "") return code;
+  return /Is port \d+ in use|address already in use/i.test(String((error as Error | null)?.message ?? error)) ? "EADDRINUSE" : "";
+}
+
+/** A tap on `config`, or the one line why not, in our words, never the runtime's (docs/DESIGN.md "Never in the way"). */
+export async function startOrRefuse(config: Readonly<Config>, deps: TapDeps, fetcher: typeof fetch): Promise<RunningTap | Refusal> {
+  const fail = (line: string, holder: Refusal["holder"] = null) => ({ line: `sessiontap: ${line}`, holder });
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
-    if (problem !== null) {
-      io.stderr(`sessiontap: cannot mirror to ${config.mirrorDir} (set by ${settingName(config, "mirrorDir")}): ${problem}\n`);
-      return 2;
-    }
+    if (problem !== null) return fail(`cannot mirror to ${config.mirrorDir} (set by ${settingName(config, "mirrorDir")}): ${problem}`);
   }
-  let tap: RunningTap;
   try {
-    tap = await startTap(config, { stderr: (line) => io.stderr(line + "\n"), workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl });
+    return await startTap(config, deps);
   } catch (error) {
-    // The runtime's own words ("Failed to start server. Is port 8787 in use?") never reach the user.
-    const own = error instanceof PriceFileError || error instanceof ProxyStartError;
-    io.stderr(
-      own || !isListenError(error)
-        ? `sessiontap: cannot start: ${own ? error.message : describe(error)}\n`
-        : `${await listenFailure(config, error, io.fetch ?? fetch)}\n`,
-    );
+    const where = `${config.host}:${config.port}`;
+    const code = listenCode(error);
+    if (error instanceof PriceFileError || error instanceof ProxyStartError) return fail(`cannot start: ${error.message}`);
+    if (code === "EACCES" || code === "EPERM") {
+      return fail(`cannot listen on ${where}: permission denied (ports below 1024 need privileges); pick another with --port`);
+    }
+    if (code === "EADDRNOTAVAIL") return fail(`cannot listen on ${where}: ${config.host} is not an address of this machine (--host)`);
+    if (code !== "EADDRINUSE") return fail(`cannot start: ${describe(error)}`);
+    // The holder is asked who it is; only a tap that proves it is this user's is named as one.
+    const url = `http://${localAddress(config.host)}:${config.port}`;
+    const holder = await probeTap(fetcher, url, await proofKey(config.mirror, config.mirrorDir), config.token, { timeoutMs: 1000 });
+    if (holder.kind === "mine") {
+      return fail(
+        `a sessiontap is already running on ${where} (${whichTap(holder.health)}): use it (export ANTHROPIC_BASE_URL=${url}), or pick another port with --port`,
+        "mine",
+      );
+    }
+    if (holder.kind === "unproven") {
+      const why = `could not prove it is this user's sessiontap ${unprovenWhy(config)}`;
+      return fail(`port ${config.port} on ${config.host} is held by something that ${why}; pick another port with --port (or SESSIONTAP_PORT)`, "unproven");
+    }
+    return fail(`port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`, holder.kind);
+  }
+}
+
+/** Stops a tap: drains, flushes the mirror, saves what it could not write. False when something was lost. */
+export async function stopTap(tap: RunningTap, config: Readonly<Config>, stderr: (text: string) => void, closed?: () => void): Promise<boolean> {
+  let unwritten;
+  try {
+    unwritten = await tap.stop(closed);
+  } catch (error) {
+    // The engine had stopped (said on stderr then): what it held in memory could not be saved.
+    stderr(`sessiontap: the mirror could not be stopped cleanly (${describe(error)}): answers it held in memory are not mirrored\n`);
+    return false;
+  }
+  const commits = unwritten.kind === "none" ? "" : plural(unwritten.commits, "commit");
+  if (unwritten.kind === "saved") {
+    stderr(`sessiontap: ${commits} could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`);
+  }
+  if (unwritten.kind === "lost") {
+    stderr(`sessiontap: ${commits} could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`);
+  }
+  return unwritten.kind !== "lost";
+}
+
+/** Runs the tap until SIGINT/SIGTERM: 0 after a graceful stop, 1 when commits could be saved nowhere, 2 when it cannot start. */
+export async function runServe(
+  config: Readonly<Config>,
+  io: Pick<TapDeps, "workerUrl" | "viewerWorkerUrl" | "fetch"> & { stdout: (t: string) => void; stderr: (t: string) => void; stopSignal: Promise<string> },
+): Promise<number> {
+  const tap = await startOrRefuse(
+    config,
+    { stderr: (line) => io.stderr(line + "\n"), workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl },
+    io.fetch ?? fetch,
+  );
+  if (!("url" in tap)) {
+    io.stderr(`${tap.line}\n`);
     return 2;
   }
-  const replay = tap.replayed.commits === 0 ? [] : [
-    `  replayed   ${plural(tap.replayed.commits, "commit")} an earlier run could not write${
-      tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : ""
-    }`,
-  ];
   const exposed = !isLoopback(config.host);
   if (exposed) {
     io.stderr(`sessiontap: WARNING: listening on ${config.host}, reachable from the network; /_tap/ (viewer, API, health details) requires the token\n`);
   }
-  const tokenLines = tap.token === null ? [] : [
-    tap.token.generated
-      ? `  token      ${tap.token.value}  (generated for this run and printed only here; choose one with --token or SESSIONTAP_TOKEN)`
-      : `  token      from ${config.tokenSource === "flag" ? "--token" : "SESSIONTAP_TOKEN"}`,
-    `  login      ${tap.url}/_tap/login?token=${tap.token.generated ? tap.token.value : "<TOKEN>"}  (or send Authorization: Bearer <TOKEN>)`,
-  ];
-  const proxy = proxyLines(config, tap);
   if (tap.proxy !== null && tap.proxy.ca.made !== null && tap.proxy.ca.made !== "made") {
+    const dir = config.proxy!.caDir;
     io.stderr(
-      `sessiontap: made a new proxy CA in ${
-        config.proxy!.caDir
-      } (the old one: ${tap.proxy.ca.made}); clients started with the old one must be restarted to trust it\n`,
+      `sessiontap: made a new proxy CA in ${dir} (the old one: ${tap.proxy.ca.made}); clients started with the old one must be restarted to trust it\n`,
     );
   }
-  io.stdout(
-    [
-      `sessiontap ${VERSION} (${runtimeName()})`,
-      ...(exposed
-        ? [
-          `  WARNING    reachable from the network on ${config.host}: anyone who can reach this port can send API traffic through it (their own key pays);`,
-          `             the viewer, its API and health details need the token below`,
-        ]
-        : []),
-      `  listening  ${tap.url}`,
-      ...tokenLines,
-      `  upstream   ${config.upstream}`,
-      `  mirror     ${config.mirror ? config.mirrorDir : "off"}${config.mirror && config.store !== null && config.storeOnly ? " (outage spool only)" : ""}`,
-      ...(config.mirror && config.store !== null ? [`  store      ${redactUrl(config.store)}`] : []),
-      ...replay,
-      `  guard      ${tap.guard === null ? "off" : `watching Claude Code's transcripts under ${config.claudeDir}/projects`}`,
-      ...proxy.status,
-      `  viewer     ${tap.url}/_tap/`,
-      `  health     ${tap.url}/_tap/health`,
-      ``,
-      `  export ANTHROPIC_BASE_URL=${tap.url}`,
-      // Beyond loopback, API traffic is mirrored only with the token (docs/DESIGN.md "Who a session belongs to").
-      ...(exposed && tap.token !== null
-        ? [`  export ANTHROPIC_CUSTOM_HEADERS="x-sessiontap-token: <TOKEN>"  (the token above: without it, API traffic is relayed, not mirrored)`]
-        : []),
-      ``,
-      ...proxy.exports,
-    ].join("\n"),
-  );
+  io.stdout(startupBlock(config, tap, exposed).join("\n"));
   const signal = await io.stopSignal;
   // Said once the port is closed: whoever reads the line may rely on it.
-  let unwritten;
-  try {
-    unwritten = await tap.stop(() => io.stderr(`sessiontap: ${signal}, stopping\n`));
-  } catch (error) {
-    // The engine had stopped (said on stderr then): what it held in memory could not be saved.
-    io.stderr(`sessiontap: the mirror could not be stopped cleanly (${describe(error)}): answers it held in memory are not mirrored\n`);
-    return 1;
-  }
-  if (unwritten.kind === "saved") {
-    io.stderr(
-      `sessiontap: ${
-        plural(unwritten.commits, "commit")
-      } could not be written to ${config.mirrorDir}; saved in ${unwritten.path}: the next start on this mirror root writes them\n`,
-    );
-  } else if (unwritten.kind === "lost") {
-    io.stderr(
-      `sessiontap: ${plural(unwritten.commits, "commit")} could not be written and could be saved nowhere (${unwritten.error}): those turns are not mirrored\n`,
-    );
-    return 1;
-  }
-  return 0;
+  return (await stopTap(tap, config, io.stderr, () => io.stderr(`sessiontap: ${signal}, stopping\n`))) ? 0 : 1;
 }
 
-/** A path as a shell word. */
-function shellWord(path: string): string {
-  return /^[A-Za-z0-9_./:@%+=-]+$/.test(path) ? path : `'${path.replace(/'/g, "'\\''")}'`;
-}
-
-/** The startup block's proxy lines (docs/DESIGN.md "Proxy mode"): where it listens, its CA, and the two lines to export. */
-function proxyLines(config: Readonly<Config>, tap: RunningTap): { status: string[]; exports: string[] } {
-  if (tap.proxy === null) return { status: [], exports: [] };
-  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
-  const credentials = tap.token === null ? "" : `sessiontap:${tap.token.generated ? tap.token.value : "<TOKEN>"}@`;
-  const made = tap.proxy.ca.made === null ? "" : " (made now)";
-  return {
-    status: [
-      `  proxy      http://${host}:${tap.proxy.port}  (CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts and forwards them as above; tunnels other hosts unread)`,
-      `  proxy CA   ${tap.proxy.ca.certPath}${made}  (trusted only by processes started with NODE_EXTRA_CA_CERTS)`,
-    ],
-    exports: [
+function startupBlock(config: Readonly<Config>, tap: RunningTap, exposed: boolean): string[] {
+  const token = tap.token;
+  const waiting = tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : "";
+  const storeLine = config.mirror && config.store !== null;
+  const proxyHost = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const certPath = tap.proxy?.ca.certPath ?? "";
+  const proxy = tap.proxy === null ? null : `http://${proxyHost}:${tap.proxy.port}`;
+  return [
+    `sessiontap ${VERSION} (${runtimeName()})`,
+    ...(exposed
+      ? [
+        `  WARNING    reachable from the network on ${config.host}: anyone who can reach this port can send API traffic through it (their own key pays);`,
+        `             the viewer, its API and health details need the token below`,
+      ]
+      : []),
+    `  listening  ${tap.url}`,
+    ...(token === null ? [] : [
+      token.generated
+        ? `  token      ${token.value}  (generated for this run and printed only here; choose one with --token or SESSIONTAP_TOKEN)`
+        : `  token      from ${config.tokenSource === "flag" ? "--token" : "SESSIONTAP_TOKEN"}`,
+      `  login      ${tap.url}/_tap/login?token=${token.generated ? token.value : "<TOKEN>"}  (or send Authorization: Bearer <TOKEN>)`,
+    ]),
+    `  upstream   ${config.upstream}`,
+    `  mirror     ${config.mirror ? config.mirrorDir : "off"}${storeLine && config.storeOnly ? " (outage spool only)" : ""}`,
+    ...(storeLine ? [`  store      ${redactUrl(config.store!)}`] : []),
+    ...(tap.replayed.commits === 0 ? [] : [`  replayed   ${plural(tap.replayed.commits, "commit")} an earlier run could not write${waiting}`]),
+    `  guard      ${tap.guard === null ? "off" : `watching Claude Code's transcripts under ${config.claudeDir}/projects`}`,
+    ...(proxy === null ? [] : [
+      `  proxy      ${proxy}  (CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts and forwards them as above; tunnels other hosts unread)`,
+      `  proxy CA   ${certPath}${tap.proxy!.ca.made === null ? "" : " (made now)"}  (trusted only by processes started with NODE_EXTRA_CA_CERTS)`,
+    ]),
+    `  viewer     ${tap.viewer}`,
+    `  health     ${tap.url}/_tap/health`,
+    ``,
+    `  export ANTHROPIC_BASE_URL=${tap.url}`,
+    // Beyond loopback, API traffic is mirrored only with the token (docs/DESIGN.md "Who a session belongs to").
+    ...(exposed && token !== null
+      ? [`  export ANTHROPIC_CUSTOM_HEADERS="x-sessiontap-token: <TOKEN>"  (the token above: without it, API traffic is relayed, not mirrored)`]
+      : []),
+    ``,
+    ...(proxy === null ? [] : [
       `  or, in proxy mode (no ANTHROPIC_BASE_URL):`,
-      `  export HTTPS_PROXY=http://${credentials}${host}:${tap.proxy.port}`,
-      `  export NODE_EXTRA_CA_CERTS=${shellWord(tap.proxy.ca.certPath)}`,
+      `  export HTTPS_PROXY=${proxy.replace("//", `//${token === null ? "" : `sessiontap:${token.generated ? token.value : "<TOKEN>"}@`}`)}`,
+      `  export NODE_EXTRA_CA_CERTS=${/^[A-Za-z0-9_./:@%+=-]+$/.test(certPath) ? certPath : `'${certPath.replace(/'/g, "'\\''")}'`}`,
       ``,
-    ],
-  };
+    ]),
+  ];
 }

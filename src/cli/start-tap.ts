@@ -14,22 +14,23 @@ import { healthReport } from "../mirror/health.ts";
 import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
-import { bundleScript, listen, runtimeName, streamedBodyKeepsLength, upstreamFetch } from "../runtime/index.ts";
-import { createApp } from "../server/app.ts";
-import { generateToken } from "../server/request-guard.ts";
+import { bundleScript, listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
+import { createApp, type Peer } from "../server/app.ts";
+import { socketUid } from "../server/request-guard.ts";
+import { generateToken, TokenGate } from "../server/token-gate.ts";
 import { describe, describeBare } from "../utils/describe-error.ts";
-import { TokenGate } from "../server/token-gate.ts";
-import { Alarm } from "../utils/alarm.ts";
+import type { EventFields } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices } from "../storage/price-file.ts";
 import { bindingKey } from "../storage/binding-files.ts";
 import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
 import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
-import { forward } from "../tap/forward.ts";
-import { refusalNotice } from "../tap/refusals.ts";
-import { UpstreamHealth } from "../tap/upstream-health.ts";
+import { forward, refusalNotice } from "../tap/forward.ts";
+import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
+import { healthProof, localAddress } from "./tap-probe.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
+import { leaveToken } from "./tap-probe.ts";
 
 /** Seams a test may replace. */
 export interface TapDeps {
@@ -51,6 +52,8 @@ export interface TapDeps {
   workerUrl?: URL | string;
   /** The viewer's reader Worker script (default: src/viewer-worker.ts next to this source; the binary passes its own). */
   viewerWorkerUrl?: URL | string;
+  /** Where the kernel's tables of TCP sockets are read (default /proc/net; elsewhere the owner proves itself with a token). */
+  procNet?: string;
 }
 
 /** The mirror of a running tap, as its owner (and the tests) may ask it. */
@@ -74,7 +77,6 @@ export interface GuardHandle {
   lookNow(sessionId: string): Promise<void>;
 }
 
-/** A tap that is listening. */
 export interface RunningTap {
   url: string;
   port: number;
@@ -87,16 +89,15 @@ export interface RunningTap {
   proxy: RunningProxy | null;
   /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
   token: { value: string; generated: boolean } | null;
-  /**
-   * Stops accepting, drains in-flight responses (bounded), flushes the mirror, saves what it could not
-   * write. `closed` is called once the port refuses new connections.
-   */
+  /** The viewer's URL, with this run's token where the kernel cannot name a client's user. */
+  viewer: string;
+  /** Stops accepting (then calls `closed`), drains in-flight responses (bounded), flushes the mirror, saves what it could not write. */
   stop(closed?: () => void): Promise<Unwritten>;
 }
 
 /** Longest wait at stop for the engine's writes in flight, before what is left is spooled. */
 const STOP_FLUSH_MS = 1000;
-/** Sized request bodies up to this are read whole before they go upstream (src/tap/request-body.ts). */
+/** Sized request bodies up to this are read whole before they go upstream (src/tap/forward.ts). */
 const READ_FIRST_BYTES = 1024 * 1024;
 
 /** The engine's settings from the tap's config (exported for the suites and the bench that drive an engine directly). */
@@ -128,7 +129,6 @@ function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: str
   return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener, deps.engineSeams);
 }
 
-/** Starts a tap on `config` (in this process). */
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
@@ -162,6 +162,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     })
     : null;
   const link = engine?.link ?? null;
+  const log = (action: string, fields: EventFields) => link?.send({ t: "log", action, fields });
   guard = link === null || !engine!.guard ? null : {
     inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
     health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
@@ -172,11 +173,12 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const reportUpstream = {
     failed(error: unknown, how: "unreachable" | "broke") {
       upstream.failed(error, how);
-      link?.send({ t: "log", action: "upstream-error", fields: { how, error: describe(error) } });
+      log("upstream-error", { how, error: describe(error) });
     },
     answered: () => upstream.answered(),
   };
-  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token.
+  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token. On loopback it answers
+  // its own user: by the uid of the client's socket, or where the kernel cannot say, by a token of this run's.
   const token = config.token !== null
     ? { value: config.token, generated: false }
     : isLoopback(config.host)
@@ -184,15 +186,15 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     : { value: generateToken(), generated: true };
   // Beyond loopback, API traffic must carry the token to be mirrored (docs/DESIGN.md "Who a session belongs to").
   link?.identify(bindingSecret, token !== null && !isLoopback(config.host) ? token.value : null);
-  // A client that guesses the token is slowed down, counted, and said (docs/RELIABILITY.md "Trust boundaries").
-  const tokenGate = new TokenGate(clock);
-  const tokenAlarm = new Alarm(clock, stderr);
+  const sockets = () => Promise.all(["tcp", "tcp6"].map((f) => nodeFs.readText(`${deps.procNet ?? "/proc/net"}/${f}`).catch(() => ""))).then((t) => t.join(""));
+  const uid = process.getuid?.() ?? null;
+  const kernelSays = token === null && uid !== null && (await sockets()) !== "";
+  const gate = new TokenGate(token?.value ?? generateToken(), { clock, stderr, onFailure: (fields) => log("token-failure", fields) });
   let internalErrors = 0;
   const internalError = (error: unknown) => {
     internalErrors++;
     stderr(`sessiontap: internal error answering a request: ${describeBare(error)}`);
   };
-  // Aborted when the drain bound runs out at stop: upstream fetches still in flight end then.
   const cut = new AbortController();
   const forwardDeps = {
     upstream: config.upstream,
@@ -204,8 +206,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     upstreamHealth: reportUpstream,
     refused: refusalNotice(stderr, link),
     stopping: cut.signal,
-    // A large body streams where the runtime keeps its length, and is read first where it would go chunked.
-    readFirstBytes: streamedBodyKeepsLength() ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,
+    // A large body streams where fetch keeps its length (Bun), and is read first where it would go chunked (Deno).
+    readFirstBytes: runtimeName() === "bun" ? READ_FIRST_BYTES : Number.POSITIVE_INFINITY,
   };
   // Loaded only when asked for: the certificate library costs a start ~70 ms.
   const proxy = config.proxy === null ? null : await (await import("../proxy/proxy-server.ts")).startProxy(config.proxy, {
@@ -215,13 +217,14 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     forwardDeps,
     host: config.host,
     token: token?.value ?? null,
-    log: (action, fields) => link?.send({ t: "log", action, fields }),
+    log,
   }).catch(async (error) => {
     // A proxy that cannot start stops the start: nothing started before it may keep running.
     viewer.close();
     await link?.stop(STOP_FLUSH_MS).catch(() => undefined);
     throw error;
   });
+  let listening = config.port;
   const app = createApp({
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
@@ -233,28 +236,20 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
           upstream: upstream.state(),
           internalErrors,
           problems: proxy?.problems() ?? [],
-          token: token === null ? undefined : tokenGate.stats(),
+          token: kernelSays ? undefined : gate.stats(),
         },
         link,
       );
       return proxy === null ? report : { ...report, proxy: proxy.health() };
     },
     viewer: viewer.deps,
+    prove: (nonce) => bindingSecret === null ? null : healthProof(bindingSecret, nonce, `${localAddress(config.host)}:${listening}`),
     onError: internalError,
-    token: token?.value ?? null,
+    gate,
     allowedHosts: allowedHosts(config.host),
-    tokenGate,
-    onTokenFailure: (fields) => {
-      link?.send({ t: "log", action: "token-failure", fields });
-      if (fields.waitMs > 0) {
-        tokenAlarm.fail(
-          "wrong tokens",
-          (first) =>
-            `sessiontap: ${first ? "" : "still "}wrong tokens from ${fields.peer} (${fields.failures} so far): it now waits ${
-              fields.waitMs / 1000
-            } s before each try (health: token.failures)`,
-        );
-      }
+    owner: token !== null ? undefined : async (peer: Peer) => {
+      const owner = socketUid(await sockets(), peer, server.port);
+      return owner === null || uid === null ? null : owner === uid;
     },
   });
   const server = await listen((request, peer) => app.fetch(request, { peer }), { port: config.port, hostname: config.host, onError: internalError, cut })
@@ -262,6 +257,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       await proxy?.stop(0);
       throw error;
     });
+  listening = server.port;
   if (link !== null) {
     link.send({
       t: "log",
@@ -274,9 +270,12 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     const first = setTimeout(() => link.query("sweep", null).then(undefined, () => undefined), 1000);
     (first as { unref?: () => void }).unref?.();
   }
-  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
+  const tokenOnly = token === null && !kernelSays;
+  if (tokenOnly && config.mirror) await leaveToken(nodeFs, config.mirrorDir, server.port, gate.token!).catch((e) => stderr(`sessiontap: ${describe(e)}`));
   return {
-    url: `http://${hostForUrl}:${server.port}`,
+    url,
+    viewer: tokenOnly ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
     port: server.port,
     mirror: link === null ? null : {
       link,

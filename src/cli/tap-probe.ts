@@ -1,44 +1,109 @@
-/**
- * What answers at a tap's address, from its `/_tap/health`: a sessiontap (with its health, or only its
- * status when it shows details with its token alone), something else, or nothing. serve names what holds
- * a port it cannot take, the launcher reuses a tap already serving, doctor checks the tap Claude Code uses.
- */
-import { describe } from "../utils/describe-error.ts";
+// What answers at a tap's address (docs/DESIGN.md "The launcher"): a tap of this user's proves it with the
+// mirror root's key before anything of the user's (the token, Claude Code's traffic) goes there.
+import { createHmac, randomBytes } from "node:crypto";
+import { nodeFs } from "../storage/fs-adapter.ts";
+import { existingBindingKey } from "../storage/binding-files.ts";
 import { isObject } from "../protocol/json.ts";
+import { sameSecret } from "../server/request-guard.ts";
+import { describe } from "../utils/describe-error.ts";
+import { type FsAdapter, readIfThere, removeIfThere } from "../storage/fs-adapter.ts";
+import { isLoopback } from "../viewer/hosts.ts";
 
-/** What a probe found. */
+/** `mine`: proven this user's; `unproven`: answers like a sessiontap, no proof. `health` is null when it shows only its status. */
 export type Probe =
-  | { kind: "sessiontap"; url: string; health: Record<string, unknown> }
-  | { kind: "locked"; url: string; status: string }
+  | { kind: "mine" | "unproven"; url: string; status: string; health: Record<string, unknown> | null }
   | { kind: "other"; url: string; httpStatus: number }
   | { kind: "none"; url: string; why: string };
 
-/** Asks `base`'s `/_tap/health` (bounded by `timeoutMs`), sending `token` when there is one. */
-export async function probeTap(fetcher: typeof fetch, base: string, token: string | null, timeoutMs = 2000): Promise<Probe> {
+/** The address a local client reaches a tap listening on `host` by. */
+export function localAddress(host: string): string {
+  const reach = host === "0.0.0.0" ? "127.0.0.1" : host === "::" || host === "[::]" ? "::1" : host;
+  return reach.includes(":") && !reach.startsWith("[") ? `[${reach}]` : reach;
+}
+
+/**
+ * A tap's answer to `GET /_tap/health?challenge=<nonce>`: an HMAC under (a key derived from) the root's secret
+ * over the nonce and the address it listens at, so a squatter relaying the challenge to a tap elsewhere gets
+ * an answer for the wrong address. Null for a nonce that is not one.
+ */
+export function healthProof(bindingKey: string, nonce: string, at: string): string | null {
+  if (!/^[0-9a-f]{32,128}$/.test(nonce)) return null;
+  const key = createHmac("sha256", bindingKey).update("sessiontap health proof").digest();
+  return createHmac("sha256", key).update(`${nonce} ${at}`).digest("hex");
+}
+
+/** The root's secret to prove a tap with, or null (none made yet, or not safe: the tap's own start says so). */
+export async function proofKey(mirror: boolean, root: string): Promise<string | null> {
+  return mirror ? await existingBindingKey(nodeFs, root).catch(() => null) : null;
+}
+
+/**
+ * Asks `base`'s health with a fresh challenge, sending nothing else. Only a tap that proves itself with `key`
+ * is then asked for its details with `token`; anything else, as a stranger would (or not at all without `details`).
+ */
+export async function probeTap(
+  fetcher: typeof fetch,
+  base: string,
+  key: string | null,
+  token: string | null,
+  { timeoutMs = 2000, details = true } = {},
+): Promise<Probe> {
   let url: URL;
   try {
     url = new URL("/_tap/health", base.endsWith("/") ? base : `${base}/`);
   } catch {
     return { kind: "none", url: base, why: `"${base}" is not a URL` };
   }
+  const ask = async (query: string, headers: Record<string, string> = {}) => {
+    const response = await fetcher(`${url.href}${query}`, { signal: AbortSignal.timeout(timeoutMs), redirect: "manual", headers });
+    return { status: response.status, body: (await response.json().catch(() => null)) as unknown };
+  };
   try {
-    const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
-    const response = await fetcher(url, { signal: AbortSignal.timeout(timeoutMs), redirect: "manual", headers });
-    const body = (await response.json().catch(() => null)) as unknown;
-    if (response.status === 200 && isObject(body) && (body.status === "ok" || body.status === "degraded") && "runtime" in body) {
-      return { kind: "sessiontap", url: url.origin, health: body };
+    const nonce = randomBytes(16).toString("hex");
+    const first = await ask(`?challenge=${nonce}`);
+    const body = first.body;
+    if (first.status !== 200 || !isObject(body) || (body.status !== "ok" && body.status !== "degraded")) {
+      return { kind: "other", url: url.origin, httpStatus: first.status };
     }
-    if (response.status === 200 && isObject(body) && Object.keys(body).join() === "status") {
-      return { kind: "locked", url: url.origin, status: String(body.status) };
-    }
-    return { kind: "other", url: url.origin, httpStatus: response.status };
+    const port = url.port || (url.protocol === "https:" ? "443" : "80");
+    const expected = key === null ? null : healthProof(key, nonce, `${url.hostname}:${port}`);
+    const kind = expected !== null && typeof body.proof === "string" && sameSecret(body.proof, expected) ? "mine" : "unproven";
+    if (!details) return { kind, url: url.origin, status: body.status, health: null };
+    const second = await ask("", kind === "mine" && token !== null ? { authorization: `Bearer ${token}` } : {});
+    const health = second.status === 200 && isObject(second.body) && "runtime" in second.body ? second.body : null;
+    return { kind, url: url.origin, status: body.status, health };
   } catch (error) {
     return { kind: "none", url: url.origin, why: (error as Error).name === "TimeoutError" ? "timed out" : describe(error) };
   }
 }
 
-/** "pid N, sessiontap V" of a sessiontap's health, for a line that names it. */
-export function whichTap(health: Record<string, unknown>): string {
+/** "pid N, version V" of a sessiontap's health, for a line that names it. */
+export function whichTap(health: Record<string, unknown> | null): string {
+  if (health === null) return "it names its pid only with its token";
   const pid = typeof health.pid === "number" ? `pid ${health.pid}, ` : "";
   return `${pid}version ${String(health.version)}`;
+}
+
+/** Why a tap could not prove itself, for the line that says so. */
+export function unprovenWhy(config: { mirror: boolean; mirrorDir: string }): string {
+  return config.mirror
+    ? `(a tap with its mirror off, or mirroring to another root than ${config.mirrorDir}, cannot)`
+    : "(a tap proves itself with its mirror root's key, and the mirror is off here)";
+}
+
+/** Where a tap whose clients' uids cannot be read leaves its token for its user's doctor (docs/DESIGN.md "Trust boundaries"). */
+const TOKEN_FILE = ".tap-token";
+
+export async function leaveToken(fs: FsAdapter, root: string, port: number, token: string): Promise<void> {
+  const aside = `${root}/${TOKEN_FILE}.${port}.tmp`;
+  await removeIfThere(fs, aside);
+  await fs.createExclusive(aside, `${port} ${token}\n`, true);
+  await fs.rename(aside, `${root}/${TOKEN_FILE}`);
+}
+
+/** The token the tap on `base`'s loopback port left under `root`: never sent to another port, where another user may listen. */
+export async function tokenLeftFor(fs: FsAdapter, root: string, base: string): Promise<string | null> {
+  const [port, token] = ((await readIfThere(fs, `${root}/${TOKEN_FILE}`).catch(() => null)) ?? "").trim().split(" ");
+  const url = URL.canParse(base) ? new URL(base) : null;
+  return url !== null && isLoopback(url.hostname) && port === (url.port || "80") && token ? token : null;
 }

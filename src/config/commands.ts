@@ -1,36 +1,12 @@
-/**
- * The command table: every command, the flags it takes and what each does. The parser rejects a flag a
- * command does not take (exit 2), and `sessiontap CMD --help` prints the command's entry, so the usage
- * line, the parser and the help can never disagree (docs/DESIGN.md "Command line"). Pure.
- */
+// The command table, the one source of the usage lines, the parser's flags and the help (docs/DESIGN.md "Command line"). Pure.
 
-/** The subcommands. */
 export const COMMANDS = ["serve", "claude", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "store"] as const;
-/** One of the subcommands. */
 export type Command = (typeof COMMANDS)[number];
 
-/** Flags every command takes (`-h` and `-V` are their short names). */
-export const GLOBAL_FLAGS = new Set(["--help", "--version"]);
-
-/** One flag of one command: its value's name (null for a switch) and what it does there. */
-export interface FlagHelp {
-  flag: string;
-  value: string | null;
-  help: string;
-}
-
-/** A command's entry: its arguments, one line about it, its flags, and what its exit statuses mean. */
-export interface CommandSpec {
-  /** The positional arguments, as the usage line shows them ("SESSION"), each required. */
-  args: string[];
-  about: string;
-  flags: FlagHelp[];
-  /** Arguments passed on as they are, after the flags in the usage line ("[ARGS…]"); never parsed. */
-  rest?: string;
-  /** Shown after the flags: "flag A | flag B" alternatives, and notes. */
-  usageSuffix?: string;
-  exit: string;
-}
+/** A flag of one command: its value's name (null for a switch) and what it does there. */
+type FlagHelp = { flag: string; value: string | null; help: string };
+/** `args`: required positional arguments; `rest`: arguments passed on unparsed ("[ARGS…]"); `usageSuffix`: notes after the flags. */
+type CommandSpec = { args: string[]; about: string; flags: FlagHelp[]; rest?: string; usageSuffix?: string; exit: string };
 
 const f = (flag: string, value: string | null, help: string): FlagHelp => ({ flag, value, help });
 const mirrorDir = f("--mirror-dir", "DIR", "the mirror root (SESSIONTAP_MIRROR_DIR; default ~/.claude/session-mirrors)");
@@ -166,35 +142,84 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
   },
 };
 
-/** The flags `command` takes (its own and the global ones). */
+/** The flags `command` takes, with --help and --version (-h, -V). */
 export function flagsOf(command: Command): Set<string> {
-  return new Set([...COMMAND_SPECS[command].flags.map((x) => x.flag), ...GLOBAL_FLAGS]);
+  return new Set([...COMMAND_SPECS[command].flags.map((x) => x.flag), "--help", "--version"]);
 }
 
-/** The usage line of a command. */
+const flagText = (x: FlagHelp) => `${x.flag}${x.value === null ? "" : ` ${x.value}`}`;
+
 export function usageLine(command: Command): string {
-  const spec = COMMAND_SPECS[command];
-  const name = command === "serve" ? "[serve]" : command;
-  const flags = spec.flags.map((x) => `[${x.flag}${x.value === null ? "" : ` ${x.value}`}]`);
-  return ["sessiontap", name, ...spec.args, ...flags, ...(spec.rest ? [spec.rest] : [])].join(" ");
+  const { args, flags, rest } = COMMAND_SPECS[command];
+  return ["sessiontap", command === "serve" ? "[serve]" : command, ...args, ...flags.map((x) => `[${flagText(x)}]`), ...(rest ? [rest] : [])].join(" ");
 }
 
-/** `sessiontap CMD --help`: the command's usage, every flag and what it does, and its exit statuses. */
+/** `sessiontap CMD --help`. */
 export function commandHelp(command: Command): string {
   const spec = COMMAND_SPECS[command];
-  const rows = spec.flags.map((x) => [`${x.flag}${x.value === null ? "" : ` ${x.value}`}`, x.help]);
-  rows.push(["-h, --help", "print this help"]);
+  const rows = [...spec.flags.map((x) => [flagText(x), x.help]), ["-h, --help", "print this help"]];
   const width = Math.max(...rows.map(([k]) => k.length));
-  return [
-    `Usage: ${usageLine(command)}`,
-    "",
-    spec.about,
-    "",
-    "Options:",
-    ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`),
-    ...(spec.usageSuffix ? ["", spec.usageSuffix] : []),
-    "",
-    `Exit status: ${spec.exit}`,
-    "",
-  ].join("\n");
+  const options = rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}\n`).join("");
+  const suffix = spec.usageSuffix ? `\n${spec.usageSuffix}\n` : "";
+  return `Usage: ${usageLine(command)}\n\n${spec.about}\n\nOptions:\n${options}${suffix}\nExit status: ${spec.exit}\n`;
 }
+
+/** `sessiontap --help`: every usage line from the table, and every setting. */
+export const HELP = `sessiontap — a transparent tap for the Anthropic Messages API that mirrors every
+Claude Code conversation to per-session JSONL files.
+
+Usage:
+${COMMANDS.map((c) => `  ${usageLine(c)}`).join("\n")}
+  sessiontap CMD --help | --help | --version
+
+Run Claude Code through it: sessiontap claude [ARGS…]; or start the tap, then point Claude Code at it:
+  export ANTHROPIC_BASE_URL=http://127.0.0.1:8787
+and read the mirrored sessions, live, at http://127.0.0.1:8787/_tap/ while it runs.
+What did it cost? sessiontap usage --since yesterday; find a message: sessiontap search WORDS.
+Lost a session? sessiontap list, then sessiontap restore ID, then claude --resume ID.
+Is it working? sessiontap doctor. With the tap stopped, Claude Code's requests fail (after ~3 minutes
+of retries): start it again, or go around it: unset ANTHROPIC_BASE_URL.
+
+Settings (flag, then environment, then default):
+  --port N            SESSIONTAP_PORT              8787 (0 picks a free port)
+  --host ADDR         SESSIONTAP_HOST              127.0.0.1 (beyond loopback, /_tap/ needs a token)
+  --token TOKEN       SESSIONTAP_TOKEN             none on loopback; beyond it, one generated and printed
+  --upstream URL      SESSIONTAP_UPSTREAM          https://api.anthropic.com
+  --mirror-dir DIR    SESSIONTAP_MIRROR_DIR        ~/.claude/session-mirrors
+  --no-mirror         SESSIONTAP_MIRROR=on|off     on
+                      SESSIONTAP_MAX_BYTES         104857600 (rotate the active file at 100 MiB)
+                      SESSIONTAP_RETENTION_DAYS    0 (off: the mirror keeps every session; N removes files
+                                                   older than N days; keep N past Claude Code's cleanup)
+                      SESSIONTAP_MAX_SESSIONS      1024 (sessions kept in memory, LRU)
+                      SESSIONTAP_INCLUDE_THINKING  true (false drops thinking blocks)
+                      SESSIONTAP_SIDE_REQUESTS     on (off: side requests are not mirrored)
+                      SESSIONTAP_MAX_QUEUED        1000 (commits kept in memory while writes fail)
+                      SESSIONTAP_MAX_MESSAGE_BYTES 33554432 (an answer's bytes the mirror keeps; the rest
+                                                   is marked truncated; a larger request is not mirrored)
+                      SESSIONTAP_LOCK_WAIT_MS      2000 (longest wait for another tap's lock on a session)
+                      SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
+  --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude
+                      SESSIONTAP_CLAUDE            claude (on PATH): the Claude Code sessiontap claude runs
+                      SESSIONTAP_GUARD=on|off      on when the Claude Code config dir exists: say at once
+                                                   when Claude Code loses the transcript of a mirrored session
+  --store URL         SESSIONTAP_STORE             none (files only); postgres://… a shared store for teams:
+                                                   list, show, export and restore read it when set
+                      SESSIONTAP_STORE_ONLY        false (true: the store only; the tree is its outage spool)
+                      SESSIONTAP_PRICES            none (a JSON price file read over the built-in table:
+                                                   list, show, usage, export and the viewer estimate costs)
+  --proxy-port N      SESSIONTAP_PROXY_PORT        off (also a forward proxy for HTTPS_PROXY: decrypts the
+                                                   API hosts it knows, tunnels the rest; 0 picks a port)
+                      SESSIONTAP_PROXY_HOSTS       none (more host names it decrypts, spoken to as the API)
+                      SESSIONTAP_PROXY_UPSTREAM    none (HOST=URL,...: send a known host's requests elsewhere)
+                      SESSIONTAP_PROXY_TUNNEL      on (off: refuse every host it does not know)
+                      SESSIONTAP_PROXY_TIMEOUT_MS  10000 (longest wait for a CONNECT or a TLS handshake)
+                      SESSIONTAP_CA_DIR            ~/.config/sessiontap (its CA; NODE_EXTRA_CA_CERTS names
+                                                   ca.pem there; $XDG_CONFIG_HOME/sessiontap when set)
+
+Exit status: 0 success, 1 the command found a problem, 2 a usage error. sessiontap CMD --help says more.
+
+The rest is in the README and docs/: docs/commands.md (every command), docs/settings.md, docs/recovery.md
+(restore, the guard, doctor), docs/teams.md (the shared store), docs/providers.md (providers and proxy
+mode), docs/service.md (running as a service), docs/mirror.md (the mirror's files), docs/failures.md
+(health and every error line), docs/releases.md (binaries, npm, platforms), docs/development.md.
+`;

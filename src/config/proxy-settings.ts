@@ -2,9 +2,7 @@
  * The forward-proxy settings (docs/DESIGN.md "Proxy mode"): off unless a proxy port is set. Pure: flags and
  * environment in, frozen settings out, or a UsageError naming the setting.
  */
-import { type Env, pick } from "./args.ts";
-import { expandHome, httpUrl, integer, onOff } from "./values.ts";
-import { UsageError } from "./usage-error.ts";
+import { type Env, expandHome, httpUrl, integer, onOff, pick, UsageError } from "./values.ts";
 
 /** How the proxy runs. */
 export interface ProxySettings {

@@ -5,8 +5,7 @@
  * `"type":"…"` pair, which JSON text can only carry unescaped as a key and value, never inside a string.
  */
 import { transcriptPromptKeys } from "./prompts.ts";
-import { isObject } from "../protocol/json.ts";
-import { jsonObject } from "../protocol/jsonl.ts";
+import { isObject, jsonObject } from "../protocol/json.ts";
 
 const decoder = new TextDecoder();
 

@@ -9,7 +9,7 @@
  */
 import type { Guard, GuardHealth } from "../guard/guard.ts";
 import type { StoreHealth } from "../store/pg-sink.ts";
-import { upstreamProblems, type UpstreamState } from "../utils/upstream-problem.ts";
+import { upstreamProblems, type UpstreamState } from "../utils/upstream-health.ts";
 import { orAfter } from "../utils/within.ts";
 import type { Mirror } from "./mirror.ts";
 import { plural } from "../utils/plural.ts";

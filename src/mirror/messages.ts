@@ -7,8 +7,7 @@
 import type { GuardAlert } from "../guard/alerts.ts";
 import type { EngineHealth } from "./health.ts";
 import type { EventFields } from "../storage/events-log.ts";
-import type { Framing } from "../protocol/providers/response-head.ts";
-import type { Provider } from "../protocol/providers/recognised.ts";
+import type { Framing, Provider } from "../protocol/providers/recognise.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import type { MirrorOptions, MirrorStats, Replayed, Unwritten } from "./mirror.ts";
 

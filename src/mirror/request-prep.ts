@@ -3,12 +3,11 @@
  * (docs/DESIGN.md "Request side"). Runs in the engine, never on the relay.
  */
 import { classify } from "../protocol/classify.ts";
-import { claimsTag } from "../protocol/credential.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { readEnvironment, readUserAgent } from "../protocol/environment.ts";
 import { isObject } from "../protocol/json.ts";
 import { readRequest, UnreadableRequest } from "../protocol/request-reader.ts";
-import { dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
+import { claimsTag, dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
 
 /** Fields of a read request that a commit needs, and the model the body names (null: none, as on Vertex and Bedrock). */
 export type Prepared = Omit<CommitJob, "requestTimestamp" | "answer" | "kind"> & { model: string | null };

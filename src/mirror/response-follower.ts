@@ -18,7 +18,7 @@ import type { CommitJob } from "../protocol/commit-job.ts";
 import { isObject, type Json } from "../protocol/json.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { type AnswerReader, EventStreamReader } from "../protocol/providers/eventstream-reader.ts";
-import type { Framing } from "../protocol/providers/response-head.ts";
+import type { Framing } from "../protocol/providers/recognise.ts";
 import { type AssistantMessage, messageFromJson } from "../protocol/sse-accumulator.ts";
 import { SseMessageReader } from "../protocol/sse-reader.ts";
 import type { Answer } from "../protocol/staging.ts";

@@ -6,10 +6,9 @@
  * (`<id>-from-<8 hex>`), said on stderr and in the events log — never a branch of this one, so a borrowed
  * id cannot change what `restore` brings back. Jobs of one session are judged in order.
  */
-import { ownerName } from "../protocol/credential.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { judgeBinding, type SessionBinding } from "../protocol/session-binding.ts";
-import { dirName } from "../protocol/session-id.ts";
+import { dirName, ownerName } from "../protocol/session-id.ts";
 import type { BindingFiles } from "../storage/binding-files.ts";
 import type { EventFields } from "../storage/events-log.ts";
 

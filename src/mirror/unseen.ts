@@ -8,7 +8,7 @@
  */
 import type { EventFields } from "../storage/events-log.ts";
 import type { BodyCopy } from "./messages.ts";
-import { looksLikeConversation } from "../protocol/providers/conversation-shape.ts";
+import { looksLikeConversation } from "../protocol/providers/recognise.ts";
 
 /** One shape's count, as health shows it. */
 export interface UnseenShape {

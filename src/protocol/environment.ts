@@ -1,36 +1,22 @@
-/**
- * What a request says about where and by what it was sent: the working directory, the git branch, the
- * entrypoint and the client's version, read from the system prompt, the system messages and one or two
- * opening user messages only, whatever the length of the history
- * (docs/DESIGN.md "Where the environment travels"). Pure.
- */
+// Where and by what a request was sent, read from the system prompt, the system messages and the opening user messages only,
+// whatever the length of the history (docs/DESIGN.md "Where the environment travels"). Pure.
 import { COMPACTION_PREFIX } from "./classify.ts";
 import { isObject } from "./json.ts";
 
-/** The environment of one request; null where the request does not say. */
-export interface Environment {
-  cwd: string | null;
-  gitBranch: string | null;
-  entrypoint: string | null;
-}
+export type Environment = { cwd: string | null; gitBranch: string | null; entrypoint: string | null };
 
 const CWD_LINE = /^[ \t]*-?[ \t]*(?:Primary working directory|Working directory):[ \t]*(\S.*?)[ \t]*$/m;
 const BRANCH_LINE = /^[ \t]*Current branch:[ \t]*(\S+)[ \t]*$/m;
 const ENTRYPOINT = /cc_entrypoint=([A-Za-z0-9_.-]+)/;
 const REMINDER = "<system-reminder>";
 
-/** The texts of a string or of the text blocks in a block list. */
 function textsOf(value: unknown): string[] {
   if (typeof value === "string") return [value];
   if (!Array.isArray(value)) return [];
   return value.filter((b) => isObject(b) && typeof b.text === "string").map((b) => (b as { text: string }).text);
 }
 
-/**
- * The lines under the markdown heading `# name` of `text` up to the next `# ` heading, or null. A
- * reminder of the opening message also carries the user's CLAUDE.md, whose lines may look like
- * anything: only the environment's and the git status's own sections are read there.
- */
+// The lines under `# name` up to the next heading: a reminder also carries the user's CLAUDE.md, whose lines may look like anything.
 function section(text: string, name: string): string | null {
   const start = new RegExp(`^# ${name}[ \\t]*$`, "m").exec(text);
   if (start === null) return null;
@@ -39,7 +25,7 @@ function section(text: string, name: string): string | null {
   return end === null ? rest : rest.slice(0, end.index);
 }
 
-/** The user messages whose reminders carry the environment: the first, and after a compaction summary the next one too. */
+/** The first user message, and after a compaction summary the next one too. */
 function openingUserMessages(messages: unknown[]): unknown[] {
   const users = messages.filter((m) => isObject(m) && m.role === "user");
   const first = users[0];
@@ -48,10 +34,8 @@ function openingUserMessages(messages: unknown[]): unknown[] {
   return opensWithSummary ? users.slice(0, 2) : [first];
 }
 
-/** Reads the working directory, git branch and entrypoint from wherever the request carries them (docs/DESIGN.md "Where the environment travels"). */
 export function readEnvironment(system: unknown, messages: unknown[]): Environment {
   const out: Environment = { cwd: null, gitBranch: null, entrypoint: null };
-  // The system prompt and system messages are Claude Code's own text: read as a whole.
   const own = [...textsOf(system)];
   for (const m of messages) if (isObject(m) && m.role === "system") own.push(...textsOf(m.content));
   for (const text of own) {
@@ -71,10 +55,7 @@ export function readEnvironment(system: unknown, messages: unknown[]): Environme
 
 const CLAUDE_CLI = /^claude-cli\/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)(?:[ \t]+\(([^)]*)\))?/;
 
-/**
- * What Claude Code's user agent says (`claude-cli/2.1.332 (external, sdk-cli)`): its version as Claude
- * Code writes it into its own transcripts, and its entrypoint (the second item in the parentheses).
- */
+/** `claude-cli/2.1.332 (external, sdk-cli)`: the version as Claude Code writes it into its transcripts, and the entrypoint. */
 export function readUserAgent(userAgent: string | null): { version: string | null; entrypoint: string | null } {
   const m = CLAUDE_CLI.exec(userAgent ?? "");
   if (m === null) return { version: null, entrypoint: null };

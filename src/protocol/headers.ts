@@ -1,85 +1,46 @@
-/**
- * Header rules for a transparent forwarder. Pure: Headers in, Headers out.
- * Hop-by-hop headers follow RFC 9110 §7.6.1; encodings follow docs/RUNTIMES.md "Encoding and headers".
- */
-import { signedHeaderNames } from "./providers/aws-signature.ts";
-import { TOKEN_HEADER } from "./credential.ts";
+// What the tap passes between client and upstream, and what it answers itself (docs/DESIGN.md "Passthrough"). Pure.
+import { TOKEN_HEADER } from "./session-id.ts";
 
-/** Connection-specific headers a proxy must not forward (RFC 9110 §7.6.1), plus proxy-only ones. */
-export const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
+const HOP_BY_HOP = "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer transfer-encoding upgrade".split(" "); // RFC 9110 §7.6.1, and proxy-only ones
+// What both runtimes' fetch decode alike when asked for it (Deno's leaves `deflate` encoded, and decodes nothing it did not ask for).
+const DECODED_ENCODINGS = ["gzip", "br"];
 
-/**
- * Content codings the tap offers the upstream: the ones both runtimes' fetch decode alike when asked for
- * them (Deno's leaves `deflate` encoded, and decodes nothing it did not ask for), so an answer in a coding
- * that was asked for always reaches the client decoded.
- */
-export const DECODED_ENCODINGS = ["gzip", "br"];
-
-/** Which runtime's fetch read the answer: they decode different codings (docs/RUNTIMES.md "Encoding and headers"). */
 export type FetchRuntime = "bun" | "deno";
 
-/** The codings of a `content-encoding` value, lower-cased, without empty entries. */
-function codingsOf(value: string): string[] {
-  return value.split(",").map((c) => c.trim().toLowerCase()).filter((c) => c !== "");
+function listOf(value: string | null): string[] {
+  return (value ?? "").split(",").map((c) => c.trim().toLowerCase()).filter((c) => c !== "");
 }
 
-/**
- * True when `runtime`'s fetch handed over the body decoded, as measured on every coding (Bun 1.4.5, Deno
- * 2.9.6): Bun decodes one coding of gzip, x-gzip, deflate, br or zstd (`identity` entries aside), asked
- * for or not, and nothing stacked; Deno decodes gzip or br alone, and only when `accepted` (the
- * `accept-encoding` it sent) names it. `test/passthrough/codings.test.ts` holds each runtime to this.
- */
+// Measured on every coding (Bun 1.4.5, Deno 2.9.6; test/passthrough/codings.test.ts holds each runtime to it): Bun decodes one
+// coding of gzip, x-gzip, deflate, br or zstd, asked for or not, and nothing stacked; Deno gzip or br alone, and only when asked for.
 export function fetchDecoded(runtime: FetchRuntime, contentEncoding: string | null, accepted: string | null): boolean {
-  const codings = codingsOf(contentEncoding ?? "");
   if (runtime === "bun") {
-    const real = codings.filter((c) => c !== "identity");
+    const real = listOf(contentEncoding).filter((c) => c !== "identity");
     return real.length === 1 && ["gzip", "x-gzip", "deflate", "br", "zstd"].includes(real[0]);
   }
   const one = (contentEncoding ?? "").trim().toLowerCase();
-  return (one === "gzip" || one === "br") && codingsOf(accepted ?? "").map((c) => c.split(";")[0].trim()).includes(one);
+  return (one === "gzip" || one === "br") && listOf(accepted).map((c) => c.split(";")[0].trim()).includes(one);
 }
 
-/** Removes hop-by-hop headers and every header the `connection` header names, but one a signature covers. */
 function dropHopByHop(headers: Headers, signed: ReadonlySet<string> = new Set()): void {
-  const named = (headers.get("connection") ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((name) => name !== "" && !signed.has(name));
-  for (const name of [...HOP_BY_HOP, ...named]) headers.delete(name);
+  for (const name of [...HOP_BY_HOP, ...listOf(headers.get("connection")).filter((name) => !signed.has(name))]) headers.delete(name);
 }
 
-/**
- * The headers to send upstream: the client's, less hop-by-hop ones, less `host` (fetch sets it from the
- * upstream URL). `content-length` stays only for a `streamed` body, which fetch cannot measure (a body given
- * as bytes gets its length from fetch, the same). `accept-encoding` is narrowed to codings the runtime decodes
- * (and set to them when absent), so a decoded body never keeps a header that lies about it. A header an AWS
- * signature covers goes as it is, or AWS would refuse the request (docs/DESIGN.md "Bedrock's signatures"):
- * the connection's own (HOP_BY_HOP) are no signer's to sign and fetch's to set, but a signed
- * `accept-encoding` is not narrowed, nor is a signed header dropped for being named by `connection`.
- */
+// `content-length` stays only for a `streamed` body, which fetch cannot measure. A header an AWS signature covers goes as it is,
+// or AWS would refuse the request (docs/DESIGN.md "Bedrock's signatures").
 export function upstreamRequestHeaders(incoming: Headers, streamed = false): Headers {
   const chunked = incoming.has("transfer-encoding");
   const signed = signedHeaderNames(incoming);
   const out = new Headers(incoming);
   dropHopByHop(out, signed);
   out.delete("host");
-  out.delete(TOKEN_HEADER); // the tap's own token is for the tap, never the upstream
+  out.delete(TOKEN_HEADER);
   if (!streamed || chunked || !/^\d+$/.test(out.get("content-length") ?? "")) out.delete("content-length");
-  // Always an explicit list of plain codings: without one the runtime's fetch adds its own, and a list
-  // without weights is what Deno's fetch goes by when it decides whether to decode (fetchDecoded). A list
-  // the request's signature covers goes as it is (docs/DESIGN.md "Bedrock's signatures").
+  // Always an explicit list of plain codings: without one fetch adds its own, and Deno's decodes by what the list names.
   if (!signed.has("accept-encoding")) out.set("accept-encoding", offeredCodings(out.get("accept-encoding")));
   return out;
 }
 
-/** The codings offered upstream for a client's `accept-encoding`: those it accepts of DECODED_ENCODINGS, else identity. */
 function offeredCodings(accept: string | null): string {
   if (accept === null) return DECODED_ENCODINGS.join(", ");
   const accepted = accept.split(",").flatMap((part) => {
@@ -91,11 +52,7 @@ function offeredCodings(accept: string | null): string {
   return kept.length > 0 ? kept.join(", ") : "identity";
 }
 
-/**
- * The headers to send the client: the upstream's, less hop-by-hop ones. When the runtime's fetch decoded
- * the body (`decoded`: fetchDecoded), `content-encoding` and `content-length` describe bytes the client
- * will never see, so both go; otherwise the client gets the upstream's bytes under the upstream's label.
- */
+/** A body fetch `decoded` loses the coding and the length, which describe other bytes. */
 export function clientResponseHeaders(upstream: Headers, decoded: boolean): Headers {
   const out = new Headers(upstream);
   dropHopByHop(out);
@@ -104,4 +61,51 @@ export function clientResponseHeaders(upstream: Headers, decoded: boolean): Head
     out.delete("content-length");
   }
   return out;
+}
+
+function jsonAnswer(status: number, body: unknown, headers: Record<string, string>): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+}
+
+/** Shaped like the API's own errors, so Claude Code reports and retries it as any API error. */
+export function apiError(status: number, type: string, message: string, headers: Record<string, string> = {}): Response {
+  return jsonAnswer(status, { type: "error", error: { type, message: `sessiontap: ${message}` } }, headers);
+}
+
+export type Refusal = { reason: "signed for the tap's address" | "no credentials for AWS"; message: string };
+
+const WHAT_WORKS = "run the tap in proxy mode (HTTPS_PROXY), where Claude Code's own signature stays valid, or use a Bedrock API key " +
+  '(AWS_BEARER_TOKEN_BEDROCK); see docs/providers.md, "AWS Bedrock"';
+const SIGNED = "this request is signed with AWS SigV4 for the tap's own address, and a signature covers the Host, so AWS would refuse it; " +
+  `the tap does not re-sign requests: ${WHAT_WORKS}`;
+
+export function isAwsHost(host: string): boolean {
+  return /(?:^|\.)amazonaws\.com(?:\.cn)?$/i.test(host.replace(/:\d+$/, ""));
+}
+
+/** Why base-URL mode cannot forward `headers` to `upstream` (docs/DESIGN.md "Bedrock's signatures"), or null when it can. */
+export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
+  const authorization = headers.get("authorization");
+  if (authorization !== null && /^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return { reason: "signed for the tap's address", message: SIGNED };
+  if (authorization !== null || !upstream.includes("amazonaws.com") || headers.get("x-amz-security-token") !== null) return null;
+  const host = new URL(upstream).host;
+  if (!isAwsHost(host)) return null;
+  return {
+    reason: "no credentials for AWS",
+    message: `this request carries no credentials and the upstream ${host} is AWS, which refuses it; the tap does not sign requests: ${WHAT_WORKS}`,
+  };
+}
+
+// In AWS's error shape, whose `message` AWS's SDK and the Anthropic SDK show as it is. A 400: Claude Code retries a 403 from
+// Bedrock for minutes as credentials it may refresh, and no retry can help.
+export function awsRefused(message: string): Response {
+  const headers = { "x-amzn-errortype": "ValidationException", "x-should-retry": "false" };
+  return jsonAnswer(400, { __type: "ValidationException", message: `sessiontap: ${message}` }, headers);
+}
+
+export function signedHeaderNames(headers: Headers): ReadonlySet<string> {
+  const authorization = headers.get("authorization") ?? "";
+  if (!/^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return new Set();
+  const listed = /\bSignedHeaders=([^,\s]*)/i.exec(authorization)?.[1] ?? "";
+  return new Set(listed.split(";").map((name) => name.trim().toLowerCase()).filter(Boolean));
 }

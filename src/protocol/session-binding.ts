@@ -12,7 +12,7 @@
  * Anything else is someone else's request carrying this session's id: it starts a session of its own and
  * never becomes a branch of this one (what `restore` brings back).
  */
-import { kindOf } from "./credential.ts";
+import { kindOf } from "./session-id.ts";
 
 /** What a session is bound to (fingerprints only, never a credential). */
 export interface SessionBinding {

@@ -1,49 +1,19 @@
-/**
- * Session and agent identity of a request, and the directory names they map to (docs/DESIGN.md "The mirror"). Pure.
- */
-import { createHash } from "node:crypto";
-import { isReservedName, nameInside } from "./id-name.ts";
+// Who a request is: its session and agent ids, the names they may take on disk, its credential's fingerprint
+// (docs/DESIGN.md "Who a session belongs to"). Pure.
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { type Json, jsonObject } from "./json.ts";
 
-/** Who a request belongs to. `sessionId` is null for sessionless traffic (the `unknown` directory). */
-export interface RequestIdentity {
-  sessionId: string | null;
-  agentId: string | null;
-  parentAgentId: string | null;
-  /** The request comes from Claude Code: its session header, or its `claude-cli/…` user agent. */
-  claudeCode: boolean;
-}
+export type RequestIdentity = { sessionId: string | null; agentId: string | null; parentAgentId: string | null; claudeCode: boolean };
 
-const LEGACY_USER_ID = /_session_([0-9a-fA-F-]{36})$/;
-
-/** Reads `metadata.user_id`: a JSON string with `session_id`, or the legacy `…_session_<uuid>` form. */
-function sessionFromMetadata(body: unknown): string | null {
-  if (typeof body !== "object" || body === null) return null;
-  const metadata = (body as { metadata?: unknown }).metadata;
-  if (typeof metadata !== "object" || metadata === null) return null;
-  const userId = (metadata as { user_id?: unknown }).user_id;
-  if (typeof userId !== "string" || userId === "") return null;
-  if (userId.startsWith("{")) {
-    try {
-      const parsed = JSON.parse(userId) as { session_id?: unknown };
-      if (typeof parsed.session_id === "string" && parsed.session_id !== "") return parsed.session_id;
-    } catch {
-      // Not JSON after all: fall through to the legacy form, which is a plain string.
-    }
-  }
-  return LEGACY_USER_ID.exec(userId)?.[1] ?? null;
-}
-
-/** The identity headers of a request: all the engine ever sees of its headers. */
-export interface IdentityHeaders {
+/** All the engine ever sees of a request's headers: credentials stay on the relay, at most their fingerprint goes. */
+export type IdentityHeaders = {
   session: string | null;
   agent: string | null;
   parentAgent: string | null;
   userAgent: string | null;
-  /** The fingerprint of the request's credential (credential.ts), when the relay keeps one; never the credential. */
   credential?: string | null;
-}
+};
 
-/** The identity headers of `headers` (never anything else: credentials stay on the relay). */
 export function identityHeaders(headers: Headers): IdentityHeaders {
   return {
     session: headers.get("x-claude-code-session-id"),
@@ -53,27 +23,91 @@ export function identityHeaders(headers: Headers): IdentityHeaders {
   };
 }
 
-/** Resolves identity: header first, then `metadata.user_id` (docs/DESIGN.md "The mirror"). */
+const userIdOf = (body: unknown) => (body as { metadata?: { user_id?: unknown } } | null)?.metadata?.user_id;
+
+function userIdJson(body: unknown): Json | null {
+  const userId = userIdOf(body);
+  return typeof userId === "string" && userId.startsWith("{") ? jsonObject(userId) : null;
+}
+
+function sessionFromMetadata(body: unknown): string | null {
+  const id = userIdJson(body)?.session_id;
+  if (typeof id === "string" && id !== "") return id;
+  const userId = userIdOf(body);
+  return typeof userId === "string" ? /_session_([0-9a-fA-F-]{36})$/.exec(userId)?.[1] ?? null : null;
+}
+
+/** The session header first, then `metadata.user_id`: a JSON string with `session_id`, or the legacy `…_session_<uuid>`. */
 export function resolveIdentity(headers: IdentityHeaders, body: unknown): RequestIdentity {
   const { session, agent, parentAgent } = headers;
+  const trimmed = (s: string | null) => (s !== null && s.trim() !== "" ? s.trim() : null);
   return {
-    sessionId: session && session.trim() !== "" ? session.trim() : sessionFromMetadata(body),
-    agentId: agent && agent.trim() !== "" ? agent.trim() : null,
-    parentAgentId: parentAgent && parentAgent.trim() !== "" ? parentAgent.trim() : null,
+    sessionId: trimmed(session) ?? sessionFromMetadata(body),
+    agentId: trimmed(agent),
+    parentAgentId: trimmed(parentAgent),
     claudeCode: session !== null || /^claude-cli\//.test(headers.userAgent ?? ""),
   };
 }
 
-/**
- * The directory name for a session or agent id: the id itself when it is a plain name (see id-name.ts)
- * that the root does not keep for itself, else `inv-<first 16 hex of sha256(id)>`, so no id can leave the
- * root, take one of the tap's own names, or share another id's hashed directory.
- *
- * @example dirName("3f2a-…") // → "3f2a-…"; dirName("../etc") // → "inv-" + 16 hex; dirName(null) // → "unknown"
- */
+// The one gate from an id to a file name: only a plain id becomes a name, so no name can hold a separator, climb
+// out of its parent or be too long (docs/RELIABILITY.md "Trust boundaries").
+export function nameInside(id: string, suffix = ""): string | null {
+  if (!/^[A-Za-z0-9._-]{1,128}$/.test(id) || id === "." || id === ".." || !/^[A-Za-z0-9._-]{0,16}$/.test(suffix)) return null;
+  return id + suffix;
+}
+
+/** A name the mirror root keeps for itself (dot names, `unknown`, `inv-…`, the events log), compared without case for case-insensitive filesystems. */
+export function isReservedName(name: string): boolean {
+  const lower = name.toLowerCase();
+  return lower.startsWith(".") || lower === "unknown" || lower.startsWith("inv-") || lower.startsWith("session-mirror-events");
+}
+
+/** `<id>.jsonl`, or null when no session of Claude Code (a UUID) can have that id. */
+export function transcriptName(id: string): string | null {
+  return /^[A-Za-z0-9]/.test(id) ? nameInside(id, ".jsonl") : null;
+}
+
+/** The id itself when it is a plain name the root does not keep, else `inv-` and 16 hex of its sha256; `unknown` for none. */
 export function dirName(id: string | null): string {
   if (id === null) return "unknown";
   const name = nameInside(id);
   if (name !== null && !isReservedName(name)) return name;
   return "inv-" + createHash("sha256").update(id, "utf8").digest("hex").slice(0, 16);
+}
+
+/** Carries the tap's token on API traffic (`ANTHROPIC_CUSTOM_HEADERS`); never forwarded upstream. */
+export const TOKEN_HEADER = "x-sessiontap-token";
+
+export function tokenMatches(given: string | null, token: string): boolean {
+  const sha = (s: string) => createHash("sha256").update(s).digest();
+  return timingSafeEqual(sha(given ?? ""), sha(token)) && given !== null && given.length === token.length;
+}
+
+// Under the tap's own secret: the credential is never kept, and its fingerprint cannot be tested against a guessed key elsewhere.
+function mac(secret: string, parts: string[]): string {
+  return createHmac("sha256", secret).update(parts.join("\u0000")).digest("hex").slice(0, 32);
+}
+
+/** The API key first, as the API reads it. */
+export function credentialTag(headers: Headers, secret: string): string | null {
+  const key = headers.get("x-api-key");
+  if (key !== null && key !== "") return `key:${mac(secret, ["x-api-key", key])}`;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
+  return bearer === undefined ? null : `bearer:${mac(secret, ["bearer", bearer])}`;
+}
+
+/** A bearer token may be refreshed mid-session (Claude Code's OAuth); an API key stays. */
+export function kindOf(tag: string): "key" | "bearer" {
+  return tag.startsWith("bearer:") ? "bearer" : "key";
+}
+
+export function claimsTag(body: unknown, secret: string): string | null {
+  const parsed = userIdJson(body);
+  const account = typeof parsed?.account_uuid === "string" ? parsed.account_uuid : "";
+  const device = typeof parsed?.device_id === "string" ? parsed.device_id : "";
+  return account === "" ? null : mac(secret, ["account", account, device]);
+}
+
+export function ownerName(secret: string, credential: string | null, cwd: string | null): string {
+  return mac(secret, ["owner", credential ?? "", cwd ?? ""]).slice(0, 8);
 }

@@ -4,11 +4,10 @@
  * when it answers again, lists a problem in health while it fails, and writes `upstream-error` to the
  * events log, as the base-URL upstream does.
  */
-import { upstreamProblems } from "../utils/upstream-problem.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { ForwardDeps } from "../tap/forward.ts";
-import { UpstreamHealth } from "../tap/upstream-health.ts";
+import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
 
 /** Most upstreams kept (one per known host and port; a bound all the same). */
 const MAX_UPSTREAMS = 256;

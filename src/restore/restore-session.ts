@@ -15,7 +15,7 @@
  * With the main conversation go the session's subagents (restore-subagents.ts) and, when the mirror saw
  * Claude Code name the session, its `ai-title` record (transcript/title.ts).
  */
-import { transcriptName } from "../protocol/id-name.ts";
+import { transcriptName } from "../protocol/session-id.ts";
 import { compactJson } from "../transcript/json-text.ts";
 import { isObject } from "../protocol/json.ts";
 import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";

@@ -1,39 +1,83 @@
-/** Picks the runtime adapter for the runtime we are on. */
+// The runtime's shell: which runtime this is, its server with odd requests made whole, its upstream fetch and bundler, the
+// command's arguments and output written whole (docs/DESIGN.md "Map").
 import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
 
-/** "bun" or "deno": the runtime running this code. */
 export function runtimeName(): "bun" | "deno" {
   return typeof (globalThis as { Bun?: unknown }).Bun !== "undefined" ? "bun" : "deno";
 }
 
-/**
- * True when a JavaScript stream handed to fetch goes upstream with the request's `content-length` (Bun);
- * Deno sends it chunked (docs/RUNTIMES.md "Request bodies").
- */
-export function streamedBodyKeepsLength(): boolean {
-  return runtimeName() === "bun";
-}
-
-/** `base` configured for upstream requests on this runtime (Bun needs its 300 s limit lifted; Deno nothing). */
 export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
-  if (runtimeName() === "bun") return (await import("./bun.ts")).bunFetch(base);
-  return base;
+  return runtimeName() === "bun" ? (await import("./bun.ts")).bunFetch(base) : base;
 }
 
-/** Bundles the browser module `entry` with what it imports into one minified classic script (Bun's bundler, on either runtime). */
 export async function bundleScript(entry: URL): Promise<string> {
-  if (runtimeName() === "bun") return (await import("./bun.ts")).bunBundle(entry);
-  return (await import("./deno.ts")).bunCliBundle(entry);
+  return runtimeName() === "bun" ? (await import("./bun.ts")).bunBundle(entry) : (await import("./deno.ts")).bunCliBundle(entry);
 }
 
-/** Starts listening with the current runtime's adapter. */
+const HOST = /^(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~-]+)?\]|[A-Za-z0-9._~-]+)(?::(\d{1,5}))?$/;
+
+// Bun made a path-only URL of a request without a Host, and a Host that is no host (`a b`, `x/y`) made it unparseable or moved
+// the path: such a request takes the listening authority `own`, or is a 400.
+export function soundRequest(request: Request, own: string): Request | Response {
+  const host = (request.headers.get("host") ?? "").trim();
+  if (host !== "") {
+    const m = HOST.exec(host);
+    if (m === null || (m[1] !== undefined && Number(m[1]) > 65535)) return badRequest("the Host header is not a host name or address");
+    if (URL.canParse(request.url) && new URL(request.url).host !== "") return request;
+  }
+  const scheme = request.url.indexOf("://");
+  const slash = scheme < 0 ? -1 : request.url.indexOf("/", scheme + 3);
+  const url = new URL(request.url.startsWith("/") ? request.url : slash < 0 ? "/" : request.url.slice(slash), `http://${own}`);
+  if (url.host !== new URL(`http://${own}`).host) return badRequest("the request target is not a path");
+  return new Request(url, request);
+}
+
+function badRequest(why: string): Response {
+  const body = { type: "error", error: { type: "invalid_request_error", message: `sessiontap: ${why}` } };
+  return new Response(JSON.stringify(body), { status: 400, headers: { "content-type": "application/json", connection: "close" } });
+}
+
 export async function listen(handler: FetchHandler, options: ListenOptions): Promise<RunningServer> {
-  if (runtimeName() === "bun") return (await import("./bun.ts")).serveBun(handler, options);
-  return (await import("./deno.ts")).serveDeno(handler, options);
+  let own = "";
+  const sound: FetchHandler = (request, peer) => {
+    const whole = soundRequest(request, own);
+    return whole instanceof Response ? whole : handler(whole, peer);
+  };
+  const server = runtimeName() === "bun" ? (await import("./bun.ts")).serveBun(sound, options) : (await import("./deno.ts")).serveDeno(sound, options);
+  own = `${options.hostname.includes(":") && !options.hostname.startsWith("[") ? `[${options.hostname}]` : options.hostname}:${server.port}`;
+  return server;
 }
 
-/** The command-line arguments after the program (and script) name, on either runtime. */
 export function commandArgs(): string[] {
   const deno = (globalThis as { Deno?: { args: string[] } }).Deno;
   return deno !== undefined ? [...deno.args] : process.argv.slice(2);
+}
+
+// `process.exit()` right after a large write loses what a pipe has not taken yet (docs/RUNTIMES.md "Output to a pipe"):
+// `finished()` waits for every write, and resolves with the first failure (EPIPE), or null.
+export function awaitedOutput(stream: {
+  write(text: string, callback: (error?: Error | null) => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
+}): { write(text: string): void; finished(): Promise<Error | null> } {
+  let failure: Error | null = null;
+  let last = Promise.resolve();
+  stream.on("error", (error) => (failure ??= error));
+  const write = (text: string) =>
+    new Promise<void>((resolve) => {
+      const done = (error?: Error | null) => {
+        failure ??= error ?? null;
+        resolve();
+      };
+      try {
+        stream.write(text, done);
+      } catch (error) {
+        done(error as Error);
+      }
+    });
+  return {
+    write(text) {
+      if (failure === null) last = write(text); // else the reader is gone: nothing more can arrive
+    },
+    finished: () => last.then(() => failure),
+  };
 }

@@ -1,50 +1,22 @@
-/**
- * Who may use the tap (docs/RELIABILITY.md "Trust boundaries"), decided from a request's headers alone.
- * Pure: app.ts applies these before anything is forwarded, mirrored or read.
- *
- * - Browsers: Claude Code never sends `Origin` or `Sec-Fetch-Site`. A request a web page made for another
- *   site or origin (`Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` that is not the address
- *   the request was sent to) is refused, so no page can post through the tap into the mirror or the API.
- *   The one exception is a person following a link to the viewer (a top-level GET navigation of `/_tap/`),
- *   which reads nothing by itself.
- * - A token: when the tap listens beyond loopback, every `/_tap/` route but the bare health status needs
- *   `Authorization: Bearer <token>` or the cookie the login link sets (app.ts, with Hono's bearer-auth and cookie helpers).
- */
-import { createHash, timingSafeEqual } from "node:crypto";
+// Who may use the tap, from a request's headers and the kernel's table of sockets; pure (docs/DESIGN.md "Trust boundaries").
 import { hostName } from "../viewer/hosts.ts";
 
-/** The headers and place of a request that the guards read. */
-export interface RequestFacts {
-  method: string;
-  path: string;
-  host: string | null;
-  origin: string | null;
-  secFetchSite: string | null;
-  secFetchMode: string | null;
-}
+export { sameSecret } from "./token-gate.ts";
 
-/** The cookie the login link sets. */
-export const ACCESS_COOKIE = "sessiontap_access";
+export type RequestFacts = Record<"method" | "path", string> & Record<"host" | "origin" | "secFetchSite" | "secFetchMode", string | null>;
 
-/** True for a GET (or HEAD) a person made by following a link to the viewer. */
-function viewerNavigation(facts: RequestFacts): boolean {
-  return (facts.method === "GET" || facts.method === "HEAD") && facts.secFetchMode === "navigate" && facts.path.startsWith("/_tap/");
-}
-
-/** True when `origin` is the address the request was sent to, and one the tap answers as (`allowedHosts`; null: any). */
 function ownOrigin(origin: string, host: string | null, allowedHosts: ReadonlySet<string> | null): boolean {
-  if (host === null || !URL.canParse(origin)) return false;
-  const url = new URL(origin);
-  if (url.protocol !== "http:" && url.protocol !== "https:") return false;
-  const addressed = URL.canParse(`${url.protocol}//${host.trim()}`) ? new URL(`${url.protocol}//${host.trim()}`).host : null;
-  if (addressed === null || url.host !== addressed) return false;
+  const url = URL.canParse(origin) ? new URL(origin) : null;
+  const addressed = `${url?.protocol}//${host?.trim()}`;
+  if (host === null || url === null || !/^https?:$/.test(url.protocol) || !URL.canParse(addressed) || url.host !== new URL(addressed).host) return false;
   return allowedHosts === null || allowedHosts.has(hostName(host));
 }
 
-/** Why a request a web page made must be refused (one line), or null when it may go on. */
+/** Why a request a web page made for another site or origin is refused, or null; following a link to the viewer reads nothing. */
 export function crossSiteRefusal(facts: RequestFacts, allowedHosts: ReadonlySet<string> | null): string | null {
   const site = facts.secFetchSite?.trim().toLowerCase() ?? null;
-  if ((site === "cross-site" || site === "same-site") && !viewerNavigation(facts)) {
+  const navigation = (facts.method === "GET" || facts.method === "HEAD") && facts.secFetchMode === "navigate" && facts.path.startsWith("/_tap/");
+  if ((site === "cross-site" || site === "same-site") && !navigation) {
     return "a web page of another site sent this request (Sec-Fetch-Site); the tap serves Claude Code and its own viewer only";
   }
   if (facts.origin !== null && !ownOrigin(facts.origin.trim(), facts.host, allowedHosts)) {
@@ -53,23 +25,35 @@ export function crossSiteRefusal(facts: RequestFacts, allowedHosts: ReadonlySet<
   return null;
 }
 
-/** The cookie's value for `token`: derived, so the token itself never sits in a cookie jar. */
-export function accessCookieValue(token: string): string {
-  return createHash("sha256").update(`sessiontap access\u0000${token}`).digest("base64url");
+/** An address as text to compare: IPv6 compressed in brackets, IPv4-mapped IPv6 as IPv4. */
+function canonical(address: string): string {
+  const bare = address.replace(/^\[|\]$/g, "").toLowerCase();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
+  if (mapped !== null) return mapped[1];
+  return bare.includes(":") && URL.canParse(`http://[${bare}]`) ? new URL(`http://[${bare}]`).hostname : bare;
 }
 
-/** Compares two strings in time that does not depend on where they differ. */
-export function sameSecret(a: string, b: string): boolean {
-  const x = createHash("sha256").update(a).digest();
-  const y = createHash("sha256").update(b).digest();
-  return timingSafeEqual(x, y) && a.length === b.length;
+/** An address as /proc/net/tcp{,6} prints it: 32-bit words in the host's byte order, little-endian on every target the tap ships for. */
+function procAddress(hex: string): string {
+  const bytes = (hex.match(/.{8}/g) ?? []).flatMap((word) => (word.match(/../g) ?? []).reverse().map((b) => parseInt(b, 16)));
+  if (bytes.length === 4) return bytes.join(".");
+  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 255 && bytes[11] === 255) return bytes.slice(12).join(".");
+  return canonical(Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16)).join(":"));
 }
 
-/** A fresh token: 32 random bytes, base64url. */
-export function generateToken(): string {
-  const bytes = new Uint8Array(32);
-  crypto.getRandomValues(bytes);
-  let text = "";
-  for (const b of bytes) text += String.fromCharCode(b);
-  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+/** The uid of the one established row of /proc/net/tcp{,6} from `peer` to `port` on loopback: the client's socket; null: none or several. */
+export function socketUid(tables: string, peer: { address: string; port: number }, port: number): number | null {
+  const uids: number[] = [];
+  const want = canonical(peer.address);
+  for (const line of tables.split("\n")) {
+    const [, local, remote, state, , , , uid] = line.trim().split(/\s+/);
+    // Established only: a TIME_WAIT row outlives its socket (its port may be reused) and says uid 0.
+    if (state !== "01" || uid === undefined) continue;
+    const [localAddress, localPort] = local.split(":");
+    const [remoteAddress, remotePort] = remote.split(":");
+    if (parseInt(localPort, 16) !== peer.port || parseInt(remotePort, 16) !== port || procAddress(localAddress) !== want) continue;
+    const to = procAddress(remoteAddress);
+    if (to.startsWith("127.") || to === "[::1]") uids.push(Number(uid));
+  }
+  return uids.length === 1 ? uids[0] : null;
 }

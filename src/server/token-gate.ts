@@ -1,73 +1,74 @@
-/**
- * Slows down a client that guesses the token (docs/RELIABILITY.md "Trust boundaries"): its first few wrong
- * tokens are answered at once, then it must wait before its next try — 1 s, doubling to a minute — and a
- * try while it waits is refused unread, the right token included (so waiting is the only way on). A right
- * token starts the count afresh. Counts what it saw for health; knows clients by address, never a guess.
- */
+// The tap's token, however presented (bearer, cookie, login link, Proxy-Authorization): one throttle and one count
+// (docs/DESIGN.md "Trust boundaries").
+import { Buffer } from "node:buffer";
+import { createHash, timingSafeEqual } from "node:crypto";
+import { Alarm } from "../utils/alarm.ts";
 
-/** What one client has done lately. */
-interface Client {
-  failures: number;
-  /** Until when (ms) its tries are refused; 0 when they are not. */
-  until: number;
+/** What the events log is told of a wrong token: the client's address and its counts, never the guess. */
+export type TokenFailure = { peer: string; failures: number; waitMs: number };
+/** A number: the seconds the client must still wait before a token it offers is read. */
+export type TokenCheck = "ok" | "wrong" | number;
+
+/** Compares in time that does not depend on where the strings differ. */
+export function sameSecret(a: string, b: string): boolean {
+  const [x, y] = [a, b].map((s) => createHash("sha256").update(s).digest());
+  return timingSafeEqual(x, y) && a.length === b.length;
 }
 
-/** What health shows. */
-export interface TokenGateStats {
-  /** Wrong tokens since start. */
-  failures: number;
-  /** Tries refused because their client had to wait. */
-  slowed: number;
-  /** Clients with wrong tokens on record now. */
-  clients: number;
+export function generateToken(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }
 
-/** The gate of one tap. */
+// After FREE_FAILURES wrong tokens a client (by address) waits 1 s, doubling to a minute, and a try meanwhile is refused
+// unread, the right token too: waiting is the only way on. A right token starts its count afresh.
 export class TokenGate {
-  /** Wrong tokens a client may send before it has to wait. */
   static readonly FREE_FAILURES = 5;
-  /** The longest wait. */
   static readonly MAX_WAIT_MS = 60_000;
-  /** Clients remembered at most (the oldest are forgotten first). */
   static readonly MAX_CLIENTS = 10_000;
-  private readonly clients = new Map<string, Client>();
-  private failures = 0;
-  private slowed = 0;
+  /** What the login link's cookie holds: derived, so the token itself never sits in a cookie jar. */
+  readonly cookie: string | null;
+  private readonly clients = new Map<string, { failures: number; until: number }>();
+  private readonly counts = { failures: 0, slowed: 0 };
+  private readonly clock: () => number;
+  private readonly alarm: Alarm;
 
-  constructor(private readonly clock: () => number = Date.now) {}
-
-  /** How long `peer` must still wait before a try is read (0: it may try now); a try refused is counted. */
-  waitMs(peer: string): number {
-    const client = this.clients.get(peer);
-    const wait = client === undefined ? 0 : Math.max(0, client.until - this.clock());
-    if (wait > 0) this.slowed++;
-    return wait;
+  constructor(
+    readonly token: string | null,
+    private readonly options: { clock?: () => number; stderr?: (line: string) => void; onFailure?: (failure: TokenFailure) => void } = {},
+  ) {
+    this.cookie = token === null ? null : createHash("sha256").update(`sessiontap access\u0000${token}`).digest("base64url");
+    this.clock = options.clock ?? Date.now;
+    this.alarm = new Alarm(this.clock, options.stderr ?? (() => {}));
   }
 
-  /** `peer` sent a wrong token: counted; returns its failures so far and how long it now waits (0: not yet). */
-  failed(peer: string): { failures: number; waitMs: number } {
-    this.failures++;
+  /** Reads `given` (the token, or the cookie's value) from `peer`, unless `peer` must wait; counts and tells a wrong one. */
+  check(peer: string, given: string, as: "token" | "cookie" = "token"): TokenCheck {
     const client = this.clients.get(peer) ?? { failures: 0, until: 0 };
-    this.clients.delete(peer); // re-inserted: the most recent last, the oldest first to go
+    const waitMs = client.until - this.clock();
+    if (waitMs > 0) {
+      this.counts.slowed++;
+      return Math.ceil(waitMs / 1000);
+    }
+    const expected = as === "token" ? this.token : this.cookie;
+    this.clients.delete(peer); // re-inserted below: the most recent last, the oldest first to go
+    if (expected !== null && sameSecret(given, expected)) return "ok";
+    this.counts.failures++;
     client.failures++;
     const over = client.failures - TokenGate.FREE_FAILURES;
-    const waitMs = over < 0 ? 0 : Math.min(1000 * 2 ** over, TokenGate.MAX_WAIT_MS);
-    client.until = waitMs === 0 ? 0 : this.clock() + waitMs;
+    const wait = over < 0 ? 0 : Math.min(1000 * 2 ** over, TokenGate.MAX_WAIT_MS);
+    client.until = this.clock() + wait;
     this.clients.set(peer, client);
     for (const oldest of this.clients.keys()) {
       if (this.clients.size <= TokenGate.MAX_CLIENTS) break;
       this.clients.delete(oldest);
     }
-    return { failures: client.failures, waitMs };
+    this.options.onFailure?.({ peer, failures: client.failures, waitMs: wait });
+    const said = `wrong tokens from ${peer} (${client.failures} so far): it now waits ${wait / 1000} s before each try (health: token.failures)`;
+    if (wait > 0) this.alarm.fail("wrong tokens", (first) => `sessiontap: ${first ? "" : "still "}${said}`);
+    return "wrong";
   }
 
-  /** `peer` sent the right token: its count starts afresh. */
-  succeeded(peer: string): void {
-    this.clients.delete(peer);
-  }
-
-  /** What health shows. */
-  stats(): TokenGateStats {
-    return { failures: this.failures, slowed: this.slowed, clients: this.clients.size };
+  stats(): { failures: number; slowed: number; clients: number } {
+    return { ...this.counts, clients: this.clients.size };
   }
 }

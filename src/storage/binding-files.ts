@@ -33,8 +33,16 @@ export async function bindingKey(fs: FsAdapter, root: string): Promise<string> {
       await fs.unlink(aside);
     }
   }
+  const key = await existingBindingKey(fs, root);
+  if (key === null) throw new Error(`${path} vanished while it was read`);
+  return key;
+}
+
+/** The root's secret if a tap made it, else null; the launcher proves a tap with it (docs/DESIGN.md "The launcher"). */
+export async function existingBindingKey(fs: FsAdapter, root: string): Promise<string | null> {
+  const path = join(root, KEY_FILE);
   const info = await fs.lstat(path);
-  if (info === null) throw new Error(`${path} vanished while it was read`);
+  if (info === null) return null;
   checkTrusted(path, info, "file");
   if (fs.posixModes !== false && (info.mode & 0o077) !== 0) {
     throw new UnsafePathError(`${path} can be read by other users (mode ${(info.mode & 0o777).toString(8)}); chmod 600 it`);

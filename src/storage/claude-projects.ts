@@ -2,8 +2,8 @@
  * Claude Code's own transcripts, `<claude-dir>/projects/<project>/<session>.jsonl`: where one would be for
  * a working directory, where they are, and whether they look intact (list, show, restore, doctor).
  */
-import { transcriptName } from "../protocol/id-name.ts";
-import { jsonObject } from "../protocol/jsonl.ts";
+import { transcriptName } from "../protocol/session-id.ts";
+import { jsonObject } from "../protocol/json.ts";
 import { encodeProjectDir, findProjectDir, MAX_PROJECT_DIR } from "../transcript/project-dir.ts";
 import { isConversation } from "../transcript/records.ts";
 import { sessionOfTranscriptName, type TranscriptState } from "../transcript/transcript.ts";

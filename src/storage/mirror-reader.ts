@@ -7,7 +7,7 @@ import { matchSession, type NamedSession } from "../transcript/session-match.ts"
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
-import { type Parsed, parseJsonl } from "../protocol/jsonl.ts";
+import { type Parsed, parseJsonl } from "../protocol/json.ts";
 import { upgradeOlderRecord } from "../transcript/older-mirror.ts";
 
 /** The outcome of looking a session up by id or prefix. */

@@ -15,7 +15,7 @@ import { ensurePrivateDir } from "./private-dir.ts";
 import { SpoolFiles } from "./spool-files.ts";
 import { join } from "./paths.ts";
 import { currentUid } from "./trusted-path.ts";
-import { completeLines, jsonObject } from "../protocol/jsonl.ts";
+import { completeLines, jsonObject } from "../protocol/json.ts";
 
 /** One place a spool can live, and how to make sure it is safe to use. */
 export interface SpoolPlace {

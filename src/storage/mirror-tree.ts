@@ -10,7 +10,7 @@ import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
 import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
 import { removeLeftovers, writerTag } from "./leftovers.ts";
 import { join } from "./paths.ts";
-import { parseJsonl } from "../protocol/jsonl.ts";
+import { parseJsonl } from "../protocol/json.ts";
 
 export { UnsafePathError };
 

@@ -1,6 +1,6 @@
 /**
  * POSIX paths (the tap runs where Claude Code does): inside the tap's own trees, joined with "/" from names
- * that already went through the one gate that turns an id into a name (protocol/id-name.ts), and the mode
+ * that already went through the one gate that turns an id into a name (protocol/session-id.ts), and the mode
  * every directory of them gets; outside them, a path a user gave resolved against the working directory.
  */
 

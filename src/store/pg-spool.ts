@@ -15,7 +15,7 @@ import { ensureTrustedDir } from "../storage/trusted-path.ts";
 import { SpoolFiles } from "../storage/spool-files.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { DIR_MODE, join } from "../storage/paths.ts";
-import { completeLines, jsonObject } from "../protocol/jsonl.ts";
+import { completeLines, jsonObject } from "../protocol/json.ts";
 
 /** What the spool reports while replaying (for the events log). */
 export interface SpoolEvents {

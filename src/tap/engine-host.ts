@@ -8,7 +8,7 @@ import { MirrorEngine } from "../mirror/engine.ts";
 import type { EngineSeams, EngineSettings, EngineStart, FromEngine, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
-import { workerErrorLine } from "../utils/worker-error.ts";
+import { workerErrorLine } from "../utils/describe-error.ts";
 import { EngineLink, type LinkListener } from "./engine-link.ts";
 
 export { workerErrorLine };

@@ -6,8 +6,7 @@
  */
 import type { EngineHealth } from "../mirror/health.ts";
 import type { BodyCopy, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
-import { credentialTag, TOKEN_HEADER, tokenMatches } from "../protocol/credential.ts";
-import { type IdentityHeaders, identityHeaders } from "../protocol/session-id.ts";
+import { credentialTag, type IdentityHeaders, identityHeaders, TOKEN_HEADER, tokenMatches } from "../protocol/session-id.ts";
 import { RelayObserver } from "./relay-observer.ts";
 
 /** Where the engine runs: a Worker, or this thread. */

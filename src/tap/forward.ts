@@ -1,108 +1,56 @@
-/**
- * Forwards one request to the upstream and streams the answer back (docs/DESIGN.md "Passthrough"); for a
- * conversation's turn, on any provider the tap knows (docs/DESIGN.md "Providers"), the relay's observer
- * copies the request and the answer to the mirror engine on the way (docs/DESIGN.md "Off the relay path").
- * Web-standard Request/Response only; `fetch` is injected.
- */
-import { awsRefusal, type Refusal } from "../protocol/providers/aws-signature.ts";
-import { pathShape } from "../protocol/providers/path-shape.ts";
-import { recognise } from "../protocol/providers/recognise.ts";
-import { apiError } from "../protocol/api-error.ts";
-import { clientResponseHeaders, fetchDecoded, type FetchRuntime, upstreamRequestHeaders } from "../protocol/headers.ts";
+// Forwards one request upstream and streams the answer back (docs/DESIGN.md "Passthrough"); for a conversation's turn the
+// relay's observer copies the request and the answer to the engine on the way (docs/DESIGN.md "Off the relay path").
+import { apiError, awsRefusal, awsRefused, clientResponseHeaders, fetchDecoded, upstreamRequestHeaders } from "../protocol/headers.ts";
+import type { FetchRuntime, Refusal } from "../protocol/headers.ts";
+import { pathShape, recognise } from "../protocol/providers/recognise.ts";
 import { describe } from "../utils/describe-error.ts";
+import type { BodyCopy } from "../mirror/messages.ts";
 import type { EngineLink } from "./engine-link.ts";
-import type { RelayObserver } from "./relay-observer.ts";
-import { relayBody } from "./request-body.ts";
 import { teeBody } from "./tee.ts";
 
-/** What forwarding needs from the outside. */
 export interface ForwardDeps {
-  /** Upstream origin (and optional base path), no trailing slash. */
+  /** Origin and optional base path, no trailing slash. */
   upstream: string;
   fetch: typeof fetch;
-  /** Whose fetch `fetch` is: what it decodes differs (fetchDecoded). */
   runtime: FetchRuntime;
-  /** The mirror engine, or null when the mirror is off. */
   engine: EngineLink | null;
-  /** Largest request body the mirror keeps a copy of. */
   maxMessageBytes: number;
-  /** Largest sized request body read whole before it goes upstream (see relayBody). */
   readFirstBytes: number;
   clock: () => number;
-  /** Aborted when the tap stops and its drain bound ran out: every upstream fetch ends then. */
   stopping: AbortSignal;
-  /** Hears whether the upstream was reached (health and stderr lines); never sees credentials. */
   upstreamHealth: { failed(error: unknown, how: "unreachable" | "broke"): void; answered(): void };
-  /** Hears a request the tap answered itself rather than forward it (docs/DESIGN.md "Bedrock's signatures"). */
   refused?: (refusal: Refusal, shape: string) => void;
-  /**
-   * True when the client addressed the upstream's own host (proxy mode): a SigV4 signature is valid there, so
-   * nothing is refused, and the headers it signs reach the upstream as they are (docs/DESIGN.md "Bedrock's signatures").
-   * Its tunnel's CONNECT carried the tap's token when the tap has one, so its API traffic needs no token header.
-   */
+  /** Proxy mode: the client addressed the upstream's own host, so its SigV4 signature holds, and its CONNECT carried the tap's token. */
   proxied?: boolean;
 }
 
-/** Statuses whose responses carry no body (RFC 9110 §6.4.1). */
-const NULL_BODY = new Set([101, 204, 205, 304]);
+const NULL_BODY = new Set([101, 204, 205, 304]); // RFC 9110 §6.4.1
 
-/** The Anthropic-shaped error answered when the upstream cannot be reached (docs/DESIGN.md "Passthrough"). */
-export function upstreamUnreachable(message: string): Response {
-  return apiError(502, "api_error", message);
-}
-
-/**
- * A refusal in AWS's own error shape (docs/DESIGN.md "Bedrock's signatures"): the request was meant for AWS,
- * and both AWS's SDK and the Anthropic SDK's Bedrock client show a top-level `message` as it is. A 400, not
- * a 403: Claude Code takes a 403 from Bedrock for credentials it may refresh and retries it for minutes
- * before it says anything, where a 400 is shown at once; and no retry can help.
- */
-function awsRefused(message: string): Response {
-  const body = { __type: "ValidationException", message: `sessiontap: ${message}` };
-  return new Response(JSON.stringify(body), {
-    status: 400,
-    headers: { "content-type": "application/json", "x-amzn-errortype": "ValidationException", "x-should-retry": "false" },
-  });
-}
-
-/** True when the request says its body is JSON (the only bodies that can be a conversation). */
-function isJson(headers: Headers): boolean {
-  return /^application\/(?:[\w.+-]*\+)?json\b/i.test(headers.get("content-type")?.trimStart() ?? "");
-}
-
-/** Forwards `request` to the upstream: same method, path, query, headers (less hop-by-hop) and body bytes. */
 export async function forward(request: Request, deps: ForwardDeps): Promise<Response> {
   const url = new URL(request.url);
-  // Only path and query are taken from the client: an absolute-form target or a Host header cannot
-  // send the tap anywhere but the configured upstream.
+  // Only path and query are the client's: no absolute-form target or Host header sends the tap anywhere else.
   const target = deps.upstream + url.pathname + url.search;
   const refusal = deps.proxied === true ? null : awsRefusal(request.headers, deps.upstream);
   if (refusal !== null) {
     deps.refused?.(refusal, pathShape(url.pathname));
     return awsRefused(refusal.message);
   }
-  // Only a conversation's turns are mirrored (docs/DESIGN.md "Providers"); everything else is relayed natively,
-  // but a POST whose JSON body may be a conversation goes to the engine to be told apart (docs/DESIGN.md
-  // "Nothing forwarded unseen").
+  // A POST whose JSON body may be a conversation goes to the engine to be told apart (docs/DESIGN.md "Nothing forwarded unseen").
   const seen = recognise(request.method, url.pathname);
   const observer = deps.engine !== null && seen.kind === "conversation"
     ? deps.engine.openFor(request.headers, deps.clock(), { provider: seen.provider, model: seen.model }, deps.proxied === true)
     : null;
-  const unseen = deps.engine !== null && seen.kind === "other" && request.method === "POST" && isJson(request.headers) ? seen.reason : null;
+  const unseen = deps.engine !== null && seen.kind === "other" && request.method === "POST" &&
+      /^application\/(?:[\w.+-]*\+)?json\b/i.test(request.headers.get("content-type")?.trimStart() ?? "")
+    ? seen.reason
+    : null;
   const signal = AbortSignal.any([request.signal, deps.stopping]);
   const relayed = await relayBody(request, observer === null && unseen === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
   const sent = upstreamRequestHeaders(request.headers, relayed.body instanceof ReadableStream);
-  const pending = deps.fetch(target, {
-    method: request.method,
-    headers: sent,
-    body: relayed.body,
-    redirect: "manual",
-    signal,
-    duplex: "half",
-  } as RequestInit);
-  // The mirror gets the request's bytes once they went upstream: the engine reads them while the upstream works.
-  if (observer !== null) void relayed.copy().then((copy) => observer.body(copy));
-  else if (unseen !== null) void relayed.copy().then((copy) => deps.engine!.unseen(pathShape(url.pathname), unseen, copy));
+  const pending = deps.fetch(target, { method: request.method, headers: sent, body: relayed.body, redirect: "manual", signal, duplex: "half" } as RequestInit);
+  // The engine reads the request's bytes while the upstream works on them.
+  if (observer !== null) void relayed.copy.then((copy) => observer.body(copy));
+  else if (unseen !== null) void relayed.copy.then((copy) => deps.engine!.unseen(pathShape(url.pathname), unseen, copy));
 
   let upstream: Response;
   try {
@@ -111,28 +59,103 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
     observer?.cut("upstream");
     if (signal.aborted) return new Response(null, { status: 499 });
     deps.upstreamHealth.failed(error, "unreachable");
-    return upstreamUnreachable(`upstream ${new URL(deps.upstream).host} could not be reached (${describe(error)})`);
+    return apiError(502, "api_error", `upstream ${new URL(deps.upstream).host} could not be reached (${describe(error)})`);
   }
   deps.upstreamHealth.answered();
-  const decoded = fetchDecoded(deps.runtime, upstream.headers.get("content-encoding"), sent.get("accept-encoding"));
-  const headers = clientResponseHeaders(upstream.headers, decoded);
-  return answer(request, signal, upstream, headers, observer !== null && observer.head(upstream.status, headers) ? observer : null, deps);
-}
-
-/** The client's response: the upstream's status, `headers` and body, teed to the observer when there is one. */
-function answer(request: Request, signal: AbortSignal, upstream: Response, headers: Headers, observer: RelayObserver | null, deps: ForwardDeps): Response {
+  const headers = clientResponseHeaders(upstream.headers, fetchDecoded(deps.runtime, upstream.headers.get("content-encoding"), sent.get("accept-encoding")));
   const init = { status: upstream.status, statusText: upstream.statusText, headers };
+  const teed = observer !== null && observer.head(upstream.status, headers) ? observer : null;
   if (upstream.body === null || NULL_BODY.has(upstream.status) || request.method === "HEAD") {
     if (upstream.body !== null) void upstream.body.cancel();
-    observer?.end();
+    teed?.end();
     return new Response(null, init);
   }
-  // Nothing to mirror: the upstream's body goes to the client as it is, with no JavaScript in its path.
-  if (observer === null) return new Response(upstream.body, init);
-  const tee = teeBody(upstream.body, observer, {
+  // Nothing to mirror: the upstream's body goes to the client with no JavaScript in its path.
+  if (teed === null) return new Response(upstream.body, init);
+  const tee = teeBody(upstream.body, teed, {
     clientGone: () => signal.aborted,
     upstreamBroke: (error) => deps.upstreamHealth.failed(error, "broke"),
     cutQuietly: true,
   });
   return new Response(tee, init);
+}
+
+/** The `refused` hook: one stderr line per reason, a count and an events-log line per request; nothing of it but its path's shape. */
+export function refusalNotice(stderr: (line: string) => void, link: EngineLink | null): (refusal: Refusal, shape: string) => void {
+  const said = new Set<string>();
+  return (refusal, shape) => {
+    if (!said.has(refusal.reason)) stderr(`sessiontap: refused a request to ${shape}: ${refusal.message}`);
+    said.add(refusal.reason);
+    link?.unseen(shape, refusal.reason, { skipped: "refused" }, true);
+  };
+}
+
+// `copy` settles once the body went upstream, and never rejects.
+type RelayedBody = { body: BodyInit | null; copy: Promise<BodyCopy> };
+const skipped = (body: BodyInit | null, why: string): RelayedBody => ({ body, copy: Promise.resolve({ skipped: why }) });
+
+// A sized body up to `readFirstBytes` is read whole first, the cheapest way measured (docs/RUNTIMES.md "Request bodies"); a larger
+// one streams through a copy, costing the relay a little per chunk rather than milliseconds at once.
+async function relayBody(request: Request, maxBytes: number, readFirstBytes: number): Promise<RelayedBody> {
+  const source = request.body;
+  if (source === null) return skipped(null, "no request body");
+  if (maxBytes < 0) return skipped(source, "not mirrored");
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  const sized = Number.isFinite(declared) && declared >= 0;
+  if (sized && declared > maxBytes) return skipped(source, `request body larger than SESSIONTAP_MAX_MESSAGE_BYTES (${declared} bytes)`);
+  if (sized && declared <= readFirstBytes) {
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    return { body: bytes, copy: Promise.resolve({ bytes }) };
+  }
+  return copyingStream(source, sized ? declared : null, maxBytes);
+}
+
+function copyingStream(source: ReadableStream<Uint8Array>, declared: number | null, maxBytes: number): RelayedBody {
+  const reader = source.getReader();
+  let buffer: Uint8Array | null = new Uint8Array(declared ?? 64 * 1024);
+  let length = 0;
+  let settle!: (copy: BodyCopy) => void;
+  const copied = new Promise<BodyCopy>((resolve) => (settle = resolve));
+  const keep = (chunk: Uint8Array) => {
+    if (buffer === null) return;
+    if (length + chunk.byteLength > maxBytes) {
+      buffer = null;
+      settle({ skipped: `request body larger than SESSIONTAP_MAX_MESSAGE_BYTES (more than ${maxBytes} bytes)` });
+      return;
+    }
+    if (length + chunk.byteLength > buffer.byteLength) {
+      const grown = new Uint8Array(Math.min(maxBytes, Math.max(buffer.byteLength * 2, length + chunk.byteLength)));
+      grown.set(buffer.subarray(0, length));
+      buffer = grown;
+    }
+    buffer.set(chunk, length);
+    length += chunk.byteLength;
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let result: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          result = await reader.read();
+        } catch (error) {
+          settle({ skipped: "the request body could not be read" });
+          controller.error(error);
+          return;
+        }
+        if (result.done) {
+          if (buffer !== null) settle({ bytes: length === buffer.byteLength ? buffer : buffer.slice(0, length) });
+          controller.close();
+          return;
+        }
+        keep(result.value);
+        controller.enqueue(result.value);
+      },
+      cancel(reason) {
+        settle({ skipped: "the request body was not sent whole" });
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { body, copy: copied };
 }

@@ -7,7 +7,7 @@
  *     following ──(end, cut, gave up: the engine is too far behind, or a failure here)──▶ done
  */
 import type { BodyCopy, CutBy, ToEngine } from "../mirror/messages.ts";
-import { responseFraming, responseRequestId } from "../protocol/providers/response-head.ts";
+import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
 
 /** What an observer needs of the engine's link (engine-link.ts). */
 export interface ObserverLink {

@@ -1,30 +1,15 @@
-/**
- * The tee: forwards each upstream chunk to the client as it arrives, while its observer (the relay's side
- * of the mirror) copies the same bytes to the engine. Not `ReadableStream.tee()`: that never cancels the
- * upstream when the client leaves and buffers the slower branch without limit
- * (docs/RUNTIMES.md "Client disconnect"). A pull source keeps the client's backpressure, passes a client
- * cancel to the upstream, and tells a client that left from an upstream that failed.
- *
- * The relay only posts (docs/DESIGN.md "Off the relay path"): no byte waits for the engine. The observer
- * never throws (relay-observer.ts is the error boundary).
- */
+// Hands each upstream chunk to the client and the same bytes to the observer (docs/DESIGN.md "Passthrough"): a pull source, as
+// Hono's utils/stream.ts, since `ReadableStream.tee()` never cancels the upstream when the client leaves and buffers without limit.
 import type { RelayObserver } from "./relay-observer.ts";
 
-/** How the tee behaves around its observer. */
 export interface TeeOptions {
-  /** True when the client has gone (tells a client abort from an upstream failure when a read fails). */
+  /** Tells a client that left from an upstream that failed, when a read fails. */
   clientGone: () => boolean;
-  /** Called when reading the upstream failed while the client was still there. */
   upstreamBroke?: (error: unknown) => void;
-  /**
-   * Cut the client's stream with no reason attached: a server runtime prints the reason of a response
-   * body that errors (Bun its stack, Deno through onError), and a break of the upstream is already
-   * reported once, without a trace (docs/RUNTIMES.md "A cut stream").
-   */
+  /** No reason on the cut: a runtime prints a body's error, and the upstream's break is reported once already (docs/RUNTIMES.md "A cut stream"). */
   cutQuietly?: boolean;
 }
 
-/** Returns the body the client reads; the observer sees the same chunks. */
 export function teeBody(body: ReadableStream<Uint8Array>, observer: RelayObserver, options: TeeOptions): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   return new ReadableStream<Uint8Array>(

@@ -8,7 +8,7 @@
  * - "intact": at least one user or assistant record.
  */
 import { isConversation } from "./records.ts";
-import { parseJsonl } from "../protocol/jsonl.ts";
+import { parseJsonl } from "../protocol/json.ts";
 
 /** The state of Claude Code's transcript for a session. */
 export type TranscriptState = "intact" | "stub" | "missing";

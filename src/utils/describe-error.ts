@@ -1,14 +1,7 @@
-/** Errors as one short, content-free line for stderr, health and the events log (docs/DESIGN.md "Health and exit"). */
-import { networkFailure, withoutRuntimeAdvice } from "./network-error.ts";
+// Errors as one short, content-free line for stderr, health and the events log, in our words (docs/DESIGN.md "Never in the way").
 
-/**
- * An error as one short, content-free line: its code (or class) and its first line, without repeating
- * the code (Bun's messages start with it), with a `cause`'s text where the message says nothing ("fetch
- * failed"), and with URLs cut to their origin (a path or query may carry a secret).
- *
- * @example describe(Object.assign(new Error("EACCES: permission denied, open '/m/s.jsonl'"), { code: "EACCES" }))
- *   // → "EACCES: permission denied, open '/m/s.jsonl'"
- */
+// Code (or class) and first line, a `cause`'s text where the message says nothing ("fetch failed"), and URLs cut to their origin:
+// a path or query may carry a secret.
 export function describe(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   const name = error instanceof Error ? error.name : typeof error;
@@ -17,7 +10,6 @@ export function describe(error: unknown): string {
   if (cause instanceof Error && /^(fetch failed|network error)?$/i.test(message.trim())) message = cause.message;
   message = message.split("\n")[0].replace(/\b(https?:\/\/[^/\s)]+)[^\s)]*/g, "$1").slice(0, 200).trim();
   const label = typeof code === "string" && code !== "" ? code : name;
-  // A failed connection in our words, never the runtime's (docs/DESIGN.md "Never in the way").
   const failure = networkFailure(typeof code === "string" ? code : "", name, message);
   if (failure !== null) return failure;
   message = withoutRuntimeAdvice(message);
@@ -25,14 +17,43 @@ export function describe(error: unknown): string {
   return message.startsWith(label) ? message : `${label}: ${message}`;
 }
 
-/**
- * describe() for an error met while answering a request: quoted text, URLs and paths are left out of the
- * message too, since a runtime's message may quote the request's URL, and a path or query may carry a
- * secret (a key pasted into a query string).
- */
+/** describe() for an error met while answering a request: a runtime's message may quote its URL, so quotes, URLs and paths go too. */
 export function describeBare(error: unknown): string {
   return describe(error)
     .replace(/'[^']*'?|"[^"]*"?|`[^`]*`?/g, "…")
     .replace(/\b[a-z][a-z0-9+.-]*:\/\/\S*/gi, "…")
     .replace(/(^|\s)\/\S*/g, "$1…");
+}
+
+// The runtimes word one failure differently and address their own users (Bun's "Is the computer able to access the url?",
+// Deno's "client error (Connect): tcp connect error"): no such sentence reaches ours.
+export function networkFailure(code: string, name: string, message: string): string | null {
+  const text = `${code} ${message}`;
+  if (/ECONNREFUSED|ConnectionRefused|Connection refused/i.test(text)) return "connection refused";
+  if (/ENOTFOUND|EAI_AGAIN|dns error|failed to lookup address|Name or service not known|nodename nor servname/i.test(text)) return "no such host";
+  if (/ECONNRESET|ConnectionReset|connection reset|closed unexpectedly|connection closed before message completed/i.test(text)) {
+    return "the connection was reset";
+  }
+  if (/EHOSTUNREACH|ENETUNREACH|No route to host|Network is unreachable/i.test(text)) return "no route to the host";
+  if (code === "ETIMEDOUT" || name === "TimeoutError") return "timed out";
+  if (/certificate|CERT_|tls handshake|SSL/i.test(text)) return `the TLS handshake failed${/certificate|CERT_/i.test(text) ? " (certificate)" : ""}`;
+  if (/EADDRINUSE|AddrInUse|address already in use|Is port \d+ in use/i.test(text)) return "the address is already in use";
+  if (/EADDRNOTAVAIL|AddrNotAvailable|Cannot assign requested address|address not available/i.test(text)) return "the address is not one of this machine's";
+  if (/Requests to port \d+ are blocked/i.test(text)) return "the runtime refuses that port";
+  return null;
+}
+
+function withoutRuntimeAdvice(message: string): string {
+  return message
+    .replace(/\s*Is the computer able to access the url\?/gi, "")
+    .replace(/\s*For more information, pass `verbose: true` in the second argument to fetch\(\)/gi, "")
+    .replace(/\s*Is port \d+ in use\?/gi, "")
+    .trim();
+}
+
+// Bun puts the source excerpt and the stack around a Worker's error message; health and stderr take one line.
+export function workerErrorLine(message: string): string {
+  const lines = message.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  const named = lines.find((l) => /^(?:Uncaught )?(?:error|[A-Za-z]*Error): /.test(l));
+  return (named ?? lines[0] ?? "").replace(/^Uncaught /, "");
 }

@@ -1,36 +1,28 @@
-/**
- * Times and days as the reader lives them: a time zone is handed in (the process's for the command line,
- * UTC where none applies), so "yesterday" is the reader's yesterday and tests can pick the zone. Pure.
- */
+// Times and days in a zone handed in (the process's for the command line, UTC where none applies), so "yesterday" is the
+// reader's yesterday and tests can pick the zone.
 
-/** A time zone: its offset from UTC at a moment (minutes east of UTC; it changes with daylight saving). */
-export interface Zone {
-  offsetMinutes(ms: number): number;
-}
+/** Minutes east of UTC at a moment: it changes with daylight saving. */
+export type Zone = { offsetMinutes(ms: number): number };
 
-/** UTC. */
 export const UTC: Zone = { offsetMinutes: () => 0 };
 
-/** `ms` shifted so its UTC fields read as the zone's wall clock. */
 function wall(ms: number, zone: Zone): Date {
   return new Date(ms + zone.offsetMinutes(ms) * 60_000);
 }
 
 const two = (n: number) => String(n).padStart(2, "0");
 
-/** The zone's calendar day of `ms`, YYYY-MM-DD. */
 export function localDate(ms: number, zone: Zone): string {
   const d = wall(ms, zone);
   return `${d.getUTCFullYear()}-${two(d.getUTCMonth() + 1)}-${two(d.getUTCDate())}`;
 }
 
-/** The zone's wall-clock time of `ms`, YYYY-MM-DD HH:MM (with `:SS` when `seconds`). */
+/** YYYY-MM-DD HH:MM, with `:SS` when `seconds`. */
 export function localDateTime(ms: number, zone: Zone, seconds = false): string {
   const d = wall(ms, zone);
   return `${localDate(ms, zone)} ${two(d.getUTCHours())}:${two(d.getUTCMinutes())}${seconds ? `:${two(d.getUTCSeconds())}` : ""}`;
 }
 
-/** The zone's offset at `ms` as people write it: "UTC", "UTC+01:00", "UTC-05:30". */
 export function offsetLabel(ms: number, zone: Zone): string {
   const m = zone.offsetMinutes(ms);
   if (m === 0) return "UTC";
@@ -38,7 +30,6 @@ export function offsetLabel(ms: number, zone: Zone): string {
   return `UTC${m < 0 ? "-" : "+"}${two(Math.floor(a / 60))}:${two(a % 60)}`;
 }
 
-/** The first moment of the zone's day `date` (YYYY-MM-DD), ms since the epoch. */
 export function dayStart(date: string, zone: Zone): number {
   const [y, mo, d] = date.split("-").map(Number);
   const utcMidnight = Date.UTC(y, mo - 1, d);
@@ -47,17 +38,12 @@ export function dayStart(date: string, zone: Zone): number {
   return utcMidnight - zone.offsetMinutes(guess) * 60_000;
 }
 
-/** The calendar day `n` days before `date` (YYYY-MM-DD). */
-export function daysBefore(date: string, n: number): string {
+function daysBefore(date: string, n: number): string {
   const [y, mo, d] = date.split("-").map(Number);
-  const t = new Date(Date.UTC(y, mo - 1, d - n));
-  return `${t.getUTCFullYear()}-${two(t.getUTCMonth() + 1)}-${two(t.getUTCDate())}`;
+  return localDate(Date.UTC(y, mo - 1, d - n), UTC);
 }
 
-/**
- * The start of a `--since` value (YYYY-MM-DD, today, yesterday, Nd: today and the N-1 days before) in the
- * zone, given the current time; null for null.
- */
+/** The start of a `--since` value: YYYY-MM-DD, today, yesterday, or Nd (today and the N-1 days before). */
 export function sinceStart(since: string | null, now: number, zone: Zone): number | null {
   if (since === null) return null;
   const today = localDate(now, zone);

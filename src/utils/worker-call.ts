@@ -1,5 +1,5 @@
 // Calling into a Worker by method name, for the engine's and the viewer's threads: docs/DESIGN.md "Off the relay path".
-import { workerErrorLine } from "./worker-error.ts";
+import { workerErrorLine } from "./describe-error.ts";
 
 /** `Api`'s methods as another thread calls them: the same arguments, the result as a promise. */
 export type Calls<Api> = { [K in keyof Api]: Api[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never };

@@ -13,7 +13,7 @@ import { checkWhole } from "../storage/publish.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { DIR_MODE, join } from "../storage/paths.ts";
 import { removeLeftovers, writerTag } from "../storage/leftovers.ts";
-import { jsonObject } from "../protocol/jsonl.ts";
+import { jsonObject } from "../protocol/json.ts";
 
 /** What verify found (and fixed) in one session. */
 export interface SessionReport {

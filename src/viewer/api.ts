@@ -1,5 +1,5 @@
 // The viewer's data behind `/_tap/api/`, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
-import { nameInside } from "../protocol/id-name.ts";
+import { nameInside } from "../protocol/session-id.ts";
 import { type ExportFormat, exportText } from "../transcript/export.ts";
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";

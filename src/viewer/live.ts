@@ -1,7 +1,7 @@
 // New records of the sessions open in a live page, polled by byte cursor (whole lines only): docs/DESIGN.md "The viewer".
 import { join } from "node:path/posix";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { parseJsonl } from "../protocol/jsonl.ts";
+import { parseJsonl } from "../protocol/json.ts";
 import type { Rec } from "../transcript/records.ts";
 
 /** Records that appeared in one conversation of a session directory, and the bytes the directory's files hold up to the cursors. */

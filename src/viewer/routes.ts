@@ -2,7 +2,7 @@
 import { type Context, Hono, type Next } from "hono";
 import { NONCE, secureHeaders, type SecureHeadersVariables } from "hono/secure-headers";
 import { streamSSE } from "hono/streaming";
-import { nameInside } from "../protocol/id-name.ts";
+import { nameInside } from "../protocol/session-id.ts";
 import type { Calls } from "../utils/worker-call.ts";
 import { orAfter } from "../utils/within.ts";
 import type { GuardAlert, ListEntry, LiveEvent, RestoreReply, SessionView, ViewerData, ViewerSession } from "./api.ts";

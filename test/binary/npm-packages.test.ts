@@ -24,6 +24,7 @@ const HOST = `${process.platform === "win32" ? "windows" : process.platform}-${p
 /** The bin of the `sessiontap` package, required as a module for its platform resolution. */
 const wrapper = createRequire(import.meta.url)(`${ROOT}scripts/npm/sessiontap.cjs`) as {
   resolvePlatform(platform: string, arch: string, version: string, home?: string): { pkg?: string; file?: string; error?: string };
+  missingPackage(pkg: string, version: string, home?: string): string;
 };
 
 /**
@@ -244,7 +245,7 @@ describe("npx sessiontap and npm i -g sessiontap, through a registry on loopback
     assert.equal(version.stdout, `sessiontap ${VERSION}\n`, version.stderr);
   });
 
-  it("an install that lacks this machine's platform package: one line saying which package is missing and how to get it, exit 1", () => {
+  it("an install that lacks this machine's platform package: one line saying which package is missing and how to get it, exit 1; doing that works", () => {
     const prefix = `${scratch}/prefix-broken`;
     const r = npm("npm i -g (2)", "npm", ["install", "--global", "--prefix", prefix, "--cache", `${scratch}/cache`, `sessiontap@${VERSION}`]);
     assert.equal(r.code, 0, r.all);
@@ -252,10 +253,21 @@ describe("npx sessiontap and npm i -g sessiontap, through a registry on loopback
     const run = spawnSync(`${prefix}/bin/sessiontap`, ["--version"], { encoding: "utf8" });
     assert.equal(run.status, 1);
     assert.equal(run.stdout, "");
+    assert.equal(run.stderr, `${wrapper.missingPackage(`@sessiontap/${HOST}`, VERSION)}\n`);
+    assert.match(run.stderr, new RegExp(`install it beside sessiontap \\(npm i -g @sessiontap/${HOST}@${VERSION.replace(/\./g, "\\.")}, or its tarball`));
+    const fix = npm("npm i -g (3)", "npm", ["install", "--global", "--prefix", prefix, "--cache", `${scratch}/cache`, `@sessiontap/${HOST}@${VERSION}`]);
+    assert.equal(fix.code, 0, fix.all);
+    assert.equal(spawnSync(`${prefix}/bin/sessiontap`, ["--version"], { encoding: "utf8" }).stdout, `sessiontap ${VERSION}\n`, "the line's advice works");
+  });
+
+  it("the missing package's line says why npm left it out and what to install, never that npm was told to", () => {
+    const line = wrapper.missingPackage("@sessiontap/linux-x64", "1.2.3", "https://example.invalid/sessiontap");
     assert.equal(
-      run.stderr,
-      `sessiontap: the package @sessiontap/${HOST}, which holds the binary for this machine, is not installed ` +
-        `(npm skips it when told to leave optional dependencies out); install sessiontap again with them: npm i -g sessiontap\n`,
+      line,
+      "sessiontap: the package @sessiontap/linux-x64, which holds the binary for this machine, is not installed (npm leaves it out when the registry " +
+        "it installs from lacks it, as when sessiontap's tarball is installed alone, or when told to omit optional dependencies): install it " +
+        "beside sessiontap (npm i -g @sessiontap/linux-x64@1.2.3, or its tarball sessiontap-linux-x64-1.2.3.tgz), or download " +
+        "sessiontap-1.2.3-linux-x64 from https://example.invalid/sessiontap",
     );
   });
 

@@ -5,12 +5,21 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import { type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { type ProxyTap, startProxyTap } from "../support/proxy-tap.ts";
 import { cli, scratchDir } from "../support/recover.ts";
 
 type Check = { check: string; status: string; detail: string };
+/** A loopback port nothing listens on, free a moment ago (not port 1: Deno's fetch refuses it before connecting). */
+const closedPort = () =>
+  new Promise<number>((resolve) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
 const BEDROCK = { CLAUDE_CODE_USE_BEDROCK: "1", AWS_REGION: "us-east-1" };
 const VERTEX = { CLAUDE_CODE_USE_VERTEX: "1", CLOUD_ML_REGION: "us-east5", ANTHROPIC_VERTEX_PROJECT_ID: "p" };
 
@@ -57,8 +66,9 @@ describe("doctor: the way Claude Code reaches the tap", { timeout: 60_000 }, () 
     });
 
     it("a provider's base URL that reaches no tap fails, and one set for a provider Claude Code is not on is a warning", async () => {
+      const dead = `http://127.0.0.1:${await closedPort()}`;
       const { code, by } = await doctor(
-        { ...VERTEX, ANTHROPIC_VERTEX_BASE_URL: "http://127.0.0.1:1/v1", ANTHROPIC_BEDROCK_BASE_URL: tap.url },
+        { ...VERTEX, ANTHROPIC_VERTEX_BASE_URL: `${dead}/v1`, ANTHROPIC_BEDROCK_BASE_URL: tap.url },
         tap.url,
         tap.root,
       );
@@ -68,12 +78,24 @@ describe("doctor: the way Claude Code reaches the tap", { timeout: 60_000 }, () 
       // Nothing answers there, so Claude Code's requests fail: said, with the bypass for this provider's variable.
       assert.match(
         base.detail,
-        /^http:\/\/127\.0\.0\.1:1\/v1 in the environment: nothing answers at http:\/\/127\.0\.0\.1:1 \(connection refused\)\. Claude Code's requests fail/,
+        new RegExp(`^${dead}/v1 in the environment: nothing answers at ${dead} \\(connection refused\\)\\. Claude Code's requests fail`),
       );
       assert.match(base.detail, /or go around it: unset ANTHROPIC_VERTEX_BASE_URL$/);
       const unused = one(by("ANTHROPIC_BEDROCK_BASE_URL"));
       assert.equal(unused.status, "warn");
       assert.match(unused.detail, /Claude Code is not on AWS Bedrock \(CLAUDE_CODE_USE_BEDROCK=1\): it ignores it/);
+    });
+
+    it("a base URL that names the tap's address by a name (localhost): it cannot prove itself there, so doctor sends no token and says to name the address", async () => {
+      const byName = tap.url.replace("127.0.0.1", "localhost");
+      const { by } = await doctor({ ANTHROPIC_BASE_URL: byName }, byName, tap.root);
+      const check = one(by("tap"));
+      assert.equal(check.status, "fail");
+      assert.match(
+        check.detail,
+        /could not prove it is this user's tap mirroring to .*\(a tap proves itself for its address: name that, not localhost\); doctor sent it no token/,
+      );
+      assert.equal(one(by("ANTHROPIC_BASE_URL")).status, "fail");
     });
 
     it("Bedrock signing with AWS keys: the tap would refuse every request, and doctor says what works instead", async () => {

@@ -5,29 +5,61 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { COMMAND_SPECS, COMMANDS } from "../../src/config/commands.ts";
+import { parseConfig, UsageError } from "../../src/config/parse.ts";
 import { runTap } from "../support/child.ts";
 import { cli } from "../support/recover.ts";
 
-/** Flags each command must document in its help, and one flag it must refuse. */
-const COMMANDS: [string[], string[], string][] = [
-  [
-    ["serve"],
-    ["--port N", "--host ADDR", "--token TOKEN", "--upstream URL", "--mirror-dir DIR", "--no-mirror", "--claude-dir DIR", "--store URL"],
-    "--dry-run",
-  ],
-  [["list"], ["--mirror-dir DIR", "--claude-dir DIR", "--store URL", "--since DATE", "--json"], "--port"],
-  [["show", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--full", "--json"], "--force"],
-  [["search", "x"], ["--mirror-dir DIR", "--store URL", "--session ID", "--regex", "--json"], "--force"],
-  [["usage"], ["--mirror-dir DIR", "--store URL", "--since DATE", "--json"], "--format"],
-  [["export", "x"], ["--mirror-dir DIR", "--format md|html|jsonl", "--out FILE"], "--json"],
-  [["restore", "x"], ["--mirror-dir DIR", "--claude-dir DIR", "--cwd DIR", "--dry-run", "--force", "--json"], "--format"],
-  [["verify"], ["--mirror-dir DIR", "--repair", "--json"], "--force"],
-  [["doctor"], ["--mirror-dir DIR", "--claude-dir DIR", "--url URL", "--port N", "--json", "--cwd DIR"], "--repair"],
-  [["store", "migrate"], ["--store URL"], "--json"],
-];
+/** A value each flag's parser takes, by the value's name in the table (`--store` wants its own scheme). */
+const sample = (flag: string, value: string) =>
+  flag === "--store"
+    ? "postgres://h/db"
+    : ({ N: "5", ADDR: "127.0.0.1", TOKEN: "Kq8vR2xLm7Tz4NwP", URL: "http://127.0.0.1:1", DATE: "today", "md|html|jsonl": "md" } as Record<string, string>)[
+      value
+    ] ?? "x";
+/** Every flag some command of the table takes, with its value's name. */
+const ALL_FLAGS = new Map(Object.values(COMMAND_SPECS).flatMap((spec) => spec.flags.map((x) => [x.flag, x.value] as const)));
+
+/**
+ * The table's commands (but claude, whose arguments are Claude Code's): the arguments that make a whole command
+ * line, the flags its help must document, and a flag of another command it must refuse.
+ */
+const CASES = COMMANDS.filter((c) => c !== "claude").map((command) => {
+  const spec = COMMAND_SPECS[command];
+  const own = new Set(spec.flags.map((x) => x.flag));
+  const refused = [...ALL_FLAGS.keys()].find((flag) => !own.has(flag))!;
+  return {
+    command,
+    args: spec.args.map((a) => (a === "migrate" ? a : "x")),
+    flags: spec.flags.map((x) => (x.value === null ? x.flag : `${x.flag} ${x.value}`)),
+    refused,
+    refusedValue: ALL_FLAGS.get(refused) === null ? [] : [sample(refused, ALL_FLAGS.get(refused)!)],
+  };
+});
+
+describe("the command table is what the parser takes", () => {
+  it("every flag of a command's entry is taken by that command, with a value where the entry names one", () => {
+    for (const command of COMMANDS.filter((c) => c !== "claude")) {
+      const spec = COMMAND_SPECS[command];
+      for (const x of spec.flags) {
+        const args = [command, ...spec.args.map((a) => (a === "migrate" ? a : "x")), x.flag, ...(x.value === null ? [] : [sample(x.flag, x.value)])];
+        assert.doesNotThrow(() => parseConfig(args, {}, "/home"), `${args.join(" ")}`);
+        if (x.value !== null) assert.throws(() => parseConfig(args.slice(0, -1), {}, "/home"), UsageError, `${x.flag} without its value`);
+      }
+    }
+  });
+
+  it("the table holds the flags the docs promise", () => {
+    const flags = (c: keyof typeof COMMAND_SPECS) => COMMAND_SPECS[c].flags.map((x) => x.flag);
+    for (const f of ["--port", "--host", "--token", "--upstream", "--mirror-dir", "--no-mirror", "--claude-dir", "--store", "--proxy-port"]) {
+      assert.ok(flags("serve").includes(f), f);
+    }
+    assert.deepEqual(flags("claude"), [], "every argument after claude is Claude Code's");
+  });
+});
 
 describe("per-command help and flags", () => {
-  for (const [[command, ...args], flags, refused] of COMMANDS) {
+  for (const { command, args, flags, refused, refusedValue } of CASES) {
     it(`${command} --help: its usage line and every flag it takes, with what each does; exit 0`, async () => {
       for (const asked of [[command, "--help"], [command, "-h"], ["help", command], [command, ...args, "--help"]]) {
         const r = await cli(asked);
@@ -45,8 +77,7 @@ describe("per-command help and flags", () => {
     });
 
     it(`${command} ${refused}: a flag it does not take is one line naming it, exit 2`, async () => {
-      const value = ["--port", "--format"].includes(refused) ? ["5"] : [];
-      const r = await cli([command, ...args, refused, ...value]);
+      const r = await cli([command, ...args, refused, ...refusedValue]);
       assert.equal(r.code, 2, r.stdout + r.stderr);
       assert.equal(r.stdout, "");
       assert.equal(r.stderr, `sessiontap: ${command} does not take ${refused} (see sessiontap ${command} --help)\n`);
@@ -94,6 +125,16 @@ describe("per-command help and flags", () => {
     assert.match((await cli(["search"])).stderr, /^sessiontap: search needs QUERY/);
   });
 
+  it("an unknown flag close to one sessiontap takes is answered with it: did you mean; a far one is not", async () => {
+    for (const [args, near] of [[["--prot", "5"], "--port"], [["list", "--jsno"], "--json"], [["serve", "--mirrordir", "x"], "--mirror-dir"]]) {
+      const r = await cli(args as string[]);
+      assert.equal(r.code, 2);
+      assert.equal(r.stdout, "");
+      assert.equal(r.stderr, `sessiontap: unknown option ${args[0] === "--prot" ? "--prot" : args[1]}; did you mean ${near}? (see sessiontap --help)\n`);
+    }
+    assert.equal((await cli(["--frobnicate"])).stderr, "sessiontap: unknown option --frobnicate (see sessiontap --help)\n");
+  });
+
   it("a missing or an extra argument is a usage error naming what the command takes", async () => {
     assert.match((await cli(["show"])).stderr, /show needs a SESSION/);
     assert.match((await cli(["export", "a", "b"])).stderr, /export takes SESSION, got "b" too/);
@@ -103,7 +144,7 @@ describe("per-command help and flags", () => {
 
   it("the general help lists every command's usage line", async () => {
     const r = await cli(["--help"]);
-    for (const [[command]] of COMMANDS) assert.match(r.stdout, new RegExp(`^  sessiontap ${command === "serve" ? "\\[serve\\]" : command} `, "m"));
+    for (const command of COMMANDS) assert.match(r.stdout, new RegExp(`^  sessiontap ${command === "serve" ? "\\[serve\\]" : command} `, "m"));
     assert.match(r.stdout, /sessiontap CMD --help/);
   });
 });

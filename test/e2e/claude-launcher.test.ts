@@ -1,7 +1,7 @@
 // `sessiontap claude ARGS…` with the real Claude Code (both pinned releases, through SESSIONTAP_CLAUDE):
 // in print mode and in its interactive screen in a pseudo-terminal. The launcher starts a tap of its own
-// for the run (the session mirrored, the port closed afterwards), or reuses a sessiontap already serving on
-// the port, and replaces that one on its port if it stops while Claude Code runs; Claude Code's exit status
+// for the run (the session mirrored, the port closed afterwards), or reuses a sessiontap of this user's already
+// serving on the port (test/security/squatter.test.ts: one that cannot prove it is, is not used), and replaces that one on its port if it stops while Claude Code runs; Claude Code's exit status
 // (a failing run, a signal passed on) is the launcher's own. The launcher runs as a child process: the
 // source under the runtime running the tests, or the binary under SESSIONTAP_BINARY.
 import { after, afterEach, before, describe, it } from "node:test";
@@ -152,9 +152,9 @@ describe("sessiontap claude: Claude Code with the tap in front", { timeout: 180_
     assert.equal(await refused(port), true);
   });
 
-  it("reuses a sessiontap serving on the port (naming its pid and version); it serves on after", async () => {
+  it("reuses a sessiontap of this user's serving on the port, one that proves it mirrors to the same root (naming its pid and version); it serves on after", async () => {
     const s = scratch();
-    const root = `${s.home}/their-mirror`;
+    const root = `${s.home}/mirror`;
     const theirs = await serveTap(["--upstream", stub.url, "--mirror-dir", root]);
     taps.push(theirs.tap);
     const r = await launch(["-p", "through their tap"], launcherEnv(s, theirs.port, stub.url, CLAUDE_BIN), s.project);
@@ -162,8 +162,30 @@ describe("sessiontap claude: Claude Code with the tap in front", { timeout: 180_
     assert.match(r.stderr, new RegExp(`already running on http://127\\.0\\.0\\.1:${theirs.port} \\(pid ${theirs.tap.child.pid}, version \\d`));
     const prompts = await pollUntil(() => mirroredPrompts(root), (p) => p.length > 0, 10_000, "their tap's write");
     assert.deepEqual(prompts, ["through their tap"]);
-    assert.equal(existsSync(`${s.home}/mirror`), false, "the launcher mirrored nothing of its own");
+    assert.doesNotMatch(r.stderr, /for this session/, "the launcher started no tap of its own");
     assert.equal((await fetch(`${theirs.url}/_tap/health`)).status, 200, "their tap still serves");
+  });
+
+  it("no Claude Code to run: the one line that says so comes first and alone, exit 127, and the launcher's tap is gone", async () => {
+    const s = scratch();
+    const theirs = await serveTap(["--upstream", stub.url, "--mirror-dir", `${s.home}/mirror`]);
+    taps.push(theirs.tap);
+    const named = await launch(["-p", "x"], { ...launcherEnv(s, theirs.port, stub.url, CLAUDE_BIN), SESSIONTAP_CLAUDE: `${s.home}/no-such-claude` }, s.project);
+    assert.equal(named.code, 127);
+    assert.equal(
+      named.stderr,
+      `sessiontap: ${s.home}/no-such-claude was not found (SESSIONTAP_CLAUDE): install Claude Code (npm i -g @anthropic-ai/claude-code), or name it: SESSIONTAP_CLAUDE=/path/to/claude\n`,
+    );
+    const port = await freePort();
+    const env = { ...launcherEnv(s, port, stub.url, CLAUDE_BIN), PATH: `${s.home}/empty` };
+    delete (env as Record<string, string | undefined>).SESSIONTAP_CLAUDE;
+    const onPath = await launch(["-p", "x"], env, s.project);
+    assert.equal(onPath.code, 127);
+    assert.equal(
+      onPath.stderr,
+      "sessiontap: claude was not found on PATH: install Claude Code (npm i -g @anthropic-ai/claude-code), or name it: SESSIONTAP_CLAUDE=/path/to/claude\n",
+    );
+    assert.equal(await refused(port), true, "the tap it started for Claude Code is gone");
   });
 
   it("a port held by something that is not a sessiontap: a tap on another port, said so", async () => {

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from "node:os";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { sweepTree } from "../../src/storage/sweep.ts";
-import { prepareRoot } from "../../src/cli/root-check.ts";
+import { prepareRoot } from "../../src/cli/serve.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";

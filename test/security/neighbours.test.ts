@@ -21,7 +21,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { prepareRoot } from "../../src/cli/root-check.ts";
+import { prepareRoot } from "../../src/cli/serve.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { Conversation } from "../support/client.ts";
 import { cli } from "../support/recover.ts";

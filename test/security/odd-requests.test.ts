@@ -3,7 +3,7 @@
 // raw-socket reproductions against a real process are in processes.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { soundRequest } from "../../src/runtime/sound-request.ts";
+import { soundRequest } from "../../src/runtime/index.ts";
 import { describeBare } from "../../src/utils/describe-error.ts";
 
 const request = (url: string, host: string | null) => {

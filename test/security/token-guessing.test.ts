@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { tokenBits, WEAK_TOKEN_BITS } from "../../src/config/token-strength.ts";
+import { tokenBits, WEAK_TOKEN_BITS } from "../../src/config/values.ts";
 import { createApp } from "../../src/server/app.ts";
 import { TokenGate } from "../../src/server/token-gate.ts";
 import { serveTap, type TapChild } from "../support/child.ts";
@@ -50,19 +50,17 @@ describe("a guessable token is refused", () => {
 describe("wrong tokens from one client are slowed down and counted", () => {
   let now = 1_000_000;
   const told: Record<string, unknown>[] = [];
-  const gate = new TokenGate(() => now);
+  const gate = new TokenGate(TOKEN, { clock: () => now, onFailure: (fields) => told.push(fields) });
   const app = createApp({
     forward: async () => new Response("forwarded"),
     // start-tap puts the gate's counts in health the same way.
     health: () => ({ status: "ok", token: gate.stats() }),
-    token: TOKEN,
     allowedHosts: null,
-    tokenGate: gate,
-    onTokenFailure: (fields) => told.push(fields),
+    gate,
   });
   const get = (peer: string, token: string | null, path = "/_tap/api/sessions") =>
     app.request(`http://10.0.0.1:8787${path}`, { headers: { host: "10.0.0.1:8787", ...(token === null ? {} : { authorization: `Bearer ${token}` }) } }, {
-      peer,
+      peer: { address: peer, port: 40_000 },
     });
 
   it("a few wrong tries are answered 401; then that client waits (429, retry-after), longer each time, even with the right token", async () => {

@@ -4,10 +4,12 @@
  * interactive capture (a tool call, /compact, a rewind) through a tap.
  */
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { basename } from "node:path";
 import { type Io, main } from "../../src/cli/main.ts";
+import { healthProof } from "../../src/cli/tap-probe.ts";
 import { capturedRequests, capturedTranscript } from "./captures.ts";
 import { findTranscripts, type Scratch } from "./claude.ts";
 import { type StubUpstream, textReply, toolUseReply } from "./stub-upstream.ts";
@@ -31,6 +33,27 @@ export async function cli(args: string[], env: Record<string, string | undefined
     ...io,
   });
   return { code, stdout, stderr };
+}
+
+/**
+ * A fetch under which a tap at `base` answers its health with `health`, proving itself with the key of the
+ * root it claims (made there when absent) as a real tap does (src/cli/tap-probe.ts); nothing else answers.
+ */
+export function tapFetch(base: string, health: Record<string, unknown>): typeof fetch {
+  const root = (health.mirror as { root?: string } | undefined)?.root;
+  let key: string | null = null;
+  if (root !== undefined && existsSync(root)) {
+    // Made now, as the tap's start makes it, before doctor reads it.
+    if (!existsSync(`${root}/.binding-key`)) writeFileSync(`${root}/.binding-key`, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
+    key = readFileSync(`${root}/.binding-key`, "utf8").trim();
+  }
+  return (async (input: string | URL | Request) => {
+    const url = new URL(String(input instanceof Request ? input.url : input));
+    if (url.origin !== base) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+    const nonce = url.searchParams.get("challenge");
+    if (nonce === null) return Response.json(health);
+    return Response.json({ status: health.status, proof: key === null ? null : healthProof(key, nonce, url.host) });
+  }) as unknown as typeof fetch;
 }
 
 /** Claude Code loses its transcript of `sessionId` (deleted from `scratch`'s home), and `sessiontap restore` brings it back from `mirrorDir`. */

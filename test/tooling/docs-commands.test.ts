@@ -13,7 +13,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
-import { HELP } from "../../src/config/help.ts";
+import { HELP } from "../../src/config/commands.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { ROOT } from "../support/child.ts";
 import { pollUntil } from "../support/poll.ts";
@@ -211,6 +211,18 @@ describe("the documented commands", { timeout: 120_000 }, () => {
     assert.ok(count <= 200, `README.md is ${count} lines; its budget is 200: move the detail to docs/`);
     assert.match(readme, /^ {4}npm install && npm start\b/m);
     assert.match(readme, /^ {4}npm test\b/m);
+  });
+
+  it("the README says which Node.js the tests need: package.json's floor, and why the EBADENGINE warnings of newer floors are harmless", () => {
+    const readme = readFileSync(`${ROOT}README.md`, "utf8").replace(/\s+/g, " ");
+    const floor = /^>=(\d+)$/.exec(JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")).engines.node)![1];
+    assert.ok(readme.includes(`a machine with Node.js ${floor} or later and npm needs nothing else`), "the README's Node.js for the tests");
+    assert.ok(readme.includes(`The suite runs on Node.js ${floor}`));
+    for (const pkg of ["@anthropic-ai/claude-code", "@sparticuz/chromium"]) {
+      const declared = JSON.parse(readFileSync(`${ROOT}node_modules/${pkg}/package.json`, "utf8")).engines?.node ?? "";
+      const least = Number(/\d+/.exec(declared)?.[0] ?? 0);
+      assert.ok(least <= Number(floor) || readme.includes("EBADENGINE"), `${pkg} declares ${declared}: the README must say its warning is harmless`);
+    }
   });
 
   it("the README and --help point at every topic document, and every link to docs/ names a file that exists", () => {

@@ -8,7 +8,7 @@ import process from "node:process";
 import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
-import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
+import { cli, rec, scratchDir, tapFetch, writeMirror } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
 
 const A = "aaaa1111-0000-4000-8000-000000000001";
@@ -336,12 +336,7 @@ describe("list, show, restore, doctor", () => {
   describe("doctor", () => {
     const tap = "http://127.0.0.1:8787";
     /** A fetch under which a tap mirroring to `mirror` answers at 127.0.0.1:8787 and nothing else answers. */
-    const tapOf = (mirror: string) =>
-      (async (input: string | URL | Request) => {
-        const url = String(input instanceof Request ? input.url : input);
-        if (url.startsWith(tap)) return Response.json({ status: "ok", version: "0.1.0", runtime: "bun", mirror: { root: mirror } });
-        throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
-      }) as unknown as typeof fetch;
+    const tapOf = (mirror: string) => tapFetch(tap, { status: "ok", version: "0.1.0", runtime: "bun", mirror: { root: mirror } });
     const healthy = tapOf(root);
     const down = (async () => {
       throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });

@@ -7,7 +7,7 @@ import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
+import { cli, rec, scratchDir, tapFetch, writeMirror } from "../support/recover.ts";
 
 type Check = { check: string; status: string; detail: string };
 const S = "d0c70000-0000-4000-8000-000000000001";
@@ -16,11 +16,7 @@ const TAP = "http://127.0.0.1:8787";
 
 /** A fetch under which a tap mirroring to `root` answers with `extra` in its health; nothing else answers. */
 const tapWith = (root: string, extra: Record<string, unknown> = {}) =>
-  (async (input: string | URL | Request) => {
-    const url = String(input instanceof Request ? input.url : input);
-    if (url.startsWith(TAP)) return Response.json({ status: "ok", problems: [], version: "0.1.0", runtime: "bun", mirror: { root }, ...extra });
-    throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
-  }) as unknown as typeof fetch;
+  tapFetch(TAP, { status: "ok", problems: [], version: "0.1.0", runtime: "bun", mirror: { root }, ...extra });
 
 describe("doctor: the traps that lose transcripts", () => {
   const scratch = scratchDir("sessiontap-doctor-");

@@ -14,7 +14,7 @@ import { type StubUpstream } from "../support/stub-upstream.ts";
 import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
-import { parseJsonl } from "../../src/protocol/jsonl.ts";
+import { parseJsonl } from "../../src/protocol/json.ts";
 
 /** A string the Markdown must contain for this record, unique to it (null when the record has none). */
 function signature(r: Rec): string | null {

@@ -7,7 +7,7 @@ import { firstPrompt } from "../../src/transcript/records.ts";
 import { capturedTranscript } from "../support/captures.ts";
 import { rec } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";
-import { parseJsonl } from "../../src/protocol/jsonl.ts";
+import { parseJsonl } from "../../src/protocol/json.ts";
 
 const ids = (records: Record<string, unknown>[]) => records.map((r) => r.uuid);
 

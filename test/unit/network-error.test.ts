@@ -5,9 +5,10 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import net from "node:net";
-import { describe as describeError } from "../../src/utils/describe-error.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { describe as describeError, networkFailure } from "../../src/utils/describe-error.ts";
 import { listen } from "../../src/runtime/index.ts";
-import { networkFailure } from "../../src/utils/network-error.ts";
 import { runTap, serveTap, stopAll, type TapChild } from "../support/child.ts";
 
 /** What a runtime says to its own user, never to ours. */
@@ -91,16 +92,33 @@ describe("serve on a taken port names what holds it", () => {
   const taps: TapChild[] = [];
   after(() => stopAll(taps));
 
-  it("a sessiontap: 'already running', with its pid and version, and the line to use it; exit 2", async () => {
+  it("a sessiontap of this user's (proven with the mirror root's key): 'already running', with its pid and version, and the line to use it; exit 2", async () => {
+    const root = mkdtempSync(`${tmpdir()}/sessiontap-taken-`);
+    try {
+      const first = await serveTap(["--mirror-dir", root]);
+      taps.push(first.tap);
+      const r = await runTap(["serve", "--port", String(first.port), "--mirror-dir", root]);
+      assert.equal(r.code, 2);
+      assert.equal(
+        r.stderr,
+        `sessiontap: a sessiontap is already running on 127.0.0.1:${first.port} (pid ${first.tap.child.pid}, version ${
+          /sessiontap (\S+)/.exec(first.tap.stdout())![1]
+        }): use it (export ANTHROPIC_BASE_URL=${first.url}), or pick another port with --port\n`,
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("a sessiontap that cannot prove it is this user's (its mirror off): named as such, and never told to use; exit 2", async () => {
     const first = await serveTap(["--no-mirror"]);
     taps.push(first.tap);
     const r = await runTap(["serve", "--port", String(first.port), "--no-mirror"]);
     assert.equal(r.code, 2);
     assert.equal(
       r.stderr,
-      `sessiontap: a sessiontap is already running on 127.0.0.1:${first.port} (pid ${first.tap.child.pid}, version ${
-        /sessiontap (\S+)/.exec(first.tap.stdout())![1]
-      }): use it (export ANTHROPIC_BASE_URL=${first.url}), or pick another port with --port\n`,
+      `sessiontap: port ${first.port} on 127.0.0.1 is held by something that could not prove it is this user's sessiontap ` +
+        `(a tap proves itself with its mirror root's key, and the mirror is off here); pick another port with --port (or SESSIONTAP_PORT)\n`,
     );
   });
 

@@ -3,11 +3,8 @@
 // and what base-URL mode refuses to forward to AWS.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { recognise, UNKNOWN_PATH } from "../../src/protocol/providers/recognise.ts";
-import { pathShape } from "../../src/protocol/providers/path-shape.ts";
-import { looksLikeConversation } from "../../src/protocol/providers/conversation-shape.ts";
-import { awsRefusal, isAwsHost, signedHeaderNames } from "../../src/protocol/providers/aws-signature.ts";
-import { responseFraming, responseRequestId } from "../../src/protocol/providers/response-head.ts";
+import { looksLikeConversation, pathShape, recognise, responseFraming, responseRequestId, UNKNOWN_PATH } from "../../src/protocol/providers/recognise.ts";
+import { awsRefusal, isAwsHost, signedHeaderNames } from "../../src/protocol/headers.ts";
 
 const VERTEX = "/v1/projects/my-proj-42/locations/us-east5/publishers/anthropic/models";
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -16,7 +16,7 @@ import { STUB_USAGE } from "../support/sse-build.ts";
 import { type StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 import { cli, rec, replayCapture } from "../support/recover.ts";
-import { parseJsonl } from "../../src/protocol/jsonl.ts";
+import { parseJsonl } from "../../src/protocol/json.ts";
 
 const FIXTURES = new URL("../fixtures/claude-code/", import.meta.url);
 const transcript = (name: string) => parseJsonl(readFileSync(new URL(name, FIXTURES), "utf8")).records;

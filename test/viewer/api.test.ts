@@ -6,6 +6,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { createApp } from "../../src/server/app.ts";
+import { TokenGate } from "../../src/server/token-gate.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { bundleScript } from "../../src/runtime/index.ts";
 import { createViewer, type Viewer } from "../../src/viewer/index.ts";
@@ -113,7 +114,7 @@ describe("viewer routes", () => {
     }
     assert.equal((await get("/_tap/health", "evil.example")).status, 200, "health is not the viewer");
     const open = createViewer({ fs: nodeFs, mirrorDir: root, claudeDir: scratch.dir, host: "0.0.0.0", version: "0", bundle: bundleScript, onError: () => {} });
-    const wide = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps, token: "a-token-for-the-network" });
+    const wide = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: open.deps, gate: new TokenGate("a-token-for-the-network") });
     assert.equal(
       (await wide.request("http://10.0.0.5:8787/_tap/api/sessions", { headers: { host: "10.0.0.5:8787" } })).status,
       401,

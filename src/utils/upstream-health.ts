@@ -1,15 +1,11 @@
-/**
- * The upstream's state as the tap sees it (docs/DESIGN.md "Health and exit"): an attempt fails when the
- * upstream cannot be reached or its connection breaks mid-answer; an HTTP error status is the upstream's
- * answer, passed on as it is, and counts as reaching it. One stderr line when it starts failing, a
- * reminder at most once a minute, one line when it answers again.
- */
-import { describe } from "../utils/describe-error.ts";
-import type { UpstreamState } from "../utils/upstream-problem.ts";
-import { Alarm } from "../utils/alarm.ts";
-import { plural } from "../utils/plural.ts";
+// The upstream as the tap sees it (docs/DESIGN.md "Health and exit"): an attempt fails when the upstream cannot be reached
+// or breaks off an answer; an HTTP error status is an answer, and counts as reaching it.
+import { describe } from "./describe-error.ts";
+import { Alarm, type AlarmState } from "./alarm.ts";
+import { plural } from "./plural.ts";
 
-/** The upstream's alarm. */
+export type UpstreamState = AlarmState & { url: string };
+
 export class UpstreamHealth {
   private readonly alarm: Alarm;
   private readonly host: string;
@@ -18,14 +14,12 @@ export class UpstreamHealth {
     private readonly url: string,
     clock: () => number,
     stderr: (line: string) => void,
-    /** What the first failure's line tells the user to check. */
     private readonly check = "Check --upstream / SESSIONTAP_UPSTREAM and the network",
   ) {
     this.alarm = new Alarm(clock, stderr);
     this.host = new URL(url).host;
   }
 
-  /** An attempt failed: `broke` when the connection broke after the answer began. */
   failed(error: unknown, how: "unreachable" | "broke"): void {
     const why = describe(error);
     this.alarm.fail(
@@ -39,13 +33,16 @@ export class UpstreamHealth {
     );
   }
 
-  /** The upstream answered (any status). */
   answered(): void {
     this.alarm.ok((failures) => `sessiontap: upstream ${this.host} answers again (after ${plural(failures, "failed attempt")})`);
   }
 
-  /** What health shows. */
   state(): UpstreamState {
     return { url: this.url, ...this.alarm.state() };
   }
+}
+
+export function upstreamProblems(s: UpstreamState): string[] {
+  const attempts = plural(s.consecutiveFailures, "attempt");
+  return s.failing ? [`upstream: ${new URL(s.url).host} failing since ${s.failingSince} (${attempts}; ${s.lastError})`] : [];
 }
