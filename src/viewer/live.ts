@@ -1,10 +1,13 @@
-// New records of the sessions open in a live page, polled by byte cursor (whole lines only): docs/DESIGN.md "The viewer".
+// New records of the sessions open in a live page, polled with the byte-cursor follower: docs/DESIGN.md "The viewer".
 import { join } from "node:path/posix";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { parseJsonl } from "../protocol/json.ts";
+import { JsonlFollower } from "../storage/jsonl-follower.ts";
+import { jsonObject } from "../protocol/json.ts";
 import type { Rec } from "../transcript/records.ts";
 
-/** Records that appeared in one conversation of a session directory, and the bytes the directory's files hold up to the cursors. */
+const decoder = new TextDecoder();
+
+/** Records that appeared in one conversation of a session directory, and the bytes its files hold up to the followers' cursors. */
 export interface LiveBatch {
   dir: string;
   scope: "main" | "subagent" | "side";
@@ -20,10 +23,10 @@ export interface LiveBatch {
  */
 export class LiveFollower {
   private readonly follows = new Map<number, string>();
-  /** Per followed directory, each file's cursor. */
-  private readonly cursors = new Map<string, Map<string, number>>();
+  /** Per followed directory, each file's follower. */
+  private readonly files = new Map<string, Map<string, JsonlFollower>>();
   private timer: ReturnType<typeof setInterval> | undefined;
-  /** Looks run one after another, so cursors move in order. */
+  /** Looks run one after another, so the followers move in order. */
   private looking: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -39,7 +42,7 @@ export class LiveFollower {
     this.follows.set(id, dir);
     this.timer ??= setInterval(() => this.next(() => this.lookAll()).catch(this.onError), this.pollMs);
     (this.timer as { unref?: () => void }).unref?.();
-    return this.next(async () => this.cursors.has(dir) ? this.bytesOf(dir) : await this.look(dir, false));
+    return this.next(async () => this.files.has(dir) ? this.bytesOf(dir) : await this.look(dir, false));
   }
 
   /** Ends follow `id` (null: every follow). */
@@ -47,7 +50,7 @@ export class LiveFollower {
     if (id === null) this.follows.clear();
     else this.follows.delete(id);
     const followed = new Set(this.follows.values());
-    for (const dir of this.cursors.keys()) if (!followed.has(dir)) this.cursors.delete(dir);
+    for (const dir of this.files.keys()) if (!followed.has(dir)) this.files.delete(dir);
     if (this.follows.size > 0) return;
     clearInterval(this.timer);
     this.timer = undefined;
@@ -60,16 +63,16 @@ export class LiveFollower {
   }
 
   private async lookAll(): Promise<void> {
-    for (const dir of new Set(this.follows.values())) if (this.cursors.has(dir)) await this.look(dir, true);
+    for (const dir of new Set(this.follows.values())) if (this.files.has(dir)) await this.look(dir, true);
   }
 
   private bytesOf(dir: string): number {
-    return [...this.cursors.get(dir)!.values()].reduce((a, b) => a + b, 0);
+    return [...this.files.get(dir)!.values()].reduce((n, f) => n + f.offset, 0);
   }
 
-  /** Reads what grew in `dir`'s conversations and emits it (`emit`), else only sets the cursors where the files end. */
+  /** Reads what grew in `dir`'s conversations and emits it (`emit`), else only sets the followers where the files end. */
   private async look(dir: string, emit: boolean): Promise<number> {
-    const cursors = this.cursors.get(dir) ?? this.cursors.set(dir, new Map()).get(dir)!;
+    const followers = this.files.get(dir) ?? this.files.set(dir, new Map()).get(dir)!;
     const base = join(this.root, dir);
     const agents = (await this.fs.readdir(join(base, "subagents"))).filter((e) => e.isDirectory && !e.isSymbolicLink);
     const conversations: [string, Omit<LiveBatch, "records" | "bytes">][] = [
@@ -82,14 +85,12 @@ export class LiveFollower {
       const names = (await this.fs.readdir(path)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
       const records: Rec[] = [];
       for (const file of names.map((name) => join(path, name))) {
-        const size = (await this.fs.lstat(file))?.size ?? 0;
-        const from = cursors.get(file) ?? (emit ? 0 : size); // a file that appeared since following began is new from its first byte
-        cursors.set(file, Math.min(from, size)); // a file cut by a repair has nothing new to tell
-        if (size <= from) continue;
-        const bytes = await this.fs.readRange(file, from, size);
-        const end = bytes.lastIndexOf(0x0a) + 1; // a line still being written waits for the next look
-        records.push(...parseJsonl(new TextDecoder().decode(bytes.subarray(0, end))).records);
-        cursors.set(file, from + end);
+        // A file there when following began is followed from its end; one that appeared since, from its first byte.
+        const follower = followers.get(file) ?? followers.set(file, new JsonlFollower(file, emit ? {} : { startAt: (size) => size })).get(file)!;
+        await follower.read(this.fs, (line) => {
+          const record = line.oversized ? null : jsonObject(decoder.decode(line.bytes));
+          if (record !== null) records.push(record);
+        });
       }
       if (records.length > 0) batches.push({ ...where, records });
     }
