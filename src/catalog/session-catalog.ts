@@ -3,9 +3,9 @@
  * show. Keeps one MirrorReader, so a long-lived catalog (the viewer's) re-reads only files that changed.
  */
 import { buildTree } from "../transcript/tree.ts";
-import { type SessionSummary, summarize } from "../transcript/summary.ts";
-import type { TranscriptState } from "../transcript/transcript.ts";
-import { scanTranscripts, type TranscriptCache, transcriptInfo } from "../storage/claude-projects.ts";
+import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
+import { mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
+import { type FactsCache, scanTranscripts, type TranscriptInfo, transcriptInfo } from "../storage/claude-projects.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { MirrorReader, type SessionSource } from "../storage/mirror-reader.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
@@ -18,13 +18,15 @@ export interface ListEntry extends SessionSummary {
   claudeTranscriptProblem: string | null;
   /** Why what stands where its transcript would be was not read (a symlink, a FIFO, unreadable), else null. */
   claudeTranscriptWarning: string | null;
+  /** The prompts and answers of the mirror's current branch that Claude Code's transcript lacks. */
+  claudeTranscriptLacking: { prompts: number; answers: number };
 }
 
 /** The sessions of one mirror root, seen against one Claude Code config directory. */
 export class SessionCatalog {
   readonly reader: MirrorReader;
-  /** Claude Code transcripts already classified (a viewer refreshes its list often; transcripts can be large). */
-  private readonly transcripts: TranscriptCache = new Map();
+  /** Claude Code transcripts already read (a viewer refreshes its list often; transcripts can be large). */
+  private readonly transcripts: FactsCache = new Map();
 
   constructor(
     private readonly fs: FsAdapter,
@@ -34,37 +36,45 @@ export class SessionCatalog {
     private readonly source?: SessionSource,
     /** The prices costs are estimated with. */
     readonly prices: PriceTable = BUILTIN_PRICES,
+    private readonly clock: () => number = Date.now,
   ) {
     this.reader = new MirrorReader(fs, mirrorDir);
   }
 
-  /** Every session, most recently active first. */
-  async list(): Promise<ListEntry[]> {
+  /** Every session with its transcript judged, most recently active first. */
+  async judged(): Promise<{ entry: ListEntry; info: TranscriptInfo }[]> {
     const scan = await scanTranscripts(this.fs, this.claudeDir);
-    const out: ListEntry[] = [];
-    for (const data of await (this.source ?? this.reader).loadAll()) {
-      const summary = summarize(data, buildTree(data.records), this.prices);
-      out.push(await this.withTranscript(summary, scan));
-    }
-    return out.sort((a, b) => (b.lastTimestamp ?? "").localeCompare(a.lastTimestamp ?? ""));
+    const out = [];
+    for (const data of await (this.source ?? this.reader).loadAll()) out.push(await this.judge(data, scan));
+    return out.sort((a, b) => (b.entry.lastTimestamp ?? "").localeCompare(a.entry.lastTimestamp ?? ""));
   }
 
-  /** A summary with its Claude Code transcript state (`scan`: from scanTranscripts, read afresh when omitted). */
-  async withTranscript(summary: SessionSummary, scan?: Map<string, string[]>): Promise<ListEntry> {
-    const info = await transcriptInfo(
-      this.fs,
-      this.claudeDir,
-      summary.sessionId,
-      summary.cwd,
-      scan ?? (await scanTranscripts(this.fs, this.claudeDir)),
-      this.transcripts,
-    );
-    return {
-      ...summary,
-      claudeTranscript: info.state,
-      claudeTranscriptPath: info.path,
-      claudeTranscriptProblem: info.problem,
-      claudeTranscriptWarning: info.warning,
-    };
+  /** Every session, most recently active first. */
+  async list(): Promise<ListEntry[]> {
+    return (await this.judged()).map((j) => j.entry);
   }
+
+  /** One session's entry (`scan`: from scanTranscripts, read afresh when omitted). */
+  async judge(data: SessionData, scan?: Map<string, string[]>): Promise<{ entry: ListEntry; info: TranscriptInfo }> {
+    const tree = buildTree(data.records);
+    const summary = summarize(data, tree, this.prices);
+    const info = await transcriptInfo(this.fs, this.claudeDir, summary, mirrorFacts(tree, [...data.side, ...data.agents.flatMap((a) => a.records)]), {
+      scan: scan ?? (await scanTranscripts(this.fs, this.claudeDir)),
+      now: this.clock(),
+      cache: this.transcripts,
+    });
+    return { entry: entryOf(summary, info), info };
+  }
+}
+
+/** A summary with its transcript's state. */
+export function entryOf(summary: SessionSummary, info: TranscriptInfo): ListEntry {
+  return {
+    ...summary,
+    claudeTranscript: info.state,
+    claudeTranscriptPath: info.path,
+    claudeTranscriptProblem: info.problem,
+    claudeTranscriptWarning: info.warning,
+    claudeTranscriptLacking: info.verdict.lacking,
+  };
 }

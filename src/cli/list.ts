@@ -80,7 +80,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   if (lost.length > 0) {
     out.push(
       "",
-      `${plural(lost.length, "session")} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
+      `${plural(lost.length, "session")} whose Claude Code transcript is missing, a stub or behind the mirror (removed by its cleanup, cut, or lost); ` +
         "the mirror holds them, to put one back:",
     );
     // Every one of them: the footer is where a user looks for what to run.

@@ -10,7 +10,8 @@ import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
-import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";
+import { SessionCatalog } from "../catalog/session-catalog.ts";
+import { stateWords } from "../transcript/transcript-state.ts";
 import { sourceName } from "../store/pg-reader.ts";
 import { bytesShort, usageLine } from "../usage/format.ts";
 import { sessionAnswers } from "../usage/tokens.ts";
@@ -26,17 +27,10 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const found = await findSession(config, io, prices);
   if (typeof found === "number") return found;
   const { summary, tree } = found;
-  const info = await transcriptInfo(io.fs, config.claudeDir, summary.sessionId, summary.cwd, await scanTranscripts(io.fs, config.claudeDir));
+  const { entry, info } = await new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, prices, io.clock).judge(found.data);
   const items = outline(tree);
   if (config.json) {
-    const shown = {
-      ...summary,
-      claudeTranscript: info.state,
-      claudeTranscriptPath: info.path,
-      claudeTranscriptProblem: info.problem,
-      claudeTranscriptWarning: info.warning,
-      conversation: flatten(items),
-    };
+    const shown = { ...entry, conversation: flatten(items) };
     io.stdout(terminalSafeJson(jsonText(shown)) + "\n"); // the records as they are, at any depth
     return 0;
   }
@@ -67,7 +61,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       "Shape",
       `${plural(summary.leaves, "leaf", "leaves")} (the newest ends the current branch), ${plural(summary.compactions, "compaction")}`,
     ],
-    ["Claude", `${info.state}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
+    ["Claude", `${stateWords(info.verdict)}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
   ];
   if (info.warning !== null) facts.push(["Warning", `Claude Code's transcript: ${scrubLine(info.warning)}`]);
   if (summary.malformedLines > 0) {

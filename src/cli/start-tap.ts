@@ -7,9 +7,7 @@
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert } from "../guard/alerts.ts";
-import type { GuardHealth } from "../guard/guard.ts";
-import type { GuardOptions } from "../guard/guard-options.ts";
-import type { GuardSessionView } from "../guard/watched-session.ts";
+import type { GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
 import { healthReport } from "../mirror/health.ts";
 import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";

@@ -21,10 +21,10 @@ import { isObject } from "../protocol/json.ts";
 import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
 import { generatedTitle, titleRecord } from "../transcript/title.ts";
 import type { SessionSummary } from "../transcript/summary.ts";
-import type { TranscriptState } from "../transcript/transcript.ts";
+import { judge, mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
 import type { Tree } from "../transcript/tree.ts";
-import { readTranscriptFacts, scanTranscript, transcriptPathFor } from "../storage/claude-projects.ts";
-import type { Line } from "../storage/claude-file.ts";
+import { readFileFacts, transcriptPathFor } from "../storage/claude-projects.ts";
+import { JsonlFollower } from "../storage/jsonl-follower.ts";
 import { currentUid } from "../storage/trusted-path.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { OtherConversations } from "../storage/mirror-reader.ts";
@@ -108,9 +108,11 @@ export async function restoreSession(
     return { ok: false, outcome: null, why: `${path} belongs to another user (uid ${info.uid}); left alone, nothing written` };
   }
   // Read with bounded memory, as a regular file only (a 2 GiB transcript, a FIFO swapped in: docs/RELIABILITY.md "Trust boundaries").
-  const facts = info === null ? null : await readTranscriptFacts(fs, path);
-  if (facts?.warning) return { ok: false, outcome: null, why: `${facts.warning}; left alone, nothing written` };
-  const existing: TranscriptState = facts === null ? "missing" : facts.state;
+  const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, path);
+  if (read.warning) return { ok: false, outcome: null, why: `${read.warning}; left alone, nothing written` };
+  const others = [...session.others.side, ...session.others.agents.flatMap((a) => a.records)];
+  const verdict = judge(read.facts, mirrorFacts(tree, others), { now: request.now });
+  const existing = verdict.state;
   const besides = info === null ? { kept: [], foreign: null } : await besidesConversation(fs, path, sessionId);
   // A file under this session's name that holds another session's records is not this session's to replace.
   if (besides.foreign !== null && !request.force) {
@@ -121,7 +123,7 @@ export async function restoreSession(
       hint: `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
     };
   }
-  const action = existing === "missing" ? "create" : existing === "stub" || request.force ? "replace" : "refuse";
+  const action = existing === "missing" ? "create" : existing !== "intact" || request.force ? "replace" : "refuse";
   const outcome: RestoreOutcome = {
     sessionId,
     path,
@@ -139,12 +141,13 @@ export async function restoreSession(
     subagents: [],
   };
   if (action === "refuse") {
-    const held = facts?.conversation ?? 0;
-    const torn = facts?.torn ?? false;
+    const held = `${plural(read.facts?.records ?? 0, "user/assistant record")}${read.facts?.torn ? "; its last line is torn, a half-written record" : ""}`;
     return {
       ok: false,
       outcome,
-      why: `${path} already holds a transcript (${held} user/assistant records${torn ? "; its last line is torn, a half-written record" : ""}); left alone.`,
+      why: verdict.extra > 0
+        ? `${path} holds ${plural(verdict.extra, "prompt or answer", "prompts or answers")} the mirror does not (${held}); left alone.`
+        : `${path} already holds every prompt and answer of the mirror's current branch (${held}); left alone.`,
       hint: `Compare with: sessiontap show ${sessionId}\n  Replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
     };
   }
@@ -201,7 +204,7 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
   let foreign: string | null = null;
   let bytes = 0;
   const decoder = new TextDecoder();
-  await scanTranscript(fs, path, (line: Line) => {
+  await new JsonlFollower(path).read(fs, (line) => {
     if (line.oversized) return; // a line too long to read is a message, never a title or a mode
     let r: unknown;
     try {
@@ -223,7 +226,7 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
 export function describeRestore(outcome: RestoreOutcome): string[] {
   const context = outcome.contextRecords === 0 ? "" : `, ${outcome.contextRecords} of Claude Code's context`;
   const what = `${outcome.records} records (${outcome.userRecords} user, ${outcome.assistantRecords} assistant${context})`;
-  const thing = outcome.existing === "stub" ? "stub" : "transcript";
+  const thing = outcome.existing === "stub" ? "stub" : outcome.existing === "behind" ? "transcript (behind the mirror)" : "transcript";
   if (outcome.dryRun) {
     const lines = outcome.action === "create"
       ? [`Would create ${outcome.path}`, `  with ${what} of session ${outcome.sessionId}.`]

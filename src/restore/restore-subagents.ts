@@ -5,8 +5,8 @@
  * it holds conversation (replaced with --force, a backup beside it) and replaced when it is a stub.
  */
 import { planRestore } from "../transcript/restore-plan.ts";
-import type { TranscriptState } from "../transcript/transcript.ts";
-import { readTranscriptState } from "../storage/claude-projects.ts";
+import { judge, type MirrorFacts, mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
+import { readFileFacts } from "../storage/claude-projects.ts";
 import { buildTree } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { compactJson } from "../transcript/json-text.ts";
@@ -33,6 +33,7 @@ export interface Planned {
   path: string;
   data: string;
   records: number;
+  mirror: MirrorFacts;
 }
 
 /** The subagents of `others` as Claude Code would keep them next to `mainPath` (`<project>/<session>.jsonl`). */
@@ -51,13 +52,15 @@ export function planSubagents(
       unnamed++;
       continue;
     }
-    const plan = planRestore(buildTree(agent.records), { ...target, agentId });
+    const tree = buildTree(agent.records);
+    const plan = planRestore(tree, { ...target, agentId });
     if (plan.records.length === 0) continue;
     planned.push({
       agentId,
       path: `${dir}/agent-${agentId}.jsonl`,
       data: plan.records.map((r) => compactJson(r) + "\n").join(""),
       records: plan.records.length,
+      mirror: mirrorFacts(tree),
     });
   }
   return { planned, unnamed };
@@ -72,10 +75,10 @@ export async function writeSubagents(fs: FsAdapter, planned: Planned[], options:
     try {
       const info = await fs.lstat(p.path);
       if (info !== null && !info.isFile) throw new Error(`${p.path} is not a regular file; left alone`);
-      const read = info === null ? null : await readTranscriptState(fs, p.path);
-      if (read?.warning) throw new Error(`${read.warning}; left alone`);
-      outcome.existing = read?.state ?? "missing";
-      outcome.action = outcome.existing === "missing" ? "create" : outcome.existing === "stub" || options.force ? "replace" : "keep";
+      const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, p.path);
+      if (read.warning) throw new Error(`${read.warning}; left alone`);
+      outcome.existing = judge(read.facts, p.mirror, { now: options.now }).state;
+      outcome.action = outcome.existing === "missing" ? "create" : outcome.existing !== "intact" || options.force ? "replace" : "keep";
       if (options.dryRun || outcome.action === "keep") continue;
       if (info === null) {
         await fs.mkdir(p.path.slice(0, p.path.lastIndexOf("/")), 0o700);

@@ -38,7 +38,7 @@ export class ViewerData implements ViewerReader {
   ) {
     this.prices = options.prices ?? BUILTIN_PRICES;
     this.clock = options.clock ?? Date.now;
-    this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir, undefined, this.prices);
+    this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir, undefined, this.prices, this.clock);
   }
 
   /** Every session, most recently active first (the `list --json` objects). */
@@ -54,7 +54,7 @@ export class ViewerData implements ViewerReader {
       return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     }
     const tree = buildTree(found.data.records);
-    const session: ViewerSession = { ...(await this.catalog.withTranscript(summarize(found.data, tree, this.prices))), guard: null };
+    const session: ViewerSession = { ...(await this.catalog.judge(found.data)).entry, guard: null };
     return {
       status: 200,
       body: {

@@ -34,7 +34,7 @@ body{display:grid;grid-template-rows:auto minmax(0,1fr);grid-template-columns:mi
 .off-branch{color:#8a5200;font-style:italic}
 .sid{font:11px ui-monospace,monospace;color:#5b6475}
 .badge{display:inline-block;font-size:11px;border-radius:4px;padding:0 5px;margin-left:6px}
-.badge.intact{background:#d3f9d8;color:#2b8a3e}.badge.stub,.badge.missing{background:#ffe3e3;color:#c92a2a}
+.badge.intact{background:#d3f9d8;color:#2b8a3e}.badge.stub,.badge.missing,.badge.behind{background:#ffe3e3;color:#c92a2a}
 .snippet{font-size:12px;color:#343a40;overflow-wrap:anywhere;margin-top:2px}
 .guard{margin:4px 0;padding:4px 8px;border-radius:6px;background:#fff4e6;border:1px solid #ffa94d;color:#862e00;font:12px system-ui,sans-serif;overflow-wrap:anywhere}
 .guard code{background:#ffe8cc;padding:0 4px;border-radius:4px}

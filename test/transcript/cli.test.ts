@@ -218,7 +218,7 @@ describe("list, show, restore, doctor", () => {
       const before = readFileSync(path, "utf8");
       const refused = await run(["restore", C]);
       assert.equal(refused.code, 1);
-      assert.match(refused.stderr, /already holds a transcript \(6 user\/assistant records\); left alone/);
+      assert.match(refused.stderr, /already holds every prompt and answer of the mirror's current branch \(6 user\/assistant records\); left alone/);
       assert.match(refused.stderr, /--force/);
       assert.equal(readFileSync(path, "utf8"), before);
       const dry = await run(["restore", C, "--dry-run"]);

@@ -24,6 +24,8 @@ export function restorePart(app: ViewerApp): RestorePanel {
       ? "Claude Code's own transcript is intact. "
       : s.claudeTranscript === "stub"
       ? "Claude Code's transcript is a stub. "
+      : s.claudeTranscript === "behind"
+      ? "Claude Code's transcript is behind the mirror: it lacks prompts or answers the mirror holds. "
       : "Claude Code's transcript is " + s.claudeTranscript + ". ";
     box.append(el("span", null, state), start, out);
     const said = done.get(idOf(s));
