@@ -16,7 +16,7 @@ import type { Config } from "../config/parse.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { plantedEntries } from "./doctor-tree.ts";
 import type { CommandIo } from "./command-io.ts";
-import { bytesShort } from "../usage/format.ts";
+import { bytesShort } from "../usage/tokens.ts";
 import type { Check } from "./doctor-check.ts";
 import { cleanupPeriod, retention } from "./doctor-retention.ts";
 import { claudeRoute, routeChecks, safeOrigin } from "./doctor-route.ts";

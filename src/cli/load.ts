@@ -4,10 +4,9 @@
  */
 import { type Config, settingName } from "../config/parse.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { loadPrices } from "../storage/price-file.ts";
+import { loadPrices, type PriceTable } from "../usage/prices.ts";
 import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
 import { buildTree, type Tree } from "../transcript/tree.ts";
-import type { PriceTable } from "../usage/prices.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { CommandIo } from "./command-io.ts";
 

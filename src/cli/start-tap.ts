@@ -19,7 +19,7 @@ import { describe, describeBare } from "../utils/describe-error.ts";
 import { TokenGate } from "../server/token-gate.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
-import { loadPrices } from "../storage/price-file.ts";
+import { loadPrices } from "../usage/prices.ts";
 import { bindingKey } from "../storage/binding-files.ts";
 import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
 import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";

@@ -5,7 +5,7 @@ import { renderHtmlDocument } from "./render-html.ts";
 import { renderMarkdown } from "./render-md.ts";
 import type { SessionSummary } from "./summary.ts";
 import { outline, type Tree } from "./tree.ts";
-import type { PriceTable } from "../usage/prices.ts";
+import { type PriceTable } from "../usage/prices.ts";
 import { terminalSafeJson } from "./control-chars.ts";
 
 /** The export formats. */

@@ -6,7 +6,7 @@
  */
 import { scrubControl } from "./control-chars.ts";
 import { oneLine } from "./records.ts";
-import { bytesShort } from "../usage/format.ts";
+import { bytesShort } from "../usage/tokens.ts";
 
 /** One wrapper of an injected text: its tag name and what it holds. */
 export interface InjectedPart {

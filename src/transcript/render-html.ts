@@ -15,9 +15,8 @@ import type { SessionSummary } from "./summary.ts";
 import { toolLine } from "./tool-line.ts";
 import { type Item, toolResults } from "./tree.ts";
 import { renderOutline } from "./outline-walk.ts";
-import { usageLine } from "../usage/format.ts";
+import { answerOf, usageLine } from "../usage/tokens.ts";
 import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf } from "../usage/tokens.ts";
 import { plural } from "../utils/plural.ts";
 
 /** Escapes text for HTML content and attribute values (control characters removed first). */

@@ -14,9 +14,8 @@ import { type Block, blocksOf, isApiSystem, isCompactBoundary, isInjectedText, m
 import type { SessionSummary } from "./summary.ts";
 import type { Item } from "./tree.ts";
 import { renderOutline } from "./outline-walk.ts";
-import { usageLine, usd } from "../usage/format.ts";
+import { answerOf, totalTokens, usageLine, usd } from "../usage/tokens.ts";
 import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf, totalTokens } from "../usage/tokens.ts";
 import { plural } from "../utils/plural.ts";
 
 /** A Markdown document: a header of facts, then the conversation. */

@@ -14,8 +14,7 @@ import { toolLine } from "./tool-line.ts";
 import { type Item, toolResults } from "./tree.ts";
 import { renderOutline } from "./outline-walk.ts";
 import { costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf } from "../usage/tokens.ts";
-import { usageLine } from "../usage/format.ts";
+import { answerOf, usageLine } from "../usage/tokens.ts";
 import { compactJson, jsonText } from "./json-text.ts";
 import { plural } from "../utils/plural.ts";
 

@@ -6,8 +6,7 @@ import { firstPrompt, isApiSystem, isConversation, type Rec, timeOf, uuidOf } fr
 import { sessionTitle } from "./title.ts";
 import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { sessionAnswers, type TokenCounts } from "../usage/tokens.ts";
-import { totalsOf } from "../usage/totals.ts";
+import { sessionAnswers, type TokenCounts, totalsOf } from "../usage/tokens.ts";
 
 /** What a session's directory holds, as read from disk. */
 export interface SessionData {

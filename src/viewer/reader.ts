@@ -7,7 +7,7 @@
  */
 import type { LiveEvent } from "./api-json.ts";
 import type { Answer, ExportAnswer } from "./deps.ts";
-import type { PriceTable } from "../usage/prices.ts";
+import { type PriceTable } from "../usage/prices.ts";
 import { workerErrorLine } from "../utils/worker-error.ts";
 
 /** The viewer's data, wherever it is read: ViewerData itself, or a Worker running it. */

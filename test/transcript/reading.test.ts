@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { hasControl, scrubControl, scrubLine, terminalSafeJson } from "../../src/transcript/control-chars.ts";
 import { environmentSummary, injectedSummary } from "../../src/transcript/injected.ts";
-import { bytesShort } from "../../src/usage/format.ts";
+import { bytesShort } from "../../src/usage/tokens.ts";
 import { UTC } from "../../src/utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../../src/transcript/render-text.ts";
 import { regexMatcher, search, snippet, substringMatcher, termsMatcher } from "../../src/transcript/search.ts";
