@@ -17,7 +17,7 @@ import { SessionCatalog } from "../catalog/session-catalog.ts";
 import type { Check } from "./doctor-check.ts";
 import type { CommandIo } from "./command-io.ts";
 import { isObject } from "../protocol/json.ts";
-import { scrubLine } from "../transcript/control-chars.ts";
+import { scrubLine } from "../transcript/records.ts";
 import { plural } from "../utils/plural.ts";
 
 /** Sessions younger than this count as recent. */
@@ -31,7 +31,7 @@ export async function transcriptChecks(config: Readonly<Config>, io: CommandIo, 
   const since = io.clock() - RECENT_DAYS * 86_400_000;
   const catalog = new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, undefined, io.clock);
   const sessions = (await catalog.judged()).filter(({ entry: s }) =>
-    s.sessionId !== null && s.lastTimestamp !== null && Date.parse(s.lastTimestamp) >= since && s.userRecords + s.assistantRecords > 0 &&
+    s.sessionId !== null && s.lastTimestamp !== null && Date.parse(s.lastTimestamp) >= since && s.counts.prompts + s.counts.answers > 0 &&
     !alerted.has(s.sessionId)
   );
   const out: Check[] = [];

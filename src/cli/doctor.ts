@@ -25,7 +25,7 @@ import { tapChecks } from "./doctor-tap.ts";
 import { alertedSessions, transcriptChecks } from "./doctor-transcripts.ts";
 import { join } from "../storage/paths.ts";
 import { plural } from "../utils/plural.ts";
-import { terminalSafeJson } from "../transcript/control-chars.ts";
+import { terminalSafeJson } from "../transcript/records.ts";
 
 export type { Check };
 

@@ -5,7 +5,7 @@
  * conversation is private).
  */
 import type { Config } from "../config/parse.ts";
-import { exportText } from "../transcript/export.ts";
+import { exportText } from "../transcript/render-md.ts";
 import { replaceFile } from "../storage/publish.ts";
 import type { CommandIo } from "./command-io.ts";
 import { findSession, priceTable } from "./load.ts";

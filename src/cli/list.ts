@@ -4,7 +4,7 @@
  * missing (docs/DESIGN.md "Command line").
  */
 import type { Config } from "../config/parse.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { SessionSource } from "../storage/mirror-reader.ts";
@@ -80,7 +80,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     out.push(
       "",
       `${plural(lost.length, "session")} whose Claude Code transcript is missing, a stub or behind the mirror (removed by its cleanup, cut, or lost); ` +
-        "the mirror holds them, to put one back:",
+        `the mirror holds ${lost.length === 1 ? "it; to put it back" : "them; to put one back"}:`,
     );
     // Every one of them: the footer is where a user looks for what to run.
     for (const e of lost) out.push(`  ${restoreCommand(e)}`);

@@ -9,7 +9,7 @@ import { describeRestore, restoreSession } from "../restore/restore-session.ts";
 import type { CommandIo } from "./command-io.ts";
 import { findSession } from "./load.ts";
 import { absolute } from "../storage/paths.ts";
-import { terminalSafeJson } from "../transcript/control-chars.ts";
+import { terminalSafeJson } from "../transcript/records.ts";
 
 /** Runs `restore`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

@@ -7,13 +7,12 @@
 import type { Config } from "../config/parse.ts";
 import { localDateTime } from "../utils/local-time.ts";
 import { regexMatcher, search, type SearchHit, substringMatcher } from "../transcript/search.ts";
-import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
-import { sessionTitle } from "../transcript/title.ts";
+import { type SessionData, sessionIdOf, sessionTitle } from "../transcript/summary.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { type CommandIo, useColor } from "./command-io.ts";
 import { noMirror } from "./load.ts";
 import { plural } from "../utils/plural.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 
 /** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {

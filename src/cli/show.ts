@@ -6,11 +6,12 @@
  */
 import type { Config } from "../config/parse.ts";
 import { jsonText } from "../transcript/json-text.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
 import { SessionCatalog } from "../catalog/session-catalog.ts";
+import { countsText } from "../transcript/summary.ts";
 import { stateWords } from "../transcript/transcript-state.ts";
 import { sourceName } from "../store/pg-reader.ts";
 import { bytesShort, sessionAnswers, totalsOf, usageLine } from "../usage/tokens.ts";
@@ -51,9 +52,9 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${bytesShort(summary.bytes)})`]
       : ["Mirror", `${config.mirrorDir}/${summary.dir} (${plural(summary.files, "file")}, ${bytesShort(summary.bytes)})`],
     [
-      "Records",
-      `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)` +
-      (summary.subagentRecords > 0 ? `; subagents ${summary.subagentRecords}` : "") + (summary.sideRecords > 0 ? `; side requests ${summary.sideRecords}` : ""),
+      "Conversation",
+      countsText(summary.counts) + (summary.subagentAnswers > 0 ? `; subagents: ${plural(summary.subagentAnswers, "answer")}` : "") +
+      (summary.sideAnswers > 0 ? `; side requests: ${plural(summary.sideAnswers, "answer")}` : ""),
     ],
     [
       "Shape",

@@ -6,7 +6,7 @@ import { describe } from "../utils/describe-error.ts";
 import { verifyTree } from "../verify/verify-tree.ts";
 import type { CommandIo } from "./command-io.ts";
 import { noMirror } from "./load.ts";
-import { terminalSafeJson } from "../transcript/control-chars.ts";
+import { terminalSafeJson } from "../transcript/records.ts";
 
 /** Runs `verify`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

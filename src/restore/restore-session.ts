@@ -19,8 +19,7 @@ import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../transcript/json-text.ts";
 import { isObject } from "../protocol/json.ts";
 import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
-import { generatedTitle, titleRecord } from "../transcript/title.ts";
-import type { SessionSummary } from "../transcript/summary.ts";
+import { countRecords, type Counts, countsText, generatedTitle, type SessionSummary, titleRecord } from "../transcript/summary.ts";
 import { judge, mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
 import type { Tree } from "../transcript/tree.ts";
 import { readFileFacts, transcriptPathFor } from "../storage/claude-projects.ts";
@@ -42,10 +41,7 @@ export interface RestoreOutcome {
   dryRun: boolean;
   backup: string | null;
   records: number;
-  userRecords: number;
-  assistantRecords: number;
-  /** Attachment records: the context Claude Code injected, as it keeps it (docs/DESIGN.md "Restore"). */
-  contextRecords: number;
+  counts: Counts;
   leafUuid: string | null;
   /** The title Claude Code gave the session, when the mirror saw it (written as its `ai-title` record). */
   title: string | null;
@@ -133,9 +129,7 @@ export async function restoreSession(
     dryRun: request.dryRun,
     backup: null,
     records: plan.records.length,
-    userRecords: plan.records.filter((r) => r.type === "user").length,
-    assistantRecords: plan.records.filter((r) => r.type === "assistant").length,
-    contextRecords: plan.records.filter((r) => r.type === "attachment").length,
+    counts: countRecords(plan.records),
     leafUuid: plan.leafUuid,
     title,
     subagents: [],
@@ -224,8 +218,7 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
 
 /** What a restore (or its dry run) did, for people: the lines the CLI prints and the viewer shows. */
 export function describeRestore(outcome: RestoreOutcome): string[] {
-  const context = outcome.contextRecords === 0 ? "" : `, ${outcome.contextRecords} of Claude Code's context`;
-  const what = `${outcome.records} records (${outcome.userRecords} user, ${outcome.assistantRecords} assistant${context})`;
+  const what = countsText(outcome.counts);
   const thing = outcome.existing === "stub" ? "stub" : outcome.existing === "behind" ? "transcript (behind the mirror)" : "transcript";
   if (outcome.dryRun) {
     const lines = outcome.action === "create"

@@ -3,12 +3,11 @@
  * are, and one session's records. Read-only; parsed files are cached by size and mtime so the viewer
  * re-reads only what grew.
  */
-import { matchSession, type NamedSession } from "../transcript/session-match.ts";
+import { matchSession, type NamedSession, upgradeOlderRecord } from "../transcript/records.ts";
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
 import { type Parsed, parseJsonl } from "../protocol/jsonl.ts";
-import { upgradeOlderRecord } from "../transcript/older-mirror.ts";
 
 /** The outcome of looking a session up by id or prefix. */
 export type Lookup =

@@ -1,24 +1,37 @@
-/**
- * A conversation as Markdown (`export --format md`): prompts and answers as written, tool calls with their
- * input, tool results, thinking and Claude Code's context as labelled code blocks, image references as a
- * line saying what was there; other branches quoted where they fork; compactions as a rule. Claude Code's
- * environment block and injected context (~10 KB each, on every turn) are folded as the HTML export folds
- * them: a `<details>` whose summary is one line, the block itself inside — the only HTML of its own, which
- * the renderers people read Markdown in show as a fold. No terminal control characters (see
- * control-chars.ts). Every record of the outline once, in its order. Pure.
- */
-import { environmentSummary, injectedSummary } from "./injected.ts";
-import { compactJson, jsonText } from "./json-text.ts";
-import { scrubControl, scrubLine } from "./control-chars.ts";
-import { type Block, blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Rec } from "./records.ts";
-import type { SessionSummary } from "./summary.ts";
-import type { Item } from "./tree.ts";
-import { renderOutline } from "./outline-walk.ts";
-import { answerOf, totalTokens, usageLine, usd } from "../usage/tokens.ts";
+// A conversation as Markdown (`export --format md`), and the export formats: every record of the outline once, in its order; Claude Code's
+// context folded as the HTML export folds it (a `<details>`, the only HTML of its own); no terminal control characters. Pure.
 import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
+import { answerOf, totalTokens, usageLine, usd } from "../usage/tokens.ts";
+import { compactJson, jsonText } from "./json-text.ts";
+import {
+  attachmentNote,
+  type Block,
+  blocksOf,
+  environmentSummary,
+  injectedSummary,
+  isApiSystem,
+  isCompactBoundary,
+  isInjectedText,
+  messageOf,
+  type Rec,
+  scrubControl,
+  scrubLine,
+  terminalSafeJson,
+} from "./records.ts";
+import { renderHtmlDocument } from "./render-html.ts";
+import { countsText, type SessionSummary } from "./summary.ts";
+import { type Item, outline, renderOutline, type Tree } from "./tree.ts";
 import { plural } from "../utils/plural.ts";
 
-/** A Markdown document: a header of facts, then the conversation. */
+export type ExportFormat = "md" | "html" | "jsonl";
+
+/** `jsonl`: the main conversation's records in file order (escaped, not changed: nothing raw a terminal acts on); md/html: for people, in reading order. */
+export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat, prices?: PriceTable): string {
+  if (format === "jsonl") return session.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
+  const items = outline(session.tree);
+  return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
+}
+
 export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const lines = [
     `# Claude Code session ${scrubLine(summary.sessionId ?? summary.dir)}`,
@@ -26,7 +39,7 @@ export function renderMarkdown(summary: SessionSummary, items: Item[], prices: P
     `- Title: ${summary.title === null ? "(none)" : scrubControl(summary.title)}`,
     `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubLine(summary.cwd))}`,
     `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
-    `- Records: ${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)`,
+    `- Conversation: ${countsText(summary.counts)}`,
     `- Branches: ${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`,
     `- Tokens: ${
       totalTokens(summary.usage)
@@ -40,7 +53,6 @@ export function renderMarkdown(summary: SessionSummary, items: Item[], prices: P
   return lines.join("\n") + renderItems(items, prices);
 }
 
-/** The conversation part alone. */
 export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   return renderOutline(items, {
     record: (record, continued) => renderRecord(record, continued, prices),
@@ -54,7 +66,6 @@ export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES):
   }).join("\n");
 }
 
-/** The rule that marks a compaction. */
 function compactionLine(r: Rec): string {
   const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
   const parts = [
@@ -66,7 +77,6 @@ function compactionLine(r: Rec): string {
   }\n\n---\n`;
 }
 
-/** A record's heading and blocks. */
 function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): string {
   const message = messageOf(r);
   const time = typeof r.timestamp === "string" ? scrubControl(r.timestamp) : "";
@@ -87,7 +97,6 @@ function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): stri
   return head + blocksOf(message?.content).map(renderBlock).join("\n") + "\n";
 }
 
-/** One content block. */
 function renderBlock(b: Block): string {
   switch (b.type) {
     case "text":
@@ -114,21 +123,6 @@ function renderBlock(b: Block): string {
   }
 }
 
-/** What an image or document block held: its media type and sha256 (the mirror keeps no bytes). */
-export function attachmentNote(b: Block): string {
-  return scrubControl(attachmentText(b));
-}
-
-/** attachmentNote before its control characters are removed. */
-function attachmentText(b: Block): string {
-  const s = (b.source ?? {}) as Record<string, unknown>;
-  const media = typeof s.media_type === "string" ? s.media_type : "unknown type";
-  if (s.type === "reference") return `[${String(b.type)}: ${media}, sha256 ${String(s.sha256 ?? "?")}]`;
-  if (s.type === "base64" && typeof s.data === "string") return `[${String(b.type)}: ${media}, ${Math.floor((s.data.length * 3) / 4)} bytes inline]`;
-  if (s.type === "url") return `[${String(b.type)}: ${String(s.url)}]`;
-  return `[${String(b.type)}: ${media}]`;
-}
-
 /** The longest run of backticks in `text` (counted in one pass: a text of a million runs is no array of a million matches). */
 function longestBackticks(text: string): number {
   let longest = 0;
@@ -141,14 +135,14 @@ function longestBackticks(text: string): number {
   return longest;
 }
 
-/** A fenced block whose fence is longer than any backtick run inside; control characters removed. */
+/** A fenced block whose fence is longer than any backtick run inside. */
 function fence(raw: string, lang = ""): string {
   const text = scrubControl(raw);
   const f = "`".repeat(Math.max(2, longestBackticks(text)) + 1);
   return `${f}${lang}\n${text}\n${f}\n`;
 }
 
-/** Inline code that survives backticks inside; control characters removed. */
+/** Inline code that survives backticks inside. */
 function code(raw: string): string {
   const text = scrubControl(raw);
   const longest = longestBackticks(text);
@@ -162,7 +156,6 @@ function folded(summary: string, body: string): string {
   return `<details><summary>⚙ ${text}</summary>\n\n${body}\n</details>\n`;
 }
 
-/** A labelled block: the label in bold on its own line, then the body (a code block). */
 function labelled(label: string, body: string): string {
   return `**${label}**\n\n${body}`;
 }

@@ -4,10 +4,8 @@
  * in it. What matches is a Matcher: the whole query as a case-insensitive substring, a regular expression,
  * or (the viewer) every word of the query. Pure.
  */
-import { scrubControl } from "./control-chars.ts";
-import { isConversation, isToolResultOnly, type Rec, searchableText, uuidOf } from "./records.ts";
-import { restorePath } from "./restore-plan.ts";
-import { buildTree } from "./tree.ts";
+import { isConversation, isToolResultOnly, type Rec, scrubControl, searchableText, uuidOf } from "./records.ts";
+import { buildTree, restorePath } from "./tree.ts";
 
 /** A match: `[start, end)` in the searched text. */
 export type Span = [number, number];

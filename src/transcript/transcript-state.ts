@@ -3,8 +3,7 @@ import { COMPACTION_PREFIX, SUMMARY_INSTRUCTION_PREFIX } from "../protocol/class
 import { isObject } from "../protocol/json.ts";
 import { jsonObject } from "../protocol/jsonl.ts";
 import { blocksOf, isInjectedText, messageOf, type Rec, timeOf } from "./records.ts";
-import { restorePath } from "./restore-plan.ts";
-import type { Tree } from "./tree.ts";
+import { restorePath, type Tree } from "./tree.ts";
 
 /** Every reader names Claude Code's transcript of a session by one of these. */
 export type TranscriptState = "missing" | "stub" | "behind" | "intact";

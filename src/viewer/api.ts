@@ -4,12 +4,11 @@
  * Framework-free: routes.ts maps routes onto these methods.
  */
 import { nameInside } from "../protocol/id-name.ts";
-import { exportText } from "../transcript/export.ts";
+import { exportText } from "../transcript/render-md.ts";
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
-import { sessionIdOf, summarize } from "../transcript/summary.ts";
-import { sessionTitle } from "../transcript/title.ts";
+import { sessionIdOf, sessionTitle, summarize } from "../transcript/summary.ts";
 import { buildTree, outline } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, restoreSession, resumeCommand } from "../restore/restore-session.ts";

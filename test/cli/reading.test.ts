@@ -5,7 +5,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { hasControl } from "../../src/transcript/control-chars.ts";
+import { hasControl } from "../../src/transcript/records.ts";
 import { runTap } from "../support/child.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 

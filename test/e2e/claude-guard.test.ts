@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
+import type { RecordedRequest, StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, readTree, type TapOptions, type TestTap, withTap } from "../support/tap.ts";
 import {
   CLAUDE_BIN,

@@ -11,7 +11,7 @@ import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { BUILTIN_PRICES, costOf } from "../../src/usage/prices.ts";
 import { type Answer, answersOf, sessionAnswers, totalsOf, usageReport } from "../../src/usage/tokens.ts";
 import { STUB_USAGE } from "../support/sse-build.ts";
-import { type StubUpstream } from "../support/stub-upstream.ts";
+import type { StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 import { cli, rec, replayCapture } from "../support/recover.ts";
 import { parseJsonl } from "../../src/protocol/jsonl.ts";

@@ -33,10 +33,11 @@ export function sessionViewPart(app: ViewerApp): SessionView {
           tokens(u.cacheReadTokens) + " cache read · " + cost,
       ),
     );
+    const n = (k: number, one: string) => k + " " + one + (k === 1 ? "" : "s");
     row(
-      "Records",
+      "Conversation",
       text(
-        s.records + " (" + s.userRecords + " user, " + s.assistantRecords + " assistant); " + s.leaves + (s.leaves === 1 ? " leaf; " : " leaves; ") +
+        n(s.counts.prompts, "prompt") + " and " + n(s.counts.answers, "answer") + "; " + s.leaves + (s.leaves === 1 ? " leaf; " : " leaves; ") +
           s.compactions + " compaction(s)",
       ),
     );
