@@ -9,8 +9,7 @@ import { isObject } from "../protocol/json.ts";
 import { HostTable } from "../proxy/known-hosts.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { CommandIo } from "./command-io.ts";
-import { type Check, requestsFail } from "./doctor-check.ts";
-import { claudeSetting, type Setting, type SettingsFile } from "./doctor-settings.ts";
+import { type Check, claudeSetting, requestsFail, type Setting, type SettingsFile } from "./doctor-check.ts";
 import type { Probe } from "./doctor-tap.ts";
 
 /** Names every loopback address is known by, for comparing hosts. */

@@ -4,15 +4,14 @@
  * base URL (`ANTHROPIC_BASE_URL`, `ANTHROPIC_VERTEX_BASE_URL`, `ANTHROPIC_BEDROCK_BASE_URL`), which must be
  * a tap, else `HTTPS_PROXY`, which must be a tap's proxy (cli/doctor-proxy.ts); with neither, Claude Code
  * talks to the API itself and nothing is mirrored. Each variable is read as Claude Code will see it
- * (cli/doctor-settings.ts).
+ * (cli/doctor-check.ts).
  */
 import { isAwsHost } from "../protocol/providers/aws-signature.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
 import type { CommandIo } from "./command-io.ts";
-import { type Check, requestsFail } from "./doctor-check.ts";
+import { type Check, claudeSetting, isTruthy, requestsFail, type Setting, type SettingsFile } from "./doctor-check.ts";
 import { proxyChecks } from "./doctor-proxy.ts";
-import { claudeSetting, isTruthy, type Setting, type SettingsFile } from "./doctor-settings.ts";
 import { type Probe, probe } from "./doctor-tap.ts";
 
 /** The API Claude Code talks to, and how it reaches it. */

@@ -6,9 +6,7 @@
 import type { Config } from "../config/parse.ts";
 import { isObject } from "../protocol/json.ts";
 import type { CommandIo } from "./command-io.ts";
-import type { Check } from "./doctor-check.ts";
-import { guardCheck } from "./doctor-transcripts.ts";
-import { unmirroredChecks } from "./doctor-unmirrored.ts";
+import { type Check, guardCheck, unmirroredChecks } from "./doctor-check.ts";
 import { probeTap } from "./tap-probe.ts";
 
 /** A tap's health, or why none answered (`down`: nothing answers at all, so requests sent there fail). */

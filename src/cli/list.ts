@@ -7,14 +7,12 @@ import type { Config } from "../config/parse.ts";
 import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import type { SessionSource } from "../storage/mirror-reader.ts";
-import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
+import { type ListEntry, SessionCatalog, type SessionSource } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, totalTokens, usd } from "../usage/tokens.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
-import { table } from "./table.ts";
+import { noMirror, priceTable, table } from "./load.ts";
 import type { CommandIo } from "./command-io.ts";
-import { noMirror, priceTable } from "./load.ts";
 import { plural } from "../utils/plural.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */

@@ -10,7 +10,7 @@ import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
-import { SessionCatalog } from "../catalog/session-catalog.ts";
+import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { countsText } from "../transcript/summary.ts";
 import { stateWords } from "../transcript/transcript-state.ts";
 import { sourceName } from "../store/pg-reader.ts";

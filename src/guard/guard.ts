@@ -5,40 +5,35 @@ import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { ProjectDirectories, transcriptPathFor } from "../storage/claude-projects.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
-import { answerKey, type FileFacts, judge, newFileFacts, noteLine, promptCandidates, promptKey, type Verdict } from "../transcript/transcript-state.ts";
+import { answerKey, judge, newFileFacts, noteLine, promptCandidates, promptKey, type Verdict } from "../transcript/transcript-state.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 import { type GuardAlert, GuardAlerts, type GuardState } from "./alerts.ts";
 
-/** How the guard is set up; the timings and bounds have defaults (tests shorten them). */
+/** The guard's seams; its timings and bounds have defaults (docs/GUARD.md), which tests shorten. */
 export interface GuardOptions {
   fs: FsAdapter;
   claudeDir: string;
   clock: () => number;
   stderr: (line: string) => void;
   log: (action: string, fields: EventFields) => void;
-  /** How old a prompt or answer must be before its absence counts (Claude Code writes on its own schedule). */
   settleMs?: number;
-  /** How long a bad verdict must hold before it is an alert. */
   confirmMs?: number;
-  /** How often recently active sessions are looked at without a turn or a change told by the file system. */
   sweepMs?: number;
   /** A session with no turn for this long is no longer swept. */
   activeMs?: number;
   maxLooksPerMinute?: number;
   maxBytesPerLook?: number;
-  /** A transcript first met larger than this is read from its tail only. */
   tailBytes?: number;
   maxSessions?: number;
-  /** Prompts and answers remembered per session at most. */
+  /** Prompts and answers remembered per session. */
   maxPrompts?: number;
   onAlerts?: (alerts: GuardAlert[]) => void;
 }
 
 export interface GuardHealth {
-  /** Sessions with a turn in the last `activeMs`. */
   watching: number;
-  /** Sessions whose transcript the guard has never found (Claude Code writes none, or elsewhere). */
+  /** Sessions whose transcript the guard never found (Claude Code writes none, or elsewhere). */
   notFound: number;
   alerts: GuardAlert[];
   looks: number;
@@ -46,20 +41,19 @@ export interface GuardHealth {
   errors: number;
 }
 
-/** What the guard knows of one session (tests and diagnostics). */
+/** What the guard knows of one session (tests and diagnostics); `dueInMs`: till the next look. */
 export interface GuardSessionView {
   path: string | null;
   seen: boolean;
   lastLook: number;
   verdict: GuardState | "ok" | null;
   verdictAt: number;
-  /** Milliseconds until the next look is due, or null when none is scheduled. */
   dueInMs: number | null;
   prompts: number;
   answers: number;
 }
 
-/** A prompt or answer the transcript should hold: its keys, when last sent, its message's chain and compacted segment. */
+/** A prompt or answer the transcript should hold: when last sent, its message's chain and compacted segment. */
 interface Expected {
   keys: string[];
   at: number;
@@ -68,35 +62,36 @@ interface Expected {
   segment: number;
 }
 
-interface Watched {
-  sessionId: string;
-  cwd: string | null;
-  follower: JsonlFollower | null;
-  facts: FileFacts;
-  /** When the current file was first read (prompts noted before a tail window are not judged). */
-  startedAt: number;
-  expected: Map<string, Expected>;
-  segment: number;
-  segmentHead: string | null;
-  lastActivity: number;
-  lastLook: number;
-  seen: boolean;
-  pending: { state: GuardState; since: number } | null;
-  timer: ReturnType<typeof setTimeout> | null;
-  dueAt: number;
-  running: boolean;
-  searchedAt: number;
-  searchedUpTo: number;
-  fullSearchAt: number;
-  verdict: GuardState | "ok" | null;
-  verdictAt: number;
+/** One watched session; `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
+function fresh(sessionId: string, cwd: string | null, now: number) {
+  return {
+    sessionId,
+    cwd,
+    follower: null as JsonlFollower | null,
+    facts: newFileFacts(),
+    startedAt: 0,
+    expected: new Map<string, Expected>(),
+    segment: 0,
+    segmentHead: null as string | null,
+    lastActivity: now,
+    lastLook: 0,
+    seen: false,
+    pending: null as { state: GuardState; since: number } | null,
+    timer: null as ReturnType<typeof setTimeout> | null,
+    dueAt: 0,
+    running: false,
+    search: { at: 0, upTo: 0, fullAt: Number.NEGATIVE_INFINITY },
+    verdict: null as GuardState | "ok" | null,
+    verdictAt: 0,
+  };
 }
+type Watched = ReturnType<typeof fresh>;
 
-/** A look that comes soon after another (a file still being read through, a burst of changes told). */
+/** A look soon after another (a file still being read through, a burst of changes told). */
 const CATCH_UP_MS = 200;
-/** Added to a wait for a prompt to settle, so the look never comes a clock tick early. */
+/** So a look for a settled prompt never comes a clock tick early. */
 const SLACK_MS = 20;
-/** How often a transcript not found is searched for under the project directories new since the last search, and under all of them. */
+/** A transcript not found is searched for under the project directories new since the last search, and under all of them. */
 const SEARCH_EVERY_MS = 60_000;
 const FULL_SEARCH_EVERY_MS = 30 * 60_000;
 const MAX_KEYS = 20_000;
@@ -106,7 +101,7 @@ export class LookBudget {
   private readonly times: number[] = [];
   constructor(private readonly max: number, private readonly windowMs = 60_000) {}
 
-  /** Takes one look at `now`: 0 when allowed, else how many milliseconds until one is. */
+  /** 0 when a look is allowed at `now`, else how many milliseconds until one is. */
   take(now: number): number {
     while (this.times.length > 0 && this.times[0] <= now - this.windowMs) this.times.shift();
     if (this.times.length >= this.max) return this.times[0] + this.windowMs - now + 1;
@@ -119,7 +114,7 @@ export class Guard {
   readonly alerts: GuardAlerts;
   private readonly sessions = new Map<string, Watched>();
   private readonly looking = new Map<string, Promise<unknown>>();
-  /** The project directories watched, with the sessions whose transcript is there. */
+  /** Project directories watched, with the sessions whose transcript is there. */
   private readonly watched = new Map<string, { close: () => void; sessions: Set<string> }>();
   private readonly budget: LookBudget;
   private readonly sweep: ReturnType<typeof setInterval>;
@@ -189,10 +184,6 @@ export class Guard {
     }
   }
 
-  alertOf(sessionId: string): GuardAlert | null {
-    return this.alerts.of(sessionId);
-  }
-
   health(): GuardHealth {
     const since = this.o.clock() - this.o.activeMs;
     const all = [...this.sessions.values()];
@@ -206,7 +197,7 @@ export class Guard {
     };
   }
 
-  /** Why Claude Code's transcripts cannot be read, while they cannot (the guard is blind), else null. */
+  /** Why Claude Code's transcripts cannot be read, while they cannot (the guard is blind). */
   get readFailure(): string | null {
     return this.readAlarm.failing ? (this.readAlarm.state().lastError ?? "error") : null;
   }
@@ -241,7 +232,7 @@ export class Guard {
     this.schedule(s, this.o.settleMs + SLACK_MS);
   }
 
-  /** Notes one sending (the newest counts: Claude Code writes each before its request); the oldest goes past `maxPrompts`. */
+  /** The newest sending counts: Claude Code writes each before its request. */
   private expect(s: Watched, e: Expected): void {
     const key = e.keys.join(" ");
     s.expected.delete(key);
@@ -327,12 +318,12 @@ export class Guard {
     }
     let read = await this.read(s);
     const now = this.o.clock();
-    if (read.kind !== "read" && now - s.searchedAt >= SEARCH_EVERY_MS) {
-      const full = now - s.fullSearchAt >= FULL_SEARCH_EVERY_MS;
-      s.searchedAt = now;
-      if (full) s.fullSearchAt = now;
-      const elsewhere = await this.projects.find(this.o.fs, s.sessionId, s.follower!.path, full ? 0 : s.searchedUpTo);
-      s.searchedUpTo = elsewhere.upTo;
+    if (read.kind !== "read" && now - s.search.at >= SEARCH_EVERY_MS) {
+      const full = now - s.search.fullAt >= FULL_SEARCH_EVERY_MS;
+      s.search.at = now;
+      if (full) s.search.fullAt = now;
+      const elsewhere = await this.projects.find(this.o.fs, s.sessionId, s.follower!.path, full ? 0 : s.search.upTo);
+      s.search.upTo = elsewhere.upTo;
       if (elsewhere.path !== null) {
         this.follow(s, elsewhere.path);
         read = await this.read(s);
@@ -418,31 +409,6 @@ export class Guard {
     if (now - s.pending.since < this.o.confirmMs) return this.schedule(s, s.pending.since + this.o.confirmMs - now);
     this.alerts.raise(s.sessionId, verdict.state, s.pending.since, s.follower?.path ?? null, verdict.lacking);
   }
-}
-
-function fresh(sessionId: string, cwd: string | null, now: number): Watched {
-  return {
-    sessionId,
-    cwd,
-    follower: null,
-    facts: newFileFacts(),
-    startedAt: 0,
-    expected: new Map(),
-    segment: 0,
-    segmentHead: null,
-    lastActivity: now,
-    lastLook: 0,
-    seen: false,
-    pending: null,
-    timer: null,
-    dueAt: 0,
-    running: false,
-    searchedAt: 0,
-    searchedUpTo: 0,
-    fullSearchAt: Number.NEGATIVE_INFINITY,
-    verdict: null,
-    verdictAt: 0,
-  };
 }
 
 /**

@@ -1,34 +1,18 @@
-/**
- * Putting a mirrored session back where `claude --resume ID` finds it:
- * `<claude-dir>/projects/<encoded cwd>/<id>.jsonl` (transcript/restore-plan.ts says what is written,
- * transcript/project-dir.ts how the directory is named). `sessiontap restore` and the viewer's "Restore into
- * Claude Code" both run this, so they plan, refuse and write alike.
- *
- * What is already there decides: nothing → the file is created; a stub (no user or assistant record) or an
- * empty file → backed up as `<name>.bak-<UTC timestamp>` and replaced; a transcript with content → left
- * alone unless `force`, which backs it up first (a torn last line is named: force fixes it). What the
- * replaced file holds besides its conversation (a title, a tag, kinds of record not known here) is kept in
- * the new one. Publication is atomic and never clobbers a file that appeared or changed meanwhile (publish.ts); the file is 0600,
- * new directories 0700, and new, so its modification time is now: Claude Code's cleanup (by modification
- * time) does not take it again the next day.
- *
- * With the main conversation go the session's subagents (restore-subagents.ts) and, when the mirror saw
- * Claude Code name the session, its `ai-title` record (transcript/title.ts).
- */
+// Putting a mirrored session back where `claude --resume ID` finds it, as `restore` and the viewer's "Restore into Claude Code" both do
+// (docs/DESIGN.md "One judge of Claude Code's transcript"): its current branch, its subagents and its title.
 import { transcriptName } from "../protocol/id-name.ts";
 import { compactJson } from "../transcript/json-text.ts";
 import { isObject } from "../protocol/json.ts";
 import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
 import { countRecords, type Counts, countsText, generatedTitle, type SessionSummary, titleRecord } from "../transcript/summary.ts";
-import { judge, mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
-import type { Tree } from "../transcript/tree.ts";
+import { judge, type MirrorFacts, mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
+import { buildTree, type Tree } from "../transcript/tree.ts";
 import { readFileFacts, transcriptPathFor } from "../storage/claude-projects.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
 import { currentUid } from "../storage/trusted-path.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { OtherConversations } from "../storage/mirror-reader.ts";
 import { type Published, publishNew, replaceWithBackup } from "../storage/publish.ts";
-import { planSubagents, type SubagentOutcome, writeSubagents } from "./restore-subagents.ts";
 import { plural } from "../utils/plural.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
@@ -48,26 +32,25 @@ export interface RestoreOutcome {
   subagents: SubagentOutcome[];
 }
 
-/**
- * The result: done (or would be), or refused/failed with one line saying why (and the outcome when one
- * was planned). `problems`: subagents that could not be restored, each one line (the command exits 1).
- */
+/** Done (or would be), or refused with one line saying why; `problems`: subagents not restored, a line each (exit 1). */
 export type RestoreResult =
   | { ok: true; outcome: RestoreOutcome; problems: string[] }
   | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
 
-/** What to restore, and how. */
 export interface RestoreRequest {
   claudeDir: string;
   /** The working directory to restore into (null: the one the mirror recorded). */
   cwd: string | null;
   dryRun: boolean;
   force: boolean;
-  /** The time of a backup's name. */
   now: number;
 }
 
-/** Plans the restore of a session's current branch (with its subagents and title) and, unless a dry run, writes it. */
+/**
+ * A missing file is created; a stub or a behind one replaced, the old file kept as `<name>.bak-<UTC time>`; an intact one
+ * only with `force`. Publication never clobbers a file that appeared or changed meanwhile; the file is new (0600), so Claude
+ * Code's cleanup by age does not take it again the next day. What the old file held besides its conversation is kept.
+ */
 export async function restoreSession(
   fs: FsAdapter,
   session: { summary: SessionSummary; tree: Tree; others: OtherConversations },
@@ -187,11 +170,8 @@ const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blo
 const CARRY_AT_MOST = 1 << 20;
 
 /**
- * What a replaced transcript holds besides its conversation, read with bounded memory: the records a
- * restore keeps — every record that is not part of its conversation (no `uuid`): a title the user gave it,
- * a tag, its modes, kinds of record this release does not know; not the bookkeeping of the conversation
- * being replaced, nor anything of another session — and the first other session any record names. A
- * restore never drops what it does not understand; the backup keeps the whole file besides.
+ * What a replaced transcript holds besides its conversation (no `uuid`: a title the user gave, a tag, kinds not known here),
+ * less the bookkeeping of the records replaced and another session's; and the first other session any record names.
  */
 async function besidesConversation(fs: FsAdapter, path: string, sessionId: string): Promise<{ kept: Record<string, unknown>[]; foreign: string | null }> {
   const kept: Record<string, unknown>[] = [];
@@ -216,7 +196,7 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
   return { kept: foreign === null ? kept : kept.filter((r) => r.sessionId === undefined || r.sessionId === sessionId), foreign };
 }
 
-/** What a restore (or its dry run) did, for people: the lines the CLI prints and the viewer shows. */
+/** What a restore (or its dry run) did: the lines the CLI prints and the viewer shows. */
 export function describeRestore(outcome: RestoreOutcome): string[] {
   const what = countsText(outcome.counts);
   const thing = outcome.existing === "stub" ? "stub" : outcome.existing === "behind" ? "transcript (behind the mirror)" : "transcript";
@@ -240,20 +220,13 @@ export function describeRestore(outcome: RestoreOutcome): string[] {
   return lines;
 }
 
-/**
- * The command that resumes a restored session. A cwd holding a NUL names no directory (a shell would cut
- * it there and go elsewhere), so then the command is only `claude --resume`, run wherever the user worked.
- */
+/** `cd CWD && claude --resume ID`; a cwd holding a NUL names no directory (a shell would cut it there), so then the resume alone. */
 export function resumeCommand(outcome: { cwd: string; sessionId: string }): string {
   const resume = `claude --resume ${outcome.sessionId}`;
   return outcome.cwd.includes("\0") ? resume : `cd ${shellQuote(outcome.cwd)} && ${resume}`;
 }
 
-/**
- * Quotes a path for a shell when it needs it. A cwd comes from a request, so it may hold control
- * characters: those are written as `$'\xHH'` (bash and zsh), never raw, so printing the command cannot
- * drive the terminal and pasting it names the same directory.
- */
+/** A cwd comes from a request: a control character in it is written `$'\xHH'` (bash, zsh), so printing cannot drive the terminal. */
 function shellQuote(path: string): string {
   if (/^[A-Za-z0-9_./-]+$/.test(path)) return path;
   // deno-lint-ignore no-control-regex -- control characters are what is escaped here
@@ -262,4 +235,86 @@ function shellQuote(path: string): string {
   const hex = (c: string) => [...new TextEncoder().encode(c)].map((b) => `\\x${b.toString(16).padStart(2, "0")}`).join("");
   // deno-lint-ignore no-control-regex -- as above
   return `$'${path.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\x00-\x1f\x7f-\x9f]/g, hex)}'`;
+}
+
+/** Agent ids that can be a file name (Claude Code's are hex). */
+const SAFE_AGENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export interface SubagentOutcome {
+  agentId: string;
+  path: string;
+  existing: TranscriptState;
+  action: "create" | "replace" | "keep" | "failed";
+  records: number;
+  backup: string | null;
+  error?: string;
+}
+
+interface Planned {
+  agentId: string;
+  path: string;
+  data: string;
+  records: number;
+  mirror: MirrorFacts;
+}
+
+/** Each subagent where Claude Code 2.1.328 keeps it: `<project>/<session>/subagents/agent-<id>.jsonl`, sidechain records with its id. */
+function planSubagents(
+  others: OtherConversations,
+  target: { sessionId: string; cwd: string },
+  mainPath: string,
+): { planned: Planned[]; unnamed: number } {
+  const dir = `${mainPath.slice(0, -".jsonl".length)}/subagents`;
+  const planned: Planned[] = [];
+  let unnamed = 0;
+  for (const agent of others.agents) {
+    const fromRecords = agent.records.map((r) => r.agentId).find((id): id is string => typeof id === "string" && id !== "");
+    const agentId = fromRecords ?? (agent.dir.startsWith("agent-") ? agent.dir.slice("agent-".length) : agent.dir);
+    if (!SAFE_AGENT.test(agentId)) {
+      unnamed++;
+      continue;
+    }
+    const tree = buildTree(agent.records);
+    const plan = planRestore(tree, { ...target, agentId });
+    if (plan.records.length === 0) continue;
+    planned.push({
+      agentId,
+      path: `${dir}/agent-${agentId}.jsonl`,
+      data: plan.records.map((r) => compactJson(r) + "\n").join(""),
+      records: plan.records.length,
+      mirror: mirrorFacts(tree),
+    });
+  }
+  return { planned, unnamed };
+}
+
+/** Writes (or with `dryRun` only judges) each, judged as the main file is; never throws. */
+async function writeSubagents(fs: FsAdapter, planned: Planned[], options: { force: boolean; dryRun: boolean; now: number }): Promise<SubagentOutcome[]> {
+  const out: SubagentOutcome[] = [];
+  for (const p of planned) {
+    const outcome: SubagentOutcome = { agentId: p.agentId, path: p.path, existing: "missing", action: "create", records: p.records, backup: null };
+    out.push(outcome);
+    try {
+      const info = await fs.lstat(p.path);
+      if (info !== null && !info.isFile) throw new Error(`${p.path} is not a regular file; left alone`);
+      const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, p.path);
+      if (read.warning) throw new Error(`${read.warning}; left alone`);
+      outcome.existing = judge(read.facts, p.mirror, { now: options.now }).state;
+      outcome.action = outcome.existing === "missing" ? "create" : outcome.existing !== "intact" || options.force ? "replace" : "keep";
+      if (options.dryRun || outcome.action === "keep") continue;
+      if (info === null) {
+        await fs.mkdir(p.path.slice(0, p.path.lastIndexOf("/")), 0o700);
+        const done = await publishNew(fs, p.path, p.data);
+        if (done.kind !== "created") throw new Error(`${p.path} appeared while restoring; left alone`);
+      } else {
+        const done = await replaceWithBackup(fs, p.path, p.data, info, options.now);
+        if (done.kind !== "replaced") throw new Error(`${p.path} changed while restoring; left alone`);
+        outcome.backup = done.backup;
+      }
+    } catch (error) {
+      outcome.action = "failed";
+      outcome.error = (error as Error).message.split("\n")[0];
+    }
+  }
+  return out;
 }

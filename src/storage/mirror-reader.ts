@@ -1,10 +1,11 @@
-/**
- * Reading the mirror tree back for people (list, show, export, restore, the viewer): which sessions there
- * are, and one session's records. Read-only; parsed files are cached by size and mtime so the viewer
- * re-reads only what grew.
- */
+// Reading the mirror back for people (list, show, export, restore, the viewer): its sessions, each with Claude Code's transcript judged
+// (docs/DESIGN.md "One judge of Claude Code's transcript"). Read-only; parsed files cached by size and mtime, so a viewer re-reads what grew.
 import { matchSession, type NamedSession, upgradeOlderRecord } from "../transcript/records.ts";
-import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
+import { mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
+import { buildTree } from "../transcript/tree.ts";
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { type FactsCache, scanTranscripts, type TranscriptInfo, transcriptInfo } from "./claude-projects.ts";
+import { type SessionData, sessionIdOf, type SessionSummary, summarize } from "../transcript/summary.ts";
 import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
 import { type Parsed, parseJsonl } from "../protocol/jsonl.ts";
@@ -146,4 +147,73 @@ export class MirrorReader implements SessionSource {
     }
     return parsed;
   }
+}
+
+/** A session as `list --json` prints it (docs/DESIGN.md "Command line"). */
+export interface ListEntry extends SessionSummary {
+  claudeTranscript: TranscriptState;
+  claudeTranscriptPath: string | null;
+  /** Why Claude Code can have no transcript of this session (an id it could not have made), else null. */
+  claudeTranscriptProblem: string | null;
+  /** Why what stands where its transcript would be was not read (a symlink, a FIFO, unreadable), else null. */
+  claudeTranscriptWarning: string | null;
+  /** The prompts and answers of the mirror's current branch that Claude Code's transcript lacks. */
+  claudeTranscriptLacking: { prompts: number; answers: number };
+}
+
+/** The sessions of one mirror root, seen against one Claude Code config directory. */
+export class SessionCatalog {
+  readonly reader: MirrorReader;
+  /** Claude Code transcripts already read (a viewer refreshes its list often; transcripts can be large). */
+  private readonly transcripts: FactsCache = new Map();
+
+  constructor(
+    private readonly fs: FsAdapter,
+    readonly mirrorDir: string,
+    readonly claudeDir: string,
+    /** Where the sessions are read from instead of the tree (a shared store). */
+    private readonly source?: SessionSource,
+    /** The prices costs are estimated with. */
+    readonly prices: PriceTable = BUILTIN_PRICES,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.reader = new MirrorReader(fs, mirrorDir);
+  }
+
+  /** Every session with its transcript judged, most recently active first. */
+  async judged(): Promise<{ entry: ListEntry; info: TranscriptInfo }[]> {
+    const scan = await scanTranscripts(this.fs, this.claudeDir);
+    const out = [];
+    for (const data of await (this.source ?? this.reader).loadAll()) out.push(await this.judge(data, scan));
+    return out.sort((a, b) => (b.entry.lastTimestamp ?? "").localeCompare(a.entry.lastTimestamp ?? ""));
+  }
+
+  /** Every session, most recently active first. */
+  async list(): Promise<ListEntry[]> {
+    return (await this.judged()).map((j) => j.entry);
+  }
+
+  /** One session's entry (`scan`: from scanTranscripts, read afresh when omitted). */
+  async judge(data: SessionData, scan?: Map<string, string[]>): Promise<{ entry: ListEntry; info: TranscriptInfo }> {
+    const tree = buildTree(data.records);
+    const summary = summarize(data, tree, this.prices);
+    const info = await transcriptInfo(this.fs, this.claudeDir, summary, mirrorFacts(tree, [...data.side, ...data.agents.flatMap((a) => a.records)]), {
+      scan: scan ?? (await scanTranscripts(this.fs, this.claudeDir)),
+      now: this.clock(),
+      cache: this.transcripts,
+    });
+    return { entry: entryOf(summary, info), info };
+  }
+}
+
+/** A summary with its transcript's state. */
+export function entryOf(summary: SessionSummary, info: TranscriptInfo): ListEntry {
+  return {
+    ...summary,
+    claudeTranscript: info.state,
+    claudeTranscriptPath: info.path,
+    claudeTranscriptProblem: info.problem,
+    claudeTranscriptWarning: info.warning,
+    claudeTranscriptLacking: info.verdict.lacking,
+  };
 }

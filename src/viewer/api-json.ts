@@ -4,7 +4,7 @@
  * Types only: nothing here exists at run time.
  */
 import type { RestoreOutcome } from "../restore/restore-session.ts";
-import type { ListEntry } from "../catalog/session-catalog.ts";
+import type { ListEntry } from "../storage/mirror-reader.ts";
 import type { LiveBatch } from "./live.ts";
 
 export type { SearchHit } from "../transcript/search.ts";

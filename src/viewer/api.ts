@@ -12,7 +12,7 @@ import { sessionIdOf, sessionTitle, summarize } from "../transcript/summary.ts";
 import { buildTree, outline } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, restoreSession, resumeCommand } from "../restore/restore-session.ts";
-import { SessionCatalog } from "../catalog/session-catalog.ts";
+import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import type { LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
 import type { Answer, ExportAnswer } from "./deps.ts";
