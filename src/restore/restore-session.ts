@@ -10,7 +10,8 @@ import { buildTree, type Tree } from "../transcript/tree.ts";
 import { readFileFacts, transcriptPathFor } from "../storage/claude-projects.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
 import { currentUid } from "../storage/trusted-path.ts";
-import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { EntryInfo, FsAdapter } from "../storage/fs-adapter.ts";
+import { dirname } from "node:path/posix";
 import type { OtherConversations } from "../storage/mirror-reader.ts";
 import { type Published, publishNew, replaceWithBackup } from "../storage/publish.ts";
 import { plural } from "../utils/plural.ts";
@@ -56,52 +57,38 @@ export async function restoreSession(
   session: { summary: SessionSummary; tree: Tree; others: OtherConversations },
   request: RestoreRequest,
 ): Promise<RestoreResult> {
-  const { summary, tree } = session;
+  const { summary, tree, others } = session;
   const sessionId = summary.sessionId;
+  const refuse = (why: string, hint?: string, outcome: RestoreOutcome | null = null): RestoreResult => ({ ok: false, outcome, why, ...(hint ? { hint } : {}) });
   if (sessionId === null || transcriptName(sessionId) === null) {
-    return {
-      ok: false,
-      outcome: null,
-      why: `session ${summary.dir} has no id Claude Code could resume by${sessionId === null ? "" : ` ("${sessionId}")`}; nothing written`,
-    };
+    return refuse(`session ${summary.dir} has no id Claude Code could resume by${sessionId === null ? "" : ` ("${sessionId}")`}; nothing written`);
   }
   const cwd = request.cwd ?? summary.cwd;
   if (cwd === null) {
-    return {
-      ok: false,
-      outcome: null,
-      why: `the mirror does not know the working directory of ${sessionId} (no request named it); pass --cwd DIR (where you run claude); nothing written`,
-      hint: `sessiontap restore ${sessionId} --cwd DIR`,
-    };
+    const why = `the mirror does not know the working directory of ${sessionId} (no request named it); pass --cwd DIR (where you run claude); nothing written`;
+    return refuse(why, `sessiontap restore ${sessionId} --cwd DIR`);
   }
   const plan = planRestore(tree, { sessionId, cwd });
-  if (plan.records.length === 0) return { ok: false, outcome: null, why: `session ${sessionId} has no user or assistant record to restore` };
+  if (plan.records.length === 0) return refuse(`session ${sessionId} has no user or assistant record to restore`);
   const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
-  const title = generatedTitle(session.others.side);
-  const subagents = planSubagents(session.others, { sessionId, cwd }, path);
+  const title = generatedTitle(others.side);
+  const subagents = planSubagents(others, { sessionId, cwd }, path);
   const info = await fs.lstat(path);
-  if (info !== null && !info.isFile) {
-    return { ok: false, outcome: null, why: `${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone, nothing written` };
-  }
+  if (info !== null && !info.isFile) return refuse(`${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone, nothing written`);
   if (info !== null && info.uid >= 0 && currentUid() >= 0 && info.uid !== currentUid()) {
-    return { ok: false, outcome: null, why: `${path} belongs to another user (uid ${info.uid}); left alone, nothing written` };
+    return refuse(`${path} belongs to another user (uid ${info.uid}); left alone, nothing written`);
   }
-  // Read with bounded memory, as a regular file only (a 2 GiB transcript, a FIFO swapped in: docs/RELIABILITY.md "Trust boundaries").
+  // Read with bounded memory, a regular file only (a 2 GiB transcript, a FIFO swapped in: docs/RELIABILITY.md "Trust boundaries").
   const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, path);
-  if (read.warning) return { ok: false, outcome: null, why: `${read.warning}; left alone, nothing written` };
-  const others = [...session.others.side, ...session.others.agents.flatMap((a) => a.records)];
-  const verdict = judge(read.facts, mirrorFacts(tree, others), { now: request.now });
-  const existing = verdict.state;
+  if (read.warning) return refuse(`${read.warning}; left alone, nothing written`);
+  const verdict = judge(read.facts, mirrorFacts(tree, [...others.side, ...others.agents.flatMap((a) => a.records)]), { now: request.now });
   const besides = info === null ? { kept: [], foreign: null } : await besidesConversation(fs, path, sessionId);
   // A file under this session's name that holds another session's records is not this session's to replace.
   if (besides.foreign !== null && !request.force) {
-    return {
-      ok: false,
-      outcome: null,
-      why: `${path} holds records of another session (${besides.foreign.slice(0, 64)}); left alone.`,
-      hint: `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
-    };
+    const why = `${path} holds records of another session (${besides.foreign.slice(0, 64)}); left alone.`;
+    return refuse(why, `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`);
   }
+  const existing = verdict.state;
   const action = existing === "missing" ? "create" : existing !== "intact" || request.force ? "replace" : "refuse";
   const outcome: RestoreOutcome = {
     sessionId,
@@ -118,49 +105,43 @@ export async function restoreSession(
     subagents: [],
   };
   if (action === "refuse") {
-    const held = `${plural(read.facts?.records ?? 0, "user/assistant record")}${read.facts?.torn ? "; its last line is torn, a half-written record" : ""}`;
-    return {
-      ok: false,
-      outcome,
-      why: verdict.extra > 0
-        ? `${path} holds ${plural(verdict.extra, "prompt or answer", "prompts or answers")} the mirror does not (${held}); left alone.`
-        : `${path} already holds every prompt and answer of the mirror's current branch (${held}); left alone.`,
-      hint: `Compare with: sessiontap show ${sessionId}\n  Replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
-    };
+    const held = plural(read.facts?.records ?? 0, "user/assistant record") + (read.facts?.torn ? "; its last line is torn, a half-written record" : "");
+    const what = verdict.extra > 0
+      ? `holds ${plural(verdict.extra, "prompt or answer", "prompts or answers")} the mirror does not`
+      : "already holds every prompt and answer of the mirror's current branch";
+    const hint = `Compare with: sessiontap show ${sessionId}\n  Replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`;
+    return refuse(`${path} ${what} (${held}); left alone.`, hint, outcome);
   }
-  const unnamed = subagents.unnamed === 0 ? [] : [
-    `${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`,
-  ];
-  if (request.dryRun) {
-    outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });
-    return { ok: true, outcome, problems: unnamed };
-  }
+  const unnamed = subagents.unnamed === 0
+    ? []
+    : [`${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`];
+  const options = { force: request.force, dryRun: request.dryRun, now: request.now };
+  if (request.dryRun) return { ok: true, outcome: { ...outcome, subagents: await writeSubagents(fs, subagents.planned, options) }, problems: unnamed };
   const last = lastPromptRecord(sessionId, plan.records);
-  const data = [...besides.kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])]
-    .map((r) => compactJson(r) + "\n").join("");
+  const data = [...besides.kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])];
   let published: Published;
   try {
-    if (info === null) {
-      await fs.mkdir(path.slice(0, path.lastIndexOf("/")), 0o700);
-      published = await publishNew(fs, path, data);
-    } else {
-      published = await replaceWithBackup(fs, path, data, info, request.now);
-    }
+    published = await place(fs, path, data.map((r) => compactJson(r) + "\n").join(""), info, request.now);
   } catch (error) {
-    return { ok: false, outcome, why: `cannot write ${path}: ${(error as Error).message.split("\n")[0]}` };
+    return refuse(`cannot write ${path}: ${(error as Error).message.split("\n")[0]}`, undefined, outcome);
   }
   if (published.kind === "appeared" || published.kind === "changed") {
-    outcome.action = "refuse";
-    return {
-      ok: false,
-      outcome,
-      why: `${path} ${published.kind === "appeared" ? "appeared" : "changed"} while restoring; left alone, nothing replaced. Run restore again to look afresh.`,
-    };
+    return refuse(`${path} ${published.kind} while restoring; left alone, nothing replaced. Run restore again to look afresh.`, undefined, {
+      ...outcome,
+      action: "refuse",
+    });
   }
   if (published.kind === "replaced") outcome.backup = published.backup;
-  outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: false, now: request.now });
+  outcome.subagents = await writeSubagents(fs, subagents.planned, options);
   const failed = outcome.subagents.filter((a) => a.action === "failed").map((a) => `subagent ${a.agentId} of ${sessionId} not restored: ${a.error}`);
   return { ok: true, outcome, problems: [...failed, ...unnamed] };
+}
+
+/** Publishes at `path` without clobbering: a new file (its directory made 0700), or in place of what `info` saw, the old one kept beside it. */
+async function place(fs: FsAdapter, path: string, data: string, info: EntryInfo | null, now: number): Promise<Published> {
+  if (info !== null) return await replaceWithBackup(fs, path, data, info, now);
+  await fs.mkdir(dirname(path), 0o700);
+  return await publishNew(fs, path, data);
 }
 
 /** Claude Code's request bookkeeping for a conversation: tied to the records being replaced, so not carried over. */
@@ -289,7 +270,7 @@ function planSubagents(
 }
 
 /** Writes (or with `dryRun` only judges) each, judged as the main file is; never throws. */
-async function writeSubagents(fs: FsAdapter, planned: Planned[], options: { force: boolean; dryRun: boolean; now: number }): Promise<SubagentOutcome[]> {
+async function writeSubagents(fs: FsAdapter, planned: Planned[], o: { force: boolean; dryRun: boolean; now: number }): Promise<SubagentOutcome[]> {
   const out: SubagentOutcome[] = [];
   for (const p of planned) {
     const outcome: SubagentOutcome = { agentId: p.agentId, path: p.path, existing: "missing", action: "create", records: p.records, backup: null };
@@ -299,18 +280,12 @@ async function writeSubagents(fs: FsAdapter, planned: Planned[], options: { forc
       if (info !== null && !info.isFile) throw new Error(`${p.path} is not a regular file; left alone`);
       const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, p.path);
       if (read.warning) throw new Error(`${read.warning}; left alone`);
-      outcome.existing = judge(read.facts, p.mirror, { now: options.now }).state;
-      outcome.action = outcome.existing === "missing" ? "create" : outcome.existing !== "intact" || options.force ? "replace" : "keep";
-      if (options.dryRun || outcome.action === "keep") continue;
-      if (info === null) {
-        await fs.mkdir(p.path.slice(0, p.path.lastIndexOf("/")), 0o700);
-        const done = await publishNew(fs, p.path, p.data);
-        if (done.kind !== "created") throw new Error(`${p.path} appeared while restoring; left alone`);
-      } else {
-        const done = await replaceWithBackup(fs, p.path, p.data, info, options.now);
-        if (done.kind !== "replaced") throw new Error(`${p.path} changed while restoring; left alone`);
-        outcome.backup = done.backup;
-      }
+      outcome.existing = judge(read.facts, p.mirror, { now: o.now }).state;
+      outcome.action = outcome.existing === "missing" ? "create" : outcome.existing !== "intact" || o.force ? "replace" : "keep";
+      if (o.dryRun || outcome.action === "keep") continue;
+      const done = await place(fs, p.path, p.data, info, o.now);
+      if (done.kind === "appeared" || done.kind === "changed") throw new Error(`${p.path} ${done.kind} while restoring; left alone`);
+      if (done.kind === "replaced") outcome.backup = done.backup;
     } catch (error) {
       outcome.action = "failed";
       outcome.error = (error as Error).message.split("\n")[0];
