@@ -1,8 +1,5 @@
-/**
- * `sessiontap list [--since DATE] [--json]`: every mirrored session, most recent first, with its title,
- * project, tokens and estimated cost, and whether Claude Code's own transcript of it is intact, a stub or
- * missing (docs/DESIGN.md "Command line").
- */
+// `sessiontap list [--since DATE] [--json]`: every mirrored session, most recent first, with its title, project, tokens and cost, and
+// Claude Code's own transcript of it as the one judge says (docs/DESIGN.md "One judge of Claude Code's transcript").
 import type { Config } from "../config/parse.ts";
 import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
@@ -28,7 +25,6 @@ function restoreCommand(e: ListEntry): string {
   return `sessiontap restore ${scrubLine(e.sessionId ?? e.dir)}${e.cwd === null ? " --cwd DIR" : ""}`;
 }
 
-/** Runs `list`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;

@@ -1,9 +1,5 @@
-/**
- * `sessiontap show SESSION [--full] [--json]`: a session's facts and its conversation as plain text for a
- * terminal (see transcript/render-text.ts: tool calls one line each, Claude Code's injected context one line,
- * colours only on a terminal without NO_COLOR; `--full` shows everything), or as JSON with the records of
- * the conversation in reading order.
- */
+// `sessiontap show SESSION [--full] [--json]`: a session's facts and its conversation for a terminal (transcript/render-text.ts), or as
+// JSON with the records in reading order.
 import type { Config } from "../config/parse.ts";
 import { jsonText } from "../transcript/json-text.ts";
 import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
@@ -19,7 +15,6 @@ import { type CommandIo, useColor } from "./command-io.ts";
 import { findSession, priceTable } from "./load.ts";
 import { plural } from "../utils/plural.ts";
 
-/** Runs `show`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const prices = await priceTable(config, io);
   if (typeof prices === "number") return prices;

@@ -1,8 +1,5 @@
-/**
- * `sessiontap usage [--since DATE] [--json]`: the tokens of every recorded answer (conversations,
- * subagents, side requests) summed per day in local time, per project and per model, with estimated costs
- * from the price table.
- */
+// `sessiontap usage [--since DATE] [--json]`: every recorded answer's tokens (conversations, subagents, side requests) per local day,
+// project and model, with costs estimated from the price table.
 import type { Config } from "../config/parse.ts";
 import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDate, offsetLabel, sinceStart } from "../utils/local-time.ts";
@@ -31,7 +28,6 @@ const tokenCells = (r: UsageRow) => [
 ];
 const TOKEN_HEAD = ["ANSWERS", "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST"];
 
-/** Runs `usage`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;

@@ -15,8 +15,8 @@ import { untrusted } from "../storage/trusted-path.ts";
 import { DIR_MODE, join } from "../storage/paths.ts";
 import { removeLeftovers, writerTag } from "../storage/leftovers.ts";
 import { jsonObject } from "../protocol/jsonl.ts";
+import { conversations } from "../storage/mirror-reader.ts";
 
-/** Runs `verify`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;
@@ -66,30 +66,11 @@ export interface SessionReport {
 type Rec = Record<string, unknown>;
 const FILE_MODE = 0o600;
 
-/** One conversation directory of a session: main, side, or an agent's. */
+/** One conversation directory of a session; `parentsFrom`: where its parents may also live (side exchanges hang from the main one). */
 interface ConvDir {
   path: string;
   agentDir: string | null;
-  /** Parents may live in the main directory (side exchanges). */
   parentsFrom: string | null;
-}
-
-/** The conversation directories of a session directory. */
-async function convDirs(fs: FsAdapter, session: string, problems: string[]): Promise<ConvDir[]> {
-  const out: ConvDir[] = [{ path: session, agentDir: null, parentsFrom: null }];
-  for (const e of await fs.readdir(session)) {
-    if (e.isSymbolicLink) problems.push(`${e.name} is a symbolic link (never followed)`);
-    else if (e.isDirectory && e.name === "side") out.push({ path: join(session, "side"), agentDir: null, parentsFrom: session });
-    else if (e.isDirectory && e.name === "subagents") {
-      for (const a of await fs.readdir(join(session, "subagents"))) {
-        if (a.isSymbolicLink) problems.push(`subagents/${a.name} is a symbolic link (never followed)`);
-        else if (a.isDirectory && a.name.startsWith("agent-")) {
-          out.push({ path: join(session, "subagents", a.name), agentDir: a.name.slice(6), parentsFrom: null });
-        }
-      }
-    }
-  }
-  return out;
 }
 
 /** Verifies (and with `repair`, repairs) every session under `root`. */
@@ -105,7 +86,13 @@ export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, l
     }
     const session = join(root, e.name);
     const uuids = new Map<string, Set<string>>();
-    const dirs = await convDirs(fs, session, report.problems);
+    const walk = await conversations(fs, session);
+    for (const link of walk.links) report.problems.push(`${link} is a symbolic link (never followed)`);
+    const dirs: ConvDir[] = walk.dirs.map((d) => ({
+      path: d.path,
+      agentDir: d.agent === null ? null : d.agent.replace(/^agent-/, ""),
+      parentsFrom: d.scope === "side" ? session : null,
+    }));
     const all: { dir: ConvDir; records: Rec[] }[] = [];
     for (const dir of dirs) {
       if (await foreign(fs, dir.path, "directory", report)) continue;

@@ -10,6 +10,24 @@ import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
 import { type Parsed, parseJsonl } from "../protocol/jsonl.ts";
 
+/**
+ * The one walk of a session directory: its main conversation, its side requests and each subagent's directory, in that order (real
+ * directories only; the links met, never followed, are named).
+ */
+export async function conversations(fs: FsAdapter, session: string) {
+  const dirs: { path: string; scope: "main" | "side" | "subagent"; agent: string | null }[] = [{ path: session, scope: "main", agent: null }];
+  const links: string[] = [];
+  for (const e of await fs.readdir(session)) {
+    if (e.isSymbolicLink) links.push(e.name);
+    else if (e.isDirectory && e.name === "side") dirs.push({ path: join(session, "side"), scope: "side", agent: null });
+  }
+  for (const a of (await fs.readdir(join(session, "subagents"))).sort((x, y) => x.name.localeCompare(y.name))) {
+    if (a.isSymbolicLink) links.push(`subagents/${a.name}`);
+    else if (a.isDirectory) dirs.push({ path: join(session, "subagents", a.name), scope: "subagent", agent: a.name });
+  }
+  return { dirs, links };
+}
+
 /** The outcome of looking a session up by id or prefix. */
 export type Lookup =
   | { kind: "found"; data: SessionData }
@@ -74,31 +92,19 @@ export class MirrorReader implements SessionSource {
     return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
   }
 
-  /** Reads a directory's data and the newest mtime among its files. */
+  /** A session directory's data, and the newest mtime among its files. */
   private async loadWithTime(dir: string): Promise<{ data: SessionData; mtime: number }> {
-    const path = join(this.root, dir);
-    const main = await this.readDir(path);
-    let bytes = main.bytes;
-    let mtime = main.mtime;
-    const agents: SessionData["agents"] = [];
-    for (const agent of await this.subdirs(join(path, "subagents"))) {
-      const sub = await this.readDir(join(path, "subagents", agent));
-      if (sub.records.length > 0) agents.push({ dir: agent, records: sub.records });
-      bytes += sub.bytes;
-      mtime = Math.max(mtime, sub.mtime);
+    const data: SessionData = { dir, records: [], malformed: 0, files: 0, bytes: 0, agents: [], side: [] };
+    let mtime = 0;
+    for (const conv of (await conversations(this.fs, join(this.root, dir))).dirs) {
+      const read = await this.readDir(conv.path);
+      data.bytes += read.bytes;
+      mtime = Math.max(mtime, read.mtime);
+      if (conv.scope === "main") Object.assign(data, { records: read.records, malformed: read.malformed, files: read.files });
+      else if (conv.scope === "side") data.side = read.records;
+      else if (read.records.length > 0) data.agents.push({ dir: conv.agent!, records: read.records });
     }
-    const side = await this.readDir(join(path, "side"));
-    bytes += side.bytes;
-    mtime = Math.max(mtime, side.mtime);
-    return {
-      data: { dir, records: main.records, malformed: main.malformed, files: main.files, bytes, agents, side: side.records },
-      mtime,
-    };
-  }
-
-  /** Real subdirectories of `path`. */
-  private async subdirs(path: string): Promise<string[]> {
-    return (await this.fs.readdir(path)).filter((e) => e.isDirectory && !e.isSymbolicLink).map((e) => e.name).sort();
+    return { data, mtime };
   }
 
   /** The records of the `*.jsonl` files directly in `dir`, oldest file first (names sort by time). */

@@ -18,10 +18,9 @@ import {
 } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
 
-/** What to write, and what was left out. */
 export interface RestorePlan {
   records: Rec[];
-  /** Records of the current branch that were not written (metadata, system context, empty answers). */
+  /** Records of the branch not written (metadata, system context, empty answers). */
   skipped: number;
   leafUuid: string | null;
 }
@@ -75,7 +74,7 @@ export function lastPromptRecord(sessionId: string, records: Rec[]): Rec | null 
   return { type: "last-prompt", lastPrompt: line.length > 200 ? line.slice(0, 200).trim() + "…" : line, leafUuid: uuidOf(leaf), sessionId };
 }
 
-/** Points a boundary's kept tail at kept records (its head at or after, its tail at or before), or drops it. */
+/** A boundary's kept tail pointed at kept records (its head at or after, its tail at or before), or dropped. */
 function relinkSegment(boundary: Rec, path: Rec[], keptBefore: Map<string, string | null>, kept: Set<string>): void {
   const meta = isObject(boundary.compactMetadata) ? boundary.compactMetadata : null;
   const segment = meta !== null && isObject(meta.preservedSegment) ? meta.preservedSegment : null;
@@ -120,20 +119,20 @@ export function referenceNote(block: Block): Block {
   return { type: "text", text: `[${kind}${media} not kept by sessiontap${sha}]` };
 }
 
-/** Slash-command pieces Claude Code keeps as user records, and those of them it hides (`isMeta`). */
+/** Slash-command pieces Claude Code keeps as user records, the caveat hidden (`isMeta`). */
 const COMMAND_RECORD = /^<(local-command-caveat|command-name|command-message|local-command-stdout|local-command-stderr)>/;
 const HIDDEN = /^<local-command-caveat>/;
-/** A reminder Claude Code appended to a tool result's text (it joins them with a blank line). */
+/** A reminder Claude Code appended to a tool result's text, after a blank line. */
 const TRAILING_REMINDER = /\n\n(<system-reminder>\n(?:(?!<\/system-reminder>)[\s\S])*\n<\/system-reminder>)$/;
 
-/** What one mirrored message becomes: records before it, its own (the first keeps its uuid), and context pieces after them. */
+/** One mirrored message as records before it, its own (the first keeps its uuid), and context pieces after them. */
 interface Split {
   before: Rec[];
   records: Rec[];
   pieces: ContextPiece[];
 }
 
-/** The user-side split of a prompt: leading command records and reminders, then what was typed. */
+/** A prompt: leading command records and reminders, then what was typed. */
 function splitPrompt(r: Rec, content: unknown[]): Split | null {
   const blocks = content.filter(isObject) as Block[];
   if (blocks.length !== content.length) return null;
@@ -152,17 +151,13 @@ function splitPrompt(r: Rec, content: unknown[]): Split | null {
   return { before, records: [{ ...r, message: { ...messageOf(r), content: typedContent(blocks.slice(n)) } }], pieces };
 }
 
-/** A slash command's piece as the user record Claude Code keeps (the caveat hidden). */
 function commandRecord(r: Rec, i: number, text: string): Rec {
   const piece: Rec = { ...r, uuid: uuidFrom(`${uuidOf(r)}:injected:${i}`), message: { ...messageOf(r), content: [{ type: "text", text }] } };
   if (HIDDEN.test(text)) piece.isMeta = true;
   return piece;
 }
 
-/**
- * What was typed, in the shape Claude Code records it: a typed prompt is a plain string, which it sends as
- * one text block only where it must (merged with context, or last, to carry a cache marker).
- */
+/** A typed prompt is a plain string in Claude Code's record; it sends it as a text block only where it must (merged, or carrying a cache marker). */
 function typedContent(blocks: Block[]): unknown {
   const only = blocks.length === 1 ? blocks[0] : null;
   return only !== null && only.type === "text" && typeof only.text === "string" && Object.keys(only).every((k) => k === "type" || k === "text")
@@ -171,10 +166,8 @@ function typedContent(blocks: Block[]): unknown {
 }
 
 /**
- * A tool-result message: one record per result, each with what the tool returned where the result says
- * it (transcript/tool-results.ts); reminders Claude Code appended to a result's text or sent beside it
- * become pieces. A message that holds other blocks besides its results (not one Claude Code sends: it puts
- * results first) stays one record, its blocks in their order.
+ * One record per tool result, with what the tool returned where the result says it; reminders appended to a result or sent beside
+ * it become pieces. A message holding other blocks besides results (Claude Code sends none) stays one record.
  */
 function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>): Split {
   const pieces: ContextPiece[] = [];
@@ -208,14 +201,13 @@ function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>
   return { before: [], records, pieces };
 }
 
-/** The pieces of a mirrored `role:"system"` message (its text blocks, or its string). */
 function systemMessagePieces(r: Rec): ContextPiece[] {
   const content = messageOf(r)?.content;
   const texts = typeof content === "string" ? [content] : Array.isArray(content) ? content.filter(isObject).map((b) => String(b.text ?? "")) : [];
   return texts.filter((t) => t !== "").flatMap(systemPieces);
 }
 
-/** Claude Code's attachment record for a piece, in the envelope of the record it came with. */
+/** Claude Code's attachment record of a piece, in the envelope of the record it came with. */
 function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
   const { message: _m, type: _t, subtype: _s, uuid: _u, isMeta: _i, toolUseResult: _r, isCompactSummary: _c, ...envelope } = from;
   const out: Rec = {
@@ -230,18 +222,14 @@ function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
   return out;
 }
 
-/** How a message splits, or null when it is written as it is. */
+/** How a message splits; null: written as it is. */
 function splitOf(r: Rec, uses: Map<string, ToolUse>): Split | null {
   const content = messageOf(r)?.content;
   if (r.type !== "user" || !Array.isArray(content) || r.isCompactSummary === true) return null;
   return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, uses) : splitPrompt(r, content);
 }
 
-/**
- * Which user message each mirrored `role:"system"` message was sent with: the user message it follows (its
- * parent) or the one that follows it (its child). Claude Code records a system turn's pieces as the
- * attachments of that turn's user message; one with neither is written where it was.
- */
+/** The user message each `role:"system"` message was sent with (its parent, or its child): Claude Code keeps its pieces as that turn's attachments. */
 function systemHosts(records: Rec[]): Map<string, string> {
   const hosts = new Map<string, string>();
   records.forEach((r, i) => {
@@ -256,12 +244,9 @@ function systemHosts(records: Rec[]): Map<string, string> {
 }
 
 /**
- * Turns a restored chain (records in order, each record's parent before it; the mirror's `role:"system"`
- * records among them) into Claude Code's records: slash-command pieces before a prompt, the prompt, then
- * the turn's context as attachment records — the reminders merged into its message and the pieces of the
- * `role:"system"` message sent with it — each record's parent the one before it. A record that pointed at
- * a split message points at its last record; a compaction's kept segment that starts at one starts at its
- * first.
+ * A restored chain in Claude Code's records: slash-command pieces before a prompt, the prompt, then the turn's context as attachments
+ * (its reminders and its `role:"system"` message's pieces), each record's parent the one before; what pointed at a split message points
+ * at its last record, a compaction's kept segment starting at one at its first (the merged message is byte for byte what was sent).
  */
 export function toClaudeRecords(records: Rec[]): Rec[] {
   const out: Rec[] = [];
@@ -325,28 +310,22 @@ export function toClaudeRecords(records: Rec[]): Rec[] {
   return out;
 }
 
-/** A tool call the conversation made: its name and input, by `tool_use` id. */
 export interface ToolUse {
   name: string;
   input: unknown;
 }
 
-/** The text of a tool result's content (a string, or its text blocks); null when it holds anything else. */
-function resultText(content: unknown): string | null {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content) || !content.every((b) => isObject(b) && b.type === "text" && typeof b.text === "string")) return null;
-  return content.map((b) => (b as Block).text as string).join("\n");
-}
-
-/** What Claude Code keeps as the tool's own result, where the `tool_result` says all of it; else undefined. */
+/**
+ * What Claude Code keeps as a tool's own result (the `toolUseResult` a resumed screen shows) where the `tool_result` says all of it:
+ * a Bash command's output, stdout and stderr merged as the model read them; other tools show their call alone.
+ */
 export function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
-  if (use === undefined || result.is_error === true) return undefined;
-  const text = resultText(result.content);
-  if (text === null) return undefined;
-  switch (use.name) {
-    case "Bash": // stdout and stderr arrive merged, as the model read them
-      return { stdout: text, stderr: "", interrupted: false, isImage: false, noOutputExpected: false };
-    default:
-      return undefined;
-  }
+  const c = result.content;
+  const texts = typeof c === "string"
+    ? [c]
+    : Array.isArray(c) && c.every((b) => isObject(b) && b.type === "text" && typeof b.text === "string")
+    ? c.map((b) => b.text)
+    : null;
+  if (use?.name !== "Bash" || result.is_error === true || texts === null) return undefined;
+  return { stdout: texts.join("\n"), stderr: "", interrupted: false, isImage: false, noOutputExpected: false };
 }
