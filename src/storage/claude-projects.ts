@@ -7,7 +7,6 @@ import { describe } from "../utils/describe-error.ts";
 import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
 import { JsonlFollower } from "./jsonl-follower.ts";
 
-/** One session's Claude Code transcript, judged. */
 export interface TranscriptInfo {
   state: TranscriptState;
   /** The file found, or where Claude Code would keep it (null when neither is known). */

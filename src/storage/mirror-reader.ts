@@ -28,7 +28,6 @@ export async function conversations(fs: FsAdapter, session: string) {
   return { dirs, links };
 }
 
-/** The outcome of looking a session up by id or prefix. */
 export type Lookup =
   | { kind: "found"; data: SessionData }
   | { kind: "none" }
@@ -39,16 +38,13 @@ export type OtherConversations = Pick<SessionData, "agents" | "side">;
 
 /** Where the reading commands find sessions: the mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
 export interface SessionSource {
-  /** Every session's data, most recently written first. */
   loadAll(): Promise<SessionData[]>;
-  /** Finds a session by its id or directory name, or a unique prefix of either (docs/DESIGN.md "Command line"). */
   lookup(query: string): Promise<Lookup>;
 }
 
 /** Bytes of parsed files kept in memory at most (least recently used go first). */
 const CACHE_BYTES = 64 * 1024 * 1024;
 
-/** Reads sessions under one mirror root. */
 export class MirrorReader implements SessionSource {
   private cache = new Map<string, { size: number; mtimeMs: number; parsed: Parsed }>();
   private cached = 0;
@@ -74,7 +70,6 @@ export class MirrorReader implements SessionSource {
     return out.sort((a, b) => b.mtime - a.mtime).map((x) => x.data);
   }
 
-  /** One session directory's data. */
   async load(dir: string): Promise<SessionData> {
     return (await this.loadWithTime(dir)).data;
   }
@@ -179,7 +174,6 @@ export class SessionCatalog {
     readonly claudeDir: string,
     /** Where the sessions are read from instead of the tree (a shared store). */
     private readonly source?: SessionSource,
-    /** The prices costs are estimated with. */
     readonly prices: PriceTable = BUILTIN_PRICES,
     private readonly clock: () => number = Date.now,
   ) {
@@ -194,7 +188,6 @@ export class SessionCatalog {
     return out.sort((a, b) => (b.entry.lastTimestamp ?? "").localeCompare(a.entry.lastTimestamp ?? ""));
   }
 
-  /** Every session, most recently active first. */
   async list(): Promise<ListEntry[]> {
     return (await this.judged()).map((j) => j.entry);
   }
@@ -212,7 +205,6 @@ export class SessionCatalog {
   }
 }
 
-/** A summary with its transcript's state. */
 export function entryOf(summary: SessionSummary, info: TranscriptInfo): ListEntry {
   return {
     ...summary,

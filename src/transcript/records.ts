@@ -97,6 +97,25 @@ export function upgradeOlderRecord(r: Rec): Rec {
   return r;
 }
 
+/** How readers flag a record: rebuilt from a later request's history, or an answer cut short. */
+export function recordFlags(r: Rec, short = false): string[] {
+  const flags = [
+    r.reconstructed === true ? (short ? "reconstructed" : "reconstructed from a later request") : "",
+    messageOf(r)?.stop_reason === "interrupted" ? "interrupted" : "",
+  ];
+  return flags.filter(Boolean);
+}
+
+/** "Conversation compacted (auto, 12345 tokens before)". */
+export function compactionText(r: Rec): string {
+  const meta = isObject(r.compactMetadata) ? r.compactMetadata : {};
+  const parts = [
+    typeof meta.trigger === "string" ? scrubControl(meta.trigger) : "",
+    typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : "",
+  ].filter(Boolean);
+  return `Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}`;
+}
+
 /** A reader's session: its directory (or store key) and its id when known. */
 export interface NamedSession {
   dir: string;

@@ -1,13 +1,14 @@
 // A conversation as HTML: one `<article>` per record (the viewer inserts the same fragments live), a tool call and its result as one pair,
 // context folded, every string escaped and rid of control characters, nothing loaded from elsewhere (docs/DESIGN.md "The viewer"). Pure.
-import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf, usageLine } from "../usage/tokens.ts";
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { answerLine, usageLine } from "../usage/tokens.ts";
 import { plural } from "../utils/plural.ts";
 import { compactJson, jsonText } from "./json-text.ts";
 import {
   attachmentNote,
   type Block,
   blocksOf,
+  compactionText,
   environmentSummary,
   injectedSummary,
   isApiSystem,
@@ -15,6 +16,7 @@ import {
   isInjectedText,
   messageOf,
   type Rec,
+  recordFlags,
   scrubControl,
   toolLine,
   uuidOf,
@@ -97,15 +99,13 @@ export function renderRecordHtml(r: Rec, options: RecordHtmlOptions = {}): strin
     : r.type === "assistant"
     ? "Assistant"
     : `${String(r.type)}${r.subtype ? `/${String(r.subtype)}` : ""}`;
-  const flags: string[] = [];
-  if (r.reconstructed === true) flags.push("reconstructed");
-  if (message?.stop_reason === "interrupted") flags.push("interrupted");
-  const answer = r.type === "assistant" ? answerOf(r, "main") : null;
+  const flags = recordFlags(r, true);
+  const answer = r.type === "assistant" ? answerLine(r, options.prices ?? BUILTIN_PRICES) : null;
   const head = [
     `<span class="role">${escapeHtml(role)}</span>`,
     typeof message?.model === "string" ? `<span class="model">${escapeHtml(message.model)}</span>` : "",
     timeHtml(time),
-    answer === null ? "" : `<span class="usage">${escapeHtml(usageLine(answer.tokens, costOf(options.prices ?? BUILTIN_PRICES, answer)))}</span>`,
+    answer === null ? "" : `<span class="usage">${escapeHtml(answer)}</span>`,
     ...flags.map((f) => `<span class="flag">${escapeHtml(f)}</span>`),
   ].join("");
   let body: string;
@@ -198,12 +198,8 @@ function renderBlockHtml(b: Block, options: RecordHtmlOptions): string {
 }
 
 function compactionHtml(r: Rec): string {
-  const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(
-    Boolean,
-  );
   const id = isCompactBoundary(r) ? ` id="r-${escapeHtml(uuidOf(r) ?? "")}" data-uuid="${escapeHtml(uuidOf(r) ?? "")}"` : "";
-  return `<div class="compaction"${id}>Conversation compacted${escapeHtml(parts.length > 0 ? ` (${parts.join(", ")})` : "")}</div>`;
+  return `<div class="compaction"${id}>${escapeHtml(compactionText(r))}</div>`;
 }
 
 /** An outline as HTML fragments, each tool result inside its call's pair. */

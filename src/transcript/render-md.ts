@@ -1,12 +1,13 @@
 // A conversation as Markdown (`export --format md`), and the export formats: every record of the outline once, in its order; Claude Code's
 // context folded as the HTML export folds it (a `<details>`, the only HTML of its own); no terminal control characters. Pure.
-import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf, totalTokens, usageLine, usd } from "../usage/tokens.ts";
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { answerLine, totalTokens, usd } from "../usage/tokens.ts";
 import { compactJson, jsonText } from "./json-text.ts";
 import {
   attachmentNote,
   type Block,
   blocksOf,
+  compactionText,
   environmentSummary,
   injectedSummary,
   isApiSystem,
@@ -14,6 +15,7 @@ import {
   isInjectedText,
   messageOf,
   type Rec,
+  recordFlags,
   scrubControl,
   scrubLine,
   terminalSafeJson,
@@ -67,20 +69,13 @@ export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES):
 }
 
 function compactionLine(r: Rec): string {
-  const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [
-    typeof meta.trigger === "string" ? scrubControl(meta.trigger) : null,
-    typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null,
-  ].filter(Boolean);
-  return `---\n\n**Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}**${
-    isCompactBoundary(r) ? "" : " — the summary below starts the compacted conversation"
-  }\n\n---\n`;
+  return `---\n\n**${compactionText(r)}**${isCompactBoundary(r) ? "" : " — the summary below starts the compacted conversation"}\n\n---\n`;
 }
 
 function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): string {
   const message = messageOf(r);
   const time = typeof r.timestamp === "string" ? scrubControl(r.timestamp) : "";
-  const flags = [r.reconstructed === true ? "reconstructed from a later request" : null, message?.stop_reason === "interrupted" ? "interrupted" : null]
+  const flags = recordFlags(r)
     .filter(Boolean)
     .join(", ");
   if (isApiSystem(r)) {
@@ -91,8 +86,8 @@ function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): stri
     return `*${scrubControl(String(r.type))}${r.subtype ? `/${scrubControl(String(r.subtype))}` : ""} record · ${scrubControl(time)}*\n`;
   }
   const who = r.type === "user" ? "User" : `Assistant${typeof message?.model === "string" ? ` (${scrubControl(message.model)})` : ""}`;
-  const answer = r.type === "assistant" ? answerOf(r, "main") : null;
-  const usage = answer === null ? "" : ` · ${usageLine(answer.tokens, costOf(prices, answer))}`;
+  const answer = r.type === "assistant" ? answerLine(r, prices) : null;
+  const usage = answer === null ? "" : ` · ${answer}`;
   const head = isContinuation ? "" : `### ${who} · ${time}${usage}${flags ? ` · _${flags}_` : ""}\n\n`;
   return head + blocksOf(message?.content).map(renderBlock).join("\n") + "\n";
 }

@@ -1,7 +1,7 @@
 // A conversation as plain text for a terminal (`sessiontap show`): a tool call in one line with its result folded beneath, context and thinking
 // in one line each (`full` shows all); never a tag or a raw control character; colour only through `style`. Pure.
-import { costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf, usageLine } from "../usage/tokens.ts";
+import { type PriceTable } from "../usage/prices.ts";
+import { answerLine } from "../usage/tokens.ts";
 import { localDateTime, type Zone } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
 import { compactJson, jsonText } from "./json-text.ts";
@@ -9,6 +9,7 @@ import {
   attachmentNote,
   type Block,
   blocksOf,
+  compactionText,
   environmentSummary,
   injectedParts,
   injectedSummary,
@@ -19,6 +20,7 @@ import {
   messageOf,
   oneLine,
   type Rec,
+  recordFlags,
   scrubControl,
   toolLine,
 } from "./records.ts";
@@ -114,13 +116,13 @@ class TextRenderer {
     }
     if (body.length === 0 && (continued || blocksOf(message?.content).length > 0)) return null;
     if (continued) return body.join("\n");
-    const flags = [r.reconstructed === true ? "reconstructed from a later request" : null, message?.stop_reason === "interrupted" ? "interrupted" : null]
+    const flags = recordFlags(r)
       .filter(Boolean);
     let head: string;
     if (r.type === "user") head = `${s.user(isCompactSummary(r) ? "Compaction summary" : "User")} · ${when}`;
     else {
-      const answer = answerOf(r, "main");
-      const cost = answer === null ? "" : ` · ${usageLine(answer.tokens, costOf(this.o.prices, answer))}`;
+      const answer = answerLine(r, this.o.prices);
+      const cost = answer === null ? "" : ` · ${answer}`;
       head = `${s.assistant("Assistant")}${typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : ""} · ${when}${s.dim(cost)}`;
     }
     if (flags.length > 0) head += ` · ${flags.join(", ")}`;
@@ -187,11 +189,5 @@ class TextRenderer {
 }
 
 function compactionLine(r: Rec): string {
-  const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(
-    Boolean,
-  );
-  return `──── Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}${
-    isCompactBoundary(r) ? "" : "; the summary below starts the compacted conversation"
-  } ────`;
+  return `──── ${compactionText(r)}${isCompactBoundary(r) ? "" : "; the summary below starts the compacted conversation"} ────`;
 }

@@ -19,9 +19,7 @@ import {
 } from "./records.ts";
 import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
 
-/** What a session's directory holds, as read from disk. */
 export interface SessionData {
-  /** The directory name under the mirror root. */
   dir: string;
   /** Main-conversation records, oldest file first, in file order. */
   records: Rec[];
@@ -68,7 +66,6 @@ export interface SessionSummary {
   dir: string;
   firstTimestamp: string | null;
   lastTimestamp: string | null;
-  /** Records of the main conversation. */
   records: number;
   counts: Counts;
   subagentAnswers: number;
@@ -82,10 +79,8 @@ export interface SessionSummary {
   title: string | null;
   /** Tokens of every answer (conversation, subagents, side requests). */
   usage: TokenCounts;
-  /** USD; null when a model is not in the price table. */
   costUSD: number | null;
   models: string[];
-  /** Where the current branch ends. */
   leafUuid: string | null;
   leaves: number;
   compactions: number;

@@ -209,6 +209,12 @@ export function usd(n: number | null): string {
   return n >= 0.01 ? `$${n.toFixed(2)}` : `$${n.toPrecision(2)}`;
 }
 
+/** One answer's tokens and cost in a line; null for a record that is no answer. */
+export function answerLine(r: Rec, table: PriceTable): string | null {
+  const a = answerOf(r, "main");
+  return a === null ? null : usageLine(a.tokens, costOf(table, a));
+}
+
 /** "12.3k in · 456 out · 1.20k cache write · 98.0k cache read · ≈ $0.42". */
 export function usageLine(usage: TokenCounts, costUSD: number | null, unpriced: string[] = []): string {
   const parts = [`${tokensShort(usage.inputTokens)} in`, `${tokensShort(usage.outputTokens)} out`];
