@@ -102,25 +102,25 @@ async function refusal(fs: FsAdapter, path: string): Promise<string | null> {
   return info.isFile ? null : "not a regular file (a FIFO, a device or a socket); not read";
 }
 
-/** Facts already read, by path, valid while size and mtime stay the same (the viewer lists often). */
-export type FactsCache = Map<string, { size: number; mtimeMs: number; facts: FileFacts }>;
+/** Files being followed, by path: a long-lived reader (the viewer's list) reads only what was appended since. */
+export type FactsCache = Map<string, { follower: JsonlFollower; facts: FileFacts }>;
 
 /**
- * Reads a transcript file whole, with bounded memory, a regular file only (docs/RELIABILITY.md "Trust boundaries"):
- * null facts when there is none; what cannot be read is that file's warning, never thrown.
+ * Reads a transcript file through, with bounded memory, a regular file only (docs/RELIABILITY.md "Trust boundaries"): null facts when
+ * there is none; what cannot be read is that file's warning, never thrown.
  */
 export async function readFileFacts(fs: FsAdapter, path: string, cache?: FactsCache): Promise<{ facts: FileFacts | null; warning: string | null }> {
   try {
     const why = await refusal(fs, path);
     if (why !== null) return { facts: null, warning: why === "missing" ? null : `${path} is ${why}` };
-    const info = (await fs.lstat(path))!;
-    const known = cache?.get(path);
-    if (known?.size === info.size && known.mtimeMs === info.mtimeMs) return { facts: known.facts, warning: null };
-    const facts = newFileFacts();
-    const read = await new JsonlFollower(path).read(fs, (l) => noteLine(facts, l.bytes, l.oversized, l.last), { final: true });
+    const known = cache?.get(path) ?? { follower: new JsonlFollower(path), facts: newFileFacts() };
+    const read = await known.follower.read(fs, (l) => noteLine(known.facts, l.bytes, l.oversized, l.last), {
+      final: true,
+      onRestart: () => (known.facts = newFileFacts()),
+    });
     if (read.kind !== "read") return { facts: null, warning: null };
-    cache?.set(path, { size: info.size, mtimeMs: info.mtimeMs, facts });
-    return { facts, warning: null };
+    cache?.set(path, known);
+    return { facts: known.facts, warning: null };
   } catch (error) {
     return { facts: null, warning: isNotFound(error) ? null : `${path} could not be read (${describe(error)})` };
   }

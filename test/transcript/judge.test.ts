@@ -5,7 +5,9 @@
 // beside it), refuses the other two saying why, and --force replaces them.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
+import { SessionCatalog } from "../../src/storage/mirror-reader.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
@@ -106,6 +108,22 @@ describe("one judge of Claude Code's transcript, asked by every reader", () => {
     assert.deepEqual(of(ID.intact), []);
     assert.equal(of(ID.theirs)[0][0], "warn");
     assert.match(String(of(ID.theirs)[0][1]), new RegExp(`holds 2 prompts or answers the mirror does not: .*sessiontap restore ${ID.theirs} --force`));
+  });
+
+  it("a long-lived reader (the viewer's list) reads only what Claude Code appended since it last judged", async () => {
+    let read = 0;
+    const counting: FsAdapter = {
+      ...nodeFs,
+      readRange: async (path, start, end) => ((read += (await nodeFs.readRange(path, start, end)).length), await nodeFs.readRange(path, start, end)),
+    };
+    const catalog = new SessionCatalog(counting, root, claude, undefined, undefined, () => NOW);
+    const judged = async () => (await catalog.list()).find((e) => e.sessionId === ID.intact)!;
+    assert.equal((await judged()).claudeTranscript, "intact");
+    const line = JSON.stringify({ type: "mode", mode: "default", sessionId: ID.intact }) + "\n";
+    appendFileSync(pathOf(ID.intact), line);
+    read = 0;
+    assert.equal((await judged()).claudeTranscript, "intact");
+    assert.ok(read > 0 && read <= line.length + 64, `read ${read} bytes for a ${line.length}-byte append`);
   });
 
   it("restore: behind is put back without --force, the old file beside it; a file holding what the mirror lacks needs --force, and the refusal says so", async () => {
