@@ -4,8 +4,7 @@ import { isObject } from "../protocol/json.ts";
 import { hostTable } from "../config/proxy-settings.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { CommandIo } from "./command-io.ts";
-import { type Check, requestsFail } from "./doctor-check.ts";
-import { claudeSetting, type Setting, type SettingsFile } from "./doctor-settings.ts";
+import { type Check, claudeSetting, requestsFail, type Setting, type SettingsFile } from "./doctor-check.ts";
 import type { Probe } from "./doctor-tap.ts";
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);

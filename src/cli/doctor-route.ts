@@ -5,9 +5,8 @@ import { isAwsHost } from "../protocol/headers.ts";
 import { isObject } from "../protocol/json.ts";
 import { join } from "../storage/paths.ts";
 import type { CommandIo } from "./command-io.ts";
-import { type Check, requestsFail } from "./doctor-check.ts";
+import { type Check, claudeSetting, isTruthy, requestsFail, type Setting, type SettingsFile } from "./doctor-check.ts";
 import { proxyChecks } from "./doctor-proxy.ts";
-import { claudeSetting, isTruthy, type Setting, type SettingsFile } from "./doctor-settings.ts";
 import { type Probe, probe } from "./doctor-tap.ts";
 
 /** The API Claude Code talks to; `who` names it for the checks' lines, `host` is where it goes with no base URL. */

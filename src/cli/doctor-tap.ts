@@ -3,9 +3,7 @@
 import type { Config } from "../config/parse.ts";
 import { isObject } from "../protocol/json.ts";
 import type { CommandIo } from "./command-io.ts";
-import type { Check } from "./doctor-check.ts";
-import { guardCheck } from "./doctor-transcripts.ts";
-import { unmirroredChecks } from "./doctor-unmirrored.ts";
+import { type Check, guardCheck, unmirroredChecks } from "./doctor-check.ts";
 import { probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
 
 /** A tap's health, or why none answered (`down`: nothing does, so requests sent there fail). `proven`: it proved it is this user's. */

@@ -1,52 +1,40 @@
-/**
- * `sessiontap doctor`: checks what makes a user lose a transcript or bypass the tap, each as ok / warn /
- * FAIL with what to do; exit 1 when any check fails.
- *
- * - the mirror root: a real directory of this user's, private (0700), writable, with free space; and
- *   nothing in its top levels that the tap would refuse (another user's, open to others, a link);
- * - the tap Claude Code uses (`--url` / `--port` name another) and its health (cli/doctor-tap.ts);
- * - the way Claude Code reaches it, as its settings and environment say (cli/doctor-route.ts): the base
- *   URL of the API it talks to (Anthropic's, Vertex AI's or Bedrock's), which must be a tap, or
- *   `HTTPS_PROXY` and `NODE_EXTRA_CA_CERTS`, which must be the tap's proxy and CA (cli/doctor-proxy.ts);
- * - Claude Code's `cleanupPeriodDays` against the mirror's retention (cli/doctor-retention.ts);
- * - recent sessions whose Claude Code transcript is a stub, missing, behind the mirror or torn, and the
- *   guard's state and alerts (cli/doctor-transcripts.ts), each with the command that fixes it.
- */
+// `sessiontap doctor`: what makes a user lose a transcript or bypass the tap, each ok / warn / FAIL with what to do; exit 1 on a failure.
+// The tap and its health (doctor-tap.ts), the way Claude Code reaches it (doctor-route.ts, doctor-proxy.ts); here the rest.
+import { join } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
+import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { untrusted } from "../storage/trusted-path.ts";
-import { plantedEntries } from "./doctor-tree.ts";
-import type { CommandIo } from "./command-io.ts";
-import { bytesShort } from "../usage/format.ts";
-import type { Check } from "./doctor-check.ts";
-import { cleanupPeriod, retention } from "./doctor-retention.ts";
-import { claudeRoute, routeChecks, safeOrigin } from "./doctor-route.ts";
-import { type SettingsFile, settingsFiles } from "./doctor-settings.ts";
-import { tapChecks } from "./doctor-tap.ts";
-import { alertedSessions, transcriptChecks } from "./doctor-transcripts.ts";
-import { join } from "../storage/paths.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { lackingWords } from "../transcript/transcript-state.ts";
+import { bytesShort } from "../usage/tokens.ts";
+import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
-import { terminalSafeJson } from "../transcript/control-chars.ts";
+import type { CommandIo } from "./command-io.ts";
+import { alertedSessions, type Check, type SettingsFile, settingsFiles, verdict } from "./doctor-check.ts";
+import { claudeRoute, routeChecks, safeOrigin } from "./doctor-route.ts";
+import { tapChecks } from "./doctor-tap.ts";
 
 export type { Check };
 
 const MIB = 1024 * 1024;
+/** Sessions younger than this count as recent; Claude Code's default cleanup. */
+export const RECENT_DAYS = 30;
+/** From here on a `cleanupPeriodDays` has been seen ignored (transcripts deleted at 30 days anyway). */
+const VERY_LARGE_DAYS = 10_000;
 
-/** Runs `doctor`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const settings = await settingsFiles(config, io); // read once: two checks look at them
+  const settings = await settingsFiles(config, io);
   const tap = await tapAndRoute(config, io, settings);
   const checks = [
     ...(await mirrorRoot(config, io)),
     ...tap.checks,
-    ...cleanupPeriod(config, settings),
     ...retention(config, settings),
     ...(await transcriptChecks(config, io, alertedSessions(tap.health))),
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;
-  if (config.json) {
-    io.stdout(terminalSafeJson(JSON.stringify(checks, null, 2)) + "\n");
-  } else {
+  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(checks, null, 2)) + "\n");
+  else {
     const width = Math.max(...checks.map((c) => c.check.length));
     const lines = checks.map((c) => `${c.status === "fail" ? "FAIL" : c.status.padEnd(4)}  ${c.check.padEnd(width)}  ${c.detail}`);
     lines.push("", fails === 0 && warns === 0 ? "All checks passed." : `${plural(fails, "problem")}, ${plural(warns, "warning")}.`);
@@ -55,85 +43,205 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   return fails > 0 ? 1 : 0;
 }
 
-/** The mirror root: kind, mode, writability, free space. */
+/** The mirror root: a real directory of this user's, private, writable, with free space, nothing planted in it. */
 async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
   const root = config.mirrorDir;
-  const check = "mirror root";
+  const say = (status: Check["status"], detail: string) => verdict("mirror root", status, `${root} ${detail}`);
   const info = await io.fs.lstat(root);
-  if (info === null) return [{ check, status: "warn", detail: `${root} does not exist yet (the tap creates it, 0700, on its first write)` }];
-  if (info.isSymbolicLink) {
-    return [{
-      check,
-      status: "fail",
-      detail: `${root} is a symbolic link; the tap refuses it: point --mirror-dir / SESSIONTAP_MIRROR_DIR at the real directory`,
-    }];
-  }
-  if (!info.isDirectory) return [{ check, status: "fail", detail: `${root} is not a directory` }];
-  const out: Check[] = [];
+  if (info === null) return [say("warn", "does not exist yet (the tap creates it, 0700, on its first write)")];
+  if (info.isSymbolicLink) return [say("fail", "is a symbolic link; the tap refuses it: point --mirror-dir / SESSIONTAP_MIRROR_DIR at the real directory")];
+  if (!info.isDirectory) return [say("fail", "is not a directory")];
   const mode = (info.mode & 0o777).toString(8).padStart(3, "0");
   const why = untrusted(info, "directory");
-  if (why !== null && why.startsWith("belongs")) {
-    return [{
-      check,
-      status: "fail",
-      detail: `${root} ${why}: the tap refuses it (serve exits 2); point --mirror-dir / SESSIONTAP_MIRROR_DIR at a directory of your own`,
-    }];
+  if (why?.startsWith("belongs")) {
+    return [say("fail", `${why}: the tap refuses it (serve exits 2); point --mirror-dir / SESSIONTAP_MIRROR_DIR at a directory of your own`)];
   }
-  if (why !== null) {
-    out.push({
-      check,
-      status: "fail",
-      detail: `${root} ${why}: the tap refuses it (serve exits 2), since others could read or plant conversations; chmod 700 ${root}`,
-    });
-  } else if (io.fs.posixModes !== false && (info.mode & 0o077) !== 0) {
-    out.push({ check, status: "warn", detail: `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}` });
+  const out: Check[] = [];
+  if (why !== null) out.push(say("fail", `${why}: the tap refuses it (serve exits 2), since others could read or plant conversations; chmod 700 ${root}`));
+  else if (io.fs.posixModes !== false && (info.mode & 0o077) !== 0) {
+    out.push(say("warn", `is mode ${mode}: other users can read conversations; chmod 700 ${root}`));
   }
   out.push(...(await plantedEntries(io, root)));
   const probe = join(root, `.sessiontap-doctor-${crypto.randomUUID().slice(0, 8)}`);
+  const code = (error: unknown) => (error as { code?: string }).code ?? (error as Error).message;
   try {
     await io.fs.createExclusive(probe, "", false);
     await io.fs.unlink(probe);
   } catch (error) {
-    out.push({
-      check,
-      status: "fail",
-      detail: `${root} is not writable (${(error as { code?: string }).code ?? (error as Error).message}): the tap cannot mirror`,
-    });
+    out.push(say("fail", `is not writable (${code(error)}): the tap cannot mirror`));
   }
   try {
     const { freeBytes } = await io.fs.statfs(root);
     const status = freeBytes < 100 * MIB ? "fail" : freeBytes < 1024 * MIB ? "warn" : "ok";
-    out.push({ check: "free space", status, detail: `${bytesShort(freeBytes)} free for ${root}${status === "ok" ? "" : ": a full disk stops the mirror"}` });
+    out.push(verdict("free space", status, `${bytesShort(freeBytes)} free for ${root}${status === "ok" ? "" : ": a full disk stops the mirror"}`));
   } catch (error) {
-    out.push({ check: "free space", status: "warn", detail: `could not tell (${(error as { code?: string }).code ?? (error as Error).message})` });
+    out.push(verdict("free space", "warn", `could not tell (${code(error)})`));
   }
-  if (!out.some((c) => c.check === check)) out.unshift({ check, status: "ok", detail: `${root} (mode ${mode}, writable)` });
+  if (!out.some((c) => c.check === "mirror root")) out.unshift(say("ok", `(mode ${mode}, writable)`));
   return out;
 }
 
 /**
- * The tap Claude Code would use (or the one `--url` / `--port` names), what its health says, and the way
- * Claude Code will really reach it.
+ * What the tap would refuse in the tree's first two levels (session directories and their files, its own `.locks`, `.staging`,
+ * `.spool` and events log): another user's, open to others, or a link — refused at write time, here with what to do.
  */
-async function tapAndRoute(
-  config: Readonly<Config>,
-  io: CommandIo,
-  settings: SettingsFile[],
-): Promise<{ checks: Check[]; health: Record<string, unknown> | null }> {
-  const out: Check[] = [];
-  for (const s of settings) if (s.error !== null) out.push({ check: "claude settings", status: "warn", detail: `${s.path} could not be read: ${s.error}` });
+async function plantedEntries(io: CommandIo, root: string): Promise<Check[]> {
+  const found: string[] = [];
+  const look = async (path: string, depth: number): Promise<void> => {
+    for (const entry of await io.fs.readdir(path)) {
+      const child = join(path, entry.name);
+      const info = found.length >= 5 ? null : await io.fs.lstat(child);
+      const why = info === null ? null : info.isSymbolicLink ? "is a symbolic link" : untrusted(info, info.isDirectory ? "directory" : "file");
+      if (why !== null) found.push(`${child} ${why}`);
+      else if (info?.isDirectory && depth < 1) await look(child, depth + 1);
+    }
+  };
+  try {
+    await look(root, 0);
+  } catch (error) {
+    return [verdict("mirror tree", "warn", `could not look through ${root} (${describe(error)})`)];
+  }
+  if (found.length === 0) return [];
+  const what = found.join("; ") + (found.length >= 5 ? "; …" : "");
+  return [
+    verdict(
+      "mirror tree",
+      "fail",
+      `the tap refuses to write into ${what}: the mirror did not put them there — look at them, then remove them (or chmod go-w what is yours)`,
+    ),
+  ];
+}
+
+/** The tap Claude Code would use (or the one `--url` / `--port` names), its health, and the way Claude Code will reach it. */
+async function tapAndRoute(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]) {
+  const out = settings.filter((s) => s.error !== null).map((s) => verdict("claude settings", "warn", `${s.path} could not be read: ${s.error}`));
   const route = claudeRoute(settings, io.env);
-  const base = route.base;
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host;
-  const defaultTap = `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`;
+  const base = route.base === null ? null : safeOrigin(route.base.value);
   const [tapUrl, chosen] = config.url !== null
     ? [config.url.replace(/\/+$/, ""), "--url"]
     : config.sources.port === "flag"
     ? [`http://127.0.0.1:${config.port}`, "--port"]
-    : base !== null && safeOrigin(base.value) !== null
-    ? [safeOrigin(base.value)!, `${route.baseVar} ${base.where}`]
-    : [defaultTap, "the default address"];
+    : base !== null
+    ? [base, `${route.baseVar} ${route.base!.where}`]
+    : [`http://${host.includes(":") ? `[${host}]` : host}:${config.port}`, "the default address"];
   const tap = await tapChecks(config, io, tapUrl, chosen);
   out.push(...tap.checks, ...(await routeChecks(route, settings, io, { url: tapUrl, probe: tap.tap }, config)));
   return { checks: out, health: tap.tap.ok ? tap.tap.health : null };
+}
+
+/**
+ * Claude Code's cleanup (`cleanupPeriodDays`, deleting older transcripts when it starts) and the mirror's own retention against it
+ * (docs/DESIGN.md "Retention"): a mirror that deletes a session no later than that cleanup keeps no copy past it.
+ */
+function retention(config: Readonly<Config>, settings: SettingsFile[]): Check[] {
+  const found = settings.find((s) => s.json?.cleanupPeriodDays !== undefined);
+  const days = found?.json?.cleanupPeriodDays;
+  const keep = config.retentionDays;
+  const net = `The mirror is the safety net: ${
+    keep === 0
+      ? "SESSIONTAP_RETENTION_DAYS=0 (the default), it keeps every session"
+      : `SESSIONTAP_RETENTION_DAYS=${keep}, it keeps sessions ${keep} days (set it higher, or 0 to keep them all)`
+  }`;
+  const usable = typeof days === "number" && Number.isInteger(days) && days >= 1;
+  const file = join(config.claudeDir, "settings.json");
+  const cleanup = found === undefined
+    ? verdict(
+      "cleanupPeriodDays",
+      "warn",
+      `not set: Claude Code deletes transcripts older than 30 days when it starts; to keep them, set "cleanupPeriodDays": 3650 in ${file}. ${net}`,
+    )
+    : !usable
+    ? verdict("cleanupPeriodDays", "warn", `${JSON.stringify(days)} in ${found.path} is not a whole number of days ≥ 1; Claude Code rejects it`)
+    : days < RECENT_DAYS
+    ? verdict("cleanupPeriodDays", "warn", `${days} (${found.path}): Claude Code deletes transcripts older than ${days} days when it starts. ${net}`)
+    : days >= VERY_LARGE_DAYS
+    ? verdict(
+      "cleanupPeriodDays",
+      "warn",
+      `${days} (${found.path}): Claude Code has been seen to ignore very large values and delete transcripts after 30 days anyway; 3650 keeps them ten years. ${net}`,
+    )
+    : verdict("cleanupPeriodDays", "ok", `${days} days (${found.path})`);
+  // A very large value has been seen ignored: count on the default then.
+  const after = usable && days < VERY_LARGE_DAYS ? days : 30;
+  const mirror = keep === 0
+    ? verdict(
+      "mirror retention",
+      "ok",
+      "off (the default): the mirror keeps every session, those Claude Code's cleanup deleted included (list shows them missing; sessiontap restore ID brings one back)",
+    )
+    : keep <= after
+    ? verdict(
+      "mirror retention",
+      "warn",
+      `SESSIONTAP_RETENTION_DAYS=${keep}: the mirror deletes a session after ${keep} days, no later than Claude Code's cleanup deletes its transcript (${after} days), so no copy outlives it; unset it to keep every session, or set it well past ${after}`,
+    )
+    : verdict("mirror retention", "ok", `SESSIONTAP_RETENTION_DAYS=${keep}: the mirror keeps sessions ${keep} days, past Claude Code's cleanup (${after})`);
+  return [cleanup, mirror];
+}
+
+/**
+ * Recent sessions whose Claude Code transcript the one judge finds missing, a stub, behind or torn, each with the command that restores
+ * it. A session in `alerted` is left out: the tap's guard alert for it says the same, once.
+ */
+async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted: ReadonlySet<string>): Promise<Check[]> {
+  const since = io.clock() - RECENT_DAYS * 86_400_000;
+  const judged = await new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, undefined, io.clock).judged();
+  const sessions = judged.filter(({ entry: s }) =>
+    s.sessionId !== null && Date.parse(s.lastTimestamp ?? "") >= since && s.counts.prompts + s.counts.answers > 0 && !alerted.has(s.sessionId)
+  );
+  const out: Check[] = [];
+  const say = (status: Check["status"], detail: string) => out.push(verdict("transcripts", status, detail));
+  // An id Claude Code could not have made is never looked up in its tree (docs/DESIGN.md "Trust boundaries").
+  const odd = sessions.filter((s) => s.entry.claudeTranscriptProblem !== null);
+  if (odd.length > 0) {
+    say(
+      "warn",
+      `${plural(odd.length, "mirrored session has an id", "mirrored sessions have ids")} Claude Code could not have made (${
+        odd[0].entry.dir
+      }…): readable with show/export, not restorable`,
+    );
+  }
+  for (const { entry: s } of sessions.filter((x) => x.entry.claudeTranscriptWarning !== null).slice(0, 20)) {
+    say(
+      "warn",
+      `${s.sessionId}: ${
+        scrubLine(s.claudeTranscriptWarning!)
+      } — where Claude Code keeps its transcript; move it away, then: sessiontap restore ${s.sessionId}`,
+    );
+  }
+  const plain = sessions.filter((x) => x.entry.claudeTranscriptProblem === null && x.entry.claudeTranscriptWarning === null);
+  for (const { entry: s, info } of plain.filter((x) => x.info.state !== "intact").slice(0, 20)) {
+    // A cwd comes from a request: never printed with a control character or a line break.
+    const where = `${s.sessionId} (${s.lastTimestamp}, ${s.cwd === null ? "cwd unknown" : scrubLine(s.cwd)}): Claude Code's transcript`;
+    const restore = `sessiontap restore ${s.sessionId}${s.cwd === null ? " --cwd DIR (the directory you run claude in)" : ""}`;
+    if (info.state === "behind") {
+      const lacks = lackingWords(info.verdict.lacking);
+      say(
+        "fail",
+        `${where} is behind the mirror: it lacks ${lacks} of the session's current branch (cut, or deleted and started afresh); quit Claude Code, then: ${restore} (a backup is kept)`,
+      );
+    } else say(info.state === "stub" ? "fail" : "warn", `${where} is ${info.state === "stub" ? "a stub" : "missing"}; restore it: ${restore}`);
+  }
+  for (const { entry: s, info } of plain.filter((x) => x.info.state === "intact").slice(0, 20)) {
+    const force = `sessiontap restore ${s.sessionId} --force`;
+    if (info.verdict.lacking.prompts + info.verdict.lacking.answers > 0) {
+      const extra = plural(info.verdict.extra, "prompt or answer", "prompts or answers");
+      say(
+        "warn",
+        `${s.claudeTranscriptPath} lacks ${
+          lackingWords(info.verdict.lacking)
+        } of the mirror's current branch but holds ${extra} the mirror does not: compare with sessiontap show ${s.sessionId}; ${force} replaces it (a backup is kept)`,
+      );
+    } else if (info.facts?.torn) {
+      say(
+        "warn",
+        `${s.claudeTranscriptPath} ends in a torn line (a record cut off mid-write; the next one Claude Code appends is lost with it); quit Claude Code, then: ${force} (a backup is kept)`,
+      );
+    }
+  }
+  if (out.length === (odd.length > 0 ? 1 : 0)) {
+    say("ok", `Claude Code's transcript is whole for all ${plural(sessions.length - odd.length, "session")} mirrored in the last ${RECENT_DAYS} days`);
+  }
+  return out;
 }

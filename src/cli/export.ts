@@ -1,17 +1,11 @@
-/**
- * `sessiontap export SESSION [--format md|html|jsonl] [--out FILE]`: the conversation as Markdown, as a
- * standalone HTML page, or the raw records of the main conversation as JSONL (every record, file order).
- * Without `--out` it writes to stdout; with it, the file is replaced atomically and made 0600 (a
- * conversation is private).
- */
+// `sessiontap export SESSION [--format md|html|jsonl] [--out FILE]`: to stdout, or to FILE replaced atomically, 0600 (a conversation is private).
 import type { Config } from "../config/parse.ts";
-import { exportText } from "../transcript/export.ts";
+import { exportText } from "../transcript/render-md.ts";
 import { replaceFile } from "../storage/publish.ts";
 import type { CommandIo } from "./command-io.ts";
 import { findSession, priceTable } from "./load.ts";
 import { absolute } from "../storage/paths.ts";
 
-/** Runs `export`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const prices = await priceTable(config, io);
   if (typeof prices === "number") return prices;

@@ -1,21 +1,15 @@
-/**
- * `sessiontap list [--since DATE] [--json]`: every mirrored session, most recent first, with its title,
- * project, tokens and estimated cost, and whether Claude Code's own transcript of it is intact, a stub or
- * missing (docs/DESIGN.md "Command line").
- */
+// `sessiontap list [--since DATE] [--json]`: every mirrored session, most recent first, with its title, project, tokens and cost, and
+// Claude Code's own transcript of it as the one judge says (docs/DESIGN.md "One judge of Claude Code's transcript").
 import type { Config } from "../config/parse.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import type { SessionSource } from "../storage/mirror-reader.ts";
-import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
+import { type ListEntry, SessionCatalog, type SessionSource } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { tokensShort, usd } from "../usage/format.ts";
+import { tokensShort, totalTokens, usd } from "../usage/tokens.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
-import { totalTokens } from "../usage/tokens.ts";
-import { table } from "./table.ts";
+import { noMirror, priceTable, table } from "./load.ts";
 import type { CommandIo } from "./command-io.ts";
-import { noMirror, priceTable } from "./load.ts";
 import { plural } from "../utils/plural.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
@@ -31,7 +25,6 @@ function restoreCommand(e: ListEntry): string {
   return `sessiontap restore ${scrubLine(e.sessionId ?? e.dir)}${e.cwd === null ? " --cwd DIR" : ""}`;
 }
 
-/** Runs `list`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;
@@ -80,8 +73,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   if (lost.length > 0) {
     out.push(
       "",
-      `${plural(lost.length, "session")} whose Claude Code transcript is stubbed or missing (removed by its cleanup, or lost); ` +
-        "the mirror holds them, to put one back:",
+      `${plural(lost.length, "session")} whose Claude Code transcript is missing, a stub or behind the mirror (removed by its cleanup, cut, or lost); ` +
+        `the mirror holds ${lost.length === 1 ? "it; to put it back" : "them; to put one back"}:`,
     );
     // Every one of them: the footer is where a user looks for what to run.
     for (const e of lost) out.push(`  ${restoreCommand(e)}`);

@@ -1,17 +1,11 @@
-/**
- * `sessiontap restore SESSION [--claude-dir DIR] [--cwd DIR] [--dry-run] [--force] [--json]`: writes the
- * session's current branch where `claude --resume SESSION` finds it. The planning and writing are
- * restore/restore-session.ts (the viewer's "Restore into Claude Code" runs the same); this prints what
- * happened and sets the exit status.
- */
+// `sessiontap restore SESSION …`: restore/restore-session.ts plans and writes (the viewer's "Restore into Claude Code" runs the same); this prints.
 import type { Config } from "../config/parse.ts";
 import { describeRestore, restoreSession } from "../restore/restore-session.ts";
 import type { CommandIo } from "./command-io.ts";
 import { findSession } from "./load.ts";
 import { absolute } from "../storage/paths.ts";
-import { terminalSafeJson } from "../transcript/control-chars.ts";
+import { terminalSafeJson } from "../transcript/records.ts";
 
-/** Runs `restore`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const found = await findSession(config, io);
   if (typeof found === "number") return found;

@@ -1,19 +1,14 @@
-/**
- * `sessiontap search QUERY [--session ID] [--regex] [--json]`: every message that matches QUERY (a
- * case-insensitive substring, or a regular expression), with its session, title, local time, role and a
- * snippet with the matches marked: in colour on a terminal, between » and « elsewhere. Exit 1 when nothing
- * matches, as grep does, so scripts can test for it.
- */
+// `sessiontap search QUERY [--session ID] [--regex] [--json]`: every matching message with its session, title, time and role, the match
+// marked (in colour on a terminal, » « elsewhere); exit 1 when nothing matches, as grep does.
 import type { Config } from "../config/parse.ts";
 import { localDateTime } from "../utils/local-time.ts";
 import { regexMatcher, search, type SearchHit, substringMatcher } from "../transcript/search.ts";
-import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
-import { sessionTitle } from "../transcript/title.ts";
+import { type SessionData, sessionIdOf, sessionTitle } from "../transcript/summary.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { type CommandIo, useColor } from "./command-io.ts";
-import { noMirror } from "./load.ts";
+import { noMirror, notFound } from "./load.ts";
 import { plural } from "../utils/plural.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 
 /** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {
@@ -26,7 +21,6 @@ function marked(hit: SearchHit, open: string, close: string): string {
   return out + hit.snippet.slice(at);
 }
 
-/** Runs `search`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const query = config.positional[0];
   const missing = await noMirror(config, io);
@@ -35,15 +29,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const found = await withSessionSource(config, io.fs, async (source): Promise<SessionData[] | number> => {
     if (config.session === null) return await source.loadAll();
     const one = await source.lookup(config.session);
-    if (one.kind === "found") return [one.data];
-    io.stderr(
-      one.kind === "none"
-        ? `sessiontap: no mirrored session matches "${config.session}" in ${sourceName(config)} (see sessiontap list)\n`
-        : `sessiontap: "${config.session}" matches ${one.candidates.length} sessions (${one.candidates.slice(0, 10).join(", ")}${
-          one.candidates.length > 10 ? ", …" : ""
-        }); give more of the id\n`,
-    );
-    return 1;
+    return one.kind === "found" ? [one.data] : notFound(config, io, config.session, one);
   });
   if (typeof found === "number") return found;
   const hits = search(

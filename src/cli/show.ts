@@ -1,42 +1,30 @@
-/**
- * `sessiontap show SESSION [--full] [--json]`: a session's facts and its conversation as plain text for a
- * terminal (see transcript/render-text.ts: tool calls one line each, Claude Code's injected context one line,
- * colours only on a terminal without NO_COLOR; `--full` shows everything), or as JSON with the records of
- * the conversation in reading order.
- */
+// `sessiontap show SESSION [--full] [--json]`: a session's facts and its conversation for a terminal (transcript/render-text.ts), or as
+// JSON with the records in reading order.
 import type { Config } from "../config/parse.ts";
 import { jsonText } from "../transcript/json-text.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
 import { flatten, outline } from "../transcript/tree.ts";
-import { scanTranscripts, transcriptInfo } from "../storage/claude-projects.ts";
+import { SessionCatalog } from "../storage/mirror-reader.ts";
+import { countsText } from "../transcript/summary.ts";
+import { stateWords } from "../transcript/transcript-state.ts";
 import { sourceName } from "../store/pg-reader.ts";
-import { bytesShort, usageLine } from "../usage/format.ts";
-import { sessionAnswers } from "../usage/tokens.ts";
-import { totalsOf } from "../usage/totals.ts";
+import { bytesShort, sessionAnswers, totalsOf, usageLine } from "../usage/tokens.ts";
 import { type CommandIo, useColor } from "./command-io.ts";
 import { findSession, priceTable } from "./load.ts";
 import { plural } from "../utils/plural.ts";
 
-/** Runs `show`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const prices = await priceTable(config, io);
   if (typeof prices === "number") return prices;
   const found = await findSession(config, io, prices);
   if (typeof found === "number") return found;
   const { summary, tree } = found;
-  const info = await transcriptInfo(io.fs, config.claudeDir, summary.sessionId, summary.cwd, await scanTranscripts(io.fs, config.claudeDir));
+  const { entry, info } = await new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, prices, io.clock).judge(found.data);
   const items = outline(tree);
   if (config.json) {
-    const shown = {
-      ...summary,
-      claudeTranscript: info.state,
-      claudeTranscriptPath: info.path,
-      claudeTranscriptProblem: info.problem,
-      claudeTranscriptWarning: info.warning,
-      conversation: flatten(items),
-    };
+    const shown = { ...entry, conversation: flatten(items) };
     io.stdout(terminalSafeJson(jsonText(shown)) + "\n"); // the records as they are, at any depth
     return 0;
   }
@@ -59,15 +47,15 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${bytesShort(summary.bytes)})`]
       : ["Mirror", `${config.mirrorDir}/${summary.dir} (${plural(summary.files, "file")}, ${bytesShort(summary.bytes)})`],
     [
-      "Records",
-      `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)` +
-      (summary.subagentRecords > 0 ? `; subagents ${summary.subagentRecords}` : "") + (summary.sideRecords > 0 ? `; side requests ${summary.sideRecords}` : ""),
+      "Conversation",
+      countsText(summary.counts) + (summary.subagentAnswers > 0 ? `; subagents: ${plural(summary.subagentAnswers, "answer")}` : "") +
+      (summary.sideAnswers > 0 ? `; side requests: ${plural(summary.sideAnswers, "answer")}` : ""),
     ],
     [
       "Shape",
       `${plural(summary.leaves, "leaf", "leaves")} (the newest ends the current branch), ${plural(summary.compactions, "compaction")}`,
     ],
-    ["Claude", `${info.state}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
+    ["Claude", `${stateWords(info.verdict)}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
   ];
   if (info.warning !== null) facts.push(["Warning", `Claude Code's transcript: ${scrubLine(info.warning)}`]);
   if (summary.malformedLines > 0) {

@@ -1,9 +1,5 @@
-/**
- * `sessiontap store migrate --store URL`: creates the shared store's schema or brings it up to date
- * (docs/DESIGN.md "The shared store"; src/store/pg-schema.ts). Safe to run while taps write: migrations take an advisory lock and
- * run in one transaction. Exit 0 when the schema is current, 1 when the store cannot be reached or
- * refused, 2 for a usage error.
- */
+// `sessiontap store migrate --store URL`: the shared store's schema created or brought up to date (docs/DESIGN.md "The shared store"), under
+// an advisory lock in one transaction, so taps may write meanwhile.
 import type { Config } from "../config/parse.ts";
 import { describe } from "../utils/describe-error.ts";
 import { closeStore, openStore, redactUrl } from "../store/pg-client.ts";

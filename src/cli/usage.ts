@@ -1,20 +1,14 @@
-/**
- * `sessiontap usage [--since DATE] [--json]`: the tokens of every recorded answer (conversations,
- * subagents, side requests) summed per day in local time, per project and per model, with estimated costs
- * from the price table.
- */
+// `sessiontap usage [--since DATE] [--json]`: every recorded answer's tokens (conversations, subagents, side requests) per local day,
+// project and model, with costs estimated from the price table.
 import type { Config } from "../config/parse.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
+import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDate, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import { summarize } from "../transcript/summary.ts";
 import { buildTree } from "../transcript/tree.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { tokensShort, usageLine, usd } from "../usage/format.ts";
-import { type SessionAnswers, usageReport, type UsageRow } from "../usage/report.ts";
-import { sessionAnswers } from "../usage/tokens.ts";
+import { type SessionAnswers, sessionAnswers, tokensShort, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
 import type { CommandIo } from "./command-io.ts";
-import { noMirror, priceTable } from "./load.ts";
-import { table } from "./table.ts";
+import { noMirror, priceTable, table } from "./load.ts";
 import { plural } from "../utils/plural.ts";
 
 /** A cost cell: the estimate, or the part that could be priced followed by "+?" when a model is unknown. */
@@ -34,7 +28,6 @@ const tokenCells = (r: UsageRow) => [
 ];
 const TOKEN_HEAD = ["ANSWERS", "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST"];
 
-/** Runs `usage`. */
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;

@@ -1,18 +1,9 @@
-/**
- * The guard's alerts: one per session whose Claude Code transcript is missing, a stub, or behind the
- * mirror. Raising one prints one line on stderr with the command that brings the conversation back and
- * writes a `guard-alert` event — once per session and state, however many turns pass (a session that
- * became whole again and is then lost again is told again). Clearing prints one line and writes
- * `guard-clear`. The list is what `/_tap/health` shows under `guard.alerts`, and each alert is a health
- * problem, so the tap reads "degraded" and `doctor` names it.
- */
+// The guard's alerts: said once per session and state, listed under health's guard.alerts (docs/GUARD.md "What it says").
 import type { EventFields } from "../storage/events-log.ts";
-import { plural } from "../utils/plural.ts";
+import { lackingWords, type TranscriptState, type Verdict } from "../transcript/transcript-state.ts";
 
-/** What is wrong with a transcript. */
-export type GuardState = "missing" | "stub" | "behind";
+export type GuardState = Exclude<TranscriptState, "intact">;
 
-/** One alert, as health lists it. */
 export interface GuardAlert {
   sessionId: string;
   state: GuardState;
@@ -20,26 +11,19 @@ export interface GuardAlert {
   since: string;
   /** The transcript's path (where it was, for "missing"). */
   path: string | null;
-  /** For "behind": how many prompts the mirror holds that the transcript lacks. */
+  /** For "behind": how many prompts, and answers, of the mirror's current branch it lacks. */
   lacking?: number;
-  /** The command that brings the conversation back. */
+  lackingAnswers?: number;
   command: string;
 }
 
-/** The command that puts a session back: a transcript with content is only replaced with --force (a backup is kept). */
-export function restoreCommand(sessionId: string, state: GuardState): string {
-  return `sessiontap restore ${sessionId}${state === "behind" ? " --force" : ""}`;
-}
-
-/** A state in words, for a line that starts "Claude Code's transcript of <id> …". */
-function what(state: GuardState, lacking: number | undefined): string {
+/** A state in words, after "Claude Code's transcript of <id>". */
+function what(state: GuardState, lacking: Verdict["lacking"]): string {
   if (state === "missing") return "is gone";
   if (state === "stub") return "is a stub (no conversation left in it, so claude --resume cannot continue it)";
-  const n = lacking ?? 0;
-  return `lacks ${plural(n, "prompt")} the mirror holds (the file was cut or started afresh)`;
+  return `is behind the mirror: it lacks ${lackingWords(lacking)} the mirror holds (the file was cut or started afresh)`;
 }
 
-/** The alerts of one tap. */
 export class GuardAlerts {
   private readonly active = new Map<string, GuardAlert>();
   /** States already told on stderr, per session, since it was last whole. */
@@ -52,54 +36,44 @@ export class GuardAlerts {
     private readonly onChange: (alerts: GuardAlert[]) => void,
   ) {}
 
-  /** The list changed: tell it. */
-  private changed(): void {
-    this.onChange(this.list());
-  }
-
-  /** Raises (or updates) the alert of `sessionId`; says so once per session and state. */
-  raise(sessionId: string, state: GuardState, sinceMs: number, path: string | null, lacking?: number): void {
+  raise(sessionId: string, state: GuardState, sinceMs: number, path: string | null, lacking: Verdict["lacking"]): void {
+    const counts: { lacking?: number; lackingAnswers?: number } = state === "behind" ? { lacking: lacking.prompts, lackingAnswers: lacking.answers } : {};
     const current = this.active.get(sessionId);
-    if (current !== undefined && current.state === state) {
-      if (lacking !== undefined && current.lacking !== lacking) {
-        current.lacking = lacking;
-        this.changed();
-      }
+    if (current?.state === state) {
+      if (current.lacking !== counts.lacking || current.lackingAnswers !== counts.lackingAnswers) Object.assign(current, counts), this.onChange(this.list());
       return;
     }
-    const command = restoreCommand(sessionId, state);
-    this.active.set(sessionId, { sessionId, state, since: new Date(sinceMs).toISOString(), path, ...(lacking === undefined ? {} : { lacking }), command });
-    this.log("guard-alert", { session: sessionId, state, ...(lacking === undefined ? {} : { lacking }) });
-    this.changed();
+    const command = `sessiontap restore ${sessionId}`;
+    this.active.set(sessionId, { sessionId, state, since: new Date(sinceMs).toISOString(), path, ...counts, command });
+    this.log("guard-alert", { session: sessionId, state, ...(counts as Record<string, number>) });
+    this.onChange(this.list());
     const told = this.told.get(sessionId) ?? new Set<GuardState>();
     this.told.set(sessionId, told);
     if (told.has(state)) return;
     told.add(state);
-    const where = path === null ? "" : ` (${path})`;
     this.stderr(
-      `sessiontap: guard: Claude Code's transcript of session ${sessionId} ${what(state, lacking)}${where}; ` +
+      `sessiontap: guard: Claude Code's transcript of session ${sessionId} ${what(state, lacking)}${path === null ? "" : ` (${path})`}; ` +
         `the mirror holds the conversation: quit Claude Code, then run: ${command}`,
     );
   }
 
-  /** Clears the alert of `sessionId` (its transcript is whole again); says so when one was raised. */
+  /** The transcript is whole again: clears its alert, and says so when one was raised. */
   clear(sessionId: string): void {
     const current = this.active.get(sessionId);
     this.told.delete(sessionId);
     if (current === undefined) return;
     this.active.delete(sessionId);
-    this.changed();
+    this.onChange(this.list());
     this.log("guard-clear", { session: sessionId, state: current.state });
     this.stderr(`sessiontap: guard: Claude Code's transcript of session ${sessionId} is whole again`);
   }
 
   /** Forgets a session the guard no longer watches. */
   forget(sessionId: string): void {
-    if (this.active.delete(sessionId)) this.changed();
+    if (this.active.delete(sessionId)) this.onChange(this.list());
     this.told.delete(sessionId);
   }
 
-  /** The alert of one session, or null. */
   of(sessionId: string): GuardAlert | null {
     return this.active.get(sessionId) ?? null;
   }

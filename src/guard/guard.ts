@@ -1,33 +1,39 @@
-/**
- * The guard (docs/GUARD.md): while the tap mirrors a main conversation, it watches Claude Code's own
- * transcript of it, `<claude-dir>/projects/<encoded cwd>/<session>.jsonl`, and raises an alert when that
- * file is missing, a stub, or behind (it lacks prompts the mirror holds). It notes each commit's typed
- * prompt and looks later, in timers of its own, bounded per minute (docs/GUARD.md "Reading without cost");
- * a prompt is judged once it is `settleMs` old, and a bad verdict must hold `confirmMs` before it is an
- * alert (docs/GUARD.md "Timing: Claude Code writes on its own schedule").
- */
+// Watches Claude Code's own transcript of each session the tap mirrors and says when it is missing, a stub or behind (docs/GUARD.md).
+import { dirname } from "node:path/posix";
 import type { CommitJob } from "../protocol/commit-job.ts";
+import type { EventFields } from "../storage/events-log.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { ProjectDirectories, transcriptPathFor } from "../storage/claude-projects.ts";
+import { JsonlFollower } from "../storage/jsonl-follower.ts";
+import { answerKey, judge, newFileFacts, noteLine, promptCandidates, promptKey, type Verdict } from "../transcript/transcript-state.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
-import { ProjectDirectories } from "../storage/claude-projects.ts";
-import { type GuardAlert, GuardAlerts } from "./alerts.ts";
-import { type GuardOptions, guardSettings } from "./guard-options.ts";
-import { LookBudget } from "./look-budget.ts";
-import { promptCandidates, promptKey } from "./prompts.ts";
-import { lookAt } from "./transcript-look.ts";
-import type { Verdict } from "./verdict.ts";
-import { followBranch, type GuardSessionView, newWatched, notePrompt, viewOf, type Watched } from "./watched-session.ts";
+import { type GuardAlert, GuardAlerts, type GuardState } from "./alerts.ts";
 
-/** A look that comes soon after another (a file still being read through). */
-const CATCH_UP_MS = 200;
-/** Added to a wait for a prompt to settle, so the look never comes a clock tick early. */
-const SLACK_MS = 20;
+/** The guard's seams; its timings and bounds have defaults (docs/GUARD.md), which tests shorten. */
+export interface GuardOptions {
+  fs: FsAdapter;
+  claudeDir: string;
+  clock: () => number;
+  stderr: (line: string) => void;
+  log: (action: string, fields: EventFields) => void;
+  settleMs?: number;
+  confirmMs?: number;
+  sweepMs?: number;
+  /** A session with no turn for this long is no longer swept. */
+  activeMs?: number;
+  maxLooksPerMinute?: number;
+  maxBytesPerLook?: number;
+  tailBytes?: number;
+  maxSessions?: number;
+  /** Prompts and answers remembered per session. */
+  maxPrompts?: number;
+  onAlerts?: (alerts: GuardAlert[]) => void;
+}
 
-/** What health shows of the guard. */
 export interface GuardHealth {
-  /** Sessions with a turn in the last `activeMs`. */
   watching: number;
-  /** Sessions whose transcript the guard has never found (Claude Code writes none, or elsewhere). */
+  /** Sessions whose transcript the guard never found (Claude Code writes none, or elsewhere). */
   notFound: number;
   alerts: GuardAlert[];
   looks: number;
@@ -35,25 +41,105 @@ export interface GuardHealth {
   errors: number;
 }
 
-/** The guard of one tap. */
+/** What the guard knows of one session (tests and diagnostics); `dueInMs`: till the next look. */
+export interface GuardSessionView {
+  path: string | null;
+  seen: boolean;
+  lastLook: number;
+  verdict: GuardState | "ok" | null;
+  verdictAt: number;
+  dueInMs: number | null;
+  prompts: number;
+  answers: number;
+}
+
+/** A prompt or answer the transcript should hold: when last sent, its message's chain and compacted segment. */
+interface Expected {
+  keys: string[];
+  at: number;
+  answer: boolean;
+  chain: string | null;
+  segment: number;
+}
+
+/** One watched session; `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
+function fresh(sessionId: string, cwd: string | null, now: number) {
+  return {
+    sessionId,
+    cwd,
+    follower: null as JsonlFollower | null,
+    facts: newFileFacts(),
+    startedAt: 0,
+    expected: new Map<string, Expected>(),
+    segment: 0,
+    segmentHead: null as string | null,
+    lastActivity: now,
+    lastLook: 0,
+    seen: false,
+    pending: null as { state: GuardState; since: number } | null,
+    timer: null as ReturnType<typeof setTimeout> | null,
+    dueAt: 0,
+    running: false,
+    search: { at: 0, upTo: 0, fullAt: Number.NEGATIVE_INFINITY },
+    verdict: null as GuardState | "ok" | null,
+    verdictAt: 0,
+  };
+}
+type Watched = ReturnType<typeof fresh>;
+
+/** A look soon after another (a file still being read through, a burst of changes told). */
+const CATCH_UP_MS = 200;
+/** So a look for a settled prompt never comes a clock tick early. */
+const SLACK_MS = 20;
+/** A transcript not found is searched for under the project directories new since the last search, and under all of them. */
+const SEARCH_EVERY_MS = 60_000;
+const FULL_SEARCH_EVERY_MS = 30 * 60_000;
+const MAX_KEYS = 20_000;
+
+/** At most `max` looks in any minute, across all sessions. */
+export class LookBudget {
+  private readonly times: number[] = [];
+  constructor(private readonly max: number, private readonly windowMs = 60_000) {}
+
+  /** 0 when a look is allowed at `now`, else how many milliseconds until one is. */
+  take(now: number): number {
+    while (this.times.length > 0 && this.times[0] <= now - this.windowMs) this.times.shift();
+    if (this.times.length >= this.max) return this.times[0] + this.windowMs - now + 1;
+    this.times.push(now);
+    return 0;
+  }
+}
+
 export class Guard {
   readonly alerts: GuardAlerts;
   private readonly sessions = new Map<string, Watched>();
-  /** Looks under way, by session. */
-  private readonly looking = new Map<string, Promise<void>>();
+  private readonly looking = new Map<string, Promise<unknown>>();
+  /** Project directories watched, with the sessions whose transcript is there. */
+  private readonly watched = new Map<string, { close: () => void; sessions: Set<string> }>();
   private readonly budget: LookBudget;
   private readonly sweep: ReturnType<typeof setInterval>;
   private readonly readAlarm: Alarm;
+  private readonly projects: ProjectDirectories;
+  private readonly o: Required<GuardOptions>;
   private looks = 0;
   private bytesRead = 0;
   private errors = 0;
   private stopped = false;
-  private readonly o: Required<GuardOptions>;
-  /** Claude Code's project directories, as the searches for a transcript elsewhere share them. */
-  private readonly projects: ProjectDirectories;
 
   constructor(options: GuardOptions) {
-    this.o = guardSettings(options);
+    this.o = {
+      settleMs: 1500,
+      confirmMs: 2000,
+      sweepMs: 10_000,
+      activeMs: 30 * 60_000,
+      maxLooksPerMinute: 120,
+      maxBytesPerLook: 2 * 1024 * 1024,
+      tailBytes: 8 * 1024 * 1024,
+      maxSessions: 256,
+      maxPrompts: 4096,
+      onAlerts: () => {},
+      ...options,
+    };
     this.projects = new ProjectDirectories(options.claudeDir);
     this.alerts = new GuardAlerts(options.stderr, options.log, this.o.onAlerts);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
@@ -62,24 +148,30 @@ export class Guard {
     (this.sweep as { unref?: () => void }).unref?.();
   }
 
-  /** Notes a commit the mirror wrote; only main-conversation commits of a known session are watched. Never throws. */
+  /** Notes a commit the mirror wrote (main conversations of a known session only), off the client's path. Never throws. */
   observe(job: CommitJob): void {
     if (this.stopped || job.route !== "main" || job.base.sessionId === null) return;
-    // Off the path that answered the client: a timer of its own does the (small) work.
     const timer = setTimeout(() => this.note(job), 0);
     (timer as { unref?: () => void }).unref?.();
   }
 
-  /** What the guard knows of a session, or null when it does not watch it. */
   inspect(sessionId: string): GuardSessionView | null {
     const s = this.sessions.get(sessionId);
-    return s === undefined ? null : viewOf(s, this.o.clock());
+    if (s === undefined) return null;
+    const answers = [...s.expected.values()].filter((e) => e.answer).length;
+    return {
+      path: s.follower?.path ?? null,
+      seen: s.seen,
+      lastLook: s.lastLook,
+      verdict: s.verdict,
+      verdictAt: s.verdictAt,
+      dueInMs: s.timer === null ? null : s.dueAt - this.o.clock(),
+      prompts: s.expected.size - answers,
+      answers,
+    };
   }
 
-  /**
-   * Looks at a watched session's transcript now, outside the budget, until it is judged (a few looks at
-   * most: it was just restored, and the viewer waits to show the state after it); never rejects.
-   */
+  /** Looks at a session now, outside the budget, until it is judged (it was just restored, and the viewer waits); never rejects. */
   async lookNow(sessionId: string): Promise<void> {
     const s = this.sessions.get(sessionId);
     if (s === undefined) return;
@@ -87,68 +179,72 @@ export class Guard {
     s.timer = null;
     s.pending = null; // what was raised before the restore is judged afresh
     for (let i = 0; i < 8 && !this.stopped; i++) {
-      await this.looking.get(sessionId); // a look under way ends first
+      await this.looking.get(sessionId);
       if (await this.run(s, true) !== "catching-up") return;
     }
   }
 
-  /** The alert of a session, or null (the viewer's banner). */
-  alertOf(sessionId: string): GuardAlert | null {
-    return this.alerts.of(sessionId);
-  }
-
-  /** What health shows. */
   health(): GuardHealth {
     const since = this.o.clock() - this.o.activeMs;
-    let watching = 0;
-    let notFound = 0;
-    for (const s of this.sessions.values()) {
-      if (s.lastActivity >= since) watching++;
-      if (!s.seen && s.lastLook > 0) notFound++;
-    }
-    return { watching, notFound, alerts: this.alerts.list(), looks: this.looks, bytesRead: this.bytesRead, errors: this.errors };
+    const all = [...this.sessions.values()];
+    return {
+      watching: all.filter((s) => s.lastActivity >= since).length,
+      notFound: all.filter((s) => !s.seen && s.lastLook > 0).length,
+      alerts: this.alerts.list(),
+      looks: this.looks,
+      bytesRead: this.bytesRead,
+      errors: this.errors,
+    };
   }
 
-  /** Why Claude Code's transcripts cannot be read, while they cannot (a health problem: the guard is blind), else null. */
+  /** Why Claude Code's transcripts cannot be read, while they cannot (the guard is blind). */
   get readFailure(): string | null {
     return this.readAlarm.failing ? (this.readAlarm.state().lastError ?? "error") : null;
   }
 
-  /** Stops every timer (the tap is stopping). */
   stop(): void {
     this.stopped = true;
     clearInterval(this.sweep);
     for (const s of this.sessions.values()) if (s.timer !== null) clearTimeout(s.timer);
+    for (const w of this.watched.values()) w.close();
+    this.watched.clear();
   }
 
-  /** Records the commit's typed prompt and schedules a look once Claude Code has had time to write. */
+  /** Notes the commit's typed prompt and answer, follows the branch it carries, and looks once Claude Code has had time to write. */
   private note(job: CommitJob): void {
     if (this.stopped) return;
     const now = this.o.clock();
     const id = job.base.sessionId!;
     let s = this.sessions.get(id);
     if (s === undefined) {
-      s = newWatched(id, job.base.cwd, now);
-      this.evictOne();
+      while (this.sessions.size >= this.o.maxSessions) this.drop(this.sessions.values().next().value as Watched);
+      s = fresh(id, job.base.cwd, now);
     } else this.sessions.delete(id); // re-inserted last: the map runs from least to most recently active
     this.sessions.set(id, s);
-    if (s.cwd === null && job.base.cwd !== null) s.cwd = job.base.cwd;
+    s.cwd ??= job.base.cwd;
     s.lastActivity = now;
     followBranch(s, job.messages, job.compaction);
-    const candidates = promptCandidates(job.messages);
-    const last = job.messages.findLast((m) => m.role === "user");
-    if (candidates.length > 0) notePrompt(s, candidates.map(promptKey), last?.chain ?? null, now, this.o.maxPrompts);
+    const chain = job.messages.findLast((m) => m.role === "user")?.chain ?? null;
+    const prompts = promptCandidates(job.messages).map(promptKey);
+    if (prompts.length > 0) this.expect(s, { keys: prompts, at: now, answer: false, chain, segment: s.segment });
+    const id_ = job.kind === "complete" ? job.answer?.message.id : undefined;
+    if (typeof id_ === "string" && id_ !== "") this.expect(s, { keys: [answerKey(id_)], at: now, answer: true, chain, segment: s.segment });
     this.schedule(s, this.o.settleMs + SLACK_MS);
   }
 
-  /** Makes room for one more session by dropping the least recently active. */
-  private evictOne(): void {
-    while (this.sessions.size >= this.o.maxSessions) {
-      const [oldest, s] = this.sessions.entries().next().value as [string, Watched];
-      if (s.timer !== null) clearTimeout(s.timer);
-      this.sessions.delete(oldest);
-      this.alerts.forget(oldest);
-    }
+  /** The newest sending counts: Claude Code writes each before its request. */
+  private expect(s: Watched, e: Expected): void {
+    const key = e.keys.join(" ");
+    s.expected.delete(key);
+    s.expected.set(key, e);
+    if (s.expected.size > this.o.maxPrompts) s.expected.delete(s.expected.keys().next().value as string);
+  }
+
+  private drop(s: Watched): void {
+    if (s.timer !== null) clearTimeout(s.timer);
+    this.sessions.delete(s.sessionId);
+    this.alerts.forget(s.sessionId);
+    this.unwatch(s);
   }
 
   /** Looks at `s` in `delayMs` (or sooner, if a look is already due sooner). */
@@ -176,9 +272,9 @@ export class Guard {
     }
   }
 
-  /** One look, within the per-minute budget (unless `unbudgeted`); never rejects. Answers how the look went. */
+  /** One look, within the per-minute budget (unless `unbudgeted`); never rejects. */
   private async run(s: Watched, unbudgeted = false): Promise<"judged" | "catching-up" | "none"> {
-    if (this.stopped || s.running || !this.sessions.has(s.sessionId)) return "none";
+    if (this.stopped || s.running || this.sessions.get(s.sessionId) !== s) return "none";
     const now = this.o.clock();
     const wait = unbudgeted ? 0 : this.budget.take(now);
     if (wait > 0) {
@@ -189,11 +285,11 @@ export class Guard {
     s.running = true;
     s.lastLook = now;
     const look = this.look(s);
-    this.looking.set(s.sessionId, look.then(() => {}, () => {}));
+    this.looking.set(s.sessionId, look.catch(() => {}));
     try {
       const kind = await look;
       this.readAlarm.ok(() => `sessiontap: guard: reading Claude Code's transcripts works again`);
-      return kind === "catching-up" ? "catching-up" : "judged";
+      return kind;
     } catch (error) {
       this.errors++;
       this.o.log("error", { stage: "guard", session: s.sessionId, error: describe(error) });
@@ -211,36 +307,123 @@ export class Guard {
     }
   }
 
-  /** Stats and reads the transcript, then judges it (or looks again soon, when still reading through). */
-  private async look(s: Watched): Promise<"judged" | "catching-up" | "nowhere"> {
-    const seen = await lookAt(s, { ...this.o, projects: this.projects });
-    this.bytesRead += seen.bytes;
-    if (seen.kind === "catching-up") this.schedule(s, CATCH_UP_MS);
-    else if (seen.kind === "judged") this.judge(s, seen.verdict, seen.told);
-    return seen.kind;
+  /**
+   * One lstat and, if the file changed, one bounded read of what was appended; where the file is not found, a search
+   * under the other project directories at most once a minute (docs/GUARD.md "Reading without cost"). Then the judge.
+   */
+  private async look(s: Watched): Promise<"judged" | "catching-up"> {
+    if (s.follower === null) {
+      if (s.cwd === null) return "judged";
+      this.follow(s, await transcriptPathFor(this.o.fs, this.o.claudeDir, s.cwd, s.sessionId));
+    }
+    let read = await this.read(s);
+    const now = this.o.clock();
+    if (read.kind !== "read" && now - s.search.at >= SEARCH_EVERY_MS) {
+      const full = now - s.search.fullAt >= FULL_SEARCH_EVERY_MS;
+      s.search.at = now;
+      if (full) s.search.fullAt = now;
+      const elsewhere = await this.projects.find(this.o.fs, s.sessionId, s.follower!.path, full ? 0 : s.search.upTo);
+      s.search.upTo = elsewhere.upTo;
+      if (elsewhere.path !== null) {
+        this.follow(s, elsewhere.path);
+        read = await this.read(s);
+      }
+    }
+    if (read.kind === "read") {
+      s.seen = true;
+      this.watch(s);
+      if (!read.atEnd) {
+        this.schedule(s, CATCH_UP_MS);
+        return "catching-up";
+      }
+    }
+    const told = read.kind === "read" || (read.kind === "missing" && s.seen);
+    const file = read.kind === "read" ? s.facts : null;
+    const verdict = told
+      ? judge(file, { expected: [...s.expected.values()], holds: null }, {
+        now: this.o.clock(),
+        settleMs: this.o.settleMs,
+        since: s.facts.whole ? undefined : s.startedAt,
+      })
+      : null;
+    this.decide(s, verdict);
+    return "judged";
+  }
+
+  private follow(s: Watched, path: string): void {
+    this.unwatch(s);
+    s.follower = new JsonlFollower(path, { startAt: (size) => (size > this.o.tailBytes ? size - this.o.tailBytes : 0), maxLine: this.o.maxBytesPerLook / 2 });
+  }
+
+  private async read(s: Watched) {
+    const read = await s.follower!.read(this.o.fs, (l) => noteLine(s.facts, l.bytes, l.oversized), {
+      maxBytes: this.o.maxBytesPerLook,
+      onRestart: (start) => ((s.facts = newFileFacts(start === 0)), (s.startedAt = this.o.clock())),
+    });
+    if (read.kind !== "read") s.facts = newFileFacts();
+    else this.bytesRead += read.bytes;
+    for (const set of [s.facts.keys, s.facts.own]) while (set.size > MAX_KEYS) set.delete(set.values().next().value as string);
+    return read;
+  }
+
+  /** Watches the directory of `s`'s transcript, so a change there is looked at at once rather than at the next sweep. */
+  private watch(s: Watched): void {
+    const dir = dirname(s.follower!.path);
+    const known = this.watched.get(dir);
+    if (known !== undefined || this.o.fs.watch === undefined) return void known?.sessions.add(s.sessionId);
+    const entry = { close: () => {}, sessions: new Set([s.sessionId]) };
+    const close = this.o.fs.watch(dir, (name) => {
+      for (const id of entry.sessions) {
+        const w = this.sessions.get(id);
+        if (w !== undefined && (name === null || name === `${id}.jsonl`)) this.schedule(w, CATCH_UP_MS);
+      }
+    }, () => this.watched.delete(dir));
+    if (close === null) return;
+    entry.close = close;
+    this.watched.set(dir, entry);
+  }
+
+  private unwatch(s: Watched): void {
+    if (s.follower === null) return;
+    const dir = dirname(s.follower.path);
+    const w = this.watched.get(dir);
+    if (w === undefined || !w.sessions.delete(s.sessionId) || w.sessions.size > 0) return;
+    w.close();
+    this.watched.delete(dir);
   }
 
   /** Turns a verdict into an alert once it held for `confirmMs`, or clears what was raised. */
-  private judge(s: Watched, verdict: Verdict, told: boolean): void {
+  private decide(s: Watched, verdict: Verdict | null): void {
     const now = this.o.clock();
-    s.verdict = told ? (verdict?.state ?? "ok") : null;
+    s.verdict = verdict === null ? null : verdict.state === "intact" ? "ok" : verdict.state;
     s.verdictAt = now;
-    if (verdict === null) {
+    if (verdict === null || verdict.state === "intact") {
       s.pending = null;
-      this.alerts.clear(s.sessionId);
+      if (verdict !== null) this.alerts.clear(s.sessionId);
       return;
     }
     if (s.pending === null || s.pending.state !== verdict.state) {
       s.pending = { state: verdict.state, since: now };
-      if (this.alerts.of(s.sessionId)?.state !== verdict.state) {
-        this.schedule(s, this.o.confirmMs);
-        return;
-      }
+      if (this.alerts.of(s.sessionId)?.state !== verdict.state) return this.schedule(s, this.o.confirmMs);
     }
-    if (now - s.pending.since < this.o.confirmMs) {
-      this.schedule(s, s.pending.since + this.o.confirmMs - now);
-      return;
-    }
+    if (now - s.pending.since < this.o.confirmMs) return this.schedule(s, s.pending.since + this.o.confirmMs - now);
     this.alerts.raise(s.sessionId, verdict.state, s.pending.since, s.follower?.path ?? null, verdict.lacking);
   }
+}
+
+/**
+ * Follows the branch a request carries (docs/GUARD.md "The current branch"): Claude Code re-sends the whole current
+ * branch of a segment, so what this segment's requests no longer carry was rewound away, and a restore rightly leaves
+ * it out. A compaction opens a new segment; what came before stays expected, as the transcript keeps it.
+ */
+function followBranch(s: Watched, messages: readonly { role: string; chain: string | null }[], compaction: boolean): void {
+  const head = messages.find((m) => m.role !== "system")?.chain ?? null;
+  if (compaction && head !== s.segmentHead) {
+    s.segment++;
+    s.segmentHead = head;
+    return;
+  }
+  s.segmentHead = head;
+  const carried = new Set(messages.map((m) => m.chain));
+  for (const [key, e] of s.expected) if (e.segment === s.segment && e.chain !== null && !carried.has(e.chain)) s.expected.delete(key);
 }

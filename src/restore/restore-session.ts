@@ -1,35 +1,19 @@
-/**
- * Putting a mirrored session back where `claude --resume ID` finds it:
- * `<claude-dir>/projects/<encoded cwd>/<id>.jsonl` (transcript/restore-plan.ts says what is written,
- * transcript/project-dir.ts how the directory is named). `sessiontap restore` and the viewer's "Restore into
- * Claude Code" both run this, so they plan, refuse and write alike.
- *
- * What is already there decides: nothing → the file is created; a stub (no user or assistant record) or an
- * empty file → backed up as `<name>.bak-<UTC timestamp>` and replaced; a transcript with content → left
- * alone unless `force`, which backs it up first (a torn last line is named: force fixes it). What the
- * replaced file holds besides its conversation (a title, a tag, kinds of record not known here) is kept in
- * the new one. Publication is atomic and never clobbers a file that appeared or changed meanwhile (publish.ts); the file is 0600,
- * new directories 0700, and new, so its modification time is now: Claude Code's cleanup (by modification
- * time) does not take it again the next day.
- *
- * With the main conversation go the session's subagents (restore-subagents.ts) and, when the mirror saw
- * Claude Code name the session, its `ai-title` record (transcript/title.ts).
- */
+// Putting a mirrored session back where `claude --resume ID` finds it, as `restore` and the viewer's "Restore into Claude Code" both do
+// (docs/DESIGN.md "One judge of Claude Code's transcript"): its current branch, its subagents and its title.
 import { transcriptName } from "../protocol/session-id.ts";
 import { compactJson } from "../transcript/json-text.ts";
 import { isObject } from "../protocol/json.ts";
 import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
-import { generatedTitle, titleRecord } from "../transcript/title.ts";
-import type { SessionSummary } from "../transcript/summary.ts";
-import type { TranscriptState } from "../transcript/transcript.ts";
-import type { Tree } from "../transcript/tree.ts";
-import { readTranscriptFacts, scanTranscript, transcriptPathFor } from "../storage/claude-projects.ts";
-import type { Line } from "../storage/claude-file.ts";
+import { countRecords, type Counts, countsText, generatedTitle, type SessionSummary, titleRecord } from "../transcript/summary.ts";
+import { judge, type MirrorFacts, mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
+import { buildTree, type Tree } from "../transcript/tree.ts";
+import { readFileFacts, transcriptPathFor } from "../storage/claude-projects.ts";
+import { JsonlFollower } from "../storage/jsonl-follower.ts";
 import { currentUid } from "../storage/trusted-path.ts";
-import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { EntryInfo, FsAdapter } from "../storage/fs-adapter.ts";
+import { dirname } from "node:path/posix";
 import type { OtherConversations } from "../storage/mirror-reader.ts";
 import { type Published, publishNew, replaceWithBackup } from "../storage/publish.ts";
-import { planSubagents, type SubagentOutcome, writeSubagents } from "./restore-subagents.ts";
 import { plural } from "../utils/plural.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
@@ -42,86 +26,70 @@ export interface RestoreOutcome {
   dryRun: boolean;
   backup: string | null;
   records: number;
-  userRecords: number;
-  assistantRecords: number;
-  /** Attachment records: the context Claude Code injected, as it keeps it (docs/DESIGN.md "Restore"). */
-  contextRecords: number;
+  counts: Counts;
   leafUuid: string | null;
   /** The title Claude Code gave the session, when the mirror saw it (written as its `ai-title` record). */
   title: string | null;
   subagents: SubagentOutcome[];
 }
 
-/**
- * The result: done (or would be), or refused/failed with one line saying why (and the outcome when one
- * was planned). `problems`: subagents that could not be restored, each one line (the command exits 1).
- */
+/** Done (or would be), or refused with one line saying why; `problems`: subagents not restored, a line each (exit 1). */
 export type RestoreResult =
   | { ok: true; outcome: RestoreOutcome; problems: string[] }
   | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
 
-/** What to restore, and how. */
 export interface RestoreRequest {
   claudeDir: string;
   /** The working directory to restore into (null: the one the mirror recorded). */
   cwd: string | null;
   dryRun: boolean;
   force: boolean;
-  /** The time of a backup's name. */
   now: number;
 }
 
-/** Plans the restore of a session's current branch (with its subagents and title) and, unless a dry run, writes it. */
+/**
+ * A missing file is created; a stub or a behind one replaced, the old file kept as `<name>.bak-<UTC time>`; an intact one
+ * only with `force`. Publication never clobbers a file that appeared or changed meanwhile; the file is new (0600), so Claude
+ * Code's cleanup by age does not take it again the next day. What the old file held besides its conversation is kept.
+ */
 export async function restoreSession(
   fs: FsAdapter,
   session: { summary: SessionSummary; tree: Tree; others: OtherConversations },
   request: RestoreRequest,
 ): Promise<RestoreResult> {
-  const { summary, tree } = session;
+  const { summary, tree, others } = session;
   const sessionId = summary.sessionId;
+  const refuse = (why: string, hint?: string, outcome: RestoreOutcome | null = null): RestoreResult => ({ ok: false, outcome, why, ...(hint ? { hint } : {}) });
   if (sessionId === null || transcriptName(sessionId) === null) {
-    return {
-      ok: false,
-      outcome: null,
-      why: `session ${summary.dir} has no id Claude Code could resume by${sessionId === null ? "" : ` ("${sessionId}")`}; nothing written`,
-    };
+    return refuse(`session ${summary.dir} has no id Claude Code could resume by${sessionId === null ? "" : ` ("${sessionId}")`}; nothing written`);
   }
   const cwd = request.cwd ?? summary.cwd;
   if (cwd === null) {
-    return {
-      ok: false,
-      outcome: null,
-      why: `the mirror does not know the working directory of ${sessionId} (no request named it); pass --cwd DIR (where you run claude); nothing written`,
-      hint: `sessiontap restore ${sessionId} --cwd DIR`,
-    };
+    const why = `the mirror does not know the working directory of ${sessionId} (no request named it); pass --cwd DIR (where you run claude); nothing written`;
+    return refuse(why, `sessiontap restore ${sessionId} --cwd DIR`);
   }
   const plan = planRestore(tree, { sessionId, cwd });
-  if (plan.records.length === 0) return { ok: false, outcome: null, why: `session ${sessionId} has no user or assistant record to restore` };
+  if (plan.records.length === 0) return refuse(`session ${sessionId} has no user or assistant record to restore`);
   const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
-  const title = generatedTitle(session.others.side);
-  const subagents = planSubagents(session.others, { sessionId, cwd }, path);
+  const title = generatedTitle(others.side);
+  const subagents = planSubagents(others, { sessionId, cwd }, path);
   const info = await fs.lstat(path);
-  if (info !== null && !info.isFile) {
-    return { ok: false, outcome: null, why: `${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone, nothing written` };
-  }
+  if (info !== null && !info.isFile) return refuse(`${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone, nothing written`);
   if (info !== null && info.uid >= 0 && currentUid() >= 0 && info.uid !== currentUid()) {
-    return { ok: false, outcome: null, why: `${path} belongs to another user (uid ${info.uid}); left alone, nothing written` };
+    return refuse(`${path} belongs to another user (uid ${info.uid}); left alone, nothing written`);
   }
-  // Read with bounded memory, as a regular file only (a 2 GiB transcript, a FIFO swapped in: docs/RELIABILITY.md "Trust boundaries").
-  const facts = info === null ? null : await readTranscriptFacts(fs, path);
-  if (facts?.warning) return { ok: false, outcome: null, why: `${facts.warning}; left alone, nothing written` };
-  const existing: TranscriptState = facts === null ? "missing" : facts.state;
+  // Read with bounded memory, a regular file only (a 2 GiB transcript, a FIFO swapped in: docs/RELIABILITY.md "Trust boundaries").
+  const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, path);
+  if (read.warning) return refuse(`${read.warning}; left alone, nothing written`);
+  const verdict = judge(read.facts, mirrorFacts(tree, [...others.side, ...others.agents.flatMap((a) => a.records)]), { now: request.now });
   const besides = info === null ? { kept: [], foreign: null } : await besidesConversation(fs, path, sessionId);
   // A file under this session's name that holds another session's records is not this session's to replace.
   if (besides.foreign !== null && !request.force) {
-    return {
-      ok: false,
-      outcome: null,
-      why: `${path} holds records of another session (${besides.foreign.slice(0, 64)}); left alone.`,
-      hint: `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
-    };
+    const why = `${path} holds records of another session (${besides.foreign.slice(0, 64)}); left alone.`;
+    return refuse(why, `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`);
   }
-  const action = existing === "missing" ? "create" : existing === "stub" || request.force ? "replace" : "refuse";
+  const existing = verdict.state;
+  const action = existing === "missing" ? "create" : existing !== "intact" || request.force ? "replace" : "refuse";
   const outcome: RestoreOutcome = {
     sessionId,
     path,
@@ -131,56 +99,49 @@ export async function restoreSession(
     dryRun: request.dryRun,
     backup: null,
     records: plan.records.length,
-    userRecords: plan.records.filter((r) => r.type === "user").length,
-    assistantRecords: plan.records.filter((r) => r.type === "assistant").length,
-    contextRecords: plan.records.filter((r) => r.type === "attachment").length,
+    counts: countRecords(plan.records),
     leafUuid: plan.leafUuid,
     title,
     subagents: [],
   };
   if (action === "refuse") {
-    const held = facts?.conversation ?? 0;
-    const torn = facts?.torn ?? false;
-    return {
-      ok: false,
-      outcome,
-      why: `${path} already holds a transcript (${held} user/assistant records${torn ? "; its last line is torn, a half-written record" : ""}); left alone.`,
-      hint: `Compare with: sessiontap show ${sessionId}\n  Replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`,
-    };
+    const held = plural(read.facts?.records ?? 0, "user/assistant record") + (read.facts?.torn ? "; its last line is torn, a half-written record" : "");
+    const what = verdict.extra > 0
+      ? `holds ${plural(verdict.extra, "prompt or answer", "prompts or answers")} the mirror does not`
+      : "already holds every prompt and answer of the mirror's current branch";
+    const hint = `Compare with: sessiontap show ${sessionId}\n  Replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`;
+    return refuse(`${path} ${what} (${held}); left alone.`, hint, outcome);
   }
-  const unnamed = subagents.unnamed === 0 ? [] : [
-    `${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`,
-  ];
-  if (request.dryRun) {
-    outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: true, now: request.now });
-    return { ok: true, outcome, problems: unnamed };
-  }
+  const unnamed = subagents.unnamed === 0
+    ? []
+    : [`${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`];
+  const options = { force: request.force, dryRun: request.dryRun, now: request.now };
+  if (request.dryRun) return { ok: true, outcome: { ...outcome, subagents: await writeSubagents(fs, subagents.planned, options) }, problems: unnamed };
   const last = lastPromptRecord(sessionId, plan.records);
-  const data = [...besides.kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])]
-    .map((r) => compactJson(r) + "\n").join("");
+  const data = [...besides.kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])];
   let published: Published;
   try {
-    if (info === null) {
-      await fs.mkdir(path.slice(0, path.lastIndexOf("/")), 0o700);
-      published = await publishNew(fs, path, data);
-    } else {
-      published = await replaceWithBackup(fs, path, data, info, request.now);
-    }
+    published = await place(fs, path, data.map((r) => compactJson(r) + "\n").join(""), info, request.now);
   } catch (error) {
-    return { ok: false, outcome, why: `cannot write ${path}: ${(error as Error).message.split("\n")[0]}` };
+    return refuse(`cannot write ${path}: ${(error as Error).message.split("\n")[0]}`, undefined, outcome);
   }
   if (published.kind === "appeared" || published.kind === "changed") {
-    outcome.action = "refuse";
-    return {
-      ok: false,
-      outcome,
-      why: `${path} ${published.kind === "appeared" ? "appeared" : "changed"} while restoring; left alone, nothing replaced. Run restore again to look afresh.`,
-    };
+    return refuse(`${path} ${published.kind} while restoring; left alone, nothing replaced. Run restore again to look afresh.`, undefined, {
+      ...outcome,
+      action: "refuse",
+    });
   }
   if (published.kind === "replaced") outcome.backup = published.backup;
-  outcome.subagents = await writeSubagents(fs, subagents.planned, { force: request.force, dryRun: false, now: request.now });
+  outcome.subagents = await writeSubagents(fs, subagents.planned, options);
   const failed = outcome.subagents.filter((a) => a.action === "failed").map((a) => `subagent ${a.agentId} of ${sessionId} not restored: ${a.error}`);
   return { ok: true, outcome, problems: [...failed, ...unnamed] };
+}
+
+/** Publishes at `path` without clobbering: a new file (its directory made 0700), or in place of what `info` saw, the old one kept beside it. */
+async function place(fs: FsAdapter, path: string, data: string, info: EntryInfo | null, now: number): Promise<Published> {
+  if (info !== null) return await replaceWithBackup(fs, path, data, info, now);
+  await fs.mkdir(dirname(path), 0o700);
+  return await publishNew(fs, path, data);
 }
 
 /** Claude Code's request bookkeeping for a conversation: tied to the records being replaced, so not carried over. */
@@ -190,18 +151,15 @@ const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blo
 const CARRY_AT_MOST = 1 << 20;
 
 /**
- * What a replaced transcript holds besides its conversation, read with bounded memory: the records a
- * restore keeps — every record that is not part of its conversation (no `uuid`): a title the user gave it,
- * a tag, its modes, kinds of record this release does not know; not the bookkeeping of the conversation
- * being replaced, nor anything of another session — and the first other session any record names. A
- * restore never drops what it does not understand; the backup keeps the whole file besides.
+ * What a replaced transcript holds besides its conversation (no `uuid`: a title the user gave, a tag, kinds not known here),
+ * less the bookkeeping of the records replaced and another session's; and the first other session any record names.
  */
 async function besidesConversation(fs: FsAdapter, path: string, sessionId: string): Promise<{ kept: Record<string, unknown>[]; foreign: string | null }> {
   const kept: Record<string, unknown>[] = [];
   let foreign: string | null = null;
   let bytes = 0;
   const decoder = new TextDecoder();
-  await scanTranscript(fs, path, (line: Line) => {
+  await new JsonlFollower(path).read(fs, (line) => {
     if (line.oversized) return; // a line too long to read is a message, never a title or a mode
     let r: unknown;
     try {
@@ -219,11 +177,10 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
   return { kept: foreign === null ? kept : kept.filter((r) => r.sessionId === undefined || r.sessionId === sessionId), foreign };
 }
 
-/** What a restore (or its dry run) did, for people: the lines the CLI prints and the viewer shows. */
+/** What a restore (or its dry run) did: the lines the CLI prints and the viewer shows. */
 export function describeRestore(outcome: RestoreOutcome): string[] {
-  const context = outcome.contextRecords === 0 ? "" : `, ${outcome.contextRecords} of Claude Code's context`;
-  const what = `${outcome.records} records (${outcome.userRecords} user, ${outcome.assistantRecords} assistant${context})`;
-  const thing = outcome.existing === "stub" ? "stub" : "transcript";
+  const what = countsText(outcome.counts);
+  const thing = outcome.existing === "stub" ? "stub" : outcome.existing === "behind" ? "transcript (behind the mirror)" : "transcript";
   if (outcome.dryRun) {
     const lines = outcome.action === "create"
       ? [`Would create ${outcome.path}`, `  with ${what} of session ${outcome.sessionId}.`]
@@ -244,20 +201,13 @@ export function describeRestore(outcome: RestoreOutcome): string[] {
   return lines;
 }
 
-/**
- * The command that resumes a restored session. A cwd holding a NUL names no directory (a shell would cut
- * it there and go elsewhere), so then the command is only `claude --resume`, run wherever the user worked.
- */
+/** `cd CWD && claude --resume ID`; a cwd holding a NUL names no directory (a shell would cut it there), so then the resume alone. */
 export function resumeCommand(outcome: { cwd: string; sessionId: string }): string {
   const resume = `claude --resume ${outcome.sessionId}`;
   return outcome.cwd.includes("\0") ? resume : `cd ${shellQuote(outcome.cwd)} && ${resume}`;
 }
 
-/**
- * Quotes a path for a shell when it needs it. A cwd comes from a request, so it may hold control
- * characters: those are written as `$'\xHH'` (bash and zsh), never raw, so printing the command cannot
- * drive the terminal and pasting it names the same directory.
- */
+/** A cwd comes from a request: a control character in it is written `$'\xHH'` (bash, zsh), so printing cannot drive the terminal. */
 function shellQuote(path: string): string {
   if (/^[A-Za-z0-9_./-]+$/.test(path)) return path;
   // deno-lint-ignore no-control-regex -- control characters are what is escaped here
@@ -266,4 +216,80 @@ function shellQuote(path: string): string {
   const hex = (c: string) => [...new TextEncoder().encode(c)].map((b) => `\\x${b.toString(16).padStart(2, "0")}`).join("");
   // deno-lint-ignore no-control-regex -- as above
   return `$'${path.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\x00-\x1f\x7f-\x9f]/g, hex)}'`;
+}
+
+/** Agent ids that can be a file name (Claude Code's are hex). */
+const SAFE_AGENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export interface SubagentOutcome {
+  agentId: string;
+  path: string;
+  existing: TranscriptState;
+  action: "create" | "replace" | "keep" | "failed";
+  records: number;
+  backup: string | null;
+  error?: string;
+}
+
+interface Planned {
+  agentId: string;
+  path: string;
+  data: string;
+  records: number;
+  mirror: MirrorFacts;
+}
+
+/** Each subagent where Claude Code 2.1.328 keeps it: `<project>/<session>/subagents/agent-<id>.jsonl`, sidechain records with its id. */
+function planSubagents(
+  others: OtherConversations,
+  target: { sessionId: string; cwd: string },
+  mainPath: string,
+): { planned: Planned[]; unnamed: number } {
+  const dir = `${mainPath.slice(0, -".jsonl".length)}/subagents`;
+  const planned: Planned[] = [];
+  let unnamed = 0;
+  for (const agent of others.agents) {
+    const fromRecords = agent.records.map((r) => r.agentId).find((id): id is string => typeof id === "string" && id !== "");
+    const agentId = fromRecords ?? (agent.dir.startsWith("agent-") ? agent.dir.slice("agent-".length) : agent.dir);
+    if (!SAFE_AGENT.test(agentId)) {
+      unnamed++;
+      continue;
+    }
+    const tree = buildTree(agent.records);
+    const plan = planRestore(tree, { ...target, agentId });
+    if (plan.records.length === 0) continue;
+    planned.push({
+      agentId,
+      path: `${dir}/agent-${agentId}.jsonl`,
+      data: plan.records.map((r) => compactJson(r) + "\n").join(""),
+      records: plan.records.length,
+      mirror: mirrorFacts(tree),
+    });
+  }
+  return { planned, unnamed };
+}
+
+/** Writes (or with `dryRun` only judges) each, judged as the main file is; never throws. */
+async function writeSubagents(fs: FsAdapter, planned: Planned[], o: { force: boolean; dryRun: boolean; now: number }): Promise<SubagentOutcome[]> {
+  const out: SubagentOutcome[] = [];
+  for (const p of planned) {
+    const outcome: SubagentOutcome = { agentId: p.agentId, path: p.path, existing: "missing", action: "create", records: p.records, backup: null };
+    out.push(outcome);
+    try {
+      const info = await fs.lstat(p.path);
+      if (info !== null && !info.isFile) throw new Error(`${p.path} is not a regular file; left alone`);
+      const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, p.path);
+      if (read.warning) throw new Error(`${read.warning}; left alone`);
+      outcome.existing = judge(read.facts, p.mirror, { now: o.now }).state;
+      outcome.action = outcome.existing === "missing" ? "create" : outcome.existing !== "intact" || o.force ? "replace" : "keep";
+      if (o.dryRun || outcome.action === "keep") continue;
+      const done = await place(fs, p.path, p.data, info, o.now);
+      if (done.kind === "appeared" || done.kind === "changed") throw new Error(`${p.path} ${done.kind} while restoring; left alone`);
+      if (done.kind === "replaced") outcome.backup = done.backup;
+    } catch (error) {
+      outcome.action = "failed";
+      outcome.error = (error as Error).message.split("\n")[0];
+    }
+  }
+  return out;
 }

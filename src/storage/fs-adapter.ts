@@ -3,7 +3,7 @@
  * style), so tests can wrap any call to inject faults, and so it works on Bun, Deno and inside the
  * compiled binary (docs/RUNTIMES.md "Compiling").
  */
-import { constants, promises as fsp } from "node:fs";
+import { constants, promises as fsp, watch } from "node:fs";
 import process from "node:process";
 import { type WritableFile, writeWhole } from "./whole-write.ts";
 
@@ -107,6 +107,11 @@ export interface FsAdapter {
   truncate(path: string, size: number): Promise<void>;
   /** True when this process may read and write `path`. */
   canReadWrite(path: string): Promise<boolean>;
+  /**
+   * Tells `onChange` the name of each entry of directory `path` that changes (null: unknown), until the returned
+   * close is called or `onError` is; null when the directory cannot be watched (callers then poll).
+   */
+  watch?(path: string, onChange: (name: string | null) => void, onError: () => void): (() => void) | null;
 }
 
 /** True for "no such file or directory". */
@@ -289,6 +294,16 @@ export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
         return true;
       } catch {
         return false;
+      }
+    },
+    watch(path, onChange, onError) {
+      try {
+        // Deno ignores `persistent: false`: a watcher keeps its process alive until closed.
+        const w = watch(path, { persistent: false }, (_event, name) => onChange(name === null ? null : String(name)));
+        w.on("error", () => (w.close(), onError()));
+        return () => w.close();
+      } catch {
+        return null; // gone, or out of watches: Bun and Node throw here, Deno reports an error event
       }
     },
     async statfs(path) {

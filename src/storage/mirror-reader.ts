@@ -1,16 +1,33 @@
-/**
- * Reading the mirror tree back for people (list, show, export, restore, the viewer): which sessions there
- * are, and one session's records. Read-only; parsed files are cached by size and mtime so the viewer
- * re-reads only what grew.
- */
-import { matchSession, type NamedSession } from "../transcript/session-match.ts";
-import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
+// Reading the mirror back for people (list, show, export, restore, the viewer): its sessions, each with Claude Code's transcript judged
+// (docs/DESIGN.md "One judge of Claude Code's transcript"). Read-only; parsed files cached by size and mtime, so a viewer re-reads what grew.
+import { matchSession, type NamedSession, upgradeOlderRecord } from "../transcript/records.ts";
+import { mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
+import { buildTree } from "../transcript/tree.ts";
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { type FactsCache, scanTranscripts, type TranscriptInfo, transcriptInfo } from "./claude-projects.ts";
+import { type SessionData, sessionIdOf, type SessionSummary, summarize } from "../transcript/summary.ts";
 import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
 import { join } from "./paths.ts";
 import { type Parsed, parseJsonl } from "../protocol/json.ts";
-import { upgradeOlderRecord } from "../transcript/older-mirror.ts";
 
-/** The outcome of looking a session up by id or prefix. */
+/**
+ * The one walk of a session directory: its main conversation, its side requests and each subagent's directory, in that order (real
+ * directories only; the links met, never followed, are named).
+ */
+export async function conversations(fs: FsAdapter, session: string) {
+  const dirs: { path: string; scope: "main" | "side" | "subagent"; agent: string | null }[] = [{ path: session, scope: "main", agent: null }];
+  const links: string[] = [];
+  for (const e of await fs.readdir(session)) {
+    if (e.isSymbolicLink) links.push(e.name);
+    else if (e.isDirectory && e.name === "side") dirs.push({ path: join(session, "side"), scope: "side", agent: null });
+  }
+  for (const a of (await fs.readdir(join(session, "subagents"))).sort((x, y) => x.name.localeCompare(y.name))) {
+    if (a.isSymbolicLink) links.push(`subagents/${a.name}`);
+    else if (a.isDirectory) dirs.push({ path: join(session, "subagents", a.name), scope: "subagent", agent: a.name });
+  }
+  return { dirs, links };
+}
+
 export type Lookup =
   | { kind: "found"; data: SessionData }
   | { kind: "none" }
@@ -21,16 +38,13 @@ export type OtherConversations = Pick<SessionData, "agents" | "side">;
 
 /** Where the reading commands find sessions: the mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
 export interface SessionSource {
-  /** Every session's data, most recently written first. */
   loadAll(): Promise<SessionData[]>;
-  /** Finds a session by its id or directory name, or a unique prefix of either (docs/DESIGN.md "Command line"). */
   lookup(query: string): Promise<Lookup>;
 }
 
 /** Bytes of parsed files kept in memory at most (least recently used go first). */
 const CACHE_BYTES = 64 * 1024 * 1024;
 
-/** Reads sessions under one mirror root. */
 export class MirrorReader implements SessionSource {
   private cache = new Map<string, { size: number; mtimeMs: number; parsed: Parsed }>();
   private cached = 0;
@@ -56,7 +70,6 @@ export class MirrorReader implements SessionSource {
     return out.sort((a, b) => b.mtime - a.mtime).map((x) => x.data);
   }
 
-  /** One session directory's data. */
   async load(dir: string): Promise<SessionData> {
     return (await this.loadWithTime(dir)).data;
   }
@@ -74,31 +87,19 @@ export class MirrorReader implements SessionSource {
     return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
   }
 
-  /** Reads a directory's data and the newest mtime among its files. */
+  /** A session directory's data, and the newest mtime among its files. */
   private async loadWithTime(dir: string): Promise<{ data: SessionData; mtime: number }> {
-    const path = join(this.root, dir);
-    const main = await this.readDir(path);
-    let bytes = main.bytes;
-    let mtime = main.mtime;
-    const agents: SessionData["agents"] = [];
-    for (const agent of await this.subdirs(join(path, "subagents"))) {
-      const sub = await this.readDir(join(path, "subagents", agent));
-      if (sub.records.length > 0) agents.push({ dir: agent, records: sub.records });
-      bytes += sub.bytes;
-      mtime = Math.max(mtime, sub.mtime);
+    const data: SessionData = { dir, records: [], malformed: 0, files: 0, bytes: 0, agents: [], side: [] };
+    let mtime = 0;
+    for (const conv of (await conversations(this.fs, join(this.root, dir))).dirs) {
+      const read = await this.readDir(conv.path);
+      data.bytes += read.bytes;
+      mtime = Math.max(mtime, read.mtime);
+      if (conv.scope === "main") Object.assign(data, { records: read.records, malformed: read.malformed, files: read.files });
+      else if (conv.scope === "side") data.side = read.records;
+      else if (read.records.length > 0) data.agents.push({ dir: conv.agent!, records: read.records });
     }
-    const side = await this.readDir(join(path, "side"));
-    bytes += side.bytes;
-    mtime = Math.max(mtime, side.mtime);
-    return {
-      data: { dir, records: main.records, malformed: main.malformed, files: main.files, bytes, agents, side: side.records },
-      mtime,
-    };
-  }
-
-  /** Real subdirectories of `path`. */
-  private async subdirs(path: string): Promise<string[]> {
-    return (await this.fs.readdir(path)).filter((e) => e.isDirectory && !e.isSymbolicLink).map((e) => e.name).sort();
+    return { data, mtime };
   }
 
   /** The records of the `*.jsonl` files directly in `dir`, oldest file first (names sort by time). */
@@ -147,4 +148,70 @@ export class MirrorReader implements SessionSource {
     }
     return parsed;
   }
+}
+
+/** A session as `list --json` prints it (docs/DESIGN.md "Command line"). */
+export interface ListEntry extends SessionSummary {
+  claudeTranscript: TranscriptState;
+  claudeTranscriptPath: string | null;
+  /** Why Claude Code can have no transcript of this session (an id it could not have made), else null. */
+  claudeTranscriptProblem: string | null;
+  /** Why what stands where its transcript would be was not read (a symlink, a FIFO, unreadable), else null. */
+  claudeTranscriptWarning: string | null;
+  /** The prompts and answers of the mirror's current branch that Claude Code's transcript lacks. */
+  claudeTranscriptLacking: { prompts: number; answers: number };
+}
+
+/** The sessions of one mirror root, seen against one Claude Code config directory. */
+export class SessionCatalog {
+  readonly reader: MirrorReader;
+  /** Claude Code transcripts already read (a viewer refreshes its list often; transcripts can be large). */
+  private readonly transcripts: FactsCache = new Map();
+
+  constructor(
+    private readonly fs: FsAdapter,
+    readonly mirrorDir: string,
+    readonly claudeDir: string,
+    /** Where the sessions are read from instead of the tree (a shared store). */
+    private readonly source?: SessionSource,
+    readonly prices: PriceTable = BUILTIN_PRICES,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.reader = new MirrorReader(fs, mirrorDir);
+  }
+
+  /** Every session with its transcript judged, most recently active first. */
+  async judged(): Promise<{ entry: ListEntry; info: TranscriptInfo }[]> {
+    const scan = await scanTranscripts(this.fs, this.claudeDir);
+    const out = [];
+    for (const data of await (this.source ?? this.reader).loadAll()) out.push(await this.judge(data, scan));
+    return out.sort((a, b) => (b.entry.lastTimestamp ?? "").localeCompare(a.entry.lastTimestamp ?? ""));
+  }
+
+  async list(): Promise<ListEntry[]> {
+    return (await this.judged()).map((j) => j.entry);
+  }
+
+  /** One session's entry (`scan`: from scanTranscripts, read afresh when omitted). */
+  async judge(data: SessionData, scan?: Map<string, string[]>): Promise<{ entry: ListEntry; info: TranscriptInfo }> {
+    const tree = buildTree(data.records);
+    const summary = summarize(data, tree, this.prices);
+    const info = await transcriptInfo(this.fs, this.claudeDir, summary, mirrorFacts(tree, [...data.side, ...data.agents.flatMap((a) => a.records)]), {
+      scan: scan ?? (await scanTranscripts(this.fs, this.claudeDir)),
+      now: this.clock(),
+      cache: this.transcripts,
+    });
+    return { entry: entryOf(summary, info), info };
+  }
+}
+
+export function entryOf(summary: SessionSummary, info: TranscriptInfo): ListEntry {
+  return {
+    ...summary,
+    claudeTranscript: info.state,
+    claudeTranscriptPath: info.path,
+    claudeTranscriptProblem: info.problem,
+    claudeTranscriptWarning: info.warning,
+    claudeTranscriptLacking: info.verdict.lacking,
+  };
 }

@@ -4,9 +4,8 @@
  * directory name), its main conversation the rows with subpath "" in seq order, each entry exactly the
  * record the tap wrote. `withSessionSource` picks the store when one is configured, else the tree.
  */
-import { matchSession, type NamedSession } from "../transcript/session-match.ts";
+import { matchSession, type NamedSession, upgradeOlderRecord } from "../transcript/records.ts";
 import type { Config } from "../config/parse.ts";
-import { upgradeOlderRecord } from "../transcript/older-mirror.ts";
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";

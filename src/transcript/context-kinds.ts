@@ -1,33 +1,19 @@
-/**
- * The context Claude Code injects into a conversation, read back from the words it sent: each piece is
- * the `attachment` record Claude Code keeps for it, with what it was made from, the text it rendered and
- * the role it rendered it for (docs/DESIGN.md "Restore": Claude Code decides from those what it has
- * announced). Pure.
- *
- * A piece is recognised by its opening words; what it was made from is read back from the text, each
- * kind by the template Claude Code renders it with. A piece that is not recognised, or whose text does
- * not read back, is kept as a piece of an unknown kind: Claude Code still sends its text where it was,
- * but may announce the context it stands for once more.
- */
+// The context Claude Code injects, read back from the words it sent into the `attachment` records it keeps for it — what each piece was made
+// from, its text and its role — by the template it renders each kind with (docs/DESIGN.md "Restore"); an unknown piece keeps its text. Pure.
 
-/** The tag pair Claude Code wraps each reminder in. */
 export const REMINDER_OPEN = "<system-reminder>\n";
-/** See REMINDER_OPEN. */
 export const REMINDER_CLOSE = "\n</system-reminder>";
 
-/** One piece of injected context, as Claude Code records it. */
+/** One piece as Claude Code records it: its `attachment` (type, what it was made from), the role it renders for, its text with tags. */
 export interface ContextPiece {
-  /** Claude Code's `attachment` object: its `type` and what it was made from. */
   attachment: Record<string, unknown>;
-  /** Where Claude Code renders it when the model takes `role:"system"` turns ("system"), or in a user turn. */
   renderedRole: "user" | "system";
-  /** Claude Code's `renderedBesideToolResult` (attribution rides beside a tool result rather than in it). */
+  /** Attribution rides beside a tool result rather than in it. */
   besideToolResult?: true;
-  /** The rendered text, tags included, as sent. */
   rendered: string;
 }
 
-/** The kind of piece a restore writes for context it does not recognise. */
+/** The kind a restore writes for context it does not recognise. */
 export const UNKNOWN_KIND = "sessiontap_context";
 
 /** The order Claude Code announces a first turn's context in; pieces of other kinds keep their place. */
@@ -44,7 +30,7 @@ const FIRST_TURN_ORDER = [
   "remote_session_change",
 ];
 
-/** A kind: how its text opens, and what it was made from (null when the text does not read back). */
+/** A kind: how its text opens, and what it was made from (null: the text does not read back). */
 interface Kind {
   type: string;
   role: "user" | "system";
@@ -155,7 +141,7 @@ const KINDS: Kind[] = [
   { type: "remote_session_change", role: "user", besideToolResult: true, opens: ATTRIBUTION_HEAD, read: (t) => readAttribution(t) },
 ];
 
-/** The environment block's snapshot, in the fields Claude Code compares with the machine it resumes on. */
+/** The environment's snapshot, in the fields Claude Code compares with the machine it resumes on. */
 function readEnvironment(t: string): Record<string, unknown> | null {
   const lines = t.slice(ENV_HEAD.length).split("\n");
   const value = (key: string) => lines.find((l) => l.startsWith(` - ${key}: `))?.slice(key.length + 5);
@@ -179,7 +165,7 @@ function readEnvironment(t: string): Record<string, unknown> | null {
   return { snapshot };
 }
 
-/** The session context's values (`# gitStatus` and the rest), each under its own heading. */
+/** `# gitStatus` and the rest, each under its own heading. */
 function readSessionContext(t: string): Record<string, unknown> | null {
   if (!t.endsWith(CONTEXT_FOOT)) return null;
   const body = t.slice(CONTEXT_HEAD.length, t.length - CONTEXT_FOOT.length);
@@ -209,7 +195,7 @@ export function reminderInner(text: string): string | null {
   return inner.includes(REMINDER_CLOSE) ? null : inner;
 }
 
-/** The piece a reminder's inner text stands for; a piece of unknown kind when it is not recognised. */
+/** The piece a reminder's inner text stands for (of the unknown kind when not recognised). */
 export function contextPiece(inner: string, sentAs: "user" | "system"): ContextPiece {
   const rendered = REMINDER_OPEN + inner + REMINDER_CLOSE;
   for (const kind of KINDS) {
@@ -223,11 +209,7 @@ export function contextPiece(inner: string, sentAs: "user" | "system"): ContextP
   return { attachment: { type: UNKNOWN_KIND }, renderedRole: sentAs, rendered };
 }
 
-/**
- * The pieces of a `role:"system"` message: Claude Code joins the inner texts of the pieces it sends as a
- * system turn with a blank line, so the message is cut where a blank line is followed by a known
- * kind's opening words (a piece of unknown kind stays with the one before it, and its text is kept).
- */
+/** A `role:"system"` message's pieces: Claude Code joins them with a blank line, so it is cut where one precedes a known kind's opening words. */
 export function systemPieces(text: string): ContextPiece[] {
   const cuts = [0];
   for (let at = text.indexOf("\n\n"); at >= 0; at = text.indexOf("\n\n", at + 1)) {
@@ -237,9 +219,8 @@ export function systemPieces(text: string): ContextPiece[] {
 }
 
 /**
- * Interleaves a turn's user-side and system-side pieces in the order Claude Code announces a first turn
- * in (each side keeps its own order): once the model takes system turns, the wire no longer says which
- * came first, and a resume on a model that does not would otherwise send them in another order.
+ * A turn's user-side and system-side pieces in the order Claude Code announces a first turn in (each side keeps its own): once the
+ * model takes system turns the wire no longer says which came first, and a resume on another model would send them otherwise.
  */
 export function interleave(user: ContextPiece[], system: ContextPiece[]): ContextPiece[] {
   const rank = (list: ContextPiece[]) => {

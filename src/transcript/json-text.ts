@@ -1,37 +1,20 @@
-/**
- * JSON text of a record or a tool input for readers, safe at any depth: a record is whatever a request
- * carried, and a tool input nested 20,000 levels deep made `JSON.stringify(x, null, 2)` write 800 MB of
- * indentation (quadratic in the depth) or overflow the stack. Here the text is indented only for its first
- * levels, so it stays within a small factor of the compact form, and where the runtime's own serializer
- * runs out of stack the value is walked with an explicit one (docs/RELIABILITY.md "Trust boundaries"). Pure.
- */
+// JSON text of a record or a tool input for readers, safe at any depth: `JSON.stringify(x, null, 2)` of a tool input nested 20,000 levels
+// deep wrote 800 MB of indentation or overflowed the stack (docs/RELIABILITY.md "Trust boundaries"). Pure.
 
 /** Levels indented like `JSON.stringify(x, null, 2)`; anything deeper is written compactly. */
 export const INDENT_LEVELS = 12;
 
-/** A container being written: its values (and keys, for an object), and how far it got. */
 interface Frame {
   keys: string[] | null;
   values: unknown[];
   next: number;
 }
 
-/** True for what JSON leaves out of an object (and writes as null in an array). */
-function omitted(value: unknown): boolean {
-  return value === undefined || typeof value === "function" || typeof value === "symbol";
-}
+/** What JSON leaves out of an object (and writes as null in an array). */
+const omitted = (v: unknown) => v === undefined || typeof v === "function" || typeof v === "symbol";
+const scalar = (v: unknown) => (typeof v === "string" ? JSON.stringify(v) : typeof v === "number" ? (Number.isFinite(v) ? String(v) : "null") : String(v));
 
-/** A scalar's JSON text (a string, number, boolean or null). */
-function scalar(value: unknown): string {
-  return typeof value === "string" ? JSON.stringify(value) : typeof value === "number" ? (Number.isFinite(value) ? String(value) : "null") : String(value);
-}
-
-/**
- * `value` as JSON text: indented two spaces per level for the first `levels` levels (0: compact, as
- * `JSON.stringify(value)` writes it), compact below; for a value a JSON.parse gave, the text
- * `JSON.stringify(value, null, 2)` writes when it is shallower than that. The compact text is made first
- * (compactJson: native where the runtime can) and then indented in one pass over it.
- */
+/** Indented two spaces for the first `levels` levels (the text `JSON.stringify(value, null, 2)` writes for a shallower value), compact below. */
 export function jsonText(value: unknown, levels = INDENT_LEVELS): string {
   return indentJson(compactJson(value), levels);
 }

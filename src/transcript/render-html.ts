@@ -1,26 +1,30 @@
-/**
- * A conversation as HTML: one `<article>` per record (the viewer inserts the same fragments live), each
- * tool call and its result as one collapsible pair (closed when long), Claude Code's injected context and
- * environment block folded behind a one-line summary, other branches folded where they fork, compactions as
- * a divider, and a standalone document with inline CSS for `export --format html`. Every string from a
- * record is escaped and rid of control characters; nothing is loaded from elsewhere. Times are UTC in
- * `<time datetime>`; the viewer's script shows them in the reader's zone. Pure.
- */
-import { compactJson, jsonText } from "./json-text.ts";
-import { scrubControl } from "./control-chars.ts";
-import { environmentSummary, injectedSummary } from "./injected.ts";
-import { type Block, blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Rec, uuidOf } from "./records.ts";
-import { attachmentNote } from "./render-md.ts";
-import type { SessionSummary } from "./summary.ts";
-import { toolLine } from "./tool-line.ts";
-import { type Item, toolResults } from "./tree.ts";
-import { renderOutline } from "./outline-walk.ts";
-import { usageLine } from "../usage/format.ts";
-import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf } from "../usage/tokens.ts";
+// A conversation as HTML: one `<article>` per record (the viewer inserts the same fragments live), a tool call and its result as one pair,
+// context folded, every string escaped and rid of control characters, nothing loaded from elsewhere (docs/DESIGN.md "The viewer"). Pure.
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { answerLine, usageLine } from "../usage/tokens.ts";
 import { plural } from "../utils/plural.ts";
+import { compactJson, jsonText } from "./json-text.ts";
+import {
+  attachmentNote,
+  type Block,
+  blocksOf,
+  compactionText,
+  environmentSummary,
+  injectedSummary,
+  isApiSystem,
+  isCompactBoundary,
+  isInjectedText,
+  messageOf,
+  type Rec,
+  recordFlags,
+  scrubControl,
+  toolLine,
+  uuidOf,
+} from "./records.ts";
+import { countsText, type SessionSummary } from "./summary.ts";
+import { type Item, renderOutline, toolResults } from "./tree.ts";
 
-/** Escapes text for HTML content and attribute values (control characters removed first). */
+/** For HTML content and attribute values, control characters removed first. */
 export function escapeHtml(text: string): string {
   return scrubControl(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
@@ -60,10 +64,9 @@ mark{background:#ffe066;color:inherit;border-radius:2px}
 .branch{opacity:.85}
 `;
 
-/** Lines of a tool call's input and result together above which the pair starts closed. */
+/** A tool call's pair starts closed above this many lines of input and result. */
 const OPEN_LINES = 8;
 
-/** Options for one record's fragment. */
 export interface RecordHtmlOptions {
   /** A further block of the previous record's assistant message (Claude Code writes one record per block). */
   continued?: boolean;
@@ -71,11 +74,10 @@ export interface RecordHtmlOptions {
   results?: Map<string, Block>;
   /** Filled with the tool_use_ids whose results were shown inside a pair. */
   paired?: Set<string>;
-  /** Prices for each answer's estimated cost (default: the built-in table). */
   prices?: PriceTable;
 }
 
-/** A `<time>`: UTC in the text and the title; the viewer rewrites the text to the reader's zone. */
+/** UTC in the text and the title; the viewer rewrites the text to the reader's zone. */
 function timeHtml(iso: string): string {
   const utc = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");
   return `<time datetime="${escapeHtml(iso)}" title="${escapeHtml(utc)}">${escapeHtml(utc)}</time>`;
@@ -97,15 +99,13 @@ export function renderRecordHtml(r: Rec, options: RecordHtmlOptions = {}): strin
     : r.type === "assistant"
     ? "Assistant"
     : `${String(r.type)}${r.subtype ? `/${String(r.subtype)}` : ""}`;
-  const flags: string[] = [];
-  if (r.reconstructed === true) flags.push("reconstructed");
-  if (message?.stop_reason === "interrupted") flags.push("interrupted");
-  const answer = r.type === "assistant" ? answerOf(r, "main") : null;
+  const flags = recordFlags(r, true);
+  const answer = r.type === "assistant" ? answerLine(r, options.prices ?? BUILTIN_PRICES) : null;
   const head = [
     `<span class="role">${escapeHtml(role)}</span>`,
     typeof message?.model === "string" ? `<span class="model">${escapeHtml(message.model)}</span>` : "",
     timeHtml(time),
-    answer === null ? "" : `<span class="usage">${escapeHtml(usageLine(answer.tokens, costOf(options.prices ?? BUILTIN_PRICES, answer)))}</span>`,
+    answer === null ? "" : `<span class="usage">${escapeHtml(answer)}</span>`,
     ...flags.map((f) => `<span class="flag">${escapeHtml(f)}</span>`),
   ].join("");
   let body: string;
@@ -130,7 +130,6 @@ export function renderRecordHtml(r: Rec, options: RecordHtmlOptions = {}): strin
   return `<article ${attrs}>${options.continued ? "" : `<header>${head}</header>`}${body}</article>`;
 }
 
-/** A tool result's content as HTML. */
 function resultBody(b: Block, options: RecordHtmlOptions): string {
   const inner = blocksOf(b.content).map((x) => (x.type === "text" ? `<pre>${escapeHtml(String(x.text ?? ""))}</pre>` : renderBlockHtml(x, options))).join("");
   return inner || '<div class="attachment">(no output)</div>';
@@ -146,10 +145,7 @@ function resultHtml(b: Block, options: RecordHtmlOptions): string {
   }</div>`;
 }
 
-/** Lines of text a block shows when open (input JSON, result text). */
-function lineCount(text: string): number {
-  return text.split("\n").length;
-}
+const lineCount = (text: string) => text.split("\n").length;
 
 /** A tool call and, when known, its result: one `<details>`, its summary the call in one line, closed when long. */
 function toolPairHtml(b: Block, options: RecordHtmlOptions): string {
@@ -174,7 +170,6 @@ function toolPairHtml(b: Block, options: RecordHtmlOptions): string {
     `<pre class="tool-input">${escapeHtml(input)}</pre><div class="tool-out">${inside}</div></details>`;
 }
 
-/** One content block. */
 function renderBlockHtml(b: Block, options: RecordHtmlOptions): string {
   switch (b.type) {
     case "text": {
@@ -202,22 +197,17 @@ function renderBlockHtml(b: Block, options: RecordHtmlOptions): string {
   }
 }
 
-/** The compaction divider. */
 function compactionHtml(r: Rec): string {
-  const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(
-    Boolean,
-  );
   const id = isCompactBoundary(r) ? ` id="r-${escapeHtml(uuidOf(r) ?? "")}" data-uuid="${escapeHtml(uuidOf(r) ?? "")}"` : "";
-  return `<div class="compaction"${id}>Conversation compacted${escapeHtml(parts.length > 0 ? ` (${parts.join(", ")})` : "")}</div>`;
+  return `<div class="compaction"${id}>${escapeHtml(compactionText(r))}</div>`;
 }
 
-/** A conversation outline as HTML fragments, each tool result inside its call's pair. */
+/** An outline as HTML fragments, each tool result inside its call's pair. */
 export function renderItemsHtml(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   return renderItems(items, { results: toolResults(items), paired: new Set(), prices });
 }
 
-/** renderItemsHtml with the pairing state shared across nested branches. */
+/** With the pairing state shared across nested branches. */
 function renderItems(items: Item[], options: RecordHtmlOptions): string {
   return renderOutline(items, {
     record: (record, continued) => renderRecordHtml(record, { ...options, continued }),
@@ -244,7 +234,7 @@ export function renderHtmlDocument(summary: SessionSummary, items: Item[], price
     ["Session", id],
     ["Working directory", summary.cwd ?? "unknown"],
     ["Time", `${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"} (UTC)`],
-    ["Records", `${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)`],
+    ["Conversation", countsText(summary.counts)],
     ["Branches", `${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`],
     ["Usage", usageLine(summary.usage, summary.costUSD)],
   ];

@@ -1,25 +1,39 @@
-/**
- * A conversation as Markdown (`export --format md`): prompts and answers as written, tool calls with their
- * input, tool results, thinking and Claude Code's context as labelled code blocks, image references as a
- * line saying what was there; other branches quoted where they fork; compactions as a rule. Claude Code's
- * environment block and injected context (~10 KB each, on every turn) are folded as the HTML export folds
- * them: a `<details>` whose summary is one line, the block itself inside — the only HTML of its own, which
- * the renderers people read Markdown in show as a fold. No terminal control characters (see
- * control-chars.ts). Every record of the outline once, in its order. Pure.
- */
-import { environmentSummary, injectedSummary } from "./injected.ts";
+// A conversation as Markdown (`export --format md`), and the export formats: every record of the outline once, in its order; Claude Code's
+// context folded as the HTML export folds it (a `<details>`, the only HTML of its own); no terminal control characters. Pure.
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { answerLine, totalTokens, usd } from "../usage/tokens.ts";
 import { compactJson, jsonText } from "./json-text.ts";
-import { scrubControl, scrubLine } from "./control-chars.ts";
-import { type Block, blocksOf, isApiSystem, isCompactBoundary, isInjectedText, messageOf, type Rec } from "./records.ts";
-import type { SessionSummary } from "./summary.ts";
-import type { Item } from "./tree.ts";
-import { renderOutline } from "./outline-walk.ts";
-import { usageLine, usd } from "../usage/format.ts";
-import { BUILTIN_PRICES, costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf, totalTokens } from "../usage/tokens.ts";
+import {
+  attachmentNote,
+  type Block,
+  blocksOf,
+  compactionText,
+  environmentSummary,
+  injectedSummary,
+  isApiSystem,
+  isCompactBoundary,
+  isInjectedText,
+  messageOf,
+  type Rec,
+  recordFlags,
+  scrubControl,
+  scrubLine,
+  terminalSafeJson,
+} from "./records.ts";
+import { renderHtmlDocument } from "./render-html.ts";
+import { countsText, type SessionSummary } from "./summary.ts";
+import { type Item, outline, renderOutline, type Tree } from "./tree.ts";
 import { plural } from "../utils/plural.ts";
 
-/** A Markdown document: a header of facts, then the conversation. */
+export type ExportFormat = "md" | "html" | "jsonl";
+
+/** `jsonl`: the main conversation's records in file order (escaped, not changed: nothing raw a terminal acts on); md/html: for people, in reading order. */
+export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat, prices?: PriceTable): string {
+  if (format === "jsonl") return session.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
+  const items = outline(session.tree);
+  return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
+}
+
 export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const lines = [
     `# Claude Code session ${scrubLine(summary.sessionId ?? summary.dir)}`,
@@ -27,7 +41,7 @@ export function renderMarkdown(summary: SessionSummary, items: Item[], prices: P
     `- Title: ${summary.title === null ? "(none)" : scrubControl(summary.title)}`,
     `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubLine(summary.cwd))}`,
     `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
-    `- Records: ${summary.records} (${summary.userRecords} user, ${summary.assistantRecords} assistant)`,
+    `- Conversation: ${countsText(summary.counts)}`,
     `- Branches: ${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`,
     `- Tokens: ${
       totalTokens(summary.usage)
@@ -41,7 +55,6 @@ export function renderMarkdown(summary: SessionSummary, items: Item[], prices: P
   return lines.join("\n") + renderItems(items, prices);
 }
 
-/** The conversation part alone. */
 export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   return renderOutline(items, {
     record: (record, continued) => renderRecord(record, continued, prices),
@@ -55,23 +68,14 @@ export function renderItems(items: Item[], prices: PriceTable = BUILTIN_PRICES):
   }).join("\n");
 }
 
-/** The rule that marks a compaction. */
 function compactionLine(r: Rec): string {
-  const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [
-    typeof meta.trigger === "string" ? scrubControl(meta.trigger) : null,
-    typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null,
-  ].filter(Boolean);
-  return `---\n\n**Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}**${
-    isCompactBoundary(r) ? "" : " — the summary below starts the compacted conversation"
-  }\n\n---\n`;
+  return `---\n\n**${compactionText(r)}**${isCompactBoundary(r) ? "" : " — the summary below starts the compacted conversation"}\n\n---\n`;
 }
 
-/** A record's heading and blocks. */
 function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): string {
   const message = messageOf(r);
   const time = typeof r.timestamp === "string" ? scrubControl(r.timestamp) : "";
-  const flags = [r.reconstructed === true ? "reconstructed from a later request" : null, message?.stop_reason === "interrupted" ? "interrupted" : null]
+  const flags = recordFlags(r)
     .filter(Boolean)
     .join(", ");
   if (isApiSystem(r)) {
@@ -82,13 +86,12 @@ function renderRecord(r: Rec, isContinuation: boolean, prices: PriceTable): stri
     return `*${scrubControl(String(r.type))}${r.subtype ? `/${scrubControl(String(r.subtype))}` : ""} record · ${scrubControl(time)}*\n`;
   }
   const who = r.type === "user" ? "User" : `Assistant${typeof message?.model === "string" ? ` (${scrubControl(message.model)})` : ""}`;
-  const answer = r.type === "assistant" ? answerOf(r, "main") : null;
-  const usage = answer === null ? "" : ` · ${usageLine(answer.tokens, costOf(prices, answer))}`;
+  const answer = r.type === "assistant" ? answerLine(r, prices) : null;
+  const usage = answer === null ? "" : ` · ${answer}`;
   const head = isContinuation ? "" : `### ${who} · ${time}${usage}${flags ? ` · _${flags}_` : ""}\n\n`;
   return head + blocksOf(message?.content).map(renderBlock).join("\n") + "\n";
 }
 
-/** One content block. */
 function renderBlock(b: Block): string {
   switch (b.type) {
     case "text":
@@ -115,21 +118,6 @@ function renderBlock(b: Block): string {
   }
 }
 
-/** What an image or document block held: its media type and sha256 (the mirror keeps no bytes). */
-export function attachmentNote(b: Block): string {
-  return scrubControl(attachmentText(b));
-}
-
-/** attachmentNote before its control characters are removed. */
-function attachmentText(b: Block): string {
-  const s = (b.source ?? {}) as Record<string, unknown>;
-  const media = typeof s.media_type === "string" ? s.media_type : "unknown type";
-  if (s.type === "reference") return `[${String(b.type)}: ${media}, sha256 ${String(s.sha256 ?? "?")}]`;
-  if (s.type === "base64" && typeof s.data === "string") return `[${String(b.type)}: ${media}, ${Math.floor((s.data.length * 3) / 4)} bytes inline]`;
-  if (s.type === "url") return `[${String(b.type)}: ${String(s.url)}]`;
-  return `[${String(b.type)}: ${media}]`;
-}
-
 /** The longest run of backticks in `text` (counted in one pass: a text of a million runs is no array of a million matches). */
 function longestBackticks(text: string): number {
   let longest = 0;
@@ -142,14 +130,14 @@ function longestBackticks(text: string): number {
   return longest;
 }
 
-/** A fenced block whose fence is longer than any backtick run inside; control characters removed. */
+/** A fenced block whose fence is longer than any backtick run inside. */
 function fence(raw: string, lang = ""): string {
   const text = scrubControl(raw);
   const f = "`".repeat(Math.max(2, longestBackticks(text)) + 1);
   return `${f}${lang}\n${text}\n${f}\n`;
 }
 
-/** Inline code that survives backticks inside; control characters removed. */
+/** Inline code that survives backticks inside. */
 function code(raw: string): string {
   const text = scrubControl(raw);
   const longest = longestBackticks(text);
@@ -163,7 +151,6 @@ function folded(summary: string, body: string): string {
   return `<details><summary>⚙ ${text}</summary>\n\n${body}\n</details>\n`;
 }
 
-/** A labelled block: the label in bold on its own line, then the body (a code block). */
 function labelled(label: string, body: string): string {
   return `**${label}**\n\n${body}`;
 }

@@ -1,25 +1,31 @@
-/**
- * A conversation as plain text for a terminal (`sessiontap show`): one block per message (role, local time,
- * the text), each tool call one line (`Bash: ls -la`) with its result folded to a few lines beneath it,
- * Claude Code's injected context and environment block one line each, thinking one line; `full` shows all
- * of it. Never an HTML tag or a raw control character; colour only through `style` (the caller decides
- * whether the terminal gets any). Every record of the outline once, in its order. Pure.
- */
-import { scrubControl } from "./control-chars.ts";
-import { environmentSummary, injectedParts, injectedSummary } from "./injected.ts";
+// A conversation as plain text for a terminal (`sessiontap show`): a tool call in one line with its result folded beneath, context and thinking
+// in one line each (`full` shows all); never a tag or a raw control character; colour only through `style`. Pure.
+import { type PriceTable } from "../usage/prices.ts";
+import { answerLine } from "../usage/tokens.ts";
 import { localDateTime, type Zone } from "../utils/local-time.ts";
-import { type Block, blocksOf, isApiSystem, isCompactBoundary, isCompactSummary, isInjectedText, messageOf, oneLine, type Rec } from "./records.ts";
-import { attachmentNote } from "./render-md.ts";
-import { toolLine } from "./tool-line.ts";
-import { type Item, toolResults } from "./tree.ts";
-import { renderOutline } from "./outline-walk.ts";
-import { costOf, type PriceTable } from "../usage/prices.ts";
-import { answerOf } from "../usage/tokens.ts";
-import { usageLine } from "../usage/format.ts";
-import { compactJson, jsonText } from "./json-text.ts";
 import { plural } from "../utils/plural.ts";
+import { compactJson, jsonText } from "./json-text.ts";
+import {
+  attachmentNote,
+  type Block,
+  blocksOf,
+  compactionText,
+  environmentSummary,
+  injectedParts,
+  injectedSummary,
+  isApiSystem,
+  isCompactBoundary,
+  isCompactSummary,
+  isInjectedText,
+  messageOf,
+  oneLine,
+  type Rec,
+  recordFlags,
+  scrubControl,
+  toolLine,
+} from "./records.ts";
+import { type Item, renderOutline, toolResults } from "./tree.ts";
 
-/** How text is coloured; PLAIN adds nothing. */
 export interface TextStyle {
   user(text: string): string;
   assistant(text: string): string;
@@ -29,9 +35,7 @@ export interface TextStyle {
 }
 
 const same = (text: string) => text;
-/** No colour. */
 export const PLAIN: TextStyle = { user: same, assistant: same, tool: same, dim: same, bold: same };
-/** ANSI colours for a terminal. */
 export const ANSI_STYLE: TextStyle = {
   user: (t) => `\x1b[1;36m${t}\x1b[0m`,
   assistant: (t) => `\x1b[1;32m${t}\x1b[0m`,
@@ -40,7 +44,6 @@ export const ANSI_STYLE: TextStyle = {
   bold: (t) => `\x1b[1m${t}\x1b[0m`,
 };
 
-/** How to render. */
 export interface TextOptions {
   /** Everything: injected context, environment, thinking, tool inputs and whole results. */
   full: boolean;
@@ -49,22 +52,18 @@ export interface TextOptions {
   prices: PriceTable;
 }
 
-/** Lines of a tool result shown when not `full`. */
 const RESULT_LINES = 4;
 
-/** Indents every line of `text` by `prefix`. */
 function indent(text: string, prefix = "  "): string {
   return text.split("\n").map((l) => (l === "" ? prefix.trimEnd() : prefix + l)).join("\n");
 }
 
-/** The text of a tool result's content (text blocks as they are, other blocks as a note). */
 function resultText(b: Block): string {
   return blocksOf(b.content).map((
     x,
   ) => (x.type === "text" ? String(x.text ?? "") : x.type === "image" || x.type === "document" ? attachmentNote(x) : `[${String(x.type)} block]`)).join("\n");
 }
 
-/** Renders an outline. */
 export function renderText(items: Item[], options: TextOptions): string {
   const renderer = new TextRenderer(options, toolResults(items));
   return blocks(renderer.items(items)) + "\n";
@@ -75,7 +74,7 @@ function blocks(parts: string[]): string {
   return parts.map((p, i) => (i === 0 ? p : p.startsWith(" ") || p.startsWith("\x1b[2m ") ? `\n${p}` : `\n\n${p}`)).join("");
 }
 
-/** Renders records, remembering which tool results were shown under their calls and the last environment block. */
+/** Remembers which tool results were shown under their calls, and the last environment block (shown again only when it changed). */
 class TextRenderer {
   private readonly shown = new Set<string>();
   private lastEnvironment: string | null = null;
@@ -85,7 +84,6 @@ class TextRenderer {
     private readonly results: Map<string, Block>,
   ) {}
 
-  /** The blocks of an outline, separated by blank lines. */
   items(items: Item[]): string[] {
     return renderOutline(items, {
       record: (record, continued) => this.record(record, continued),
@@ -118,13 +116,13 @@ class TextRenderer {
     }
     if (body.length === 0 && (continued || blocksOf(message?.content).length > 0)) return null;
     if (continued) return body.join("\n");
-    const flags = [r.reconstructed === true ? "reconstructed from a later request" : null, message?.stop_reason === "interrupted" ? "interrupted" : null]
+    const flags = recordFlags(r)
       .filter(Boolean);
     let head: string;
     if (r.type === "user") head = `${s.user(isCompactSummary(r) ? "Compaction summary" : "User")} · ${when}`;
     else {
-      const answer = answerOf(r, "main");
-      const cost = answer === null ? "" : ` · ${usageLine(answer.tokens, costOf(this.o.prices, answer))}`;
+      const answer = answerLine(r, this.o.prices);
+      const cost = answer === null ? "" : ` · ${answer}`;
       head = `${s.assistant("Assistant")}${typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : ""} · ${when}${s.dim(cost)}`;
     }
     if (flags.length > 0) head += ` · ${flags.join(", ")}`;
@@ -190,13 +188,6 @@ class TextRenderer {
   }
 }
 
-/** The line that marks a compaction. */
 function compactionLine(r: Rec): string {
-  const meta = (r.compactMetadata ?? {}) as Record<string, unknown>;
-  const parts = [typeof meta.trigger === "string" ? meta.trigger : null, typeof meta.preTokens === "number" ? `${meta.preTokens} tokens before` : null].filter(
-    Boolean,
-  );
-  return `──── Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}${
-    isCompactBoundary(r) ? "" : "; the summary below starts the compacted conversation"
-  } ────`;
+  return `──── ${compactionText(r)}${isCompactBoundary(r) ? "" : "; the summary below starts the compacted conversation"} ────`;
 }

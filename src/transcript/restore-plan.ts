@@ -1,78 +1,39 @@
-/**
- * The transcript `sessiontap restore` writes: what Claude Code can resume, in Claude Code's own shape.
- * Pure.
- *
- * - The current branch only: from the newest leaf up by `parentUuid`, so a rewound or retried exchange
- *   does not come back as a second answer.
- * - A compaction is kept as Claude Code records it: the `compact_boundary` root, its summary and what
- *   follows, and before it (through the boundary's `logicalParentUuid`) the conversation it compacted.
- *   Claude Code loads from the newest leaf up to the boundary and splices in the kept tail the boundary
- *   names (`compactMetadata.preservedSegment`), so the resumed history is the compacted one it last sent.
- *   A compaction summary without a boundary (an older mirror) starts the branch: nothing before it.
- * - Only user and assistant records besides the boundary. The mirror's `system`/`api_message` records
- *   (environment context Claude Code rebuilds itself) and any other metadata record are left out, and each
- *   kept record's `parentUuid` (a boundary's `logicalParentUuid`, a segment's head and tail) is re-linked
- *   to the nearest kept record, so the file holds only record types Claude Code writes itself. Checked
- *   with the real CLI 2.1.328: it resumes the whole conversation from such a file; where the environment
- *   context first sat it re-sends an empty `role:"system"` message, with or without our `system` records
- *   in the file (it does the same from its own transcript after a compaction); with a parent missing from
- *   the file it resumes from the break only, which is why the re-linking matters.
- * - `sessionId` is the session's, `cwd` the target's (with `--cwd`), `isSidechain` false; for a subagent's
- *   conversation (written to `<session>/subagents/agent-<id>.jsonl`) `isSidechain` true and its `agentId`.
- * - Injected context (reminders, a slash command's caveat and output) is split off each prompt into
- *   records of its own, as Claude Code records it (transcript/injected-context.ts): `claude --resume` shows
- *   the typed prompt, and the model is sent the same message as before.
- * - Content the API would refuse on the resumed request is made acceptable: an image or document the
- *   mirror kept only as a sha256 reference becomes a text note saying what was there, the mirror's own
- *   bookkeeping keys (`sessiontap_*`) are dropped, and an answer cut off before its first block is left out.
- */
-import { toClaudeRecords } from "./injected-context.ts";
+// The transcript `restore` writes: the current branch in Claude Code's own record shape, so `claude --resume` sends what it would have
+// sent from its own transcript (docs/DESIGN.md "Restore"; checked with the real CLI, 2.1.328 and 2.1.332). Pure.
+import { uuidFrom } from "../protocol/message-hash.ts";
+import { isObject } from "../protocol/json.ts";
+import { type ContextPiece, contextPiece, interleave, reminderInner, systemPieces, UNKNOWN_KIND } from "./context-kinds.ts";
 import {
   type Block,
+  blocksOf,
   isApiSystem,
   isCompactBoundary,
-  isCompactSummary,
   isConversation,
-  isToolResultOnly,
+  isTypedPrompt,
   messageOf,
   parentOf,
   promptText,
   type Rec,
   uuidOf,
 } from "./records.ts";
-import type { Tree } from "./tree.ts";
-import { isObject } from "../protocol/json.ts";
+import { restorePath, type Tree } from "./tree.ts";
 
-/** What to write, and what was left out. */
 export interface RestorePlan {
   records: Rec[];
-  /** Records of the current branch that were not written (metadata, system context, empty answers). */
+  /** Records of the branch not written (metadata, system context, empty answers). */
   skipped: number;
   leafUuid: string | null;
 }
 
-/** The current branch, continued across compaction boundaries to the conversation they compacted. */
-export function restorePath(tree: Tree): Rec[] {
-  const out: Rec[] = [];
-  const seen = new Set<string>();
-  for (let r: Rec | undefined = tree.newestLeaf ?? undefined; r !== undefined;) {
-    const id = uuidOf(r)!;
-    if (seen.has(id)) break;
-    seen.add(id);
-    out.push(r);
-    const p = parentOf(r);
-    if (p !== null && tree.byUuid.has(p)) r = tree.byUuid.get(p);
-    else if (isCompactBoundary(r) && typeof r.logicalParentUuid === "string") r = tree.byUuid.get(r.logicalParentUuid);
-    else r = undefined;
-  }
-  return out.reverse();
-}
-
-/** Builds the restored transcript of the current branch of `tree`. */
+/**
+ * The current branch (a rewound or retried exchange does not come back), a compaction as Claude Code records it (its
+ * boundary, and before it what it compacted), only user and assistant records: each kept record's parent (a boundary's
+ * logical parent, its kept segment) re-linked to the nearest kept one — with a parent missing, Claude Code resumes from
+ * the break only. A subagent's conversation carries its agent id as sidechain records.
+ */
 export function planRestore(tree: Tree, target: { sessionId: string; cwd: string; agentId?: string }): RestorePlan {
   const path = restorePath(tree);
   const records: Rec[] = [];
-  /** For each uuid on the path, the nearest kept record at or before it. */
   const keptBefore = new Map<string, string | null>();
   let previous: string | null = null;
   let skipped = 0;
@@ -104,20 +65,16 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
   return { records: written, skipped, leafUuid: written.length === 0 ? null : uuidOf(written[written.length - 1]) };
 }
 
-/**
- * Claude Code's `last-prompt` record for a restored chain: the last typed prompt (on one line, at most 200
- * characters, as Claude Code cuts it) and the leaf it ended at, which its session list shows and resumes
- * from. Null when no prompt was typed.
- */
+/** Claude Code's `last-prompt` record: the last typed prompt, cut as it cuts it, and the leaf its session list resumes from. */
 export function lastPromptRecord(sessionId: string, records: Rec[]): Rec | null {
-  const typed = records.findLast((r) => r.type === "user" && r.isMeta !== true && !isToolResultOnly(r) && !isCompactSummary(r) && promptText(r) !== "");
+  const typed = records.findLast(isTypedPrompt);
   const leaf = records.findLast(isConversation);
   if (typed === undefined || leaf === undefined) return null;
   const line = promptText(typed).replaceAll("\n", " ").trim();
   return { type: "last-prompt", lastPrompt: line.length > 200 ? line.slice(0, 200).trim() + "…" : line, leafUuid: uuidOf(leaf), sessionId };
 }
 
-/** Points a boundary's kept tail at kept records (its head at or after, its tail at or before), or drops it. */
+/** A boundary's kept tail pointed at kept records (its head at or after, its tail at or before), or dropped. */
 function relinkSegment(boundary: Rec, path: Rec[], keptBefore: Map<string, string | null>, kept: Set<string>): void {
   const meta = isObject(boundary.compactMetadata) ? boundary.compactMetadata : null;
   const segment = meta !== null && isObject(meta.preservedSegment) ? meta.preservedSegment : null;
@@ -131,21 +88,19 @@ function relinkSegment(boundary: Rec, path: Rec[], keptBefore: Map<string, strin
   boundary.compactMetadata = headKept && tail && anchor ? { ...rest, preservedSegment: { ...segment, headUuid: headKept, tailUuid: tail } } : rest;
 }
 
-/** A message with content the API accepts when Claude Code re-sends it. */
+/** A message the API accepts when Claude Code re-sends it: no `sessiontap_*` keys, a reference kept without its bytes as a text note. */
 function apiSafeMessage(message: Record<string, unknown>): Record<string, unknown> {
   const out = withoutOwnKeys(message);
   if (Array.isArray(message.content)) out.content = safeBlocks(message.content);
   return out;
 }
 
-/** Drops the mirror's bookkeeping keys (`sessiontap_deltas`, `sessiontap_events`, `sessiontap_partial_json`). */
 function withoutOwnKeys(value: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) if (!k.startsWith("sessiontap_")) out[k] = v;
   return out;
 }
 
-/** Rewrites blocks: references become text notes, tool results are rewritten inside. */
 function safeBlocks(blocks: unknown[]): unknown[] {
   return blocks.map((b) => {
     if (!isObject(b)) return b;
@@ -156,11 +111,221 @@ function safeBlocks(blocks: unknown[]): unknown[] {
   });
 }
 
-/** The text that stands in for an image or document whose bytes the mirror never stored. */
 export function referenceNote(block: Block): Block {
   const source = block.source as Record<string, unknown>;
   const kind = typeof block.type === "string" ? block.type : "attachment";
   const media = typeof source.media_type === "string" ? ` ${source.media_type}` : "";
   const sha = typeof source.sha256 === "string" ? `, sha256 ${source.sha256}` : "";
   return { type: "text", text: `[${kind}${media} not kept by sessiontap${sha}]` };
+}
+
+/** Slash-command pieces Claude Code keeps as user records, the caveat hidden (`isMeta`). */
+const COMMAND_RECORD = /^<(local-command-caveat|command-name|command-message|local-command-stdout|local-command-stderr)>/;
+const HIDDEN = /^<local-command-caveat>/;
+/** A reminder Claude Code appended to a tool result's text, after a blank line. */
+const TRAILING_REMINDER = /\n\n(<system-reminder>\n(?:(?!<\/system-reminder>)[\s\S])*\n<\/system-reminder>)$/;
+
+/** One mirrored message as records before it, its own (the first keeps its uuid), and context pieces after them. */
+interface Split {
+  before: Rec[];
+  records: Rec[];
+  pieces: ContextPiece[];
+}
+
+/** A prompt: leading command records and reminders, then what was typed. */
+function splitPrompt(r: Rec, content: unknown[]): Split | null {
+  const blocks = content.filter(isObject) as Block[];
+  if (blocks.length !== content.length) return null;
+  const before: Rec[] = [];
+  const pieces: ContextPiece[] = [];
+  let n = 0;
+  for (; n < blocks.length; n++) {
+    const text = blocks[n].type === "text" && typeof blocks[n].text === "string" ? (blocks[n].text as string).replace(/\n$/, "") : null;
+    if (text === null) break;
+    const inner = reminderInner(text);
+    if (inner !== null) pieces.push(contextPiece(inner, "user"));
+    else if (COMMAND_RECORD.test(text)) before.push(commandRecord(r, n, text));
+    else break;
+  }
+  if (n === blocks.length) return null; // nothing typed after it: the message stays as it was
+  return { before, records: [{ ...r, message: { ...messageOf(r), content: typedContent(blocks.slice(n)) } }], pieces };
+}
+
+function commandRecord(r: Rec, i: number, text: string): Rec {
+  const piece: Rec = { ...r, uuid: uuidFrom(`${uuidOf(r)}:injected:${i}`), message: { ...messageOf(r), content: [{ type: "text", text }] } };
+  if (HIDDEN.test(text)) piece.isMeta = true;
+  return piece;
+}
+
+/** A typed prompt is a plain string in Claude Code's record; it sends it as a text block only where it must (merged, or carrying a cache marker). */
+function typedContent(blocks: Block[]): unknown {
+  const only = blocks.length === 1 ? blocks[0] : null;
+  return only !== null && only.type === "text" && typeof only.text === "string" && Object.keys(only).every((k) => k === "type" || k === "text")
+    ? only.text
+    : blocks;
+}
+
+/**
+ * One record per tool result, with what the tool returned where the result says it; reminders appended to a result or sent beside
+ * it become pieces. A message holding other blocks besides results (Claude Code sends none) stays one record.
+ */
+function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>): Split {
+  const pieces: ContextPiece[] = [];
+  const kept: unknown[] = [];
+  for (const b of content) {
+    if (isObject(b) && b.type === "tool_result") {
+      let text = typeof b.content === "string" ? b.content : null;
+      const trailing: ContextPiece[] = [];
+      for (let m = text === null ? null : TRAILING_REMINDER.exec(text); m !== null; m = TRAILING_REMINDER.exec(text!)) {
+        const piece = contextPiece(reminderInner(m[1])!, "user");
+        if (piece.attachment.type === UNKNOWN_KIND) break; // a tool's own reminder: part of its output
+        trailing.unshift(piece);
+        text = text!.slice(0, m.index);
+      }
+      pieces.push(...trailing);
+      kept.push(text === null || text === b.content ? b : { ...b, content: text });
+    } else if (isObject(b) && b.type === "text" && typeof b.text === "string" && reminderInner(b.text.replace(/\n$/, "")) !== null) {
+      pieces.push(contextPiece(reminderInner(b.text.replace(/\n$/, ""))!, "user"));
+    } else kept.push(b);
+  }
+  const id = uuidOf(r)!;
+  const onlyResults = kept.every((b) => isObject(b) && b.type === "tool_result");
+  const groups = onlyResults ? kept.map((b) => [b as Block]) : [kept as Block[]];
+  const records = groups.map((blocks, i) => {
+    const own: Rec = { ...r, uuid: i === 0 ? id : uuidFrom(`${id}:result:${i}`), message: { ...messageOf(r), content: blocks } };
+    const results = blocks.filter((b) => isObject(b) && b.type === "tool_result");
+    const result = results.length === 1 ? toolUseResultOf(uses.get(String(results[0].tool_use_id)), results[0]) : undefined;
+    if (result !== undefined) own.toolUseResult = result;
+    return own;
+  });
+  return { before: [], records, pieces };
+}
+
+function systemMessagePieces(r: Rec): ContextPiece[] {
+  const content = messageOf(r)?.content;
+  const texts = typeof content === "string" ? [content] : Array.isArray(content) ? content.filter(isObject).map((b) => String(b.text ?? "")) : [];
+  return texts.filter((t) => t !== "").flatMap(systemPieces);
+}
+
+/** Claude Code's attachment record of a piece, in the envelope of the record it came with. */
+function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
+  const { message: _m, type: _t, subtype: _s, uuid: _u, isMeta: _i, toolUseResult: _r, isCompactSummary: _c, ...envelope } = from;
+  const out: Rec = {
+    ...envelope,
+    attachment: piece.attachment,
+    type: "attachment",
+    uuid,
+    rendered: [{ content: piece.rendered }],
+    renderedRole: piece.renderedRole,
+  };
+  if (piece.besideToolResult) out.renderedBesideToolResult = true;
+  return out;
+}
+
+/** How a message splits; null: written as it is. */
+function splitOf(r: Rec, uses: Map<string, ToolUse>): Split | null {
+  const content = messageOf(r)?.content;
+  if (r.type !== "user" || !Array.isArray(content) || r.isCompactSummary === true) return null;
+  return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, uses) : splitPrompt(r, content);
+}
+
+/** The user message each `role:"system"` message was sent with (its parent, or its child): Claude Code keeps its pieces as that turn's attachments. */
+function systemHosts(records: Rec[]): Map<string, string> {
+  const hosts = new Map<string, string>();
+  records.forEach((r, i) => {
+    const id = uuidOf(r);
+    if (!isApiSystem(r) || id === null) return;
+    const before = records[i - 1];
+    const after = records[i + 1];
+    if (before?.type === "user" && parentOf(r) === uuidOf(before)) hosts.set(id, uuidOf(before)!);
+    else if (after?.type === "user" && parentOf(after) === id) hosts.set(id, uuidOf(after)!);
+  });
+  return hosts;
+}
+
+/**
+ * A restored chain in Claude Code's records: slash-command pieces before a prompt, the prompt, then the turn's context as attachments
+ * (its reminders and its `role:"system"` message's pieces), each record's parent the one before; what pointed at a split message points
+ * at its last record, a compaction's kept segment starting at one at its first (the merged message is byte for byte what was sent).
+ */
+export function toClaudeRecords(records: Rec[]): Rec[] {
+  const out: Rec[] = [];
+  const first = new Map<string, string>();
+  const last = new Map<string, string>();
+  const hosts = systemHosts(records);
+  const hosted = new Map<string, ContextPiece[]>();
+  const uses = new Map<string, ToolUse>();
+  for (const r of records) {
+    const host = hosts.get(uuidOf(r) ?? "");
+    if (host !== undefined) hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
+  }
+  const tip = () => (out.length === 0 ? null : String(out[out.length - 1].uuid));
+  const emit = (from: Rec, pieces: ContextPiece[]) => {
+    const id = uuidOf(from)!;
+    pieces.forEach((p, i) => out.push({ ...attachmentRecord(from, uuidFrom(`${id}:context:${i}`), p), parentUuid: tip() }));
+    last.set(id, tip()!);
+  };
+  for (const r of records) {
+    const id = uuidOf(r);
+    const parent = parentOf(r);
+    const relinked: Rec = parent !== null && last.has(parent) ? { ...r, parentUuid: last.get(parent) } : r;
+    if (id !== null && isApiSystem(r)) {
+      if (hosts.has(id)) last.set(id, last.get(hosts.get(id)!) ?? tip() ?? ""); // written with its host
+      else emit({ ...relinked, parentUuid: tip() }, systemMessagePieces(r));
+      continue;
+    }
+    if (r.type === "assistant") {
+      for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_use") uses.set(String(b.id), { name: String(b.name), input: b.input });
+    }
+    const split = id === null || isCompactBoundary(r) ? null : splitOf(relinked, uses);
+    if (split === null && !hosted.has(id ?? "")) {
+      out.push(relinked);
+      continue;
+    }
+    let parentUuid = parentOf(relinked);
+    for (const b of split?.before ?? []) {
+      out.push({ ...b, parentUuid });
+      parentUuid = b.uuid as string;
+      if (!first.has(id!)) first.set(id!, b.uuid as string);
+    }
+    const own = split?.records ?? [relinked];
+    for (const record of own) {
+      out.push({ ...record, parentUuid });
+      parentUuid = record.uuid as string;
+    }
+    emit({ ...own[0], uuid: id }, interleave(split?.pieces ?? [], hosted.get(id!) ?? []));
+    for (const [sys, host] of hosts) if (host === id) last.set(sys, last.get(id!)!);
+  }
+  for (const r of out) {
+    const meta = isObject(r.compactMetadata) ? r.compactMetadata : null;
+    const segment = meta !== null && isObject(meta.preservedSegment) ? meta.preservedSegment : null;
+    if (typeof r.logicalParentUuid === "string" && last.has(r.logicalParentUuid)) r.logicalParentUuid = last.get(r.logicalParentUuid);
+    if (segment === null) continue;
+    const moved = (
+      key: string,
+      map: Map<string, string>,
+    ) => (typeof segment[key] === "string" && map.has(segment[key] as string) ? { [key]: map.get(segment[key] as string) } : {});
+    r.compactMetadata = { ...meta, preservedSegment: { ...segment, ...moved("headUuid", first), ...moved("tailUuid", last), ...moved("anchorUuid", last) } };
+  }
+  return out;
+}
+
+export interface ToolUse {
+  name: string;
+  input: unknown;
+}
+
+/**
+ * What Claude Code keeps as a tool's own result (the `toolUseResult` a resumed screen shows) where the `tool_result` says all of it:
+ * a Bash command's output, stdout and stderr merged as the model read them; other tools show their call alone.
+ */
+export function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
+  const c = result.content;
+  const texts = typeof c === "string"
+    ? [c]
+    : Array.isArray(c) && c.every((b) => isObject(b) && b.type === "text" && typeof b.text === "string")
+    ? c.map((b) => b.text)
+    : null;
+  if (use?.name !== "Bash" || result.is_error === true || texts === null) return undefined;
+  return { stdout: texts.join("\n"), stderr: "", interrupted: false, isImage: false, noOutputExpected: false };
 }

@@ -1,43 +1,30 @@
-/**
- * Search across sessions (`sessiontap search`, the viewer's search box): the conversation records whose
- * text, thinking, tool input or tool result match, each with a one-line snippet and where the matches sit
- * in it. What matches is a Matcher: the whole query as a case-insensitive substring, a regular expression,
- * or (the viewer) every word of the query. Pure.
- */
-import { scrubControl } from "./control-chars.ts";
-import { isConversation, isToolResultOnly, type Rec, searchableText, uuidOf } from "./records.ts";
-import { restorePath } from "./restore-plan.ts";
-import { buildTree } from "./tree.ts";
+// Search across sessions (`sessiontap search`, the viewer's box): the conversation records whose text, thinking, tool input or result
+// match a Matcher — a case-insensitive substring, a regular expression, or every term of the query — with a snippet around the match. Pure.
+import { isConversation, isToolResultOnly, type Rec, scrubControl, searchableText, uuidOf } from "./records.ts";
+import { buildTree, restorePath } from "./tree.ts";
 
-/** A match: `[start, end)` in the searched text. */
+/** `[start, end)` in the searched text. */
 export type Span = [number, number];
 
-/** Where a query matches a text: every match in order, not overlapping; [] for no match. */
+/** Every match in order, not overlapping. */
 export type Matcher = (text: string) => Span[];
 
-/** One record that matched. */
 export interface SearchHit {
   sessionId: string | null;
   dir: string;
-  /** The session's title (see title.ts). */
   title: string | null;
   uuid: string;
   type: string;
-  /** "user" (a prompt), "assistant", or "tool result" (a user record that only answers tool calls). */
   role: "user" | "assistant" | "tool result";
   timestamp: string | null;
-  /** Text around the first match, one line, at most about 200 characters. */
+  /** About 200 characters around the first match, one line, with the matches in it. */
   snippet: string;
-  /** The matches inside `snippet`. */
   marks: Span[];
-  /** The record is on a branch the conversation left (rewound, or a retried request): not what resuming it continues. */
+  /** On a branch the conversation left (rewound, or retried): not what resuming it continues. */
   offBranch: boolean;
 }
 
-/** Escapes `text` for use inside a regular expression. */
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-}
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
 /** Every non-empty match of a global regular expression, in order. */
 function spansOf(re: RegExp, text: string): Span[] {
@@ -53,13 +40,12 @@ function spansOf(re: RegExp, text: string): Span[] {
   return out;
 }
 
-/** The whole query as a case-insensitive substring. */
 export function substringMatcher(query: string): Matcher {
   const re = new RegExp(escapeRegex(query), "giu");
   return (text) => spansOf(re, text);
 }
 
-/** The query as a case-insensitive regular expression (JavaScript syntax); throws SyntaxError for a bad one. */
+/** Throws SyntaxError for a bad expression. */
 export function regexMatcher(source: string): Matcher {
   const re = new RegExp(source, "giu");
   return (text) => spansOf(re, text);
@@ -72,7 +58,7 @@ export function terms(query: string): string[] {
   return out.filter((t) => t !== "");
 }
 
-/** Every term of the query, case-insensitive, anywhere in the text (the viewer's search box); null for no terms. */
+/** Every term anywhere in the text (the viewer's box); null for no terms. */
 export function termsMatcher(query: string): Matcher | null {
   const res = terms(query).map((t) => new RegExp(escapeRegex(t), "giu"));
   if (res.length === 0) return null;
@@ -94,7 +80,6 @@ export function termsMatcher(query: string): Matcher | null {
   };
 }
 
-/** A session as search reads it. */
 export interface Searchable {
   sessionId: string | null;
   dir: string;

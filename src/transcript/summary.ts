@@ -1,17 +1,25 @@
-/**
- * One line's worth of facts about a mirrored session (`sessiontap list`, the viewer's session list). Pure:
- * the caller reads the files.
- */
-import { firstPrompt, isApiSystem, isConversation, type Rec, timeOf, uuidOf } from "./records.ts";
-import { sessionTitle } from "./title.ts";
-import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
+// One line's worth of facts about a mirrored session (`list`, `show`, the viewer, the exports): its title, times, counts and cost. Pure.
+import { isObject } from "../protocol/json.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { sessionAnswers, type TokenCounts } from "../usage/tokens.ts";
-import { totalsOf } from "../usage/totals.ts";
+import { sessionAnswers, type TokenCounts, totalsOf } from "../usage/tokens.ts";
+import {
+  blocksOf,
+  firstPrompt,
+  isApiSystem,
+  isConversation,
+  isToolResultOnly,
+  isTypedPrompt,
+  messageOf,
+  oneLine,
+  parentOf,
+  type Rec,
+  scrubControl,
+  timeOf,
+  uuidOf,
+} from "./records.ts";
+import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
 
-/** What a session's directory holds, as read from disk. */
 export interface SessionData {
-  /** The session's directory name under the mirror root. */
   dir: string;
   /** Main-conversation records, oldest file first, in file order. */
   records: Rec[];
@@ -19,100 +27,145 @@ export interface SessionData {
   files: number;
   /** Bytes of every mirror file of the session (main, subagents, side). */
   bytes: number;
-  /** Each subagent's records (by its directory name under `subagents/`), in file order. */
   agents: { dir: string; records: Rec[] }[];
-  /** Records of its side requests (titles, summaries, probes), in file order. */
+  /** Its side requests' records (titles, summaries, probes). */
   side: Rec[];
 }
 
-/** The facts `list` shows (`list --json`, docs/DESIGN.md "Command line"). */
+/** How every reader counts a conversation: prompts typed and answers (one per message however many records), tool results, and Claude Code's context apart. */
+export interface Counts {
+  prompts: number;
+  answers: number;
+  toolResults: number;
+  /** Records of the context Claude Code injects (its reminders, a slash command's pieces, the environment). */
+  context: number;
+}
+
+export function countRecords(records: Rec[]): Counts {
+  const c: Counts = { prompts: 0, answers: 0, toolResults: 0, context: 0 };
+  const answers = new Set<unknown>();
+  for (const r of records) {
+    if (r.type === "assistant") answers.add(messageOf(r)?.id ?? r);
+    else if (isToolResultOnly(r)) c.toolResults += blocksOf(messageOf(r)?.content).length;
+    else if (isTypedPrompt(r)) c.prompts++;
+    else if (r.type === "user" || r.type === "attachment" || isApiSystem(r)) c.context++;
+  }
+  return { ...c, answers: answers.size };
+}
+
+/** "4 prompts and 4 answers (2 tool results; 8 records of Claude Code's context)": the one way it is said. */
+export function countsText(c: Counts): string {
+  const n = (k: number, one: string, many = `${one}s`) => `${k} ${k === 1 ? one : many}`;
+  const more = [c.toolResults > 0 ? n(c.toolResults, "tool result") : "", c.context > 0 ? `${n(c.context, "record")} of Claude Code's context` : ""];
+  return `${n(c.prompts, "prompt")} and ${n(c.answers, "answer")}${more.some(Boolean) ? ` (${more.filter(Boolean).join("; ")})` : ""}`;
+}
+
+/** The facts `list --json` shows (docs/DESIGN.md "Command line"). */
 export interface SessionSummary {
   sessionId: string | null;
   dir: string;
   firstTimestamp: string | null;
   lastTimestamp: string | null;
-  /** Records of the main conversation. */
   records: number;
-  userRecords: number;
-  assistantRecords: number;
+  counts: Counts;
+  subagentAnswers: number;
+  sideAnswers: number;
   bytes: number;
   files: number;
   cwd: string | null;
   gitBranch: string | null;
   firstPrompt: string | null;
-  /** The title Claude Code generated for the session, else its first prompt (one line). */
+  /** Claude Code's generated title, else the first prompt (one line). */
   title: string | null;
-  /** Tokens of every answer of the session (conversation, subagents, side requests), from the recorded usage. */
+  /** Tokens of every answer (conversation, subagents, side requests). */
   usage: TokenCounts;
-  /** Estimated cost in USD of those answers; null when a model is not in the price table. */
   costUSD: number | null;
-  /** The models that answered, sorted. */
   models: string[];
-  /** The newest leaf: where the current branch ends. */
   leafUuid: string | null;
-  /** Leaves of the tree (1 for a conversation never rewound). */
   leaves: number;
   compactions: number;
   malformedLines: number;
-  subagentRecords: number;
-  sideRecords: number;
 }
 
-/** The session id the records carry (the first non-empty one), else the directory name when it is an id. */
+/** The session id the records carry, else the directory name when it is an id. */
 export function sessionIdOf(dir: string, records: Rec[]): string | null {
-  for (const r of records) if (typeof r.sessionId === "string" && r.sessionId !== "") return r.sessionId;
-  return dir === "unknown" || dir.startsWith("inv-") ? null : dir;
+  const id = records.find((r) => typeof r.sessionId === "string" && r.sessionId !== "")?.sessionId;
+  return typeof id === "string" ? id : dir === "unknown" || dir.startsWith("inv-") ? null : dir;
 }
 
-/** The newest non-null value of `key` on the current branch, else anywhere (newest first). */
-function newestValue(branch: Rec[], all: Rec[], key: string): string | null {
-  for (const list of [branch, all]) {
-    for (let i = list.length - 1; i >= 0; i--) {
-      const v = list[i][key];
-      if (typeof v === "string" && v !== "") return v;
-    }
+/** The newest value of `key` on the current branch, else anywhere. */
+function newestValue(lists: Rec[][], key: string): string | null {
+  for (const list of lists) {
+    const v = list.findLast((r) => typeof r[key] === "string" && r[key] !== "")?.[key];
+    if (typeof v === "string") return v;
   }
   return null;
 }
 
-/** Summarises a session (costs from `prices`); `tree` may be passed when the caller built it already. */
 export function summarize(data: SessionData, tree: Tree = buildTree(data.records), prices: PriceTable = BUILTIN_PRICES): SessionSummary {
-  let first = Number.POSITIVE_INFINITY;
-  let last = Number.NEGATIVE_INFINITY;
-  let firstText: string | null = null;
-  let lastText: string | null = null;
-  for (const r of data.records) {
-    const t = timeOf(r);
-    if (!Number.isFinite(t)) continue;
-    if (t < first) (first = t), (firstText = r.timestamp as string);
-    if (t > last) (last = t), (lastText = r.timestamp as string);
-  }
-  const branch = currentBranch(tree);
-  const counts = shape(tree);
-  const conversation = data.records.filter((r) => isConversation(r) || isApiSystem(r));
+  const times = data.records.map(timeOf).filter(Number.isFinite);
+  const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
+  const lists = [currentBranch(tree), data.records.filter((r) => isConversation(r) || isApiSystem(r))];
   const totals = totalsOf(sessionAnswers(data), prices);
   return {
     sessionId: sessionIdOf(data.dir, data.records),
     dir: data.dir,
-    firstTimestamp: firstText === null ? null : new Date(first).toISOString(),
-    lastTimestamp: lastText === null ? null : new Date(last).toISOString(),
+    firstTimestamp: iso(times.reduce((a, b) => Math.min(a, b), Infinity)),
+    lastTimestamp: iso(times.reduce((a, b) => Math.max(a, b), -Infinity)),
     records: data.records.length,
-    userRecords: data.records.filter((r) => r.type === "user").length,
-    assistantRecords: data.records.filter((r) => r.type === "assistant").length,
+    counts: countRecords(data.records),
+    subagentAnswers: countRecords(data.agents.flatMap((a) => a.records)).answers,
+    sideAnswers: countRecords(data.side).answers,
     bytes: data.bytes,
     files: data.files,
-    cwd: newestValue(branch, conversation, "cwd"),
-    gitBranch: newestValue(branch, conversation, "gitBranch"),
+    cwd: newestValue(lists, "cwd"),
+    gitBranch: newestValue(lists, "gitBranch"),
     firstPrompt: firstPrompt(data.records),
     title: sessionTitle(data.side, data.records),
     usage: totals.usage,
     costUSD: totals.costUSD,
     models: totals.models,
     leafUuid: tree.newestLeaf === null ? null : uuidOf(tree.newestLeaf),
-    leaves: counts.leaves,
-    compactions: counts.compactions,
+    leaves: shape(tree).leaves,
+    compactions: shape(tree).compactions,
     malformedLines: data.malformed,
-    subagentRecords: data.agents.reduce((n, a) => n + a.records.length, 0),
-    sideRecords: data.side.length,
   };
 }
+
+export const TITLE_MAX = 100;
+
+const textOf = (r: Rec) => blocksOf(messageOf(r)?.content).filter((b) => b.type === "text" && typeof b.text === "string").map((b) => b.text).join("");
+
+/** The title an answer carries: its text parsed as JSON (bare, or in a code fence) with a non-empty string `title`. */
+export function titleFromAnswer(r: Rec): string | null {
+  if (r.type !== "assistant") return null;
+  const text = textOf(r).trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, "$1");
+  let value: unknown = null;
+  try {
+    value = text.startsWith("{") ? JSON.parse(text) : null;
+  } catch {
+    // not a JSON answer (cut short, refused): no title from it
+  }
+  return isObject(value) && typeof value.title === "string" && value.title.trim() !== "" ? value.title.trim() : null;
+}
+
+/**
+ * The newest title Claude Code generated, from the side request it names a session with (its user message opens with the
+ * session's text in `<session>…</session>`; only the answer to such a request: another may answer JSON with a `title` too).
+ */
+export function generatedTitle(side: readonly Rec[]): string | null {
+  const asks = new Set(side.filter((r) => r.type === "user" && textOf(r).startsWith("<session>\n")).map(uuidOf));
+  for (const r of [...side].reverse()) {
+    const title = parentOf(r) !== null && asks.has(parentOf(r)) ? titleFromAnswer(r) : null;
+    if (title !== null) return title;
+  }
+  return null;
+}
+
+/** Claude Code's generated title in one line, else the first prompt, else null. */
+export function sessionTitle(side: readonly Rec[], records: Rec[]): string | null {
+  return oneLine(scrubControl(generatedTitle(side) ?? ""), TITLE_MAX) || firstPrompt(records, TITLE_MAX);
+}
+
+/** The record Claude Code keeps its generated title in (`claude --resume` lists a session by it). */
+export const titleRecord = (sessionId: string, title: string): Rec => ({ type: "ai-title", aiTitle: title, sessionId });

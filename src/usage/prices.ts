@@ -1,17 +1,11 @@
-/**
- * What an answer cost: list prices per model family, in US dollars per million tokens, and the model-id
- * spellings that name a family. The table is an estimate kept in the repository with the date it was
- * checked; a JSON file (SESSIONTAP_PRICES) corrects or extends it without a new release. A model not in the
- * table has no price: its cost is unknown (null), never guessed from a neighbour. Pure.
- */
+// What an answer cost: list prices per model family in USD per million tokens, kept here with the day they were checked; a price file
+// (SESSIONTAP_PRICES) corrects or extends them. A model not in the table has no price: its cost is unknown, never guessed.
+import { describe } from "../utils/describe-error.ts";
 
-/** One family's rates, USD per million tokens. */
 export interface Rates {
   input: number;
   output: number;
-  /** Cache writes that live five minutes (the default). */
   cacheWrite5m: number;
-  /** Cache writes that live an hour. */
   cacheWrite1h: number;
   cacheRead: number;
 }
@@ -21,11 +15,9 @@ export interface ModelPrice extends Rates {
   longPrompt?: Rates & { above: number };
 }
 
-/** The price table. */
 export interface PriceTable {
-  /** The day the prices were last checked against the publisher's (YYYY-MM-DD). */
+  /** YYYY-MM-DD */
   checked: string;
-  /** Where they come from, for people. */
   source: string;
   /** By family id (`claude-sonnet-4-5`): what `modelFamily` makes of a model id. */
   models: Record<string, ModelPrice>;
@@ -90,13 +82,12 @@ export function modelFamily(model: string): string {
     .replace(/-(?:\d{8}|latest)$/, "");
 }
 
-/** The prices of `model`'s family, or null when the table does not have it. */
 export function priceOf(table: PriceTable, model: string | null): ModelPrice | null {
   if (model === null) return null;
   return Object.hasOwn(table.models, modelFamily(model)) ? table.models[modelFamily(model)] : null;
 }
 
-/** What an answer's tokens cost in USD, or null when its model is not in the table. */
+/** USD, or null when the model is not in the table. */
 export function costOf(
   table: PriceTable,
   answer: {
@@ -116,7 +107,7 @@ export function costOf(
   return dollars / 1_000_000;
 }
 
-/** A price file that cannot be used: the message says what is wrong, in one line. */
+/** A price file that cannot be used; the message says what is wrong in one line. */
 export class PriceFileError extends Error {
   override name = "PriceFileError";
 }
@@ -170,4 +161,21 @@ export function parsePriceFile(text: string, where: string, base: PriceTable = B
     out[modelFamily(id)] = r;
   }
   return { checked: typeof file.checked === "string" ? file.checked : base.checked, source: `${where} over the ${base.source}`, models: out };
+}
+
+/** The built-in table, or the file SESSIONTAP_PRICES names read over it; throws PriceFileError naming the file. */
+export async function loadPrices(fs: { readText(path: string): Promise<string> }, path: string | null): Promise<PriceTable> {
+  if (path === null) return BUILTIN_PRICES;
+  const where = `the price file ${path} (SESSIONTAP_PRICES)`;
+  let text: string;
+  try {
+    text = await fs.readText(path);
+  } catch (error) {
+    throw new PriceFileError(`cannot read ${where}: ${describe(error)}`);
+  }
+  try {
+    return parsePriceFile(text, path);
+  } catch (error) {
+    throw new PriceFileError(`${where} ${(error as Error).message}`);
+  }
 }

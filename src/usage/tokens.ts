@@ -1,15 +1,10 @@
-/**
- * Token counts from the recorded answers: every assistant record's `message.usage` as the API reported it
- * (input, output, cache-creation and cache-read tokens). Each answer counts once: Claude Code's own
- * transcripts repeat one answer's usage on every block's record (one `message.id`), and a record rebuilt
- * from a later request's history (`reconstructed`) carries none the API reported. Pure.
- */
-
-/** One record of a mirror or transcript file. */
+// Tokens and cost of the recorded answers: per answer, summed, per day, project and model, and as people read them (docs/commands.md).
 import { isObject } from "../protocol/json.ts";
+import { localDate, type Zone } from "../utils/local-time.ts";
+import { costOf, type PriceTable } from "./prices.ts";
+
 type Rec = Record<string, unknown>;
 
-/** The four token sums (`list --json` `usage`). */
 export interface TokenCounts {
   inputTokens: number;
   outputTokens: number;
@@ -22,42 +17,25 @@ export type AnswerScope = "main" | "subagent" | "side";
 
 /** One answer the API billed. */
 export interface Answer {
-  /** The message id, or null when the record has none. */
   id: string | null;
   model: string | null;
-  /** The record's time, ms since the epoch (NaN when unknown). */
+  /** ms since the epoch, NaN when unknown. */
   time: number;
   scope: AnswerScope;
   tokens: TokenCounts;
-  /** The cache writes made for an hour (priced higher than the default five minutes); part of `cacheCreationTokens`. */
+  /** Cache writes kept an hour (priced above the five-minute default); part of `cacheCreationTokens`. */
   cacheWrite1hTokens: number;
 }
 
-/** No tokens. */
-export function zeroTokens(): TokenCounts {
-  return { inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0 };
-}
+export const zeroTokens = (): TokenCounts => ({ inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0 });
 
-/** Adds `b` into `a` (mutates and returns `a`). */
-export function addTokens(a: TokenCounts, b: TokenCounts): TokenCounts {
-  a.inputTokens += b.inputTokens;
-  a.outputTokens += b.outputTokens;
-  a.cacheCreationTokens += b.cacheCreationTokens;
-  a.cacheReadTokens += b.cacheReadTokens;
-  return a;
-}
-
-/** Every token of the counts. */
 export function totalTokens(t: TokenCounts): number {
   return t.inputTokens + t.outputTokens + t.cacheCreationTokens + t.cacheReadTokens;
 }
 
-/** A whole, non-negative count, else 0. */
-function count(value: unknown): number {
-  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
-}
+const count = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
 
-/** The answer a record carries, or null (not an assistant record, no usage reported, or rebuilt from history). */
+/** The answer a record carries; null for any other record, one without usage, or one rebuilt from history (`reconstructed`). */
 export function answerOf(r: Rec, scope: AnswerScope): Answer | null {
   if (r.type !== "assistant" || r.reconstructed === true) return null;
   const message = isObject(r.message) ? r.message : null;
@@ -69,24 +47,23 @@ export function answerOf(r: Rec, scope: AnswerScope): Answer | null {
     cacheCreationTokens: count(usage.cache_creation_input_tokens),
     cacheReadTokens: count(usage.cache_read_input_tokens),
   };
-  if (Object.values(tokens).every((n) => n === 0)) return null;
-  const split = isObject(usage.cache_creation) ? usage.cache_creation : null;
+  if (totalTokens(tokens) === 0) return null;
+  const string = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
   return {
-    id: typeof message?.id === "string" && message.id !== "" ? message.id : null,
-    model: typeof message?.model === "string" && message.model !== "" ? message.model : null,
+    id: string(message?.id),
+    model: string(message?.model),
     time: typeof r.timestamp === "string" ? Date.parse(r.timestamp) : Number.NaN,
     scope,
     tokens,
-    cacheWrite1hTokens: Math.min(tokens.cacheCreationTokens, count(split?.ephemeral_1h_input_tokens)),
+    cacheWrite1hTokens: Math.min(tokens.cacheCreationTokens, count(isObject(usage.cache_creation) ? usage.cache_creation.ephemeral_1h_input_tokens : 0)),
   };
 }
 
 /**
- * The answers of `records`, each message id once. Claude Code's own transcripts repeat an answer on each
- * block's record with the output count growing, so the records of one id merge by the largest of each
- * count. `seen` carries ids across calls: an answer found in two places counts once, where first found.
+ * The answers of `records`, each message id once: Claude Code repeats an answer on each block's record with its output
+ * count growing, so records of one id merge by the largest of each count. `seen` carries ids across calls.
  */
-export function answersOf(records: Rec[], scope: AnswerScope, seen: Map<string, Answer> = new Map()): Answer[] {
+export function answersOf(records: Rec[], scope: AnswerScope, seen = new Map<string, Answer>()): Answer[] {
   const out: Answer[] = [];
   for (const r of records) {
     const answer = answerOf(r, scope);
@@ -111,4 +88,138 @@ export function sessionAnswers(session: { records: Rec[]; agents: { records: Rec
     ...answersOf(session.agents.flatMap((a) => a.records), "subagent", seen),
     ...answersOf(session.side, "side", seen),
   ];
+}
+
+/** What a set of answers used and cost; the cost is null once one model is not in the price table (a partial sum would understate it). */
+export interface Totals {
+  answers: number;
+  usage: TokenCounts;
+  costUSD: number | null;
+  /** USD of the answers that could be priced. */
+  knownCostUSD: number;
+  models: string[];
+  /** Models not in the price table ("unknown" for an answer without one). */
+  unpriced: string[];
+}
+
+export function totalsOf(answers: Iterable<Answer>, table: PriceTable): Totals {
+  const usage = zeroTokens();
+  const models = new Set<string>();
+  const unpriced = new Set<string>();
+  let known = 0;
+  let n = 0;
+  for (const a of answers) {
+    n++;
+    for (const key of Object.keys(usage) as (keyof TokenCounts)[]) usage[key] += a.tokens[key];
+    if (a.model !== null) models.add(a.model);
+    const cost = costOf(table, a);
+    if (cost === null) unpriced.add(a.model ?? "unknown");
+    else known += cost;
+  }
+  // Rounded to a millionth of a cent, so sums print and compare stably.
+  const usd = Math.round(known * 1e8) / 1e8;
+  return { answers: n, usage, costUSD: unpriced.size > 0 ? null : usd, knownCostUSD: usd, models: [...models].sort(), unpriced: [...unpriced].sort() };
+}
+
+/** One session's answers, and where it ran. */
+export interface SessionAnswers {
+  sessionId: string | null;
+  dir: string;
+  cwd: string | null;
+  title: string | null;
+  answers: Answer[];
+}
+
+export interface UsageRow extends Totals {
+  sessions: number;
+}
+
+export interface UsageReport {
+  /** Oldest first, with the projects worked in that day. */
+  days: (UsageRow & { date: string; projects: string[] })[];
+  /** By working directory ("unknown" when not recorded), most expensive first. */
+  projects: (UsageRow & { cwd: string })[];
+  models: (UsageRow & { model: string })[];
+  total: UsageRow;
+}
+
+/** Answers grouped by a key, with the sessions (and the other keys) they came from. */
+class Groups {
+  private readonly map = new Map<string, { answers: Answer[]; sessions: Set<string>; extra: Set<string> }>();
+
+  add(key: string, answer: Answer, session: string, extra?: string): void {
+    const g = this.map.get(key) ?? { answers: [], sessions: new Set(), extra: new Set() };
+    this.map.set(key, g);
+    g.answers.push(answer);
+    g.sessions.add(session);
+    if (extra !== undefined) g.extra.add(extra);
+  }
+
+  rows(table: PriceTable): { key: string; row: UsageRow; extra: string[] }[] {
+    return [...this.map].map(([key, g]) => ({ key, row: { ...totalsOf(g.answers, table), sessions: g.sessions.size }, extra: [...g.extra].sort() }));
+  }
+}
+
+/** Unknown cost after known, then by tokens, most first. */
+const byCost = (a: UsageRow, b: UsageRow) =>
+  b.knownCostUSD - a.knownCostUSD || (b.usage.inputTokens + b.usage.outputTokens) - (a.usage.inputTokens + a.usage.outputTokens);
+
+/** Sums the answers made at or after `since` (ms; null: all) by day in `zone`, by project and by model. */
+export function usageReport(sessions: SessionAnswers[], table: PriceTable, zone: Zone, since: number | null = null): UsageReport {
+  const [days, projects, models, all] = [new Groups(), new Groups(), new Groups(), new Groups()];
+  for (const s of sessions) {
+    const key = s.sessionId ?? s.dir;
+    const cwd = s.cwd ?? "unknown";
+    for (const a of s.answers) {
+      if (since !== null && !(a.time >= since)) continue; // an answer without a time cannot be placed after DATE
+      days.add(Number.isFinite(a.time) ? localDate(a.time, zone) : "unknown", a, key, cwd);
+      projects.add(cwd, a, key);
+      models.add(a.model ?? "unknown", a, key);
+      all.add("", a, key);
+    }
+  }
+  return {
+    days: days.rows(table).map(({ key, row, extra }) => ({ date: key, ...row, projects: extra })).sort((a, b) => a.date.localeCompare(b.date)),
+    projects: projects.rows(table).map(({ key, row }) => ({ cwd: key, ...row })).sort(byCost),
+    models: models.rows(table).map(({ key, row }) => ({ model: key, ...row })).sort(byCost),
+    total: all.rows(table)[0]?.row ?? { ...totalsOf([], table), sessions: 0 },
+  };
+}
+
+/** 950, 12.3k, 4.56M. */
+export function tokensShort(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 2 : n < 100_000 ? 1 : 0)}k`;
+  return `${(n / 1_000_000).toFixed(n < 10_000_000 ? 2 : n < 100_000_000 ? 1 : 0)}M`;
+}
+
+/** 512 B, 15.2 KB, 3.4 MB (units of 1024). */
+export function bytesShort(n: number): string {
+  const units = ["KB", "MB", "GB", "TB"];
+  let v = n;
+  let i = -1;
+  while (v >= 1024 && i < units.length - 1) (v /= 1024), i++;
+  return i < 0 ? `${n} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+/** "$12.34", "$0.0042" (two significant digits when small), "?" for unknown. */
+export function usd(n: number | null): string {
+  if (n === null) return "?";
+  if (n === 0) return "$0.00";
+  return n >= 0.01 ? `$${n.toFixed(2)}` : `$${n.toPrecision(2)}`;
+}
+
+/** One answer's tokens and cost in a line; null for a record that is no answer. */
+export function answerLine(r: Rec, table: PriceTable): string | null {
+  const a = answerOf(r, "main");
+  return a === null ? null : usageLine(a.tokens, costOf(table, a));
+}
+
+/** "12.3k in · 456 out · 1.20k cache write · 98.0k cache read · ≈ $0.42". */
+export function usageLine(usage: TokenCounts, costUSD: number | null, unpriced: string[] = []): string {
+  const parts = [`${tokensShort(usage.inputTokens)} in`, `${tokensShort(usage.outputTokens)} out`];
+  if (usage.cacheCreationTokens > 0) parts.push(`${tokensShort(usage.cacheCreationTokens)} cache write`);
+  if (usage.cacheReadTokens > 0) parts.push(`${tokensShort(usage.cacheReadTokens)} cache read`);
+  parts.push(costUSD === null ? `cost unknown${unpriced.length > 0 ? ` (${unpriced.join(", ")} not in the price table)` : ""}` : `≈ ${usd(costUSD)}`);
+  return parts.join(" · ");
 }

@@ -1,23 +1,21 @@
 // The viewer's data behind `/_tap/api/`, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
 import { nameInside } from "../protocol/session-id.ts";
-import { type ExportFormat, exportText } from "../transcript/export.ts";
+import { type ExportFormat, exportText } from "../transcript/render-md.ts";
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
-import { type SessionData, sessionIdOf, type SessionSummary, summarize } from "../transcript/summary.ts";
-import { sessionTitle } from "../transcript/title.ts";
+import { type SessionData, sessionIdOf, type SessionSummary, sessionTitle, summarize } from "../transcript/summary.ts";
 import { buildTree, outline, type Tree } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, type RestoreOutcome, restoreSession, resumeCommand } from "../restore/restore-session.ts";
-import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
+import { type ListEntry, SessionCatalog } from "../storage/mirror-reader.ts";
 import type { PriceTable } from "../usage/prices.ts";
-import { type SessionAnswers, type UsageReport, usageReport } from "../usage/report.ts";
-import { type Answer as BilledAnswer, sessionAnswers, totalTokens } from "../usage/tokens.ts";
+import { type Answer as BilledAnswer, type SessionAnswers, sessionAnswers, totalTokens, type UsageReport, usageReport } from "../usage/tokens.ts";
 import { localDate, offsetLabel, type Zone } from "../utils/local-time.ts";
 import { type LiveBatch, LiveFollower } from "./live.ts";
 
 export type { SearchHit } from "../transcript/search.ts";
-export type { ListEntry } from "../catalog/session-catalog.ts";
+export type { ListEntry } from "../storage/mirror-reader.ts";
 
 /** The guard's alert on a session: what became of Claude Code's transcript, since when, and the command that brings it back. */
 export type GuardAlert = { state: string; since: string; command: string };
@@ -56,7 +54,7 @@ export class ViewerData {
 
   constructor(private readonly fs: FsAdapter, settings: ReaderSettings, tell: (note: ReaderNote) => void, private readonly clock = Date.now) {
     this.prices = settings.prices;
-    this.catalog = new SessionCatalog(fs, settings.mirrorDir, settings.claudeDir, undefined, this.prices);
+    this.catalog = new SessionCatalog(fs, settings.mirrorDir, settings.claudeDir, undefined, this.prices, clock);
     const failed = (error: unknown) => tell({ error: error instanceof Error ? error.message : String(error) });
     this.live = new LiveFollower(fs, settings.mirrorDir, settings.pollMs, (batch) => tell({ records: liveEvent(batch) }), failed);
   }
@@ -68,7 +66,7 @@ export class ViewerData {
   async session(query: string): Promise<Answer> {
     const found = await this.open(query);
     if ("status" in found) return found;
-    const session = await this.catalog.withTranscript(found.summary);
+    const session = (await this.catalog.judge(found.data)).entry;
     const html = renderItemsHtml(outline(found.tree), this.prices);
     return { status: 200, body: { session, tail: session.leafUuid, html, prices: this.priceSource() } satisfies SessionView };
   }

@@ -5,7 +5,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { hasControl } from "../../src/transcript/control-chars.ts";
+import { hasControl } from "../../src/transcript/records.ts";
 import { runTap } from "../support/child.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 
@@ -163,7 +163,7 @@ describe("search, usage and list through the real process", { timeout: 120_000 }
     assert.match(r.stdout, new RegExp(`^${A}  2026-01-02 10:01 +1\\.70M +\\$2\\.50  missing +/p/alpha\\n  Flaky login test$`, "m"));
     assert.match(r.stdout, new RegExp(`^${B}  2026-01-03 09:03 +1\\.01k +\\? +missing +/p/beta\\n  write the docs about login$`, "m"));
     // Both transcripts are missing (no Claude Code dir): the footer offers the restore of each, not of the first alone.
-    assert.match(r.stdout, /^2 sessions whose Claude Code transcript is stubbed or missing .*to put one back:$/m);
+    assert.match(r.stdout, /^2 sessions whose Claude Code transcript is missing, a stub or behind the mirror .*to put one back:$/m);
     assert.match(r.stdout, new RegExp(`:\\n  sessiontap restore ${B}\\n  sessiontap restore ${A}\\n`));
     const list = JSON.parse((await run(["list", "--json"])).stdout);
     const a = list.find((s: { sessionId: string }) => s.sessionId === A);

@@ -1,19 +1,20 @@
-// The guard with the real interactive Claude Code 2.1.328 CLI through a tap (stub upstream), driven in a
-// terminal: two turns, then Claude Code's transcript deleted (or cut to a stub), then a third turn — within
-// 15 s the tap's stderr names the session and `sessiontap restore`, /_tap/health lists the alert, the events
-// log has `guard-alert`. A full session with a tool call, a subagent, Claude Code's title request, /compact
-// and a rewind raises no alert. Then restore: the subagent goes where Claude Code keeps it, `claude --resume`
-// shows the first typed prompt and no <system-reminder>, and `claude -p --resume` sends the same history.
-// Drives the CLI in a pseudo-terminal (test/support/terminal.ts). Runs under `bun test` and `deno test`; every wait polls, bounded.
+// The guard with the real interactive Claude Code CLI through a tap (stub upstream), driven in a terminal: two turns, then
+// Claude Code's transcript deleted (2.1.332) or cut to a stub (2.1.328), then a third turn — within 15 s the tap's stderr
+// names the session and `sessiontap restore`, /_tap/health lists the alert, the events log has `guard-alert`; every
+// reader (list, show, the viewer's API, doctor) says "behind" as the guard does, and restore without --force puts it
+// back, Claude Code's file beside it. A full session with a tool call, a subagent, Claude Code's title request, /compact
+// and a rewind raises no alert. Then restore: the subagent goes where Claude Code keeps it, `claude --resume` shows the
+// first typed prompt and no <system-reminder>, and `claude -p --resume` sends the same history. Every wait polls, bounded.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
+import type { RecordedRequest, StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, readTree, type TapOptions, type TestTap, withTap } from "../support/tap.ts";
 import {
   CLAUDE_BIN,
+  CLAUDE_NEXT_BIN,
   claudeEnv,
   describeRun,
   findTranscripts,
@@ -65,13 +66,13 @@ function guarded(scratch: Scratch): TapOptions {
 }
 
 /** The interactive CLI in a terminal, past its first-run question; `say` types a prompt and waits for its answer. */
-async function interactive(stub: StubUpstream, tap: TestTap, scratch: Scratch, args: string[], env: Record<string, string> = {}) {
+async function interactive(stub: StubUpstream, tap: TestTap, scratch: Scratch, args: string[], env: Record<string, string> = {}, bin = CLAUDE_BIN) {
   writeFileSync(
     join(scratch.home, ".claude.json"),
     JSON.stringify({ hasCompletedOnboarding: true, projects: { [scratch.project]: { hasTrustDialogAccepted: true } } }),
   );
   const term = await TerminalSession.start({
-    command: [CLAUDE_BIN, ...args],
+    command: [bin, ...args],
     cwd: scratch.project,
     env: { ...claudeEnv(tap.url, scratch), ...env },
     width: 200,
@@ -264,8 +265,9 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
     });
   });
 
-  for (const loss of ["deleted", "cut to a stub"] as const) {
-    describe(`two turns, Claude Code's transcript ${loss}, a third turn: the guard says so within 15 s`, () => {
+  // The deletion as a new user met it (Claude Code 2.1.332); the stub rewrite with 2.1.328.
+  for (const [loss, bin, version] of [["deleted", CLAUDE_NEXT_BIN, "2.1.332"], ["cut to a stub", CLAUDE_BIN, "2.1.328"]] as const) {
+    describe(`Claude Code ${version}: two turns, its transcript ${loss}, a third turn: the guard says so within 15 s`, () => {
       let stub: StubUpstream;
       let tap: TestTap;
       let scratch: Scratch;
@@ -278,7 +280,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
       before(() => void (scratch = makeScratch()));
       withTap((started) => ({ stub, tap } = started), () => guarded(scratch));
       const ran = driveOnce(async () => {
-        const { term, say, quit } = await interactive(stub, tap, scratch, ["--allowedTools", "Bash"]);
+        const { term, say, quit } = await interactive(stub, tap, scratch, ["--allowedTools", "Bash"], {}, bin);
         try {
           await say(PROMPTS[0]);
           await say(PROMPTS[1]);
@@ -319,12 +321,12 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         );
       });
 
-      it("after the third turn, within 15 s: 'behind' (the fresh file lacks the first two prompts), one more line", () => {
+      it("after the third turn, within 15 s: 'behind' (the fresh file lacks the first two turns), one more line", () => {
         ran();
         assert.match(
           lines[1],
           new RegExp(
-            `^sessiontap: guard: Claude Code's transcript of session ${sessionId} lacks 2 prompts the mirror holds .*: sessiontap restore ${sessionId} --force$`,
+            `^sessiontap: guard: Claude Code's transcript of session ${sessionId} is behind the mirror: it lacks 2 prompts and 2 answers the mirror holds .*: sessiontap restore ${sessionId}$`,
           ),
         );
         assert.equal(tap.stderrLines.filter((l) => l.includes(sessionId)).length, 2, "once per session and state, not once per turn or look");
@@ -336,7 +338,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         const alert = health.guard.alerts.find((a: Rec) => a.sessionId === sessionId);
         assert.ok(alert, JSON.stringify(health.guard));
         assert.equal(alert.state, "behind");
-        assert.equal(alert.lacking, 2);
+        assert.deepEqual([alert.lacking, alert.lackingAnswers], [2, 2]);
         assert.ok(!Number.isNaN(Date.parse(alert.since)));
         assert.equal(health.status, "degraded");
         assert.ok(
@@ -351,10 +353,41 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
         assert.deepEqual(alerts.map((e) => e.state), [lost, "behind"], JSON.stringify(readEvents(tap.root).slice(-5)));
       });
 
-      it("restored, `claude --resume` lists it by its last prompt, as Claude Code lists its own, shows the prompts and no <system-reminder>; the guard sees it whole again", async () => {
+      it("every reader says what the guard says, behind: list (and --json), show (and --json), the viewer's API, doctor", async () => {
         ran();
-        const out = await cli(["restore", sessionId, "--mirror-dir", tap.root, "--force"], {}, { home: scratch.home, cwd: scratch.project });
+        const at = { home: scratch.home, cwd: scratch.project };
+        const mirror = ["--mirror-dir", tap.root];
+        const listed = JSON.parse((await cli(["list", "--json", ...mirror], {}, at)).stdout).find((s: Rec) => s.sessionId === sessionId);
+        assert.deepEqual([listed.claudeTranscript, listed.claudeTranscriptLacking], ["behind", { prompts: 2, answers: 2 }]);
+        const table = (await cli(["list", ...mirror], {}, at)).stdout;
+        assert.match(table, new RegExp(`^${sessionId} .* behind +\\S`, "m"));
+        assert.match(table, new RegExp(`^  sessiontap restore ${sessionId}$`, "m"), "the footer's restore command, without --force");
+        const shown = await cli(["show", sessionId, ...mirror], {}, at);
+        assert.match(shown.stdout, /^Claude +behind \(lacks 2 prompts and 2 answers of the mirror's current branch\) /m);
+        assert.match(shown.stdout, new RegExp(`^Restore +sessiontap restore ${sessionId}$`, "m"));
+        assert.equal(JSON.parse((await cli(["show", sessionId, "--json", ...mirror], {}, at)).stdout).claudeTranscript, "behind");
+        const api = await (await fetch(`${tap.url}/_tap/api/sessions`)).json();
+        assert.equal(api.find((s: Rec) => s.sessionId === sessionId).claudeTranscript, "behind");
+        assert.equal((await (await fetch(`${tap.url}/_tap/api/sessions/${sessionId}`)).json()).session.claudeTranscript, "behind");
+        // doctor of this tap: its guard's alert, as a failed check; of no tap: its own look, the same state.
+        const withTap = JSON.parse((await cli(["doctor", "--json", ...mirror, "--url", tap.url], {}, at)).stdout) as Rec[];
+        assert.ok(
+          withTap.some((c) => c.status === "fail" && /behind the mirror/.test(c.detail) && c.detail.endsWith(`sessiontap restore ${sessionId}`)),
+          JSON.stringify(withTap),
+        );
+        const alone = JSON.parse((await cli(["doctor", "--json", ...mirror, "--url", "http://127.0.0.1:9"], {}, at)).stdout) as Rec[];
+        const check = alone.find((c) => c.check === "transcripts");
+        assert.equal(check?.status, "fail", JSON.stringify(alone));
+        assert.match(check.detail, /is behind the mirror: it lacks 2 prompts and 2 answers .*sessiontap restore \S+ \(a backup is kept\)$/);
+      });
+
+      it("restored without --force (a backup is kept), `claude --resume` lists it by its last prompt, as Claude Code lists its own, shows the prompts and no <system-reminder>; the guard sees it whole again", async () => {
+        ran();
+        const path = transcriptOf(scratch, sessionId);
+        const out = await cli(["restore", sessionId, "--mirror-dir", tap.root], {}, { home: scratch.home, cwd: scratch.project });
         assert.equal(out.code, 0, out.stderr);
+        assert.match(out.stdout, /^ {2}backup {3}\S+\.bak-\d{8}T\d{6}Z \(the transcript \(behind the mirror\) that was there\)$/m);
+        assert.ok(readdirSync(dirname(path)).some((n) => n.startsWith(`${basename(path)}.bak-`)), "Claude Code's file kept beside it");
         await pollUntil(
           () => tap.stderrLines.some((l) => l === `sessiontap: guard: Claude Code's transcript of session ${sessionId} is whole again`),
           (ok) => ok,
@@ -362,7 +395,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           "the guard's all-clear",
         );
         const term = await TerminalSession.start({
-          command: [CLAUDE_BIN, "--resume"],
+          command: [bin, "--resume"],
           cwd: scratch.project,
           env: claudeEnv(tap.url, scratch),
           width: 160,
@@ -381,7 +414,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           term.kill();
         }
         const from = stub.requests.length;
-        const run = await runClaude(["-p", "--resume", sessionId, "fourth, after restore"], { baseUrl: tap.url, scratch });
+        const run = await runClaude(["-p", "--resume", sessionId, "fourth, after restore"], { baseUrl: tap.url, scratch, bin });
         assert.equal(run.code, 0, describeRun(run));
         const text = JSON.stringify(bodyOf(stub.requests.slice(from).filter(isMessages).at(-1)!).messages);
         for (const p of [...PROMPTS, "fourth, after restore"]) assert.ok(text.includes(p), `the resumed history has "${p}"`);

@@ -8,9 +8,8 @@ import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { Guard } from "../../src/guard/guard.ts";
+import { Guard, type GuardOptions } from "../../src/guard/guard.ts";
 import { guardProblems } from "../../src/mirror/health.ts";
-import type { GuardOptions } from "../../src/guard/guard-options.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { hashMessages } from "../../src/protocol/lineage.ts";
 import { isCompaction } from "../../src/protocol/classify.ts";
@@ -130,9 +129,9 @@ describe("the guard on Claude Code's real transcript", { timeout: 60_000 }, () =
     g.observe(job(6));
     const behind = await pollAsync(() => g.health().alerts, (a) => a[0]?.state === "behind", 5_000, "the behind alert");
     assert.equal(behind[0].lacking, 2, "the first two prompts are gone (the newest is there)");
-    assert.equal(behind[0].command, `sessiontap restore ${SESSION} --force`);
+    assert.equal(behind[0].command, `sessiontap restore ${SESSION}`, "behind is restored without --force: the file holds nothing the mirror lacks");
     assert.equal(stderr.length, 2);
-    assert.match(stderr[1], /lacks 2 prompts the mirror holds.*sessiontap restore \S+ --force$/);
+    assert.match(stderr[1], /is behind the mirror: it lacks 2 prompts the mirror holds.*sessiontap restore \S+$/);
 
     // Put back whole (as restore does: a new file in its place): cleared, said once.
     writeFileSync(`${path}.new`, WHOLE);

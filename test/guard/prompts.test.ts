@@ -3,15 +3,22 @@
 // through a compaction, a rewind and a tool call is found in the transcript it wrote itself (no false alarm).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mirroredPrompts, promptCandidates, promptKey, transcriptPromptKeys } from "../../src/guard/prompts.ts";
-import { parseLine } from "../../src/guard/transcript-lines.ts";
+import { answerKey, mirrorFacts, newFileFacts, noteLine, promptCandidates, promptKey } from "../../src/transcript/transcript-state.ts";
+import { buildTree } from "../../src/transcript/tree.ts";
 import { hashMessages } from "../../src/protocol/lineage.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 import { rec } from "../support/recover.ts";
 
 const INTERACTIVE = "cc-2.1.328-interactive-compact-rewind";
 const TOOL = "cc-2.1.328-tool-session";
-const keysOf = (capture: string) => new Set(capturedTranscript(capture).flatMap(transcriptPromptKeys));
+const encode = (r: unknown) => new TextEncoder().encode(JSON.stringify(r));
+/** What reading a transcript's records line by line finds. */
+function factsOf(records: unknown[]) {
+  const f = newFileFacts();
+  for (const r of records) noteLine(f, encode(r), false);
+  return f;
+}
+const keysOf = (capture: string) => factsOf(capturedTranscript(capture)).keys;
 
 describe("guard: typed prompts on Claude Code's real records", () => {
   it("the typed prompt of each real request is its last user message's own text, never the injected context", () => {
@@ -43,22 +50,26 @@ describe("guard: typed prompts on Claude Code's real records", () => {
     }
   });
 
-  it("a transcript's line reader finds the same keys as parsing it whole, and tells conversation from metadata", () => {
-    const lines = capturedTranscript(INTERACTIVE).map((r) => new TextEncoder().encode(JSON.stringify(r)));
-    const found = lines.map(parseLine);
-    assert.ok(found.every((f) => f !== null));
-    assert.deepEqual(new Set(found.flatMap((f) => f!.keys)), keysOf(INTERACTIVE));
+  it("a transcript's line reader tells conversation from metadata, and holds each answer by its message id", () => {
     const records = capturedTranscript(INTERACTIVE);
-    assert.deepEqual(found.map((f) => f!.conversation), records.map((r) => (r.type === "user" || r.type === "assistant") && typeof r.message === "object"));
-    assert.equal(parseLine(new TextEncoder().encode('{"parentUuid":"x","type":"user","message":{"role":"us')), null, "a torn line holds nothing");
+    const f = factsOf(records);
+    assert.equal(f.records, records.filter((r) => (r.type === "user" || r.type === "assistant") && typeof r.message === "object").length);
+    assert.ok(f.conversation);
+    for (const id of ["msg_mock_1", "msg_mock_2", "msg_mock_3", "msg_mock_6", "msg_mock_7"]) {
+      assert.ok(f.keys.has(answerKey(id)) && f.own.has(answerKey(id)), id);
+    }
+    assert.equal(factsOf(records.filter((r) => typeof r.uuid !== "string")).conversation, false, "metadata records only: no conversation");
+    const torn = newFileFacts();
+    noteLine(torn, new TextEncoder().encode('{"parentUuid":"x","type":"user","message":{"role":"us'), false);
+    assert.deepEqual([torn.conversation, torn.keys.size, torn.torn], [false, 0, true], "a torn line holds nothing");
   });
 
   it("a prompt is compared on its text alone: whitespace around it and line endings do not matter", () => {
     assert.equal(promptKey("  fix the build\r\nplease \n"), promptKey("fix the build\nplease"));
     assert.notEqual(promptKey("fix the build"), promptKey("fix the build!"));
     // A queued prompt is recorded by Claude Code as a queue operation; it counts as held.
-    assert.deepEqual(transcriptPromptKeys({ type: "queue-operation", operation: "enqueue", content: "later please" }), [promptKey("later please")]);
-    assert.deepEqual(transcriptPromptKeys({ type: "attachment", attachment: { type: "queued_command", prompt: "queued text" } }), [promptKey("queued text")]);
+    assert.deepEqual([...factsOf([{ type: "queue-operation", operation: "enqueue", content: "later please" }]).keys], [promptKey("later please")]);
+    assert.deepEqual([...factsOf([{ type: "attachment", attachment: { type: "queued_command", prompt: "queued text" } }]).keys], [promptKey("queued text")]);
   });
 
   it("the mirror's prompts are its live user records: not tool results, summaries, reconstructed history or injected context", () => {
@@ -66,10 +77,14 @@ describe("guard: typed prompts on Claude Code's real records", () => {
       rec("user", "u1", null, [{ type: "text", text: "<system-reminder>\nctx\n</system-reminder>\n" }, { type: "text", text: "typed one" }]),
       rec("assistant", "a1", "u1", [{ type: "text", text: "ok" }]),
       rec("user", "u2", "a1", [{ type: "tool_result", tool_use_id: "t", content: "out" }]),
-      rec("user", "u3", "a1", "rebuilt", { reconstructed: true }),
-      rec("user", "u4", null, "This session is being continued from a previous conversation…", { isCompactSummary: true }),
+      rec("user", "u3", "u2", "rebuilt", { reconstructed: true }),
+      rec("user", "u4", "u3", "This session is being continued from a previous conversation…", { isCompactSummary: true }),
       rec("user", "u5", "u4", "typed two"),
+      rec("assistant", "a2", "u5", [{ type: "text", text: "cut" }]),
     ];
-    assert.deepEqual(mirroredPrompts(records), [{ uuid: "u1", candidates: ["typed one"] }, { uuid: "u5", candidates: ["typed two"] }]);
+    (records[6].message as Record<string, unknown>).stop_reason = "interrupted";
+    const expected = mirrorFacts(buildTree(records)).expected;
+    assert.deepEqual(expected.filter((e) => !e.answer).map((e) => e.keys), [[promptKey("typed one")], [promptKey("typed two")]]);
+    assert.deepEqual(expected.filter((e) => e.answer).map((e) => e.keys), [[answerKey("msg_a1")]], "whole answers by their message id, not one cut short");
   });
 });

@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { type StubUpstream } from "../support/stub-upstream.ts";
+import type { StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
@@ -25,10 +25,15 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
   let stub: StubUpstream;
   let tap: TestTap;
 
-  /** What Claude Code writes for one typed prompt and its answer. */
-  const turn = (prompt: string, n: number) =>
+  /** What Claude Code writes for one typed prompt and its answer (by the message id the stub gave it). */
+  const turn = (prompt: string, n: number, answer: { raw: Uint8Array }) =>
     JSON.stringify({ type: "user", message: { role: "user", content: prompt }, uuid: `u${n}`, sessionId: SESSION }) + "\n" +
-    JSON.stringify({ type: "assistant", message: { role: "assistant", content: [{ type: "text", text: "ok" }] }, uuid: `a${n}`, sessionId: SESSION }) + "\n";
+    JSON.stringify({
+      type: "assistant",
+      message: { id: /"id":"(msg_[^"]+)"/.exec(new TextDecoder().decode(answer.raw))![1], role: "assistant", content: [{ type: "text", text: "ok" }] },
+      uuid: `a${n}`,
+      sessionId: SESSION,
+    }) + "\n";
 
   before(async () => {
     mkdirSync(`${claudeDir}/projects/${encodeProjectDir(cwd)}`, { recursive: true });
@@ -48,10 +53,11 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
     const c = new Conversation(tap, SESSION, {
       system: [{ type: "text", text: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}\n` }],
     });
-    writeFileSync(transcript, turn("first prompt", 1));
-    assert.equal((await c.say("first prompt")).status, 200);
-    writeFileSync(transcript, turn("first prompt", 1) + turn("second prompt", 2));
-    assert.equal((await c.say("second prompt")).status, 200);
+    const first = await c.say("first prompt");
+    assert.equal(first.status, 200);
+    const second = await c.say("second prompt");
+    assert.equal(second.status, 200);
+    writeFileSync(transcript, turn("first prompt", 1, first) + turn("second prompt", 2, second));
     await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
     rmSync(transcript);
     await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 1, 5_000, "the alert");
@@ -81,11 +87,33 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
     ]);
 
     // Put back whole: the alert clears, health is ok again.
-    writeFileSync(transcript, turn("first prompt", 1) + turn("second prompt", 2));
+    writeFileSync(transcript, turn("first prompt", 1, first) + turn("second prompt", 2, second));
     await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
     assert.equal((await (await fetch(`${tap.url}/_tap/health`)).json()).status, "ok");
     const cleared = await (await fetch(`${tap.url}/_tap/api/sessions`)).json();
     assert.equal(cleared.find((s: Record<string, unknown>) => s.sessionId === SESSION).guard, null);
+  });
+
+  it("tells a loss within seconds of it, as the file system reports it: the sweep set to a minute is not what finds it", async () => {
+    const confirmMs = 2000; // the default: a loss must hold this long before it is told
+    await using timed = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: claudeDir }, { guard: { settleMs: 60, confirmMs, sweepMs: 60_000 } });
+    const id = "9a0d7c1e-0000-4000-8000-00000000a002";
+    const path = `${claudeDir}/projects/${encodeProjectDir(cwd)}/${id}.jsonl`;
+    const c = new Conversation(timed, id, { system: [{ type: "text", text: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}\n` }] });
+    const said = await c.say("timed prompt");
+    assert.equal(said.status, 200);
+    writeFileSync(path, turn("timed prompt", 1, said));
+    await pollAsync(() => timed.guard!.inspect(id), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
+    for (const [loss, state] of [[() => writeFileSync(path, '{"type":"mode","mode":"default"}\n'), "stub"], [() => rmSync(path), "missing"]] as const) {
+      const at = Date.now();
+      loss();
+      await pollAsync(async () => (await timed.guard!.health()).alerts, (a) => a[0]?.state === state, confirmMs + 3_000, `the ${state} alert`);
+      const took = Date.now() - at;
+      assert.ok(
+        took >= confirmMs && took < confirmMs + 1_000,
+        `told ${took} ms after the ${state} change (docs/GUARD.md: within ${confirmMs / 1000} s and a moment)`,
+      );
+    }
   });
 
   it("is off without a Claude Code config dir, with SESSIONTAP_GUARD=off, and with the mirror off", async () => {

@@ -1,54 +1,54 @@
-// The guard's verdict and its budget, alone (pure): which states a transcript is in from what was read of
-// it, what is not judged yet (a prompt still settling, one noted before a tail-only read), and the
-// per-minute bound on looks.
+// The one judge of Claude Code's transcript, alone (pure): which state a transcript is in from what was read of it and
+// what the mirror expects and holds, what is not judged yet (still settling, noted before a tail-only read), and the
+// guard's per-minute bound on looks.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { LookBudget } from "../../src/guard/look-budget.ts";
-import { type FileKnowledge, transcriptVerdict } from "../../src/guard/verdict.ts";
+import { LookBudget } from "../../src/guard/guard.ts";
+import { type FileFacts, judge, type MirrorFacts, newFileFacts } from "../../src/transcript/transcript-state.ts";
 
-const file = (extra: Partial<FileKnowledge> = {}): FileKnowledge => ({
-  kind: "read",
-  seen: true,
-  fromStart: true,
+const file = (extra: Partial<FileFacts> = {}): FileFacts => ({
+  ...newFileFacts(),
   conversation: true,
-  startedAt: 0,
-  keys: new Set(["k1", "k2"]),
-  oversizedPrompts: 0,
+  keys: new Set(["k1", "k2", "a:m1"]),
+  own: new Set(["k1", "a:m1"]),
   ...extra,
 });
-const SETTLE = 1500;
+const item = (keys: string[], at = 0, answer = false) => ({ keys, at, answer });
+const mirror = (expected: MirrorFacts["expected"], holds: string[] | null = ["k1", "k2", "a:m1", "gone", "gone2", "a:m2"]): MirrorFacts => ({
+  expected,
+  holds: holds === null ? null : new Set(holds),
+});
+const NOW = { now: 10_000, settleMs: 1500 };
 
-describe("guard: the verdict on a transcript", () => {
-  it("missing only once it was seen; a file never found is not judged", () => {
-    assert.deepEqual(transcriptVerdict(file({ kind: "missing" }), [], 10_000, SETTLE), { state: "missing" });
-    assert.equal(transcriptVerdict(file({ kind: "missing", seen: false }), [], 10_000, SETTLE), null);
-    assert.equal(transcriptVerdict(file({ kind: "not-a-file" }), [], 10_000, SETTLE), null);
+describe("the one judge of Claude Code's transcript", () => {
+  it("missing: no file", () => {
+    assert.deepEqual(judge(null, mirror([item(["k1"])]), NOW), { state: "missing", lacking: { prompts: 0, answers: 0 }, extra: 0 });
   });
 
-  it("a stub: read from the start, no conversation; from a tail window, nothing can be said of it", () => {
-    assert.deepEqual(transcriptVerdict(file({ conversation: false }), [], 10_000, SETTLE), { state: "stub" });
-    assert.equal(transcriptVerdict(file({ conversation: false, fromStart: false }), [], 10_000, SETTLE), null);
+  it("a stub: read from its first byte, no conversation; from a tail window nothing can be said of it", () => {
+    assert.equal(judge(file({ conversation: false }), mirror([item(["k1"])]), NOW).state, "stub");
+    assert.equal(judge(file({ conversation: false, whole: false }), mirror([]), NOW).state, "intact");
   });
 
-  it("behind: counts settled prompts none of whose candidates is held", () => {
-    const prompts = [{ keys: ["k1"], seenAt: 0 }, { keys: ["x", "k2"], seenAt: 0 }, { keys: ["gone"], seenAt: 0 }, { keys: ["gone2"], seenAt: 0 }];
-    assert.deepEqual(transcriptVerdict(file(), prompts, 10_000, SETTLE), { state: "behind", lacking: 2 });
-    assert.deepEqual(
-      transcriptVerdict(file({ oversizedPrompts: 1 }), prompts, 10_000, SETTLE),
-      { state: "behind", lacking: 1 },
-      "a line too long to read may hold one",
-    );
-    assert.equal(transcriptVerdict(file(), prompts.slice(0, 2), 10_000, SETTLE), null);
+  it("behind: settled prompts and answers none of whose keys the file holds, and the file holds nothing the mirror lacks", () => {
+    const expected = [item(["k1"]), item(["x", "k2"]), item(["gone"]), item(["gone2"]), item(["a:m1"], 0, true), item(["a:m2"], 0, true)];
+    assert.deepEqual(judge(file(), mirror(expected), NOW), { state: "behind", lacking: { prompts: 2, answers: 1 }, extra: 0 });
+    assert.deepEqual(judge(file({ unread: 2 }), mirror(expected), NOW).lacking, { prompts: 0, answers: 1 }, "a line too long to read may hold one");
+    assert.equal(judge(file(), mirror(expected.slice(0, 2)), NOW).state, "intact", "nothing lacking");
+  });
+
+  it("a file that lacks some of the mirror's branch but holds a prompt or answer the mirror does not is intact, not behind", () => {
+    const v = judge(file({ own: new Set(["k1", "theirs"]) }), mirror([item(["gone"])]), NOW);
+    assert.deepEqual(v, { state: "intact", lacking: { prompts: 1, answers: 0 }, extra: 1 });
+    // The guard does not know everything the mirror holds (holds: null): it judges by what is lacking alone.
+    assert.equal(judge(file({ own: new Set(["theirs"]) }), mirror([item(["gone"])], null), NOW).state, "behind");
   });
 
   it("a prompt still settling, or noted before a tail-only first read, is not judged", () => {
-    assert.equal(transcriptVerdict(file(), [{ keys: ["gone"], seenAt: 9_000 }], 10_000, SETTLE), null);
-    assert.deepEqual(transcriptVerdict(file(), [{ keys: ["gone"], seenAt: 8_500 }], 10_000, SETTLE), { state: "behind", lacking: 1 });
-    assert.equal(transcriptVerdict(file({ fromStart: false, startedAt: 5_000 }), [{ keys: ["gone"], seenAt: 4_000 }], 10_000, SETTLE), null);
-    assert.deepEqual(transcriptVerdict(file({ fromStart: false, startedAt: 5_000 }), [{ keys: ["gone"], seenAt: 6_000 }], 10_000, SETTLE), {
-      state: "behind",
-      lacking: 1,
-    });
+    assert.equal(judge(file(), mirror([item(["gone"], 9_000)]), NOW).state, "intact");
+    assert.equal(judge(file(), mirror([item(["gone"], 8_500)]), NOW).state, "behind");
+    assert.equal(judge(file({ whole: false }), mirror([item(["gone"], 4_000)]), { ...NOW, since: 5_000 }).state, "intact");
+    assert.equal(judge(file({ whole: false }), mirror([item(["gone"], 6_000)]), { ...NOW, since: 5_000 }).state, "behind");
   });
 });
 

@@ -80,7 +80,10 @@ describe("retention: the mirror keeps what Claude Code's cleanup deletes", () =>
     assert.deepEqual(listed.filter((s) => s.sessionId === SESSION).map((s) => [s.claudeTranscript, s.cwd]), [["missing", cwd]]);
     const text = await run(["list"]);
     assert.match(text.stdout, new RegExp(`^${SESSION} .* missing +${cwd}$`, "m"));
-    assert.match(text.stdout, /^1 session whose Claude Code transcript is stubbed or missing \(removed by its cleanup, or lost\); the mirror holds them/m);
+    assert.match(
+      text.stdout,
+      /^1 session whose Claude Code transcript is missing, a stub or behind the mirror \(removed by its cleanup, cut, or lost\); the mirror holds it; to put it back:$/m,
+    );
     assert.match(text.stdout, new RegExp(`^ {2}sessiontap restore ${SESSION}$`, "m"), "the footer offers its restore");
     const restored = await run(["restore", SESSION]);
     assert.equal(restored.code, 0, restored.stderr);

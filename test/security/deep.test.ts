@@ -6,14 +6,13 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import { exportText } from "../../src/transcript/export.ts";
+import { exportText } from "../../src/transcript/render-md.ts";
 import { compactJson, jsonText } from "../../src/transcript/json-text.ts";
 import { searchableText } from "../../src/transcript/records.ts";
 import { summarize } from "../../src/transcript/summary.ts";
 import { buildTree, flatten, type Item, MAX_NESTING, outline } from "../../src/transcript/tree.ts";
 import { deepSession, deepValue } from "../support/deep.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
-
 import type { Rec } from "../support/claude.ts";
 
 /** How deeply `items` nest branches. */

@@ -37,7 +37,10 @@ describe("odd files in Claude Code's directory", () => {
   const claude = `${scratch.dir}/claude`;
   const cwdOf = (id: string) => `${scratch.dir}/proj-${id.slice(0, 8)}`;
   const transcriptOf = (id: string) => `${claude}/projects/${encodeProjectDir(cwdOf(id))}/${id}.jsonl`;
-  const line = (id: string) => JSON.stringify({ type: "user", uuid: `${id}-c1`, sessionId: id, message: { role: "user", content: "a prompt" } }) + "\n";
+  /** Claude Code's records of the session's one turn (its answer by the message id the mirror has). */
+  const line = (id: string) =>
+    JSON.stringify({ type: "user", uuid: `${id}-c1`, sessionId: id, message: { role: "user", content: "a prompt" } }) + "\n" +
+    JSON.stringify({ type: "assistant", uuid: `${id}-c2`, sessionId: id, message: { id: `msg_${id}-a1`, role: "assistant", content: [] } }) + "\n";
   const commandEnv = { HOME: scratch.dir, CLAUDE_CONFIG_DIR: claude };
   let stub: StubUpstream;
 

@@ -128,7 +128,7 @@ describe("list, show, export and restore read the store like the tree", () => {
     const listed = JSON.parse((await fromStore(["list", "--json"])).stdout);
     assert.equal(listed.length, 1);
     assert.equal(listed[0].sessionId, session);
-    assert.equal(listed[0].sideRecords, 4, "two side exchanges: a tool-less request, and Claude Code's own title request");
+    assert.equal(listed[0].sideAnswers, 2, "two side exchanges: a tool-less request, and Claude Code's own title request");
   });
 
   it("restore from the store writes the same Claude Code transcript as restore from the tree", async () => {

@@ -144,6 +144,18 @@ describe("list, show, restore, doctor", () => {
       assert.match(full.stdout, /# Environment\n/, "--full shows the environment block");
     });
 
+    it("counts the conversation one way, said the same way by list --json, show, export and restore: prompts and answers, context apart", async () => {
+      const said = "2 prompts and 3 answers (1 tool result; 1 record of Claude Code's context)";
+      const listed = (JSON.parse((await run(["list", "--json"])).stdout) as Rec[]).find((s) => s.sessionId === C)!;
+      assert.deepEqual(listed.counts, { prompts: 2, answers: 3, toolResults: 1, context: 1 });
+      assert.match((await run(["show", C])).stdout, new RegExp(`^Conversation +${said.replace(/[()]/g, "\\$&")}$`, "m"));
+      assert.ok((await run(["export", C, "--format", "md"])).stdout.includes(`- Conversation: ${said}\n`));
+      assert.ok((await run(["export", C, "--format", "html"])).stdout.includes(`<dt>Conversation</dt><dd>${said.replace("'", "&#39;")}</dd>`));
+      const dry = JSON.parse((await run(["restore", C, "--force", "--dry-run", "--json"])).stdout);
+      assert.deepEqual(dry.counts, { prompts: 2, answers: 3, toolResults: 1, context: 1 }, "Claude Code's shape of the same turns");
+      assert.match((await run(["restore", C, "--force", "--dry-run"])).stdout, new RegExp(`replace it with ${said.replace(/[()]/g, "\\$&")} of session`));
+    });
+
     it("--json: the summary and the conversation's records in reading order", async () => {
       const out = await run(["show", A, "--json"]);
       const shown = JSON.parse(out.stdout);
@@ -171,7 +183,7 @@ describe("list, show, restore, doctor", () => {
     it("--dry-run says what it would do and writes nothing", async () => {
       const out = await run(["restore", B, "--dry-run"]);
       assert.equal(out.code, 0, out.stderr);
-      assert.match(out.stdout, /Would create .*\n.*7 records \(3 user, 3 assistant, 1 of Claude Code's context\)/);
+      assert.match(out.stdout, /Would create .*\n {2}with 2 prompts and 3 answers \(1 tool result; 1 record of Claude Code's context\) of session /);
       assert.equal(existsSync(projectOf(cwdB)), false);
     });
 
@@ -218,7 +230,7 @@ describe("list, show, restore, doctor", () => {
       const before = readFileSync(path, "utf8");
       const refused = await run(["restore", C]);
       assert.equal(refused.code, 1);
-      assert.match(refused.stderr, /already holds a transcript \(6 user\/assistant records\); left alone/);
+      assert.match(refused.stderr, /already holds every prompt and answer of the mirror's current branch \(6 user\/assistant records\); left alone/);
       assert.match(refused.stderr, /--force/);
       assert.equal(readFileSync(path, "utf8"), before);
       const dry = await run(["restore", C, "--dry-run"]);

@@ -44,11 +44,16 @@ describe("doctor: the traps that lose transcripts", () => {
     if (transcript !== null) writeFileSync(`${claude}/projects/${encodeProjectDir(cwd)}/${S}.jsonl`, transcript);
     return { root, claude, path: `${claude}/projects/${encodeProjectDir(cwd)}/${S}.jsonl` };
   }
-  /** Claude Code's records of typed prompts, one user and one assistant record each. */
+  /** Claude Code's records of typed prompts, one user and one assistant record each (the answer's message id as the mirror has it). */
   const cc = (...prompts: string[]) =>
     prompts.map((p, i) =>
       JSON.stringify({ type: "user", message: { role: "user", content: p }, uuid: `c${i}`, sessionId: S }) + "\n" +
-      JSON.stringify({ type: "assistant", message: { role: "assistant", content: [{ type: "text", text: "ok" }] }, uuid: `d${i}`, sessionId: S }) + "\n"
+      JSON.stringify({
+        type: "assistant",
+        message: { id: `msg_a${["one", "two", "three"].indexOf(p) + 1}`, role: "assistant", content: [{ type: "text", text: "ok" }] },
+        uuid: `d${i}`,
+        sessionId: S,
+      }) + "\n"
     ).join("");
   const doctor = async (c: { root: string; claude: string }, env: Record<string, string> = {}, health: Record<string, unknown> = {}) => {
     const out = await cli(["doctor", "--json", "--mirror-dir", c.root, "--claude-dir", c.claude], { ANTHROPIC_BASE_URL: TAP, ...env }, {
@@ -65,7 +70,7 @@ describe("doctor: the traps that lose transcripts", () => {
     assert.equal(code, 0, JSON.stringify(checks));
   });
 
-  it("a transcript behind the mirror (deleted and started afresh): FAIL, with restore --force", async () => {
+  it("a transcript behind the mirror (deleted and started afresh): FAIL, with restore (no --force: it holds nothing the mirror lacks)", async () => {
     const { code, checks } = await doctor(setup(cc("three")));
     assert.equal(code, 1);
     const behind = checks.filter((c) => c.check === "transcripts");
@@ -74,7 +79,7 @@ describe("doctor: the traps that lose transcripts", () => {
     assert.match(
       behind[0].detail,
       new RegExp(
-        `^${S} \\(.*\\): Claude Code's transcript lacks 2 of the 3 prompts the mirror holds .*quit Claude Code, then: sessiontap restore ${S} --force \\(a backup is kept\\)$`,
+        `^${S} \\(.*\\): Claude Code's transcript is behind the mirror: it lacks 2 prompts and 2 answers of the session's current branch .*quit Claude Code, then: sessiontap restore ${S} \\(a backup is kept\\)$`,
       ),
     );
   });

@@ -4,13 +4,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
-import { hasControl } from "../../src/transcript/control-chars.ts";
-import { blocksOf, isConversation, messageOf } from "../../src/transcript/records.ts";
+import { blocksOf, hasControl, isConversation, messageOf } from "../../src/transcript/records.ts";
 import { renderHtmlDocument } from "../../src/transcript/render-html.ts";
 import { renderMarkdown } from "../../src/transcript/render-md.ts";
 import { summarize } from "../../src/transcript/summary.ts";
 import { buildTree, flatten, outline } from "../../src/transcript/tree.ts";
-import { type StubUpstream } from "../support/stub-upstream.ts";
+import type { StubUpstream } from "../support/stub-upstream.ts";
 import { readTree, type TestTap, withTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";

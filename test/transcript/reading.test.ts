@@ -4,14 +4,12 @@
 // asked). Runs under Bun and Deno.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { hasControl, scrubControl, scrubLine, terminalSafeJson } from "../../src/transcript/control-chars.ts";
-import { environmentSummary, injectedSummary } from "../../src/transcript/injected.ts";
-import { bytesShort } from "../../src/usage/format.ts";
+import { environmentSummary, hasControl, injectedSummary, scrubControl, scrubLine, terminalSafeJson, toolLine } from "../../src/transcript/records.ts";
+import { bytesShort } from "../../src/usage/tokens.ts";
 import { UTC } from "../../src/utils/local-time.ts";
 import { ANSI_STYLE, PLAIN, renderText } from "../../src/transcript/render-text.ts";
 import { regexMatcher, search, snippet, substringMatcher, termsMatcher } from "../../src/transcript/search.ts";
-import { generatedTitle, sessionTitle, titleFromAnswer } from "../../src/transcript/title.ts";
-import { toolLine } from "../../src/transcript/tool-line.ts";
+import { generatedTitle, sessionTitle, titleFromAnswer } from "../../src/transcript/summary.ts";
 import { buildTree, outline } from "../../src/transcript/tree.ts";
 import { BUILTIN_PRICES } from "../../src/usage/prices.ts";
 import { rec } from "../support/recover.ts";

@@ -7,12 +7,12 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { generatedTitle } from "../../src/transcript/title.ts";
-import { type StubUpstream } from "../support/stub-upstream.ts";
+import { generatedTitle } from "../../src/transcript/summary.ts";
+import type { StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 import { cli, rec, replayCapture, scratchDir, writeMirror } from "../support/recover.ts";
-
 import type { Rec } from "../support/claude.ts";
+
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
 const readLines = (path: string): Rec[] => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 

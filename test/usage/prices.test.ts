@@ -3,8 +3,7 @@
 // file read over the built-in table, each mistake in it one line naming it. Runs under Bun and Deno.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { BUILTIN_PRICES, costOf, modelFamily, parsePriceFile, PriceFileError, priceOf } from "../../src/usage/prices.ts";
-import { loadPrices } from "../../src/storage/price-file.ts";
+import { BUILTIN_PRICES, costOf, loadPrices, modelFamily, parsePriceFile, PriceFileError, priceOf } from "../../src/usage/prices.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { scratchDir } from "../support/recover.ts";
 import { writeFileSync } from "node:fs";

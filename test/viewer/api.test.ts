@@ -230,7 +230,7 @@ describe("viewer routes", () => {
     assert.deepEqual(readdirSync(`${claude}/projects/-work-project`), [`${S2}.jsonl`]);
     const again = await post({ dryRun: true });
     assert.equal(again.status, 409, "a transcript with content is left alone");
-    assert.match((await again.json()).error, /already holds a transcript/);
+    assert.match((await again.json()).error, /already holds every prompt and answer of the mirror's current branch/);
     assert.equal((await post({ dryRun: false, force: true })).status, 200, "force replaces it, keeping a backup");
     assert.equal(readdirSync(`${claude}/projects/-work-project`).filter((n) => n.includes(".bak-")).length, 1);
   });

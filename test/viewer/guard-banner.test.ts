@@ -21,7 +21,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   const claudeDir = `${scratch.dir}/claude`;
   const cwd = `${scratch.dir}/project`;
   const transcript = `${claudeDir}/projects/${encodeProjectDir(cwd)}/${SESSION}.jsonl`;
-  const whole = JSON.stringify({ type: "user", message: { role: "user", content: "watch me" }, uuid: "u1", sessionId: SESSION }) + "\n";
+  let whole = JSON.stringify({ type: "user", message: { role: "user", content: "watch me" }, uuid: "u1", sessionId: SESSION }) + "\n";
   let tap: TestTap;
   let browser: BrowserPage;
   let page: Page;
@@ -36,7 +36,13 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
   before(async () => {
     writeFileSync(transcript, whole);
     const c = new Conversation(tap, SESSION, { system: [{ type: "text", text: `You are Claude Code.\n - Primary working directory: ${cwd}\n` }] });
-    assert.equal((await c.say("watch me")).status, 200);
+    const said = await c.say("watch me");
+    assert.equal(said.status, 200);
+    // Claude Code's record of the answer, by the message id the stub gave it.
+    const id = /"id":"(msg_[^"]+)"/.exec(new TextDecoder().decode(said.raw))![1];
+    whole +=
+      JSON.stringify({ type: "assistant", message: { id, role: "assistant", content: [{ type: "text", text: "ok" }] }, uuid: "a1", sessionId: SESSION }) + "\n";
+    writeFileSync(transcript, whole);
     await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
     browser = await openBrowser({ width: 1280, height: 900 });
     page = browser.page;

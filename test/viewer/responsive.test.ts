@@ -412,7 +412,7 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
       new RegExp(
         `^Would create ${
           transcript.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-        }\\n  with \\d+ records \\(\\d+ user, \\d+ assistant, \\d+ of Claude Code's context\\) of session ${sessionId}\\.$`,
+        }\\n  with \\d+ prompts? and \\d+ answers? \\(\\d+ tool results?; \\d+ records? of Claude Code's context\\) of session ${sessionId}\\.$`,
       ),
     );
     assert.ok(!existsSync(transcript), "the dry run wrote nothing");
@@ -443,7 +443,10 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     const errorsBefore = browser.errors.length;
     await page.locator("#restore-plan").click();
     await page.locator("#restore-force").waitFor(WAIT);
-    assert.match(await page.locator("#restore .error").innerText(), /already holds a transcript \(\d+ user\/assistant records\); left alone\.$/);
+    assert.match(
+      await page.locator("#restore .error").innerText(),
+      /already holds every prompt and answer of the mirror's current branch \(\d+ user\/assistant records\); left alone\.$/,
+    );
     assert.equal(readFileSync(transcript, "utf8"), held, "the refusal wrote nothing");
     // The refusal is a 409, which Chromium logs as a failed load: expected here, and the only thing logged.
     assert.deepEqual(browser.errors.splice(errorsBefore), ["Failed to load resource: the server responded with a status of 409 (Conflict)"]);

@@ -1,8 +1,7 @@
 // The browser client's state, the page's elements and small helpers, imported by every part: docs/DESIGN.md "The viewer".
 import type { GuardAlert, ViewerSession } from "../api.ts";
 import { localDateTime, type Zone } from "../../utils/local-time.ts";
-export { tokensShort as tokens, usd } from "../../usage/format.ts";
-export { totalTokens as total } from "../../usage/tokens.ts";
+export { tokensShort as tokens, totalTokens as total, usd } from "../../usage/tokens.ts";
 
 export function byId<T extends Element>(id: string, kind: { new (): T; prototype: T }): T {
   const found = document.getElementById(id);

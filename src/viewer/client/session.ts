@@ -36,12 +36,13 @@ function facts(s: SessionView["session"]): void {
   const u = s.usage;
   const cost = s.costUSD === null ? "cost unknown (" + (s.models.join(", ") || "no model") + " not all in the price table)" : "≈ " + usd(s.costUSD);
   const [writes, reads, branches] = [tokens(u.cacheCreationTokens), tokens(u.cacheReadTokens), s.leaves + (s.leaves === 1 ? " leaf" : " leaves")];
+  const n = (k: number, one: string) => k + " " + one + (k === 1 ? "" : "s");
   const rows: [string, ...(Node | string)[]][] = [
     ["Session", el("code", null, idOf(s))],
     ["Project", el("code", null, s.cwd || "unknown"), s.gitBranch ? " (branch " + s.gitBranch + ")" : ""],
     ["Time", timeEl(s.firstTimestamp), " – ", timeEl(s.lastTimestamp)],
     ["Usage", `${tokens(u.inputTokens)} in · ${tokens(u.outputTokens)} out · ${writes} cache write · ${reads} cache read · ${cost}`],
-    ["Records", `${s.records} (${s.userRecords} user, ${s.assistantRecords} assistant); ${branches}; ${s.compactions} compaction(s)`],
+    ["Conversation", `${n(s.counts.prompts, "prompt")} and ${n(s.counts.answers, "answer")}; ${branches}; ${s.compactions} compaction(s)`],
     ["Claude Code transcript", badge(s.claudeTranscript)],
   ];
   const links = el("div", "row links");
@@ -112,6 +113,8 @@ function restorePanel(s: ListEntry): HTMLElement {
   const start = el("button", null, "Restore into Claude Code…", { id: "restore-plan", title, onclick: () => plan(s, false, out) });
   const words = s.claudeTranscript === "intact"
     ? "own transcript is intact"
+    : s.claudeTranscript === "behind"
+    ? "transcript is behind the mirror: it lacks prompts or answers the mirror holds"
     : "transcript is " + (s.claudeTranscript === "stub" ? "a stub" : s.claudeTranscript);
   if (restored.has(idOf(s))) out.replaceChildren(doneNote(restored.get(idOf(s))!));
   else if (state.planNext === idOf(s)) void plan(s, false, out);

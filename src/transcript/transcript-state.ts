@@ -1,0 +1,190 @@
+// The one judge of Claude Code's own transcript against the mirror (docs/DESIGN.md "One judge of Claude Code's transcript"). Pure.
+import { COMPACTION_PREFIX, SUMMARY_INSTRUCTION_PREFIX } from "../protocol/classify.ts";
+import { isObject, jsonObject } from "../protocol/json.ts";
+import { blocksOf, isInjectedText, messageOf, type Rec, timeOf } from "./records.ts";
+import { restorePath, type Tree } from "./tree.ts";
+
+/** Every reader names Claude Code's transcript of a session by one of these. */
+export type TranscriptState = "missing" | "stub" | "behind" | "intact";
+
+/** How long a prompt or answer may be missing before it counts: Claude Code writes on its own schedule. */
+export const SETTLE_MS = 1500;
+
+/** What was read of one of Claude Code's transcript files. */
+export interface FileFacts {
+  /** Read from its first byte (not a tail window): nothing seen means nothing there. */
+  whole: boolean;
+  /** A user or assistant record was read. */
+  conversation: boolean;
+  records: number;
+  /** Every text its user records hold and its queued prompts (prompt keys), and its answers' message ids (`a:` keys). */
+  keys: Set<string>;
+  /** Its typed prompts and answers: what the mirror must hold too, or the file holds something the mirror lacks. */
+  own: Set<string>;
+  /** Conversation lines too long to read: each may hold a prompt or answer unseen. */
+  unread: number;
+  /** The last line is unfinished or not a JSON object. */
+  torn: boolean;
+}
+
+/** What the mirror expects the file to hold (its current branch) and everything it holds (null: not known). */
+export interface MirrorFacts {
+  expected: { keys: string[]; at: number; answer: boolean }[];
+  holds: Set<string> | null;
+}
+
+export interface Verdict {
+  state: TranscriptState;
+  lacking: { prompts: number; answers: number };
+  /** Typed prompts and answers the file holds and the mirror does not. */
+  extra: number;
+}
+
+/** What a transcript lacks, in words: "2 prompts and 1 answer". */
+export function lackingWords(l: Verdict["lacking"]): string {
+  return [l.prompts > 0 ? `${l.prompts} prompt${l.prompts === 1 ? "" : "s"}` : "", l.answers > 0 ? `${l.answers} answer${l.answers === 1 ? "" : "s"}` : ""]
+    .filter(Boolean).join(" and ") || "nothing";
+}
+
+/** A state as readers print it: "behind (lacks 2 prompts of the mirror's current branch)". */
+export function stateWords(v: Verdict): string {
+  return v.state === "behind" ? `behind (lacks ${lackingWords(v.lacking)} of the mirror's current branch)` : v.state;
+}
+
+/** A prompt's text as compared: surrounding whitespace dropped, line endings unified. */
+export function normalisePrompt(text: string): string {
+  return text.replace(/\r\n?/g, "\n").trim();
+}
+
+/** A short, stable key of a normalised prompt (FNV-1a over two 32-bit lanes, as 16 hex digits). */
+export function promptKey(text: string): string {
+  const s = normalisePrompt(text);
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
+  }
+  return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
+}
+
+function typedText(text: string): boolean {
+  const t = text.trim();
+  return t !== "" && !t.startsWith("<") && !isInjectedText(t) && !t.startsWith(COMPACTION_PREFIX) && !t.startsWith(SUMMARY_INSTRUCTION_PREFIX);
+}
+
+/**
+ * The texts of a request's last user message that may be what the person typed ([] for tool results, or when
+ * the request continues an answer). A hook's untagged text beside the prompt is a harmless extra candidate.
+ */
+export function promptCandidates(messages: readonly { role: string; content: unknown }[]): string[] {
+  const last = messages.findLast((m) => m.role === "user" || m.role === "assistant");
+  if (last?.role !== "user") return [];
+  const blocks = blocksOf(last.content);
+  if (blocks.some((b) => b.type === "tool_result")) return [];
+  return blocks.filter((b) => b.type === "text" && typeof b.text === "string" && typedText(b.text)).map((b) => normalisePrompt(b.text as string));
+}
+
+/** The key of an answer: its message id. */
+export const answerKey = (id: string) => `a:${id}`;
+
+function answerId(r: Rec): string | null {
+  const id = messageOf(r)?.id;
+  return typeof id === "string" && id !== "" ? id : null;
+}
+
+function textsOf(content: unknown): string[] {
+  return blocksOf(content).flatMap((b) => (typeof b.text === "string" ? [b.text] : []));
+}
+
+export const newFileFacts = (whole = true): FileFacts => ({ whole, conversation: false, records: 0, keys: new Set(), own: new Set(), unread: 0, torn: false });
+
+const decoder = new TextDecoder();
+
+/**
+ * Takes one line of Claude Code's transcript into `f`. Lines that cannot hold a prompt or an answer are told by
+ * their `"type":"…"` pair (JSON text carries one unescaped only as a key and value) and not parsed.
+ */
+export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, last = false): void {
+  const text = decoder.decode(bytes);
+  if (!oversized && text.trim() === "") return;
+  const user = text.includes('"type":"user"');
+  const conversation = user || text.includes('"type":"assistant"');
+  if (oversized) {
+    f.torn = false;
+    if (!conversation) return;
+    f.conversation = true;
+    f.records++;
+    if (!/"tool_use_id"|"tool_result"/.test(text)) f.unread++;
+    return;
+  }
+  if (!conversation && !text.includes('"type":"queue-operation"') && !text.includes('"queued_command"')) {
+    const t = text.trim();
+    f.torn = last || !t.startsWith("{") || !t.endsWith("}");
+    return;
+  }
+  const r = jsonObject(text);
+  f.torn = last || r === null;
+  if (r === null) return;
+  const message = messageOf(r);
+  if ((r.type === "user" || r.type === "assistant") && message !== null) {
+    f.conversation = true;
+    f.records++;
+  }
+  if (r.type === "user" && message !== null) {
+    for (const t of textsOf(message.content)) f.keys.add(promptKey(t));
+    for (const t of promptCandidates([{ role: "user", content: message.content }])) f.own.add(promptKey(t));
+  } else if (r.type === "assistant" && answerId(r) !== null) {
+    f.keys.add(answerKey(answerId(r)!));
+    f.own.add(answerKey(answerId(r)!));
+  } else if (r.type === "queue-operation" && typeof r.content === "string") {
+    f.keys.add(promptKey(r.content));
+  } else if (r.type === "attachment" && isObject(r.attachment) && r.attachment.type === "queued_command") {
+    for (const v of [r.attachment.prompt, r.attachment.content]) for (const t of typeof v === "string" ? [v] : textsOf(v)) f.keys.add(promptKey(t));
+  }
+}
+
+/**
+ * What the mirror's records say: the typed prompts and whole answers of the current branch (compactions followed
+ * back: what a restore writes), each once; and every text and answer of the session, side requests and subagents too.
+ */
+export function mirrorFacts(tree: Tree, others: Rec[] = []): MirrorFacts {
+  const expected = new Map<string, MirrorFacts["expected"][number]>();
+  for (const r of restorePath(tree)) {
+    if (r.reconstructed === true || r.isSidechain === true || r.isCompactSummary === true) continue;
+    const message = messageOf(r);
+    if (r.type === "user" && message !== null) {
+      const keys = promptCandidates([{ role: "user", content: message.content }]).map(promptKey);
+      if (keys.length > 0) expected.set(keys.join(" "), { keys, at: timeOf(r), answer: false });
+    } else if (r.type === "assistant" && answerId(r) !== null && message?.stop_reason !== "interrupted") {
+      expected.set(answerKey(answerId(r)!), { keys: [answerKey(answerId(r)!)], at: timeOf(r), answer: true });
+    }
+  }
+  const holds = new Set<string>();
+  for (const r of [...tree.nodes, ...others]) {
+    if (r.type === "user") { for (const t of textsOf(messageOf(r)?.content)) holds.add(promptKey(t)); }
+    else if (r.type === "assistant" && answerId(r) !== null) holds.add(answerKey(answerId(r)!));
+  }
+  return { expected: [...expected.values()], holds };
+}
+
+/**
+ * Judges a transcript: `file` null when there is none. Items younger than `settleMs`, or noted before `since` (a file
+ * first read from a tail window), are not counted as lacking.
+ */
+export function judge(file: FileFacts | null, mirror: MirrorFacts, o: { now?: number; settleMs?: number; since?: number } = {}): Verdict {
+  const lacking = { prompts: 0, answers: 0 };
+  if (file === null) return { state: "missing", lacking, extra: 0 };
+  const now = o.now ?? Number.POSITIVE_INFINITY;
+  for (const e of mirror.expected) {
+    if (now - e.at < (o.settleMs ?? SETTLE_MS) || e.at < (o.since ?? Number.NEGATIVE_INFINITY)) continue;
+    if (!e.keys.some((k) => file.keys.has(k))) lacking[e.answer ? "answers" : "prompts"]++;
+  }
+  const unseen = Math.min(file.unread, lacking.prompts);
+  lacking.prompts -= unseen;
+  lacking.answers = Math.max(0, lacking.answers - (file.unread - unseen));
+  const extra = mirror.holds === null ? 0 : [...file.own].filter((k) => !mirror.holds!.has(k)).length;
+  const state = file.whole && !file.conversation ? "stub" : lacking.prompts + lacking.answers > 0 && extra === 0 ? "behind" : "intact";
+  return { state, lacking, extra };
+}
