@@ -22,6 +22,7 @@ import { cleanupPeriod, retention } from "./doctor-retention.ts";
 import { claudeRoute, routeChecks, safeOrigin } from "./doctor-route.ts";
 import { type SettingsFile, settingsFiles } from "./doctor-settings.ts";
 import { tapChecks } from "./doctor-tap.ts";
+import { lastDrill } from "./drill.ts";
 import { alertedSessions, transcriptChecks } from "./doctor-transcripts.ts";
 import { join } from "../storage/paths.ts";
 import { plural } from "../utils/plural.ts";
@@ -41,6 +42,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ...cleanupPeriod(config, settings),
     ...retention(config, settings),
     ...(await transcriptChecks(config, io, alertedSessions(tap.health))),
+    ...(await lastDrill(config, io)),
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;
