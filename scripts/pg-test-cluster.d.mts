@@ -7,6 +7,8 @@ export interface Cluster {
   dir: string;
   /** Stops the server (fast shutdown), keeping its data: an outage. */
   pause(): void;
+  /** Kills it as a crash would (`pg_ctl -m immediate`), keeping its data. */
+  crash(): void;
   /** Starts it again on the same port. */
   resume(): void;
   /** Stops it and removes its directory. */

@@ -173,6 +173,8 @@ export async function startCluster() {
     dir,
     /** Stops the server (fast shutdown: sessions are terminated), keeping the data: an outage. */
     pause: () => void halt("fast"),
+    /** Kills it as a crash would (immediate shutdown: no checkpoint, connections cut), keeping its data. */
+    crash: () => void halt("immediate"),
     /** Starts it again on the same port. */
     resume: () => void start(),
     /** Stops it and removes the temp directory; safe to call twice. */

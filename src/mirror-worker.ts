@@ -15,6 +15,7 @@ const scope = globalThis as unknown as {
   postMessage(message: FromEngine): void;
   addEventListener(type: "error" | "unhandledrejection", listener: (event: Event & { error?: unknown; reason?: unknown; message?: string }) => void): void;
   close(): void;
+  setImmediate(fn: (...args: unknown[]) => void, ...args: unknown[]): unknown;
 };
 
 let engine: MirrorEngine | null = null;
@@ -57,4 +58,18 @@ const die = (event: Event & { preventDefault(): void }, error: unknown) => {
   scope.close();
 };
 scope.addEventListener("error", (event) => die(event, event.error ?? event.message));
+
+// The store's client (postgres.js) coalesces writes in a setImmediate and throws there, out of reach of any await, when
+// its socket closed mid-transaction (porsager/postgres#1208; Bun and Deno alike). The engine schedules no immediate of its
+// own, so a throw from one is the client's: it is replaced and the engine lives. Any other error ends the thread above.
+const immediate = scope.setImmediate.bind(scope);
+scope.setImmediate = (fn, ...args) =>
+  immediate(() => {
+    try {
+      fn(...args);
+    } catch (error) {
+      if (engine?.store == null) throw error;
+      engine.store.driverFailed(error);
+    }
+  });
 scope.addEventListener("unhandledrejection", (event) => die(event, event.reason));

@@ -124,7 +124,7 @@ export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "gu
 
 /** Starts the engine where it runs: a Worker, or this thread for the launcher's fallback tap. */
 function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: string | null }, listener: LinkListener): Promise<StartedEngine> {
-  const settings = { ...engineSettings(config, deps), bindingKey: deps.bindingKey };
+  const settings = { ...engineSettings(config, deps), bindingKey: deps.bindingKey, lockHolder: crypto.randomUUID() };
   if (deps.inThread) return startThreadEngine(settings, listener);
   return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener, deps.engineSeams);
 }

@@ -46,6 +46,8 @@ export interface RelayFacts {
 export interface EngineView {
   health(): Promise<EngineHealth | null>;
   readonly stopped: string | null;
+  /** Engines started in place of a dead one. */
+  readonly restarts: number;
 }
 
 /** The engine's part: the mirror's counters and states, the store's and the guard's health, and their problems. */
@@ -74,7 +76,7 @@ export async function healthReport(relay: RelayFacts, engine: EngineView | null)
   const part = asked === "late" ? null : asked;
   const problems = [...upstreamProblems(relay.upstream), ...(relay.problems ?? []), ...(part?.problems ?? [])];
   if (engine !== null && engine.stopped !== null) {
-    problems.push(`mirror: the mirror engine stopped (${engine.stopped}); nothing is mirrored until the tap restarts`);
+    problems.push(`mirror: the mirror engine stopped (${engine.stopped}); nothing is mirrored until it runs again`);
   }
   if (asked === "late") problems.push(`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`);
   return {
@@ -88,6 +90,7 @@ export async function healthReport(relay: RelayFacts, engine: EngineView | null)
     store: part?.store ?? "off",
     guard: part?.guard ?? "off",
     internalErrors: relay.internalErrors,
+    engineRestarts: engine?.restarts ?? 0,
     ...(relay.token === undefined ? {} : { token: relay.token }),
   };
 }

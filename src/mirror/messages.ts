@@ -34,6 +34,8 @@ export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" 
   spoolTmpDir: string | null;
   /** The root's secret sessions are bound under (null: not bound): docs/DESIGN.md "Who a session belongs to". */
   bindingKey?: string | null;
+  /** Names the tap's engine in its writer locks, the same for an engine started in place of a dead one (which reuses its locks). */
+  lockHolder?: string;
 }
 
 /**

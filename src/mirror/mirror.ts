@@ -54,6 +54,7 @@ export interface MirrorOptions {
   tempSpool?: SpoolPlace;
   /** The root's secret: with it, each session is bound to its owner before anything is appended (session-bindings.ts). */
   bindingKey?: string | null;
+  lockHolder?: string;
 }
 
 /** Counters shown by /_tap/health. */
@@ -142,6 +143,7 @@ export class Mirror {
       self,
       isAlive: (owner) => ownerAlive(fs, owner),
       waitMs: options.lockWaitMs ?? 2000,
+      holder: options.lockHolder,
       clock,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       report: {
@@ -194,11 +196,11 @@ export class Mirror {
     return this.track(this.bindings.resolve(job).then((bound) => this.write(bound)));
   }
 
-  /** Hands a judged commit to the tree and the store, then tells the listeners. */
+  /** Hands a judged commit to the tree, then (never before the tree's write, which it must not delay) to the store's queue; then tells the listeners. */
   private write(job: CommitJob): Promise<void> {
-    const writes = this.options.store === null ? [] : [this.track(this.options.store.commit(job))];
-    if (this.options.files !== false) writes.push(this.track(this.drain(placeOf(job.route, job.sessionDir, job.agentDir).key, job)));
-    return Promise.all(writes).then(() => {
+    const tree = this.options.files === false ? Promise.resolve() : this.track(this.drain(placeOf(job.route, job.sessionDir, job.agentDir).key, job));
+    const store = this.options.store;
+    return tree.then(() => store === null ? undefined : this.track(store.commit(job))).then(() => {
       for (const listener of this.committed) {
         try {
           listener(job);

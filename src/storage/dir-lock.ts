@@ -27,6 +27,8 @@ export interface LockOptions {
   waitMs: number;
   clock: () => number;
   sleep: (ms: number) => Promise<void>;
+  /** Names this instance in its lock files (default: a new name): an engine started in place of a dead one takes over its locks. */
+  holder?: string;
   /** Hears a lock file that could not be removed (it is retried), and when none is left waiting. */
   report?: LockReport;
 }
@@ -53,7 +55,7 @@ export class DirLocks {
   /** `.locks` was checked to be ours (a real directory, writable by nobody else) and has not vanished since. */
   private trusted = false;
   /** Names this instance in its lock files, so a lock this process's other users hold is never taken for its own. */
-  private readonly holder = randomUUID();
+  private readonly holder: string;
   /** Lock paths a write of this instance holds, or is taking. */
   private readonly busy = new Set<string>();
   /** Files of this instance that could not be removed, retried: a lock (its directory, and the text that says it is ours), or the aside name a lock was made under. */
@@ -65,7 +67,9 @@ export class DirLocks {
     private readonly fs: FsAdapter,
     private readonly root: string,
     private readonly options: LockOptions,
-  ) {}
+  ) {
+    this.holder = options.holder ?? randomUUID();
+  }
 
   /** The lock file of a directory: one name per directory, outside the conversation directories. */
   pathFor(dir: string): string {

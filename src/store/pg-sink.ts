@@ -1,26 +1,21 @@
 /**
- * The shared PostgreSQL store (docs/DESIGN.md "The shared store"). Every commit the mirror makes is written to the
- * store in one transaction (see pg-target.ts), in order per conversation. While the store cannot be
- * reached, commits go to the outage spool in the local tree (pg-spool.ts) and a reconnect loop with
- * bounded backoff brings the schema up to date and replays the spool in order before anything is written
- * directly again: nothing lost, nothing doubled. The client never waits for any of it (docs/DESIGN.md
- * "Off the relay path"); nothing here rejects; every change of state is one events-log line, and one line
- * on stderr when the store becomes unreachable (at start too) and when it is back. A store that refuses
- * every connection for a reason of its settings (a role, a password, a database that is not there) is
- * `misconfigured`, said as such, and tried again only once a minute: it is not a network that may return.
+ * The shared PostgreSQL store (docs/DESIGN.md "The shared store"): every commit is appended to the store's queue on disk
+ * (pg-spool.ts), and one drain writes the queue to PostgreSQL in order, one transaction per commit (pg-target.ts).
+ * While the store cannot be used the queue grows, a reconnect backs off, and each change of state is one events-log line
+ * and, when it goes and comes back, one stderr line. Nothing here rejects, and the client never waits for any of it.
  */
 import type { EventFields } from "../storage/events-log.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { selfOwner } from "../storage/process-identity.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
+import { placeOf } from "../protocol/conversation.ts";
 import { bounded, closeStore, configurationProblem, isJobError, openStore, redactUrl, type Sql } from "./pg-client.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { migrate, schemaVersion } from "./pg-schema.ts";
 import { PgSpool } from "./pg-spool.ts";
 import { PgTarget, type StoreDone } from "./pg-target.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
-import { placeOf } from "../protocol/conversation.ts";
 import { join } from "../storage/paths.ts";
 import { settlesWithin } from "../utils/within.ts";
 
@@ -29,7 +24,7 @@ export interface PgSinkOptions {
   /** The store: a postgres:// or postgresql:// URL. */
   url: string;
   fs: FsAdapter;
-  /** The mirror root; the spool lives in `<root>/.spool/postgres/`. */
+  /** The mirror root; the queue lives in `<root>/.spool/postgres/`. */
   root: string;
   includeThinking: boolean;
   /** Conversations whose lineage is kept in memory (LRU). */
@@ -38,17 +33,20 @@ export interface PgSinkOptions {
   log: (action: string, fields?: EventFields) => void;
   /** Migrate the schema at start when it is absent or older (default true). */
   migrate?: boolean;
-  /** Longest transaction before its outcome counts as unknown and the job is spooled (default 10,000 ms). */
+  /** Longest transaction before its outcome counts as unknown and it is tried again (default 10,000 ms). */
   commitTimeoutMs?: number;
   /** Seconds to wait for a connection (default 5). */
   connectTimeoutS?: number;
   /** Reconnect backoff: the first wait, doubled up to the longest (defaults 250 ms and 10,000 ms). */
   retryMinMs?: number;
   retryMaxMs?: number;
-  /** Where the lines about the store's state go (default: nowhere). */
   stderr?: (line: string) => void;
   clock?: () => number;
 }
+
+/** Most commits of one conversation written in one transaction. */
+const BATCH_MAX = 64;
+const keyOf = (job: CommitJob) => placeOf(job.route, job.sessionDir, job.agentDir).key;
 
 /** How often a store refused for its settings is tried again. */
 const CONFIG_RETRY_MS = 60_000;
@@ -56,7 +54,7 @@ const CONFIG_RETRY_MS = 60_000;
 /** What /_tap/health shows of the store. */
 export interface StoreHealth {
   status: "starting" | "ok" | "unreachable" | "misconfigured";
-  /** Commits waiting in the outage spool. */
+  /** Commits in the queue, not yet in the store. */
   spooled: number;
   /** The store's URL without its password. */
   store: string;
@@ -67,41 +65,39 @@ export interface StoreHealth {
   records: number;
   /** Planned rows the store already had (by uuid), so not inserted again. */
   conflicts: number;
-  /** Spooled commits written once the store was back. */
+  /** Commits written once the store was usable again (they waited in the queue through an outage or a restart). */
   replayed: number;
-  /** Commits the store refused for good, kept in the spool's failed-*.jsonl. */
+  /** Commits the store refused for good, kept in the queue's failed-*.jsonl. */
   setAside: number;
-  /** Commits that could not be spooled either: not in the store. */
+  /** Commits that could not be queued either: not in the store. */
   dropped: number;
   errors: number;
+  /** Errors thrown by the store's client from its own callbacks: the client was replaced. */
+  driverErrors: number;
   lastError: string | null;
   /** Why the store refuses every connection for a reason of its settings (a role, a password, a database), or null. */
   misconfigured: string | null;
   conversationsInMemory: number;
 }
 
-/** The store sink (see the module comment). Never rejects and never throws into the client path. */
+/** The store sink (see the module comment). */
 export class PgSink {
-  readonly sql: Sql;
+  private sql: Sql;
   readonly spool: PgSpool;
   private readonly writer: CommitWriter<bigint, StoreDone>;
   private status: StoreHealth["status"] = "starting";
-  /** True while commits go to the spool (at start, and from a failure until the spool is replayed). */
-  private spooling = true;
-  private readonly chains = new Map<string, Promise<void>>();
-  private readonly pending = new Set<Promise<void>>();
-  private readonly counts = { commits: 0, records: 0, conflicts: 0, replayed: 0, setAside: 0, dropped: 0, errors: 0 };
+  private readonly counts = { commits: 0, records: 0, conflicts: 0, replayed: 0, setAside: 0, dropped: 0, errors: 0, driverErrors: 0 };
   private lastError: string | null = null;
   private schema: number | null = null;
   private attempts = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
-  private recovering = false;
+  /** The drain under way, and whether a commit arrived since it last looked. */
+  private draining: Promise<void> | null = null;
+  private again = false;
   private closed = false;
-  /** The store could not be reached: said once, then at most once a minute, and when it is back. */
+  /** The store could not be reached, or refused us for its settings: each said once, then at most once a minute, and when it is back. */
   private readonly reach: Alarm;
-  /** The store refused us for its settings: the same, separately. */
   private readonly settings: Alarm;
-  /** Why the store's settings are wrong, while they are. */
   private misconfigured: string | null = null;
 
   constructor(private readonly options: PgSinkOptions) {
@@ -111,80 +107,128 @@ export class PgSink {
     this.settings = new Alarm(clock, stderr);
     this.sql = openStore(options.url, { connectTimeoutS: options.connectTimeoutS });
     // Twice the sessions: each may have a side conversation beside its main one.
-    this.writer = new CommitWriter(new PgTarget(this.sql), options.includeThinking, options.maxSessions * 2);
+    this.writer = new CommitWriter(new PgTarget(() => this.sql), options.includeThinking, options.maxSessions * 2);
     this.spool = new PgSpool(options.fs, join(options.root, ".spool", "postgres"), selfOwner(options.fs), {
-      malformed: (file, line) => options.log("store-spool", { skipped: "malformed line", file, line }),
+      malformed: (file, at) => options.log("store-spool", { skipped: "malformed line", file, at }),
       adopted: (file, jobs) => options.log("store-spool", { adopted: file, jobs }),
       refused: (error) => options.log("store-error", { stage: "spool", error: describe(error) }),
     }, options.root);
   }
 
-  /** Connects, migrates when safe and replays any spool a dead tap left, in the background; never rejects. */
+  /** Connects, migrates when safe and writes what the queue holds (a dead tap's too), in the background. */
   start(): void {
-    this.recover();
+    this.kick();
   }
 
-  /** Writes one response's records (after earlier commits of its conversation); never rejects. */
-  commit(job: CommitJob): Promise<void> {
+  /** Queues one response's records; resolves once they are on disk (or counted as dropped), never rejects. */
+  async commit(job: CommitJob): Promise<void> {
     this.counts.commits++;
-    const key = placeOf(job.route, job.sessionDir, job.agentDir).key;
-    const run = (this.chains.get(key) ?? Promise.resolve()).then(() => this.commitOne(job));
-    const tail = this.track(run);
-    this.chains.set(key, tail);
-    void tail.then(() => {
-      if (this.chains.get(key) === tail) this.chains.delete(key);
-    });
-    return tail;
+    try {
+      await this.spool.append(job);
+    } catch (error) {
+      this.counts.dropped++;
+      this.options.log("store-error", { stage: "spool", error: describe(error), session: job.sessionDir, dropped: this.counts.dropped });
+      return;
+    }
+    this.kick();
   }
 
-  /** Writes a job directly, or spools it while the store is away (the choice is made atomically with the replay's end). */
-  private async commitOne(job: CommitJob): Promise<void> {
-    for (;;) {
-      if (!this.spooling) {
-        try {
-          return await this.writeOne(job);
-        } catch (error) {
-          this.outage(error);
-        }
+  /**
+   * The store's client threw from a callback of its own, which no await of ours could catch (postgres.js writes on a
+   * socket already closed: porsager/postgres#1208): its connections are not to be trusted, so it is replaced; what was
+   * in flight is still queued and written again, planned against what the store holds.
+   */
+  driverFailed(error: unknown): void {
+    this.counts.driverErrors++;
+    this.counts.errors++;
+    this.lastError = describe(error);
+    this.options.log("store-error", { stage: "driver", error: this.lastError, replaced: true });
+    const old = this.sql;
+    this.sql = openStore(this.options.url, { connectTimeoutS: this.options.connectTimeoutS });
+    void closeStore(old, 0);
+  }
+
+  /** Starts a drain, unless one runs (it is told to look again) or a retry is due. */
+  private kick(): void {
+    if (this.closed || this.timer !== null) return;
+    if (this.draining !== null) {
+      this.again = true;
+      return;
+    }
+    this.again = false;
+    this.draining = this.drain().finally(() => {
+      this.draining = null;
+      if (this.again) this.kick();
+    });
+  }
+
+  /** Writes the queue to the store in order; on a failure the rest waits for a reconnect (backing off). */
+  private async drain(): Promise<void> {
+    const late = this.status !== "ok";
+    let written = 0;
+    try {
+      if (late) await this.connect();
+      for (let jobs = await this.spool.next(BATCH_MAX, keyOf); jobs.length > 0 && !this.closed; jobs = await this.spool.next(BATCH_MAX, keyOf)) {
+        await this.write(jobs);
+        this.spool.shift(jobs.length);
+        written += jobs.length;
       }
-      if (await this.toSpool(job)) return;
+      this.attempts = 0;
+      if (late) this.back(written);
+    } catch (error) {
+      if (late) this.counts.replayed += written;
+      if (this.closed) return;
+      this.attempts++;
+      this.unavailable(error);
+      this.retryLater();
     }
   }
 
-  /** One transaction; a job the store refuses for good is set aside. Rejects only when the store is away. */
-  private async writeOne(job: CommitJob): Promise<void> {
+  /** Brings the schema up to date (or checks it, with migration off). */
+  private async connect(): Promise<void> {
+    const migrated = this.options.migrate === false
+      ? { to: await bounded(schemaVersion(this.sql), 30_000, "reading the schema version"), applied: [] as number[], newer: false }
+      : await bounded(migrate(this.sql), 30_000, "the schema migration");
+    if (migrated.to === null) throw Object.assign(new Error("the store has no sessiontap schema (run sessiontap store migrate)"), { code: "ESCHEMA" });
+    if (this.schema !== migrated.to || migrated.applied.length > 0) {
+      this.options.log("store-schema", { version: migrated.to, applied: migrated.applied.join(",") || null, newer: migrated.newer });
+    }
+    this.schema = migrated.to;
+  }
+
+  /** The queue is written again after the store was away (or at start): said once. */
+  private back(written: number): void {
+    this.counts.replayed += written;
+    if (this.status !== "ok" || written > 0) this.options.log("store", { status: "ok", replayed: written, spooled: this.spool.pending });
+    this.status = "ok";
+    this.misconfigured = null;
+    const line = () => `sessiontap: the store ${redactUrl(this.options.url)} is usable again; ${written} spooled commit${written === 1 ? "" : "s"} written`;
+    this.reach.ok(line);
+    this.settings.ok(line);
+  }
+
+  /**
+   * Commits of one conversation in one transaction; when the store refuses them, each is tried alone and one it refuses
+   * for good is set aside. Rejects only when the store is away.
+   */
+  private async write(jobs: CommitJob[]): Promise<void> {
     try {
-      const written = await bounded(this.writer.write(job), this.options.commitTimeoutMs ?? 10_000, "a store transaction");
+      const written = await bounded(this.writer.writeAll(jobs), this.options.commitTimeoutMs ?? 10_000, "a store transaction");
       const inserted = written.done?.inserted ?? 0;
       this.counts.records += inserted;
       this.counts.conflicts += written.records - inserted;
     } catch (error) {
       if (!isJobError(error)) throw error;
+      if (jobs.length > 1) {
+        for (const job of jobs) await this.write([job]);
+        return;
+      }
       this.counts.setAside++;
       this.counts.errors++;
       this.lastError = describe(error);
-      this.options.log("store-error", { stage: "write", error: describe(error), session: job.sessionDir, setAside: this.counts.setAside });
-      await this.spool.setAside(job).catch((e) => this.options.log("store-error", { stage: "set-aside", error: describe(e) }));
+      this.options.log("store-error", { stage: "write", error: describe(error), session: jobs[0].sessionDir, setAside: this.counts.setAside });
+      await this.spool.setAside(jobs[0]).catch((e) => this.options.log("store-error", { stage: "set-aside", error: describe(e) }));
     }
-  }
-
-  /** Appends a job to the outage spool unless the replay has just emptied it (false: write it directly). */
-  private async toSpool(job: CommitJob): Promise<boolean> {
-    try {
-      if (!(await this.spool.append(job, () => this.spooling))) return false;
-    } catch (error) {
-      this.counts.dropped++;
-      this.options.log("store-error", { stage: "spool", error: describe(error), session: job.sessionDir, dropped: this.counts.dropped });
-    }
-    if (!this.recovering) this.scheduleRecover();
-    return true;
-  }
-
-  /** The store went away: spool from now on, say so once, and start reconnecting. */
-  private outage(error: unknown): void {
-    this.spooling = true;
-    this.counts.errors++;
-    this.unavailable(error);
   }
 
   /**
@@ -192,11 +236,12 @@ export class PgSink {
    * state is one events-log line; stderr hears the first failure of each kind, then a reminder a minute.
    */
   private unavailable(error: unknown): void {
+    this.counts.errors++;
     this.lastError = describe(error);
     const problem = configurationProblem(error);
     const status = problem === null ? "unreachable" : "misconfigured";
     const store = redactUrl(this.options.url);
-    const spool = join(this.options.root, ".spool", "postgres");
+    const spool = this.spool.dir;
     if (problem !== null) {
       this.misconfigured = `${problem} (${this.lastError})`;
       this.settings.fail(
@@ -220,79 +265,31 @@ export class PgSink {
     this.status = status;
   }
 
-  /** One reconnect attempt: schema, then the spool in order; on success commits go straight to the store. */
-  private recover(): void {
-    if (this.recovering || this.closed) return;
-    this.recovering = true;
-    const attempt = (async () => {
-      try {
-        const migrated = this.options.migrate === false
-          ? { to: await bounded(schemaVersion(this.sql), 30_000, "reading the schema version"), applied: [] as number[], newer: false }
-          : await bounded(migrate(this.sql), 30_000, "the schema migration");
-        if (migrated.to === null) throw Object.assign(new Error("the store has no sessiontap schema (run sessiontap store migrate)"), { code: "ESCHEMA" });
-        if (this.schema !== migrated.to || migrated.applied.length > 0) {
-          this.options.log("store-schema", { version: migrated.to, applied: migrated.applied.join(",") || null, newer: migrated.newer });
-        }
-        this.schema = migrated.to;
-        const replayed = await this.spool.replay((job) => this.replayOne(job), () => (this.spooling = false));
-        this.attempts = 0;
-        if (!this.spooling) {
-          if (this.status !== "ok" || replayed > 0) this.options.log("store", { status: "ok", replayed, spooled: this.spool.pending });
-          this.status = "ok";
-          this.misconfigured = null;
-          const back = () =>
-            `sessiontap: the store ${redactUrl(this.options.url)} is usable again; ${replayed} spooled commit${replayed === 1 ? "" : "s"} written`;
-          this.reach.ok(back);
-          this.settings.ok(back);
-        }
-      } catch (error) {
-        this.attempts++;
-        this.unavailable(error);
-      } finally {
-        this.recovering = false;
-        if (this.spooling && !this.closed) this.scheduleRecover();
-      }
-    })();
-    void this.track(attempt);
-  }
-
-  /** Replays one spooled job; rejects (stopping the replay) when the store went away again. */
-  private async replayOne(job: CommitJob): Promise<void> {
-    await this.writeOne(job);
-    this.counts.replayed++;
-  }
-
-  /** The next reconnect attempt, after a backoff doubling from retryMinMs to retryMaxMs. */
-  private scheduleRecover(): void {
-    if (this.timer !== null || this.closed) return;
+  /** The next drain, after a backoff doubling from retryMinMs to retryMaxMs (a minute for a misconfigured store). */
+  private retryLater(): void {
     const delay = this.status === "misconfigured"
       ? CONFIG_RETRY_MS
-      : Math.min((this.options.retryMinMs ?? 250) * 2 ** Math.max(0, this.attempts - 1), this.options.retryMaxMs ?? 10_000);
+      : Math.min((this.options.retryMinMs ?? 250) * 2 ** (this.attempts - 1), this.options.retryMaxMs ?? 10_000);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.recover();
-    }, this.attempts === 0 ? 0 : delay);
+      this.kick();
+    }, delay);
     (this.timer as { unref?: () => void }).unref?.();
   }
 
-  /** Keeps a promise until it settles, for flush(); never rejects. */
-  private track(work: Promise<void>): Promise<void> {
-    const settled = work.catch((error) => {
-      this.counts.errors++;
-      this.options.log("store-error", { stage: "internal", error: describe(error) });
-    });
-    this.pending.add(settled);
-    void settled.finally(() => this.pending.delete(settled));
-    return settled;
-  }
-
-  /** Waits for writes and a replay in flight, at most `boundMs`; says how many commits are still spooled. */
+  /** Waits, at most `boundMs`, for the queue to be written; says how many commits still wait. */
   async flush(boundMs: number): Promise<void> {
-    await settlesWithin(Promise.all([...this.pending]), boundMs);
+    this.kick();
+    await settlesWithin(
+      (async () => {
+        while (this.draining !== null) await this.draining;
+      })(),
+      boundMs,
+    );
     if (this.spool.pending > 0) this.options.log("store-spool", { waiting: this.spool.pending });
   }
 
-  /** What /_tap/health shows: status, spooled commits and counters; the URL without its password. */
+  /** What /_tap/health shows: status, queued commits and counters; the URL without its password. */
   health(): StoreHealth {
     return {
       status: this.status,
@@ -306,10 +303,9 @@ export class PgSink {
     };
   }
 
-  /** Stops reconnecting and closes the connections (commits after this go to the spool). */
+  /** Stops writing and closes the connections; what is still queued is written by the next start. */
   async close(): Promise<void> {
     this.closed = true;
-    this.spooling = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     await closeStore(this.sql, 1);

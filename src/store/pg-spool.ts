@@ -1,149 +1,162 @@
 /**
- * The store's outage spool (docs/DESIGN.md "The shared store"): while PostgreSQL cannot be reached, commits are appended to
- * `<mirror root>/.spool/postgres/` (one JSON CommitJob per line; directory 0700, files 0600, each append
- * fsynced) and replayed in order when it is back. Replaying re-plans each job against the store's
- * lineage, so a job replayed twice (a crash mid-replay) writes nothing twice.
- *
- * Each process appends to a file of its own (`spool-<host>-<pid>-<start>.jsonl`), so two taps sharing a
- * root never interleave or lose each other's lines; a file whose process is dead is adopted (renamed to
- * the adopter's name, atomically: one adopter wins) and replayed first. A job the store refuses for good
- * is set aside in `failed-….jsonl` (kept, never deleted).
+ * The store's queue on disk (docs/DESIGN.md "The shared store"): every commit is appended here, fsynced, before it is
+ * written to PostgreSQL, and read back in order, so an outage, a crash or an engine restart loses none of it.
  */
-import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { type FsAdapter, isNotFound } from "../storage/fs-adapter.ts";
 import type { LockOwner } from "../storage/dir-lock.ts";
 import { ensureTrustedDir } from "../storage/trusted-path.ts";
 import { SpoolFiles } from "../storage/spool-files.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { DIR_MODE, join } from "../storage/paths.ts";
-import { completeLines, jsonObject } from "../protocol/json.ts";
+import { join } from "../storage/paths.ts";
+import { jsonObject } from "../protocol/json.ts";
 
-/** What the spool reports while replaying (for the events log). */
+/** What the spool reports (for the events log). */
 export interface SpoolEvents {
-  /** A line that is not a job (a torn tail left by a crash): skipped. */
   malformed(file: string, line: number): void;
-  /** Another process's spool was adopted. */
   adopted(file: string, jobs: number): void;
-  /** A spool file was left alone: not ours to replay (storage/trusted-path.ts). */
-  refused?(error: Error): void;
+  refused(error: Error): void;
 }
 
-/** The outage spool of one process. */
+/** Most bytes read from a spool file at once (more when one line is longer). */
+const READ_BYTES = 4 * 1024 * 1024;
+
+/** The queue of one process: its own file, after the files of dead processes it adopted. */
 export class PgSpool {
-  /** Jobs spooled and not replayed yet. */
+  /** Jobs appended (or adopted) and not yet taken off. */
   pending = 0;
+  /** Appends and the removal of a file read to its end, one at a time (no job lands in a file being removed). */
   private tail: Promise<unknown> = Promise.resolve();
   private readonly files: SpoolFiles;
-  /** Lines of each file already replayed (a replay cut short resumes after them). */
-  private readonly progress = new Map<string, number>();
+  private ensured = false;
+  /** Lines waiting for the next write, which takes all of them: one append and one fsync however many arrived meanwhile. */
+  private waiting: { line: string; done: () => void; failed: (error: unknown) => void }[] = [];
+  /** Bytes of the own file fsynced: what is read of it never goes past them. */
+  private synced = 0;
+  /** The file being read (null: look again), how far it is taken off, and its jobs read ahead with where each ends. */
+  private file: string | null = null;
+  private offset = 0;
+  private ahead: { job: CommitJob; end: number }[] = [];
+  private adopted = false;
 
   constructor(
     private readonly fs: FsAdapter,
     readonly dir: string,
     self: Promise<LockOwner>,
     private readonly events: SpoolEvents,
-    /** The mirror root `dir` lies under: every directory down to it must be ours (storage/trusted-path.ts). */
-    private readonly root: string | null = null,
+    private readonly root: string,
   ) {
     this.files = new SpoolFiles(fs, dir, self);
   }
 
-  /** Creates the spool directory, refusing one that is a link or open to other users. */
-  private async ensureDir(): Promise<void> {
-    if (this.root === null) await this.fs.mkdir(this.dir, DIR_MODE);
-    else await ensureTrustedDir(this.fs, this.root, this.dir);
-  }
-
-  /** This process's file name stem. */
-  private stem(): Promise<string> {
-    return this.files.stem();
-  }
-
-  /** Runs `fn` after every earlier append or check (appends and the final emptiness check never overlap). */
   private serial<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.tail.then(fn);
     this.tail = run.then(() => undefined, () => undefined);
     return run;
   }
 
-  /**
-   * Appends one job, fsynced, if `still()` holds at that moment (it is checked in order with the replay's
-   * end, so no job lands in a spool that was just emptied); false when it did not. Rejects when the local
-   * disk refuses the job too.
-   */
-  append(job: CommitJob, still: () => boolean = () => true): Promise<boolean> {
-    return this.serial(async () => {
-      if (!still()) return false;
-      await this.ensureDir();
-      await this.fs.append(join(this.dir, `${await this.stem()}.jsonl`), JSON.stringify(job) + "\n", true);
-      this.pending++;
-      return true;
+  /** Appends one job, fsynced; rejects when the local disk refuses it. */
+  append(job: CommitJob): Promise<void> {
+    return new Promise((done, failed) => {
+      if (this.waiting.push({ line: JSON.stringify(job) + "\n", done, failed }) === 1) void this.serial(() => this.write());
     });
   }
 
-  /** Keeps a job the store refused for good beside the spool. */
-  async setAside(job: CommitJob): Promise<void> {
-    await this.ensureDir();
-    await this.fs.append(join(this.dir, `failed-${(await this.stem()).slice("spool-".length)}.jsonl`), JSON.stringify(job) + "\n", true);
+  private async write(): Promise<void> {
+    const batch = this.waiting.splice(0);
+    const text = batch.map((w) => w.line).join("");
+    try {
+      if (!this.ensured) await ensureTrustedDir(this.fs, this.root, this.dir);
+      this.ensured = true;
+      await this.fs.append(join(this.dir, await this.files.ownName()), text, true);
+    } catch (error) {
+      this.ensured = false; // the directory may have gone: made (and checked) again next time
+      for (const w of batch) w.failed(error);
+      return;
+    }
+    this.synced += new TextEncoder().encode(text).length;
+    this.pending += batch.length;
+    for (const w of batch) w.done();
   }
 
-  /**
-   * Replays every spooled job in order through `write` (which rejects to stop: the store went away again;
-   * what is left stays spooled). Files of dead processes first, then this process's own, including lines
-   * appended while replaying. `drained` runs once nothing is left, before any later append.
-   */
-  async replay(write: (job: CommitJob) => Promise<void>, drained: () => void): Promise<number> {
-    let replayed = 0;
-    await this.adoptOrphans();
-    const stem = await this.stem();
-    for (const name of [...(await this.files.adoptedNames()), `${stem}.jsonl`]) {
-      const path = join(this.dir, name);
-      for (let done = this.progress.get(name) ?? 0;;) {
-        // Read between appends: a line is in the file before its fsync ends and it is counted in `pending`.
-        const text = await this.serial(() => this.readComplete(path));
-        const lines = text === null ? [] : completeLines(text);
-        for (; done < lines.length; done++) {
-          const job = jsonObject(lines[done]) as CommitJob | null;
-          if (job === null) {
-            this.events.malformed(name, done + 1);
-            this.progress.set(name, done + 1);
-            continue;
-          }
-          await write(job);
-          replayed++;
-          this.pending = Math.max(0, this.pending - 1);
-          this.progress.set(name, done + 1);
-        }
-        // Nothing appended since the read: the file is done. (Appends wait for this check.)
-        const finished = await this.serial(async () => {
-          const info = await this.fs.lstat(path);
-          if (info !== null && text !== null && info.size !== new TextEncoder().encode(text).byteLength) return false;
-          if (text !== null && text !== "" && !text.endsWith("\n")) this.events.malformed(name, lines.length + 1); // a torn tail
-          if (info !== null) await this.fs.unlink(path);
-          this.progress.delete(name);
-          if (name === `${stem}.jsonl`) drained();
-          return true;
-        });
-        if (finished) break;
+  /** Keeps a job the store refused for good beside the queue, in `failed-….jsonl` (never removed). */
+  async setAside(job: CommitJob): Promise<void> {
+    await this.fs.append(join(this.dir, `failed-${(await this.files.stem()).slice("spool-".length)}.jsonl`), JSON.stringify(job) + "\n", true);
+  }
+
+  /** The oldest jobs not yet taken off, in order, at most `max` and all of one conversation (`key`); [] when none waits. */
+  async next(max: number, key: (job: CommitJob) => string): Promise<CommitJob[]> {
+    for (let files = 0; this.ahead.length === 0; files++) {
+      if (files > 10_000 || !(await this.readAhead())) return [];
+    }
+    const first = key(this.ahead[0].job);
+    const run = this.ahead.slice(0, max);
+    return run.slice(0, (run.findIndex((a) => key(a.job) !== first) + 1 || run.length + 1) - 1).map((a) => a.job);
+  }
+
+  /** The first `n` jobs `next()` gave are written: takes them off (their file goes once `next()` finds nothing more in it). */
+  shift(n: number): void {
+    this.offset = this.ahead.splice(0, n).at(-1)?.end ?? this.offset;
+    this.pending = Math.max(0, this.pending - n);
+  }
+
+  /** Reads the next jobs of the oldest file; false when no file holds any. */
+  private async readAhead(): Promise<boolean> {
+    if (!this.adopted) await this.adoptOrphans();
+    this.adopted = true;
+    const own = await this.files.ownName();
+    this.file ??= (await this.files.adoptedNames())[0] ?? own;
+    const path = join(this.dir, this.file);
+    const bytes = await this.read(path, this.file === own ? this.synced : Number.POSITIVE_INFINITY);
+    const text = new TextDecoder().decode(bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1));
+    let end = this.offset;
+    for (const line of text.split("\n").slice(0, -1)) {
+      end += new TextEncoder().encode(line).length + 1;
+      const job = jsonObject(line) as CommitJob | null;
+      if (job !== null) this.ahead.push({ job, end });
+      else {
+        this.events.malformed(this.file, end);
+        this.offset = end;
       }
     }
-    return replayed;
+    return this.ahead.length > 0 || (await this.serial(() => this.finish(path, this.file === own)));
   }
 
-  /** A file's text, or null when it is not there. */
-  private async readComplete(path: string): Promise<string | null> {
+  /** The bytes of `path` from the offset to `limit`, READ_BYTES at a time but at least one whole line ([] when it is not there). */
+  private async read(path: string, limit: number): Promise<Uint8Array> {
+    try {
+      let bytes = await this.fs.readRange(path, this.offset, Math.min(limit, this.offset + READ_BYTES));
+      while (!bytes.includes(0x0a) && bytes.length > 0 && bytes.length % READ_BYTES === 0) {
+        bytes = await this.fs.readRange(path, this.offset, Math.min(limit, this.offset + bytes.length * 2));
+      }
+      return bytes;
+    } catch (error) {
+      if (isNotFound(error)) return new Uint8Array();
+      throw error;
+    }
+  }
+
+  /** Removes a file read to its end (the own file only when nothing was appended since); true when another may hold jobs. */
+  private async finish(path: string, own: boolean): Promise<boolean> {
+    if (own && (this.synced > this.offset || this.waiting.length > 0)) return true;
     const info = await this.fs.lstat(path);
-    if (info === null || !info.isFile) return null;
-    return await this.fs.readText(path);
+    if (!own && info !== null && info.size > this.offset) this.events.malformed(this.file!, info.size); // a dead process's torn last line
+    if (info !== null) await this.fs.unlink(path);
+    this.file = null;
+    this.offset = 0;
+    if (own) this.synced = 0;
+    return !own;
   }
 
-  /** Adopts the spool files of dead processes, counting their jobs as pending. */
+  /** Adopts the files of dead processes, counting their jobs as pending. */
   private async adoptOrphans(): Promise<void> {
-    const before = this.files.refused.length;
+    if ((await this.fs.lstat(this.dir)) === null) return;
+    await ensureTrustedDir(this.fs, this.root, this.dir);
     for (const { from, name } of await this.files.adoptOrphans()) {
-      const jobs = completeLines((await this.readComplete(join(this.dir, name))) ?? "").length;
+      const text = await this.fs.readText(join(this.dir, name));
+      const jobs = text.split("\n").slice(0, -1).filter((line) => jsonObject(line) !== null).length;
       this.pending += jobs;
       this.events.adopted(from, jobs);
     }
-    for (const error of this.files.refused.slice(before)) this.events.refused?.(error);
+    for (const error of this.files.refused) this.events.refused(error);
   }
 }

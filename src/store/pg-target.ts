@@ -59,7 +59,8 @@ export async function insertEntries(tx: Tx, rows: readonly EntryRow[]): Promise<
 
 /** The store, one transaction per write. */
 export class PgTarget implements WriteTarget<bigint, StoreDone> {
-  constructor(private readonly sql: Sql) {}
+  /** `sql`: the store's client now (it is replaced after it failed on its own). */
+  constructor(private readonly sql: () => Sql) {}
 
   /** A cursor that has read nothing: before the first row. */
   newCursor(): bigint {
@@ -68,7 +69,7 @@ export class PgTarget implements WriteTarget<bigint, StoreDone> {
 
   /** Runs `body` in one transaction holding the conversation's advisory lock (and a shared one on `main`). */
   async locked<T>(place: ConversationPlace, main: ConversationPlace | null, body: (io: TargetIo<bigint, StoreDone>) => Promise<T>): Promise<T> {
-    return await this.sql.begin(async (tx) => {
+    return await this.sql().begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}::int4, ${lockKey(place)}::int4)`;
       if (main !== null) await tx`SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS}::int4, ${lockKey(main)}::int4)`;
       return await body({

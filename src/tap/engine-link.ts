@@ -2,10 +2,13 @@
  * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): response bytes are copied
  * into one staging buffer shared by every stream and sent as one transferred copy per turn of the event
  * loop; every other message flushes the staging buffer first, so the engine reads everything in the order
- * the relay saw it. If the engine stops, the tap keeps relaying and mirrors nothing more.
+ * the relay saw it. If the engine's Worker dies, the tap keeps relaying and starts a new one, backing off
+ * while it keeps dying (docs/RELIABILITY.md "The engine dies").
  */
 import type { EngineHealth } from "../mirror/health.ts";
+import { Alarm } from "../utils/alarm.ts";
 import type { BodyCopy, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
+import type { Replayed } from "../mirror/mirror.ts";
 import { credentialTag, type IdentityHeaders, identityHeaders, TOKEN_HEADER, tokenMatches } from "../protocol/session-id.ts";
 import { RelayObserver } from "./relay-observer.ts";
 
@@ -17,6 +20,14 @@ export interface EngineHost {
   close(): void;
 }
 
+/** A running engine: the link the relay uses, and what the engine found at start. */
+export interface StartedEngine {
+  link: EngineLink;
+  replayed: Replayed;
+  /** True when the guard runs. */
+  guard: boolean;
+}
+
 /** What the link tells its owner. */
 export interface LinkListener {
   stderr(line: string): void;
@@ -25,6 +36,9 @@ export interface LinkListener {
   /** The guard's alerts, whenever they change. */
   alerts(alerts: Extract<FromEngine, { t: "alerts" }>["alerts"]): void;
 }
+
+/** A new engine is started at once after a death, then after 1 s, 2 s, … up to this while each dies within a minute. */
+const RESTART_MAX_MS = 60_000;
 
 /** Bytes staged before a batch is sent without waiting for the turn to end. */
 const MAX_STAGED = 256 * 1024;
@@ -62,14 +76,32 @@ export class EngineLink {
   /** API requests not mirrored for want of the token, and when that was last said. */
   private tokenless = 0;
   private tokenlessSaidAt = Number.NEGATIVE_INFINITY;
+  /** Engines started in place of a dead one, and how many in a row died within a minute of their start. */
+  restarts = 0;
+  private deaths = 0;
+  private startedAt = Date.now();
+  private restartTimer: ReturnType<typeof setTimeout> | null = null;
+  private closing = false;
+  private readonly down: Alarm;
+  private host: EngineHost;
+  /** Settles with the first engine's start: ready, or why it could not start (nothing is started again then). */
+  readonly started: Promise<StartedEngine>;
+  private starting: { resolve(engine: StartedEngine): void; reject(error: Error): void } | null = null;
 
+  /** `spawn` starts an engine (`first`: the tap's first); `restartable`: a dead one is replaced by a new one. */
   constructor(
-    private readonly host: EngineHost,
     private readonly listener: LinkListener,
-  ) {}
+    private readonly spawn: (link: EngineLink, first: boolean) => EngineHost,
+    private readonly restartable = true,
+  ) {
+    this.down = new Alarm(Date.now, listener.stderr);
+    this.started = new Promise((resolve, reject) => (this.starting = { resolve, reject }));
+    this.host = spawn(this, true);
+  }
 
-  /** Handles one message from the engine. */
-  receive(message: FromEngine): void {
+  /** Handles one message from the engine (`from`: the engine it came from; a dead one's are ignored). */
+  receive(message: FromEngine, from: EngineHost = this.host): void {
+    if (from !== this.host) return;
     switch (message.t) {
       case "ack":
         this.unread -= message.bytes;
@@ -90,17 +122,55 @@ export class EngineLink {
       case "failed":
         return this.fail(message.error);
       case "ready":
-        return;
+        if (this.starting !== null) this.starting.resolve({ link: this, replayed: message.replayed, guard: message.guard });
+        this.starting = null;
+        if (this.why === null) return;
+        this.why = null;
+        this.restarts++;
+        return this.down.ok(() =>
+          `sessiontap: mirror engine started again; mirroring resumes (${this.restarts} restart${this.restarts === 1 ? "" : "s"} so far)`
+        );
     }
   }
 
-  /** The engine is gone (it failed to start, or died): said once; queries waiting on it are refused. */
-  fail(why: string): void {
-    if (this.why !== null) return;
+  /**
+   * The engine is gone (it failed to start, or died): said once (then at most once a minute while it stays down); what
+   * it was sent and had not read is dropped, queries waiting on it are refused, and a new engine is started.
+   */
+  fail(why: string, from: EngineHost = this.host): void {
+    if (from !== this.host || this.why !== null) return;
+    if (this.starting !== null) {
+      this.host.close();
+      this.starting.reject(new Error(`the mirror engine could not start: ${why}`));
+      this.starting = null;
+      this.why = why;
+      return;
+    }
     this.why = why;
-    this.listener.stderr(`sessiontap: mirror engine stopped: ${why}; the tap keeps relaying but mirrors nothing until it restarts`);
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    this.staged = 0;
+    this.index = [];
+    this.unread = 0;
     for (const query of this.queries.values()) query.reject(new Error(`the mirror engine stopped: ${why}`));
     this.queries.clear();
+    const again = this.restartable && !this.closing;
+    this.down.fail(
+      why,
+      (first) =>
+        `sessiontap: mirror engine ${first ? "stopped" : "still stopped"}: ${why}; the tap keeps relaying ${
+          again ? "and starts the engine again (answers it missed are written from each session's next request)" : "but mirrors nothing until it restarts"
+        }`,
+    );
+    if (!again) return;
+    this.host.close();
+    this.deaths = Date.now() - this.startedAt < 60_000 ? this.deaths + 1 : 1;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      this.startedAt = Date.now();
+      if (!this.closing) this.host = this.spawn(this, false);
+    }, this.deaths <= 1 ? 0 : Math.min(1000 * 2 ** (this.deaths - 2), RESTART_MAX_MS));
+    (this.restartTimer as { unref?: () => void }).unref?.();
   }
 
   /** Why the engine stopped (said in health), or null while it runs. */
@@ -223,6 +293,8 @@ export class EngineLink {
 
   /** Stops the engine: its last flush and spool, then the thread. */
   async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
+    this.closing = true;
+    if (this.restartTimer !== null) clearTimeout(this.restartTimer);
     try {
       return await this.query("stop", boundMs);
     } finally {

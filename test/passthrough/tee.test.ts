@@ -340,11 +340,10 @@ describe("tee and relay observer, with a real engine", () => {
     let paused = true;
     // deliver and engine are defined below; the link posts only once the test starts relaying.
     const said: string[] = [];
-    const link = new EngineLink({ post: (m) => (queue.push(m), deliver()), close: () => {} }, {
-      stderr: (l) => said.push(l),
-      wrote: () => {},
-      alerts: () => {},
-    });
+    const link = new EngineLink({ stderr: (l) => said.push(l), wrote: () => {}, alerts: () => {} }, () => ({
+      post: (m) => (queue.push(m), deliver()),
+      close: () => {},
+    }), false);
     const engine = new MirrorEngine(
       settingsFor(dir, { SESSIONTAP_MAX_SESSIONS: "8", SESSIONTAP_MAX_QUEUED: "10", SESSIONTAP_MAX_MESSAGE_BYTES: String(1 << 20) }),
       {

@@ -119,31 +119,28 @@ describe("an engine that stalls or dies is loud, and the relay goes on", () => {
     assert.deepEqual(users(allRecords(`${tap.root}/sstall`)), ["while it was stuck"]);
   });
 
-  it("an engine that dies: one stderr line, degraded health from then on, every byte still relayed; stopping says the mirror could not stop cleanly", async () => {
-    const tap = await startTestTap(stub.url, {}, { workerUrl });
-    try {
-      await new Conversation(tap.url, "sdies").say("before");
-      writeFileSync(`${tap.root}/../engine-cue.json`, JSON.stringify({ crash: true }));
-      const first = await health(tap.url);
-      assert.equal(first.status, "degraded");
-      assert.equal(first.problems.length, 1, first.problems.join("; "));
-      assert.match(first.problems[0], /^mirror: the mirror engine stopped \(.*cued by the test.*\); nothing is mirrored until the tap restarts$/);
-      const answer = loadFixture("ts_basic_response");
-      stub.enqueue({ kind: "sse", chunks: [answer.slice(0, 700), answer.slice(700)] });
-      const relayed = await new Conversation(tap.url, "sdies").say("after");
-      assert.equal(relayed.status, 200);
-      assert.deepEqual(relayed.raw, new TextEncoder().encode(answer), "the client's bytes are the upstream's");
-      assert.equal((await health(tap.url)).status, "degraded", "it stays degraded: nothing is mirrored");
-      const said = tap.stderrLines.filter((l) => l.includes("mirror engine stopped"));
-      assert.equal(said.length, 1, tap.stderrLines.join("\n"));
-      assert.match(said[0], /^sessiontap: mirror engine stopped: .*cued by the test.*; the tap keeps relaying but mirrors nothing until it restarts$/);
-      await assert.rejects(tap.stop(), /the mirror engine stopped/, "a stop over a dead engine is not a clean one (serve exits 1)");
-    } finally {
-      // Not `await using`: this tap's stop rejects (asserted above), and it is the same stop here, so an
-      // assertion that failed earlier does not leave the tap serving either.
-      await tap.stop().then(() => undefined, () => undefined);
-      rmSync(`${tap.root}/..`, { recursive: true, force: true });
-    }
+  it("an engine whose Worker dies: one stderr line and degraded health while it is down, every byte still relayed; a new engine starts by itself and mirrors the next turns", async () => {
+    await using tap = await startTestTap(stub.url, {}, { workerUrl });
+    const c = new Conversation(tap, "sdies");
+    await c.say("before");
+    writeFileSync(`${tap.root}/../engine-cue.json`, JSON.stringify({ crash: true }));
+    const first = await health(tap.url);
+    assert.equal(first.status, "degraded");
+    assert.deepEqual(first.problems.length, 1, first.problems.join("; "));
+    assert.match(first.problems[0], /^mirror: the mirror engine stopped \(.*cued by the test.*\); nothing is mirrored until it runs again$/);
+    const answer = loadFixture("ts_basic_response");
+    stub.enqueue({ kind: "sse", chunks: [answer.slice(0, 700), answer.slice(700)] });
+    const relayed = await new Conversation(tap.url, "sdies-relayed").say("while it is restarted");
+    assert.equal(relayed.status, 200);
+    assert.deepEqual(relayed.raw, new TextEncoder().encode(answer), "the client's bytes are the upstream's");
+    const back = await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "a new engine to answer");
+    assert.equal((back as unknown as { engineRestarts: number }).engineRestarts, 1);
+    assert.equal((await c.say("after")).status, 200);
+    assert.deepEqual(users(allRecords(`${tap.root}/sdies`)), ["before", "after"], "the new engine mirrors the session on");
+    const said = tap.stderrLines.filter((l) => /mirror engine (stopped|started again)/.test(l));
+    assert.equal(said.length, 2, tap.stderrLines.join("\n"));
+    assert.match(said[0], /^sessiontap: mirror engine stopped: .*cued by the test.*; the tap keeps relaying and starts the engine again/);
+    assert.match(said[1], /^sessiontap: mirror engine started again; mirroring resumes \(1 restart so far\)$/);
   });
 });
 

@@ -87,7 +87,8 @@ describe("a store outage mid-session", () => {
       assert.equal(rows.length, 20);
       assert.equal(rows.filter((r) => r.entry.reconstructed).length, 0, "replayed in order: every answer as the client saw it");
       assert.equal(new Set(rows.map((r) => r.uuid)).size, 20);
-      assert.deepEqual(readdirSync(spoolDir), [], "the spool is empty again");
+      // A commit is on the spool before PostgreSQL has it, and leaves it just after: wait for the last to leave.
+      assert.deepEqual(await pollAsync(() => readdirSync(spoolDir), (f) => f.length === 0), [], "the spool is empty again");
       const states = readEvents(root).filter((e) => e.action === "store").map((e) => e.status);
       assert.deepEqual(states, ["ok", "unreachable", "ok"], "the events log says when the store went away and came back");
       assert.deepEqual(storeLines(tap.stderr()).map(kind), ["unreachable", "back"], `stderr says it once each way: ${storeLines(tap.stderr())}`);
@@ -178,7 +179,7 @@ describe("a store outage mid-session", () => {
       assert.equal(rows.length, 8);
       assert.equal(rows.filter((r) => r.entry.reconstructed).length, 0);
       assert.ok(readEvents(root).some((e) => e.action === "store-spool" && typeof e.adopted === "string"), "the adoption is in the events log");
-      assert.deepEqual(readdirSync(`${root}/.spool/postgres`), []);
+      assert.deepEqual(await pollAsync(() => readdirSync(`${root}/.spool/postgres`), (f) => f.length === 0), []);
     } finally {
       second.tap.signal("SIGTERM");
       assert.equal((await second.tap.exit()).code, 0);

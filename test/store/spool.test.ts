@@ -1,6 +1,6 @@
-// The store's outage spool on its own (no PostgreSQL needed): modes, order, a replay cut short resuming
-// where it stopped, appends racing the end of a replay, dead processes' files adopted (a live process's
-// or another host's never), and a torn tail reported and skipped.
+// The store's queue on disk on its own (no PostgreSQL needed): modes, order, a drain cut short resuming where it
+// stopped, appends racing the end of a drain, dead processes' files adopted (a live process's or another host's
+// never), and a torn tail reported and skipped.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -15,6 +15,17 @@ import type { CommitJob } from "../../src/protocol/commit-job.ts";
 const job = (n: number) => ({ route: "main", sessionDir: `s${n}`, agentDir: null, n }) as unknown as CommitJob;
 const nOf = (j: CommitJob) => (j as unknown as { n: number }).n;
 
+/** Takes every job off the queue through `write` (which throws to stop, leaving that job queued); returns their numbers. */
+async function drain(s: PgSpool, write: (j: CommitJob) => void | Promise<void> = () => {}): Promise<number[]> {
+  const seen: number[] = [];
+  for (let jobs = await s.next(1, () => ""); jobs.length > 0; jobs = await s.next(1, () => "")) {
+    await write(jobs[0]);
+    seen.push(nOf(jobs[0]));
+    s.shift(1);
+  }
+  return seen;
+}
+
 describe("the outage spool", () => {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-spool-`);
   const events: string[] = [];
@@ -22,51 +33,45 @@ describe("the outage spool", () => {
     new PgSpool(nodeFs, `${dir}/${sub}`, selfOwner(nodeFs), {
       malformed: (file, line) => events.push(`malformed ${file}:${line}`),
       adopted: (file, jobs) => events.push(`adopted ${file} ${jobs}`),
-    });
+      refused: (error) => events.push(`refused ${error.message}`),
+    }, dir);
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("appends fsynced 0600 lines in a 0700 directory and replays them in order; a replay cut short resumes after what it wrote", async () => {
+  it("appends fsynced 0600 lines in a 0700 directory and gives them back in order; a drain cut short resumes at the job it stopped on", async () => {
     const s = spool("a");
-    for (let n = 1; n <= 4; n++) assert.equal(await s.append(job(n)), true);
+    for (let n = 1; n <= 4; n++) await s.append(job(n));
     assert.equal(s.pending, 4);
     assert.equal(statSync(`${dir}/a`).mode & 0o777, 0o700);
     const [file] = readdirSync(`${dir}/a`);
     assert.equal(statSync(`${dir}/a/${file}`).mode & 0o777, 0o600);
     const seen: number[] = [];
-    let drained = 0;
-    await assert.rejects(s.replay(async (j) => {
+    await assert.rejects(drain(s, (j) => {
       if (nOf(j) === 3) throw new Error("the store went away again");
       seen.push(nOf(j));
-    }, () => drained++));
+    }));
     assert.deepEqual(seen, [1, 2]);
     assert.equal(s.pending, 2);
-    assert.equal(drained, 0);
     await s.append(job(5));
-    const replayed = await s.replay(async (j) => void seen.push(nOf(j)), () => drained++);
-    assert.equal(replayed, 3);
-    assert.deepEqual(seen, [1, 2, 3, 4, 5], "in order, none twice");
+    assert.deepEqual([...seen, ...(await drain(s))], [1, 2, 3, 4, 5], "in order, none twice");
     assert.equal(s.pending, 0);
-    assert.equal(drained, 1);
-    assert.deepEqual(readdirSync(`${dir}/a`), []);
+    assert.deepEqual(readdirSync(`${dir}/a`), [], "a queue written to its end leaves no file");
   });
 
-  it("an append racing the end of a replay is either replayed or refused (then written directly), never stranded", async () => {
+  it("an append racing the end of a drain is given back by it or by the next, never stranded", async () => {
     const s = spool("b");
     await s.append(job(1));
-    let spooling = true;
-    const late: Promise<boolean>[] = [];
-    const seen: number[] = [];
-    await s.replay(async (j) => {
-      seen.push(nOf(j));
-      if (nOf(j) === 1) late.push(s.append(job(2), () => spooling), s.append(job(3), () => spooling));
-    }, () => (spooling = false));
-    assert.deepEqual(await Promise.all(late), [true, true]);
-    assert.deepEqual(seen, [1, 2, 3], "appended during the replay: replayed by it");
-    assert.equal(await s.append(job(4), () => spooling), false, "after the spool drained: refused");
+    const late: Promise<void>[] = [];
+    const seen = await drain(s, (j) => {
+      if (nOf(j) === 1) late.push(s.append(job(2)), s.append(job(3)));
+    });
+    await Promise.all(late);
+    assert.deepEqual([...seen, ...(await drain(s))], [1, 2, 3]);
+    await s.append(job(4));
+    assert.deepEqual(await drain(s), [4], "after the queue emptied: a new file, given back too");
     assert.equal(s.pending, 0);
   });
 
-  it("a line whose append is still being fsynced is not replayed before the append is done: the count of waiting commits ends at 0", async () => {
+  it("a line whose append is still being fsynced is not given back before the append is done: the count of waiting commits ends at 0", async () => {
     // The real adapter, with its fsync held: the line is in the file at once, the append resolves later (a slow disk).
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
@@ -80,18 +85,16 @@ describe("the outage spool", () => {
         if (sync) await held;
       },
     };
-    const s = new PgSpool(slowSync, `${dir}/slow`, selfOwner(nodeFs), { malformed: () => {}, adopted: () => {} });
+    const s = new PgSpool(slowSync, `${dir}/slow`, selfOwner(nodeFs), { malformed: () => {}, adopted: () => {}, refused: () => {} }, dir);
     const appended = s.append(job(1));
     await written;
-    const seen: number[] = [];
-    const replaying = s.replay(async (j) => void seen.push(nOf(j)), () => {});
-    // Let the replay run as far as it can while the fsync is held, then let the append finish.
+    const draining = drain(s);
+    // Let the drain run as far as it can while the fsync is held, then let the append finish.
     for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve));
     release();
-    assert.equal(await appended, true);
-    assert.equal(await replaying, 1);
-    assert.deepEqual(seen, [1]);
-    assert.equal(s.pending, 0, "nothing is counted as waiting once the spool is empty");
+    await appended;
+    assert.deepEqual(await draining, [1]);
+    assert.equal(s.pending, 0, "nothing is counted as waiting once the queue is empty");
     assert.deepEqual(readdirSync(`${dir}/slow`), []);
   });
 
@@ -110,13 +113,14 @@ describe("the outage spool", () => {
       writeFileSync(`${dir}/c/${recycled}`, JSON.stringify(job(3)) + "\n");
       for (const name of [live, foreign]) writeFileSync(`${dir}/c/${name}`, JSON.stringify(job(9)) + "\n");
       const s = spool("c");
-      const seen: number[] = [];
-      assert.equal(await s.replay(async (j) => void seen.push(nOf(j)), () => {}), 3);
+      assert.equal(s.pending, 0);
+      const seen = await drain(s);
+      assert.equal(seen.length, 3);
       assert.deepEqual(seen.slice().sort(), [1, 2, 3]);
       assert.ok(seen.indexOf(1) < seen.indexOf(2), "a file's jobs in order");
       assert.ok(events.includes(`adopted ${deadFile} 2`), events.join("; "));
       assert.ok(events.includes(`adopted ${recycled} 1`), events.join("; "));
-      assert.ok(events.some((e) => /^malformed spool-.*-a\d+\.jsonl:3$/.test(e)), `the torn tail is reported: ${events.join("; ")}`);
+      assert.ok(events.some((e) => /^malformed spool-.*-a\d+\.jsonl:\d+$/.test(e)), `the torn tail is reported: ${events.join("; ")}`);
       assert.deepEqual(readdirSync(`${dir}/c`).sort(), [foreign, live].sort(), "dead owners' files adopted and emptied; the others kept");
       assert.equal(s.pending, 0);
     } finally {
