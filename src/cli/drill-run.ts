@@ -25,8 +25,8 @@ export interface DrillResult {
   turns: number;
   /** Claude Code said it has no such conversation ("No conversation found…"): it refused the resume outright. */
   refused: boolean;
-  /** Where Claude Code ran: the session's directory, or a scratch one when that is gone. */
-  cwd: string;
+  /** The session's directory, where Claude Code ran unless it is gone: then in a scratch one (`scratchCwd`). */
+  cwd: string | null;
   scratchCwd: boolean;
   compactedFirst: boolean;
   /** The Claude Code version its requests named, when it sent one. */
@@ -47,12 +47,12 @@ export interface DrillSetup {
 /** Claude Code could not be started at all: no session can be drilled. */
 export class ClaudeNotStarted extends Error {}
 
+const MESSAGE = { id: "msg_sessiontap_drill", type: "message", role: "assistant", stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } };
+
 /** A streamed answer as short as Claude Code accepts: one text block, with the `event:` lines it needs. */
 function streamed(model: unknown): string {
-  const usage = { input_tokens: 1, output_tokens: 1 };
-  const message = { id: "msg_sessiontap_drill", type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage };
   return ([
-    ["message_start", { message }],
+    ["message_start", { message: { ...MESSAGE, model, content: [], stop_reason: null } }],
     ["content_block_start", { index: 0, content_block: { type: "text", text: "" } }],
     ["content_block_delta", { index: 0, delta: { type: "text_delta", text: "OK" } }],
     ["content_block_stop", { index: 0 }],
@@ -61,11 +61,14 @@ function streamed(model: unknown): string {
   ] as const).map(([type, data]) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`).join("");
 }
 
-/** The loopback answerer: keeps the first conversation request, answers every request with a minimal valid reply, never an error to retry. */
-async function startAnswerer(warn: (line: string) => void) {
+/**
+ * The loopback answerer: keeps the first conversation request, answers every request with a minimal valid reply, never an error to
+ * retry. Only a request with this run's key is Claude Code's: another local user's on the port is answered as a route that is not there.
+ */
+async function startAnswerer(key: string, warn: (line: string) => void) {
   const seen = { first: null as Rec | null, userAgent: null as string | null };
   const server = await listen(async (request) => {
-    const path = new URL(request.url).pathname;
+    const path = request.headers.get("x-api-key") === key ? new URL(request.url).pathname : "";
     const text = request.method === "POST" ? await request.text() : "";
     let body: Rec | null = null;
     try {
@@ -80,9 +83,8 @@ async function startAnswerer(warn: (line: string) => void) {
     seen.first ??= body;
     seen.userAgent ??= request.headers.get("user-agent");
     if (body.stream === true) return new Response(streamed(body.model), { headers: { "content-type": "text/event-stream" } });
-    const usage = { input_tokens: 1, output_tokens: 1 };
     const content = [{ type: "text", text: "OK" }];
-    return Response.json({ id: "msg_sessiontap_drill", type: "message", role: "assistant", model: body.model, content, stop_reason: "end_turn", usage });
+    return Response.json({ ...MESSAGE, model: body.model, content, stop_reason: "end_turn" });
   }, { port: 0, hostname: "127.0.0.1", onError: (error) => warn(`sessiontap: drill's answerer: ${describe(error)}`), cut: new AbortController() });
   return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(1000) };
 }
@@ -122,7 +124,7 @@ async function removeTree(fs: FsAdapter, path: string): Promise<void> {
 }
 
 /** The user's environment less every credential, provider switch and proxy of Claude Code's, with the scratch config and the answerer. */
-function childEnv(env: Record<string, string | undefined>, home: string, url: string): Record<string, string> {
+function childEnv(env: Record<string, string | undefined>, home: string, url: string, key: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
     if (v !== undefined && !/^(ANTHROPIC_|CLAUDE_|CLAUDECODE)/.test(k) && !/^(https?|all|no)_proxy$/i.test(k)) out[k] = v;
@@ -133,7 +135,7 @@ function childEnv(env: Record<string, string | undefined>, home: string, url: st
     CLAUDE_CONFIG_DIR: join(home, ".claude"), // absolute: a relative one is looked up from the child's cwd
     TMPDIR: join(home, "tmp"),
     ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: "sk-ant-sessiontap-drill-not-a-key",
+    ANTHROPIC_API_KEY: key,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", // else telemetry and flags go to api.anthropic.com past the base URL
     HTTPS_PROXY: "http://127.0.0.1:9",
     HTTP_PROXY: "http://127.0.0.1:9",
@@ -153,7 +155,7 @@ export async function drillSession(session: { data: SessionData; tree: Tree; sum
     title: summary.title,
     turns: 0,
     refused: false,
-    cwd: summary.cwd ?? "",
+    cwd: summary.cwd,
     scratchCwd: false,
     compactedFirst: false,
     claudeCode: null,
@@ -166,36 +168,34 @@ export async function drillSession(session: { data: SessionData; tree: Tree; sum
     checkTrusted(scratch, (await fs.lstat(scratch))!, "directory");
     const there = summary.cwd === null ? null : await fs.lstat(summary.cwd);
     result.scratchCwd = there?.isDirectory !== true;
-    if (result.scratchCwd) await fs.mkdir(result.cwd = join(scratch, "cwd"), 0o700);
-    const restore = { claudeDir: join(scratch, ".claude"), cwd: result.cwd, dryRun: false, force: false, now: setup.clock() };
+    const cwd = result.scratchCwd ? join(scratch, "cwd") : summary.cwd!;
+    if (result.scratchCwd) await fs.mkdir(cwd, 0o700);
+    const restore = { claudeDir: join(scratch, ".claude"), cwd, dryRun: false, force: false, now: setup.clock() };
     const restored = await restoreSession(fs, { ...session, others: session.data }, restore);
     if (!restored.ok) return Object.assign(result, { detail: `restore could not write it: ${restored.why}` });
     const branch = resumedBranch(session.tree);
     result.turns = compareResume(branch, [], PROBE).turns;
-    answerer = await startAnswerer(setup.warn);
-    const env = childEnv(setup.env, scratch, answerer.url);
-    // --bare: no hooks, plugins, MCP servers or CLAUDE.md of the project; a Claude Code without it gets the flags that do the same.
-    let run: Awaited<ReturnType<typeof runClaude>> | null = null;
-    for (const isolation of [["--bare"], ["--setting-sources", "", "--strict-mcp-config"]]) {
-      const args = ["-p", "--resume", result.sessionId, PROBE, ...isolation];
-      try {
-        run = await runClaude(setup.program, args, result.cwd, env, setup.timeoutMs);
-      } catch (error) {
+    const key = `sk-ant-sessiontap-drill-${randomUUID()}`;
+    answerer = await startAnswerer(key, setup.warn);
+    const env = childEnv(setup.env, scratch, answerer.url, key);
+    const resume = (isolation: string[]) =>
+      runClaude(setup.program, ["-p", "--resume", result.sessionId, PROBE, ...isolation], cwd, env, setup.timeoutMs).catch((error) => {
         throw new ClaudeNotStarted(`${setup.program} could not be started (${describe(error)})`);
-      }
-      if (answerer.seen.first !== null || !run.out.includes(`unknown option '${isolation[0]}'`)) break;
-    }
+      });
+    // --bare: no hooks, plugins, MCP servers or CLAUDE.md of the project; a Claude Code without it gets the flags that do the same.
+    let run = await resume(["--bare"]);
+    if (answerer.seen.first === null && run.out.includes("unknown option '--bare'")) run = await resume(["--setting-sources", "", "--strict-mcp-config"]);
     const sent = answerer.seen.first;
-    const said = JSON.stringify(run!.out.trim().split("\n").find((l) => l.trim() !== "")?.trim().slice(0, 200) ?? "");
+    const said = JSON.stringify(run.out.trim().split("\n").find((l) => l.trim() !== "")?.trim().slice(0, 200) ?? "");
     result.claudeCode = /claude-cli\/(\S+)/.exec(answerer.seen.userAgent ?? "")?.[1] ?? null;
-    result.refused = sent === null && /No conversation found/.test(run!.out);
-    if (run!.timedOut) result.detail = `Claude Code did not finish within ${Math.round(setup.timeoutMs / 1000)} s and was stopped`;
+    result.refused = sent === null && /No conversation found/.test(run.out);
+    if (run.timedOut) result.detail = `Claude Code did not finish within ${Math.round(setup.timeoutMs / 1000)} s and was stopped`;
     else if (result.refused) result.detail = `Claude Code refused the resume outright: ${said}`;
-    else if (sent === null) result.detail = `Claude Code sent nothing to resume (exit ${run!.code}): ${said}`;
+    else if (sent === null) result.detail = `Claude Code sent nothing to resume (exit ${run.code}): ${said}`;
     else {
       const verdict = compareResume(branch, Array.isArray(sent.messages) ? sent.messages : [], PROBE);
-      Object.assign(result, { ok: verdict.ok && run!.code === 0, detail: verdict.detail, compactedFirst: verdict.compactedFirst });
-      if (verdict.ok && run!.code !== 0) result.detail = `Claude Code resumed, then failed (exit ${run!.code}): ${said}`;
+      Object.assign(result, { ok: verdict.ok && run.code === 0, detail: verdict.detail, compactedFirst: verdict.compactedFirst });
+      if (verdict.ok && run.code !== 0) result.detail = `Claude Code resumed, then failed (exit ${run.code}): ${said}`;
     }
     if (result.scratchCwd) result.detail += `; ran in a scratch directory (${summary.cwd ?? "the session's directory"} is ${summary.cwd ? "gone" : "unknown"})`;
     return result;

@@ -110,11 +110,17 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const claudeCode = results.find((r) => r.claudeCode !== null)?.claudeCode ?? null;
     if (config.json) io.stdout(terminalSafeJson(JSON.stringify(results, null, 2)) + "\n");
     else {
-      const what = `${plural(results.length, "session")} drilled${claudeCode === null ? "" : ` with Claude Code ${claudeCode}`}`;
+      const what = results.length === 0
+        ? `Nothing to drill in ${sourceName(config)}`
+        : `${plural(results.length, "session")} drilled${claudeCode === null ? "" : ` with Claude Code ${claudeCode}`}`;
       const others = skipped === 0 ? "" : `; ${plural(skipped, "session")} without a Claude Code session id not drilled`;
       const failed = results.length - passed;
-      const verdict = failed === 0 ? "every one resumed whole" : `${passed} resumed whole, ${failed} did not (docs/recovery.md says what a failure means)`;
-      io.stdout(`\n${what}: ${verdict}${others}.\n`);
+      const verdict = results.length === 0
+        ? ""
+        : failed === 0
+        ? ": every one resumed whole"
+        : `: ${passed} resumed whole, ${failed} did not (docs/recovery.md says what a failure means)`;
+      io.stdout(`\n${what}${verdict}${others}.\n`);
     }
     const root = await io.fs.lstat(config.mirrorDir);
     if (root?.isDirectory) {

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
-import { CLAUDE_BIN, CLAUDE_NEXT_BIN, describeRun, makeScratch, type Rec, runClaude, type Scratch } from "../support/claude.ts";
+import { CLAUDE_BIN, CLAUDE_NEXT_BIN, describeRun, makeScratch, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 import { cli, type CliRun, replayCapture } from "../support/recover.ts";
 import { clusterUrl, freshDatabase, type TestDatabase } from "../support/pg.ts";
 
@@ -46,7 +46,7 @@ function script(dir: string, name: string, body: string): string {
 }
 
 /** `sessiontap drill ARGS` as the user runs it: their HOME, their key and base URL in the environment, Claude Code `bin`. */
-function drill(args: string[], scratch: Scratch, bin: string, env: Record<string, string> = {}): Promise<CliRun> {
+function drill(args: string[], scratch: Scratch, bin: string, env: Record<string, string> = {}, isTTY = false): Promise<CliRun> {
   const user = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: scratch.home,
@@ -56,7 +56,7 @@ function drill(args: string[], scratch: Scratch, bin: string, env: Record<string
     HTTPS_PROXY: "http://127.0.0.1:9",
     SESSIONTAP_CLAUDE: bin,
   };
-  return cli(["drill", ...args], { ...user, ...env }, { home: scratch.home, cwd: scratch.project });
+  return cli(["drill", ...args], { ...user, ...env }, { home: scratch.home, cwd: scratch.project, isTTY });
 }
 
 const parsed = (r: CliRun): Rec[] => JSON.parse(r.stdout);
@@ -150,13 +150,16 @@ done
 exec "${CLAUDE_NEXT_BIN}" "$@"
 `,
     );
-    const r = await drill(["--mirror-dir", tap.root, "--json"], scratch, lossy);
+    const target = sessionMirror(tap.root, ids.tool).find((x) => x.type === "user" && JSON.stringify(x.message).includes("LOSSY-TARGET"))!.uuid;
+    const r = await drill(["--mirror-dir", tap.root], scratch, lossy, {}, true); // on a terminal: a progress bar for the four
     assert.equal(r.code, 1, r.stdout + r.stderr);
-    const results = parsed(r);
-    assert.deepEqual(results.filter((x) => !x.ok).map((x) => x.sessionId), [ids.tool]);
-    const lost = results.find((x) => !x.ok)!;
-    assert.match(lost.detail, /^missing prompt from record [0-9a-f-]{36}, turn 2: "a plain follow-up, the LOSSY-TARGET"$/);
-    assert.equal(lost.refused, false);
+    const lines = r.stdout.split(/\r\x1b\[K|\n/).filter((l) => l !== "" && !l.startsWith("\r["));
+    assert.deepEqual(lines.filter((l) => l.startsWith("FAIL")), [
+      `FAIL  ${ids.tool}  2 turns  RUNTOOL please: missing prompt from record ${target}, turn 2: "a plain follow-up, the LOSSY-TARGET"`,
+    ]);
+    assert.equal(lines.filter((l) => l.startsWith("ok    ")).length, 3);
+    assert.match(r.stdout, /\r\[#{7,8}\.{22,23}\] 1\/4/, "the progress bar");
+    assert.equal(lines.at(-1), "4 sessions drilled with Claude Code 2.1.332: 3 resumed whole, 1 did not (docs/recovery.md says what a failure means).");
     const env = readFileSync(join(dumps, ids.tool), "utf8");
     assert.ok(!env.includes(USER_KEY), "the user's key reached the child");
     assert.match(env, /^ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:\d+$/m);
