@@ -153,7 +153,7 @@ exec "${CLAUDE_NEXT_BIN}" "$@"
     const target = sessionMirror(tap.root, ids.tool).find((x) => x.type === "user" && JSON.stringify(x.message).includes("LOSSY-TARGET"))!.uuid;
     const r = await drill(["--mirror-dir", tap.root], scratch, lossy, {}, true); // on a terminal: a progress bar for the four
     assert.equal(r.code, 1, r.stdout + r.stderr);
-    const lines = r.stdout.split(/\r\x1b\[K|\n/).filter((l) => l !== "" && !l.startsWith("\r["));
+    const lines = r.stdout.replaceAll("\r\x1b[K", "\n").split("\n").filter((l) => l !== "" && !l.startsWith("\r["));
     assert.deepEqual(lines.filter((l) => l.startsWith("FAIL")), [
       `FAIL  ${ids.tool}  2 turns  RUNTOOL please: missing prompt from record ${target}, turn 2: "a plain follow-up, the LOSSY-TARGET"`,
     ]);
