@@ -2,7 +2,7 @@
 // (scripts/release.mjs). The Worker scripts of the mirror engine and the viewer's reader are entry points
 // too: the binary embeds them, and main.ts names each by a URL relative to itself (docs/RUNTIMES.md "Compiling"). --format=esm is what
 // lets --bytecode resolve it. The viewer's browser client is bundled first, into one classic script, and
-// defined into the binary as a string (src/viewer/client-script.ts reads it; docs/DESIGN.md "The viewer").
+// defined into the binary as a string (src/viewer/page.ts reads it; docs/DESIGN.md "The viewer").
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 

@@ -20,7 +20,7 @@ const HOW = "set DENORT_BIN to a denort binary of the same Deno version (from De
 
 /**
  * The entry deno compile builds from: the viewer's browser client bundled (as the Bun binary's build
- * bundles it; docs/DESIGN.md "The viewer") and set where src/viewer/client-script.ts looks for a prebuilt
+ * bundles it; docs/DESIGN.md "The viewer") and set where src/viewer/page.ts looks for a prebuilt
  * one, by a module imported before src/main.ts — deno compile has no --define, and a compiled program
  * has neither Bun's bundler nor node_modules to bundle it at run time. Written under dist/, never committed.
  */

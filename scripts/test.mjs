@@ -294,7 +294,7 @@ const bunTest = (list, parallel) => [
   "--timeout",
   "120000",
   // --no-isolate: one global per worker, as one `bun test` process had (with a fresh global per file, --parallel's
-  // default, proxy mode's certificate library failed to load in most runs, before src/proxy/x509.ts loaded it after its polyfill).
+  // default, proxy mode's certificate library failed to load in most runs, before src/proxy/local-ca.ts loaded it after its polyfill).
   ...(parallel ? [`--parallel=${Math.min(Number(BUN_JOBS), list.length)}`, "--no-isolate", `--timings=${TIMINGS}`] : []),
   ...(parallel && process.env.SESSIONTAP_UPDATE_TIMINGS ? ["--update-timings"] : []),
   ...list.map((f) => `./${f}`),

@@ -1,7 +1,7 @@
 // `sessiontap serve` (docs/DESIGN.md "Command line"): a tap started after its root is checked, the startup block,
 // a graceful stop on SIGINT/SIGTERM. The launcher starts and stops its own tap through the same two functions.
 import { type Config, settingName } from "../config/parse.ts";
-import { ProxyStartError } from "../proxy/proxy-error.ts";
+import { ProxyStartError } from "../config/proxy-settings.ts";
 import { runtimeName } from "../runtime/index.ts";
 import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { DIR_MODE, join } from "../storage/paths.ts";
@@ -166,7 +166,7 @@ function startupBlock(config: Readonly<Config>, tap: RunningTap, exposed: boolea
     ...(tap.replayed.commits === 0 ? [] : [`  replayed   ${plural(tap.replayed.commits, "commit")} an earlier run could not write${waiting}`]),
     `  guard      ${tap.guard === null ? "off" : `watching Claude Code's transcripts under ${config.claudeDir}/projects`}`,
     ...(proxy === null ? [] : [
-      `  proxy      ${proxy}  (CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts and forwards them as above; tunnels other hosts unread)`,
+      `  proxy      ${proxy}  (${tap.proxy!.summary})`,
       `  proxy CA   ${certPath}${tap.proxy!.ca.made === null ? "" : " (made now)"}  (trusted only by processes started with NODE_EXTRA_CA_CERTS)`,
     ]),
     `  viewer     ${tap.viewer}`,

@@ -134,8 +134,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
   // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
   const prices = await loadPrices(nodeFs, config.prices);
-  // Built in the order they depend on each other: the viewer first, so that every mirror write can hint
-  // it (new records show at once); the engine; the guard's alerts and looks reach the viewer through it.
+  // Built in the order they depend on each other: the viewer, the engine; the guard's alerts and looks reach the viewer through it.
   const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
   let alerts = new Map<string, GuardAlert>();
   let guard: GuardHandle | null = null;
@@ -158,7 +157,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const engine = config.mirror
     ? await startEngine(config, { ...deps, bindingKey: bindingSecret }, {
       stderr,
-      wrote: (paths) => paths.forEach((path) => viewer.hint(path)),
+      wrote: () => {}, // the viewer looks at the sessions a page has open itself (docs/DESIGN.md "The viewer")
       alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),
     })
     : null;
@@ -213,12 +212,13 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   // Loaded only when asked for: the certificate library costs a start ~70 ms.
   const proxy = config.proxy === null ? null : await (await import("../proxy/proxy-server.ts")).startProxy(config.proxy, {
     fs: nodeFs,
-    clock,
     stderr,
     forwardDeps,
     host: config.host,
     token: token?.value ?? null,
     log,
+    tapPort: () => listening,
+    tokenGate: gate,
   }).catch(async (error) => {
     // A proxy that cannot start stops the start: nothing started before it may keep running.
     viewer.close();

@@ -1,186 +1,355 @@
-/**
- * The forward proxy (docs/DESIGN.md "Proxy mode"): a node:net listener on the tap's own address that
- * answers CONNECT. A host of the table (known-hosts.ts) has its TLS terminated and its requests forwarded
- * as base-URL mode forwards them, mirror included; any other host gets a blind tunnel. Bun.serve and
- * Deno.serve hand a server no CONNECT tunnel, so this listener is its own
- * (docs/RUNTIMES.md "The forward proxy"). With a token every CONNECT needs it in Proxy-Authorization.
- */
-import { createServer, type Server, type Socket } from "node:net";
-import type { ProxySettings } from "../config/proxy-settings.ts";
-import { sameSecret } from "../server/request-guard.ts";
+// The forward proxy (docs/DESIGN.md "Proxy mode"): a node:net listener of its own, since Bun.serve and Deno.serve hand no CONNECT
+// to a server. A known host's TLS is terminated and its requests go to base-URL mode's forwarder; any other host is tunnelled blind.
+import { Buffer } from "node:buffer";
+import { lookup } from "node:dns/promises";
+import { BlockList, connect, createServer, isIPv6, type Socket } from "node:net";
+import { networkInterfaces } from "node:os";
+import { Duplex } from "node:stream";
+import { TLSSocket } from "node:tls";
+import { hostTable, type Provider, type ProxySettings, ProxyStartError } from "../config/proxy-settings.ts";
+import { sameSecret, type TokenGate } from "../server/token-gate.ts";
 import type { EventFields } from "../storage/events-log.ts";
-import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { forward, type ForwardDeps } from "../tap/forward.ts";
-import { settlesWithin } from "../utils/within.ts";
-import { loadOrMakeCa, type StoredCa } from "./ca-store.ts";
-import { field, parseAuthority, parseRequestHead } from "./http-head.ts";
-import { plainAnswer, writeTo } from "./http-response.ts";
-import { HostTable } from "./known-hosts.ts";
-import { LeafCache } from "./leaf-cache.ts";
-import { ProxyStartError } from "./proxy-error.ts";
-import { type ProxyCounts, ProxyStats } from "./proxy-stats.ts";
-import { ProxyUpstreams } from "./proxy-upstreams.ts";
-import { HeadError, readHead, SocketReader } from "./socket-reader.ts";
-import { terminate } from "./tls-terminate.ts";
-import { ESTABLISHED, tunnel } from "./tunnel.ts";
+import { Alarm } from "../utils/alarm.ts";
+import { describe } from "../utils/describe-error.ts";
+import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
+import { deadline, settlesWithin } from "../utils/within.ts";
+import { bodyStream, field, framingOf, keepsAlive, latin1, parseAuthority, parseRequestHead, plainAnswer, ReadError, readHead } from "./http1.ts";
+import { SocketReader, writeResponse, writeTo } from "./http1.ts";
+import { leafContexts, loadOrMakeCa } from "./local-ca.ts";
 
-/** Largest CONNECT head read. */
-const MAX_CONNECT_HEAD = 16 * 1024;
-/** Longest quiet on a terminated connection between requests (longer than clients keep an idle one). */
+const [MAX_CONNECT_HEAD, MAX_HEAD] = [16 * 1024, 64 * 1024];
+const MAX_WAITING = 64;
+/** Longer than clients keep an idle connection. */
 const IDLE_MS = 300_000;
+const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
+// OpenSSL, BoringSSL and rustls name a client's refusal of the certificate differently.
+const REFUSED_CERTIFICATE = /unknown[ _]?ca|bad[ _]?certificate|certificate[ _]?unknown|unsupported[ _]?certificate|alert number 4[2356]/i;
 
-/** What the proxy needs from the tap. */
 export interface ProxyDeps {
   fs: FsAdapter;
-  clock: () => number;
   stderr: (line: string) => void;
-  /** The events log (through the mirror engine); a no-op with the mirror off. */
+  /** The events log; a no-op with the mirror off. */
   log: (action: string, fields: EventFields) => void;
-  /** The tap's forwarder settings; the proxy forwards with its own upstream per host. */
+  /** Base-URL mode's, the clock included; the proxy forwards with its own upstream per host. */
   forwardDeps: ForwardDeps;
-  /** The address to listen on (the tap's). */
   host: string;
-  /** The token every CONNECT needs, or null on loopback. */
   token: string | null;
+  /** The tap's HTTP port (0 before it listens). */
+  tapPort: () => number;
+  /** The HTTP port's: one throttle and one count for a token however it comes. */
+  tokenGate: TokenGate;
 }
 
-/** What health shows of the proxy. */
-export interface ProxyHealth extends ProxyCounts {
-  port: number;
-  ca: string;
-  upstreams: Record<string, unknown>;
-}
-
-/** A proxy that is listening. */
-export interface RunningProxy {
-  port: number;
-  /** Where the CA's certificate is (what NODE_EXTRA_CA_CERTS names), and whether this start made it. */
-  ca: StoredCa;
-  health(): ProxyHealth;
-  /** Problems health lists (an upstream the proxy could not reach). */
-  problems(): string[];
-  /** Stops accepting; idle connections close at once, the rest within `drainMs`. */
-  stop(drainMs: number): Promise<void>;
-}
+export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
 
 /** True when `header` carries `token`, as Basic credentials (any user name) or a Bearer token. */
-export function proxyAuthorized(header: string | null, token: string): boolean {
+export function proxyToken(header: string | null): string | null {
   const m = /^(Basic|Bearer)\s+(\S+)$/i.exec((header ?? "").trim());
-  if (m === null) return false;
-  if (m[1].toLowerCase() === "bearer") return sameSecret(m[2], token);
-  let decoded = "";
-  try {
-    decoded = atob(m[2]);
-  } catch {
-    return false;
-  }
-  const colon = decoded.indexOf(":");
-  return colon >= 0 && sameSecret(decoded.slice(colon + 1), token);
+  return (m === null ? undefined : /^bearer$/i.test(m[1]) ? m[2] : /^[^:]*:(.*)$/s.exec(Buffer.from(m[2], "base64").toString("latin1"))?.[1]) ?? null;
 }
 
-/** Starts the proxy on `settings.port`; rejects (CaError, or the listen error) when it cannot. */
-export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyDeps): Promise<RunningProxy> {
-  const table = new HostTable(settings.addedHosts);
-  for (const host of Object.keys(settings.upstreams)) {
-    if (!table.terminates(host)) {
-      throw new ProxyStartError(`SESSIONTAP_PROXY_UPSTREAM names ${host}, a host the proxy does not terminate (add it to SESSIONTAP_PROXY_HOSTS)`);
-    }
-  }
-  const ca = await loadOrMakeCa(deps.fs, settings.caDir, table.names(), deps.clock()).catch((error) => {
-    if (error instanceof ProxyStartError) throw error;
-    throw new ProxyStartError(`the proxy's CA in ${settings.caDir} could not be read or made (${describe(error)})`);
+export function proxyAuthorized(header: string | null, token: string): boolean {
+  const given = proxyToken(header);
+  return given !== null && sameSecret(given, token);
+}
+
+/** True when `address` is this machine's: a loopback or unspecified address, or one of its interfaces'. */
+function isLocal(address: string): boolean {
+  const local = new BlockList();
+  local.addSubnet("127.0.0.0", 8, "ipv4");
+  const own = ["0.0.0.0", "::", "::1", ...Object.values(networkInterfaces()).flat().map((i) => i?.address ?? "::")];
+  for (const a of own) local.addAddress(a, isIPv6(a) ? "ipv6" : "ipv4");
+  return local.check(address, isIPv6(address) ? "ipv6" : "ipv4");
+}
+
+/** The startup block's words for where what the proxy decrypts goes, and what becomes of other hosts. */
+function summary(settings: Readonly<ProxySettings>): string {
+  const added = settings.addedHosts.length === 0 ? "" : `, and ${settings.addedHosts.join(", ")}`;
+  const routes = Object.entries(settings.upstreams).map(([host, url]) => `${host} to ${url}`).join(", ");
+  const sends = routes === "" ? "sends each to itself" : `sends ${routes} (SESSIONTAP_PROXY_UPSTREAM), the others to their own hosts`;
+  const others = settings.tunnel ? "tunnels other hosts unread" : "refuses other hosts";
+  return `CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts${added}; ${sends}; ${others}`;
+}
+
+// On Deno a TLSSocket over a net.Socket takes its native handle and loses what JavaScript already read from it; a duplex
+// between them keeps those bytes (docs/RUNTIMES.md "The forward proxy").
+function bridge(socket: Socket, pending: Uint8Array[]): Duplex {
+  const duplex = new Duplex({
+    read: () => void socket.resume(),
+    write: (chunk, _encoding, callback) => void socket.write(chunk, callback),
+    final: (callback) => void socket.end(callback),
+    destroy: (error, callback) => (socket.destroy(), callback(error)),
   });
-  const stats = new ProxyStats(deps.log, deps.stderr, deps.clock, ca.certPath);
-  const upstreams = new ProxyUpstreams(deps.clock, deps.stderr, deps.log);
-  const leaves = new LeafCache(ca.ca, deps.clock);
+  for (const bytes of pending) duplex.push(bytes);
+  socket.on("data", (chunk: Uint8Array) => duplex.push(chunk) || socket.pause());
+  socket.on("end", () => duplex.push(null)).on("close", () => duplex.destroy()).on("error", (error) => duplex.destroy(error));
+  socket.resume();
+  return duplex;
+}
+
+/** Null once the handshake is done, else why it failed: a reason of health's `proxy.failed`, and its detail. */
+function handshake(secure: TLSSocket, ms: number): Promise<[string, string | null] | null> {
+  return new Promise((resolve) => {
+    const finish = (outcome: [string, string | null] | null) => {
+      clearTimeout(timer);
+      secure.off("secure", onSecure).off("error", onError).off("close", onClose);
+      resolve(outcome);
+    };
+    const timer = setTimeout(() => finish(["handshake-timeout", null]), ms);
+    const onSecure = () => finish(null);
+    // describe() words every TLS failure alike: the refusal is told by the error's own words.
+    const onError = (e: Error) =>
+      finish([REFUSED_CERTIFICATE.test(`${(e as { code?: string }).code} ${e.message}`) ? "certificate-refused" : "handshake-failed", describe(e)]);
+    // A client that does not trust the certificate says so with an alert, or (Bun's TLS, Claude Code's) just hangs up.
+    const onClose = () => finish(["closed-in-handshake", "the client closed the connection during the handshake"]);
+    secure.on("secure", onSecure).on("error", onError).on("close", onClose);
+  });
+}
+
+/** Starts the proxy; rejects with a ProxyStartError when its CA, a setting or its port is not usable. */
+export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyDeps) {
+  const table = hostTable(settings.addedHosts);
+  const named = Object.keys(settings.upstreams).find((host) => !table.terminates(host));
+  if (named) throw new ProxyStartError(`SESSIONTAP_PROXY_UPSTREAM names ${named}, a host the proxy does not terminate (add it to SESSIONTAP_PROXY_HOSTS)`);
+  const { clock } = deps.forwardDeps;
+  const ca = await loadOrMakeCa(deps.fs, settings.caDir, table.names(), clock()).catch((error) => {
+    throw error instanceof ProxyStartError ? error : new ProxyStartError(`the proxy's CA in ${settings.caDir} could not be read or made (${describe(error)})`);
+  });
+  const context = leafContexts(ca.ca, clock);
+  // tunnels: blind, to hosts the proxy does not know; uncovered: shaped like a provider's host the CA does not cover, so tunnelled.
+  const byReason = (): Record<string, number> => ({});
+  const forwarded = { anthropic: 0, vertex: 0, bedrock: 0 };
+  const counts = { tunnels: 0, terminated: 0, forwarded, uncovered: 0, refused: byReason(), failed: byReason(), internalErrors: 0 };
+  const bump = (of: Record<string, number>, reason: string) => void (of[reason] = (of[reason] ?? 0) + 1);
+  const uncoveredSeen = new Set<string>();
+  const hint = new Alarm(clock, deps.stderr);
+  const failed = (host: string, reason: string, detail: string | null = null) => {
+    bump(counts.failed, reason);
+    deps.log("proxy-failed", { host, reason, ...(detail === null ? {} : { detail }) });
+    if (reason !== "certificate-refused" && reason !== "closed-in-handshake") return;
+    const did = reason === "certificate-refused" ? "refused" : "hung up on";
+    const line =
+      `sessiontap: a client ${did} the proxy's certificate for ${host}, most likely because it does not trust the tap's CA: start it with NODE_EXTRA_CA_CERTS=${ca.certPath}`;
+    hint.fail(reason, () => line);
+  };
+  const upstreams = new Map<string, UpstreamHealth>();
+  const reporter = (upstream: string): ForwardDeps["upstreamHealth"] => {
+    const check = "Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host";
+    // One per host of the table (or its SESSIONTAP_PROXY_UPSTREAM), so bounded by it.
+    const health = upstreams.get(upstream) ?? upstreams.set(upstream, new UpstreamHealth(upstream, clock, deps.stderr, check)).get(upstream)!;
+    return {
+      failed: (error, how) => {
+        health.failed(error, how);
+        deps.log("upstream-error", { how, error: describe(error), upstream: new URL(upstream).host });
+      },
+      answered: () => health.answered(),
+    };
+  };
   const busy = new Map<Socket, boolean>();
   let stopping = false;
-  /** Called once the last connection closed, while stopping. */
   let emptied = () => {};
-  const readWholeBytes = Math.min(deps.forwardDeps.readFirstBytes, deps.forwardDeps.maxMessageBytes);
-  const forwardTo = (request: Request, upstream: string) =>
-    forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: upstreams.reporter(upstream), proxied: true });
 
-  /** Answers a proxy request with an error, counts and logs it, and closes. */
-  const refuse = async (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
-    stats.refused(reason, status);
+  const answer = async (socket: Duplex, status: number, message: string, extra: Record<string, string> = {}) => {
     await writeTo(socket, plainAnswer(status, message, extra));
-    socket.end();
+    socket.end(() => socket.destroy()); // a peer that never closes keeps no descriptor of the tap's
+  };
+  const refuse = (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
+    bump(counts.refused, reason);
+    deps.log("proxy-refused", { reason, status });
+    return answer(socket, status, message, extra);
   };
 
-  const handle = async (socket: Socket) => {
-    socket.setNoDelay(true);
-    const reader = new SocketReader(socket);
-    let text: string | null;
-    try {
-      text = await readHead(reader, MAX_CONNECT_HEAD, settings.timeoutMs, settings.timeoutMs);
-    } catch (error) {
-      if (!(error instanceof HeadError)) return void socket.destroy();
-      const status = error.reason === "too-large" ? 431 : error.reason === "timeout" ? 408 : 400;
-      return refuse(socket, `head-${error.reason}`, status, error.message);
+  /** The CONNECT's target once its head was read and its token checked; undefined once refused. */
+  const connectPhase = async (socket: Socket, reader: SocketReader) => {
+    const text = await readHead(reader, MAX_CONNECT_HEAD, settings.timeoutMs, settings.timeoutMs).catch((error: Error) => error);
+    if (text === null || (text instanceof Error && !(text instanceof ReadError))) return void socket.destroy();
+    if (text instanceof ReadError) {
+      return refuse(socket, `head-${text.reason}`, text.reason === "too-large" ? 431 : text.reason === "timeout" ? 408 : 400, text.message);
     }
-    if (text === null) return void socket.destroy();
     const head = parseRequestHead(text);
     if (typeof head === "string") return refuse(socket, "bad-head", 400, head);
     if (head.method !== "CONNECT") {
       return refuse(socket, "not-connect", 405, "this is the tap's forward proxy: it answers CONNECT only (HTTPS_PROXY)", { allow: "CONNECT" });
     }
-    if (deps.token !== null && !proxyAuthorized(field(head, "proxy-authorization"), deps.token)) {
-      return refuse(socket, "unauthorized", 407, "this proxy needs the tap's token: HTTPS_PROXY=http://sessiontap:<TOKEN>@HOST:PORT", {
+    if (deps.token !== null) {
+      const given = field(head, "proxy-authorization");
+      const ask = ["this proxy needs the tap's token: HTTPS_PROXY=http://sessiontap:<TOKEN>@HOST:PORT", {
         "proxy-authenticate": 'Basic realm="sessiontap"',
-      });
+      }] as const;
+      if (given === null) return refuse(socket, "unauthorized", 407, ...ask);
+      // While its client waits, a token is not read at all, as on the HTTP port.
+      const checked = deps.tokenGate.check((socket.remoteAddress ?? "unknown").replace(/^::ffff:/, ""), proxyToken(given) ?? "");
+      if (typeof checked === "number") {
+        return answer(socket, 429, `too many wrong tokens from this client; try again in ${checked} s`, { "retry-after": String(checked) });
+      }
+      if (checked === "wrong") return answer(socket, 407, ...ask);
     }
-    const target = parseAuthority(head.target);
-    if (target === null) return refuse(socket, "bad-target", 400, "CONNECT takes host:port (a host name or address, and a port 1-65535)");
-    const known = table.recognise(target.host);
-    if (known.kind === "terminate") {
-      if (!(await writeTo(socket, ESTABLISHED))) return void socket.destroy();
-      const upstream = settings.upstreams[target.host] ?? `https://${target.port === 443 ? target.host : `${target.host}:${target.port}`}`;
-      return terminate(socket, reader, { ...target, provider: known.provider, upstream }, {
-        leaves,
-        stats,
-        forward: forwardTo,
-        timeoutMs: settings.timeoutMs,
-        idleMs: IDLE_MS,
-        readWholeBytes,
-        // Only while open: a late word about a closed socket would keep a stop waiting for it.
-        busy: (yes) => void (busy.has(socket) && busy.set(socket, yes)),
-        stopping: () => stopping,
-      });
-    }
-    if (known.kind === "uncovered") stats.uncovered(target.host, known.provider);
-    if (!settings.tunnel) return refuse(socket, "tunnel-off", 403, "this proxy tunnels only the API hosts it knows (SESSIONTAP_PROXY_TUNNEL=off)");
-    return tunnel(socket, reader, target.host, target.port, { stats, timeoutMs: settings.timeoutMs });
+    return parseAuthority(head.target) ?? refuse(socket, "bad-target", 400, "CONNECT takes host:port (a host name or address, and a port 1-65535)");
   };
 
-  const server: Server = createServer((socket) => {
-    busy.set(socket, true);
-    socket.on("close", () => {
-      busy.delete(socket);
-      if (busy.size === 0) emptied();
+  /** Bytes flow both ways untouched once `address:port` answers. */
+  const tunnel = (client: Socket, reader: SocketReader, target: string, address: string, port: number) => {
+    const upstream = connect({ host: address, port });
+    let open = false;
+    const timer = setTimeout(() => upstream.destroy(new Error(`no connection within ${settings.timeoutMs} ms`)), settings.timeoutMs);
+    upstream.once("connect", async () => {
+      clearTimeout(timer);
+      open = true;
+      upstream.setNoDelay(true);
+      if (!(await writeTo(client, ESTABLISHED))) return void upstream.destroy();
+      counts.tunnels++;
+      for (const bytes of reader.detach()) upstream.write(bytes);
+      client.pipe(upstream).pipe(client);
+      client.resume();
     });
+    upstream.on("error", (error) => {
+      clearTimeout(timer);
+      if (open) return void client.destroy();
+      void refuse(client, "unreachable", 502, `${target} could not be reached (${describe(error)})`);
+    });
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => open && client.destroy());
+  };
+
+  /** TLS terminated on `socket` (its CONNECT answered, `reader` holding what came after), then its requests served. */
+  const terminate = async (socket: Socket, reader: SocketReader, host: string, provider: Provider) => {
+    const fail = (reason: string, detail: string | null = null) => {
+      failed(host, reason, detail);
+      socket.destroy();
+    };
+    const first = await reader.read(settings.timeoutMs).catch((error: Error) => error);
+    if (first instanceof Error) return fail(first instanceof ReadError ? "handshake-timeout" : "handshake-failed", describe(first));
+    if (first === null) return fail("no-handshake");
+    // Every TLS connection opens with a handshake record (content type 22, RFC 8446 §5.1).
+    if (first[0] !== 22) {
+      if (!/^[A-Z]{3,10} \S/.test(latin1(first.subarray(0, 24)))) return fail("not-tls");
+      failed(host, "plain-http");
+      return answer(socket, 400, `the tunnel to ${host}:443 carries TLS, and the client sent plain HTTP in it (use an https:// URL)`);
+    }
+    reader.unshift(first);
+    const secureContext = await context(host).catch((error: Error) => error);
+    if (secureContext instanceof Error) return fail("certificate-error", describe(secureContext));
+    const secure = new TLSSocket(bridge(socket, reader.detach()), { isServer: true, secureContext, ALPNProtocols: ["http/1.1"] });
+    const failure = await handshake(secure, settings.timeoutMs);
+    // What follows a failed handshake was counted with it; a reset after one ends the request loop, which reads it as the end.
+    secure.on("error", () => undefined);
+    if (failure !== null) return fail(...failure);
+    counts.terminated++;
+    const upstream = settings.upstreams[host] ?? `https://${host}`;
+    await serveRequests(secure, host, (request) => {
+      counts.forwarded[provider]++;
+      return forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: reporter(upstream), proxied: true });
+    }, (yes) => void (busy.has(socket) && busy.set(socket, yes))); // only while open: a late word would keep a stop waiting
+  };
+
+  const serveRequests = async (socket: Duplex, host: string, send: (request: Request) => Promise<Response>, inFlight: (yes: boolean) => void) => {
+    const reader = new SocketReader(socket);
+    // A sized body up to this is read whole, so it goes upstream with its length on every runtime (docs/RUNTIMES.md "Request bodies").
+    const readWholeBytes = Math.min(deps.forwardDeps.readFirstBytes, deps.forwardDeps.maxMessageBytes);
+    const reject = (reason: string, status: number, message: string) => (failed(host, reason), answer(socket, status, message));
+    for (;;) {
+      inFlight(false);
+      if (stopping) return void socket.end();
+      const text = await readHead(reader, MAX_HEAD, IDLE_MS, settings.timeoutMs).catch((error: Error) => error);
+      if (text instanceof Error && !(text instanceof ReadError)) return void socket.destroy(); // the client reset it
+      // A kept-alive connection quiet for long enough, or closed, just ends.
+      if (text === null || (text instanceof ReadError && text.message === "no request came")) return void socket.end();
+      if (text instanceof ReadError) return reject(`head-${text.reason}`, text.reason === "too-large" ? 431 : 400, text.message);
+      inFlight(true);
+      const head = parseRequestHead(text);
+      const framing = typeof head === "string" ? head : framingOf(head);
+      if (typeof head === "string" || typeof framing === "string") return reject("bad-request", 400, String(framing));
+      if (/^100-continue$/i.test(field(head, "expect") ?? "") && head.version === "1.1") await writeTo(socket, "HTTP/1.1 100 Continue\r\n\r\n");
+      let bodyRead = framing.kind === "none";
+      let body: BodyInit | null = framing.kind === "none" ? null : bodyStream(reader, framing, IDLE_MS, () => (bodyRead = true));
+      if (framing.kind === "sized" && framing.length <= readWholeBytes) {
+        const whole = await new Response(body).arrayBuffer().catch((error) => failed(host, "body-cut", describe(error)));
+        if (whole === undefined) return void socket.destroy();
+        body = new Uint8Array(whole);
+      }
+      // Registered before any write can find the socket gone: the forwarder then stops the upstream, and the mirror knows.
+      const abort = new AbortController();
+      const gone = () => abort.abort(new Error("the client closed the connection"));
+      socket.once("close", gone);
+      let request: Request;
+      try {
+        const init = { method: head.method, headers: new Headers(head.fields), body, signal: abort.signal, duplex: "half" };
+        request = new Request(`https://${host}${head.target}`, init as RequestInit);
+      } catch (error) {
+        socket.off("close", gone);
+        return reject("bad-request", 400, `the request cannot be forwarded (${describe(error)})`);
+      }
+      const response = await send(request);
+      const close = !keepsAlive(head) || stopping || !bodyRead;
+      const written = await writeResponse(socket, response, head.method === "HEAD", close);
+      socket.off("close", gone);
+      // A body that failed is cut, so the client sees a broken answer, never a clean short one.
+      if (written !== "done") return void socket.destroy();
+      if (close || !bodyRead) return void socket.end();
+    }
+  };
+
+  let waiting = 0;
+  const handle = async (socket: Socket) => {
+    socket.setNoDelay(true);
+    // Connections not yet past their CONNECT are capped, so however many a client opens, the tap keeps descriptors for its API.
+    if (waiting >= MAX_WAITING) return refuse(socket, "busy", 503, `${MAX_WAITING} connections are still in their CONNECT phase: try again later`);
+    const reader = new SocketReader(socket);
+    waiting++;
+    const target = await connectPhase(socket, reader).finally(() => waiting--);
+    if (!target) return;
+    // Only the API's own port is decrypted: every port as an upstream of its own would be one more health alarm each.
+    const known = target.port === 443 ? table.recognise(target.host) : { kind: "unknown" as const };
+    if (known.kind === "terminate") {
+      if (!(await writeTo(socket, ESTABLISHED))) return void socket.destroy();
+      return terminate(socket, reader, target.host, known.provider);
+    }
+    if (known.kind === "uncovered") counts.uncovered++;
+    if (known.kind === "uncovered" && !uncoveredSeen.has(target.host) && uncoveredSeen.size < 64) {
+      uncoveredSeen.add(target.host);
+      deps.log("proxy-uncovered", { host: target.host, provider: known.provider });
+    }
+    if (!settings.tunnel) return refuse(socket, "tunnel-off", 403, "this proxy tunnels only the API hosts it knows (SESSIONTAP_PROXY_TUNNEL=off)");
+    const name = `${target.host}:${target.port}`;
+    const found = await deadline(lookup(target.host), settings.timeoutMs, () => new Error(`no address within ${settings.timeoutMs} ms`)).catch((e: Error) => e);
+    if (found instanceof Error) return refuse(socket, "unreachable", 502, `${name} could not be reached (${describe(found)})`);
+    const { address } = found;
+    // Into the tap's own ports, a tunnel would nest proxies without end, or reach /_tap/ from the tap's own address.
+    if ((target.port === port || target.port === deps.tapPort()) && isLocal(address)) {
+      return refuse(socket, "self", 403, `${name} leads into the tap itself: the proxy opens no tunnel there`);
+    }
+    tunnel(socket, reader, name, address, target.port);
+  };
+
+  const server = createServer((socket) => {
+    busy.set(socket, true);
+    socket.on("close", () => busy.delete(socket) && busy.size === 0 && emptied());
     socket.on("error", () => undefined); // every reader of the socket sees the error as an end
     handle(socket).catch((error) => {
-      stats.internalError(describe(error));
+      counts.internalErrors++;
+      deps.log("proxy-error", { error: describe(error) });
+      deps.stderr(`sessiontap: proxy: internal error on a connection (${describe(error)}); the connection was closed`);
       socket.destroy();
     });
   });
   await new Promise<void>((resolve, reject) => {
     const failed = (error: Error) => reject(new ProxyStartError(`the proxy cannot listen on ${deps.host}:${settings.port} (${describe(error)})`));
-    server.once("error", failed);
-    server.listen({ port: settings.port, host: deps.host }, () => {
-      server.off("error", failed);
-      resolve();
-    });
+    server.once("error", failed).listen({ port: settings.port, host: deps.host }, () => resolve(void server.off("error", failed)));
   });
   const port = (server.address() as { port: number }).port;
   return {
     port,
     ca,
-    health: () => ({ port, ca: ca.certPath, ...stats.snapshot(), upstreams: upstreams.states() }),
-    problems: () => upstreams.problems(),
-    async stop(drainMs) {
+    summary: summary(settings),
+    health: () => {
+      const states = Object.fromEntries([...upstreams].map(([url, health]) => [url, health.state()]));
+      return { port, ca: ca.certPath, ...structuredClone(counts), upstreams: states, routes: settings.upstreams };
+    },
+    problems: () => [...upstreams.values()].flatMap((h) => upstreamProblems(h.state())),
+    /** Idle connections close at once, the rest within `drainMs`. */
+    async stop(drainMs: number) {
       stopping = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const [socket, inFlight] of busy) if (!inFlight) socket.destroy();

@@ -5,9 +5,8 @@ import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
 import { apiError } from "../protocol/headers.ts";
-import type { ViewerDeps } from "../viewer/deps.ts";
 import { hostName } from "../viewer/hosts.ts";
-import { viewerRoutes } from "../viewer/routes.ts";
+import { type ViewerDeps, viewerRoutes } from "../viewer/routes.ts";
 import { crossSiteRefusal } from "./request-guard.ts";
 import { type TokenCheck, TokenGate } from "./token-gate.ts";
 

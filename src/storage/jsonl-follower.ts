@@ -59,7 +59,8 @@ export class JsonlFollower {
     let restarted = false;
     const again = () => {
       restarted = true;
-      o.onRestart?.(this.restart(info.dev, info.ino, info.size));
+      const start = this.restart(info.dev, info.ino, info.size); // not in the optional call: it would be skipped with no onRestart
+      o.onRestart?.(start);
     };
     if (info.dev !== this.dev || info.ino !== this.ino || info.size < this.offset) again();
     else if (!o.final && info.size === this.size && info.mtimeMs === this.mtimeMs && this.readTo === info.size) {

@@ -3,7 +3,7 @@
  * into one staging buffer shared by every stream and sent as one transferred copy per turn of the event
  * loop; every other message flushes the staging buffer first, so the engine reads everything in the order
  * the relay saw it. If the engine's Worker dies, the tap keeps relaying and starts a new one, backing off
- * while it keeps dying (docs/RELIABILITY.md "The engine dies").
+ * while it keeps dying (docs/RELIABILITY.md "Failures are loud").
  */
 import type { EngineHealth } from "../mirror/health.ts";
 import { Alarm } from "../utils/alarm.ts";

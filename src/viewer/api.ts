@@ -1,72 +1,79 @@
-/**
- * The viewer's data behind `/_tap/api/…`: the session list, one session rendered, search across
- * sessions, exports, restoring a session into Claude Code, and new records as they are written, rendered.
- * Framework-free: routes.ts maps routes onto these methods.
- */
+// The viewer's data behind `/_tap/api/`, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
 import { nameInside } from "../protocol/session-id.ts";
-import { exportText } from "../transcript/export.ts";
+import { type ExportFormat, exportText } from "../transcript/export.ts";
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
-import { sessionIdOf, summarize } from "../transcript/summary.ts";
+import { type SessionData, sessionIdOf, type SessionSummary, summarize } from "../transcript/summary.ts";
 import { sessionTitle } from "../transcript/title.ts";
-import { buildTree, outline } from "../transcript/tree.ts";
+import { buildTree, outline, type Tree } from "../transcript/tree.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { describeRestore, restoreSession, resumeCommand } from "../restore/restore-session.ts";
-import { SessionCatalog } from "../catalog/session-catalog.ts";
-import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import type { LiveEvent, RestoreReply, SessionView, ViewerSession } from "./api-json.ts";
-import type { Answer, ExportAnswer } from "./deps.ts";
-import type { LiveBatch, LiveWatcher } from "./live.ts";
-import type { ViewerReader } from "./reader.ts";
+import { describeRestore, type RestoreOutcome, restoreSession, resumeCommand } from "../restore/restore-session.ts";
+import { type ListEntry, SessionCatalog } from "../catalog/session-catalog.ts";
+import type { PriceTable } from "../usage/prices.ts";
+import { type SessionAnswers, type UsageReport, usageReport } from "../usage/report.ts";
+import { type Answer as BilledAnswer, sessionAnswers, totalTokens } from "../usage/tokens.ts";
+import { localDate, offsetLabel, type Zone } from "../utils/local-time.ts";
+import { type LiveBatch, LiveFollower } from "./live.ts";
 
-/**
- * The viewer's data over one mirror root (a ViewerReader: read in the viewer's Worker, or in this thread).
- * A session's `guard` is null here: the guard's alerts live in the relay's thread, which adds them (index.ts).
- */
-export class ViewerData implements ViewerReader {
+export type { SearchHit } from "../transcript/search.ts";
+export type { ListEntry } from "../catalog/session-catalog.ts";
+
+/** The guard's alert on a session: what became of Claude Code's transcript, since when, and the command that brings it back. */
+export type GuardAlert = { state: string; since: string; command: string };
+/** `api/sessions`: the `list --json` objects, each with the guard's alert (added in the relay's thread, which hears the guard). */
+export type ViewerSession = ListEntry & { guard: GuardAlert | null };
+type Prices = { source: string; checked: string };
+/** `api/sessions/:id`: the facts (the guard's alert added as for the list), the conversation as HTML (rendered and escaped by the tap), and where its reading path ends. */
+export type SessionView = { session: ListEntry & { guard?: GuardAlert | null }; tail: string | null; html: string; prices: Prices };
+export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | {
+  ok: false;
+  error: string;
+  outcome: RestoreOutcome | null;
+};
+/** An `api/events` `records` event: new records of one conversation (each rendered and escaped by the tap), and the bytes the session's files now hold. */
+export type LiveEvent = Omit<LiveBatch, "records"> & { records: { uuid: string | null; parentUuid: string | null; type: unknown; html: string }[] };
+/** A project's or a model's part of each day: its tokens and the cost of those that could be priced. */
+export type StackPart = { key: string; days: { date: string; tokens: number; cost: number }[] };
+/** `api/usage`: `usage --json`'s report, today in the tap's zone, and each day split by project and by model. */
+export type UsageView = UsageReport & { timeZone: string; today: string; prices: Prices; stacks: { project: StackPart[]; model: StackPart[] } };
+export type Answer<T = unknown> = { status: 200 | 400 | 404 | 409; body: T };
+export type ExportAnswer = Answer<string> & { type: string; filename: string };
+/** What the reader is built from (plain data: it crosses into the viewer's Worker). */
+export type ReaderSettings = { mirrorDir: string; claudeDir: string; pollMs: number; prices: PriceTable };
+/** What the reader says unasked: new records of a followed session, or a failure of the follower. */
+export type ReaderNote = { records: LiveEvent } | { error: string };
+
+const TYPES: Record<string, string> = { md: "text/markdown", html: "text/html", jsonl: "application/x-ndjson" };
+/** The days the page charts are the tap's days, as `usage` prints them. */
+const LOCAL: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
+
+/** The viewer's API over one mirror root; every method is called from the relay's thread by name. */
+export class ViewerData {
   private readonly catalog: SessionCatalog;
   private readonly prices: PriceTable;
-  private readonly clock: () => number;
+  private readonly live: LiveFollower;
 
-  constructor(
-    private readonly fs: FsAdapter,
-    mirrorDir: string,
-    private readonly claudeDir: string,
-    readonly watcher: LiveWatcher,
-    options: { prices?: PriceTable; clock?: () => number } = {},
-  ) {
-    this.prices = options.prices ?? BUILTIN_PRICES;
-    this.clock = options.clock ?? Date.now;
-    this.catalog = new SessionCatalog(fs, mirrorDir, claudeDir, undefined, this.prices);
+  constructor(private readonly fs: FsAdapter, settings: ReaderSettings, tell: (note: ReaderNote) => void, private readonly clock = Date.now) {
+    this.prices = settings.prices;
+    this.catalog = new SessionCatalog(fs, settings.mirrorDir, settings.claudeDir, undefined, this.prices);
+    const failed = (error: unknown) => tell({ error: error instanceof Error ? error.message : String(error) });
+    this.live = new LiveFollower(fs, settings.mirrorDir, settings.pollMs, (batch) => tell({ records: liveEvent(batch) }), failed);
   }
 
-  /** Every session, most recently active first (the `list --json` objects). */
-  async sessions(): Promise<ViewerSession[]> {
-    return (await this.catalog.list()).map((s) => ({ ...s, guard: null }));
+  async sessions(): Promise<ListEntry[]> {
+    return await this.catalog.list();
   }
 
-  /** One session: its facts, its conversation as HTML, and the uuid its reading path ends at. */
   async session(query: string): Promise<Answer> {
-    const found = await this.catalog.reader.lookup(query);
-    if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
-    if (found.kind === "ambiguous") {
-      return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
-    }
-    const tree = buildTree(found.data.records);
-    const session: ViewerSession = { ...(await this.catalog.withTranscript(summarize(found.data, tree, this.prices))), guard: null };
-    return {
-      status: 200,
-      body: {
-        session,
-        tail: session.leafUuid,
-        html: renderItemsHtml(outline(tree), this.prices),
-        prices: { source: this.prices.source, checked: this.prices.checked },
-      } satisfies SessionView,
-    };
+    const found = await this.open(query);
+    if ("status" in found) return found;
+    const session = await this.catalog.withTranscript(found.summary);
+    const html = renderItemsHtml(outline(found.tree), this.prices);
+    return { status: 200, body: { session, tail: session.leafUuid, html, prices: this.priceSource() } satisfies SessionView };
   }
 
-  /** Records of every session containing all the query's terms (at most 100), with their session's title. */
+  /** Records of every session holding all the query's terms (at most 100), with their session's title. */
   async search(query: string): Promise<SearchHit[]> {
     const match = termsMatcher(query);
     if (match === null) return [];
@@ -78,68 +85,90 @@ export class ViewerData implements ViewerReader {
     );
   }
 
-  /**
-   * Restores a session into Claude Code's projects directory, as `sessiontap restore` does (the same code):
-   * `dryRun` first says what would be written; `force` replaces a transcript that has content, keeping a backup.
-   */
+  /** As `sessiontap restore` does it (the same code): a dry run says what would be written; `force` replaces a transcript with content, keeping a backup. */
   async restore(query: string, options: { dryRun: boolean; force: boolean }): Promise<Answer> {
+    const found = await this.open(query);
+    if ("status" in found) return found;
+    const { claudeDir } = this.catalog;
+    const result = await restoreSession(this.fs, { summary: found.summary, tree: found.tree, others: found.data }, {
+      claudeDir,
+      cwd: null,
+      ...options,
+      now: this.clock(),
+    });
+    if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
+    const outcome = result.outcome;
+    return { status: 200, body: { ok: true, outcome, lines: describeRestore(outcome), resume: resumeCommand(outcome) } satisfies RestoreReply };
+  }
+
+  /** A session as `export --format` writes it. */
+  async exportSession(query: string, format: string): Promise<ExportAnswer> {
+    const refused = (status: ExportAnswer["status"], body: string) => ({ status, body, type: "text/plain; charset=utf-8", filename: "" });
+    if (!(format in TYPES)) return refused(400, "format must be md, html or jsonl\n");
+    const found = await this.open(query);
+    if ("status" in found) return refused(found.status, "no single session matches\n");
+    const { sessionId, dir } = found.summary;
+    return {
+      status: 200,
+      body: exportText({ records: found.data.records, tree: found.tree, summary: found.summary }, format as ExportFormat, this.prices),
+      type: `${TYPES[format]}; charset=utf-8`,
+      filename: (sessionId === null ? null : nameInside(sessionId, `.${format}`)) ?? `${dir}.${format}`,
+    };
+  }
+
+  /** What `usage --json` reports, with each day split by project and by model for the home's chart. */
+  async usage(): Promise<UsageView> {
+    const now = this.clock();
+    const sessions: SessionAnswers[] = (await this.catalog.reader.loadAll()).map((data) => {
+      const s = summarize(data, buildTree(data.records), this.prices);
+      return { sessionId: s.sessionId, dir: data.dir, cwd: s.cwd, title: s.title, answers: sessionAnswers(data) };
+    });
+    const stack = (keyOf: (s: SessionAnswers, a: BilledAnswer) => string): StackPart[] => {
+      const groups = new Map<string, SessionAnswers[]>();
+      const add = (key: string, s: SessionAnswers) => (groups.get(key) ?? groups.set(key, []).get(key)!).push(s);
+      for (const s of sessions) for (const a of s.answers) add(keyOf(s, a), { ...s, answers: [a] });
+      const days = (list: SessionAnswers[]) =>
+        usageReport(list, this.prices, LOCAL).days.map((d) => ({ date: d.date, tokens: totalTokens(d.usage), cost: d.knownCostUSD }));
+      return [...groups].map(([key, list]) => ({ key, days: days(list) }));
+    };
+    return {
+      timeZone: offsetLabel(now, LOCAL),
+      today: localDate(now, LOCAL),
+      prices: this.priceSource(),
+      ...usageReport(sessions, this.prices, LOCAL),
+      stacks: { project: stack((s) => s.cwd ?? "unknown"), model: stack((_, a) => a.model ?? "unknown") },
+    };
+  }
+
+  /** Follows session directory `dir` (a plain name: routes.ts checks) for follow `id`; resolves with the bytes its files hold now. */
+  async follow(id: number, dir: string): Promise<number> {
+    return await this.live.follow(id, dir);
+  }
+
+  async unfollow(id: number): Promise<void> {
+    this.live.unfollow(id);
+  }
+
+  async close(): Promise<void> {
+    this.live.unfollow(null);
+  }
+
+  private priceSource() {
+    return { source: this.prices.source, checked: this.prices.checked };
+  }
+
+  /** A session by id or prefix, read and summarized, or the answer that says why not. */
+  private async open(query: string): Promise<{ data: SessionData; tree: Tree; summary: SessionSummary } | Answer & { status: 404 | 409 }> {
     const found = await this.catalog.reader.lookup(query);
     if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
     if (found.kind === "ambiguous") {
       return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     }
     const tree = buildTree(found.data.records);
-    const summary = summarize(found.data, tree, this.prices);
-    const result = await restoreSession(this.fs, { summary, tree, others: found.data }, {
-      claudeDir: this.claudeDir,
-      cwd: null,
-      ...options,
-      now: this.clock(),
-    });
-    if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
-    return {
-      status: 200,
-      body: { ok: true, outcome: result.outcome, lines: describeRestore(result.outcome), resume: resumeCommand(result.outcome) } satisfies RestoreReply,
-    };
-  }
-
-  /** A session exported as `export --format` writes it. */
-  async exportSession(query: string, format: string): Promise<ExportAnswer> {
-    if (format !== "md" && format !== "html" && format !== "jsonl") {
-      return { status: 400, body: "format must be md, html or jsonl\n", type: "text/plain; charset=utf-8", filename: "" };
-    }
-    const found = await this.catalog.reader.lookup(query);
-    if (found.kind !== "found") {
-      return { status: found.kind === "none" ? 404 : 409, body: "no single session matches\n", type: "text/plain; charset=utf-8", filename: "" };
-    }
-    const tree = buildTree(found.data.records);
-    const summary = summarize(found.data, tree, this.prices);
-    const type = format === "md" ? "text/markdown; charset=utf-8" : format === "html" ? "text/html; charset=utf-8" : "application/x-ndjson; charset=utf-8";
-    return {
-      status: 200,
-      body: exportText({ records: found.data.records, tree, summary }, format, this.prices),
-      type,
-      filename: (summary.sessionId === null ? null : nameInside(summary.sessionId, `.${format}`)) ?? `${summary.dir}.${format}`,
-    };
-  }
-
-  /** Hands `listener` each batch of new records, rendered, until the function it resolves with is called. */
-  subscribe(listener: (event: LiveEvent) => void): Promise<() => void> {
-    return this.watcher.subscribe((batch) => listener(liveEvent(batch)));
-  }
-
-  /** A mirror file was just written: its session is looked at now, not at the next poll. */
-  hint(path: string): void {
-    this.watcher.hint(path);
-  }
-
-  /** Stops watching (the tap is stopping). */
-  close(): void {
-    this.watcher.close();
+    return { data: found.data, tree, summary: summarize(found.data, tree, this.prices) };
   }
 }
 
-/** What the page receives for a batch: where it belongs, and each record's uuid, parent and HTML. */
 function liveEvent(batch: LiveBatch): LiveEvent {
   let previous: Rec | null = null;
   const records = batch.records.map((r) => {
@@ -147,5 +176,5 @@ function liveEvent(batch: LiveBatch): LiveEvent {
     previous = r;
     return { uuid: uuidOf(r), parentUuid: typeof r.parentUuid === "string" ? r.parentUuid : null, type: r.type, html };
   });
-  return { dir: batch.dir, sessionId: sessionIdOf(batch.dir, batch.records), scope: batch.scope, agent: batch.agent, records };
+  return { ...batch, records };
 }

@@ -1,8 +1,4 @@
-/**
- * Who may reach the viewer by name (docs/DESIGN.md "Trust boundaries"): while the tap listens on loopback,
- * only requests addressed to a loopback name, so a web page that rebinds its own domain to 127.0.0.1
- * cannot read the conversations. Pure.
- */
+// Who may reach the viewer by name while the tap listens on loopback: docs/DESIGN.md "Trust boundaries".
 
 /** True for an address only this machine can reach. */
 export function isLoopback(host: string): boolean {

@@ -1,37 +1,19 @@
-/**
- * Wires the viewer for a tap: where its data is read (its own Worker, or this thread for a test that
- * injects a filesystem: reader.ts), the guard's alerts on each session, the page, and who may reach it
- * (loopback names only while the tap listens on loopback).
- */
+// A tap's viewer: its data read in a Worker of its own (a test's filesystem: in this thread), its page: docs/DESIGN.md "The viewer".
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { orAfter } from "../utils/within.ts";
-import type { GuardAlert, SessionView, ViewerSession } from "./api-json.ts";
-import { ViewerData } from "./api.ts";
-import { type Bundler, clientScript } from "./client-script.ts";
-import type { ViewerDeps } from "./deps.ts";
+import { type Calls, WorkerCalls } from "../utils/worker-call.ts";
+import { type GuardAlert, type LiveEvent, type ReaderNote, type ReaderSettings, ViewerData } from "./api.ts";
 import { allowedHosts } from "./hosts.ts";
-import { LiveWatcher } from "./live.ts";
-import { viewerPage } from "./page.ts";
-import { type ViewerReader, WorkerReader } from "./reader.ts";
+import { type Bundler, clientScript, viewerPage } from "./page.ts";
+import type { ViewerDeps } from "./routes.ts";
 
 export { allowedHosts, isLoopback } from "./hosts.ts";
 
-/** What the viewer shows of the guard's alert on a session: null when there is none (or no guard). */
-export type GuardAlertOf = (sessionId: string) => GuardAlert | null;
-
-/** The longest a restore's answer waits for the guard to look at the restored transcript. */
-const RESTORED_LOOK_MS = 1_000;
-
-/** A viewer ready to hand to createApp, and what the tap tells it and closes. */
 export interface Viewer {
   deps: ViewerDeps;
-  /** A mirror file was just written (the engine says which): new records show at once. */
-  hint(path: string): void;
   close(): void;
 }
 
-/** Builds the viewer over `mirrorDir` for a tap listening on `host`. */
 export function createViewer(options: {
   mirrorDir: string;
   claudeDir: string;
@@ -43,58 +25,73 @@ export function createViewer(options: {
   /** A filesystem of the caller's own: the data is then read in this thread (with `clock`). */
   fs?: FsAdapter;
   clock?: () => number;
-  /** The reader's Worker script (default: src/viewer-worker.ts next to this source; the binary passes its own). */
+  /** The reader's Worker script (default: src/viewer-worker.ts; the binary passes its own). */
   workerUrl?: URL | string;
   pollMs?: number;
-  /** The guard's alert for a session (a banner on it), when a guard runs. */
-  guardAlert?: GuardAlertOf;
+  guardAlert?: (sessionId: string) => GuardAlert | null;
   prices?: PriceTable;
   /** Called after a restore wrote a session's transcript (the guard looks at it at once). */
   restored?: (sessionId: string) => Promise<void>;
 }): Viewer {
-  const pollMs = options.pollMs ?? 2000;
-  const prices = options.prices ?? BUILTIN_PRICES;
-  const reader: ViewerReader = options.fs !== undefined
-    ? new ViewerData(options.fs, options.mirrorDir, options.claudeDir, new LiveWatcher(options.fs, options.mirrorDir, pollMs, options.onError), {
-      prices,
-      clock: options.clock,
-    })
-    : new WorkerReader(
-      options.workerUrl ?? new URL("../viewer-worker.ts", import.meta.url),
-      { mirrorDir: options.mirrorDir, claudeDir: options.claudeDir, pollMs, prices },
-      options.onError,
-    );
-  const alertOf = options.guardAlert ?? (() => null);
-  const withAlert = (s: ViewerSession): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : alertOf(s.sessionId) });
+  const settings: ReaderSettings = {
+    mirrorDir: options.mirrorDir,
+    claudeDir: options.claudeDir,
+    pollMs: options.pollMs ?? 1000,
+    prices: options.prices ?? BUILTIN_PRICES,
+  };
+  const live = new Map<number, { dir: string; records(event: LiveEvent): void; end(): void }>();
+  const tell = (note: ReaderNote) => {
+    if ("error" in note) options.onError(new Error(note.error));
+    else for (const l of live.values()) if (l.dir === note.records.dir) l.records(note.records);
+  };
+  let closed = false;
+  let worker: WorkerCalls<ViewerData> | null = null;
+  const died = (why: string) => {
+    options.onError(new Error(`the viewer's reader stopped: ${why}`));
+    for (const l of live.values()) l.end(); // the page follows again, and sees what it missed
+  };
+  const inThread = options.fs !== undefined ? new ViewerData(options.fs, settings, tell, options.clock) : null;
+  const data: Calls<ViewerData> = inThread ?? new Proxy({} as Calls<ViewerData>, {
+    get: (_, name: string) => (...args: unknown[]) => {
+      if (closed) return Promise.reject(new Error("the viewer is closed"));
+      // Started on first use, and again after it died.
+      if (worker === null || worker.stopped !== null) {
+        worker = new WorkerCalls(options.workerUrl ?? new URL("../viewer-worker.ts", import.meta.url), settings, {
+          name: "the viewer's reader",
+          died,
+          message: (note) => tell(note as ReaderNote),
+        });
+      }
+      return (worker.call as (name: string, ...args: unknown[]) => Promise<unknown>).apply(worker, [name, ...args]);
+    },
+  });
   const stopping = new AbortController();
+  let nextFollow = 1;
   return {
-    hint: (path) => reader.hint(path),
     close: () => {
+      closed = true;
       stopping.abort();
-      reader.close();
+      void inThread?.close();
+      worker?.close("the tap is stopping");
     },
     deps: {
       allowedHosts: allowedHosts(options.host),
       page: async (nonce) => viewerPage(nonce, options.version, await clientScript(options.bundle)),
-      sessions: async () => ((await reader.sessions()) as ViewerSession[]).map(withAlert),
-      session: async (id) => {
-        const answer = await reader.session(id);
-        if (answer.status !== 200) return answer;
-        const view = answer.body as SessionView;
-        return { status: 200, body: { ...view, session: withAlert(view.session) } satisfies SessionView };
+      data,
+      guardAlert: options.guardAlert ?? (() => null),
+      restored: options.restored ?? (async () => {}),
+      follow: async (dir, listener) => {
+        const id = nextFollow++;
+        live.set(id, { dir, ...listener });
+        const bytes = await data.follow(id, dir).catch((error) => {
+          live.delete(id);
+          throw error;
+        });
+        const stop = () => {
+          if (live.delete(id) && !closed) data.unfollow(id).catch(options.onError);
+        };
+        return { bytes, stop };
       },
-      search: (query) => reader.search(query),
-      exportSession: (id, format) => reader.exportSession(id, format),
-      restore: async (id, restore) => {
-        const answer = await reader.restore(id, restore);
-        // The page the client reloads next shows the state after the restore: the guard has looked (bounded).
-        const done = answer.body as { ok?: boolean; outcome?: { sessionId: string } };
-        if (!restore.dryRun && done.ok === true && done.outcome && options.restored) {
-          await orAfter(options.restored(done.outcome.sessionId), RESTORED_LOOK_MS, null);
-        }
-        return answer;
-      },
-      subscribe: (listener) => reader.subscribe(listener),
       stopped: stopping.signal,
     },
   };

@@ -1,20 +1,35 @@
-/**
- * The viewer's routes: a Hono sub-app the server mounts at `/_tap/` (docs/DESIGN.md "The viewer"). The
- * page under a Content-Security-Policy that runs only its nonced script (Hono's secure-headers), the data
- * under `api/`, exports, a restore, and new records as server-sent events (Hono's streamSSE). Beside
- * server/app.ts, the only module that imports hono. While the tap listens on loopback, only requests
- * addressed to a loopback name reach it (a page that rebinds its domain to 127.0.0.1 cannot read it).
- */
+// The viewer's routes, a Hono sub-app the server mounts at `/_tap/` (beside server/app.ts the only importer of hono): docs/DESIGN.md "The viewer".
 import { type Context, Hono, type Next } from "hono";
 import { NONCE, secureHeaders, type SecureHeadersVariables } from "hono/secure-headers";
 import { streamSSE } from "hono/streaming";
-import type { ViewerDeps } from "./deps.ts";
+import { nameInside } from "../protocol/session-id.ts";
+import type { Calls } from "../utils/worker-call.ts";
+import { orAfter } from "../utils/within.ts";
+import type { GuardAlert, ListEntry, LiveEvent, RestoreReply, SessionView, ViewerData, ViewerSession } from "./api.ts";
 import { hostName } from "./hosts.ts";
+
+export interface ViewerDeps {
+  /** Host names (lower case, no port) the viewer answers to; null: any (the tap was bound beyond loopback on purpose). */
+  allowedHosts: ReadonlySet<string> | null;
+  /** The page, its one script carrying `nonce`. */
+  page(nonce: string): Promise<string>;
+  data: Calls<ViewerData>;
+  /** The guard's alert on a session, heard in this thread. */
+  guardAlert(sessionId: string): GuardAlert | null;
+  /** A restore wrote a session's transcript: resolves once the guard has looked at it. */
+  restored(sessionId: string): Promise<void>;
+  /** Hands `listener` each batch of new records of session directory `dir`, until `stop`; `bytes`: what its files held when following began. */
+  follow(dir: string, listener: { records(event: LiveEvent): void; end(): void }): Promise<{ bytes: number; stop(): void }>;
+  /** Aborted when the tap stops: open event streams end then, so they do not hold the drain. */
+  stopped: AbortSignal;
+}
 
 /** How often an idle event stream sends a comment, so proxies and browsers keep it open. */
 const KEEPALIVE_MS = 15_000;
+/** The longest a restore's answer waits for the guard to look at the restored transcript. */
+const RESTORED_LOOK_MS = 1_000;
 
-/** The page's policy: nothing from elsewhere, and only the script carrying this response's nonce runs. */
+/** Nothing from elsewhere, and only the script carrying this response's nonce runs. */
 const PAGE_POLICY = secureHeaders({
   contentSecurityPolicy: {
     defaultSrc: ["'none'"],
@@ -29,9 +44,9 @@ const PAGE_POLICY = secureHeaders({
   strictTransportSecurity: false,
 });
 
-/** The viewer's routes over `viewer`, to mount with `app.route("/_tap/", …)`. */
 export function viewerRoutes(viewer: ViewerDeps): Hono<{ Variables: SecureHeadersVariables }> {
   const app = new Hono<{ Variables: SecureHeadersVariables }>();
+  // While the tap listens on loopback, a page that rebinds its own domain to 127.0.0.1 must not read the conversations.
   const loopbackOnly = async (c: Context, next: Next) => {
     if (viewer.allowedHosts !== null && !viewer.allowedHosts.has(hostName(c.req.header("host")))) {
       return c.json({ error: "sessiontap: the viewer answers on a loopback address only (http://127.0.0.1:PORT/_tap/)" }, 403);
@@ -41,53 +56,56 @@ export function viewerRoutes(viewer: ViewerDeps): Hono<{ Variables: SecureHeader
   app.use("/", loopbackOnly);
   app.use("/api/*", loopbackOnly);
   app.get("/", PAGE_POLICY, async (c) => c.html(await viewer.page(c.get("secureHeadersNonce") ?? "")));
-  app.get("/api/sessions", async (c) => c.json(await viewer.sessions()));
+  const withAlert = (s: ListEntry): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : viewer.guardAlert(s.sessionId) });
+  app.get("/api/sessions", async (c) => c.json((await viewer.data.sessions()).map(withAlert)));
   app.get("/api/sessions/:id", async (c) => {
-    const answer = await viewer.session(c.req.param("id"));
-    return c.json(answer.body, answer.status);
+    const answer = await viewer.data.session(c.req.param("id"));
+    if (answer.status !== 200) return c.json(answer.body, answer.status);
+    const view = answer.body as SessionView;
+    return c.json({ ...view, session: withAlert(view.session) } satisfies SessionView);
   });
   app.get("/api/sessions/:id/export", async (c) => {
-    const out = await viewer.exportSession(c.req.param("id"), c.req.query("format") ?? "md");
+    const out = await viewer.data.exportSession(c.req.param("id"), c.req.query("format") ?? "md");
     const headers: Record<string, string> = { "content-type": out.type };
     if (out.status === 200) headers["content-disposition"] = `attachment; filename="${out.filename.replace(/[^A-Za-z0-9._-]/g, "_")}"`;
     return c.body(out.body, out.status, headers);
   });
-  app.get("/api/search", async (c) => c.json(await viewer.search(c.req.query("q") ?? "")));
+  app.get("/api/search", async (c) => c.json(await viewer.data.search(c.req.query("q") ?? "")));
+  app.get("/api/usage", async (c) => c.json(await viewer.data.usage()));
   app.post("/api/sessions/:id/restore", async (c) => {
     // A request another site made was refused before any route (server/request-guard.ts); a form cannot send JSON.
     if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) return c.json({ error: "sessiontap: restore takes a JSON body" }, 415);
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return c.json({ error: "sessiontap: the body is not JSON" }, 400);
-    }
-    const options = body as { dryRun?: unknown; force?: unknown } | null;
-    if (
-      typeof options !== "object" || options === null || typeof options.dryRun !== "boolean" ||
-      (options.force !== undefined && typeof options.force !== "boolean")
-    ) {
+    const options = await c.req.json().catch(() => undefined) as { dryRun?: unknown; force?: unknown } | null | undefined;
+    if (options === undefined) return c.json({ error: "sessiontap: the body is not JSON" }, 400);
+    if (typeof options?.dryRun !== "boolean" || (options.force !== undefined && typeof options.force !== "boolean")) {
       return c.json({ error: 'sessiontap: restore takes {"dryRun": true|false, "force": true|false}' }, 400);
     }
-    const answer = await viewer.restore(c.req.param("id"), { dryRun: options.dryRun, force: options.force === true });
+    const answer = await viewer.data.restore(c.req.param("id"), { dryRun: options.dryRun, force: options.force === true });
+    const done = answer.body as RestoreReply;
+    // The page the client reloads next shows the state after the restore: the guard has looked (bounded).
+    if (!options.dryRun && done.ok) await orAfter(viewer.restored(done.outcome.sessionId), RESTORED_LOOK_MS, null);
     return c.json(answer.body, answer.status);
   });
-  app.get("/api/events", (c) =>
-    streamSSE(c, async (stream) => {
-      // Open until the page goes away or the tap stops.
+  app.get("/api/events", (c) => {
+    const dir = c.req.query("dir") ?? "";
+    if (nameInside(dir) === null || dir.startsWith(".")) return c.json({ error: "sessiontap: events takes ?dir=<a session's directory>" }, 400);
+    return streamSSE(c, async (stream) => {
+      // Open until the page goes away, the tap stops, or the reader's thread died (the page follows again).
       let end = () => {};
       const ended = new Promise<void>((resolve) => (end = resolve));
       stream.onAbort(end);
       viewer.stopped.addEventListener("abort", end);
       if (viewer.stopped.aborted) end();
-      const unsubscribe = await viewer.subscribe((event) => void stream.writeSSE({ event: "records", data: JSON.stringify(event) }));
+      const records = (event: LiveEvent) => void stream.writeSSE({ event: "records", data: JSON.stringify(event) });
+      const following = await viewer.follow(dir, { records, end });
       const keepalive = setInterval(() => void stream.write(": keepalive\n\n"), KEEPALIVE_MS);
       (keepalive as { unref?: () => void }).unref?.();
-      await stream.writeSSE({ event: "ready", data: "{}", retry: 2000 });
+      await stream.writeSSE({ event: "ready", data: JSON.stringify({ bytes: following.bytes }), retry: 2000 });
       await ended;
       clearInterval(keepalive);
       viewer.stopped.removeEventListener("abort", end);
-      unsubscribe();
-    }));
+      following.stop();
+    });
+  });
   return app;
 }

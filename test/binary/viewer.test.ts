@@ -1,6 +1,6 @@
 // The viewer as the compiled binary serves it (`node scripts/test.mjs binary` builds dist/sessiontap and
 // sets SESSIONTAP_BINARY): the browser client is bundled by Bun's bundler when the binary is built and
-// defined into it (scripts/compile-args.mjs, src/viewer/client-script.ts). Its page's script is checked
+// defined into it (scripts/compile-args.mjs, src/viewer/page.ts). Its page's script is checked
 // to name nothing the browser lacks, then run in headless Chromium (test/support/browser.ts) over
 // a hand-made mirror through every part of the client: the list, a session, search with its marks, a
 // record appended to the mirror arriving live, the keyboard, and a restore into Claude Code, dry run first.

@@ -209,5 +209,19 @@ describe("doctor: the way Claude Code reaches the tap", { timeout: 60_000 }, () 
       assert.equal(anthropic.status, "ok");
       assert.match(anthropic.detail, /Claude Code on the Anthropic API goes through it to api\.anthropic\.com/);
     });
+
+    it("a host SESSIONTAP_PROXY_UPSTREAM sends elsewhere is named with where it really goes", async () => {
+      await using routed = await startProxyTap(stub.url, ["bedrock-runtime.us-east-1.amazonaws.com"]);
+      const env = { ...viaProxy(), HTTPS_PROXY: `http://127.0.0.1:${routed.proxyPort}`, NODE_EXTRA_CA_CERTS: routed.proxy!.ca.certPath };
+      const { code, checks, by } = await doctor(env, routed.url, routed.root);
+      assert.equal(code, 0, JSON.stringify(checks));
+      const proxy = one(by("HTTPS_PROXY"));
+      assert.equal(proxy.status, "ok");
+      assert.equal(
+        proxy.detail.replace(/^.* is the tap's proxy: /, ""),
+        `Claude Code on AWS Bedrock (CLAUDE_CODE_USE_BEDROCK in the environment) goes through it to bedrock-runtime.us-east-1.amazonaws.com, which it mirrors ` +
+          `and sends to ${stub.url} (SESSIONTAP_PROXY_UPSTREAM), not to bedrock-runtime.us-east-1.amazonaws.com itself (proxy mode)`,
+      );
+    });
   });
 });

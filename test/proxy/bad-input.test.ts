@@ -13,6 +13,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { type ProxyTap, startProxyTap } from "../support/proxy-tap.ts";
 import { readEvents, type TestTap } from "../support/tap.ts";
 import { pollUntil } from "../support/poll.ts";
+import { TokenGate } from "../../src/server/token-gate.ts";
 
 const TIMEOUT_MS = 400;
 const PROXY_EVENTS = new Set(["proxy-refused", "proxy-failed", "proxy-uncovered"]);
@@ -236,5 +237,52 @@ describe("who may use the proxy", { timeout: 60_000 }, () => {
     assert.ok(!JSON.stringify(events).includes("example.com"), "an unknown host is never logged");
     const health = await (await fetch(`${tap.url}/_tap/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
     assert.equal(health.proxy.uncovered, 2);
+  });
+
+  it("a known host is decrypted on 443 only: on any other port it is no upstream of its own, and with tunnels off it is refused like any host", async () => {
+    const auth = { "proxy-authorization": `Bearer ${TOKEN}` };
+    for (const port of [8443, 80, 9999]) {
+      const tunnel = await connectThrough(tap.proxyPort, `api.anthropic.com:${port}`, auth);
+      assert.equal(tunnel.status, 403, String(port));
+      assert.match(tunnel.text, /tunnels only the API hosts it knows/);
+    }
+    const health = await (await fetch(`${tap.url}/_tap/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+    assert.equal(health.proxy.terminated, 0);
+    assert.deepEqual(health.proxy.upstreams, {});
+  });
+});
+
+describe("wrong proxy tokens", { timeout: 60_000 }, () => {
+  const TOKEN = "proxy-token-0123456789";
+  let now = Date.now();
+  let tap: ProxyTap;
+  before(async () =>
+    void (tap = await startProxyTap("http://127.0.0.1:9", [], { SESSIONTAP_TOKEN: TOKEN, SESSIONTAP_PROXY_TUNNEL: "off" }, { clock: () => now }))
+  );
+  after(() => tap?.close());
+
+  it("are slowed after a few and counted with the HTTP port's, by the same throttle; the events log and stderr say so, never the guess", async () => {
+    const guess = (i: number) => ({ "proxy-authorization": `Basic ${btoa(`sessiontap:guess-number-${i}-padding`)}` });
+    for (let i = 0; i < TokenGate.FREE_FAILURES; i++) assert.equal((await connectThrough(tap.proxyPort, "api.anthropic.com:443", guess(i))).status, 407);
+    const slowed = await connectThrough(tap.proxyPort, "api.anthropic.com:443", guess(99));
+    assert.equal(slowed.status, 429);
+    assert.ok(Number(slowed.headers["retry-after"]) >= 1, JSON.stringify(slowed.headers));
+    assert.match(slowed.text, /too many wrong tokens from this client; try again in \d+ s/);
+    const right = await connectThrough(tap.proxyPort, "api.anthropic.com:443", { "proxy-authorization": `Bearer ${TOKEN}` });
+    assert.equal(right.status, 429, "no token is even read while the client waits");
+    const api = await fetch(`${tap.url}/_tap/api/sessions`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    await api.body?.cancel();
+    assert.equal(api.status, 429, "the HTTP port makes the same client wait");
+    now += 60_000;
+    const health = await (await fetch(`${tap.url}/_tap/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+    assert.deepEqual(health.token, { failures: TokenGate.FREE_FAILURES, slowed: 3, clients: 1 });
+    const after = await connectThrough(tap.proxyPort, "api.anthropic.com:443", { "proxy-authorization": `Bearer ${TOKEN}` });
+    after.socket.destroy();
+    assert.equal(after.status, 200, "after the wait");
+    await tap.settled();
+    const failures = await pollUntil(() => readEvents(tap.root).filter((e) => e.action === "token-failure"), (e) => e.length === TokenGate.FREE_FAILURES);
+    assert.ok(failures.every((e) => e.peer === "127.0.0.1"), JSON.stringify(failures));
+    assert.match(tap.stderrLines.join("\n"), /wrong tokens from 127\.0\.0\.1 \(5 so far\): it now waits 1 s before each try/);
+    assert.doesNotMatch(JSON.stringify(readEvents(tap.root)) + tap.stderrLines.join("\n"), /guess-number/);
   });
 });

@@ -6,23 +6,27 @@
 // by having no constraints. A key or directory others can read stops the start with one line.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { connect, createServer } from "node:tls";
 import { tmpdir } from "node:os";
-import { x509 } from "../../src/proxy/x509.ts"; // loaded after its polyfill, however the files load
-import { issueLeaf, type KeyPair, permittedNames, readCa } from "../../src/proxy/certificates.ts";
-import { HostTable } from "../../src/proxy/known-hosts.ts";
+import { x509 } from "../../src/proxy/local-ca.ts"; // loaded after its polyfill, however the files load
+import { constraintsOf, issueLeaf, readCa } from "../../src/proxy/local-ca.ts";
+import { AsnConvert } from "@peculiar/asn1-schema";
+import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from "@peculiar/asn1-x509";
+import { hostTable } from "../../src/config/proxy-settings.ts";
 import { cli } from "../support/recover.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 
 /** Does a client trusting only `caPem` accept `leaf` for `host`? "ok", or the client's error code. */
-async function verifies(caPem: string, leaf: KeyPair, host: string): Promise<string> {
+async function verifies(caPem: string, leaf: { certPem: string; keyPem: string }, host: string): Promise<string> {
   const server = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (s) => s.end());
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const port = (server.address() as { port: number }).port;
   try {
     return await new Promise<string>((resolve) => {
-      const c = connect({ host: "127.0.0.1", port, servername: host, ca: caPem }, () => {
+      const c = connect({ host: "127.0.0.1", port, ...(isIP(host) ? {} : { servername: host }), ca: caPem }, () => {
         resolve(c.authorized ? "ok" : "unauthorized");
         c.destroy();
       });
@@ -34,6 +38,12 @@ async function verifies(caPem: string, leaf: KeyPair, host: string): Promise<str
 }
 
 const modeOf = (path: string) => (statSync(path).mode & 0o777).toString(8);
+
+/** OpenSSL's own word on `args` (its exit status and what it printed). */
+function openssl(...args: string[]): { status: number | null; out: string } {
+  const run = spawnSync("openssl", args, { encoding: "utf8" });
+  return { status: run.status, out: `${run.stdout}${run.stderr}` };
+}
 
 describe("the proxy's local CA", { timeout: 60_000 }, () => {
   let dir: string;
@@ -67,8 +77,8 @@ describe("the proxy's local CA", { timeout: 60_000 }, () => {
 
   it("is constrained to the known hosts, names only, no whole provider domain", () => {
     const cert = new x509.X509Certificate(readFileSync(`${caDir}/ca.pem`, "utf8"));
-    const names = permittedNames(cert);
-    assert.deepEqual(names, new HostTable().names());
+    const names = constraintsOf(cert)?.names;
+    assert.deepEqual(names, hostTable().names());
     for (const host of ["api.anthropic.com", "us-east5-aiplatform.googleapis.com", "aiplatform.googleapis.com", "bedrock-runtime.us-east-1.amazonaws.com"]) {
       assert.ok(names!.includes(host), host);
     }
@@ -102,6 +112,50 @@ describe("the proxy's local CA", { timeout: 60_000 }, () => {
     }
   });
 
+  it("the key file is two PEM blocks OpenSSL reads: the key, then the certificate", () => {
+    const key = `${caDir}/ca-key.pem`;
+    assert.equal(openssl("pkey", "-in", key, "-noout").status, 0);
+    const cert = openssl("x509", "-in", key, "-noout", "-subject");
+    assert.equal(cert.status, 0, cert.out);
+    assert.match(cert.out, /sessiontap local proxy CA/);
+    assert.deepEqual(readFileSync(key, "utf8").split("\n").filter((l) => l.includes("-----")), [
+      "-----BEGIN PRIVATE KEY-----",
+      "-----END PRIVATE KEY-----",
+      "-----BEGIN CERTIFICATE-----",
+      "-----END CERTIFICATE-----",
+    ]);
+  });
+
+  it("its key signs for no IP address: a leaf for IP:127.0.0.1 fails openssl verify and the runtime's TLS client", async () => {
+    const ca = await readCa(readFileSync(`${caDir}/ca-key.pem`, "utf8"));
+    const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
+    const keys = await crypto.subtle.generateKey(alg, true, ["sign", "verify"]) as CryptoKeyPair;
+    const now = Date.now();
+    const leaf = await x509.X509CertificateGenerator.create({
+      subject: "CN=sessiontap-test-leaf",
+      issuer: ca.cert.subject,
+      notBefore: new Date(now - 86_400_000),
+      notAfter: new Date(now + 86_400_000),
+      publicKey: keys.publicKey,
+      signingKey: ca.key,
+      signingAlgorithm: alg,
+      extensions: [
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+        new x509.SubjectAlternativeNameExtension([{ type: "ip", value: "127.0.0.1" }, { type: "ip", value: "::1" }]),
+        await x509.AuthorityKeyIdentifierExtension.create(ca.cert, false),
+      ],
+    });
+    const pair = {
+      certPem: `${leaf.toString("pem")}\n`,
+      keyPem: x509.PemConverter.encode(await crypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY"),
+    };
+    writeFileSync(`${dir}/ip-leaf.pem`, pair.certPem);
+    const verdict = openssl("verify", "-CAfile", `${caDir}/ca.pem`, `${dir}/ip-leaf.pem`);
+    assert.notEqual(verdict.status, 0, verdict.out);
+    assert.match(verdict.out, /excluded subtree violation/);
+    assert.notEqual(await verifies(readFileSync(`${caDir}/ca.pem`, "utf8"), pair, "127.0.0.1"), "ok");
+  });
+
   it("the next start uses the same CA", async () => {
     const cert = readFileSync(`${caDir}/ca.pem`, "utf8");
     await using again = await startTestTap("http://127.0.0.1:9", env());
@@ -124,10 +178,43 @@ describe("the proxy's local CA", { timeout: 60_000 }, () => {
     );
     const after = readFileSync(`${caDir}/ca.pem`, "utf8");
     assert.notEqual(after, before);
-    assert.ok(permittedNames(new x509.X509Certificate(after))!.includes("gateway.example.com"));
+    assert.ok(constraintsOf(new x509.X509Certificate(after))!.names.includes("gateway.example.com"));
     assert.match(run.stdout, new RegExp(`^  export NODE_EXTRA_CA_CERTS=${caDir}/ca\\.pem$`, "m"));
     assert.match(run.stdout, /^ {2}export HTTPS_PROXY=http:\/\/127\.0\.0\.1:\d+$/m);
+    assert.match(
+      run.stdout,
+      /^ {2}proxy {6}\S+ {2}\(CONNECT: decrypts api\.anthropic\.com, Vertex AI and Bedrock hosts, and gateway\.example\.com; sends each to itself; tunnels other hosts unread\)$/m,
+    );
     assert.equal(modeOf(`${caDir}/ca-key.pem`), "600");
+  });
+
+  it("a host no longer set makes a new CA without it, and so does one that does not exclude IP addresses", async () => {
+    const run = await cli(["serve", "--port", "0", "--no-mirror"], env(), { stopSignal: Promise.resolve("SIGTERM") });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /\(the old one: it covers gateway\.example\.com, no longer a host the proxy decrypts\)/);
+    assert.deepEqual(constraintsOf(new x509.X509Certificate(readFileSync(`${caDir}/ca.pem`, "utf8"))), {
+      names: hostTable().names(),
+      excluded: ["0.0.0.0/0", "::/0"],
+    });
+    // A CA made before addresses were excluded: the same names, permitted only.
+    const old = await readCa(readFileSync(`${caDir}/ca-key.pem`, "utf8"));
+    const permitted = new GeneralSubtrees(hostTable().names().map((n) => new GeneralSubtree({ base: new GeneralName({ dNSName: n }) })));
+    const cert = await x509.X509CertificateGenerator.createSelfSigned({
+      name: old.cert.subject,
+      keys: { privateKey: old.key, publicKey: await old.cert.publicKey.export() },
+      signingAlgorithm: { name: "ECDSA", hash: "SHA-256" },
+      notBefore: old.cert.notBefore,
+      notAfter: old.cert.notAfter,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(new NameConstraints({ permittedSubtrees: permitted }))),
+      ],
+    });
+    const keyText = readFileSync(`${caDir}/ca-key.pem`, "utf8");
+    writeFileSync(`${caDir}/ca-key.pem`, keyText.slice(0, keyText.indexOf("-----BEGIN CERTIFICATE")) + cert.toString("pem") + "\n", { mode: 0o600 });
+    const again = await cli(["serve", "--port", "0", "--no-mirror"], env(), { stopSignal: Promise.resolve("SIGTERM") });
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /\(the old one: it does not exclude IP addresses\)/);
   });
 
   it("a key file others can read, or a directory open to them, stops the start with one line saying what to do", async () => {

@@ -53,7 +53,10 @@ describe("a tap process in proxy mode beyond loopback, forwarding over TLS", { t
   });
 
   it("prints the proxy, its CA and the two lines to export, the token among them", () => {
-    assert.match(tap.stdout(), /^ {2}proxy {6}http:\/\/0\.0\.0\.0:\d+ {2}\(CONNECT: /m);
+    const sent = `api.anthropic.com to ${stub.url}, ${BEDROCK} to ${stub.url} (SESSIONTAP_PROXY_UPSTREAM), the others to their own hosts`;
+    const line =
+      `  proxy      http://0.0.0.0:${proxyPort}  (CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts; sends ${sent}; refuses other hosts)`;
+    assert.ok(tap.stdout().split("\n").includes(line), tap.stdout());
     assert.match(tap.stdout(), new RegExp(`^ {2}proxy CA {3}${dir}/ca/ca\\.pem \\(made now\\)`, "m"));
     assert.ok(token.length >= 16);
   });

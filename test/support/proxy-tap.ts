@@ -2,6 +2,7 @@
 // own, removed when the tap closes, and the hosts named sent to the test's upstream instead of the real ones.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import type { TapDeps } from "../../src/cli/start-tap.ts";
 import { startTestTap, type TestTap } from "./tap.ts";
 
 /** A tap in proxy mode, with its proxy's port and its CA's certificate (what NODE_EXTRA_CA_CERTS names). */
@@ -11,10 +12,10 @@ export interface ProxyTap extends TestTap {
 }
 
 /** Starts a tap whose proxy sends `hosts` to `upstream` (which is its base-URL upstream too); `env` adds settings. */
-export async function startProxyTap(upstream: string, hosts: string[], env: Record<string, string> = {}): Promise<ProxyTap> {
+export async function startProxyTap(upstream: string, hosts: string[], env: Record<string, string> = {}, deps: TapDeps = {}): Promise<ProxyTap> {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-ca-`);
   const routes: Record<string, string> = hosts.length === 0 ? {} : { SESSIONTAP_PROXY_UPSTREAM: hosts.map((h) => `${h}=${upstream}`).join(",") };
-  const tap = await startTestTap(upstream, { SESSIONTAP_PROXY_PORT: "0", SESSIONTAP_CA_DIR: `${dir}/ca`, ...routes, ...env }).catch((error) => {
+  const tap = await startTestTap(upstream, { SESSIONTAP_PROXY_PORT: "0", SESSIONTAP_CA_DIR: `${dir}/ca`, ...routes, ...env }, deps).catch((error) => {
     rmSync(dir, { recursive: true, force: true });
     throw error;
   });

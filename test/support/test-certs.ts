@@ -1,6 +1,6 @@
 // Certificates of a test's own (not the tap's): a CA and a server certificate for 127.0.0.1 and localhost,
 // for the TLS servers a test runs itself (a stub upstream over TLS, the far end of a blind tunnel).
-import { x509 } from "../../src/proxy/x509.ts"; // loaded after its polyfill, however the files load
+import { x509 } from "../../src/proxy/local-ca.ts"; // loaded after its polyfill, however the files load
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 const DAY = 86_400_000;

@@ -4,12 +4,12 @@
  */
 import "../../src/viewer-worker.ts";
 
-type Handler = (event: MessageEvent<{ t: string; name?: string; args?: unknown[] }>) => void;
+type Handler = (event: MessageEvent<{ wc: string; name?: string; args?: unknown[] }>) => void;
 const scope = globalThis as unknown as { onmessage: Handler | null };
 const reader = scope.onmessage!;
 
 scope.onmessage = (event) => {
-  if (event.data.t === "ask" && event.data.name === "search" && event.data.args?.[0] === "die-on-cue") {
+  if (event.data.wc === "call" && event.data.name === "search" && event.data.args?.[0] === "die-on-cue") {
     throw new Error("the viewer's reader failed (cued by the test)");
   }
   reader(event);

@@ -7,16 +7,14 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { PassThrough } from "node:stream";
 import { parseConfig } from "../../src/config/parse.ts";
-import { bodyStream, framingOf } from "../../src/proxy/http-body.ts";
-import { keepsAlive, parseAuthority, parseRequestHead, type RequestHead } from "../../src/proxy/http-head.ts";
-import { HostTable } from "../../src/proxy/known-hosts.ts";
+import { hostTable } from "../../src/config/proxy-settings.ts";
+import { bodyStream, framingOf, keepsAlive, parseAuthority, parseRequestHead, readHead, type RequestHead, SocketReader } from "../../src/proxy/http1.ts";
 import { proxyAuthorized } from "../../src/proxy/proxy-server.ts";
-import { readHead, SocketReader } from "../../src/proxy/socket-reader.ts";
 
 const head = (text: string) => parseRequestHead(text) as RequestHead;
 
 describe("the known hosts", () => {
-  const table = new HostTable(["gateway.example.com"]);
+  const table = hostTable(["gateway.example.com"]);
   it("terminates the API hosts, by provider", () => {
     assert.deepEqual(table.recognise("api.anthropic.com"), { kind: "terminate", provider: "anthropic" });
     assert.deepEqual(table.recognise("API.Anthropic.COM"), { kind: "terminate", provider: "anthropic" });
@@ -189,6 +187,7 @@ describe("who may use the proxy, and its settings", () => {
     const bad: [Record<string, string>, RegExp][] = [
       [{ SESSIONTAP_PROXY_PORT: "x" }, /proxy port \(--proxy-port \/ SESSIONTAP_PROXY_PORT\) must be a whole number/],
       [{ SESSIONTAP_PROXY_PORT: "1", SESSIONTAP_PROXY_HOSTS: "*.example.com" }, /SESSIONTAP_PROXY_HOSTS takes host names/],
+      [{ SESSIONTAP_PROXY_PORT: "1", SESSIONTAP_PROXY_HOSTS: "gateway.example.com,com" }, /SESSIONTAP_PROXY_HOSTS: com is wider than one site/],
       [{ SESSIONTAP_PROXY_PORT: "1", SESSIONTAP_PROXY_UPSTREAM: "api.anthropic.com" }, /SESSIONTAP_PROXY_UPSTREAM takes HOST=URL pairs/],
       [{ SESSIONTAP_PROXY_PORT: "1", SESSIONTAP_PROXY_UPSTREAM: "api.anthropic.com=ftp://x" }, /must be an http\(s\) URL/],
       [{ SESSIONTAP_PROXY_PORT: "1", SESSIONTAP_PROXY_UPSTREAM: "api.anthropic.com=http://u:p@x" }, /must not carry credentials/],
@@ -196,5 +195,14 @@ describe("who may use the proxy, and its settings", () => {
       [{ SESSIONTAP_PROXY_PORT: "1", SESSIONTAP_PROXY_TIMEOUT_MS: "5" }, /SESSIONTAP_PROXY_TIMEOUT_MS must be between 100 and 600000/],
     ];
     for (const [env, message] of bad) assert.throws(() => parseConfig(["serve"], env, "/home/u"), message, JSON.stringify(env));
+  });
+
+  it("a host the proxy adds names one site: never a top-level domain, a country's shared suffix, or a domain above the API's hosts", () => {
+    const hosts = (list: string) => parseConfig(["serve"], { SESSIONTAP_PROXY_PORT: "1", SESSIONTAP_PROXY_HOSTS: list }, "/home/u").proxy?.addedHosts;
+    for (const wide of ["com", "internal", "co.uk", "com.au", "ac.jp", "googleapis.com", "amazonaws.com", "anthropic.com", "us-east-1.amazonaws.com"]) {
+      assert.throws(() => hosts(wide), new RegExp(`SESSIONTAP_PROXY_HOSTS: ${wide.replace(/\./g, "\\.")} is wider than one site`), wide);
+    }
+    const sites = ["gateway.example.com", "example.com", "llm.corp.example", "openrouter.ai", "api.x.ai", "gw.example.co.uk", "example.de"];
+    assert.deepEqual(hosts(sites.join(",")), sites);
   });
 });

@@ -1,16 +1,15 @@
 // The viewer's routes in-process (`app.request`, Hono style): the page and its Content-Security-Policy,
-// the loopback guard, the data API, and the server-sent events that carry new records, whether this
-// process wrote them (a hint) or another one did (the watcher's poll). The data is read in the viewer's
-// own Worker, as a tap reads it. Runs under Bun and Deno.
+// the loopback guard, the data API, and the server-sent events that carry the new records of the session a
+// page has open, whoever wrote them. The data is read in the viewer's own Worker, as a tap reads it. Runs
+// under Bun and Deno.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { createApp } from "../../src/server/app.ts";
 import { TokenGate } from "../../src/server/token-gate.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { bundleScript } from "../../src/runtime/index.ts";
 import { createViewer, type Viewer } from "../../src/viewer/index.ts";
-import { observeWrites } from "../../src/storage/observed-fs.ts";
 import { rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { startTestTap } from "../support/tap.ts";
 
@@ -51,7 +50,7 @@ async function readToEnd(reader: ReadableStreamDefaultReader<Uint8Array>, ms: nu
 /** The `records` events in an event-stream text, parsed. */
 function recordEvents(
   text: string,
-): { dir: string; scope: string; agent: string | null; records: { uuid: string; parentUuid: string | null; html: string }[] }[] {
+): { dir: string; scope: string; agent: string | null; bytes: number; records: { uuid: string; parentUuid: string | null; html: string }[] }[] {
   return text.split("\n\n").filter((e) => e.startsWith("event: records\n")).map((e) => JSON.parse(e.slice(e.indexOf("data: ") + 6)));
 }
 
@@ -236,12 +235,13 @@ describe("viewer routes", () => {
     assert.equal(readdirSync(`${claude}/projects/-work-project`).filter((n) => n.includes(".bak-")).length, 1);
   });
 
-  it("events: `ready`, then each new whole line as it lands, from this process (hint) or another (poll)", async () => {
-    const res = await get("/_tap/api/events");
+  it("events: `ready` with what the session's files hold, then each new whole line of that session as it lands (the poll)", async () => {
+    const shown = (await (await get(`/_tap/api/sessions/${S1}`)).json()).session;
+    const res = await get(`/_tap/api/events?dir=${S1}`);
     assert.match(res.headers.get("content-type") ?? "", /text\/event-stream/);
     const reader = res.body!.getReader();
     let text = await readUntil(reader, (t) => t.includes("event: ready"));
-    assert.match(text, /event: ready/);
+    assert.deepEqual(JSON.parse(/event: ready\ndata: (.*)\n/.exec(text)![1]), { bytes: shown.bytes }, "the page compares it with what it shows");
     assert.deepEqual(recordEvents(text), [], "records already there are not sent again");
 
     // Another writer appends a turn, the second record in two pieces: nothing is sent for half a line.
@@ -258,40 +258,36 @@ describe("viewer routes", () => {
     assert.match(first.records[0].html, /<article class="rec user" id="r-u2"/);
     assert.ok(first.records[0].html.includes("next &lt;b&gt;"));
     assert.deepEqual(second.records.map((r) => [r.uuid, r.parentUuid]), [["a2", "u2"]]);
+    assert.equal(second.bytes, statSync(file).size, "the bytes the page has seen, whole lines");
 
-    // A new subagent file is followed from its first byte.
+    // A new subagent file is followed from its first byte; another session's writes are not this stream's.
+    appendFileSync(`${root}/${S2}/2026-01-02T03-04-05.000Z.jsonl`, JSON.stringify(rec("user", "v9", "v1", "not for this page", { sessionId: S2 })) + "\n");
     mkdirSync(`${root}/${S1}/subagents/agent-x`, { recursive: true });
     writeFileSync(`${root}/${S1}/subagents/agent-x/2026.jsonl`, JSON.stringify(rec("user", "sub1", null, "agent work", { sessionId: S1 })) + "\n");
     text = await readUntil(reader, (t) => recordEvents(t).length >= 3, 5000, text);
     assert.deepEqual(recordEvents(text)[2], { ...recordEvents(text)[2], dir: S1, scope: "subagent", agent: "agent-x" });
-
+    assert.deepEqual(recordEvents(text).map((e) => e.dir), [S1, S1, S1]);
     await reader.cancel();
   });
 
-  it("a write through the observed filesystem is sent at once, without waiting for the poll", async () => {
-    const slow = createViewer({
+  it("events name one session's directory, and end when the tap stops (so the drain is not held open)", async () => {
+    const own = createViewer({
       fs: nodeFs,
       mirrorDir: root,
       claudeDir: scratch.dir,
       host: "127.0.0.1",
       version: "0",
       bundle: bundleScript,
-      onError: () => {},
-      pollMs: 60_000,
+      onError: (e) => assert.fail(String(e)),
     });
-    const observed = observeWrites(nodeFs, (path) => slow.hint(path));
-    const wapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: slow.deps });
-    const reader = (await wapp.request("http://127.0.0.1/_tap/api/events", { headers: { host: "127.0.0.1" } })).body!.getReader();
-    let text = await readUntil(reader, (t) => t.includes("event: ready"));
-    await observed.append(
-      `${root}/${S2}/2026-01-02T03-04-05.000Z.jsonl`,
-      JSON.stringify(rec("assistant", "v2", "v1", [{ type: "text", text: "zebra facts" }], { sessionId: S2 })) + "\n",
-      false,
-    );
-    text = await readUntil(reader, (t) => recordEvents(t).length >= 1, 3000, text);
-    assert.deepEqual(recordEvents(text).map((e) => [e.dir, e.records[0].uuid]), [[S2, "v2"]]);
-    // Stopping the tap ends the stream (so the drain is not held open).
-    slow.close();
+    const wapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: own.deps });
+    const events = (query: string) => wapp.request(`http://127.0.0.1/_tap/api/events${query}`, { headers: { host: "127.0.0.1" } });
+    for (const query of ["", "?dir=", "?dir=..", "?dir=.staging", `?dir=${S1}/subagents`, "?dir=%2Fetc"]) {
+      assert.equal((await events(query)).status, 400, query);
+    }
+    const reader = (await events(`?dir=${S2}`)).body!.getReader();
+    await readUntil(reader, (t) => t.includes("event: ready"));
+    own.close();
     await readToEnd(reader, 2000);
   });
 
@@ -309,6 +305,8 @@ describe("viewer routes", () => {
     const fapp = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: faulty.deps, onError: (e) => errors.push(`answer: ${e}`) });
     const ask = (path: string) => fapp.request(`http://127.0.0.1${path}`, { headers: { host: "127.0.0.1" } });
     assert.equal((await ask("/_tap/api/search?q=zebras")).status, 200);
+    const live = (await ask(`/_tap/api/events?dir=${S1}`)).body!.getReader();
+    await readUntil(live, (t) => t.includes("event: ready"));
     const died = await ask("/_tap/api/search?q=die-on-cue");
     assert.equal(died.status, 500);
     assert.equal((await died.json()).error.message, "sessiontap: internal error");
@@ -316,12 +314,13 @@ describe("viewer routes", () => {
     assert.ok(errors.some((e) => /^answer: .*the viewer's reader stopped/.test(e)), errors.join("\n"));
     const hits = await (await ask("/_tap/api/search?q=zebras")).json();
     assert.deepEqual(hits.map((h: { uuid: string }) => h.uuid), ["v1"], "a new reader answers");
+    await readToEnd(live, 2000); // the page follows again, from the new reader, and sees what it missed
     faulty.close();
   });
 
   it("a running tap serves the viewer, and stopping it ends open event streams at once (the drain is not held)", async () => {
     await using tap = await startTestTap("http://127.0.0.1:9", { SESSIONTAP_DRAIN_MS: "10000" });
-    const res = await fetch(`${tap.url}/_tap/api/events`);
+    const res = await fetch(`${tap.url}/_tap/api/events?dir=a-session-not-there-yet`);
     const reader = res.body!.getReader();
     assert.match(await readUntil(reader, (t) => t.includes("event: ready")), /event: ready/);
     assert.equal((await fetch(`${tap.url}/_tap/`)).status, 200);

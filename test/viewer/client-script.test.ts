@@ -1,5 +1,5 @@
 // The viewer's browser client is ordinary TypeScript modules (src/viewer/client/), bundled by Bun's bundler
-// into the page's one nonced script (src/viewer/client-script.ts): in the compiled binary at build time, from
+// into the page's one nonced script (clientScript in src/viewer/page.ts): in the compiled binary at build time, from
 // source the first time the page is asked for. Here the script the page carries, as this runtime bundles it
 // (Bun in this process; under Deno, Bun's CLI from the dev dependencies), is parsed, searched for module
 // syntax, and checked by the TypeScript compiler alone with only the ES and DOM libraries, so anything the
@@ -8,8 +8,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { bundleScript } from "../../src/runtime/index.ts";
-import { clientScript } from "../../src/viewer/client-script.ts";
-import { viewerPage } from "../../src/viewer/page.ts";
+import { clientScript, viewerPage } from "../../src/viewer/page.ts";
 import { undeclaredNames } from "../support/free-names.ts";
 import { inlineScript } from "../support/inline-script.ts";
 

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { describeRun, findTranscripts, makeScratch, pollUntil, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
-import { rec, writeMirror } from "../support/recover.ts";
+import { cli, rec, writeMirror } from "../support/recover.ts";
 import { type StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 
@@ -57,8 +57,18 @@ function handMade(root: string, now: number): void {
       timestamp: iso(t + 3000),
     }),
   ]);
+  // Long enough to scroll: it opens at its top, and "newest turn" goes to its end.
+  const o = { sessionId: OLD, cwd: "/work/other-project" };
+  const old = now - 10 * 24 * 3600_000;
   writeMirror(root, OLD, [
-    rec("user", "o-u1", null, "an old question", { sessionId: OLD, cwd: "/work/other-project", timestamp: iso(now - 10 * 24 * 3600_000) }),
+    rec("user", "o-u0", null, "an old question", { ...o, timestamp: iso(old) }),
+    ...Array.from({ length: 24 }, (_, i) => [
+      rec("assistant", `o-a${i}`, `o-u${i}`, [{ type: "text", text: `old answer ${i} ` + "and more ".repeat(20) }], {
+        ...o,
+        timestamp: iso(old + i),
+      }),
+      rec("user", `o-u${i + 1}`, `o-a${i}`, `old question ${i + 1}`, { ...o, timestamp: iso(old + i) }),
+    ]).flat(),
   ]);
 }
 
@@ -98,9 +108,15 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
       const main = document.querySelector("#main")!;
       return { page: d.scrollWidth - d.clientWidth, main: main.scrollWidth - main.clientWidth };
     });
+  /** Opens session `id` and waits until the page shows this answer (not what it showed before). */
   const open = async (id: string) => {
-    await page.goto(`${tap.url}/_tap/#/s/${id}`);
+    const url = `${tap.url}/_tap/#/s/${id}`;
+    const answered = page.waitForResponse((r) => r.url().endsWith(`/_tap/api/sessions/${id}`), WAIT);
+    if (page.url() === url) await page.reload();
+    else await page.goto(url);
+    await answered;
     await page.locator(`#facts code`, { hasText: id }).first().waitFor(WAIT);
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
   };
 
   it("1400 px: the list with titles, projects and costs beside the conversation; nothing overflows", async () => {
@@ -116,6 +132,126 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     assert.deepEqual(await overflow(), { page: 0, main: 0 });
     await page.screenshot({ path: `${ARTIFACTS}viewer-1400.png` });
   });
+
+  /** What the home's chart draws: each day's value, and each part's value and height (in a 100-high box, peak at the top). */
+  const drawn = () =>
+    page.locator("#chart g.day").evaluateAll((gs) =>
+      gs.map((g) => ({
+        date: g.getAttribute("data-date")!,
+        value: Number(g.getAttribute("data-value")),
+        parts: [...g.querySelectorAll("rect[data-key]")].map((r) => ({
+          key: r.getAttribute("data-key")!,
+          value: Number(r.getAttribute("data-value")),
+          height: Number(r.getAttribute("height")),
+        })),
+      }))
+    );
+  /** Whether the first element `selector` finds is on screen with nothing (the header) over its top left corner. */
+  const uncovered = (selector: string) =>
+    page.locator(selector).first().evaluate((e) => {
+      const r = e.getBoundingClientRect();
+      const hit = document.elementFromPoint(r.left + 8, r.top + 8);
+      return r.top >= 0 && r.top + 8 < innerHeight && hit !== null && e.contains(hit);
+    });
+  const tokensOf = (u: Record<string, number>) => u.inputTokens + u.outputTokens + u.cacheCreationTokens + u.cacheReadTokens;
+
+  it("the home, 1400 px: each day's bar is `usage --json`'s total for it, stacked by project or by model, in tokens or cost", async () => {
+    await page.goto(`${tap.url}/_tap/`);
+    await page.locator("#chart g.day").first().waitFor(WAIT);
+    const run = await cli(["usage", "--json", "--mirror-dir", tap.root], { CLAUDE_CONFIG_DIR: claudeDir() });
+    assert.equal(run.code, 0, run.stderr);
+    const usage = JSON.parse(run.stdout) as {
+      days: { date: string; usage: Record<string, number>; knownCostUSD: number }[];
+      projects: { cwd: string }[];
+      models: { model: string }[];
+    };
+    assert.equal(usage.days.length, 2, "today's session and yesterday's");
+    for (const [stack, metric] of [["project", "tokens"], ["model", "tokens"], ["model", "cost"], ["project", "tokens"]]) {
+      await page.locator("#stack").selectOption(stack);
+      await page.locator("#metric").selectOption(metric);
+      const bars = await drawn();
+      assert.equal(bars.length, 30, "the last 30 days");
+      const want = new Map(usage.days.map((d) => [d.date, metric === "tokens" ? tokensOf(d.usage) : d.knownCostUSD]));
+      assert.deepEqual(bars.filter((b) => b.value > 0).map((b) => [b.date, b.value]), [...want], `${metric} by ${stack}: the bars are usage --json's days`);
+      const peak = Math.max(...bars.map((b) => b.value));
+      for (const bar of bars) {
+        const sum = bar.parts.reduce((n, p) => n + p.value, 0);
+        assert.ok(Math.abs(sum - bar.value) < 1e-6, `${bar.date}: its parts add up to it (${sum} against ${bar.value})`);
+        for (const part of bar.parts) assert.ok(Math.abs(part.height - (part.value / peak) * 100) < 1e-6, `${bar.date} ${part.key} drawn to scale`);
+      }
+      const keys = new Set(bars.flatMap((b) => b.parts.map((p) => p.key)));
+      const named = stack === "model" ? usage.models.map((m) => m.model) : usage.projects.map((p) => p.cwd.split("/").pop()!);
+      assert.deepEqual([...keys].sort(), named.sort(), `stacked by ${stack}`);
+    }
+    await page.screenshot({ path: `${ARTIFACTS}viewer-home-1400.png` });
+  });
+
+  it("the home's numbers on hover and on focus and as a table for screen readers, the busiest sessions, and what Claude Code lost", async () => {
+    const [yesterday, today] = (await drawn()).filter((b) => b.value > 0).map((b) => b.date);
+    await page.locator(`#chart g.day[data-date="${yesterday}"]`).hover();
+    assert.equal(await page.locator("#tip").innerText(), `${yesterday} · 2.01M tokens · ≈ $2.05 · other-project 2.01M tokens`);
+    await page.locator(`#chart g.day[data-date="${today}"]`).focus();
+    assert.match(await page.locator("#tip").innerText(), new RegExp(`^${today} · [\\d.]+k? tokens · ≈ \\$0\\.\\d+ · proj `));
+    const table = await page.locator("#table tr").evaluateAll((rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+    assert.deepEqual(table.slice(0, 2), [["Day", "Tokens", "Cost", "By project"], [yesterday, "2.01M tokens", "≈ $2.05", "other-project 2.01M tokens"]]);
+    assert.equal(table.length, 3);
+    assert.match(await page.locator("#busiest li").first().innerText(), /^list the big directory · 2\.01M tokens · \$2\.05 · other-project$/);
+    assert.equal(await page.locator("#busiest li").count(), 2, "the sessions with answers");
+    // The hand-made sessions were never Claude Code's: it holds no transcript of them.
+    const lost = await page.locator("#lost li[data-session]").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.session));
+    assert.deepEqual(lost.sort(), [OLD, YESTERDAY].sort());
+    assert.match(await page.locator(`#lost li[data-session="${YESTERDAY}"]`).innerText(), /Claude: missing Restore…$/);
+  });
+
+  it("the home, 375 px: above the list, nothing overflows; its Restore… opens the session with the dry run shown", async () => {
+    await page.setViewportSize({ width: 375, height: 812 });
+    try {
+      await page.goto(`${tap.url}/_tap/`);
+      await page.locator("#chart g.day").first().waitFor(WAIT);
+      assert.deepEqual(await overflow(), { page: 0, main: 0 });
+      const home = (await page.locator("#home").boundingBox())!;
+      const list = (await page.locator("#sessions").boundingBox())!;
+      assert.ok(home.y < list.y && home.width <= 375, "the home first, then the list");
+      assert.ok((await page.locator("#chart").boundingBox())!.width >= 340, "the chart takes the width");
+      await page.screenshot({ path: `${ARTIFACTS}viewer-home-375.png`, fullPage: true });
+      await page.locator(`#lost li[data-session="${YESTERDAY}"] button`).click();
+      const dry = page.locator("#restore-dry");
+      await dry.waitFor(WAIT);
+      assert.match(await dry.innerText(), new RegExp(`^Would create .*/projects/-work-other-project/${YESTERDAY}\\.jsonl`));
+      assert.equal(new URL(page.url()).hash, `#/s/${YESTERDAY}`);
+      assert.ok(await uncovered("#restore-go"));
+      await page.screenshot({ path: `${ARTIFACTS}viewer-home-restore-375.png` });
+      await page.locator("#restore button", { hasText: "Cancel" }).click();
+    } finally {
+      await page.setViewportSize({ width: 1400, height: 900 });
+    }
+  });
+
+  for (const width of [1400, 375]) {
+    it(`${width} px: a conversation opens at its top, title and first card in view below the header; the newest turn is a click away`, async () => {
+      await page.setViewportSize({ width, height: 812 });
+      try {
+        await page.goto(`${tap.url}/_tap/`); // from the home: a hash that does not change opens nothing
+        await open(OLD);
+        await page.locator("#conversation .rec").first().waitFor(WAIT);
+        const main = await page.locator("#main").evaluate((m) => [m.scrollTop, m.scrollHeight, m.clientHeight]);
+        assert.equal(main[0], 0, "at the top");
+        assert.ok(main[1] > 2 * main[2], "a conversation long enough to scroll");
+        assert.ok(await uncovered("#facts h2"), "its title in view");
+        assert.ok(await uncovered("#conversation .rec"), "its first card in view, not under the header");
+        await page.screenshot({ path: `${ARTIFACTS}viewer-open-${width}.png` });
+        await page.getByRole("button", { name: "↓ newest turn" }).click();
+        assert.ok(await uncovered(`[id="r-o-u24"]`), "the newest turn in view");
+        if (width < 800) {
+          await page.locator("#back").click();
+          assert.equal(await page.evaluate(() => (document.activeElement as HTMLElement).closest("li")?.dataset.session), OLD);
+          assert.ok(await uncovered(`#sessions li.active a`), "the session left is in view in the list, not under the header");
+        }
+      } finally {
+        await page.setViewportSize({ width: 1400, height: 900 });
+      }
+    });
+  }
 
   it("a tool call and its result are one pair: open when short, closed when long; the result's own record is folded into it", async () => {
     await open(sessionId);
@@ -157,10 +293,12 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     await page.locator("#when").selectOption("today");
     assert.deepEqual(await shown(), [sessionId]);
     const tenDaysAgo = new Date(Date.now() - 10 * 24 * 3600_000 + 9 * 3600_000).toISOString().slice(0, 10); // Tokyo's calendar day
-    await page.locator("#day").fill(tenDaysAgo);
-    await page.locator("#day").dispatchEvent("change");
+    const day = page.getByLabel("Active on"); // the date field says what it is
+    assert.ok(await page.locator('label[for="day"]').isVisible());
+    await day.fill(tenDaysAgo);
+    await day.dispatchEvent("change");
     assert.deepEqual(await shown(), [OLD]);
-    await page.locator("#day").fill("");
+    await day.fill("");
     await page.locator("#when").selectOption("");
     assert.equal((await shown()).length, 3);
   });
@@ -169,7 +307,7 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     await page.goto(`${tap.url}/_tap/`);
     await page.locator("#sessions li.session").first().waitFor(WAIT);
     const order = await page.locator("#sessions li.session").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.session!));
-    await page.locator("body").click({ position: { x: 700, y: 400 } });
+    await page.locator("#top h1").click(); // the page has the keyboard, nothing on it is focused
     await page.keyboard.press("j");
     await page.waitForURL(new RegExp(`#/s/${order[0]}$`), WAIT);
     await page.keyboard.press("j");
@@ -249,6 +387,7 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
         await page.locator("#back").click();
         await page.locator("#sessions li.session").first().waitFor({ state: "visible", ...WAIT });
         assert.ok(!(await page.locator("#main").isVisible()));
+        assert.ok((await page.locator("#home").boundingBox())!.y < (await page.locator("#sessions").boundingBox())!.y, "the home above the list");
         assert.deepEqual(await overflow(), { page: 0, main: 0 });
         await page.screenshot({ path: `${ARTIFACTS}viewer-${width}-list.png` });
         await page.locator(`#sessions li.session[data-session="${YESTERDAY}"] a`).click();
@@ -321,7 +460,8 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
   });
 
   it("the screenshots were kept, and the page logged no error", () => {
-    for (const name of ["viewer-1400.png", "viewer-768.png", "viewer-360.png", "viewer-360-list.png"]) {
+    const shots = ["viewer-1400.png", "viewer-768.png", "viewer-360.png", "viewer-360-list.png", "viewer-home-1400.png", "viewer-home-375.png"];
+    for (const name of [...shots, "viewer-home-restore-375.png", "viewer-open-1400.png", "viewer-open-375.png"]) {
       assert.ok(statSync(`${ARTIFACTS}${name}`).size > 10_000, name);
     }
     assert.deepEqual(browser.errors, []);

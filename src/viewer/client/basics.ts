@@ -1,63 +1,121 @@
-/** The client's small helpers, imported by every part: elements, the API, times, counts. */
-import type { GuardAlert, TokenCounts } from "../api-json.ts";
+// The browser client's state, the page's elements and small helpers, imported by every part: docs/DESIGN.md "The viewer".
+import type { GuardAlert, ViewerSession } from "../api.ts";
+import { localDateTime, type Zone } from "../../utils/local-time.ts";
+export { tokensShort as tokens, usd } from "../../usage/format.ts";
+export { totalTokens as total } from "../../usage/tokens.ts";
 
-/** A new element with a class and text (textContent: nothing the client writes is parsed as HTML). */
-export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string | null, text?: string | null): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
+export function byId<T extends Element>(id: string, kind: { new (): T; prototype: T }): T {
+  const found = document.getElementById(id);
+  if (!(found instanceof kind)) throw new Error("the viewer page has no #" + id);
+  return found;
+}
+
+/** The page's fixed elements (viewerPage in ../page.ts). */
+export const ui = {
+  back: byId("back", HTMLButtonElement),
+  live: byId("live", HTMLElement),
+  search: byId("search", HTMLInputElement),
+  project: byId("project", HTMLSelectElement),
+  when: byId("when", HTMLSelectElement),
+  day: byId("day", HTMLInputElement),
+  totals: byId("totals", HTMLElement),
+  unseen: byId("unseen", HTMLElement),
+  sessions: byId("sessions", HTMLUListElement),
+  results: byId("results", HTMLUListElement),
+  main: byId("main", HTMLElement),
+  facts: byId("facts", HTMLElement),
+  conversation: byId("conversation", HTMLElement),
+};
+
+export const state = {
+  /** Every session, as the last `api/sessions` listed them. */
+  sessions: [] as ViewerSession[],
+  /** The sessions the filters let through, in list order (what j/k move over). */
+  shown: [] as ViewerSession[],
+  /** The open session's id (its directory when it has none), else null. */
+  current: null as string | null,
+  dir: null as string | null,
+  /** The uuid the shown conversation ends at: a live record whose parent it is continues it. */
+  tail: null as string | null,
+  /** What the open session's files held when it was shown or last grew (compared when its event stream is ready). */
+  bytes: 0,
+  /** The search as last run: its terms are marked in a record jumped to. */
+  query: "",
+  /** A session whose restore's dry run shows as soon as it opens (the home's "Restore…"). */
+  planNext: null as string | null,
+};
+
+/** A new element with a class, text (textContent: nothing the client writes is parsed as HTML) and properties. */
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  cls?: string | null,
+  text?: string | null,
+  props: Partial<HTMLElementTagNameMap[K]> = {},
+): HTMLElementTagNameMap[K] {
+  const e = Object.assign(document.createElement(tag), props);
   if (cls) e.className = cls;
   if (text !== undefined && text !== null) e.textContent = text;
   return e;
 }
 
+export function message(error: unknown): string {
+  return String((error instanceof Error && error.message) || error);
+}
+
 /** GETs (or `init`s) a JSON answer; throws with the answer's error unless it is a refusal with a plan. */
-export async function getJson<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
+export async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
   const r = await fetch(url, Object.assign({ headers: { accept: "application/json" } }, init || {}));
   const body: unknown = await r.json().catch(() => ({}));
   const field = (key: string): unknown => (typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined);
   // A refused restore is an answer to show (it carries the plan), not a failure.
   if (!r.ok && !field("outcome")) throw new Error(String(field("error") || "HTTP " + r.status));
-  return { status: r.status, body: body as T }; // the shape api-json.ts names: the tap's own answer
+  return body as T; // the shape api.ts names: the tap's own answer
 }
 
-const two = (n: number) => String(n).padStart(2, "0");
-function local(iso: string, seconds?: boolean): string {
-  const d = new Date(iso);
-  if (isNaN(d.getTime())) return "?";
-  return d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate()) + " " + two(d.getHours()) + ":" + two(d.getMinutes()) +
-    (seconds ? ":" + two(d.getSeconds()) : "");
+/** What the page says of its live state, in the header. */
+export function liveSays(text: string, cls = ""): void {
+  ui.live.textContent = text;
+  ui.live.className = cls;
 }
-function utc(iso: string | null): string {
-  return iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC") : "";
+
+/** A handler for a background refresh that failed: the page says so where the live state shows, never silently. */
+export function failed(what: string): (error: unknown) => void {
+  return (error) => {
+    liveSays("⚠ " + what + " failed: " + message(error), "problem");
+    console.error("sessiontap viewer: " + what + " failed", error);
+  };
 }
-/** A <time> showing local time, UTC on hover. */
+
+/** The reader's own zone, as the browser knows it. */
+const READER: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
+
+/** Shows `iso` in the reader's zone in a <time>, UTC on hover. */
+function setTime(t: HTMLElement, iso: string, seconds = false): void {
+  t.textContent = isNaN(Date.parse(iso)) ? "?" : localDateTime(Date.parse(iso), READER, seconds);
+  t.title = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");
+  t.dataset.local = "1";
+}
+
 export function timeEl(iso: string | null, seconds?: boolean): HTMLTimeElement {
-  const t = el("time", null, iso ? local(iso, seconds) : "?");
-  if (iso) {
-    t.dateTime = iso;
-    t.title = utc(iso);
-  }
+  const t = el("time", null, "?");
+  if (iso) setTime(Object.assign(t, { dateTime: iso }), iso, seconds);
   return t;
 }
-/** Rewrites the server's UTC <time> elements under `root` to the reader's zone, keeping UTC in the tooltip. */
+
+/** Rewrites the server's UTC <time> elements under `root` to the reader's zone. */
 export function localize(root: Element): void {
-  for (const t of root.querySelectorAll<HTMLElement>("time[datetime]")) {
-    if (t.dataset.local) continue;
-    t.dataset.local = "1";
-    const iso = t.getAttribute("datetime");
-    if (!iso) continue;
-    t.textContent = local(iso, true);
-    t.title = utc(iso);
-  }
+  for (const t of root.querySelectorAll<HTMLElement>("time[datetime]:not([data-local])")) setTime(t, t.getAttribute("datetime")!, true);
 }
 
-/** The id a session goes by in the page: its session id, else its directory. */
 export function idOf(s: { sessionId: string | null; dir: string }): string {
   return s.sessionId || s.dir;
 }
-/** The state of Claude Code's own transcript of a session, as a badge. */
+
+/** The state of Claude Code's own transcript of a session. */
 export function badge(state: string): HTMLElement {
-  return el("span", "badge " + state, state === "intact" ? "Claude: intact" : "Claude: " + state);
+  return el("span", "badge " + state, "Claude: " + state);
 }
+
 const GUARD_WORDS: Record<string, string> = { missing: "is gone", stub: "is a stub", behind: "is behind the mirror" };
 /** The guard's alert on a session: Claude Code lost its transcript, and the command that brings it back. */
 export function guardBanner(alert: GuardAlert): HTMLElement {
@@ -73,18 +131,6 @@ export function guardBanner(alert: GuardAlert): HTMLElement {
   return b;
 }
 
-/** A token count: 950, 12.3k, 4.56M. */
-export function tokens(n: number): string {
-  return n < 1000 ? String(n) : n < 1e6 ? (n / 1000).toFixed(n < 1e4 ? 2 : n < 1e5 ? 1 : 0) + "k" : (n / 1e6).toFixed(n < 1e7 ? 2 : 1) + "M";
-}
-/** Every token of a usage. */
-export function total(u: TokenCounts): number {
-  return u ? u.inputTokens + u.outputTokens + u.cacheCreationTokens + u.cacheReadTokens : 0;
-}
-/** A cost in USD ("?" when unknown). */
-export function usd(n: number | null | undefined): string {
-  return n === null || n === undefined ? "?" : n === 0 ? "$0.00" : n >= 0.01 ? "$" + n.toFixed(2) : "$" + n.toPrecision(2);
-}
 /** The last part of a project path. */
 export function base(path: string | null): string {
   if (!path) return "cwd unknown";

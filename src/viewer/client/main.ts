@@ -1,21 +1,80 @@
-/**
- * The browser client's entry: every part of the client handed to the one that assembles them
- * (viewer-client.ts). `bun build` bundles this module and what it imports into the page's one script
- * (../client-script.ts; docs/DESIGN.md "The viewer").
- */
-import { liveRecordsPart } from "./live-records.ts";
-import { navigationPart } from "./navigation.ts";
-import { restorePart } from "./restore-panel.ts";
-import { searchPart } from "./search.ts";
-import { sessionListPart } from "./session-list.ts";
-import { sessionViewPart } from "./session-view.ts";
-import { viewerClient } from "./viewer-client.ts";
+// The browser client's entry, bundled with what it imports into the page's one script (../page.ts): docs/DESIGN.md "The viewer".
+import { el, failed, idOf, message, state, ui } from "./basics.ts";
+import { loadHome } from "./home.ts";
+import { loadSessions, renderSessions } from "./list.ts";
+import { onSearch, runSearch } from "./search.ts";
+import { follow, showSession } from "./session.ts";
 
-viewerClient({
-  list: sessionListPart,
-  session: sessionViewPart,
-  restore: restorePart,
-  search: searchPart,
-  live: liveRecordsPart,
-  navigation: navigationPart,
-});
+/** Shows what the hash names (`#/s/<id>[/<uuid>]`, so links, reloads and the back button work): a session (and a record in it), else the home and the list. */
+function route(): void {
+  const m = /^#\/s\/([^/]+)(?:\/(.+))?$/.exec(location.hash);
+  if (m) {
+    showSession(decodeURIComponent(m[1]), m[2] ? decodeURIComponent(m[2]) : null).catch((e) => {
+      ui.conversation.replaceChildren(el("div", "empty", message(e)));
+    });
+    return;
+  }
+  const wasViewing = document.body.classList.contains("viewing");
+  document.body.classList.remove("viewing");
+  state.dir = null; // the session left stays marked in the list
+  follow(null);
+  renderSessions();
+  if (wasViewing) loadHome().catch(failed("reading the usage"));
+}
+
+/** Leaves the open session for the list, keyboard focus on the list. */
+function backToList(): void {
+  if (location.hash) history.pushState(null, "", location.pathname + location.search);
+  route();
+  (ui.sessions.querySelector<HTMLElement>("li.active a") ?? ui.sessions.querySelector<HTMLElement>("a"))?.focus();
+}
+
+/** Opens the session `n` places from the current one in the list as filtered. */
+function step(n: number): void {
+  if (state.shown.length === 0) return;
+  const m = /^#\/s\/([^/]+)/.exec(location.hash);
+  const current = m ? decodeURIComponent(m[1]) : state.current;
+  const at = state.shown.findIndex((s) => idOf(s) === current || s.dir === current || (current && idOf(s).startsWith(current)));
+  const next = at < 0 ? (n > 0 ? 0 : state.shown.length - 1) : Math.min(state.shown.length - 1, Math.max(0, at + n));
+  const id = idOf(state.shown[next]);
+  location.hash = "#/s/" + encodeURIComponent(id);
+  ui.sessions.querySelector<HTMLElement>('li[data-session="' + CSS.escape(id) + '"] a')?.focus({ preventScroll: false });
+}
+
+/** j/k or the arrows between sessions, / to search, Escape back. */
+function onKey(e: KeyboardEvent): void {
+  const typing = e.target instanceof HTMLElement && e.target.matches("input,select,textarea");
+  if (e.key === "Escape") {
+    if (e.target === ui.search && ui.search.value) {
+      ui.search.value = "";
+      runSearch();
+    } else if (document.body.classList.contains("viewing")) {
+      e.preventDefault();
+      backToList();
+    }
+    return;
+  }
+  if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  const move = ({ j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 } as Record<string, number>)[e.key];
+  if (move === undefined && e.key !== "/") return;
+  e.preventDefault();
+  if (move === undefined) ui.search.focus();
+  else step(move);
+}
+
+document.addEventListener("keydown", onKey);
+ui.back.addEventListener("click", backToList);
+ui.search.addEventListener("input", onSearch);
+for (const select of [ui.project, ui.when, ui.day]) {
+  select.addEventListener("change", () => {
+    if (select === ui.when) ui.day.value = ""; // a relative range replaces a chosen day
+    renderSessions();
+    if (state.query) runSearch();
+  });
+}
+globalThis.addEventListener("hashchange", route);
+loadSessions().then(route).catch((e) => ui.sessions.replaceChildren(el("li", "empty", message(e))));
+// The guard's alerts change without new records: refresh the list (and the home) now and then.
+setInterval(() => {
+  if (!document.hidden) loadSessions().catch(failed("refreshing the list"));
+}, 10000);

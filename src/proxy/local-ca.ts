@@ -1,0 +1,168 @@
+// The local CA and the leaves it signs (docs/DESIGN.md "The local CA"): ECDSA P-256 over WebCrypto, name constraints that
+// permit the proxy's hosts only, kept in a 0700 directory of the user's; leaves live in memory only.
+import "reflect-metadata";
+import type * as X509 from "@peculiar/x509";
+import { AsnConvert } from "@peculiar/asn1-schema";
+import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from "@peculiar/asn1-x509";
+import { createSecureContext, type SecureContext } from "node:tls";
+import { ProxyStartError } from "../config/proxy-settings.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { ensurePrivateDir } from "../storage/private-dir.ts";
+import { currentUid, untrusted } from "../storage/trusted-path.ts";
+
+// Bun ran reflect-metadata and tsyringe (both CommonJS) in an order of its own; a dynamic import starts after this
+// module's body, so after the polyfill (docs/RUNTIMES.md "The forward proxy").
+export const x509: typeof X509 = await import("@peculiar/x509");
+
+const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
+const [DAY_MS, CA_DAYS, CA_RENEW_DAYS, LEAF_DAYS] = [86_400_000, 3650, 30, 7];
+const ALL_ADDRESSES = ["0.0.0.0/0", "::/0"];
+
+type LocalCa = Awaited<ReturnType<typeof readCa>>;
+
+// Critical, as RFC 5280 §4.2.1.10 asks; every address is excluded, since names alone leave IP addresses unconstrained.
+function nameConstraints(names: readonly string[]): X509.Extension {
+  const subtrees = (bases: GeneralName[]) => new GeneralSubtrees(bases.map((base) => new GeneralSubtree({ base })));
+  const permittedSubtrees = subtrees(names.map((dNSName) => new GeneralName({ dNSName })));
+  const excludedSubtrees = subtrees(ALL_ADDRESSES.map((iPAddress) => new GeneralName({ iPAddress })));
+  return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(new NameConstraints({ permittedSubtrees, excludedSubtrees })));
+}
+
+/** The dNSNames a CA's name constraints permit and the addresses they exclude, or null when it has none (it signs for anything). */
+export function constraintsOf(cert: X509.X509Certificate): { names: string[]; excluded: string[] } | null {
+  const ext = cert.getExtension(id_ce_nameConstraints);
+  if (ext === null) return null;
+  const parsed = AsnConvert.parse(ext.value, NameConstraints);
+  const names = [...(parsed.permittedSubtrees ?? [])].flatMap((s) => (s.base.dNSName === undefined ? [] : [s.base.dNSName.toLowerCase()]));
+  return { names, excluded: [...(parsed.excludedSubtrees ?? [])].flatMap((s) => s.base.iPAddress ?? []) };
+}
+
+/** A fresh key pair and its certificate, signed by `issuer` (itself when null), valid from a day back for clocks that lag. */
+async function certify(subject: string, issuer: LocalCa | null, days: number, now: number, extensions: X509.Extension[]) {
+  const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
+  const keyId = await (issuer ? x509.AuthorityKeyIdentifierExtension.create(issuer.cert, false) : x509.SubjectKeyIdentifierExtension.create(keys.publicKey));
+  const cert = await x509.X509CertificateGenerator.create({
+    subject,
+    issuer: issuer?.cert.subject ?? subject,
+    notBefore: new Date(now - DAY_MS),
+    notAfter: new Date(now + days * DAY_MS),
+    publicKey: keys.publicKey,
+    signingKey: issuer?.key ?? keys.privateKey,
+    signingAlgorithm: ALG,
+    extensions: [...extensions, keyId],
+  });
+  const keyPem = x509.PemConverter.encode(await crypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY");
+  return { certPem: `${cert.toString("pem")}\n`, keyPem, notAfter: cert.notAfter.getTime() };
+}
+
+/** Reads a key file; throws when it holds no such pair, or the key is not the certificate's. */
+export async function readCa(text: string) {
+  const blocks = [...text.matchAll(/-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----/g)];
+  const keyBlock = blocks.find((b) => b[1] === "PRIVATE KEY")?.[0];
+  const certBlock = blocks.find((b) => b[1] === "CERTIFICATE")?.[0];
+  if (keyBlock === undefined || certBlock === undefined) throw new Error("it holds no private key and certificate");
+  const cert = new x509.X509Certificate(certBlock);
+  const key = await crypto.subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(keyBlock), ALG, false, ["sign"]);
+  const probe = new TextEncoder().encode("sessiontap");
+  const signature = await crypto.subtle.sign(ALG, key, probe);
+  if (!(await crypto.subtle.verify(ALG, await cert.publicKey.export(ALG, ["verify"]), signature, probe))) {
+    throw new Error("its private key is not its certificate's");
+  }
+  return { cert, key, certPem: `${cert.toString("pem")}\n` };
+}
+
+/** Why `ca` should not serve `names` at `now`, or null. */
+function caProblem(ca: LocalCa, names: readonly string[], now: number): string | null {
+  if (ca.cert.notAfter.getTime() - now < CA_RENEW_DAYS * DAY_MS) return `it expires on ${ca.cert.notAfter.toISOString().slice(0, 10)}`;
+  const constraints = constraintsOf(ca.cert);
+  if (constraints === null) return "it carries no name constraints";
+  const list = (hosts: string[]) => `${hosts.slice(0, 3).join(", ")}${hosts.length > 3 ? ` and ${hosts.length - 3} more` : ""}`;
+  const missing = names.filter((n) => !constraints.names.includes(n));
+  if (missing.length > 0) return `it does not cover ${list(missing)}`;
+  const extra = constraints.names.filter((n) => !names.includes(n));
+  if (extra.length > 0) return `it covers ${list(extra)}, no longer a host the proxy decrypts`;
+  return ALL_ADDRESSES.every((a) => constraints.excluded.includes(a)) ? null : "it does not exclude IP addresses";
+}
+
+export function issueLeaf(ca: LocalCa, host: string, now: number) {
+  return certify(`CN=${host}`, ca, LEAF_DAYS, now, [
+    new x509.BasicConstraintsExtension(false, undefined, true),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+    new x509.SubjectAlternativeNameExtension([{ type: "dns", value: host }]),
+  ]);
+}
+
+/** One TLS context per host, made when a client first asks and a day before its leaf ends; a leaf that failed is asked again. */
+export function leafContexts(ca: LocalCa, clock: () => number): (host: string) => Promise<SecureContext> {
+  const made = new Map<string, Promise<{ context: SecureContext; renewAt: number }>>();
+  return async (host) => {
+    const known = await made.get(host)?.catch(() => undefined);
+    if (known !== undefined && clock() < known.renewAt) return known.context;
+    const leaf = issueLeaf(ca, host, clock()).then(({ keyPem, certPem, notAfter }) => ({
+      context: createSecureContext({ key: keyPem, cert: certPem + ca.certPem, minVersion: "TLSv1.2" }),
+      renewAt: notAfter - DAY_MS,
+    }));
+    made.set(host, leaf);
+    return (await leaf).context;
+  };
+}
+
+// A key others could read is a key others could sign with.
+async function readKeyFile(fs: FsAdapter, path: string): Promise<LocalCa | null> {
+  const info = await fs.lstat(path);
+  if (info === null) return null;
+  const why = untrusted(info, "file") ??
+    (fs.posixModes !== false && currentUid() >= 0 && (info.mode & 0o077) !== 0 ? `is open to other users (mode ${(info.mode & 0o777).toString(8)})` : null);
+  if (why !== null) throw new ProxyStartError(`the proxy's CA key ${path} ${why}; fix it (chmod 600) or remove it, and a new CA is made`);
+  try {
+    return await readCa(await fs.readText(path));
+  } catch (error) {
+    throw new ProxyStartError(`the proxy's CA key ${path} cannot be used (${(error as Error).message}); remove it, and a new CA is made`);
+  }
+}
+
+/** `text` written (0600, fsynced) under a fresh name beside where it goes. */
+async function writeAside(fs: FsAdapter, dir: string, name: string, text: string): Promise<string> {
+  const aside = `${dir}/.${name}.${crypto.randomUUID()}.tmp`;
+  if (!(await fs.createExclusive(aside, text, true))) throw new ProxyStartError(`${aside} already exists`);
+  return aside;
+}
+
+/** The CA in `dir` constrained to `names`, made or replaced as needed; `ca.pem` beside its key file holds its certificate. */
+export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly string[], now: number) {
+  await fs.mkdir(dir.replace(/\/+[^/]+\/*$/, "") || "/", 0o700);
+  try {
+    await ensurePrivateDir(fs, dir);
+  } catch (error) {
+    throw new ProxyStartError(`the proxy's CA directory ${(error as Error).message} (chmod 700 it, or set SESSIONTAP_CA_DIR)`);
+  }
+  const keyPath = `${dir}/ca-key.pem`;
+  const certPath = `${dir}/ca.pem`;
+  let ca = await readKeyFile(fs, keyPath);
+  // "made": none was there; a phrase: why the old one was replaced; null: the one there was used.
+  let made: string | null = null;
+  const problem = ca === null ? null : caProblem(ca, names, now);
+  if (ca === null || problem !== null) {
+    const fresh = await certify(`CN=sessiontap local proxy CA ${new Date(now).toISOString().slice(0, 10)}`, null, CA_DAYS, now, [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      nameConstraints(names),
+    ]);
+    // One file holds the key and its certificate, so the pair is written and read as one.
+    const aside = await writeAside(fs, dir, "ca-key.pem", `${fresh.keyPem}\n${fresh.certPem}`);
+    if (ca === null) {
+      // Two taps starting at once: the first link wins, and the other reads the winner's.
+      made = (await fs.link(aside, keyPath)) ? "made" : null;
+      await fs.unlink(aside);
+    } else {
+      await fs.rename(aside, keyPath);
+      made = problem;
+    }
+    ca = await readKeyFile(fs, keyPath);
+    if (ca === null) throw new ProxyStartError(`the proxy's CA key ${keyPath} vanished while it was being made`);
+  }
+  const current = (await fs.lstat(certPath))?.isFile ? await fs.readText(certPath).catch(() => "") : "";
+  if (current !== ca.certPem) await fs.rename(await writeAside(fs, dir, "ca.pem", ca.certPem), certPath);
+  return { ca, certPath, keyPath, made };
+}

@@ -1,0 +1,110 @@
+// With no session open: where the tokens went (`usage --json`'s numbers, drawn), and what Claude Code lost: docs/DESIGN.md "The viewer".
+import type { UsageView, ViewerSession } from "../api.ts";
+import { badge, base, byId, el, getJson, idOf, state, tokens, total, usd } from "./basics.ts";
+
+const DAYS = 30;
+const COLORS = ["#4263eb", "#f08c00", "#2f9e44", "#e03131", "#7048e8", "#1098ad", "#d6336c"];
+const [metric, stack, tip] = [byId("metric", HTMLSelectElement), byId("stack", HTMLSelectElement), byId("tip", HTMLElement)];
+let usage: UsageView | null = null;
+
+export async function loadHome(): Promise<void> {
+  renderLists();
+  usage = await getJson<UsageView>("api/usage");
+  drawChart();
+}
+metric.addEventListener("change", drawChart);
+stack.addEventListener("change", drawChart);
+
+function svg(tag: string, attributes: Record<string, string | number>, text = ""): SVGElement {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attributes)) e.setAttribute(k, String(v));
+  e.textContent = text;
+  return e;
+}
+
+function drawChart(): void {
+  if (usage === null) return;
+  const cost = metric.value === "cost";
+  const amount = (n: number) => (cost ? usd(n) : tokens(n) + " tokens");
+  const [y, m, d] = usage.today.split("-").map(Number);
+  const dates = Array.from({ length: DAYS }, (_, i) => new Date(Date.UTC(y, m - 1, d - DAYS + 1 + i)).toISOString().slice(0, 10));
+  const days = new Map(usage.days.map((day) => [day.date, day]));
+  const totalOf = (date: string) => (days.has(date) ? (cost ? days.get(date)!.knownCostUSD : total(days.get(date)!.usage)) : 0);
+  // The seven largest parts in these days keep their colour; the rest are one grey part.
+  const parts = usage.stacks[stack.value === "model" ? "model" : "project"].map((p) => {
+    const values = new Map(p.days.filter((x) => dates.includes(x.date)).map((x) => [x.date, cost ? x.cost : x.tokens]));
+    return { key: stack.value === "model" ? p.key : base(p.key), values, sum: [...values.values()].reduce((a, b) => a + b, 0) };
+  }).filter((p) => p.sum > 0).sort((a, b) => b.sum - a.sum);
+  const series = parts.slice(0, COLORS.length).map((p, i) => ({ ...p, color: COLORS[i] }));
+  if (parts.length > COLORS.length) {
+    const values = new Map(dates.map((date) => [date, parts.slice(COLORS.length).reduce((n, p) => n + (p.values.get(date) ?? 0), 0)]));
+    series.push({ key: "other", values, sum: 0, color: "#adb5bd" });
+  }
+  const peak = Math.max(0, ...dates.map(totalOf));
+  /** A day's numbers: its tokens, its cost, and its parts. */
+  const cells = (date: string) => {
+    const day = days.get(date);
+    const money = day === undefined ? "$0.00" : day.costUSD === null ? usd(day.knownCostUSD) + " + ?" : "≈ " + usd(day.costUSD);
+    const split = series.filter((s) => s.values.get(date)).map((s) => s.key + " " + amount(s.values.get(date)!));
+    return [date, tokens(day ? total(day.usage) : 0) + " tokens", money, split.join(", ")];
+  };
+  const said = (date: string) => cells(date).filter(Boolean).join(" · ");
+  const summary = "Last " + DAYS + " days: " + amount(dates.reduce((n, date) => n + totalOf(date), 0)) + ". Hover or focus a day for its numbers.";
+  tip.textContent = summary;
+  const chart = byId("chart", SVGSVGElement);
+  chart.setAttribute("viewBox", `0 0 ${DAYS * 10} 100`);
+  chart.setAttribute("preserveAspectRatio", "none");
+  chart.replaceChildren(...dates.map((date, i) => {
+    const g = svg("g", { class: "day", tabindex: 0, "data-date": date, "data-value": totalOf(date) });
+    g.append(svg("rect", { x: i * 10, y: 0, width: 10, height: 100, fill: "transparent" }), svg("title", {}, said(date)));
+    let top = 100;
+    for (const s of series) {
+      const v = s.values.get(date) ?? 0;
+      const h = (v / peak) * 100;
+      if (v > 0) g.append(svg("rect", { x: i * 10 + 1, y: top -= h, width: 8, height: h, fill: s.color, "data-key": s.key, "data-value": v }));
+    }
+    g.onmouseenter = g.onfocus = () => (tip.textContent = said(date));
+    g.onmouseleave = () => (tip.textContent = summary);
+    return g;
+  }));
+  const texts = { zone: "(days in " + usage.timeZone + ")", from: dates[0], peak: "peak " + amount(peak), to: dates[DAYS - 1] };
+  for (const [id, text] of Object.entries(texts)) byId(id, HTMLElement).textContent = text;
+  byId("legend", HTMLUListElement).replaceChildren(...series.map((s) => {
+    const li = el("li", null, s.key);
+    li.prepend(el("i"));
+    li.querySelector("i")!.style.background = s.color;
+    return li;
+  }));
+  const table = byId("table", HTMLTableElement);
+  table.replaceChildren(el("caption", null, "Tokens and cost per day, last " + DAYS + " days"));
+  for (const [i, row] of [["Day", "Tokens", "Cost", "By " + stack.value], ...dates.filter((date) => days.has(date)).map(cells)].entries()) {
+    table.appendChild(el("tr")).append(...row.map((c) => el(i === 0 ? "th" : "td", null, c)));
+  }
+}
+
+/** The busiest sessions, and those whose Claude Code transcript is not whole, each with a way to restore it. */
+function renderLists(): void {
+  const link = (s: ViewerSession) => el("a", null, s.title || idOf(s), { href: "#/s/" + encodeURIComponent(idOf(s)) });
+  const busiest = state.sessions.filter((s) => total(s.usage) > 0).sort((a, b) => total(b.usage) - total(a.usage)).slice(0, 5);
+  const lost = state.sessions.filter((s) => s.claudeTranscript !== "intact" && s.sessionId !== null && s.claudeTranscriptProblem === null);
+  const items = (list: ViewerSession[], also: (s: ViewerSession) => (Node | string)[]) =>
+    list.map((s) => {
+      const li = el("li");
+      li.dataset.session = idOf(s);
+      li.append(link(s), ...also(s));
+      return li;
+    });
+  byId("busiest", HTMLOListElement).replaceChildren(
+    ...items(busiest, (s) => [" · " + tokens(total(s.usage)) + " tokens · " + usd(s.costUSD) + " · " + base(s.cwd)]),
+    ...(busiest.length === 0 ? [el("li", "empty", "No answers with token usage yet.")] : []),
+  );
+  const restore = (s: ViewerSession) => {
+    state.planNext = idOf(s); // the session opens with the restore's dry run shown
+    location.hash = "#/s/" + encodeURIComponent(idOf(s));
+  };
+  byId("lost", HTMLUListElement).replaceChildren(
+    ...items(lost.slice(0, 8), (s) => [badge(s.claudeTranscript), " ", el("button", null, "Restore…", { onclick: () => restore(s) })]),
+    ...(lost.length > 8 ? [el("li", null, "and " + (lost.length - 8) + " more: their badges in the list say so.")] : []),
+    ...(lost.length === 0 ? [el("li", "empty", "Nothing lost: Claude Code holds a whole transcript of every mirrored session.")] : []),
+  );
+}

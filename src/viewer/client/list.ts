@@ -1,0 +1,111 @@
+// The session list with its project and date filters and totals: docs/DESIGN.md "The viewer".
+import type { ViewerSession } from "../api.ts";
+import { badge, base, el, failed, getJson, guardBanner, idOf, state, timeEl, tokens, total, ui, usd } from "./basics.ts";
+import { loadHome } from "./home.ts";
+
+const dayStart = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+
+/** The [from, to) range the date filter allows, or null for any time. */
+function range(): [number, number] | null {
+  if (ui.day.value) {
+    const [y, m, d] = ui.day.value.split("-").map(Number);
+    return [new Date(y, m - 1, d).getTime(), new Date(y, m - 1, d + 1).getTime()];
+  }
+  const when = ui.when.value;
+  if (!when) return null;
+  const today = dayStart(new Date());
+  const tomorrow = dayStart(new Date(today + 36 * 3600e3)); // a day is not always 24 hours
+  if (when === "today") return [today, tomorrow];
+  if (when === "yesterday") return [dayStart(new Date(today - 12 * 3600e3)), today];
+  const from = new Date(today);
+  from.setDate(from.getDate() - (Number(when) - 1));
+  return [from.getTime(), tomorrow];
+}
+
+export function passes(s: ViewerSession): boolean {
+  if (ui.project.value && s.cwd !== ui.project.value) return false;
+  const r = range();
+  if (!r) return true;
+  const first = Date.parse(s.firstTimestamp || s.lastTimestamp || "");
+  const last = Date.parse(s.lastTimestamp || s.firstTimestamp || "");
+  return !isNaN(first) && first < r[1] && last >= r[0];
+}
+
+function renderProjects(): void {
+  const chosen = ui.project.value;
+  const counts = new Map<string, number>();
+  for (const s of state.sessions) if (s.cwd) counts.set(s.cwd, (counts.get(s.cwd) || 0) + 1);
+  const options = [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([cwd, n]) =>
+    el("option", null, `${base(cwd)} (${n})`, { value: cwd, title: cwd })
+  );
+  ui.project.replaceChildren(el("option", null, "All projects", { value: "" }), ...options);
+  ui.project.value = counts.has(chosen) ? chosen : "";
+}
+
+/** Says what the tap forwarded without mirroring ("12 requests to /v2/… forwarded, not mirrored"), from its health. */
+async function loadUnseen(): Promise<void> {
+  const mirror = (await getJson<{ mirror?: { notMirrored?: { shapes?: { said?: string }[] } } | string }>("health")).mirror;
+  const lines = typeof mirror === "object" ? (mirror.notMirrored?.shapes || []).map((s) => s.said).filter((s) => typeof s === "string") : [];
+  ui.unseen.replaceChildren(...lines.map((line) => el("p", null, line + ": not in the mirror")));
+  ui.unseen.hidden = lines.length === 0;
+}
+
+/** Fetches the list and redraws it, the home when it shows, and the open session's guard banner. */
+export async function loadSessions(): Promise<void> {
+  loadUnseen().catch(failed("reading the tap's health"));
+  state.sessions = await getJson<ViewerSession[]>("api/sessions");
+  renderProjects();
+  renderSessions();
+  if (!document.body.classList.contains("viewing")) await loadHome();
+  // The guard can raise or clear an alert between records.
+  const open = state.sessions.find((s) => idOf(s) === state.current);
+  const heading = ui.facts.querySelector("h2");
+  if (open && heading) {
+    ui.facts.querySelector(".guard")?.remove();
+    if (open.guard) heading.after(guardBanner(open.guard));
+  }
+}
+
+/** "3 sessions · 1.2M tokens · ≈ $4.56", saying so when a cost is unknown. */
+function totals(shown: ViewerSession[]): string {
+  let sum = 0, unknown = false, toks = 0;
+  for (const s of shown) {
+    toks += total(s.usage);
+    if (s.costUSD !== null) sum += s.costUSD;
+    else if (total(s.usage) > 0) unknown = true;
+  }
+  const cost = unknown ? (sum > 0 ? usd(sum) + " + ?" : "cost unknown") : "≈ " + usd(sum);
+  return shown.length + " session" + (shown.length === 1 ? "" : "s") + " · " + tokens(toks) + " tokens · " + cost;
+}
+
+function item(s: ViewerSession): HTMLLIElement {
+  const li = el("li", "session" + (idOf(s) === state.current ? " active" : ""));
+  li.dataset.session = idOf(s);
+  const meta = el("div", "meta", null, { title: s.cwd || "" });
+  meta.append(timeEl(s.lastTimestamp), " · " + usd(s.costUSD) + " · " + tokens(total(s.usage)) + " tokens · " + base(s.cwd));
+  const sid = el("div", "sid", idOf(s).slice(0, 13));
+  sid.append(badge(s.claudeTranscript));
+  li.appendChild(el("a", null, null, { href: "#/s/" + encodeURIComponent(idOf(s)) })).append(
+    el("div", "title", s.title || "(no prompt)", { title: s.title || "" }),
+    meta,
+    sid,
+  );
+  if (s.guard) li.append(guardBanner(s.guard));
+  return li;
+}
+
+/** Redraws the list from the state, as filtered. */
+export function renderSessions(): void {
+  const list = ui.sessions;
+  const hadFocus = list.contains(document.activeElement);
+  state.shown = state.sessions.filter(passes);
+  // While a search shows its hits, the line above says how many matched (search.ts), not what the list costs.
+  if (!state.query) ui.totals.textContent = totals(state.shown);
+  if (state.shown.length === 0) {
+    list.replaceChildren(el("li", "empty", state.sessions.length === 0 ? "No mirrored sessions yet." : "No session matches the filters."));
+    return;
+  }
+  list.replaceChildren(...state.shown.map(item));
+  // Re-rendering replaces the links: keep the keyboard where it was.
+  if (hadFocus) list.querySelector<HTMLElement>("li.active a")?.focus({ preventScroll: true });
+}

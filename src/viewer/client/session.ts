@@ -1,0 +1,208 @@
+// One session in the main column: its facts, its restore, its conversation, and its new records as they are written: docs/DESIGN.md "The viewer".
+import type { ListEntry, LiveEvent, RestoreReply, SessionView } from "../api.ts";
+import { badge, el, failed, getJson, guardBanner, idOf, liveSays, localize, message, state, timeEl, tokens, ui, usd } from "./basics.ts";
+import { loadSessions, renderSessions } from "./list.ts";
+import { highlight } from "./search.ts";
+
+/** Counts navigations: an answer that arrives after a newer navigation began is not shown. */
+let shown = 0;
+
+/** Fetches and shows session `id`, at record `uuid` when given, else at its top (its title and facts in view). */
+export async function showSession(id: string, uuid?: string | null): Promise<void> {
+  const ticket = ++shown;
+  const data = await getJson<SessionView>("api/sessions/" + encodeURIComponent(id));
+  // j, j, k in quick succession: the answers may come back in any order, and only the last one counts.
+  if (ticket !== shown) return;
+  const s = data.session;
+  Object.assign(state, { current: idOf(s), dir: s.dir, tail: data.tail, bytes: s.bytes });
+  // Below 800 px the home and the list scroll the page itself: a conversation starts with the page at its top.
+  if (!document.body.classList.contains("viewing")) scrollTo(0, 0);
+  document.body.classList.add("viewing");
+  facts(s);
+  ui.conversation.innerHTML = data.html; // rendered and escaped by the tap
+  settle(ui.conversation);
+  renderSessions();
+  const active = ui.sessions.querySelector("li.active a");
+  if (active && document.activeElement !== ui.search) active.scrollIntoView({ block: "nearest" });
+  if (uuid) reveal(uuid);
+  else ui.main.scrollTop = 0;
+  follow(s.dir);
+}
+
+const reload = () => state.current !== null && showSession(state.current).catch(failed("reloading the session"));
+
+/** The facts above the conversation: title, guard banner, ids, times, usage, Claude Code's copy, restore, exports. */
+function facts(s: SessionView["session"]): void {
+  const u = s.usage;
+  const cost = s.costUSD === null ? "cost unknown (" + (s.models.join(", ") || "no model") + " not all in the price table)" : "≈ " + usd(s.costUSD);
+  const [writes, reads, branches] = [tokens(u.cacheCreationTokens), tokens(u.cacheReadTokens), s.leaves + (s.leaves === 1 ? " leaf" : " leaves")];
+  const rows: [string, ...(Node | string)[]][] = [
+    ["Session", el("code", null, idOf(s))],
+    ["Project", el("code", null, s.cwd || "unknown"), s.gitBranch ? " (branch " + s.gitBranch + ")" : ""],
+    ["Time", timeEl(s.firstTimestamp), " – ", timeEl(s.lastTimestamp)],
+    ["Usage", `${tokens(u.inputTokens)} in · ${tokens(u.outputTokens)} out · ${writes} cache write · ${reads} cache read · ${cost}`],
+    ["Records", `${s.records} (${s.userRecords} user, ${s.assistantRecords} assistant); ${branches}; ${s.compactions} compaction(s)`],
+    ["Claude Code transcript", badge(s.claudeTranscript)],
+  ];
+  const links = el("div", "row links");
+  for (const f of ["md", "html", "jsonl"]) {
+    links.append(el("a", null, "export ." + f, { href: `api/sessions/${encodeURIComponent(idOf(s))}/export?format=${f}` }));
+  }
+  const newest = el("button", null, "↓ newest turn");
+  newest.addEventListener("click", () => [...ui.conversation.querySelectorAll(".rec.user:not([hidden])")].pop()?.scrollIntoView({ block: "start" }));
+  links.append(newest);
+  ui.facts.replaceChildren(el("h2", null, s.title || idOf(s)), ...(s.guard ? [guardBanner(s.guard)] : []));
+  for (const [label, ...value] of rows) ui.facts.appendChild(el("div", "row")).append(el("b", null, label + " "), ...value);
+  ui.facts.append(restorePanel(s), links);
+}
+
+/** Makes server HTML the client's own: local times, each tool result inside its call's pair. */
+function settle(root: Element): void {
+  localize(root);
+  for (const result of root.querySelectorAll<HTMLElement>(".rec .tool-result[data-tool-use-id]")) {
+    const pair = result.closest(".tool-use") ? undefined : pairOf((d) => d === result.dataset.toolUseId);
+    const [out, input, status] = [".tool-out", ".tool-input", ".tool-state"].map((c) => pair?.querySelector(c));
+    if (!pair || !out || !input || !status) continue;
+    const article = result.closest(".rec");
+    result.querySelector(".tool-label")?.remove();
+    out.append(result);
+    const error = result.classList.contains("error");
+    status.textContent = error ? "error" : ((result.textContent || "").replace(/\n+$/, "").split("\n").length + " lines");
+    pair.classList.toggle("error", error);
+    if ((input.textContent + "\n" + result.textContent).split("\n").length > 8) pair.open = false;
+    if (article instanceof HTMLElement && !article.querySelector(".text,.tool-result,.tool-use,details,.attachment")) {
+      article.hidden = true;
+      article.classList.add("paired");
+    }
+  }
+}
+
+/** The tool call whose id `match`es in the shown conversation. */
+function pairOf(match: (id: string | undefined) => boolean): HTMLDetailsElement | undefined {
+  return [...document.querySelectorAll<HTMLDetailsElement>("details.tool-use")].find((d) => match(d.dataset.toolUseId));
+}
+
+function reveal(uuid: string): void {
+  let target = document.getElementById("r-" + uuid);
+  if (!target) return;
+  target.classList.add("fresh");
+  const ids = (target.dataset.toolResults || "").split(" ").filter(Boolean);
+  // A record shown inside a tool call's pair: open that pair instead.
+  const pair = target.hidden ? pairOf((d) => d !== undefined && ids.includes(d)) : undefined;
+  if (pair) target = pair;
+  for (let p: HTMLElement | null = target; p; p = p.parentElement) if (p instanceof HTMLDetailsElement) p.open = true;
+  if (state.query) highlight(target, state.query);
+  target.scrollIntoView({ block: "center" });
+  flash(target);
+}
+
+function flash(node: Element): void {
+  node.classList.add("fresh");
+  setTimeout(() => node.classList.remove("fresh"), 4000);
+}
+
+/** What the last restore of a session said, shown again in the page reloaded after it. */
+const restored = new Map<string, string[]>();
+const doneNote = (lines: string[]) => el("pre", "done", lines.join("\n"), { id: "restore-done" });
+
+/** "Restore into Claude Code": the same code as `sessiontap restore`, always a dry run first, so nothing is written before the reader has seen what would be. */
+function restorePanel(s: ListEntry): HTMLElement {
+  const out = el("div");
+  const title = "Writes this session where claude --resume finds it; shows what it would do first";
+  const start = el("button", null, "Restore into Claude Code…", { id: "restore-plan", title, onclick: () => plan(s, false, out) });
+  const words = s.claudeTranscript === "intact"
+    ? "own transcript is intact"
+    : "transcript is " + (s.claudeTranscript === "stub" ? "a stub" : s.claudeTranscript);
+  if (restored.has(idOf(s))) out.replaceChildren(doneNote(restored.get(idOf(s))!));
+  else if (state.planNext === idOf(s)) void plan(s, false, out);
+  state.planNext = null;
+  const box = el("div", null, null, { id: "restore" });
+  box.append("Claude Code's " + words + ". ", start, out);
+  return box;
+}
+
+/** Asks for a restore of `s` (or its dry run); a failure or a refusal is shown in `out` (`refused` may add to it) and answers null. */
+async function restore(s: ListEntry, options: { dryRun: boolean; force: boolean }, out: HTMLElement, refused?: (reply: RestoreReply) => void) {
+  const init = { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(options) };
+  const reply = await getJson<RestoreReply>("api/sessions/" + encodeURIComponent(idOf(s)) + "/restore", init).catch((e) =>
+    ({ ok: false, error: message(e) }) as const
+  );
+  if (reply.ok) return reply;
+  out.replaceChildren(el("div", "error", reply.error || "refused"));
+  if ("outcome" in reply) refused?.(reply);
+  return null;
+}
+
+/** Shows the dry run of a restore of `s` in `out`, with the button that does it (or, refused, the one that forces it). */
+async function plan(s: ListEntry, force: boolean, out: HTMLElement): Promise<void> {
+  out.replaceChildren(el("div", null, "Checking…"));
+  const answer = await restore(s, { dryRun: true, force }, out, (reply) => {
+    if (reply.outcome?.action === "refuse" && !force) {
+      out.append(el("button", null, "Replace it anyway (a backup is kept)…", { id: "restore-force", onclick: () => plan(s, true, out) }));
+    }
+  });
+  if (answer === null) return;
+  const go = el("button", "go", answer.outcome.action === "create" ? "Restore" : "Back up and replace", { id: "restore-go" });
+  go.onclick = async () => {
+    go.disabled = true;
+    const done = await restore(s, { dryRun: false, force }, out);
+    if (done === null) return;
+    out.replaceChildren(doneNote(done.lines));
+    // The tap has looked at the restored transcript before it answered: the page shows the state after it.
+    restored.set(idOf(s), done.lines);
+    loadSessions().catch(failed("refreshing the list"));
+    reload();
+  };
+  out.replaceChildren(
+    el("pre", "plan", answer.lines.join("\n"), { id: "restore-dry" }),
+    go,
+    el("button", null, "Cancel", { onclick: () => out.replaceChildren() }),
+  );
+  out.scrollIntoView({ block: "nearest" });
+}
+
+let source: EventSource | null = null;
+let following: string | null = null;
+let listTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** Follows the new records of session directory `dir` (null: none) as the tap writes them. */
+export function follow(dir: string | null): void {
+  if (dir === following) return;
+  source?.close();
+  following = dir;
+  liveSays(dir === null ? "" : "○ connecting");
+  if (dir === null) return;
+  source = new EventSource("api/events?dir=" + encodeURIComponent(dir));
+  source.addEventListener("ready", (e) => {
+    liveSays("● live", "on");
+    // What was written before the stream opened (or while it was down) is shown by reading the session again.
+    if (JSON.parse(e.data).bytes !== state.bytes) reload();
+  });
+  source.addEventListener("records", (e) => onRecords(JSON.parse(e.data)));
+  source.addEventListener("error", () => liveSays("○ reconnecting"));
+}
+
+/** A record that continues the open conversation is appended; anything else (a rewind, a retry) changed the tree's shape, so the session is read again. */
+function onRecords(batch: LiveEvent): void {
+  if (batch.dir !== state.dir) return;
+  state.bytes = batch.bytes;
+  // New records change the list's times, tokens and costs: redraw it once a burst of them settles.
+  clearTimeout(listTimer);
+  listTimer = setTimeout(() => loadSessions().catch(failed("refreshing the list")), 300);
+  if (batch.scope !== "main") return;
+  const nearBottom = ui.main.scrollHeight - ui.main.scrollTop - ui.main.clientHeight < 80;
+  let changed = false;
+  for (const r of batch.records) {
+    if (!r.uuid || document.getElementById("r-" + r.uuid)) continue;
+    const node = el("template", null, null, { innerHTML: r.html }).content.firstElementChild; // rendered and escaped by the tap
+    if ((state.tail !== null && r.parentUuid !== state.tail) || !(node instanceof HTMLElement)) changed = true;
+    else {
+      ui.conversation.append(node);
+      settle(node);
+      if (!node.hidden) flash(node);
+      state.tail = r.uuid;
+    }
+  }
+  if (changed) reload();
+  else if (nearBottom) ui.main.scrollTop = ui.main.scrollHeight;
+}
