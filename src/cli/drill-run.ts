@@ -34,15 +34,15 @@ export interface DrillResult {
   ms: number;
 }
 
-export interface DrillSetup {
+/** What a drill runs with; `program` is Claude Code as the launcher finds it: SESSIONTAP_CLAUDE, else `claude` on PATH. */
+type DrillSetup = {
   fs: FsAdapter;
-  /** Claude Code as the launcher finds it: SESSIONTAP_CLAUDE, else `claude` on PATH. */
   program: string;
   env: Record<string, string | undefined>;
   timeoutMs: number;
   clock: () => number;
   warn: (line: string) => void;
-}
+};
 
 /** Claude Code could not be started at all: no session can be drilled. */
 export class ClaudeNotStarted extends Error {}

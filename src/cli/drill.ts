@@ -11,6 +11,7 @@ import { scrubLine, terminalSafeJson } from "../transcript/control-chars.ts";
 import { oneLine } from "../transcript/records.ts";
 import { type SessionData, summarize } from "../transcript/summary.ts";
 import { buildTree } from "../transcript/tree.ts";
+import { describe } from "../utils/describe-error.ts";
 import { localDateTime } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
 import type { CommandIo } from "./command-io.ts";
@@ -64,6 +65,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const picked = await pick(config, io, source);
     if (typeof picked === "number") return picked;
     const { sessions, skipped } = picked;
+    if (sessions.length === 0) return (io.stdout(config.json ? "[]\n" : `Nothing to drill in ${sourceName(config)}.\n`), 0);
     const setup = {
       fs: io.fs,
       program: io.env.SESSIONTAP_CLAUDE || "claude",
@@ -110,16 +112,10 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const claudeCode = results.find((r) => r.claudeCode !== null)?.claudeCode ?? null;
     if (config.json) io.stdout(terminalSafeJson(JSON.stringify(results, null, 2)) + "\n");
     else {
-      const what = results.length === 0
-        ? `Nothing to drill in ${sourceName(config)}`
-        : `${plural(results.length, "session")} drilled${claudeCode === null ? "" : ` with Claude Code ${claudeCode}`}`;
+      const what = `${plural(results.length, "session")} drilled${claudeCode === null ? "" : ` with Claude Code ${claudeCode}`}`;
       const others = skipped === 0 ? "" : `; ${plural(skipped, "session")} without a Claude Code session id not drilled`;
       const failed = results.length - passed;
-      const verdict = results.length === 0
-        ? ""
-        : failed === 0
-        ? ": every one resumed whole"
-        : `: ${passed} resumed whole, ${failed} did not (docs/recovery.md says what a failure means)`;
+      const verdict = failed === 0 ? ": every one resumed whole" : `: ${passed} resumed whole, ${failed} did not (docs/recovery.md says what a failure means)`;
       io.stdout(`\n${what}${verdict}${others}.\n`);
     }
     const root = await io.fs.lstat(config.mirrorDir);
@@ -133,12 +129,13 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
 
 /** doctor's line about the last drill, when one ran. */
 export async function lastDrill(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
-  const text = await readIfThere(io.fs, join(config.mirrorDir, LAST_DRILL)).catch(() => null);
+  const path = join(config.mirrorDir, LAST_DRILL);
   let last;
   try {
+    const text = await readIfThere(io.fs, path);
     last = text === null ? null : JSON.parse(text);
-  } catch {
-    return [];
+  } catch (error) {
+    return [{ check: "last drill", status: "warn", detail: `${path} could not be read (${describe(error)}): run sessiontap drill again` }];
   }
   if (typeof last?.at !== "string" || typeof last.drilled !== "number" || typeof last.passed !== "number") return [];
   const by = typeof last.claudeCode === "string" ? ` by Claude Code ${last.claudeCode}` : "";

@@ -6,12 +6,7 @@ import type { Tree } from "./tree.ts";
 import { isObject } from "../protocol/json.ts";
 
 /** One thing the conversation says; `where` names it for a failure, `alone` marks the only item of its message. */
-interface Item {
-  kind: string;
-  key: string;
-  where: string;
-  alone?: boolean;
-}
+type Item = { kind: string; key: string; where: string; alone?: boolean };
 
 export interface Verdict {
   ok: boolean;
