@@ -42,6 +42,8 @@ type DrillSetup = {
   timeoutMs: number;
   clock: () => number;
   warn: (line: string) => void;
+  /** Aborted by SIGINT or SIGTERM: the running Claude Code is killed, with what it started. */
+  stop: AbortSignal;
 };
 
 /** Claude Code could not be started at all: no session can be drilled. */
@@ -90,7 +92,7 @@ async function startAnswerer(key: string, warn: (line: string) => void) {
 }
 
 /** Runs Claude Code in a process group of its own; at its exit or the timeout the whole group is killed, so nothing it started lives on. */
-function runClaude(program: string, args: string[], cwd: string, env: Record<string, string>, timeoutMs: number) {
+function runClaude(program: string, args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, stop: AbortSignal) {
   return new Promise<{ code: number | null; out: string; timedOut: boolean }>((resolve, reject) => {
     const group = process.platform !== "win32";
     const child = spawn(program, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: group });
@@ -108,9 +110,11 @@ function runClaude(program: string, args: string[], cwd: string, env: Record<str
       }
     };
     const timer = setTimeout(() => (timedOut = true, kill()), timeoutMs);
-    child.once("error", (error) => (clearTimeout(timer), reject(error)));
+    const done = () => (clearTimeout(timer), stop.removeEventListener("abort", kill));
+    stop.addEventListener("abort", kill);
+    child.once("error", (error) => (done(), reject(error)));
     child.once("exit", kill);
-    child.once("close", (code) => (clearTimeout(timer), resolve({ code, out, timedOut })));
+    child.once("close", (code) => (done(), resolve({ code, out, timedOut })));
   });
 }
 
@@ -179,7 +183,7 @@ export async function drillSession(session: { data: SessionData; tree: Tree; sum
     answerer = await startAnswerer(key, setup.warn);
     const env = childEnv(setup.env, scratch, answerer.url, key);
     const resume = (isolation: string[]) =>
-      runClaude(setup.program, ["-p", "--resume", result.sessionId, PROBE, ...isolation], cwd, env, setup.timeoutMs).catch((error) => {
+      runClaude(setup.program, ["-p", "--resume", result.sessionId, PROBE, ...isolation], cwd, env, setup.timeoutMs, setup.stop).catch((error) => {
         throw new ClaudeNotStarted(`${setup.program} could not be started (${describe(error)})`);
       });
     // --bare: no hooks, plugins, MCP servers or CLAUDE.md of the project; a Claude Code without it gets the flags that do the same.
@@ -189,7 +193,8 @@ export async function drillSession(session: { data: SessionData; tree: Tree; sum
     const said = JSON.stringify(run.out.trim().split("\n").find((l) => l.trim() !== "")?.trim().slice(0, 200) ?? "");
     result.claudeCode = /claude-cli\/(\S+)/.exec(answerer.seen.userAgent ?? "")?.[1] ?? null;
     result.refused = sent === null && /No conversation found/.test(run.out);
-    if (run.timedOut) result.detail = `Claude Code did not finish within ${Math.round(setup.timeoutMs / 1000)} s and was stopped`;
+    if (setup.stop.aborted) result.detail = `stopped by ${setup.stop.reason}`;
+    else if (run.timedOut) result.detail = `Claude Code did not finish within ${Math.round(setup.timeoutMs / 1000)} s and was stopped`;
     else if (result.refused) result.detail = `Claude Code refused the resume outright: ${said}`;
     else if (sent === null) result.detail = `Claude Code sent nothing to resume (exit ${run.code}): ${said}`;
     else {

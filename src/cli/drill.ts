@@ -1,6 +1,7 @@
 // `sessiontap drill [SESSION…]` (docs/DESIGN.md "Drill"): proves each backed-up session resumes in the user's own Claude Code,
 // one line per session and a summary; exit 0 all pass, 1 any fails, 2 a usage error or a session that does not match.
 import { availableParallelism } from "node:os";
+import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { readIfThere } from "../storage/fs-adapter.ts";
@@ -27,7 +28,6 @@ const load = (data: SessionData) => {
   const tree = buildTree(data.records);
   return { data, tree, summary: summarize(data, tree) };
 };
-type Loaded = ReturnType<typeof load>;
 
 /** The sessions named (each must match one: else exit 2, named), or every one Claude Code could resume by its id, newest first. */
 async function pick(config: Readonly<Config>, io: CommandIo, source: SessionSource) {
@@ -36,7 +36,7 @@ async function pick(config: Readonly<Config>, io: CommandIo, source: SessionSour
     const drillable = all.filter((s) => UUID.test(s.summary.sessionId ?? ""));
     return { sessions: drillable, skipped: all.length - drillable.length };
   }
-  const sessions = new Map<string, Loaded>();
+  const sessions = new Map<string, ReturnType<typeof load>>();
   for (const query of config.positional) {
     const found = await source.lookup(query);
     if (found.kind !== "found") {
@@ -65,6 +65,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const picked = await pick(config, io, source);
     if (typeof picked === "number") return picked;
     const { sessions, skipped } = picked;
+    const stop = new AbortController();
     if (sessions.length === 0) return (io.stdout(config.json ? "[]\n" : `Nothing to drill in ${sourceName(config)}.\n`), 0);
     const setup = {
       fs: io.fs,
@@ -73,18 +74,18 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       timeoutMs: config.drillTimeoutMs,
       clock: io.clock,
       warn: (text: string) => io.stderr(text + "\n"),
+      stop: stop.signal,
     };
     const results: DrillResult[] = [];
     const bar = io.isTTY && !config.json && sessions.length > 3;
     const progress = () => {
-      const width = 30;
-      const filled = Math.round((results.length / sessions.length) * width);
-      if (bar) io.stdout(`\r[${"#".repeat(filled)}${".".repeat(width - filled)}] ${results.length}/${sessions.length}`);
+      const filled = Math.round((results.length / sessions.length) * 30);
+      if (bar) io.stdout(`\r[${"#".repeat(filled)}${".".repeat(30 - filled)}] ${results.length}/${sessions.length}`);
     };
     let next = 0;
     let stopped: unknown = null;
     const worker = async () => {
-      while (next < sessions.length && stopped === null) {
+      while (next < sessions.length && stopped === null && !stop.signal.aborted) {
         const session = sessions[next++];
         try {
           const result = await drillSession(session, setup);
@@ -98,7 +99,10 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     };
     const jobs = Math.min(config.jobs ?? Math.min(availableParallelism(), 4), sessions.length);
     progress();
-    await Promise.all(Array.from({ length: jobs }, worker));
+    const signals = process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"];
+    const onSignal = (signal: string) => stop.abort(signal);
+    for (const signal of signals) process.on(signal, onSignal);
+    await Promise.all(Array.from({ length: jobs }, worker)).finally(() => signals.forEach((signal) => process.off(signal, onSignal)));
     if (bar) io.stdout("\r\x1b[K");
     if (stopped instanceof ClaudeNotStarted) {
       const where = io.env.SESSIONTAP_CLAUDE ? "SESSIONTAP_CLAUDE" : "on PATH";
@@ -106,6 +110,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       return 1;
     }
     if (stopped !== null) throw stopped;
+    if (stop.signal.aborted) return (io.stderr(`sessiontap: drill stopped by ${stop.signal.reason} after ${plural(results.length, "session")}\n`), 1);
     const order = new Map(sessions.map((s, i) => [s.summary.sessionId, i]));
     results.sort((a, b) => order.get(a.sessionId)! - order.get(b.sessionId)!);
     const passed = results.filter((r) => r.ok).length;

@@ -187,7 +187,8 @@ Run Claude Code through it: sessiontap claude [ARGS…]; or start the tap, then 
 and read the mirrored sessions, live, at http://127.0.0.1:8787/_tap/ while it runs.
 What did it cost? sessiontap usage --since yesterday; find a message: sessiontap search WORDS.
 Lost a session? sessiontap list, then sessiontap restore ID, then claude --resume ID.
-Is it working? sessiontap doctor. Will every session resume? sessiontap drill. With the tap stopped, Claude Code's requests fail (after ~3 minutes
+Will each one resume in your Claude Code? sessiontap drill, after every upgrade of it.
+Is it working? sessiontap doctor. With the tap stopped, Claude Code's requests fail (after ~3 minutes
 of retries): start it again, or go around it: unset ANTHROPIC_BASE_URL.
 
 Settings (flag, then environment, then default):

@@ -8,14 +8,8 @@ import { isObject } from "../protocol/json.ts";
 /** One thing the conversation says; `where` names it for a failure, `alone` marks the only item of its message. */
 type Item = { kind: string; key: string; where: string; alone?: boolean };
 
-export interface Verdict {
-  ok: boolean;
-  detail: string;
-  /** Prompts of the mirror's branch (records that hold one). */
-  turns: number;
-  /** Claude Code compacted the conversation before the probe (its first request was the summary's). */
-  compactedFirst: boolean;
-}
+/** `turns`: the branch's records that hold a prompt; `compactedFirst`: Claude Code compacted before the probe (its first request was the summary's). */
+export type Verdict = { ok: boolean; detail: string; turns: number; compactedFirst: boolean };
 
 /**
  * The branch Claude Code resumes: from the newest leaf up to a compaction boundary (not past it), with the

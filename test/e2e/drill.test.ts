@@ -6,14 +6,16 @@
 // exits 2; a Claude Code that hangs is killed at the timeout with what it started. Runs under `bun test` and `deno test`.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import process from "node:process";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 import { CLAUDE_BIN, CLAUDE_NEXT_BIN, describeRun, makeScratch, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 import { cli, type CliRun, replayCapture } from "../support/recover.ts";
 import { clusterUrl, freshDatabase, type TestDatabase } from "../support/pg.ts";
+import { spawnTap } from "../support/child.ts";
+import { pollUntil } from "../support/poll.ts";
 
 const USER_KEY = "sk-ant-api03-the-users-own-key-never-for-a-drill";
 
@@ -199,6 +201,26 @@ exec "${CLAUDE_NEXT_BIN}" "$@"
       const pid = Number(readFileSync(join(pids, name), "utf8"));
       assert.equal(running(pid), false, `${name} ${pid} is still running`);
     }
+  });
+
+  it("SIGINT stops the drill: each Claude Code running is killed with what it started, its scratch directory removed, exit 1", async () => {
+    const pids = join(scratch.tmp, "interrupted-pids");
+    mkdirSync(pids);
+    const hang = script(scratch.tmp, "hanging-claude-2", `echo "$CLAUDE_CONFIG_DIR" > "${pids}/config"\nsleep 600 &\necho $! > "${pids}/child"\nwait\n`);
+    const env = { HOME: scratch.home, SESSIONTAP_CLAUDE: hang };
+    const drilling = spawnTap(["drill", "--mirror-dir", tap.root, ids.agent], { env });
+    const config = await pollUntil(
+      () => existsSync(join(pids, "child")) && readFileSync(join(pids, "config"), "utf8").trim(),
+      Boolean,
+      30_000,
+      "Claude Code started",
+    );
+    assert.ok(drilling.signal("SIGINT"));
+    assert.deepEqual(await drilling.exit(30_000), { code: 1, signal: null });
+    assert.match(drilling.stderr(), /^sessiontap: drill stopped by SIGINT after 1 session\n$/);
+    assert.match(drilling.stdout(), /^FAIL {2}\S+ {2}1 turn {2}RUNAGENT please: stopped by SIGINT\n$/);
+    assert.equal(running(Number(readFileSync(join(pids, "child"), "utf8"))), false, "what Claude Code started");
+    assert.equal(existsSync(dirname(String(config))), false, "the scratch directory");
   });
 
   it("a Claude Code that cannot be started: one line, exit 1", async () => {
