@@ -84,7 +84,7 @@ describe("mirror vs Claude Code's own transcript (issue 3, envelope parity)", { 
     fullTranscript = readJsonl(transcriptFile);
     transcript = fullTranscript.filter(isMain);
 
-    // The tap holds a turn's last event back until its write finished (bounded): allow a short grace.
+    // Claude Code has the answer before the tap's write lands (the client never waits for it): wait for the third.
     mirrorAll = await pollUntil(() => sessionMirror(tap.root, sessionId), (recs) => recs.filter((r) => r.type === "assistant").length >= 3);
     mirror = mirrorAll.filter(isMain);
   });
