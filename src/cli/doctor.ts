@@ -8,6 +8,7 @@ import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { lackingWords } from "../transcript/transcript-state.ts";
 import { bytesShort } from "../usage/tokens.ts";
 import { describe } from "../utils/describe-error.ts";
+import { lastDrill } from "./drill.ts";
 import { plural } from "../utils/plural.ts";
 import type { CommandIo } from "./command-io.ts";
 import { alertedSessions, type Check, type SettingsFile, settingsFiles, verdict } from "./doctor-check.ts";
@@ -30,6 +31,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     ...tap.checks,
     ...retention(config, settings),
     ...(await transcriptChecks(config, io, alertedSessions(tap.health))),
+    ...(await lastDrill(config, io)),
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;

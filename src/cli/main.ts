@@ -9,6 +9,7 @@ import { VERSION } from "../version.ts";
 import * as launcher from "./claude.ts";
 import type { CommandIo } from "./command-io.ts";
 import * as doctor from "./doctor.ts";
+import * as drill from "./drill.ts";
 import * as exportCommand from "./export.ts";
 import * as list from "./list.ts";
 import * as restore from "./restore.ts";
@@ -19,7 +20,7 @@ import * as store from "./store.ts";
 import * as usage from "./usage.ts";
 import * as verify from "./verify.ts";
 
-const COMMANDS = { list, show, search, usage, export: exportCommand, restore, doctor, verify, store };
+const COMMANDS = { list, show, search, usage, export: exportCommand, restore, doctor, verify, drill, store };
 
 /** The process as a command sees it; `fs`, `fetch`, `clock`, `cwd`, `zone` default to the real ones for tests to replace. */
 export interface Io {

@@ -1,11 +1,11 @@
 // The command table, the one source of the usage lines, the parser's flags and the help (docs/DESIGN.md "Command line"). Pure.
 
-export const COMMANDS = ["serve", "claude", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "store"] as const;
+export const COMMANDS = ["serve", "claude", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "drill", "store"] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** A flag of one command: its value's name (null for a switch) and what it does there. */
 type FlagHelp = { flag: string; value: string | null; help: string };
-/** `args`: required positional arguments; `rest`: arguments passed on unparsed ("[ARGS…]"); `usageSuffix`: notes after the flags. */
+/** `args`: required positional arguments; `rest`: any number more ("[ARGS…]": claude's are passed on unparsed); `usageSuffix`: notes after the flags. */
 type CommandSpec = { args: string[]; about: string; flags: FlagHelp[]; rest?: string; usageSuffix?: string; exit: string };
 
 const f = (flag: string, value: string | null, help: string): FlagHelp => ({ flag, value, help });
@@ -134,6 +134,16 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     usageSuffix: "--url and --port name the same thing: give one.",
     exit: "0 no problem (warnings allowed); 1 at least one problem; 2 a usage error.",
   },
+  drill: {
+    args: [],
+    rest: "[SESSION…]",
+    about: "Proves each backed-up session resumes: writes it as restore would into a scratch Claude Code config, runs your Claude Code " +
+      "(claude on PATH, or SESSIONTAP_CLAUDE) as claude -p --resume against an answerer inside sessiontap (nothing leaves the machine, no token is " +
+      "spent), and compares what it sends with the mirror. SESSION: an id or a unique prefix; none: every session.",
+    flags: [mirrorDir, storeRead, f("--jobs", "N", "drill N sessions at once (default: the cores, at most 4)"), json("an array of {sessionId, ok, detail, …}")],
+    usageSuffix: "Each Claude Code is stopped after SESSIONTAP_DRILL_TIMEOUT_MS (default 120000). Run it after upgrading Claude Code.",
+    exit: "0 every session drilled resumed whole; 1 any did not, or Claude Code could not be started; 2 a usage error, or a SESSION that matches none.",
+  },
   store: {
     args: ["migrate"],
     about: "`store migrate`: creates the shared PostgreSQL store's schema or brings it up to date.",
@@ -151,7 +161,7 @@ const flagText = (x: FlagHelp) => `${x.flag}${x.value === null ? "" : ` ${x.valu
 
 export function usageLine(command: Command): string {
   const { args, flags, rest } = COMMAND_SPECS[command];
-  return ["sessiontap", command === "serve" ? "[serve]" : command, ...args, ...flags.map((x) => `[${flagText(x)}]`), ...(rest ? [rest] : [])].join(" ");
+  return ["sessiontap", command === "serve" ? "[serve]" : command, ...args, ...(rest ? [rest] : []), ...flags.map((x) => `[${flagText(x)}]`)].join(" ");
 }
 
 /** `sessiontap CMD --help`. */
@@ -177,6 +187,7 @@ Run Claude Code through it: sessiontap claude [ARGS…]; or start the tap, then 
 and read the mirrored sessions, live, at http://127.0.0.1:8787/_tap/ while it runs.
 What did it cost? sessiontap usage --since yesterday; find a message: sessiontap search WORDS.
 Lost a session? sessiontap list, then sessiontap restore ID, then claude --resume ID.
+Will each one resume in your Claude Code? sessiontap drill, after every upgrade of it.
 Is it working? sessiontap doctor. With the tap stopped, Claude Code's requests fail (after ~3 minutes
 of retries): start it again, or go around it: unset ANTHROPIC_BASE_URL.
 
@@ -199,7 +210,8 @@ Settings (flag, then environment, then default):
                       SESSIONTAP_LOCK_WAIT_MS      2000 (longest wait for another tap's lock on a session)
                       SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
   --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude
-                      SESSIONTAP_CLAUDE            claude (on PATH): the Claude Code sessiontap claude runs
+                      SESSIONTAP_CLAUDE            claude (on PATH): the Claude Code sessiontap claude and drill run
+                      SESSIONTAP_DRILL_TIMEOUT_MS  120000 (longest a drill's Claude Code may take to resume)
                       SESSIONTAP_GUARD=on|off      on when the Claude Code config dir exists: say at once
                                                    when Claude Code loses the transcript of a mirrored session
   --store URL         SESSIONTAP_STORE             none (files only); postgres://… a shared store for teams:

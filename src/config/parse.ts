@@ -59,7 +59,7 @@ function checkUsage(command: Command, positional: string[], flags: Flags): void 
   for (const name of flags.keys()) if (!allowed.has(name)) throw new UsageError(`${command} does not take ${name} (see sessiontap ${command} --help)`);
   if (flags.has("--url") && flags.has("--port")) throw new UsageError(`doctor takes --url or --port, not both (see sessiontap doctor --help)`);
   const wanted = COMMAND_SPECS[command].args;
-  if (positional.length > wanted.length) {
+  if (positional.length > wanted.length && COMMAND_SPECS[command].rest === undefined) {
     const extra = positional.slice(wanted.length).map((a) => `"${a}"`).join(" ");
     throw new UsageError(`${command} takes ${wanted.length === 0 ? "no arguments" : wanted.join(" ")}, got ${extra} too (see sessiontap ${command} --help)`);
   }
@@ -141,6 +141,8 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     repair: flags.has("--repair"),
     drainMs: num("SESSIONTAP_DRAIN_MS", "10000", 0, 600_000),
     lockWaitMs: num("SESSIONTAP_LOCK_WAIT_MS", "2000", 0, 600_000),
+    drillTimeoutMs: num("SESSIONTAP_DRILL_TIMEOUT_MS", "120000", 1000, 3_600_000),
+    jobs: str("--jobs") === null ? null : integer("--jobs", str("--jobs")!, 1, 64),
     maxQueued: num("SESSIONTAP_MAX_QUEUED", "1000", 1, 1_000_000),
     maxMessageBytes: num("SESSIONTAP_MAX_MESSAGE_BYTES", "33554432", 65536, 1 << 30),
     url,

@@ -9,6 +9,8 @@ import { tmpdir } from "node:os";
 import process from "node:process";
 import { ROOT, runTap, serveTap } from "../support/child.ts";
 import { loadFixture, startStub, type StubUpstream } from "../support/stub-upstream.ts";
+import { CLAUDE_NEXT_BIN, describeRun, makeScratch, runClaude } from "../support/claude.ts";
+import { startTestTap } from "../support/tap.ts";
 
 const BINARY = process.env.SESSIONTAP_BINARY ?? "";
 const VERSION: string = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")).version;
@@ -86,5 +88,23 @@ describe("compiled binary", () => {
     assert.ok(assistant, "no assistant record");
     assert.equal(user.sessionId, "smoke-session");
     assert.equal(assistant.source, "sessiontap");
+  });
+
+  it("drill: a session the real Claude Code made resumes whole through the binary's drill", { timeout: 120_000 }, async () => {
+    const scratch = makeScratch();
+    try {
+      await using tap = await startTestTap(stub.url, {}, {}, scratch.tmp);
+      const made = await runClaude(["-p", "RUNTOOL please", "--allowedTools", "Bash"], { baseUrl: tap.url, scratch, bin: CLAUDE_NEXT_BIN });
+      assert.equal(made.code, 0, describeRun(made));
+      await tap.settled();
+      const env = { HOME: scratch.home, SESSIONTAP_CLAUDE: CLAUDE_NEXT_BIN };
+      const r = await runTap(["drill", "--mirror-dir", tap.root, "--json"], { binary: binary(), env, timeoutMs: 90_000 });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const [drilled] = JSON.parse(r.stdout);
+      assert.equal(drilled.ok, true, drilled.detail);
+      assert.equal(drilled.claudeCode, "2.1.332");
+    } finally {
+      scratch.cleanup();
+    }
   });
 });

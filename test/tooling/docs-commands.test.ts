@@ -64,6 +64,16 @@ const NOT_HERE: { doc: string; pattern: RegExp; why: string }[] = [
   },
   {
     doc: "*",
+    pattern: /^sessiontap drill\b/,
+    why: "runs the user's Claude Code: test/e2e/drill.test.ts runs drill with the real Claude Code, 2.1.328 and 2.1.332",
+  },
+  {
+    doc: "docs/recovery.md",
+    pattern: /^systemctl --user (daemon-reload|enable --now sessiontap-drill\.timer|status sessiontap-drill)$/,
+    why: "installs a timer for the user's login: the drill it runs is test/e2e/drill.test.ts",
+  },
+  {
+    doc: "*",
     pattern: /^sessiontap --host 0\.0\.0\.0$/,
     why: 'listens beyond loopback: test/security/processes.test.ts "listening beyond loopback" starts it',
   },
