@@ -12,6 +12,7 @@ import * as doctor from "./doctor.ts";
 import * as drill from "./drill.ts";
 import * as exportCommand from "./export.ts";
 import * as list from "./list.ts";
+import * as mcp from "./mcp.ts";
 import * as restore from "./restore.ts";
 import * as search from "./search.ts";
 import { runServe } from "./serve.ts";
@@ -20,7 +21,7 @@ import * as store from "./store.ts";
 import * as usage from "./usage.ts";
 import * as verify from "./verify.ts";
 
-const COMMANDS = { list, show, search, usage, export: exportCommand, restore, doctor, verify, drill, store };
+const COMMANDS = { list, show, search, usage, export: exportCommand, restore, doctor, verify, drill, mcp, store };
 
 /** The process as a command sees it; `fs`, `fetch`, `clock`, `cwd`, `zone` default to the real ones for tests to replace. */
 export interface Io {

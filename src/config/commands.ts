@@ -1,6 +1,6 @@
 // The command table, the one source of the usage lines, the parser's flags and the help (docs/DESIGN.md "Command line"). Pure.
 
-export const COMMANDS = ["serve", "claude", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "drill", "store"] as const;
+export const COMMANDS = ["serve", "claude", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "drill", "mcp", "store"] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** A flag of one command: its value's name (null for a switch) and what it does there. */
@@ -143,6 +143,16 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     flags: [mirrorDir, storeRead, f("--jobs", "N", "drill N sessions at once (default: the cores, at most 4)"), json("an array of {sessionId, ok, detail, …}")],
     usageSuffix: "Each Claude Code is stopped after SESSIONTAP_DRILL_TIMEOUT_MS (default 120000). Run it after upgrading Claude Code.",
     exit: "0 every session drilled resumed whole; 1 any did not, or Claude Code could not be started; 2 a usage error, or a SESSION that matches none.",
+  },
+  mcp: {
+    args: [],
+    about: "Answers Claude Code as an MCP server on stdio: its tools search_sessions, read_session and list_sessions search and read every mirrored " +
+      "session, those whose Claude Code transcript is gone or cut and the text from before a compaction included. It only reads (the shared store too, " +
+      "when SESSIONTAP_STORE names one). Add it to Claude Code for every project with:\n\n  claude mcp add -s user sessiontap -- sessiontap mcp\n\n" +
+      "(without -s user, for the current directory only).",
+    flags: [mirrorDir],
+    usageSuffix: "Claude Code starts and stops it; run by hand, it waits for a client on stdin and ends when stdin closes.",
+    exit: "0 stdin closed or stopped by SIGINT/SIGTERM; 2 a usage error.",
   },
   store: {
     args: ["migrate"],
