@@ -39,8 +39,8 @@ function testFiles(dir = "test") {
  * The suites whose subject differs by runtime, run under Deno as well as Bun (docs/RUNTIMES.md "One test
  * suite on both runtimes"): serving and relaying (passthrough, the network-facing security suites), the
  * filesystem adapter and the processes around it (reliability, mirror, store: node:fs, Workers and the
- * PostgreSQL client on each runtime), output to pipes, the viewer's server, the guard in the engine's
- * Worker, and the real client through a tap. The rest — pure rules, reading commands over files, the
+ * PostgreSQL client on each runtime), output to pipes, the MCP server's stdio (its end and signals), the
+ * viewer's server, the guard in the engine's Worker, and the real client through a tap. The rest — pure rules, reading commands over files, the
  * browser, the real client's own behaviour against the mirror — asks nothing of the runtime: once is enough.
  */
 const EVERY_RUNTIME = [
@@ -50,6 +50,7 @@ const EVERY_RUNTIME = [
   "test/mirror/",
   "test/store/",
   "test/cli/output.test.ts",
+  "test/cli/mcp.test.ts",
   "test/viewer/viewer.test.ts",
   "test/guard/tap-guard.test.ts",
   "test/e2e/claude-mirror.test.ts",
@@ -326,6 +327,7 @@ if (want("binary")) {
     "./test/cli/help.test.ts",
     "./test/cli/output.test.ts",
     "./test/cli/reading.test.ts", // search, usage and list as a user runs them
+    "./test/cli/mcp.test.ts", // the MCP server, with the SDK's client
     "./test/binary/viewer.test.ts", // the viewer's client as Bun minified it, in Chromium
     "./test/proxy/proxy-process.test.ts", // proxy mode: its CA and leaves made inside the binary
   ];

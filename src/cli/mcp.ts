@@ -134,7 +134,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       shown++;
     }
     const left = items.length - shown + more;
-    return left > 0 ? `${out}\n\n(${plural(left, "more")} not shown: ${how})` : out;
+    return left > 0 ? `${out}\n\n(${left} more not shown: ${how})` : out;
   }
 
   async function listSessions(a: Args): Promise<string> {
@@ -153,8 +153,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     return await reading(async (catalog, source) => {
       const query = String(a.query);
       const sessions = await source.loadAll();
-      const match = termsMatcher(query);
-      if (match === null) throw new ToolError(`"query" has no word to find`);
+      const match = termsMatcher(query)!; // a query that is not blank has a word
       const hits = search(sessions.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, records: d.records })), match);
       const scan = await scanTranscripts(io.fs, config.claudeDir);
       const found = new Map<string, { judged: Judged; current: Set<string> }>();
@@ -225,17 +224,23 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       inputSchema: { type: "object" as const, properties: t.params, required: t.required, additionalProperties: false },
     })),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async ({ params }): Promise<CallToolResult> => {
+  const calls = new Set<Promise<CallToolResult>>();
+  server.setRequestHandler(CallToolRequestSchema, ({ params }) => {
+    const call = answer(params.name, params.arguments ?? {});
+    calls.add(call);
+    return call.finally(() => calls.delete(call));
+  });
+  async function answer(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
     try {
-      const tool = TOOLS.find((t) => t.name === params.name);
-      if (tool === undefined) throw new ToolError(`there is no tool "${params.name}"; there are ${TOOLS.map((t) => t.name).join(", ")}`);
-      return { content: [{ type: "text", text: await handlers[tool.name](argumentsOf(tool, params.arguments ?? {})) }] };
+      const tool = TOOLS.find((t) => t.name === name);
+      if (tool === undefined) throw new ToolError(`there is no tool "${name}"; there are ${TOOLS.map((t) => t.name).join(", ")}`);
+      return { content: [{ type: "text", text: await handlers[tool.name](argumentsOf(tool, args)) }] };
     } catch (error) {
-      const message = error instanceof ToolError ? error.message : `${params.name} failed: ${describe(error)}`;
+      const message = error instanceof ToolError ? error.message : `${name} failed: ${describe(error)}`;
       if (!(error instanceof ToolError)) io.stderr(`sessiontap mcp: ${message}\n`);
       return { content: [{ type: "text", text: message }], isError: true };
     }
-  });
+  }
 
   const transport = new StdioServerTransport();
   const signals = process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"];
@@ -248,6 +253,11 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     await server.connect(transport);
     io.stderr(`sessiontap mcp: serving ${sourceName(config)} on stdio, read-only\n`);
     await stopped;
+    // A client may close stdin right behind its last call: each call still gets its answer, which the SDK writes a few
+    // promise steps after the call returns (a turn of the event loop), and that write is flushed before the process exits.
+    await Promise.allSettled(calls);
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => process.stdout.write("", resolve));
   } finally {
     for (const signal of signals) process.off(signal, stop);
     await server.close();

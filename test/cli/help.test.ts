@@ -100,6 +100,12 @@ describe("per-command help and flags", () => {
     }
   });
 
+  it("mcp --help: the line that adds it to Claude Code for every project, and what it gives without -s user", async () => {
+    const r = await cli(["mcp", "--help"]);
+    assert.match(r.stdout, /^ {2}claude mcp add -s user sessiontap -- sessiontap mcp$/m);
+    assert.match(r.stdout, /without -s user, for the current directory only/);
+  });
+
   it("doctor takes --url or --port, not both; a bad --url is named", async () => {
     assert.match((await cli(["doctor", "--url", "http://127.0.0.1:1", "--port", "5"])).stderr, /--url or --port, not both/);
     const bad = await cli(["doctor", "--url", "ftp://x"]);
