@@ -328,6 +328,7 @@ if (want("binary")) {
     "./test/cli/output.test.ts",
     "./test/cli/reading.test.ts", // search, usage and list as a user runs them
     "./test/cli/mcp.test.ts", // the MCP server, with the SDK's client
+    "./test/e2e/claude-mcp.test.ts", // the MCP server, with the real Claude Code
     "./test/binary/viewer.test.ts", // the viewer's client as Bun minified it, in Chromium
     "./test/proxy/proxy-process.test.ts", // proxy mode: its CA and leaves made inside the binary
   ];

@@ -38,7 +38,9 @@ export type Reply =
    * With `summaries: true`, a summarising request (last user text starts "CRITICAL: Respond with TEXT ONLY",
    * as Claude Code 2.1.328's /compact sends) gets "<analysis>…</analysis><summary>Stub summary (reply <n>).</summary>".
    * A request for a structured answer with a `title` (Claude Code's session title) gets `{"title":"Stub title (reply <n>)"}`. */
-  | { kind: "conversation"; summaries?: boolean };
+  | { kind: "conversation"; summaries?: boolean }
+  /** What `reply` makes of this request (a model that acts on what it was sent). */
+  | { kind: "fn"; reply: (request: RecordedRequest, n: number) => Reply };
 
 /** A running stub upstream on 127.0.0.1; `await using` closes it when the block ends. */
 export interface StubUpstream extends AsyncDisposable {
@@ -146,6 +148,8 @@ async function send(res: ServerResponse, rec: RecordedRequest, n: number, reply:
   switch (reply.kind) {
     case "conversation":
       return send(res, rec, n, conversation(rec, n, reply.summaries), ctx);
+    case "fn":
+      return send(res, rec, n, reply.reply(rec, n), ctx);
     case "json":
       return sendJson(res, n, reply.status, reply.body, reply.headers, reply.gzip);
     case "raw":
