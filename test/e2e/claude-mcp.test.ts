@@ -3,7 +3,8 @@
 // loads them with ToolSearch where Claude Code defers them, searches for a word of the first prompt of a session Claude Code made
 // through the tap and then lost (its transcript deleted), reads it back whole, then reads a long session part by part, following
 // each part's offset to the end. Every part reaches the model whole (within what Claude Code hands over), nothing is lost or
-// doubled, and the mirror tree is byte for byte as it was. Runs under Bun (what it tests is Claude Code's side; the server's
+// doubled, and the mirror tree is byte for byte as it was. Then the README's `claude mcp add -s user` line: written for every
+// directory, and connected in `claude mcp list`. Runs under Bun (what it tests is Claude Code's side; the server's
 // runtimes are test/cli/mcp.test.ts's).
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -173,4 +174,20 @@ describe("the real Claude Code reads its lost history through sessiontap mcp", {
       assert.deepEqual(snapshot(root), tree, "the mirror tree is byte for byte as it was");
     });
   }
+
+  it("the documented `claude mcp add -s user sessiontap -- sessiontap mcp` adds it for every directory, and Claude Code connects to it", async () => {
+    ran();
+    const { command, args } = server();
+    const opts = { baseUrl: "http://127.0.0.1:9", scratch, env: { SESSIONTAP_MIRROR_DIR: root } };
+    for (const bin of [CLAUDE_BIN, CLAUDE_NEXT_BIN]) {
+      const add = await runClaude(["mcp", "add", "-s", "user", "sessiontap", "--", command, ...args], { ...opts, bin });
+      assert.equal(add.code, 0, describeRun(add));
+      const config = JSON.parse(readFileSync(join(scratch.home, ".claude.json"), "utf8"));
+      assert.deepEqual(config.mcpServers.sessiontap, { type: "stdio", command, args, env: {} }, "the user's scope: every directory");
+      const list = await runClaude(["mcp", "list"], { ...opts, bin });
+      assert.match(list.stdout, /^sessiontap: .* - ✔ Connected$/m, describeRun(list));
+      assert.equal((await runClaude(["mcp", "remove", "-s", "user", "sessiontap"], { ...opts, bin })).code, 0);
+    }
+    assert.deepEqual(snapshot(root), tree, "the mirror tree is byte for byte as it was");
+  });
 });
