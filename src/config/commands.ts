@@ -198,6 +198,7 @@ and read the mirrored sessions, live, at http://127.0.0.1:8787/_tap/ while it ru
 What did it cost? sessiontap usage --since yesterday; find a message: sessiontap search WORDS.
 Lost a session? sessiontap list, then sessiontap restore ID, then claude --resume ID.
 Will each one resume in your Claude Code? sessiontap drill, after every upgrade of it.
+Let Claude Code look its own history up, lost parts included: claude mcp add -s user sessiontap -- sessiontap mcp
 Is it working? sessiontap doctor. With the tap stopped, Claude Code's requests fail (after ~3 minutes
 of retries): start it again, or go around it: unset ANTHROPIC_BASE_URL.
 

@@ -64,6 +64,11 @@ const NOT_HERE: { doc: string; pattern: RegExp; why: string }[] = [
   },
   {
     doc: "*",
+    pattern: /^claude mcp add -s user sessiontap -- sessiontap mcp$/,
+    why: "adds sessiontap mcp to the user's Claude Code: test/e2e/claude-mcp.test.ts runs the same line with 2.1.328 and 2.1.332 in a scratch HOME",
+  },
+  {
+    doc: "*",
     pattern: /^sessiontap drill\b/,
     why: "runs the user's Claude Code: test/e2e/drill.test.ts runs drill with the real Claude Code, 2.1.328 and 2.1.332",
   },
