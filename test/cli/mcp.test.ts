@@ -5,15 +5,12 @@
 // the end of stdin or SIGINT ends it with 0. Runs under Bun and Deno.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import process from "node:process";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { MAX_TEXT } from "../../src/cli/mcp.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
-import { ROOT, tapCommand } from "../support/child.ts";
+import { type Answer, callThenClose, mcpClient, startMcp } from "../support/mcp.ts";
 import { rec, scratchDir, writeMirror } from "../support/recover.ts";
 
 type Rec = Record<string, unknown>;
@@ -43,25 +40,13 @@ function snapshot(...dirs: string[]): Map<string, string> {
   return out;
 }
 
-/** A tool's answer: its one text block and whether it is an error. */
-type Answer = { text: string; isError: boolean };
-
 describe("sessiontap mcp with the MCP SDK's client", { timeout: 120_000 }, () => {
   const scratch = scratchDir("sessiontap-mcp-");
   const root = `${scratch.dir}/mirror`;
   const claude = `${scratch.dir}/claude`;
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("SESSIONTAP_")) env[k] = v;
-  Object.assign(env, { HOME: scratch.dir, CLAUDE_CONFIG_DIR: claude, TZ: "UTC", NO_COLOR: "1" });
-  const server = (args: string[]) => tapCommand(["mcp", ...args]);
-  let client: Client;
+  let client: Awaited<ReturnType<typeof mcpClient>>;
   let before_: Map<string, string>;
-  const call = async (name: string, args: Record<string, unknown>): Promise<Answer> => {
-    const r = await client.callTool({ name, arguments: args }) as { content: { type: string; text: string }[]; isError?: boolean };
-    assert.equal(r.content.length, 1);
-    assert.equal(r.content[0].type, "text");
-    return { text: r.content[0].text, isError: r.isError === true };
-  };
+  const call = (name: string, args: Record<string, unknown>): Promise<Answer> => client.call(name, args);
 
   before(async () => {
     mkdirSync(root, { mode: 0o700 });
@@ -121,18 +106,16 @@ describe("sessiontap mcp with the MCP SDK's client", { timeout: 120_000 }, () =>
     }
     writeMirror(root, ID.long, long);
     before_ = snapshot(root, claude);
-    const { command, args } = server(["--mirror-dir", root]);
-    client = new Client({ name: "sessiontap-test", version: "0" });
-    await client.connect(new StdioClientTransport({ command, args, env, cwd: ROOT, stderr: "ignore" }));
+    client = await mcpClient(["--mirror-dir", root], { HOME: scratch.dir, CLAUDE_CONFIG_DIR: claude });
   });
 
   after(async () => {
-    await client?.close();
+    await client?.client.close();
     scratch.cleanup();
   });
 
   it("lists its three tools, each with the JSON Schema of its arguments", async () => {
-    const { tools } = await client.listTools();
+    const { tools } = await client.client.listTools();
     assert.deepEqual(tools.map((t) => [t.name, t.inputSchema.required]), [
       ["search_sessions", ["query"]],
       ["read_session", ["session"]],
@@ -318,53 +301,22 @@ describe("sessiontap mcp with the MCP SDK's client", { timeout: 120_000 }, () =>
 describe("sessiontap mcp as a process", { timeout: 60_000 }, () => {
   const scratch = scratchDir("sessiontap-mcp-process-");
   after(() => scratch.cleanup());
-  const env = { ...process.env, HOME: scratch.dir, SESSIONTAP_MIRROR_DIR: `${scratch.dir}/no-mirror` } as Record<string, string>;
-
-  /** Starts the server with its stdin a pipe; resolves its stdout and stderr once it has said it serves. */
-  function start() {
-    const { command, args } = tapCommand(["mcp"]);
-    const child = spawn(command, args, { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
-    const out = { stdout: "", stderr: "" };
-    child.stdout!.setEncoding("utf8").on("data", (c: string) => (out.stdout += c));
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
-    const serving = new Promise<void>((resolve) =>
-      child.stderr!.setEncoding("utf8").on("data", (c: string) => {
-        out.stderr += c;
-        if (out.stderr.includes("\n")) resolve();
-      })
-    );
-    return { child, out, exited, serving };
-  }
+  const env = { HOME: scratch.dir, SESSIONTAP_MIRROR_DIR: `${scratch.dir}/no-mirror` };
 
   it("stdout carries protocol messages only; a mirror that is not there is a tool error naming it; the end of stdin ends it with 0", async () => {
-    const { child, out, exited, serving } = start();
-    await serving;
-    assert.equal(out.stderr, `sessiontap mcp: serving ${scratch.dir}/no-mirror on stdio, read-only\n`);
-    const send = (m: unknown) => child.stdin!.write(JSON.stringify(m) + "\n");
-    send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
-    });
-    send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_sessions", arguments: {} } });
-    child.stdin!.end();
-    assert.deepEqual(await exited, { code: 0, signal: null });
-    const lines = out.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
+    const { exit, stderr, lines } = await callThenClose([], env, "list_sessions", {});
+    assert.deepEqual(exit, { code: 0, signal: null });
+    assert.equal(stderr, `sessiontap mcp: serving ${scratch.dir}/no-mirror on stdio, read-only\n`);
     assert.deepEqual(lines.map((l) => [l.jsonrpc, l.id]), [["2.0", 1], ["2.0", 2]]);
     assert.equal(lines[0].result.serverInfo.name, "sessiontap");
     assert.deepEqual(lines[1].result, {
-      content: [{
-        type: "text",
-        text: `there is no mirror at ${scratch.dir}/no-mirror (SESSIONTAP_MIRROR_DIR): nothing was mirrored there`,
-      }],
+      content: [{ type: "text", text: `there is no mirror at ${scratch.dir}/no-mirror (SESSIONTAP_MIRROR_DIR): nothing was mirrored there` }],
       isError: true,
     });
   });
 
   it("SIGINT (how Claude Code stops it) ends it with 0, stdin still open", async () => {
-    const { child, exited, serving } = start();
+    const { child, exited, serving } = startMcp([], env);
     await serving;
     process.kill(child.pid!, "SIGINT");
     assert.deepEqual(await exited, { code: 0, signal: null });

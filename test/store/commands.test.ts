@@ -1,5 +1,5 @@
-// Issue 7: `sessiontap store migrate`, the store settings' usage errors, and `list`, `show`, `export` and
-// `restore` reading the shared store: given a session written to both the tree and the store, every
+// Issue 7: `sessiontap store migrate`, the store settings' usage errors, and `list`, `show`, `export`,
+// `restore` and `mcp` reading the shared store: given a session written to both the tree and the store, every
 // command prints the same from either, and restore writes the same Claude Code transcript.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { cli, scratchDir } from "../support/recover.ts";
+import { callThenClose, mcpClient } from "../support/mcp.ts";
 import { freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } from "../support/pg.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
@@ -147,6 +148,30 @@ describe("list, show, export and restore read the store like the tree", () => {
     const agent = `projects/${project}/${session}/subagents/agent-a0store1.jsonl`;
     assert.equal(readFileSync(`${scratch.dir}/claude-b/${agent}`, "utf8"), readFileSync(`${scratch.dir}/claude-a/${agent}`, "utf8"));
     assert.ok(readFileSync(`${scratch.dir}/claude-b/${agent}`, "utf8").includes("SUBTASK: look"));
+  });
+
+  it("sessiontap mcp answers from the store as from the tree, and ends when stdin closes: the store's connection does not keep it", async () => {
+    const ask = async (args: string[], env: Record<string, string>) => {
+      const mcp = await mcpClient(args, { HOME: scratch.dir, CLAUDE_CONFIG_DIR: `${scratch.dir}/claude`, ...env });
+      try {
+        return [
+          await mcp.call("list_sessions", {}),
+          await mcp.call("search_sessions", { query: "hello store" }),
+          await mcp.call("read_session", { session: session.slice(0, 8) }),
+        ];
+      } finally {
+        await mcp.client.close();
+      }
+    };
+    const tree = await ask(["--mirror-dir", tap.root], {});
+    const store = await ask(["--mirror-dir", `${scratch.dir}/no-tree-here`], { SESSIONTAP_STORE: db.url });
+    assert.deepEqual(store, tree);
+    assert.match(store[1].text, /^1 message in 1 session match "hello store"/);
+    assert.ok(store[2].text.includes("hi-from-tool"));
+    const closed = await callThenClose([], { SESSIONTAP_STORE: db.url, HOME: scratch.dir }, "list_sessions", {});
+    assert.deepEqual(closed.exit, { code: 0, signal: null });
+    assert.match(closed.stderr, /^sessiontap mcp: serving the store postgres:\/\/\S+ on stdio, read-only\n$/);
+    assert.match(closed.lines[1].result.content[0].text, /^1 mirrored session, most recent first/);
   });
 
   it("unknown sessions and a store without the schema are one line and exit 1", async () => {
