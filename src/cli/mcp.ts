@@ -80,13 +80,13 @@ function argumentsOf(tool: Tool, raw: Record<string, unknown>): Args {
     if (v === undefined || v === null) {
       if (tool.required.includes(key)) throw new ToolError(`${tool.name} needs "${key}"`);
     } else if (p.type === "string") {
-      if (typeof v !== "string") throw new ToolError(`"${key}" must be a string, got ${JSON.stringify(v)}`);
+      if (typeof v !== "string") throw new ToolError(`"${key}" must be a string, got ${JSON.stringify(v).slice(0, 100)}`);
       if (v.trim() === "") throw new ToolError(`"${key}" is empty`);
       if (v.length > p.maxLength!) throw new ToolError(`"${key}" is too long: ${v.length} characters, at most ${p.maxLength}`);
       out[key] = v.trim();
     } else {
       if (typeof v !== "number" || !Number.isInteger(v) || v < p.minimum! || v > p.maximum!) {
-        throw new ToolError(`"${key}" must be a whole number from ${p.minimum} to ${p.maximum}, got ${JSON.stringify(v)}`);
+        throw new ToolError(`"${key}" must be a whole number from ${p.minimum} to ${p.maximum}, got ${JSON.stringify(v).slice(0, 100)}`);
       }
       out[key] = v;
     }
