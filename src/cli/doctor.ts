@@ -1,5 +1,5 @@
 // `sessiontap doctor`: what makes a user lose a transcript or bypass the tap, each ok / warn / FAIL with what to do; exit 1 on a failure.
-// The tap and its health (doctor-tap.ts), the way Claude Code reaches it (doctor-route.ts, doctor-proxy.ts); here the rest.
+// The tap and the way Claude Code reaches it are doctor-route.ts; here the mirror root, retention and the transcripts.
 import { join } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { SessionCatalog } from "../storage/mirror-reader.ts";
@@ -11,15 +11,11 @@ import { describe } from "../utils/describe-error.ts";
 import { lastDrill } from "./drill.ts";
 import { plural } from "../utils/plural.ts";
 import type { CommandIo } from "./command-io.ts";
-import { alertedSessions, type Check, type SettingsFile, settingsFiles, verdict } from "./doctor-check.ts";
-import { claudeRoute, routeChecks, safeOrigin } from "./doctor-route.ts";
-import { tapChecks } from "./doctor-tap.ts";
-
-export type { Check };
+import { alertedSessions, type Check, type SettingsFile, settingsFiles, tapAndRoute, verdict } from "./doctor-route.ts";
 
 const MIB = 1024 * 1024;
 /** Sessions younger than this count as recent; Claude Code's default cleanup. */
-export const RECENT_DAYS = 30;
+const RECENT_DAYS = 30;
 /** From here on a `cleanupPeriodDays` has been seen ignored (transcripts deleted at 30 days anyway). */
 const VERY_LARGE_DAYS = 10_000;
 
@@ -114,24 +110,6 @@ async function plantedEntries(io: CommandIo, root: string): Promise<Check[]> {
   ];
 }
 
-/** The tap Claude Code would use (or the one `--url` / `--port` names), its health, and the way Claude Code will reach it. */
-async function tapAndRoute(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]) {
-  const out = settings.filter((s) => s.error !== null).map((s) => verdict("claude settings", "warn", `${s.path} could not be read: ${s.error}`));
-  const route = claudeRoute(settings, io.env);
-  const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host;
-  const base = route.base === null ? null : safeOrigin(route.base.value);
-  const [tapUrl, chosen] = config.url !== null
-    ? [config.url.replace(/\/+$/, ""), "--url"]
-    : config.sources.port === "flag"
-    ? [`http://127.0.0.1:${config.port}`, "--port"]
-    : base !== null
-    ? [base, `${route.baseVar} ${route.base!.where}`]
-    : [`http://${host.includes(":") ? `[${host}]` : host}:${config.port}`, "the default address"];
-  const tap = await tapChecks(config, io, tapUrl, chosen);
-  out.push(...tap.checks, ...(await routeChecks(route, settings, io, { url: tapUrl, probe: tap.tap }, config)));
-  return { checks: out, health: tap.tap.ok ? tap.tap.health : null };
-}
-
 /**
  * Claude Code's cleanup (`cleanupPeriodDays`, deleting older transcripts when it starts) and the mirror's own retention against it
  * (docs/DESIGN.md "Retention"): a mirror that deletes a session no later than that cleanup keeps no copy past it.
@@ -164,7 +142,6 @@ function retention(config: Readonly<Config>, settings: SettingsFile[]): Check[] 
       `${days} (${found.path}): Claude Code has been seen to ignore very large values and delete transcripts after 30 days anyway; 3650 keeps them ten years. ${net}`,
     )
     : verdict("cleanupPeriodDays", "ok", `${days} days (${found.path})`);
-  // A very large value has been seen ignored: count on the default then.
   const after = usable && days < VERY_LARGE_DAYS ? days : 30;
   const mirror = keep === 0
     ? verdict(
@@ -194,7 +171,6 @@ async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted
   );
   const out: Check[] = [];
   const say = (status: Check["status"], detail: string) => out.push(verdict("transcripts", status, detail));
-  // An id Claude Code could not have made is never looked up in its tree (docs/DESIGN.md "Trust boundaries").
   const odd = sessions.filter((s) => s.entry.claudeTranscriptProblem !== null);
   if (odd.length > 0) {
     say(

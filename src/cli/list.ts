@@ -8,8 +8,7 @@ import { type ListEntry, SessionCatalog, type SessionSource } from "../storage/m
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, totalTokens, usd } from "../usage/tokens.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
-import { noMirror, priceTable, table } from "./load.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, noMirror, priceTable, table } from "./command-io.ts";
 import { plural } from "../utils/plural.ts";
 
 /** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
