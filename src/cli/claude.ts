@@ -1,12 +1,14 @@
 // `sessiontap claude [ARGS…]` (docs/DESIGN.md "The launcher"): Claude Code in the foreground of this terminal,
 // through a tap of this user's that proves it, else one of its own for the child's life.
 import { spawn } from "node:child_process";
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { constants } from "node:os";
 import process from "node:process";
 import { isatty } from "node:tty";
 import type { Config } from "../config/parse.ts";
 import { type Refusal, startOrRefuse, stopTap } from "./serve.ts";
-import type { RunningTap } from "./start-tap.ts";
+import { type RunningTap, startTap } from "./start-tap.ts";
 import { localAddress, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
 
 export interface LauncherIo {
@@ -17,25 +19,18 @@ export interface LauncherIo {
   fetch?: typeof fetch;
 }
 
-type Started = { ok: true; exited: Promise<number>; stop: () => void } | { ok: false; code: string; message: string };
+type Started = { ok: true; exited: Promise<number> } | { ok: false; code: string; message: string };
 
 /**
- * Starts `command` with the terminal; `spawned` runs once it did. The terminal sends Ctrl-C and window-size
- * changes to the whole foreground group, so only what is sent to this process alone is passed on (SIGINT too
- * when there is no terminal), and SIGINT is held meanwhile: the child decides what a Ctrl-C means.
+ * The terminal sends Ctrl-C and window-size changes to the whole foreground group, so only what is sent to this
+ * process alone is passed on (SIGINT too when there is no terminal), and SIGINT is held meanwhile.
  */
 function runInForeground(command: string, args: string[], env: Record<string, string>, spawned: () => void): Promise<Started> {
   return new Promise((resolve) => {
     const child = spawn(command, args, { stdio: "inherit", env });
-    const pass = (signal: NodeJS.Signals) => {
-      try {
-        child.kill(signal);
-      } catch {
-        // it has just exited: nothing to pass on
-      }
-    };
+    const pass = (signal: NodeJS.Signals) => child.exitCode === null && child.signalCode === null && child.kill(signal);
     const hold = () => {};
-    // Windows delivers Ctrl-C to every process of the console; isatty(0), not process.stdin, which could start reading the child's terminal.
+    // isatty(0), not process.stdin, which could start reading the child's terminal; Windows sends Ctrl-C to the whole console.
     const passing: NodeJS.Signals[] = process.platform === "win32" ? [] : isatty(0) ? ["SIGTERM", "SIGHUP"] : ["SIGTERM", "SIGHUP", "SIGINT"];
     const remove = () => {
       for (const s of passing) process.off(s, pass);
@@ -49,49 +44,53 @@ function runInForeground(command: string, args: string[], env: Record<string, st
       for (const s of passing) process.on(s, pass);
       if (!passing.includes("SIGINT")) process.on("SIGINT", hold);
       spawned();
-      // As a shell reports it: the code, or 128 + the signal's number.
       const exited = new Promise<number>((done) =>
         child.once("exit", (code, signal) => {
           remove();
           done(code ?? 128 + ((constants.signals as Record<string, number>)[signal ?? ""] ?? 0));
         })
       );
-      resolve({ ok: true, exited, stop: () => pass("SIGTERM") });
+      resolve({ ok: true, exited });
     });
   });
 }
+
+const isTap = (started: RunningTap | Refusal): started is RunningTap => "url" in started;
 
 /** Runs Claude Code (`SESSIONTAP_CLAUDE`, else `claude` on PATH) with `args` through a tap; resolves with its exit status. */
 export async function run(config: Readonly<Config>, args: string[], io: LauncherIo): Promise<number> {
   const fetcher = io.fetch ?? fetch;
   const program = io.env.SESSIONTAP_CLAUDE || "claude";
-  const url = `http://${localAddress(config.host)}:${config.port}`;
+  // A name may also lead to an address another user holds: the launcher and its child use one address.
+  const host = isIP(config.host) ? config.host : await lookup(config.host).then((a) => a.address, () => config.host);
+  config = { ...config, host };
+  const url = `http://${localAddress(host)}:${config.port}`;
   const mirror = `mirror ${config.mirror ? config.mirrorDir : "off"}`;
   // The tap's lines while the child has the terminal wait for its exit (they are in health and the events log too).
   let held: string[] | null = null;
   let dropped = 0;
   const say = (line: string) => held === null ? io.stderr(line + "\n") : held.length < 50 ? held.push(line) : dropped++;
-  const tapDeps = (inThread: boolean) => ({ stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread });
-  const isTap = (started: RunningTap | Refusal): started is RunningTap => "url" in started;
-  // Only a tap that proves it is this user's gets the token, and then Claude Code's key and prompts.
+  // In this thread once the child runs: a Worker started while Claude Code holds the terminal takes its input under Deno.
+  const start = (port: number, inThread = false) =>
+    startOrRefuse({ ...config, port }, { stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread }, fetcher);
   const key = await proofKey(config.mirror, config.mirrorDir);
   const found = await probeTap(fetcher, url, key, config.token, { timeoutMs: 1000 });
   let own: RunningTap | null = null;
-  const notices: string[] = [];
-  if (found.kind === "mine") notices.push(`Claude Code goes through the tap already running on ${url} (${whichTap(found.health)})`);
+  let notice = `Claude Code goes through the tap already running on ${url}`;
+  if (found.kind === "mine") notice += ` (${whichTap(found.health)})`;
   else {
-    let started = await startOrRefuse({ ...config, port: found.kind === "none" ? config.port : 0 }, tapDeps(false), fetcher);
+    let started = await start(found.kind === "none" ? config.port : 0);
     let holder = found.kind;
-    // Taken between the look and the listen: by a tap of this user's (use it) or by anything else (any free port).
+    // Taken between the look and the listen: by a tap of this user's (used), or by anything else (any free port then).
     if (!isTap(started) && started.holder !== null && started.holder !== "mine") {
       holder = started.holder;
-      started = await startOrRefuse({ ...config, port: 0 }, tapDeps(false), fetcher);
+      started = await start(0);
     }
-    if (!isTap(started) && started.holder === "mine") notices.push(`Claude Code goes through the tap already running on ${url}`);
-    else if (!isTap(started)) {
+    if (!isTap(started) && started.holder !== "mine") {
       io.stderr(`${started.line}\nsessiontap: Claude Code was not started: it would have had no tap to talk to\n`);
       return 1;
-    } else {
+    }
+    if (isTap(started)) {
       own = started;
       const instead = own.port === config.port || config.port === 0
         ? ""
@@ -100,51 +99,41 @@ export async function run(config: Readonly<Config>, args: string[], io: Launcher
         : holder === "unproven"
         ? `port ${config.port} is held by something that could not prove it is this user's sessiontap ${unprovenWhy(config)}; `
         : `port ${config.port} is in use; `;
-      notices.push(`${instead}Claude Code goes through a tap on ${own.url} for this session (${mirror}; viewer ${own.viewer})`);
+      notice = `${instead}Claude Code goes through a tap on ${own.url} for this session (${mirror}; viewer ${own.viewer})`;
     }
   }
-  const tapUrl = own?.url ?? url;
+  // A reused tap's port is anyone's the moment that tap stops, so the child is pointed at a port of the launcher's own: a
+  // tap with its mirror off that proves the reused one before each request, and once it cannot, sends to a tap of its own.
+  let front: RunningTap | null = null;
+  if (own === null) {
+    let replaced: Promise<string> | null = null;
+    const replace = async () => {
+      const started = await start(0, true);
+      if (!isTap(started)) throw new Error(`the tap on ${url} stopped and none could be started: ${started.line}`);
+      own = started;
+      say(`sessiontap: the tap on ${url} stopped or cannot prove it is this user's; Claude Code goes through a tap on ${own.url} now (${mirror})`);
+      return own.url;
+    };
+    const proving = async (input: RequestInfo | URL, init?: RequestInit) => {
+      if (replaced === null && (await probeTap(fetcher, url, key, null, { details: false })).kind !== "mine") replaced = replace();
+      return await fetcher(String(input).replace(url, replaced === null ? url : await replaced), init);
+    };
+    const loopback = host.includes(":") ? "::1" : "127.0.0.1";
+    const settings = { ...config, host: loopback, port: 0, mirror: false, upstream: url, store: null, proxy: null };
+    front = await startTap(settings, { stderr: say, fetch: proving as typeof fetch, inThread: true });
+    notice += `, from ${front.url}`;
+  }
+  const tapUrl = (front ?? own!).url;
   const before = io.env.ANTHROPIC_BASE_URL;
-  if (before && before.replace(/\/+$/, "") !== tapUrl) {
+  const notices = [notice];
+  if (before && ![tapUrl, front === null ? tapUrl : url].includes(before.replace(/\/+$/, ""))) {
     notices.push(`ANTHROPIC_BASE_URL was ${before}; Claude Code uses ${tapUrl} instead (the tap forwards to ${config.upstream}: SESSIONTAP_UPSTREAM)`);
   }
   const env: Record<string, string> = { ...io.env as Record<string, string>, ANTHROPIC_BASE_URL: tapUrl };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
 
-  // A reused tap that stops is replaced on its port, where the child's base URL then reaches the new one. A port
-  // taken by anything that cannot prove it is this user's would get Claude Code's key: the child is stopped.
-  let child: Started | null = null;
-  let tick: Promise<void> | null = null;
-  let misses = 0;
-  const look = async () => {
-    const seen = await probeTap(fetcher, url, key, null, { timeoutMs: 1000, details: false });
-    misses = seen.kind === "mine" ? 0 : misses + 1;
-    if (misses < 2) return;
-    misses = 0;
-    // Its engine in this thread: a Worker started while Claude Code holds the terminal takes its input under Deno.
-    const started = await startOrRefuse(config, tapDeps(true), fetcher);
-    if (isTap(started)) {
-      own = started;
-      say(`sessiontap: the tap on ${url} stopped; this launcher serves Claude Code there now (${mirror})`);
-    } else if (started.holder === null) {
-      // Said at once, over the child's screen: its requests fail from here on.
-      io.stderr(`\n${started.line}\nsessiontap: the tap on ${url} stopped and cannot be replaced: Claude Code's requests fail until it is back\n`);
-    } else if (started.holder !== "mine") {
-      io.stderr(
-        `\nsessiontap: the tap on ${url} stopped and port ${config.port} is now held by something that could not prove it is this user's sessiontap: ` +
-          `Claude Code is stopped, so that it sends it nothing\n`,
-      );
-      clearInterval(watching);
-      if (child?.ok) child.stop();
-    }
-  };
-  const watching = setInterval(() => {
-    if (tick === null && own === null) tick = look().finally(() => (tick = null));
-  }, 1000);
-  if (own !== null) clearInterval(watching);
-
   held = [];
-  child = await runInForeground(program, args, env, () => io.stderr(notices.map((n) => `sessiontap: ${n}\n`).join("")));
+  const child = await runInForeground(program, args, env, () => io.stderr(notices.map((n) => `sessiontap: ${n}\n`).join("")));
   const status = child.ok ? await child.exited : child.code === "ENOENT" ? 127 : 126;
   const lines = held;
   held = null;
@@ -158,8 +147,7 @@ export async function run(config: Readonly<Config>, args: string[], io: Launcher
         : `sessiontap: ${program} could not be started (${child.code}: ${child.message})\n`,
     );
   }
-  clearInterval(watching);
-  await tick; // a replacement being started now is stopped below with the rest
+  await front?.stop();
   const mine = own as RunningTap | null;
   // The child is gone: its tap drains, flushes the mirror and saves what it could not write.
   return mine === null || (await stopTap(mine, config, io.stderr)) || status !== 0 ? status : 1;

@@ -1,6 +1,13 @@
-// What a command gets from the outside world, in one object a test can build (docs/DESIGN.md "Command line").
-import type { Config } from "../config/parse.ts";
+// What a command gets from the outside world, in one object a test can build (docs/DESIGN.md "Command line"), and what a
+// reading command loads first: the session its argument names (from the tree or the store) and the price table.
+import { type Config, settingName } from "../config/parse.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
+import type { Lookup } from "../storage/mirror-reader.ts";
+import { sourceName, withSessionSource } from "../store/pg-reader.ts";
+import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
+import { buildTree, type Tree } from "../transcript/tree.ts";
+import { loadPrices, type PriceTable } from "../usage/prices.ts";
+import { describe } from "../utils/describe-error.ts";
 import type { Zone } from "../utils/local-time.ts";
 
 export interface CommandIo {
@@ -20,5 +27,71 @@ export interface CommandIo {
 /** Colour on a terminal, unless NO_COLOR (https://no-color.org). */
 export const useColor = (io: CommandIo) => io.isTTY && (io.env.NO_COLOR ?? "") === "";
 
-/** Resolves with the exit status. */
-export type Command = (config: Readonly<Config>, io: CommandIo) => Promise<number>;
+/** The price table, or exit status 1 once stderr says why the file cannot be used. */
+export async function priceTable(config: Readonly<Config>, io: CommandIo): Promise<PriceTable | number> {
+  try {
+    return await loadPrices(io.fs, config.prices);
+  } catch (error) {
+    io.stderr(`sessiontap: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
+
+export interface LoadedSession {
+  data: SessionData;
+  tree: Tree;
+  summary: SessionSummary;
+}
+
+/** The session the first argument names (an id, a directory name, a unique prefix), or exit status 1 once stderr says why. */
+export async function findSession(config: Readonly<Config>, io: CommandIo, prices?: PriceTable): Promise<LoadedSession | number> {
+  const missing = await noMirror(config, io);
+  if (missing !== null) return missing;
+  const found = await withSessionSource(config, io.fs, (source) => source.lookup(config.positional[0]));
+  if (found.kind !== "found") return notFound(config, io, config.positional[0], found);
+  const tree = buildTree(found.data.records);
+  return { data: found.data, tree, summary: summarize(found.data, tree, prices) };
+}
+
+/** Says that no session, or several, match `query`; exit status 1. */
+export function notFound(config: Readonly<Config>, io: CommandIo, query: string, found: Exclude<Lookup, { kind: "found" }>): number {
+  const more = found.kind === "ambiguous" && found.candidates.length > 10 ? ", …" : "";
+  io.stderr(
+    found.kind === "none"
+      ? `sessiontap: no mirrored session matches "${query}" in ${sourceName(config)} (see sessiontap list)\n`
+      : `sessiontap: "${query}" matches ${found.candidates.length} sessions (${found.candidates.slice(0, 10).join(", ")}${more}); give more of the id\n`,
+  );
+  return 1;
+}
+
+/**
+ * With no mirror at the root, says so, naming the setting that chose it, and returns exit status 1: an empty listing would read as
+ * "nothing was ever mirrored" when the root is the wrong one.
+ */
+export async function noMirror(config: Readonly<Config>, io: CommandIo): Promise<number | null> {
+  if (config.store !== null) return null;
+  const root = `${config.mirrorDir} (${settingName(config, "mirrorDir")})`;
+  let info;
+  try {
+    info = await io.fs.lstat(config.mirrorDir);
+  } catch (error) {
+    io.stderr(`sessiontap: cannot read the mirror root ${root}: ${describe(error)}\n`);
+    return 1;
+  }
+  if (info?.isDirectory) return null;
+  io.stderr(
+    info === null
+      ? `sessiontap: there is no mirror at ${root}: nothing was mirrored there; the tap's startup block names its mirror root\n`
+      : `sessiontap: the mirror root ${root} is not a directory\n`,
+  );
+  return 1;
+}
+
+/** A table with a header, left-aligned first column(s) and right-aligned numbers; one line per row, header first. */
+export function table(head: string[], rows: string[][], leftColumns: number[] = [0]): string[] {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const left = new Set(leftColumns);
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === cells.length - 1 && left.has(i) ? c : left.has(i) ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd();
+  return [line(head), ...rows.map(line)];
+}

@@ -1,5 +1,5 @@
 // `sessiontap doctor`: what makes a user lose a transcript or bypass the tap, each ok / warn / FAIL with what to do; exit 1 on a failure.
-// The tap and its health (doctor-tap.ts), the way Claude Code reaches it (doctor-route.ts, doctor-proxy.ts); here the rest.
+// The tap and the way Claude Code reaches it are doctor-route.ts; here the mirror root, retention and the transcripts.
 import { join } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { SessionCatalog } from "../storage/mirror-reader.ts";
@@ -11,15 +11,11 @@ import { describe } from "../utils/describe-error.ts";
 import { lastDrill } from "./drill.ts";
 import { plural } from "../utils/plural.ts";
 import type { CommandIo } from "./command-io.ts";
-import { alertedSessions, type Check, type SettingsFile, settingsFiles, verdict } from "./doctor-check.ts";
-import { claudeRoute, routeChecks, safeOrigin } from "./doctor-route.ts";
-import { tapChecks } from "./doctor-tap.ts";
-
-export type { Check };
+import { alertedSessions, type Check, type SettingsFile, settingsFiles, tapAndRoute, verdict } from "./doctor-route.ts";
 
 const MIB = 1024 * 1024;
 /** Sessions younger than this count as recent; Claude Code's default cleanup. */
-export const RECENT_DAYS = 30;
+const RECENT_DAYS = 30;
 /** From here on a `cleanupPeriodDays` has been seen ignored (transcripts deleted at 30 days anyway). */
 const VERY_LARGE_DAYS = 10_000;
 
@@ -83,10 +79,7 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   return out;
 }
 
-/**
- * What the tap would refuse in the tree's first two levels (session directories and their files, its own `.locks`, `.staging`,
- * `.spool` and events log): another user's, open to others, or a link — refused at write time, here with what to do.
- */
+/** What the tap would refuse at write time in the tree's first two levels: another user's, open to others, or a link. */
 async function plantedEntries(io: CommandIo, root: string): Promise<Check[]> {
   const found: string[] = [];
   const look = async (path: string, depth: number): Promise<void> => {
@@ -105,37 +98,11 @@ async function plantedEntries(io: CommandIo, root: string): Promise<Check[]> {
   }
   if (found.length === 0) return [];
   const what = found.join("; ") + (found.length >= 5 ? "; …" : "");
-  return [
-    verdict(
-      "mirror tree",
-      "fail",
-      `the tap refuses to write into ${what}: the mirror did not put them there — look at them, then remove them (or chmod go-w what is yours)`,
-    ),
-  ];
+  const why = `the tap refuses to write into ${what}: the mirror did not put them there — look at them, then remove them (or chmod go-w what is yours)`;
+  return [verdict("mirror tree", "fail", why)];
 }
 
-/** The tap Claude Code would use (or the one `--url` / `--port` names), its health, and the way Claude Code will reach it. */
-async function tapAndRoute(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]) {
-  const out = settings.filter((s) => s.error !== null).map((s) => verdict("claude settings", "warn", `${s.path} could not be read: ${s.error}`));
-  const route = claudeRoute(settings, io.env);
-  const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host;
-  const base = route.base === null ? null : safeOrigin(route.base.value);
-  const [tapUrl, chosen] = config.url !== null
-    ? [config.url.replace(/\/+$/, ""), "--url"]
-    : config.sources.port === "flag"
-    ? [`http://127.0.0.1:${config.port}`, "--port"]
-    : base !== null
-    ? [base, `${route.baseVar} ${route.base!.where}`]
-    : [`http://${host.includes(":") ? `[${host}]` : host}:${config.port}`, "the default address"];
-  const tap = await tapChecks(config, io, tapUrl, chosen);
-  out.push(...tap.checks, ...(await routeChecks(route, settings, io, { url: tapUrl, probe: tap.tap }, config)));
-  return { checks: out, health: tap.tap.ok ? tap.tap.health : null };
-}
-
-/**
- * Claude Code's cleanup (`cleanupPeriodDays`, deleting older transcripts when it starts) and the mirror's own retention against it
- * (docs/DESIGN.md "Retention"): a mirror that deletes a session no later than that cleanup keeps no copy past it.
- */
+/** Claude Code's `cleanupPeriodDays` and the mirror's retention against it: a mirror deleting no later keeps no copy past it. */
 function retention(config: Readonly<Config>, settings: SettingsFile[]): Check[] {
   const found = settings.find((s) => s.json?.cleanupPeriodDays !== undefined);
   const days = found?.json?.cleanupPeriodDays;
@@ -147,45 +114,33 @@ function retention(config: Readonly<Config>, settings: SettingsFile[]): Check[] 
   }`;
   const usable = typeof days === "number" && Number.isInteger(days) && days >= 1;
   const file = join(config.claudeDir, "settings.json");
-  const cleanup = found === undefined
-    ? verdict(
-      "cleanupPeriodDays",
-      "warn",
-      `not set: Claude Code deletes transcripts older than 30 days when it starts; to keep them, set "cleanupPeriodDays": 3650 in ${file}. ${net}`,
-    )
-    : !usable
-    ? verdict("cleanupPeriodDays", "warn", `${JSON.stringify(days)} in ${found.path} is not a whole number of days ≥ 1; Claude Code rejects it`)
-    : days < RECENT_DAYS
-    ? verdict("cleanupPeriodDays", "warn", `${days} (${found.path}): Claude Code deletes transcripts older than ${days} days when it starts. ${net}`)
-    : days >= VERY_LARGE_DAYS
-    ? verdict(
-      "cleanupPeriodDays",
-      "warn",
-      `${days} (${found.path}): Claude Code has been seen to ignore very large values and delete transcripts after 30 days anyway; 3650 keeps them ten years. ${net}`,
-    )
-    : verdict("cleanupPeriodDays", "ok", `${days} days (${found.path})`);
-  // A very large value has been seen ignored: count on the default then.
+  const cleanup = verdict(
+    "cleanupPeriodDays",
+    found !== undefined && usable && days >= RECENT_DAYS && days < VERY_LARGE_DAYS ? "ok" : "warn",
+    found === undefined
+      ? `not set: Claude Code deletes transcripts older than 30 days when it starts; to keep them, set "cleanupPeriodDays": 3650 in ${file}. ${net}`
+      : !usable
+      ? `${JSON.stringify(days)} in ${found.path} is not a whole number of days ≥ 1; Claude Code rejects it`
+      : days < RECENT_DAYS
+      ? `${days} (${found.path}): Claude Code deletes transcripts older than ${days} days when it starts. ${net}`
+      : days >= VERY_LARGE_DAYS
+      ? `${days} (${found.path}): Claude Code has been seen to ignore very large values and delete transcripts after 30 days anyway; 3650 keeps them ten years. ${net}`
+      : `${days} days (${found.path})`,
+  );
   const after = usable && days < VERY_LARGE_DAYS ? days : 30;
-  const mirror = keep === 0
-    ? verdict(
-      "mirror retention",
-      "ok",
-      "off (the default): the mirror keeps every session, those Claude Code's cleanup deleted included (list shows them missing; sessiontap restore ID brings one back)",
-    )
-    : keep <= after
-    ? verdict(
-      "mirror retention",
-      "warn",
-      `SESSIONTAP_RETENTION_DAYS=${keep}: the mirror deletes a session after ${keep} days, no later than Claude Code's cleanup deletes its transcript (${after} days), so no copy outlives it; unset it to keep every session, or set it well past ${after}`,
-    )
-    : verdict("mirror retention", "ok", `SESSIONTAP_RETENTION_DAYS=${keep}: the mirror keeps sessions ${keep} days, past Claude Code's cleanup (${after})`);
+  const mirror = verdict(
+    "mirror retention",
+    keep !== 0 && keep <= after ? "warn" : "ok",
+    keep === 0
+      ? "off (the default): the mirror keeps every session, those Claude Code's cleanup deleted included (list shows them missing; sessiontap restore ID brings one back)"
+      : keep <= after
+      ? `SESSIONTAP_RETENTION_DAYS=${keep}: the mirror deletes a session after ${keep} days, no later than Claude Code's cleanup deletes its transcript (${after} days), so no copy outlives it; unset it to keep every session, or set it well past ${after}`
+      : `SESSIONTAP_RETENTION_DAYS=${keep}: the mirror keeps sessions ${keep} days, past Claude Code's cleanup (${after})`,
+  );
   return [cleanup, mirror];
 }
 
-/**
- * Recent sessions whose Claude Code transcript the one judge finds missing, a stub, behind or torn, each with the command that restores
- * it. A session in `alerted` is left out: the tap's guard alert for it says the same, once.
- */
+/** Recent sessions whose transcript the one judge finds missing, a stub, behind or torn; one the guard `alerted` of is said there. */
 async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted: ReadonlySet<string>): Promise<Check[]> {
   const since = io.clock() - RECENT_DAYS * 86_400_000;
   const judged = await new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, undefined, io.clock).judged();
@@ -194,7 +149,6 @@ async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted
   );
   const out: Check[] = [];
   const say = (status: Check["status"], detail: string) => out.push(verdict("transcripts", status, detail));
-  // An id Claude Code could not have made is never looked up in its tree (docs/DESIGN.md "Trust boundaries").
   const odd = sessions.filter((s) => s.entry.claudeTranscriptProblem !== null);
   if (odd.length > 0) {
     say(
@@ -214,7 +168,6 @@ async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted
   }
   const plain = sessions.filter((x) => x.entry.claudeTranscriptProblem === null && x.entry.claudeTranscriptWarning === null);
   for (const { entry: s, info } of plain.filter((x) => x.info.state !== "intact").slice(0, 20)) {
-    // A cwd comes from a request: never printed with a control character or a line break.
     const where = `${s.sessionId} (${s.lastTimestamp}, ${s.cwd === null ? "cwd unknown" : scrubLine(s.cwd)}): Claude Code's transcript`;
     const restore = `sessiontap restore ${s.sessionId}${s.cwd === null ? " --cwd DIR (the directory you run claude in)" : ""}`;
     if (info.state === "behind") {

@@ -1,10 +1,9 @@
 // `sessiontap export SESSION [--format md|html|jsonl] [--out FILE]`: to stdout, or to FILE replaced atomically, 0600 (a conversation is private).
+import { resolve } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { exportText } from "../transcript/render-md.ts";
 import { replaceFile } from "../storage/publish.ts";
-import type { CommandIo } from "./command-io.ts";
-import { findSession, priceTable } from "./load.ts";
-import { absolute } from "../storage/paths.ts";
+import { type CommandIo, findSession, priceTable } from "./command-io.ts";
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const prices = await priceTable(config, io);
@@ -16,7 +15,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     io.stdout(text);
     return 0;
   }
-  const path = absolute(config.out, io.cwd);
+  const path = resolve(io.cwd, config.out);
   const info = await io.fs.lstat(path);
   if (info !== null && !info.isFile) {
     io.stderr(`sessiontap: --out ${path} exists and is not a regular file; nothing written\n`);

@@ -3,34 +3,22 @@
 import type { Config } from "../config/parse.ts";
 import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
-import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { type ListEntry, SessionCatalog, type SessionSource } from "../storage/mirror-reader.ts";
+import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { tokensShort, totalTokens, usd } from "../usage/tokens.ts";
-import { priceOf, type PriceTable } from "../usage/prices.ts";
-import { noMirror, priceTable, table } from "./load.ts";
-import type { CommandIo } from "./command-io.ts";
+import { priceOf } from "../usage/prices.ts";
+import { type CommandIo, noMirror, priceTable, table } from "./command-io.ts";
 import { plural } from "../utils/plural.ts";
-
-/** Every session of the mirror (or of `source`, a shared store) with its Claude Code transcript state, most recent first. */
-export function listSessions(fs: FsAdapter, mirrorDir: string, claudeDir: string, source?: SessionSource, prices?: PriceTable): Promise<ListEntry[]> {
-  return new SessionCatalog(fs, mirrorDir, claudeDir, source, prices).list();
-}
 
 /** What the project column says of a session whose working directory no request named. */
 const NO_CWD = "? (cwd unknown)";
-
-/** The command that restores `e`: a session of unknown working directory needs `--cwd`. */
-function restoreCommand(e: ListEntry): string {
-  return `sessiontap restore ${scrubLine(e.sessionId ?? e.dir)}${e.cwd === null ? " --cwd DIR" : ""}`;
-}
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const missing = await noMirror(config, io);
   if (missing !== null) return missing;
   const prices = await priceTable(config, io);
   if (typeof prices === "number") return prices;
-  const all = await withSessionSource(config, io.fs, (source) => listSessions(io.fs, config.mirrorDir, config.claudeDir, source, prices));
+  const all = await withSessionSource(config, io.fs, (source) => new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, source, prices).list());
   const since = sinceStart(config.since, io.clock(), io.zone);
   const entries = since === null ? all : all.filter((e) => e.lastTimestamp !== null && Date.parse(e.lastTimestamp) >= since);
   if (config.json) {
@@ -76,8 +64,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       `${plural(lost.length, "session")} whose Claude Code transcript is missing, a stub or behind the mirror (removed by its cleanup, cut, or lost); ` +
         `the mirror holds ${lost.length === 1 ? "it; to put it back" : "them; to put one back"}:`,
     );
-    // Every one of them: the footer is where a user looks for what to run.
-    for (const e of lost) out.push(`  ${restoreCommand(e)}`);
+    for (const e of lost) out.push(`  sessiontap restore ${scrubLine(e.sessionId ?? e.dir)}${e.cwd === null ? " --cwd DIR" : ""}`);
   }
   if (entries.some((e) => e.cwd === null && e.sessionId !== null)) {
     out.push(

@@ -1,15 +1,14 @@
 // `sessiontap restore SESSION …`: restore/restore-session.ts plans and writes (the viewer's "Restore into Claude Code" runs the same); this prints.
+import { resolve } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { describeRestore, restoreSession } from "../restore/restore-session.ts";
-import type { CommandIo } from "./command-io.ts";
-import { findSession } from "./load.ts";
-import { absolute } from "../storage/paths.ts";
+import { type CommandIo, findSession } from "./command-io.ts";
 import { terminalSafeJson } from "../transcript/records.ts";
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const found = await findSession(config, io);
   if (typeof found === "number") return found;
-  const cwd = config.cwd === null ? null : absolute(config.cwd, io.cwd);
+  const cwd = config.cwd === null ? null : resolve(io.cwd, config.cwd);
   // A typo in --cwd would put the transcript where no `claude` ever runs: say so, then do as asked.
   const there = cwd === null ? null : await io.fs.lstat(cwd);
   if (cwd !== null && (there === null || !there.isDirectory)) {

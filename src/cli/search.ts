@@ -5,8 +5,7 @@ import { localDateTime } from "../utils/local-time.ts";
 import { regexMatcher, search, type SearchHit, substringMatcher } from "../transcript/search.ts";
 import { type SessionData, sessionIdOf, sessionTitle } from "../transcript/summary.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { type CommandIo, useColor } from "./command-io.ts";
-import { noMirror, notFound } from "./load.ts";
+import { type CommandIo, noMirror, notFound, useColor } from "./command-io.ts";
 import { plural } from "../utils/plural.ts";
 import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 

@@ -1,10 +1,10 @@
-// `sessiontap serve` (docs/DESIGN.md "Command line"): a tap started after its root is checked, the startup block,
-// a graceful stop on SIGINT/SIGTERM. The launcher starts and stops its own tap through the same two functions.
+// `sessiontap serve` (docs/DESIGN.md "Command line"): a tap started once its root is checked, the startup block, a
+// graceful stop on SIGINT/SIGTERM; the launcher starts and stops its own taps through the same two functions.
+import { join } from "node:path/posix";
 import { type Config, settingName } from "../config/parse.ts";
 import { ProxyStartError } from "../config/proxy-settings.ts";
 import { runtimeName } from "../runtime/index.ts";
 import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
-import { DIR_MODE, join } from "../storage/paths.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { redactUrl } from "../store/pg-client.ts";
 import { PriceFileError } from "../usage/prices.ts";
@@ -18,14 +18,11 @@ import { localAddress, type Probe, probeTap, proofKey, unprovenWhy, whichTap } f
 /** Why a tap did not start; `holder` is what answered on its port when that was why. */
 export type Refusal = { line: string; holder: Probe["kind"] | null };
 
-/**
- * The root made (0700) and written to before a tap listens, so one that could mirror nothing never looks healthy;
- * it must be this user's and writable by nobody else (docs/DESIGN.md "Health and exit"). Null, or what is wrong.
- */
+/** The root made (0700), this user's, private, and written to before a tap listens (docs/DESIGN.md "Health and exit"); null, or what is wrong. */
 export async function prepareRoot(fs: FsAdapter, root: string): Promise<string | null> {
   let info;
   try {
-    info = (await fs.lstat(root)) ?? (await fs.mkdir(root, DIR_MODE), await fs.lstat(root));
+    info = (await fs.lstat(root)) ?? (await fs.mkdir(root, 0o700), await fs.lstat(root));
   } catch (error) {
     return `it cannot be created (${describe(error)})`;
   }
@@ -46,13 +43,6 @@ export async function prepareRoot(fs: FsAdapter, root: string): Promise<string |
   return null;
 }
 
-/** A listen failure's code; Bun names a taken port only in its message. */
-function listenCode(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && code !== "") return code;
-  return /Is port \d+ in use|address already in use/i.test(String((error as Error | null)?.message ?? error)) ? "EADDRINUSE" : "";
-}
-
 /** A tap on `config`, or the one line why not, in our words, never the runtime's (docs/DESIGN.md "Never in the way"). */
 export async function startOrRefuse(config: Readonly<Config>, deps: TapDeps, fetcher: typeof fetch): Promise<RunningTap | Refusal> {
   const fail = (line: string, holder: Refusal["holder"] = null) => ({ line: `sessiontap: ${line}`, holder });
@@ -64,14 +54,19 @@ export async function startOrRefuse(config: Readonly<Config>, deps: TapDeps, fet
     return await startTap(config, deps);
   } catch (error) {
     const where = `${config.host}:${config.port}`;
-    const code = listenCode(error);
+    // Bun names a taken port only in its message.
+    const given = (error as { code?: unknown } | null)?.code;
+    const code = typeof given === "string" && given !== ""
+      ? given
+      : /Is port \d+ in use|address already in use/i.test(String((error as Error | null)?.message ?? error))
+      ? "EADDRINUSE"
+      : "";
     if (error instanceof PriceFileError || error instanceof ProxyStartError) return fail(`cannot start: ${error.message}`);
     if (code === "EACCES" || code === "EPERM") {
       return fail(`cannot listen on ${where}: permission denied (ports below 1024 need privileges); pick another with --port`);
     }
     if (code === "EADDRNOTAVAIL") return fail(`cannot listen on ${where}: ${config.host} is not an address of this machine (--host)`);
     if (code !== "EADDRINUSE") return fail(`cannot start: ${describe(error)}`);
-    // The holder is asked who it is; only a tap that proves it is this user's is named as one.
     const url = `http://${localAddress(config.host)}:${config.port}`;
     const holder = await probeTap(fetcher, url, await proofKey(config.mirror, config.mirrorDir), config.token, { timeoutMs: 1000 });
     if (holder.kind === "mine") {
@@ -94,7 +89,6 @@ export async function stopTap(tap: RunningTap, config: Readonly<Config>, stderr:
   try {
     unwritten = await tap.stop(closed);
   } catch (error) {
-    // The engine had stopped (said on stderr then): what it held in memory could not be saved.
     stderr(`sessiontap: the mirror could not be stopped cleanly (${describe(error)}): answers it held in memory are not mirrored\n`);
     return false;
   }
@@ -134,7 +128,6 @@ export async function runServe(
   }
   io.stdout(startupBlock(config, tap, exposed).join("\n"));
   const signal = await io.stopSignal;
-  // Said once the port is closed: whoever reads the line may rely on it.
   return (await stopTap(tap, config, io.stderr, () => io.stderr(`sessiontap: ${signal}, stopping\n`))) ? 0 : 1;
 }
 
@@ -173,7 +166,6 @@ function startupBlock(config: Readonly<Config>, tap: RunningTap, exposed: boolea
     `  health     ${tap.url}/_tap/health`,
     ``,
     `  export ANTHROPIC_BASE_URL=${tap.url}`,
-    // Beyond loopback, API traffic is mirrored only with the token (docs/DESIGN.md "Who a session belongs to").
     ...(exposed && token !== null
       ? [`  export ANTHROPIC_CUSTOM_HEADERS="x-sessiontap-token: <TOKEN>"  (the token above: without it, API traffic is relayed, not mirrored)`]
       : []),

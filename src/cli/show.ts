@@ -11,8 +11,7 @@ import { countsText } from "../transcript/summary.ts";
 import { stateWords } from "../transcript/transcript-state.ts";
 import { sourceName } from "../store/pg-reader.ts";
 import { bytesShort, sessionAnswers, totalsOf, usageLine } from "../usage/tokens.ts";
-import { type CommandIo, useColor } from "./command-io.ts";
-import { findSession, priceTable } from "./load.ts";
+import { type CommandIo, findSession, priceTable, useColor } from "./command-io.ts";
 import { plural } from "../utils/plural.ts";
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {

@@ -1,9 +1,5 @@
-/**
- * Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the
- * app and the runtime's server, built in the order they depend on each other. `serve` runs it until a
- * signal; tests run it in-process, with fetch and the clock injectable, and the engine's filesystem too
- * (built in the engine's Worker from a module the test names: docs/DESIGN.md "Where the engine runs").
- */
+// Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the app and the
+// runtime's server, in the order they depend on each other; tests run it in-process with their own seams.
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert } from "../guard/alerts.ts";
@@ -26,52 +22,44 @@ import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap
 import { forward, refusalNotice } from "../tap/forward.ts";
 import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
-import { healthProof, localAddress } from "./tap-probe.ts";
 import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
-import { leaveToken } from "./tap-probe.ts";
+import { healthProof, leaveToken, localAddress } from "./tap-probe.ts";
 
 /** Seams a test may replace. */
 export interface TapDeps {
-  /**
-   * The engine and the viewer's reader in this thread, not in Workers: the launcher's fallback tap
-   * (docs/DESIGN.md "The launcher").
-   */
+  /** The engine and the viewer's reader in this thread, not in Workers (docs/DESIGN.md "The launcher"). */
   inThread?: boolean;
   /** The engine's filesystem and clock from a module of the test's own, built in the engine's Worker. */
   engineSeams?: EngineSeams;
   fetch?: typeof fetch;
   clock?: () => number;
   stderr?: (line: string) => void;
-  /** The temp dir under which unwritten commits go when the root refuses them (default: the system's). */
+  /** Where unwritten commits go when the root refuses them (default: the system's temp dir). */
   spoolTmpDir?: string;
   /** The guard's timings and limits (defaults in src/guard/guard.ts). */
   guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
-  /** The engine's Worker script (default: src/mirror-worker.ts next to this source; the binary passes its own). */
+  /** The Workers' scripts (default: beside this source; the binary passes its own). */
   workerUrl?: URL | string;
-  /** The viewer's reader Worker script (default: src/viewer-worker.ts next to this source; the binary passes its own). */
   viewerWorkerUrl?: URL | string;
-  /** Where the kernel's tables of TCP sockets are read (default /proc/net; elsewhere the owner proves itself with a token). */
+  /** Where the kernel's tables of TCP sockets are read (default /proc/net). */
   procNet?: string;
 }
 
-/** The mirror of a running tap, as its owner (and the tests) may ask it. */
 export interface MirrorHandle {
   /** Tries every backlog once more and waits for writes in flight, at most `boundMs`. */
   flush(boundMs: number): Promise<void>;
   stats(): Promise<MirrorStats>;
   /** Runs the retention sweep if it is due, and waits for it. */
   sweep(): Promise<void>;
-  /** The engine's link (the relay's side of the mirror). */
   link: EngineLink;
 }
 
-/** The guard of a running tap. */
 export interface GuardHandle {
   inspect(sessionId: string): Promise<GuardSessionView | null>;
   health(): Promise<GuardHealth>;
-  /** The alert of a session, as the engine last said (synchronous: the viewer's banners). */
+  /** As the engine last said (synchronous: the viewer's banners). */
   alertOf(sessionId: string): GuardAlert | null;
-  /** Has the guard look at a session's transcript now, and waits for the look (and the alerts it changed). */
+  /** Has the guard look at a session's transcript now, and waits for the look and the alerts it changed. */
   lookNow(sessionId: string): Promise<void>;
 }
 
@@ -79,11 +67,9 @@ export interface RunningTap {
   url: string;
   port: number;
   mirror: MirrorHandle | null;
-  /** The guard of Claude Code's transcripts, or null when it is off. */
   guard: GuardHandle | null;
   /** What the start replayed from the spools of earlier runs. */
   replayed: Replayed;
-  /** The forward proxy (docs/DESIGN.md "Proxy mode"), or null when it is off. */
   proxy: RunningProxy | null;
   /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
   token: { value: string; generated: boolean } | null;
@@ -130,13 +116,10 @@ function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: str
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
-  // A price file that cannot be used stops the start, as a bad setting does (runServe says why).
   const prices = await loadPrices(nodeFs, config.prices);
-  // Built in the order they depend on each other: the viewer, the engine; the guard's alerts and looks reach the viewer through it.
   const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
   let alerts = new Map<string, GuardAlert>();
   let guard: GuardHandle | null = null;
-  // The root's secret, under which each session is bound to the fingerprint of the credential that opened it.
   const bindingSecret = config.mirror ? await bindingKey(nodeFs, config.mirrorDir) : null;
   const viewer = createViewer({
     fs: deps.inThread ? nodeFs : undefined,
@@ -263,9 +246,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       action: "start",
       fields: { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) },
     });
-    // The first retention sweep runs shortly after start (within a minute), then lazily.
-    // The engine reports a sweep's own failure; a refused query means the engine stopped, which
-    // EngineLink.fail already said once on stderr and in health: nothing is left to report here.
+    // The first sweep runs within a minute of start; a failure of it the engine reports, and a refused query means it stopped, said already.
     const first = setTimeout(() => link.query("sweep", null).then(undefined, () => undefined), 1000);
     (first as { unref?: () => void }).unref?.();
   }

@@ -1,12 +1,13 @@
-// What answers at a tap's address (docs/DESIGN.md "The launcher"): a tap of this user's proves it with the
-// mirror root's key before anything of the user's (the token, Claude Code's traffic) goes there.
+// Who answers at a tap's address (docs/DESIGN.md "The launcher"): a tap of this user's proves it with the mirror
+// root's key before anything of the user's goes there.
 import { createHmac, randomBytes } from "node:crypto";
-import { nodeFs } from "../storage/fs-adapter.ts";
+import { isIP } from "node:net";
+import { join } from "node:path/posix";
 import { existingBindingKey } from "../storage/binding-files.ts";
+import { type FsAdapter, nodeFs, readIfThere, removeIfThere } from "../storage/fs-adapter.ts";
 import { isObject } from "../protocol/json.ts";
 import { sameSecret } from "../server/request-guard.ts";
 import { describe } from "../utils/describe-error.ts";
-import { type FsAdapter, readIfThere, removeIfThere } from "../storage/fs-adapter.ts";
 import { isLoopback } from "../viewer/hosts.ts";
 
 /** `mine`: proven this user's; `unproven`: answers like a sessiontap, no proof. `health` is null when it shows only its status. */
@@ -21,26 +22,19 @@ export function localAddress(host: string): string {
   return reach.includes(":") && !reach.startsWith("[") ? `[${reach}]` : reach;
 }
 
-/**
- * A tap's answer to `GET /_tap/health?challenge=<nonce>`: an HMAC under (a key derived from) the root's secret
- * over the nonce and the address it listens at, so a squatter relaying the challenge to a tap elsewhere gets
- * an answer for the wrong address. Null for a nonce that is not one.
- */
+/** HMAC under the root's secret over the nonce and the tap's address: a squatter relaying the nonce elsewhere gets the wrong address's. */
 export function healthProof(bindingKey: string, nonce: string, at: string): string | null {
   if (!/^[0-9a-f]{32,128}$/.test(nonce)) return null;
   const key = createHmac("sha256", bindingKey).update("sessiontap health proof").digest();
   return createHmac("sha256", key).update(`${nonce} ${at}`).digest("hex");
 }
 
-/** The root's secret to prove a tap with, or null (none made yet, or not safe: the tap's own start says so). */
+/** The root's secret, or null (none made yet, or unsafe: the tap's own start says so). */
 export async function proofKey(mirror: boolean, root: string): Promise<string | null> {
   return mirror ? await existingBindingKey(nodeFs, root).catch(() => null) : null;
 }
 
-/**
- * Asks `base`'s health with a fresh challenge, sending nothing else. Only a tap that proves itself with `key`
- * is then asked for its details with `token`; anything else, as a stranger would (or not at all without `details`).
- */
+/** Asks `base`'s health with a fresh challenge, sending nothing else; only a proven tap is then sent `token`, for its details. */
 export async function probeTap(
   fetcher: typeof fetch,
   base: string,
@@ -48,25 +42,21 @@ export async function probeTap(
   token: string | null,
   { timeoutMs = 2000, details = true } = {},
 ): Promise<Probe> {
-  let url: URL;
-  try {
-    url = new URL("/_tap/health", base.endsWith("/") ? base : `${base}/`);
-  } catch {
-    return { kind: "none", url: base, why: `"${base}" is not a URL` };
-  }
+  if (!URL.canParse(base)) return { kind: "none", url: base, why: `"${base}" is not a URL` };
+  const url = new URL("/_tap/health", base);
   const ask = async (query: string, headers: Record<string, string> = {}) => {
     const response = await fetcher(`${url.href}${query}`, { signal: AbortSignal.timeout(timeoutMs), redirect: "manual", headers });
     return { status: response.status, body: (await response.json().catch(() => null)) as unknown };
   };
   try {
     const nonce = randomBytes(16).toString("hex");
-    const first = await ask(`?challenge=${nonce}`);
-    const body = first.body;
-    if (first.status !== 200 || !isObject(body) || (body.status !== "ok" && body.status !== "degraded")) {
-      return { kind: "other", url: url.origin, httpStatus: first.status };
+    const { status, body } = await ask(`?challenge=${nonce}`);
+    if (status !== 200 || !isObject(body) || (body.status !== "ok" && body.status !== "degraded")) {
+      return { kind: "other", url: url.origin, httpStatus: status };
     }
-    const port = url.port || (url.protocol === "https:" ? "443" : "80");
-    const expected = key === null ? null : healthProof(key, nonce, `${url.hostname}:${port}`);
+    // A name (localhost) may also lead to an address another user holds: only a tap asked at an address literal is proven.
+    const literal = isIP(url.hostname.replace(/^\[|\]$/g, "")) !== 0;
+    const expected = key === null || !literal ? null : healthProof(key, nonce, `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`);
     const kind = expected !== null && typeof body.proof === "string" && sameSecret(body.proof, expected) ? "mine" : "unproven";
     if (!details) return { kind, url: url.origin, status: body.status, health: null };
     const second = await ask("", kind === "mine" && token !== null ? { authorization: `Bearer ${token}` } : {});
@@ -80,11 +70,9 @@ export async function probeTap(
 /** "pid N, version V" of a sessiontap's health, for a line that names it. */
 export function whichTap(health: Record<string, unknown> | null): string {
   if (health === null) return "it names its pid only with its token";
-  const pid = typeof health.pid === "number" ? `pid ${health.pid}, ` : "";
-  return `${pid}version ${String(health.version)}`;
+  return `${typeof health.pid === "number" ? `pid ${health.pid}, ` : ""}version ${String(health.version)}`;
 }
 
-/** Why a tap could not prove itself, for the line that says so. */
 export function unprovenWhy(config: { mirror: boolean; mirrorDir: string }): string {
   return config.mirror
     ? `(a tap with its mirror off, or mirroring to another root than ${config.mirrorDir}, cannot)`
@@ -95,15 +83,15 @@ export function unprovenWhy(config: { mirror: boolean; mirrorDir: string }): str
 const TOKEN_FILE = ".tap-token";
 
 export async function leaveToken(fs: FsAdapter, root: string, port: number, token: string): Promise<void> {
-  const aside = `${root}/${TOKEN_FILE}.${port}.tmp`;
+  const aside = join(root, `${TOKEN_FILE}.${port}.tmp`);
   await removeIfThere(fs, aside);
   await fs.createExclusive(aside, `${port} ${token}\n`, true);
-  await fs.rename(aside, `${root}/${TOKEN_FILE}`);
+  await fs.rename(aside, join(root, TOKEN_FILE));
 }
 
 /** The token the tap on `base`'s loopback port left under `root`: never sent to another port, where another user may listen. */
 export async function tokenLeftFor(fs: FsAdapter, root: string, base: string): Promise<string | null> {
-  const [port, token] = ((await readIfThere(fs, `${root}/${TOKEN_FILE}`).catch(() => null)) ?? "").trim().split(" ");
+  const [port, token] = ((await readIfThere(fs, join(root, TOKEN_FILE)).catch(() => null)) ?? "").trim().split(" ");
   const url = URL.canParse(base) ? new URL(base) : null;
   return url !== null && isLoopback(url.hostname) && port === (url.port || "80") && token ? token : null;
 }

@@ -7,8 +7,7 @@ import { summarize } from "../transcript/summary.ts";
 import { buildTree } from "../transcript/tree.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { type SessionAnswers, sessionAnswers, tokensShort, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
-import type { CommandIo } from "./command-io.ts";
-import { noMirror, priceTable, table } from "./load.ts";
+import { type CommandIo, noMirror, priceTable, table } from "./command-io.ts";
 import { plural } from "../utils/plural.ts";
 
 /** A cost cell: the estimate, or the part that could be priced followed by "+?" when a model is unknown. */

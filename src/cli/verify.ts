@@ -1,18 +1,17 @@
 // `sessiontap verify [--repair]`: each session's files in its own directory, no torn, unreadable or doubled line, every parent present,
 // modes 0700/0600, no symlink; `--repair` fixes what it can without losing a byte, under each directory's writer lock.
+import { join } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import { describe } from "../utils/describe-error.ts";
-import type { CommandIo } from "./command-io.ts";
-import { noMirror } from "./load.ts";
+import { type CommandIo, noMirror } from "./command-io.ts";
 import { terminalSafeJson } from "../transcript/records.ts";
 
 import { dirName } from "../protocol/session-id.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { checkWhole } from "../storage/publish.ts";
 import { untrusted } from "../storage/trusted-path.ts";
-import { DIR_MODE, join } from "../storage/paths.ts";
 import { removeLeftovers, writerTag } from "../storage/leftovers.ts";
 import { jsonObject } from "../protocol/json.ts";
 import { conversations } from "../storage/mirror-reader.ts";
@@ -56,7 +55,6 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   return reports.some((r) => r.problems.length > 0) ? 1 : 0;
 }
 
-/** What verify found (and fixed) in one session. */
 export interface SessionReport {
   session: string;
   problems: string[];
@@ -64,16 +62,9 @@ export interface SessionReport {
 }
 
 type Rec = Record<string, unknown>;
-const FILE_MODE = 0o600;
+/** A conversation directory; a side exchange's parents may also be in the session's main one. */
+type ConvDir = { path: string; agentDir: string | null; side: boolean };
 
-/** One conversation directory of a session; `parentsFrom`: where its parents may also live (side exchanges hang from the main one). */
-interface ConvDir {
-  path: string;
-  agentDir: string | null;
-  parentsFrom: string | null;
-}
-
-/** Verifies (and with `repair`, repairs) every session under `root`. */
 export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, locks: DirLocks): Promise<SessionReport[]> {
   const reports: SessionReport[] = [];
   for (const e of (await fs.readdir(root)).sort((a, b) => a.name.localeCompare(b.name))) {
@@ -85,18 +76,14 @@ export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, l
       continue;
     }
     const session = join(root, e.name);
-    const uuids = new Map<string, Set<string>>();
     const walk = await conversations(fs, session);
     for (const link of walk.links) report.problems.push(`${link} is a symbolic link (never followed)`);
-    const dirs: ConvDir[] = walk.dirs.map((d) => ({
-      path: d.path,
-      agentDir: d.agent === null ? null : d.agent.replace(/^agent-/, ""),
-      parentsFrom: d.scope === "side" ? session : null,
-    }));
+    const uuids = new Map<string, Set<string>>();
     const all: { dir: ConvDir; records: Rec[] }[] = [];
-    for (const dir of dirs) {
+    for (const d of walk.dirs) {
+      const dir = { path: d.path, agentDir: d.agent === null ? null : d.agent.replace(/^agent-/, ""), side: d.scope === "side" };
       if (await foreign(fs, dir.path, "directory", report)) continue;
-      await checkMode(fs, dir.path, DIR_MODE, repair, report);
+      await checkMode(fs, dir.path, 0o700, repair, report);
       const release = repair ? await locks.acquire(dir.path) : async () => {};
       try {
         const records = await verifyDir(fs, dir, e.name, repair, report);
@@ -107,23 +94,16 @@ export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, l
       }
     }
     for (const { dir, records } of all) {
-      const known = new Set([...(uuids.get(dir.path) ?? []), ...(dir.parentsFrom ? (uuids.get(dir.parentsFrom) ?? []) : [])]);
+      const known = new Set([...(uuids.get(dir.path) ?? []), ...(dir.side ? (uuids.get(session) ?? []) : [])]);
       const broken = records.filter((r) => typeof r.parentUuid === "string" && !known.has(r.parentUuid)).length;
-      if (broken > 0) report.problems.push(`${rel(session, dir.path)}: ${broken} record(s) whose parent is missing`);
+      const where = dir.path === session ? "." : dir.path.slice(session.length + 1);
+      if (broken > 0) report.problems.push(`${where}: ${broken} record(s) whose parent is missing`);
     }
   }
   return reports;
 }
 
-/** A directory relative to its session, for reports. */
-function rel(session: string, path: string): string {
-  return path === session ? "." : path.slice(session.length + 1);
-}
-
-/**
- * True (and a problem reported) when `path` is another user's: never read as the session's, never
- * repaired — it was planted, and only its owner (or root, by hand) should touch it.
- */
+/** True (and a problem reported) when `path` is another user's: planted, so never read as the session's nor repaired. */
 async function foreign(fs: FsAdapter, path: string, want: "directory" | "file", report: SessionReport): Promise<boolean> {
   const info = await fs.lstat(path);
   const why = info === null ? null : untrusted(info, want);
@@ -132,7 +112,6 @@ async function foreign(fs: FsAdapter, path: string, want: "directory" | "file", 
   return true;
 }
 
-/** Checks (and repairs) a mode. */
 async function checkMode(fs: FsAdapter, path: string, mode: number, repair: boolean, report: SessionReport): Promise<void> {
   if (fs.posixModes === false) return;
   const info = await fs.lstat(path);
@@ -143,18 +122,9 @@ async function checkMode(fs: FsAdapter, path: string, mode: number, repair: bool
   report.repaired.push(what);
 }
 
-/** One file's lines, sorted: those to keep, unreadable ones, exact duplicates of an earlier record. */
-interface Sorted {
-  keep: string[];
-  torn: string[];
-  dup: string[];
-  tornTail: boolean;
-}
+type Sorted = { keep: string[]; torn: string[]; dup: string[]; tornTail: boolean };
 
-/**
- * Sorts a file's lines (`seen`: uuid → line, across the directory's files) and collects its readable
- * records into `out`, noting records that share a uuid and records of another session or agent.
- */
+/** A file's lines to keep, unreadable ones and exact duplicates (`seen`: uuid → line, across the directory); its records go to `out`. */
 function sortLines(
   text: string,
   name: string,
@@ -162,7 +132,7 @@ function sortLines(
   owner: { session: string; agentDir: string | null },
   out: Rec[],
   report: SessionReport,
-): Sorted {
+) {
   const sorted: Sorted = { keep: [], torn: [], dup: [], tornTail: !text.endsWith("\n") && text.length > 0 };
   const lines = text.split("\n");
   lines.forEach((line, i) => {
@@ -178,27 +148,16 @@ function sortLines(
     seen.set(uuid, line);
     sorted.keep.push(line);
     out.push(r);
-    const problem = ownerProblem(r, owner.session, owner.agentDir);
-    if (problem !== null) report.problems.push(`${name}: ${problem}`);
+    const id = typeof r.sessionId === "string" ? r.sessionId : null;
+    if (dirName(id) !== owner.session) report.problems.push(`${name}: a record of session ${JSON.stringify(id).slice(0, 60)} is misplaced here`);
+    else if (owner.agentDir !== null && dirName(typeof r.agentId === "string" ? r.agentId : null) !== owner.agentDir) {
+      report.problems.push(`${name}: a record of another agent is misplaced here`);
+    }
   });
   return sorted;
 }
 
-/** What is wrong with a file's lines, in words (empty when nothing is). */
-function lineIssues(sorted: Sorted): string[] {
-  const unreadable = sorted.torn.length - (sorted.tornTail ? 1 : 0);
-  return [
-    sorted.tornTail ? "a torn final line" : null,
-    unreadable > 0 ? `${unreadable} unreadable line(s)` : null,
-    sorted.dup.length > 0 ? `${sorted.dup.length} duplicated record(s)` : null,
-  ].filter((x): x is string => x !== null);
-}
-
-/**
- * Moves unreadable lines and duplicates aside (appended, fsynced), then rewrites the file by rename:
- * nothing is lost. The original stays in place until the rewrite is whole on disk; a repair that fails
- * leaves it as it was.
- */
+/** Moves unreadable lines and duplicates aside (fsynced), then replaces the file by rename once the rewrite is whole on disk. */
 async function repairFile(fs: FsAdapter, path: string, sorted: Sorted): Promise<void> {
   if (sorted.torn.length > 0) await fs.append(`${path}.torn`, sorted.torn.join("\n") + "\n", true);
   if (sorted.dup.length > 0) await fs.append(`${path}.dup`, sorted.dup.join("\n") + "\n", true);
@@ -214,7 +173,6 @@ async function repairFile(fs: FsAdapter, path: string, sorted: Sorted): Promise<
   }
 }
 
-/** Verifies the files of one conversation directory; returns its readable records. */
 async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repair: boolean, report: SessionReport): Promise<Rec[]> {
   const out: Rec[] = [];
   const seen = new Map<string, string>();
@@ -229,37 +187,30 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
   for (const f of (repair ? await fs.readdir(dir.path) : entries).filter((e) => e.isFile && isLeftover(e.name))) {
     report.problems.push(`${f.name}: the leftover of an interrupted repair (verify --repair removes it once its writer is gone)`);
   }
-  const names = entries.filter((f) => f.name.endsWith(".jsonl"));
-  for (const f of names.sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const f of entries.filter((f) => f.name.endsWith(".jsonl")).sort((a, b) => a.name.localeCompare(b.name))) {
     const path = join(dir.path, f.name);
     if (f.isSymbolicLink) {
       report.problems.push(`${f.name} is a symbolic link (never followed)`);
       continue;
     }
     if (await foreign(fs, path, "file", report)) continue;
-    await checkMode(fs, path, FILE_MODE, repair, report);
+    await checkMode(fs, path, 0o600, repair, report);
     const sorted = sortLines(await fs.readText(path), f.name, seen, { session: sessionName, agentDir: dir.agentDir }, out, report);
-    const issues = lineIssues(sorted);
+    const unreadable = sorted.torn.length - (sorted.tornTail ? 1 : 0);
+    const issues = [
+      sorted.tornTail ? "a torn final line" : null,
+      unreadable > 0 ? `${unreadable} unreadable line(s)` : null,
+      sorted.dup.length > 0 ? `${sorted.dup.length} duplicated record(s)` : null,
+    ].filter((x) => x !== null);
     if (issues.length === 0) continue;
-    const what = `${rel(dir.path, path)}: ${issues.join(", ")}`;
-    if (!repair) {
-      report.problems.push(what);
-      continue;
-    }
-    try {
-      await repairFile(fs, path, sorted);
-      report.repaired.push(what + " (moved aside)");
-    } catch (error) {
-      report.problems.push(`${what}; not repaired (${describe(error)}): the file is as it was`);
+    const what = `${f.name}: ${issues.join(", ")}`;
+    if (!repair) report.problems.push(what);
+    else {
+      await repairFile(fs, path, sorted).then(
+        () => report.repaired.push(what + " (moved aside)"),
+        (error) => report.problems.push(`${what}; not repaired (${describe(error)}): the file is as it was`),
+      );
     }
   }
   return out;
-}
-
-/** Why a record does not belong in this session's directory, or null. */
-function ownerProblem(r: Rec, sessionName: string, agentDir: string | null): string | null {
-  const id = typeof r.sessionId === "string" ? r.sessionId : null;
-  if (dirName(id) !== sessionName) return `a record of session ${JSON.stringify(id).slice(0, 60)} is misplaced here`;
-  if (agentDir !== null && dirName(typeof r.agentId === "string" ? r.agentId : null) !== agentDir) return "a record of another agent is misplaced here";
-  return null;
 }

@@ -2,10 +2,10 @@
 // frozen Config, or a UsageError naming the one setting or flag that is wrong. Pure.
 import { parseArgs } from "node:util";
 import { type Command, COMMAND_SPECS, COMMANDS, flagsOf } from "./commands.ts";
-import { proxySettings } from "./proxy-settings.ts";
-import { type Env, expandHome, httpUrl, integer, onOff, pick, sinceDate, storeUrl, tokenValue, upstreamUrl, UsageError } from "./values.ts";
+import { join } from "node:path/posix";
+import { isHostName, type ProxySettings, widerThanASite } from "./proxy-settings.ts";
 
-export { type Command, COMMANDS, UsageError };
+export { type Command, COMMANDS };
 export type SettingSource = "flag" | "env" | "default";
 export type Config = ReturnType<typeof resolve>;
 type Flags = Map<string, string | true>;
@@ -32,7 +32,6 @@ function nearest(name: string): string | null {
   return best?.[1] ?? null;
 }
 
-/** argv as command, positional arguments and flags by long name; everything after `--` is positional. */
 export function splitArgs(argv: string[]): { command: string | null; positional: string[]; flags: Flags } {
   // Not strict: parseArgs' own errors differ between runtimes, so each token is checked here, in our words.
   const { tokens } = parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
@@ -53,7 +52,6 @@ export function splitArgs(argv: string[]): { command: string | null; positional:
   return { command: positional.shift() ?? null, positional, flags };
 }
 
-/** Flags and arguments against the command's usage line. */
 function checkUsage(command: Command, positional: string[], flags: Flags): void {
   const allowed = flagsOf(command);
   for (const name of flags.keys()) if (!allowed.has(name)) throw new UsageError(`${command} does not take ${name} (see sessiontap ${command} --help)`);
@@ -90,9 +88,17 @@ function helpConfig(helpFor: Command | null): Readonly<Config> {
   return Object.freeze({ ...resolve("help", [], new Map(), {}, "/"), helpFor });
 }
 
+/** The settings whose source a message names: flag, environment variable, default. */
+const PLACES = {
+  port: ["--port", "SESSIONTAP_PORT", "8787"],
+  mirrorDir: ["--mirror-dir", "SESSIONTAP_MIRROR_DIR", "~/.claude/session-mirrors"],
+  claudeDir: ["--claude-dir", "CLAUDE_CONFIG_DIR", "~/.claude"],
+} as const;
+
 function resolve(command: Command | "help" | "version", positional: string[], flags: Flags, env: Env, home: string) {
   const str = (flag: string) => (typeof flags.get(flag) === "string" ? flags.get(flag) as string : null);
   const source = (flag: string, envName: string): SettingSource => (str(flag) !== null ? "flag" : env[envName] ? "env" : "default");
+  const place = (key: keyof typeof PLACES) => pick(flags, PLACES[key][0], env, PLACES[key][1]) ?? PLACES[key][2];
   const num = (name: string, fallback: string, min: number, max: number) => integer(name, env[name] || fallback, min, max);
   const toggle = (name: string, yes: string, no: string, fallback: boolean) => (env[name] ? onOff(name, env[name]!, [yes], [no]) : fallback);
   const host = pick(flags, "--host", env, "SESSIONTAP_HOST") ?? "127.0.0.1";
@@ -116,10 +122,10 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     command,
     helpFor: null as Command | null,
     positional,
-    port: integer("port (--port / SESSIONTAP_PORT)", pick(flags, "--port", env, "SESSIONTAP_PORT") ?? "8787", 0, 65535),
+    port: integer("port (--port / SESSIONTAP_PORT)", place("port"), 0, 65535),
     host,
     upstream: upstreamUrl(pick(flags, "--upstream", env, "SESSIONTAP_UPSTREAM") ?? "https://api.anthropic.com"),
-    mirrorDir: expandHome(pick(flags, "--mirror-dir", env, "SESSIONTAP_MIRROR_DIR") ?? "~/.claude/session-mirrors", home),
+    mirrorDir: expandHome(place("mirrorDir"), home),
     mirror: toggle("SESSIONTAP_MIRROR", "on", "off", true) && !flags.has("--no-mirror"),
     maxBytes: num("SESSIONTAP_MAX_BYTES", "104857600", 1024, Number.MAX_SAFE_INTEGER),
     // Off by default: the mirror is the backup of transcripts Claude Code deletes at 30 days (docs/DESIGN.md "Retention").
@@ -127,7 +133,7 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     maxSessions: num("SESSIONTAP_MAX_SESSIONS", "1024", 1, 10_000_000),
     includeThinking: toggle("SESSIONTAP_INCLUDE_THINKING", "true", "false", true),
     sideRequests: toggle("SESSIONTAP_SIDE_REQUESTS", "on", "off", true),
-    claudeDir: expandHome(pick(flags, "--claude-dir", env, "CLAUDE_CONFIG_DIR") ?? "~/.claude", home),
+    claudeDir: expandHome(place("claudeDir"), home),
     // null: unset, which is on when the Claude Code config dir exists.
     guard: env.SESSIONTAP_GUARD ? onOff("SESSIONTAP_GUARD", env.SESSIONTAP_GUARD, ["on"], ["off"]) : null,
     store: store === undefined ? null : storeUrl(store),
@@ -154,21 +160,165 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     full: flags.has("--full"),
     prices: env.SESSIONTAP_PRICES ? expandHome(env.SESSIONTAP_PRICES, home) : null,
     proxy: proxySettings(flags, env, home),
-    sources: {
-      port: source("--port", "SESSIONTAP_PORT"),
-      mirrorDir: source("--mirror-dir", "SESSIONTAP_MIRROR_DIR"),
-      claudeDir: source("--claude-dir", "CLAUDE_CONFIG_DIR"),
-    },
+    sources: Object.fromEntries(Object.entries(PLACES).map(([key, [flag, envName]]) => [key, source(flag, envName)])) as Record<
+      keyof typeof PLACES,
+      SettingSource
+    >,
   };
 }
 
 /** The setting that chose `key`'s value, for a message ("--mirror-dir", "SESSIONTAP_MIRROR_DIR", or the default). */
-export function settingName(config: Readonly<Config>, key: "mirrorDir" | "claudeDir" | "port"): string {
-  const [flag, envName, fallback] = {
-    mirrorDir: ["--mirror-dir", "SESSIONTAP_MIRROR_DIR", "~/.claude/session-mirrors"],
-    claudeDir: ["--claude-dir", "CLAUDE_CONFIG_DIR", "~/.claude"],
-    port: ["--port", "SESSIONTAP_PORT", "8787"],
-  }[key];
+export function settingName(config: Readonly<Config>, key: keyof typeof PLACES): string {
+  const [flag, envName, fallback] = PLACES[key];
   const from = config.sources[key];
   return from === "flag" ? flag : from === "env" ? envName : `the default ${fallback} (set ${flag} or ${envName})`;
+}
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export type Env = Record<string, string | undefined>;
+
+/** A setting: its flag first, then its environment variable (empty is unset). */
+export function pick(flags: Map<string, string | true>, flag: string | null, env: Env, envName: string | null): string | undefined {
+  const fromFlag = flag === null ? undefined : flags.get(flag);
+  if (typeof fromFlag === "string") return fromFlag;
+  const fromEnv = envName === null ? undefined : env[envName];
+  return fromEnv === "" ? undefined : fromEnv;
+}
+
+export function integer(name: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name} must be a whole number, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new UsageError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+export function onOff(name: string, raw: string, yes: string[], no: string[]): boolean {
+  const v = raw.trim().toLowerCase();
+  if (yes.includes(v) || no.includes(v)) return yes.includes(v);
+  throw new UsageError(`${name} must be ${yes[0]} or ${no[0]}, got "${raw}"`);
+}
+
+function urlOf(raw: string, protocols: string[]): URL | null {
+  try {
+    const url = new URL(raw);
+    return protocols.includes(url.protocol) ? url : null;
+  } catch {
+    return null;
+  }
+}
+
+export function httpUrl(name: string, raw: string): URL {
+  const url = urlOf(raw, ["http:", "https:"]);
+  if (url === null) throw new UsageError(`${name} must be an http(s) URL, got "${raw}"`);
+  return url;
+}
+
+/** The upstream without a trailing slash; credentials, a query or a fragment would be sent on every request. */
+export function upstreamUrl(raw: string): string {
+  const url = httpUrl("upstream (--upstream / SESSIONTAP_UPSTREAM)", raw);
+  if (url.username || url.password || url.search || url.hash) {
+    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must not carry credentials, a query or a fragment`);
+  }
+  return url.origin + url.pathname.replace(/\/+$/, "");
+}
+
+/** A postgres:// URL, never echoed back: it may hold a password. */
+export function storeUrl(raw: string): string {
+  if (urlOf(raw, ["postgres:", "postgresql:"]) !== null) return raw;
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(raw)?.[1];
+  throw new UsageError(`store (--store / SESSIONTAP_STORE) must be a postgres:// or postgresql:// URL${scheme ? `, got a ${scheme}: URL` : ""}`);
+}
+
+/** `--since`: YYYY-MM-DD (a real date), today, yesterday or Nd, lower case. */
+export function sinceDate(raw: string): string {
+  const v = raw.trim().toLowerCase();
+  const days = /^(\d{1,5})d$/.exec(v);
+  if (v === "today" || v === "yesterday" || (days !== null && Number(days[1]) >= 1)) return v;
+  const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
+  if (date !== null && new Date(Date.UTC(+date[1], +date[2] - 1, +date[3])).toISOString().startsWith(v)) return v;
+  throw new UsageError(`--since must be a date YYYY-MM-DD, today, yesterday or Nd (the last N days), got "${raw}"`);
+}
+
+export function expandHome(path: string, home: string): string {
+  return path === "~" ? home : path.startsWith("~/") ? join(home, path.slice(2)) : path;
+}
+
+/** The least estimated strength of a token (docs/RELIABILITY.md "Trust boundaries"): about 16 random hex characters'. */
+export const WEAK_TOKEN_BITS = 56;
+
+// A floor on a token's bits: log2 of its alphabet per character, but a run that repeats or steps by one (`aaaa`, `1234`)
+// counts as its first character plus its length, and a repeated block as the block plus the repeats: what a guesser tries first.
+export function tokenBits(token: string): number {
+  const size = [/[a-z]/, /[A-Z]/, /[0-9]/, /[^a-zA-Z0-9]/].reduce((n, re, i) => n + (re.test(token) ? [26, 26, 10, 33][i] : 0), 0);
+  const perChar = Math.log2(Math.max(size, 2));
+  const repeatsEvery = (p: number) => {
+    for (let i = p; i < token.length; i++) if (token[i] !== token[i - p]) return false;
+    return true;
+  };
+  let p = 1;
+  while (p <= token.length / 2 && !repeatsEvery(p)) p++;
+  const block = p <= token.length / 2 ? token.slice(0, p) : token;
+  let bits = 0;
+  let run = 1;
+  let step = 0;
+  for (let i = 1; i <= block.length; i++) {
+    const d = i < block.length ? block.charCodeAt(i) - block.charCodeAt(i - 1) : Number.NaN;
+    if (Math.abs(d) <= 1 && (run === 1 || d === step)) {
+      step = d;
+      run++;
+    } else {
+      bits += perChar + (run > 1 ? Math.log2(run) : 0);
+      run = 1;
+      step = 0;
+    }
+  }
+  const repeats = token.length / block.length;
+  return bits + (repeats > 1 ? Math.log2(repeats) : 0);
+}
+
+/** The token `/_tap/` requires, checked, never echoed back: it guards every conversation. */
+export function tokenValue(token: string): string {
+  const name = "token (--token / SESSIONTAP_TOKEN)";
+  if (token.length < 16) throw new UsageError(`${name} must be at least 16 characters`);
+  // What a bearer token may hold (RFC 6750 §2.1), which is what Hono's bearer-auth accepts.
+  if (!/^[A-Za-z0-9._~+/-]+=*$/.test(token)) throw new UsageError(`${name} must be letters, digits and - . _ ~ + / only (a bearer token)`);
+  if (tokenBits(token) < WEAK_TOKEN_BITS) {
+    throw new UsageError(
+      `${name} is too easy to guess (repeats, runs like 1234 or abcd, or too few kinds of characters); leave it out and one is generated, or make one with: openssl rand -base64 32`,
+    );
+  }
+  return token;
+}
+
+/** The proxy's settings, or null when no proxy port is set; `home` expands `~`, and the CA's default follows XDG. */
+export function proxySettings(flags: Map<string, string | true>, env: Env, home: string): Readonly<ProxySettings> | null {
+  const portRaw = pick(flags, "--proxy-port", env, "SESSIONTAP_PROXY_PORT");
+  if (portRaw === undefined) return null;
+  const port = integer("proxy port (--proxy-port / SESSIONTAP_PROXY_PORT)", portRaw, 0, 65535);
+  const addedHosts = (env.SESSIONTAP_PROXY_HOSTS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
+  for (const host of addedHosts) {
+    if (!isHostName(host)) throw new UsageError(`SESSIONTAP_PROXY_HOSTS takes host names separated by commas, got "${host}"`);
+    if (widerThanASite(host)) {
+      throw new UsageError(`SESSIONTAP_PROXY_HOSTS: ${host} is wider than one site, and the proxy's CA would sign for all under it; name the host itself`);
+    }
+  }
+  const upstreams: Record<string, string> = {};
+  for (const pair of (env.SESSIONTAP_PROXY_UPSTREAM ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    const eq = pair.indexOf("=");
+    const host = pair.slice(0, Math.max(eq, 0)).trim().toLowerCase();
+    if (eq < 0 || !isHostName(host)) throw new UsageError(`SESSIONTAP_PROXY_UPSTREAM takes HOST=URL pairs separated by commas, got "${pair}"`);
+    const url = httpUrl(`SESSIONTAP_PROXY_UPSTREAM (for ${host})`, pair.slice(eq + 1).trim());
+    if (url.username || url.password || url.search || url.hash) {
+      throw new UsageError(`SESSIONTAP_PROXY_UPSTREAM (for ${host}) must not carry credentials, a query or a fragment`);
+    }
+    upstreams[host] = url.origin + url.pathname.replace(/\/+$/, "");
+  }
+  const configHome = env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME.startsWith("/") ? env.XDG_CONFIG_HOME : `${home.replace(/\/+$/, "")}/.config`;
+  const caDir = expandHome(env.SESSIONTAP_CA_DIR || `${configHome}/sessiontap`, home);
+  const timeoutMs = integer("SESSIONTAP_PROXY_TIMEOUT_MS", env.SESSIONTAP_PROXY_TIMEOUT_MS || "10000", 100, 600_000);
+  const tunnel = env.SESSIONTAP_PROXY_TUNNEL ? onOff("SESSIONTAP_PROXY_TUNNEL", env.SESSIONTAP_PROXY_TUNNEL, ["on"], ["off"]) : true;
+  return Object.freeze({ port, addedHosts: Object.freeze(addedHosts), upstreams: Object.freeze(upstreams), caDir, timeoutMs, tunnel });
 }

@@ -1,6 +1,4 @@
-// The forward proxy's settings and the API hosts it decrypts (docs/DESIGN.md "Proxy mode"). Pure: flags and environment in,
-// frozen settings out, or a UsageError naming the setting.
-import { type Env, expandHome, httpUrl, integer, onOff, pick, UsageError } from "./values.ts";
+// The forward proxy's settings and the API hosts it decrypts (docs/DESIGN.md "Proxy mode"); parse.ts reads them. Pure.
 
 export interface ProxySettings {
   /** 0: a free port, on the tap's own address. */
@@ -65,7 +63,7 @@ const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z
 // A name constraint permits every name under its own, so an added host must name one site. Short of the Public Suffix
 // List, the rule: two labels at least; a third where the top one is a country's and the second has at most three letters
 // (co.uk, com.au); and no domain above a host the table names (amazonaws.com, anthropic.com), which it names one by one.
-function widerThanASite(host: string): boolean {
+export function widerThanASite(host: string): boolean {
   const labels = host.split(".");
   if (labels.length < 2 || (labels.length === 2 && labels[1].length === 2 && labels[0].length <= 3)) return true;
   return TABLE.some((row) => row.names.some((name) => name.endsWith(`.${host}`)));
@@ -74,34 +72,4 @@ function widerThanASite(host: string): boolean {
 /** True for a host name (not an address, not a pattern). */
 export function isHostName(name: string): boolean {
   return HOST_NAME.test(name) && !/^[\d.]+$/.test(name);
-}
-
-/** The proxy's settings, or null when no proxy port is set; `home` expands `~`, and the CA's default follows XDG. */
-export function proxySettings(flags: Map<string, string | true>, env: Env, home: string): Readonly<ProxySettings> | null {
-  const portRaw = pick(flags, "--proxy-port", env, "SESSIONTAP_PROXY_PORT");
-  if (portRaw === undefined) return null;
-  const port = integer("proxy port (--proxy-port / SESSIONTAP_PROXY_PORT)", portRaw, 0, 65535);
-  const addedHosts = (env.SESSIONTAP_PROXY_HOSTS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
-  for (const host of addedHosts) {
-    if (!isHostName(host)) throw new UsageError(`SESSIONTAP_PROXY_HOSTS takes host names separated by commas, got "${host}"`);
-    if (widerThanASite(host)) {
-      throw new UsageError(`SESSIONTAP_PROXY_HOSTS: ${host} is wider than one site, and the proxy's CA would sign for all under it; name the host itself`);
-    }
-  }
-  const upstreams: Record<string, string> = {};
-  for (const pair of (env.SESSIONTAP_PROXY_UPSTREAM ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {
-    const eq = pair.indexOf("=");
-    const host = pair.slice(0, Math.max(eq, 0)).trim().toLowerCase();
-    if (eq < 0 || !isHostName(host)) throw new UsageError(`SESSIONTAP_PROXY_UPSTREAM takes HOST=URL pairs separated by commas, got "${pair}"`);
-    const url = httpUrl(`SESSIONTAP_PROXY_UPSTREAM (for ${host})`, pair.slice(eq + 1).trim());
-    if (url.username || url.password || url.search || url.hash) {
-      throw new UsageError(`SESSIONTAP_PROXY_UPSTREAM (for ${host}) must not carry credentials, a query or a fragment`);
-    }
-    upstreams[host] = url.origin + url.pathname.replace(/\/+$/, "");
-  }
-  const configHome = env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME.startsWith("/") ? env.XDG_CONFIG_HOME : `${home.replace(/\/+$/, "")}/.config`;
-  const caDir = expandHome(env.SESSIONTAP_CA_DIR || `${configHome}/sessiontap`, home);
-  const timeoutMs = integer("SESSIONTAP_PROXY_TIMEOUT_MS", env.SESSIONTAP_PROXY_TIMEOUT_MS || "10000", 100, 600_000);
-  const tunnel = env.SESSIONTAP_PROXY_TUNNEL ? onOff("SESSIONTAP_PROXY_TUNNEL", env.SESSIONTAP_PROXY_TUNNEL, ["on"], ["off"]) : true;
-  return Object.freeze({ port, addedHosts: Object.freeze(addedHosts), upstreams: Object.freeze(upstreams), caDir, timeoutMs, tunnel });
 }

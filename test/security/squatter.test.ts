@@ -1,12 +1,12 @@
-// A squatter on the tap's port (docs/RELIABILITY.md "Trust boundaries", issue 32): `sessiontap claude` reuses
-// only a tap that proves it is this user's own (an answer to a fresh challenge under the mirror root's key, for
-// the address it was asked at), sends nothing of the user's to prove it, and otherwise starts its own tap on a
-// free port, saying why. The launcher runs as a child process with a stand-in `claude` (SESSIONTAP_CLAUDE)
-// that records its ANTHROPIC_BASE_URL; the squatters are node servers, one of them run as uid 65534.
+// A squatter on the tap's port (docs/RELIABILITY.md "Trust boundaries", issue 32): `sessiontap claude` reuses only a tap
+// that proves it is this user's own (an answer to a fresh challenge under the mirror root's key, for the address asked),
+// sends nothing of the user's to prove it, points Claude Code at a port of its own, and otherwise starts its own tap on a
+// free port, saying why; serve and doctor send a squatter nothing either. The launcher runs as a child process with a
+// stand-in `claude` (SESSIONTAP_CLAUDE) that records its ANTHROPIC_BASE_URL and can send requests with the user's key.
 import { after, afterEach, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
+import { createServer, type Server } from "node:http";
 import process from "node:process";
 import { ROOT, runTap, serveTap, spawnTap, stopAll, type TapChild } from "../support/child.ts";
 import { scratchDir } from "../support/recover.ts";
@@ -29,8 +29,26 @@ describe("a squatter on the tap's port gets nothing of the user's", { timeout: 6
   const children: TapChild[] = [];
   before(() => {
     mkdirSync(root, { mode: 0o700 });
-    // Claude Code's stand-in: says where it was pointed, then waits when asked to (a session in progress).
-    writeFileSync(claude, `#!/bin/sh\nprintf '%s' "$ANTHROPIC_BASE_URL" > "${recorded}"\n[ -n "$FAKE_CLAUDE_WAIT" ] && exec sleep 30\nexit 0\n`);
+    // Claude Code's stand-in: says where it was pointed; with FAKE_CLAUDE_SEND, sends a turn with the user's key every 50 ms
+    // for that many ms (a session in progress), printing each status; with FAKE_CLAUDE_WAIT, waits.
+    writeFileSync(
+      claude,
+      `#!/usr/bin/env node
+const fs = require("node:fs");
+const base = process.env.ANTHROPIC_BASE_URL;
+fs.writeFileSync(${JSON.stringify(recorded)}, base);
+const until = Date.now() + Number(process.env.FAKE_CLAUDE_SEND || 0);
+const turn = () => fetch(base + "/v1/messages", { method: "POST", headers: { "x-api-key": process.env.ANTHROPIC_API_KEY, "content-type": "application/json" },
+  body: JSON.stringify({ model: "m", max_tokens: 1, messages: [{ role: "user", content: "hi" }] }) }).then((r) => r.text().then(() => r.status), (e) => "error " + e.message);
+(async () => {
+  while (Date.now() < until) {
+    console.log("status " + (await turn()));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  if (process.env.FAKE_CLAUDE_WAIT) await new Promise((r) => setTimeout(r, 30000));
+})();
+`,
+    );
     chmodSync(claude, 0o755);
   });
   afterEach(() => stopAll(children));
@@ -104,46 +122,115 @@ describe("a squatter on the tap's port gets nothing of the user's", { timeout: 6
     }
   });
 
-  it("the user's own tap on the same root is reused: proven, then asked for its details with the token", async () => {
-    const theirs = await serveTap(["--mirror-dir", root, "--upstream", "http://127.0.0.1:9"], { env: { SESSIONTAP_TOKEN: TOKEN } });
-    children.push(theirs.tap);
-    const r = await launch(theirs.port);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, new RegExp(`^sessiontap: Claude Code goes through the tap already running on ${theirs.url} \\(pid ${theirs.tap.child.pid}, `, "m"));
-    assert.equal(readFileSync(recorded, "utf8"), theirs.url);
+  it("a squatter that answers slowly is not waited for: a tap on another port, and it got nothing", async () => {
+    const { squatter, port } = await squat(["0", "--slow", "3000"]);
+    const r = await launch(port);
+    refused(r, squatter, port);
+    assert.match(r.stderr, new RegExp(`^sessiontap: port ${port} is in use; Claude Code goes through a tap on `, "m"));
   });
 
-  it("a reused tap that stops while a squatter takes its port: Claude Code is stopped, said why, and the squatter got nothing", async () => {
+  it("a squatter that replays a proof the user's tap gave on that port before is refused: every challenge is new", async () => {
+    const real = await serveTap(["--mirror-dir", root, "--upstream", "http://127.0.0.1:9"]);
+    children.push(real.tap);
+    const nonce = "0123456789abcdef0123456789abcdef";
+    const { proof } = await (await fetch(`${real.url}/_tap/health?challenge=${nonce}`)).json();
+    assert.match(proof, /^[0-9a-f]{64}$/, "the real tap proved itself for that nonce");
+    real.tap.signal("SIGTERM");
+    await real.tap.exit(20_000);
+    const { squatter, port } = await squat([String(real.port), "--proof", proof]);
+    assert.equal(port, real.port);
+    refused(await launch(port), squatter, port);
+  });
+
+  it("the user's own tap on the same root is reused, from a port of the launcher's own: proven, then asked for its details with the token", async () => {
+    const theirs = await serveTap(["--mirror-dir", root, "--upstream", "http://127.0.0.1:9"], { env: { SESSIONTAP_TOKEN: TOKEN } });
+    children.push(theirs.tap);
+    const r = await launch(theirs.port, { FAKE_CLAUDE_SEND: "1" });
+    assert.equal(r.code, 0, r.stderr);
+    const front = new RegExp(
+      `^sessiontap: Claude Code goes through the tap already running on ${theirs.url} \\(pid ${theirs.tap.child.pid}, [^)]*\\), from (http://127\\.0\\.0\\.1:(\\d+))$`,
+      "m",
+    )
+      .exec(r.stderr);
+    assert.ok(front !== null, r.stderr);
+    assert.notEqual(Number(front[2]), theirs.port);
+    assert.equal(readFileSync(recorded, "utf8"), front[1], "the child is pointed at the launcher's own port");
+    // Their tap answered the turn: its upstream is down, so the 502 names it.
+    assert.match(r.stdout, /^status 502$/m);
+    await theirs.tap.waitFor("stderr", /upstream 127\.0\.0\.1:9 cannot be reached/);
+    assert.doesNotMatch(r.stderr, /for this session|stopped or cannot prove/, "the launcher started no tap of its own");
+  });
+
+  it("a reused tap that stops while a squatter takes its port the moment it frees: Claude Code's turns go on through the launcher's own tap, the squatter gets no key", async () => {
     const theirs = await serveTap(["--mirror-dir", root, "--upstream", "http://127.0.0.1:9"]);
     children.push(theirs.tap);
     const launcher = spawnTap(["claude"], {
-      env: { SESSIONTAP_CLAUDE: claude, FAKE_CLAUDE_WAIT: "1", SESSIONTAP_PORT: String(theirs.port), SESSIONTAP_MIRROR_DIR: root, SESSIONTAP_TOKEN: TOKEN },
+      env: {
+        SESSIONTAP_CLAUDE: claude,
+        FAKE_CLAUDE_SEND: "6000",
+        SESSIONTAP_PORT: String(theirs.port),
+        SESSIONTAP_MIRROR_DIR: root,
+        SESSIONTAP_TOKEN: TOKEN,
+        SESSIONTAP_UPSTREAM: "http://127.0.0.1:9",
+        ANTHROPIC_API_KEY: API_KEY,
+      },
     });
     children.push(launcher);
-    await launcher.waitFor("stderr", /goes through the tap already running/);
-    theirs.tap.signal("SIGTERM");
-    await theirs.tap.exit(20_000);
-    // Bound in this process the moment the port is free: the launcher waits for two missed looks before it takes it.
+    await launcher.waitFor("stdout", /^status /m);
+    // Tries to bind the port every millisecond from before the tap stops: it holds it the moment it is free.
     const seen: string[] = [];
-    const squatter = createServer((req, res) => {
+    const squatter: Server = createServer((req, res) => {
       seen.push(JSON.stringify({ url: req.url, headers: req.headers }));
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ status: "ok", runtime: "bun", mirror: { root } }));
     });
-    await new Promise<void>((resolve) => squatter.listen(theirs.port, "127.0.0.1", resolve));
+    let bound = false;
+    const bind = () => squatter.listen(theirs.port, "127.0.0.1");
+    squatter.on("error", () => setTimeout(bind, 1));
+    squatter.on("listening", () => (bound = true));
+    bind();
+    theirs.tap.signal("SIGTERM");
+    await theirs.tap.exit(20_000);
     try {
-      const exit = await launcher.exit(20_000);
-      assert.notEqual(exit.code, 0);
+      const exit = await launcher.exit(30_000);
+      assert.ok(bound, "the squatter took the port");
+      assert.ok(seen.length > 0, "the launcher asked the port for its proof");
+      for (const secret of [TOKEN, API_KEY, "x-api-key", "authorization"]) assert.ok(!seen.join().toLowerCase().includes(secret.toLowerCase()), seen.join());
       assert.match(
         launcher.stderr(),
-        new RegExp(
-          `^sessiontap: the tap on ${theirs.url} stopped and port ${theirs.port} is now held by something that could not prove it is this user's sessiontap`,
-          "m",
-        ),
+        new RegExp(`the tap on ${theirs.url} stopped or cannot prove it is this user's; Claude Code goes through a tap on http://127`),
       );
-      assert.ok(seen.length > 0, "the launcher looked");
-      assert.ok(!seen.join().includes(TOKEN) && !/authorization/i.test(seen.join()), seen.join());
+      assert.equal(exit.code, 0, launcher.stderr());
+      const after = launcher.stdout().split("\n").filter((l) => l.startsWith("status ")).slice(-3);
+      assert.deepEqual(after, ["status 502", "status 502", "status 502"], "the last turns were answered, by the launcher's own tap");
     } finally {
       await new Promise((resolve) => squatter.close(resolve));
     }
+  });
+
+  it("a tap on a name (localhost) is never taken as proven: the launcher's child gets an address, never a name another user may answer at", async () => {
+    const named = spawnTap(["serve", "--port", "0", "--host", "localhost", "--mirror-dir", root, "--upstream", "http://127.0.0.1:9"]);
+    children.push(named);
+    const port = Number((await named.waitFor("stdout", /export ANTHROPIC_BASE_URL=http:\/\/localhost:(\d+)\n/))[1]);
+    const r = await launch(port, { SESSIONTAP_HOST: "localhost" });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`^sessiontap: port ${port} is held by something that could not prove it is this user's sessiontap`, "m"));
+    assert.match(readFileSync(recorded, "utf8"), /^http:\/\/127\.0\.0\.1:\d+$/);
+  });
+
+  it("serve and doctor ask a squatter for its proof and send it no token", async () => {
+    const { squatter, port } = await squat(["0", root]);
+    const env = { SESSIONTAP_MIRROR_DIR: root, SESSIONTAP_TOKEN: TOKEN };
+    const serve = await runTap(["serve", "--port", String(port)], { env });
+    assert.equal(serve.code, 2);
+    assert.match(
+      serve.stderr,
+      new RegExp(`^sessiontap: port ${port} on 127\\.0\\.0\\.1 is held by something that could not prove it is this user's sessiontap`),
+    );
+    const doctor = await runTap(["doctor", "--port", String(port)], { env });
+    assert.equal(doctor.code, 1);
+    assert.match(doctor.stdout, /FAIL {2}tap .*could not prove it is this user's tap mirroring to .*; doctor sent it no token/);
+    const seen = JSON.stringify(requestsOf(squatter));
+    assert.ok(requestsOf(squatter).length >= 2, seen);
+    assert.ok(!seen.includes(TOKEN) && !/authorization/i.test(seen), seen);
   });
 });

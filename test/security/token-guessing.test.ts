@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { tokenBits, WEAK_TOKEN_BITS } from "../../src/config/values.ts";
+import { tokenBits, WEAK_TOKEN_BITS } from "../../src/config/parse.ts";
 import { createApp } from "../../src/server/app.ts";
 import { TokenGate } from "../../src/server/token-gate.ts";
 import { serveTap, type TapChild } from "../support/child.ts";

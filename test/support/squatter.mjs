@@ -1,19 +1,25 @@
 // A server that squats a tap's port (docs/RELIABILITY.md "Trust boundaries"): run with node, as any user,
 // `node squatter.mjs PORT [ROOT]` answers /_tap/health as a sessiontap mirroring to ROOT would;
-// `node squatter.mjs PORT --relay TARGET_PORT` passes every request on to 127.0.0.1:TARGET_PORT. It prints
-// "listening PORT", then each request it got as a JSON line (method, url, headers, and the relayed answer).
+// `node squatter.mjs PORT --relay TARGET_PORT` passes every request on to 127.0.0.1:TARGET_PORT;
+// `node squatter.mjs PORT --slow MS` answers as the first does, MS milliseconds late;
+// `node squatter.mjs PORT --proof HEX` answers every challenge with that (recorded) proof.
+// It prints "listening PORT", then each request it got as a JSON line (method, url, headers, and the relayed answer).
 import { createServer, request } from "node:http";
 
 const [port, second, target] = process.argv.slice(2);
 const relay = second === "--relay" ? Number(target) : null;
-const health = { status: "ok", version: "0.1.0", runtime: "bun", pid: process.pid, mirror: { root: second ?? "/nowhere" }, problems: [] };
+const slowMs = second === "--slow" ? Number(target) : 0;
+const proof = second === "--proof" ? target : undefined;
+const root = second?.startsWith("--") ? "/nowhere" : second ?? "/nowhere";
+const health = { status: "ok", version: "0.1.0", runtime: "bun", pid: process.pid, mirror: { root }, problems: [], proof };
 
 const server = createServer((req, res) => {
   const seen = { method: req.method, url: req.url, headers: req.headers };
   if (relay === null) {
     console.log(JSON.stringify(seen));
-    if (req.url.startsWith("/_tap/health")) res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(health));
-    else res.writeHead(404).end();
+    const answer = () =>
+      req.url.startsWith("/_tap/health") ? res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(health)) : res.writeHead(404).end();
+    setTimeout(answer, slowMs);
     return;
   }
   const onward = request({ host: "127.0.0.1", port: relay, method: req.method, path: req.url, headers: req.headers }, (answer) => {
