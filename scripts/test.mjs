@@ -56,6 +56,7 @@ const EVERY_RUNTIME = [
   "test/viewer/viewer.test.ts",
   "test/guard/tap-guard.test.ts",
   "test/e2e/claude-mirror.test.ts",
+  "test/e2e/claude-secrets.test.ts",
 ];
 const differsByRuntime = (file) => EVERY_RUNTIME.some((p) => (p.endsWith("/") ? file.startsWith(p) : file === p));
 

@@ -107,14 +107,10 @@ export class ViewerData {
     const found = await this.open(query);
     if ("status" in found) return refused(found.status, "no single session matches\n");
     const { sessionId, dir } = found.summary;
+    const redactor = this.settings.redact ? await rootRedactor(this.fs, this.settings.mirrorDir) : null;
     return {
       status: 200,
-      body: await exportSession(
-        found.data,
-        format as ExportFormat,
-        this.prices,
-        this.settings.redact ? await rootRedactor(this.fs, this.settings.mirrorDir) : null,
-      ),
+      body: await exportSession(found.data, format as ExportFormat, this.prices, redactor),
       type: `${TYPES[format]}; charset=utf-8`,
       filename: (sessionId === null ? null : nameInside(sessionId, `.${format}`)) ?? `${dir}.${format}`,
     };
