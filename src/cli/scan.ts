@@ -11,31 +11,26 @@ import { matchSession } from "../transcript/records.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { CommandIo } from "./command-io.ts";
 
-type Source = "mirror" | "claude";
-type Target = { source: Source; sessionId: string; file: string };
-type Finding = { kind: string; sessionId: string; file: string; line: number; source: Source; preview: string };
+type Target = { sessionId: string; file: string; source: "mirror" | "claude" };
+type Finding = { kind: string } & Target & { line: number; preview: string };
 
 /** Bytes read from a file between two lints, so a large transcript is never held whole; more than a line's 16 MiB, so each read moves on. */
 const SLICE = 32 * 1024 * 1024;
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const targets = [...(await mirrorFiles(io.fs, config.mirrorDir)), ...(await claudeFiles(io.fs, projectsDir(config.claudeDir)))];
-  const roots = [[config.mirrorDir, "mirror", "mirrorDir"], [projectsDir(config.claudeDir), "claude", "claudeDir"]] as const;
-  for (const [root, source, key] of roots) {
-    if (!targets.some((t) => t.source === source)) {
-      io.stderr(`sessiontap: scan: no ${source === "mirror" ? "mirror files" : "Claude Code transcripts"} under ${root} (${settingName(config, key)})\n`);
-    }
-  }
+  const say = (source: Target["source"], what: string, root: string, key: "mirrorDir" | "claudeDir") => {
+    if (!targets.some((t) => t.source === source)) io.stderr(`sessiontap: scan: no ${what} under ${root} (${settingName(config, key)})\n`);
+  };
+  say("mirror", "mirror files", config.mirrorDir, "mirrorDir");
+  say("claude", "Claude Code transcripts", projectsDir(config.claudeDir), "claudeDir");
   const ids = [...new Set(targets.map((t) => t.sessionId))].map((id) => ({ dir: id, id }));
   const wanted = new Set<string>();
   for (const query of config.positional) {
     const match = matchSession(ids, query);
     if (match.kind !== "found") {
-      io.stderr(
-        `sessiontap: scan: "${query}" ${
-          match.kind === "none" ? "matches no session" : `matches ${match.candidates.length} sessions`
-        } in the mirror or Claude Code's transcripts\n`,
-      );
+      const matches = match.kind === "none" ? "matches no session" : `matches ${match.candidates.length} sessions`;
+      io.stderr(`sessiontap: scan: "${query}" ${matches} in the mirror or Claude Code's transcripts\n`);
       return 2;
     }
     wanted.add(match.dir);
@@ -62,7 +57,7 @@ async function mirrorFiles(fs: FsAdapter, root: string): Promise<Target[]> {
   const out: Target[] = [];
   for (const sessionId of await new MirrorReader(fs, root).sessionDirs()) {
     for (const { path } of (await conversations(fs, join(root, sessionId))).dirs) {
-      for (const e of await fs.readdir(path)) if (e.isFile && e.name.endsWith(".jsonl")) out.push({ source: "mirror", sessionId, file: join(path, e.name) });
+      for (const e of await fs.readdir(path)) if (e.isFile && e.name.endsWith(".jsonl")) out.push({ sessionId, file: join(path, e.name), source: "mirror" });
     }
   }
   return out;
@@ -75,7 +70,7 @@ async function claudeFiles(fs: FsAdapter, dir: string, project: string | null = 
     const path = join(dir, e.name);
     const session = sessionId ?? (project === null ? null : e.name.replace(/\.jsonl$/, ""));
     if (e.isDirectory && !e.isSymbolicLink) out.push(...(await claudeFiles(fs, path, project ?? e.name, session)));
-    else if (e.isFile && e.name.endsWith(".jsonl") && session !== null) out.push({ source: "claude", sessionId: session, file: path });
+    else if (e.isFile && e.name.endsWith(".jsonl") && session !== null) out.push({ sessionId: session, file: path, source: "claude" });
   }
   return out;
 }
@@ -104,9 +99,7 @@ async function scanFile(fs: FsAdapter, target: Target, warn: (why: string) => vo
     if (read.kind !== "read") throw new Error(read.kind === "missing" ? "it vanished" : "not a regular file");
     atEnd = read.atEnd;
     for (const f of await findSecrets(texts)) {
-      const at = lineOf[f.index];
-      const { source, sessionId, file } = target;
-      found.set(`${at} ${f.value}`, { kind: f.kind, sessionId, file, line: at, source, preview: `${f.value.slice(0, 4)}…` });
+      found.set(`${lineOf[f.index]} ${f.value}`, { kind: f.kind, ...target, line: lineOf[f.index], preview: `${f.value.slice(0, 4)}…` });
     }
   }
   return [...found.values()];

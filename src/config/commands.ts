@@ -177,7 +177,7 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     about: "Finds secrets (API keys, tokens, private keys) in the mirror and in Claude Code's own transcripts (<claude-dir>/projects/**/*.jsonl): " +
       "one line per finding with its kind, session, file and line, and at most its first four characters. It only reads. SESSION: an id or a " +
       "unique prefix; none: every session.",
-    flags: [mirrorDir, claudeDir("whose transcripts are scanned"), json("an array of {kind, sessionId, file, line, preview, …}")],
+    flags: [mirrorDir, claudeDir("whose transcripts are scanned"), json("an array of {kind, sessionId, file, source, line, preview}")],
     exit: "0 nothing found; 1 a secret was found, or a file could not be read; 2 a usage error, or a SESSION that matches none.",
   },
   store: {

@@ -3,33 +3,16 @@
 // them unless told not to redact, and stay records of the same shape. Real files, in-process commands. Runs under Bun and Deno.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
-import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createApp } from "../../src/server/app.ts";
 import { bundleScript } from "../../src/runtime/index.ts";
 import { createViewer } from "../../src/viewer/index.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
-import { secretSamples } from "../support/secret-samples.ts";
+import { leaks, secretSamples, snapshot } from "../support/secret-samples.ts";
 
 const A = "5ec7e7aa-0000-4000-8000-00000000000a";
 const B = "c1ea7bbb-0000-4000-8000-00000000000b";
 const PLACEHOLDER = /\[REDACTED [a-z0-9-]+ [0-9a-f]{8}\]/;
-
-/** Every file under `dir` with its bytes' hash, mode and mtime: what a reader must leave as it found. */
-function snapshot(dir: string, out = new Map<string, string>()): Map<string, string> {
-  for (const name of readdirSync(dir).sort()) {
-    const path = join(dir, name);
-    const info = lstatSync(path);
-    if (info.isDirectory()) snapshot(path, out);
-    out.set(path, `${info.mode} ${info.mtimeMs} ${info.isFile() ? createHash("sha256").update(readFileSync(path)).digest("hex") : ""}`);
-  }
-  return out;
-}
-
-/** The pieces of a secret no output may hold (each line of a private key; a whole token). */
-const pieces = (secret: string) => secret.split("\n").filter((p) => p.length >= 12);
-const leaks = (text: string, secrets: string[]) => secrets.flatMap(pieces).filter((p) => text.includes(p) || text.includes(JSON.stringify(p).slice(1, -1)));
 
 describe("secrets in the mirror and in Claude Code's transcripts", { timeout: 60_000 }, () => {
   const scratch = scratchDir("sessiontap-secrets-");
@@ -50,7 +33,10 @@ describe("secrets in the mirror and in Claude Code's transcripts", { timeout: 60
       rec("user", "u2", "a1", [{ type: "tool_result", tool_use_id: "toolu_1", content: `bot: ${slack.secret}` }], { sessionId: A }),
       ...samples.slice(5).map((s, i) => rec("user", `p${i}`, i === 0 ? "u2" : `p${i - 1}`, `keep this: ${s.line}`, { sessionId: A })),
     ]);
-    writeMirror(root, `${A}/side`, [rec("assistant", "t1", null, [{ type: "text", text: `Deploy with ${aws.secret}` }], { sessionId: A, isSidechain: true })]);
+    writeMirror(root, `${A}/side`, [
+      rec("user", "t0", null, "<session>\nname this session", { sessionId: A, isSidechain: true }),
+      rec("assistant", "t1", "t0", [{ type: "text", text: JSON.stringify({ title: `Deploy with ${aws.secret}` }) }], { sessionId: A, isSidechain: true }),
+    ]);
     writeMirror(root, `${A}/subagents/agent-x`, [rec("user", "s1", null, openssh.line, { sessionId: A, isSidechain: true })]);
     writeMirror(root, B, [
       rec("user", "v1", null, "a clean session about zebras", { sessionId: B }),
@@ -90,7 +76,7 @@ describe("secrets in the mirror and in Claude Code's transcripts", { timeout: 60
     assert.equal(r.code, 1);
     assert.deepEqual(leaks(r.stdout, secrets), []);
     const found = JSON.parse(r.stdout) as { kind: string; sessionId: string; file: string; line: number; source: string; preview: string }[];
-    assert.deepEqual(Object.keys(found[0]), ["kind", "sessionId", "file", "line", "source", "preview"]);
+    assert.deepEqual(Object.keys(found[0]), ["kind", "sessionId", "file", "source", "line", "preview"]);
     const kinds = (source: string) => new Set(found.filter((f) => f.source === source).map((f) => f.kind));
     assert.deepEqual([...kinds("mirror")].sort(), [...new Set(samples.map((s) => s.kind))].sort(), "every kind, in the mirror");
     assert.deepEqual([...kinds("claude")].sort(), ["aws-access-key-id", "github-token", "slack-token"]);
@@ -150,19 +136,18 @@ describe("secrets in the mirror and in Claude Code's transcripts", { timeout: 60
     const jsonl = (await cli(["export", A, "--mirror-dir", root, "--format", "jsonl"])).stdout;
     const placeholder = /\[REDACTED aws-access-key-id [0-9a-f]{8}\]/.exec(jsonl)![0];
     assert.ok(md.includes(placeholder), "md and jsonl agree");
+    assert.ok(md.includes(`- Title: Deploy with ${placeholder}\n`), "the title Claude Code was given, redacted with the records");
     assert.ok((await cli(["export", A, "--mirror-dir", root])).stdout.includes(placeholder), "and again");
-    const viewer = (redact: boolean) =>
-      createViewer({
-        mirrorDir: root,
-        claudeDir: claude,
-        host: "127.0.0.1",
-        version: "0",
-        bundle: bundleScript,
-        onError: (e) => assert.fail(String(e)),
-        redact,
-      });
+    const options = {
+      mirrorDir: root,
+      claudeDir: claude,
+      host: "127.0.0.1",
+      version: "0",
+      bundle: bundleScript,
+      onError: (e: unknown) => assert.fail(String(e)),
+    };
     for (const redact of [true, false]) {
-      const v = viewer(redact);
+      const v = createViewer({ ...options, redact });
       try {
         const app = createApp({ forward: async () => new Response(null), health: () => ({}), viewer: v.deps });
         const res = await app.request(`http://127.0.0.1:8787/_tap/api/sessions/${A}/export?format=md`, { headers: { host: "127.0.0.1:8787" } });

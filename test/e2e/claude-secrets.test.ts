@@ -4,34 +4,17 @@
 // byte as they were; a clean session yields nothing. Runs under `bun test`.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
-import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { runTap } from "../support/child.ts";
 import { CLAUDE_BIN, CLAUDE_NEXT_BIN, describeRun, makeScratch, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 import { cli } from "../support/recover.ts";
 import { driveOnce } from "../support/scenario.ts";
-import { secretSamples } from "../support/secret-samples.ts";
+import { leaks, secretSamples, snapshot } from "../support/secret-samples.ts";
 import type { StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 
 const KINDS = ["aws-access-key-id", "aws-secret-access-key", "github-token", "anthropic-api-key", "slack-token", "private-key"];
 const WORDS = ["Deploy", "staging", "cluster", "credentials", "tomorrow", "morning"];
-
-/** Every file under `dir`: its bytes' hash, mode and mtime. */
-function snapshot(dir: string, out = new Map<string, string>()): Map<string, string> {
-  for (const name of readdirSync(dir).sort()) {
-    const path = join(dir, name);
-    const info = lstatSync(path);
-    if (info.isDirectory()) snapshot(path, out);
-    out.set(path, `${info.mode} ${info.mtimeMs} ${info.isFile() ? createHash("sha256").update(readFileSync(path)).digest("hex") : ""}`);
-  }
-  return out;
-}
-
-/** The pieces of each secret no output may hold, raw or JSON-escaped (a private key's lines one by one). */
-const leaks = (text: string, secrets: string[]) =>
-  secrets.flatMap((s) => s.split("\n")).filter((p) => p.length >= 12 && (text.includes(p) || text.includes(JSON.stringify(p).slice(1, -1))));
 
 for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_BIN]]) {
   describe(`secrets typed into Claude Code ${version}: the tree keeps them, exports and scan do not show them`, { timeout: 180_000 }, () => {

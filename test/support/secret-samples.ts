@@ -1,6 +1,8 @@
 // Secrets of real shapes, random on every call (so no test passes on one lucky constant), and look-alikes that are not secrets.
 import { createHash, generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
 import { Buffer } from "node:buffer";
+import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 /** `n` random characters of `alphabet`. */
@@ -60,3 +62,18 @@ export function nearMisses(): { what: string; text: string }[] {
     { what: "a sha256 reference", text: createHash("sha256").update(randomBytes(16)).digest("hex") },
   ];
 }
+
+/** Every file under `dir` with its bytes' hash, mode and mtime: what a reader must leave as it found. */
+export function snapshot(dir: string, out = new Map<string, string>()): Map<string, string> {
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    const info = lstatSync(path);
+    if (info.isDirectory()) snapshot(path, out);
+    out.set(path, `${info.mode} ${info.mtimeMs} ${info.isFile() ? createHash("sha256").update(readFileSync(path)).digest("hex") : ""}`);
+  }
+  return out;
+}
+
+/** The pieces of `secrets` (a private key line by line) that `text` holds, raw or JSON-escaped. */
+export const leaks = (text: string, secrets: string[]) =>
+  secrets.flatMap((s) => s.split("\n")).filter((p) => p.length >= 12 && (text.includes(p) || text.includes(JSON.stringify(p).slice(1, -1))));

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { findSecrets, Redactor, stringsOf } from "../../src/protocol/secrets.ts";
-import { nearMisses, secretSamples } from "../support/secret-samples.ts";
+import { nearMisses, randomOf, secretSamples } from "../support/secret-samples.ts";
 import type { Rec } from "../support/claude.ts";
 
 const rootKey = () => randomBytes(32).toString("hex");
@@ -60,6 +60,14 @@ describe("finding secrets", () => {
       assert.deepEqual(await findSecrets([text]), []);
       const values = records(text);
       assert.equal(await new Redactor(rootKey()).redact(values), values, "handed back untouched");
+    });
+  }
+
+  for (const end of ["+", "/", "="]) {
+    it(`an AWS secret key that ends in ${end} is found whole (secretlint's own rule misses it)`, async () => {
+      const secret = `${randomOf(39, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/+")}${end}`;
+      const found = await findSecrets([`AWS_SECRET_ACCESS_KEY=${secret}\nnext line`, `aws_secret_access_key: "${secret}"`]);
+      assert.deepEqual(found.map((f) => [f.index, f.kind, f.value]), [[0, "aws-secret-access-key", secret], [1, "aws-secret-access-key", secret]]);
     });
   }
 
