@@ -34,9 +34,27 @@ const BATCH = 1 << 20;
 
 const kebab = (id: string) => id.replace(/([a-z\d])([A-Z])/g, "$1-$2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1-$2").replace(/_/g, "-").toLowerCase();
 
-/** Every string inside a JSON value (not its keys), in order. */
-export const stringsOf = (v: unknown): string[] =>
-  typeof v === "string" ? [v] : Array.isArray(v) ? v.flatMap(stringsOf) : isObject(v) ? Object.values(v).flatMap(stringsOf) : [];
+/** A copy of `value` (JSON) with `swap` applied to each of its strings (not its keys); a loop, since a record may nest deeper than the stack. */
+function mapStrings(value: unknown, swap: (s: string) => string): unknown {
+  const top: Record<string, unknown> = { value };
+  for (const stack: [Record<string, unknown>, string][] = [[top, "value"]]; stack.length > 0;) {
+    const [parent, key] = stack.pop()!;
+    const v = parent[key];
+    if (typeof v === "string") parent[key] = swap(v);
+    else if (Array.isArray(v) || isObject(v)) {
+      const copy = (parent[key] = Array.isArray(v) ? [...v] : { ...v }) as Record<string, unknown>;
+      for (const k of Object.keys(copy)) stack.push([copy, k]);
+    }
+  }
+  return top.value;
+}
+
+/** Every string inside a JSON value (not its keys). */
+export function stringsOf(value: unknown): string[] {
+  const out: string[] = [];
+  mapStrings(value, (s) => (out.push(s), s));
+  return out;
+}
 
 export async function findSecrets(texts: readonly string[]): Promise<Finding[]> {
   const found: Finding[] = [];
@@ -90,14 +108,7 @@ export class Redactor {
     for (const f of await findSecrets(values.flatMap((v) => stringsOf(v)))) if (!swaps.has(f.value)) swaps.set(f.value, this.placeholder(f.kind, f.value));
     if (swaps.size === 0) return values;
     const longestFirst = [...swaps].sort(([a], [b]) => b.length - a.length); // a secret inside a longer one goes with it
-    const swap = (v: unknown): unknown =>
-      typeof v === "string"
-        ? longestFirst.reduce((s, [secret, placeholder]) => s.split(secret).join(placeholder), v)
-        : Array.isArray(v)
-        ? v.map(swap)
-        : isObject(v)
-        ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, swap(x)]))
-        : v;
-    return values.map((v) => swap(v) as T);
+    const swap = (s: string) => longestFirst.reduce((text, [secret, placeholder]) => text.split(secret).join(placeholder), s);
+    return values.map((v) => mapStrings(v, swap) as T);
   }
 }
