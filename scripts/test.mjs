@@ -51,9 +51,12 @@ const EVERY_RUNTIME = [
   "test/store/",
   "test/cli/output.test.ts",
   "test/cli/mcp.test.ts",
+  "test/cli/secrets.test.ts",
+  "test/unit/secrets.test.ts",
   "test/viewer/viewer.test.ts",
   "test/guard/tap-guard.test.ts",
   "test/e2e/claude-mirror.test.ts",
+  "test/e2e/claude-secrets.test.ts",
 ];
 const differsByRuntime = (file) => EVERY_RUNTIME.some((p) => (p.endsWith("/") ? file.startsWith(p) : file === p));
 

@@ -1,7 +1,8 @@
 // `sessiontap export SESSION [--format md|html|jsonl] [--out FILE]`: to stdout, or to FILE replaced atomically, 0600 (a conversation is private).
 import { resolve } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
-import { exportText } from "../transcript/render-md.ts";
+import { exportSession } from "../transcript/render-md.ts";
+import { rootRedactor } from "../storage/binding-files.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { type CommandIo, findSession, priceTable } from "./command-io.ts";
 
@@ -10,7 +11,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   if (typeof prices === "number") return prices;
   const found = await findSession(config, io, prices);
   if (typeof found === "number") return found;
-  const text = exportText({ records: found.data.records, tree: found.tree, summary: found.summary }, config.format, prices);
+  const redactor = config.noRedact || config.redact === "off" ? null : await rootRedactor(io.fs, config.mirrorDir);
+  const text = await exportSession(found.data, config.format, prices, redactor);
   if (config.out === null || config.out === "-") {
     io.stdout(text);
     return 0;

@@ -14,6 +14,7 @@ import * as exportCommand from "./export.ts";
 import * as list from "./list.ts";
 import * as mcp from "./mcp.ts";
 import * as restore from "./restore.ts";
+import * as scan from "./scan.ts";
 import * as search from "./search.ts";
 import { runServe } from "./serve.ts";
 import * as show from "./show.ts";
@@ -21,7 +22,7 @@ import * as store from "./store.ts";
 import * as usage from "./usage.ts";
 import * as verify from "./verify.ts";
 
-const COMMANDS = { list, show, search, usage, export: exportCommand, restore, doctor, verify, drill, mcp, store };
+const COMMANDS = { list, show, search, usage, export: exportCommand, restore, doctor, verify, drill, mcp, scan, store };
 
 /** The process as a command sees it; `fs`, `fetch`, `clock`, `cwd`, `zone` default to the real ones for tests to replace. */
 export interface Io {

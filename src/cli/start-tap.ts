@@ -131,6 +131,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     version: VERSION,
     onError: viewerError,
     prices,
+    redact: config.redact !== "off",
     bundle: bundleScript,
     guardAlert: (sessionId) => alerts.get(sessionId) ?? null,
     restored: async (sessionId) => await guard?.lookNow(sessionId),

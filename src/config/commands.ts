@@ -1,6 +1,21 @@
 // The command table, the one source of the usage lines, the parser's flags and the help (docs/DESIGN.md "Command line"). Pure.
 
-export const COMMANDS = ["serve", "claude", "list", "show", "search", "usage", "export", "restore", "verify", "doctor", "drill", "mcp", "store"] as const;
+export const COMMANDS = [
+  "serve",
+  "claude",
+  "list",
+  "show",
+  "search",
+  "usage",
+  "export",
+  "restore",
+  "verify",
+  "doctor",
+  "drill",
+  "mcp",
+  "scan",
+  "store",
+] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** A flag of one command: its value's name (null for a switch) and what it does there. */
@@ -35,6 +50,7 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
       claudeDir("whose transcripts the guard watches and the viewer checks"),
       f("--store", "URL", "also write every commit to a shared PostgreSQL store (SESSIONTAP_STORE)"),
       f("--proxy-port", "N", "also answer as a forward proxy (HTTPS_PROXY) on port N (SESSIONTAP_PROXY_PORT; default off; 0 picks a free port)"),
+      f("--redact", "shared|all|off", "where secrets are replaced: shared (default) the store and exports, all the tree too, off nowhere (SESSIONTAP_REDACT)"),
     ],
     exit:
       "0 stopped by SIGINT/SIGTERM with everything written; 1 stopped with commits that could be saved nowhere; 2 a bad setting, an unusable mirror root, or the port is taken.",
@@ -96,6 +112,7 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
       storeRead,
       f("--format", "md|html|jsonl", "what to write (default md)"),
       f("--out", "FILE", "write to FILE (replaced atomically, 0600) instead of standard output"),
+      f("--no-redact", null, "keep secrets as they are (by default each is replaced by [REDACTED <kind> <fingerprint>])"),
     ],
     exit: "0 written in full; 1 no single session matches, or the output could not be written whole; 2 a usage error.",
   },
@@ -153,6 +170,15 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     flags: [mirrorDir],
     usageSuffix: "Claude Code starts and stops it; run by hand, it waits for a client on stdin and ends when stdin closes.",
     exit: "0 stdin closed or stopped by SIGINT/SIGTERM; 2 a usage error.",
+  },
+  scan: {
+    args: [],
+    rest: "[SESSION…]",
+    about: "Finds secrets (API keys, tokens, private keys) in the mirror and in Claude Code's own transcripts (<claude-dir>/projects/**/*.jsonl): " +
+      "one line per finding with its kind, session, file and line, and at most its first four characters. It only reads. SESSION: an id or a " +
+      "unique prefix; none: every session.",
+    flags: [mirrorDir, claudeDir("whose transcripts are scanned"), json("an array of {kind, sessionId, file, source, line, preview}")],
+    exit: "0 nothing found; 1 a secret was found, or a file could not be read; 2 a usage error, or a SESSION that matches none.",
   },
   store: {
     args: ["migrate"],
@@ -227,6 +253,8 @@ Settings (flag, then environment, then default):
                                                    when Claude Code loses the transcript of a mirrored session
   --store URL         SESSIONTAP_STORE             none (files only); postgres://… a shared store for teams:
                                                    list, show, export and restore read it when set
+  --redact MODE       SESSIONTAP_REDACT            shared (secrets replaced in the store and in exports;
+                                                   all: in the tree too; off: nowhere)
                       SESSIONTAP_STORE_ONLY        false (true: the store only; the tree is its outage spool)
                       SESSIONTAP_PRICES            none (a JSON price file read over the built-in table:
                                                    list, show, usage, export and the viewer estimate costs)

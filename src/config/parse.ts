@@ -107,6 +107,10 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
   const since = str("--since");
   const store = pick(flags, "--store", env, "SESSIONTAP_STORE");
   const token = pick(flags, "--token", env, "SESSIONTAP_TOKEN");
+  const redact = (pick(flags, "--redact", env, "SESSIONTAP_REDACT") ?? "shared").trim().toLowerCase();
+  if (redact !== "shared" && redact !== "all" && redact !== "off") {
+    throw new UsageError(`redaction (--redact / SESSIONTAP_REDACT) must be shared, all or off, got "${redact}"`);
+  }
   if (!/^[A-Za-z0-9.:\-\[\]%]+$/.test(host)) throw new UsageError(`host (--host / SESSIONTAP_HOST) is not an address: "${host}"`);
   if (format !== "md" && format !== "html" && format !== "jsonl") throw new UsageError(`--format must be md, html or jsonl, got "${format}"`);
   if (url !== null) httpUrl("--url", url);
@@ -138,6 +142,8 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     guard: env.SESSIONTAP_GUARD ? onOff("SESSIONTAP_GUARD", env.SESSIONTAP_GUARD, ["on"], ["off"]) : null,
     store: store === undefined ? null : storeUrl(store),
     storeOnly: toggle("SESSIONTAP_STORE_ONLY", "true", "false", false),
+    redact: redact as "shared" | "all" | "off",
+    noRedact: flags.has("--no-redact"),
     json: flags.has("--json"),
     format: format as "md" | "html" | "jsonl",
     out: str("--out"),

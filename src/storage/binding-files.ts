@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { SessionBinding } from "../protocol/session-binding.ts";
+import { Redactor } from "../protocol/secrets.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { writerTag } from "./leftovers.ts";
 import { join } from "./paths.ts";
@@ -50,6 +51,11 @@ export async function existingBindingKey(fs: FsAdapter, root: string): Promise<s
   const key = (await fs.readText(path)).trim();
   if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`${path} does not hold a binding key; remove it and start again`);
   return key;
+}
+
+/** The redactor of what is read from `root`: keyed by the root's secret, or by one of this run's where the root has none (a store read elsewhere). */
+export async function rootRedactor(fs: FsAdapter, root: string): Promise<Redactor> {
+  return new Redactor((await existingBindingKey(fs, root)) ?? randomBytes(32).toString("hex"));
 }
 
 /** The bindings of one root. */

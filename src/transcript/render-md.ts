@@ -21,8 +21,9 @@ import {
   terminalSafeJson,
 } from "./records.ts";
 import { renderHtmlDocument } from "./render-html.ts";
-import { countsText, type SessionSummary } from "./summary.ts";
-import { type Item, outline, renderOutline, type Tree } from "./tree.ts";
+import { countsText, type SessionData, type SessionSummary, summarize } from "./summary.ts";
+import { buildTree, type Item, outline, renderOutline, type Tree } from "./tree.ts";
+import type { Redactor } from "../protocol/secrets.ts";
 import { plural } from "../utils/plural.ts";
 
 export type ExportFormat = "md" | "html" | "jsonl";
@@ -32,6 +33,16 @@ export function exportText(session: { records: Rec[]; tree: Tree; summary: Sessi
   if (format === "jsonl") return session.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
   const items = outline(session.tree);
   return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
+}
+
+/** A session as `export` and the viewer write it; with a redactor, each secret of its records (side requests' too: the title) replaced first. */
+export async function exportSession(data: SessionData, format: ExportFormat, prices: PriceTable, redactor: Redactor | null): Promise<string> {
+  if (redactor !== null) {
+    const all = await redactor.redact([...data.records, ...data.side]);
+    data = { ...data, records: all.slice(0, data.records.length), side: all.slice(data.records.length) };
+  }
+  const tree = buildTree(data.records);
+  return exportText({ records: data.records, tree, summary: summarize(data, tree, prices) }, format, prices);
 }
 
 export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {

@@ -1,6 +1,7 @@
 // The viewer's data behind `/_tap/api/`, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
 import { nameInside } from "../protocol/session-id.ts";
-import { type ExportFormat, exportText } from "../transcript/render-md.ts";
+import { type ExportFormat, exportSession } from "../transcript/render-md.ts";
+import { rootRedactor } from "../storage/binding-files.ts";
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
@@ -38,7 +39,7 @@ export type UsageView = UsageReport & { timeZone: string; today: string; prices:
 export type Answer<T = unknown> = { status: 200 | 400 | 404 | 409; body: T };
 export type ExportAnswer = Answer<string> & { type: string; filename: string };
 /** What the reader is built from (plain data: it crosses into the viewer's Worker). */
-export type ReaderSettings = { mirrorDir: string; claudeDir: string; pollMs: number; prices: PriceTable };
+export type ReaderSettings = { mirrorDir: string; claudeDir: string; pollMs: number; prices: PriceTable; redact: boolean };
 /** What the reader says unasked: new records of a followed session, or a failure of the follower. */
 export type ReaderNote = { records: LiveEvent } | { error: string };
 
@@ -52,7 +53,7 @@ export class ViewerData {
   private readonly prices: PriceTable;
   private readonly live: LiveFollower;
 
-  constructor(private readonly fs: FsAdapter, settings: ReaderSettings, tell: (note: ReaderNote) => void, private readonly clock = Date.now) {
+  constructor(private readonly fs: FsAdapter, private readonly settings: ReaderSettings, tell: (note: ReaderNote) => void, private readonly clock = Date.now) {
     this.prices = settings.prices;
     this.catalog = new SessionCatalog(fs, settings.mirrorDir, settings.claudeDir, undefined, this.prices, clock);
     const failed = (error: unknown) => tell({ error: error instanceof Error ? error.message : String(error) });
@@ -99,16 +100,17 @@ export class ViewerData {
     return { status: 200, body: { ok: true, outcome, lines: describeRestore(outcome), resume: resumeCommand(outcome) } satisfies RestoreReply };
   }
 
-  /** A session as `export --format` writes it. */
+  /** A session as `export --format` writes it (its secrets replaced unless SESSIONTAP_REDACT=off). */
   async exportSession(query: string, format: string): Promise<ExportAnswer> {
     const refused = (status: ExportAnswer["status"], body: string) => ({ status, body, type: "text/plain; charset=utf-8", filename: "" });
     if (!(format in TYPES)) return refused(400, "format must be md, html or jsonl\n");
     const found = await this.open(query);
     if ("status" in found) return refused(found.status, "no single session matches\n");
     const { sessionId, dir } = found.summary;
+    const redactor = this.settings.redact ? await rootRedactor(this.fs, this.settings.mirrorDir) : null;
     return {
       status: 200,
-      body: exportText({ records: found.data.records, tree: found.tree, summary: found.summary }, format as ExportFormat, this.prices),
+      body: await exportSession(found.data, format as ExportFormat, this.prices, redactor),
       type: `${TYPES[format]}; charset=utf-8`,
       filename: (sessionId === null ? null : nameInside(sessionId, `.${format}`)) ?? `${dir}.${format}`,
     };

@@ -30,6 +30,8 @@ export function createViewer(options: {
   pollMs?: number;
   guardAlert?: (sessionId: string) => GuardAlert | null;
   prices?: PriceTable;
+  /** Exports replace secrets (SESSIONTAP_REDACT is not off); default true. */
+  redact?: boolean;
   /** Called after a restore wrote a session's transcript (the guard looks at it at once). */
   restored?: (sessionId: string) => Promise<void>;
 }): Viewer {
@@ -38,6 +40,7 @@ export function createViewer(options: {
     claudeDir: options.claudeDir,
     pollMs: options.pollMs ?? 1000,
     prices: options.prices ?? BUILTIN_PRICES,
+    redact: options.redact ?? true,
   };
   const live = new Map<number, { dir: string; records(event: LiveEvent): void; end(): void }>();
   const tell = (note: ReaderNote) => {

@@ -11,6 +11,8 @@ import { ROOT, runTap, serveTap } from "../support/child.ts";
 import { loadFixture, startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { CLAUDE_NEXT_BIN, describeRun, makeScratch, runClaude } from "../support/claude.ts";
 import { startTestTap } from "../support/tap.ts";
+import { rec, writeMirror } from "../support/recover.ts";
+import { secretSamples } from "../support/secret-samples.ts";
 
 const BINARY = process.env.SESSIONTAP_BINARY ?? "";
 const VERSION: string = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")).version;
@@ -88,6 +90,17 @@ describe("compiled binary", () => {
     assert.ok(assistant, "no assistant record");
     assert.equal(user.sessionId, "smoke-session");
     assert.equal(assistant.source, "sessiontap");
+  });
+
+  it("scan and export carry secretlint inside: a key in the mirror is found, never printed, and redacted from an export", { timeout: MS }, async () => {
+    const { secret, line } = secretSamples().find((s) => s.kind === "github-token")!;
+    writeMirror(`${scratch}/scan`, "s-1", [rec("user", "u1", null, line, { sessionId: "s-1" })]);
+    const r = await runTap(["scan", "--mirror-dir", `${scratch}/scan`, "--claude-dir", `${scratch}/claude`], { binary: binary(), env: { HOME: scratch } });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stdout, /^github-token {2}s-1 {2}\S+\.jsonl:1 {2}ghp_…\n$/);
+    const out = await runTap(["export", "s-1", "--mirror-dir", `${scratch}/scan`], { binary: binary(), env: { HOME: scratch } });
+    assert.ok(!(r.stdout + r.stderr + out.stdout).includes(secret));
+    assert.match(out.stdout, /\[REDACTED github-token [0-9a-f]{8}\]/);
   });
 
   it("drill: a session the real Claude Code made resumes whole through the binary's drill", { timeout: 120_000 }, async () => {

@@ -12,11 +12,17 @@ import { cli } from "../support/recover.ts";
 
 /** A value each flag's parser takes, by the value's name in the table (`--store` wants its own scheme). */
 const sample = (flag: string, value: string) =>
-  flag === "--store"
-    ? "postgres://h/db"
-    : ({ N: "5", ADDR: "127.0.0.1", TOKEN: "Kq8vR2xLm7Tz4NwP", URL: "http://127.0.0.1:1", DATE: "today", "md|html|jsonl": "md" } as Record<string, string>)[
-      value
-    ] ?? "x";
+  flag === "--store" ? "postgres://h/db" : ({
+    N: "5",
+    ADDR: "127.0.0.1",
+    TOKEN: "Kq8vR2xLm7Tz4NwP",
+    URL: "http://127.0.0.1:1",
+    DATE: "today",
+    "md|html|jsonl": "md",
+    "shared|all|off": "shared",
+  } as Record<string, string>)[
+    value
+  ] ?? "x";
 /** Every flag some command of the table takes, with its value's name. */
 const ALL_FLAGS = new Map(Object.values(COMMAND_SPECS).flatMap((spec) => spec.flags.map((x) => [x.flag, x.value] as const)));
 

@@ -97,8 +97,8 @@ describe("the CLI on a hostile record", () => {
   });
   after(() => scratch.cleanup());
 
-  it("show, show --json and export answer in full", async () => {
-    for (const args of [["show"], ["show", "--json"], ["export", "--format", "html"], ["export", "--format", "md"]]) {
+  it("show, show --json, export and scan answer in full", async () => {
+    for (const args of [["show"], ["show", "--json"], ["export", "--format", "html"], ["export", "--format", "md"], ["scan"]]) {
       const r = await cli([args[0], "deep-session", ...args.slice(1), "--mirror-dir", root], { CLAUDE_CONFIG_DIR: `${scratch.dir}/claude` });
       assert.equal(r.code, 0, `${args.join(" ")}: ${r.stderr}`);
       assert.ok(r.stdout.length < 2_000_000, `${args.join(" ")}: ${r.stdout.length} characters`);
