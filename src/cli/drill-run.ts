@@ -9,10 +9,10 @@ import { listen } from "../runtime/index.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { join } from "../storage/paths.ts";
 import { checkTrusted } from "../storage/trusted-path.ts";
-import { compareResume, resumedBranch } from "../transcript/drill-compare.ts";
+import { compareResume } from "../transcript/restore-plan.ts";
+import { resumedBranch, type Tree } from "../transcript/tree.ts";
 import type { Rec } from "../transcript/records.ts";
 import type { SessionData, SessionSummary } from "../transcript/summary.ts";
-import type { Tree } from "../transcript/tree.ts";
 import { describe } from "../utils/describe-error.ts";
 
 export const PROBE = "sessiontap drill: this resume is a check; reply with OK";

@@ -1,6 +1,6 @@
 // `sessiontap export SESSION [--format md|html|jsonl] [--out FILE]`: to stdout, or to FILE replaced atomically, 0600 (a conversation is private).
 import type { Config } from "../config/parse.ts";
-import { exportText } from "../transcript/render-md.ts";
+import { exportText } from "../transcript/render.ts";
 import { replaceFile } from "../storage/publish.ts";
 import type { CommandIo } from "./command-io.ts";
 import { findSession, priceTable } from "./load.ts";

@@ -1,8 +1,8 @@
 // The viewer's data behind `/_tap/api/`, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
 import { nameInside } from "../protocol/session-id.ts";
-import { type ExportFormat, exportText } from "../transcript/render-md.ts";
+import { type ExportFormat, exportText } from "../transcript/render.ts";
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
-import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";
+import { renderItemsHtml, renderRecordHtml } from "../transcript/render.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
 import { type SessionData, sessionIdOf, type SessionSummary, sessionTitle, summarize } from "../transcript/summary.ts";
 import { buildTree, outline, type Tree } from "../transcript/tree.ts";

@@ -1,5 +1,5 @@
 // The page at `GET /_tap/`: one document with its CSS and its one script inline: docs/DESIGN.md "The viewer".
-import { CONVERSATION_CSS } from "../transcript/render-html.ts";
+import { CONVERSATION_CSS } from "../transcript/render.ts";
 
 /** Bundles a browser module with what it imports into one minified classic script (the runtime's part). */
 export type Bundler = (entry: URL) => Promise<string>;
