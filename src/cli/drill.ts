@@ -4,8 +4,7 @@ import { availableParallelism } from "node:os";
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { readIfThere } from "../storage/fs-adapter.ts";
-import type { SessionSource } from "../storage/mirror-reader.ts";
+import { LAST_DRILL, lastDrill as readLastDrill, type SessionSource } from "../storage/mirror-reader.ts";
 import { join } from "../storage/paths.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
@@ -20,8 +19,6 @@ import type { Check } from "./doctor-check.ts";
 import { ClaudeNotStarted, type DrillResult, drillSession } from "./drill-run.ts";
 import { noMirror } from "./load.ts";
 
-/** Where the last drill's outcome is kept for doctor, in the mirror root (a dot name no session can take). */
-const LAST_DRILL = ".last-drill.json";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const load = (data: SessionData) => {
@@ -137,13 +134,12 @@ export async function lastDrill(config: Readonly<Config>, io: CommandIo): Promis
   const path = join(config.mirrorDir, LAST_DRILL);
   let last;
   try {
-    const text = await readIfThere(io.fs, path);
-    last = text === null ? null : JSON.parse(text);
+    last = await readLastDrill(io.fs, config.mirrorDir);
   } catch (error) {
     return [{ check: "last drill", status: "warn", detail: `${path} could not be read (${describe(error)}): run sessiontap drill again` }];
   }
-  if (typeof last?.at !== "string" || typeof last.drilled !== "number" || typeof last.passed !== "number") return [];
-  const by = typeof last.claudeCode === "string" ? ` by Claude Code ${last.claudeCode}` : "";
+  if (last === null) return [];
+  const by = last.claudeCode !== null ? ` by Claude Code ${last.claudeCode}` : "";
   const of = `${last.passed} of ${plural(last.drilled, "session")}${last.named ? " named" : ""} resumed whole${by}`;
   const fix = last.passed === last.drilled ? "" : ": sessiontap drill names what failed (docs/recovery.md)";
   return [{ check: "last drill", status: last.passed === last.drilled ? "ok" : "warn", detail: `${localDateTime(Date.parse(last.at), io.zone)}: ${of}${fix}` }];

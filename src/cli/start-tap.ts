@@ -6,8 +6,7 @@
  */
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
-import type { GuardAlert } from "../guard/alerts.ts";
-import type { GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
+import type { GuardAlert, GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
 import { healthReport } from "../mirror/health.ts";
 import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
@@ -27,7 +26,8 @@ import { forward, refusalNotice } from "../tap/forward.ts";
 import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { healthProof, localAddress } from "./tap-probe.ts";
-import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
+import { allowedHosts, isLoopback } from "../viewer/hosts.ts";
+import { createViewer } from "../viewer/routes.ts";
 import { leaveToken } from "./tap-probe.ts";
 
 /** Seams a test may replace. */

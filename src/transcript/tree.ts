@@ -1,7 +1,7 @@
 // The conversation tree of one session: records linked by `parentUuid` (a rewind or an edit makes siblings), its branches, and an
 // outline with every record once in reading order, compactions bridged (docs/DESIGN.md "Shapes of a conversation"). Pure.
 import { isObject } from "../protocol/json.ts";
-import { type Block, blocksOf, continuesMessage, isCompactBoundary, isCompactSummary, messageOf, parentOf, type Rec, timeOf, uuidOf } from "./records.ts";
+import { isCompactBoundary, isCompactSummary, parentOf, type Rec, timeOf, uuidOf } from "./records.ts";
 
 export interface Tree {
   /** Records with a uuid, the first of each uuid, in file order. */

@@ -1,8 +1,7 @@
 // The browser client's entry, bundled with what it imports into the page's one script (../page.ts): docs/DESIGN.md "The viewer".
 import { el, failed, idOf, message, state, ui } from "./basics.ts";
 import { loadHome } from "./home.ts";
-import { loadSessions, renderSessions } from "./list.ts";
-import { onSearch, runSearch } from "./search.ts";
+import { loadSessions, onSearch, renderSessions, runSearch } from "./list.ts";
 import { follow, showSession } from "./session.ts";
 
 /** Shows what the hash names (`#/s/<id>[/<uuid>]`, so links, reloads and the back button work): a session (and a record in it), else the home and the list. */
