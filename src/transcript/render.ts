@@ -104,35 +104,22 @@ export function escapeHtml(text: string): string {
 export const CONVERSATION_CSS = `
 .conv{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2330}
 .rec{border:1px solid #d8dde6;border-radius:8px;margin:10px 0;padding:8px 12px;background:#fff;min-width:0;overflow-wrap:anywhere}
-.rec.user{background:#f3f7ff;border-color:#c9d8f5}
-.rec.tool-results{background:#f7f7f4;border-color:#dcdcd2}
-.rec.system{background:#fafafa;color:#555;padding:4px 12px}
-.rec.continued{margin-top:-6px;border-top-style:dashed}
-.rec.fresh{outline:2px solid #2f9e44;transition:outline-color 2s}
-.rec[hidden]{display:none}
+.rec.user{background:#f3f7ff;border-color:#c9d8f5}.rec.tool-results{background:#f7f7f4;border-color:#dcdcd2}
+.rec.system{background:#fafafa;color:#555;padding:4px 12px}.rec.continued{margin-top:-6px;border-top-style:dashed}
+.rec.fresh{outline:2px solid #2f9e44;transition:outline-color 2s}.rec[hidden]{display:none}
 .rec header{font-size:12px;color:#5b6475;margin-bottom:4px;display:flex;gap:4px 8px;flex-wrap:wrap;align-items:baseline}
-.rec header .role{font-weight:600;color:#1d2330}
-.rec header .usage{color:#868e96}
-.flag{background:#fff3bf;border-radius:4px;padding:0 4px}
+.rec header .role{font-weight:600;color:#1d2330}.rec header .usage{color:#868e96}.flag{background:#fff3bf;border-radius:4px;padding:0 4px}
 .text{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f1f3f5;border-radius:6px;padding:6px 8px;margin:4px 0;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;max-width:100%}
 .tool-use{border-left:3px solid #7048e8;padding-left:8px;margin:6px 0}
 .tool-use>summary{font:12px/1.5 ui-monospace,SFMono-Regular,Menlo,monospace;color:#1d2330;overflow-wrap:anywhere}
-.tool-use .tool-name{font-weight:600;color:#5f3dc4}
-.tool-use .tool-state{color:#868e96;font-family:system-ui,sans-serif}
-.tool-use.error{border-left-color:#e03131}
-.tool-result{border-left:3px solid #868e96;padding-left:8px;margin:6px 0}
-.tool-result.error{border-left-color:#e03131}
-.tool-use .tool-result{border-left:0;padding-left:0}
-.tool-label{font-size:12px;color:#5b6475}
-.attachment{font-style:italic;color:#5b6475}
-details>summary{cursor:pointer;color:#5b6475}
-.injected>summary,.env>summary{font-size:12px;overflow-wrap:anywhere}
+.tool-use .tool-name{font-weight:600;color:#5f3dc4}.tool-use .tool-state{color:#868e96;font-family:system-ui,sans-serif}
+.tool-use.error{border-left-color:#e03131}.tool-result{border-left:3px solid #868e96;padding-left:8px;margin:6px 0}
+.tool-result.error{border-left-color:#e03131}.tool-use .tool-result{border-left:0;padding-left:0}.tool-label{font-size:12px;color:#5b6475}
+.attachment{font-style:italic;color:#5b6475}details>summary{cursor:pointer;color:#5b6475}.injected>summary,.env>summary{font-size:12px;overflow-wrap:anywhere}
 mark{background:#ffe066;color:inherit;border-radius:2px}
 .compaction{text-align:center;color:#9c36b5;border-top:2px dashed #cc5de8;margin:18px 0;padding-top:4px;font-weight:600}
-.branches{border-left:3px dotted #f08c00;margin:8px 0 8px 12px;padding-left:10px}
-.branches>summary{color:#d9480f}
-.branch{opacity:.85}
+.branches{border-left:3px dotted #f08c00;margin:8px 0 8px 12px;padding-left:10px}.branches>summary{color:#d9480f}.branch{opacity:.85}
 `;
 
 interface HtmlOptions {

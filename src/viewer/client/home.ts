@@ -7,11 +7,12 @@ const COLORS = ["#4263eb", "#f08c00", "#2f9e44", "#e03131", "#7048e8", "#1098ad"
 const [metric, stack, tip] = [byId("metric", HTMLSelectElement), byId("stack", HTMLSelectElement), byId("tip", HTMLElement)];
 let usage: UsageView | null = null;
 
+/** Draws what it has at once (so the list below keeps its place), then again from a fresh `api/usage`. */
 export async function loadHome(): Promise<void> {
   renderLists();
+  if (usage !== null) drawChart();
   usage = await getJson<UsageView>("api/usage");
   drawChart();
-  renderDrill(usage.drill);
 }
 metric.addEventListener("change", drawChart);
 stack.addEventListener("change", drawChart);
@@ -26,6 +27,7 @@ function svg(tag: string, attributes: Record<string, string | number>, text = ""
 /** The last 30 days as stacked bars, each day's numbers on hover and focus, and the same numbers as a table for screen readers. */
 function drawChart(): void {
   if (usage === null) return;
+  renderDrill(usage.drill);
   const cost = metric.value === "cost";
   const by = stack.value === "model" ? "model" : "project";
   const amount = (n: number) => (cost ? usd(n) : tokens(n) + " tokens");

@@ -100,7 +100,7 @@ export function renderSessions(): void {
   const list = ui.sessions;
   const hadFocus = list.contains(document.activeElement);
   state.shown = state.sessions.filter(passes);
-  // While a search shows its hits, the line above says how many matched (search.ts), not what the list costs.
+  // While a search shows its hits, the line above says how many matched (runSearch), not what the list costs.
   if (!state.query) ui.totals.textContent = totals(state.shown);
   if (state.shown.length === 0) {
     list.replaceChildren(el("li", "empty", state.sessions.length === 0 ? "No mirrored sessions yet." : "No session matches the filters."));
