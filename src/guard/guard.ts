@@ -110,7 +110,6 @@ type Watched = ReturnType<typeof fresh>;
 
 /** A look soon after another: a file still being read through, a burst of changes the file system told. */
 const CATCH_UP_MS = 200;
-/** So a look for a settled prompt never comes a clock tick early. */
 const SLACK_MS = 20;
 /** A transcript not found is searched for under the project directories new since the last search, and under all of them. */
 const SEARCH_EVERY_MS = 60_000;
@@ -182,7 +181,6 @@ class GuardAlerts {
     return this.active.get(sessionId) ?? null;
   }
 
-  /** Oldest first. */
   list(): GuardAlert[] {
     return [...this.active.values()].sort((a, b) => a.since.localeCompare(b.since));
   }

@@ -35,7 +35,6 @@ export type Lookup =
   | { kind: "none" }
   | { kind: "ambiguous"; candidates: string[] };
 
-/** A session's conversations besides the main one. */
 export type OtherConversations = Pick<SessionData, "agents" | "side">;
 
 /** Where the reading commands find sessions: the mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
@@ -59,7 +58,6 @@ export class MirrorReader implements SessionSource {
     return entries.filter((e) => e.isDirectory && !e.isSymbolicLink && !e.name.startsWith(".")).map((e) => e.name).sort();
   }
 
-  /** Most recently written first. */
   async loadAll(): Promise<SessionData[]> {
     const out: { data: SessionData; mtime: number }[] = [];
     for (const dir of await this.sessionDirs()) {
@@ -107,7 +105,6 @@ export class MirrorReader implements SessionSource {
     return { data, mtime };
   }
 
-  /** Null when the file vanished meanwhile (swept). */
   private async parse(file: string, size: number, mtimeMs: number): Promise<Parsed | null> {
     const hit = this.cache.get(file);
     if (hit !== undefined && hit.size === size && hit.mtimeMs === mtimeMs) return hit.parsed;

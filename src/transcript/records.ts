@@ -3,6 +3,7 @@
 import { COMPACTION_PREFIX } from "../protocol/classify.ts";
 import { isObject } from "../protocol/json.ts";
 import { bytesShort } from "../usage/tokens.ts";
+import { plural } from "../utils/plural.ts";
 
 export type Rec = Record<string, unknown>;
 export type Block = Record<string, unknown>;
@@ -189,38 +190,21 @@ export function attachmentNote(b: Block): string {
   return scrubControl(note);
 }
 
+const ONE_FIELD: Record<string, string> = { Bash: "command", WebFetch: "url", WebSearch: "query", ToolSearch: "query", Skill: "skill" };
+
 /** What a call of Claude Code's tool `name` did, in a few words; any other tool's first text field, else its input. */
 function toolWhat(name: string, input: Record<string, unknown>): string {
   const str = (key: string) => (typeof input[key] === "string" && (input[key] as string).trim() !== "" ? input[key] as string : null);
   const path = str("file_path") ?? str("notebook_path") ?? str("path");
-  switch (name) {
-    case "Bash":
-      return str("command") ?? "";
-    case "Read":
-    case "Edit":
-    case "MultiEdit":
-    case "NotebookEdit":
-      return path ?? "";
-    case "Write":
-      return `${path ?? ""}${str("content") === null ? "" : ` (${str("content")!.split("\n").length} lines)`}`;
-    case "Glob":
-    case "Grep": {
-      const pattern = str("pattern") ?? "";
-      return str("path") !== null && pattern !== str("path") ? `${pattern} in ${str("path")}` : pattern;
-    }
-    case "WebFetch":
-      return str("url") ?? "";
-    case "WebSearch":
-    case "ToolSearch":
-      return str("query") ?? "";
-    case "Task":
-    case "Agent":
-      return `${str("description") ?? str("prompt") ?? ""}${str("subagent_type") === null ? "" : ` (${str("subagent_type")})`}`;
-    case "TodoWrite":
-      return Array.isArray(input.todos) ? `${input.todos.length} todo${input.todos.length === 1 ? "" : "s"}` : "";
-    case "Skill":
-      return str("skill") ?? "";
+  const pattern = str("pattern") ?? "";
+  if (Object.hasOwn(ONE_FIELD, name)) return str(ONE_FIELD[name]) ?? "";
+  if (["Read", "Edit", "MultiEdit", "NotebookEdit"].includes(name)) return path ?? "";
+  if (name === "Write") return `${path ?? ""}${str("content") === null ? "" : ` (${str("content")!.split("\n").length} lines)`}`;
+  if (name === "Glob" || name === "Grep") return str("path") !== null && pattern !== str("path") ? `${pattern} in ${str("path")}` : pattern;
+  if (name === "Task" || name === "Agent") {
+    return `${str("description") ?? str("prompt") ?? ""}${str("subagent_type") === null ? "" : ` (${str("subagent_type")})`}`;
   }
+  if (name === "TodoWrite") return Array.isArray(input.todos) ? plural(input.todos.length, "todo") : "";
   for (const v of Object.values(input)) if (typeof v === "string" && v.trim() !== "") return v;
   return Object.keys(input).length === 0 ? "" : compactJson(input);
 }

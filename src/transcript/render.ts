@@ -131,7 +131,6 @@ interface HtmlOptions {
   prices?: PriceTable;
 }
 
-/** UTC in the text and the title; the viewer rewrites the text to the reader's zone. */
 function timeHtml(iso: string): string {
   const utc = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");
   return `<time datetime="${escapeHtml(iso)}" title="${escapeHtml(utc)}">${escapeHtml(utc)}</time>`;
@@ -385,13 +384,7 @@ function folded(summary: string, body: string): string {
   return `<details><summary>⚙ ${text}</summary>\n\n${body}\n</details>\n`;
 }
 
-interface TextStyle {
-  user(text: string): string;
-  assistant(text: string): string;
-  tool(text: string): string;
-  dim(text: string): string;
-  bold(text: string): string;
-}
+type TextStyle = Record<"user" | "assistant" | "tool" | "dim" | "bold", (text: string) => string>;
 
 const same = (text: string) => text;
 export const PLAIN: TextStyle = { user: same, assistant: same, tool: same, dim: same, bold: same };
@@ -404,12 +397,7 @@ export const ANSI_STYLE: TextStyle = {
 };
 
 /** `full`: injected context, environment, thinking, tool inputs and whole results too. */
-interface TextOptions {
-  full: boolean;
-  style: TextStyle;
-  zone: Zone;
-  prices: PriceTable;
-}
+type TextOptions = { full: boolean; style: TextStyle; zone: Zone; prices: PriceTable };
 
 const indent = (text: string, prefix = "  ") => text.split("\n").map((l) => (l === "" ? prefix.trimEnd() : prefix + l)).join("\n");
 

@@ -3,7 +3,6 @@
 import { isConversation, isToolResultOnly, type Rec, scrubControl, searchableText, uuidOf } from "./records.ts";
 import { buildTree, restorePath } from "./tree.ts";
 
-/** `[start, end)` in the searched text. */
 type Span = [number, number];
 
 /** Every match in order, not overlapping. */
@@ -26,7 +25,6 @@ export interface SearchHit {
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
-/** Every non-empty match of a global regular expression, in order. */
 function spansOf(re: RegExp, text: string): Span[] {
   const out: Span[] = [];
   re.lastIndex = 0;

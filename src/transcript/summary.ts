@@ -87,7 +87,6 @@ export interface SessionSummary {
   malformedLines: number;
 }
 
-/** The session id the records carry, else the directory name when it is an id. */
 export function sessionIdOf(dir: string, records: Rec[]): string | null {
   const id = records.find((r) => typeof r.sessionId === "string" && r.sessionId !== "")?.sessionId;
   return typeof id === "string" ? id : dir === "unknown" || dir.startsWith("inv-") ? null : dir;
