@@ -372,10 +372,7 @@ export class Guard {
     }
   }
 
-  /**
-   * One lstat and, if the file changed, one bounded read of what was appended; where the file is not found, a search under the other
-   * project directories at most once a minute (docs/GUARD.md "Reading without cost"). Then the judge.
-   */
+  /** An lstat, a bounded read of what was appended, a search elsewhere at most once a minute (docs/GUARD.md "Reading without cost"); then the judge. */
   private async look(s: Watched): Promise<"judged" | "catching-up"> {
     if (s.follower === null) {
       if (s.cwd === null) return "judged";
@@ -467,10 +464,7 @@ export class Guard {
   }
 }
 
-/**
- * Follows the branch a request carries (docs/GUARD.md "The current branch"): what this segment's requests no longer carry was rewound
- * away, and a restore rightly leaves it out. A compaction opens a new segment; what came before stays expected, as the transcript keeps it.
- */
+/** What this segment's requests no longer carry was rewound away; a compaction opens a new segment (docs/GUARD.md "The current branch"). */
 function followBranch(s: Watched, messages: readonly { role: string; chain: string | null }[], compaction: boolean): void {
   const head = messages.find((m) => m.role !== "system")?.chain ?? null;
   if (compaction && head !== s.segmentHead) {

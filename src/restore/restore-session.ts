@@ -164,10 +164,7 @@ export async function restoreSession(
 /** Claude Code's request bookkeeping for a conversation: tied to the records being replaced, so not carried over. */
 const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blob", "api-request-shape", "api-request-resumed", "queue-operation"]);
 
-/**
- * What a replaced transcript holds besides its conversation (no `uuid`: a title the user gave, a tag, kinds not known here; at most
- * 1 MiB), less the bookkeeping of the records replaced and another session's; and the first other session any record names.
- */
+/** A replaced file's records without a `uuid` (a title, a tag; at most 1 MiB) but the old chain's bookkeeping, and the first other session named. */
 async function besidesConversation(fs: FsAdapter, path: string, sessionId: string): Promise<{ kept: Record<string, unknown>[]; foreign: string | null }> {
   const kept: Record<string, unknown>[] = [];
   let foreign: string | null = null;

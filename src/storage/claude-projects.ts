@@ -46,10 +46,7 @@ export async function scanTranscripts(fs: FsAdapter, claudeDir: string): Promise
   return found;
 }
 
-/**
- * The project directories, listed again only when `projects/` changed (inode or mtime), each with the generation of the listing
- * that first held it, so a search looks only where it has not (docs/GUARD.md "Reading without cost").
- */
+/** The project directories, listed again only when `projects/` changed, each with the listing that first held it (docs/GUARD.md "Reading without cost"). */
 export class ProjectDirectories {
   private names: { name: string; generation: number }[] = [];
   private generation = 0;
@@ -96,10 +93,7 @@ async function refusal(fs: FsAdapter, path: string): Promise<string | null> {
 /** Files being followed, by path: a long-lived reader (the viewer's list) reads only what was appended since. */
 export type FactsCache = Map<string, { follower: JsonlFollower; facts: FileFacts }>;
 
-/**
- * Reads a transcript file through with bounded memory, a regular file only (docs/RELIABILITY.md "Trust boundaries"): null facts when
- * there is none; what cannot be read is that file's warning, never thrown.
- */
+/** Bounded memory, a regular file only (docs/RELIABILITY.md "Trust boundaries"); what cannot be read is a warning, never thrown. */
 export async function readFileFacts(fs: FsAdapter, path: string, cache?: FactsCache): Promise<{ facts: FileFacts | null; warning: string | null }> {
   try {
     const why = await refusal(fs, path);

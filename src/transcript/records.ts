@@ -256,10 +256,7 @@ export function compactJson(value: unknown): string {
   return out.join("");
 }
 
-/**
- * `JSON.stringify(value, null, 2)` for its first `levels` levels and compact below, in one pass over the compact text: indenting a
- * value nested 20,000 deep wrote 800 MB of spaces (docs/RELIABILITY.md "Trust boundaries").
- */
+/** `JSON.stringify(value, null, 2)` for `levels` levels, compact below: a value 20,000 deep wrote 800 MB of spaces (docs/RELIABILITY.md "Trust boundaries"). */
 export function jsonText(value: unknown, levels = 12): string {
   const compact = compactJson(value);
   if (levels <= 0) return compact;

@@ -20,11 +20,7 @@ import {
 } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
 
-/**
- * The current branch, a compaction as Claude Code records it (its boundary, and before it what it compacted), each kept record's
- * parent re-linked to the nearest kept one: with a parent missing, Claude Code resumes from the break only. A subagent's records
- * carry its agent id as sidechain records.
- */
+/** The current branch, compactions as Claude Code records them, each parent re-linked to the nearest kept record (Claude Code resumes from a break only). */
 export function planRestore(tree: Tree, target: { sessionId: string; cwd: string; agentId?: string }): { records: Rec[]; leafUuid: string | null } {
   const path = restorePath(tree);
   const records: Rec[] = [];
@@ -155,10 +151,7 @@ function typedContent(blocks: Block[]): unknown {
     : blocks;
 }
 
-/**
- * One record per tool result, with what the tool returned where the result says it; reminders appended to a result or sent beside
- * it become pieces. A message holding other blocks besides results (Claude Code sends none) stays one record.
- */
+/** One record per tool result, with what the tool returned where the result says it; reminders appended to a result or beside it become pieces. */
 function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>): Split {
   const pieces: ContextPiece[] = [];
   const kept: unknown[] = [];
@@ -305,10 +298,7 @@ export interface ToolUse {
   input: unknown;
 }
 
-/**
- * What Claude Code keeps as a tool's own result (the `toolUseResult` a resumed screen shows) where the `tool_result` says all of it:
- * a Bash command's output, stdout and stderr merged as the model read them; other tools show their call alone.
- */
+/** The `toolUseResult` a resumed screen shows where the result says all of it: a Bash command's output as the model read it; other tools show their call. */
 export function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
   const c = result.content;
   const texts = typeof c === "string"
@@ -350,11 +340,7 @@ function saidIn(role: unknown, content: unknown, where: string): Said[] {
 
 const shown = (x: Said) => `${x.kind} ${x.where}: ${JSON.stringify(oneLine(x.kind.startsWith("tool") ? x.key.slice(x.key.indexOf(" ") + 1) : x.key, 80))}`;
 
-/**
- * Compares the mirror's `branch` with the `messages` of Claude Code's first request on resume, item by item. Besides the probe (or
- * its compaction instruction), Claude Code may add only what it adds to an unfinished session: an error result for a call without
- * one, a lone filler answer between two prompts.
- */
+/** Item by item; Claude Code may add the probe (or its compaction instruction), an error result for a call without one, a lone filler answer. */
 export function compareResume(branch: Rec[], messages: unknown[], probe: string): DrillVerdict {
   let turns = 0;
   const want = branch.filter((r) => r.type === "user" || r.type === "assistant").flatMap((r) => {

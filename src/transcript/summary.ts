@@ -146,10 +146,7 @@ export function titleFromAnswer(r: Rec): string | null {
   return isObject(value) && typeof value.title === "string" && value.title.trim() !== "" ? value.title.trim() : null;
 }
 
-/**
- * The newest title Claude Code generated: the answer to the side request it names a session with (its user message opens with the
- * session's text in `<session>…</session>`; another request may answer JSON with a `title` too).
- */
+/** The newest answer to Claude Code's title request (its user message opens with `<session>`; another request may answer a JSON `title` too). */
 export function generatedTitle(side: readonly Rec[]): string | null {
   const asks = new Set(side.filter((r) => r.type === "user" && textOf(r).startsWith("<session>\n")).map(uuidOf));
   for (const r of [...side].reverse()) {
