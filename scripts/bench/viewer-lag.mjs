@@ -10,7 +10,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { writeArchive } from "./archive.mjs";
 
-const { createViewer } = await import("../../src/viewer/index.ts");
+const { createViewer } = await import("../../src/viewer/routes.ts");
 const { nodeFs } = await import("../../src/storage/fs-adapter.ts");
 const { bundleScript } = await import("../../src/runtime/index.ts");
 const scratch = mkdtempSync(join(tmpdir(), "viewer-lag-"));

@@ -8,16 +8,16 @@ import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import { restoreSession } from "../restore/restore-session.ts";
 import { listen } from "../runtime/index.ts";
-import { type FsAdapter, readIfThere } from "../storage/fs-adapter.ts";
-import type { SessionSource } from "../storage/mirror-reader.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { LAST_DRILL, lastDrill as readLastDrill, type SessionSource } from "../storage/mirror-reader.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { checkTrusted } from "../storage/trusted-path.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { compareResume, resumedBranch } from "../transcript/drill-compare.ts";
+import { compareResume } from "../transcript/restore-plan.ts";
 import { jsonObject } from "../protocol/json.ts";
 import { oneLine, type Rec, scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
-import { buildTree, type Tree } from "../transcript/tree.ts";
+import { buildTree, resumedBranch, type Tree } from "../transcript/tree.ts";
 import { describe } from "../utils/describe-error.ts";
 import { localDateTime } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
@@ -215,8 +215,6 @@ export async function drillSession(session: { data: SessionData; tree: Tree; sum
   }
 }
 
-/** Where the last drill's outcome is kept for doctor, in the mirror root (a dot name no session can take). */
-const LAST_DRILL = ".last-drill.json";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const load = (data: SessionData) => {
@@ -330,13 +328,12 @@ export async function lastDrill(config: Readonly<Config>, io: CommandIo): Promis
   const path = join(config.mirrorDir, LAST_DRILL);
   let last;
   try {
-    const text = await readIfThere(io.fs, path);
-    last = text === null ? null : JSON.parse(text);
+    last = await readLastDrill(io.fs, config.mirrorDir);
   } catch (error) {
     return [{ check: "last drill", status: "warn", detail: `${path} could not be read (${describe(error)}): run sessiontap drill again` }];
   }
-  if (typeof last?.at !== "string" || typeof last.drilled !== "number" || typeof last.passed !== "number") return [];
-  const by = typeof last.claudeCode === "string" ? ` by Claude Code ${last.claudeCode}` : "";
+  if (last === null) return [];
+  const by = last.claudeCode !== null ? ` by Claude Code ${last.claudeCode}` : "";
   const of = `${last.passed} of ${plural(last.drilled, "session")}${last.named ? " named" : ""} resumed whole${by}`;
   const fix = last.passed === last.drilled ? "" : ": sessiontap drill names what failed (docs/recovery.md)";
   return [{ check: "last drill", status: last.passed === last.drilled ? "ok" : "warn", detail: `${localDateTime(Date.parse(last.at), io.zone)}: ${of}${fix}` }];

@@ -1,7 +1,7 @@
 // `sessiontap export SESSION [--format md|html|jsonl] [--out FILE]`: to stdout, or to FILE replaced atomically, 0600 (a conversation is private).
 import { resolve } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
-import { exportSession } from "../transcript/render-md.ts";
+import { exportSession } from "../transcript/render.ts";
 import { rootRedactor } from "../storage/binding-files.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { type CommandIo, findSession, priceTable } from "./command-io.ts";

@@ -9,7 +9,7 @@ import { scanTranscripts, type TranscriptInfo } from "../storage/claude-projects
 import { type ListEntry, type Lookup, MirrorReader, SessionCatalog, type SessionSource } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { scrubLine, uuidOf } from "../transcript/records.ts";
-import { PLAIN, renderText } from "../transcript/render-text.ts";
+import { PLAIN, renderText } from "../transcript/render.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
 import { countsText, sessionIdOf } from "../transcript/summary.ts";
 import { stateWords } from "../transcript/transcript-state.ts";

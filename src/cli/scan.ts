@@ -3,7 +3,6 @@
 import { join } from "node:path/posix";
 import { type Config, settingName } from "../config/parse.ts";
 import { findSecrets, stringsOf } from "../protocol/secrets.ts";
-import { projectsDir } from "../storage/claude-projects.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
 import { conversations, MirrorReader } from "../storage/mirror-reader.ts";
@@ -18,12 +17,12 @@ type Finding = { kind: string } & Target & { line: number; preview: string };
 const SLICE = 32 * 1024 * 1024;
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const targets = [...(await mirrorFiles(io.fs, config.mirrorDir)), ...(await claudeFiles(io.fs, projectsDir(config.claudeDir)))];
+  const targets = [...(await mirrorFiles(io.fs, config.mirrorDir)), ...(await claudeFiles(io.fs, join(config.claudeDir, "projects")))];
   const say = (source: Target["source"], what: string, root: string, key: "mirrorDir" | "claudeDir") => {
     if (!targets.some((t) => t.source === source)) io.stderr(`sessiontap: scan: no ${what} under ${root} (${settingName(config, key)})\n`);
   };
   say("mirror", "mirror files", config.mirrorDir, "mirrorDir");
-  say("claude", "Claude Code transcripts", projectsDir(config.claudeDir), "claudeDir");
+  say("claude", "Claude Code transcripts", join(config.claudeDir, "projects"), "claudeDir");
   const ids = [...new Set(targets.map((t) => t.sessionId))].map((id) => ({ dir: id, id }));
   const wanted = new Set<string>();
   for (const query of config.positional) {

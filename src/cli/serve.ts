@@ -11,7 +11,7 @@ import { PriceFileError } from "../usage/prices.ts";
 import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
 import { VERSION } from "../version.ts";
-import { isLoopback } from "../viewer/index.ts";
+import { isLoopback } from "../viewer/hosts.ts";
 import { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
 import { localAddress, type Probe, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
 

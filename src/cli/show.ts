@@ -1,10 +1,9 @@
-// `sessiontap show SESSION [--full] [--json]`: a session's facts and its conversation for a terminal (transcript/render-text.ts), or as
+// `sessiontap show SESSION [--full] [--json]`: a session's facts and its conversation for a terminal (transcript/render.ts), or as
 // JSON with the records in reading order.
 import type { Config } from "../config/parse.ts";
-import { jsonText } from "../transcript/json-text.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { jsonText, scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
-import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render-text.ts";
+import { ANSI_STYLE, PLAIN, renderText } from "../transcript/render.ts";
 import { flatten, outline } from "../transcript/tree.ts";
 import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { countsText } from "../transcript/summary.ts";

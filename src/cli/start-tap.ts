@@ -2,8 +2,7 @@
 // runtime's server, in the order they depend on each other; tests run it in-process with their own seams.
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
-import type { GuardAlert } from "../guard/alerts.ts";
-import type { GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
+import type { GuardAlert, GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
 import { healthReport } from "../mirror/health.ts";
 import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
@@ -22,7 +21,8 @@ import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap
 import { forward, refusalNotice } from "../tap/forward.ts";
 import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
-import { allowedHosts, createViewer, isLoopback } from "../viewer/index.ts";
+import { allowedHosts, isLoopback } from "../viewer/hosts.ts";
+import { createViewer } from "../viewer/routes.ts";
 import { healthProof, leaveToken, localAddress } from "./tap-probe.ts";
 
 /** Seams a test may replace. */

@@ -1,12 +1,11 @@
 // `sessiontap usage [--since DATE] [--json]`: every recorded answer's tokens (conversations, subagents, side requests) per local day,
 // project and model, with costs estimated from the price table.
 import type { Config } from "../config/parse.ts";
+import { sessionUsage } from "../transcript/summary.ts";
 import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
 import { localDate, offsetLabel, sinceStart } from "../utils/local-time.ts";
-import { summarize } from "../transcript/summary.ts";
-import { buildTree } from "../transcript/tree.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { type SessionAnswers, sessionAnswers, tokensShort, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
+import { tokensShort, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
 import { type CommandIo, noMirror, priceTable, table } from "./command-io.ts";
 import { plural } from "../utils/plural.ts";
 
@@ -34,11 +33,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   if (typeof prices === "number") return prices;
   const now = io.clock();
   const since = sinceStart(config.since, now, io.zone);
-  const sessions: SessionAnswers[] = await withSessionSource(config, io.fs, async (source) =>
-    (await source.loadAll()).map((data) => {
-      const summary = summarize(data, buildTree(data.records), prices);
-      return { sessionId: summary.sessionId, dir: data.dir, cwd: summary.cwd, title: summary.title, answers: sessionAnswers(data) };
-    }));
+  const sessions = await withSessionSource(config, io.fs, async (source) => (await source.loadAll()).map((data) => sessionUsage(data, prices)));
   const report = usageReport(sessions, prices, io.zone, since);
   const zone = offsetLabel(now, io.zone);
   if (config.json) {

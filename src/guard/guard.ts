@@ -1,14 +1,25 @@
-// Watches Claude Code's own transcript of each session the tap mirrors and says when it is missing, a stub or behind (docs/GUARD.md).
+// Watches Claude Code's own transcript of each session the tap mirrors and says, once per session and state, when it is missing, a stub
+// or behind: on stderr, in the events log, in health and to the viewer (docs/GUARD.md).
 import { dirname } from "node:path/posix";
+import { LRUCache } from "lru-cache";
 import type { CommitJob } from "../protocol/commit-job.ts";
+import { ProjectDirectories, transcriptPathFor } from "../storage/claude-projects.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { ProjectDirectories, transcriptPathFor } from "../storage/claude-projects.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
-import { answerKey, judge, newFileFacts, noteLine, promptCandidates, promptKey, type Verdict } from "../transcript/transcript-state.ts";
+import {
+  answerKey,
+  judge,
+  lackingWords,
+  newFileFacts,
+  noteLine,
+  promptCandidates,
+  promptKey,
+  type TranscriptState,
+  type Verdict,
+} from "../transcript/transcript-state.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
-import { type GuardAlert, GuardAlerts, type GuardState } from "./alerts.ts";
 
 /** The guard's seams; its timings and bounds have defaults (docs/GUARD.md), which tests shorten. */
 export interface GuardOptions {
@@ -28,7 +39,23 @@ export interface GuardOptions {
   maxSessions?: number;
   /** Prompts and answers remembered per session. */
   maxPrompts?: number;
+  /** Told the whole list whenever it changed (the viewer's banners live in another thread). */
   onAlerts?: (alerts: GuardAlert[]) => void;
+}
+
+export type GuardState = Exclude<TranscriptState, "intact">;
+
+export interface GuardAlert {
+  sessionId: string;
+  state: GuardState;
+  /** When the guard first saw this state (ISO time). */
+  since: string;
+  /** The transcript's path (where it was, for "missing"). */
+  path: string | null;
+  /** For "behind": the prompts, and answers, of the mirror's current branch it lacks. */
+  lacking?: number;
+  lackingAnswers?: number;
+  command: string;
 }
 
 export interface GuardHealth {
@@ -54,23 +81,17 @@ export interface GuardSessionView {
 }
 
 /** A prompt or answer the transcript should hold: when last sent, its message's chain and compacted segment. */
-interface Expected {
-  keys: string[];
-  at: number;
-  answer: boolean;
-  chain: string | null;
-  segment: number;
-}
+type Expected = { keys: string[]; at: number; answer: boolean; chain: string | null; segment: number };
 
 /** One watched session; `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
-function fresh(sessionId: string, cwd: string | null, now: number) {
+function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: number) {
   return {
     sessionId,
     cwd,
     follower: null as JsonlFollower | null,
     facts: newFileFacts(),
     startedAt: 0,
-    expected: new Map<string, Expected>(),
+    expected: new LRUCache<string, Expected>({ max: maxPrompts }),
     segment: 0,
     segmentHead: null as string | null,
     lastActivity: now,
@@ -87,9 +108,8 @@ function fresh(sessionId: string, cwd: string | null, now: number) {
 }
 type Watched = ReturnType<typeof fresh>;
 
-/** A look soon after another (a file still being read through, a burst of changes told). */
+/** A look soon after another: a file still being read through, a burst of changes the file system told. */
 const CATCH_UP_MS = 200;
-/** So a look for a settled prompt never comes a clock tick early. */
 const SLACK_MS = 20;
 /** A transcript not found is searched for under the project directories new since the last search, and under all of them. */
 const SEARCH_EVERY_MS = 60_000;
@@ -110,9 +130,66 @@ export class LookBudget {
   }
 }
 
+/** The alerts: said once per session and state (again only after the session was whole in between), listed under health's guard.alerts. */
+class GuardAlerts {
+  private readonly active = new Map<string, GuardAlert>();
+  private readonly told = new Map<string, Set<GuardState>>();
+
+  constructor(private readonly o: Pick<Required<GuardOptions>, "stderr" | "log" | "onAlerts">) {}
+
+  raise(sessionId: string, state: GuardState, sinceMs: number, path: string | null, lacking: Verdict["lacking"]): void {
+    const counts: { lacking?: number; lackingAnswers?: number } = state === "behind" ? { lacking: lacking.prompts, lackingAnswers: lacking.answers } : {};
+    const current = this.active.get(sessionId);
+    if (current?.state === state) {
+      if (current.lacking !== counts.lacking || current.lackingAnswers !== counts.lackingAnswers) Object.assign(current, counts), this.o.onAlerts(this.list());
+      return;
+    }
+    const command = `sessiontap restore ${sessionId}`;
+    this.active.set(sessionId, { sessionId, state, since: new Date(sinceMs).toISOString(), path, ...counts, command });
+    this.o.log("guard-alert", { session: sessionId, state, ...(counts as Record<string, number>) });
+    this.o.onAlerts(this.list());
+    const told = this.told.get(sessionId) ?? this.told.set(sessionId, new Set()).get(sessionId)!;
+    if (told.has(state)) return;
+    told.add(state);
+    const what = state === "missing"
+      ? "is gone"
+      : state === "stub"
+      ? "is a stub (no conversation left in it, so claude --resume cannot continue it)"
+      : `is behind the mirror: it lacks ${lackingWords(lacking)} the mirror holds (the file was cut or started afresh)`;
+    this.o.stderr(
+      `sessiontap: guard: Claude Code's transcript of session ${sessionId} ${what}${path === null ? "" : ` (${path})`}; ` +
+        `the mirror holds the conversation: quit Claude Code, then run: ${command}`,
+    );
+  }
+
+  clear(sessionId: string): void {
+    const current = this.active.get(sessionId);
+    this.told.delete(sessionId);
+    if (current === undefined) return;
+    this.active.delete(sessionId);
+    this.o.onAlerts(this.list());
+    this.o.log("guard-clear", { session: sessionId, state: current.state });
+    this.o.stderr(`sessiontap: guard: Claude Code's transcript of session ${sessionId} is whole again`);
+  }
+
+  forget(sessionId: string): void {
+    if (this.active.delete(sessionId)) this.o.onAlerts(this.list());
+    this.told.delete(sessionId);
+  }
+
+  of(sessionId: string): GuardAlert | null {
+    return this.active.get(sessionId) ?? null;
+  }
+
+  list(): GuardAlert[] {
+    return [...this.active.values()].sort((a, b) => a.since.localeCompare(b.since));
+  }
+}
+
 export class Guard {
   readonly alerts: GuardAlerts;
-  private readonly sessions = new Map<string, Watched>();
+  /** Least recently active first; the one past `maxSessions` is dropped. */
+  private readonly sessions: LRUCache<string, Watched>;
   private readonly looking = new Map<string, Promise<unknown>>();
   /** Project directories watched, with the sessions whose transcript is there. */
   private readonly watched = new Map<string, { close: () => void; sessions: Set<string> }>();
@@ -140,8 +217,9 @@ export class Guard {
       onAlerts: () => {},
       ...options,
     };
+    this.sessions = new LRUCache({ max: this.o.maxSessions, dispose: (s, _, reason) => reason === "evict" && this.drop(s) });
     this.projects = new ProjectDirectories(options.claudeDir);
-    this.alerts = new GuardAlerts(options.stderr, options.log, this.o.onAlerts);
+    this.alerts = new GuardAlerts(this.o);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
     this.readAlarm = new Alarm(options.clock, options.stderr);
     this.sweep = setInterval(() => this.sweepActive(), this.o.sweepMs);
@@ -156,7 +234,7 @@ export class Guard {
   }
 
   inspect(sessionId: string): GuardSessionView | null {
-    const s = this.sessions.get(sessionId);
+    const s = this.sessions.peek(sessionId);
     if (s === undefined) return null;
     const answers = [...s.expected.values()].filter((e) => e.answer).length;
     return {
@@ -173,7 +251,7 @@ export class Guard {
 
   /** Looks at a session now, outside the budget, until it is judged (it was just restored, and the viewer waits); never rejects. */
   async lookNow(sessionId: string): Promise<void> {
-    const s = this.sessions.get(sessionId);
+    const s = this.sessions.peek(sessionId);
     if (s === undefined) return;
     if (s.timer !== null) clearTimeout(s.timer);
     s.timer = null;
@@ -215,39 +293,28 @@ export class Guard {
     if (this.stopped) return;
     const now = this.o.clock();
     const id = job.base.sessionId!;
-    let s = this.sessions.get(id);
-    if (s === undefined) {
-      while (this.sessions.size >= this.o.maxSessions) this.drop(this.sessions.values().next().value as Watched);
-      s = fresh(id, job.base.cwd, now);
-    } else this.sessions.delete(id); // re-inserted last: the map runs from least to most recently active
+    const s = this.sessions.get(id) ?? fresh(id, job.base.cwd, now, this.o.maxPrompts);
     this.sessions.set(id, s);
     s.cwd ??= job.base.cwd;
     s.lastActivity = now;
     followBranch(s, job.messages, job.compaction);
     const chain = job.messages.findLast((m) => m.role === "user")?.chain ?? null;
+    // The newest sending counts: Claude Code writes each before its request.
+    const expect = (e: Expected) => s.expected.set(e.keys.join(" "), e);
     const prompts = promptCandidates(job.messages).map(promptKey);
-    if (prompts.length > 0) this.expect(s, { keys: prompts, at: now, answer: false, chain, segment: s.segment });
-    const id_ = job.kind === "complete" ? job.answer?.message.id : undefined;
-    if (typeof id_ === "string" && id_ !== "") this.expect(s, { keys: [answerKey(id_)], at: now, answer: true, chain, segment: s.segment });
+    if (prompts.length > 0) expect({ keys: prompts, at: now, answer: false, chain, segment: s.segment });
+    const answer = job.kind === "complete" ? job.answer?.message.id : undefined;
+    if (typeof answer === "string" && answer !== "") expect({ keys: [answerKey(answer)], at: now, answer: true, chain, segment: s.segment });
     this.schedule(s, this.o.settleMs + SLACK_MS);
-  }
-
-  /** The newest sending counts: Claude Code writes each before its request. */
-  private expect(s: Watched, e: Expected): void {
-    const key = e.keys.join(" ");
-    s.expected.delete(key);
-    s.expected.set(key, e);
-    if (s.expected.size > this.o.maxPrompts) s.expected.delete(s.expected.keys().next().value as string);
   }
 
   private drop(s: Watched): void {
     if (s.timer !== null) clearTimeout(s.timer);
-    this.sessions.delete(s.sessionId);
     this.alerts.forget(s.sessionId);
     this.unwatch(s);
   }
 
-  /** Looks at `s` in `delayMs` (or sooner, if a look is already due sooner). */
+  /** Looks at `s` in `delayMs`, or sooner if a look is already due sooner. */
   private schedule(s: Watched, delayMs: number): void {
     if (this.stopped) return;
     const due = this.o.clock() + delayMs;
@@ -263,7 +330,7 @@ export class Guard {
     (s.timer as { unref?: () => void }).unref?.();
   }
 
-  /** Looks at recently active sessions (and those with an alert) that no look is due for. */
+  /** Looks at recently active sessions (and those with an alert) that no look is due for: where the file system cannot tell. */
   private sweepActive(): void {
     const now = this.o.clock();
     for (const s of this.sessions.values()) {
@@ -274,13 +341,10 @@ export class Guard {
 
   /** One look, within the per-minute budget (unless `unbudgeted`); never rejects. */
   private async run(s: Watched, unbudgeted = false): Promise<"judged" | "catching-up" | "none"> {
-    if (this.stopped || s.running || this.sessions.get(s.sessionId) !== s) return "none";
+    if (this.stopped || s.running || this.sessions.peek(s.sessionId) !== s) return "none";
     const now = this.o.clock();
     const wait = unbudgeted ? 0 : this.budget.take(now);
-    if (wait > 0) {
-      this.schedule(s, wait);
-      return "none";
-    }
+    if (wait > 0) return (this.schedule(s, wait), "none");
     this.looks++;
     s.running = true;
     s.lastLook = now;
@@ -293,10 +357,11 @@ export class Guard {
     } catch (error) {
       this.errors++;
       this.o.log("error", { stage: "guard", session: s.sessionId, error: describe(error) });
+      const where = s.follower ? ` (${s.follower.path})` : "";
       this.readAlarm.fail(
         describe(error),
         (first) =>
-          `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${s.follower ? ` (${s.follower.path})` : ""}: ${describe(error)}${
+          `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${where}: ${describe(error)}${
             first ? "; the guard cannot tell whether it is whole" : " (still failing)"
           }`,
       );
@@ -307,10 +372,7 @@ export class Guard {
     }
   }
 
-  /**
-   * One lstat and, if the file changed, one bounded read of what was appended; where the file is not found, a search
-   * under the other project directories at most once a minute (docs/GUARD.md "Reading without cost"). Then the judge.
-   */
+  /** An lstat, a bounded read of what was appended, a search elsewhere at most once a minute (docs/GUARD.md "Reading without cost"); then the judge. */
   private async look(s: Watched): Promise<"judged" | "catching-up"> {
     if (s.follower === null) {
       if (s.cwd === null) return "judged";
@@ -332,21 +394,12 @@ export class Guard {
     if (read.kind === "read") {
       s.seen = true;
       this.watch(s);
-      if (!read.atEnd) {
-        this.schedule(s, CATCH_UP_MS);
-        return "catching-up";
-      }
+      if (!read.atEnd) return (this.schedule(s, CATCH_UP_MS), "catching-up");
     }
     const told = read.kind === "read" || (read.kind === "missing" && s.seen);
-    const file = read.kind === "read" ? s.facts : null;
-    const verdict = told
-      ? judge(file, { expected: [...s.expected.values()], holds: null }, {
-        now: this.o.clock(),
-        settleMs: this.o.settleMs,
-        since: s.facts.whole ? undefined : s.startedAt,
-      })
-      : null;
-    this.decide(s, verdict);
+    const mirror = { expected: [...s.expected.values()], holds: null };
+    const since = s.facts.whole ? undefined : s.startedAt;
+    this.decide(s, told ? judge(read.kind === "read" ? s.facts : null, mirror, { now: this.o.clock(), settleMs: this.o.settleMs, since }) : null);
     return "judged";
   }
 
@@ -366,7 +419,7 @@ export class Guard {
     return read;
   }
 
-  /** Watches the directory of `s`'s transcript, so a change there is looked at at once rather than at the next sweep. */
+  /** Watches the directory of `s`'s transcript (one watcher per directory), so a change is looked at at once rather than at the next sweep. */
   private watch(s: Watched): void {
     const dir = dirname(s.follower!.path);
     const known = this.watched.get(dir);
@@ -374,7 +427,7 @@ export class Guard {
     const entry = { close: () => {}, sessions: new Set([s.sessionId]) };
     const close = this.o.fs.watch(dir, (name) => {
       for (const id of entry.sessions) {
-        const w = this.sessions.get(id);
+        const w = this.sessions.peek(id);
         if (w !== undefined && (name === null || name === `${id}.jsonl`)) this.schedule(w, CATCH_UP_MS);
       }
     }, () => this.watched.delete(dir));
@@ -392,7 +445,7 @@ export class Guard {
     this.watched.delete(dir);
   }
 
-  /** Turns a verdict into an alert once it held for `confirmMs`, or clears what was raised. */
+  /** Turns a verdict into an alert once it held for `confirmMs` (Claude Code writes on its own schedule), or clears what was raised. */
   private decide(s: Watched, verdict: Verdict | null): void {
     const now = this.o.clock();
     s.verdict = verdict === null ? null : verdict.state === "intact" ? "ok" : verdict.state;
@@ -411,11 +464,7 @@ export class Guard {
   }
 }
 
-/**
- * Follows the branch a request carries (docs/GUARD.md "The current branch"): Claude Code re-sends the whole current
- * branch of a segment, so what this segment's requests no longer carry was rewound away, and a restore rightly leaves
- * it out. A compaction opens a new segment; what came before stays expected, as the transcript keeps it.
- */
+/** What this segment's requests no longer carry was rewound away; a compaction opens a new segment (docs/GUARD.md "The current branch"). */
 function followBranch(s: Watched, messages: readonly { role: string; chain: string | null }[], compaction: boolean): void {
   const head = messages.find((m) => m.role !== "system")?.chain ?? null;
   if (compaction && head !== s.segmentHead) {
@@ -425,5 +474,6 @@ function followBranch(s: Watched, messages: readonly { role: string; chain: stri
   }
   s.segmentHead = head;
   const carried = new Set(messages.map((m) => m.chain));
-  for (const [key, e] of s.expected) if (e.segment === s.segment && e.chain !== null && !carried.has(e.chain)) s.expected.delete(key);
+  const gone = [...s.expected.entries()].filter(([, e]) => e.segment === s.segment && e.chain !== null && !carried.has(e.chain));
+  for (const [key] of gone) s.expected.delete(key);
 }

@@ -4,7 +4,7 @@
  * cross as transferred buffers, never as objects with methods, and never with a credential (the relay
  * passes the engine the four identity headers only).
  */
-import type { GuardAlert } from "../guard/alerts.ts";
+import type { GuardAlert } from "../guard/guard.ts";
 import type { EngineHealth } from "./health.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { Framing, Provider } from "../protocol/providers/recognise.ts";

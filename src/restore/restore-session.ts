@@ -1,19 +1,19 @@
-// Putting a mirrored session back where `claude --resume ID` finds it, as `restore` and the viewer's "Restore into Claude Code" both do
-// (docs/DESIGN.md "One judge of Claude Code's transcript"): its current branch, its subagents and its title.
-import { transcriptName } from "../protocol/session-id.ts";
-import { compactJson } from "../transcript/json-text.ts";
+// Putting a mirrored session back where `claude --resume ID` finds it, for `restore`, the viewer and the drill: its current branch, its
+// subagents and its title, each file judged first (docs/DESIGN.md "One judge of Claude Code's transcript").
+import { dirname } from "node:path/posix";
 import { isObject } from "../protocol/json.ts";
+import { transcriptName } from "../protocol/session-id.ts";
+import { readFileFacts, transcriptPathFor } from "../storage/claude-projects.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { JsonlFollower } from "../storage/jsonl-follower.ts";
+import type { OtherConversations } from "../storage/mirror-reader.ts";
+import { publishNew, replaceWithBackup } from "../storage/publish.ts";
+import { currentUid } from "../storage/trusted-path.ts";
+import { compactJson } from "../transcript/records.ts";
 import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
 import { countRecords, type Counts, countsText, generatedTitle, type SessionSummary, titleRecord } from "../transcript/summary.ts";
-import { judge, type MirrorFacts, mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
+import { judge, type MirrorFacts, mirrorFacts, type TranscriptState, type Verdict } from "../transcript/transcript-state.ts";
 import { buildTree, type Tree } from "../transcript/tree.ts";
-import { readFileFacts, transcriptPathFor } from "../storage/claude-projects.ts";
-import { JsonlFollower } from "../storage/jsonl-follower.ts";
-import { currentUid } from "../storage/trusted-path.ts";
-import type { EntryInfo, FsAdapter } from "../storage/fs-adapter.ts";
-import { dirname } from "node:path/posix";
-import type { OtherConversations } from "../storage/mirror-reader.ts";
-import { type Published, publishNew, replaceWithBackup } from "../storage/publish.ts";
 import { plural } from "../utils/plural.ts";
 
 /** What restore did or would do (`restore --json` prints it). */
@@ -33,25 +33,58 @@ export interface RestoreOutcome {
   subagents: SubagentOutcome[];
 }
 
+export interface SubagentOutcome {
+  agentId: string;
+  path: string;
+  existing: TranscriptState;
+  action: "create" | "replace" | "keep" | "failed";
+  records: number;
+  backup: string | null;
+  error?: string;
+}
+
 /** Done (or would be), or refused with one line saying why; `problems`: subagents not restored, a line each (exit 1). */
 export type RestoreResult =
   | { ok: true; outcome: RestoreOutcome; problems: string[] }
   | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
 
+/** `cwd` null: the one the mirror recorded. */
 export interface RestoreRequest {
   claudeDir: string;
-  /** The working directory to restore into (null: the one the mirror recorded). */
   cwd: string | null;
   dryRun: boolean;
   force: boolean;
   now: number;
 }
 
-/**
- * A missing file is created; a stub or a behind one replaced, the old file kept as `<name>.bak-<UTC time>`; an intact one
- * only with `force`. Publication never clobbers a file that appeared or changed meanwhile; the file is new (0600), so Claude
- * Code's cleanup by age does not take it again the next day. What the old file held besides its conversation is kept.
- */
+class LeftAlone extends Error {}
+
+/** What stands at `path`, read with bounded memory, a regular file of this user only (docs/RELIABILITY.md "Trust boundaries"), judged. */
+async function examine(fs: FsAdapter, path: string, mirror: MirrorFacts, now: number) {
+  const info = await fs.lstat(path);
+  if (info !== null && !info.isFile) throw new LeftAlone(`${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone`);
+  if (info !== null && info.uid >= 0 && currentUid() >= 0 && info.uid !== currentUid()) {
+    throw new LeftAlone(`${path} belongs to another user (uid ${info.uid}); left alone`);
+  }
+  const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, path);
+  if (read.warning) throw new LeftAlone(`${read.warning}; left alone`);
+  return { info, facts: read.facts, verdict: judge(read.facts, mirror, { now }) };
+}
+
+/** A missing file is created; a stub or a behind one replaced, the old kept beside it; an intact one only with `force`. */
+const actionOf = (verdict: Verdict, force: boolean) => verdict.state === "missing" ? "create" : verdict.state !== "intact" || force ? "replace" : null;
+
+/** Publishes without clobbering a file that appeared or changed meanwhile; a new file's directory is made 0700. */
+async function place(fs: FsAdapter, path: string, data: string, info: Awaited<ReturnType<typeof examine>>["info"], now: number) {
+  if (info === null) await fs.mkdir(dirname(path), 0o700);
+  const done = info === null ? await publishNew(fs, path, data) : await replaceWithBackup(fs, path, data, info, now);
+  if (done.kind === "appeared" || done.kind === "changed") throw new LeftAlone(`${path} ${done.kind} while restoring; left alone`);
+  return done.kind === "replaced" ? done.backup : null;
+}
+
+const jsonl = (records: Record<string, unknown>[]) => records.map((r) => compactJson(r) + "\n").join("");
+
+/** The file is new (0600), so Claude Code's cleanup by age does not take it again the next day; what the old file held besides its conversation is kept. */
 export async function restoreSession(
   fs: FsAdapter,
   session: { summary: SessionSummary; tree: Tree; others: OtherConversations },
@@ -73,29 +106,26 @@ export async function restoreSession(
   const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
   const title = generatedTitle(others.side);
   const subagents = planSubagents(others, { sessionId, cwd }, path);
-  const info = await fs.lstat(path);
-  if (info !== null && !info.isFile) return refuse(`${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone, nothing written`);
-  if (info !== null && info.uid >= 0 && currentUid() >= 0 && info.uid !== currentUid()) {
-    return refuse(`${path} belongs to another user (uid ${info.uid}); left alone, nothing written`);
+  let found;
+  try {
+    found = await examine(fs, path, mirrorFacts(tree, [...others.side, ...others.agents.flatMap((a) => a.records)]), request.now);
+  } catch (error) {
+    if (error instanceof LeftAlone) return refuse(`${error.message}, nothing written`);
+    throw error;
   }
-  // Read with bounded memory, a regular file only (a 2 GiB transcript, a FIFO swapped in: docs/RELIABILITY.md "Trust boundaries").
-  const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, path);
-  if (read.warning) return refuse(`${read.warning}; left alone, nothing written`);
-  const verdict = judge(read.facts, mirrorFacts(tree, [...others.side, ...others.agents.flatMap((a) => a.records)]), { now: request.now });
+  const { info, facts, verdict } = found;
   const besides = info === null ? { kept: [], foreign: null } : await besidesConversation(fs, path, sessionId);
   // A file under this session's name that holds another session's records is not this session's to replace.
   if (besides.foreign !== null && !request.force) {
     const why = `${path} holds records of another session (${besides.foreign.slice(0, 64)}); left alone.`;
     return refuse(why, `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`);
   }
-  const existing = verdict.state;
-  const action = existing === "missing" ? "create" : existing !== "intact" || request.force ? "replace" : "refuse";
   const outcome: RestoreOutcome = {
     sessionId,
     path,
     cwd,
-    existing,
-    action,
+    existing: verdict.state,
+    action: actionOf(verdict, request.force) ?? "refuse",
     dryRun: request.dryRun,
     backup: null,
     records: plan.records.length,
@@ -104,8 +134,8 @@ export async function restoreSession(
     title,
     subagents: [],
   };
-  if (action === "refuse") {
-    const held = plural(read.facts?.records ?? 0, "user/assistant record") + (read.facts?.torn ? "; its last line is torn, a half-written record" : "");
+  if (outcome.action === "refuse") {
+    const held = plural(facts?.records ?? 0, "user/assistant record") + (facts?.torn ? "; its last line is torn, a half-written record" : "");
     const what = verdict.extra > 0
       ? `holds ${plural(verdict.extra, "prompt or answer", "prompts or answers")} the mirror does not`
       : "already holds every prompt and answer of the mirror's current branch";
@@ -116,44 +146,25 @@ export async function restoreSession(
     ? []
     : [`${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`];
   const options = { force: request.force, dryRun: request.dryRun, now: request.now };
-  if (request.dryRun) return { ok: true, outcome: { ...outcome, subagents: await writeSubagents(fs, subagents.planned, options) }, problems: unnamed };
-  const last = lastPromptRecord(sessionId, plan.records);
-  const data = [...besides.kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])];
-  let published: Published;
-  try {
-    published = await place(fs, path, data.map((r) => compactJson(r) + "\n").join(""), info, request.now);
-  } catch (error) {
-    return refuse(`cannot write ${path}: ${(error as Error).message.split("\n")[0]}`, undefined, outcome);
+  if (!request.dryRun) {
+    const last = lastPromptRecord(sessionId, plan.records);
+    const data = [...besides.kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])];
+    try {
+      outcome.backup = await place(fs, path, jsonl(data), info, request.now);
+    } catch (error) {
+      if (!(error instanceof LeftAlone)) return refuse(`cannot write ${path}: ${(error as Error).message.split("\n")[0]}`, undefined, outcome);
+      return refuse(`${error.message}, nothing replaced. Run restore again to look afresh.`, undefined, { ...outcome, action: "refuse" });
+    }
   }
-  if (published.kind === "appeared" || published.kind === "changed") {
-    return refuse(`${path} ${published.kind} while restoring; left alone, nothing replaced. Run restore again to look afresh.`, undefined, {
-      ...outcome,
-      action: "refuse",
-    });
-  }
-  if (published.kind === "replaced") outcome.backup = published.backup;
   outcome.subagents = await writeSubagents(fs, subagents.planned, options);
-  const failed = outcome.subagents.filter((a) => a.action === "failed").map((a) => `subagent ${a.agentId} of ${sessionId} not restored: ${a.error}`);
-  return { ok: true, outcome, problems: [...failed, ...unnamed] };
-}
-
-/** Publishes at `path` without clobbering: a new file (its directory made 0700), or in place of what `info` saw, the old one kept beside it. */
-async function place(fs: FsAdapter, path: string, data: string, info: EntryInfo | null, now: number): Promise<Published> {
-  if (info !== null) return await replaceWithBackup(fs, path, data, info, now);
-  await fs.mkdir(dirname(path), 0o700);
-  return await publishNew(fs, path, data);
+  const failed = outcome.subagents.filter((a) => a.action === "failed" && !request.dryRun);
+  return { ok: true, outcome, problems: [...failed.map((a) => `subagent ${a.agentId} of ${sessionId} not restored: ${a.error}`), ...unnamed] };
 }
 
 /** Claude Code's request bookkeeping for a conversation: tied to the records being replaced, so not carried over. */
 const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blob", "api-request-shape", "api-request-resumed", "queue-operation"]);
 
-/** Most bytes of a replaced file's other records carried into the restored one (a stub's are a few hundred). */
-const CARRY_AT_MOST = 1 << 20;
-
-/**
- * What a replaced transcript holds besides its conversation (no `uuid`: a title the user gave, a tag, kinds not known here),
- * less the bookkeeping of the records replaced and another session's; and the first other session any record names.
- */
+/** A replaced file's records without a `uuid` (a title, a tag; at most 1 MiB) but the old chain's bookkeeping, and the first other session named. */
 async function besidesConversation(fs: FsAdapter, path: string, sessionId: string): Promise<{ kept: Record<string, unknown>[]; foreign: string | null }> {
   const kept: Record<string, unknown>[] = [];
   let foreign: string | null = null;
@@ -169,7 +180,7 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
     }
     if (!isObject(r)) return;
     if (typeof r.sessionId === "string" && r.sessionId !== sessionId) foreign ??= r.sessionId;
-    else if (r.uuid === undefined && !OF_THE_OLD_CHAIN.has(String(r.type)) && bytes + line.bytes.length <= CARRY_AT_MOST) {
+    else if (r.uuid === undefined && !OF_THE_OLD_CHAIN.has(String(r.type)) && bytes + line.bytes.length <= 1 << 20) {
       kept.push(r);
       bytes += line.bytes.length;
     }
@@ -218,53 +229,24 @@ function shellQuote(path: string): string {
   return `$'${path.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\x00-\x1f\x7f-\x9f]/g, hex)}'`;
 }
 
-/** Agent ids that can be a file name (Claude Code's are hex). */
-const SAFE_AGENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+type Planned = { agentId: string; path: string; records: Record<string, unknown>[]; mirror: MirrorFacts };
 
-export interface SubagentOutcome {
-  agentId: string;
-  path: string;
-  existing: TranscriptState;
-  action: "create" | "replace" | "keep" | "failed";
-  records: number;
-  backup: string | null;
-  error?: string;
-}
-
-interface Planned {
-  agentId: string;
-  path: string;
-  data: string;
-  records: number;
-  mirror: MirrorFacts;
-}
-
-/** Each subagent where Claude Code 2.1.328 keeps it: `<project>/<session>/subagents/agent-<id>.jsonl`, sidechain records with its id. */
-function planSubagents(
-  others: OtherConversations,
-  target: { sessionId: string; cwd: string },
-  mainPath: string,
-): { planned: Planned[]; unnamed: number } {
-  const dir = `${mainPath.slice(0, -".jsonl".length)}/subagents`;
+/** Each subagent where Claude Code 2.1.328 keeps it, `<project>/<session>/subagents/agent-<id>.jsonl`; an id that cannot be a file name is not. */
+function planSubagents(others: OtherConversations, target: { sessionId: string; cwd: string }, mainPath: string) {
   const planned: Planned[] = [];
   let unnamed = 0;
   for (const agent of others.agents) {
     const fromRecords = agent.records.map((r) => r.agentId).find((id): id is string => typeof id === "string" && id !== "");
     const agentId = fromRecords ?? (agent.dir.startsWith("agent-") ? agent.dir.slice("agent-".length) : agent.dir);
-    if (!SAFE_AGENT.test(agentId)) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(agentId)) {
       unnamed++;
       continue;
     }
     const tree = buildTree(agent.records);
-    const plan = planRestore(tree, { ...target, agentId });
-    if (plan.records.length === 0) continue;
-    planned.push({
-      agentId,
-      path: `${dir}/agent-${agentId}.jsonl`,
-      data: plan.records.map((r) => compactJson(r) + "\n").join(""),
-      records: plan.records.length,
-      mirror: mirrorFacts(tree),
-    });
+    const { records } = planRestore(tree, { ...target, agentId });
+    if (records.length > 0) {
+      planned.push({ agentId, path: `${mainPath.slice(0, -".jsonl".length)}/subagents/agent-${agentId}.jsonl`, records, mirror: mirrorFacts(tree) });
+    }
   }
   return { planned, unnamed };
 }
@@ -273,19 +255,13 @@ function planSubagents(
 async function writeSubagents(fs: FsAdapter, planned: Planned[], o: { force: boolean; dryRun: boolean; now: number }): Promise<SubagentOutcome[]> {
   const out: SubagentOutcome[] = [];
   for (const p of planned) {
-    const outcome: SubagentOutcome = { agentId: p.agentId, path: p.path, existing: "missing", action: "create", records: p.records, backup: null };
+    const outcome: SubagentOutcome = { agentId: p.agentId, path: p.path, existing: "missing", action: "create", records: p.records.length, backup: null };
     out.push(outcome);
     try {
-      const info = await fs.lstat(p.path);
-      if (info !== null && !info.isFile) throw new Error(`${p.path} is not a regular file; left alone`);
-      const read = info === null ? { facts: null, warning: null } : await readFileFacts(fs, p.path);
-      if (read.warning) throw new Error(`${read.warning}; left alone`);
-      outcome.existing = judge(read.facts, p.mirror, { now: o.now }).state;
-      outcome.action = outcome.existing === "missing" ? "create" : outcome.existing !== "intact" || o.force ? "replace" : "keep";
-      if (o.dryRun || outcome.action === "keep") continue;
-      const done = await place(fs, p.path, p.data, info, o.now);
-      if (done.kind === "appeared" || done.kind === "changed") throw new Error(`${p.path} ${done.kind} while restoring; left alone`);
-      if (done.kind === "replaced") outcome.backup = done.backup;
+      const { info, verdict } = await examine(fs, p.path, p.mirror, o.now);
+      outcome.existing = verdict.state;
+      outcome.action = actionOf(verdict, o.force) ?? "keep";
+      if (!o.dryRun && outcome.action !== "keep") outcome.backup = await place(fs, p.path, jsonl(p.records), info, o.now);
     } catch (error) {
       outcome.action = "failed";
       outcome.error = (error as Error).message.split("\n")[0];

@@ -1,4 +1,5 @@
-// Claude Code's own transcripts, `<claude-dir>/projects/<project>/<session>.jsonl`: where they are, and how each stands against the mirror (docs/DESIGN.md "One judge of Claude Code's transcript").
+// Claude Code's own transcripts, `<claude-dir>/projects/<project>/<session>.jsonl`: where they are, and how each stands against the
+// mirror as the one judge says (docs/DESIGN.md "One judge of Claude Code's transcript").
 import { join } from "node:path/posix";
 import { transcriptName } from "../protocol/session-id.ts";
 import { encodeProjectDir, findProjectDir, MAX_PROJECT_DIR } from "../transcript/project-dir.ts";
@@ -19,21 +20,13 @@ export interface TranscriptInfo {
   facts: FileFacts | null;
 }
 
-export const UNUSABLE_ID = "the session id cannot be a Claude Code session's (not a plain file name)";
+const UNUSABLE_ID = "the session id cannot be a Claude Code session's (not a plain file name)";
 
-export class UnusableIdError extends Error {
-  override name = "UnusableIdError";
-  readonly code = "EBADID";
-}
-
-export const projectsDir = (claudeDir: string) => join(claudeDir, "projects");
-
-/** The transcript path Claude Code uses for `sessionId` in `cwd`; throws UnusableIdError for an id that cannot be one file name there. */
+/** Throws for an id that cannot be one file name there; only a name too long to be a directory itself needs the listing. */
 export async function transcriptPathFor(fs: FsAdapter, claudeDir: string, cwd: string, sessionId: string): Promise<string> {
   const name = transcriptName(sessionId);
-  if (name === null) throw new UnusableIdError(UNUSABLE_ID);
-  const projects = projectsDir(claudeDir);
-  // Only a name too long to be the directory itself needs the listing (docs/GUARD.md "Reading without cost").
+  if (name === null) throw new Error(UNUSABLE_ID);
+  const projects = join(claudeDir, "projects");
   if (encodeProjectDir(cwd).length <= MAX_PROJECT_DIR) return join(projects, encodeProjectDir(cwd), name);
   const existing = (await fs.readdir(projects)).filter((e) => e.isDirectory).map((e) => e.name);
   return join(projects, findProjectDir(cwd, existing), name);
@@ -42,21 +35,18 @@ export async function transcriptPathFor(fs: FsAdapter, claudeDir: string, cwd: s
 /** Every transcript under `projects/`, by session id; a project directory that cannot be listed is passed over. */
 export async function scanTranscripts(fs: FsAdapter, claudeDir: string): Promise<Map<string, string[]>> {
   const found = new Map<string, string[]>();
-  for (const project of await fs.readdir(projectsDir(claudeDir))) {
+  for (const project of await fs.readdir(join(claudeDir, "projects"))) {
     if (!project.isDirectory) continue;
-    for (const entry of await fs.readdir(join(projectsDir(claudeDir), project.name)).catch(() => [])) {
+    for (const entry of await fs.readdir(join(claudeDir, "projects", project.name)).catch(() => [])) {
       if (!entry.isFile || !entry.name.endsWith(".jsonl") || entry.name.length <= 6) continue;
       const id = entry.name.slice(0, -6);
-      found.set(id, [...(found.get(id) ?? []), join(projectsDir(claudeDir), project.name, entry.name)]);
+      found.set(id, [...(found.get(id) ?? []), join(claudeDir, "projects", project.name, entry.name)]);
     }
   }
   return found;
 }
 
-/**
- * The project directories, listed again only when `projects/` changed (inode or mtime), each with the generation
- * of the listing that first held it, so a search looks only where it has not (docs/GUARD.md "Reading without cost").
- */
+/** The project directories, listed again only when `projects/` changed, each with the listing that first held it (docs/GUARD.md "Reading without cost"). */
 export class ProjectDirectories {
   private names: { name: string; generation: number }[] = [];
   private generation = 0;
@@ -66,15 +56,13 @@ export class ProjectDirectories {
   constructor(private readonly claudeDir: string) {}
 
   private async relist(fs: FsAdapter): Promise<void> {
-    const info = await fs.lstat(projectsDir(this.claudeDir));
+    const info = await fs.lstat(join(this.claudeDir, "projects"));
     if (info === null || !info.isDirectory) return void ((this.names = []), (this.listed = null));
     if (this.listed?.ino === info.ino && this.listed.mtimeMs === info.mtimeMs) return;
     const known = new Map(this.names.map((n) => [n.name, n.generation]));
     const next = ++this.generation;
-    this.names = (await fs.readdir(projectsDir(this.claudeDir))).filter((e) => e.isDirectory).map((e) => ({
-      name: e.name,
-      generation: known.get(e.name) ?? next,
-    }));
+    const entries = await fs.readdir(join(this.claudeDir, "projects"));
+    this.names = entries.filter((e) => e.isDirectory).map((e) => ({ name: e.name, generation: known.get(e.name) ?? next }));
     this.listed = { ino: info.ino, mtimeMs: info.mtimeMs };
   }
 
@@ -82,7 +70,7 @@ export class ProjectDirectories {
   async find(fs: FsAdapter, sessionId: string, except: string, since: number): Promise<{ path: string | null; upTo: number }> {
     await (this.refreshing ??= this.relist(fs).finally(() => (this.refreshing = null)));
     for (const entry of this.names) {
-      const path = join(projectsDir(this.claudeDir), entry.name, `${sessionId}.jsonl`);
+      const path = join(this.claudeDir, "projects", entry.name, `${sessionId}.jsonl`);
       if (entry.generation <= since || path === except) continue;
       if ((await fs.lstat(path))?.isFile === true) return { path, upTo: this.generation };
     }
@@ -90,7 +78,7 @@ export class ProjectDirectories {
   }
 }
 
-/** Why a Claude Code file is not read, in a few words (its directory or itself a link, a FIFO…), "missing", or null to read it. */
+/** Why a Claude Code file is not read (its directory or itself a link, a FIFO…), "missing", or null to read it. */
 async function refusal(fs: FsAdapter, path: string): Promise<string | null> {
   const dir = path.slice(0, path.lastIndexOf("/"));
   const parent = await fs.lstat(dir);
@@ -105,10 +93,7 @@ async function refusal(fs: FsAdapter, path: string): Promise<string | null> {
 /** Files being followed, by path: a long-lived reader (the viewer's list) reads only what was appended since. */
 export type FactsCache = Map<string, { follower: JsonlFollower; facts: FileFacts }>;
 
-/**
- * Reads a transcript file through, with bounded memory, a regular file only (docs/RELIABILITY.md "Trust boundaries"): null facts when
- * there is none; what cannot be read is that file's warning, never thrown.
- */
+/** Bounded memory, a regular file only (docs/RELIABILITY.md "Trust boundaries"); what cannot be read is a warning, never thrown. */
 export async function readFileFacts(fs: FsAdapter, path: string, cache?: FactsCache): Promise<{ facts: FileFacts | null; warning: string | null }> {
   try {
     const why = await refusal(fs, path);
@@ -128,10 +113,7 @@ export async function readFileFacts(fs: FsAdapter, path: string, cache?: FactsCa
 
 const RANK: Record<TranscriptState, number> = { missing: 0, stub: 1, behind: 2, intact: 3 };
 
-/**
- * A session's transcript judged against `mirror`: the file its working directory puts it in, else the best
- * file of that session elsewhere under `projects/` (`scan`, from scanTranscripts).
- */
+/** A session's transcript judged: the file its working directory puts it in, else the best file of that session elsewhere (`scan`). */
 export async function transcriptInfo(
   fs: FsAdapter,
   claudeDir: string,

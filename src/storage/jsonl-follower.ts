@@ -123,7 +123,6 @@ export class JsonlFollower {
     this.boundary = chunk.slice(Math.max(0, pos - BOUNDARY), pos);
   }
 
-  /** Starts on a file afresh; returns where reading starts. */
   private restart(dev: number, ino: number, size: number): number {
     this.dev = dev;
     this.ino = ino;

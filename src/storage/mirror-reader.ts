@@ -1,19 +1,17 @@
 // Reading the mirror back for people (list, show, export, restore, the viewer): its sessions, each with Claude Code's transcript judged
 // (docs/DESIGN.md "One judge of Claude Code's transcript"). Read-only; parsed files cached by size and mtime, so a viewer re-reads what grew.
+import { join } from "node:path/posix";
+import { LRUCache } from "lru-cache";
+import { type Parsed, parseJsonl } from "../protocol/json.ts";
 import { matchSession, type NamedSession, upgradeOlderRecord } from "../transcript/records.ts";
+import { type SessionData, sessionIdOf, type SessionSummary, summarize } from "../transcript/summary.ts";
 import { mirrorFacts, type TranscriptState } from "../transcript/transcript-state.ts";
 import { buildTree } from "../transcript/tree.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { type FactsCache, scanTranscripts, type TranscriptInfo, transcriptInfo } from "./claude-projects.ts";
-import { type SessionData, sessionIdOf, type SessionSummary, summarize } from "../transcript/summary.ts";
 import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
-import { join } from "./paths.ts";
-import { type Parsed, parseJsonl } from "../protocol/json.ts";
 
-/**
- * The one walk of a session directory: its main conversation, its side requests and each subagent's directory, in that order (real
- * directories only; the links met, never followed, are named).
- */
+/** The one walk of a session directory: its main conversation, its side requests, each subagent (real directories only; links named, never followed). */
 export async function conversations(fs: FsAdapter, session: string) {
   const dirs: { path: string; scope: "main" | "side" | "subagent"; agent: string | null }[] = [{ path: session, scope: "main", agent: null }];
   const links: string[] = [];
@@ -28,12 +26,15 @@ export async function conversations(fs: FsAdapter, session: string) {
   return { dirs, links };
 }
 
+/** The `*.jsonl` files directly in `dir`, oldest first (names sort by time). */
+export const jsonlFiles = async (fs: FsAdapter, dir: string) =>
+  (await fs.readdir(dir)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => join(dir, e.name)).sort();
+
 export type Lookup =
   | { kind: "found"; data: SessionData }
   | { kind: "none" }
   | { kind: "ambiguous"; candidates: string[] };
 
-/** A session's conversations besides the main one: each subagent's and the side requests'. */
 export type OtherConversations = Pick<SessionData, "agents" | "side">;
 
 /** Where the reading commands find sessions: the mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
@@ -42,25 +43,21 @@ export interface SessionSource {
   lookup(query: string): Promise<Lookup>;
 }
 
-/** Bytes of parsed files kept in memory at most (least recently used go first). */
-const CACHE_BYTES = 64 * 1024 * 1024;
-
 export class MirrorReader implements SessionSource {
-  private cache = new Map<string, { size: number; mtimeMs: number; parsed: Parsed }>();
-  private cached = 0;
+  /** At most 64 MiB of parsed files, least recently used first out. */
+  private cache = new LRUCache<string, { size: number; mtimeMs: number; parsed: Parsed }>({
+    maxSize: 64 * 1024 * 1024,
+    sizeCalculation: (v) => Math.max(1, v.size),
+  });
 
-  constructor(
-    private readonly fs: FsAdapter,
-    readonly root: string,
-  ) {}
+  constructor(private readonly fs: FsAdapter, readonly root: string) {}
 
-  /** Names of the session directories under the root (real directories only, symlinks not followed, the tap's own dot-directories left out). */
+  /** The session directories under the root (real directories, the tap's own dot-directories left out). */
   async sessionDirs(): Promise<string[]> {
     const entries = await this.fs.readdir(this.root);
     return entries.filter((e) => e.isDirectory && !e.isSymbolicLink && !e.name.startsWith(".")).map((e) => e.name).sort();
   }
 
-  /** Every session's data, most recently written first. */
   async loadAll(): Promise<SessionData[]> {
     const out: { data: SessionData; mtime: number }[] = [];
     for (const dir of await this.sessionDirs()) {
@@ -74,80 +71,68 @@ export class MirrorReader implements SessionSource {
     return (await this.loadWithTime(dir)).data;
   }
 
-  /** Finds a session by its id or directory name, or a unique prefix of either (docs/DESIGN.md "Command line"). */
+  /** By id or directory name, or a unique prefix of either (docs/DESIGN.md "Command line"). */
   async lookup(query: string): Promise<Lookup> {
-    const dirs = await this.sessionDirs();
     const named: NamedSession[] = [];
-    for (const dir of dirs) {
+    for (const dir of await this.sessionDirs()) {
       // A safe id is its own directory name (docs/DESIGN.md "The mirror"); only hashed names need their records read.
-      const id = dir === "unknown" || dir.startsWith("inv-") ? sessionIdOf(dir, (await this.load(dir)).records) : dir;
-      named.push({ dir, id });
+      named.push({ dir, id: dir === "unknown" || dir.startsWith("inv-") ? sessionIdOf(dir, (await this.load(dir)).records) : dir });
     }
     const match = matchSession(named, query);
     return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
   }
 
-  /** A session directory's data, and the newest mtime among its files. */
   private async loadWithTime(dir: string): Promise<{ data: SessionData; mtime: number }> {
     const data: SessionData = { dir, records: [], malformed: 0, files: 0, bytes: 0, agents: [], side: [] };
     let mtime = 0;
     for (const conv of (await conversations(this.fs, join(this.root, dir))).dirs) {
-      const read = await this.readDir(conv.path);
-      data.bytes += read.bytes;
-      mtime = Math.max(mtime, read.mtime);
-      if (conv.scope === "main") Object.assign(data, { records: read.records, malformed: read.malformed, files: read.files });
-      else if (conv.scope === "side") data.side = read.records;
-      else if (read.records.length > 0) data.agents.push({ dir: conv.agent!, records: read.records });
+      const records: SessionData["records"] = [];
+      let [malformed, files] = [0, 0];
+      for (const file of await jsonlFiles(this.fs, conv.path)) {
+        const info = await this.fs.lstat(file);
+        const parsed = info?.isFile ? await this.parse(file, info.size, info.mtimeMs) : null;
+        if (info === null || parsed === null) continue;
+        files++;
+        for (const r of parsed.records) records.push(r);
+        malformed += parsed.malformed;
+        data.bytes += info.size;
+        mtime = Math.max(mtime, info.mtimeMs);
+      }
+      if (conv.scope === "main") Object.assign(data, { records, malformed, files });
+      else if (conv.scope === "side") data.side = records;
+      else if (records.length > 0) data.agents.push({ dir: conv.agent!, records });
     }
     return { data, mtime };
   }
 
-  /** The records of the `*.jsonl` files directly in `dir`, oldest file first (names sort by time). */
-  private async readDir(dir: string): Promise<{ records: SessionData["records"]; malformed: number; files: number; bytes: number; mtime: number }> {
-    const names = (await this.fs.readdir(dir)).filter((e) => e.isFile && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
-    const records: SessionData["records"] = [];
-    let malformed = 0;
-    let bytes = 0;
-    let mtime = 0;
-    let files = 0;
-    for (const name of names) {
-      const file = join(dir, name);
-      const info = await this.fs.lstat(file);
-      if (info === null || !info.isFile) continue;
-      const parsed = await this.parse(file, info.size, info.mtimeMs);
-      if (parsed === null) continue;
-      files++;
-      for (const r of parsed.records) records.push(r);
-      malformed += parsed.malformed;
-      bytes += info.size;
-      mtime = Math.max(mtime, info.mtimeMs);
-    }
-    return { records, malformed, files, bytes, mtime };
-  }
-
-  /** Parses a file, from the cache when its size and mtime did not change; null when it vanished meanwhile. */
   private async parse(file: string, size: number, mtimeMs: number): Promise<Parsed | null> {
     const hit = this.cache.get(file);
-    if (hit !== undefined && hit.size === size && hit.mtimeMs === mtimeMs) {
-      this.cache.delete(file);
-      this.cache.set(file, hit); // most recently used goes last
-      return hit.parsed;
-    }
+    if (hit !== undefined && hit.size === size && hit.mtimeMs === mtimeMs) return hit.parsed;
     const text = await readIfThere(this.fs, file);
-    if (text === null) return null; // swept meanwhile
+    if (text === null) return null;
     const parsed = parseJsonl(text);
     for (const r of parsed.records) upgradeOlderRecord(r);
-    if (hit !== undefined) this.cached -= hit.size;
-    this.cache.delete(file);
     this.cache.set(file, { size, mtimeMs, parsed });
-    this.cached += size;
-    for (const [key, value] of this.cache) {
-      if (this.cached <= CACHE_BYTES || key === file) break;
-      this.cache.delete(key);
-      this.cached -= value.size;
-    }
     return parsed;
   }
+}
+
+/** Where `drill` keeps its last outcome for doctor and the viewer's home, in the mirror root (a dot name no session can take). */
+export const LAST_DRILL = ".last-drill.json";
+export type LastDrill = { at: string; drilled: number; passed: number; named: boolean; claudeCode: string | null };
+
+/** Null when no drill ran; throws when its record cannot be read. */
+export async function lastDrill(fs: FsAdapter, root: string): Promise<LastDrill | null> {
+  const text = await readIfThere(fs, join(root, LAST_DRILL));
+  const last = text === null ? null : JSON.parse(text);
+  if (typeof last?.at !== "string" || typeof last.drilled !== "number" || typeof last.passed !== "number") return null;
+  return {
+    at: last.at,
+    drilled: last.drilled,
+    passed: last.passed,
+    named: last.named === true,
+    claudeCode: typeof last.claudeCode === "string" ? last.claudeCode : null,
+  };
 }
 
 /** A session as `list --json` prints it (docs/DESIGN.md "Command line"). */
@@ -201,17 +186,14 @@ export class SessionCatalog {
       now: this.clock(),
       cache: this.transcripts,
     });
-    return { entry: entryOf(summary, info), info };
+    const entry: ListEntry = {
+      ...summary,
+      claudeTranscript: info.state,
+      claudeTranscriptPath: info.path,
+      claudeTranscriptProblem: info.problem,
+      claudeTranscriptWarning: info.warning,
+      claudeTranscriptLacking: info.verdict.lacking,
+    };
+    return { entry, info };
   }
-}
-
-export function entryOf(summary: SessionSummary, info: TranscriptInfo): ListEntry {
-  return {
-    ...summary,
-    claudeTranscript: info.state,
-    claudeTranscriptPath: info.path,
-    claudeTranscriptProblem: info.problem,
-    claudeTranscriptWarning: info.warning,
-    claudeTranscriptLacking: info.verdict.lacking,
-  };
 }

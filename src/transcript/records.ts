@@ -1,18 +1,15 @@
-// Reading records back for people: what a record is and says, in one line where it must, without a character a terminal acts on. Pure.
-// Handles the mirror's records (one per API message) and Claude Code's own (one per content block, metadata in between).
+// Reading records back for people: what a record is and says, without a character a terminal acts on, and JSON text safe at any
+// depth. The mirror's records (one per API message) and Claude Code's (one per block) alike: docs/DESIGN.md "Readable by other tools". Pure.
 import { COMPACTION_PREFIX } from "../protocol/classify.ts";
 import { isObject } from "../protocol/json.ts";
 import { bytesShort } from "../usage/tokens.ts";
-import { compactJson } from "./json-text.ts";
+import { plural } from "../utils/plural.ts";
 
-/** One JSON object of a transcript or mirror file. */
 export type Rec = Record<string, unknown>;
-/** A content block (text, tool_use, tool_result, thinking, image, …), as stored. */
 export type Block = Record<string, unknown>;
 
-/** A user or assistant record: the conversation itself, what Claude Code can resume. */
 export const isConversation = (r: Rec) => (r.type === "user" || r.type === "assistant") && isObject(r.message);
-/** The mirror's record of a `role:"system"` API message (environment context, not conversation). */
+/** The mirror's record of a `role:"system"` API message. */
 export const isApiSystem = (r: Rec) => r.type === "system" && r.subtype === "api_message";
 export const isCompactBoundary = (r: Rec) => r.type === "system" && r.subtype === "compact_boundary";
 export const messageOf = (r: Rec): Record<string, unknown> | null => (isObject(r.message) ? r.message : null);
@@ -21,45 +18,39 @@ export const parentOf = (r: Rec) => (typeof r.parentUuid === "string" && r.paren
 /** ms since the epoch, or NaN. */
 export const timeOf = (r: Rec) => (typeof r.timestamp === "string" ? Date.parse(r.timestamp) : Number.NaN);
 
-/** A message's content as a block list (a plain string is one text block). */
 export function blocksOf(content: unknown): Block[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   return Array.isArray(content) ? content.filter(isObject) : [];
 }
 
-/** The user record carrying a compaction's summary (Claude Code's flag, or its opening words). */
 export function isCompactSummary(r: Rec): boolean {
   if (r.type !== "user") return false;
   const first = blocksOf(messageOf(r)?.content).find((b) => b.type === "text");
   return r.isCompactSummary === true || (typeof first?.text === "string" && first.text.trimStart().startsWith(COMPACTION_PREFIX));
 }
 
-/** A user record of tool results only (the answer to a tool call, not a prompt). */
 export function isToolResultOnly(r: Rec): boolean {
   const blocks = blocksOf(messageOf(r)?.content);
   return blocks.length > 0 && blocks.every((b) => b.type === "tool_result");
 }
 
-/** Claude Code's reminders and command wrappers: context it adds to a prompt, not what the user typed. */
 const INJECTED = /^\s*<(system-reminder|local-command-caveat|local-command-stdout|command-name|command-message|command-args)>/;
+/** Claude Code's reminders and command wrappers: context it adds to a prompt, not what the user typed. */
 export const isInjectedText = (text: string) => INJECTED.test(text);
 
-/** The text a person typed into a user record: its text blocks, less Claude Code's injected context. */
 export function promptText(r: Rec): string {
   return blocksOf(messageOf(r)?.content).filter((b) => b.type === "text" && typeof b.text === "string" && !INJECTED.test(b.text)).map((b) => b.text)
     .join("\n").trim();
 }
 
-/** A record a person typed: not a tool result, Claude Code's own (`isMeta`), or a compaction's summary. */
 export const isTypedPrompt = (r: Rec) => r.type === "user" && r.isMeta !== true && !isToolResultOnly(r) && !isCompactSummary(r) && promptText(r) !== "";
 
-/** The first prompt typed in `records`, one line of at most `max` characters: the title wherever no other is known. */
+/** The first typed prompt in one line: the title wherever no other is known. */
 export function firstPrompt(records: Rec[], max = 200): string | null {
   const r = records.find(isTypedPrompt);
   return r === undefined ? null : oneLine(scrubControl(promptText(r)), max);
 }
 
-/** Whitespace collapsed to single spaces, cut at `max` characters with an ellipsis. */
 export function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length <= max ? flat : flat.slice(0, max - 1) + "…";
@@ -78,7 +69,7 @@ export function searchableText(r: Rec): string {
     }
   };
   walk(blocksOf(messageOf(r)?.content));
-  if (typeof r.content === "string") out.push(r.content); // a system record's own text
+  if (typeof r.content === "string") out.push(r.content);
   return out.join("\n");
 }
 
@@ -90,14 +81,13 @@ export function continuesMessage(previous: Rec | null, r: Rec): boolean {
 
 /** A mirror record written before the tap wrote Claude Code's own `version` and left unknown fields out, read as today's (in place). */
 export function upgradeOlderRecord(r: Rec): Rec {
-  if (r.source !== "sessiontap") return r; // Claude Code's own records are read as they are
+  if (r.source !== "sessiontap") return r;
   const old = typeof r.version === "string" ? /^sessiontap\/(\S+)$/.exec(r.version) : null;
   if (old !== null) r.version = old[1];
   for (const key of ["cwd", "sessionId", "requestId"]) if (r[key] === null) delete r[key];
   return r;
 }
 
-/** How readers flag a record: rebuilt from a later request's history, or an answer cut short. */
 export function recordFlags(r: Rec, short = false): string[] {
   const flags = [
     r.reconstructed === true ? (short ? "reconstructed" : "reconstructed from a later request") : "",
@@ -116,7 +106,6 @@ export function compactionText(r: Rec): string {
   return `Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}`;
 }
 
-/** A reader's session: its directory (or store key) and its id when known. */
 export interface NamedSession {
   dir: string;
   id: string | null;
@@ -147,7 +136,6 @@ export function scrubControl(text: string): string {
   return ANY_CONTROL.test(text) ? text.replace(ANSI, "").replace(/\r\n?/g, "\n").replace(CONTROL, "") : text;
 }
 
-/** `text` for one line of a table or a report: scrubbed, every line break a space. */
 export const scrubLine = (text: string) => scrubControl(text).replace(/[ \t]*\n[ \t]*/g, " ");
 
 export const hasControl = (text: string) => ANY_CONTROL.test(text);
@@ -157,17 +145,15 @@ export function terminalSafeJson(json: string): string {
   return json.replace(/[\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
-const WRAPPER = /<([a-z][a-z0-9-]*)>([\s\S]*?)<\/\1>/g;
-
 /** The wrappers of an injected text in order, each tag and what it holds (a text without any is one part with tag ""). */
 export function injectedParts(text: string): { tag: string; inner: string }[] {
-  const parts = [...text.matchAll(WRAPPER)].map((m) => ({ tag: m[1], inner: scrubControl(m[2]).trim() }));
+  const parts = [...text.matchAll(/<([a-z][a-z0-9-]*)>([\s\S]*?)<\/\1>/g)].map((m) => ({ tag: m[1], inner: scrubControl(m[2]).trim() }));
   return parts.length > 0 ? parts : [{ tag: "", inner: scrubControl(text).trim() }];
 }
 
 const size = (text: string) => bytesShort(new TextEncoder().encode(text).length);
 
-/** Claude Code's injected context in one line (readers show it instead of kilobytes repeated each turn): a command and its output, or a reminder's size and first words. */
+/** Claude Code's injected context in one line (readers show it instead of kilobytes repeated each turn). */
 export function injectedSummary(text: string): string {
   const parts = injectedParts(text);
   const byTag = new Map(parts.map((p) => [p.tag, p.inner]));
@@ -204,45 +190,21 @@ export function attachmentNote(b: Block): string {
   return scrubControl(note);
 }
 
-const str = (
-  input: Record<string, unknown>,
-  key: string,
-) => (typeof input[key] === "string" && (input[key] as string).trim() !== "" ? input[key] as string : null);
+const ONE_FIELD: Record<string, string> = { Bash: "command", WebFetch: "url", WebSearch: "query", ToolSearch: "query", Skill: "skill" };
 
 /** What a call of Claude Code's tool `name` did, in a few words; any other tool's first text field, else its input. */
 function toolWhat(name: string, input: Record<string, unknown>): string {
-  const path = str(input, "file_path") ?? str(input, "notebook_path") ?? str(input, "path");
-  const where = (s: string) => (str(input, "path") !== null && s !== str(input, "path") ? `${s} in ${str(input, "path")}` : s);
-  switch (name) {
-    case "Bash":
-      return str(input, "command") ?? "";
-    case "Read":
-    case "Edit":
-    case "MultiEdit":
-    case "NotebookEdit":
-      return path ?? "";
-    case "Write": {
-      const content = str(input, "content");
-      return `${path ?? ""}${content === null ? "" : ` (${content.split("\n").length} lines)`}`;
-    }
-    case "Glob":
-    case "Grep":
-      return where(str(input, "pattern") ?? "");
-    case "WebFetch":
-      return str(input, "url") ?? "";
-    case "WebSearch":
-    case "ToolSearch":
-      return str(input, "query") ?? "";
-    case "Task":
-    case "Agent": {
-      const kind = str(input, "subagent_type");
-      return `${str(input, "description") ?? str(input, "prompt") ?? ""}${kind === null ? "" : ` (${kind})`}`;
-    }
-    case "TodoWrite":
-      return Array.isArray(input.todos) ? `${input.todos.length} todo${input.todos.length === 1 ? "" : "s"}` : "";
-    case "Skill":
-      return str(input, "skill") ?? "";
+  const str = (key: string) => (typeof input[key] === "string" && (input[key] as string).trim() !== "" ? input[key] as string : null);
+  const path = str("file_path") ?? str("notebook_path") ?? str("path");
+  const pattern = str("pattern") ?? "";
+  if (Object.hasOwn(ONE_FIELD, name)) return str(ONE_FIELD[name]) ?? "";
+  if (["Read", "Edit", "MultiEdit", "NotebookEdit"].includes(name)) return path ?? "";
+  if (name === "Write") return `${path ?? ""}${str("content") === null ? "" : ` (${str("content")!.split("\n").length} lines)`}`;
+  if (name === "Glob" || name === "Grep") return str("path") !== null && pattern !== str("path") ? `${pattern} in ${str("path")}` : pattern;
+  if (name === "Task" || name === "Agent") {
+    return `${str("description") ?? str("prompt") ?? ""}${str("subagent_type") === null ? "" : ` (${str("subagent_type")})`}`;
   }
+  if (name === "TodoWrite") return Array.isArray(input.todos) ? plural(input.todos.length, "todo") : "";
   for (const v of Object.values(input)) if (typeof v === "string" && v.trim() !== "") return v;
   return Object.keys(input).length === 0 ? "" : compactJson(input);
 }
@@ -252,4 +214,78 @@ export function toolLine(name: unknown, input: unknown): string {
   const tool = typeof name === "string" && name !== "" ? oneLine(scrubControl(name), 160) : "tool";
   const detail = oneLine(scrubControl(toolWhat(tool, isObject(input) ? input : {})), 160 - tool.length - 2);
   return detail === "" ? tool : `${tool}: ${detail}`;
+}
+
+/** What JSON leaves out of an object (and writes as null in an array). */
+const omitted = (v: unknown) => v === undefined || typeof v === "function" || typeof v === "symbol";
+
+/** Compact JSON of a value read from JSON, at any depth: `JSON.stringify` overflowed the stack on a tool input nested 20,000 levels deep. */
+export function compactJson(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+  }
+  const out: string[] = [];
+  const stack: { keys: string[] | null; values: unknown[]; next: number }[] = [];
+  const open = (v: unknown): void => {
+    if (v !== null && typeof v === "object" && typeof (v as { toJSON?: unknown }).toJSON === "function") v = (v as { toJSON(): unknown }).toJSON();
+    if (Array.isArray(v)) {
+      out.push("[");
+      stack.push({ keys: null, values: v, next: 0 });
+    } else if (v !== null && typeof v === "object") {
+      const keys = Object.keys(v).filter((k) => !omitted((v as Record<string, unknown>)[k]));
+      out.push("{");
+      stack.push({ keys, values: keys.map((k) => (v as Record<string, unknown>)[k]), next: 0 });
+    } else if (typeof v === "number") out.push(Number.isFinite(v) ? String(v) : "null");
+    else out.push(omitted(v) ? "null" : typeof v === "string" ? JSON.stringify(v) : String(v));
+  };
+  open(value);
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1];
+    if (frame.next === frame.values.length) {
+      stack.pop();
+      out.push(frame.keys === null ? "]" : "}");
+      continue;
+    }
+    const i = frame.next++;
+    if (i > 0) out.push(",");
+    if (frame.keys !== null) out.push(JSON.stringify(frame.keys[i]) + ":");
+    open(frame.values[i]);
+  }
+  return out.join("");
+}
+
+/** `JSON.stringify(value, null, 2)` for `levels` levels, compact below: a value 20,000 deep wrote 800 MB of spaces (docs/RELIABILITY.md "Trust boundaries"). */
+export function jsonText(value: unknown, levels = 12): string {
+  const compact = compactJson(value);
+  if (levels <= 0) return compact;
+  const pads = Array.from({ length: levels + 1 }, (_, d) => "\n" + "  ".repeat(d));
+  const out: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < compact.length; i++) {
+    const c = compact.charCodeAt(i);
+    if (c === 34) {
+      for (i++; i < compact.length && compact.charCodeAt(i) !== 34; i++) if (compact.charCodeAt(i) === 92) i++;
+    } else if (c === 123 || c === 91) {
+      const next = compact.charCodeAt(i + 1);
+      if (next === 125 || next === 93) i++; // an empty container stays "{}" / "[]"
+      else if (++depth <= levels) {
+        out.push(compact.slice(start, i + 1), pads[depth]);
+        start = i + 1;
+      }
+    } else if (c === 125 || c === 93) {
+      if (depth <= levels) {
+        out.push(compact.slice(start, i), pads[depth - 1]);
+        start = i;
+      }
+      depth--;
+    } else if (depth <= levels && (c === 44 || c === 58)) {
+      out.push(compact.slice(start, i + 1), c === 44 ? pads[depth] : " ");
+      start = i + 1;
+    }
+  }
+  out.push(compact.slice(start));
+  return out.join("");
 }

@@ -1,5 +1,5 @@
-// The transcript `restore` writes: the current branch in Claude Code's own record shape, so `claude --resume` sends what it would have
-// sent from its own transcript (docs/DESIGN.md "Restore"; checked with the real CLI, 2.1.328 and 2.1.332). Pure.
+// The transcript `restore` writes, the current branch in Claude Code's own record shape (docs/DESIGN.md "Restore"), and the drill's
+// check that Claude Code resumed it whole (docs/DESIGN.md "Drill"). Pure.
 import { uuidFrom } from "../protocol/message-hash.ts";
 import { isObject } from "../protocol/json.ts";
 import { type ContextPiece, contextPiece, interleave, reminderInner, systemPieces, UNKNOWN_KIND } from "./context-kinds.ts";
@@ -9,8 +9,10 @@ import {
   isApiSystem,
   isCompactBoundary,
   isConversation,
+  isInjectedText,
   isTypedPrompt,
   messageOf,
+  oneLine,
   parentOf,
   promptText,
   type Rec,
@@ -18,25 +20,12 @@ import {
 } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
 
-export interface RestorePlan {
-  records: Rec[];
-  /** Records of the branch not written (metadata, system context, empty answers). */
-  skipped: number;
-  leafUuid: string | null;
-}
-
-/**
- * The current branch (a rewound or retried exchange does not come back), a compaction as Claude Code records it (its
- * boundary, and before it what it compacted), only user and assistant records: each kept record's parent (a boundary's
- * logical parent, its kept segment) re-linked to the nearest kept one — with a parent missing, Claude Code resumes from
- * the break only. A subagent's conversation carries its agent id as sidechain records.
- */
-export function planRestore(tree: Tree, target: { sessionId: string; cwd: string; agentId?: string }): RestorePlan {
+/** The current branch, compactions as Claude Code records them, each parent re-linked to the nearest kept record (Claude Code resumes from a break only). */
+export function planRestore(tree: Tree, target: { sessionId: string; cwd: string; agentId?: string }): { records: Rec[]; leafUuid: string | null } {
   const path = restorePath(tree);
   const records: Rec[] = [];
   const keptBefore = new Map<string, string | null>();
   let previous: string | null = null;
-  let skipped = 0;
   const envelope = { isSidechain: target.agentId !== undefined, sessionId: target.sessionId, cwd: target.cwd };
   for (const r of path) {
     const id = uuidOf(r)!;
@@ -45,24 +34,21 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
       previous = id;
     } else if (isConversation(r) || isApiSystem(r)) {
       const message = apiSafeMessage(messageOf(r)!);
-      if (Array.isArray(message.content) && message.content.length === 0) {
-        skipped++; // an answer cut off before its first block: the API refuses an empty message
-      } else {
+      // An answer cut off before its first block is left out: the API refuses an empty message.
+      if (!Array.isArray(message.content) || message.content.length > 0) {
         const out: Rec = { ...r, ...envelope, parentUuid: parentOf(r) === null ? null : previous, message };
         if (target.agentId === undefined) delete out.agentId;
         else out.agentId = target.agentId;
         records.push(out);
         previous = id;
       }
-    } else {
-      skipped++;
     }
     keptBefore.set(id, previous);
   }
   const kept = new Set(records.map((r) => uuidOf(r)!));
   for (const r of records) if (isCompactBoundary(r)) relinkSegment(r, path, keptBefore, kept);
   const written = toClaudeRecords(records);
-  return { records: written, skipped, leafUuid: written.length === 0 ? null : uuidOf(written[written.length - 1]) };
+  return { records: written, leafUuid: written.length === 0 ? null : uuidOf(written[written.length - 1]) };
 }
 
 /** Claude Code's `last-prompt` record: the last typed prompt, cut as it cuts it, and the leaf its session list resumes from. */
@@ -165,10 +151,7 @@ function typedContent(blocks: Block[]): unknown {
     : blocks;
 }
 
-/**
- * One record per tool result, with what the tool returned where the result says it; reminders appended to a result or sent beside
- * it become pieces. A message holding other blocks besides results (Claude Code sends none) stays one record.
- */
+/** One record per tool result, with what the tool returned where the result says it; reminders appended to a result or beside it become pieces. */
 function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>): Split {
   const pieces: ContextPiece[] = [];
   const kept: unknown[] = [];
@@ -315,10 +298,7 @@ export interface ToolUse {
   input: unknown;
 }
 
-/**
- * What Claude Code keeps as a tool's own result (the `toolUseResult` a resumed screen shows) where the `tool_result` says all of it:
- * a Bash command's output, stdout and stderr merged as the model read them; other tools show their call alone.
- */
+/** The `toolUseResult` a resumed screen shows where the result says all of it: a Bash command's output as the model read it; other tools show their call. */
 export function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
   const c = result.content;
   const texts = typeof c === "string"
@@ -328,4 +308,73 @@ export function toolUseResultOf(use: ToolUse | undefined, result: Block): unknow
     : null;
   if (use?.name !== "Bash" || result.is_error === true || texts === null) return undefined;
   return { stdout: texts.join("\n"), stderr: "", interrupted: false, isImage: false, noOutputExpected: false };
+}
+
+/** One thing the conversation says; `where` names it for a failure, `alone` marks the only item of its message. */
+type Said = { kind: string; key: string; where: string; alone?: boolean };
+
+/** `turns`: the branch's records that hold a prompt; `compactedFirst`: Claude Code compacted before the probe. */
+export type DrillVerdict = { ok: boolean; detail: string; turns: number; compactedFirst: boolean };
+
+/** A block as restore writes it: an image or document the mirror kept only by reference is a text note. */
+const restored = (b: Block) => (isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : b);
+
+/** A tool result's content: text blocks and a string say the same; anything else compares as JSON. */
+function resultKey(content: unknown): string {
+  const blocks = blocksOf(content).map(restored);
+  return blocks.every((b) => b.type === "text") ? blocks.map((b) => b.text).join("\n") : JSON.stringify(blocks);
+}
+
+/** Injected context, thinking and empty text say nothing of the conversation. */
+function saidIn(role: unknown, content: unknown, where: string): Said[] {
+  const out: Said[] = [];
+  for (const b of blocksOf(content).map(restored)) {
+    if (b.type === "text" && typeof b.text === "string" && !isInjectedText(b.text) && b.text.trim() !== "") {
+      out.push({ kind: role === "user" ? "prompt" : "answer", key: b.text.trimEnd(), where }); // merged messages gain a "\n"
+    } else if (b.type === "tool_use") out.push({ kind: "tool call", key: `${b.id} ${b.name} ${JSON.stringify(b.input)}`, where });
+    else if (b.type === "tool_result") out.push({ kind: "tool result", key: `${b.tool_use_id} ${resultKey(b.content)}`, where });
+    else if (b.type === "image" || b.type === "document") out.push({ kind: b.type, key: b.type, where });
+  }
+  return out;
+}
+
+const shown = (x: Said) => `${x.kind} ${x.where}: ${JSON.stringify(oneLine(x.kind.startsWith("tool") ? x.key.slice(x.key.indexOf(" ") + 1) : x.key, 80))}`;
+
+/** Item by item; Claude Code may add the probe (or its compaction instruction), an error result for a call without one, a lone filler answer. */
+export function compareResume(branch: Rec[], messages: unknown[], probe: string): DrillVerdict {
+  let turns = 0;
+  const want = branch.filter((r) => r.type === "user" || r.type === "assistant").flatMap((r) => {
+    const items = saidIn(r.type, messageOf(r)?.content, "");
+    if (items.some((x) => x.kind === "prompt")) turns++;
+    return items.map((x) => ({ ...x, where: `from record ${uuidOf(r)}, turn ${turns}` }));
+  });
+  const got = messages.flatMap((m, i) => {
+    const items = isObject(m) && m.role !== "system" ? saidIn(m.role, m.content, `in message ${i + 1} of the resumed request`) : [];
+    return items.map((x) => ({ ...x, alone: items.length === 1 }));
+  });
+  const last = got.at(-1);
+  const compactedFirst = last?.kind === "prompt" && last.key.startsWith("CRITICAL: Respond with TEXT ONLY");
+  if (last?.kind === "prompt" && (last.key === probe || compactedFirst)) got.pop();
+  const answered = new Set(want.filter((x) => x.kind === "tool result").map((x) => x.key.split(" ")[0]));
+  const verdict = (ok: boolean, detail: string): DrillVerdict => ({ ok, detail, turns, compactedFirst });
+  for (let i = 0, j = 0; i < want.length || j < got.length;) {
+    const w = want[i] as Said | undefined;
+    const g = got[j] as Said | undefined;
+    if (w !== undefined && g !== undefined && w.kind === g.kind && w.key === g.key) {
+      i++, j++;
+    } else if (
+      g !== undefined && ((g.kind === "tool result" && !answered.has(g.key.split(" ")[0])) || (g.kind === "answer" && g.alone && w?.kind !== "answer"))
+    ) {
+      j++;
+    } else if (g === undefined) return verdict(false, `missing ${shown(w!)}`);
+    else if (w === undefined) return verdict(false, `extra ${shown(g)}`);
+    else {
+      if (want.slice(i).some((x) => x.kind === g.kind && x.key === g.key)) return verdict(false, `missing ${shown(w)}`);
+      return verdict(
+        false,
+        w.kind === g.kind ? `missing ${shown(w)} (Claude Code sent instead: ${shown(g)})` : `extra ${shown(g)} (where the mirror has ${shown(w)})`,
+      );
+    }
+  }
+  return verdict(true, `${want.length} items resumed in order${compactedFirst ? " (Claude Code compacted the conversation first)" : ""}`);
 }

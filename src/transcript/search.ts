@@ -3,11 +3,10 @@
 import { isConversation, isToolResultOnly, type Rec, scrubControl, searchableText, uuidOf } from "./records.ts";
 import { buildTree, restorePath } from "./tree.ts";
 
-/** `[start, end)` in the searched text. */
-export type Span = [number, number];
+type Span = [number, number];
 
 /** Every match in order, not overlapping. */
-export type Matcher = (text: string) => Span[];
+type Matcher = (text: string) => Span[];
 
 export interface SearchHit {
   sessionId: string | null;
@@ -26,7 +25,6 @@ export interface SearchHit {
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
-/** Every non-empty match of a global regular expression, in order. */
 function spansOf(re: RegExp, text: string): Span[] {
   const out: Span[] = [];
   re.lastIndex = 0;
@@ -40,23 +38,16 @@ function spansOf(re: RegExp, text: string): Span[] {
   return out;
 }
 
-export function substringMatcher(query: string): Matcher {
-  const re = new RegExp(escapeRegex(query), "giu");
-  return (text) => spansOf(re, text);
-}
-
 /** Throws SyntaxError for a bad expression. */
 export function regexMatcher(source: string): Matcher {
   const re = new RegExp(source, "giu");
   return (text) => spansOf(re, text);
 }
 
-/** The terms of a query: whitespace-separated; a "quoted phrase" is one term. */
-export function terms(query: string): string[] {
-  const out: string[] = [];
-  for (const m of query.matchAll(/"([^"]+)"|(\S+)/g)) out.push(m[1] ?? m[2]);
-  return out.filter((t) => t !== "");
-}
+export const substringMatcher = (query: string) => regexMatcher(escapeRegex(query));
+
+/** Whitespace-separated; a "quoted phrase" is one term. */
+const terms = (query: string) => [...query.matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] ?? m[2]).filter((t) => t !== "");
 
 /** Every term anywhere in the text (the viewer's box); null for no terms. */
 export function termsMatcher(query: string): Matcher | null {
@@ -80,15 +71,12 @@ export function termsMatcher(query: string): Matcher | null {
   };
 }
 
-export interface Searchable {
-  sessionId: string | null;
-  dir: string;
-  title?: string | null;
-  records: Rec[];
-}
-
 /** The records of `sessions` that match, in the sessions' order and each session's file order, at most `limit`. */
-export function search(sessions: Searchable[], match: Matcher, limit = Number.POSITIVE_INFINITY): SearchHit[] {
+export function search(
+  sessions: { sessionId: string | null; dir: string; title?: string | null; records: Rec[] }[],
+  match: Matcher,
+  limit = Number.POSITIVE_INFINITY,
+): SearchHit[] {
   const hits: SearchHit[] = [];
   for (const s of sessions) {
     // The current branch (compactions followed back), built only for a session that has a hit.

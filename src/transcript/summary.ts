@@ -1,7 +1,7 @@
-// One line's worth of facts about a mirrored session (`list`, `show`, the viewer, the exports): its title, times, counts and cost. Pure.
+// One line's worth of facts about a mirrored session (`list`, `show`, `usage`, the viewer, the exports): its title, times, counts and cost. Pure.
 import { isObject } from "../protocol/json.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { sessionAnswers, type TokenCounts, totalsOf } from "../usage/tokens.ts";
+import { type SessionAnswers, sessionAnswers, type TokenCounts, totalsOf } from "../usage/tokens.ts";
 import {
   blocksOf,
   firstPrompt,
@@ -32,7 +32,7 @@ export interface SessionData {
   side: Rec[];
 }
 
-/** How every reader counts a conversation: prompts typed and answers (one per message however many records), tool results, and Claude Code's context apart. */
+/** How every reader counts a conversation: prompts typed, answers (one per message however many records), tool results, and Claude Code's context apart. */
 export interface Counts {
   prompts: number;
   answers: number;
@@ -55,7 +55,7 @@ export function countRecords(records: Rec[]): Counts {
 
 /** "4 prompts and 4 answers (2 tool results; 8 records of Claude Code's context)": the one way it is said. */
 export function countsText(c: Counts): string {
-  const n = (k: number, one: string, many = `${one}s`) => `${k} ${k === 1 ? one : many}`;
+  const n = (k: number, one: string) => `${k} ${k === 1 ? one : `${one}s`}`;
   const more = [c.toolResults > 0 ? n(c.toolResults, "tool result") : "", c.context > 0 ? `${n(c.context, "record")} of Claude Code's context` : ""];
   return `${n(c.prompts, "prompt")} and ${n(c.answers, "answer")}${more.some(Boolean) ? ` (${more.filter(Boolean).join("; ")})` : ""}`;
 }
@@ -87,26 +87,19 @@ export interface SessionSummary {
   malformedLines: number;
 }
 
-/** The session id the records carry, else the directory name when it is an id. */
 export function sessionIdOf(dir: string, records: Rec[]): string | null {
   const id = records.find((r) => typeof r.sessionId === "string" && r.sessionId !== "")?.sessionId;
   return typeof id === "string" ? id : dir === "unknown" || dir.startsWith("inv-") ? null : dir;
 }
 
-/** The newest value of `key` on the current branch, else anywhere. */
-function newestValue(lists: Rec[][], key: string): string | null {
-  for (const list of lists) {
-    const v = list.findLast((r) => typeof r[key] === "string" && r[key] !== "")?.[key];
-    if (typeof v === "string") return v;
-  }
-  return null;
-}
-
 export function summarize(data: SessionData, tree: Tree = buildTree(data.records), prices: PriceTable = BUILTIN_PRICES): SessionSummary {
   const times = data.records.map(timeOf).filter(Number.isFinite);
   const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
+  // The newest value on the current branch, else anywhere.
   const lists = [currentBranch(tree), data.records.filter((r) => isConversation(r) || isApiSystem(r))];
+  const newest = (key: string) => lists.map((l) => l.findLast((r) => typeof r[key] === "string" && r[key] !== "")?.[key]).find((v) => v !== undefined);
   const totals = totalsOf(sessionAnswers(data), prices);
+  const { leaves, compactions } = shape(tree);
   return {
     sessionId: sessionIdOf(data.dir, data.records),
     dir: data.dir,
@@ -118,21 +111,25 @@ export function summarize(data: SessionData, tree: Tree = buildTree(data.records
     sideAnswers: countRecords(data.side).answers,
     bytes: data.bytes,
     files: data.files,
-    cwd: newestValue(lists, "cwd"),
-    gitBranch: newestValue(lists, "gitBranch"),
+    cwd: (newest("cwd") as string | undefined) ?? null,
+    gitBranch: (newest("gitBranch") as string | undefined) ?? null,
     firstPrompt: firstPrompt(data.records),
     title: sessionTitle(data.side, data.records),
     usage: totals.usage,
     costUSD: totals.costUSD,
     models: totals.models,
     leafUuid: tree.newestLeaf === null ? null : uuidOf(tree.newestLeaf),
-    leaves: shape(tree).leaves,
-    compactions: shape(tree).compactions,
+    leaves,
+    compactions,
     malformedLines: data.malformed,
   };
 }
 
-export const TITLE_MAX = 100;
+/** A session's answers and where it ran: what `usage` and the viewer's chart sum. */
+export function sessionUsage(data: SessionData, prices: PriceTable): SessionAnswers {
+  const s = summarize(data, buildTree(data.records), prices);
+  return { sessionId: s.sessionId, dir: data.dir, cwd: s.cwd, title: s.title, answers: sessionAnswers(data) };
+}
 
 const textOf = (r: Rec) => blocksOf(messageOf(r)?.content).filter((b) => b.type === "text" && typeof b.text === "string").map((b) => b.text).join("");
 
@@ -149,10 +146,7 @@ export function titleFromAnswer(r: Rec): string | null {
   return isObject(value) && typeof value.title === "string" && value.title.trim() !== "" ? value.title.trim() : null;
 }
 
-/**
- * The newest title Claude Code generated, from the side request it names a session with (its user message opens with the
- * session's text in `<session>…</session>`; only the answer to such a request: another may answer JSON with a `title` too).
- */
+/** The newest answer to Claude Code's title request (its user message opens with `<session>`; another request may answer a JSON `title` too). */
 export function generatedTitle(side: readonly Rec[]): string | null {
   const asks = new Set(side.filter((r) => r.type === "user" && textOf(r).startsWith("<session>\n")).map(uuidOf));
   for (const r of [...side].reverse()) {
@@ -164,7 +158,7 @@ export function generatedTitle(side: readonly Rec[]): string | null {
 
 /** Claude Code's generated title in one line, else the first prompt, else null. */
 export function sessionTitle(side: readonly Rec[], records: Rec[]): string | null {
-  return oneLine(scrubControl(generatedTitle(side) ?? ""), TITLE_MAX) || firstPrompt(records, TITLE_MAX);
+  return oneLine(scrubControl(generatedTitle(side) ?? ""), 100) || firstPrompt(records, 100);
 }
 
 /** The record Claude Code keeps its generated title in (`claude --resume` lists a session by it). */

@@ -3,27 +3,25 @@ import { COMPACTION_PREFIX, SUMMARY_INSTRUCTION_PREFIX } from "../protocol/class
 import { isObject, jsonObject } from "../protocol/json.ts";
 import { blocksOf, isInjectedText, messageOf, type Rec, timeOf } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
+import { plural } from "../utils/plural.ts";
 
-/** Every reader names Claude Code's transcript of a session by one of these. */
 export type TranscriptState = "missing" | "stub" | "behind" | "intact";
 
 /** How long a prompt or answer may be missing before it counts: Claude Code writes on its own schedule. */
-export const SETTLE_MS = 1500;
+const SETTLE_MS = 1500;
 
-/** What was read of one of Claude Code's transcript files. */
+/**
+ * What was read of one of Claude Code's transcript files: `whole` read from its first byte (not a tail window); `keys` every text its
+ * user records and queued prompts hold and its answers' ids; `own` its typed prompts and answers; `unread` conversation lines too long
+ * to read (each may hold a prompt or answer unseen); `torn` its last line unfinished or not a JSON object.
+ */
 export interface FileFacts {
-  /** Read from its first byte (not a tail window): nothing seen means nothing there. */
   whole: boolean;
-  /** A user or assistant record was read. */
   conversation: boolean;
   records: number;
-  /** Every text its user records hold and its queued prompts (prompt keys), and its answers' message ids (`a:` keys). */
   keys: Set<string>;
-  /** Its typed prompts and answers: what the mirror must hold too, or the file holds something the mirror lacks. */
   own: Set<string>;
-  /** Conversation lines too long to read: each may hold a prompt or answer unseen. */
   unread: number;
-  /** The last line is unfinished or not a JSON object. */
   torn: boolean;
 }
 
@@ -42,8 +40,7 @@ export interface Verdict {
 
 /** What a transcript lacks, in words: "2 prompts and 1 answer". */
 export function lackingWords(l: Verdict["lacking"]): string {
-  return [l.prompts > 0 ? `${l.prompts} prompt${l.prompts === 1 ? "" : "s"}` : "", l.answers > 0 ? `${l.answers} answer${l.answers === 1 ? "" : "s"}` : ""]
-    .filter(Boolean).join(" and ") || "nothing";
+  return [l.prompts > 0 ? plural(l.prompts, "prompt") : "", l.answers > 0 ? plural(l.answers, "answer") : ""].filter(Boolean).join(" and ") || "nothing";
 }
 
 /** A state as readers print it: "behind (lacks 2 prompts of the mirror's current branch)". */
@@ -51,12 +48,9 @@ export function stateWords(v: Verdict): string {
   return v.state === "behind" ? `behind (lacks ${lackingWords(v.lacking)} of the mirror's current branch)` : v.state;
 }
 
-/** A prompt's text as compared: surrounding whitespace dropped, line endings unified. */
-export function normalisePrompt(text: string): string {
-  return text.replace(/\r\n?/g, "\n").trim();
-}
+const normalisePrompt = (text: string) => text.replace(/\r\n?/g, "\n").trim();
 
-/** A short, stable key of a normalised prompt (FNV-1a over two 32-bit lanes, as 16 hex digits). */
+/** A short, stable key of a prompt, its whitespace trimmed and line endings unified (FNV-1a over two 32-bit lanes, as 16 hex digits). */
 export function promptKey(text: string): string {
   const s = normalisePrompt(text);
   let a = 0x811c9dc5;
@@ -74,10 +68,7 @@ function typedText(text: string): boolean {
   return t !== "" && !t.startsWith("<") && !isInjectedText(t) && !t.startsWith(COMPACTION_PREFIX) && !t.startsWith(SUMMARY_INSTRUCTION_PREFIX);
 }
 
-/**
- * The texts of a request's last user message that may be what the person typed ([] for tool results, or when
- * the request continues an answer). A hook's untagged text beside the prompt is a harmless extra candidate.
- */
+/** The texts of a request's last user message that may be what the person typed; a hook's untagged text beside it is a harmless extra. */
 export function promptCandidates(messages: readonly { role: string; content: unknown }[]): string[] {
   const last = messages.findLast((m) => m.role === "user" || m.role === "assistant");
   if (last?.role !== "user") return [];
@@ -86,7 +77,6 @@ export function promptCandidates(messages: readonly { role: string; content: unk
   return blocks.filter((b) => b.type === "text" && typeof b.text === "string" && typedText(b.text)).map((b) => normalisePrompt(b.text as string));
 }
 
-/** The key of an answer: its message id. */
 export const answerKey = (id: string) => `a:${id}`;
 
 function answerId(r: Rec): string | null {
@@ -94,18 +84,13 @@ function answerId(r: Rec): string | null {
   return typeof id === "string" && id !== "" ? id : null;
 }
 
-function textsOf(content: unknown): string[] {
-  return blocksOf(content).flatMap((b) => (typeof b.text === "string" ? [b.text] : []));
-}
+const textsOf = (content: unknown) => blocksOf(content).flatMap((b) => (typeof b.text === "string" ? [b.text] : []));
 
 export const newFileFacts = (whole = true): FileFacts => ({ whole, conversation: false, records: 0, keys: new Set(), own: new Set(), unread: 0, torn: false });
 
 const decoder = new TextDecoder();
 
-/**
- * Takes one line of Claude Code's transcript into `f`. Lines that cannot hold a prompt or an answer are told by
- * their `"type":"…"` pair (JSON text carries one unescaped only as a key and value) and not parsed.
- */
+/** Lines that cannot hold a prompt or an answer are told by their `"type":"…"` pair (unescaped only as a key and value) and not parsed. */
 export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, last = false): void {
   const text = decoder.decode(bytes);
   if (!oversized && text.trim() === "") return;
@@ -145,10 +130,7 @@ export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, la
   }
 }
 
-/**
- * What the mirror's records say: the typed prompts and whole answers of the current branch (compactions followed
- * back: what a restore writes), each once; and every text and answer of the session, side requests and subagents too.
- */
+/** The typed prompts and whole answers of the mirror's current branch as a restore writes it, and every text and answer of the session (`others` too). */
 export function mirrorFacts(tree: Tree, others: Rec[] = []): MirrorFacts {
   const expected = new Map<string, MirrorFacts["expected"][number]>();
   for (const r of restorePath(tree)) {
@@ -169,10 +151,7 @@ export function mirrorFacts(tree: Tree, others: Rec[] = []): MirrorFacts {
   return { expected: [...expected.values()], holds };
 }
 
-/**
- * Judges a transcript: `file` null when there is none. Items younger than `settleMs`, or noted before `since` (a file
- * first read from a tail window), are not counted as lacking.
- */
+/** `file` null: there is none. Items younger than `settleMs`, or noted before `since` (a file first read from a tail window), are not lacking. */
 export function judge(file: FileFacts | null, mirror: MirrorFacts, o: { now?: number; settleMs?: number; since?: number } = {}): Verdict {
   const lacking = { prompts: 0, answers: 0 };
   if (file === null) return { state: "missing", lacking, extra: 0 };

@@ -1,6 +1,7 @@
-// The conversation tree of one session: records linked by `parentUuid` (a rewind or an edit makes siblings), the branch it is on,
-// and an outline with every record once in reading order, compactions bridged (docs/DESIGN.md "Shapes of a conversation"). Pure.
-import { type Block, blocksOf, continuesMessage, isCompactBoundary, isCompactSummary, messageOf, parentOf, type Rec, timeOf, uuidOf } from "./records.ts";
+// The conversation tree of one session: records linked by `parentUuid` (a rewind or an edit makes siblings), its branches, and an
+// outline with every record once in reading order, compactions bridged (docs/DESIGN.md "Shapes of a conversation"). Pure.
+import { isObject } from "../protocol/json.ts";
+import { isCompactBoundary, isCompactSummary, parentOf, type Rec, timeOf, uuidOf } from "./records.ts";
 
 export interface Tree {
   /** Records with a uuid, the first of each uuid, in file order. */
@@ -10,7 +11,7 @@ export interface Tree {
   children: Map<string, Rec[]>;
   /** Records whose parent is null or not in the tree. */
   roots: Rec[];
-  /** The newest record without children: where the current branch ends. */
+  /** Where the current branch ends. */
   newestLeaf: Rec | null;
   /** Per uuid, the newest leaf of its subtree. */
   bestLeaf: Map<string, Rec>;
@@ -111,6 +112,24 @@ function logicalParent(tree: Tree, r: Rec): Rec | null {
 /** The current branch extended across compactions: the whole conversation as a person reads it. */
 export const readingPath = (tree: Tree) => walkUp(tree.newestLeaf, (r) => logicalParent(tree, r));
 
+/** The branch Claude Code resumes: from the newest leaf up to a compaction boundary, its kept tail spliced in after the summary. */
+export function resumedBranch(tree: Tree): Rec[] {
+  const walked = walkUp(tree.newestLeaf, (r) => (isCompactBoundary(r) ? null : parentRec(tree, r)));
+  const boundary = walked[0] !== undefined && isCompactBoundary(walked[0]) ? walked[0] : null;
+  const path = boundary === null ? walked : walked.slice(1);
+  const meta = isObject(boundary?.compactMetadata) ? boundary.compactMetadata : null;
+  const segment = isObject(meta?.preservedSegment) ? meta.preservedSegment : null;
+  const at = segment === null ? -1 : path.findIndex((r) => uuidOf(r) === segment.anchorUuid);
+  if (segment === null || at < 0) return path;
+  const inPath = new Set(walked.map(uuidOf));
+  const tail = tree.byUuid.get(String(segment.tailUuid));
+  const kept = walkUp(tail === undefined || inPath.has(uuidOf(tail)) ? null : tail, (r) => {
+    const up = uuidOf(r) === segment.headUuid ? null : parentRec(tree, r);
+    return up === null || inPath.has(uuidOf(up)) ? null : up;
+  });
+  return [...path.slice(0, at + 1), ...kept, ...path.slice(at + 1)];
+}
+
 /** Every record in reading order, each once: the reading path, other branches nested where they fork. */
 export function outline(tree: Tree): Item[] {
   const placed = new Set<string>();
@@ -132,7 +151,7 @@ export function outline(tree: Tree): Item[] {
 /** Forks deeper than this are listed one after another at that depth: the outline and its renderers never recurse as deep as a hostile tree goes. */
 export const MAX_NESTING = 16;
 
-/** One branch from `start` down to its newest leaf, its own forks nested (at most MAX_NESTING deep). */
+/** One branch from `start` down to its newest leaf, its own forks nested. */
 function line(tree: Tree, start: Rec, placed: Set<string>, depth = 1): Item[] {
   const items: Item[] = [];
   const deferred: { at: string; start: Rec }[] = [];
@@ -183,39 +202,4 @@ export function shape(tree: Tree): { leaves: number; forks: number; compactions:
     forks: count((n) => kids(n) > 1),
     compactions: count((n) => isCompactBoundary(n) || startsCompaction(tree, n)),
   };
-}
-
-/** The tool results of an outline by tool_use_id, so a reader shows each beneath its call. */
-export function toolResults(items: Item[], out = new Map<string, Block>()): Map<string, Block> {
-  for (const item of items) {
-    if (item.kind === "branches") { for (const branch of item.branches) toolResults(branch, out); }
-    else if (item.kind === "record") {
-      for (const b of blocksOf(messageOf(item.record)?.content)) if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
-    }
-  }
-  return out;
-}
-
-/** What a renderer makes of each kind of item: a record (null: nothing to show), a compaction's mark, the forks here (rendered by its own recursion). */
-export interface OutlineRenderer {
-  record(record: Rec, continued: boolean): string | null;
-  compaction(record: Rec): string;
-  branches(item: Extract<Item, { kind: "branches" }>): string[];
-}
-
-/** The one walk every renderer shares: each record told whether it continues the message before it (only when nothing came between). */
-export function renderOutline(items: Item[], renderer: OutlineRenderer): string[] {
-  const out: string[] = [];
-  let previous: Rec | null = null;
-  for (const item of items) {
-    if (item.kind === "record") {
-      const text = renderer.record(item.record, continuesMessage(previous, item.record));
-      if (text !== null) out.push(text);
-      previous = item.record;
-    } else {
-      out.push(...(item.kind === "compaction" ? [renderer.compaction(item.record)] : renderer.branches(item)));
-      previous = null;
-    }
-  }
-  return out;
 }

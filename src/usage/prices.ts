@@ -112,53 +112,39 @@ export class PriceFileError extends Error {
   override name = "PriceFileError";
 }
 
-const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"] as const;
+const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"];
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * Reads a price file over `base`: `{"checked": "YYYY-MM-DD", "models": {"<family or model id>": {"input": 3,
- * "output": 15, "cacheWrite5m": 3.75, "cacheWrite1h": 6, "cacheRead": 0.3}}}` in USD per million tokens.
- * Each entry replaces or adds one family; the cache rates default to 1.25×, 2× and 0.1× the input rate.
- * Throws PriceFileError naming the first thing wrong.
+ * Reads a price file over `base`: `{"checked": "YYYY-MM-DD", "models": {"<family or model id>": {"input": 3, "output": 15, "cacheWrite5m":
+ * 3.75, "cacheWrite1h": 6, "cacheRead": 0.3}}}` in USD per million tokens, each entry replacing or adding one family (the cache rates
+ * default to 1.25×, 2× and 0.1× the input rate). Throws PriceFileError naming the first thing wrong.
  */
 export function parsePriceFile(text: string, where: string, base: PriceTable = BUILTIN_PRICES): PriceTable {
-  let value: unknown;
+  const wrong = (why: string) => new PriceFileError(why);
+  let file: unknown;
   try {
-    value = JSON.parse(text);
+    file = JSON.parse(text);
   } catch (error) {
-    throw new PriceFileError(`is not JSON (${(error as Error).message.split("\n")[0]})`);
+    throw wrong(`is not JSON (${(error as Error).message.split("\n")[0]})`);
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new PriceFileError(`must be a JSON object with "models"`);
-  const file = value as Record<string, unknown>;
-  for (const key of Object.keys(file)) {
-    if (key !== "checked" && key !== "models") throw new PriceFileError(`has an unknown key "${key}" (it takes "checked" and "models")`);
-  }
+  if (!isRecord(file)) throw wrong(`must be a JSON object with "models"`);
+  const unknown = Object.keys(file).find((k) => k !== "checked" && k !== "models");
+  if (unknown !== undefined) throw wrong(`has an unknown key "${unknown}" (it takes "checked" and "models")`);
   if (file.checked !== undefined && (typeof file.checked !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(file.checked))) {
-    throw new PriceFileError(`"checked" must be a date, YYYY-MM-DD`);
+    throw wrong(`"checked" must be a date, YYYY-MM-DD`);
   }
-  const models = file.models;
-  if (typeof models !== "object" || models === null || Array.isArray(models)) throw new PriceFileError(`"models" must be an object of model ids to rates`);
+  if (!isRecord(file.models)) throw wrong(`"models" must be an object of model ids to rates`);
   const out: Record<string, ModelPrice> = { ...base.models };
-  for (const [id, raw] of Object.entries(models as Record<string, unknown>)) {
-    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new PriceFileError(`"${id}" must be an object of rates`);
-    const entry = raw as Record<string, unknown>;
-    for (const key of Object.keys(entry)) {
-      if (!(RATE_KEYS as readonly string[]).includes(key)) throw new PriceFileError(`"${id}" has an unknown rate "${key}" (it takes ${RATE_KEYS.join(", ")})`);
-    }
-    for (const key of RATE_KEYS) {
-      const v = entry[key];
-      if (v !== undefined && (typeof v !== "number" || !Number.isFinite(v) || v < 0)) {
-        throw new PriceFileError(`"${id}".${key} must be a number of dollars per million tokens, 0 or more`);
-      }
-    }
-    if (typeof entry.input !== "number" || typeof entry.output !== "number") throw new PriceFileError(`"${id}" needs at least "input" and "output"`);
-    const r = rates(
-      entry.input,
-      entry.output,
-      entry.cacheRead as number | undefined,
-      entry.cacheWrite5m as number | undefined,
-      entry.cacheWrite1h as number | undefined,
-    );
-    out[modelFamily(id)] = r;
+  for (const [id, entry] of Object.entries(file.models)) {
+    if (!isRecord(entry)) throw wrong(`"${id}" must be an object of rates`);
+    const odd = Object.keys(entry).find((k) => !RATE_KEYS.includes(k));
+    if (odd !== undefined) throw wrong(`"${id}" has an unknown rate "${odd}" (it takes ${RATE_KEYS.join(", ")})`);
+    const bad = RATE_KEYS.find((k) => entry[k] !== undefined && (typeof entry[k] !== "number" || !Number.isFinite(entry[k]) || (entry[k] as number) < 0));
+    if (bad !== undefined) throw wrong(`"${id}".${bad} must be a number of dollars per million tokens, 0 or more`);
+    if (typeof entry.input !== "number" || typeof entry.output !== "number") throw wrong(`"${id}" needs at least "input" and "output"`);
+    const r = entry as Record<string, number | undefined>;
+    out[modelFamily(id)] = rates(entry.input, entry.output, r.cacheRead, r.cacheWrite5m, r.cacheWrite1h);
   }
   return { checked: typeof file.checked === "string" ? file.checked : base.checked, source: `${where} over the ${base.source}`, models: out };
 }

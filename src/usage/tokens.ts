@@ -12,31 +12,29 @@ export interface TokenCounts {
   cacheReadTokens: number;
 }
 
-/** Where in a session an answer was made: its conversation, a subagent, or a side request (a title, a summary). */
-export type AnswerScope = "main" | "subagent" | "side";
-
-/** One answer the API billed. */
+/** One answer the API billed, made in a session's conversation, a subagent or a side request (a title, a summary). */
 export interface Answer {
   id: string | null;
   model: string | null;
   /** ms since the epoch, NaN when unknown. */
   time: number;
-  scope: AnswerScope;
+  scope: "main" | "subagent" | "side";
   tokens: TokenCounts;
   /** Cache writes kept an hour (priced above the five-minute default); part of `cacheCreationTokens`. */
   cacheWrite1hTokens: number;
 }
 
-export const zeroTokens = (): TokenCounts => ({ inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0 });
+const TOKEN_KEYS = ["inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens"] as const;
 
 export function totalTokens(t: TokenCounts): number {
   return t.inputTokens + t.outputTokens + t.cacheCreationTokens + t.cacheReadTokens;
 }
 
 const count = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
+const string = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
 
 /** The answer a record carries; null for any other record, one without usage, or one rebuilt from history (`reconstructed`). */
-export function answerOf(r: Rec, scope: AnswerScope): Answer | null {
+function answerOf(r: Rec, scope: Answer["scope"]): Answer | null {
   if (r.type !== "assistant" || r.reconstructed === true) return null;
   const message = isObject(r.message) ? r.message : null;
   const usage = message?.usage;
@@ -48,22 +46,16 @@ export function answerOf(r: Rec, scope: AnswerScope): Answer | null {
     cacheReadTokens: count(usage.cache_read_input_tokens),
   };
   if (totalTokens(tokens) === 0) return null;
-  const string = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
-  return {
-    id: string(message?.id),
-    model: string(message?.model),
-    time: typeof r.timestamp === "string" ? Date.parse(r.timestamp) : Number.NaN,
-    scope,
-    tokens,
-    cacheWrite1hTokens: Math.min(tokens.cacheCreationTokens, count(isObject(usage.cache_creation) ? usage.cache_creation.ephemeral_1h_input_tokens : 0)),
-  };
+  const oneHour = count(isObject(usage.cache_creation) ? usage.cache_creation.ephemeral_1h_input_tokens : 0);
+  const time = typeof r.timestamp === "string" ? Date.parse(r.timestamp) : Number.NaN;
+  return { id: string(message?.id), model: string(message?.model), time, scope, tokens, cacheWrite1hTokens: Math.min(tokens.cacheCreationTokens, oneHour) };
 }
 
 /**
- * The answers of `records`, each message id once: Claude Code repeats an answer on each block's record with its output
- * count growing, so records of one id merge by the largest of each count. `seen` carries ids across calls.
+ * The answers of `records`, each message id once: Claude Code repeats an answer on each block's record with its output count
+ * growing, so records of one id merge by the largest of each count. `seen` carries ids across calls.
  */
-export function answersOf(records: Rec[], scope: AnswerScope, seen = new Map<string, Answer>()): Answer[] {
+export function answersOf(records: Rec[], scope: Answer["scope"], seen = new Map<string, Answer>()): Answer[] {
   const out: Answer[] = [];
   for (const r of records) {
     const answer = answerOf(r, scope);
@@ -74,7 +66,7 @@ export function answersOf(records: Rec[], scope: AnswerScope, seen = new Map<str
       out.push(answer);
       continue;
     }
-    for (const key of Object.keys(earlier.tokens) as (keyof TokenCounts)[]) earlier.tokens[key] = Math.max(earlier.tokens[key], answer.tokens[key]);
+    for (const key of TOKEN_KEYS) earlier.tokens[key] = Math.max(earlier.tokens[key], answer.tokens[key]);
     earlier.cacheWrite1hTokens = Math.max(earlier.cacheWrite1hTokens, answer.cacheWrite1hTokens);
   }
   return out;
@@ -102,22 +94,24 @@ export interface Totals {
   unpriced: string[];
 }
 
+/** Rounded to a millionth of a cent, so sums print and compare stably. */
+const cents = (usd: number) => Math.round(usd * 1e8) / 1e8;
+
 export function totalsOf(answers: Iterable<Answer>, table: PriceTable): Totals {
-  const usage = zeroTokens();
+  const usage: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0 };
   const models = new Set<string>();
   const unpriced = new Set<string>();
   let known = 0;
   let n = 0;
   for (const a of answers) {
     n++;
-    for (const key of Object.keys(usage) as (keyof TokenCounts)[]) usage[key] += a.tokens[key];
+    for (const key of TOKEN_KEYS) usage[key] += a.tokens[key];
     if (a.model !== null) models.add(a.model);
     const cost = costOf(table, a);
     if (cost === null) unpriced.add(a.model ?? "unknown");
     else known += cost;
   }
-  // Rounded to a millionth of a cent, so sums print and compare stably.
-  const usd = Math.round(known * 1e8) / 1e8;
+  const usd = cents(known);
   return { answers: n, usage, costUSD: unpriced.size > 0 ? null : usd, knownCostUSD: usd, models: [...models].sort(), unpriced: [...unpriced].sort() };
 }
 
@@ -134,30 +128,29 @@ export interface UsageRow extends Totals {
   sessions: number;
 }
 
+/** A project's or a model's part of a day: its tokens, and the cost of those that could be priced. */
+export type DayPart = { key: string; tokens: number; knownCostUSD: number };
+
 export interface UsageReport {
-  /** Oldest first, with the projects worked in that day. */
-  days: (UsageRow & { date: string; projects: string[] })[];
+  /** Oldest first, with the projects worked in that day, and its tokens split by project and by model (the viewer's chart). */
+  days: (UsageRow & { date: string; projects: string[]; parts: { project: DayPart[]; model: DayPart[] } })[];
   /** By working directory ("unknown" when not recorded), most expensive first. */
   projects: (UsageRow & { cwd: string })[];
   models: (UsageRow & { model: string })[];
   total: UsageRow;
 }
 
-/** Answers grouped by a key, with the sessions (and the other keys) they came from. */
-class Groups {
-  private readonly map = new Map<string, { answers: Answer[]; sessions: Set<string>; extra: Set<string> }>();
+type Placed = { answer: Answer; session: string; cwd: string };
 
-  add(key: string, answer: Answer, session: string, extra?: string): void {
-    const g = this.map.get(key) ?? { answers: [], sessions: new Set(), extra: new Set() };
-    this.map.set(key, g);
-    g.answers.push(answer);
-    g.sessions.add(session);
-    if (extra !== undefined) g.extra.add(extra);
-  }
-
-  rows(table: PriceTable): { key: string; row: UsageRow; extra: string[] }[] {
-    return [...this.map].map(([key, g]) => ({ key, row: { ...totalsOf(g.answers, table), sessions: g.sessions.size }, extra: [...g.extra].sort() }));
-  }
+/** Answers grouped by `keyOf`, each group's totals with the sessions it came from. */
+function group(placed: Placed[], keyOf: (p: Placed) => string, table: PriceTable): { key: string; row: UsageRow; placed: Placed[] }[] {
+  const groups = new Map<string, Placed[]>();
+  for (const p of placed) (groups.get(keyOf(p)) ?? groups.set(keyOf(p), []).get(keyOf(p))!).push(p);
+  return [...groups].map(([key, list]) => ({
+    key,
+    row: { ...totalsOf(list.map((p) => p.answer), table), sessions: new Set(list.map((p) => p.session)).size },
+    placed: list,
+  }));
 }
 
 /** Unknown cost after known, then by tokens, most first. */
@@ -166,23 +159,25 @@ const byCost = (a: UsageRow, b: UsageRow) =>
 
 /** Sums the answers made at or after `since` (ms; null: all) by day in `zone`, by project and by model. */
 export function usageReport(sessions: SessionAnswers[], table: PriceTable, zone: Zone, since: number | null = null): UsageReport {
-  const [days, projects, models, all] = [new Groups(), new Groups(), new Groups(), new Groups()];
-  for (const s of sessions) {
-    const key = s.sessionId ?? s.dir;
-    const cwd = s.cwd ?? "unknown";
-    for (const a of s.answers) {
-      if (since !== null && !(a.time >= since)) continue; // an answer without a time cannot be placed after DATE
-      days.add(Number.isFinite(a.time) ? localDate(a.time, zone) : "unknown", a, key, cwd);
-      projects.add(cwd, a, key);
-      models.add(a.model ?? "unknown", a, key);
-      all.add("", a, key);
-    }
-  }
+  // An answer without a time cannot be placed after DATE.
+  const placed = sessions.flatMap((s) =>
+    s.answers.filter((a) => since === null || a.time >= since).map((answer) => ({ answer, session: s.sessionId ?? s.dir, cwd: s.cwd ?? "unknown" }))
+  );
+  const project = (p: Placed) => p.cwd;
+  const model = (p: Placed) => p.answer.model ?? "unknown";
+  const parts = (list: Placed[], keyOf: (p: Placed) => string) =>
+    group(list, keyOf, table).map(({ key, row }) => ({ key, tokens: totalTokens(row.usage), knownCostUSD: row.knownCostUSD }));
+  const days = group(placed, (p) => (Number.isFinite(p.answer.time) ? localDate(p.answer.time, zone) : "unknown"), table);
   return {
-    days: days.rows(table).map(({ key, row, extra }) => ({ date: key, ...row, projects: extra })).sort((a, b) => a.date.localeCompare(b.date)),
-    projects: projects.rows(table).map(({ key, row }) => ({ cwd: key, ...row })).sort(byCost),
-    models: models.rows(table).map(({ key, row }) => ({ model: key, ...row })).sort(byCost),
-    total: all.rows(table)[0]?.row ?? { ...totalsOf([], table), sessions: 0 },
+    days: days.map(({ key, row, placed }) => ({
+      date: key,
+      ...row,
+      projects: [...new Set(placed.map(project))].sort(),
+      parts: { project: parts(placed, project), model: parts(placed, model) },
+    })).sort((a, b) => a.date.localeCompare(b.date)),
+    projects: group(placed, project, table).map(({ key, row }) => ({ cwd: key, ...row })).sort(byCost),
+    models: group(placed, model, table).map(({ key, row }) => ({ model: key, ...row })).sort(byCost),
+    total: { ...totalsOf(placed.map((p) => p.answer), table), sessions: new Set(placed.map((p) => p.session)).size },
   };
 }
 

@@ -1,19 +1,20 @@
-// The viewer's data behind `/_tap/api/`, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
+// The viewer's data behind `/_tap/api/`, read in the viewer's own thread, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
+import { join } from "node:path/posix";
+import { jsonObject } from "../protocol/json.ts";
 import { nameInside } from "../protocol/session-id.ts";
-import { type ExportFormat, exportSession } from "../transcript/render-md.ts";
-import { rootRedactor } from "../storage/binding-files.ts";
-import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
-import { renderItemsHtml, renderRecordHtml } from "../transcript/render-html.ts";
-import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
-import { type SessionData, sessionIdOf, type SessionSummary, sessionTitle, summarize } from "../transcript/summary.ts";
-import { buildTree, outline, type Tree } from "../transcript/tree.ts";
-import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { describeRestore, type RestoreOutcome, restoreSession, resumeCommand } from "../restore/restore-session.ts";
-import { type ListEntry, SessionCatalog } from "../storage/mirror-reader.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { rootRedactor } from "../storage/binding-files.ts";
+import { JsonlFollower } from "../storage/jsonl-follower.ts";
+import { conversations, jsonlFiles, type LastDrill, lastDrill, type ListEntry, SessionCatalog } from "../storage/mirror-reader.ts";
+import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
+import { type ExportFormat, exportSession, renderItemsHtml, renderRecordHtml } from "../transcript/render.ts";
+import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
+import { type SessionData, sessionIdOf, type SessionSummary, sessionTitle, sessionUsage, summarize } from "../transcript/summary.ts";
+import { buildTree, outline, type Tree } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
-import { type Answer as BilledAnswer, type SessionAnswers, sessionAnswers, totalTokens, type UsageReport, usageReport } from "../usage/tokens.ts";
+import { type UsageReport, usageReport } from "../usage/tokens.ts";
 import { localDate, offsetLabel, type Zone } from "../utils/local-time.ts";
-import { type LiveBatch, LiveFollower } from "./live.ts";
 
 export type { SearchHit } from "../transcript/search.ts";
 export type { ListEntry } from "../storage/mirror-reader.ts";
@@ -23,21 +24,24 @@ export type GuardAlert = { state: string; since: string; command: string };
 /** `api/sessions`: the `list --json` objects, each with the guard's alert (added in the relay's thread, which hears the guard). */
 export type ViewerSession = ListEntry & { guard: GuardAlert | null };
 type Prices = { source: string; checked: string };
-/** `api/sessions/:id`: the facts (the guard's alert added as for the list), the conversation as HTML (rendered and escaped by the tap), and where its reading path ends. */
+/** `api/sessions/:id`: the facts, the conversation as HTML (rendered and escaped by the tap), and where its reading path ends. */
 export type SessionView = { session: ListEntry & { guard?: GuardAlert | null }; tail: string | null; html: string; prices: Prices };
 export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | {
   ok: false;
   error: string;
   outcome: RestoreOutcome | null;
 };
-/** An `api/events` `records` event: new records of one conversation (each rendered and escaped by the tap), and the bytes the session's files now hold. */
-export type LiveEvent = Omit<LiveBatch, "records"> & { records: { uuid: string | null; parentUuid: string | null; type: unknown; html: string }[] };
-/** A project's or a model's part of each day: its tokens and the cost of those that could be priced. */
-export type StackPart = { key: string; days: { date: string; tokens: number; cost: number }[] };
-/** `api/usage`: `usage --json`'s report, today in the tap's zone, and each day split by project and by model. */
-export type UsageView = UsageReport & { timeZone: string; today: string; prices: Prices; stacks: { project: StackPart[]; model: StackPart[] } };
+/** New records of one conversation of a followed session (each rendered by the tap), and the bytes the session's files now hold. */
+export type LiveEvent = {
+  dir: string;
+  scope: "main" | "side" | "subagent";
+  agent: string | null;
+  records: { uuid: string | null; parentUuid: string | null; type: unknown; html: string }[];
+  bytes: number;
+};
+/** `api/usage`: `usage --json`'s report with today in the tap's zone, and the drill's last result (or why it cannot be read). */
+export type UsageView = UsageReport & { timeZone: string; today: string; prices: Prices; drill: LastDrill | { error: string } | null };
 export type Answer<T = unknown> = { status: 200 | 400 | 404 | 409; body: T };
-export type ExportAnswer = Answer<string> & { type: string; filename: string };
 /** What the reader is built from (plain data: it crosses into the viewer's Worker). */
 export type ReaderSettings = { mirrorDir: string; claudeDir: string; pollMs: number; prices: PriceTable; redact: boolean };
 /** What the reader says unasked: new records of a followed session, or a failure of the follower. */
@@ -46,18 +50,27 @@ export type ReaderNote = { records: LiveEvent } | { error: string };
 const TYPES: Record<string, string> = { md: "text/markdown", html: "text/html", jsonl: "application/x-ndjson" };
 /** The days the page charts are the tap's days, as `usage` prints them. */
 const LOCAL: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
+const decoder = new TextDecoder();
 
 /** The viewer's API over one mirror root; every method is called from the relay's thread by name. */
 export class ViewerData {
   private readonly catalog: SessionCatalog;
   private readonly prices: PriceTable;
-  private readonly live: LiveFollower;
+  /** Follows by id, and per followed directory each file's follower: only the sessions a page has open are looked at. */
+  private readonly follows = new Map<number, string>();
+  private readonly files = new Map<string, Map<string, JsonlFollower>>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  /** Looks run one after another, so the followers move in order. */
+  private looking: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly fs: FsAdapter, private readonly settings: ReaderSettings, tell: (note: ReaderNote) => void, private readonly clock = Date.now) {
+  constructor(
+    private readonly fs: FsAdapter,
+    private readonly settings: ReaderSettings,
+    private readonly tell: (note: ReaderNote) => void,
+    private readonly clock = Date.now,
+  ) {
     this.prices = settings.prices;
     this.catalog = new SessionCatalog(fs, settings.mirrorDir, settings.claudeDir, undefined, this.prices, clock);
-    const failed = (error: unknown) => tell({ error: error instanceof Error ? error.message : String(error) });
-    this.live = new LiveFollower(fs, settings.mirrorDir, settings.pollMs, (batch) => tell({ records: liveEvent(batch) }), failed);
   }
 
   async sessions(): Promise<ListEntry[]> {
@@ -84,25 +97,20 @@ export class ViewerData {
     );
   }
 
-  /** As `sessiontap restore` does it (the same code): a dry run says what would be written; `force` replaces a transcript with content, keeping a backup. */
+  /** As `sessiontap restore` does it (the same code): a dry run says what would be written; `force` replaces an intact transcript, keeping a backup. */
   async restore(query: string, options: { dryRun: boolean; force: boolean }): Promise<Answer> {
     const found = await this.open(query);
     if ("status" in found) return found;
-    const { claudeDir } = this.catalog;
-    const result = await restoreSession(this.fs, { summary: found.summary, tree: found.tree, others: found.data }, {
-      claudeDir,
-      cwd: null,
-      ...options,
-      now: this.clock(),
-    });
+    const request = { claudeDir: this.catalog.claudeDir, cwd: null, ...options, now: this.clock() };
+    const result = await restoreSession(this.fs, { summary: found.summary, tree: found.tree, others: found.data }, request);
     if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
     const outcome = result.outcome;
     return { status: 200, body: { ok: true, outcome, lines: describeRestore(outcome), resume: resumeCommand(outcome) } satisfies RestoreReply };
   }
 
   /** A session as `export --format` writes it (its secrets replaced unless SESSIONTAP_REDACT=off). */
-  async exportSession(query: string, format: string): Promise<ExportAnswer> {
-    const refused = (status: ExportAnswer["status"], body: string) => ({ status, body, type: "text/plain; charset=utf-8", filename: "" });
+  async exportSession(query: string, format: string): Promise<Answer<string> & { type: string; filename: string }> {
+    const refused = (status: 400 | 404 | 409, body: string) => ({ status, body, type: "text/plain; charset=utf-8", filename: "" });
     if (!(format in TYPES)) return refused(400, "format must be md, html or jsonl\n");
     const found = await this.open(query);
     if ("status" in found) return refused(found.status, "no single session matches\n");
@@ -116,41 +124,35 @@ export class ViewerData {
     };
   }
 
-  /** What `usage --json` reports, with each day split by project and by model for the home's chart. */
+  /** What `usage --json` reports, in the tap's days, and the drill's last result: the home's data. */
   async usage(): Promise<UsageView> {
     const now = this.clock();
-    const sessions: SessionAnswers[] = (await this.catalog.reader.loadAll()).map((data) => {
-      const s = summarize(data, buildTree(data.records), this.prices);
-      return { sessionId: s.sessionId, dir: data.dir, cwd: s.cwd, title: s.title, answers: sessionAnswers(data) };
-    });
-    const stack = (keyOf: (s: SessionAnswers, a: BilledAnswer) => string): StackPart[] => {
-      const groups = new Map<string, SessionAnswers[]>();
-      const add = (key: string, s: SessionAnswers) => (groups.get(key) ?? groups.set(key, []).get(key)!).push(s);
-      for (const s of sessions) for (const a of s.answers) add(keyOf(s, a), { ...s, answers: [a] });
-      const days = (list: SessionAnswers[]) =>
-        usageReport(list, this.prices, LOCAL).days.map((d) => ({ date: d.date, tokens: totalTokens(d.usage), cost: d.knownCostUSD }));
-      return [...groups].map(([key, list]) => ({ key, days: days(list) }));
-    };
-    return {
-      timeZone: offsetLabel(now, LOCAL),
-      today: localDate(now, LOCAL),
-      prices: this.priceSource(),
-      ...usageReport(sessions, this.prices, LOCAL),
-      stacks: { project: stack((s) => s.cwd ?? "unknown"), model: stack((_, a) => a.model ?? "unknown") },
-    };
+    const sessions = (await this.catalog.reader.loadAll()).map((data) => sessionUsage(data, this.prices));
+    const drill = await lastDrill(this.fs, this.settings.mirrorDir).catch((error: Error) => ({ error: error.message }));
+    return { timeZone: offsetLabel(now, LOCAL), today: localDate(now, LOCAL), prices: this.priceSource(), ...usageReport(sessions, this.prices, LOCAL), drill };
   }
 
   /** Follows session directory `dir` (a plain name: routes.ts checks) for follow `id`; resolves with the bytes its files hold now. */
   async follow(id: number, dir: string): Promise<number> {
-    return await this.live.follow(id, dir);
+    this.follows.set(id, dir);
+    this.timer ??= setInterval(() => this.next(() => this.lookAll()).catch((e) => this.tell({ error: (e as Error).message })), this.settings.pollMs);
+    (this.timer as { unref?: () => void }).unref?.();
+    return await this.next(async () => this.files.has(dir) ? this.bytesOf(dir) : await this.look(dir, false));
   }
 
-  async unfollow(id: number): Promise<void> {
-    this.live.unfollow(id);
+  /** Ends follow `id` (null: every follow). */
+  async unfollow(id: number | null): Promise<void> {
+    if (id === null) this.follows.clear();
+    else this.follows.delete(id);
+    const followed = new Set(this.follows.values());
+    for (const dir of this.files.keys()) if (!followed.has(dir)) this.files.delete(dir);
+    if (this.follows.size > 0) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   async close(): Promise<void> {
-    this.live.unfollow(null);
+    await this.unfollow(null);
   }
 
   private priceSource() {
@@ -167,14 +169,48 @@ export class ViewerData {
     const tree = buildTree(found.data.records);
     return { data: found.data, tree, summary: summarize(found.data, tree, this.prices) };
   }
+
+  private next<T>(work: () => Promise<T>): Promise<T> {
+    const done = this.looking.then(work);
+    this.looking = done.catch(() => {}); // the caller hears the failure
+    return done;
+  }
+
+  private async lookAll(): Promise<void> {
+    for (const dir of new Set(this.follows.values())) if (this.files.has(dir)) await this.look(dir, true);
+  }
+
+  private bytesOf(dir: string): number {
+    return [...this.files.get(dir)!.values()].reduce((n, f) => n + f.offset, 0);
+  }
+
+  /** Reads what grew in `dir`'s conversations and tells it (`emit`), else only sets the followers where the files end. */
+  private async look(dir: string, emit: boolean): Promise<number> {
+    const followers = this.files.get(dir) ?? this.files.set(dir, new Map()).get(dir)!;
+    const batches: Omit<LiveEvent, "bytes">[] = [];
+    for (const { path, scope, agent } of (await conversations(this.fs, join(this.settings.mirrorDir, dir))).dirs) {
+      const records: Rec[] = [];
+      for (const file of await jsonlFiles(this.fs, path)) {
+        // A file there when following began is followed from its end; one that appeared since, from its first byte.
+        const follower = followers.get(file) ?? followers.set(file, new JsonlFollower(file, emit ? {} : { startAt: (size) => size })).get(file)!;
+        await follower.read(this.fs, (line) => {
+          const record = line.oversized ? null : jsonObject(decoder.decode(line.bytes));
+          if (record !== null) records.push(record);
+        });
+      }
+      if (records.length > 0) batches.push({ dir, scope, agent, records: rendered(records) });
+    }
+    const bytes = this.bytesOf(dir);
+    for (const batch of batches) this.tell({ records: { ...batch, bytes } });
+    return bytes;
+  }
 }
 
-function liveEvent(batch: LiveBatch): LiveEvent {
+function rendered(records: Rec[]): LiveEvent["records"] {
   let previous: Rec | null = null;
-  const records = batch.records.map((r) => {
+  return records.map((r) => {
     const html = renderRecordHtml(r, { continued: continuesMessage(previous, r) });
     previous = r;
     return { uuid: uuidOf(r), parentUuid: typeof r.parentUuid === "string" ? r.parentUuid : null, type: r.type, html };
   });
-  return { ...batch, records };
 }

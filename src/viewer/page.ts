@@ -1,5 +1,5 @@
 // The page at `GET /_tap/`: one document with its CSS and its one script inline: docs/DESIGN.md "The viewer".
-import { CONVERSATION_CSS } from "../transcript/render-html.ts";
+import { CONVERSATION_CSS } from "../transcript/render.ts";
 
 /** Bundles a browser module with what it imports into one minified classic script (the runtime's part). */
 export type Bundler = (entry: URL) => Promise<string>;
@@ -52,7 +52,7 @@ button{font:inherit;padding:2px 10px;border-radius:6px;border:1px solid #1c7ed6;
 .axis{display:flex;justify-content:space-between;font-size:11px;color:#5b6475}#tip{min-height:1.5em;margin:4px 0}
 #legend{list-style:none;padding:0;margin:4px 0;display:flex;flex-wrap:wrap;gap:2px 12px}
 #legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px}#busiest,#lost{margin:0;padding-left:22px}
-#busiest li,#lost li{margin:4px 0}.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+#busiest li,#lost li{margin:4px 0}#drill.ok{color:#2b8a3e}#drill.problem,#drill .problem{color:#c92a2a}.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 .empty{color:#868e96;font:14px system-ui,sans-serif;padding:20px}
 @media (max-width:799px){
   body{grid-template-columns:minmax(0,1fr);grid-template-areas:"top" "main";scroll-padding-top:48px}body:not(.viewing){display:block;overflow:auto}
@@ -78,7 +78,8 @@ export function viewerPage(nonce: string, version: string, script: string): stri
 <svg id="chart" role="img" aria-labelledby="tip"></svg><div class="axis" aria-hidden="true"><span id="from"></span><span id="peak"></span><span id="to"></span></div>
 <div id="tip" aria-live="polite"></div><ul id="legend"></ul><div class="sr"><table id="table"></table></div>
 <h2>Busiest sessions</h2><ol id="busiest"></ol>
-<h2>Lost in Claude Code</h2><ul id="lost"></ul></section>
+<h2>Lost in Claude Code</h2><ul id="lost"></ul>
+<h2>Last drill</h2><p id="drill"></p></section>
 <nav id="side" aria-label="Sessions"><div id="tools"><input id="search" type="search" placeholder="Search all sessions" autocomplete="off" aria-label="Search all sessions">
 <div id="filters"><select id="project" aria-label="Project"><option value="">All projects</option></select>
 <select id="when" aria-label="When">${when.map(([v, t]) => `<option value="${v}">${t}</option>`).join("")}</select>

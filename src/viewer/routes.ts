@@ -1,12 +1,26 @@
-// The viewer's routes, a Hono sub-app the server mounts at `/_tap/` (beside server/app.ts the only importer of hono): docs/DESIGN.md "The viewer".
+// The viewer: its routes, a Hono sub-app the server mounts at `/_tap/` (beside server/app.ts the only importer of hono), and its data
+// read in a Worker of its own (a test's filesystem: in this thread): docs/DESIGN.md "The viewer".
 import { type Context, Hono, type Next } from "hono";
 import { NONCE, secureHeaders, type SecureHeadersVariables } from "hono/secure-headers";
 import { streamSSE } from "hono/streaming";
 import { nameInside } from "../protocol/session-id.ts";
-import type { Calls } from "../utils/worker-call.ts";
+import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { type Calls, WorkerCalls } from "../utils/worker-call.ts";
 import { orAfter } from "../utils/within.ts";
-import type { GuardAlert, ListEntry, LiveEvent, RestoreReply, SessionView, ViewerData, ViewerSession } from "./api.ts";
-import { hostName } from "./hosts.ts";
+import {
+  type GuardAlert,
+  type ListEntry,
+  type LiveEvent,
+  type ReaderNote,
+  type ReaderSettings,
+  type RestoreReply,
+  type SessionView,
+  ViewerData,
+  type ViewerSession,
+} from "./api.ts";
+import { allowedHosts, hostName } from "./hosts.ts";
+import { type Bundler, clientScript, viewerPage } from "./page.ts";
 
 export interface ViewerDeps {
   /** Host names (lower case, no port) the viewer answers to; null: any (the tap was bound beyond loopback on purpose). */
@@ -22,6 +36,97 @@ export interface ViewerDeps {
   follow(dir: string, listener: { records(event: LiveEvent): void; end(): void }): Promise<{ bytes: number; stop(): void }>;
   /** Aborted when the tap stops: open event streams end then, so they do not hold the drain. */
   stopped: AbortSignal;
+}
+
+export interface Viewer {
+  deps: ViewerDeps;
+  close(): void;
+}
+
+export function createViewer(options: {
+  mirrorDir: string;
+  claudeDir: string;
+  host: string;
+  version: string;
+  onError: (error: unknown) => void;
+  /** Bundles the page's browser client when this is not the compiled binary (runtime/'s bundleScript). */
+  bundle: Bundler;
+  /** A filesystem of the caller's own: the data is then read in this thread (with `clock`). */
+  fs?: FsAdapter;
+  clock?: () => number;
+  /** The reader's Worker script (default: src/viewer-worker.ts; the binary passes its own). */
+  workerUrl?: URL | string;
+  pollMs?: number;
+  guardAlert?: (sessionId: string) => GuardAlert | null;
+  prices?: PriceTable;
+  /** Exports replace secrets (SESSIONTAP_REDACT is not off); default true. */
+  redact?: boolean;
+  /** Called after a restore wrote a session's transcript (the guard looks at it at once). */
+  restored?: (sessionId: string) => Promise<void>;
+}): Viewer {
+  const settings: ReaderSettings = {
+    mirrorDir: options.mirrorDir,
+    claudeDir: options.claudeDir,
+    pollMs: options.pollMs ?? 1000,
+    prices: options.prices ?? BUILTIN_PRICES,
+    redact: options.redact ?? true,
+  };
+  const live = new Map<number, { dir: string; records(event: LiveEvent): void; end(): void }>();
+  const tell = (note: ReaderNote) => {
+    if ("error" in note) options.onError(new Error(note.error));
+    else for (const l of live.values()) if (l.dir === note.records.dir) l.records(note.records);
+  };
+  let closed = false;
+  let worker: WorkerCalls<ViewerData> | null = null;
+  const died = (why: string) => {
+    options.onError(new Error(`the viewer's reader stopped: ${why}`));
+    for (const l of live.values()) l.end(); // the page follows again, and sees what it missed
+  };
+  const inThread = options.fs !== undefined ? new ViewerData(options.fs, settings, tell, options.clock) : null;
+  const data: Calls<ViewerData> = inThread ?? new Proxy({} as Calls<ViewerData>, {
+    get: (_, name: string) => (...args: unknown[]) => {
+      if (closed) return Promise.reject(new Error("the viewer is closed"));
+      // Started on first use, and again after it died.
+      if (worker === null || worker.stopped !== null) {
+        worker = new WorkerCalls(options.workerUrl ?? new URL("../viewer-worker.ts", import.meta.url), settings, {
+          name: "the viewer's reader",
+          died,
+          message: (note) => tell(note as ReaderNote),
+        });
+      }
+      return (worker.call as (name: string, ...args: unknown[]) => Promise<unknown>).apply(worker, [name, ...args]);
+    },
+  });
+  const stopping = new AbortController();
+  let nextFollow = 1;
+  return {
+    close: () => {
+      closed = true;
+      stopping.abort();
+      void inThread?.close();
+      worker?.close("the tap is stopping");
+    },
+    deps: {
+      allowedHosts: allowedHosts(options.host),
+      page: async (nonce) => viewerPage(nonce, options.version, await clientScript(options.bundle)),
+      data,
+      guardAlert: options.guardAlert ?? (() => null),
+      restored: options.restored ?? (async () => {}),
+      follow: async (dir, listener) => {
+        const id = nextFollow++;
+        live.set(id, { dir, ...listener });
+        const bytes = await data.follow(id, dir).catch((error) => {
+          live.delete(id);
+          throw error;
+        });
+        const stop = () => {
+          if (live.delete(id) && !closed) data.unfollow(id).catch(options.onError);
+        };
+        return { bytes, stop };
+      },
+      stopped: stopping.signal,
+    },
+  };
 }
 
 /** How often an idle event stream sends a comment, so proxies and browsers keep it open. */

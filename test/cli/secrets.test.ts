@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createApp } from "../../src/server/app.ts";
 import { bundleScript } from "../../src/runtime/index.ts";
-import { createViewer } from "../../src/viewer/index.ts";
+import { createViewer } from "../../src/viewer/routes.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { leaks, secretSamples, snapshot } from "../support/secret-samples.ts";
 

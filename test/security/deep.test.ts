@@ -6,8 +6,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import { exportText } from "../../src/transcript/render-md.ts";
-import { compactJson, jsonText } from "../../src/transcript/json-text.ts";
+import { exportText } from "../../src/transcript/render.ts";
+import { compactJson, jsonText } from "../../src/transcript/records.ts";
 import { searchableText } from "../../src/transcript/records.ts";
 import { summarize } from "../../src/transcript/summary.ts";
 import { buildTree, flatten, type Item, MAX_NESTING, outline } from "../../src/transcript/tree.ts";

@@ -12,7 +12,7 @@ import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { createApp } from "../../src/server/app.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { bundleScript } from "../../src/runtime/index.ts";
-import { createViewer } from "../../src/viewer/index.ts";
+import { createViewer } from "../../src/viewer/routes.ts";
 import { Conversation } from "../support/client.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";

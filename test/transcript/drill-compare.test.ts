@@ -3,8 +3,8 @@
 // and turn. The shapes of the resumed requests are those measured with 2.1.328 and 2.1.332; test/e2e/drill.test.ts runs the real ones.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { compareResume, resumedBranch } from "../../src/transcript/drill-compare.ts";
-import { buildTree } from "../../src/transcript/tree.ts";
+import { compareResume } from "../../src/transcript/restore-plan.ts";
+import { buildTree, resumedBranch } from "../../src/transcript/tree.ts";
 import { rec } from "../support/recover.ts";
 
 const PROBE = "the probe";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { environmentSummary, hasControl, injectedSummary, scrubControl, scrubLine, terminalSafeJson, toolLine } from "../../src/transcript/records.ts";
 import { bytesShort } from "../../src/usage/tokens.ts";
 import { UTC } from "../../src/utils/local-time.ts";
-import { ANSI_STYLE, PLAIN, renderText } from "../../src/transcript/render-text.ts";
+import { ANSI_STYLE, PLAIN, renderText } from "../../src/transcript/render.ts";
 import { regexMatcher, search, snippet, substringMatcher, termsMatcher } from "../../src/transcript/search.ts";
 import { generatedTitle, sessionTitle, titleFromAnswer } from "../../src/transcript/summary.ts";
 import { buildTree, outline } from "../../src/transcript/tree.ts";

@@ -9,7 +9,7 @@ import { createApp } from "../../src/server/app.ts";
 import { TokenGate } from "../../src/server/token-gate.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { bundleScript } from "../../src/runtime/index.ts";
-import { createViewer, type Viewer } from "../../src/viewer/index.ts";
+import { createViewer, type Viewer } from "../../src/viewer/routes.ts";
 import { rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { startTestTap } from "../support/tap.ts";
 

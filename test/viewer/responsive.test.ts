@@ -8,14 +8,15 @@
 // the conversation up. Screenshots go to test-artifacts/viewer-<width>.png. Runs under Bun and Deno.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { describeRun, findTranscripts, makeScratch, pollUntil, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
 import { cli, rec, writeMirror } from "../support/recover.ts";
 import { type StubUpstream } from "../support/stub-upstream.ts";
-import { type TestTap, withTap } from "../support/tap.ts";
+import { startTestTap, type TestTap, withTap } from "../support/tap.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const WAIT = { timeout: 30_000 };
@@ -160,8 +161,9 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     await page.locator("#chart g.day").first().waitFor(WAIT);
     const run = await cli(["usage", "--json", "--mirror-dir", tap.root], { CLAUDE_CONFIG_DIR: claudeDir() });
     assert.equal(run.code, 0, run.stderr);
+    type Part = { key: string; tokens: number; knownCostUSD: number };
     const usage = JSON.parse(run.stdout) as {
-      days: { date: string; usage: Record<string, number>; knownCostUSD: number }[];
+      days: { date: string; usage: Record<string, number>; knownCostUSD: number; parts: { project: Part[]; model: Part[] } }[];
       projects: { cwd: string }[];
       models: { model: string }[];
     };
@@ -179,10 +181,19 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
         assert.ok(Math.abs(sum - bar.value) < 1e-6, `${bar.date}: its parts add up to it (${sum} against ${bar.value})`);
         for (const part of bar.parts) assert.ok(Math.abs(part.height - (part.value / peak) * 100) < 1e-6, `${bar.date} ${part.key} drawn to scale`);
       }
+      // Each part is the day's part in usage --json, by project (drawn by its last path segment) or by model.
+      for (const day of usage.days) {
+        const want = day.parts[stack as "project" | "model"].map((
+          p,
+        ) => [stack === "model" ? p.key : p.key.split("/").pop(), metric === "tokens" ? p.tokens : p.knownCostUSD]);
+        const got = bars.find((b) => b.date === day.date)!.parts.map((p) => [p.key, p.value]);
+        assert.deepEqual(got.sort(), want.filter(([, v]) => v !== 0).sort(), `${day.date} ${metric} by ${stack}: its parts are usage --json's`);
+      }
       const keys = new Set(bars.flatMap((b) => b.parts.map((p) => p.key)));
       const named = stack === "model" ? usage.models.map((m) => m.model) : usage.projects.map((p) => p.cwd.split("/").pop()!);
       assert.deepEqual([...keys].sort(), named.sort(), `stacked by ${stack}`);
     }
+    assert.match(await page.locator("#drill").innerText(), /^No drill has run yet: sessiontap drill proves each session resumes in your Claude Code\.$/);
     await page.screenshot({ path: `${ARTIFACTS}viewer-home-1400.png` });
   });
 
@@ -462,9 +473,71 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     assert.equal(readFileSync(backup[1], "utf8"), held, "the backup is the transcript that was there");
   });
 
+  it("the home's last drill, as doctor reads it: passed at 1400 px, failed at 375 px", async () => {
+    const drill = `${tap.root}/.last-drill.json`;
+    const at = new Date(Date.now() - 3600_000).toISOString();
+    try {
+      for (const [width, passed, shot] of [[1400, 2, "viewer-home-drill-ok-1400.png"], [375, 1, "viewer-home-drill-failed-375.png"]] as const) {
+        writeFileSync(drill, JSON.stringify({ at, drilled: 2, passed, named: false, claudeCode: "2.1.332" }) + "\n");
+        await page.setViewportSize({ width, height: 812 });
+        await page.goto(`${tap.url}/_tap/`);
+        await page.locator("#drill time").waitFor(WAIT);
+        const text = await page.locator("#drill").innerText();
+        const doctor = await cli(["doctor", "--json", "--mirror-dir", tap.root, "--url", "http://127.0.0.1:9"], { CLAUDE_CONFIG_DIR: claudeDir() });
+        const check = (JSON.parse(doctor.stdout) as { check: string; detail: string }[]).find((c) => c.check === "last drill");
+        assert.match(String(check?.detail), new RegExp(`: ${passed} of 2 sessions resumed whole by Claude Code 2\\.1\\.332`), doctor.stdout);
+        if (passed === 2) {
+          assert.match(text, /: 2 of 2 sessions resumed whole by Claude Code 2\.1\.332\.$/);
+          assert.equal(await page.locator("#drill").getAttribute("class"), "ok");
+        } else {
+          assert.match(text, /: 1 of 2 sessions resumed whole by Claude Code 2\.1\.332; sessiontap drill names what failed\.$/);
+          assert.equal(await page.locator("#drill").getAttribute("class"), "problem");
+          assert.deepEqual(await overflow(), { page: 0, main: 0 });
+        }
+        await page.locator("#drill").scrollIntoViewIfNeeded();
+        await page.screenshot({ path: `${ARTIFACTS}${shot}` });
+      }
+    } finally {
+      rmSync(drill, { force: true });
+      await page.setViewportSize({ width: 1400, height: 900 });
+    }
+  });
+
+  it("the home of an empty mirror, 1400 and 375 px: thirty empty days, nothing busy, nothing lost, no drill yet", async () => {
+    const dir = mkdtempSync(`${tmpdir()}/sessiontap-empty-home-`);
+    await using empty = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${dir}/claude` }, {}, dir);
+    try {
+      for (const width of [1400, 375]) {
+        await page.setViewportSize({ width, height: 812 });
+        await page.goto(`${empty.url}/_tap/`);
+        await page.locator("#chart g.day").first().waitFor(WAIT);
+        const bars = await drawn();
+        assert.equal(bars.length, 30);
+        assert.deepEqual(bars.filter((b) => b.value !== 0 || b.parts.length > 0), [], "usage --json has no days");
+        assert.equal(await page.locator("#busiest").innerText(), "No answers with token usage yet.");
+        assert.equal(await page.locator("#lost").innerText(), "Nothing lost: Claude Code holds a whole transcript of every mirrored session.");
+        assert.match(await page.locator("#drill").innerText(), /^No drill has run yet/);
+        assert.equal(await page.locator("#sessions").innerText(), "No mirrored sessions yet.");
+        assert.deepEqual(await overflow(), { page: 0, main: 0 });
+        await page.screenshot({ path: `${ARTIFACTS}viewer-home-empty-${width}.png`, fullPage: true });
+      }
+    } finally {
+      await page.setViewportSize({ width: 1400, height: 900 });
+      await page.goto(`${tap.url}/_tap/`); // off the empty tap before it stops, so the page's refreshes do not fail
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("the screenshots were kept, and the page logged no error", () => {
     const shots = ["viewer-1400.png", "viewer-768.png", "viewer-360.png", "viewer-360-list.png", "viewer-home-1400.png", "viewer-home-375.png"];
-    for (const name of [...shots, "viewer-home-restore-375.png", "viewer-open-1400.png", "viewer-open-375.png"]) {
+    const home = [
+      "viewer-home-restore-375.png",
+      "viewer-home-drill-ok-1400.png",
+      "viewer-home-drill-failed-375.png",
+      "viewer-home-empty-1400.png",
+      "viewer-home-empty-375.png",
+    ];
+    for (const name of [...shots, ...home, "viewer-open-1400.png", "viewer-open-375.png"]) {
       assert.ok(statSync(`${ARTIFACTS}${name}`).size > 10_000, name);
     }
     assert.deepEqual(browser.errors, []);

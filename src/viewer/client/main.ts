@@ -1,32 +1,33 @@
 // The browser client's entry, bundled with what it imports into the page's one script (../page.ts): docs/DESIGN.md "The viewer".
 import { el, failed, idOf, message, state, ui } from "./basics.ts";
 import { loadHome } from "./home.ts";
-import { loadSessions, renderSessions } from "./list.ts";
-import { onSearch, runSearch } from "./search.ts";
+import { loadSessions, onSearch, renderSessions, runSearch } from "./list.ts";
 import { follow, showSession } from "./session.ts";
 
 /** Shows what the hash names (`#/s/<id>[/<uuid>]`, so links, reloads and the back button work): a session (and a record in it), else the home and the list. */
-function route(): void {
+function route(): Promise<void> {
   const m = /^#\/s\/([^/]+)(?:\/(.+))?$/.exec(location.hash);
   if (m) {
     showSession(decodeURIComponent(m[1]), m[2] ? decodeURIComponent(m[2]) : null).catch((e) => {
       ui.conversation.replaceChildren(el("div", "empty", message(e)));
     });
-    return;
+    return Promise.resolve();
   }
   const wasViewing = document.body.classList.contains("viewing");
   document.body.classList.remove("viewing");
   state.dir = null; // the session left stays marked in the list
   follow(null);
   renderSessions();
-  if (wasViewing) loadHome().catch(failed("reading the usage"));
+  return wasViewing ? loadHome().catch(failed("reading the usage")) : Promise.resolve();
 }
 
-/** Leaves the open session for the list, keyboard focus on the list. */
+/** Leaves the open session for the list, keyboard focus on the list, kept in view once the home above it is drawn (which moves the list down). */
 function backToList(): void {
   if (location.hash) history.pushState(null, "", location.pathname + location.search);
-  route();
-  (ui.sessions.querySelector<HTMLElement>("li.active a") ?? ui.sessions.querySelector<HTMLElement>("a"))?.focus();
+  const drawn = route();
+  const link = ui.sessions.querySelector<HTMLElement>("li.active a") ?? ui.sessions.querySelector<HTMLElement>("a");
+  link?.focus();
+  void drawn.then(() => link?.scrollIntoView({ block: "nearest" }));
 }
 
 /** Opens the session `n` places from the current one in the list as filtered. */

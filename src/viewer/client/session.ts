@@ -1,8 +1,7 @@
 // One session in the main column: its facts, its restore, its conversation, and its new records as they are written: docs/DESIGN.md "The viewer".
 import type { ListEntry, LiveEvent, RestoreReply, SessionView } from "../api.ts";
 import { badge, el, failed, getJson, guardBanner, idOf, liveSays, localize, message, state, timeEl, tokens, ui, usd } from "./basics.ts";
-import { loadSessions, renderSessions } from "./list.ts";
-import { highlight } from "./search.ts";
+import { highlight, loadSessions, renderSessions } from "./list.ts";
 
 /** Counts navigations: an answer that arrives after a newer navigation began is not shown. */
 let shown = 0;

@@ -1,0 +1,507 @@
+// A conversation for people: one walk of the outline and three formats of a record, HTML (the viewer and `export --format html`),
+// Markdown (`export`) and text (`show`), every string rid of control characters, context folded (docs/DESIGN.md "The viewer"). Pure.
+import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { answerLine, totalTokens, usageLine, usd } from "../usage/tokens.ts";
+import { localDateTime, type Zone } from "../utils/local-time.ts";
+import { plural } from "../utils/plural.ts";
+import {
+  attachmentNote,
+  type Block,
+  blocksOf,
+  compactionText,
+  compactJson,
+  continuesMessage,
+  environmentSummary,
+  injectedParts,
+  injectedSummary,
+  isApiSystem,
+  isCompactBoundary,
+  isCompactSummary,
+  isInjectedText,
+  jsonText,
+  messageOf,
+  oneLine,
+  type Rec,
+  recordFlags,
+  scrubControl,
+  scrubLine,
+  terminalSafeJson,
+  timeOf,
+  toolLine,
+  uuidOf,
+} from "./records.ts";
+import { countsText, type SessionData, type SessionSummary, summarize } from "./summary.ts";
+import { buildTree, type Item, outline, type Tree } from "./tree.ts";
+import type { Redactor } from "../protocol/secrets.ts";
+
+/** What a format makes of each item: a record (null: nothing to show), a compaction's mark, the forks here. */
+interface Format {
+  record(record: Rec, continued: boolean): string | null;
+  compaction(record: Rec): string;
+  branches(item: Extract<Item, { kind: "branches" }>): string[];
+}
+
+/** Each record is told whether it continues the message before it (only when nothing came between). */
+function walk(items: Item[], format: Format): string[] {
+  const out: string[] = [];
+  let previous: Rec | null = null;
+  for (const item of items) {
+    if (item.kind === "record") {
+      const text = format.record(item.record, continuesMessage(previous, item.record));
+      if (text !== null) out.push(text);
+      previous = item.record;
+    } else {
+      out.push(...(item.kind === "compaction" ? [format.compaction(item.record)] : format.branches(item)));
+      previous = null;
+    }
+  }
+  return out;
+}
+
+/** The tool results of an outline by tool_use_id, so a format shows each beneath its call. */
+function toolResults(items: Item[], out = new Map<string, Block>()): Map<string, Block> {
+  for (const item of items) {
+    if (item.kind === "branches") item.branches.forEach((b) => toolResults(b, out));
+    else if (item.kind === "record") {
+      for (const b of blocksOf(messageOf(item.record)?.content)) if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
+    }
+  }
+  return out;
+}
+
+type Kind = "text" | "injected" | "thinking" | "redacted" | "call" | "result" | "attachment" | "other";
+
+function kindOf(b: Block): Kind {
+  switch (b.type) {
+    case "text":
+      return isInjectedText(String(b.text ?? "")) ? "injected" : "text";
+    case "thinking":
+      return "thinking";
+    case "redacted_thinking":
+      return "redacted";
+    case "tool_use":
+    case "server_tool_use":
+    case "mcp_tool_use":
+      return "call";
+    case "tool_result":
+      return "result";
+    case "image":
+    case "document":
+      return "attachment";
+  }
+  return "other";
+}
+
+const systemText = (r: Rec) => blocksOf(messageOf(r)?.content).map((b) => (typeof b.text === "string" ? b.text : compactJson(b))).join("\n");
+const otherType = (r: Rec) => `${String(r.type)}${r.subtype ? `/${String(r.subtype)}` : ""}`;
+const where = (at: string | null) => at === null ? "a separate conversation in this session" : "forks after the message above; not the current branch";
+const lineCount = (text: string) => text.split("\n").length;
+
+export function escapeHtml(text: string): string {
+  return scrubControl(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+
+/** The stylesheet of rendered conversations (also part of the viewer page). */
+export const CONVERSATION_CSS = `
+.conv{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2330}
+.rec{border:1px solid #d8dde6;border-radius:8px;margin:10px 0;padding:8px 12px;background:#fff;min-width:0;overflow-wrap:anywhere}
+.rec.user{background:#f3f7ff;border-color:#c9d8f5}.rec.tool-results{background:#f7f7f4;border-color:#dcdcd2}
+.rec.system{background:#fafafa;color:#555;padding:4px 12px}.rec.continued{margin-top:-6px;border-top-style:dashed}
+.rec.fresh{outline:2px solid #2f9e44;transition:outline-color 2s}.rec[hidden]{display:none}
+.rec header{font-size:12px;color:#5b6475;margin-bottom:4px;display:flex;gap:4px 8px;flex-wrap:wrap;align-items:baseline}
+.rec header .role{font-weight:600;color:#1d2330}.rec header .usage{color:#868e96}.flag{background:#fff3bf;border-radius:4px;padding:0 4px}
+.text{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f1f3f5;border-radius:6px;padding:6px 8px;margin:4px 0;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;max-width:100%}
+.tool-use{border-left:3px solid #7048e8;padding-left:8px;margin:6px 0}
+.tool-use>summary{font:12px/1.5 ui-monospace,SFMono-Regular,Menlo,monospace;color:#1d2330;overflow-wrap:anywhere}
+.tool-use .tool-name{font-weight:600;color:#5f3dc4}.tool-use .tool-state{color:#868e96;font-family:system-ui,sans-serif}
+.tool-use.error{border-left-color:#e03131}.tool-result{border-left:3px solid #868e96;padding-left:8px;margin:6px 0}
+.tool-result.error{border-left-color:#e03131}.tool-use .tool-result{border-left:0;padding-left:0}.tool-label{font-size:12px;color:#5b6475}
+.attachment{font-style:italic;color:#5b6475}details>summary{cursor:pointer;color:#5b6475}.injected>summary,.env>summary{font-size:12px;overflow-wrap:anywhere}
+mark{background:#ffe066;color:inherit;border-radius:2px}
+.compaction{text-align:center;color:#9c36b5;border-top:2px dashed #cc5de8;margin:18px 0;padding-top:4px;font-weight:600}
+.branches{border-left:3px dotted #f08c00;margin:8px 0 8px 12px;padding-left:10px}.branches>summary{color:#d9480f}.branch{opacity:.85}
+`;
+
+interface HtmlOptions {
+  continued?: boolean;
+  /** Tool results by tool_use_id: each is shown inside its call's pair (and left out of its own record). */
+  results?: Map<string, Block>;
+  /** Filled with the tool_use_ids whose results were shown inside a pair. */
+  paired?: Set<string>;
+  prices?: PriceTable;
+}
+
+function timeHtml(iso: string): string {
+  const utc = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");
+  return `<time datetime="${escapeHtml(iso)}" title="${escapeHtml(utc)}">${escapeHtml(utc)}</time>`;
+}
+
+/** One record as an `<article>` (id `r-<uuid>`, its parent in `data-parent`): the viewer inserts the same fragments live. */
+export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
+  const message = messageOf(r);
+  const id = escapeHtml(uuidOf(r) ?? "");
+  const blocks = blocksOf(message?.content);
+  const results = r.type === "user" && blocks.length > 0 && blocks.every((b) => b.type === "tool_result");
+  const system = isApiSystem(r);
+  const kind = system ? "system" : r.type === "user" ? (results ? "user tool-results" : "user") : r.type === "assistant" ? "assistant" : "system";
+  const role = system ? "Context" : r.type === "user" ? (results ? "Tool result" : "User") : r.type === "assistant" ? "Assistant" : otherType(r);
+  const answer = r.type === "assistant" ? answerLine(r, options.prices ?? BUILTIN_PRICES) : null;
+  const head = [
+    `<span class="role">${escapeHtml(role)}</span>`,
+    typeof message?.model === "string" ? `<span class="model">${escapeHtml(message.model)}</span>` : "",
+    timeHtml(typeof r.timestamp === "string" ? r.timestamp : ""),
+    answer === null ? "" : `<span class="usage">${escapeHtml(answer)}</span>`,
+    ...recordFlags(r, true).map((f) => `<span class="flag">${escapeHtml(f)}</span>`),
+  ].join("");
+  let body: string;
+  let empty = false;
+  if (system) {
+    const text = systemText(r);
+    body = `<details class="env"><summary>${escapeHtml(environmentSummary(text))}</summary><pre>${escapeHtml(text)}</pre></details>`;
+  } else if (r.type !== "user" && r.type !== "assistant") {
+    body = `<pre>${escapeHtml(jsonText(r))}</pre>`;
+  } else {
+    const shown = blocks.filter((b) => !(b.type === "tool_result" && typeof b.tool_use_id === "string" && options.paired?.has(b.tool_use_id)));
+    empty = shown.length === 0 && blocks.length > 0;
+    body = shown.map((b) => blockHtml(b, options)).join("");
+  }
+  // A record whose every block is shown inside its call's pair stays in the page (links, live updates find it) but hidden.
+  const resultIds = blocks.filter((b) => b.type === "tool_result" && typeof b.tool_use_id === "string").map((b) => b.tool_use_id as string);
+  const parent = escapeHtml(typeof r.parentUuid === "string" ? r.parentUuid : "");
+  const attrs = `class="rec ${kind}${options.continued ? " continued" : ""}${empty ? " paired" : ""}" id="r-${id}" data-uuid="${id}" data-parent="${parent}"` +
+    (resultIds.length > 0 ? ` data-tool-results="${escapeHtml(resultIds.join(" "))}"` : "") + (empty ? " hidden" : "");
+  return `<article ${attrs}>${options.continued ? "" : `<header>${head}</header>`}${body}</article>`;
+}
+
+function resultBody(b: Block, options: HtmlOptions): string {
+  const inner = blocksOf(b.content).map((x) => (x.type === "text" ? `<pre>${escapeHtml(String(x.text ?? ""))}</pre>` : blockHtml(x, options))).join("");
+  return inner || '<div class="attachment">(no output)</div>';
+}
+
+/** A tool call and, when known, its result: one `<details>`, its summary the call in one line, closed above 8 lines. */
+function toolPairHtml(b: Block, options: HtmlOptions): string {
+  const id = escapeHtml(String(b.id ?? ""));
+  const input = jsonText(b.input ?? {});
+  const result = options.results?.get(String(b.id ?? ""));
+  if (result !== undefined) options.paired?.add(String(b.id ?? ""));
+  const resultText = result === undefined ? "" : blocksOf(result.content).map((x) => String(x.text ?? "")).join("\n");
+  const error = result?.is_error === true ? " error" : "";
+  const lines = lineCount(input) + (result === undefined ? 0 : lineCount(resultText));
+  const state = result === undefined ? "" : error ? "error" : `${plural(lineCount(resultText.replace(/\n+$/, "")), "line")}`;
+  const line = toolLine(b.name, b.input);
+  const name = line.split(":")[0];
+  const inside = result === undefined ? "" : `<div class="tool-result${error}" data-tool-use-id="${id}">${resultBody(result, options)}</div>`;
+  return `<details class="tool-use${error}" data-tool-use-id="${id}"${lines <= 8 ? " open" : ""}>` +
+    `<summary><span class="tool-name">${escapeHtml(name)}</span><span class="tool-what">${escapeHtml(line.slice(name.length))}</span> ` +
+    `<span class="tool-state">${escapeHtml(state)}</span></summary><pre class="tool-input">${
+      escapeHtml(input)
+    }</pre><div class="tool-out">${inside}</div></details>`;
+}
+
+function blockHtml(b: Block, options: HtmlOptions): string {
+  const text = String(b.text ?? "");
+  switch (kindOf(b)) {
+    case "injected":
+      return `<details class="injected"><summary>${escapeHtml(`⚙ ${injectedSummary(text)}`)}</summary><pre>${escapeHtml(text)}</pre></details>`;
+    case "text":
+      return `<div class="text">${escapeHtml(text)}</div>`;
+    case "thinking":
+      return `<details class="thinking"><summary>Thinking</summary><div class="text">${escapeHtml(String(b.thinking ?? ""))}</div></details>`;
+    case "redacted":
+      return `<div class="attachment">(redacted thinking)</div>`;
+    case "call":
+      return toolPairHtml(b, options);
+    case "result": {
+      const [id, error] = [escapeHtml(String(b.tool_use_id ?? "")), b.is_error === true];
+      return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${id}"><div class="tool-label">Tool result <code>${id}</code>${
+        error ? " (error)" : ""
+      }</div>${resultBody(b, options)}</div>`;
+    }
+    case "attachment":
+      return `<div class="attachment">${escapeHtml(attachmentNote(b))}</div>`;
+    default:
+      return `<details><summary>${escapeHtml(String(b.type ?? "unknown"))} block</summary><pre>${escapeHtml(jsonText(b))}</pre></details>`;
+  }
+}
+
+/** An outline as HTML fragments, each tool result inside its call's pair. */
+export function renderItemsHtml(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
+  return itemsHtml(items, { results: toolResults(items), paired: new Set(), prices });
+}
+
+function itemsHtml(items: Item[], options: HtmlOptions): string {
+  return walk(items, {
+    record: (record, continued) => renderRecordHtml(record, { ...options, continued }),
+    compaction: (r) => {
+      const id = isCompactBoundary(r) ? ` id="r-${escapeHtml(uuidOf(r) ?? "")}" data-uuid="${escapeHtml(uuidOf(r) ?? "")}"` : "";
+      return `<div class="compaction"${id}>${escapeHtml(compactionText(r))}</div>`;
+    },
+    branches: (item) => {
+      const n = item.branches.length;
+      const label = item.at === null
+        ? `${plural(n, "separate conversation")} in this session`
+        : `${n} other branch${n === 1 ? "" : "es"} fork${n === 1 ? "s" : ""} here (rewound or retried; not the current branch)`;
+      const inner = item.branches.map((b) => `<div class="branch">${itemsHtml(b, options)}</div>`).join("");
+      return [`<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${inner}</details>`];
+    },
+  }).join("\n");
+}
+
+/** A standalone HTML document of a session (no external assets). */
+export function renderHtmlDocument(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
+  const id = summary.sessionId ?? summary.dir;
+  const title = summary.title ?? `Claude Code session ${id}`;
+  const facts = [
+    ["Session", id],
+    ["Working directory", summary.cwd ?? "unknown"],
+    ["Time", `${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"} (UTC)`],
+    ["Conversation", countsText(summary.counts)],
+    ["Branches", `${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`],
+    ["Usage", usageLine(summary.usage, summary.costUSD)],
+  ];
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>${escapeHtml(title)}</title>
+<style>body{max-width:960px;margin:24px auto;padding:0 16px;background:#f8f9fb}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font:13px system-ui,sans-serif}dt{color:#5b6475}dd{margin:0;overflow-wrap:anywhere}${CONVERSATION_CSS}</style>
+</head><body class="conv">
+<h1>${escapeHtml(title)}</h1>
+<dl>${facts.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("")}</dl>
+<main>
+${renderItemsHtml(items, prices)}
+</main>
+</body></html>
+`;
+}
+
+export type ExportFormat = "md" | "html" | "jsonl";
+
+/** `jsonl`: the main conversation's records in file order (escaped, not changed); md/html: for people, in reading order. */
+export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat, prices?: PriceTable): string {
+  if (format === "jsonl") return session.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
+  const items = outline(session.tree);
+  return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
+}
+
+/** A session as `export` and the viewer write it; with a redactor, each secret of its records (side requests' too: the title) replaced first. */
+export async function exportSession(data: SessionData, format: ExportFormat, prices: PriceTable, redactor: Redactor | null): Promise<string> {
+  if (redactor !== null) {
+    const all = await redactor.redact([...data.records, ...data.side]);
+    data = { ...data, records: all.slice(0, data.records.length), side: all.slice(data.records.length) };
+  }
+  const tree = buildTree(data.records);
+  return exportText({ records: data.records, tree, summary: summarize(data, tree, prices) }, format, prices);
+}
+
+export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
+  const u = summary.usage;
+  const cost = summary.costUSD === null ? "unknown (a model is not in the price table)" : usd(summary.costUSD);
+  const lines = [
+    `# Claude Code session ${scrubLine(summary.sessionId ?? summary.dir)}`,
+    "",
+    `- Title: ${summary.title === null ? "(none)" : scrubControl(summary.title)}`,
+    `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubLine(summary.cwd))}`,
+    `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
+    `- Conversation: ${countsText(summary.counts)}`,
+    `- Branches: ${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`,
+    `- Tokens: ${
+      totalTokens(u)
+    } (${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationTokens} cache write, ${u.cacheReadTokens} cache read); estimated cost ${cost}`,
+    "",
+    "---",
+    "",
+  ];
+  return lines.join("\n") + itemsMd(items, prices);
+}
+
+function itemsMd(items: Item[], prices: PriceTable): string {
+  return walk(items, {
+    record: (record, continued) => recordMd(record, continued, prices),
+    compaction: (r) => `---\n\n**${compactionText(r)}**${isCompactBoundary(r) ? "" : " — the summary below starts the compacted conversation"}\n\n---\n`,
+    branches: (item) =>
+      item.branches.map((branch) => {
+        const body = `**Other branch** (${where(item.at)})\n\n${itemsMd(branch, prices)}`;
+        return body.trimEnd().split("\n").map((l) => (l === "" ? ">" : `> ${l}`)).join("\n") + "\n";
+      }),
+  }).join("\n");
+}
+
+function recordMd(r: Rec, continued: boolean, prices: PriceTable): string {
+  const message = messageOf(r);
+  const time = typeof r.timestamp === "string" ? scrubControl(r.timestamp) : "";
+  if (isApiSystem(r)) return folded(`System context · ${time} · ${environmentSummary(systemText(r))}`, fence(systemText(r)));
+  if (r.type !== "user" && r.type !== "assistant") return `*${scrubControl(otherType(r))} record · ${time}*\n`;
+  const flags = recordFlags(r).join(", ");
+  const who = r.type === "user" ? "User" : `Assistant${typeof message?.model === "string" ? ` (${scrubControl(message.model)})` : ""}`;
+  const answer = r.type === "assistant" ? answerLine(r, prices) : null;
+  const head = continued ? "" : `### ${who} · ${time}${answer === null ? "" : ` · ${answer}`}${flags ? ` · _${flags}_` : ""}\n\n`;
+  return head + blocksOf(message?.content).map(blockMd).join("\n") + "\n";
+}
+
+function blockMd(b: Block): string {
+  const text = String(b.text ?? "");
+  switch (kindOf(b)) {
+    case "injected":
+      return folded(`Added by Claude Code: ${injectedSummary(text)}`, fence(text));
+    case "text":
+      return `${scrubControl(text)}\n`;
+    case "thinking":
+      return `**Thinking**\n\n${fence(String(b.thinking ?? ""))}`;
+    case "redacted":
+      return "_(redacted thinking)_\n";
+    case "call":
+      return `**Tool call** ${code(String(b.name ?? "?"))} (${code(String(b.id ?? ""))})\n\n${fence(jsonText(b.input ?? {}), "json")}\n`;
+    case "result": {
+      const label = `**Tool result** (${code(String(b.tool_use_id ?? ""))})${b.is_error === true ? " — error" : ""}`;
+      const parts = blocksOf(b.content).map((x) => (x.type === "text" ? fence(String(x.text ?? "")) : blockMd(x)));
+      return `${label}\n\n${parts.length > 0 ? parts.join("\n") : "_(empty)_\n"}`;
+    }
+    case "attachment":
+      return `${attachmentNote(b)}\n`;
+    default:
+      return `_${String(b.type ?? "block")} block_\n\n${fence(jsonText(b), "json")}\n`;
+  }
+}
+
+/** The longest run of backticks in `text`, in one pass: a text of a million runs is no array of a million matches. */
+function longestBackticks(text: string): number {
+  let longest = 0;
+  for (let i = text.indexOf("`"); i >= 0; i = text.indexOf("`", i)) {
+    let j = i;
+    while (text.charCodeAt(j) === 96) j++;
+    longest = Math.max(longest, j - i);
+    i = j;
+  }
+  return longest;
+}
+
+function fence(raw: string, lang = ""): string {
+  const text = scrubControl(raw);
+  const f = "`".repeat(Math.max(2, longestBackticks(text)) + 1);
+  return `${f}${lang}\n${text}\n${f}\n`;
+}
+
+function code(raw: string): string {
+  const text = scrubControl(raw);
+  const longest = longestBackticks(text);
+  const f = "`".repeat(longest + 1);
+  return longest > 0 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
+}
+
+/** A block folded behind one line: `<details>` (the only HTML of the Markdown), its summary escaped, the body as Markdown inside. */
+function folded(summary: string, body: string): string {
+  const text = scrubLine(summary).replace(/[&<>]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : "&gt;"));
+  return `<details><summary>⚙ ${text}</summary>\n\n${body}\n</details>\n`;
+}
+
+type TextStyle = Record<"user" | "assistant" | "tool" | "dim" | "bold", (text: string) => string>;
+
+const same = (text: string) => text;
+export const PLAIN: TextStyle = { user: same, assistant: same, tool: same, dim: same, bold: same };
+export const ANSI_STYLE: TextStyle = {
+  user: (t) => `\x1b[1;36m${t}\x1b[0m`,
+  assistant: (t) => `\x1b[1;32m${t}\x1b[0m`,
+  tool: (t) => `\x1b[35m${t}\x1b[0m`,
+  dim: (t) => `\x1b[2m${t}\x1b[0m`,
+  bold: (t) => `\x1b[1m${t}\x1b[0m`,
+};
+
+/** `full`: injected context, environment, thinking, tool inputs and whole results too. */
+type TextOptions = { full: boolean; style: TextStyle; zone: Zone; prices: PriceTable };
+
+const indent = (text: string, prefix = "  ") => text.split("\n").map((l) => (l === "" ? prefix.trimEnd() : prefix + l)).join("\n");
+
+/** Message blocks separated by a blank line; an indented one (a further block of the same answer, the environment line) joins the one before. */
+const paragraphs = (parts: string[]) => parts.map((p, i) => (i === 0 ? p : p.startsWith(" ") || p.startsWith("\x1b[2m ") ? `\n${p}` : `\n\n${p}`)).join("");
+
+/** A conversation for a terminal: a tool call in one line with its result folded beneath, context and thinking in a line each. */
+export function renderText(items: Item[], o: TextOptions): string {
+  const s = o.style;
+  const results = toolResults(items);
+  const shown = new Set<string>();
+  let lastEnvironment: string | null = null;
+
+  const result = (b: Block): string => {
+    const text = blocksOf(b.content).map((x) =>
+      x.type === "text" ? String(x.text ?? "") : x.type === "image" || x.type === "document" ? attachmentNote(x) : `[${String(x.type)} block]`
+    ).join("\n");
+    const lines = scrubControl(text).replace(/\n+$/, "").split("\n");
+    const error = b.is_error === true ? "error: " : "";
+    if (lines.length === 1 && lines[0] === "") return `    ⎿ ${s.dim(`${error}(no output)`)}`;
+    const kept = o.full ? lines : lines.slice(0, 4);
+    const out = kept.map((l, i) => `${i === 0 ? `    ⎿ ${error}` : "      "}${l}`.trimEnd());
+    if (lines.length > kept.length) out.push(s.dim(`      … ${plural(lines.length - kept.length, "more line")} (--full shows them)`));
+    return out.join("\n");
+  };
+
+  const block = (b: Block, r: Rec): string | null => {
+    const text = String(b.text ?? "");
+    switch (kindOf(b)) {
+      case "injected":
+        if (!o.full) return s.dim(`  ⚙ ${injectedSummary(text)}`);
+        return injectedParts(text).map((p) => s.dim(`  ⚙ ${p.tag || "context"}`) + (p.inner === "" ? "" : `\n${indent(p.inner, "    ")}`)).join("\n");
+      case "text":
+        if (!o.full && isCompactSummary(r)) return s.dim(`  ${oneLine(scrubControl(text), 160)} (--full shows the whole summary)`);
+        return indent(scrubControl(text).trimEnd());
+      case "thinking": {
+        const t = scrubControl(String(b.thinking ?? "")).trim();
+        if (o.full) return `${s.dim("  ∴ thinking")}\n${indent(t, "    ")}`;
+        return s.dim(`  ∴ thinking${t === "" ? " (not shown by the API)" : ` (${t.length} characters): ${oneLine(t, 100)}`}`);
+      }
+      case "redacted":
+        return s.dim("  ∴ (redacted thinking)");
+      case "call": {
+        const lines = [`  ${s.tool("●")} ${s.bold(toolLine(b.name, b.input))}`];
+        if (o.full) lines.push(indent(scrubControl(jsonText(b.input ?? {})), "    "));
+        const found = typeof b.id === "string" ? results.get(b.id) : undefined;
+        if (found !== undefined) shown.add(String(b.id)), lines.push(result(found));
+        return lines.join("\n");
+      }
+      case "result":
+        if (typeof b.tool_use_id === "string" && shown.has(b.tool_use_id)) return null;
+        return `  ${s.tool("●")} ${s.dim(`result of ${scrubControl(String(b.tool_use_id ?? "a tool call"))}`)}\n${result(b)}`;
+      case "attachment":
+        return `  ${attachmentNote(b)}`;
+      default:
+        if (o.full) return `  [${String(b.type ?? "block")}]\n${indent(scrubControl(jsonText(b)), "    ")}`;
+        return s.dim(`  [${scrubControl(String(b.type ?? "unknown"))} block]`);
+    }
+  };
+
+  const record = (r: Rec, continued: boolean): string | null => {
+    const message = messageOf(r);
+    const when = Number.isFinite(timeOf(r)) ? localDateTime(timeOf(r), o.zone, true) : "?";
+    if (isApiSystem(r)) {
+      const text = systemText(r);
+      if (o.full) return `${s.dim(`System context · ${when}`)}\n${indent(scrubControl(text))}`;
+      const unchanged = text === lastEnvironment;
+      lastEnvironment = text;
+      return s.dim(`  ⚙ ${unchanged ? "environment from Claude Code, unchanged" : environmentSummary(text)}`);
+    }
+    if (r.type !== "user" && r.type !== "assistant") return s.dim(`${otherType(r)} record · ${when}`);
+    const blocks = blocksOf(message?.content);
+    const body = blocks.map((b) => block(b, r)).filter((t): t is string => t !== null);
+    if (body.length === 0 && (continued || blocks.length > 0)) return null;
+    if (continued) return body.join("\n");
+    let head: string;
+    if (r.type === "user") head = `${s.user(isCompactSummary(r) ? "Compaction summary" : "User")} · ${when}`;
+    else {
+      const answer = answerLine(r, o.prices);
+      head = `${s.assistant("Assistant")}${typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : ""} · ${when}${
+        s.dim(answer === null ? "" : ` · ${answer}`)
+      }`;
+    }
+    const flags = recordFlags(r);
+    if (flags.length > 0) head += ` · ${flags.join(", ")}`;
+    return body.length === 0 ? `${head}\n  ${s.dim("(empty)")}` : `${head}\n${body.join("\n")}`;
+  };
+
+  const all = (list: Item[]): string[] =>
+    walk(list, {
+      record,
+      compaction: (r) => s.dim(`──── ${compactionText(r)}${isCompactBoundary(r) ? "" : "; the summary below starts the compacted conversation"} ────`),
+      branches: (item) => item.branches.map((b) => s.dim(`┆ Other branch (${where(item.at)})`) + "\n" + indent(paragraphs(all(b)), "┆ ")),
+    });
+  return paragraphs(all(items)) + "\n";
+}
