@@ -36,8 +36,11 @@ export function judgeBinding(binding: SessionBinding, request: RequestOwner): Bi
   const sameCredential = binding.credential === request.credential;
   const refreshed = !sameCredential && binding.credential !== null && request.credential !== null &&
     kindOf(binding.credential) === "bearer" && kindOf(request.credential) === "bearer" &&
-    binding.claims !== null && binding.claims === request.claims;
+    binding.claims !== null && !binding.claims.startsWith("device:") && binding.claims === request.claims;
   if (!sameCredential && !refreshed) return { same: false, why: "credential" };
+  // Without a credential only the claims and the working directory tell the owner: what the binding holds must be matched.
+  if (request.credential === null && binding.claims !== null && request.claims !== binding.claims) return { same: false, why: "credential" };
+  if (request.credential === null && binding.claims === null && binding.cwd !== null && request.cwd === null) return { same: false, why: "cwd" };
   const next = {
     credential: request.credential,
     claims: binding.claims ?? request.claims,

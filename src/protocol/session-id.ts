@@ -105,7 +105,9 @@ export function claimsTag(body: unknown, secret: string): string | null {
   const parsed = userIdJson(body);
   const account = typeof parsed?.account_uuid === "string" ? parsed.account_uuid : "";
   const device = typeof parsed?.device_id === "string" ? parsed.device_id : "";
-  return account === "" ? null : mac(secret, ["account", account, device]);
+  if (account !== "") return mac(secret, ["account", account, device]);
+  // Claude Code without an account (Bedrock, Vertex, a gateway) still names its install: what tells a credential-less owner.
+  return device === "" ? null : `device:${mac(secret, ["device", device])}`;
 }
 
 export function ownerName(secret: string, credential: string | null, cwd: string | null): string {
