@@ -42,6 +42,10 @@ export class SseMessageReader {
     });
   }
 
+  get whole(): boolean {
+    return this.acc.whole;
+  }
+
   /** Feeds one chunk of bytes. */
   feed(chunk: Uint8Array): void {
     this.text(this.decoder.decode(chunk, { stream: true }));

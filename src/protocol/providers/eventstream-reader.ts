@@ -21,6 +21,8 @@ export interface AnswerReader {
   readonly acc: StreamAccumulator;
   feed(chunk: Uint8Array): void;
   end(): void;
+  /** The answer is whole for the client, so it may be committed as one. */
+  readonly whole: boolean;
   /** Why the framing could not be read (null or absent: it could, so far). */
   readonly broken?: string | null;
 }
@@ -44,6 +46,7 @@ export class EventStreamReader implements AnswerReader {
   private held = 0;
   /** Frames decoded so far, for saying where a stream broke. */
   private frames = 0;
+  private ended = false;
 
   constructor(maxChars = MAX_MESSAGE_CHARS) {
     this.acc = new StreamAccumulator(maxChars);
@@ -67,8 +70,14 @@ export class EventStreamReader implements AnswerReader {
     }
   }
 
+  // AWS's decoder fails the whole answer on any broken frame, message_stop's too (Claude Code asks again): whole only at a clean end.
+  get whole(): boolean {
+    return this.ended && this.broken === null && this.acc.error === null && this.acc.whole;
+  }
+
   /** The stream ended: a frame begun and not finished is a stream cut mid-frame. */
   end(): void {
+    this.ended = true;
     if (this.broken === null && this.held > 0) this.fail(`the stream ended inside a frame (${this.held} bytes of frame ${this.frames + 1})`);
   }
 
