@@ -186,6 +186,10 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   link?.identify(bindingSecret, token !== null && !isLoopback(config.host) ? token.value : null);
   const sockets = () => Promise.all(["tcp", "tcp6"].map((f) => nodeFs.readText(`${deps.procNet ?? "/proc/net"}/${f}`).catch(() => ""))).then((t) => t.join(""));
   const uid = process.getuid?.() ?? null;
+  const owns = async (peer: Peer, port: number) => {
+    const owner = socketUid(await sockets(), peer, port);
+    return owner === null || uid === null ? null : owner === uid;
+  };
   const kernelSays = token === null && uid !== null && (await sockets()) !== "";
   const gate = new TokenGate(token?.value ?? generateToken(), { clock, stderr, onFailure: (fields) => log("token-failure", fields) });
   let internalErrors = 0;
@@ -217,6 +221,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     log,
     tapPort: () => listening,
     tokenGate: gate,
+    owner: owns,
   }).catch(async (error) => {
     // A proxy that cannot start stops the start: nothing started before it may keep running.
     viewer.close();
@@ -246,10 +251,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     onError: internalError,
     gate,
     allowedHosts: allowedHosts(config.host),
-    owner: token !== null ? undefined : async (peer: Peer) => {
-      const owner = socketUid(await sockets(), peer, server.port);
-      return owner === null || uid === null ? null : owner === uid;
-    },
+    owner: token !== null ? undefined : (peer: Peer) => owns(peer, server.port),
   });
   const server = await listen((request, peer) => app.fetch(request, { peer }), { port: config.port, hostname: config.host, onError: internalError, cut })
     .catch(async (error) => {

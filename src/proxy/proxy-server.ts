@@ -40,6 +40,8 @@ export interface ProxyDeps {
   tapPort: () => number;
   /** The HTTP port's: one throttle and one count for a token however it comes. */
   tokenGate: TokenGate;
+  /** Whether the client at `peer`, connected to `port`, is the tap's own user, by the kernel's word (null: it cannot say). */
+  owner?: (peer: { address: string; port: number }, port: number) => Promise<boolean | null>;
 }
 
 export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
@@ -319,6 +321,11 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     // Into the tap's own ports, a tunnel would nest proxies without end, or reach /_tap/ from the tap's own address.
     if ((target.port === port || target.port === deps.tapPort()) && isLocal(address)) {
       return refuse(socket, "self", 403, `${name} leads into the tap itself: the proxy opens no tunnel there`);
+    }
+    // Anything else on this machine would be reached as this user (another tap's viewer answers its owner by uid): the owner's clients only.
+    const peer = { address: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 };
+    if (isLocal(address) && deps.token === null && (await deps.owner?.(peer, port)) !== true) {
+      return refuse(socket, "local", 403, `${name} is on this machine: the proxy tunnels there only for its own user's clients`);
     }
     tunnel(socket, reader, name, address, target.port);
   };
