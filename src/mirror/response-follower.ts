@@ -14,14 +14,13 @@
  * event stream (Bedrock, docs/DESIGN.md "Bedrock's event stream"), whose broken frame ends the reading like
  * a cut stream.
  */
-import type { CommitJob } from "../protocol/commit-job.ts";
+import type { Answer, CommitJob } from "../protocol/commit-job.ts";
 import { isObject, type Json } from "../protocol/json.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { type AnswerReader, EventStreamReader } from "../protocol/providers/eventstream-reader.ts";
 import type { Framing } from "../protocol/providers/recognise.ts";
 import { type AssistantMessage, messageFromJson } from "../protocol/sse-accumulator.ts";
 import { SseMessageReader } from "../protocol/sse-reader.ts";
-import type { Answer } from "../protocol/staging.ts";
 import type { CutBy } from "./messages.ts";
 import { isSkip, type Prepared, type Skip } from "./request-prep.ts";
 

@@ -1,7 +1,8 @@
 // What the tap passes between client and upstream, and what it answers itself (docs/DESIGN.md "Passthrough"). Pure.
 import { TOKEN_HEADER } from "./session-id.ts";
 
-const HOP_BY_HOP = "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer transfer-encoding upgrade".split(" "); // RFC 9110 §7.6.1, and proxy-only ones
+// RFC 9110 §7.6.1, and proxy-only ones.
+const HOP_BY_HOP = "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer transfer-encoding upgrade".split(" ");
 // What both runtimes' fetch decode alike when asked for it (Deno's leaves `deflate` encoded, and decodes nothing it did not ask for).
 const DECODED_ENCODINGS = ["gzip", "br"];
 
@@ -52,7 +53,7 @@ function offeredCodings(accept: string | null): string {
   return kept.length > 0 ? kept.join(", ") : "identity";
 }
 
-/** A body fetch `decoded` loses the coding and the length, which describe other bytes. */
+// A body fetch `decoded` loses the coding and the length, which describe other bytes.
 export function clientResponseHeaders(upstream: Headers, decoded: boolean): Headers {
   const out = new Headers(upstream);
   dropHopByHop(out);

@@ -7,7 +7,7 @@ import { networkInterfaces } from "node:os";
 import { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
 import { hostTable, type Provider, type ProxySettings, ProxyStartError } from "../config/proxy-settings.ts";
-import { sameSecret, type TokenGate } from "../server/token-gate.ts";
+import type { TokenGate } from "../server/request-guard.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { forward, type ForwardDeps } from "../tap/forward.ts";
@@ -46,15 +46,10 @@ export interface ProxyDeps {
 
 export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
 
-/** True when `header` carries `token`, as Basic credentials (any user name) or a Bearer token. */
+/** The token `header` carries, as Basic credentials (any user name) or a Bearer token. */
 export function proxyToken(header: string | null): string | null {
   const m = /^(Basic|Bearer)\s+(\S+)$/i.exec((header ?? "").trim());
   return (m === null ? undefined : /^bearer$/i.test(m[1]) ? m[2] : /^[^:]*:(.*)$/s.exec(Buffer.from(m[2], "base64").toString("latin1"))?.[1]) ?? null;
-}
-
-export function proxyAuthorized(header: string | null, token: string): boolean {
-  const given = proxyToken(header);
-  return given !== null && sameSecret(given, token);
 }
 
 /** True when `address` is this machine's: a loopback or unspecified address, or one of its interfaces'. */

@@ -1,7 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { claimsTag, credentialTag, dirName, identityHeaders, resolveIdentity } from "../../src/protocol/session-id.ts";
-import { judgeBinding } from "../../src/protocol/session-binding.ts";
+import { claimsTag, credentialTag, dirName, identityHeaders, judgeBinding, resolveIdentity } from "../../src/protocol/session-id.ts";
 
 describe("resolveIdentity()", () => {
   it("prefers the x-claude-code-session-id header", () => {
