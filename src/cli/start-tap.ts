@@ -166,14 +166,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     alertOf: (id) => alerts.get(id) ?? null,
     lookNow: async (id) => void await link.query("guardLookNow", id),
   };
-  const upstream = new UpstreamHealth(config.upstream, clock, stderr);
-  const reportUpstream = {
-    failed(error: unknown, how: "unreachable" | "broke") {
-      upstream.failed(error, how);
-      log("upstream-error", { how, error: describe(error) });
-    },
-    answered: () => upstream.answered(),
-  };
+  const upstream = new UpstreamHealth(config.upstream, clock, stderr, (fields) => log("upstream-error", fields));
   // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token. On loopback it answers
   // its own user: by the uid of the client's socket, or where the kernel cannot say, by a token of this run's.
   const token = config.token !== null
@@ -204,7 +197,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     engine: link,
     maxMessageBytes: config.maxMessageBytes,
     clock,
-    upstreamHealth: reportUpstream,
+    upstreamHealth: upstream,
     refused: refusalNotice(stderr, link),
     stopping: cut.signal,
     // A large body streams where fetch keeps its length (Bun), and is read first where it would go chunked (Deno).

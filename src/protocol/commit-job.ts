@@ -23,7 +23,6 @@ export interface Answer {
 /** The request's messages and identity, and the answer (null when there is none to keep). */
 export interface CommitJob {
   route: Route;
-  /** The request opens a compacted segment of the main conversation. */
   compaction: boolean;
   sessionDir: string;
   agentDir: string | null;
@@ -33,7 +32,7 @@ export interface CommitJob {
   answer: Answer | null;
   /** `gave-up`: the mirror stopped reading the answer (docs/DESIGN.md "Off the relay path") and keeps only the request. */
   kind: "complete" | "client-cut" | "upstream-cut" | "gave-up";
-  /** Who sent the request (fingerprints: session-id.ts), when the mirror binds sessions. */
+  /** Fingerprints (session-id.ts), when the mirror binds sessions. */
   owner?: { credential: string | null; claims: string | null };
   /** The request carried another owner's session id: this is the session of its own it was given. */
   split?: boolean;
@@ -64,7 +63,7 @@ export function mainPlaceOf(of: ConversationPlace): ConversationPlace | null {
   return of.subpath === "side" ? place(of.sessionDir, "", of.sessionDir) : null;
 }
 
-/** Records to append in one write, and the lineage changes they make once it succeeded. */
+/** Appended in one write; `ops` change the lineage once it succeeded. */
 export interface Staged {
   records: MirrorRecord[];
   ops: ({ add: LineageEntry } | { alias: { key: string; uuid: string } })[];

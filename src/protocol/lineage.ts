@@ -3,7 +3,7 @@
 import { chainHash, messageHash } from "./message-hash.ts";
 import { isObject, type Json } from "./json.ts";
 
-/** index key → the uuid of the record holding that position. */
+/** Index key → the uuid of the record holding that position. */
 export interface LineageView {
   get(key: string): string | undefined;
 }
@@ -12,9 +12,8 @@ export interface HashedMessage {
   role: string;
   content: unknown;
   hash: string;
-  /** The conversation's position after this message (a system message does not move it). */
+  /** The position after this message (a system message does not move it), and its record's index key. */
   chain: string | null;
-  /** The index key of this message's record: its chain, or for a system message its own slot. */
   key: string;
 }
 
@@ -24,7 +23,6 @@ function systemKey(parentChain: string | null, hash: string): string {
   return chainHash(parentChain, `system:${hash}`);
 }
 
-/** Entries that are not messages are skipped. */
 export function hashMessages(messages: unknown[]): HashedMessage[] {
   const out: HashedMessage[] = [];
   let parent: string | null = null;
@@ -74,7 +72,7 @@ export function planRequest(index: LineageView, messages: HashedMessage[]): Plan
   return { start, parentUuid, reconstructedBefore: Math.max(start, lastAnswer + 1) };
 }
 
-/** One record's place in a lineage; `hash` is null for records without a message (a compact boundary). */
+/** `hash` is null for a record without a message (a compact boundary). */
 export interface LineageEntry {
   key: string;
   uuid: string;
@@ -82,7 +80,6 @@ export interface LineageEntry {
   hash: string | null;
 }
 
-/** The mirrored lineage of one conversation directory. */
 export class Lineage implements LineageView {
   private readonly byKey = new Map<string, string>();
   private readonly chainOf = new Map<string, string | null>();
@@ -94,7 +91,6 @@ export class Lineage implements LineageView {
     return this.byKey.get(key);
   }
 
-  /** The position after a record (of this directory, or the main one a side exchange hangs from). */
   chainAfter(uuid: string): string | null | undefined {
     return this.chainOf.get(uuid);
   }
@@ -162,7 +158,7 @@ export class LineageReader {
     if (r.isCompactSummary === true) this.aliasKeptTail(r, chain);
   }
 
-  /** The aliases of a compaction's kept tail, from its boundary's preservedSegment (head … tail). */
+  // A compaction's kept tail, from its boundary's preservedSegment (head … tail).
   private aliasKeptTail(summary: Rec, summaryChain: string): void {
     const segment = this.byUuid.get(String(summary.parentUuid))?.segment as { headUuid?: string; tailUuid?: string } | undefined;
     if (!segment?.headUuid || !segment.tailUuid) return;

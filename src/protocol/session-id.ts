@@ -3,7 +3,7 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { type Json, jsonObject } from "./json.ts";
 
-/** All the engine ever sees of a request's headers: credentials stay on the relay, at most their fingerprint goes. */
+/** All the engine sees of a request's headers: a credential stays on the relay, at most its fingerprint goes. */
 export type IdentityHeaders = {
   session: string | null;
   agent: string | null;
@@ -86,7 +86,6 @@ function mac(secret: string, parts: string[]): string {
   return createHmac("sha256", secret).update(parts.join("\u0000")).digest("hex").slice(0, 32);
 }
 
-/** The API key first, as the API reads it. */
 export function credentialTag(headers: Headers, secret: string): string | null {
   const key = headers.get("x-api-key");
   if (key !== null && key !== "") return `key:${mac(secret, ["x-api-key", key])}`;
@@ -107,7 +106,7 @@ export function ownerName(secret: string, credential: string | null, cwd: string
   return mac(secret, ["owner", credential ?? "", cwd ?? ""]).slice(0, 8);
 }
 
-/** What a session is bound to by its first mirrored request, and who a later one says it is: fingerprints only. */
+/** What a session's first mirrored request bound it to, or who a later one says it is. */
 export interface SessionBinding {
   credential: string | null;
   claims: string | null;

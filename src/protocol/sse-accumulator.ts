@@ -34,10 +34,8 @@ export class StreamAccumulator {
   private unknownEvents: Json[] = [];
   private messageDelta: Json = {};
   private usage: Json | null = null;
-  /** message_stop arrived. */
   complete = false;
   error: Json | null = null;
-  /** Data payloads that were not JSON objects. */
   malformed = 0;
   /** Characters of content kept (text, thinking, tool input), and beside it (see roomFor). */
   private kept = 0;
@@ -91,7 +89,6 @@ export class StreamAccumulator {
     return false;
   }
 
-  /** One event's data (the `event:` name is advisory; the payload's `type` decides). */
   pushData(data: string): void {
     if (this.dropped > 0 && data.startsWith(DELTA_PREFIX)) return this.letGo(data.length);
     let event: unknown;

@@ -64,7 +64,7 @@ export function socketUid(tables: string, peer: { address: string; port: number 
   return uids.length === 1 ? uids[0] : null;
 }
 
-/** A number: the seconds the client must still wait before a token it offers is read. */
+/** A number: the seconds the client must still wait. */
 export type TokenCheck = "ok" | "wrong" | number;
 
 export function generateToken(): string {

@@ -8,7 +8,6 @@ import { credentialTag, type IdentityHeaders, identityHeaders, sameSecret, TOKEN
 import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
 import { plural } from "../utils/plural.ts";
 
-/** A Worker, or this thread. */
 export interface EngineHost {
   /** `transfer`: buffers the engine takes over (the relay must not touch them again). */
   post(message: ToEngine, transfer: ArrayBuffer[]): void;
@@ -18,13 +17,11 @@ export interface EngineHost {
 export interface StartedEngine {
   link: EngineLink;
   replayed: Replayed;
-  /** The guard runs. */
   guard: boolean;
 }
 
 export interface LinkListener {
   stderr(line: string): void;
-  /** Mirror files were written. */
   wrote(paths: string[]): void;
   alerts(alerts: Extract<FromEngine, { t: "alerts" }>["alerts"]): void;
 }
@@ -35,7 +32,6 @@ const MAX_STAGED = 256 * 1024;
 /** Bytes sent and not yet read past which the relay copies no more and the mirror gives that answer up: memory stays bounded. */
 export const MAX_UNREAD = 16 * 1024 * 1024;
 
-/** `bytes` as a view of a whole buffer of its own, which can be transferred. */
 function transferable(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
 }
@@ -48,7 +44,7 @@ export class EngineLink {
   private staged = 0;
   private index: number[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Why the engine stopped (said in health), or null while it runs. */
+  /** Why the engine stopped, or null while it runs. */
   stopped: string | null = null;
   private unread = 0;
   private bindingKey: string | null = null;
@@ -67,7 +63,6 @@ export class EngineLink {
   readonly started: Promise<StartedEngine>;
   private starting: { resolve(engine: StartedEngine): void; reject(error: Error): void } | null = null;
 
-  /** `spawn` starts an engine (`first`: the tap's first); with `restartable` a dead one is replaced. */
   constructor(
     private readonly listener: LinkListener,
     private readonly spawn: (link: EngineLink, first: boolean) => EngineHost,
@@ -78,7 +73,6 @@ export class EngineLink {
     this.host = spawn(this, true);
   }
 
-  /** One message of the engine `from` (a dead one's are ignored). */
   receive(message: FromEngine, from: EngineHost = this.host): void {
     if (from !== this.host) return;
     switch (message.t) {
@@ -181,12 +175,11 @@ export class EngineLink {
     return new RelayObserver(this, id);
   }
 
-  /** A request forwarded unmirrored, its body (taken over) for the engine to tell whether it looks like a conversation (docs/DESIGN.md "Nothing forwarded unseen"). */
+  /** A request forwarded unmirrored: the engine tells whether it looks like a conversation (docs/DESIGN.md "Nothing forwarded unseen"). */
   unseen(shape: string, reason: string, copy: BodyCopy, refused = false): void {
     this.handOver(copy, (copy) => ({ t: "unseen", shape, reason, copy, refused }));
   }
 
-  /** The request's bytes (taken over: the caller must not touch them again), or why there are none. */
   body(id: number, copy: BodyCopy): void {
     this.handOver(copy, (copy) => ({ t: "body", id, copy }));
   }
@@ -197,7 +190,7 @@ export class EngineLink {
     this.send(message({ bytes }), [bytes.buffer as ArrayBuffer]);
   }
 
-  /** Stages one chunk of `id`'s response; false, copying nothing, when the engine has MAX_UNREAD bytes left to read. */
+  /** False, copying nothing, when the engine has MAX_UNREAD bytes left to read. */
   copy(id: number, chunk: Uint8Array): boolean {
     if (this.stopped !== null) return true;
     if (this.unread + this.staged > MAX_UNREAD) return false;
@@ -219,7 +212,6 @@ export class EngineLink {
     return true;
   }
 
-  /** A control message, after everything staged before it. */
   send(message: ToEngine, transfer: ArrayBuffer[] = []): void {
     if (this.stopped !== null) return;
     if (this.staged > 0) this.flush();
@@ -234,12 +226,10 @@ export class EngineLink {
     return answered as Promise<EngineQueries[K]["value"]>;
   }
 
-  /** Null once the engine stopped (its problem says so). */
   async health(): Promise<EngineHealth | null> {
     return this.stopped !== null ? null : await this.query("health", null);
   }
 
-  /** Its last flush and spool, then the thread. */
   async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
     this.closing = true;
     if (this.restartTimer !== null) clearTimeout(this.restartTimer);

@@ -1,4 +1,4 @@
-// The tee and the relay's side of the mirror (src/tap/tee.ts, relay-observer.ts, engine-link.ts) against a
+// The tee and the relay's side of the mirror (src/tap/tee.ts, engine-link.ts) against a
 // real mirror engine in its Worker writing real files (over a filesystem a test can make hang: faulty-fs.ts): the
 // client's bytes are never changed and never wait for the engine — checked with the answer re-split at
 // every byte boundary —, an answer is written once, as soon as it is whole, every way a stream can end
