@@ -20,7 +20,6 @@ export interface Answer {
   timestamp: string;
 }
 
-/** The request's messages and identity, and the answer (null when there is none to keep). */
 export interface CommitJob {
   route: Route;
   compaction: boolean;
@@ -34,7 +33,7 @@ export interface CommitJob {
   kind: "complete" | "client-cut" | "upstream-cut" | "gave-up";
   /** Fingerprints (session-id.ts), when the mirror binds sessions. */
   owner?: { credential: string | null; claims: string | null };
-  /** The request carried another owner's session id: this is the session of its own it was given. */
+  /** The request carried another owner's session id, and was given a session of its own. */
   split?: boolean;
 }
 

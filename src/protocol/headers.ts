@@ -84,7 +84,7 @@ export function isAwsHost(host: string): boolean {
   return /(?:^|\.)amazonaws\.com(?:\.cn)?$/i.test(host.replace(/:\d+$/, ""));
 }
 
-/** Why base-URL mode cannot forward `headers` to `upstream` (docs/DESIGN.md "Bedrock's signatures"), or null when it can. */
+/** Why base-URL mode cannot forward `headers` to `upstream` (docs/DESIGN.md "Bedrock's signatures"). */
 export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
   const authorization = headers.get("authorization");
   if (authorization !== null && /^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return { reason: "signed for the tap's address", message: SIGNED };

@@ -64,7 +64,6 @@ export function messageHash(role: unknown, content: unknown): string {
   return createHash("sha256").update(stableStringify([role, canonicalContent(scrubContent(content, true))]), "utf8").digest("hex");
 }
 
-/** The hash of a message at a position: its parent's chain hash and its own. */
 export function chainHash(parent: string | null, message: string): string {
   return createHash("sha256").update((parent ?? "root") + ":" + message, "utf8").digest("hex");
 }

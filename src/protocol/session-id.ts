@@ -59,7 +59,6 @@ export function isReservedName(name: string): boolean {
   return lower.startsWith(".") || lower === "unknown" || lower.startsWith("inv-") || lower.startsWith("session-mirror-events");
 }
 
-/** `<id>.jsonl`, or null when no session of Claude Code (a UUID) can have that id. */
 export function transcriptName(id: string): string | null {
   return /^[A-Za-z0-9]/.test(id) ? nameInside(id, ".jsonl") : null;
 }
@@ -75,7 +74,7 @@ export function dirName(id: string | null): string {
 /** Carries the tap's token on API traffic (`ANTHROPIC_CUSTOM_HEADERS`); never forwarded upstream. */
 export const TOKEN_HEADER = "x-sessiontap-token";
 
-/** Compares in time that does not depend on where the strings differ. */
+/** In time that does not depend on where the strings differ. */
 export function sameSecret(given: string | null, secret: string): boolean {
   const sha = (s: string) => createHash("sha256").update(s).digest();
   return timingSafeEqual(sha(given ?? ""), sha(secret)) && given !== null && given.length === secret.length;
@@ -106,7 +105,6 @@ export function ownerName(secret: string, credential: string | null, cwd: string
   return mac(secret, ["owner", credential ?? "", cwd ?? ""]).slice(0, 8);
 }
 
-/** What a session's first mirrored request bound it to, or who a later one says it is. */
 export interface SessionBinding {
   credential: string | null;
   claims: string | null;

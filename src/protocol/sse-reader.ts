@@ -80,7 +80,6 @@ export class SseMessageReader {
     this.skipLF = this.last === CR;
   }
 
-  /** What follows the dropped event's blank line (nothing while it goes on). */
   private passOver(text: string): string {
     let at = this.skipLF && text.charCodeAt(0) === LF ? 1 : 0;
     this.skipLF = false;

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { FetchHandler, ListenOptions, RunningServer } from "./index.ts";
 import { settlesWithin } from "../utils/within.ts";
 
-// Declared here, not pulled from Deno's types, so the shared type-check does not need them.
+// Not Deno's own types: the shared type-check does without them.
 declare const Deno: {
   connect(options: { hostname: string; port: number }): Promise<{ close(): void }>;
   serve(

@@ -1,5 +1,5 @@
-// The Hono app: the tap's own routes under /_tap/, answered to their owner only, and everything else handed to the
-// forwarder; it opens no socket (docs/DESIGN.md "Trust boundaries").
+// The Hono app (docs/DESIGN.md "Trust boundaries"): the tap's own routes under /_tap/, answered to their owner only, and everything
+// else handed to the forwarder; it opens no socket.
 import { type Context, Hono, type Next } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";

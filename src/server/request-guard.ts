@@ -31,7 +31,7 @@ export function crossSiteRefusal(facts: RequestFacts, allowedHosts: ReadonlySet<
   return null;
 }
 
-/** An address as text to compare: IPv6 compressed in brackets, IPv4-mapped IPv6 as IPv4. */
+/** IPv6 compressed in brackets, IPv4-mapped IPv6 as IPv4. */
 function canonical(address: string): string {
   const bare = address.replace(/^\[|\]$/g, "").toLowerCase();
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
@@ -97,7 +97,7 @@ export class TokenGate {
     this.alarm = new Alarm(this.clock, options.stderr ?? (() => {}));
   }
 
-  /** Reads `given` (the token, or the cookie's value) from `peer`, unless `peer` must wait; counts and tells a wrong one. */
+  /** `given` is the token, or the cookie's value. */
   check(peer: string, given: string, as: "token" | "cookie" = "token"): TokenCheck {
     const client = this.clients.get(peer) ?? { failures: 0, until: 0 };
     const waitMs = client.until - this.clock();

@@ -44,7 +44,6 @@ export class EngineLink {
   private staged = 0;
   private index: number[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Why the engine stopped, or null while it runs. */
   stopped: string | null = null;
   private unread = 0;
   private bindingKey: string | null = null;
@@ -137,10 +136,7 @@ export class EngineLink {
     (this.restartTimer as { unref?: () => void }).unref?.();
   }
 
-  /**
-   * `bindingKey` fingerprints each request's credential for the engine (docs/DESIGN.md "Who a session belongs to"); `apiToken`,
-   * beyond loopback, is what API traffic must carry (TOKEN_HEADER) to be mirrored.
-   */
+  /** Credentials are fingerprinted under `bindingKey`; `apiToken`, beyond loopback, is what API traffic must carry to be mirrored. */
   identify(bindingKey: string | null, apiToken: string | null): void {
     this.bindingKey = bindingKey;
     this.apiToken = apiToken;
@@ -262,10 +258,7 @@ export class EngineLink {
   }
 }
 
-/**
- * The relay's side of one followed response, and the one error boundary of its mirror work: it posts the request's bytes, the
- * head, each chunk and how the body ended, never parses, and nothing it does throws into the tee. following ── end/cut/gave up ──▶ done
- */
+/** One followed response on the relay, and the one error boundary of its mirror work: it posts, never parses, never throws into the tee. */
 export class RelayObserver {
   private following = true;
 

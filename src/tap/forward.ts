@@ -9,7 +9,6 @@ import type { EngineLink } from "./engine-link.ts";
 import { teeBody } from "./tee.ts";
 
 export interface ForwardDeps {
-  /** Origin and base path, no trailing slash. */
   upstream: string;
   fetch: typeof fetch;
   runtime: FetchRuntime;

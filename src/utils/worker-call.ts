@@ -17,7 +17,6 @@ export class WorkerCalls<Api> {
   private readonly worker: Worker;
   private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   private next = 1;
-  /** Why the Worker stopped, or null while it runs. */
   stopped: string | null = null;
 
   constructor(
@@ -80,10 +79,8 @@ const scope = globalThis as unknown as {
   close(): void;
 };
 
-/**
- * The Worker's end: calls go to the object built from the first message (they wait for it). An error nothing contained ends the
- * thread, said once in one line (not the runtime's multi-line report). Returns how to post to the caller.
- */
+// The Worker's end: calls go to the object built from the first message; an error nothing contained ends the thread, said once in
+// one line (not the runtime's multi-line report). Returns how to post to the caller.
 export function answerCalls(
   build: (init: never) => object | Promise<object>,
   message?: (data: unknown) => void,
