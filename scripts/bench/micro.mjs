@@ -71,7 +71,7 @@ for (const [name, kind, size] of [["sse_long_per_event", "long", 0], ["sse_long_
   });
 }
 
-const { readRequest } = await import("../../src/protocol/request-reader.ts");
+const { readRequest } = await import("../../src/protocol/lineage.ts");
 const { prepareRequest } = await import("../../src/mirror/request-prep.ts");
 const IDENTITY = { session: "micro-history", agent: null, parentAgent: null, userAgent: "claude-cli/2.1.328 (external, cli)" };
 

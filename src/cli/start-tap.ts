@@ -9,8 +9,7 @@ import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
 import { bundleScript, listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
 import { createApp, type Peer } from "../server/app.ts";
-import { socketUid } from "../server/request-guard.ts";
-import { generateToken, TokenGate } from "../server/token-gate.ts";
+import { generateToken, socketUid, TokenGate } from "../server/request-guard.ts";
 import { describe, describeBare } from "../utils/describe-error.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
@@ -151,14 +150,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     alertOf: (id) => alerts.get(id) ?? null,
     lookNow: async (id) => void await link.query("guardLookNow", id),
   };
-  const upstream = new UpstreamHealth(config.upstream, clock, stderr);
-  const reportUpstream = {
-    failed(error: unknown, how: "unreachable" | "broke") {
-      upstream.failed(error, how);
-      log("upstream-error", { how, error: describe(error) });
-    },
-    answered: () => upstream.answered(),
-  };
+  const upstream = new UpstreamHealth(config.upstream, clock, stderr, (fields) => log("upstream-error", fields));
   // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token. On loopback it answers
   // its own user: by the uid of the client's socket, or where the kernel cannot say, by a token of this run's.
   const token = config.token !== null
@@ -170,6 +162,10 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   link?.identify(bindingSecret, token !== null && !isLoopback(config.host) ? token.value : null);
   const sockets = () => Promise.all(["tcp", "tcp6"].map((f) => nodeFs.readText(`${deps.procNet ?? "/proc/net"}/${f}`).catch(() => ""))).then((t) => t.join(""));
   const uid = process.getuid?.() ?? null;
+  const owns = async (peer: Peer, port: number) => {
+    const owner = socketUid(await sockets(), peer, port);
+    return owner === null || uid === null ? null : owner === uid;
+  };
   const kernelSays = token === null && uid !== null && (await sockets()) !== "";
   const gate = new TokenGate(token?.value ?? generateToken(), { clock, stderr, onFailure: (fields) => log("token-failure", fields) });
   let internalErrors = 0;
@@ -185,7 +181,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     engine: link,
     maxMessageBytes: config.maxMessageBytes,
     clock,
-    upstreamHealth: reportUpstream,
+    upstreamHealth: upstream,
     refused: refusalNotice(stderr, link),
     stopping: cut.signal,
     // A large body streams where fetch keeps its length (Bun), and is read first where it would go chunked (Deno).
@@ -201,6 +197,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     log,
     tapPort: () => listening,
     tokenGate: gate,
+    owner: owns,
   }).catch(async (error) => {
     // A proxy that cannot start stops the start: nothing started before it may keep running.
     viewer.close();
@@ -230,10 +227,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     onError: internalError,
     gate,
     allowedHosts: allowedHosts(config.host),
-    owner: token !== null ? undefined : async (peer: Peer) => {
-      const owner = socketUid(await sockets(), peer, server.port);
-      return owner === null || uid === null ? null : owner === uid;
-    },
+    owner: token !== null ? undefined : (peer: Peer) => owns(peer, server.port),
   });
   const server = await listen((request, peer) => app.fetch(request, { peer }), { port: config.port, hostname: config.host, onError: internalError, cut })
     .catch(async (error) => {

@@ -7,8 +7,7 @@
  * every failure is one events-log line and a count, said on stderr (mirror-alarms.ts) and listed as a
  * health problem (health.ts).
  */
-import type { CommitJob } from "../protocol/commit-job.ts";
-import { placeOf } from "../protocol/conversation.ts";
+import { type CommitJob, placeOf } from "../protocol/commit-job.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";

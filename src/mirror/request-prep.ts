@@ -6,7 +6,7 @@ import { classify } from "../protocol/classify.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { readEnvironment, readUserAgent } from "../protocol/environment.ts";
 import { isObject } from "../protocol/json.ts";
-import { readRequest, UnreadableRequest } from "../protocol/request-reader.ts";
+import { readRequest, UnreadableRequest } from "../protocol/lineage.ts";
 import { claimsTag, dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
 
 /** Fields of a read request that a commit needs, and the model the body names (null: none, as on Vertex and Bedrock). */

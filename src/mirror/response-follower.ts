@@ -14,14 +14,13 @@
  * event stream (Bedrock, docs/DESIGN.md "Bedrock's event stream"), whose broken frame ends the reading like
  * a cut stream.
  */
-import type { CommitJob } from "../protocol/commit-job.ts";
+import type { Answer, CommitJob } from "../protocol/commit-job.ts";
 import { isObject, type Json } from "../protocol/json.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { type AnswerReader, EventStreamReader } from "../protocol/providers/eventstream-reader.ts";
 import type { Framing } from "../protocol/providers/recognise.ts";
 import { type AssistantMessage, messageFromJson } from "../protocol/sse-accumulator.ts";
 import { SseMessageReader } from "../protocol/sse-reader.ts";
-import type { Answer } from "../protocol/staging.ts";
 import type { CutBy } from "./messages.ts";
 import { isSkip, type Prepared, type Skip } from "./request-prep.ts";
 
@@ -90,7 +89,7 @@ export class ResponseFollower {
     if (this.head === null || this.done || this.settled) return;
     if (this.reader !== null) {
       this.reader.feed(bytes);
-      if (this.reader.acc.whole) this.settle("complete");
+      if (this.reader.whole) this.settle("complete");
       else if (this.reader.broken) this.broken(this.reader.broken);
       return;
     }
@@ -106,9 +105,9 @@ export class ResponseFollower {
     if (this.head === null || this.done || this.settled) return;
     if (this.reader !== null) {
       this.reader.end();
-      if (!this.reader.acc.whole && this.reader.broken) return this.broken(this.reader.broken);
+      if (!this.reader.whole && this.reader.broken) return this.broken(this.reader.broken);
       // A stream that ends before the message is whole was cut by the upstream (or its proxy).
-      return this.settle(this.reader.acc.whole ? "complete" : "upstream-cut");
+      return this.settle(this.reader.whole ? "complete" : "upstream-cut");
     }
     const body = new Uint8Array(this.jsonBytes);
     let offset = 0;
@@ -163,7 +162,7 @@ export class ResponseFollower {
   /** Decides the commit: made now when the request is read, else once it is. */
   private settle(kind: CommitJob["kind"]): void {
     this.settled = true;
-    const whole = this.reader?.acc.whole ? this.reader.acc.message(false) : null;
+    const whole = this.reader?.whole ? this.reader.acc.message(false) : null;
     this.later(() => this.finish(kind, whole));
   }
 

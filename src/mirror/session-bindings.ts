@@ -7,8 +7,7 @@
  * id cannot change what `restore` brings back. Jobs of one session are judged in order.
  */
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { judgeBinding, type SessionBinding } from "../protocol/session-binding.ts";
-import { dirName, ownerName } from "../protocol/session-id.ts";
+import { dirName, judgeBinding, ownerName, type SessionBinding } from "../protocol/session-id.ts";
 import type { BindingFiles } from "../storage/binding-files.ts";
 import type { EventFields } from "../storage/events-log.ts";
 

@@ -1,5 +1,5 @@
-// Where and by what a request was sent, read from the system prompt, the system messages and the opening user messages only,
-// whatever the length of the history (docs/DESIGN.md "Where the environment travels"). Pure.
+// Where and by what a request was sent, from the system prompt, system messages and opening user messages only, however long the
+// history (docs/DESIGN.md "Where the environment travels"). Pure.
 import { COMPACTION_PREFIX } from "./classify.ts";
 import { isObject } from "./json.ts";
 
@@ -25,7 +25,7 @@ function section(text: string, name: string): string | null {
   return end === null ? rest : rest.slice(0, end.index);
 }
 
-/** The first user message, and after a compaction summary the next one too. */
+// The first user message, and after a compaction summary the next one too.
 function openingUserMessages(messages: unknown[]): unknown[] {
   const users = messages.filter((m) => isObject(m) && m.role === "user");
   const first = users[0];

@@ -1,7 +1,8 @@
 // What the tap passes between client and upstream, and what it answers itself (docs/DESIGN.md "Passthrough"). Pure.
 import { TOKEN_HEADER } from "./session-id.ts";
 
-const HOP_BY_HOP = "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer transfer-encoding upgrade".split(" "); // RFC 9110 §7.6.1, and proxy-only ones
+// RFC 9110 §7.6.1, and proxy-only ones.
+const HOP_BY_HOP = "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer transfer-encoding upgrade".split(" ");
 // What both runtimes' fetch decode alike when asked for it (Deno's leaves `deflate` encoded, and decodes nothing it did not ask for).
 const DECODED_ENCODINGS = ["gzip", "br"];
 
@@ -52,7 +53,7 @@ function offeredCodings(accept: string | null): string {
   return kept.length > 0 ? kept.join(", ") : "identity";
 }
 
-/** A body fetch `decoded` loses the coding and the length, which describe other bytes. */
+// A body fetch `decoded` loses the coding and the length, which describe other bytes.
 export function clientResponseHeaders(upstream: Headers, decoded: boolean): Headers {
   const out = new Headers(upstream);
   dropHopByHop(out);
@@ -83,7 +84,7 @@ export function isAwsHost(host: string): boolean {
   return /(?:^|\.)amazonaws\.com(?:\.cn)?$/i.test(host.replace(/:\d+$/, ""));
 }
 
-/** Why base-URL mode cannot forward `headers` to `upstream` (docs/DESIGN.md "Bedrock's signatures"), or null when it can. */
+/** Why base-URL mode cannot forward `headers` to `upstream` (docs/DESIGN.md "Bedrock's signatures"). */
 export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
   const authorization = headers.get("authorization");
   if (authorization !== null && /^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return { reason: "signed for the tap's address", message: SIGNED };

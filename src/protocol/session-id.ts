@@ -1,11 +1,9 @@
-// Who a request is: its session and agent ids, the names they may take on disk, its credential's fingerprint
-// (docs/DESIGN.md "Who a session belongs to"). Pure.
+// Who a request is: its session and agent ids, the names they may take on disk, its owner's fingerprints, and whether it may
+// extend a session bound to another (docs/DESIGN.md "Who a session belongs to"). Pure.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { type Json, jsonObject } from "./json.ts";
 
-export type RequestIdentity = { sessionId: string | null; agentId: string | null; parentAgentId: string | null; claudeCode: boolean };
-
-/** All the engine ever sees of a request's headers: credentials stay on the relay, at most their fingerprint goes. */
+/** All the engine sees of a request's headers: a credential stays on the relay, at most its fingerprint goes. */
 export type IdentityHeaders = {
   session: string | null;
   agent: string | null;
@@ -38,31 +36,29 @@ function sessionFromMetadata(body: unknown): string | null {
 }
 
 /** The session header first, then `metadata.user_id`: a JSON string with `session_id`, or the legacy `…_session_<uuid>`. */
-export function resolveIdentity(headers: IdentityHeaders, body: unknown): RequestIdentity {
-  const { session, agent, parentAgent } = headers;
+export function resolveIdentity(headers: IdentityHeaders, body: unknown) {
   const trimmed = (s: string | null) => (s !== null && s.trim() !== "" ? s.trim() : null);
   return {
-    sessionId: trimmed(session) ?? sessionFromMetadata(body),
-    agentId: trimmed(agent),
-    parentAgentId: trimmed(parentAgent),
-    claudeCode: session !== null || /^claude-cli\//.test(headers.userAgent ?? ""),
+    sessionId: trimmed(headers.session) ?? sessionFromMetadata(body),
+    agentId: trimmed(headers.agent),
+    parentAgentId: trimmed(headers.parentAgent),
+    claudeCode: headers.session !== null || /^claude-cli\//.test(headers.userAgent ?? ""),
   };
 }
 
-// The one gate from an id to a file name: only a plain id becomes a name, so no name can hold a separator, climb
-// out of its parent or be too long (docs/RELIABILITY.md "Trust boundaries").
+// The one gate from an id to a file name: only a plain id becomes a name, so no name can hold a separator, climb out of its
+// parent or be too long (docs/RELIABILITY.md "Trust boundaries").
 export function nameInside(id: string, suffix = ""): string | null {
   if (!/^[A-Za-z0-9._-]{1,128}$/.test(id) || id === "." || id === ".." || !/^[A-Za-z0-9._-]{0,16}$/.test(suffix)) return null;
   return id + suffix;
 }
 
-/** A name the mirror root keeps for itself (dot names, `unknown`, `inv-…`, the events log), compared without case for case-insensitive filesystems. */
+/** A name the root keeps for itself (dot names, `unknown`, `inv-…`, the events log), without case for case-insensitive filesystems. */
 export function isReservedName(name: string): boolean {
   const lower = name.toLowerCase();
   return lower.startsWith(".") || lower === "unknown" || lower.startsWith("inv-") || lower.startsWith("session-mirror-events");
 }
 
-/** `<id>.jsonl`, or null when no session of Claude Code (a UUID) can have that id. */
 export function transcriptName(id: string): string | null {
   return /^[A-Za-z0-9]/.test(id) ? nameInside(id, ".jsonl") : null;
 }
@@ -78,9 +74,10 @@ export function dirName(id: string | null): string {
 /** Carries the tap's token on API traffic (`ANTHROPIC_CUSTOM_HEADERS`); never forwarded upstream. */
 export const TOKEN_HEADER = "x-sessiontap-token";
 
-export function tokenMatches(given: string | null, token: string): boolean {
+/** In time that does not depend on where the strings differ. */
+export function sameSecret(given: string | null, secret: string): boolean {
   const sha = (s: string) => createHash("sha256").update(s).digest();
-  return timingSafeEqual(sha(given ?? ""), sha(token)) && given !== null && given.length === token.length;
+  return timingSafeEqual(sha(given ?? ""), sha(secret)) && given !== null && given.length === secret.length;
 }
 
 // Under the tap's own secret: the credential is never kept, and its fingerprint cannot be tested against a guessed key elsewhere.
@@ -88,7 +85,6 @@ function mac(secret: string, parts: string[]): string {
   return createHmac("sha256", secret).update(parts.join("\u0000")).digest("hex").slice(0, 32);
 }
 
-/** The API key first, as the API reads it. */
 export function credentialTag(headers: Headers, secret: string): string | null {
   const key = headers.get("x-api-key");
   if (key !== null && key !== "") return `key:${mac(secret, ["x-api-key", key])}`;
@@ -96,18 +92,42 @@ export function credentialTag(headers: Headers, secret: string): string | null {
   return bearer === undefined ? null : `bearer:${mac(secret, ["bearer", bearer])}`;
 }
 
-/** A bearer token may be refreshed mid-session (Claude Code's OAuth); an API key stays. */
-export function kindOf(tag: string): "key" | "bearer" {
-  return tag.startsWith("bearer:") ? "bearer" : "key";
-}
-
 export function claimsTag(body: unknown, secret: string): string | null {
   const parsed = userIdJson(body);
   const account = typeof parsed?.account_uuid === "string" ? parsed.account_uuid : "";
   const device = typeof parsed?.device_id === "string" ? parsed.device_id : "";
-  return account === "" ? null : mac(secret, ["account", account, device]);
+  if (account !== "") return mac(secret, ["account", account, device]);
+  // Claude Code without an account (Bedrock, Vertex, a gateway) still names its install: what tells a credential-less owner.
+  return device === "" ? null : `device:${mac(secret, ["device", device])}`;
 }
 
 export function ownerName(secret: string, credential: string | null, cwd: string | null): string {
   return mac(secret, ["owner", credential ?? "", cwd ?? ""]).slice(0, 8);
+}
+
+export interface SessionBinding {
+  credential: string | null;
+  claims: string | null;
+  cwd: string | null;
+}
+
+/**
+ * The same owner (`next`: the binding to keep, when it changed) when the directories agree (a title request names none) and
+ * the credential is the bound one — or a refreshed bearer token of the same account and device (Claude Code's OAuth) —, and,
+ * without a credential, the claims or else the directory the binding holds are named again. Anyone else is `why` not.
+ */
+export function judgeBinding(
+  binding: SessionBinding,
+  request: SessionBinding,
+): { same: true; next: SessionBinding | null } | { same: false; why: "credential" | "cwd" } {
+  if (binding.cwd !== null && request.cwd !== null && binding.cwd !== request.cwd) return { same: false, why: "cwd" };
+  const bearer = (tag: string | null) => tag?.startsWith("bearer:") === true;
+  const refreshed = bearer(binding.credential) && bearer(request.credential) && binding.claims?.startsWith("device:") === false &&
+    binding.claims === request.claims;
+  if (binding.credential !== request.credential && !refreshed) return { same: false, why: "credential" };
+  if (request.credential === null && binding.claims !== null && request.claims !== binding.claims) return { same: false, why: "credential" };
+  if (request.credential === null && binding.claims === null && binding.cwd !== null && request.cwd === null) return { same: false, why: "cwd" };
+  const next = { credential: request.credential, claims: binding.claims ?? request.claims, cwd: binding.cwd ?? request.cwd };
+  const changed = next.credential !== binding.credential || next.claims !== binding.claims || next.cwd !== binding.cwd;
+  return { same: true, next: changed ? next : null };
 }

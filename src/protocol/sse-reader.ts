@@ -1,35 +1,25 @@
-/**
- * Bytes → SSE events → the accumulated assistant message. Pure: a UTF-8 decoder that keeps a split
- * character across chunks, eventsource-parser (the event-stream format of the HTML Living Standard,
- * "Parsing an event stream", a chunk boundary anywhere), and the accumulator.
- */
+// Bytes → SSE events (eventsource-parser: the HTML Living Standard's "Parsing an event stream") → the accumulated message. Pure.
 import { createParser, type EventSourceMessage, type EventSourceParser, type ParseError } from "eventsource-parser";
 import { StreamAccumulator } from "./sse-accumulator.ts";
 
-/** The default bound on what one answer may hold in memory (SESSIONTAP_MAX_MESSAGE_BYTES). */
+/** SESSIONTAP_MAX_MESSAGE_BYTES's default. */
 export const MAX_MESSAGE_CHARS = 32 * 1024 * 1024;
 
 const LF = 0x0a;
 const CR = 0x0d;
 
-/**
- * Reads one response stream into an accumulator, chunk by chunk, holding at most about `maxChars` of it
- * (docs/RELIABILITY.md "Trust boundaries"): past that, content is counted and let go, and an event larger
- * than the bound is dropped whole, so an answer of any size costs bounded memory.
- */
+/** Holds at most about `maxChars` of one answer (docs/RELIABILITY.md "Trust boundaries"): an event past it is dropped whole. */
 export class SseMessageReader {
   readonly acc: StreamAccumulator;
   private readonly decoder = new TextDecoder();
   private readonly parser: EventSourceParser;
-  /** The parser gave up on an event past the bound during the last feed. */
   private overflowed = false;
-  /** The event past the bound is being passed over, up to the blank line that ends it. */
+  // Passing over an event past the bound, to its blank line: whether the current line has begun, and whether the last text ended
+  // in a `\r` whose `\n` may come first in the next.
   private dropping = false;
-  /** While dropping: the current line has begun and not ended (so its end is not the blank line). */
   private midLine = false;
-  /** While dropping: the last text ended in a `\r`, so a `\n` first in the next one is the rest of a `\r\n`. */
   private skipLF = false;
-  /** The last two characters fed (where the stream stands when the parser gives up); a stream starts a line. */
+  /** The last two characters fed: where the stream stands when the parser gives up. */
   private last = LF;
   private beforeLast = LF;
 
@@ -42,16 +32,16 @@ export class SseMessageReader {
     });
   }
 
-  /** Feeds one chunk of bytes. */
+  get whole(): boolean {
+    return this.acc.whole;
+  }
+
   feed(chunk: Uint8Array): void {
     this.text(this.decoder.decode(chunk, { stream: true }));
   }
 
-  /**
-   * The stream ended. eventsource-parser hands over an event only at the blank line after it, and a whole
-   * answer may end without one (docs/DESIGN.md "Writes": the client's SDK has acted on it), so the end is
-   * fed as a blank line; a cut-off line then fails to parse and is counted, not kept.
-   */
+  // The parser hands an event over only at the blank line after it, and a whole answer may end without one (docs/DESIGN.md
+  // "Writes"): the end is fed as one; a cut-off line then fails to parse and is counted, not kept.
   end(): void {
     this.text(this.decoder.decode());
     this.text("\n\n");
@@ -77,11 +67,8 @@ export class SseMessageReader {
     if (error.type === "max-buffer-size-exceeded") this.overflowed = true;
   }
 
-  /**
-   * The parser let go of an event past the bound (docs/RELIABILITY.md "Trust boundaries") and stopped: it
-   * starts afresh, and the rest of that event is passed over up to the blank line that ends it. Where the
-   * stream stands is read from its last two characters: inside a line, or just after one.
-   */
+  // eventsource-parser stops at its maxBufferSize and has no skip-over: it starts afresh, and the rest of that event is passed over
+  // here, so an answer of any size costs bounded memory.
   private startDropping(): void {
     this.overflowed = false;
     this.acc.letGo(this.maxChars + 1);
@@ -93,7 +80,6 @@ export class SseMessageReader {
     this.skipLF = this.last === CR;
   }
 
-  /** Passes over the dropped event's text; returns what follows its blank line (nothing while it goes on). */
   private passOver(text: string): string {
     let at = this.skipLF && text.charCodeAt(0) === LF ? 1 : 0;
     this.skipLF = false;

@@ -52,7 +52,7 @@ export class SocketReader {
 
   unshift = (bytes: Uint8Array) => void (bytes.byteLength > 0 && this.queue.unshift(bytes));
 
-  /** Stops listening and returns what was read and not consumed (the socket stays paused). */
+  /** What was read and not consumed (the socket stays paused). */
   detach(): Uint8Array[] {
     for (const [event, listener] of Object.entries(this.on)) this.socket.off(event, listener);
     this.socket.pause();
@@ -63,10 +63,7 @@ export class SocketReader {
 /** One character per byte (TextDecoder's "latin1" is windows-1252). */
 export const latin1 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 
-/**
- * A head up to its blank line, as Latin-1, with what follows pushed back; null when the peer ended before a byte.
- * `firstMs` bounds the wait for its first byte (a quiet kept-alive connection), `restMs` the whole rest of it.
- */
+/** A head up to its blank line, as Latin-1; null when the peer ended first. `firstMs` bounds the wait for its first byte, `restMs` the rest. */
 export async function readHead(reader: SocketReader, maxBytes: number, firstMs: number, restMs: number): Promise<string | null> {
   let bytes = Buffer.alloc(0);
   let by = Date.now() + firstMs;
@@ -92,7 +89,6 @@ export interface RequestHead {
   method: string;
   target: string;
   version: "1.0" | "1.1";
-  /** Names lower case, in order, repeats kept. */
   fields: [string, string][];
 }
 
@@ -121,7 +117,6 @@ export function field(head: RequestHead, name: string): string | null {
   return values.length === 0 ? null : values.join(", ");
 }
 
-/** RFC 9112 §9.3. */
 export function keepsAlive(head: RequestHead): boolean {
   const tokens = (field(head, "connection") ?? "").toLowerCase().split(",").map((t) => t.trim());
   return head.version === "1.1" ? !tokens.includes("close") : tokens.includes("keep-alive");
@@ -160,7 +155,6 @@ async function take(reader: SocketReader, n: number, ms: number): Promise<Uint8A
   return chunk.subarray(0, n);
 }
 
-/** One CRLF-ended line of at most `max` bytes, without its CRLF. */
 async function readLine(reader: SocketReader, max: number, ms: number): Promise<string> {
   let line = "";
   for (;;) {
@@ -206,7 +200,7 @@ export function bodyStream(reader: SocketReader, framing: Framing & { kind: "siz
   }, { highWaterMark: 0 });
 }
 
-/** Resolves once the socket took `bytes` (true) or is gone (false). */
+/** False once the socket is gone. */
 export function writeTo(socket: Duplex, bytes: Uint8Array | string): Promise<boolean> {
   if (socket.destroyed || !socket.writable) return Promise.resolve(false);
   return new Promise((resolve) => {
@@ -220,7 +214,6 @@ export function writeTo(socket: Duplex, bytes: Uint8Array | string): Promise<boo
   });
 }
 
-/** The proxy's own short answer, which ends the connection. */
 export function plainAnswer(status: number, message: string, extra: Record<string, string> = {}): string {
   const body = `sessiontap: ${message}\n`;
   const headers = Object.entries({ "content-type": "text/plain; charset=utf-8", ...extra }).map(([k, v]) => `${k}: ${v}\r\n`).join("");

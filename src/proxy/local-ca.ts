@@ -55,7 +55,7 @@ async function certify(subject: string, issuer: LocalCa | null, days: number, no
   return { certPem: `${cert.toString("pem")}\n`, keyPem, notAfter: cert.notAfter.getTime() };
 }
 
-/** Reads a key file; throws when it holds no such pair, or the key is not the certificate's. */
+/** Throws when the text holds no key and certificate, or the key is not the certificate's. */
 export async function readCa(text: string) {
   const blocks = [...text.matchAll(/-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----/g)];
   const keyBlock = blocks.find((b) => b[1] === "PRIVATE KEY")?.[0];
@@ -71,7 +71,6 @@ export async function readCa(text: string) {
   return { cert, key, certPem: `${cert.toString("pem")}\n` };
 }
 
-/** Why `ca` should not serve `names` at `now`, or null. */
 function caProblem(ca: LocalCa, names: readonly string[], now: number): string | null {
   if (ca.cert.notAfter.getTime() - now < CA_RENEW_DAYS * DAY_MS) return `it expires on ${ca.cert.notAfter.toISOString().slice(0, 10)}`;
   const constraints = constraintsOf(ca.cert);
@@ -122,7 +121,7 @@ async function readKeyFile(fs: FsAdapter, path: string): Promise<LocalCa | null>
   }
 }
 
-/** `text` written (0600, fsynced) under a fresh name beside where it goes. */
+/** Written 0600, fsynced, under a fresh name. */
 async function writeAside(fs: FsAdapter, dir: string, name: string, text: string): Promise<string> {
   const aside = `${dir}/.${name}.${crypto.randomUUID()}.tmp`;
   if (!(await fs.createExclusive(aside, text, true))) throw new ProxyStartError(`${aside} already exists`);

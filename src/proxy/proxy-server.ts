@@ -7,7 +7,7 @@ import { networkInterfaces } from "node:os";
 import { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
 import { hostTable, type Provider, type ProxySettings, ProxyStartError } from "../config/proxy-settings.ts";
-import { sameSecret, type TokenGate } from "../server/token-gate.ts";
+import type { TokenGate } from "../server/request-guard.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { forward, type ForwardDeps } from "../tap/forward.ts";
@@ -30,32 +30,26 @@ const REFUSED_CERTIFICATE = /unknown[ _]?ca|bad[ _]?certificate|certificate[ _]?
 export interface ProxyDeps {
   fs: FsAdapter;
   stderr: (line: string) => void;
-  /** The events log; a no-op with the mirror off. */
   log: (action: string, fields: EventFields) => void;
-  /** Base-URL mode's, the clock included; the proxy forwards with its own upstream per host. */
+  /** Base-URL mode's; the proxy forwards with its own upstream per host. */
   forwardDeps: ForwardDeps;
   host: string;
   token: string | null;
-  /** The tap's HTTP port (0 before it listens). */
   tapPort: () => number;
-  /** The HTTP port's: one throttle and one count for a token however it comes. */
   tokenGate: TokenGate;
+  /** Whether the client at `peer`, connected to `port`, is the tap's own user, by the kernel's word (null: it cannot say). */
+  owner?: (peer: { address: string; port: number }, port: number) => Promise<boolean | null>;
 }
 
 export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
 
-/** True when `header` carries `token`, as Basic credentials (any user name) or a Bearer token. */
+/** The token `header` carries, as Basic credentials (any user name) or a Bearer token. */
 export function proxyToken(header: string | null): string | null {
   const m = /^(Basic|Bearer)\s+(\S+)$/i.exec((header ?? "").trim());
   return (m === null ? undefined : /^bearer$/i.test(m[1]) ? m[2] : /^[^:]*:(.*)$/s.exec(Buffer.from(m[2], "base64").toString("latin1"))?.[1]) ?? null;
 }
 
-export function proxyAuthorized(header: string | null, token: string): boolean {
-  const given = proxyToken(header);
-  return given !== null && sameSecret(given, token);
-}
-
-/** True when `address` is this machine's: a loopback or unspecified address, or one of its interfaces'. */
+/** A loopback or unspecified address, or one of this machine's interfaces'. */
 function isLocal(address: string): boolean {
   const local = new BlockList();
   local.addSubnet("127.0.0.0", 8, "ipv4");
@@ -64,7 +58,6 @@ function isLocal(address: string): boolean {
   return local.check(address, isIPv6(address) ? "ipv6" : "ipv4");
 }
 
-/** The startup block's words for where what the proxy decrypts goes, and what becomes of other hosts. */
 function summary(settings: Readonly<ProxySettings>): string {
   const added = settings.addedHosts.length === 0 ? "" : `, and ${settings.addedHosts.join(", ")}`;
   const routes = Object.entries(settings.upstreams).map(([host, url]) => `${host} to ${url}`).join(", ");
@@ -89,7 +82,7 @@ function bridge(socket: Socket, pending: Uint8Array[]): Duplex {
   return duplex;
 }
 
-/** Null once the handshake is done, else why it failed: a reason of health's `proxy.failed`, and its detail. */
+/** Null once the handshake is done, else a reason of health's `proxy.failed`, and its detail. */
 function handshake(secure: TLSSocket, ms: number): Promise<[string, string | null] | null> {
   return new Promise((resolve) => {
     const finish = (outcome: [string, string | null] | null) => {
@@ -108,7 +101,6 @@ function handshake(secure: TLSSocket, ms: number): Promise<[string, string | nul
   });
 }
 
-/** Starts the proxy; rejects with a ProxyStartError when its CA, a setting or its port is not usable. */
 export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyDeps) {
   const table = hostTable(settings.addedHosts);
   const named = Object.keys(settings.upstreams).find((host) => !table.terminates(host));
@@ -134,19 +126,11 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       `sessiontap: a client ${did} the proxy's certificate for ${host}, most likely because it does not trust the tap's CA: start it with NODE_EXTRA_CA_CERTS=${ca.certPath}`;
     hint.fail(reason, () => line);
   };
+  // One per host of the table (or its SESSIONTAP_PROXY_UPSTREAM), so bounded by it.
   const upstreams = new Map<string, UpstreamHealth>();
-  const reporter = (upstream: string): ForwardDeps["upstreamHealth"] => {
-    const check = "Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host";
-    // One per host of the table (or its SESSIONTAP_PROXY_UPSTREAM), so bounded by it.
-    const health = upstreams.get(upstream) ?? upstreams.set(upstream, new UpstreamHealth(upstream, clock, deps.stderr, check)).get(upstream)!;
-    return {
-      failed: (error, how) => {
-        health.failed(error, how);
-        deps.log("upstream-error", { how, error: describe(error), upstream: new URL(upstream).host });
-      },
-      answered: () => health.answered(),
-    };
-  };
+  const check = "Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host";
+  const reporter = (url: string) =>
+    upstreams.get(url) ?? upstreams.set(url, new UpstreamHealth(url, clock, deps.stderr, (fields) => deps.log("upstream-error", fields), check)).get(url)!;
   const busy = new Map<Socket, boolean>();
   let stopping = false;
   let emptied = () => {};
@@ -161,7 +145,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     return answer(socket, status, message, extra);
   };
 
-  /** The CONNECT's target once its head was read and its token checked; undefined once refused. */
+  /** Undefined once refused. */
   const connectPhase = async (socket: Socket, reader: SocketReader) => {
     const text = await readHead(reader, MAX_CONNECT_HEAD, settings.timeoutMs, settings.timeoutMs).catch((error: Error) => error);
     if (text === null || (text instanceof Error && !(text instanceof ReadError))) return void socket.destroy();
@@ -189,7 +173,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     return parseAuthority(head.target) ?? refuse(socket, "bad-target", 400, "CONNECT takes host:port (a host name or address, and a port 1-65535)");
   };
 
-  /** Bytes flow both ways untouched once `address:port` answers. */
   const tunnel = (client: Socket, reader: SocketReader, target: string, address: string, port: number) => {
     const upstream = connect({ host: address, port });
     let open = false;
@@ -213,7 +196,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     upstream.on("close", () => open && client.destroy());
   };
 
-  /** TLS terminated on `socket` (its CONNECT answered, `reader` holding what came after), then its requests served. */
+  /** `reader` holds what came after the CONNECT. */
   const terminate = async (socket: Socket, reader: SocketReader, host: string, provider: Provider) => {
     const fail = (reason: string, detail: string | null = null) => {
       failed(host, reason, detail);
@@ -320,6 +303,11 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     if ((target.port === port || target.port === deps.tapPort()) && isLocal(address)) {
       return refuse(socket, "self", 403, `${name} leads into the tap itself: the proxy opens no tunnel there`);
     }
+    // Anything else on this machine would be reached as this user (another tap's viewer answers its owner by uid): the owner's clients only.
+    const peer = { address: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 };
+    if (isLocal(address) && deps.token === null && (await deps.owner?.(peer, port)) !== true) {
+      return refuse(socket, "local", 403, `${name} is on this machine: the proxy tunnels there only for its own user's clients`);
+    }
     tunnel(socket, reader, name, address, target.port);
   };
 
@@ -348,7 +336,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       return { port, ca: ca.certPath, ...structuredClone(counts), upstreams: states, routes: settings.upstreams };
     },
     problems: () => [...upstreams.values()].flatMap((h) => upstreamProblems(h.state())),
-    /** Idle connections close at once, the rest within `drainMs`. */
     async stop(drainMs: number) {
       stopping = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,5 +1,5 @@
 // Bun.serve and Bun's fetch as the tap needs them (docs/DESIGN.md "Map"): no idle timeouts (docs/RUNTIMES.md "Serving").
-import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
+import type { FetchHandler, ListenOptions, RunningServer } from "./index.ts";
 import { settlesWithin } from "../utils/within.ts";
 
 /** Bun's fetch for upstream requests: without `timeout: false` it gives up after 300 s without data. */

@@ -1,10 +1,10 @@
 // Deno.serve as the tap needs it (docs/DESIGN.md "Map"); run with --unstable-no-legacy-abort (docs/RUNTIMES.md "Client disconnect").
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
+import type { FetchHandler, ListenOptions, RunningServer } from "./index.ts";
 import { settlesWithin } from "../utils/within.ts";
 
-// Declared here, not pulled from Deno's types, so the shared type-check does not need them.
+// Not Deno's own types: the shared type-check does without them.
 declare const Deno: {
   connect(options: { hostname: string; port: number }): Promise<{ close(): void }>;
   serve(

@@ -1,6 +1,22 @@
-// The runtime's shell: which runtime this is, its server with odd requests made whole, its upstream fetch and bundler, the
-// command's arguments and output written whole (docs/DESIGN.md "Map").
-import type { FetchHandler, ListenOptions, RunningServer } from "./types.ts";
+// The runtime's shell (docs/DESIGN.md "Map"): which runtime this is, its server (an adapter per runtime, as Hono's) with odd requests
+// made whole, its upstream fetch and bundler, the command's arguments, and output written whole.
+
+export type FetchHandler = (request: Request, peer: { address: string; port: number } | null) => Response | Promise<Response>;
+
+export interface RunningServer {
+  port: number;
+  runtime: "bun" | "deno";
+  /** Stops accepting, calls `closed` once the port refuses, waits for in-flight responses at most `drainMs`, then cuts them. */
+  stop(drainMs: number, closed?: () => void): Promise<void>;
+}
+
+export interface ListenOptions {
+  port: number;
+  hostname: string;
+  onError: (error: unknown) => void;
+  /** Aborted when the drain bound passes, for a runtime that cannot cut responses itself (Deno): each upstream fetch is tied to it. */
+  cut: AbortController;
+}
 
 export function runtimeName(): "bun" | "deno" {
   return typeof (globalThis as { Bun?: unknown }).Bun !== "undefined" ? "bun" : "deno";

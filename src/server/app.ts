@@ -1,5 +1,5 @@
-// The Hono app: the tap's own routes under /_tap/, answered to their owner only, and everything else handed to the
-// forwarder; it opens no socket (docs/DESIGN.md "Trust boundaries").
+// The Hono app (docs/DESIGN.md "Trust boundaries"): the tap's own routes under /_tap/, answered to their owner only, and everything
+// else handed to the forwarder; it opens no socket.
 import { type Context, Hono, type Next } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
@@ -7,23 +7,21 @@ import { secureHeaders } from "hono/secure-headers";
 import { apiError } from "../protocol/headers.ts";
 import { hostName } from "../viewer/hosts.ts";
 import { type ViewerDeps, viewerRoutes } from "../viewer/routes.ts";
-import { crossSiteRefusal } from "./request-guard.ts";
-import { type TokenCheck, TokenGate } from "./token-gate.ts";
+import { crossSiteRefusal, type TokenCheck, TokenGate } from "./request-guard.ts";
 
 export type Peer = { address: string; port: number };
 
 export interface AppDeps {
   forward: (request: Request) => Promise<Response>;
   health: () => Promise<Record<string, unknown>> | Record<string, unknown>;
-  /** The answer to a health challenge (cli/tap-probe.ts), or null: anyone may ask, it reveals nothing. */
+  /** The answer to a health challenge (cli/tap-probe.ts): anyone may ask, it reveals nothing. */
   prove?: (challenge: string) => string | null;
   viewer?: ViewerDeps;
-  /** Hears an error thrown while answering: the client gets a bare 500, and nothing of the request is printed. */
   onError?: (error: unknown) => void;
   gate?: TokenGate;
-  /** Host names (lower case, no port) the tap answers as; null: any. Default: the viewer's. */
+  /** Host names (lower case, no port) the tap answers as; null: any. */
   allowedHosts?: ReadonlySet<string> | null;
-  /** Whether `peer` is the tap's own user, by the kernel's word; null when it cannot say, and the token decides. */
+  /** Whether `peer` is the tap's own user, by the kernel's word; null: it cannot say, and the token decides. */
   owner?: (peer: Peer) => Promise<boolean | null>;
 }
 

@@ -1,7 +1,13 @@
-// Who may use the tap, from a request's headers and the kernel's table of sockets; pure (docs/DESIGN.md "Trust boundaries").
+// Who may use the tap (docs/DESIGN.md "Trust boundaries"): from a request's headers, the kernel's table of sockets, and the
+// tap's token however it is presented (bearer, cookie, login link, Proxy-Authorization), through one throttle and one count.
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { LRUCache } from "lru-cache";
+import { sameSecret } from "../protocol/session-id.ts";
+import { Alarm } from "../utils/alarm.ts";
 import { hostName } from "../viewer/hosts.ts";
 
-export { sameSecret } from "./token-gate.ts";
+export { sameSecret };
 
 export type RequestFacts = Record<"method" | "path", string> & Record<"host" | "origin" | "secFetchSite" | "secFetchMode", string | null>;
 
@@ -25,7 +31,7 @@ export function crossSiteRefusal(facts: RequestFacts, allowedHosts: ReadonlySet<
   return null;
 }
 
-/** An address as text to compare: IPv6 compressed in brackets, IPv4-mapped IPv6 as IPv4. */
+/** IPv6 compressed in brackets, IPv4-mapped IPv6 as IPv4. */
 function canonical(address: string): string {
   const bare = address.replace(/^\[|\]$/g, "").toLowerCase();
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
@@ -33,7 +39,7 @@ function canonical(address: string): string {
   return bare.includes(":") && URL.canParse(`http://[${bare}]`) ? new URL(`http://[${bare}]`).hostname : bare;
 }
 
-/** An address as /proc/net/tcp{,6} prints it: 32-bit words in the host's byte order, little-endian on every target the tap ships for. */
+// /proc/net/tcp{,6} prints 32-bit words in the host's byte order: little-endian on every target the tap ships for.
 function procAddress(hex: string): string {
   const bytes = (hex.match(/.{8}/g) ?? []).flatMap((word) => (word.match(/../g) ?? []).reverse().map((b) => parseInt(b, 16)));
   if (bytes.length === 4) return bytes.join(".");
@@ -56,4 +62,67 @@ export function socketUid(tables: string, peer: { address: string; port: number 
     if (to.startsWith("127.") || to === "[::1]") uids.push(Number(uid));
   }
   return uids.length === 1 ? uids[0] : null;
+}
+
+/** A number: the seconds the client must still wait. */
+export type TokenCheck = "ok" | "wrong" | number;
+
+export function generateToken(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
+}
+
+// After FREE_FAILURES wrong tokens a client (by address) waits 1 s, doubling to a minute, and a try meanwhile is refused unread,
+// the right token too: waiting is the only way on. A right token starts its count afresh.
+export class TokenGate {
+  static readonly FREE_FAILURES = 5;
+  static readonly MAX_WAIT_MS = 60_000;
+  /** What the login link's cookie holds: derived, so the token itself never sits in a cookie jar. */
+  readonly cookie: string | null;
+  private readonly clients = new LRUCache<string, { failures: number; until: number }>({ max: 10_000 });
+  private readonly counts = { failures: 0, slowed: 0 };
+  private readonly clock: () => number;
+  private readonly alarm: Alarm;
+
+  constructor(
+    readonly token: string | null,
+    private readonly options: {
+      clock?: () => number;
+      stderr?: (line: string) => void;
+      /** Told of each wrong token: the client's address and its counts, never the guess. */
+      onFailure?: (failure: { peer: string; failures: number; waitMs: number }) => void;
+    } = {},
+  ) {
+    this.cookie = token === null ? null : createHash("sha256").update(`sessiontap access\u0000${token}`).digest("base64url");
+    this.clock = options.clock ?? Date.now;
+    this.alarm = new Alarm(this.clock, options.stderr ?? (() => {}));
+  }
+
+  /** `given` is the token, or the cookie's value. */
+  check(peer: string, given: string, as: "token" | "cookie" = "token"): TokenCheck {
+    const client = this.clients.get(peer) ?? { failures: 0, until: 0 };
+    const waitMs = client.until - this.clock();
+    if (waitMs > 0) {
+      this.counts.slowed++;
+      return Math.ceil(waitMs / 1000);
+    }
+    const expected = as === "token" ? this.token : this.cookie;
+    if (expected !== null && sameSecret(given, expected)) {
+      this.clients.delete(peer);
+      return "ok";
+    }
+    this.counts.failures++;
+    client.failures++;
+    const over = client.failures - TokenGate.FREE_FAILURES;
+    const wait = over < 0 ? 0 : Math.min(1000 * 2 ** over, TokenGate.MAX_WAIT_MS);
+    client.until = this.clock() + wait;
+    this.clients.set(peer, client);
+    this.options.onFailure?.({ peer, failures: client.failures, waitMs: wait });
+    const said = `wrong tokens from ${peer} (${client.failures} so far): it now waits ${wait / 1000} s before each try (health: token.failures)`;
+    if (wait > 0) this.alarm.fail("wrong tokens", (first) => `sessiontap: ${first ? "" : "still "}${said}`);
+    return "wrong";
+  }
+
+  stats(): { failures: number; slowed: number; clients: number } {
+    return { ...this.counts, clients: this.clients.size };
+  }
 }

@@ -6,7 +6,7 @@
  * and read only through trusted paths, so another user can neither read the secret nor plant a binding.
  */
 import { randomBytes } from "node:crypto";
-import type { SessionBinding } from "../protocol/session-binding.ts";
+import type { SessionBinding } from "../protocol/session-id.ts";
 import { Redactor } from "../protocol/secrets.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { writerTag } from "./leftovers.ts";

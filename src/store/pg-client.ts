@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import postgres from "postgres";
-import type { ConversationPlace } from "../protocol/conversation.ts";
+import type { ConversationPlace } from "../protocol/commit-job.ts";
 import { encodeProjectDir } from "../transcript/project-dir.ts";
 import { deadline } from "../utils/within.ts";
 

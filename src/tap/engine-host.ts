@@ -1,9 +1,5 @@
-/**
- * Where the mirror engine runs (docs/DESIGN.md "Where the engine runs"): in a Worker, so that nothing it
- * does runs on the thread that relays bytes (a test's own filesystem goes in as a module the Worker
- * imports) — or in this thread, for the launcher's fallback tap only. Both speak the same messages in the
- * same order; only the thread differs.
- */
+// Where the mirror engine runs (docs/DESIGN.md "Where the engine runs"): in a Worker, off the relay's thread, or in this thread for
+// the launcher's fallback tap only; both speak the same messages in the same order.
 import { MirrorEngine } from "../mirror/engine.ts";
 import type { EngineSeams, EngineSettings, EngineStart, FromEngine, ToEngine } from "../mirror/messages.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
@@ -13,10 +9,7 @@ import { type EngineHost, EngineLink, type LinkListener, type StartedEngine } fr
 export { workerErrorLine };
 export type { StartedEngine };
 
-/**
- * Starts the engine in a Worker running `workerUrl` (src/mirror-worker.ts); rejects when it cannot start. Once it ran, a
- * Worker that dies is replaced by a new one (a test's seams go to the first only: their port cannot be sent twice).
- */
+/** Rejects when it cannot start; once it ran, a Worker that dies is replaced (a test's seams go to the first only: a port is sent once). */
 export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener, seams?: EngineSeams): Promise<StartedEngine> {
   return new EngineLink(listener, (link, first) => {
     const worker = new Worker(workerUrl, { type: "module" });
@@ -33,10 +26,7 @@ export function startWorkerEngine(workerUrl: URL | string, settings: EngineSetti
   }).started;
 }
 
-/**
- * Starts the engine in this thread (the launcher's fallback tap: docs/DESIGN.md "The launcher"); messages
- * still go through a turn of the event loop, as a Worker's do. It is not started again: its death is the process's.
- */
+/** Messages still go through a turn of the event loop, as a Worker's do; it is not started again: its death is the process's. */
 export function startThreadEngine(settings: EngineSettings, listener: LinkListener): Promise<StartedEngine> {
   return new EngineLink(listener, (link) => {
     const engine = new MirrorEngine(settings, { fs: nodeFs, clock: Date.now, post: (message) => queueMicrotask(() => link.receive(message)) });

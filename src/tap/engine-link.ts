@@ -1,62 +1,41 @@
-/**
- * The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): response bytes are copied
- * into one staging buffer shared by every stream and sent as one transferred copy per turn of the event
- * loop; every other message flushes the staging buffer first, so the engine reads everything in the order
- * the relay saw it. If the engine's Worker dies, the tap keeps relaying and starts a new one, backing off
- * while it keeps dying (docs/RELIABILITY.md "Failures are loud").
- */
+// The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): it only posts, never waits; response bytes go
+// through one staging buffer per turn of the event loop, and an engine that dies is started again (RELIABILITY.md "Failures are loud").
 import type { EngineHealth } from "../mirror/health.ts";
 import { Alarm } from "../utils/alarm.ts";
-import type { BodyCopy, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
+import type { BodyCopy, CutBy, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
-import { credentialTag, type IdentityHeaders, identityHeaders, TOKEN_HEADER, tokenMatches } from "../protocol/session-id.ts";
-import { RelayObserver } from "./relay-observer.ts";
+import { credentialTag, type IdentityHeaders, identityHeaders, sameSecret, TOKEN_HEADER } from "../protocol/session-id.ts";
+import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
+import { plural } from "../utils/plural.ts";
 
-/** Where the engine runs: a Worker, or this thread. */
 export interface EngineHost {
-  /** Sends a message; `transfer` lists buffers the engine takes over (the relay must not touch them again). */
+  /** `transfer`: buffers the engine takes over (the relay must not touch them again). */
   post(message: ToEngine, transfer: ArrayBuffer[]): void;
-  /** Stops the engine for good (after its `stop` query answered). */
   close(): void;
 }
 
-/** A running engine: the link the relay uses, and what the engine found at start. */
 export interface StartedEngine {
   link: EngineLink;
   replayed: Replayed;
-  /** True when the guard runs. */
   guard: boolean;
 }
 
-/** What the link tells its owner. */
 export interface LinkListener {
   stderr(line: string): void;
-  /** Mirror files were written (the viewer's live updates). */
   wrote(paths: string[]): void;
-  /** The guard's alerts, whenever they change. */
   alerts(alerts: Extract<FromEngine, { t: "alerts" }>["alerts"]): void;
 }
 
-/** A new engine is started at once after a death, then after 1 s, 2 s, … up to this while each dies within a minute. */
 const RESTART_MAX_MS = 60_000;
-
-/** Bytes staged before a batch is sent without waiting for the turn to end. */
+/** Bytes staged before a batch goes without waiting for the turn to end. */
 const MAX_STAGED = 256 * 1024;
-/**
- * Response bytes staged or sent to the engine and not yet read by it, past which the relay copies no more:
- * memory between the threads stays bounded however far behind the engine falls, and no client ever waits
- * for it — the mirror gives up on the responses whose bytes it could not take (see docs/DESIGN.md
- * "Off the relay path").
- */
+/** Bytes sent and not yet read past which the relay copies no more and the mirror gives that answer up: memory stays bounded. */
 export const MAX_UNREAD = 16 * 1024 * 1024;
 
-/** `bytes` as a view of a whole buffer of its own, which can be transferred: itself when it is one, else a copy. */
 function transferable(bytes: Uint8Array): Uint8Array {
-  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-  return whole ? bytes : bytes.slice();
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
 }
 
-/** The relay's link to one engine. */
 export class EngineLink {
   private nextId = 1;
   private nextQuery = 1;
@@ -65,18 +44,13 @@ export class EngineLink {
   private staged = 0;
   private index: number[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Why the engine stopped, or null while it runs. */
-  private why: string | null = null;
-  /** Response bytes sent and not yet read by the engine. */
+  stopped: string | null = null;
   private unread = 0;
-  /** The root's secret credentials are fingerprinted under (null: none is kept). */
   private bindingKey: string | null = null;
-  /** The token API traffic must carry to be mirrored (beyond loopback), or null. */
   private apiToken: string | null = null;
-  /** API requests not mirrored for want of the token, and when that was last said. */
   private tokenless = 0;
   private tokenlessSaidAt = Number.NEGATIVE_INFINITY;
-  /** Engines started in place of a dead one, and how many in a row died within a minute of their start. */
+  /** Engines started in place of a dead one; how many in a row died within a minute of their start. */
   restarts = 0;
   private deaths = 0;
   private startedAt = Date.now();
@@ -88,7 +62,6 @@ export class EngineLink {
   readonly started: Promise<StartedEngine>;
   private starting: { resolve(engine: StartedEngine): void; reject(error: Error): void } | null = null;
 
-  /** `spawn` starts an engine (`first`: the tap's first); `restartable`: a dead one is replaced by a new one. */
   constructor(
     private readonly listener: LinkListener,
     private readonly spawn: (link: EngineLink, first: boolean) => EngineHost,
@@ -99,7 +72,6 @@ export class EngineLink {
     this.host = spawn(this, true);
   }
 
-  /** Handles one message from the engine (`from`: the engine it came from; a dead one's are ignored). */
   receive(message: FromEngine, from: EngineHost = this.host): void {
     if (from !== this.host) return;
     switch (message.t) {
@@ -122,31 +94,25 @@ export class EngineLink {
       case "failed":
         return this.fail(message.error);
       case "ready":
-        if (this.starting !== null) this.starting.resolve({ link: this, replayed: message.replayed, guard: message.guard });
+        this.starting?.resolve({ link: this, replayed: message.replayed, guard: message.guard });
         this.starting = null;
-        if (this.why === null) return;
-        this.why = null;
+        if (this.stopped === null) return;
+        this.stopped = null;
         this.restarts++;
-        return this.down.ok(() =>
-          `sessiontap: mirror engine started again; mirroring resumes (${this.restarts} restart${this.restarts === 1 ? "" : "s"} so far)`
-        );
+        return this.down.ok(() => `sessiontap: mirror engine started again; mirroring resumes (${plural(this.restarts, "restart")} so far)`);
     }
   }
 
-  /**
-   * The engine is gone (it failed to start, or died): said once (then at most once a minute while it stays down); what
-   * it was sent and had not read is dropped, queries waiting on it are refused, and a new engine is started.
-   */
+  /** The engine is gone: said once (then at most once a minute), what it had not read dropped, its queries refused, a new one started. */
   fail(why: string, from: EngineHost = this.host): void {
-    if (from !== this.host || this.why !== null) return;
+    if (from !== this.host || this.stopped !== null) return;
+    this.stopped = why;
     if (this.starting !== null) {
       this.host.close();
       this.starting.reject(new Error(`the mirror engine could not start: ${why}`));
       this.starting = null;
-      this.why = why;
       return;
     }
-    this.why = why;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     this.staged = 0;
@@ -155,13 +121,10 @@ export class EngineLink {
     for (const query of this.queries.values()) query.reject(new Error(`the mirror engine stopped: ${why}`));
     this.queries.clear();
     const again = this.restartable && !this.closing;
-    this.down.fail(
-      why,
-      (first) =>
-        `sessiontap: mirror engine ${first ? "stopped" : "still stopped"}: ${why}; the tap keeps relaying ${
-          again ? "and starts the engine again (answers it missed are written from each session's next request)" : "but mirrors nothing until it restarts"
-        }`,
-    );
+    const then = again
+      ? "and starts the engine again (answers it missed are written from each session's next request)"
+      : "but mirrors nothing until it restarts";
+    this.down.fail(why, (first) => `sessiontap: mirror engine ${first ? "stopped" : "still stopped"}: ${why}; the tap keeps relaying ${then}`);
     if (!again) return;
     this.host.close();
     this.deaths = Date.now() - this.startedAt < 60_000 ? this.deaths + 1 : 1;
@@ -173,27 +136,15 @@ export class EngineLink {
     (this.restartTimer as { unref?: () => void }).unref?.();
   }
 
-  /** Why the engine stopped (said in health), or null while it runs. */
-  get stopped(): string | null {
-    return this.why;
-  }
-
-  /**
-   * How requests are told apart (docs/DESIGN.md "Who a session belongs to"): `bindingKey` fingerprints each
-   * request's credential for the engine (the credential itself never crosses); `apiToken`, when the tap
-   * listens beyond loopback, is what API traffic must carry (TOKEN_HEADER) to be mirrored.
-   */
+  /** Credentials are fingerprinted under `bindingKey`; `apiToken`, beyond loopback, is what API traffic must carry to be mirrored. */
   identify(bindingKey: string | null, apiToken: string | null): void {
     this.bindingKey = bindingKey;
     this.apiToken = apiToken;
   }
 
-  /**
-   * Starts following a request with these headers, or null (the engine stopped, or the request lacks the
-   * tap's token). `tunnelled`: it came through a proxy tunnel, whose CONNECT the proxy let in only with the token.
-   */
+  /** Follows a request, or null (the engine stopped, or it lacks the tap's token); `tunnelled`: its CONNECT carried the token. */
   openFor(headers: Headers, at: number, request?: RequestFacts, tunnelled = false): RelayObserver | null {
-    if (this.apiToken !== null && !tunnelled && !tokenMatches(headers.get(TOKEN_HEADER), this.apiToken)) {
+    if (this.apiToken !== null && !tunnelled && !sameSecret(headers.get(TOKEN_HEADER), this.apiToken)) {
       this.withoutToken(at);
       return null;
     }
@@ -201,25 +152,18 @@ export class EngineLink {
     return this.open({ ...identityHeaders(headers), credential }, at, request);
   }
 
-  /** An API request beyond loopback without the tap's token: relayed, not mirrored; said at once, then at most once a minute. */
   private withoutToken(at: number): void {
     this.tokenless++;
     if (at - this.tokenlessSaidAt < 60_000) return;
     this.tokenlessSaidAt = at;
-    this.send({
-      t: "log",
-      action: "skip",
-      fields: { reason: `API traffic without the tap's token (${TOKEN_HEADER}) is relayed, not mirrored`, requests: this.tokenless },
-    });
+    const reason = `API traffic without the tap's token (${TOKEN_HEADER}) is relayed, not mirrored`;
+    this.send({ t: "log", action: "skip", fields: { reason, requests: this.tokenless } });
     this.listener.stderr(
-      `sessiontap: ${this.tokenless} API request${
-        this.tokenless === 1 ? "" : "s"
-      } without the tap's token relayed but not mirrored (it listens beyond loopback); ` +
+      `sessiontap: ${plural(this.tokenless, "API request")} without the tap's token relayed but not mirrored (it listens beyond loopback); ` +
         `to mirror Claude Code's, run it with ANTHROPIC_CUSTOM_HEADERS="${TOKEN_HEADER}: <token>"`,
     );
   }
 
-  /** Starts following one request, or null when the engine has stopped. */
   open(identity: IdentityHeaders, at: number, request?: RequestFacts): RelayObserver | null {
     if (this.stopped !== null) return null;
     const id = this.nextId++;
@@ -227,27 +171,22 @@ export class EngineLink {
     return new RelayObserver(this, id);
   }
 
-  /**
-   * A request forwarded without being mirrored, with its body (taken over) for the engine to tell whether it
-   * looks like a conversation, or one the tap refused (docs/DESIGN.md "Nothing forwarded unseen").
-   */
+  /** A request forwarded unmirrored: the engine tells whether it looks like a conversation (docs/DESIGN.md "Nothing forwarded unseen"). */
   unseen(shape: string, reason: string, copy: BodyCopy, refused = false): void {
-    if (!("bytes" in copy)) return this.send({ t: "unseen", shape, reason, copy, refused });
-    const bytes = transferable(copy.bytes);
-    this.send({ t: "unseen", shape, reason, copy: { bytes }, refused }, [bytes.buffer as ArrayBuffer]);
+    this.handOver(copy, (copy) => ({ t: "unseen", shape, reason, copy, refused }));
   }
 
-  /** Sends the request's bytes (taken over: the caller must not touch them again), or why there are none. */
   body(id: number, copy: BodyCopy): void {
-    if (!("bytes" in copy)) return this.send({ t: "body", id, copy });
-    const owned = transferable(copy.bytes);
-    this.send({ t: "body", id, copy: { bytes: owned } }, [owned.buffer as ArrayBuffer]);
+    this.handOver(copy, (copy) => ({ t: "body", id, copy }));
   }
 
-  /**
-   * Copies one chunk of request `id`'s response into the staging buffer; false, copying nothing, when the
-   * engine has MAX_UNREAD bytes it has not read yet.
-   */
+  private handOver(copy: BodyCopy, message: (copy: BodyCopy) => ToEngine): void {
+    if (!("bytes" in copy)) return this.send(message(copy));
+    const bytes = transferable(copy.bytes);
+    this.send(message({ bytes }), [bytes.buffer as ArrayBuffer]);
+  }
+
+  /** False, copying nothing, when the engine has MAX_UNREAD bytes left to read. */
   copy(id: number, chunk: Uint8Array): boolean {
     if (this.stopped !== null) return true;
     if (this.unread + this.staged > MAX_UNREAD) return false;
@@ -269,14 +208,12 @@ export class EngineLink {
     return true;
   }
 
-  /** Sends a control message after everything staged before it. */
   send(message: ToEngine, transfer: ArrayBuffer[] = []): void {
     if (this.stopped !== null) return;
     if (this.staged > 0) this.flush();
     this.post(message, transfer);
   }
 
-  /** Asks the engine something (health, flush, stop…). */
   query<K extends keyof EngineQueries>(name: K, arg: EngineQueries[K]["arg"]): Promise<EngineQueries[K]["value"]> {
     if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`));
     const q = this.nextQuery++;
@@ -285,13 +222,10 @@ export class EngineLink {
     return answered as Promise<EngineQueries[K]["value"]>;
   }
 
-  /** Health's engine parts, or null when the engine has stopped (its problem says so). */
   async health(): Promise<EngineHealth | null> {
-    if (this.stopped !== null) return null;
-    return await this.query("health", null);
+    return this.stopped !== null ? null : await this.query("health", null);
   }
 
-  /** Stops the engine: its last flush and spool, then the thread. */
   async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
     this.closing = true;
     if (this.restartTimer !== null) clearTimeout(this.restartTimer);
@@ -306,8 +240,7 @@ export class EngineLink {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     if (this.staged === 0) return;
-    // A copy of just what was staged goes to the engine; the staging buffer stays here, its pages warm
-    // (a fresh 64 KiB buffer per batch cost page faults on every turn: docs/BENCHMARKS.md).
+    // A copy of what was staged goes; the staging buffer stays, its pages warm (a fresh one per batch cost page faults: BENCHMARKS.md).
     const bytes = this.staging.slice(0, this.staged);
     const index = this.index;
     this.staged = 0;
@@ -322,5 +255,72 @@ export class EngineLink {
     } catch (error) {
       this.fail(`a message could not be sent (${error instanceof Error ? error.message : String(error)})`);
     }
+  }
+}
+
+/** One followed response on the relay, and the one error boundary of its mirror work: it posts, never parses, never throws into the tee. */
+export class RelayObserver {
+  private following = true;
+
+  constructor(
+    private readonly link: EngineLink,
+    readonly id: number,
+  ) {}
+
+  body(copy: BodyCopy): void {
+    this.guarded(() => this.link.body(this.id, copy));
+  }
+
+  /** The head as the client gets it; false when the response is not followed (only a 2xx answer is mirrored). */
+  head(status: number, headers: Headers): boolean {
+    return this.guarded(() => {
+      // A coding still named in the client's headers is one fetch did not decode.
+      const coding = (headers.get("content-encoding") ?? "").trim().toLowerCase();
+      const coded = coding !== "" && coding !== "identity";
+      this.link.send({ t: "head", id: this.id, status, requestId: responseRequestId(headers), framing: responseFraming(headers.get("content-type")), coded });
+      if (status >= 200 && status < 300) return true;
+      this.finish({ t: "end", id: this.id });
+      return false;
+    }) ?? false;
+  }
+
+  /** When the engine is too far behind, the mirror gives up on this response instead of copying it. */
+  chunk(chunk: Uint8Array): void {
+    if (!this.following) return;
+    // Run for every chunk: guarded inline, without a closure per chunk.
+    try {
+      if (!this.link.copy(this.id, chunk)) this.finish({ t: "cut", id: this.id, by: "behind" });
+    } catch (error) {
+      this.failed(error);
+    }
+  }
+
+  end(): void {
+    if (this.following) this.guarded(() => this.finish({ t: "end", id: this.id }));
+  }
+
+  cut(by: CutBy): void {
+    if (this.following) this.guarded(() => this.finish({ t: "cut", id: this.id, by }));
+  }
+
+  private finish(last: ToEngine): void {
+    this.following = false;
+    this.link.send(last);
+  }
+
+  private guarded<T>(step: () => T): T | undefined {
+    try {
+      return step();
+    } catch (error) {
+      this.failed(error);
+      return undefined;
+    }
+  }
+
+  /** Nothing more of this response is copied; the engine hears of it once, and counts, logs and forgets it. */
+  private failed(error: unknown): void {
+    if (!this.following) return;
+    this.following = false;
+    this.link.send({ t: "fail", id: this.id, stage: "stream", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
   }
 }

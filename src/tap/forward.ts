@@ -1,5 +1,5 @@
-// Forwards one request upstream and streams the answer back (docs/DESIGN.md "Passthrough"); for a conversation's turn the
-// relay's observer copies the request and the answer to the engine on the way (docs/DESIGN.md "Off the relay path").
+// Forwards one request upstream and streams the answer back (docs/DESIGN.md "Passthrough"), a conversation's turn copied to the
+// engine on the way.
 import { apiError, awsRefusal, awsRefused, clientResponseHeaders, fetchDecoded, upstreamRequestHeaders } from "../protocol/headers.ts";
 import type { FetchRuntime, Refusal } from "../protocol/headers.ts";
 import { pathShape, recognise } from "../protocol/providers/recognise.ts";
@@ -9,7 +9,6 @@ import type { EngineLink } from "./engine-link.ts";
 import { teeBody } from "./tee.ts";
 
 export interface ForwardDeps {
-  /** Origin and optional base path, no trailing slash. */
   upstream: string;
   fetch: typeof fetch;
   runtime: FetchRuntime;
@@ -20,7 +19,7 @@ export interface ForwardDeps {
   stopping: AbortSignal;
   upstreamHealth: { failed(error: unknown, how: "unreachable" | "broke"): void; answered(): void };
   refused?: (refusal: Refusal, shape: string) => void;
-  /** Proxy mode: the client addressed the upstream's own host, so its SigV4 signature holds, and its CONNECT carried the tap's token. */
+  /** Proxy mode: the client addressed the upstream's own host (its SigV4 signature holds) and its CONNECT carried any token. */
   proxied?: boolean;
 }
 
@@ -48,7 +47,6 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   const relayed = await relayBody(request, observer === null && unseen === null ? -1 : deps.maxMessageBytes, deps.readFirstBytes);
   const sent = upstreamRequestHeaders(request.headers, relayed.body instanceof ReadableStream);
   const pending = deps.fetch(target, { method: request.method, headers: sent, body: relayed.body, redirect: "manual", signal, duplex: "half" } as RequestInit);
-  // The engine reads the request's bytes while the upstream works on them.
   if (observer !== null) void relayed.copy.then((copy) => observer.body(copy));
   else if (unseen !== null) void relayed.copy.then((copy) => deps.engine!.unseen(pathShape(url.pathname), unseen, copy));
 
@@ -80,7 +78,7 @@ export async function forward(request: Request, deps: ForwardDeps): Promise<Resp
   return new Response(tee, init);
 }
 
-/** The `refused` hook: one stderr line per reason, a count and an events-log line per request; nothing of it but its path's shape. */
+/** One stderr line per reason, a count and an events-log line per request; nothing of it but its path's shape. */
 export function refusalNotice(stderr: (line: string) => void, link: EngineLink | null): (refusal: Refusal, shape: string) => void {
   const said = new Set<string>();
   return (refusal, shape) => {
@@ -90,7 +88,7 @@ export function refusalNotice(stderr: (line: string) => void, link: EngineLink |
   };
 }
 
-// `copy` settles once the body went upstream, and never rejects.
+// The engine reads the request's bytes while the upstream works on them: `copy` settles once they went, and never rejects.
 type RelayedBody = { body: BodyInit | null; copy: Promise<BodyCopy> };
 const skipped = (body: BodyInit | null, why: string): RelayedBody => ({ body, copy: Promise.resolve({ skipped: why }) });
 

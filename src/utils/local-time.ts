@@ -17,7 +17,6 @@ export function localDate(ms: number, zone: Zone): string {
   return `${d.getUTCFullYear()}-${two(d.getUTCMonth() + 1)}-${two(d.getUTCDate())}`;
 }
 
-/** YYYY-MM-DD HH:MM, with `:SS` when `seconds`. */
 export function localDateTime(ms: number, zone: Zone, seconds = false): string {
   const d = wall(ms, zone);
   return `${localDate(ms, zone)} ${two(d.getUTCHours())}:${two(d.getUTCMinutes())}${seconds ? `:${two(d.getUTCSeconds())}` : ""}`;

@@ -1,5 +1,5 @@
-// The upstream as the tap sees it (docs/DESIGN.md "Health and exit"): an attempt fails when the upstream cannot be reached
-// or breaks off an answer; an HTTP error status is an answer, and counts as reaching it.
+// The upstream as the tap sees it (docs/DESIGN.md "Health and exit"): an attempt fails when the upstream cannot be reached or
+// breaks off an answer; an HTTP error status is an answer, and counts as reaching it.
 import { describe } from "./describe-error.ts";
 import { Alarm, type AlarmState } from "./alarm.ts";
 import { plural } from "./plural.ts";
@@ -14,6 +14,8 @@ export class UpstreamHealth {
     private readonly url: string,
     clock: () => number,
     stderr: (line: string) => void,
+    /** The events log's `upstream-error` line. */
+    private readonly log: (fields: { how: string; error: string; upstream: string }) => void,
     private readonly check = "Check --upstream / SESSIONTAP_UPSTREAM and the network",
   ) {
     this.alarm = new Alarm(clock, stderr);
@@ -22,6 +24,7 @@ export class UpstreamHealth {
 
   failed(error: unknown, how: "unreachable" | "broke"): void {
     const why = describe(error);
+    this.log({ how, error: why, upstream: this.host });
     this.alarm.fail(
       why,
       (first, failures) =>

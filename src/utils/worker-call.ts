@@ -1,4 +1,4 @@
-// Calling into a Worker by method name, for the engine's and the viewer's threads: docs/DESIGN.md "Off the relay path".
+// Calling into a Worker by method name (docs/DESIGN.md "Off the relay path").
 import { workerErrorLine } from "./describe-error.ts";
 
 /** `Api`'s methods as another thread calls them: the same arguments, the result as a promise. */
@@ -12,16 +12,11 @@ type Wire =
 
 const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split("\n")[0];
 
-/**
- * The caller's end of a Worker running `url`, whose first message is `init`. A call resolves with what the
- * method returned or rejects with its error; a message that is not a reply goes to `message`. When the
- * Worker dies, `died` hears why once, and every call waiting or made later rejects with "`name` stopped: why".
- */
+/** The caller's end of a Worker whose first message is `init`; once it dies, `died` hears why once and every call rejects. */
 export class WorkerCalls<Api> {
   private readonly worker: Worker;
   private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   private next = 1;
-  /** Why the Worker stopped (it died or was closed), or null while it runs. */
   stopped: string | null = null;
 
   constructor(
@@ -57,12 +52,12 @@ export class WorkerCalls<Api> {
     return reply as ReturnType<Calls<Api>[K]>;
   }
 
-  /** A message that wants no reply (`transfer`: buffers the Worker takes over); dropped once it stopped. */
+  /** A message that wants no reply; dropped once it stopped. */
   post(message: unknown, transfer: Transferable[] = []): void {
     if (this.stopped === null) this.worker.postMessage(message, transfer);
   }
 
-  /** Ends the Worker; what waits rejects, and `died` is not told. */
+  /** What waits rejects; `died` is not told. */
   close(why = "it was closed"): void {
     this.stop(why, false);
   }
@@ -77,7 +72,6 @@ export class WorkerCalls<Api> {
   }
 }
 
-/** What a Worker's global offers this module. */
 const scope = globalThis as unknown as {
   onmessage: ((event: MessageEvent) => void) | null;
   postMessage(message: unknown, transfer?: Transferable[]): void;
@@ -85,11 +79,8 @@ const scope = globalThis as unknown as {
   close(): void;
 };
 
-/**
- * The Worker's end: the object calls go to is built from the first message (calls made meanwhile wait for
- * it); any other message goes to `message`. An error nothing contained ends the thread, said once as one
- * line (not the runtime's own multi-line report). Returns how to post to the caller.
- */
+// The Worker's end: calls go to the object built from the first message; an error nothing contained ends the thread, said once in
+// one line (not the runtime's multi-line report). Returns how to post to the caller.
 export function answerCalls(
   build: (init: never) => object | Promise<object>,
   message?: (data: unknown) => void,

@@ -5,11 +5,8 @@
  * append the planned records in one write, and only then advance the lineage. A write that fails, or
  * whose outcome is unknown, drops the conversation's state: it is read again from the target next time.
  */
-import type { CommitJob } from "../protocol/commit-job.ts";
-import { planCommit } from "../protocol/commit-plan.ts";
-import { type ConversationPlace, mainPlaceOf, placeOf } from "../protocol/conversation.ts";
-import { Lineage, LineageReader } from "../protocol/lineage-state.ts";
-import type { Staged } from "../protocol/staging.ts";
+import { type CommitJob, type ConversationPlace, mainPlaceOf, placeOf, planCommit, type Staged } from "../protocol/commit-job.ts";
+import { Lineage, LineageReader } from "../protocol/lineage.ts";
 import { ConversationStates } from "./conversation-states.ts";
 import type { Owner, TargetIo, WriteTarget } from "./write-target.ts";
 

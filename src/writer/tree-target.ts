@@ -5,7 +5,7 @@
  * last line aside) and binds identity before any write: a record of another session or agent stops the
  * write.
  */
-import type { ConversationPlace } from "../protocol/conversation.ts";
+import type { ConversationPlace } from "../protocol/commit-job.ts";
 import type { Json } from "../protocol/json.ts";
 import type { DirLocks } from "../storage/dir-lock.ts";
 import type { AppendResult, Cursor, MirrorTree } from "../storage/mirror-tree.ts";

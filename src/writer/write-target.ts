@@ -4,7 +4,7 @@
  * planning, advancing only after the write — is the one pipeline in commit-writer.ts (docs/DESIGN.md
  * "Writes"); only these steps differ.
  */
-import type { ConversationPlace } from "../protocol/conversation.ts";
+import type { ConversationPlace } from "../protocol/commit-job.ts";
 import type { MirrorRecord } from "../protocol/envelope.ts";
 import type { Json } from "../protocol/json.ts";
 

@@ -230,6 +230,8 @@ for (const provider of PROVIDERS) {
           assert.deepEqual(health.mirror.notMirrored, { requests: 0, shapes: [] });
           assert.equal(health.mirror.skipped, 0);
           assert.equal(health.mirror.interrupted, 0);
+          // On Bedrock Claude Code sends no credential (CLAUDE_CODE_SKIP_BEDROCK_AUTH=1): its metadata and cwd still make it one owner.
+          assert.equal(health.mirror.borrowed, 0, "one session, nothing of it split off as a stranger's");
           // In base-URL mode Bedrock's control plane (GET /inference-profiles) comes to the base URL too; it is forwarded, never followed.
           assert.equal(health.mirror.responses, stub.requests.filter(isConversation).length, "each conversation's answer followed once, none twice");
           if (!proxied) return;

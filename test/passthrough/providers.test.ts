@@ -62,7 +62,8 @@ describe("Bedrock's event stream through the tap", () => {
     assert.equal(body.anthropic_version, "bedrock-2023-05-31", "the request went upstream as it was");
   });
 
-  const faults: { name: string; bytes: Uint8Array; line: RegExp | null }[] = [
+  const stop = frames.length - 1; // message_stop's frame, after message_delta carried the stop_reason
+  const faults: { name: string; bytes: Uint8Array; line: RegExp | null; afterDelta?: true }[] = [
     {
       name: "a frame with a wrong checksum",
       bytes: concatBytes([...frames.slice(0, 4), withBadCrc(frames[4]), ...frames.slice(5)]),
@@ -75,6 +76,18 @@ describe("Bedrock's event stream through the tap", () => {
       line: /^the stream ended inside a frame/,
     },
     { name: "an exception frame", bytes: concatBytes([...frames.slice(0, 4), exceptionFrame("modelStreamErrorException", "The model stopped")]), line: null },
+    {
+      name: "message_stop's frame with a wrong checksum",
+      bytes: concatBytes([...frames.slice(0, stop), withBadCrc(frames[stop])]),
+      line: new RegExp(`^frame ${stop + 1} does not decode`),
+      afterDelta: true,
+    },
+    {
+      name: "a stream that ends inside message_stop's frame",
+      bytes: concatBytes([...frames.slice(0, stop), frames[stop].slice(0, 20)]),
+      line: /^the stream ended inside a frame/,
+      afterDelta: true,
+    },
   ];
   for (const [i, fault] of faults.entries()) {
     it(`${fault.name}: the client gets what the upstream sent, one events-log line, an interrupted answer, and the retry once`, async () => {
@@ -95,7 +108,9 @@ describe("Bedrock's event stream through the tap", () => {
       const [cut] = assistants(tap.root, session);
       assert.equal(cut.message.stop_reason, "interrupted", "never passed off as whole");
       const text = String(cut.message.content[0]?.text);
-      assert.ok("Hello from Bedrock".startsWith(text) && text !== "Hello from Bedrock", `a part of the answer: ${JSON.stringify(cut.message.content)}`);
+      // After message_delta the text is all there, and still not whole: Claude Code's own decoder fails the turn on the frame.
+      if (fault.afterDelta) assert.equal(text, "Hello from Bedrock");
+      else assert.ok("Hello from Bedrock".startsWith(text) && text !== "Hello from Bedrock", `a part of the answer: ${JSON.stringify(cut.message.content)}`);
       // Claude Code asks again without streaming: the retry's answer is its own record; the prompt stays once.
       stub.enqueue({
         kind: "json",
@@ -115,7 +130,7 @@ describe("Bedrock's event stream through the tap", () => {
     const health = await (await fetch(`${tap.url}/_tap/health`)).json();
     assert.equal(health.status, "ok", JSON.stringify(health.problems));
     assert.equal(health.mirror.errors, 0);
-    assert.equal(health.mirror.interrupted, 4);
+    assert.equal(health.mirror.interrupted, faults.length);
   });
 });
 

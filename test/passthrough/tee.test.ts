@@ -1,4 +1,4 @@
-// The tee and the relay's side of the mirror (src/tap/tee.ts, relay-observer.ts, engine-link.ts) against a
+// The tee and the relay's side of the mirror (src/tap/tee.ts, engine-link.ts) against a
 // real mirror engine in its Worker writing real files (over a filesystem a test can make hang: faulty-fs.ts): the
 // client's bytes are never changed and never wait for the engine — checked with the answer re-split at
 // every byte boundary —, an answer is written once, as soon as it is whole, every way a stream can end
@@ -97,6 +97,44 @@ async function engineOn(seams?: EngineSeams) {
   };
 }
 
+/**
+ * A real engine in this thread whose messages wait until the test lets them through: what the relay does while the
+ * engine has read nothing at all is then the relay's alone.
+ */
+async function heldEngine(env: Record<string, string> = {}) {
+  const dir = mkdtempSync(`${tmpdir()}/sessiontap-held-`);
+  mkdirSync(`${dir}/mirror`, { mode: 0o700 });
+  const queue: ToEngine[] = [];
+  let held = true;
+  const said: string[] = [];
+  const deliver = () => {
+    while (!held && queue.length > 0) engine.receive(queue.shift()!);
+  };
+  const link = new EngineLink({ stderr: (l) => said.push(l), wrote: () => {}, alerts: () => {} }, () => ({
+    post: (m) => (queue.push(m), deliver()),
+    close: () => {},
+  }), false);
+  const engine = new MirrorEngine(settingsFor(dir, env), { fs: nodeFs, clock: Date.now, post: (m: FromEngine) => queueMicrotask(() => link.receive(m)) });
+  const { replayed, guard } = await engine.start();
+  link.receive({ t: "ready", replayed, guard });
+  return {
+    link,
+    dir,
+    root: `${dir}/mirror`,
+    said,
+    queue,
+    release() {
+      held = false;
+      deliver();
+    },
+    async close() {
+      this.release();
+      await engine.stop(1000);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** Opens a followed request on `link` for `session`, its body sent and its 2xx head seen. */
 function follow(link: EngineLink, session: string, headers = SSE_HEADERS, body = request(`prompt of ${session}`)) {
   const observer = link.open({ session, agent: null, parentAgent: null, userAgent: "claude-cli/test" }, Date.now())!;
@@ -189,14 +227,17 @@ describe("tee and relay observer, with a real engine", () => {
     }
   });
 
-  it('an answer whose text mentions "message_stop" is mirrored whole, without a wait', async () => {
-    const e = await engineOn();
+  it('an answer whose text mentions "message_stop" flows to its end while its write hangs, and is mirrored whole', async () => {
+    const faults = faultyEngineFs();
+    const e = await engineOn(faults.seams);
     try {
+      await faults.set("hang");
       const chunks = encoded(textReply("the event is called message_stop, and this text mentions it", { id: "msg_false" }));
-      const started = Date.now();
       const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "false-candidate"), options()));
       assert.ok(client.equals(Buffer.concat(chunks)));
-      assert.ok(Date.now() - started < 2000, "the stream waited");
+      await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
+      assert.equal(allRecords(`${e.root}/false-candidate`).filter(isAssistant).length, 0, "the stream ended with its write still hanging");
+      await faults.heal();
       await e.link.query("flush", 2000);
       const answer = allRecords(`${e.root}/false-candidate`).find(isAssistant) as { message: { content: { text: string }[] } };
       assert.match(answer.message.content[0].text, /called message_stop/);
@@ -281,14 +322,14 @@ describe("tee and relay observer, with a real engine", () => {
     });
   }
 
-  it("a request the engine cannot read is not followed: its answer passes unchanged, without a wait, the skip is logged", async () => {
-    const e = await engineOn();
+  it("a request the engine cannot read is not followed: its answer passes unchanged before the engine read a byte, the skip is logged", async () => {
+    const e = await heldEngine();
     try {
       const chunks = encoded(textReply("not mirrored", { id: "msg_skip" }));
       const observer = follow(e.link, "unreadable", SSE_HEADERS, enc.encode("{ not json"));
-      const started = Date.now();
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
-      assert.ok(Date.now() - started < 2000);
+      assert.ok(e.queue.some((m) => m.t === "end"), "the whole answer went by while the engine held every message");
+      e.release();
       const stats = await e.link.query("stats", null);
       assert.equal(stats.skipped, 1);
       assert.equal(stats.responses, 0);
@@ -313,77 +354,50 @@ describe("tee and relay observer, with a real engine", () => {
     }
   });
 
-  it("once the engine has stopped, every byte passes, without a wait, and it was said once", async () => {
-    const e = await engineOn();
+  it("once the engine has stopped, every byte passes with nothing sent to it, and it was said once", async () => {
+    const e = await heldEngine();
     try {
       const observer = follow(e.link, "stopped");
+      const sent = e.queue.length;
       e.link.fail("stopped by the test");
       e.link.fail("stopped again");
       const chunks = encoded(textReply("after the engine", { id: "msg_after" }));
-      const started = Date.now();
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
-      assert.ok(Date.now() - started < 2000);
-      assert.equal(e.stderr.filter((l) => l.includes("mirror engine stopped")).length, 1);
+      assert.equal(e.queue.length, sent, "nothing of the answer was sent to a stopped engine, so nothing of it can be waited for");
+      assert.equal(e.said.filter((l) => l.includes("mirror engine stopped")).length, 1);
       assert.equal(e.link.stopped, "stopped by the test", "the first reason, which health gives");
       assert.equal(e.link.open({ session: "x", agent: null, parentAgent: null, userAgent: null }, Date.now()), null);
     } finally {
-      await e.link.stop(100).catch((error) => assert.match(String(error), /stopped/));
-      rmSync(e.dir, { recursive: true, force: true });
+      await e.close();
     }
   });
 
   it("an engine that falls far behind never slows the relay: the mirror gives up on that answer (counted, logged), keeps its prompt, and memory stays bounded", async () => {
-    const dir = mkdtempSync(`${tmpdir()}/sessiontap-behind-`);
-    mkdirSync(`${dir}/mirror`, { mode: 0o700 });
-    // The engine is real; only its thread is simulated: messages wait until the test lets them through.
-    const queue: ToEngine[] = [];
-    let paused = true;
-    // deliver and engine are defined below; the link posts only once the test starts relaying.
-    const said: string[] = [];
-    const link = new EngineLink({ stderr: (l) => said.push(l), wrote: () => {}, alerts: () => {} }, () => ({
-      post: (m) => (queue.push(m), deliver()),
-      close: () => {},
-    }), false);
-    const engine = new MirrorEngine(
-      settingsFor(dir, { SESSIONTAP_MAX_SESSIONS: "8", SESSIONTAP_MAX_QUEUED: "10", SESSIONTAP_MAX_MESSAGE_BYTES: String(1 << 20) }),
-      {
-        fs: nodeFs,
-        clock: Date.now,
-        post: (m: FromEngine) => queueMicrotask(() => link.receive(m)),
-      },
-    );
-    await engine.start();
-    const deliver = () => {
-      while (!paused && queue.length > 0) engine.receive(queue.shift()!);
-    };
-    const posted = () => queue.reduce((n, m) => n + (m.t === "chunks" ? m.bytes.byteLength : 0), 0);
+    const e = await heldEngine({ SESSIONTAP_MAX_SESSIONS: "8", SESSIONTAP_MAX_QUEUED: "10", SESSIONTAP_MAX_MESSAGE_BYTES: String(1 << 20) });
+    const posted = () => e.queue.reduce((n, m) => n + (m.t === "chunks" ? m.bytes.byteLength : 0), 0);
     try {
       const delta = sseEvent("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "z".repeat(64 * 1024) } });
       const events = textReply("x", { id: "msg_behind" });
       const chunks = [...events.slice(0, 3), ...Array.from({ length: 512 }, () => delta), ...events.slice(3)].map((e) => enc.encode(e)); // 32 MiB
       const total = chunks.reduce((n, c) => n + c.byteLength, 0);
-      const client = await readAll(teeBody(source(chunks).stream, follow(link, "behind"), options()));
+      const client = await readAll(teeBody(source(chunks).stream, follow(e.link, "behind"), options()));
       assert.equal(client.byteLength, total, "the client got every byte while the engine read none");
       assert.ok(posted() <= MAX_UNREAD + 64 * 1024 + 256, `${posted()} bytes went to an engine that read none (bound ${MAX_UNREAD})`);
-      paused = false;
-      deliver();
-      await within(link.query("flush", 2000), 5000, "the engine to catch up");
-      const stats = await link.query("stats", null);
+      e.release();
+      await within(e.link.query("flush", 2000), 5000, "the engine to catch up");
+      const stats = await e.link.query("stats", null);
       assert.equal(stats.gaveUp, 1);
       assert.equal(stats.errors, 0);
-      assert.ok(readEvents(`${dir}/mirror`).some((e) => e.action === "give-up" && e.dir === "behind"), "the events log names it");
-      assert.deepEqual(allRecords(`${dir}/mirror/behind`).map((r) => r.type), ["user"], "the prompt is kept, the answer is not");
-      assert.ok((await link.health())!.problems.some((p) => /1 answer given up/.test(p)), "health says so");
-      assert.equal(said.filter((l) => /fell behind the relay and gave up on an answer of behind/.test(l)).length, 1, `stderr says so once: ${said}`);
+      assert.ok(readEvents(e.root).some((x) => x.action === "give-up" && x.dir === "behind"), "the events log names it");
+      assert.deepEqual(allRecords(`${e.root}/behind`).map((r) => r.type), ["user"], "the prompt is kept, the answer is not");
+      assert.ok((await e.link.health())!.problems.some((p) => /1 answer given up/.test(p)), "health says so");
+      assert.equal(e.said.filter((l) => /fell behind the relay and gave up on an answer of behind/.test(l)).length, 1, `stderr says so once: ${e.said}`);
       // The next answer, with the engine caught up, is followed as ever.
-      assert.ok((await readAll(teeBody(source(encoded(textReply("y", { id: "msg_after" }))).stream, follow(link, "after"), options()))).byteLength > 0);
-      await link.query("flush", 2000);
-      assert.deepEqual(allRecords(`${dir}/mirror/after`).map((r) => r.type), ["user", "assistant"]);
+      assert.ok((await readAll(teeBody(source(encoded(textReply("y", { id: "msg_after" }))).stream, follow(e.link, "after"), options()))).byteLength > 0);
+      await e.link.query("flush", 2000);
+      assert.deepEqual(allRecords(`${e.root}/after`).map((r) => r.type), ["user", "assistant"]);
     } finally {
-      paused = false;
-      deliver();
-      await engine.stop(1000);
-      rmSync(dir, { recursive: true, force: true });
+      await e.close();
     }
   });
 });

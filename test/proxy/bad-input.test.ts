@@ -13,7 +13,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { type ProxyTap, startProxyTap } from "../support/proxy-tap.ts";
 import { readEvents, type TestTap } from "../support/tap.ts";
 import { pollUntil } from "../support/poll.ts";
-import { TokenGate } from "../../src/server/token-gate.ts";
+import { TokenGate } from "../../src/server/request-guard.ts";
 
 const TIMEOUT_MS = 400;
 const PROXY_EVENTS = new Set(["proxy-refused", "proxy-failed", "proxy-uncovered"]);

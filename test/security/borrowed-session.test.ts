@@ -87,6 +87,35 @@ describe("a borrowed session id", () => {
     assert.equal(sessions().filter((n) => n.startsWith(`${id}-from-`)).length, 1);
   });
 
+  it("a session opened without a credential (CLAUDE_CODE_SKIP_BEDROCK_AUTH=1, a gateway that adds its own) is not a stranger's to extend", async () => {
+    const id = "b0220000-0000-4000-8000-000000000003";
+    // As Claude Code sends it on Bedrock without credentials: no key, a device and no account in metadata.user_id.
+    const device = { metadata: { user_id: JSON.stringify({ device_id: "d".repeat(64), account_uuid: "", session_id: id }) } };
+    const owner = new Conversation(tap, id, { headers: { "x-api-key": "" }, ...env("/home/owner/bedrock"), body: device });
+    await owner.say("the owner's prompt on Bedrock");
+    const strangers = [
+      new Conversation(tap, id, { headers: { "x-api-key": "" } }),
+      new Conversation(tap, id, { headers: { "x-api-key": "" }, ...env("/home/owner/bedrock") }),
+    ];
+    for (const [i, stranger] of strangers.entries()) assert.equal((await stranger.say(`a stranger's history ${i}`)).status, 200);
+    const title = new Conversation(tap, id, { headers: { "x-api-key": "" }, body: device });
+    await title.say("the owner's own request that names no directory");
+    await owner.say("the owner goes on");
+    assert.deepEqual(users(allRecords(`${tap.root}/${id}`)), [
+      "the owner's prompt on Bedrock",
+      "the owner's own request that names no directory",
+      "the owner goes on",
+    ]);
+    const own = sessions().filter((n) => n.startsWith(`${id}-from-`));
+    assert.ok(own.length >= 1, `the strangers' sessions of their own: ${sessions()}`);
+    assert.deepEqual(own.flatMap((n) => users(allRecords(`${tap.root}/${n}`))).sort(), ["a stranger's history 0", "a stranger's history 1"]);
+    const claude = `${dir}/claude-bedrock`;
+    const r = await cli(["restore", id, "--mirror-dir", tap.root], { CLAUDE_CONFIG_DIR: claude });
+    assert.equal(r.code, 0, r.stderr);
+    const written = readFileSync(`${claude}/projects/${encodeProjectDir("/home/owner/bedrock")}/${id}.jsonl`, "utf8");
+    assert.ok(written.includes("the owner goes on") && !written.includes("stranger"), "restore writes the owner's branch");
+  });
+
   it("the binding holds fingerprints only, under a 0600 secret of the root's, and outlives a restart", async () => {
     const key = statSync(`${tap.root}/.binding-key`);
     assert.equal(key.mode & 0o777, 0o600);

@@ -2,7 +2,9 @@
 // viewer's API and could restore, while the files were 0600. Now every /_tap/ route but health's bare status answers the
 // tap's own user only: the peer's uid from /proc/net/tcp{,6}, or where that cannot be read, the token in the viewer URL
 // the tap prints, exchanged for a cookie. The second user is uid 65534 through runuser (CI runs as root; anywhere else
-// this file fails rather than skip). A real tap process (the binary under test/binary/security.test.ts), then in-process.
+// this file fails rather than skip), over 127.0.0.1, ::1, ::ffff:127.0.0.1 and localhost, and through the tap's own proxy
+// (a tunnel into another of the user's taps came from the owner's uid). Real tap processes (the binary under
+// test/binary/security.test.ts), then in-process.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -10,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, st
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { socketUid } from "../../src/server/request-guard.ts";
-import { serveTap, type TapChild } from "../support/child.ts";
+import { spawnTap, type TapChild } from "../support/child.ts";
 import { cli, rec, writeMirror } from "../support/recover.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
 
@@ -21,75 +23,156 @@ const CONVERSATION = [
   rec("assistant", "a1", "u1", [{ type: "text", text: "noted" }], { sessionId: S }),
 ];
 
-/** A request made by uid 65534 with Node's fetch (runuser needs root, as CI runs): its status and body. */
-function asNobody(url: string, method = "GET", body = ""): Promise<{ status: number; body: string }> {
+/** What the client prints: each request's status and the start of its body (an event stream is read up to its first event). */
+const CLIENT = `const asks = JSON.parse(process.argv[1]);
+const http = require("node:http");
+const net = require("node:net");
+// CONNECT through a proxy, then one GET inside the tunnel: the status of each and what the tunnel answered.
+const tunnel = (a) => new Promise((resolve) => {
+  const socket = net.connect(a.proxy, "127.0.0.1", () => socket.write("CONNECT " + a.target + " HTTP/1.1\\r\\nhost: " + a.target + "\\r\\n\\r\\n"));
+  let text = "";
+  let inside = false;
+  socket.on("data", (d) => {
+    text += d;
+    if (!inside && /^HTTP\\/1\\.1 200 /.test(text) && text.includes("\\r\\n\\r\\n")) {
+      inside = true;
+      socket.write("GET " + a.path + " HTTP/1.1\\r\\nhost: " + a.target + "\\r\\nconnection: close\\r\\n\\r\\n");
+    }
+  });
+  socket.on("close", () => resolve({ status: Number(text.slice(9, 12)), body: text }));
+  socket.on("error", () => {});
+  setTimeout(() => socket.destroy(), 5000).unref();
+});
+const one = (a) => a.proxy ? tunnel(a) : new Promise((resolve) => {
+  const req = http.request(a.url, { method: a.method, headers: { ...(a.host ? { host: a.host } : {}), ...(a.body ? { "content-type": "application/json" } : {}) } }, (res) => {
+    let body = "";
+    const done = () => (resolve({ status: res.statusCode, body }), res.destroy());
+    res.on("data", (d) => { body += d; if (String(res.headers["content-type"]).includes("event-stream") && body.includes("event:")) done(); });
+    res.on("end", done);
+  });
+  req.on("error", (e) => resolve({ status: -1, body: String(e) }));
+  req.end(a.body ?? undefined);
+});
+(async () => { const out = []; for (const a of asks) out.push(await one(a)); console.log(JSON.stringify(out)); })();`;
+
+type Ask = { url?: string; method?: string; body?: string; host?: string; proxy?: number; target?: string; path?: string };
+
+/** Requests made one after another by `user` (uid 65534 through runuser, which needs root as CI runs; or this process's own user) with Node's client. */
+function asUser(user: "nobody" | "owner", asks: Ask[]): Promise<{ status: number; body: string }[]> {
   assert.equal(process.getuid?.(), 0, "acting as a second local user needs root (runuser), as CI runs this suite");
-  const script = `const [u, m, b] = process.argv.slice(1);
-fetch(u, m === "GET" ? {} : { method: m, body: b, headers: { "content-type": "application/json" } })
-  .then(async (r) => console.log(JSON.stringify({ status: r.status, body: await r.text() })), (e) => { console.error(e); process.exit(3); });`;
+  const argv = ["node", "-e", CLIENT, JSON.stringify(asks.map((a) => ({ method: "GET", ...a })))];
+  const [command, ...args] = user === "nobody" ? ["runuser", "-u", "nobody", "--", ...argv] : argv;
   return new Promise((resolve, reject) => {
-    const child = spawn("runuser", ["-u", "nobody", "--", "node", "-e", script, url, method, body], { cwd: "/", stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, { cwd: "/", stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (err += d));
-    child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`runuser exited ${code}: ${err}`))));
+    child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${command} exited ${code}: ${err}`))));
   });
 }
 
-/** What another user is refused, and the owner given. */
+/** What another user is refused, and the owner given: the list, a search, a session, an export, the page, the live stream, the login link. */
 const ROUTES = [
-  ["GET", "/_tap/api/sessions"],
-  ["GET", "/_tap/api/search?q=zebra"],
-  ["GET", `/_tap/api/sessions/${S}/export?format=jsonl`],
-  ["GET", `/_tap/api/sessions/${S}`],
-  ["GET", "/_tap/"],
-  ["GET", "/_tap/login?token=guess-guess-guess-guess"],
+  "/_tap/api/sessions",
+  "/_tap/api/search?q=zebra",
+  `/_tap/api/sessions/${S}`,
+  `/_tap/api/sessions/${S}/export?format=jsonl`,
+  "/_tap/",
+  `/_tap/api/events?dir=${S}`,
+  "/_tap/login?token=guess-guess-guess-guess",
 ] as const;
+const RESTORE = { path: `/_tap/api/sessions/${S}/restore`, method: "POST", body: JSON.stringify({ dryRun: false }) };
 
-describe("a real tap answers its own user only", () => {
-  let scratch: string;
-  let tap: TapChild;
-  let url: string;
+/** A real tap (this runtime's, or the binary) listening on `host`, its mirror holding the conversation. */
+async function realTap(scratch: string, host: string, extra: string[] = []): Promise<{ tap: TapChild; port: number }> {
+  mkdirSync(`${scratch}/mirror`, { recursive: true, mode: 0o700 });
+  writeMirror(`${scratch}/mirror`, S, CONVERSATION);
+  const args = ["serve", "--port", "0", "--host", host, "--mirror-dir", `${scratch}/mirror`, "--upstream", "http://127.0.0.1:9", ...extra];
+  const tap = spawnTap(args, { env: { HOME: scratch, CLAUDE_CONFIG_DIR: `${scratch}/claude`, SESSIONTAP_CA_DIR: `${scratch}/ca` } });
+  const m = await tap.waitFor("stdout", /export ANTHROPIC_BASE_URL=http:\/\/\S+:(\d+)\n/);
+  return { tap, port: Number(m[1]) };
+}
+
+describe("a real tap answers its own user only, on every loopback address", () => {
+  const scratches: string[] = [];
+  const taps: TapChild[] = [];
+  // Each way to reach a tap: the address dialled, and the Host its owner's client names (the printed URL's, for a mapped address).
+  let ways: { name: string; origin: string; host?: string; claude: string }[] = [];
+  // The first tap's forward proxy, and the port of another tap of the same user it could tunnel into.
+  let proxyPort = 0;
+  let otherPort = 0;
   before(async () => {
-    scratch = mkdtempSync(`${tmpdir()}/sessiontap-owner-`);
-    mkdirSync(`${scratch}/mirror`, { mode: 0o700 });
-    writeMirror(`${scratch}/mirror`, S, CONVERSATION);
-    ({ tap, url } = await serveTap(["--mirror-dir", `${scratch}/mirror`], { env: { HOME: scratch, CLAUDE_CONFIG_DIR: `${scratch}/claude` } }));
+    for (const host of ["127.0.0.1", "::1"]) {
+      const scratch = mkdtempSync(`${tmpdir()}/sessiontap-owner-`);
+      scratches.push(scratch);
+      const { tap, port } = await realTap(scratch, host, host === "::1" ? [] : ["--proxy-port", "0"]);
+      taps.push(tap);
+      if (host === "::1") otherPort = port;
+      else proxyPort = Number((await tap.waitFor("stdout", /proxy {6}http:\/\/127\.0\.0\.1:(\d+)/))[1]);
+      const claude = `${scratch}/claude`;
+      ways.push(
+        ...(host === "::1" ? [{ name: "::1", origin: `http://[::1]:${port}`, claude }] : [
+          { name: "127.0.0.1", origin: `http://127.0.0.1:${port}`, claude },
+          { name: "::ffff:127.0.0.1", origin: `http://[::ffff:127.0.0.1]:${port}`, host: `127.0.0.1:${port}`, claude },
+          { name: "localhost", origin: `http://localhost:${port}`, claude },
+        ]),
+      );
+    }
   });
   after(async () => {
-    tap?.signal("SIGTERM");
-    await tap?.exit();
-    rmSync(scratch, { recursive: true, force: true });
+    for (const tap of taps) tap.signal("SIGTERM");
+    for (const tap of taps) await tap.exit();
+    for (const scratch of scratches) rmSync(scratch, { recursive: true, force: true });
+    ways = [];
   });
 
-  it("another local user: 403 on every route, the restore writes nothing; health is the bare status", { timeout: MS }, async () => {
-    for (const [method, path] of ROUTES) {
-      const answer = await asNobody(`${url}${path}`, method);
-      assert.equal(answer.status, 403, `${path}: ${answer.body}`);
-      assert.doesNotMatch(answer.body, /zebra|1111bbbb/, `${path}: nothing read`);
+  it("another local user: 403 on every route and the restore, nothing read, nothing written; health is the bare status", { timeout: MS }, async () => {
+    const asks = ways.flatMap((w) => [...ROUTES.map((path) => ({ url: `${w.origin}${path}` })), { ...RESTORE, url: `${w.origin}${RESTORE.path}` }]);
+    const answers = await asUser("nobody", [...asks, ...ways.map((w) => ({ url: `${w.origin}/_tap/health` }))]);
+    for (const [i, ask] of asks.entries()) {
+      assert.equal(answers[i].status, 403, `${ask.url}: ${answers[i].body}`);
+      assert.doesNotMatch(answers[i].body, /zebra|1111bbbb/, `${ask.url}: nothing read`);
     }
-    const restore = await asNobody(`${url}/_tap/api/sessions/${S}/restore`, "POST", JSON.stringify({ dryRun: false }));
-    assert.equal(restore.status, 403, restore.body);
-    assert.ok(!existsSync(`${scratch}/claude`), "Claude Code's dir is untouched");
-    const health = await asNobody(`${url}/_tap/health`);
-    assert.equal(health.status, 200);
-    assert.deepEqual(Object.keys(JSON.parse(health.body)), ["status"]);
-    assert.doesNotMatch(tap.stdout(), /token=/, "on Linux the viewer URL needs no token");
+    for (const [i, w] of ways.entries()) {
+      const health = answers[asks.length + i];
+      assert.equal(health.status, 200, w.name);
+      assert.deepEqual(Object.keys(JSON.parse(health.body)), ["status"], w.name);
+      assert.ok(!existsSync(w.claude), `${w.name}: Claude Code's dir is untouched`);
+    }
+    for (const tap of taps) assert.doesNotMatch(tap.stdout(), /token=/, "on Linux the viewer URL needs no token");
   });
 
-  it("the owner (this process's user) gets every route, health in full, and the restore, with no token", { timeout: MS }, async () => {
-    for (const [, path] of ROUTES.slice(0, 5)) assert.equal((await fetch(`${url}${path}`)).status, 200, path);
-    assert.match(await (await fetch(`${url}/_tap/api/search?q=zebra`)).text(), /zebra/);
-    assert.ok("runtime" in await (await fetch(`${url}/_tap/health`)).json());
-    const restore = await fetch(`${url}/_tap/api/sessions/${S}/restore`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ dryRun: false }),
-    });
-    assert.equal(restore.status, 200, await restore.clone().text());
-    assert.equal((await restore.json()).ok, true);
-    assert.deepEqual(readdirSync(`${scratch}/claude/projects/-work-project`), [`${S}.jsonl`]);
+  it("another local user gets no tunnel through the tap's proxy to this machine, where another tap would take it for its owner; the owner does", {
+    timeout: MS,
+  }, async () => {
+    const through = { proxy: proxyPort, target: `[::1]:${otherPort}`, path: "/_tap/api/sessions" };
+    const [refused] = await asUser("nobody", [through]);
+    assert.equal(refused.status, 403, refused.body);
+    assert.match(refused.body, /is on this machine: the proxy tunnels there only for its own user's clients/);
+    assert.doesNotMatch(refused.body, /zebra|1111bbbb/);
+    const [tunnelled] = await asUser("owner", [through]);
+    assert.equal(tunnelled.status, 200, tunnelled.body);
+    assert.match(tunnelled.body, /HTTP\/1\.1 200 [\s\S]*1111bbbb/, "the owner's own client reaches its own tap");
+  });
+
+  it("the owner (this process's user) gets every route, the live stream, health in full, and the restore, with no token", { timeout: MS }, async () => {
+    const pages = ROUTES.slice(0, 6);
+    const asks = ways.flatMap((w) => [...pages, "/_tap/health"].map((path) => ({ url: `${w.origin}${path}`, host: w.host })));
+    const answers = await asUser("owner", asks);
+    for (const [i, ask] of asks.entries()) assert.equal(answers[i].status, 200, `${ask.url}: ${answers[i].body}`);
+    for (const [i] of ways.entries()) {
+      const [, search, , , , events, health] = answers.slice(i * 7, i * 7 + 7);
+      assert.match(search.body, /zebra/);
+      assert.match(events.body, /^event: ready/m, "the live stream opened");
+      assert.ok("runtime" in JSON.parse(health.body));
+    }
+    for (const w of [ways[0], ways.at(-1)!]) {
+      const [restore] = await asUser("owner", [{ ...RESTORE, url: `${w.origin}${RESTORE.path}`, host: w.host }]);
+      assert.equal(restore.status, 200, restore.body);
+      assert.equal(JSON.parse(restore.body).ok, true);
+      assert.deepEqual(readdirSync(`${w.claude}/projects/-work-project`), [`${S}.jsonl`]);
+    }
   });
 });
 
@@ -110,7 +193,7 @@ describe("where the uid cannot be read, the owner proves itself with the printed
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${tap.url}${path}`, { headers, redirect: "manual" });
 
   it("no cookie: refused, health bare; the viewer URL sets an HttpOnly SameSite=Strict cookie that opens every route", async () => {
-    for (const [, path] of ROUTES.slice(0, 4)) {
+    for (const path of ROUTES.slice(0, 4)) {
       const refused = await get(path);
       assert.equal(refused.status, 401, path);
       assert.doesNotMatch(await refused.text(), /zebra/);
@@ -125,7 +208,7 @@ describe("where the uid cannot be read, the owner proves itself with the printed
     assert.match(cookie, /HttpOnly/);
     assert.match(cookie, /SameSite=Strict/);
     const jar = cookie.split(";")[0];
-    for (const [, path] of ROUTES.slice(0, 5)) assert.equal((await get(path, { cookie: jar })).status, 200, path);
+    for (const path of ROUTES.slice(0, 5)) assert.equal((await get(path, { cookie: jar })).status, 200, path);
     assert.ok("runtime" in await (await get("/_tap/health", { cookie: jar })).json());
   });
 

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { tokenBits, WEAK_TOKEN_BITS } from "../../src/config/parse.ts";
 import { createApp } from "../../src/server/app.ts";
-import { TokenGate } from "../../src/server/token-gate.ts";
+import { TokenGate } from "../../src/server/request-guard.ts";
 import { serveTap, type TapChild } from "../support/child.ts";
 import { pollAsync } from "../support/poll.ts";
 import { cli } from "../support/recover.ts";

@@ -11,7 +11,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { Conversation, textsOf } from "../support/client.ts";
 import { allRecords, startTestTap } from "../support/tap.ts";
 import { LOCK_CLASS, lockKey } from "../../src/store/pg-client.ts";
-import { placeOf } from "../../src/protocol/conversation.ts";
+import { placeOf } from "../../src/protocol/commit-job.ts";
 import { clusterUrl, freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } from "../support/pg.ts";
 
 const SESSIONS = 20;

@@ -105,6 +105,30 @@ describe("EventStreamReader", () => {
     assert.equal(clean.acc.whole, false);
   });
 
+  it("the answer is whole only once the stream ended cleanly: message_stop's own frame broken, or cut, leaves it unwhole", () => {
+    const frames = framesOfSse(sse);
+    const last = frames.length - 1;
+    const reader = (parts: Uint8Array[], end = true) => {
+      const r = new EventStreamReader();
+      r.feed(concatBytes(parts));
+      if (end) r.end();
+      return r;
+    };
+    const open = reader(frames, false);
+    assert.equal(open.acc.whole, true, "message_delta and message_stop were read");
+    assert.equal(open.whole, false, "but the stream has not ended: a frame may still break");
+    assert.equal(reader(frames).whole, true);
+    const badStop = reader([...frames.slice(0, last), withBadCrc(frames[last])]);
+    assert.match(badStop.broken ?? "", new RegExp(`^frame ${last + 1} does not decode \\(.*checksum`));
+    assert.equal(badStop.whole, false);
+    const cutStop = reader([...frames.slice(0, last), frames[last].subarray(0, 20)]);
+    assert.match(cutStop.broken ?? "", /^the stream ended inside a frame/);
+    assert.equal(cutStop.whole, false);
+    const noStop = reader(frames.slice(0, last));
+    assert.equal(noStop.whole, true, "a clean end after message_delta is whole, as with SSE");
+    assert.equal(reader([...frames.slice(0, last), exceptionFrame("internalServerException", "late")]).whole, false, "an exception after message_delta");
+  });
+
   it("a chunk whose payload is not {bytes: …} is counted as malformed and the reading goes on", () => {
     const frames = framesOfSse(sse);
     const r = new EventStreamReader();

@@ -1,11 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { hashMessages, planRequest } from "../../src/protocol/lineage.ts";
+import { hashMessages, Lineage, LineageReader } from "../../src/protocol/lineage.ts";
 import { messageHash, stableStringify, uuidFrom } from "../../src/protocol/message-hash.ts";
-import { stage } from "../../src/protocol/staging.ts";
-import { Lineage, lineageFromRecords } from "../../src/protocol/lineage-state.ts";
-import { planCommit } from "../../src/protocol/commit-plan.ts";
+import { planCommit } from "../../src/protocol/commit-job.ts";
 import type { EnvelopeBase } from "../../src/protocol/envelope.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 
@@ -93,7 +91,7 @@ describe("real Claude Code 2.1.328 re-sends", () => {
   });
 });
 
-describe("planRequest() + stage()", () => {
+describe("planCommit()", () => {
   const turn = (n: number) => [{ role: "user", content: `u${n}` }, { role: "assistant", content: [{ type: "text", text: `a${n}` }] }];
   const history = (turns: number) => Array.from({ length: turns }, (_, i) => turn(i + 1)).flat();
   const answer = (text: string) => ({
@@ -138,10 +136,9 @@ describe("planRequest() + stage()", () => {
     const index = new Lineage();
     run(index, [{ role: "user", content: "u1" }], "a1");
     const messages = [...history(1), { role: "user", content: "u2" }];
-    const hashed = hashMessages(messages);
-    // Planned and staged twice from the same index: the second must see what the first saw.
-    const stageOnce = () =>
-      stage({ plan: planRequest(index, hashed), messages: hashed, base, scope: "s", requestTimestamp: "t", includeThinking: true, answer: null, view: index });
+    const job = { messages: hashMessages(messages), base, answer: null, requestTimestamp: "t", compaction: false };
+    // Planned twice from the same index: the second must see what the first saw.
+    const stageOnce = () => planCommit(job, index, null, "s", true);
     const first = stageOnce();
     const again = stageOnce();
     assert.deepEqual(again.records, first.records, "planning is side-effect free");
@@ -185,13 +182,15 @@ describe("planRequest() + stage()", () => {
     assert.deepEqual(records.map((r) => r.type), ["user", "assistant"], "only the new turn");
   });
 
-  it("lineageFromRecords() rebuilds the same lineage from the written records", () => {
+  it("a LineageReader rebuilds the same lineage from the written records", () => {
     const index = new Lineage();
     const written = [];
     for (let n = 1; n <= 3; n++) {
       written.push(...run(index, [...history(n - 1), { role: "user", content: `u${n}` }, { role: "system", content: `env ${n}` }], `a${n}`));
     }
     assert.equal(written.filter((r) => r.type === "system").length, 3);
-    assert.deepEqual(lineageFromRecords(JSON.parse(JSON.stringify(written))), index);
+    const reader = new LineageReader(new Lineage());
+    for (const r of JSON.parse(JSON.stringify(written))) reader.apply(r);
+    assert.deepEqual(reader.lineage, index);
   });
 });

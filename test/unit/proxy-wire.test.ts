@@ -9,7 +9,8 @@ import { PassThrough } from "node:stream";
 import { parseConfig } from "../../src/config/parse.ts";
 import { hostTable } from "../../src/config/proxy-settings.ts";
 import { bodyStream, framingOf, keepsAlive, parseAuthority, parseRequestHead, readHead, type RequestHead, SocketReader } from "../../src/proxy/http1.ts";
-import { proxyAuthorized } from "../../src/proxy/proxy-server.ts";
+import { proxyToken } from "../../src/proxy/proxy-server.ts";
+import { sameSecret } from "../../src/server/request-guard.ts";
 
 const head = (text: string) => parseRequestHead(text) as RequestHead;
 
@@ -160,6 +161,7 @@ describe("request bodies", () => {
 describe("who may use the proxy, and its settings", () => {
   const TOKEN = "a-token-of-the-tap-0123";
   it("the token as Basic credentials (any user) or Bearer opens it; anything else does not", () => {
+    const proxyAuthorized = (header: string | null, token: string) => sameSecret(proxyToken(header), token);
     assert.equal(proxyAuthorized(`Basic ${btoa(`sessiontap:${TOKEN}`)}`, TOKEN), true);
     assert.equal(proxyAuthorized(`basic ${btoa(`x:${TOKEN}`)}`, TOKEN), true);
     assert.equal(proxyAuthorized(`Bearer ${TOKEN}`, TOKEN), true);

@@ -3,8 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { readRequest, UnreadableRequest } from "../../src/protocol/request-reader.ts";
-import { hashMessages } from "../../src/protocol/lineage.ts";
+import { hashMessages, readRequest, UnreadableRequest } from "../../src/protocol/lineage.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { dirName, identityHeaders, resolveIdentity } from "../../src/protocol/session-id.ts";
+import { claimsTag, credentialTag, dirName, identityHeaders, judgeBinding, resolveIdentity } from "../../src/protocol/session-id.ts";
 
 describe("resolveIdentity()", () => {
   it("prefers the x-claude-code-session-id header", () => {
@@ -39,4 +39,59 @@ describe("dirName()", () => {
       assert.match(name, /^inv-[0-9a-f]{16}$/);
     });
   }
+});
+
+describe('judgeBinding(): who may extend a bound session (docs/DESIGN.md "Who a session belongs to")', () => {
+  const SECRET = "a secret of the root's";
+  const key = (k: string) => credentialTag(new Headers({ "x-api-key": k }), SECRET);
+  const bearer = (t: string) => credentialTag(new Headers({ authorization: `Bearer ${t}` }), SECRET);
+  const claims = (account: string, device: string) =>
+    claimsTag({ metadata: { user_id: JSON.stringify({ account_uuid: account, device_id: device }) } }, SECRET);
+  const owner = (credential: string | null, claims: string | null, cwd: string | null) => ({ credential, claims, cwd });
+
+  it("an API key decides: the same key from the same (or an unnamed) directory, never another key or none", () => {
+    const bound = owner(key("k1"), null, "/p");
+    assert.deepEqual(judgeBinding(bound, owner(key("k1"), null, "/p")), { same: true, next: null });
+    assert.deepEqual(judgeBinding(bound, owner(key("k1"), null, null)), { same: true, next: null }, "a title request names no directory");
+    assert.deepEqual(judgeBinding(bound, owner(key("k2"), null, "/p")), { same: false, why: "credential" });
+    assert.deepEqual(judgeBinding(bound, owner(null, null, "/p")), { same: false, why: "credential" });
+    assert.deepEqual(judgeBinding(bound, owner(key("k1"), null, "/elsewhere")), { same: false, why: "cwd" });
+  });
+
+  it("a refreshed bearer token of the same account and device is the same owner; one that names only a device is not", () => {
+    const account = claims("acct-1", "dev-1");
+    assert.deepEqual(judgeBinding(owner(bearer("t1"), account, "/p"), owner(bearer("t2"), account, "/p")), {
+      same: true,
+      next: owner(bearer("t2"), account, "/p"),
+    });
+    assert.deepEqual(judgeBinding(owner(bearer("t1"), account, "/p"), owner(bearer("t2"), claims("acct-2", "dev-1"), "/p")), {
+      same: false,
+      why: "credential",
+    });
+    const device = claims("", "dev-1");
+    assert.deepEqual(judgeBinding(owner(bearer("t1"), device, "/p"), owner(bearer("t2"), device, "/p")), { same: false, why: "credential" });
+  });
+
+  it("without a credential, the install that opened the session must be named again; a request naming nothing cannot extend it", () => {
+    const device = claims("", "dev-1");
+    assert.match(String(device), /^device:[0-9a-f]{32}$/, "Claude Code on Bedrock sends a device id and an empty account");
+    const bound = owner(null, device, "/home/owner/proj");
+    assert.deepEqual(judgeBinding(bound, owner(null, device, "/home/owner/proj")), { same: true, next: null });
+    assert.deepEqual(judgeBinding(bound, owner(null, device, null)), { same: true, next: null }, "its own title request");
+    assert.deepEqual(judgeBinding(bound, owner(null, null, null)), { same: false, why: "credential" }, "a stranger naming nothing");
+    assert.deepEqual(judgeBinding(bound, owner(null, null, "/home/owner/proj")), { same: false, why: "credential" }, "a stranger who guessed the directory");
+    assert.deepEqual(judgeBinding(bound, owner(null, claims("", "dev-2"), "/home/owner/proj")), { same: false, why: "credential" });
+    assert.deepEqual(judgeBinding(bound, owner(null, device, "/tmp/x")), { same: false, why: "cwd" });
+  });
+
+  it("without a credential or claims, the working directory decides, and a request without one cannot extend the session", () => {
+    const bound = owner(null, null, "/home/owner/proj");
+    assert.deepEqual(judgeBinding(bound, owner(null, null, "/home/owner/proj")), { same: true, next: null });
+    assert.deepEqual(judgeBinding(bound, owner(null, null, null)), { same: false, why: "cwd" });
+    assert.deepEqual(judgeBinding(bound, owner(null, null, "/elsewhere")), { same: false, why: "cwd" });
+    assert.deepEqual(judgeBinding(bound, owner(null, claims("", "dev-1"), "/home/owner/proj")), {
+      same: true,
+      next: owner(null, claims("", "dev-1"), "/home/owner/proj"),
+    }, "what the session's owner names first is bound too");
+  });
 });

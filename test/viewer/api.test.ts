@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { createApp } from "../../src/server/app.ts";
-import { TokenGate } from "../../src/server/token-gate.ts";
+import { TokenGate } from "../../src/server/request-guard.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { bundleScript } from "../../src/runtime/index.ts";
 import { createViewer, type Viewer } from "../../src/viewer/routes.ts";

@@ -1,55 +1,47 @@
-/**
- * Bytes of a Bedrock streamed answer → the accumulated assistant message
- * (docs/DESIGN.md "Bedrock's event stream"). Bedrock frames the Messages API's events in AWS's event-stream encoding
- * (`application/vnd.amazon.eventstream`): binary messages of a prelude (total and header lengths, a CRC32),
- * headers, a payload and a CRC32 of the whole. Each `chunk` event's payload is `{"bytes": base64(event
- * JSON)}`; an `exception` message (`:exception-type`, a JSON `message`) ends the stream the way the API's
- * `error` event does. The frames are cut here and decoded, checksums checked, by AWS's own codec
- * (`@smithy/eventstream-codec`). Pure.
- *
- * A frame that does not decode — a wrong checksum, a length that does not hold, a stream that ends inside a
- * frame — stops the reading: `broken` says why, and nothing after it is read (the client has every byte the
- * upstream sent; what the mirror keeps is what came before, never passed off as whole).
- */
+// A Bedrock event stream → the accumulated assistant message (docs/DESIGN.md "Bedrock's event stream"): frames cut here and
+// decoded, checksums checked, by AWS's own codec; a frame that does not decode ends the reading, and says why. Pure.
 import { Buffer } from "node:buffer";
 import { EventStreamCodec } from "@smithy/eventstream-codec";
 import { StreamAccumulator } from "../sse-accumulator.ts";
 import { MAX_MESSAGE_CHARS } from "../sse-reader.ts";
 
-/** What the mirror's follower reads an answer with: this reader or the SSE reader. */
+/** This reader or the SSE reader. */
 export interface AnswerReader {
   readonly acc: StreamAccumulator;
   feed(chunk: Uint8Array): void;
   end(): void;
-  /** Why the framing could not be read (null or absent: it could, so far). */
+  /** The answer is whole for the client, so it may be committed as one. */
+  readonly whole: boolean;
+  /** Why the framing could not be read. */
   readonly broken?: string | null;
 }
 
-/** Prelude (total length, headers length, prelude CRC) and the message CRC at the end. */
-const PRELUDE = 12;
-const OVERHEAD = PRELUDE + 4;
-/** The largest message AWS's event-stream encoding allows (16 MiB); a longer length is a broken frame. */
+// A prelude (total length, headers length, its CRC), then the message's CRC; AWS's encoding allows 16 MiB at most.
+const OVERHEAD = 16;
 const MAX_FRAME = 16 * 1024 * 1024;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const codec = new EventStreamCodec((bytes) => decoder.decode(bytes), (text) => encoder.encode(text));
 
-/** Reads one Bedrock event stream into an accumulator, holding at most about `maxChars` of its content. */
 export class EventStreamReader implements AnswerReader {
   readonly acc: StreamAccumulator;
   broken: string | null = null;
-  /** Bytes of the frame being gathered (grown as needed), and how many it holds. */
-  private buffer = new Uint8Array(0);
+  // A frame split across chunks is gathered: its 4 length bytes first, then into a buffer of that length.
+  private buffer = new Uint8Array(4);
   private held = 0;
-  /** Frames decoded so far, for saying where a stream broke. */
   private frames = 0;
+  private ended = false;
 
   constructor(maxChars = MAX_MESSAGE_CHARS) {
     this.acc = new StreamAccumulator(maxChars);
   }
 
-  /** Feeds one chunk of bytes; whole frames in it are decoded at once. */
+  // AWS's decoder fails the whole answer on any broken frame, message_stop's too (Claude Code asks again): whole only at a clean end.
+  get whole(): boolean {
+    return this.ended && this.broken === null && this.acc.error === null && this.acc.whole;
+  }
+
   feed(chunk: Uint8Array): void {
     let at = 0;
     while (this.broken === null && at < chunk.byteLength) {
@@ -58,49 +50,34 @@ export class EventStreamReader implements AnswerReader {
         const length = this.lengthAt(chunk, at);
         if (length === null) return;
         if (chunk.byteLength - at >= length) {
-          this.frame(chunk.subarray(at, at + length));
-          at += length;
+          this.frame(chunk.subarray(at, at += length));
           continue;
         }
       }
-      at += this.gather(chunk.subarray(at));
+      const take = Math.min(this.buffer.byteLength - this.held, chunk.byteLength - at);
+      this.buffer.set(chunk.subarray(at, at += take), this.held);
+      this.held += take;
+      if (this.held < this.buffer.byteLength) continue;
+      if (this.buffer.byteLength === 4) {
+        const length = this.lengthAt(this.buffer, 0);
+        if (length === null) return;
+        const frame = new Uint8Array(length);
+        frame.set(this.buffer);
+        this.buffer = frame;
+      } else {
+        const frame = this.buffer;
+        this.held = 0;
+        this.buffer = new Uint8Array(4);
+        this.frame(frame);
+      }
     }
   }
 
-  /** The stream ended: a frame begun and not finished is a stream cut mid-frame. */
   end(): void {
+    this.ended = true;
     if (this.broken === null && this.held > 0) this.fail(`the stream ended inside a frame (${this.held} bytes of frame ${this.frames + 1})`);
   }
 
-  /** Copies what `bytes` holds of the frame being gathered, decoding it once whole; returns the bytes taken. */
-  private gather(bytes: Uint8Array): number {
-    const need = this.held < 4 ? 4 - this.held : this.lengthAt(this.buffer, 0)! - this.held;
-    const take = Math.min(need, bytes.byteLength);
-    if (this.held + take > this.buffer.byteLength) {
-      const grown = new Uint8Array(Math.max(this.held + take, this.held < 4 ? 64 : this.lengthAt(this.buffer, 0)!));
-      grown.set(this.buffer.subarray(0, this.held));
-      this.buffer = grown;
-    }
-    this.buffer.set(bytes.subarray(0, take), this.held);
-    this.held += take;
-    if (this.held === 4) {
-      const length = this.lengthAt(this.buffer, 0);
-      if (length === null) return take;
-      if (length > this.buffer.byteLength) {
-        const grown = new Uint8Array(length);
-        grown.set(this.buffer.subarray(0, 4));
-        this.buffer = grown;
-      }
-    } else if (this.held > 4 && this.held === this.lengthAt(this.buffer, 0)) {
-      const whole = this.buffer.subarray(0, this.held);
-      this.held = 0;
-      this.frame(whole);
-      this.buffer = new Uint8Array(0); // a frame's buffer is not kept: the next may be small
-    }
-    return take;
-  }
-
-  /** The total length the frame at `at` declares, or null (and broken) when no frame can be that long. */
   private lengthAt(bytes: Uint8Array, at: number): number | null {
     const length = new DataView(bytes.buffer, bytes.byteOffset + at, 4).getUint32(0, false);
     if (length >= OVERHEAD && length <= MAX_FRAME) return length;
@@ -108,7 +85,6 @@ export class EventStreamReader implements AnswerReader {
     return null;
   }
 
-  /** Decodes one whole frame (the codec checks both checksums) and applies what it carries. */
   private frame(bytes: Uint8Array): void {
     let message;
     try {
@@ -122,44 +98,30 @@ export class EventStreamReader implements AnswerReader {
       return h !== undefined && h.type === "string" ? h.value : null;
     };
     const type = header(":message-type");
-    if (type === "event") {
-      if (header(":event-type") === "chunk") this.chunk(message.body);
-      return;
+    if (type === "event" && header(":event-type") === "chunk") {
+      // Its payload is {"bytes": base64(one Messages API event)}.
+      const b64 = (jsonOf(message.body) as { bytes?: unknown } | null)?.bytes;
+      if (typeof b64 === "string") this.acc.pushData(Buffer.from(b64, "base64").toString("utf8"));
+      else this.acc.malformed++;
+    } else if (type === "exception" || type === "error") {
+      // The API's error event: Bedrock's exceptions carry {"message": …}, an `error` message says it in its headers.
+      const said = (jsonOf(message.body) as { message?: unknown } | null)?.message;
+      const text = typeof said === "string" ? said : header(":error-message");
+      this.acc.apply({ type: "error", error: { type: header(":exception-type") ?? header(":error-code") ?? "exception", message: text } });
     }
-    if (type === "exception" || type === "error") {
-      // Bedrock's exceptions carry {"message": …}; an `error` message says it in its headers.
-      const name = header(":exception-type") ?? header(":error-code") ?? "exception";
-      let text = header(":error-message");
-      try {
-        const body = JSON.parse(decoder.decode(message.body)) as { message?: unknown };
-        if (typeof body?.message === "string") text = body.message;
-      } catch {
-        // A payload that is not JSON says nothing more than the headers did.
-      }
-      this.acc.apply({ type: "error", error: { type: name, message: text } });
-    }
-  }
-
-  /** A `chunk` event: its payload's base64 `bytes` are one Messages API event's JSON. */
-  private chunk(body: Uint8Array): void {
-    let event: unknown;
-    try {
-      event = JSON.parse(decoder.decode(body));
-    } catch {
-      this.acc.malformed++;
-      return;
-    }
-    const b64 = (event as { bytes?: unknown } | null)?.bytes;
-    if (typeof b64 !== "string") {
-      this.acc.malformed++;
-      return;
-    }
-    this.acc.pushData(Buffer.from(b64, "base64").toString("utf8"));
   }
 
   private fail(why: string): void {
     this.broken ??= why;
     this.held = 0;
-    this.buffer = new Uint8Array(0);
+    this.buffer = new Uint8Array(4);
+  }
+}
+
+function jsonOf(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(decoder.decode(bytes));
+  } catch {
+    return null;
   }
 }

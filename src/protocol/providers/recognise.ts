@@ -97,7 +97,7 @@ function segmentShape(segment: string): string {
   return segment === "" || WORDS.has(segment) || VERSION.test(segment) ? segment : "*";
 }
 
-/** What may be said of a path forwarded unmirrored: no path is ever logged. */
+/** What may be said of a path: no path is ever logged. */
 export function pathShape(pathname: string): string {
   const segments = pathname.split("/").slice(1);
   return "/" + segments.slice(0, MAX_SEGMENTS).map(segmentShape).join("/") + (segments.length > MAX_SEGMENTS ? "/…" : "");
