@@ -188,6 +188,19 @@ exec "${CLAUDE_NEXT_BIN}" "$@"
     assert.equal(r.stdout, "");
   });
 
+  it("a bad --jobs or an unknown option is a usage error naming it, exit 2, and nothing runs", async () => {
+    for (
+      const [args, said] of [
+        [["--jobs", "0"], "sessiontap: --jobs must be between 1 and 64, got 0\n"],
+        [["--jobs", "x"], 'sessiontap: --jobs must be a whole number, got "x"\n'],
+        [["--frobnicate"], "sessiontap: unknown option --frobnicate (see sessiontap --help)\n"],
+      ]
+    ) {
+      const r = await drill(["--mirror-dir", tap.root, ...args], scratch, "/nonexistent/claude");
+      assert.deepEqual([r.code, r.stderr, r.stdout], [2, said, ""]);
+    }
+  });
+
   it("a Claude Code that hangs is killed at the timeout, with everything it started", async () => {
     const pids = join(scratch.tmp, "hang-pids");
     mkdirSync(pids);
