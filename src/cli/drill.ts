@@ -24,9 +24,9 @@ import { plural } from "../utils/plural.ts";
 import { type CommandIo, noMirror } from "./command-io.ts";
 import type { Check } from "./doctor-route.ts";
 
-export const PROBE = "sessiontap drill: this resume is a check; reply with OK";
+const PROBE = "sessiontap drill: this resume is a check; reply with OK";
 
-export interface DrillResult {
+interface DrillResult {
   sessionId: string;
   ok: boolean;
   detail: string;
@@ -43,19 +43,10 @@ export interface DrillResult {
   ms: number;
 }
 
-/** What a drill runs with; `program` is Claude Code as the launcher finds it: SESSIONTAP_CLAUDE, else `claude` on PATH. */
-type DrillSetup = {
-  fs: FsAdapter;
-  program: string;
-  env: Record<string, string | undefined>;
-  timeoutMs: number;
-  clock: () => number;
-  warn: (line: string) => void;
-  /** Aborted by SIGINT or SIGTERM: the running Claude Code is killed, with what it started. */
-  stop: AbortSignal;
-};
+/** `program` is Claude Code as the launcher finds it (SESSIONTAP_CLAUDE, else `claude` on PATH); `stop` is SIGINT or SIGTERM. */
+type DrillSetup = { io: CommandIo; program: string; timeoutMs: number; stop: AbortSignal };
 
-export class ClaudeNotStarted extends Error {}
+class ClaudeNotStarted extends Error {}
 
 const MESSAGE = { id: "msg_sessiontap_drill", type: "message", role: "assistant", stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } };
 
@@ -149,8 +140,8 @@ function childEnv(env: Record<string, string | undefined>, home: string, url: st
 }
 
 /** Drills one session; a failure of this session is its result, a Claude Code that cannot be started is ClaudeNotStarted. */
-export async function drillSession(session: { data: SessionData; tree: Tree; summary: SessionSummary }, setup: DrillSetup): Promise<DrillResult> {
-  const started = setup.clock();
+async function drillSession(session: { data: SessionData; tree: Tree; summary: SessionSummary }, setup: DrillSetup): Promise<DrillResult> {
+  const started = setup.io.clock();
   const { summary } = session;
   const scratch = join(tmpdir(), `sessiontap-drill-${randomUUID().slice(0, 8)}`);
   const result: DrillResult = {
@@ -166,7 +157,7 @@ export async function drillSession(session: { data: SessionData; tree: Tree; sum
     claudeCode: null,
     ms: 0,
   };
-  const { fs } = setup;
+  const { fs } = setup.io;
   let answerer: Awaited<ReturnType<typeof startAnswerer>> | null = null;
   try {
     await fs.mkdir(join(scratch, "tmp"), 0o700);
@@ -175,14 +166,14 @@ export async function drillSession(session: { data: SessionData; tree: Tree; sum
     result.scratchCwd = there?.isDirectory !== true;
     const cwd = result.scratchCwd ? join(scratch, "cwd") : summary.cwd!;
     if (result.scratchCwd) await fs.mkdir(cwd, 0o700);
-    const restore = { claudeDir: join(scratch, ".claude"), cwd, dryRun: false, force: false, now: setup.clock() };
+    const restore = { claudeDir: join(scratch, ".claude"), cwd, dryRun: false, force: false, now: setup.io.clock() };
     const restored = await restoreSession(fs, { ...session, others: session.data }, restore);
     if (!restored.ok) return Object.assign(result, { detail: `restore could not write it: ${restored.why}` });
     const branch = resumedBranch(session.tree);
     result.turns = compareResume(branch, [], PROBE).turns;
     const key = `sk-ant-sessiontap-drill-${randomUUID()}`;
-    answerer = await startAnswerer(key, setup.warn);
-    const env = childEnv(setup.env, scratch, answerer.url, key);
+    answerer = await startAnswerer(key, (line) => setup.io.stderr(line + "\n"));
+    const env = childEnv(setup.io.env, scratch, answerer.url, key);
     const resume = (isolation: string[]) =>
       runClaude(setup.program, ["-p", "--resume", result.sessionId, PROBE, ...isolation], cwd, env, setup.timeoutMs, setup.stop).catch((error) => {
         throw new ClaudeNotStarted(`${setup.program} could not be started (${describe(error)})`);
@@ -210,8 +201,10 @@ export async function drillSession(session: { data: SessionData; tree: Tree; sum
     return Object.assign(result, { detail: `the drill failed: ${describe(error)}` });
   } finally {
     await answerer?.stop();
-    await removeTree(fs, scratch).catch((error) => setup.warn(`sessiontap: could not remove the drill's scratch directory ${scratch}: ${describe(error)}`));
-    result.ms = setup.clock() - started;
+    await removeTree(fs, scratch).catch((error) =>
+      setup.io.stderr(`sessiontap: could not remove the drill's scratch directory ${scratch}: ${describe(error)}\n`)
+    );
+    result.ms = setup.io.clock() - started;
   }
 }
 
@@ -258,15 +251,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const { sessions, skipped } = picked;
     const stop = new AbortController();
     if (sessions.length === 0) return (io.stdout(config.json ? "[]\n" : `Nothing to drill in ${sourceName(config)}.\n`), 0);
-    const setup = {
-      fs: io.fs,
-      program: io.env.SESSIONTAP_CLAUDE || "claude",
-      env: io.env,
-      timeoutMs: config.drillTimeoutMs,
-      clock: io.clock,
-      warn: (text: string) => io.stderr(text + "\n"),
-      stop: stop.signal,
-    };
+    const setup = { io, program: io.env.SESSIONTAP_CLAUDE || "claude", timeoutMs: config.drillTimeoutMs, stop: stop.signal };
     const results: DrillResult[] = [];
     const bar = io.isTTY && !config.json && sessions.length > 3;
     const progress = () => {

@@ -319,10 +319,13 @@ export type DrillVerdict = { ok: boolean; detail: string; turns: number; compact
 /** A block as restore writes it: an image or document the mirror kept only by reference is a text note. */
 const restored = (b: Block) => (isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : b);
 
-/** A tool result's content: text blocks and a string say the same; anything else compares as JSON. */
+/** A tool result's content: text blocks and a string say the same, less the reminders some models get appended; anything else compares as JSON. */
 function resultKey(content: unknown): string {
   const blocks = blocksOf(content).map(restored);
-  return blocks.every((b) => b.type === "text") ? blocks.map((b) => b.text).join("\n") : JSON.stringify(blocks);
+  if (!blocks.every((b) => b.type === "text")) return JSON.stringify(blocks);
+  let text = blocks.map((b) => b.text).join("\n");
+  while (TRAILING_REMINDER.test(text)) text = text.replace(TRAILING_REMINDER, "");
+  return text;
 }
 
 /** Injected context, thinking and empty text say nothing of the conversation. */

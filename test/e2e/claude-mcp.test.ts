@@ -144,6 +144,14 @@ describe("the real Claude Code reads its lost history through sessiontap mcp", {
         assert.ok(c.result.length <= 50_000 && !c.result.includes("<persisted-output>"), `${c.name}: handed to the model whole (${c.result.length})`);
       }
 
+      const sent = (r: RecordedRequest) => JSON.parse(new TextDecoder().decode(r.body)) as { tools?: { name: string; defer_loading?: boolean }[] };
+      const first = stub.requests.find((r) => JSON.stringify(sent(r)).includes("MCPTEST"))!;
+      const offered = sent(first).tools?.find((t) => t.name === `${SERVER}search_sessions`);
+      const searched = JSON.stringify(JSON.parse(new TextDecoder().decode(last.body)).messages).includes('"name":"ToolSearch"');
+      if (version === "2.1.332") {
+        assert.ok(offered === undefined || offered.defer_loading === true, "the newest defers MCP tools");
+        assert.ok(searched, "and loads them with ToolSearch before it calls them");
+      }
       const [search, lost, ...parts] = calls;
       assert.equal(search.name, "search_sessions");
       assert.match(search.result, new RegExp(`^1 message in 1 session match "zanzibar"[^\\n]*\\n\\n${sessionId} · `));

@@ -188,6 +188,19 @@ exec "${CLAUDE_NEXT_BIN}" "$@"
     assert.equal(r.stdout, "");
   });
 
+  it("a bad --jobs or an unknown option is a usage error naming it, exit 2, and nothing runs", async () => {
+    for (
+      const [args, said] of [
+        [["--jobs", "0"], "sessiontap: --jobs must be between 1 and 64, got 0\n"],
+        [["--jobs", "x"], 'sessiontap: --jobs must be a whole number, got "x"\n'],
+        [["--frobnicate"], "sessiontap: unknown option --frobnicate (see sessiontap --help)\n"],
+      ]
+    ) {
+      const r = await drill(["--mirror-dir", tap.root, ...args], scratch, "/nonexistent/claude");
+      assert.deepEqual([r.code, r.stderr, r.stdout], [2, said, ""]);
+    }
+  });
+
   it("a Claude Code that hangs is killed at the timeout, with everything it started", async () => {
     const pids = join(scratch.tmp, "hang-pids");
     mkdirSync(pids);
@@ -228,6 +241,58 @@ exec "${CLAUDE_NEXT_BIN}" "$@"
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^sessiontap: drill: \/nonexistent\/claude could not be started \(ENOENT.*\(SESSIONTAP_CLAUDE\)/);
   });
+});
+
+describe("sessiontap drill of sessions made with models whose requests Claude Code builds differently", { timeout: 600_000 }, () => {
+  let stub: StubUpstream;
+  let tap: TestTap;
+  let scratch: Scratch;
+  const ids = new Map<string, string>();
+  // claude-opus-5-5 (the default) and claude-haiku-5-5 interleave role:"system" messages; claude-sonnet-4-5 and claude-3-5-haiku put
+  // Claude Code's reminders into the last tool result instead, and the latter sends no thinking and no context management at all.
+  const MODELS = ["claude-haiku-5-5", "claude-sonnet-4-5", "claude-3-5-haiku-20241022"];
+
+  before(async () => {
+    stub = await startStub();
+    scratch = makeScratch();
+    tap = await startTestTap(stub.url, {}, {}, scratch.tmp);
+    for (const model of MODELS) {
+      const from = stub.requests.length;
+      const first = await runClaude(["-p", `RUNTOOL with ${model}`, "--allowedTools", "Bash", "--model", model], {
+        baseUrl: tap.url,
+        scratch,
+        timeoutMs: 120_000,
+      });
+      assert.equal(first.code, 0, describeRun(first));
+      const id = stub.requests[from].headers["x-claude-code-session-id"];
+      const next = await runClaude(["-p", "--resume", id, "a follow-up", "--model", model], {
+        baseUrl: tap.url,
+        scratch,
+        bin: CLAUDE_NEXT_BIN,
+        timeoutMs: 120_000,
+      });
+      assert.equal(next.code, 0, describeRun(next));
+      ids.set(model, id);
+    }
+    await tap.settled();
+  });
+  after(async () => {
+    await tap?.close();
+    await stub?.close();
+    scratch?.cleanup();
+  });
+
+  for (const [name, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_BIN]]) {
+    it(`${name}: each resumes whole, in the model it was made with`, async () => {
+      const seen = stub.requests.length;
+      const r = await drill(["--mirror-dir", tap.root, "--json"], scratch, bin);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const results = parsed(r);
+      assert.deepEqual(results.map((x) => x.sessionId).sort(), [...ids.values()].sort());
+      for (const x of results) assert.equal(x.ok, true, JSON.stringify(x));
+      assert.equal(stub.requests.length, seen, "the upstream saw no request");
+    });
+  }
 });
 
 describe("sessiontap drill from the PostgreSQL store, in a HOME that never saw the session", { timeout: 300_000 }, () => {

@@ -41,6 +41,22 @@ describe("the drill's comparison", () => {
     assert.deepEqual(verdict(session(), resumed()), { ok: true, detail: "7 items resumed in order", turns: 2, compactedFirst: false });
   });
 
+  it("passes a tool result whose reminder an older model had appended and the resume's model does not (claude-sonnet-4-5 against the default)", () => {
+    const total = "\n\n<system-reminder>\n<total_tokens>14999840 tokens left</total_tokens>\n</system-reminder>";
+    const records = session().map((
+      r,
+    ) => (r.uuid === "r1" ? rec("user", "r1", "a1", [{ type: "tool_result", tool_use_id: "toolu_1", content: `hi${total}` }]) : r));
+    assert.equal(verdict(records, resumed()).ok, true, verdict(records, resumed()).detail);
+    const older = resumed().map((
+      m,
+    ) => (JSON.stringify(m).includes("tool_result") ? { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: `hi${total}` }] } : m));
+    assert.equal(verdict(session(), older).ok, true, "and the other way round");
+    const other = resumed().map((
+      m,
+    ) => (JSON.stringify(m).includes("tool_result") ? { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "bye" }] } : m));
+    assert.match(verdict(records, other).detail, /^missing tool result from record r1, turn 1: "hi"/);
+  });
+
   it("names the first prompt Claude Code lost, with its record and turn", () => {
     const sent = resumed().filter((m) => m.content !== "second turn");
     assert.equal(verdict(session(), sent).detail, 'missing prompt from record u2, turn 2: "second turn"');
