@@ -8,7 +8,7 @@ import { isObject } from "../protocol/json.ts";
 import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
 import type { CommandIo } from "./command-io.ts";
-import { localAddress, probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
+import { boundedText, localAddress, probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
 
 /** One check's verdict (a failure makes doctor exit 1), with what to do. */
 export interface Check {
@@ -298,7 +298,7 @@ async function proxyChecks(route: Route, proxy: Setting, settings: SettingsFile[
 async function proxyAt(io: CommandIo, url: URL): Promise<string> {
   try {
     const response = await io.fetch(new URL("/", url.origin), { signal: AbortSignal.timeout(2000), redirect: "manual" });
-    const text = await response.text().catch(() => "");
+    const text = (await boundedText(response, 64 * 1024).catch(() => null)) ?? "";
     return response.status === 405 && text.includes("the tap's forward proxy") ? "sessiontap" : `something else answers there (HTTP ${response.status})`;
   } catch (error) {
     return `nothing answers at ${url.host} (${(error as Error).name === "TimeoutError" ? "timed out" : describe(error)})`;
