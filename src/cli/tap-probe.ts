@@ -70,13 +70,16 @@ export async function probeTap(
 
 /** A body of at most `max` bytes, or null past that (the read is then cancelled): whoever holds a port may answer without end. */
 export async function boundedText(response: Response, max = 1024 * 1024): Promise<string | null> {
+  const reader = response.body?.getReader();
   const decoder = new TextDecoder();
   let text = "";
-  let size = 0;
-  for await (const chunk of response.body ?? []) {
-    size += chunk.byteLength;
-    if (size > max) return null;
-    text += decoder.decode(chunk, { stream: true });
+  for (let size = 0, part = await reader?.read(); part !== undefined && !part.done; part = await reader!.read()) {
+    size += part.value.byteLength;
+    if (size > max) {
+      await reader!.cancel();
+      return null;
+    }
+    text += decoder.decode(part.value, { stream: true });
   }
   return text + decoder.decode();
 }
