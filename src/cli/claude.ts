@@ -7,17 +7,10 @@ import { constants } from "node:os";
 import process from "node:process";
 import { isatty } from "node:tty";
 import type { Config } from "../config/parse.ts";
+import type { CommandIo } from "./command-io.ts";
 import { type Refusal, startOrRefuse, stopTap } from "./serve.ts";
 import { type RunningTap, startTap } from "./start-tap.ts";
 import { localAddress, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
-
-export interface LauncherIo {
-  stderr: (text: string) => void;
-  env: Record<string, string | undefined>;
-  workerUrl?: URL | string;
-  viewerWorkerUrl?: URL | string;
-  fetch?: typeof fetch;
-}
 
 type Started = { ok: true; exited: Promise<number> } | { ok: false; code: string; message: string };
 
@@ -58,8 +51,8 @@ function runInForeground(command: string, args: string[], env: Record<string, st
 const isTap = (started: RunningTap | Refusal): started is RunningTap => "url" in started;
 
 /** Runs Claude Code (`SESSIONTAP_CLAUDE`, else `claude` on PATH) with `args` through a tap; resolves with its exit status. */
-export async function run(config: Readonly<Config>, args: string[], io: LauncherIo): Promise<number> {
-  const fetcher = io.fetch ?? fetch;
+export async function run(config: Readonly<Config>, args: string[], io: CommandIo): Promise<number> {
+  const fetcher = io.fetch;
   const program = io.env.SESSIONTAP_CLAUDE || "claude";
   // A name may also lead to an address another user holds: the launcher and its child use one address.
   const host = isIP(config.host) ? config.host : await lookup(config.host).then((a) => a.address, () => config.host);

@@ -1,12 +1,9 @@
-// What a command gets from the outside world, in one object a test can build (docs/DESIGN.md "Command line"), and what a
-// reading command loads first: the session its argument names (from the tree or the store) and the price table.
+// What a command gets from the outside world, in one object a test can build (docs/DESIGN.md "Command line"), and what
+// the reading commands share: the mirror root's check, the words for a session not found, a table.
 import { type Config, settingName } from "../config/parse.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { Lookup } from "../storage/mirror-reader.ts";
-import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
-import { buildTree, type Tree } from "../transcript/tree.ts";
-import { loadPrices, type PriceTable } from "../usage/prices.ts";
+import { sourceName } from "../store/pg-reader.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { Zone } from "../utils/local-time.ts";
 
@@ -22,36 +19,15 @@ export interface CommandIo {
   /** Standard output is a terminal. */
   isTTY: boolean;
   zone: Zone;
+  home: string;
+  stopSignal: Promise<string>;
+  /** The Worker scripts, as the entry point resolves them (in a binary too). */
+  workerUrl?: URL | string;
+  viewerWorkerUrl?: URL | string;
 }
 
 /** Colour on a terminal, unless NO_COLOR (https://no-color.org). */
 export const useColor = (io: CommandIo) => io.isTTY && (io.env.NO_COLOR ?? "") === "";
-
-/** The price table, or exit status 1 once stderr says why the file cannot be used. */
-export async function priceTable(config: Readonly<Config>, io: CommandIo): Promise<PriceTable | number> {
-  try {
-    return await loadPrices(io.fs, config.prices);
-  } catch (error) {
-    io.stderr(`sessiontap: ${(error as Error).message}\n`);
-    return 1;
-  }
-}
-
-export interface LoadedSession {
-  data: SessionData;
-  tree: Tree;
-  summary: SessionSummary;
-}
-
-/** The session the first argument names (an id, a directory name, a unique prefix), or exit status 1 once stderr says why. */
-export async function findSession(config: Readonly<Config>, io: CommandIo, prices?: PriceTable): Promise<LoadedSession | number> {
-  const missing = await noMirror(config, io);
-  if (missing !== null) return missing;
-  const found = await withSessionSource(config, io.fs, (source) => source.lookup(config.positional[0]));
-  if (found.kind !== "found") return notFound(config, io, config.positional[0], found);
-  const tree = buildTree(found.data.records);
-  return { data: found.data, tree, summary: summarize(found.data, tree, prices) };
-}
 
 /** Says that no session, or several, match `query`; exit status 1. */
 export function notFound(config: Readonly<Config>, io: CommandIo, query: string, found: Exclude<Lookup, { kind: "found" }>): number {

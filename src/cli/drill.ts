@@ -22,7 +22,7 @@ import { describe } from "../utils/describe-error.ts";
 import { localDateTime } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
 import { type CommandIo, noMirror } from "./command-io.ts";
-import type { Check } from "./doctor-route.ts";
+import type { Check } from "./doctor.ts";
 
 const PROBE = "sessiontap drill: this resume is a check; reply with OK";
 

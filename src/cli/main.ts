@@ -3,46 +3,55 @@
 import process from "node:process";
 import { commandHelp, HELP } from "../config/commands.ts";
 import { type Config, parseConfig, UsageError } from "../config/parse.ts";
-import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
-import type { Zone } from "../utils/local-time.ts";
+import { nodeFs } from "../storage/fs-adapter.ts";
+import { loadPrices, type PriceTable } from "../usage/prices.ts";
 import { VERSION } from "../version.ts";
 import * as launcher from "./claude.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, noMirror } from "./command-io.ts";
 import * as doctor from "./doctor.ts";
 import * as drill from "./drill.ts";
-import * as exportCommand from "./export.ts";
-import * as list from "./list.ts";
 import * as mcp from "./mcp.ts";
-import * as restore from "./restore.ts";
 import * as scan from "./scan.ts";
-import * as search from "./search.ts";
 import { runServe } from "./serve.ts";
-import * as show from "./show.ts";
+import { runExport, runRestore, runShow } from "./session.ts";
+import { runList, runSearch, runUsage } from "./sessions.ts";
 import * as store from "./store.ts";
-import * as usage from "./usage.ts";
 import * as verify from "./verify.ts";
 
-const COMMANDS = { list, show, search, usage, export: exportCommand, restore, doctor, verify, drill, mcp, scan, store };
+type Run = (config: Readonly<Config>, io: CommandIo) => Promise<number>;
+type Entry = [Run] | [Run, "mirror"] | [(config: Readonly<Config>, io: CommandIo, prices: PriceTable) => Promise<number>, "priced"];
 
-/** The process as a command sees it; `fs`, `fetch`, `clock`, `cwd`, `zone` default to the real ones for tests to replace. */
-export interface Io {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  home: string;
-  stopSignal: Promise<string>;
-  /** The Worker scripts, as the entry point resolves them (in a binary too). */
-  workerUrl?: URL | string;
-  viewerWorkerUrl?: URL | string;
-  cwd?: string;
-  fs?: FsAdapter;
-  fetch?: typeof fetch;
-  clock?: () => number;
-  isTTY?: boolean;
-  zone?: Zone;
-}
+/** Each command, and what it reads first: "mirror" the tree (none there is exit 1, naming the setting), "priced" the price table too. */
+const COMMANDS: Record<Exclude<Config["command"], "help" | "version" | "serve" | "claude">, Entry> = {
+  list: [runList, "priced"],
+  show: [runShow, "priced"],
+  search: [runSearch, "mirror"],
+  usage: [runUsage, "priced"],
+  export: [runExport, "priced"],
+  restore: [runRestore, "mirror"],
+  verify: [verify.run, "mirror"],
+  doctor: [doctor.run],
+  drill: [drill.run],
+  mcp: [mcp.run],
+  scan: [scan.run],
+  store: [store.run],
+};
+
+/** The process as a command sees it; what is left out is the real one (tests replace `fs`, `fetch`, `clock`, `cwd`, `zone`). */
+export type Io = Pick<CommandIo, "stdout" | "stderr" | "home" | "stopSignal"> & Partial<Omit<CommandIo, "env">>;
 
 /** Runs one command line; resolves with the exit status. */
-export async function main(args: string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
+export async function main(args: string[], env: Record<string, string | undefined>, given: Io): Promise<number> {
+  const io: CommandIo = {
+    env,
+    cwd: process.cwd(),
+    fs: nodeFs,
+    fetch,
+    clock: Date.now,
+    isTTY: false,
+    zone: { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() },
+    ...given,
+  };
   let config: Readonly<Config>;
   // `claude ARGS…`: every argument after it is Claude Code's, never parsed as ours (but a lone --help).
   const launch = args[0] === "claude" && !(args.length === 2 && (args[1] === "--help" || args[1] === "-h"));
@@ -65,21 +74,21 @@ export async function main(args: string[], env: Record<string, string | undefine
     case "serve":
       return await runServe(config, io);
     case "claude":
-      return await launcher.run(config, args.slice(1), { ...io, env });
+      return await launcher.run(config, args.slice(1), io);
   }
-  const commandIo: CommandIo = {
-    stdout: io.stdout,
-    stderr: io.stderr,
-    env,
-    cwd: io.cwd ?? process.cwd(),
-    fs: io.fs ?? nodeFs,
-    fetch: io.fetch ?? fetch,
-    clock: io.clock ?? Date.now,
-    isTTY: io.isTTY ?? false,
-    zone: io.zone ?? { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() },
-  };
+  const entry = COMMANDS[config.command];
   try {
-    return await COMMANDS[config.command].run(config, commandIo);
+    const missing = entry[1] === undefined ? null : await noMirror(config, io);
+    if (missing !== null) return missing;
+    if (entry[1] !== "priced") return await entry[0](config, io);
+    let prices: PriceTable;
+    try {
+      prices = await loadPrices(io.fs, config.prices);
+    } catch (error) {
+      io.stderr(`sessiontap: ${(error as Error).message}\n`);
+      return 1;
+    }
+    return await entry[0](config, io, prices);
   } catch (error) {
     // A failure the command did not expect (an unreadable file, a full disk): one line, never a stack.
     const message = error instanceof Error ? error.message.split("\n")[0] : String(error);

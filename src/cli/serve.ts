@@ -12,6 +12,7 @@ import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/hosts.ts";
+import type { CommandIo } from "./command-io.ts";
 import { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
 import { localAddress, type Probe, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
 
@@ -103,15 +104,9 @@ export async function stopTap(tap: RunningTap, config: Readonly<Config>, stderr:
 }
 
 /** Runs the tap until SIGINT/SIGTERM: 0 after a graceful stop, 1 when commits could be saved nowhere, 2 when it cannot start. */
-export async function runServe(
-  config: Readonly<Config>,
-  io: Pick<TapDeps, "workerUrl" | "viewerWorkerUrl" | "fetch"> & { stdout: (t: string) => void; stderr: (t: string) => void; stopSignal: Promise<string> },
-): Promise<number> {
-  const tap = await startOrRefuse(
-    config,
-    { stderr: (line) => io.stderr(line + "\n"), workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl },
-    io.fetch ?? fetch,
-  );
+export async function runServe(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const deps = { stderr: (line: string) => io.stderr(line + "\n"), workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl };
+  const tap = await startOrRefuse(config, deps, io.fetch);
   if (!("url" in tap)) {
     io.stderr(`${tap.line}\n`);
     return 2;

@@ -24,28 +24,22 @@ import { allowedHosts, isLoopback } from "../viewer/hosts.ts";
 import { createViewer } from "../viewer/routes.ts";
 import { healthProof, leaveToken, localAddress } from "./tap-probe.ts";
 
-/** Seams a test may replace. */
 export interface TapDeps {
   /** The engine and the viewer's reader in this thread, not in Workers (docs/DESIGN.md "The launcher"). */
   inThread?: boolean;
-  /** The engine's filesystem and clock from a module of the test's own, built in the engine's Worker. */
   engineSeams?: EngineSeams;
   fetch?: typeof fetch;
   clock?: () => number;
   stderr?: (line: string) => void;
-  /** Where unwritten commits go when the root refuses them (default: the system's temp dir). */
   spoolTmpDir?: string;
-  /** The guard's timings and limits (defaults in src/guard/guard.ts). */
   guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
-  /** The Workers' scripts (default: beside this source; the binary passes its own). */
   workerUrl?: URL | string;
   viewerWorkerUrl?: URL | string;
-  /** Where the kernel's tables of TCP sockets are read (default /proc/net). */
+  /** Where the kernel's tables of TCP sockets are (default /proc/net). */
   procNet?: string;
 }
 
 export interface MirrorHandle {
-  /** Tries every backlog once more and waits for writes in flight, at most `boundMs`. */
   flush(boundMs: number): Promise<void>;
   stats(): Promise<MirrorStats>;
   /** Runs the retention sweep if it is due, and waits for it. */
@@ -56,7 +50,6 @@ export interface MirrorHandle {
 export interface GuardHandle {
   inspect(sessionId: string): Promise<GuardSessionView | null>;
   health(): Promise<GuardHealth>;
-  /** As the engine last said (synchronous: the viewer's banners). */
   alertOf(sessionId: string): GuardAlert | null;
   /** Has the guard look at a session's transcript now, and waits for the look and the alerts it changed. */
   lookNow(sessionId: string): Promise<void>;
@@ -67,7 +60,6 @@ export interface RunningTap {
   port: number;
   mirror: MirrorHandle | null;
   guard: GuardHandle | null;
-  /** What the start replayed from the spools of earlier runs. */
   replayed: Replayed;
   proxy: RunningProxy | null;
   /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
@@ -105,7 +97,6 @@ export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "gu
   };
 }
 
-/** Starts the engine where it runs: a Worker, or this thread for the launcher's fallback tap. */
 function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: string | null }, listener: LinkListener): Promise<StartedEngine> {
   const settings = { ...engineSettings(config, deps), bindingKey: deps.bindingKey, lockHolder: crypto.randomUUID() };
   if (deps.inThread) return startThreadEngine(settings, listener);

@@ -5,7 +5,7 @@ import { isIP } from "node:net";
 import { join } from "node:path/posix";
 import { existingBindingKey } from "../storage/binding-files.ts";
 import { type FsAdapter, nodeFs, readIfThere, removeIfThere } from "../storage/fs-adapter.ts";
-import { isObject } from "../protocol/json.ts";
+import { isObject, jsonObject } from "../protocol/json.ts";
 import { sameSecret } from "../server/request-guard.ts";
 import { describe } from "../utils/describe-error.ts";
 import { isLoopback } from "../viewer/hosts.ts";
@@ -46,7 +46,8 @@ export async function probeTap(
   const url = new URL("/_tap/health", base);
   const ask = async (query: string, headers: Record<string, string> = {}) => {
     const response = await fetcher(`${url.href}${query}`, { signal: AbortSignal.timeout(timeoutMs), redirect: "manual", headers });
-    return { status: response.status, body: (await response.json().catch(() => null)) as unknown };
+    const text = await boundedText(response).catch(() => null);
+    return { status: response.status, body: text === null ? null : jsonObject(text) };
   };
   try {
     const nonce = randomBytes(16).toString("hex");
@@ -65,6 +66,22 @@ export async function probeTap(
   } catch (error) {
     return { kind: "none", url: url.origin, why: (error as Error).name === "TimeoutError" ? "timed out" : describe(error) };
   }
+}
+
+/** A body of at most `max` bytes, or null past that (the read is then cancelled): whoever holds a port may answer without end. */
+export async function boundedText(response: Response, max = 1024 * 1024): Promise<string | null> {
+  const reader = response.body?.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  for (let size = 0, part = await reader?.read(); part !== undefined && !part.done; part = await reader!.read()) {
+    size += part.value.byteLength;
+    if (size > max) {
+      await reader!.cancel();
+      return null;
+    }
+    text += decoder.decode(part.value, { stream: true });
+  }
+  return text + decoder.decode();
 }
 
 /** "pid N, version V" of a sessiontap's health, for a line that names it. */

@@ -222,12 +222,10 @@ export function httpUrl(name: string, raw: string): URL {
   return url;
 }
 
-/** The upstream without a trailing slash; credentials, a query or a fragment would be sent on every request. */
-export function upstreamUrl(raw: string): string {
-  const url = httpUrl("upstream (--upstream / SESSIONTAP_UPSTREAM)", raw);
-  if (url.username || url.password || url.search || url.hash) {
-    throw new UsageError(`upstream (--upstream / SESSIONTAP_UPSTREAM) must not carry credentials, a query or a fragment`);
-  }
+/** An upstream without a trailing slash; credentials, a query or a fragment would be sent on every request. */
+export function upstreamUrl(raw: string, name = "upstream (--upstream / SESSIONTAP_UPSTREAM)"): string {
+  const url = httpUrl(name, raw);
+  if (url.username || url.password || url.search || url.hash) throw new UsageError(`${name} must not carry credentials, a query or a fragment`);
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
 
@@ -316,11 +314,7 @@ export function proxySettings(flags: Map<string, string | true>, env: Env, home:
     const eq = pair.indexOf("=");
     const host = pair.slice(0, Math.max(eq, 0)).trim().toLowerCase();
     if (eq < 0 || !isHostName(host)) throw new UsageError(`SESSIONTAP_PROXY_UPSTREAM takes HOST=URL pairs separated by commas, got "${pair}"`);
-    const url = httpUrl(`SESSIONTAP_PROXY_UPSTREAM (for ${host})`, pair.slice(eq + 1).trim());
-    if (url.username || url.password || url.search || url.hash) {
-      throw new UsageError(`SESSIONTAP_PROXY_UPSTREAM (for ${host}) must not carry credentials, a query or a fragment`);
-    }
-    upstreams[host] = url.origin + url.pathname.replace(/\/+$/, "");
+    upstreams[host] = upstreamUrl(pair.slice(eq + 1).trim(), `SESSIONTAP_PROXY_UPSTREAM (for ${host})`);
   }
   const configHome = env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME.startsWith("/") ? env.XDG_CONFIG_HOME : `${home.replace(/\/+$/, "")}/.config`;
   const caDir = expandHome(env.SESSIONTAP_CA_DIR || `${configHome}/sessiontap`, home);

@@ -129,6 +129,15 @@ const turn = () => fetch(base + "/v1/messages", { method: "POST", headers: { "x-
     assert.match(r.stderr, new RegExp(`^sessiontap: port ${port} is in use; Claude Code goes through a tap on `, "m"));
   });
 
+  it("a squatter whose answer never ends is read no further than a bound: a tap on another port, and it got nothing", async () => {
+    const { squatter, port } = await squat(["0", "--endless"]);
+    const r = await launch(port);
+    refused(r, squatter, port);
+    assert.match(r.stderr, new RegExp(`^sessiontap: port ${port} is in use( by something that is not a sessiontap)?; Claude Code goes through a tap on `, "m"));
+    const sent = Number((await squatter.waitFor("stdout", /^sent (\d+)$/m))[1]);
+    assert.ok(sent < 8 * 1024 * 1024, `the launcher read ${sent} bytes of the squatter's answer`);
+  });
+
   it("a squatter that replays a proof the user's tap gave on that port before is refused: every challenge is new", async () => {
     const real = await serveTap(["--mirror-dir", root, "--upstream", "http://127.0.0.1:9"]);
     children.push(real.tap);
