@@ -97,6 +97,7 @@ function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: n
     lastActivity: now,
     lastLook: 0,
     seen: false,
+    told: new Set<GuardState>(),
     pending: null as { state: GuardState; since: number } | null,
     timer: null as ReturnType<typeof setTimeout> | null,
     dueAt: 0,
@@ -130,64 +131,9 @@ export class LookBudget {
   }
 }
 
-/** The alerts: said once per session and state (again only after the session was whole in between), listed under health's guard.alerts. */
-class GuardAlerts {
-  private readonly active = new Map<string, GuardAlert>();
-  private readonly told = new Map<string, Set<GuardState>>();
-
-  constructor(private readonly o: Pick<Required<GuardOptions>, "stderr" | "log" | "onAlerts">) {}
-
-  raise(sessionId: string, state: GuardState, sinceMs: number, path: string | null, lacking: Verdict["lacking"]): void {
-    const counts: { lacking?: number; lackingAnswers?: number } = state === "behind" ? { lacking: lacking.prompts, lackingAnswers: lacking.answers } : {};
-    const current = this.active.get(sessionId);
-    if (current?.state === state) {
-      if (current.lacking !== counts.lacking || current.lackingAnswers !== counts.lackingAnswers) Object.assign(current, counts), this.o.onAlerts(this.list());
-      return;
-    }
-    const command = `sessiontap restore ${sessionId}`;
-    this.active.set(sessionId, { sessionId, state, since: new Date(sinceMs).toISOString(), path, ...counts, command });
-    this.o.log("guard-alert", { session: sessionId, state, ...(counts as Record<string, number>) });
-    this.o.onAlerts(this.list());
-    const told = this.told.get(sessionId) ?? this.told.set(sessionId, new Set()).get(sessionId)!;
-    if (told.has(state)) return;
-    told.add(state);
-    const what = state === "missing"
-      ? "is gone"
-      : state === "stub"
-      ? "is a stub (no conversation left in it, so claude --resume cannot continue it)"
-      : `is behind the mirror: it lacks ${lackingWords(lacking)} the mirror holds (the file was cut or started afresh)`;
-    this.o.stderr(
-      `sessiontap: guard: Claude Code's transcript of session ${sessionId} ${what}${path === null ? "" : ` (${path})`}; ` +
-        `the mirror holds the conversation: quit Claude Code, then run: ${command}`,
-    );
-  }
-
-  clear(sessionId: string): void {
-    const current = this.active.get(sessionId);
-    this.told.delete(sessionId);
-    if (current === undefined) return;
-    this.active.delete(sessionId);
-    this.o.onAlerts(this.list());
-    this.o.log("guard-clear", { session: sessionId, state: current.state });
-    this.o.stderr(`sessiontap: guard: Claude Code's transcript of session ${sessionId} is whole again`);
-  }
-
-  forget(sessionId: string): void {
-    if (this.active.delete(sessionId)) this.o.onAlerts(this.list());
-    this.told.delete(sessionId);
-  }
-
-  of(sessionId: string): GuardAlert | null {
-    return this.active.get(sessionId) ?? null;
-  }
-
-  list(): GuardAlert[] {
-    return [...this.active.values()].sort((a, b) => a.since.localeCompare(b.since));
-  }
-}
-
 export class Guard {
-  readonly alerts: GuardAlerts;
+  /** Said once per session and state (again only after the session was whole in between). */
+  private readonly alerts = new Map<string, GuardAlert>();
   /** Least recently active first; the one past `maxSessions` is dropped. */
   private readonly sessions: LRUCache<string, Watched>;
   private readonly looking = new Map<string, Promise<unknown>>();
@@ -219,7 +165,6 @@ export class Guard {
     };
     this.sessions = new LRUCache({ max: this.o.maxSessions, dispose: (s, _, reason) => reason === "evict" && this.drop(s) });
     this.projects = new ProjectDirectories(options.claudeDir);
-    this.alerts = new GuardAlerts(this.o);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
     this.readAlarm = new Alarm(options.clock, options.stderr);
     this.sweep = setInterval(() => this.sweepActive(), this.o.sweepMs);
@@ -268,7 +213,7 @@ export class Guard {
     return {
       watching: all.filter((s) => s.lastActivity >= since).length,
       notFound: all.filter((s) => !s.seen && s.lastLook > 0).length,
-      alerts: this.alerts.list(),
+      alerts: this.alertList(),
       looks: this.looks,
       bytesRead: this.bytesRead,
       errors: this.errors,
@@ -310,8 +255,48 @@ export class Guard {
 
   private drop(s: Watched): void {
     if (s.timer !== null) clearTimeout(s.timer);
-    this.alerts.forget(s.sessionId);
+    if (this.alerts.delete(s.sessionId)) this.o.onAlerts(this.alertList());
     this.unwatch(s);
+  }
+
+  private alertList(): GuardAlert[] {
+    return [...this.alerts.values()].sort((a, b) => a.since.localeCompare(b.since));
+  }
+
+  private raise(s: Watched, state: GuardState, sinceMs: number, lacking: Verdict["lacking"]): void {
+    const counts: { lacking?: number; lackingAnswers?: number } = state === "behind" ? { lacking: lacking.prompts, lackingAnswers: lacking.answers } : {};
+    const current = this.alerts.get(s.sessionId);
+    if (current?.state === state) {
+      if (current.lacking !== counts.lacking || current.lackingAnswers !== counts.lackingAnswers) {
+        Object.assign(current, counts), this.o.onAlerts(this.alertList());
+      }
+      return;
+    }
+    const [path, command] = [s.follower?.path ?? null, `sessiontap restore ${s.sessionId}`];
+    this.alerts.set(s.sessionId, { sessionId: s.sessionId, state, since: new Date(sinceMs).toISOString(), path, ...counts, command });
+    this.o.log("guard-alert", { session: s.sessionId, state, ...(counts as Record<string, number>) });
+    this.o.onAlerts(this.alertList());
+    if (s.told.has(state)) return;
+    s.told.add(state);
+    const what = state === "missing"
+      ? "is gone"
+      : state === "stub"
+      ? "is a stub (no conversation left in it, so claude --resume cannot continue it)"
+      : `is behind the mirror: it lacks ${lackingWords(lacking)} the mirror holds (the file was cut or started afresh)`;
+    this.o.stderr(
+      `sessiontap: guard: Claude Code's transcript of session ${s.sessionId} ${what}${path === null ? "" : ` (${path})`}; ` +
+        `the mirror holds the conversation: quit Claude Code, then run: ${command}`,
+    );
+  }
+
+  private clear(s: Watched): void {
+    const current = this.alerts.get(s.sessionId);
+    s.told.clear();
+    if (current === undefined) return;
+    this.alerts.delete(s.sessionId);
+    this.o.onAlerts(this.alertList());
+    this.o.log("guard-clear", { session: s.sessionId, state: current.state });
+    this.o.stderr(`sessiontap: guard: Claude Code's transcript of session ${s.sessionId} is whole again`);
   }
 
   /** Looks at `s` in `delayMs`, or sooner if a look is already due sooner. */
@@ -334,7 +319,7 @@ export class Guard {
   private sweepActive(): void {
     const now = this.o.clock();
     for (const s of this.sessions.values()) {
-      const active = s.lastActivity >= now - this.o.activeMs || this.alerts.of(s.sessionId) !== null;
+      const active = s.lastActivity >= now - this.o.activeMs || this.alerts.has(s.sessionId);
       if (active && s.timer === null && !s.running && now - s.lastLook >= this.o.sweepMs) this.schedule(s, 0);
     }
   }
@@ -452,15 +437,15 @@ export class Guard {
     s.verdictAt = now;
     if (verdict === null || verdict.state === "intact") {
       s.pending = null;
-      if (verdict !== null) this.alerts.clear(s.sessionId);
+      if (verdict !== null) this.clear(s);
       return;
     }
     if (s.pending === null || s.pending.state !== verdict.state) {
       s.pending = { state: verdict.state, since: now };
-      if (this.alerts.of(s.sessionId)?.state !== verdict.state) return this.schedule(s, this.o.confirmMs);
+      if (this.alerts.get(s.sessionId)?.state !== verdict.state) return this.schedule(s, this.o.confirmMs);
     }
     if (now - s.pending.since < this.o.confirmMs) return this.schedule(s, s.pending.since + this.o.confirmMs - now);
-    this.alerts.raise(s.sessionId, verdict.state, s.pending.since, s.follower?.path ?? null, verdict.lacking);
+    this.raise(s, verdict.state, s.pending.since, verdict.lacking);
   }
 }
 
