@@ -58,88 +58,63 @@ const PR_LINE = "- End pull request descriptions with:\n";
 
 const KINDS: Kind[] = [
   { type: "environment", role: "system", opens: ENV_HEAD, read: (t) => readEnvironment(t) },
-  {
-    type: "model",
-    role: "system",
-    opens: "You are powered by the model ",
-    read(t) {
-      const m = /^You are powered by the model (?:named (.+?)\. The exact model ID is (\S+?)\.|(\S+?)\.)(?: Assistant knowledge cutoff is (.+)\.)?$/.exec(t);
-      if (m === null) return null;
-      return { identity: { modelId: m[2] ?? m[3], marketingName: m[1] ?? null, knowledgeCutoff: m[4] ?? null }, text: t };
-    },
-  },
-  {
-    type: "deferred_tools_delta",
-    role: "system",
-    opens: "The following deferred tools are now available via ",
-    read(t) {
-      const head = DEFERRED_HEAD.exec(t);
-      if (head === null) return null;
-      const lines = t.slice(head[0].length).split("\n\n")[0].split("\n").filter((l) => l !== "");
-      const names = lines.map((l) => l.split(":")[0]);
-      return {
-        addedNames: names,
-        addedLines: lines,
-        removedNames: [],
-        wireHiddenNames: [],
-        readdedNames: [],
-        pendingMcpServers: [],
-        needsAuthMcpServers: [],
-        failedMcpServers: [],
-      };
-    },
-  },
-  {
-    type: "agent_listing_delta",
-    role: "system",
-    opens: AGENTS_HEAD,
-    read(t) {
-      const [list, ...rest] = t.slice(AGENTS_HEAD.length).split("\n\n");
-      const lines = list.split("\n");
-      const types = lines.map((l) => /^- ([^:]+):/.exec(l)?.[1]);
-      if (types.some((x) => x === undefined) || rest.some((p) => p !== AGENTS_NOTE)) return null;
-      return { addedTypes: types, addedLines: lines, removedTypes: [], isInitial: true, showConcurrencyNote: rest.length > 0 };
-    },
-  },
-  {
-    type: "skill_listing",
-    role: "system",
-    opens: SKILLS_HEAD,
-    read(t) {
-      const content = t.slice(SKILLS_HEAD.length);
-      const names = [...content.matchAll(/^- ([^:\s]+):/gm)].map((m) => m[1]);
-      return names.length === 0 ? null : { content, skillCount: names.length, isInitial: true, names };
-    },
-  },
+  { type: "model", role: "system", opens: "You are powered by the model ", read: readModel },
+  { type: "deferred_tools_delta", role: "system", opens: "The following deferred tools are now available via ", read: readDeferredTools },
+  { type: "agent_listing_delta", role: "system", opens: AGENTS_HEAD, read: readAgents },
+  { type: "skill_listing", role: "system", opens: SKILLS_HEAD, read: readSkills },
   {
     type: "total_tokens_reminder",
     role: "system",
     opens: "<total_tokens>",
     read: (t) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null),
   },
-  {
-    type: "auto_mode",
-    role: "system",
-    opens: "While auto mode is active:",
-    // Its words depend on settings they do not all name: only the renderings seen are read back.
-    read: (
-      t,
-    ) => (t === AUTO_MODE_BASH_FIRST
-      ? { autoModeConsentFlow: false, finishExposedWork: false, bashFirst: true, bashFirstSteer: "relaxed", steerOnly: true, bypass: false }
-      : null),
-  },
+  // Its words depend on settings they do not all name: only the renderings seen are read back.
+  { type: "auto_mode", role: "system", opens: "While auto mode is active:", read: (t) => (t === AUTO_MODE_BASH_FIRST ? AUTO_MODE_BASH_FIRST_MADE : null) },
   { type: "session_context", role: "user", opens: CONTEXT_HEAD, read: (t) => readSessionContext(t) },
   {
     type: "date",
     role: "system",
     opens: "Today's date is ",
-    read: (t) => {
-      const date = /^Today's date is (\d{4}-\d{2}-\d{2})\.$/.exec(t)?.[1];
-      return date === undefined ? null : { date };
-    },
+    read: (t) => (/^Today's date is \d{4}-\d{2}-\d{2}\.$/.test(t) ? { date: t.slice("Today's date is ".length, -1) } : null),
   },
   { type: "remote_session_change", role: "user", besideToolResult: true, opens: ATTRIBUTION_HEAD, read: (t) => readAttribution(t) },
 ];
+
+const AUTO_MODE_BASH_FIRST_MADE = {
+  autoModeConsentFlow: false,
+  finishExposedWork: false,
+  bashFirst: true,
+  bashFirstSteer: "relaxed",
+  steerOnly: true,
+  bypass: false,
+};
+
+function readModel(t: string): Record<string, unknown> | null {
+  const m = /^You are powered by the model (?:named (.+?)\. The exact model ID is (\S+?)\.|(\S+?)\.)(?: Assistant knowledge cutoff is (.+)\.)?$/.exec(t);
+  return m === null ? null : { identity: { modelId: m[2] ?? m[3], marketingName: m[1] ?? null, knowledgeCutoff: m[4] ?? null }, text: t };
+}
+
+function readDeferredTools(t: string): Record<string, unknown> | null {
+  const head = DEFERRED_HEAD.exec(t);
+  if (head === null) return null;
+  const lines = t.slice(head[0].length).split("\n\n")[0].split("\n").filter((l) => l !== "");
+  const none = { removedNames: [], wireHiddenNames: [], readdedNames: [], pendingMcpServers: [], needsAuthMcpServers: [], failedMcpServers: [] };
+  return { addedNames: lines.map((l) => l.split(":")[0]), addedLines: lines, ...none };
+}
+
+function readAgents(t: string): Record<string, unknown> | null {
+  const [list, ...rest] = t.slice(AGENTS_HEAD.length).split("\n\n");
+  const lines = list.split("\n");
+  const types = lines.map((l) => /^- ([^:]+):/.exec(l)?.[1]);
+  if (types.some((x) => x === undefined) || rest.some((p) => p !== AGENTS_NOTE)) return null;
+  return { addedTypes: types, addedLines: lines, removedTypes: [], isInitial: true, showConcurrencyNote: rest.length > 0 };
+}
+
+function readSkills(t: string): Record<string, unknown> | null {
+  const content = t.slice(SKILLS_HEAD.length);
+  const names = [...content.matchAll(/^- ([^:\s]+):/gm)].map((m) => m[1]);
+  return names.length === 0 ? null : { content, skillCount: names.length, isInitial: true, names };
+}
 
 /** The environment's snapshot, in the fields Claude Code compares with the machine it resumes on. */
 function readEnvironment(t: string): Record<string, unknown> | null {

@@ -49,6 +49,12 @@ export const substringMatcher = (query: string) => regexMatcher(escapeRegex(quer
 /** Whitespace-separated; a "quoted phrase" is one term. */
 const terms = (query: string) => [...query.matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] ?? m[2]).filter((t) => t !== "");
 
+/** Any of the terms (the viewer marks them in a record); null for no terms. */
+export function termsPattern(query: string): RegExp | null {
+  const all = terms(query);
+  return all.length === 0 ? null : new RegExp(all.map(escapeRegex).join("|"), "giu");
+}
+
 /** Every term anywhere in the text (the viewer's box); null for no terms. */
 export function termsMatcher(query: string): Matcher | null {
   const res = terms(query).map((t) => new RegExp(escapeRegex(t), "giu"));

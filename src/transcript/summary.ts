@@ -21,14 +21,12 @@ import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
 
 export interface SessionData {
   dir: string;
-  /** Main-conversation records, oldest file first, in file order. */
   records: Rec[];
   malformed: number;
   files: number;
   /** Bytes of every mirror file of the session (main, subagents, side). */
   bytes: number;
   agents: { dir: string; records: Rec[] }[];
-  /** Its side requests' records (titles, summaries, probes). */
   side: Rec[];
 }
 
@@ -60,7 +58,6 @@ export function countsText(c: Counts): string {
   return `${n(c.prompts, "prompt")} and ${n(c.answers, "answer")}${more.some(Boolean) ? ` (${more.filter(Boolean).join("; ")})` : ""}`;
 }
 
-/** The facts `list --json` shows (docs/DESIGN.md "Command line"). */
 export interface SessionSummary {
   sessionId: string | null;
   dir: string;
@@ -156,10 +153,8 @@ export function generatedTitle(side: readonly Rec[]): string | null {
   return null;
 }
 
-/** Claude Code's generated title in one line, else the first prompt, else null. */
 export function sessionTitle(side: readonly Rec[], records: Rec[]): string | null {
   return oneLine(scrubControl(generatedTitle(side) ?? ""), 100) || firstPrompt(records, 100);
 }
 
-/** The record Claude Code keeps its generated title in (`claude --resume` lists a session by it). */
 export const titleRecord = (sessionId: string, title: string): Rec => ({ type: "ai-title", aiTitle: title, sessionId });
