@@ -122,7 +122,6 @@ export class LookBudget {
   private readonly times: number[] = [];
   constructor(private readonly max: number, private readonly windowMs = 60_000) {}
 
-  /** 0 when a look is allowed at `now`, else how many milliseconds until one is. */
   take(now: number): number {
     while (this.times.length > 0 && this.times[0] <= now - this.windowMs) this.times.shift();
     if (this.times.length >= this.max) return this.times[0] + this.windowMs - now + 1;
@@ -171,7 +170,6 @@ export class Guard {
     (this.sweep as { unref?: () => void }).unref?.();
   }
 
-  /** Notes a commit the mirror wrote (main conversations of a known session only), off the client's path. Never throws. */
   observe(job: CommitJob): void {
     if (this.stopped || job.route !== "main" || job.base.sessionId === null) return;
     const timer = setTimeout(() => this.note(job), 0);
@@ -220,7 +218,6 @@ export class Guard {
     };
   }
 
-  /** Why Claude Code's transcripts cannot be read, while they cannot (the guard is blind). */
   get readFailure(): string | null {
     return this.readAlarm.failing ? (this.readAlarm.state().lastError ?? "error") : null;
   }
@@ -299,7 +296,6 @@ export class Guard {
     this.o.stderr(`sessiontap: guard: Claude Code's transcript of session ${s.sessionId} is whole again`);
   }
 
-  /** Looks at `s` in `delayMs`, or sooner if a look is already due sooner. */
   private schedule(s: Watched, delayMs: number): void {
     if (this.stopped) return;
     const due = this.o.clock() + delayMs;

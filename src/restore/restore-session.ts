@@ -16,7 +16,6 @@ import { judge, type MirrorFacts, mirrorFacts, type TranscriptState, type Verdic
 import { buildTree, type Tree } from "../transcript/tree.ts";
 import { plural } from "../utils/plural.ts";
 
-/** What restore did or would do (`restore --json` prints it). */
 export interface RestoreOutcome {
   sessionId: string;
   path: string;
@@ -48,7 +47,6 @@ export type RestoreResult =
   | { ok: true; outcome: RestoreOutcome; problems: string[] }
   | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
 
-/** `cwd` null: the one the mirror recorded. */
 export interface RestoreRequest {
   claudeDir: string;
   cwd: string | null;
@@ -189,7 +187,6 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
   return { kept: foreign === null ? kept : kept.filter((r) => r.sessionId === undefined || r.sessionId === sessionId), foreign };
 }
 
-/** What a restore (or its dry run) did: the lines the CLI prints and the viewer shows. */
 export function describeRestore(outcome: RestoreOutcome): string[] {
   const what = countsText(outcome.counts);
   const thing = outcome.existing === "stub" ? "stub" : outcome.existing === "behind" ? "transcript (behind the mirror)" : "transcript";

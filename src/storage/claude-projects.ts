@@ -10,7 +10,6 @@ import { JsonlFollower } from "./jsonl-follower.ts";
 
 export interface TranscriptInfo {
   state: TranscriptState;
-  /** The file found, or where Claude Code would keep it (null when neither is known). */
   path: string | null;
   /** Why there can be no transcript at all (the id cannot be a Claude Code session's), else null. */
   problem: string | null;
@@ -90,7 +89,6 @@ async function refusal(fs: FsAdapter, path: string): Promise<string | null> {
   return info.isFile ? null : "not a regular file (a FIFO, a device or a socket); not read";
 }
 
-/** Files being followed, by path: a long-lived reader (the viewer's list) reads only what was appended since. */
 export type FactsCache = Map<string, { follower: JsonlFollower; facts: FileFacts }>;
 
 /** Bounded memory, a regular file only (docs/RELIABILITY.md "Trust boundaries"); what cannot be read is a warning, never thrown. */

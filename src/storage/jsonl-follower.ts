@@ -20,7 +20,6 @@ export interface FollowOptions {
 }
 
 export class JsonlFollower {
-  /** The end of the last whole line handed on. */
   offset = 0;
   private dev = -1;
   private ino = -1;
@@ -40,11 +39,8 @@ export class JsonlFollower {
     this.readTo = -1;
   }
 
-  /**
-   * One lstat, then at most `maxBytes` read from the cursor, each whole line handed to `visit`. A file replaced, cut
-   * shorter or rewritten before the cursor is read afresh (`restarted`; `onRestart` is told where, before its first line). `final`: an
-   * unfinished last line is handed on too (`last`), the cursor left before it. Reads a regular file only.
-   */
+  /** One lstat, then at most `maxBytes` from the cursor; a file replaced, cut or rewritten before the cursor is read afresh (`onRestart`).
+   * `final`: an unfinished last line is handed on too (`last`), the cursor left before it. */
   async read(
     fs: FsAdapter,
     visit: (line: Line) => void,

@@ -116,7 +116,6 @@ function readSkills(t: string): Record<string, unknown> | null {
   return names.length === 0 ? null : { content, skillCount: names.length, isInitial: true, names };
 }
 
-/** The environment's snapshot, in the fields Claude Code compares with the machine it resumes on. */
 function readEnvironment(t: string): Record<string, unknown> | null {
   const lines = t.slice(ENV_HEAD.length).split("\n");
   const value = (key: string) => lines.find((l) => l.startsWith(` - ${key}: `))?.slice(key.length + 5);
@@ -140,7 +139,6 @@ function readEnvironment(t: string): Record<string, unknown> | null {
   return { snapshot };
 }
 
-/** `# gitStatus` and the rest, each under its own heading. */
 function readSessionContext(t: string): Record<string, unknown> | null {
   if (!t.endsWith(CONTEXT_FOOT)) return null;
   const body = t.slice(CONTEXT_HEAD.length, t.length - CONTEXT_FOOT.length);
@@ -152,7 +150,6 @@ function readSessionContext(t: string): Record<string, unknown> | null {
   return { context };
 }
 
-/** The attribution lines for commits and pull requests, and whether the organisation set them. */
 function readAttribution(t: string): Record<string, unknown> | null {
   const commitAt = t.indexOf(COMMIT_LINE);
   const prAt = t.indexOf(PR_LINE);
@@ -163,14 +160,12 @@ function readAttribution(t: string): Record<string, unknown> | null {
   return { url: null, commit, pr, sendUserFileHint: false, managedCommit: managed, managedPr: managed };
 }
 
-/** The text inside a reminder's tags, or null when `text` is not one whole reminder. */
 export function reminderInner(text: string): string | null {
   if (!text.startsWith(REMINDER_OPEN) || !text.endsWith(REMINDER_CLOSE)) return null;
   const inner = text.slice(REMINDER_OPEN.length, -REMINDER_CLOSE.length);
   return inner.includes(REMINDER_CLOSE) ? null : inner;
 }
 
-/** The piece a reminder's inner text stands for (of the unknown kind when not recognised). */
 export function contextPiece(inner: string, sentAs: "user" | "system"): ContextPiece {
   const rendered = REMINDER_OPEN + inner + REMINDER_CLOSE;
   for (const kind of KINDS) {
@@ -193,10 +188,7 @@ export function systemPieces(text: string): ContextPiece[] {
   return cuts.map((from, i) => contextPiece(text.slice(from, i + 1 < cuts.length ? cuts[i + 1] - 2 : text.length), "system"));
 }
 
-/**
- * A turn's user-side and system-side pieces in the order Claude Code announces a first turn in (each side keeps its own): once the
- * model takes system turns the wire no longer says which came first, and a resume on another model would send them otherwise.
- */
+/** Each side's pieces in the order Claude Code announces a first turn in: the wire no longer says which came first once the model takes system turns. */
 export function interleave(user: ContextPiece[], system: ContextPiece[]): ContextPiece[] {
   const rank = (list: ContextPiece[]) => {
     let last = -1;

@@ -76,25 +76,11 @@ function relinkSegment(boundary: Rec, path: Rec[], keptBefore: Map<string, strin
 
 /** A message the API accepts when Claude Code re-sends it: no `sessiontap_*` keys, a reference kept without its bytes as a text note. */
 function apiSafeMessage(message: Record<string, unknown>): Record<string, unknown> {
-  const out = withoutOwnKeys(message);
-  if (Array.isArray(message.content)) out.content = safeBlocks(message.content);
+  const out = Object.fromEntries(Object.entries(message).filter(([k]) => !k.startsWith("sessiontap_")));
+  if (Array.isArray(out.content)) {
+    out.content = out.content.map((b) => (!isObject(b) ? b : isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : apiSafeMessage(b)));
+  }
   return out;
-}
-
-function withoutOwnKeys(value: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) if (!k.startsWith("sessiontap_")) out[k] = v;
-  return out;
-}
-
-function safeBlocks(blocks: unknown[]): unknown[] {
-  return blocks.map((b) => {
-    if (!isObject(b)) return b;
-    const block = withoutOwnKeys(b);
-    if (isObject(block.source) && block.source.type === "reference") return referenceNote(block);
-    if (Array.isArray(block.content)) block.content = safeBlocks(block.content);
-    return block;
-  });
 }
 
 export function referenceNote(block: Block): Block {

@@ -30,9 +30,7 @@ export interface Viewer {
   close(): void;
 }
 
-/** How often an idle event stream sends a comment, so proxies and browsers keep it open. */
 const KEEPALIVE_MS = 15_000;
-/** The longest a restore's answer waits for the guard to look at the restored transcript. */
 const RESTORED_LOOK_MS = 1_000;
 
 /** Nothing from elsewhere, and only the script carrying this response's nonce runs. */

@@ -97,7 +97,6 @@ function item(s: ViewerSession): HTMLLIElement {
   return li;
 }
 
-/** Redraws the list from the state, as filtered. */
 export function renderSessions(): void {
   const list = ui.sessions;
   const hadFocus = list.contains(document.activeElement);
@@ -164,13 +163,11 @@ function hitCount(hits: SearchHit[], found: number): string {
 }
 
 let searchTimer: ReturnType<typeof setTimeout> | undefined;
-/** The search box changed: searches once typing pauses. */
 export function onSearch(): void {
   clearTimeout(searchTimer);
   searchTimer = setTimeout(runSearch, 200);
 }
 
-/** Runs the search in the box now and shows its hits (or the list again when the box is empty). */
 export async function runSearch(): Promise<void> {
   const q = ui.search.value.trim();
   state.query = q;

@@ -75,7 +75,6 @@ function settle(root: Element): void {
   }
 }
 
-/** The tool call whose id `match`es in the shown conversation. */
 function pairOf(match: (id: string | undefined) => boolean): HTMLDetailsElement | undefined {
   return [...document.querySelectorAll<HTMLDetailsElement>("details.tool-use")].find((d) => match(d.dataset.toolUseId));
 }
