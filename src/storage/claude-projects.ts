@@ -1,6 +1,6 @@
 // Claude Code's own transcripts, `<claude-dir>/projects/<project>/<session>.jsonl`: where they are, and how each stands against the
 // mirror as the one judge says (docs/DESIGN.md "One judge of Claude Code's transcript").
-import { join } from "node:path/posix";
+import { dirname, join } from "node:path/posix";
 import { transcriptName } from "../protocol/session-id.ts";
 import { encodeProjectDir, findProjectDir, MAX_PROJECT_DIR } from "../transcript/project-dir.ts";
 import { type FileFacts, judge, type MirrorFacts, newFileFacts, noteLine, type TranscriptState, type Verdict } from "../transcript/transcript-state.ts";
@@ -79,7 +79,7 @@ export class ProjectDirectories {
 
 /** Why a Claude Code file is not read (its directory or itself a link, a FIFO…), "missing", or null to read it. */
 async function refusal(fs: FsAdapter, path: string): Promise<string | null> {
-  const dir = path.slice(0, path.lastIndexOf("/"));
+  const dir = dirname(path);
   const parent = await fs.lstat(dir);
   if (parent?.isSymbolicLink) return `its directory ${dir} is a symbolic link; not followed`;
   const info = parent?.isDirectory ? await fs.lstat(path) : null;

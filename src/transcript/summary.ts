@@ -1,5 +1,5 @@
 // One line's worth of facts about a mirrored session (`list`, `show`, `usage`, the viewer, the exports): its title, times, counts and cost. Pure.
-import { isObject } from "../protocol/json.ts";
+import { jsonObject } from "../protocol/json.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { type SessionAnswers, sessionAnswers, type TokenCounts, totalsOf } from "../usage/tokens.ts";
 import {
@@ -134,23 +134,15 @@ const textOf = (r: Rec) => blocksOf(messageOf(r)?.content).filter((b) => b.type 
 export function titleFromAnswer(r: Rec): string | null {
   if (r.type !== "assistant") return null;
   const text = textOf(r).trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, "$1");
-  let value: unknown = null;
-  try {
-    value = text.startsWith("{") ? JSON.parse(text) : null;
-  } catch {
-    // not a JSON answer (cut short, refused): no title from it
-  }
-  return isObject(value) && typeof value.title === "string" && value.title.trim() !== "" ? value.title.trim() : null;
+  const value = text.startsWith("{") ? jsonObject(text) : null; // null: not a JSON answer (cut short, refused)
+  return typeof value?.title === "string" && value.title.trim() !== "" ? value.title.trim() : null;
 }
 
 /** The newest answer to Claude Code's title request (its user message opens with `<session>`; another request may answer a JSON `title` too). */
 export function generatedTitle(side: readonly Rec[]): string | null {
   const asks = new Set(side.filter((r) => r.type === "user" && textOf(r).startsWith("<session>\n")).map(uuidOf));
-  for (const r of [...side].reverse()) {
-    const title = parentOf(r) !== null && asks.has(parentOf(r)) ? titleFromAnswer(r) : null;
-    if (title !== null) return title;
-  }
-  return null;
+  const answer = side.findLast((r) => parentOf(r) !== null && asks.has(parentOf(r)) && titleFromAnswer(r) !== null);
+  return answer === undefined ? null : titleFromAnswer(answer);
 }
 
 export function sessionTitle(side: readonly Rec[], records: Rec[]): string | null {
