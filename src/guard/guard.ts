@@ -101,7 +101,7 @@ function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: n
     pending: null as { state: GuardState; since: number } | null,
     timer: null as ReturnType<typeof setTimeout> | null,
     dueAt: 0,
-    running: false,
+    looking: null as Promise<unknown> | null,
     search: { at: 0, upTo: 0, fullAt: Number.NEGATIVE_INFINITY },
     verdict: null as GuardState | "ok" | null,
     verdictAt: 0,
@@ -135,7 +135,6 @@ export class Guard {
   private readonly alerts = new Map<string, GuardAlert>();
   /** Least recently active first; the one past `maxSessions` is dropped. */
   private readonly sessions: LRUCache<string, Watched>;
-  private readonly looking = new Map<string, Promise<unknown>>();
   /** Project directories watched, with the sessions whose transcript is there. */
   private readonly watched = new Map<string, { close: () => void; sessions: Set<string> }>();
   private readonly budget: LookBudget;
@@ -200,7 +199,7 @@ export class Guard {
     s.timer = null;
     s.pending = null; // what was raised before the restore is judged afresh
     for (let i = 0; i < 8 && !this.stopped; i++) {
-      await this.looking.get(sessionId);
+      await s.looking;
       if (await this.run(s, true) !== "catching-up") return;
     }
   }
@@ -316,21 +315,20 @@ export class Guard {
     const now = this.o.clock();
     for (const s of this.sessions.values()) {
       const active = s.lastActivity >= now - this.o.activeMs || this.alerts.has(s.sessionId);
-      if (active && s.timer === null && !s.running && now - s.lastLook >= this.o.sweepMs) this.schedule(s, 0);
+      if (active && s.timer === null && s.looking === null && now - s.lastLook >= this.o.sweepMs) this.schedule(s, 0);
     }
   }
 
   /** One look, within the per-minute budget (unless `unbudgeted`); never rejects. */
   private async run(s: Watched, unbudgeted = false): Promise<"judged" | "catching-up" | "none"> {
-    if (this.stopped || s.running || this.sessions.peek(s.sessionId) !== s) return "none";
+    if (this.stopped || s.looking !== null || this.sessions.peek(s.sessionId) !== s) return "none";
     const now = this.o.clock();
     const wait = unbudgeted ? 0 : this.budget.take(now);
     if (wait > 0) return (this.schedule(s, wait), "none");
     this.looks++;
-    s.running = true;
     s.lastLook = now;
     const look = this.look(s);
-    this.looking.set(s.sessionId, look.catch(() => {}));
+    s.looking = look.catch(() => {});
     try {
       const kind = await look;
       this.readAlarm.ok(() => `sessiontap: guard: reading Claude Code's transcripts works again`);
@@ -348,8 +346,7 @@ export class Guard {
       );
       return "none";
     } finally {
-      s.running = false;
-      this.looking.delete(s.sessionId);
+      s.looking = null;
     }
   }
 

@@ -26,11 +26,8 @@ export type ViewerSession = ListEntry & { guard: GuardAlert | null };
 type Prices = { source: string; checked: string };
 /** `api/sessions/:id`: the facts, the conversation as HTML (rendered and escaped by the tap), and where its reading path ends. */
 export type SessionView = { session: ListEntry & { guard?: GuardAlert | null }; tail: string | null; html: string; prices: Prices };
-export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | {
-  ok: false;
-  error: string;
-  outcome: RestoreOutcome | null;
-};
+type Refused = { ok: false; error: string; outcome: RestoreOutcome | null };
+export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | Refused;
 /** New records of one conversation of a followed session (each rendered by the tap), and the bytes the session's files now hold. */
 export type LiveEvent = {
   dir: string;
