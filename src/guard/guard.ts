@@ -97,10 +97,11 @@ function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: n
     lastActivity: now,
     lastLook: 0,
     seen: false,
+    told: new Set<GuardState>(),
     pending: null as { state: GuardState; since: number } | null,
     timer: null as ReturnType<typeof setTimeout> | null,
     dueAt: 0,
-    running: false,
+    looking: null as Promise<unknown> | null,
     search: { at: 0, upTo: 0, fullAt: Number.NEGATIVE_INFINITY },
     verdict: null as GuardState | "ok" | null,
     verdictAt: 0,
@@ -121,7 +122,6 @@ export class LookBudget {
   private readonly times: number[] = [];
   constructor(private readonly max: number, private readonly windowMs = 60_000) {}
 
-  /** 0 when a look is allowed at `now`, else how many milliseconds until one is. */
   take(now: number): number {
     while (this.times.length > 0 && this.times[0] <= now - this.windowMs) this.times.shift();
     if (this.times.length >= this.max) return this.times[0] + this.windowMs - now + 1;
@@ -130,67 +130,11 @@ export class LookBudget {
   }
 }
 
-/** The alerts: said once per session and state (again only after the session was whole in between), listed under health's guard.alerts. */
-class GuardAlerts {
-  private readonly active = new Map<string, GuardAlert>();
-  private readonly told = new Map<string, Set<GuardState>>();
-
-  constructor(private readonly o: Pick<Required<GuardOptions>, "stderr" | "log" | "onAlerts">) {}
-
-  raise(sessionId: string, state: GuardState, sinceMs: number, path: string | null, lacking: Verdict["lacking"]): void {
-    const counts: { lacking?: number; lackingAnswers?: number } = state === "behind" ? { lacking: lacking.prompts, lackingAnswers: lacking.answers } : {};
-    const current = this.active.get(sessionId);
-    if (current?.state === state) {
-      if (current.lacking !== counts.lacking || current.lackingAnswers !== counts.lackingAnswers) Object.assign(current, counts), this.o.onAlerts(this.list());
-      return;
-    }
-    const command = `sessiontap restore ${sessionId}`;
-    this.active.set(sessionId, { sessionId, state, since: new Date(sinceMs).toISOString(), path, ...counts, command });
-    this.o.log("guard-alert", { session: sessionId, state, ...(counts as Record<string, number>) });
-    this.o.onAlerts(this.list());
-    const told = this.told.get(sessionId) ?? this.told.set(sessionId, new Set()).get(sessionId)!;
-    if (told.has(state)) return;
-    told.add(state);
-    const what = state === "missing"
-      ? "is gone"
-      : state === "stub"
-      ? "is a stub (no conversation left in it, so claude --resume cannot continue it)"
-      : `is behind the mirror: it lacks ${lackingWords(lacking)} the mirror holds (the file was cut or started afresh)`;
-    this.o.stderr(
-      `sessiontap: guard: Claude Code's transcript of session ${sessionId} ${what}${path === null ? "" : ` (${path})`}; ` +
-        `the mirror holds the conversation: quit Claude Code, then run: ${command}`,
-    );
-  }
-
-  clear(sessionId: string): void {
-    const current = this.active.get(sessionId);
-    this.told.delete(sessionId);
-    if (current === undefined) return;
-    this.active.delete(sessionId);
-    this.o.onAlerts(this.list());
-    this.o.log("guard-clear", { session: sessionId, state: current.state });
-    this.o.stderr(`sessiontap: guard: Claude Code's transcript of session ${sessionId} is whole again`);
-  }
-
-  forget(sessionId: string): void {
-    if (this.active.delete(sessionId)) this.o.onAlerts(this.list());
-    this.told.delete(sessionId);
-  }
-
-  of(sessionId: string): GuardAlert | null {
-    return this.active.get(sessionId) ?? null;
-  }
-
-  list(): GuardAlert[] {
-    return [...this.active.values()].sort((a, b) => a.since.localeCompare(b.since));
-  }
-}
-
 export class Guard {
-  readonly alerts: GuardAlerts;
+  /** Said once per session and state (again only after the session was whole in between). */
+  private readonly alerts = new Map<string, GuardAlert>();
   /** Least recently active first; the one past `maxSessions` is dropped. */
   private readonly sessions: LRUCache<string, Watched>;
-  private readonly looking = new Map<string, Promise<unknown>>();
   /** Project directories watched, with the sessions whose transcript is there. */
   private readonly watched = new Map<string, { close: () => void; sessions: Set<string> }>();
   private readonly budget: LookBudget;
@@ -219,14 +163,12 @@ export class Guard {
     };
     this.sessions = new LRUCache({ max: this.o.maxSessions, dispose: (s, _, reason) => reason === "evict" && this.drop(s) });
     this.projects = new ProjectDirectories(options.claudeDir);
-    this.alerts = new GuardAlerts(this.o);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
     this.readAlarm = new Alarm(options.clock, options.stderr);
     this.sweep = setInterval(() => this.sweepActive(), this.o.sweepMs);
     (this.sweep as { unref?: () => void }).unref?.();
   }
 
-  /** Notes a commit the mirror wrote (main conversations of a known session only), off the client's path. Never throws. */
   observe(job: CommitJob): void {
     if (this.stopped || job.route !== "main" || job.base.sessionId === null) return;
     const timer = setTimeout(() => this.note(job), 0);
@@ -257,7 +199,7 @@ export class Guard {
     s.timer = null;
     s.pending = null; // what was raised before the restore is judged afresh
     for (let i = 0; i < 8 && !this.stopped; i++) {
-      await this.looking.get(sessionId);
+      await s.looking;
       if (await this.run(s, true) !== "catching-up") return;
     }
   }
@@ -268,14 +210,13 @@ export class Guard {
     return {
       watching: all.filter((s) => s.lastActivity >= since).length,
       notFound: all.filter((s) => !s.seen && s.lastLook > 0).length,
-      alerts: this.alerts.list(),
+      alerts: this.alertList(),
       looks: this.looks,
       bytesRead: this.bytesRead,
       errors: this.errors,
     };
   }
 
-  /** Why Claude Code's transcripts cannot be read, while they cannot (the guard is blind). */
   get readFailure(): string | null {
     return this.readAlarm.failing ? (this.readAlarm.state().lastError ?? "error") : null;
   }
@@ -310,11 +251,50 @@ export class Guard {
 
   private drop(s: Watched): void {
     if (s.timer !== null) clearTimeout(s.timer);
-    this.alerts.forget(s.sessionId);
+    if (this.alerts.delete(s.sessionId)) this.o.onAlerts(this.alertList());
     this.unwatch(s);
   }
 
-  /** Looks at `s` in `delayMs`, or sooner if a look is already due sooner. */
+  private alertList(): GuardAlert[] {
+    return [...this.alerts.values()].sort((a, b) => a.since.localeCompare(b.since));
+  }
+
+  private raise(s: Watched, state: GuardState, sinceMs: number, lacking: Verdict["lacking"]): void {
+    const counts: { lacking?: number; lackingAnswers?: number } = state === "behind" ? { lacking: lacking.prompts, lackingAnswers: lacking.answers } : {};
+    const current = this.alerts.get(s.sessionId);
+    if (current?.state === state) {
+      if (current.lacking !== counts.lacking || current.lackingAnswers !== counts.lackingAnswers) {
+        Object.assign(current, counts), this.o.onAlerts(this.alertList());
+      }
+      return;
+    }
+    const [path, command] = [s.follower?.path ?? null, `sessiontap restore ${s.sessionId}`];
+    this.alerts.set(s.sessionId, { sessionId: s.sessionId, state, since: new Date(sinceMs).toISOString(), path, ...counts, command });
+    this.o.log("guard-alert", { session: s.sessionId, state, ...(counts as Record<string, number>) });
+    this.o.onAlerts(this.alertList());
+    if (s.told.has(state)) return;
+    s.told.add(state);
+    const what = state === "missing"
+      ? "is gone"
+      : state === "stub"
+      ? "is a stub (no conversation left in it, so claude --resume cannot continue it)"
+      : `is behind the mirror: it lacks ${lackingWords(lacking)} the mirror holds (the file was cut or started afresh)`;
+    this.o.stderr(
+      `sessiontap: guard: Claude Code's transcript of session ${s.sessionId} ${what}${path === null ? "" : ` (${path})`}; ` +
+        `the mirror holds the conversation: quit Claude Code, then run: ${command}`,
+    );
+  }
+
+  private clear(s: Watched): void {
+    const current = this.alerts.get(s.sessionId);
+    s.told.clear();
+    if (current === undefined) return;
+    this.alerts.delete(s.sessionId);
+    this.o.onAlerts(this.alertList());
+    this.o.log("guard-clear", { session: s.sessionId, state: current.state });
+    this.o.stderr(`sessiontap: guard: Claude Code's transcript of session ${s.sessionId} is whole again`);
+  }
+
   private schedule(s: Watched, delayMs: number): void {
     if (this.stopped) return;
     const due = this.o.clock() + delayMs;
@@ -334,22 +314,21 @@ export class Guard {
   private sweepActive(): void {
     const now = this.o.clock();
     for (const s of this.sessions.values()) {
-      const active = s.lastActivity >= now - this.o.activeMs || this.alerts.of(s.sessionId) !== null;
-      if (active && s.timer === null && !s.running && now - s.lastLook >= this.o.sweepMs) this.schedule(s, 0);
+      const active = s.lastActivity >= now - this.o.activeMs || this.alerts.has(s.sessionId);
+      if (active && s.timer === null && s.looking === null && now - s.lastLook >= this.o.sweepMs) this.schedule(s, 0);
     }
   }
 
   /** One look, within the per-minute budget (unless `unbudgeted`); never rejects. */
   private async run(s: Watched, unbudgeted = false): Promise<"judged" | "catching-up" | "none"> {
-    if (this.stopped || s.running || this.sessions.peek(s.sessionId) !== s) return "none";
+    if (this.stopped || s.looking !== null || this.sessions.peek(s.sessionId) !== s) return "none";
     const now = this.o.clock();
     const wait = unbudgeted ? 0 : this.budget.take(now);
     if (wait > 0) return (this.schedule(s, wait), "none");
     this.looks++;
-    s.running = true;
     s.lastLook = now;
     const look = this.look(s);
-    this.looking.set(s.sessionId, look.catch(() => {}));
+    s.looking = look.catch(() => {});
     try {
       const kind = await look;
       this.readAlarm.ok(() => `sessiontap: guard: reading Claude Code's transcripts works again`);
@@ -367,8 +346,7 @@ export class Guard {
       );
       return "none";
     } finally {
-      s.running = false;
-      this.looking.delete(s.sessionId);
+      s.looking = null;
     }
   }
 
@@ -452,15 +430,15 @@ export class Guard {
     s.verdictAt = now;
     if (verdict === null || verdict.state === "intact") {
       s.pending = null;
-      if (verdict !== null) this.alerts.clear(s.sessionId);
+      if (verdict !== null) this.clear(s);
       return;
     }
     if (s.pending === null || s.pending.state !== verdict.state) {
       s.pending = { state: verdict.state, since: now };
-      if (this.alerts.of(s.sessionId)?.state !== verdict.state) return this.schedule(s, this.o.confirmMs);
+      if (this.alerts.get(s.sessionId)?.state !== verdict.state) return this.schedule(s, this.o.confirmMs);
     }
     if (now - s.pending.since < this.o.confirmMs) return this.schedule(s, s.pending.since + this.o.confirmMs - now);
-    this.alerts.raise(s.sessionId, verdict.state, s.pending.since, s.follower?.path ?? null, verdict.lacking);
+    this.raise(s, verdict.state, s.pending.since, verdict.lacking);
   }
 }
 

@@ -139,7 +139,7 @@ function storeProblems(h: StoreHealth): string[] {
 
 /** The guard's problems: every alert, and a transcript it cannot read. */
 export function guardProblems(guard: Guard): string[] {
-  const out = guard.alerts.list().map((a) =>
+  const out = guard.health().alerts.map((a) =>
     `guard: Claude Code's transcript of ${a.sessionId} ${
       a.state === "behind" ? `is behind the mirror (lacks ${a.lacking ?? 0} prompts)` : a.state === "stub" ? "is a stub" : "is missing"
     }: ${a.command}`

@@ -16,7 +16,6 @@ import { judge, type MirrorFacts, mirrorFacts, type TranscriptState, type Verdic
 import { buildTree, type Tree } from "../transcript/tree.ts";
 import { plural } from "../utils/plural.ts";
 
-/** What restore did or would do (`restore --json` prints it). */
 export interface RestoreOutcome {
   sessionId: string;
   path: string;
@@ -48,7 +47,6 @@ export type RestoreResult =
   | { ok: true; outcome: RestoreOutcome; problems: string[] }
   | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
 
-/** `cwd` null: the one the mirror recorded. */
 export interface RestoreRequest {
   claudeDir: string;
   cwd: string | null;
@@ -105,7 +103,6 @@ export async function restoreSession(
   if (plan.records.length === 0) return refuse(`session ${sessionId} has no user or assistant record to restore`);
   const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
   const title = generatedTitle(others.side);
-  const subagents = planSubagents(others, { sessionId, cwd }, path);
   let found;
   try {
     found = await examine(fs, path, mirrorFacts(tree, [...others.side, ...others.agents.flatMap((a) => a.records)]), request.now);
@@ -142,10 +139,6 @@ export async function restoreSession(
     const hint = `Compare with: sessiontap show ${sessionId}\n  Replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`;
     return refuse(`${path} ${what} (${held}); left alone.`, hint, outcome);
   }
-  const unnamed = subagents.unnamed === 0
-    ? []
-    : [`${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`];
-  const options = { force: request.force, dryRun: request.dryRun, now: request.now };
   if (!request.dryRun) {
     const last = lastPromptRecord(sessionId, plan.records);
     const data = [...besides.kept, ...(title === null ? [] : [titleRecord(sessionId, title)]), ...plan.records, ...(last === null ? [] : [last])];
@@ -156,9 +149,15 @@ export async function restoreSession(
       return refuse(`${error.message}, nothing replaced. Run restore again to look afresh.`, undefined, { ...outcome, action: "refuse" });
     }
   }
-  outcome.subagents = await writeSubagents(fs, subagents.planned, options);
-  const failed = outcome.subagents.filter((a) => a.action === "failed" && !request.dryRun);
-  return { ok: true, outcome, problems: [...failed.map((a) => `subagent ${a.agentId} of ${sessionId} not restored: ${a.error}`), ...unnamed] };
+  const subagents = await restoreSubagents(fs, others, { sessionId, cwd }, path, request);
+  outcome.subagents = subagents.outcomes;
+  const problems = outcome.subagents.filter((a) => a.action === "failed" && !request.dryRun).map((a) =>
+    `subagent ${a.agentId} of ${sessionId} not restored: ${a.error}`
+  );
+  if (subagents.unnamed > 0) {
+    problems.push(`${plural(subagents.unnamed, "subagent conversation")} of ${sessionId} carry no id Claude Code could name a file by; not restored`);
+  }
+  return { ok: true, outcome, problems };
 }
 
 /** Claude Code's request bookkeeping for a conversation: tied to the records being replaced, so not carried over. */
@@ -188,7 +187,6 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
   return { kept: foreign === null ? kept : kept.filter((r) => r.sessionId === undefined || r.sessionId === sessionId), foreign };
 }
 
-/** What a restore (or its dry run) did: the lines the CLI prints and the viewer shows. */
 export function describeRestore(outcome: RestoreOutcome): string[] {
   const what = countsText(outcome.counts);
   const thing = outcome.existing === "stub" ? "stub" : outcome.existing === "behind" ? "transcript (behind the mirror)" : "transcript";
@@ -229,11 +227,9 @@ function shellQuote(path: string): string {
   return `$'${path.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\x00-\x1f\x7f-\x9f]/g, hex)}'`;
 }
 
-type Planned = { agentId: string; path: string; records: Record<string, unknown>[]; mirror: MirrorFacts };
-
-/** Each subagent where Claude Code 2.1.328 keeps it, `<project>/<session>/subagents/agent-<id>.jsonl`; an id that cannot be a file name is not. */
-function planSubagents(others: OtherConversations, target: { sessionId: string; cwd: string }, mainPath: string) {
-  const planned: Planned[] = [];
+/** Each subagent where Claude Code 2.1.328 keeps it, `<project>/<session>/subagents/agent-<id>.jsonl`, judged as the main file is; never throws. */
+async function restoreSubagents(fs: FsAdapter, others: OtherConversations, target: { sessionId: string; cwd: string }, mainPath: string, o: RestoreRequest) {
+  const outcomes: SubagentOutcome[] = [];
   let unnamed = 0;
   for (const agent of others.agents) {
     const fromRecords = agent.records.map((r) => r.agentId).find((id): id is string => typeof id === "string" && id !== "");
@@ -244,28 +240,19 @@ function planSubagents(others: OtherConversations, target: { sessionId: string; 
     }
     const tree = buildTree(agent.records);
     const { records } = planRestore(tree, { ...target, agentId });
-    if (records.length > 0) {
-      planned.push({ agentId, path: `${mainPath.slice(0, -".jsonl".length)}/subagents/agent-${agentId}.jsonl`, records, mirror: mirrorFacts(tree) });
-    }
-  }
-  return { planned, unnamed };
-}
-
-/** Writes (or with `dryRun` only judges) each, judged as the main file is; never throws. */
-async function writeSubagents(fs: FsAdapter, planned: Planned[], o: { force: boolean; dryRun: boolean; now: number }): Promise<SubagentOutcome[]> {
-  const out: SubagentOutcome[] = [];
-  for (const p of planned) {
-    const outcome: SubagentOutcome = { agentId: p.agentId, path: p.path, existing: "missing", action: "create", records: p.records.length, backup: null };
-    out.push(outcome);
+    if (records.length === 0) continue;
+    const path = `${mainPath.slice(0, -".jsonl".length)}/subagents/agent-${agentId}.jsonl`;
+    const outcome: SubagentOutcome = { agentId, path, existing: "missing", action: "create", records: records.length, backup: null };
+    outcomes.push(outcome);
     try {
-      const { info, verdict } = await examine(fs, p.path, p.mirror, o.now);
+      const { info, verdict } = await examine(fs, path, mirrorFacts(tree), o.now);
       outcome.existing = verdict.state;
       outcome.action = actionOf(verdict, o.force) ?? "keep";
-      if (!o.dryRun && outcome.action !== "keep") outcome.backup = await place(fs, p.path, jsonl(p.records), info, o.now);
+      if (!o.dryRun && outcome.action !== "keep") outcome.backup = await place(fs, path, jsonl(records), info, o.now);
     } catch (error) {
       outcome.action = "failed";
       outcome.error = (error as Error).message.split("\n")[0];
     }
   }
-  return out;
+  return { outcomes, unnamed };
 }

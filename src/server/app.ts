@@ -6,7 +6,7 @@ import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
 import { apiError } from "../protocol/headers.ts";
 import { hostName } from "../viewer/hosts.ts";
-import { type ViewerDeps, viewerRoutes } from "../viewer/routes.ts";
+import type { ViewerDeps } from "../viewer/routes.ts";
 import { crossSiteRefusal, type TokenCheck, TokenGate } from "./request-guard.ts";
 
 export type Peer = { address: string; port: number };
@@ -105,7 +105,7 @@ export function createApp(deps: AppDeps): Hono {
     const checked = await access(c);
     return checked === "ok" ? await next() : refuse(c, checked);
   });
-  if (viewer !== undefined) app.route("/_tap/", viewerRoutes(viewer));
+  if (viewer !== undefined) app.route("/_tap/", viewer.routes);
   app.all("/_tap", (c) => c.redirect("/_tap/", 302));
   app.all("/_tap/*", () => apiError(404, "not_found_error", "no such tap route"));
   app.all("*", (c) => deps.forward(c.req.raw));

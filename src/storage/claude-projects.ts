@@ -1,6 +1,6 @@
 // Claude Code's own transcripts, `<claude-dir>/projects/<project>/<session>.jsonl`: where they are, and how each stands against the
 // mirror as the one judge says (docs/DESIGN.md "One judge of Claude Code's transcript").
-import { join } from "node:path/posix";
+import { dirname, join } from "node:path/posix";
 import { transcriptName } from "../protocol/session-id.ts";
 import { encodeProjectDir, findProjectDir, MAX_PROJECT_DIR } from "../transcript/project-dir.ts";
 import { type FileFacts, judge, type MirrorFacts, newFileFacts, noteLine, type TranscriptState, type Verdict } from "../transcript/transcript-state.ts";
@@ -10,7 +10,6 @@ import { JsonlFollower } from "./jsonl-follower.ts";
 
 export interface TranscriptInfo {
   state: TranscriptState;
-  /** The file found, or where Claude Code would keep it (null when neither is known). */
   path: string | null;
   /** Why there can be no transcript at all (the id cannot be a Claude Code session's), else null. */
   problem: string | null;
@@ -80,7 +79,7 @@ export class ProjectDirectories {
 
 /** Why a Claude Code file is not read (its directory or itself a link, a FIFO…), "missing", or null to read it. */
 async function refusal(fs: FsAdapter, path: string): Promise<string | null> {
-  const dir = path.slice(0, path.lastIndexOf("/"));
+  const dir = dirname(path);
   const parent = await fs.lstat(dir);
   if (parent?.isSymbolicLink) return `its directory ${dir} is a symbolic link; not followed`;
   const info = parent?.isDirectory ? await fs.lstat(path) : null;
@@ -90,7 +89,6 @@ async function refusal(fs: FsAdapter, path: string): Promise<string | null> {
   return info.isFile ? null : "not a regular file (a FIFO, a device or a socket); not read";
 }
 
-/** Files being followed, by path: a long-lived reader (the viewer's list) reads only what was appended since. */
 export type FactsCache = Map<string, { follower: JsonlFollower; facts: FileFacts }>;
 
 /** Bounded memory, a regular file only (docs/RELIABILITY.md "Trust boundaries"); what cannot be read is a warning, never thrown. */

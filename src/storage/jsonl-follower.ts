@@ -8,9 +8,9 @@ const CHUNK = 1024 * 1024;
 const HEAD = 4096;
 
 /** A whole line without its newline, or the first bytes of one longer than `maxLine` (then skipped); `last`: an unfinished final line. */
-export type Line = { bytes: Uint8Array; oversized: false; last?: true } | { bytes: Uint8Array; oversized: true; last?: true };
+export type Line = { bytes: Uint8Array; oversized: boolean; last?: true };
 
-export type FollowRead = { kind: "missing" | "not-a-file" } | { kind: "read"; restarted: boolean; atEnd: boolean; bytes: number };
+export type FollowRead = { kind: "missing" | "not-a-file" } | { kind: "read"; atEnd: boolean; bytes: number };
 
 export interface FollowOptions {
   /** Where reading starts in a file first met or met afresh (0 unless given): mid-line, the partial line is skipped. */
@@ -20,7 +20,6 @@ export interface FollowOptions {
 }
 
 export class JsonlFollower {
-  /** The end of the last whole line handed on. */
   offset = 0;
   private dev = -1;
   private ino = -1;
@@ -33,18 +32,8 @@ export class JsonlFollower {
 
   constructor(readonly path: string, private readonly o: FollowOptions = {}) {}
 
-  /** Moves the cursor (the caller appended there itself); the bytes before it are no longer checked. */
-  moveTo(offset: number): void {
-    this.offset = offset;
-    this.boundary = new Uint8Array(0);
-    this.readTo = -1;
-  }
-
-  /**
-   * One lstat, then at most `maxBytes` read from the cursor, each whole line handed to `visit`. A file replaced, cut
-   * shorter or rewritten before the cursor is read afresh (`restarted`; `onRestart` is told where, before its first line). `final`: an
-   * unfinished last line is handed on too (`last`), the cursor left before it. Reads a regular file only.
-   */
+  /** One lstat, then at most `maxBytes` from the cursor; a file replaced, cut or rewritten before the cursor is read afresh (`onRestart`).
+   * `final`: an unfinished last line is handed on too (`last`), the cursor left before it. */
   async read(
     fs: FsAdapter,
     visit: (line: Line) => void,
@@ -56,15 +45,13 @@ export class JsonlFollower {
       this.size = -1;
       return { kind: info === null ? "missing" : "not-a-file" };
     }
-    let restarted = false;
     const again = () => {
-      restarted = true;
       const start = this.restart(info.dev, info.ino, info.size); // not in the optional call: it would be skipped with no onRestart
       o.onRestart?.(start);
     };
     if (info.dev !== this.dev || info.ino !== this.ino || info.size < this.offset) again();
     else if (!o.final && info.size === this.size && info.mtimeMs === this.mtimeMs && this.readTo === info.size) {
-      return { kind: "read", restarted, atEnd: true, bytes: 0 };
+      return { kind: "read", atEnd: true, bytes: 0 };
     }
     this.size = info.size;
     this.mtimeMs = info.mtimeMs;
@@ -114,7 +101,7 @@ export class JsonlFollower {
     }
     this.readTo = at;
     if (o.final && at >= info.size && carried > 0) visit({ bytes: concat(carry), oversized: false, last: true });
-    return { kind: "read", restarted, atEnd: at >= info.size, bytes };
+    return { kind: "read", atEnd: at >= info.size, bytes };
   }
 
   /** The cursor moves to `offset`, which is `pos` in `chunk`: the bytes before it there are the new boundary. */

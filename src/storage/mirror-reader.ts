@@ -26,7 +26,6 @@ export async function conversations(fs: FsAdapter, session: string) {
   return { dirs, links };
 }
 
-/** The `*.jsonl` files directly in `dir`, oldest first (names sort by time). */
 export const jsonlFiles = async (fs: FsAdapter, dir: string) =>
   (await fs.readdir(dir)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => join(dir, e.name)).sort();
 
@@ -52,7 +51,6 @@ export class MirrorReader implements SessionSource {
 
   constructor(private readonly fs: FsAdapter, readonly root: string) {}
 
-  /** The session directories under the root (real directories, the tap's own dot-directories left out). */
   async sessionDirs(): Promise<string[]> {
     const entries = await this.fs.readdir(this.root);
     return entries.filter((e) => e.isDirectory && !e.isSymbolicLink && !e.name.startsWith(".")).map((e) => e.name).sort();
@@ -71,7 +69,6 @@ export class MirrorReader implements SessionSource {
     return (await this.loadWithTime(dir)).data;
   }
 
-  /** By id or directory name, or a unique prefix of either (docs/DESIGN.md "Command line"). */
   async lookup(query: string): Promise<Lookup> {
     const named: NamedSession[] = [];
     for (const dir of await this.sessionDirs()) {
@@ -135,7 +132,6 @@ export async function lastDrill(fs: FsAdapter, root: string): Promise<LastDrill 
   };
 }
 
-/** A session as `list --json` prints it (docs/DESIGN.md "Command line"). */
 export interface ListEntry extends SessionSummary {
   claudeTranscript: TranscriptState;
   claudeTranscriptPath: string | null;
@@ -147,7 +143,6 @@ export interface ListEntry extends SessionSummary {
   claudeTranscriptLacking: { prompts: number; answers: number };
 }
 
-/** The sessions of one mirror root, seen against one Claude Code config directory. */
 export class SessionCatalog {
   readonly reader: MirrorReader;
   /** Claude Code transcripts already read (a viewer refreshes its list often; transcripts can be large). */
@@ -165,7 +160,6 @@ export class SessionCatalog {
     this.reader = new MirrorReader(fs, mirrorDir);
   }
 
-  /** Every session with its transcript judged, most recently active first. */
   async judged(): Promise<{ entry: ListEntry; info: TranscriptInfo }[]> {
     const scan = await scanTranscripts(this.fs, this.claudeDir);
     const out = [];

@@ -58,90 +58,64 @@ const PR_LINE = "- End pull request descriptions with:\n";
 
 const KINDS: Kind[] = [
   { type: "environment", role: "system", opens: ENV_HEAD, read: (t) => readEnvironment(t) },
-  {
-    type: "model",
-    role: "system",
-    opens: "You are powered by the model ",
-    read(t) {
-      const m = /^You are powered by the model (?:named (.+?)\. The exact model ID is (\S+?)\.|(\S+?)\.)(?: Assistant knowledge cutoff is (.+)\.)?$/.exec(t);
-      if (m === null) return null;
-      return { identity: { modelId: m[2] ?? m[3], marketingName: m[1] ?? null, knowledgeCutoff: m[4] ?? null }, text: t };
-    },
-  },
-  {
-    type: "deferred_tools_delta",
-    role: "system",
-    opens: "The following deferred tools are now available via ",
-    read(t) {
-      const head = DEFERRED_HEAD.exec(t);
-      if (head === null) return null;
-      const lines = t.slice(head[0].length).split("\n\n")[0].split("\n").filter((l) => l !== "");
-      const names = lines.map((l) => l.split(":")[0]);
-      return {
-        addedNames: names,
-        addedLines: lines,
-        removedNames: [],
-        wireHiddenNames: [],
-        readdedNames: [],
-        pendingMcpServers: [],
-        needsAuthMcpServers: [],
-        failedMcpServers: [],
-      };
-    },
-  },
-  {
-    type: "agent_listing_delta",
-    role: "system",
-    opens: AGENTS_HEAD,
-    read(t) {
-      const [list, ...rest] = t.slice(AGENTS_HEAD.length).split("\n\n");
-      const lines = list.split("\n");
-      const types = lines.map((l) => /^- ([^:]+):/.exec(l)?.[1]);
-      if (types.some((x) => x === undefined) || rest.some((p) => p !== AGENTS_NOTE)) return null;
-      return { addedTypes: types, addedLines: lines, removedTypes: [], isInitial: true, showConcurrencyNote: rest.length > 0 };
-    },
-  },
-  {
-    type: "skill_listing",
-    role: "system",
-    opens: SKILLS_HEAD,
-    read(t) {
-      const content = t.slice(SKILLS_HEAD.length);
-      const names = [...content.matchAll(/^- ([^:\s]+):/gm)].map((m) => m[1]);
-      return names.length === 0 ? null : { content, skillCount: names.length, isInitial: true, names };
-    },
-  },
+  { type: "model", role: "system", opens: "You are powered by the model ", read: readModel },
+  { type: "deferred_tools_delta", role: "system", opens: "The following deferred tools are now available via ", read: readDeferredTools },
+  { type: "agent_listing_delta", role: "system", opens: AGENTS_HEAD, read: readAgents },
+  { type: "skill_listing", role: "system", opens: SKILLS_HEAD, read: readSkills },
   {
     type: "total_tokens_reminder",
     role: "system",
     opens: "<total_tokens>",
     read: (t) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null),
   },
-  {
-    type: "auto_mode",
-    role: "system",
-    opens: "While auto mode is active:",
-    // Its words depend on settings they do not all name: only the renderings seen are read back.
-    read: (
-      t,
-    ) => (t === AUTO_MODE_BASH_FIRST
-      ? { autoModeConsentFlow: false, finishExposedWork: false, bashFirst: true, bashFirstSteer: "relaxed", steerOnly: true, bypass: false }
-      : null),
-  },
+  // Its words depend on settings they do not all name: only the renderings seen are read back.
+  { type: "auto_mode", role: "system", opens: "While auto mode is active:", read: (t) => (t === AUTO_MODE_BASH_FIRST ? AUTO_MODE_BASH_FIRST_MADE : null) },
   { type: "session_context", role: "user", opens: CONTEXT_HEAD, read: (t) => readSessionContext(t) },
   {
     type: "date",
     role: "system",
     opens: "Today's date is ",
-    read: (t) => {
-      const date = /^Today's date is (\d{4}-\d{2}-\d{2})\.$/.exec(t)?.[1];
-      return date === undefined ? null : { date };
-    },
+    read: (t) => (/^Today's date is \d{4}-\d{2}-\d{2}\.$/.test(t) ? { date: t.slice("Today's date is ".length, -1) } : null),
   },
   { type: "remote_session_change", role: "user", besideToolResult: true, opens: ATTRIBUTION_HEAD, read: (t) => readAttribution(t) },
 ];
 
-/** The environment's snapshot, in the fields Claude Code compares with the machine it resumes on. */
+const AUTO_MODE_BASH_FIRST_MADE = {
+  autoModeConsentFlow: false,
+  finishExposedWork: false,
+  bashFirst: true,
+  bashFirstSteer: "relaxed",
+  steerOnly: true,
+  bypass: false,
+};
+
+function readModel(t: string): Record<string, unknown> | null {
+  const m = /^You are powered by the model (?:named (.+?)\. The exact model ID is (\S+?)\.|(\S+?)\.)(?: Assistant knowledge cutoff is (.+)\.)?$/.exec(t);
+  return m === null ? null : { identity: { modelId: m[2] ?? m[3], marketingName: m[1] ?? null, knowledgeCutoff: m[4] ?? null }, text: t };
+}
+
+function readDeferredTools(t: string): Record<string, unknown> | null {
+  const head = DEFERRED_HEAD.exec(t);
+  if (head === null) return null;
+  const lines = t.slice(head[0].length).split("\n\n")[0].split("\n").filter((l) => l !== "");
+  const none = { removedNames: [], wireHiddenNames: [], readdedNames: [], pendingMcpServers: [], needsAuthMcpServers: [], failedMcpServers: [] };
+  return { addedNames: lines.map((l) => l.split(":")[0]), addedLines: lines, ...none };
+}
+
+function readAgents(t: string): Record<string, unknown> | null {
+  const [list, ...rest] = t.slice(AGENTS_HEAD.length).split("\n\n");
+  const lines = list.split("\n");
+  const types = lines.map((l) => /^- ([^:]+):/.exec(l)?.[1]);
+  if (types.some((x) => x === undefined) || rest.some((p) => p !== AGENTS_NOTE)) return null;
+  return { addedTypes: types, addedLines: lines, removedTypes: [], isInitial: true, showConcurrencyNote: rest.length > 0 };
+}
+
+function readSkills(t: string): Record<string, unknown> | null {
+  const content = t.slice(SKILLS_HEAD.length);
+  const names = [...content.matchAll(/^- ([^:\s]+):/gm)].map((m) => m[1]);
+  return names.length === 0 ? null : { content, skillCount: names.length, isInitial: true, names };
+}
+
 function readEnvironment(t: string): Record<string, unknown> | null {
   const lines = t.slice(ENV_HEAD.length).split("\n");
   const value = (key: string) => lines.find((l) => l.startsWith(` - ${key}: `))?.slice(key.length + 5);
@@ -165,7 +139,6 @@ function readEnvironment(t: string): Record<string, unknown> | null {
   return { snapshot };
 }
 
-/** `# gitStatus` and the rest, each under its own heading. */
 function readSessionContext(t: string): Record<string, unknown> | null {
   if (!t.endsWith(CONTEXT_FOOT)) return null;
   const body = t.slice(CONTEXT_HEAD.length, t.length - CONTEXT_FOOT.length);
@@ -177,7 +150,6 @@ function readSessionContext(t: string): Record<string, unknown> | null {
   return { context };
 }
 
-/** The attribution lines for commits and pull requests, and whether the organisation set them. */
 function readAttribution(t: string): Record<string, unknown> | null {
   const commitAt = t.indexOf(COMMIT_LINE);
   const prAt = t.indexOf(PR_LINE);
@@ -188,14 +160,12 @@ function readAttribution(t: string): Record<string, unknown> | null {
   return { url: null, commit, pr, sendUserFileHint: false, managedCommit: managed, managedPr: managed };
 }
 
-/** The text inside a reminder's tags, or null when `text` is not one whole reminder. */
 export function reminderInner(text: string): string | null {
   if (!text.startsWith(REMINDER_OPEN) || !text.endsWith(REMINDER_CLOSE)) return null;
   const inner = text.slice(REMINDER_OPEN.length, -REMINDER_CLOSE.length);
   return inner.includes(REMINDER_CLOSE) ? null : inner;
 }
 
-/** The piece a reminder's inner text stands for (of the unknown kind when not recognised). */
 export function contextPiece(inner: string, sentAs: "user" | "system"): ContextPiece {
   const rendered = REMINDER_OPEN + inner + REMINDER_CLOSE;
   for (const kind of KINDS) {
@@ -218,10 +188,7 @@ export function systemPieces(text: string): ContextPiece[] {
   return cuts.map((from, i) => contextPiece(text.slice(from, i + 1 < cuts.length ? cuts[i + 1] - 2 : text.length), "system"));
 }
 
-/**
- * A turn's user-side and system-side pieces in the order Claude Code announces a first turn in (each side keeps its own): once the
- * model takes system turns the wire no longer says which came first, and a resume on another model would send them otherwise.
- */
+/** Each side's pieces in the order Claude Code announces a first turn in: the wire no longer says which came first once the model takes system turns. */
 export function interleave(user: ContextPiece[], system: ContextPiece[]): ContextPiece[] {
   const rank = (list: ContextPiece[]) => {
     let last = -1;

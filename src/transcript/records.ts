@@ -89,11 +89,8 @@ export function upgradeOlderRecord(r: Rec): Rec {
 }
 
 export function recordFlags(r: Rec, short = false): string[] {
-  const flags = [
-    r.reconstructed === true ? (short ? "reconstructed" : "reconstructed from a later request") : "",
-    messageOf(r)?.stop_reason === "interrupted" ? "interrupted" : "",
-  ];
-  return flags.filter(Boolean);
+  const reconstructed = r.reconstructed === true ? [short ? "reconstructed" : "reconstructed from a later request"] : [];
+  return messageOf(r)?.stop_reason === "interrupted" ? [...reconstructed, "interrupted"] : reconstructed;
 }
 
 /** "Conversation compacted (auto, 12345 tokens before)". */
@@ -106,10 +103,7 @@ export function compactionText(r: Rec): string {
   return `Conversation compacted${parts.length > 0 ? ` (${parts.join(", ")})` : ""}`;
 }
 
-export interface NamedSession {
-  dir: string;
-  id: string | null;
-}
+export type NamedSession = { dir: string; id: string | null };
 
 /** Which session a `SESSION` argument names: an exact id or directory first, else a unique prefix of either (docs/DESIGN.md "Command line"). */
 export function matchSession(
@@ -128,8 +122,7 @@ const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-
 /** C0 controls but tab and newline, DEL, C1, and the bidirectional controls that reorder what a line shows ("Trojan Source", CVE-2021-42574). */
 // deno-lint-ignore no-control-regex -- as above
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
-// deno-lint-ignore no-control-regex -- as above
-const ANY_CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/;
+const ANY_CONTROL = new RegExp(CONTROL.source);
 
 /** `text` without escape sequences or control characters (they restyle a terminal, and are garbage in Markdown or HTML); `\r` becomes `\n`. */
 export function scrubControl(text: string): string {

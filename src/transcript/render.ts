@@ -34,7 +34,7 @@ import { countsText, type SessionData, type SessionSummary, summarize } from "./
 import { buildTree, type Item, outline, type Tree } from "./tree.ts";
 import type { Redactor } from "../protocol/secrets.ts";
 
-/** What a format makes of each item: a record (null: nothing to show), a compaction's mark, the forks here. */
+/** A record's text is null when there is nothing to show. */
 interface Format {
   record(record: Rec, continued: boolean): string | null;
   compaction(record: Rec): string;
@@ -70,27 +70,19 @@ function toolResults(items: Item[], out = new Map<string, Block>()): Map<string,
 }
 
 type Kind = "text" | "injected" | "thinking" | "redacted" | "call" | "result" | "attachment" | "other";
+const KINDS: Record<string, Kind> = {
+  thinking: "thinking",
+  redacted_thinking: "redacted",
+  tool_use: "call",
+  server_tool_use: "call",
+  mcp_tool_use: "call",
+  tool_result: "result",
+  image: "attachment",
+  document: "attachment",
+};
 
-function kindOf(b: Block): Kind {
-  switch (b.type) {
-    case "text":
-      return isInjectedText(String(b.text ?? "")) ? "injected" : "text";
-    case "thinking":
-      return "thinking";
-    case "redacted_thinking":
-      return "redacted";
-    case "tool_use":
-    case "server_tool_use":
-    case "mcp_tool_use":
-      return "call";
-    case "tool_result":
-      return "result";
-    case "image":
-    case "document":
-      return "attachment";
-  }
-  return "other";
-}
+const kindOf = (b: Block): Kind =>
+  b.type === "text" ? (isInjectedText(String(b.text ?? "")) ? "injected" : "text") : (Object.hasOwn(KINDS, String(b.type)) ? KINDS[String(b.type)] : "other");
 
 const systemText = (r: Rec) => blocksOf(messageOf(r)?.content).map((b) => (typeof b.text === "string" ? b.text : compactJson(b))).join("\n");
 const otherType = (r: Rec) => `${String(r.type)}${r.subtype ? `/${String(r.subtype)}` : ""}`;
@@ -123,11 +115,10 @@ mark{background:#ffe066;color:inherit;border-radius:2px}
 .branches{border-left:3px dotted #f08c00;margin:8px 0 8px 12px;padding-left:10px}.branches>summary{color:#d9480f}.branch{opacity:.85}
 `;
 
+/** `results` by tool_use_id are shown inside their call's pair, and `paired` collects their ids (their own records leave them out). */
 interface HtmlOptions {
   continued?: boolean;
-  /** Tool results by tool_use_id: each is shown inside its call's pair (and left out of its own record). */
   results?: Map<string, Block>;
-  /** Filled with the tool_use_ids whose results were shown inside a pair. */
   paired?: Set<string>;
   prices?: PriceTable;
 }
@@ -225,7 +216,6 @@ function blockHtml(b: Block, options: HtmlOptions): string {
   }
 }
 
-/** An outline as HTML fragments, each tool result inside its call's pair. */
 export function renderItemsHtml(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   return itemsHtml(items, { results: toolResults(items), paired: new Set(), prices });
 }
@@ -248,7 +238,7 @@ function itemsHtml(items: Item[], options: HtmlOptions): string {
   }).join("\n");
 }
 
-/** A standalone HTML document of a session (no external assets). */
+/** A standalone document: nothing fetched from elsewhere. */
 export function renderHtmlDocument(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const id = summary.sessionId ?? summary.dir;
   const title = summary.title ?? `Claude Code session ${id}`;

@@ -76,25 +76,11 @@ function relinkSegment(boundary: Rec, path: Rec[], keptBefore: Map<string, strin
 
 /** A message the API accepts when Claude Code re-sends it: no `sessiontap_*` keys, a reference kept without its bytes as a text note. */
 function apiSafeMessage(message: Record<string, unknown>): Record<string, unknown> {
-  const out = withoutOwnKeys(message);
-  if (Array.isArray(message.content)) out.content = safeBlocks(message.content);
+  const out = Object.fromEntries(Object.entries(message).filter(([k]) => !k.startsWith("sessiontap_")));
+  if (Array.isArray(out.content)) {
+    out.content = out.content.map((b) => (!isObject(b) ? b : isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : apiSafeMessage(b)));
+  }
   return out;
-}
-
-function withoutOwnKeys(value: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) if (!k.startsWith("sessiontap_")) out[k] = v;
-  return out;
-}
-
-function safeBlocks(blocks: unknown[]): unknown[] {
-  return blocks.map((b) => {
-    if (!isObject(b)) return b;
-    const block = withoutOwnKeys(b);
-    if (isObject(block.source) && block.source.type === "reference") return referenceNote(block);
-    if (Array.isArray(block.content)) block.content = safeBlocks(block.content);
-    return block;
-  });
 }
 
 export function referenceNote(block: Block): Block {
@@ -112,11 +98,7 @@ const HIDDEN = /^<local-command-caveat>/;
 const TRAILING_REMINDER = /\n\n(<system-reminder>\n(?:(?!<\/system-reminder>)[\s\S])*\n<\/system-reminder>)$/;
 
 /** One mirrored message as records before it, its own (the first keeps its uuid), and context pieces after them. */
-interface Split {
-  before: Rec[];
-  records: Rec[];
-  pieces: ContextPiece[];
-}
+type Split = { before: Rec[]; records: Rec[]; pieces: ContextPiece[] };
 
 /** A prompt: leading command records and reminders, then what was typed. */
 function splitPrompt(r: Rec, content: unknown[]): Split | null {
@@ -201,8 +183,7 @@ function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
     rendered: [{ content: piece.rendered }],
     renderedRole: piece.renderedRole,
   };
-  if (piece.besideToolResult) out.renderedBesideToolResult = true;
-  return out;
+  return piece.besideToolResult ? { ...out, renderedBesideToolResult: true } : out;
 }
 
 /** How a message splits; null: written as it is. */
@@ -231,7 +212,7 @@ function systemHosts(records: Rec[]): Map<string, string> {
  * (its reminders and its `role:"system"` message's pieces), each record's parent the one before; what pointed at a split message points
  * at its last record, a compaction's kept segment starting at one at its first (the merged message is byte for byte what was sent).
  */
-export function toClaudeRecords(records: Rec[]): Rec[] {
+function toClaudeRecords(records: Rec[]): Rec[] {
   const out: Rec[] = [];
   const first = new Map<string, string>();
   const last = new Map<string, string>();
@@ -293,13 +274,10 @@ export function toClaudeRecords(records: Rec[]): Rec[] {
   return out;
 }
 
-export interface ToolUse {
-  name: string;
-  input: unknown;
-}
+type ToolUse = { name: string; input: unknown };
 
 /** The `toolUseResult` a resumed screen shows where the result says all of it: a Bash command's output as the model read it; other tools show their call. */
-export function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
+function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
   const c = result.content;
   const texts = typeof c === "string"
     ? [c]

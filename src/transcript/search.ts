@@ -5,7 +5,6 @@ import { buildTree, restorePath } from "./tree.ts";
 
 type Span = [number, number];
 
-/** Every match in order, not overlapping. */
 type Matcher = (text: string) => Span[];
 
 export interface SearchHit {
@@ -38,7 +37,6 @@ function spansOf(re: RegExp, text: string): Span[] {
   return out;
 }
 
-/** Throws SyntaxError for a bad expression. */
 export function regexMatcher(source: string): Matcher {
   const re = new RegExp(source, "giu");
   return (text) => spansOf(re, text);
@@ -46,10 +44,14 @@ export function regexMatcher(source: string): Matcher {
 
 export const substringMatcher = (query: string) => regexMatcher(escapeRegex(query));
 
-/** Whitespace-separated; a "quoted phrase" is one term. */
 const terms = (query: string) => [...query.matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] ?? m[2]).filter((t) => t !== "");
 
-/** Every term anywhere in the text (the viewer's box); null for no terms. */
+/** Any of the terms (the viewer marks them in a record); null for no terms. */
+export function termsPattern(query: string): RegExp | null {
+  const all = terms(query);
+  return all.length === 0 ? null : new RegExp(all.map(escapeRegex).join("|"), "giu");
+}
+
 export function termsMatcher(query: string): Matcher | null {
   const res = terms(query).map((t) => new RegExp(escapeRegex(t), "giu"));
   if (res.length === 0) return null;

@@ -1,5 +1,5 @@
 // One line's worth of facts about a mirrored session (`list`, `show`, `usage`, the viewer, the exports): its title, times, counts and cost. Pure.
-import { isObject } from "../protocol/json.ts";
+import { jsonObject } from "../protocol/json.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { type SessionAnswers, sessionAnswers, type TokenCounts, totalsOf } from "../usage/tokens.ts";
 import {
@@ -21,14 +21,12 @@ import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
 
 export interface SessionData {
   dir: string;
-  /** Main-conversation records, oldest file first, in file order. */
   records: Rec[];
   malformed: number;
   files: number;
   /** Bytes of every mirror file of the session (main, subagents, side). */
   bytes: number;
   agents: { dir: string; records: Rec[] }[];
-  /** Its side requests' records (titles, summaries, probes). */
   side: Rec[];
 }
 
@@ -60,7 +58,6 @@ export function countsText(c: Counts): string {
   return `${n(c.prompts, "prompt")} and ${n(c.answers, "answer")}${more.some(Boolean) ? ` (${more.filter(Boolean).join("; ")})` : ""}`;
 }
 
-/** The facts `list --json` shows (docs/DESIGN.md "Command line"). */
 export interface SessionSummary {
   sessionId: string | null;
   dir: string;
@@ -137,29 +134,19 @@ const textOf = (r: Rec) => blocksOf(messageOf(r)?.content).filter((b) => b.type 
 export function titleFromAnswer(r: Rec): string | null {
   if (r.type !== "assistant") return null;
   const text = textOf(r).trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, "$1");
-  let value: unknown = null;
-  try {
-    value = text.startsWith("{") ? JSON.parse(text) : null;
-  } catch {
-    // not a JSON answer (cut short, refused): no title from it
-  }
-  return isObject(value) && typeof value.title === "string" && value.title.trim() !== "" ? value.title.trim() : null;
+  const value = text.startsWith("{") ? jsonObject(text) : null; // null: not a JSON answer (cut short, refused)
+  return typeof value?.title === "string" && value.title.trim() !== "" ? value.title.trim() : null;
 }
 
 /** The newest answer to Claude Code's title request (its user message opens with `<session>`; another request may answer a JSON `title` too). */
 export function generatedTitle(side: readonly Rec[]): string | null {
   const asks = new Set(side.filter((r) => r.type === "user" && textOf(r).startsWith("<session>\n")).map(uuidOf));
-  for (const r of [...side].reverse()) {
-    const title = parentOf(r) !== null && asks.has(parentOf(r)) ? titleFromAnswer(r) : null;
-    if (title !== null) return title;
-  }
-  return null;
+  const answer = side.findLast((r) => parentOf(r) !== null && asks.has(parentOf(r)) && titleFromAnswer(r) !== null);
+  return answer === undefined ? null : titleFromAnswer(answer);
 }
 
-/** Claude Code's generated title in one line, else the first prompt, else null. */
 export function sessionTitle(side: readonly Rec[], records: Rec[]): string | null {
   return oneLine(scrubControl(generatedTitle(side) ?? ""), 100) || firstPrompt(records, 100);
 }
 
-/** The record Claude Code keeps its generated title in (`claude --resume` lists a session by it). */
 export const titleRecord = (sessionId: string, title: string): Rec => ({ type: "ai-title", aiTitle: title, sessionId });

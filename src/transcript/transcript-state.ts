@@ -10,11 +10,8 @@ export type TranscriptState = "missing" | "stub" | "behind" | "intact";
 /** How long a prompt or answer may be missing before it counts: Claude Code writes on its own schedule. */
 const SETTLE_MS = 1500;
 
-/**
- * What was read of one of Claude Code's transcript files: `whole` read from its first byte (not a tail window); `keys` every text its
- * user records and queued prompts hold and its answers' ids; `own` its typed prompts and answers; `unread` conversation lines too long
- * to read (each may hold a prompt or answer unseen); `torn` its last line unfinished or not a JSON object.
- */
+/** `whole`: read from its first byte; `keys`: every text of its user records and queued prompts and its answers' ids; `own`: its typed
+ * prompts and answers; `unread`: conversation lines too long to read; `torn`: its last line unfinished or not a JSON object. */
 export interface FileFacts {
   whole: boolean;
   conversation: boolean;
@@ -38,7 +35,6 @@ export interface Verdict {
   extra: number;
 }
 
-/** What a transcript lacks, in words: "2 prompts and 1 answer". */
 export function lackingWords(l: Verdict["lacking"]): string {
   return [l.prompts > 0 ? plural(l.prompts, "prompt") : "", l.answers > 0 ? plural(l.answers, "answer") : ""].filter(Boolean).join(" and ") || "nothing";
 }

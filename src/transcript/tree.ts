@@ -57,7 +57,6 @@ export function buildTree(records: Rec[]): Tree {
   return { nodes, byUuid, children, roots, newestLeaf, bestLeaf, order };
 }
 
-/** By time, then by file position. */
 function compareBy(order: Map<string, number>): (a: Rec, b: Rec) => number {
   return (a, b) => {
     const [ta, tb] = [timeOf(a), timeOf(b)];
@@ -90,10 +89,7 @@ export function restorePath(tree: Tree): Rec[] {
   });
 }
 
-/**
- * Where a record continues from when reading: its parent; for a compaction's new root, what the conversation had reached before it
- * (the boundary's `logicalParentUuid`, or the newest leaf before the summary in another part of the tree); null for a true start.
- */
+/** Where a record continues from when reading; for a compaction's new root, what the conversation had reached before it (null: a true start). */
 function logicalParent(tree: Tree, r: Rec): Rec | null {
   const parent = parentRec(tree, r);
   if (parent !== null) return parent;
@@ -109,7 +105,6 @@ function logicalParent(tree: Tree, r: Rec): Rec | null {
   return best;
 }
 
-/** The current branch extended across compactions: the whole conversation as a person reads it. */
 export const readingPath = (tree: Tree) => walkUp(tree.newestLeaf, (r) => logicalParent(tree, r));
 
 /** The branch Claude Code resumes: from the newest leaf up to a compaction boundary, its kept tail spliced in after the summary. */
@@ -130,7 +125,6 @@ export function resumedBranch(tree: Tree): Rec[] {
   return [...path.slice(0, at + 1), ...kept, ...path.slice(at + 1)];
 }
 
-/** Every record in reading order, each once: the reading path, other branches nested where they fork. */
 export function outline(tree: Tree): Item[] {
   const placed = new Set<string>();
   const path = readingPath(tree);
@@ -151,7 +145,6 @@ export function outline(tree: Tree): Item[] {
 /** Forks deeper than this are listed one after another at that depth: the outline and its renderers never recurse as deep as a hostile tree goes. */
 export const MAX_NESTING = 16;
 
-/** One branch from `start` down to its newest leaf, its own forks nested. */
 function line(tree: Tree, start: Rec, placed: Set<string>, depth = 1): Item[] {
   const items: Item[] = [];
   const deferred: { at: string; start: Rec }[] = [];
@@ -186,7 +179,6 @@ function itemsOf(tree: Tree, r: Rec): Item[] {
 
 const startsCompaction = (tree: Tree, r: Rec) => isCompactSummary(r) && !isCompactBoundary(parentRec(tree, r) ?? {});
 
-/** Every record an outline holds, in the order it shows them. */
 export function flatten(items: Item[]): Rec[] {
   return items.flatMap((item) =>
     item.kind === "record" ? [item.record] : item.kind === "compaction" ? (isCompactBoundary(item.record) ? [item.record] : []) : item.branches.flatMap(flatten)

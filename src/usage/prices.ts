@@ -16,7 +16,6 @@ export interface ModelPrice extends Rates {
 }
 
 export interface PriceTable {
-  /** YYYY-MM-DD */
   checked: string;
   source: string;
   /** By family id (`claude-sonnet-4-5`): what `modelFamily` makes of a model id. */
@@ -67,11 +66,7 @@ export const BUILTIN_PRICES: PriceTable = {
   },
 };
 
-/**
- * The family id of a model id: lower case, without a provider prefix (`anthropic/`, Bedrock's
- * `us.anthropic.` and `-v1:0`), a Vertex `@date`, a context tag (`[1m]`), a date suffix or `-latest`.
- * `claude-sonnet-4-5-20250929` → `claude-sonnet-4-5`.
- */
+/** `claude-sonnet-4-5-20250929`, `us.anthropic.claude-sonnet-4-5-v1:0`, `claude-sonnet-4-5@20250929` or `…[1m]` → `claude-sonnet-4-5`. */
 export function modelFamily(model: string): string {
   return model.trim().toLowerCase()
     .replace(/^.*\//, "")
@@ -87,7 +82,6 @@ export function priceOf(table: PriceTable, model: string | null): ModelPrice | n
   return Object.hasOwn(table.models, modelFamily(model)) ? table.models[modelFamily(model)] : null;
 }
 
-/** USD, or null when the model is not in the table. */
 export function costOf(
   table: PriceTable,
   answer: {
@@ -107,7 +101,6 @@ export function costOf(
   return dollars / 1_000_000;
 }
 
-/** A price file that cannot be used; the message says what is wrong in one line. */
 export class PriceFileError extends Error {
   override name = "PriceFileError";
 }
@@ -115,11 +108,7 @@ export class PriceFileError extends Error {
 const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"];
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/**
- * Reads a price file over `base`: `{"checked": "YYYY-MM-DD", "models": {"<family or model id>": {"input": 3, "output": 15, "cacheWrite5m":
- * 3.75, "cacheWrite1h": 6, "cacheRead": 0.3}}}` in USD per million tokens, each entry replacing or adding one family (the cache rates
- * default to 1.25×, 2× and 0.1× the input rate). Throws PriceFileError naming the first thing wrong.
- */
+/** Each entry of the file (USD per million tokens) replaces or adds one family; throws PriceFileError naming the first thing wrong. */
 export function parsePriceFile(text: string, where: string, base: PriceTable = BUILTIN_PRICES): PriceTable {
   const wrong = (why: string) => new PriceFileError(why);
   let file: unknown;
@@ -149,7 +138,6 @@ export function parsePriceFile(text: string, where: string, base: PriceTable = B
   return { checked: typeof file.checked === "string" ? file.checked : base.checked, source: `${where} over the ${base.source}`, models: out };
 }
 
-/** The built-in table, or the file SESSIONTAP_PRICES names read over it; throws PriceFileError naming the file. */
 export async function loadPrices(fs: { readText(path: string): Promise<string> }, path: string | null): Promise<PriceTable> {
   if (path === null) return BUILTIN_PRICES;
   const where = `the price file ${path} (SESSIONTAP_PRICES)`;

@@ -16,7 +16,6 @@ export interface TokenCounts {
 export interface Answer {
   id: string | null;
   model: string | null;
-  /** ms since the epoch, NaN when unknown. */
   time: number;
   scope: "main" | "subagent" | "side";
   tokens: TokenCounts;
@@ -51,10 +50,7 @@ function answerOf(r: Rec, scope: Answer["scope"]): Answer | null {
   return { id: string(message?.id), model: string(message?.model), time, scope, tokens, cacheWrite1hTokens: Math.min(tokens.cacheCreationTokens, oneHour) };
 }
 
-/**
- * The answers of `records`, each message id once: Claude Code repeats an answer on each block's record with its output count
- * growing, so records of one id merge by the largest of each count. `seen` carries ids across calls.
- */
+/** Each message id once: Claude Code repeats an answer on each block's record, its counts growing, so they merge by the largest. */
 export function answersOf(records: Rec[], scope: Answer["scope"], seen = new Map<string, Answer>()): Answer[] {
   const out: Answer[] = [];
   for (const r of records) {
@@ -72,7 +68,6 @@ export function answersOf(records: Rec[], scope: Answer["scope"], seen = new Map
   return out;
 }
 
-/** Every answer of a session: its conversation, its subagents and its side requests. */
 export function sessionAnswers(session: { records: Rec[]; agents: { records: Rec[] }[]; side: Rec[] }): Answer[] {
   const seen = new Map<string, Answer>();
   return [
@@ -115,7 +110,6 @@ export function totalsOf(answers: Iterable<Answer>, table: PriceTable): Totals {
   return { answers: n, usage, costUSD: unpriced.size > 0 ? null : usd, knownCostUSD: usd, models: [...models].sort(), unpriced: [...unpriced].sort() };
 }
 
-/** One session's answers, and where it ran. */
 export interface SessionAnswers {
   sessionId: string | null;
   dir: string;
@@ -142,7 +136,6 @@ export interface UsageReport {
 
 type Placed = { answer: Answer; session: string; cwd: string };
 
-/** Answers grouped by `keyOf`, each group's totals with the sessions it came from. */
 function group(placed: Placed[], keyOf: (p: Placed) => string, table: PriceTable): { key: string; row: UsageRow; placed: Placed[] }[] {
   const groups = new Map<string, Placed[]>();
   for (const p of placed) (groups.get(keyOf(p)) ?? groups.set(keyOf(p), []).get(keyOf(p))!).push(p);
@@ -204,7 +197,6 @@ export function usd(n: number | null): string {
   return n >= 0.01 ? `$${n.toFixed(2)}` : `$${n.toPrecision(2)}`;
 }
 
-/** One answer's tokens and cost in a line; null for a record that is no answer. */
 export function answerLine(r: Rec, table: PriceTable): string | null {
   const a = answerOf(r, "main");
   return a === null ? null : usageLine(a.tokens, costOf(table, a));

@@ -26,11 +26,8 @@ export type ViewerSession = ListEntry & { guard: GuardAlert | null };
 type Prices = { source: string; checked: string };
 /** `api/sessions/:id`: the facts, the conversation as HTML (rendered and escaped by the tap), and where its reading path ends. */
 export type SessionView = { session: ListEntry & { guard?: GuardAlert | null }; tail: string | null; html: string; prices: Prices };
-export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | {
-  ok: false;
-  error: string;
-  outcome: RestoreOutcome | null;
-};
+type Refused = { ok: false; error: string; outcome: RestoreOutcome | null };
+export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | Refused;
 /** New records of one conversation of a followed session (each rendered by the tap), and the bytes the session's files now hold. */
 export type LiveEvent = {
   dir: string;
@@ -42,9 +39,7 @@ export type LiveEvent = {
 /** `api/usage`: `usage --json`'s report with today in the tap's zone, and the drill's last result (or why it cannot be read). */
 export type UsageView = UsageReport & { timeZone: string; today: string; prices: Prices; drill: LastDrill | { error: string } | null };
 export type Answer<T = unknown> = { status: 200 | 400 | 404 | 409; body: T };
-/** What the reader is built from (plain data: it crosses into the viewer's Worker). */
 export type ReaderSettings = { mirrorDir: string; claudeDir: string; pollMs: number; prices: PriceTable; redact: boolean };
-/** What the reader says unasked: new records of a followed session, or a failure of the follower. */
 export type ReaderNote = { records: LiveEvent } | { error: string };
 
 const TYPES: Record<string, string> = { md: "text/markdown", html: "text/html", jsonl: "application/x-ndjson" };
@@ -52,7 +47,6 @@ const TYPES: Record<string, string> = { md: "text/markdown", html: "text/html", 
 const LOCAL: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
 const decoder = new TextDecoder();
 
-/** The viewer's API over one mirror root; every method is called from the relay's thread by name. */
 export class ViewerData {
   private readonly catalog: SessionCatalog;
   private readonly prices: PriceTable;
@@ -85,7 +79,6 @@ export class ViewerData {
     return { status: 200, body: { session, tail: session.leafUuid, html, prices: this.priceSource() } satisfies SessionView };
   }
 
-  /** Records of every session holding all the query's terms (at most 100), with their session's title. */
   async search(query: string): Promise<SearchHit[]> {
     const match = termsMatcher(query);
     if (match === null) return [];
@@ -108,7 +101,6 @@ export class ViewerData {
     return { status: 200, body: { ok: true, outcome, lines: describeRestore(outcome), resume: resumeCommand(outcome) } satisfies RestoreReply };
   }
 
-  /** A session as `export --format` writes it (its secrets replaced unless SESSIONTAP_REDACT=off). */
   async exportSession(query: string, format: string): Promise<Answer<string> & { type: string; filename: string }> {
     const refused = (status: 400 | 404 | 409, body: string) => ({ status, body, type: "text/plain; charset=utf-8", filename: "" });
     if (!(format in TYPES)) return refused(400, "format must be md, html or jsonl\n");
@@ -124,7 +116,6 @@ export class ViewerData {
     };
   }
 
-  /** What `usage --json` reports, in the tap's days, and the drill's last result: the home's data. */
   async usage(): Promise<UsageView> {
     const now = this.clock();
     const sessions = (await this.catalog.reader.loadAll()).map((data) => sessionUsage(data, this.prices));
@@ -140,7 +131,6 @@ export class ViewerData {
     return await this.next(async () => this.files.has(dir) ? this.bytesOf(dir) : await this.look(dir, false));
   }
 
-  /** Ends follow `id` (null: every follow). */
   async unfollow(id: number | null): Promise<void> {
     if (id === null) this.follows.clear();
     else this.follows.delete(id);
@@ -159,7 +149,6 @@ export class ViewerData {
     return { source: this.prices.source, checked: this.prices.checked };
   }
 
-  /** A session by id or prefix, read and summarized, or the answer that says why not. */
   private async open(query: string): Promise<{ data: SessionData; tree: Tree; summary: SessionSummary } | Answer & { status: 404 | 409 }> {
     const found = await this.catalog.reader.lookup(query);
     if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };

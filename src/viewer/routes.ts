@@ -1,5 +1,5 @@
-// The viewer: its routes, a Hono sub-app the server mounts at `/_tap/` (beside server/app.ts the only importer of hono), and its data
-// read in a Worker of its own (a test's filesystem: in this thread): docs/DESIGN.md "The viewer".
+// The viewer: a Hono sub-app the server mounts at `/_tap/` (beside server/app.ts the only importer of hono), its data read in a Worker of
+// its own (a test's filesystem: in this thread): docs/DESIGN.md "The viewer".
 import { type Context, Hono, type Next } from "hono";
 import { NONCE, secureHeaders, type SecureHeadersVariables } from "hono/secure-headers";
 import { streamSSE } from "hono/streaming";
@@ -22,26 +22,31 @@ import {
 import { allowedHosts, hostName } from "./hosts.ts";
 import { type Bundler, clientScript, viewerPage } from "./page.ts";
 
-export interface ViewerDeps {
-  /** Host names (lower case, no port) the viewer answers to; null: any (the tap was bound beyond loopback on purpose). */
-  allowedHosts: ReadonlySet<string> | null;
-  /** The page, its one script carrying `nonce`. */
-  page(nonce: string): Promise<string>;
-  data: Calls<ViewerData>;
-  /** The guard's alert on a session, heard in this thread. */
-  guardAlert(sessionId: string): GuardAlert | null;
-  /** A restore wrote a session's transcript: resolves once the guard has looked at it. */
-  restored(sessionId: string): Promise<void>;
-  /** Hands `listener` each batch of new records of session directory `dir`, until `stop`; `bytes`: what its files held when following began. */
-  follow(dir: string, listener: { records(event: LiveEvent): void; end(): void }): Promise<{ bytes: number; stop(): void }>;
-  /** Aborted when the tap stops: open event streams end then, so they do not hold the drain. */
-  stopped: AbortSignal;
-}
+/** What server/app.ts mounts at `/_tap/`; `allowedHosts` null: any host (the tap was bound beyond loopback on purpose). */
+export type ViewerDeps = { allowedHosts: ReadonlySet<string> | null; routes: Hono<{ Variables: SecureHeadersVariables }> };
 
 export interface Viewer {
   deps: ViewerDeps;
   close(): void;
 }
+
+const KEEPALIVE_MS = 15_000;
+const RESTORED_LOOK_MS = 1_000;
+
+/** Nothing from elsewhere, and only the script carrying this response's nonce runs. */
+const PAGE_POLICY = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'none'"],
+    scriptSrc: [NONCE],
+    styleSrc: ["'unsafe-inline'"],
+    connectSrc: ["'self'"],
+    imgSrc: ["'self'", "data:"],
+    baseUri: ["'none'"],
+    formAction: ["'none'"],
+    frameAncestors: ["'none'"],
+  },
+  strictTransportSecurity: false,
+});
 
 export function createViewer(options: {
   mirrorDir: string;
@@ -97,98 +102,50 @@ export function createViewer(options: {
       return (worker.call as (name: string, ...args: unknown[]) => Promise<unknown>).apply(worker, [name, ...args]);
     },
   });
+  // Aborted when the tap stops: open event streams end then, so they do not hold the drain.
   const stopping = new AbortController();
   let nextFollow = 1;
-  return {
-    close: () => {
-      closed = true;
-      stopping.abort();
-      void inThread?.close();
-      worker?.close("the tap is stopping");
-    },
-    deps: {
-      allowedHosts: allowedHosts(options.host),
-      page: async (nonce) => viewerPage(nonce, options.version, await clientScript(options.bundle)),
-      data,
-      guardAlert: options.guardAlert ?? (() => null),
-      restored: options.restored ?? (async () => {}),
-      follow: async (dir, listener) => {
-        const id = nextFollow++;
-        live.set(id, { dir, ...listener });
-        const bytes = await data.follow(id, dir).catch((error) => {
-          live.delete(id);
-          throw error;
-        });
-        const stop = () => {
-          if (live.delete(id) && !closed) data.unfollow(id).catch(options.onError);
-        };
-        return { bytes, stop };
-      },
-      stopped: stopping.signal,
-    },
-  };
-}
-
-/** How often an idle event stream sends a comment, so proxies and browsers keep it open. */
-const KEEPALIVE_MS = 15_000;
-/** The longest a restore's answer waits for the guard to look at the restored transcript. */
-const RESTORED_LOOK_MS = 1_000;
-
-/** Nothing from elsewhere, and only the script carrying this response's nonce runs. */
-const PAGE_POLICY = secureHeaders({
-  contentSecurityPolicy: {
-    defaultSrc: ["'none'"],
-    scriptSrc: [NONCE],
-    styleSrc: ["'unsafe-inline'"],
-    connectSrc: ["'self'"],
-    imgSrc: ["'self'", "data:"],
-    baseUri: ["'none'"],
-    formAction: ["'none'"],
-    frameAncestors: ["'none'"],
-  },
-  strictTransportSecurity: false,
-});
-
-export function viewerRoutes(viewer: ViewerDeps): Hono<{ Variables: SecureHeadersVariables }> {
+  const guardAlert = options.guardAlert ?? (() => null);
+  const hosts = allowedHosts(options.host);
   const app = new Hono<{ Variables: SecureHeadersVariables }>();
   // While the tap listens on loopback, a page that rebinds its own domain to 127.0.0.1 must not read the conversations.
   const loopbackOnly = async (c: Context, next: Next) => {
-    if (viewer.allowedHosts !== null && !viewer.allowedHosts.has(hostName(c.req.header("host")))) {
+    if (hosts !== null && !hosts.has(hostName(c.req.header("host")))) {
       return c.json({ error: "sessiontap: the viewer answers on a loopback address only (http://127.0.0.1:PORT/_tap/)" }, 403);
     }
     await next();
   };
   app.use("/", loopbackOnly);
   app.use("/api/*", loopbackOnly);
-  app.get("/", PAGE_POLICY, async (c) => c.html(await viewer.page(c.get("secureHeadersNonce") ?? "")));
-  const withAlert = (s: ListEntry): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : viewer.guardAlert(s.sessionId) });
-  app.get("/api/sessions", async (c) => c.json((await viewer.data.sessions()).map(withAlert)));
+  app.get("/", PAGE_POLICY, async (c) => c.html(viewerPage(c.get("secureHeadersNonce") ?? "", options.version, await clientScript(options.bundle))));
+  const withAlert = (s: ListEntry): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : guardAlert(s.sessionId) });
+  app.get("/api/sessions", async (c) => c.json((await data.sessions()).map(withAlert)));
   app.get("/api/sessions/:id", async (c) => {
-    const answer = await viewer.data.session(c.req.param("id"));
+    const answer = await data.session(c.req.param("id"));
     if (answer.status !== 200) return c.json(answer.body, answer.status);
     const view = answer.body as SessionView;
     return c.json({ ...view, session: withAlert(view.session) } satisfies SessionView);
   });
   app.get("/api/sessions/:id/export", async (c) => {
-    const out = await viewer.data.exportSession(c.req.param("id"), c.req.query("format") ?? "md");
+    const out = await data.exportSession(c.req.param("id"), c.req.query("format") ?? "md");
     const headers: Record<string, string> = { "content-type": out.type };
     if (out.status === 200) headers["content-disposition"] = `attachment; filename="${out.filename.replace(/[^A-Za-z0-9._-]/g, "_")}"`;
     return c.body(out.body, out.status, headers);
   });
-  app.get("/api/search", async (c) => c.json(await viewer.data.search(c.req.query("q") ?? "")));
-  app.get("/api/usage", async (c) => c.json(await viewer.data.usage()));
+  app.get("/api/search", async (c) => c.json(await data.search(c.req.query("q") ?? "")));
+  app.get("/api/usage", async (c) => c.json(await data.usage()));
   app.post("/api/sessions/:id/restore", async (c) => {
     // A request another site made was refused before any route (server/request-guard.ts); a form cannot send JSON.
     if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) return c.json({ error: "sessiontap: restore takes a JSON body" }, 415);
-    const options = await c.req.json().catch(() => undefined) as { dryRun?: unknown; force?: unknown } | null | undefined;
-    if (options === undefined) return c.json({ error: "sessiontap: the body is not JSON" }, 400);
-    if (typeof options?.dryRun !== "boolean" || (options.force !== undefined && typeof options.force !== "boolean")) {
+    const asked = await c.req.json().catch(() => undefined) as { dryRun?: unknown; force?: unknown } | null | undefined;
+    if (asked === undefined) return c.json({ error: "sessiontap: the body is not JSON" }, 400);
+    if (typeof asked?.dryRun !== "boolean" || (asked.force !== undefined && typeof asked.force !== "boolean")) {
       return c.json({ error: 'sessiontap: restore takes {"dryRun": true|false, "force": true|false}' }, 400);
     }
-    const answer = await viewer.data.restore(c.req.param("id"), { dryRun: options.dryRun, force: options.force === true });
+    const answer = await data.restore(c.req.param("id"), { dryRun: asked.dryRun, force: asked.force === true });
     const done = answer.body as RestoreReply;
     // The page the client reloads next shows the state after the restore: the guard has looked (bounded).
-    if (!options.dryRun && done.ok) await orAfter(viewer.restored(done.outcome.sessionId), RESTORED_LOOK_MS, null);
+    if (!asked.dryRun && done.ok && options.restored) await orAfter(options.restored(done.outcome.sessionId), RESTORED_LOOK_MS, null);
     return c.json(answer.body, answer.status);
   });
   app.get("/api/events", (c) => {
@@ -199,18 +156,30 @@ export function viewerRoutes(viewer: ViewerDeps): Hono<{ Variables: SecureHeader
       let end = () => {};
       const ended = new Promise<void>((resolve) => (end = resolve));
       stream.onAbort(end);
-      viewer.stopped.addEventListener("abort", end);
-      if (viewer.stopped.aborted) end();
-      const records = (event: LiveEvent) => void stream.writeSSE({ event: "records", data: JSON.stringify(event) });
-      const following = await viewer.follow(dir, { records, end });
+      stopping.signal.addEventListener("abort", end);
+      if (stopping.signal.aborted) end();
+      const id = nextFollow++;
+      live.set(id, { dir, end, records: (event) => void stream.writeSSE({ event: "records", data: JSON.stringify(event) }) });
+      const bytes = await data.follow(id, dir).catch((error) => {
+        live.delete(id);
+        throw error;
+      });
       const keepalive = setInterval(() => void stream.write(": keepalive\n\n"), KEEPALIVE_MS);
       (keepalive as { unref?: () => void }).unref?.();
-      await stream.writeSSE({ event: "ready", data: JSON.stringify({ bytes: following.bytes }), retry: 2000 });
+      await stream.writeSSE({ event: "ready", data: JSON.stringify({ bytes }), retry: 2000 });
       await ended;
       clearInterval(keepalive);
-      viewer.stopped.removeEventListener("abort", end);
-      following.stop();
+      stopping.signal.removeEventListener("abort", end);
+      if (live.delete(id) && !closed) data.unfollow(id).catch(options.onError);
     });
   });
-  return app;
+  return {
+    close: () => {
+      closed = true;
+      stopping.abort();
+      void inThread?.close();
+      worker?.close("the tap is stopping");
+    },
+    deps: { allowedHosts: hosts, routes: app },
+  };
 }

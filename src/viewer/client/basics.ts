@@ -9,7 +9,6 @@ export function byId<T extends Element>(id: string, kind: { new (): T; prototype
   return found;
 }
 
-/** The page's fixed elements (viewerPage in ../page.ts). */
 export const ui = {
   back: byId("back", HTMLButtonElement),
   live: byId("live", HTMLElement),
@@ -71,7 +70,6 @@ export async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
   return body as T; // the shape api.ts names: the tap's own answer
 }
 
-/** What the page says of its live state, in the header. */
 export function liveSays(text: string, cls = ""): void {
   ui.live.textContent = text;
   ui.live.className = cls;
@@ -85,7 +83,6 @@ export function failed(what: string): (error: unknown) => void {
   };
 }
 
-/** The reader's own zone, as the browser knows it. */
 const READER: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
 
 /** Shows `iso` in the reader's zone in a <time>, UTC on hover. */
@@ -101,7 +98,6 @@ export function timeEl(iso: string | null, seconds?: boolean): HTMLTimeElement {
   return t;
 }
 
-/** Rewrites the server's UTC <time> elements under `root` to the reader's zone. */
 export function localize(root: Element): void {
   for (const t of root.querySelectorAll<HTMLElement>("time[datetime]:not([data-local])")) setTime(t, t.getAttribute("datetime")!, true);
 }
@@ -110,7 +106,6 @@ export function idOf(s: { sessionId: string | null; dir: string }): string {
   return s.sessionId || s.dir;
 }
 
-/** The state of Claude Code's own transcript of a session. */
 export function badge(state: string): HTMLElement {
   return el("span", "badge " + state, "Claude: " + state);
 }
@@ -130,7 +125,6 @@ export function guardBanner(alert: GuardAlert): HTMLElement {
   return b;
 }
 
-/** The last part of a project path. */
 export function base(path: string | null): string {
   if (!path) return "cwd unknown";
   const p = path.replace(/\/+$/, "").split("/");

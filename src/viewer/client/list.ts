@@ -3,6 +3,8 @@
 import type { SearchHit, ViewerSession } from "../api.ts";
 import { badge, base, el, failed, getJson, guardBanner, idOf, state, timeEl, tokens, total, ui, usd } from "./basics.ts";
 import { loadHome } from "./home.ts";
+import { termsPattern } from "../../transcript/search.ts";
+import { plural } from "../../utils/plural.ts";
 
 const dayStart = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
 
@@ -76,7 +78,7 @@ function totals(shown: ViewerSession[]): string {
     else if (total(s.usage) > 0) unknown = true;
   }
   const cost = unknown ? (sum > 0 ? usd(sum) + " + ?" : "cost unknown") : "≈ " + usd(sum);
-  return shown.length + " session" + (shown.length === 1 ? "" : "s") + " · " + tokens(toks) + " tokens · " + cost;
+  return plural(shown.length, "session") + " · " + tokens(toks) + " tokens · " + cost;
 }
 
 function item(s: ViewerSession): HTMLLIElement {
@@ -95,7 +97,6 @@ function item(s: ViewerSession): HTMLLIElement {
   return li;
 }
 
-/** Redraws the list from the state, as filtered. */
 export function renderSessions(): void {
   const list = ui.sessions;
   const hadFocus = list.contains(document.activeElement);
@@ -111,16 +112,10 @@ export function renderSessions(): void {
   if (hadFocus) list.querySelector<HTMLElement>("li.active a")?.focus({ preventScroll: true });
 }
 
-/** The query's terms as the tap reads them: words, or "quoted phrases". */
-function termsOf(q: string): string[] {
-  return [...q.matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] || m[2]).filter(Boolean);
-}
-
 /** Wraps each match of the query's terms in the text under `root` in <mark>. */
 export function highlight(root: Element, q: string): void {
-  const terms = termsOf(q);
-  if (terms.length === 0) return;
-  const re = new RegExp(terms.map((t) => t.replace(/[.*+?^$(){}|[\]\\/]/g, "\\$&")).join("|"), "giu");
+  const re = termsPattern(q);
+  if (re === null) return;
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const nodes: Text[] = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n instanceof Text && !n.parentElement?.closest("mark")) nodes.push(n);
@@ -161,7 +156,6 @@ function hitEl(h: SearchHit): HTMLLIElement {
 
 /** "N messages in M sessions match", and how many the filters or the tap's limit of 100 left out. */
 function hitCount(hits: SearchHit[], found: number): string {
-  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
   let text = `${plural(hits.length, "message")} in ${plural(new Set(hits.map((h) => h.dir)).size, "session")} match${hits.length === 1 ? "es" : ""}`;
   if (found > hits.length) text += ` (${found - hits.length} more outside the filters)`;
   if (found >= 100) text += "; the first 100 found are shown";
@@ -169,13 +163,11 @@ function hitCount(hits: SearchHit[], found: number): string {
 }
 
 let searchTimer: ReturnType<typeof setTimeout> | undefined;
-/** The search box changed: searches once typing pauses. */
 export function onSearch(): void {
   clearTimeout(searchTimer);
   searchTimer = setTimeout(runSearch, 200);
 }
 
-/** Runs the search in the box now and shows its hits (or the list again when the box is empty). */
 export async function runSearch(): Promise<void> {
   const q = ui.search.value.trim();
   state.query = q;

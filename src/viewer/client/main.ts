@@ -30,7 +30,6 @@ function backToList(): void {
   void drawn.then(() => link?.scrollIntoView({ block: "nearest" }));
 }
 
-/** Opens the session `n` places from the current one in the list as filtered. */
 function step(n: number): void {
   if (state.shown.length === 0) return;
   const m = /^#\/s\/([^/]+)/.exec(location.hash);

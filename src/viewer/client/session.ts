@@ -1,6 +1,9 @@
 // One session in the main column: its facts, its restore, its conversation, and its new records as they are written: docs/DESIGN.md "The viewer".
 import type { ListEntry, LiveEvent, RestoreReply, SessionView } from "../api.ts";
-import { badge, el, failed, getJson, guardBanner, idOf, liveSays, localize, message, state, timeEl, tokens, ui, usd } from "./basics.ts";
+import { countsText } from "../../transcript/summary.ts";
+import { usageLine } from "../../usage/tokens.ts";
+import { plural } from "../../utils/plural.ts";
+import { badge, el, failed, getJson, guardBanner, idOf, liveSays, localize, message, state, timeEl, ui } from "./basics.ts";
 import { highlight, loadSessions, renderSessions } from "./list.ts";
 
 /** Counts navigations: an answer that arrives after a newer navigation began is not shown. */
@@ -32,25 +35,20 @@ const reload = () => state.current !== null && showSession(state.current).catch(
 
 /** The facts above the conversation: title, guard banner, ids, times, usage, Claude Code's copy, restore, exports. */
 function facts(s: SessionView["session"]): void {
-  const u = s.usage;
-  const cost = s.costUSD === null ? "cost unknown (" + (s.models.join(", ") || "no model") + " not all in the price table)" : "≈ " + usd(s.costUSD);
-  const [writes, reads, branches] = [tokens(u.cacheCreationTokens), tokens(u.cacheReadTokens), s.leaves + (s.leaves === 1 ? " leaf" : " leaves")];
-  const n = (k: number, one: string) => k + " " + one + (k === 1 ? "" : "s");
   const rows: [string, ...(Node | string)[]][] = [
     ["Session", el("code", null, idOf(s))],
     ["Project", el("code", null, s.cwd || "unknown"), s.gitBranch ? " (branch " + s.gitBranch + ")" : ""],
     ["Time", timeEl(s.firstTimestamp), " – ", timeEl(s.lastTimestamp)],
-    ["Usage", `${tokens(u.inputTokens)} in · ${tokens(u.outputTokens)} out · ${writes} cache write · ${reads} cache read · ${cost}`],
-    ["Conversation", `${n(s.counts.prompts, "prompt")} and ${n(s.counts.answers, "answer")}; ${branches}; ${s.compactions} compaction(s)`],
+    ["Usage", usageLine(s.usage, s.costUSD)],
+    ["Conversation", `${countsText(s.counts)}; ${plural(s.leaves, "leaf", "leaves")}; ${plural(s.compactions, "compaction")}`],
     ["Claude Code transcript", badge(s.claudeTranscript)],
   ];
   const links = el("div", "row links");
   for (const f of ["md", "html", "jsonl"]) {
     links.append(el("a", null, "export ." + f, { href: `api/sessions/${encodeURIComponent(idOf(s))}/export?format=${f}` }));
   }
-  const newest = el("button", null, "↓ newest turn");
-  newest.addEventListener("click", () => [...ui.conversation.querySelectorAll(".rec.user:not([hidden])")].pop()?.scrollIntoView({ block: "start" }));
-  links.append(newest);
+  const newest = () => [...ui.conversation.querySelectorAll(".rec.user:not([hidden])")].pop()?.scrollIntoView({ block: "start" });
+  links.append(el("button", null, "↓ newest turn", { onclick: newest }));
   ui.facts.replaceChildren(el("h2", null, s.title || idOf(s)), ...(s.guard ? [guardBanner(s.guard)] : []));
   for (const [label, ...value] of rows) ui.facts.appendChild(el("div", "row")).append(el("b", null, label + " "), ...value);
   ui.facts.append(restorePanel(s), links);
@@ -77,7 +75,6 @@ function settle(root: Element): void {
   }
 }
 
-/** The tool call whose id `match`es in the shown conversation. */
 function pairOf(match: (id: string | undefined) => boolean): HTMLDetailsElement | undefined {
   return [...document.querySelectorAll<HTMLDetailsElement>("details.tool-use")].find((d) => match(d.dataset.toolUseId));
 }
