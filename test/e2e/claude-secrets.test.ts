@@ -12,6 +12,7 @@ import { freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } 
 import { cli } from "../support/recover.ts";
 import { driveOnce } from "../support/scenario.ts";
 import { leaks, secretSamples, snapshot } from "../support/secret-samples.ts";
+import { thinkingReply } from "../support/sse-build.ts";
 import type { StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 
@@ -36,6 +37,22 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
     const ran = driveOnce(async () => {
       await storeStatus(tap.url);
       scratch = makeScratch();
+      // The first answer to the prompt thinks about a token (signed): the store leaves that thinking block out, and the resume still works.
+      let thought = false;
+      stub.setDefault({
+        kind: "fn",
+        reply: (r) => {
+          const body = JSON.parse(new TextDecoder().decode(r.body) || "{}");
+          if (thought || body.stream !== true || !body.tools?.length || !JSON.stringify(body.messages ?? []).includes(WORDS[0])) {
+            return { kind: "conversation" };
+          }
+          thought = true;
+          return {
+            kind: "sse",
+            chunks: thinkingReply(`the token ${samples.find((s) => s.kind === "github-token")!.secret} is GitHub's`, "Noted the credentials."),
+          };
+        },
+      });
       for (const [key, text] of [["secret", prompt], ["clean", "say hello to the staging cluster"]] as const) {
         const before = stub.requests.length;
         const run = await runClaude(["-p", text], { baseUrl: tap.url, scratch, bin, timeoutMs: 60_000 });
@@ -107,6 +124,9 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
       const stored = rows.map((r) => r.text).join("\n");
       assert.deepEqual(leaks(stored, secrets), [], "no secret in the store");
       for (const word of WORDS) assert.ok(stored.includes(word), word);
+      const blocks = (records: Rec[]) => records.flatMap((r: Rec) => (Array.isArray(r.message?.content) ? r.message.content : [])).map((b: Rec) => b.type);
+      assert.ok(blocks(sessionMirror(tap.root, sessions.secret)).includes("thinking"), "the tree keeps the signed thinking that named a token");
+      assert.ok(!blocks(rows.map((r) => r.entry)).includes("thinking"), "the store leaves it out");
       const colleague = makeScratch();
       try {
         const restored = await cli(["restore", sessions.secret, "--cwd", colleague.project, "--mirror-dir", `${colleague.home}/no-tree`], {
@@ -123,6 +143,7 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
         assert.equal(run.code, 0, describeRun(run));
         const sent = stub.requests.slice(from).map((r) => new TextDecoder().decode(r.body)).find((b) => b.includes("and after the restore"));
         assert.ok(sent, "the resumed turn went upstream");
+        assert.ok(sent.includes("Noted the credentials."), "with the answer whose thinking was left out");
         assert.deepEqual(leaks(sent, secrets), [], "the resumed history carries no secret");
         for (const kind of KINDS) assert.match(sent, new RegExp(`\\[REDACTED ${kind} [0-9a-f]{8}\\]`), `${kind}'s placeholder, as ordinary text`);
         for (const word of WORDS) assert.ok(sent.includes(word), word);

@@ -8,26 +8,11 @@ import { Redactor } from "../../src/protocol/secrets.ts";
 import { Conversation } from "../support/client.ts";
 import { freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } from "../support/pg.ts";
 import { secretSamples } from "../support/secret-samples.ts";
-import { messageEnd, messageStart, sseEvent, textReply } from "../support/sse-build.ts";
+import { textReply, thinkingReply } from "../support/sse-build.ts";
 import { readTree, startTestTap } from "../support/tap.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 
 const WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
-
-/** An answer that thinks `thinking` (signed) and then says `text`. */
-function thinkingReply(thinking: string, text: string): string[] {
-  const block = (index: number, start: unknown, deltas: unknown[]) => [
-    sseEvent("content_block_start", { type: "content_block_start", index, content_block: start }),
-    ...deltas.map((delta) => sseEvent("content_block_delta", { type: "content_block_delta", index, delta })),
-    sseEvent("content_block_stop", { type: "content_block_stop", index }),
-  ];
-  return [
-    messageStart(`msg_secret_${Math.random().toString(36).slice(2)}`, "claude-sonnet-4-5"),
-    ...block(0, { type: "thinking", thinking: "", signature: "" }, [{ type: "thinking_delta", thinking }, { type: "signature_delta", signature: "c2lnbmVk" }]),
-    ...block(1, { type: "text", text: "" }, [{ type: "text_delta", text }]),
-    ...messageEnd("end_turn"),
-  ];
-}
 
 /** Every line of each secret long enough to tell (a private key's body is many lines). */
 const secretLines = (secrets: string[]) => secrets.flatMap((s) => s.split("\n")).filter((line) => line.length >= 16 && !line.startsWith("-----"));
