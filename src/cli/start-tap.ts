@@ -91,6 +91,7 @@ export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "gu
     maxMessageBytes: config.maxMessageBytes,
     store: config.store,
     storeOnly: config.storeOnly,
+    redact: config.redact,
     guard: config.guard,
     guardTimings: { ...deps.guard },
     spoolTmpDir: deps.spoolTmpDir ?? null,

@@ -6,7 +6,9 @@
  * Every message is handled inside one error boundary: a failure is counted and logged once, and the
  * response it touched is left unmirrored, never the relay stalled.
  */
+import { randomBytes } from "node:crypto";
 import { Guard } from "../guard/guard.ts";
+import { Redactor } from "../protocol/secrets.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { tempSpoolPlace } from "../storage/mirror-spool.ts";
@@ -49,12 +51,15 @@ export class MirrorEngine {
     // Every mirror write is told to the viewer (in the relay's thread), batched per turn of the event loop.
     const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
     const s = settings;
+    // Keyed like exports, so one secret has one placeholder everywhere (a suite's engine without a root key gets one for the run).
+    const redactor = s.redact === "off" ? null : new Redactor(s.bindingKey ?? randomBytes(32).toString("hex"));
     // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there. It logs through the mirror.
     this.store = s.store === null ? null : new PgSink({
       url: s.store,
       fs: deps.fs,
       root: s.root,
       includeThinking: s.includeThinking,
+      redactor,
       maxSessions: s.maxSessions,
       log: (action, fields) => this.mirror.log(action, fields),
       stderr: this.stderr,
@@ -69,6 +74,7 @@ export class MirrorEngine {
       files: !(s.store !== null && s.storeOnly),
       tempSpool: s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir),
       bindingKey: s.bindingKey ?? null,
+      redactor: s.redact === "all" ? redactor : null,
     });
     const mirror = this.mirror;
     this.sink = {

@@ -32,6 +32,8 @@ export interface EngineSettings extends Pick<MirrorOptions, "root" | "maxBytes" 
   guardTimings: Record<string, number>;
   /** Where unwritten commits go at stop when the root refuses them: the system temp dir, or this one. */
   spoolTmpDir: string | null;
+  /** Where secrets are replaced (SESSIONTAP_REDACT; default shared): in the store, in the tree too (all), nowhere (off). */
+  redact?: "shared" | "all" | "off";
   /** The root's secret sessions are bound under (null: not bound): docs/DESIGN.md "Who a session belongs to". */
   bindingKey?: string | null;
   /** Names the tap's engine in its writer locks, the same for an engine started in place of a dead one (which reuses its locks). */

@@ -8,6 +8,7 @@
  * health problem (health.ts).
  */
 import { type CommitJob, placeOf } from "../protocol/commit-job.ts";
+import type { Redactor } from "../protocol/secrets.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -54,6 +55,8 @@ export interface MirrorOptions {
   /** The root's secret: with it, each session is bound to its owner before anything is appended (session-bindings.ts). */
   bindingKey?: string | null;
   lockHolder?: string;
+  /** With SESSIONTAP_REDACT=all, replaces the secrets of each record the tree gets. */
+  redactor?: Redactor | null;
 }
 
 /** Counters shown by /_tap/health. */
@@ -159,7 +162,7 @@ export class Mirror {
       this.stats.repaired++;
       this.log("repair", { dir: this.relative(torn.dir), moved: torn.file, bytes: torn.bytes });
     });
-    this.writer = new CommitWriter(target, options.includeThinking, options.maxSessions);
+    this.writer = new CommitWriter(target, options.includeThinking, options.maxSessions, options.redactor);
     const backlog = (this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000, clock));
     const stats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0 };
     // `queued` is read from the backlog itself, so the count can never drift from what waits.

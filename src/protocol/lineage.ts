@@ -1,6 +1,7 @@
 // Exactly-once planning (docs/DESIGN.md "Exactly once"): a request's messages by their chain hashes, the index of a
 // conversation's mirrored positions (rebuilt from its records after a start), and which messages are new. Pure.
 import { chainHash, messageHash } from "./message-hash.ts";
+import type { Redactor } from "./secrets.ts";
 import { isObject, type Json } from "./json.ts";
 
 /** Index key → the uuid of the record holding that position. */
@@ -131,6 +132,7 @@ export class LineageReader {
   constructor(
     readonly lineage: Lineage,
     private readonly outside?: Lineage,
+    private readonly redactor?: Redactor | null,
   ) {}
 
   private chainOfParent(parentUuid: unknown): string | null {
@@ -149,7 +151,7 @@ export class LineageReader {
     }
     if (typeof message !== "object" || message === null) return;
     const parent = this.chainOfParent(r.parentUuid);
-    const hash = messageHash(message.role, message.content);
+    const hash = this.redactor?.unseal(r) ?? messageHash(message.role, message.content); // a redacted record's is sealed in it
     const system = message.role === "system";
     this.byUuid.set(r.uuid, { parentUuid: r.parentUuid, hash, system });
     if (system) return this.lineage.add({ key: systemKey(parent, hash), uuid: r.uuid, chain: parent, hash: null });

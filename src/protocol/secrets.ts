@@ -1,9 +1,11 @@
 // Secrets in a conversation: secretlint's recommended rules plus Anthropic's own keys and tokens, and their replacement by a placeholder
 // that names the kind and a keyed fingerprint (docs/DESIGN.md "Secrets"). Pure.
+import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
 import { lintSource } from "@secretlint/core";
 import { rules as recommended } from "@secretlint/secretlint-rule-preset-recommend";
-import { isObject } from "./json.ts";
+import { isObject, type Json } from "./json.ts";
+import { messageHash } from "./message-hash.ts";
 
 /** A secret found in `texts[index]`; `kind` is kebab-case (`github-token`). */
 export type Finding = { index: number; kind: string; value: string };
@@ -92,10 +94,28 @@ async function findIn(texts: string[]): Promise<Finding[]> {
 /** Replaces secrets with `[REDACTED <kind> <8 hex>]`, the hex an HMAC of the secret under a key of the mirror root's: one secret, one placeholder. */
 export class Redactor {
   private readonly key: Uint8Array;
+  /** Names this key in the message hashes it seals, so a record sealed under another tap's key is read by its content. */
+  private readonly tag: string;
 
   /** `rootKey`: the root's binding key, from which the redaction key is derived (it never fingerprints anything itself here). */
   constructor(rootKey: string) {
     this.key = createHmac("sha256", rootKey).update("sessiontap redaction key").digest();
+    this.tag = createHmac("sha256", this.key).update("lineage tag").digest("hex").slice(0, 8);
+  }
+
+  /** A message hash hidden under a pad of the record's uuid: its owner's lineage still knows the record, no one else can test a guess with it. */
+  seal(uuid: string, hash: string): string {
+    return `${this.tag}:${xor(hash, this.pad(uuid))}`;
+  }
+
+  /** The original message hash `seal` hid in a record of this key's, else null (unredacted, or another tap's). */
+  unseal(record: Record<string, unknown>): string | null {
+    const [tag, sealed] = typeof record.sessiontap_hash === "string" ? record.sessiontap_hash.split(":") : [];
+    return tag === this.tag && typeof record.uuid === "string" && /^[0-9a-f]{64}$/.test(sealed ?? "") ? xor(sealed, this.pad(record.uuid)) : null;
+  }
+
+  private pad(uuid: string): Uint8Array {
+    return createHmac("sha256", this.key).update(`lineage ${uuid}`).digest();
   }
 
   placeholder(kind: string, secret: string): string {
@@ -111,4 +131,26 @@ export class Redactor {
     const swap = (s: string) => longestFirst.reduce((text, [secret, placeholder]) => text.split(secret).join(placeholder), s);
     return values.map((v) => mapStrings(v, swap) as T);
   }
+}
+
+const xor = (hex: string, pad: Uint8Array) => Buffer.from(Buffer.from(hex, "hex").map((b, i) => b ^ pad[i])).toString("hex");
+
+const blocksOf = (record: Json): unknown[] => (isObject(record.message) && Array.isArray(record.message.content) ? record.message.content : []);
+
+/**
+ * Records as they leave for the store (or, with `all`, the tree), secrets replaced (docs/DESIGN.md "Secrets"). A thinking block that held one
+ * is left out: its signature would no longer match, and the API refuses a changed thinking block on resume. A record whose message changed
+ * keeps the original message's hash, sealed (`sessiontap_hash`), so the lineage read back from there still matches the client's next request.
+ */
+export async function redactRecords<T>(records: T[], redactor: Redactor): Promise<T[]> {
+  const redacted = await redactor.redact(records);
+  return redacted.map((r, i) => {
+    const [before, after] = [records[i] as Json, r as Json];
+    if (after === before || !isObject(before.message) || !isObject(after.message) || typeof after.uuid !== "string") return r;
+    const was = blocksOf(before);
+    const kept = blocksOf(after).filter((b, j) => !(isObject(b) && b.type === "thinking" && b.thinking !== (was[j] as Json).thinking));
+    const message = Array.isArray(after.message.content) ? { ...after.message, content: kept } : after.message;
+    const hash = messageHash(before.message.role, before.message.content);
+    return { ...after, message, ...(hash !== messageHash(message.role, message.content) && { sessiontap_hash: redactor.seal(after.uuid, hash) }) } as T;
+  });
 }

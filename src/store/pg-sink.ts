@@ -9,6 +9,7 @@ import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { selfOwner } from "../storage/process-identity.ts";
 import { type CommitJob, placeOf } from "../protocol/commit-job.ts";
+import type { Redactor } from "../protocol/secrets.ts";
 import { bounded, closeStore, configurationProblem, isJobError, openStore, redactUrl, type Sql } from "./pg-client.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { migrate, schemaVersion } from "./pg-schema.ts";
@@ -26,6 +27,8 @@ export interface PgSinkOptions {
   /** The mirror root; the queue lives in `<root>/.spool/postgres/`. */
   root: string;
   includeThinking: boolean;
+  /** Replaces the secrets of each record written (docs/DESIGN.md "Secrets"), or null. */
+  redactor?: Redactor | null;
   /** Conversations whose lineage is kept in memory (LRU). */
   maxSessions: number;
   /** Appends a line to the events log (ids, counts, states; never content or credentials). */
@@ -106,7 +109,7 @@ export class PgSink {
     this.settings = new Alarm(clock, stderr);
     this.sql = openStore(options.url, { connectTimeoutS: options.connectTimeoutS });
     // Twice the sessions: each may have a side conversation beside its main one.
-    this.writer = new CommitWriter(new PgTarget(() => this.sql), options.includeThinking, options.maxSessions * 2);
+    this.writer = new CommitWriter(new PgTarget(() => this.sql), options.includeThinking, options.maxSessions * 2, options.redactor);
     this.spool = new PgSpool(options.fs, join(options.root, ".spool", "postgres"), selfOwner(options.fs), {
       malformed: (file, at) => options.log("store-spool", { skipped: "malformed line", file, at }),
       adopted: (file, jobs) => options.log("store-spool", { adopted: file, jobs }),

@@ -7,6 +7,7 @@
  */
 import { type CommitJob, type ConversationPlace, mainPlaceOf, placeOf, planCommit, type Staged } from "../protocol/commit-job.ts";
 import { Lineage, LineageReader } from "../protocol/lineage.ts";
+import { type Redactor, redactRecords } from "../protocol/secrets.ts";
 import { ConversationStates } from "./conversation-states.ts";
 import type { Owner, TargetIo, WriteTarget } from "./write-target.ts";
 
@@ -41,13 +42,15 @@ export class CommitWriter<Cursor, Done> {
     private readonly target: WriteTarget<Cursor, Done>,
     private readonly includeThinking: boolean,
     private readonly maxConversations: number,
+    /** Replaces secrets in what is written (docs/DESIGN.md "Secrets"), null to write them as they are. */
+    private readonly redactor: Redactor | null = null,
   ) {
     this.states = new ConversationStates(maxConversations, async (key) => {
       const lineage = new Lineage();
       // A side conversation's records hang from the main conversation: its reader resolves parents there.
       const main = mainPlaceOf(this.places.get(key)!);
       const outside = main === null ? undefined : await this.states.withState(main.key, async (m) => m.lineage);
-      return { lineage, reader: new LineageReader(lineage, outside), cursor: this.target.newCursor() };
+      return { lineage, reader: new LineageReader(lineage, outside, redactor), cursor: this.target.newCursor() };
     });
   }
 
@@ -84,7 +87,9 @@ export class CommitWriter<Cursor, Done> {
             advance(state.lineage, staged); // counts only once the append below succeeds (else the state is dropped)
             records.push(...staged.records);
           }
-          return records.length === 0 ? null : { records: records.length, written: await io.append(place, records, state.cursor) };
+          if (records.length === 0) return null;
+          const out = this.redactor === null ? records : await redactRecords(records, this.redactor); // planned and hashed before
+          return { records: records.length, written: await io.append(place, out, state.cursor) };
         });
         if (after === null) return { records: 0, done: null };
         state.cursor = after.written.cursor;

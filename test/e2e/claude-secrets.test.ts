@@ -1,15 +1,18 @@
 // Secrets typed into the real Claude Code (2.1.328 and 2.1.332), made afresh for each run in their real shapes: an AWS access key and
 // secret, a GitHub token, an Anthropic key, a Slack token and an OpenSSH private key. The tree holds them exactly; no export holds any
 // unless --no-redact; `scan` finds each kind in the mirror and in Claude Code's own transcript, prints none, and leaves both trees byte for
-// byte as they were; a clean session yields nothing. Runs under `bun test`.
-import { after, describe, it } from "node:test";
+// byte as they were; a clean session yields nothing; the store holds none, and restored from it into another HOME the session resumes with
+// the placeholders. Runs under `bun test`.
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runTap } from "../support/child.ts";
 import { CLAUDE_BIN, CLAUDE_NEXT_BIN, describeRun, makeScratch, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";
+import { freshDatabase, pollAsync, storedRows, storeStatus, type TestDatabase } from "../support/pg.ts";
 import { cli } from "../support/recover.ts";
 import { driveOnce } from "../support/scenario.ts";
 import { leaks, secretSamples, snapshot } from "../support/secret-samples.ts";
+import { thinkingReply } from "../support/sse-build.ts";
 import type { StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 
@@ -28,9 +31,28 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
     const scan = (...args: string[]) =>
       runTap(["scan", ...args, "--mirror-dir", tap.root, "--claude-dir", join(scratch.home, ".claude")], { env: { HOME: scratch.home } });
 
-    withTap((started) => ({ stub, tap } = started));
+    let db: TestDatabase;
+    before(async () => void (db = await freshDatabase(`claude-secrets-${version}`)));
+    withTap((started) => ({ stub, tap } = started), () => ({ env: { SESSIONTAP_STORE: db.url } }));
     const ran = driveOnce(async () => {
+      await storeStatus(tap.url);
       scratch = makeScratch();
+      // The first answer to the prompt thinks about a token (signed): the store leaves that thinking block out, and the resume still works.
+      let thought = false;
+      stub.setDefault({
+        kind: "fn",
+        reply: (r) => {
+          const body = JSON.parse(new TextDecoder().decode(r.body) || "{}");
+          if (thought || body.stream !== true || !body.tools?.length || !JSON.stringify(body.messages ?? []).includes(WORDS[0])) {
+            return { kind: "conversation" };
+          }
+          thought = true;
+          return {
+            kind: "sse",
+            chunks: thinkingReply(`the token ${samples.find((s) => s.kind === "github-token")!.secret} is GitHub's`, "Noted the credentials."),
+          };
+        },
+      });
       for (const [key, text] of [["secret", prompt], ["clean", "say hello to the staging cluster"]] as const) {
         const before = stub.requests.length;
         const run = await runClaude(["-p", text], { baseUrl: tap.url, scratch, bin, timeoutMs: 60_000 });
@@ -39,7 +61,10 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
       }
       await tap.settled();
     });
-    after(() => scratch?.cleanup());
+    after(async () => {
+      scratch?.cleanup();
+      await db?.drop();
+    });
 
     it("the tree holds every secret exactly as typed, in the prompt's record", () => {
       ran();
@@ -91,6 +116,40 @@ for (const [version, bin] of [["2.1.328", CLAUDE_BIN], ["2.1.332", CLAUDE_NEXT_B
       const r = await scan(sessions.clean, "--json");
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout, "[]\n");
+    });
+
+    it("the store holds none of the secrets and every other word; restored from it into another HOME, the session resumes with the placeholders", async () => {
+      ran();
+      const rows = await pollAsync(async () => (await storedRows(db.sql)).filter((r) => r.session_id === sessions.secret), (r) => r.length >= 2);
+      const stored = rows.map((r) => r.text).join("\n");
+      assert.deepEqual(leaks(stored, secrets), [], "no secret in the store");
+      for (const word of WORDS) assert.ok(stored.includes(word), word);
+      const blocks = (records: Rec[]) => records.flatMap((r: Rec) => (Array.isArray(r.message?.content) ? r.message.content : [])).map((b: Rec) => b.type);
+      assert.ok(blocks(sessionMirror(tap.root, sessions.secret)).includes("thinking"), "the tree keeps the signed thinking that named a token");
+      assert.ok(!blocks(rows.map((r) => r.entry)).includes("thinking"), "the store leaves it out");
+      const colleague = makeScratch();
+      try {
+        const restored = await cli(["restore", sessions.secret, "--cwd", colleague.project, "--mirror-dir", `${colleague.home}/no-tree`], {
+          SESSIONTAP_STORE: db.url,
+        }, { home: colleague.home, cwd: colleague.project });
+        assert.equal(restored.code, 0, restored.stderr);
+        const from = stub.requests.length;
+        const run = await runClaude(["-p", "--resume", sessions.secret, "and after the restore"], {
+          baseUrl: tap.url,
+          scratch: colleague,
+          bin,
+          timeoutMs: 60_000,
+        });
+        assert.equal(run.code, 0, describeRun(run));
+        const sent = stub.requests.slice(from).map((r) => new TextDecoder().decode(r.body)).find((b) => b.includes("and after the restore"));
+        assert.ok(sent, "the resumed turn went upstream");
+        assert.ok(sent.includes("Noted the credentials."), "with the answer whose thinking was left out");
+        assert.deepEqual(leaks(sent, secrets), [], "the resumed history carries no secret");
+        for (const kind of KINDS) assert.match(sent, new RegExp(`\\[REDACTED ${kind} [0-9a-f]{8}\\]`), `${kind}'s placeholder, as ordinary text`);
+        for (const word of WORDS) assert.ok(sent.includes(word), word);
+      } finally {
+        colleague.cleanup();
+      }
     });
   });
 }

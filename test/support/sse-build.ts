@@ -122,3 +122,18 @@ export function messageJson(id: string, model: string, content: unknown[], stopR
 export function errorJson(type: string, message: string): Record<string, unknown> {
   return { type: "error", error: { type, message } };
 }
+
+/** An answer that thinks `thinking` (signed) and then says `text`. */
+export function thinkingReply(thinking: string, text: string): string[] {
+  const block = (index: number, start: unknown, deltas: unknown[]) => [
+    sseEvent("content_block_start", { type: "content_block_start", index, content_block: start }),
+    ...deltas.map((delta) => sseEvent("content_block_delta", { type: "content_block_delta", index, delta })),
+    sseEvent("content_block_stop", { type: "content_block_stop", index }),
+  ];
+  return [
+    messageStart(`msg_secret_${Math.random().toString(36).slice(2)}`, DEFAULT_MODEL),
+    ...block(0, { type: "thinking", thinking: "", signature: "" }, [{ type: "thinking_delta", thinking }, { type: "signature_delta", signature: "c2lnbmVk" }]),
+    ...block(1, { type: "text", text: "" }, [{ type: "text_delta", text }]),
+    ...messageEnd("end_turn"),
+  ];
+}

@@ -3,8 +3,9 @@
 // the same for the same secret; a redacted record keeps its shape. Runs under Bun and Deno.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createHash, randomBytes } from "node:crypto";
-import { findSecrets, Redactor, stringsOf } from "../../src/protocol/secrets.ts";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { findSecrets, Redactor, redactRecords, stringsOf } from "../../src/protocol/secrets.ts";
+import { messageHash } from "../../src/protocol/message-hash.ts";
 import { nearMisses, randomOf, secretSamples } from "../support/secret-samples.ts";
 import type { Rec } from "../support/claude.ts";
 
@@ -125,5 +126,26 @@ describe("redacting records", () => {
     const { secret } = secretSamples()[2];
     const found = await findSecrets([`// secretlint-disable\nconst token = "${secret}";\n// secretlint-enable`]);
     assert.deepEqual(found.map((f) => f.value), [secret]);
+  });
+
+  it("redactRecords: a changed message keeps its original hash, sealed; only its own key opens it; a thinking block that held a secret is left out", async () => {
+    const { secret, line } = secretSamples()[2];
+    const key = rootKey();
+    const original = {
+      uuid: randomUUID(),
+      message: { role: "assistant", content: [{ type: "thinking", thinking: `so ${line}`, signature: "c2ln" }, { type: "text", text: line }] },
+    };
+    const clean = { uuid: randomUUID(), message: { role: "user", content: "nothing to hide" } };
+    const [after, untouched] = await redactRecords<Rec>([original, clean], new Redactor(key));
+    assert.ok(!JSON.stringify(after).includes(secret));
+    assert.deepEqual(after.message.content.map((b: Rec) => b.type), ["text"], "the thinking block is left out: its signature would no longer match");
+    assert.equal(original.message.content.length, 2, "the input itself is not changed");
+    const hash = messageHash(original.message.role, original.message.content);
+    const sealed = String((after as Record<string, unknown>).sessiontap_hash);
+    assert.ok(!sealed.includes(hash), "the hash is not there in the clear");
+    assert.equal(new Redactor(key).unseal(after), hash, "the root's own key opens it");
+    assert.equal(new Redactor(rootKey()).unseal(after), null, "another root's does not");
+    assert.notEqual(new Redactor(key).unseal({ ...after, uuid: randomUUID() }), hash, "the pad is the record's own");
+    assert.deepEqual(untouched, clean, "a record with no secret is as it was, unsealed");
   });
 });
