@@ -2,8 +2,7 @@
 // decoded, checksums checked, by AWS's own codec; a frame that does not decode ends the reading, and says why. Pure.
 import { Buffer } from "node:buffer";
 import { EventStreamCodec } from "@smithy/eventstream-codec";
-import { StreamAccumulator } from "../sse-accumulator.ts";
-import { MAX_MESSAGE_CHARS } from "../sse-reader.ts";
+import { MAX_MESSAGE_CHARS, StreamAccumulator } from "../sse-accumulator.ts";
 
 /** This reader or the SSE reader. */
 export interface AnswerReader {
