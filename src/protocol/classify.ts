@@ -25,11 +25,8 @@ export function isCompaction(messages: unknown[]): boolean {
   return isObject(first) && first.role === "user" && opensWith(texts(first.content)[0], COMPACTION_PREFIX);
 }
 
-/**
- * In order: a subagent's header; a compaction; a summary request (side); and for Claude Code, side when it does not declare the
- * agent (tools or identity: quota probes, so a side request seen first never becomes the main chain), or declares it with no
- * tools while asking for a structured answer (the title, `{"title": …}`) or one token (the model probe of Vertex and Bedrock).
- */
+// In order: a subagent; a compaction; a summary request (side); for Claude Code, side when it declares no agent (no tools or
+// identity: quota probes), or declares it with no tools and asks for a structured answer (the title) or one token (a model probe).
 export function classify(traits: {
   agentId: string | null;
   claudeCode: boolean;

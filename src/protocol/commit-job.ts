@@ -80,10 +80,7 @@ export function assistantRecord(base: EnvelopeBase, at: Placement, message: Assi
   return record("assistant", base, at, { ...(requestId === null || requestId === "" ? {} : { requestId }), message });
 }
 
-/**
- * A conversation's place in its session: `subpath` is "" for the main conversation, "side" or "subagents/agent-<agent>";
- * `scope` is what record uuids are derived in and `key` its one name below the root, alike for the tree and the store.
- */
+/** `subpath`: "", "side" or "subagents/agent-<agent>"; `scope`: what record uuids are derived in; `key`: its one name below the root. */
 export interface ConversationPlace {
   sessionDir: string;
   subpath: string;
@@ -127,10 +124,8 @@ function keptTail(messages: HashedMessage[], main: Lineage): KeptTail | null {
   return kept;
 }
 
-/**
- * Plans one commit into `own`, seen over `main` for a side request (what it repeats of the main chain is never copied): the
- * new messages, then the answer, each with its uuid (derived in `scope`) and parent; a compaction opens with its boundary.
- */
+// Into `own`, seen over `main` for a side request (what it repeats of the main chain is never copied): the new messages, then the
+// answer, each with its uuid (derived in `scope`) and parent; a compaction opens with its boundary.
 export function planCommit(
   job: Pick<CommitJob, "messages" | "base" | "answer" | "requestTimestamp" | "compaction">,
   own: Lineage,

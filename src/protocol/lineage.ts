@@ -184,10 +184,7 @@ export function overlay(first: LineageView, second: LineageView): LineageView {
 
 type Rec = Record<string, unknown>;
 
-/**
- * Applies records read back in file order, each placed from its parent's position, as they are found (another writer's
- * appends too); `outside` holds parents of another directory (a side exchange hangs from the main conversation).
- */
+/** Records read back in file order, each placed from its parent's position; `outside` holds parents of another directory (a side's). */
 export class LineageReader {
   private readonly byUuid = new Map<string, { parentUuid: unknown; hash: string | null; system: boolean; segment?: unknown }>();
 
