@@ -12,7 +12,7 @@ import { lackingWords } from "../transcript/transcript-state.ts";
 import { bytesShort } from "../usage/tokens.ts";
 import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
-import type { CommandIo } from "./command-io.ts";
+import type { Check, CommandIo } from "./command-io.ts";
 import { lastDrill } from "./drill.ts";
 import { boundedText, localAddress, probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
 
@@ -205,12 +205,6 @@ async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted
 }
 
 /** One check's verdict (a failure makes doctor exit 1), with what to do. */
-export interface Check {
-  check: string;
-  status: "ok" | "warn" | "fail";
-  detail: string;
-}
-
 const verdict = (check: string, status: Check["status"], detail: string): Check => ({ check, status, detail });
 
 /** One of Claude Code's settings files, its JSON (null: unreadable, and why). */

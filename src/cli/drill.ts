@@ -21,8 +21,7 @@ import { buildTree, resumedBranch, type Tree } from "../transcript/tree.ts";
 import { describe } from "../utils/describe-error.ts";
 import { localDateTime } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
-import { type CommandIo, noMirror } from "./command-io.ts";
-import type { Check } from "./doctor.ts";
+import { type Check, type CommandIo, noMirror } from "./command-io.ts";
 
 const PROBE = "sessiontap drill: this resume is a check; reply with OK";
 

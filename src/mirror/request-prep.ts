@@ -2,9 +2,8 @@
  * The request half of a commit: who sent it, where it goes, and its messages with their identities
  * (docs/DESIGN.md "Request side"). Runs in the engine, never on the relay.
  */
-import { classify } from "../protocol/classify.ts";
+import { classify, readEnvironment, readUserAgent } from "../protocol/classify.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { readEnvironment, readUserAgent } from "../protocol/environment.ts";
 import { isObject } from "../protocol/json.ts";
 import { readRequest, UnreadableRequest } from "../protocol/lineage.ts";
 import { claimsTag, dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";

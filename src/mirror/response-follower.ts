@@ -19,8 +19,7 @@ import { isObject, type Json } from "../protocol/json.ts";
 import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { type AnswerReader, EventStreamReader } from "../protocol/providers/eventstream-reader.ts";
 import type { Framing } from "../protocol/providers/recognise.ts";
-import { type AssistantMessage, messageFromJson } from "../protocol/sse-accumulator.ts";
-import { SseMessageReader } from "../protocol/sse-reader.ts";
+import { type AssistantMessage, messageFromJson, SseMessageReader } from "../protocol/sse-accumulator.ts";
 import type { CutBy } from "./messages.ts";
 import { isSkip, type Prepared, type Skip } from "./request-prep.ts";
 

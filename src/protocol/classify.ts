@@ -1,4 +1,5 @@
-// Which lineage a request belongs to, from the request alone (docs/DESIGN.md "Shapes of a conversation"). Pure.
+// What a request says of itself: which lineage it belongs to (docs/DESIGN.md "Shapes of a conversation"), and where and by what
+// it was sent (docs/DESIGN.md "Where the environment travels"), however long its history. Pure.
 import { isObject } from "./json.ts";
 
 export type Route = "main" | "side" | "agent";
@@ -9,29 +10,23 @@ export const COMPACTION_PREFIX = "This session is being continued from a previou
 /** How Claude Code 2.1.328 starts the instruction it appends to ask for a summary. */
 export const SUMMARY_INSTRUCTION_PREFIX = "CRITICAL: Respond with TEXT ONLY";
 
-function texts(message: unknown): string[] {
-  if (!isObject(message)) return [];
-  const content = message.content;
+/** The texts of a message's (or a system prompt's) content: a string, or its blocks with a text. */
+function texts(content: unknown): string[] {
   if (typeof content === "string") return [content];
   if (!Array.isArray(content)) return [];
-  return content.filter((b) => isObject(b) && b.type === "text" && typeof b.text === "string").map((b) => String((b as { text: string }).text));
+  return content.filter((b) => isObject(b) && typeof b.text === "string").map((b) => (b as { text: string }).text);
 }
+
+const contentOf = (message: unknown) => (isObject(message) ? message.content : undefined);
+const opensWith = (text: string | undefined, prefix: string) => (text ?? "").trimStart().startsWith(prefix);
 
 export function isCompaction(messages: unknown[]): boolean {
   const first = messages.find((m) => isObject(m) && m.role !== "system");
-  return isObject(first) && first.role === "user" && (texts(first)[0] ?? "").trimStart().startsWith(COMPACTION_PREFIX);
+  return isObject(first) && first.role === "user" && opensWith(texts(first.content)[0], COMPACTION_PREFIX);
 }
 
-function isSummaryRequest(messages: unknown[]): boolean {
-  const lastUser = messages.findLast((m) => isObject(m) && m.role === "user");
-  return (texts(lastUser).at(-1) ?? "").trimStart().startsWith(SUMMARY_INSTRUCTION_PREFIX);
-}
-
-/**
- * In order: a subagent's header; a compaction; a summary request (side); and for Claude Code, side when it does not declare the
- * agent (tools or identity: quota probes, so a side request seen first never becomes the main chain), or declares it with no
- * tools while asking for a structured answer (the title, `{"title": …}`) or one token (the model probe of Vertex and Bedrock).
- */
+// In order: a subagent; a compaction; a summary request (side); for Claude Code, side when it declares no agent (no tools or
+// identity: quota probes), or declares it with no tools and asks for a structured answer (the title) or one token (a model probe).
 export function classify(traits: {
   agentId: string | null;
   claudeCode: boolean;
@@ -43,8 +38,51 @@ export function classify(traits: {
 }): { route: Route; compaction: boolean } {
   if (traits.agentId !== null) return { route: "agent", compaction: false };
   if (isCompaction(traits.messages)) return { route: "main", compaction: true };
-  const declared = traits.toolCount > 0 || texts({ content: traits.system }).some((t) => AGENT_IDENTITY.test(t));
+  const declared = traits.toolCount > 0 || texts(traits.system).some((t) => AGENT_IDENTITY.test(t));
   const helper = traits.toolCount === 0 && (traits.structuredOutput === true || traits.maxTokens === 1);
-  const side = isSummaryRequest(traits.messages) || (traits.claudeCode && (!declared || helper));
-  return { route: side ? "side" : "main", compaction: false };
+  const summary = opensWith(texts(contentOf(traits.messages.findLast((m) => isObject(m) && m.role === "user"))).at(-1), SUMMARY_INSTRUCTION_PREFIX);
+  return { route: summary || (traits.claudeCode && (!declared || helper)) ? "side" : "main", compaction: false };
+}
+
+export type Environment = { cwd: string | null; gitBranch: string | null; entrypoint: string | null };
+
+const CWD_LINE = /^[ \t]*-?[ \t]*(?:Primary working directory|Working directory):[ \t]*(\S.*?)[ \t]*$/m;
+const BRANCH_LINE = /^[ \t]*Current branch:[ \t]*(\S+)[ \t]*$/m;
+const ENTRYPOINT = /cc_entrypoint=([A-Za-z0-9_.-]+)/;
+
+// The lines under `# name` up to the next heading: a reminder also carries the user's CLAUDE.md, whose lines may look like anything.
+function section(text: string, name: string): string {
+  const start = new RegExp(`^# ${name}[ \\t]*$`, "m").exec(text);
+  if (start === null) return "";
+  const rest = text.slice(start.index + start[0].length);
+  return rest.slice(0, /^# /m.exec(rest)?.index);
+}
+
+/** From the system prompt, system messages and a `<system-reminder>` of the first user message (and the next, after a compaction summary). */
+export function readEnvironment(system: unknown, messages: unknown[]): Environment {
+  const out: Environment = { cwd: null, gitBranch: null, entrypoint: null };
+  const own = [...texts(system), ...messages.filter((m) => isObject(m) && m.role === "system").flatMap((m) => texts(contentOf(m)))];
+  for (const text of own) {
+    out.cwd ??= CWD_LINE.exec(text)?.[1] ?? null;
+    out.gitBranch ??= BRANCH_LINE.exec(text)?.[1] ?? null;
+    out.entrypoint ??= ENTRYPOINT.exec(text)?.[1] ?? null;
+  }
+  const users = messages.filter((m) => isObject(m) && m.role === "user");
+  for (const m of users.slice(0, opensWith(texts(contentOf(users[0]))[0], COMPACTION_PREFIX) ? 2 : 1)) {
+    for (const text of texts(contentOf(m)).filter((t) => opensWith(t, "<system-reminder>"))) {
+      out.cwd ??= CWD_LINE.exec(section(text, "Environment"))?.[1] ?? null;
+      out.gitBranch ??= BRANCH_LINE.exec(section(text, "gitStatus"))?.[1] ?? null;
+    }
+  }
+  return out;
+}
+
+const CLAUDE_CLI = /^claude-cli\/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)(?:[ \t]+\(([^)]*)\))?/;
+
+/** `claude-cli/2.1.332 (external, sdk-cli)`: the version as Claude Code writes it into its transcripts, and the entrypoint. */
+export function readUserAgent(userAgent: string | null): { version: string | null; entrypoint: string | null } {
+  const m = CLAUDE_CLI.exec(userAgent ?? "");
+  if (m === null) return { version: null, entrypoint: null };
+  const entrypoint = m[2]?.split(",")[1]?.trim() ?? "";
+  return { version: m[1], entrypoint: /^[A-Za-z0-9_.-]+$/.test(entrypoint) ? entrypoint : null };
 }

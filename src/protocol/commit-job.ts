@@ -1,17 +1,19 @@
 // One response's worth of records for a conversation (docs/DESIGN.md "Exactly once"): the job every writer receives (JSON-safe,
-// so a spool can keep it), where its conversation lives, and its plan against the lineages it touches. Pure.
+// so a spool can keep it), where its conversation lives, and its plan in Claude Code's envelope (docs/DESIGN.md "The mirror"). Pure.
 import type { Route } from "./classify.ts";
+import type { Json } from "./json.ts";
 import {
-  assistantRecord,
-  compactBoundaryRecord,
-  type EnvelopeBase,
-  type MirrorRecord,
-  reconstructedAssistantRecord,
-  systemRecord,
-  userRecord,
-} from "./envelope.ts";
-import { type HashedMessage, type Lineage, type LineageEntry, type LineageView, overlay, planRequest } from "./lineage.ts";
-import { chainHash, messageHash, scrubContent, uuidFrom } from "./message-hash.ts";
+  chainHash,
+  type HashedMessage,
+  type Lineage,
+  type LineageEntry,
+  type LineageView,
+  messageHash,
+  overlay,
+  planRequest,
+  scrubContent,
+  uuidFrom,
+} from "./lineage.ts";
 import type { AssistantMessage } from "./sse-accumulator.ts";
 
 export interface Answer {
@@ -37,10 +39,48 @@ export interface CommitJob {
   split?: boolean;
 }
 
-/**
- * A conversation's place in its session: `subpath` is "" for the main conversation, "side" or "subagents/agent-<agent>";
- * `scope` is what record uuids are derived in and `key` its one name below the root, alike for the tree and the store.
- */
+/** What every record of one request shares; a null id, directory or branch is left out, never written as null (ccusage skips those). */
+export interface EnvelopeBase {
+  sessionId: string | null;
+  cwd: string | null;
+  gitBranch: string | null;
+  entrypoint: string;
+  /** A version number, as Claude Code writes it (docs/DESIGN.md "Readable by other tools"). */
+  version: string;
+  isSidechain: boolean;
+  agentId: string | null;
+  parentAgentId?: string | null;
+}
+
+export type MirrorRecord = Json & { type: string; uuid: string; parentUuid: string | null; message?: Json };
+
+type Placement = { uuid: string; parentUuid: string | null; timestamp: string; reconstructed?: boolean };
+
+// The keys every record starts with, in Claude Code's order, and the provenance marker it ends with.
+function record(type: string, base: EnvelopeBase, at: Placement, body: Json): MirrorRecord {
+  const out: Json = { parentUuid: at.parentUuid, isSidechain: base.isSidechain, type, uuid: at.uuid, timestamp: at.timestamp };
+  if (base.sessionId !== null) out.sessionId = base.sessionId;
+  if (base.cwd !== null) out.cwd = base.cwd;
+  Object.assign(out, { version: base.version, userType: "external", entrypoint: base.entrypoint });
+  if (base.gitBranch !== null) out.gitBranch = base.gitBranch;
+  if (base.agentId !== null) out.agentId = base.agentId;
+  if (base.parentAgentId) out.parentAgentId = base.parentAgentId;
+  Object.assign(out, body, { source: "sessiontap" });
+  if (at.reconstructed) out.reconstructed = true;
+  return out as MirrorRecord;
+}
+
+/** A prompt or tool results; `compactSummary` marks the summary that opens a compacted segment. */
+export function userRecord(base: EnvelopeBase, at: Placement, content: unknown, compactSummary = false): MirrorRecord {
+  return record("user", base, at, { message: { role: "user", content }, ...(compactSummary ? { isCompactSummary: true } : {}) });
+}
+
+/** An answer the tap saw, with its `request-id` (left out when the upstream sent none, or an empty one). */
+export function assistantRecord(base: EnvelopeBase, at: Placement, message: AssistantMessage, requestId: string | null): MirrorRecord {
+  return record("assistant", base, at, { ...(requestId === null || requestId === "" ? {} : { requestId }), message });
+}
+
+/** `subpath`: "", "side" or "subagents/agent-<agent>"; `scope`: what record uuids are derived in; `key`: its one name below the root. */
 export interface ConversationPlace {
   sessionDir: string;
   subpath: string;
@@ -68,30 +108,24 @@ export interface Staged {
   ops: ({ add: LineageEntry } | { alias: { key: string; uuid: string } })[];
 }
 
-type KeptTail = { count: number; headUuid: string; tailUuid: string } | null;
-
 // The messages right after a compaction's summary that the main conversation already holds (Claude Code keeps a short tail),
 // never the last one (the new turn).
-function keptTail(messages: HashedMessage[], main: Lineage): KeptTail {
-  let count = 0;
-  let headUuid: string | null = null;
-  let tailUuid: string | null = null;
+type KeptTail = { count: number; headUuid: string; tailUuid: string };
+
+function keptTail(messages: HashedMessage[], main: Lineage): KeptTail | null {
+  let kept = null as KeptTail | null;
   const last = messages.findLastIndex((m) => m.role !== "system");
   for (let i = 1; i < last; i++) {
     if (messages[i].role === "system") continue;
-    const uuid = main.recordWithHash(messages[i].hash);
+    const uuid = main.byHash.get(messages[i].hash);
     if (uuid === undefined) break;
-    headUuid ??= uuid;
-    tailUuid = uuid;
-    count = i;
+    kept = { count: i, headUuid: kept?.headUuid ?? uuid, tailUuid: uuid };
   }
-  return headUuid !== null && tailUuid !== null ? { count, headUuid, tailUuid } : null;
+  return kept;
 }
 
-/**
- * Plans one commit into `own`, seen over `main` for a side request (what it repeats of the main chain is never copied): the
- * new messages, then the answer, each with its uuid (derived in `scope`) and parent; a compaction opens with its boundary.
- */
+// Into `own`, seen over `main` for a side request (what it repeats of the main chain is never copied): the new messages, then the
+// answer, each with its uuid (derived in `scope`) and parent; a compaction opens with its boundary.
 export function planCommit(
   job: Pick<CommitJob, "messages" | "base" | "answer" | "requestTimestamp" | "compaction">,
   own: Lineage,
@@ -111,8 +145,10 @@ export function planCommit(
     const kept = keptTail(messages, own);
     const boundaryUuid = uuidFrom(`${scope}:boundary:${messages[0].key}`);
     summaryUuid = uuidFrom(`${scope}:${messages[0].key}`);
-    const segment = kept ? { headUuid: kept.headUuid, anchorUuid: summaryUuid, tailUuid: kept.tailUuid } : null;
-    records.push(compactBoundaryRecord(base, { uuid: boundaryUuid, parentUuid: null, timestamp }, own.leaf, segment));
+    // Claude Code's compaction marker: a new root whose `logicalParentUuid` is the last record before it, the kept tail named as it does.
+    const compactMetadata = kept ? { preservedSegment: { headUuid: kept.headUuid, anchorUuid: summaryUuid, tailUuid: kept.tailUuid } } : {};
+    const marker = { subtype: "compact_boundary", content: "Conversation compacted", level: "info", logicalParentUuid: own.leaf, compactMetadata };
+    records.push(record("system", base, { uuid: boundaryUuid, parentUuid: null, timestamp }, marker));
     ops.push({ add: { key: `boundary:${boundaryUuid}`, uuid: boundaryUuid, chain: null, hash: null } });
     parentUuid = boundaryUuid;
     skipUntil = kept ? kept.count : 0;
@@ -128,8 +164,11 @@ export function planCommit(
     // A compaction's summary is what the client sends now, not rebuilt history.
     const at = { uuid, parentUuid, timestamp, reconstructed: i < plan.reconstructedBefore && !(summaryUuid !== null && i <= skipUntil) };
     const content = scrubContent(m.content, includeThinking);
-    if (m.role === "assistant") records.push(reconstructedAssistantRecord(base, at, content));
-    else if (m.role === "system") records.push(systemRecord(base, at, content));
+    // An answer rebuilt from history holds only what the history does (no id, usage or requestId); a system message (Claude Code
+    // 2.1.328 sends its environment block as one) is kept as sent.
+    if (m.role === "assistant") {
+      records.push(record("assistant", base, { ...at, reconstructed: true }, { message: { type: "message", role: "assistant", content } }));
+    } else if (m.role === "system") records.push(record("system", base, at, { subtype: "api_message", message: { role: "system", content } }));
     else records.push(userRecord(base, at, content, i === 0 && summaryUuid !== null));
     ops.push({ add: { key: m.key, uuid, chain: m.chain, hash: m.role === "system" ? null : m.hash } });
     parentUuid = uuid;

@@ -1,8 +1,77 @@
-// Exactly-once planning (docs/DESIGN.md "Exactly once"): a request's messages by their chain hashes, the index of a
-// conversation's mirrored positions (rebuilt from its records after a start), and which messages are new. Pure.
-import { chainHash, messageHash } from "./message-hash.ts";
-import type { Redactor } from "./secrets.ts";
+// Exactly-once planning (docs/DESIGN.md "Exactly once"): a message's identity, stable across what Claude Code changes between
+// re-sends, a request's messages by their chain hashes, the index of a conversation's mirrored positions, and which are new. Pure.
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
 import { isObject, type Json } from "./json.ts";
+
+const THINKING_TYPES = new Set(["thinking", "redacted_thinking"]);
+// Cache markers move between re-sends; a signature is re-made when thinking is cleared.
+const IGNORED_KEYS = new Set(["cache_control", "signature"]);
+
+const sha256 = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex");
+
+function scrubBlock(block: Json, includeThinking: boolean): Json[] {
+  if (!includeThinking && THINKING_TYPES.has(String(block.type))) return [];
+  // Claude Code's transcript never stores `cache_control`, and restoring it would send more breakpoints than the API accepts.
+  const { cache_control: _marker, ...out } = block as Json & { cache_control?: unknown };
+  const source = block.source;
+  if (isObject(source) && source.type === "base64") {
+    out.source = { type: "reference", sha256: sha256(Buffer.from(String(source.data ?? ""), "base64")), media_type: source.media_type ?? null };
+  }
+  if (Array.isArray(block.content)) out.content = scrubContent(block.content, includeThinking); // tool results hold images too
+  return [out];
+}
+
+/** Base64 sources become sha256 references, `cache_control` markers go, and thinking unless `includeThinking`. */
+export function scrubContent<T>(content: T, includeThinking: boolean): T {
+  if (!Array.isArray(content)) return content;
+  return content.flatMap((block) => (isObject(block) ? scrubBlock(block, includeThinking) : [block])) as T;
+}
+
+function canonicalBlock(block: Json): Json {
+  const out: Json = {};
+  for (const [key, value] of Object.entries(block)) {
+    if (IGNORED_KEYS.has(key) || key.startsWith("sessiontap_") || (key === "is_error" && value === false)) continue;
+    out[key] = key === "content" ? canonicalContent(value) : value;
+  }
+  return out;
+}
+
+// A string and a single text block mean the same; thinking is not part of identity (it is cleared and re-signed).
+function canonicalContent(content: unknown): unknown {
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  if (!Array.isArray(content)) return content;
+  return content.filter((b) => !(isObject(b) && THINKING_TYPES.has(String(b.type)))).map((b) => (isObject(b) ? canonicalBlock(b) : b));
+}
+
+function sortKeys(_key: string, value: unknown): unknown {
+  if (!isObject(value)) return value;
+  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, value[key]]));
+}
+
+/** JSON with object keys sorted; past the depth a replacer allows (~1,500 on Deno), as sent, which is how Claude Code re-sends it. */
+export function stableStringify(value: unknown): string {
+  try {
+    return JSON.stringify(value, sortKeys) ?? "null";
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    return JSON.stringify(value) ?? "null";
+  }
+}
+
+export function messageHash(role: unknown, content: unknown): string {
+  return sha256(stableStringify([role, canonicalContent(scrubContent(content, true))]));
+}
+
+export function chainHash(parent: string | null, message: string): string {
+  return sha256((parent ?? "root") + ":" + message);
+}
+
+/** A deterministic UUID-shaped id (8-4-4-4-12 hex) from any seed; not RFC-versioned. */
+export function uuidFrom(seed: string): string {
+  const h = sha256(seed);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
 
 /** Index key → the uuid of the record holding that position. */
 export interface LineageView {
@@ -83,22 +152,15 @@ export interface LineageEntry {
 
 export class Lineage implements LineageView {
   private readonly byKey = new Map<string, string>();
-  private readonly chainOf = new Map<string, string | null>();
-  private readonly byHash = new Map<string, string>();
+  /** A record's uuid → the position after it. */
+  readonly chainOf = new Map<string, string | null>();
+  /** A message's hash → the newest record holding it (a compaction's kept tail). */
+  readonly byHash = new Map<string, string>();
   /** The last record written: what a compaction boundary logically follows. */
   leaf: string | null = null;
 
   get(key: string): string | undefined {
     return this.byKey.get(key);
-  }
-
-  chainAfter(uuid: string): string | null | undefined {
-    return this.chainOf.get(uuid);
-  }
-
-  /** The newest record holding a message with this hash (a compaction's kept tail). */
-  recordWithHash(hash: string): string | undefined {
-    return this.byHash.get(hash);
   }
 
   add(entry: LineageEntry): void {
@@ -122,23 +184,16 @@ export function overlay(first: LineageView, second: LineageView): LineageView {
 
 type Rec = Record<string, unknown>;
 
-/**
- * Applies records read back in file order, each placed from its parent's position, as they are found (another writer's
- * appends too); `outside` holds parents of another directory (a side exchange hangs from the main conversation).
- */
+/** Records read back in file order, each placed from its parent's position; `outside` holds parents of another directory (a side's). */
 export class LineageReader {
   private readonly byUuid = new Map<string, { parentUuid: unknown; hash: string | null; system: boolean; segment?: unknown }>();
 
   constructor(
     readonly lineage: Lineage,
     private readonly outside?: Lineage,
-    private readonly redactor?: Redactor | null,
+    /** A redacted record's original hash, sealed in it by secrets.ts. */
+    private readonly unseal?: ((record: Rec) => string | null) | null,
   ) {}
-
-  private chainOfParent(parentUuid: unknown): string | null {
-    if (typeof parentUuid !== "string") return null;
-    return this.lineage.chainAfter(parentUuid) ?? this.outside?.chainAfter(parentUuid) ?? null;
-  }
 
   apply(r: Rec): void {
     if (typeof r.uuid !== "string") return;
@@ -150,8 +205,8 @@ export class LineageReader {
       return;
     }
     if (typeof message !== "object" || message === null) return;
-    const parent = this.chainOfParent(r.parentUuid);
-    const hash = this.redactor?.unseal(r) ?? messageHash(message.role, message.content); // a redacted record's is sealed in it
+    const parent = typeof r.parentUuid !== "string" ? null : this.lineage.chainOf.get(r.parentUuid) ?? this.outside?.chainOf.get(r.parentUuid) ?? null;
+    const hash = this.unseal?.(r) ?? messageHash(message.role, message.content); // a redacted record's is sealed in it
     const system = message.role === "system";
     this.byUuid.set(r.uuid, { parentUuid: r.parentUuid, hash, system });
     if (system) return this.lineage.add({ key: systemKey(parent, hash), uuid: r.uuid, chain: parent, hash: null });

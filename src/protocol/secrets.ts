@@ -5,7 +5,7 @@ import { createHmac } from "node:crypto";
 import { lintSource } from "@secretlint/core";
 import { rules as recommended } from "@secretlint/secretlint-rule-preset-recommend";
 import { isObject, type Json } from "./json.ts";
-import { messageHash } from "./message-hash.ts";
+import { messageHash } from "./lineage.ts";
 
 /** A secret found in `texts[index]`; `kind` is kebab-case (`github-token`). */
 export type Finding = { index: number; kind: string; value: string };

@@ -111,11 +111,8 @@ export interface SessionBinding {
   cwd: string | null;
 }
 
-/**
- * The same owner (`next`: the binding to keep, when it changed) when the directories agree (a title request names none) and
- * the credential is the bound one — or a refreshed bearer token of the same account and device (Claude Code's OAuth) —, and,
- * without a credential, the claims or else the directory the binding holds are named again. Anyone else is `why` not.
- */
+// The same owner (`next`: the binding to keep, if changed) when the directories agree and the credential is the bound one (or an
+// OAuth refresh of the same account and device), and without one, the bound claims or else directory are named again.
 export function judgeBinding(
   binding: SessionBinding,
   request: SessionBinding,

@@ -1,6 +1,7 @@
-// Folds the Messages API stream (https://docs.anthropic.com/en/api/messages-streaming) into the assistant message, holding at most
-// `maxChars` of it (docs/RELIABILITY.md "Trust boundaries"). Pure.
-import { isObject, type Json } from "./json.ts";
+// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming): bytes → SSE events (eventsource-parser) → the
+// assistant message, holding at most `maxChars` of it (docs/RELIABILITY.md "Trust boundaries"). Pure.
+import { createParser, type EventSourceParser } from "eventsource-parser";
+import { isObject, type Json, jsonObject } from "./json.ts";
 
 export interface AssistantMessage extends Json {
   type: string;
@@ -37,7 +38,7 @@ export class StreamAccumulator {
   complete = false;
   error: Json | null = null;
   malformed = 0;
-  /** Characters of content kept (text, thinking, tool input), and beside it (see roomFor). */
+  /** Characters of content kept (text, thinking, tool input), and beside it (see room). */
   private kept = 0;
   private besides = 0;
   /** Characters let go past the bound, and events let go for their shape (a block index out of bounds, a block too many). */
@@ -54,18 +55,18 @@ export class StreamAccumulator {
     this.dropped += Math.max(1, chars);
   }
 
-  /** Once anything was let go, everything after it is too. */
-  private room(chars: number): boolean {
-    if (this.dropped === 0 && this.kept + chars <= this.maxChars) {
-      this.kept += chars;
-      return true;
-    }
-    this.letGo(chars);
-    return false;
+  // Content, and what is kept whole beside it (an unknown event or delta, a citation, a signature, message_delta's fields, by its
+  // JSON length), have a budget each as large; once content was let go, all content after it is too.
+  private room(chars: number, beside = false): boolean {
+    const fits = beside ? this.besides + chars <= this.maxChars : this.dropped === 0 && this.kept + chars <= this.maxChars;
+    if (!fits) this.letGo(chars);
+    else if (beside) this.besides += chars;
+    else this.kept += chars;
+    return fits;
   }
 
-  get started(): boolean {
-    return this.base !== null;
+  private roomFor(value: unknown): boolean {
+    return this.room(JSON.stringify(value)?.length ?? 0, true);
   }
 
   /** message_stop arrived, or message_delta carried a stop_reason: an SDK has the whole answer then. */
@@ -78,31 +79,11 @@ export class StreamAccumulator {
     return this.blocks.size > 0;
   }
 
-  // What is kept whole beside the content (an unknown event or delta, a citation, a signature, message_delta's fields) counts by
-  // its JSON length against a budget of its own as large as the content's.
-  private roomFor(value: unknown, chars = JSON.stringify(value)?.length ?? 0): boolean {
-    if (this.besides + chars <= this.maxChars) {
-      this.besides += chars;
-      return true;
-    }
-    this.letGo(chars);
-    return false;
-  }
-
   pushData(data: string): void {
     if (this.dropped > 0 && data.startsWith(DELTA_PREFIX)) return this.letGo(data.length);
-    let event: unknown;
-    try {
-      event = JSON.parse(data);
-    } catch {
-      this.malformed++;
-      return;
-    }
-    if (typeof event !== "object" || event === null || Array.isArray(event)) {
-      this.malformed++;
-      return;
-    }
-    this.apply(event as Json);
+    const event = jsonObject(data);
+    if (event === null) this.malformed++;
+    else this.apply(event);
   }
 
   apply(event: Json): void {
@@ -165,9 +146,11 @@ export class StreamAccumulator {
     const block = typeof index === "number" ? this.blocks.get(index) : undefined;
     if (block === undefined) return;
     switch (delta.type) {
-      case "text_delta": {
-        const text = String(delta.text ?? "");
-        if (this.room(text.length)) block.text = String(block.text ?? "") + text;
+      case "text_delta":
+      case "thinking_delta": {
+        const key = delta.type === "text_delta" ? "text" : "thinking";
+        const part = String(delta[key] ?? "");
+        if (this.room(part.length)) block[key] = String(block[key] ?? "") + part;
         return;
       }
       case "input_json_delta": {
@@ -175,15 +158,10 @@ export class StreamAccumulator {
         if (this.room(part.length)) this.json.set(index as number, (this.json.get(index as number) ?? "") + part);
         return;
       }
-      case "thinking_delta": {
-        const thinking = String(delta.thinking ?? "");
-        if (this.room(thinking.length)) block.thinking = String(block.thinking ?? "") + thinking;
-        return;
-      }
       case "signature_delta": {
         // A signature replaces, it does not accumulate: only its growth counts against the bound.
         const grows = String(delta.signature ?? "").length - String(block.signature ?? "").length;
-        if (this.roomFor(null, Math.max(0, grows))) block.signature = delta.signature;
+        if (this.room(Math.max(0, grows), true)) block.signature = delta.signature;
         return;
       }
       case "citations_delta":
@@ -228,9 +206,7 @@ export class StreamAccumulator {
     Object.assign(out, this.messageDelta);
     if (interrupted) out.stop_reason = "interrupted";
     if (this.truncated) {
-      out[TRUNCATED_KEY] = this.refused > 0
-        ? { keptChars: this.kept, droppedChars: this.dropped, refusedEvents: this.refused }
-        : { keptChars: this.kept, droppedChars: this.dropped };
+      out[TRUNCATED_KEY] = { keptChars: this.kept, droppedChars: this.dropped, ...(this.refused > 0 ? { refusedEvents: this.refused } : {}) };
     }
     if (this.unknownEvents.length > 0) out[UNKNOWN_EVENTS_KEY] = this.unknownEvents;
     return out;
@@ -246,4 +222,101 @@ export function messageFromJson(body: Json): AssistantMessage {
   const acc = new StreamAccumulator();
   acc.apply({ type: "message_start", message: body });
   return acc.message(false);
+}
+
+/** SESSIONTAP_MAX_MESSAGE_BYTES's default. */
+export const MAX_MESSAGE_CHARS = 32 * 1024 * 1024;
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** Holds at most about `maxChars` of one answer (docs/RELIABILITY.md "Trust boundaries"): an event past it is dropped whole. */
+export class SseMessageReader {
+  readonly acc: StreamAccumulator;
+  private readonly decoder = new TextDecoder();
+  private readonly parser: EventSourceParser;
+  private overflowed = false;
+  // Passing over an event past the bound, to its blank line: whether the current line has begun, and whether the last text ended
+  // in a `\r` whose `\n` may come first in the next.
+  private dropping = false;
+  private midLine = false;
+  private skipLF = false;
+  /** The last two characters fed: where the stream stands when the parser gives up. */
+  private last = LF;
+  private beforeLast = LF;
+
+  constructor(private readonly maxChars = MAX_MESSAGE_CHARS) {
+    this.acc = new StreamAccumulator(maxChars);
+    this.parser = createParser({
+      // The parser bounds what it holds between feeds; an event that came whole in one feed is bounded here.
+      onEvent: ({ data }) => data.length > maxChars ? this.acc.letGo(data.length) : this.acc.pushData(data),
+      onError: (error) => void (this.overflowed ||= error.type === "max-buffer-size-exceeded"),
+      maxBufferSize: maxChars,
+    });
+  }
+
+  get whole(): boolean {
+    return this.acc.whole;
+  }
+
+  feed(chunk: Uint8Array): void {
+    this.text(this.decoder.decode(chunk, { stream: true }));
+  }
+
+  // The parser hands an event over only at the blank line after it, and a whole answer may end without one (docs/DESIGN.md
+  // "Writes"): the end is fed as one; a cut-off line then fails to parse and is counted, not kept.
+  end(): void {
+    this.text(this.decoder.decode());
+    this.text("\n\n");
+  }
+
+  private text(text: string): void {
+    if (this.dropping) text = this.passOver(text);
+    const n = text.length;
+    if (n === 0) return;
+    this.beforeLast = n >= 2 ? text.charCodeAt(n - 2) : this.last;
+    this.last = text.charCodeAt(n - 1);
+    this.parser.feed(text);
+    if (this.overflowed) this.startDropping();
+  }
+
+  // eventsource-parser stops at its maxBufferSize and has no skip-over: it starts afresh, and the rest of that event is passed over
+  // here, so an answer of any size costs bounded memory.
+  private startDropping(): void {
+    this.overflowed = false;
+    this.acc.letGo(this.maxChars + 1);
+    this.parser.reset();
+    // The parser holds a last \r until it sees whether a \n follows: alone on its line, it was the blank line.
+    if (this.last === CR && (this.beforeLast === CR || this.beforeLast === LF)) return;
+    this.dropping = true;
+    this.midLine = this.last !== LF && this.last !== CR;
+    this.skipLF = this.last === CR;
+  }
+
+  private passOver(text: string): string {
+    let at = this.skipLF && text.charCodeAt(0) === LF ? 1 : 0;
+    this.skipLF = false;
+    for (;;) {
+      const lf = text.indexOf("\n", at);
+      const cr = text.indexOf("\r", at);
+      const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
+      if (end < 0) {
+        if (at < text.length) this.midLine = true;
+        return "";
+      }
+      const blank = !this.midLine && end === at;
+      this.midLine = false;
+      at = end + 1;
+      if (text.charCodeAt(end) === CR) {
+        if (at === text.length) this.skipLF = true; // a \n may follow in the next text
+        else if (text.charCodeAt(at) === LF) at++;
+      }
+      if (blank) {
+        // A \n that completes the blank line's \r\n reaches the fresh parser as an empty line: a no-op.
+        this.dropping = false;
+        this.skipLF = false;
+        return text.slice(at);
+      }
+    }
+  }
 }

@@ -1,5 +1,6 @@
-// The runtime's shell (docs/DESIGN.md "Map"): which runtime this is, its server (an adapter per runtime, as Hono's) with odd requests
+// The runtime's shell (docs/DESIGN.md "Map"): which runtime this is, its server (Bun's here, Deno's in deno.ts) with odd requests
 // made whole, its upstream fetch and bundler, the command's arguments, and output written whole.
+import { settlesWithin } from "../utils/within.ts";
 
 export type FetchHandler = (request: Request, peer: { address: string; port: number } | null) => Response | Promise<Response>;
 
@@ -22,12 +23,41 @@ export function runtimeName(): "bun" | "deno" {
   return typeof (globalThis as { Bun?: unknown }).Bun !== "undefined" ? "bun" : "deno";
 }
 
-export async function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
-  return runtimeName() === "bun" ? (await import("./bun.ts")).bunFetch(base) : base;
+/** Bun's fetch for upstream requests: without `timeout: false` it gives up after 300 s without data (docs/RUNTIMES.md "Serving"). */
+export function upstreamFetch(base: typeof fetch): Promise<typeof fetch> {
+  const bun = ((input: RequestInfo | URL, init?: RequestInit) => base(input, { ...init, timeout: false } as RequestInit)) as typeof fetch;
+  return Promise.resolve(runtimeName() === "bun" ? bun : base);
 }
 
 export async function bundleScript(entry: URL): Promise<string> {
-  return runtimeName() === "bun" ? (await import("./bun.ts")).bunBundle(entry) : (await import("./deno.ts")).bunCliBundle(entry);
+  if (runtimeName() !== "bun") return (await import("./deno.ts")).bunCliBundle(entry);
+  const out = await Bun.build({ entrypoints: [Bun.fileURLToPath(entry)], target: "browser", format: "iife", minify: true });
+  if (!out.success) throw new Error(out.logs.map(String).join("; "));
+  return await out.outputs[0].text();
+}
+
+// No idle timeouts: an answer may think for minutes before its first byte (docs/RUNTIMES.md "Serving").
+function serveBun(handler: FetchHandler, options: ListenOptions): RunningServer {
+  const server = Bun.serve({
+    port: options.port,
+    hostname: options.hostname,
+    idleTimeout: 0,
+    fetch: (request, bun) => handler(request, bun.requestIP(request)),
+    error(error) {
+      options.onError(error);
+      return new Response("sessiontap: internal error", { status: 500 });
+    },
+  });
+  return {
+    port: server.port ?? options.port,
+    runtime: "bun",
+    async stop(drainMs, closed) {
+      const draining = server.stop(false); // the listener is closed when this returns
+      closed?.();
+      await settlesWithin(draining, drainMs);
+      await server.stop(true);
+    },
+  };
 }
 
 const HOST = /^(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~-]+)?\]|[A-Za-z0-9._~-]+)(?::(\d{1,5}))?$/;
@@ -59,7 +89,7 @@ export async function listen(handler: FetchHandler, options: ListenOptions): Pro
     const whole = soundRequest(request, own);
     return whole instanceof Response ? whole : handler(whole, peer);
   };
-  const server = runtimeName() === "bun" ? (await import("./bun.ts")).serveBun(sound, options) : (await import("./deno.ts")).serveDeno(sound, options);
+  const server = runtimeName() === "bun" ? serveBun(sound, options) : (await import("./deno.ts")).serveDeno(sound, options);
   own = `${options.hostname.includes(":") && !options.hostname.startsWith("[") ? `[${options.hostname}]` : options.hostname}:${server.port}`;
   return server;
 }

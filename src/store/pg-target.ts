@@ -6,8 +6,7 @@
  * advances only once the transaction committed. A row's uuid is its idempotency key: a retried batch
  * inserts nothing twice.
  */
-import type { ConversationPlace } from "../protocol/commit-job.ts";
-import type { MirrorRecord } from "../protocol/envelope.ts";
+import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts";
 import type { Json } from "../protocol/json.ts";
 import type { TargetIo, WriteTarget } from "../writer/write-target.ts";
 import { LOCK_CLASS, lockKey, projectKey, type Sql, type Tx } from "./pg-client.ts";

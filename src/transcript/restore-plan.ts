@@ -1,6 +1,6 @@
 // The transcript `restore` writes, the current branch in Claude Code's own record shape (docs/DESIGN.md "Restore"), and the drill's
 // check that Claude Code resumed it whole (docs/DESIGN.md "Drill"). Pure.
-import { uuidFrom } from "../protocol/message-hash.ts";
+import { uuidFrom } from "../protocol/lineage.ts";
 import { isObject } from "../protocol/json.ts";
 import { type ContextPiece, contextPiece, interleave, reminderInner, systemPieces, UNKNOWN_KIND } from "./context-kinds.ts";
 import {

@@ -1,16 +1,19 @@
 // Who may reach the viewer by name while the tap listens on loopback: docs/DESIGN.md "Trust boundaries".
 
-/** True for an address only this machine can reach. */
+/** True for an address only this machine can reach: an IPv4-mapped one (`::ffff:127.0.0.1`, `::ffff:7f00:1`) too. */
 export function isLoopback(host: string): boolean {
   const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
-  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+  const v6 = h.includes(":") && URL.canParse(`http://[${h}]`) ? new URL(`http://[${h}]`).hostname : null;
+  return h === "localhost" || v6 === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(v6 ?? "") || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
 
 /** The Host names the viewer answers to when the tap listens on `host`; null: any (bound beyond loopback on purpose). */
 export function allowedHosts(host: string): Set<string> | null {
   if (!isLoopback(host)) return null;
   const bound = host.trim().toLowerCase();
-  return new Set(["localhost", "127.0.0.1", "[::1]", bound.includes(":") && !bound.startsWith("[") ? `[${bound}]` : bound]);
+  // A client may name the IPv4-mapped loopback address as typed, or as a URL writes it.
+  const names = ["localhost", "127.0.0.1", "[::1]", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]"];
+  return new Set([...names, bound.includes(":") && !bound.startsWith("[") ? `[${bound}]` : bound]);
 }
 
 /** The host name of a Host header, lower case, without its port ("[::1]:8787" → "[::1]"). */

@@ -50,7 +50,7 @@ export class CommitWriter<Cursor, Done> {
       // A side conversation's records hang from the main conversation: its reader resolves parents there.
       const main = mainPlaceOf(this.places.get(key)!);
       const outside = main === null ? undefined : await this.states.withState(main.key, async (m) => m.lineage);
-      return { lineage, reader: new LineageReader(lineage, outside, redactor), cursor: this.target.newCursor() };
+      return { lineage, reader: new LineageReader(lineage, outside, redactor && ((r) => redactor.unseal(r))), cursor: this.target.newCursor() };
     });
   }
 

@@ -4,8 +4,7 @@
  * planning, advancing only after the write — is the one pipeline in commit-writer.ts (docs/DESIGN.md
  * "Writes"); only these steps differ.
  */
-import type { ConversationPlace } from "../protocol/commit-job.ts";
-import type { MirrorRecord } from "../protocol/envelope.ts";
+import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts";
 import type { Json } from "../protocol/json.ts";
 
 /** Who a conversation belongs to: records found in it must say so. */

@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, st
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { socketUid } from "../../src/server/request-guard.ts";
+import { allowedHosts, isLoopback } from "../../src/viewer/hosts.ts";
 import { spawnTap, type TapChild } from "../support/child.ts";
 import { cli, rec, writeMirror } from "../support/recover.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";
@@ -97,8 +98,8 @@ async function realTap(scratch: string, host: string, extra: string[] = []): Pro
 describe("a real tap answers its own user only, on every loopback address", () => {
   const scratches: string[] = [];
   const taps: TapChild[] = [];
-  // Each way to reach a tap: the address dialled, and the Host its owner's client names (the printed URL's, for a mapped address).
-  let ways: { name: string; origin: string; host?: string; claude: string }[] = [];
+  // Each way to reach a tap: the address dialled, whose Host the client names as it is (a mapped address too).
+  let ways: { name: string; origin: string; claude: string }[] = [];
   // The first tap's forward proxy, and the port of another tap of the same user it could tunnel into.
   let proxyPort = 0;
   let otherPort = 0;
@@ -114,7 +115,7 @@ describe("a real tap answers its own user only, on every loopback address", () =
       ways.push(
         ...(host === "::1" ? [{ name: "::1", origin: `http://[::1]:${port}`, claude }] : [
           { name: "127.0.0.1", origin: `http://127.0.0.1:${port}`, claude },
-          { name: "::ffff:127.0.0.1", origin: `http://[::ffff:127.0.0.1]:${port}`, host: `127.0.0.1:${port}`, claude },
+          { name: "::ffff:127.0.0.1", origin: `http://[::ffff:127.0.0.1]:${port}`, claude },
           { name: "localhost", origin: `http://localhost:${port}`, claude },
         ]),
       );
@@ -158,7 +159,7 @@ describe("a real tap answers its own user only, on every loopback address", () =
 
   it("the owner (this process's user) gets every route, the live stream, health in full, and the restore, with no token", { timeout: MS }, async () => {
     const pages = ROUTES.slice(0, 6);
-    const asks = ways.flatMap((w) => [...pages, "/_tap/health"].map((path) => ({ url: `${w.origin}${path}`, host: w.host })));
+    const asks = ways.flatMap((w) => [...pages, "/_tap/health"].map((path) => ({ url: `${w.origin}${path}` })));
     const answers = await asUser("owner", asks);
     for (const [i, ask] of asks.entries()) assert.equal(answers[i].status, 200, `${ask.url}: ${answers[i].body}`);
     for (const [i] of ways.entries()) {
@@ -168,7 +169,7 @@ describe("a real tap answers its own user only, on every loopback address", () =
       assert.ok("runtime" in JSON.parse(health.body));
     }
     for (const w of [ways[0], ways.at(-1)!]) {
-      const [restore] = await asUser("owner", [{ ...RESTORE, url: `${w.origin}${RESTORE.path}`, host: w.host }]);
+      const [restore] = await asUser("owner", [{ ...RESTORE, url: `${w.origin}${RESTORE.path}` }]);
       assert.equal(restore.status, 200, restore.body);
       assert.equal(JSON.parse(restore.body).ok, true);
       assert.deepEqual(readdirSync(`${w.claude}/projects/-work-project`), [`${S}.jsonl`]);
@@ -252,6 +253,16 @@ describe("the kernel's table of sockets, read (pure)", () => {
     assert.equal(socketUid(row(`${LO6}:D4A2`, `${LO6}:1F90`, "01", 7), { address: "::1", port: 0xd4a2 }, 0x1f90), 7);
     assert.equal(socketUid(row(`${MAPPED}:D4A2`, `${MAPPED}:1F90`, "01", 8), peer, 0x1f90), 8, "a v6 client socket to 127.0.0.1");
     assert.equal(socketUid(row(`${LO}:D4A2`, `${LO}:1F90`, "01", 9), { address: "::ffff:127.0.0.1", port: 0xd4a2 }, 0x1f90), 9, "as a dual-stack tap sees it");
+  });
+});
+
+describe("an IPv4-mapped loopback address is loopback (pure)", () => {
+  it("as typed and as a URL writes it, the mapped address is a loopback host the viewer answers by name; another mapped address is not", () => {
+    for (const host of ["::ffff:127.0.0.1", "[::ffff:127.0.0.1]", "::ffff:7f00:1", "[::FFFF:7F00:2]"]) assert.ok(isLoopback(host), host);
+    for (const host of ["::ffff:10.0.0.1", "::ffff:a00:1", "::2", "128.0.0.1"]) assert.ok(!isLoopback(host), host);
+    const names = allowedHosts("127.0.0.1")!;
+    for (const name of ["[::ffff:127.0.0.1]", "[::ffff:7f00:1]"]) assert.ok(names.has(name), name);
+    assert.ok(allowedHosts("::ffff:127.0.0.1")!.has("[::ffff:127.0.0.1]"));
   });
 });
 

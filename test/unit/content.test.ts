@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { scrubContent } from "../../src/protocol/message-hash.ts";
+import { scrubContent } from "../../src/protocol/lineage.ts";
 
 describe("scrubContent()", () => {
   it("drops cache_control markers at every depth, and keeps everything else", () => {

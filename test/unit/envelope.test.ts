@@ -3,7 +3,7 @@
 // out; a known one is written.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { assistantRecord, type EnvelopeBase, userRecord } from "../../src/protocol/envelope.ts";
+import { assistantRecord, type EnvelopeBase, userRecord } from "../../src/protocol/commit-job.ts";
 import type { AssistantMessage } from "../../src/protocol/sse-accumulator.ts";
 
 const at = { uuid: "00000000-0000-4000-8000-000000000001", parentUuid: null, timestamp: "2026-12-01T00:00:00.000Z" };

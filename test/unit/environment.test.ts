@@ -6,8 +6,7 @@
 // gives the version Claude Code writes.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readEnvironment, readUserAgent } from "../../src/protocol/environment.ts";
-import { COMPACTION_PREFIX } from "../../src/protocol/classify.ts";
+import { COMPACTION_PREFIX, readEnvironment, readUserAgent } from "../../src/protocol/classify.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 import type { Rec } from "../support/claude.ts";
 

@@ -5,7 +5,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { EventStreamReader } from "../../src/protocol/providers/eventstream-reader.ts";
-import { SseMessageReader } from "../../src/protocol/sse-reader.ts";
+import { SseMessageReader } from "../../src/protocol/sse-accumulator.ts";
 import { chunkFrameOf, concatBytes, exceptionFrame, framesOfSse, withBadCrc, withBadLength } from "../support/eventstream-build.ts";
 import { textReply, toolUseReply } from "../support/sse-build.ts";
 

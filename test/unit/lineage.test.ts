@@ -1,10 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { hashMessages, Lineage, LineageReader } from "../../src/protocol/lineage.ts";
-import { messageHash, stableStringify, uuidFrom } from "../../src/protocol/message-hash.ts";
-import { planCommit } from "../../src/protocol/commit-job.ts";
-import type { EnvelopeBase } from "../../src/protocol/envelope.ts";
+import { hashMessages, Lineage, LineageReader, messageHash, stableStringify, uuidFrom } from "../../src/protocol/lineage.ts";
+import { type EnvelopeBase, planCommit } from "../../src/protocol/commit-job.ts";
 import { capturedRequests, capturedTranscript } from "../support/captures.ts";
 
 const base: EnvelopeBase = { sessionId: "s", cwd: null, gitBranch: null, entrypoint: "cli", version: "0.1.0", isSidechain: false, agentId: null };

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { findSecrets, Redactor, redactRecords, stringsOf } from "../../src/protocol/secrets.ts";
-import { messageHash } from "../../src/protocol/message-hash.ts";
+import { messageHash } from "../../src/protocol/lineage.ts";
 import { nearMisses, randomOf, secretSamples } from "../support/secret-samples.ts";
 import type { Rec } from "../support/claude.ts";
 

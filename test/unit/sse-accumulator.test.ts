@@ -1,7 +1,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { SseMessageReader } from "../../src/protocol/sse-reader.ts";
-import { messageFromJson, PARTIAL_JSON_KEY, StreamAccumulator, UNKNOWN_DELTAS_KEY, UNKNOWN_EVENTS_KEY } from "../../src/protocol/sse-accumulator.ts";
+import {
+  messageFromJson,
+  PARTIAL_JSON_KEY,
+  SseMessageReader,
+  StreamAccumulator,
+  UNKNOWN_DELTAS_KEY,
+  UNKNOWN_EVENTS_KEY,
+} from "../../src/protocol/sse-accumulator.ts";
 import { fixtureNames, loadFixture } from "../support/stub-upstream.ts";
 import { messageJson } from "../support/sse-build.ts";
 

@@ -1,11 +1,10 @@
-// The mirror's SSE reader (src/protocol/sse-reader.ts: eventsource-parser between the decoder and the
+// The mirror's SSE reader (src/protocol/sse-accumulator.ts: eventsource-parser between the decoder and the
 // accumulator) on the event-stream format's corners, each split at every character: the line ends, a last
 // event without its blank line, and an event past the bound, dropped whole with the events around it read.
 // The recorded streams, split at every byte, are in sse-accumulator.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { SseMessageReader } from "../../src/protocol/sse-reader.ts";
-import { UNKNOWN_EVENTS_KEY } from "../../src/protocol/sse-accumulator.ts";
+import { SseMessageReader, UNKNOWN_EVENTS_KEY } from "../../src/protocol/sse-accumulator.ts";
 
 const encoder = new TextEncoder();
 

@@ -2,8 +2,8 @@
 // decoded, checksums checked, by AWS's own codec; a frame that does not decode ends the reading, and says why. Pure.
 import { Buffer } from "node:buffer";
 import { EventStreamCodec } from "@smithy/eventstream-codec";
-import { StreamAccumulator } from "../sse-accumulator.ts";
-import { MAX_MESSAGE_CHARS } from "../sse-reader.ts";
+import { jsonObject } from "../json.ts";
+import { MAX_MESSAGE_CHARS, StreamAccumulator } from "../sse-accumulator.ts";
 
 /** This reader or the SSE reader. */
 export interface AnswerReader {
@@ -100,12 +100,12 @@ export class EventStreamReader implements AnswerReader {
     const type = header(":message-type");
     if (type === "event" && header(":event-type") === "chunk") {
       // Its payload is {"bytes": base64(one Messages API event)}.
-      const b64 = (jsonOf(message.body) as { bytes?: unknown } | null)?.bytes;
+      const b64 = jsonObject(decoder.decode(message.body))?.bytes;
       if (typeof b64 === "string") this.acc.pushData(Buffer.from(b64, "base64").toString("utf8"));
       else this.acc.malformed++;
     } else if (type === "exception" || type === "error") {
       // The API's error event: Bedrock's exceptions carry {"message": …}, an `error` message says it in its headers.
-      const said = (jsonOf(message.body) as { message?: unknown } | null)?.message;
+      const said = jsonObject(decoder.decode(message.body))?.message;
       const text = typeof said === "string" ? said : header(":error-message");
       this.acc.apply({ type: "error", error: { type: header(":exception-type") ?? header(":error-code") ?? "exception", message: text } });
     }
@@ -115,13 +115,5 @@ export class EventStreamReader implements AnswerReader {
     this.broken ??= why;
     this.held = 0;
     this.buffer = new Uint8Array(4);
-  }
-}
-
-function jsonOf(bytes: Uint8Array): unknown {
-  try {
-    return JSON.parse(decoder.decode(bytes));
-  } catch {
-    return null;
   }
 }
