@@ -102,7 +102,7 @@ function mirrorProblems(mirror: Mirror): string[] {
   const out: string[] = [];
   // A commit is queued from the moment it is handed over: waiting is a problem once a write failed, or
   // once the oldest has waited past any ordinary write (the client never waits for it: docs/DESIGN.md "Writes").
-  const waited = mirror.backlog.longestWaitMs();
+  const waited = mirror.queue.longestWaitMs();
   if (stats.queued > 0 && (writes.failing || waited >= STALLED_MS)) {
     const why = writes.lastError ?? `a write has not finished for ${(waited / 1000).toFixed(1)} s`;
     out.push(`mirror: ${plural(stats.queued, "commit")} waiting to be written (${why})`);

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { SessionBinding } from "../protocol/session-id.ts";
 import { Redactor } from "../protocol/secrets.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { writerTag } from "./leftovers.ts";
+import { writerTag } from "./process-identity.ts";
 import { join } from "./paths.ts";
 import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
 

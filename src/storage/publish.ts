@@ -13,7 +13,7 @@
  * exclusive create, which still never overwrites but is not atomic for readers, and backups to a copy.
  */
 import { type EntryInfo, type FsAdapter, removeIfThere as discard } from "./fs-adapter.ts";
-import { removeLeftovers, writerTag } from "./leftovers.ts";
+import { removeLeftovers, writerTag } from "./process-identity.ts";
 
 /** What publishing did. */
 export type Published =

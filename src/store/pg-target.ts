@@ -9,7 +9,7 @@
 import type { ConversationPlace } from "../protocol/commit-job.ts";
 import type { MirrorRecord } from "../protocol/envelope.ts";
 import type { Json } from "../protocol/json.ts";
-import type { TargetIo, WriteTarget } from "../writer/write-target.ts";
+import type { TargetIo, WriteTarget } from "../writer/commit-writer.ts";
 import { LOCK_CLASS, lockKey, projectKey, type Sql, type Tx } from "./pg-client.ts";
 
 /** One row of sessiontap_entries, as inserted. */
