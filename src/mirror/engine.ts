@@ -10,13 +10,11 @@ import { Guard } from "../guard/guard.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { tempSpoolPlace } from "../storage/mirror-spool.ts";
-import { observeWrites } from "../storage/observed-fs.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import type { EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
 import { Mirror, type Replayed } from "./mirror.ts";
 import { engineHealth } from "./health.ts";
-import { prepareRequest } from "./request-prep.ts";
-import { type FollowerSink, ResponseFollower } from "./response-follower.ts";
+import { type FollowerSink, prepareRequest, ResponseFollower } from "./response-follower.ts";
 import { UnseenRequests } from "./unseen.ts";
 
 /** What the engine is given by its host. */
@@ -243,4 +241,31 @@ export class MirrorEngine {
       return false;
     }
   }
+}
+
+/** Wraps `fs` so every append, link and exclusive create that took effect calls `wrote(path)`. */
+export function observeWrites(fs: FsAdapter, wrote: (path: string) => void): FsAdapter {
+  // Every other operation is the wrapped adapter's own (through the prototype, so a class-based adapter keeps its methods).
+  const observed: FsAdapter = Object.create(fs);
+  return Object.assign(observed, {
+    async append(path: string, data: string, sync: boolean) {
+      await fs.append(path, data, sync);
+      wrote(path);
+    },
+    async appendExisting(path: string, data: string, sync: boolean) {
+      const appended = await fs.appendExisting(path, data, sync);
+      if (appended) wrote(path);
+      return appended;
+    },
+    async link(existing: string, path: string) {
+      const linked = await fs.link(existing, path);
+      if (linked) wrote(path);
+      return linked;
+    },
+    async createExclusive(path: string, data: string, sync: boolean) {
+      const created = await fs.createExclusive(path, data, sync);
+      if (created) wrote(path);
+      return created;
+    },
+  });
 }

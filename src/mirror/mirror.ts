@@ -13,7 +13,7 @@ import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
 import { MirrorSpool, rootSpoolDir, type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
-import { join } from "../storage/paths.ts";
+import { join } from "node:path/posix";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import type { PgSink } from "../store/pg-sink.ts";
 import { describe } from "../utils/describe-error.ts";
@@ -21,7 +21,7 @@ import { settlesWithin } from "../utils/within.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
 import { KeyedQueue } from "../utils/keyed-queue.ts";
 import { MirrorAlarms } from "./mirror-alarms.ts";
-import { RetentionSweeper } from "./retention.ts";
+import { type SweepResult, sweepTree } from "../storage/sweep.ts";
 import { SessionBindings } from "./session-bindings.ts";
 import { BindingFiles } from "../storage/binding-files.ts";
 
@@ -380,5 +380,38 @@ export class Mirror {
   /** A directory relative to the root, for the events log. */
   private relative(dir: string): string {
     return dir.startsWith(this.options.root) ? dir.slice(this.options.root.length).replace(/^\/+/, "") : dir;
+  }
+}
+
+// The retention sweep (docs/DESIGN.md "The mirror"): lazily, at most once a minute while traffic flows, never two at once.
+const SWEEP_EVERY_MS = 60_000;
+
+/** Throttles the sweep of one root. */
+export class RetentionSweeper {
+  private last = Number.NEGATIVE_INFINITY;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly fs: FsAdapter,
+    private readonly root: string,
+    private readonly days: number,
+    private readonly clock: () => number,
+    private readonly done: (result: SweepResult) => void,
+    private readonly failed: (error: unknown) => void,
+  ) {}
+
+  /** Starts a sweep if retention is on, none runs, and a minute passed since the last one. */
+  maybe(): void {
+    const now = this.clock();
+    if (this.days === 0 || this.running !== null || now - this.last < SWEEP_EVERY_MS) return;
+    this.last = now;
+    this.running = sweepTree(this.fs, this.root, now - this.days * 86_400_000)
+      .then(this.done, this.failed)
+      .finally(() => (this.running = null));
+  }
+
+  /** Resolves when the sweep in progress (if any) is done. */
+  settled(): Promise<void> {
+    return this.running ?? Promise.resolve();
   }
 }

@@ -10,7 +10,7 @@ import type { SessionBinding } from "../protocol/session-id.ts";
 import { Redactor } from "../protocol/secrets.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { writerTag } from "./process-identity.ts";
-import { join } from "./paths.ts";
+import { join } from "node:path/posix";
 import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
 
 /** The secret's file under the root. */

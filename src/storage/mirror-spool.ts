@@ -11,10 +11,9 @@ import { tmpdir } from "node:os";
 import type { CommitJob } from "../protocol/commit-job.ts";
 import type { LockOwner } from "./dir-lock.ts";
 import { type FsAdapter, removeIfThere } from "./fs-adapter.ts";
-import { ensurePrivateDir } from "./private-dir.ts";
 import { SpoolFiles } from "./spool-files.ts";
-import { join } from "./paths.ts";
-import { currentUid } from "./trusted-path.ts";
+import { join } from "node:path/posix";
+import { currentUid, ensurePrivateDir } from "./trusted-path.ts";
 import { completeLines, jsonObject } from "../protocol/json.ts";
 
 /** One place a spool can live, and how to make sure it is safe to use. */

@@ -9,7 +9,7 @@ import type { LockOwner } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
 import { ownerAlive } from "./process-identity.ts";
 import { UnsafePathError, untrusted } from "./trusted-path.ts";
-import { join } from "./paths.ts";
+import { join } from "node:path/posix";
 
 /** Characters allowed in a spool file's host part. */
 const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");

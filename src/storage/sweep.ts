@@ -7,7 +7,7 @@
  * between that last check and the removal itself cannot be excluded; every earlier swap is.
  */
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
-import { join } from "./paths.ts";
+import { join } from "node:path/posix";
 
 /** What a sweep did. */
 export interface SweepResult {

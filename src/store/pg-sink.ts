@@ -15,7 +15,7 @@ import { migrate, schemaVersion } from "./pg-schema.ts";
 import { PgSpool } from "./pg-spool.ts";
 import { PgTarget, type StoreDone } from "./pg-target.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
-import { join } from "../storage/paths.ts";
+import { join } from "node:path/posix";
 import { settlesWithin } from "../utils/within.ts";
 
 /** How the sink is set up. */
