@@ -10,8 +10,7 @@ import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type Lookup, MirrorReader, type SessionSource } from "../storage/mirror-reader.ts";
-import { closeStore, openStore, redactUrl, type Sql } from "./pg-client.ts";
-import { schemaVersion } from "./pg-schema.ts";
+import { closeStore, openStore, redactUrl, schemaVersion, type Sql } from "./pg-client.ts";
 
 type Rec = Record<string, unknown>;
 
