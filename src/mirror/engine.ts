@@ -1,11 +1,5 @@
-/**
- * The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying
- * bytes — reading requests, folding answers, writing the tree and the store, guarding Claude Code's
- * transcripts — driven by the relay's messages. It runs in a Worker, so none of it is on the thread that
- * relays bytes (the launcher's fallback tap alone runs it in the relay's thread: docs/DESIGN.md "The launcher").
- * Every message is handled inside one error boundary: a failure is counted and logged once, and the
- * response it touched is left unmirrored, never the relay stalled.
- */
+// The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying bytes — reading requests, folding answers, writing the
+// tree and the store, guarding Claude Code's transcripts — driven by the relay's messages.
 import { Guard } from "../guard/guard.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";

@@ -1,12 +1,5 @@
-/**
- * `GET /_tap/health` (docs/DESIGN.md "Health and exit"), assembled in one place from what each part knows
- * of itself: the mirror's counters and alarms, the store's and the guard's health (in the engine's thread),
- * the upstream's alarm and whether the engine runs (in the relay's). `status` is "ok" only when none of the
- * `problems` holds — the mirror has nothing queued or dropped and its last write succeeded, the events log
- * is written, the upstream's last attempt succeeded (or none was made), a shared store is reachable, the
- * guard has no alert, the mirror engine runs — else "degraded". It answers 200 either way: the process is
- * alive.
- */
+// `GET /_tap/health` (docs/DESIGN.md "Health and exit"), assembled in one place from what each part knows of itself: the mirror's counters and alarms, the
+// store's and the guard's health (in the engine's thread), the upstream's alarm and whether the engine runs (in the relay's).
 import type { Guard, GuardHealth } from "../guard/guard.ts";
 import type { StoreHealth } from "../store/pg-sink.ts";
 import { upstreamProblems, type UpstreamState } from "../utils/upstream-health.ts";

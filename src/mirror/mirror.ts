@@ -1,12 +1,4 @@
-/**
- * The session mirror (docs/DESIGN.md "The mirror"): writes each commit to the tree and to the shared store,
- * and tells listeners once it is written. A conversation's commits reach the tree in order, through the
- * commit writer; one that fails waits in a bounded queue (backlog.ts), retried with backoff, the later
- * commits of its conversation behind it, and what still waits at stop is saved to a spool that the next
- * start replays before it serves (docs/DESIGN.md "Health and exit"). Never throws into the client path:
- * every failure is one events-log line and a count, said on stderr (mirror-alarms.ts) and listed as a
- * health problem (health.ts).
- */
+// The session mirror (docs/DESIGN.md "The mirror"): writes each commit to the tree and to the shared store, and tells listeners once it is written.
 import { type CommitJob, placeOf } from "../protocol/commit-job.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { type EventFields, EventsLog } from "../storage/events-log.ts";
@@ -334,7 +326,7 @@ export class Mirror {
     void this.events.log(action, fields);
   }
 
-  /** Tries every backlog once more, then waits for writes in flight and the events log, at most `boundMs`. */
+  /** Tries every waiting commit once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
     void this.track(this.queue.flush());
     const store = this.options.store?.flush(boundMs);

@@ -1,19 +1,5 @@
-/**
- * The engine's view of one request (docs/DESIGN.md "Off the relay path"): its prepared request, the
- * response stream folded into the assistant message, and the one commit handed to the mirror as soon as
- * the message is whole (docs/DESIGN.md "Writes") or the stream is cut. Its state is one explicit machine,
- * so every message the relay sends has one meaning in every state:
- *
- *     waiting ──body──▶ ready ──whole/end/cut──▶ committed
- *        │                │
- *        └── skipped ◀────┘ (request unreadable, side request off, answer not 2xx or too large)
- *
- * What happens before the request is read (the message became whole, the stream ended) waits for it, in
- * order. Everything here may throw; the engine contains it (one failure, counted, and the response unmirrored).
- * A streamed answer is read by the reader its framing needs: server-sent events (Anthropic, Vertex) or AWS's
- * event stream (Bedrock, docs/DESIGN.md "Bedrock's event stream"), whose broken frame ends the reading like
- * a cut stream.
- */
+// The engine's view of one request (docs/DESIGN.md "Off the relay path"): its prepared request, the response stream folded into the assistant message, and the
+// one commit handed to the mirror as soon as the message is whole (docs/DESIGN.md "Writes") or the stream is cut.
 import type { Answer, CommitJob } from "../protocol/commit-job.ts";
 import { isObject, type Json } from "../protocol/json.ts";
 import { type AnswerReader, EventStreamReader } from "../protocol/providers/eventstream-reader.ts";

@@ -1,11 +1,5 @@
-/**
- * Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): its
- * first mirrored request binds it to the fingerprint of its credential and to its working directory
- * (binding-files.ts keeps that, fingerprints only); a later request carrying the same session id from
- * another credential or directory is someone else's, and is mirrored as a session of its own
- * (`<id>-from-<8 hex>`), said on stderr and in the events log — never a branch of this one, so a borrowed
- * id cannot change what `restore` brings back. The sink's queue judges a session's jobs one at a time, in order.
- */
+// Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): its first mirrored request binds it to the fingerprint of
+// its credential and to its working directory (binding-files.ts keeps that, fingerprints only); a later request carrying the same session id from…
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { dirName, judgeBinding, ownerName, type SessionBinding } from "../protocol/session-id.ts";
 import type { BindingFiles } from "../storage/binding-files.ts";

@@ -1,8 +1,4 @@
-/**
- * The filesystem adapter: the only module that touches `node:fs`. Small on purpose (Hono's adapter
- * style), so tests can wrap any call to inject faults, and so it works on Bun, Deno and inside the
- * compiled binary (docs/RUNTIMES.md "Compiling").
- */
+// The filesystem adapter: the only module that touches `node:fs`.
 import { constants, promises as fsp, watch } from "node:fs";
 import process from "node:process";
 

@@ -1,11 +1,5 @@
-/**
- * Where the mirror keeps commits it could not write before the tap stopped, so they are written on the
- * next start instead of being dropped in silence (docs/DESIGN.md "Health and exit"): first choice
- * `<root>/.spool/mirror/`, and when the root itself is what fails, a private directory under the system's
- * temporary directory named after the root. Files are 0600, fsynced, one JSON commit a line; a later
- * start adopts the files of dead processes from both places and replays them (planning is idempotent, so
- * a commit replayed twice writes nothing twice).
- */
+// Where the mirror keeps commits it could not write before the tap stopped, so they are written on the next start instead of being dropped in silence
+// (docs/DESIGN.md "Health and exit"): first choice `<root>/.spool/mirror/`, and when the root itself is what fails, a private directory under the…
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import type { CommitJob } from "../protocol/commit-job.ts";

@@ -1,9 +1,5 @@
-/**
- * The files of a spool directory (commits kept on disk until they can be written where they belong):
- * each process appends to a file of its own, `spool-<host>-<pid>-<start>.jsonl`, so two taps sharing a
- * root never interleave lines; a file whose process is dead is adopted — renamed to the adopter's name,
- * atomically, so one adopter wins — and replayed by the adopter (docs/RELIABILITY.md).
- */
+// The files of a spool directory (commits kept on disk until they can be written where they belong): each process appends to a file of its own,
+// `spool-<host>-<pid>-<start>.jsonl`, so two taps sharing a root never interleave lines; a file whose process is dead is adopted — renamed to the adopter's…
 import { hostname } from "node:os";
 import type { LockOwner } from "./dir-lock.ts";
 import type { FsAdapter } from "./fs-adapter.ts";

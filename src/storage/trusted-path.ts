@@ -1,13 +1,5 @@
-/**
- * What the tap may write into (docs/RELIABILITY.md "Trust boundaries"): only directories and files owned
- * by its own user, writable by nobody else, reached without following a symbolic link. Anything else in
- * the way — planted by another user of the machine while a directory was open to them, or a link — is
- * refused, never written into, so a neighbour can neither read a conversation nor redirect it.
- *
- * Cheap by construction: the checks read what the `lstat` the writer makes anyway already returned. Once
- * a directory and every directory above it pass, nobody but this user (or root) can plant or swap
- * anything inside it.
- */
+// What the tap may write into (docs/RELIABILITY.md "Trust boundaries"): only directories and files owned by its own user, writable by nobody else, reached
+// without following a symbolic link.
 import process from "node:process";
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
 

@@ -1,8 +1,5 @@
-/**
- * The shared store's client (docs/DESIGN.md "The shared store"): opening postgres.js on a store URL, telling an unreachable store from
- * a job the store refuses, and where a commit goes in the table (the same routing and uuid scopes as the
- * mirror tree, so a record has one uuid in the tree and in the store).
- */
+// The shared store's client (docs/DESIGN.md "The shared store"): opening postgres.js on a store URL, telling an unreachable store from a job the store refuses,
+// and where a commit goes in the table (the same routing and uuid scopes as the mirror tree, so a record has one uuid in the tree and in the…
 import { createHash } from "node:crypto";
 import postgres from "postgres";
 import type { ConversationPlace } from "../protocol/commit-job.ts";

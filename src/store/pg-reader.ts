@@ -1,9 +1,5 @@
-/**
- * Reading sessions back from the shared store (docs/DESIGN.md "The shared store") for `list`, `show`, `export` and `restore`, in the
- * same shape as the mirror tree's reader (SessionSource): a session is a `session_id` (the tree's
- * directory name), its main conversation the rows with subpath "" in seq order, each entry exactly the
- * record the tap wrote. `withSessionSource` picks the store when one is configured, else the tree.
- */
+// Reading sessions back from the shared store (docs/DESIGN.md "The shared store") for `list`, `show`, `export` and `restore`, in the same shape as the mirror
+// tree's reader (SessionSource): a session is a `session_id` (the tree's directory name), its main conversation the rows with subpath "" in seq…
 import { matchSession, type NamedSession, upgradeOlderRecord } from "../transcript/records.ts";
 import type { Config } from "../config/parse.ts";
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";

@@ -1,9 +1,5 @@
-/**
- * The shared PostgreSQL store (docs/DESIGN.md "The shared store"): every commit is appended to the store's queue on disk
- * (pg-spool.ts), and one drain writes the queue to PostgreSQL in order, one transaction per commit (pg-target.ts).
- * While the store cannot be used the queue grows, a reconnect backs off, and each change of state is one events-log line
- * and, when it goes and comes back, one stderr line. Nothing here rejects, and the client never waits for any of it.
- */
+// The shared PostgreSQL store (docs/DESIGN.md "The shared store"): every commit is appended to the store's queue on disk (pg-spool.ts), and one drain writes
+// the queue to PostgreSQL in order, one transaction per commit (pg-target.ts).
 import type { EventFields } from "../storage/events-log.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";

@@ -1,11 +1,5 @@
-/**
- * The shared store as a write target (docs/DESIGN.md "The shared store"): a write is one transaction
- * that takes the conversation's advisory lock (per conversation, never global; a shared one on the main
- * conversation while a side write reads it), reads the rows other taps added since the cursor, and
- * inserts the planned records; the commit writer (writer/commit-writer.ts) plans between the two and
- * advances only once the transaction committed. A row's uuid is its idempotency key: a retried batch
- * inserts nothing twice.
- */
+// The shared store as a write target (docs/DESIGN.md "The shared store"): a write is one transaction that takes the conversation's advisory lock (per
+// conversation, never global; a shared one on the main conversation while a side write reads it), reads the rows other taps added since the cursor, and…
 import type { ConversationPlace } from "../protocol/commit-job.ts";
 import type { MirrorRecord } from "../protocol/envelope.ts";
 import type { Json } from "../protocol/json.ts";
