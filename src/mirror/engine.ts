@@ -3,7 +3,7 @@
 import { Guard } from "../guard/guard.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { tempSpoolPlace } from "../storage/mirror-spool.ts";
+import { tempSpoolPlace } from "../storage/spool.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import type { EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
 import { Mirror, type Replayed } from "./mirror.ts";

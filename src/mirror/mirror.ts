@@ -4,7 +4,7 @@ import { DirLocks } from "../storage/dir-lock.ts";
 import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
-import { MirrorSpool, rootSpoolDir, type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
+import { MirrorSpool, rootSpoolDir, type SpoolPlace, tempSpoolPlace } from "../storage/spool.ts";
 import { join } from "node:path/posix";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import type { PgSink } from "../store/pg-sink.ts";
