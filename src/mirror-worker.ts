@@ -1,9 +1,5 @@
-/**
- * The mirror engine's thread (docs/DESIGN.md "Off the relay path"): a Web Worker, started by the serve
- * command with this file's URL, that builds the engine from the first message and hands it every message
- * after. The filesystem and the clock are this thread's own (or a test's, built here from the module the
- * first message names: "Where the engine runs"); everything it says goes back as a message.
- */
+// The mirror engine's thread (docs/DESIGN.md "Off the relay path"): a Web Worker, started by the serve command with this file's URL, that builds the engine
+// from the first message and hands it every message after.
 import { MirrorEngine } from "./mirror/engine.ts";
 import type { EngineSeams, EngineStart, FromEngine, ToEngine } from "./mirror/messages.ts";
 import { describe } from "./utils/describe-error.ts";

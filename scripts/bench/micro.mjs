@@ -1,6 +1,6 @@
 // In-process microbenchmark of the mirror engine's work, run under Bun (it imports the tap's TypeScript
 // modules from src/): the SSE parse of each answer, the request side of a 4 MiB, 200-turn history in the
-// steady state (src/mirror/request-prep.ts: the request reader, identity, then planRequest) and how that
+// steady state (src/mirror/response-follower.ts: the request reader, identity, then planRequest) and how that
 // scales with history length, and the whole engine per completed response (read, fold, plan, write, fsync)
 // with fsync on and off.
 // Prints one JSON object on stdout. Every loop is bounded in count and in time. Any measurement whose
@@ -54,7 +54,7 @@ function chunks(kind, size = 0) {
   return list;
 }
 
-const { SseMessageReader } = await import("../../src/protocol/sse-reader.ts");
+const { SseMessageReader } = await import("../../src/protocol/sse-accumulator.ts");
 const lineage = await import("../../src/protocol/lineage.ts");
 
 for (const [name, kind, size] of [["sse_long_per_event", "long", 0], ["sse_long_16k", "long", 16384], ["sse_tool_per_event", "tool", 0]]) {
@@ -72,11 +72,11 @@ for (const [name, kind, size] of [["sse_long_per_event", "long", 0], ["sse_long_
 }
 
 const { readRequest } = await import("../../src/protocol/lineage.ts");
-const { prepareRequest } = await import("../../src/mirror/request-prep.ts");
+const { prepareRequest } = await import("../../src/mirror/response-follower.ts");
 const IDENTITY = { session: "micro-history", agent: null, parentAgent: null, userAgent: "claude-cli/2.1.328 (external, cli)" };
 
 /**
- * The request side of one body, as the engine runs it (src/mirror/request-prep.ts): the body read (decoded,
+ * The request side of one body, as the engine runs it (src/mirror/response-follower.ts): the body read (decoded,
  * parsed, every message hashed: it re-sends the whole conversation), identified, then planned against a
  * lineage that holds everything but the new message. Beside it, for reference, the decode + JSON.parse alone.
  */

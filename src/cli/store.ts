@@ -2,8 +2,7 @@
 // an advisory lock in one transaction, so taps may write meanwhile.
 import type { Config } from "../config/parse.ts";
 import { describe } from "../utils/describe-error.ts";
-import { closeStore, openStore, redactUrl } from "../store/pg-client.ts";
-import { migrate, SCHEMA_VERSION } from "../store/pg-schema.ts";
+import { closeStore, migrate, openStore, redactUrl, SCHEMA_VERSION } from "../store/pg-client.ts";
 import type { CommandIo } from "./command-io.ts";
 
 /** Runs `store SUBCOMMAND`. */

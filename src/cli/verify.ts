@@ -3,7 +3,7 @@
 import { join } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
-import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
+import { ownerAlive, removeLeftovers, selfOwner, writerTag } from "../storage/process-identity.ts";
 import { describe } from "../utils/describe-error.ts";
 import { type CommandIo, noMirror } from "./command-io.ts";
 import { terminalSafeJson } from "../transcript/records.ts";
@@ -12,7 +12,6 @@ import { dirName } from "../protocol/session-id.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { checkWhole } from "../storage/publish.ts";
 import { untrusted } from "../storage/trusted-path.ts";
-import { removeLeftovers, writerTag } from "../storage/leftovers.ts";
 import { jsonObject } from "../protocol/json.ts";
 import { conversations } from "../storage/mirror-reader.ts";
 

@@ -1,24 +1,16 @@
-/**
- * The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying
- * bytes — reading requests, folding answers, writing the tree and the store, guarding Claude Code's
- * transcripts — driven by the relay's messages. It runs in a Worker, so none of it is on the thread that
- * relays bytes (the launcher's fallback tap alone runs it in the relay's thread: docs/DESIGN.md "The launcher").
- * Every message is handled inside one error boundary: a failure is counted and logged once, and the
- * response it touched is left unmirrored, never the relay stalled.
- */
+// The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying bytes — reading requests, folding answers, writing the
+// tree and the store, guarding Claude Code's transcripts — driven by the relay's messages.
 import { randomBytes } from "node:crypto";
 import { Guard } from "../guard/guard.ts";
 import { Redactor } from "../protocol/secrets.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { tempSpoolPlace } from "../storage/mirror-spool.ts";
-import { observeWrites } from "../storage/observed-fs.ts";
+import { tempSpoolPlace } from "../storage/spool.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import type { EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
 import { Mirror, type Replayed } from "./mirror.ts";
 import { engineHealth } from "./health.ts";
-import { prepareRequest } from "./request-prep.ts";
-import { type FollowerSink, ResponseFollower } from "./response-follower.ts";
+import { type FollowerSink, prepareRequest, ResponseFollower } from "./response-follower.ts";
 import { UnseenRequests } from "./unseen.ts";
 
 /** What the engine is given by its host. */
@@ -51,9 +43,9 @@ export class MirrorEngine {
     // Every mirror write is told to the viewer (in the relay's thread), batched per turn of the event loop.
     const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
     const s = settings;
+    // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there. It logs through the mirror.
     // Keyed like exports, so one secret has one placeholder everywhere (a suite's engine without a root key gets one for the run).
     const redactor = s.redact === "off" ? null : new Redactor(s.bindingKey ?? randomBytes(32).toString("hex"));
-    // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there. It logs through the mirror.
     this.store = s.store === null ? null : new PgSink({
       url: s.store,
       fs: deps.fs,
@@ -249,4 +241,31 @@ export class MirrorEngine {
       return false;
     }
   }
+}
+
+/** Wraps `fs` so every append, link and exclusive create that took effect calls `wrote(path)`. */
+export function observeWrites(fs: FsAdapter, wrote: (path: string) => void): FsAdapter {
+  // Every other operation is the wrapped adapter's own (through the prototype, so a class-based adapter keeps its methods).
+  const observed: FsAdapter = Object.create(fs);
+  return Object.assign(observed, {
+    async append(path: string, data: string, sync: boolean) {
+      await fs.append(path, data, sync);
+      wrote(path);
+    },
+    async appendExisting(path: string, data: string, sync: boolean) {
+      const appended = await fs.appendExisting(path, data, sync);
+      if (appended) wrote(path);
+      return appended;
+    },
+    async link(existing: string, path: string) {
+      const linked = await fs.link(existing, path);
+      if (linked) wrote(path);
+      return linked;
+    },
+    async createExclusive(path: string, data: string, sync: boolean) {
+      const created = await fs.createExclusive(path, data, sync);
+      if (created) wrote(path);
+      return created;
+    },
+  });
 }

@@ -1,12 +1,5 @@
-/**
- * `GET /_tap/health` (docs/DESIGN.md "Health and exit"), assembled in one place from what each part knows
- * of itself: the mirror's counters and alarms, the store's and the guard's health (in the engine's thread),
- * the upstream's alarm and whether the engine runs (in the relay's). `status` is "ok" only when none of the
- * `problems` holds — the mirror has nothing queued or dropped and its last write succeeded, the events log
- * is written, the upstream's last attempt succeeded (or none was made), a shared store is reachable, the
- * guard has no alert, the mirror engine runs — else "degraded". It answers 200 either way: the process is
- * alive.
- */
+// `GET /_tap/health` (docs/DESIGN.md "Health and exit"), assembled in one place from what each part knows of itself: the mirror's counters and alarms, the
+// store's and the guard's health (in the engine's thread), the upstream's alarm and whether the engine runs (in the relay's).
 import type { Guard, GuardHealth } from "../guard/guard.ts";
 import type { StoreHealth } from "../store/pg-sink.ts";
 import { upstreamProblems, type UpstreamState } from "../utils/upstream-health.ts";
@@ -102,7 +95,7 @@ function mirrorProblems(mirror: Mirror): string[] {
   const out: string[] = [];
   // A commit is queued from the moment it is handed over: waiting is a problem once a write failed, or
   // once the oldest has waited past any ordinary write (the client never waits for it: docs/DESIGN.md "Writes").
-  const waited = mirror.backlog.longestWaitMs();
+  const waited = mirror.queue.longestWaitMs();
   if (stats.queued > 0 && (writes.failing || waited >= STALLED_MS)) {
     const why = writes.lastError ?? `a write has not finished for ${(waited / 1000).toFixed(1)} s`;
     out.push(`mirror: ${plural(stats.queued, "commit")} waiting to be written (${why})`);

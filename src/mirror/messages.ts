@@ -1,9 +1,4 @@
-/**
- * What the relay and the mirror engine say to each other (docs/DESIGN.md "Off the relay path"). The engine
- * runs in a Worker, so every message is structured-cloneable data: request bytes and response chunks
- * cross as transferred buffers, never as objects with methods, and never with a credential (the relay
- * passes the engine the four identity headers only).
- */
+// What the relay and the mirror engine say to each other (docs/DESIGN.md "Off the relay path").
 import type { GuardAlert } from "../guard/guard.ts";
 import type { EngineHealth } from "./health.ts";
 import type { EventFields } from "../storage/events-log.ts";
@@ -51,7 +46,7 @@ export type CutBy = "client" | "upstream" | "behind";
 export interface EngineQueries {
   /** Health's mirror, store and guard parts, and their problems. */
   health: { arg: null; value: EngineHealth };
-  /** Tries every backlog once more and waits for writes in flight, at most `arg` ms. */
+  /** Tries every waiting commit once more and waits for writes in flight, at most `arg` ms. */
   flush: { arg: number; value: null };
   /** The mirror's counters. */
   stats: { arg: null; value: MirrorStats & { following: number } };

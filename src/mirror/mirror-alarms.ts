@@ -1,8 +1,5 @@
-/**
- * What the mirror says about its own failures (docs/DESIGN.md "Health and exit"): one stderr line when
- * writes start failing, a reminder at most once a minute, one line when they work again; the same for the
- * events log, and writer locks not released yet. What health makes of their state is health.ts.
- */
+// What the mirror says about its own failures (docs/DESIGN.md "Health and exit"): one stderr line when writes start failing, a reminder at most once a minute,
+// one line when they work again; the same for the events log, and writer locks not released yet.
 import { describe } from "../utils/describe-error.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { plural } from "../utils/plural.ts";

@@ -1,29 +1,20 @@
-/**
- * The session mirror (docs/DESIGN.md "The mirror"): writes each commit to the tree and to the shared store,
- * and tells listeners once it is written. A conversation's commits reach the tree in order, through the
- * commit writer; one that fails waits in a bounded queue (backlog.ts), retried with backoff, the later
- * commits of its conversation behind it, and what still waits at stop is saved to a spool that the next
- * start replays before it serves (docs/DESIGN.md "Health and exit"). Never throws into the client path:
- * every failure is one events-log line and a count, said on stderr (mirror-alarms.ts) and listed as a
- * health problem (health.ts).
- */
+// The session mirror (docs/DESIGN.md "The mirror"): writes each commit to the tree and to the shared store, and tells listeners once it is written.
 import { type CommitJob, placeOf } from "../protocol/commit-job.ts";
 import type { Redactor } from "../protocol/secrets.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
-import { MirrorSpool, rootSpoolDir, type SpoolPlace, tempSpoolPlace } from "../storage/mirror-spool.ts";
-import { join } from "../storage/paths.ts";
+import { MirrorSpool, rootSpoolDir, type SpoolPlace, tempSpoolPlace } from "../storage/spool.ts";
+import { join } from "node:path/posix";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import type { PgSink } from "../store/pg-sink.ts";
 import { describe } from "../utils/describe-error.ts";
 import { settlesWithin } from "../utils/within.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
-import { TreeTarget } from "../writer/tree-target.ts";
-import { Backlog } from "./backlog.ts";
+import { KeyedQueue } from "../utils/keyed-queue.ts";
 import { MirrorAlarms } from "./mirror-alarms.ts";
-import { RetentionSweeper } from "./retention.ts";
+import { type SweepResult, sweepTree } from "../storage/sweep.ts";
 import { SessionBindings } from "./session-bindings.ts";
 import { BindingFiles } from "../storage/binding-files.ts";
 
@@ -117,9 +108,10 @@ export class Mirror {
   readonly writer: CommitWriter<Cursor, AppendResult>;
   private readonly spool: MirrorSpool;
   /** Commits of the tree waiting for a write to succeed, per conversation. */
-  readonly backlog: Backlog<CommitJob>;
+  readonly queue: KeyedQueue<CommitJob>;
+  /** Each job as its session's binding judged it (a retried write is not judged twice). */
+  private readonly judged = new WeakMap<CommitJob, CommitJob>();
   /** The drain running for each conversation (one at a time keeps its commits in order). */
-  private readonly draining = new Map<string, Promise<void>>();
   /** Spool files replayed at start whose commits are not all written yet. */
   private spoolFiles: string[] = [];
   private readonly pending = new Set<Promise<void>>();
@@ -134,7 +126,6 @@ export class Mirror {
 
   constructor(readonly options: MirrorOptions) {
     const { fs, root, clock } = options;
-    const tree = (this.tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true));
     this.events = new EventsLog(fs, root, clock, {
       failed: (error) => this.alarms.eventsLogFailed(error),
       written: () => this.alarms.eventsLogWritten(),
@@ -156,17 +147,30 @@ export class Mirror {
         allReleased: () => this.alarms.locksReleased(),
       },
     });
+    const tree = (this.tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true, {
+      locks: this.locks,
+      repaired: (torn) => {
+        this.stats.repaired++;
+        this.log("repair", { dir: this.relative(torn.dir), moved: torn.file, bytes: torn.bytes });
+      },
+    }));
     const underRoot = rootSpoolDir(root);
     this.spool = new MirrorSpool(fs, [{ dir: underRoot, ensure: () => tree.ensureDir(underRoot) }, options.tempSpool ?? tempSpoolPlace(fs, root)], self);
-    const target = new TreeTarget(tree, this.locks, (torn) => {
-      this.stats.repaired++;
-      this.log("repair", { dir: this.relative(torn.dir), moved: torn.file, bytes: torn.bytes });
-    });
-    this.writer = new CommitWriter(target, options.includeThinking, options.maxSessions, options.redactor);
-    const backlog = (this.backlog = new Backlog<CommitJob>(options.maxQueued ?? 1000, clock));
+    this.writer = new CommitWriter(tree, options.includeThinking, options.maxSessions, options.redactor);
+    const queue = (this.queue = new KeyedQueue<CommitJob>((key, jobs) => this.writeSome(key, jobs), options.maxQueued ?? 1000, clock, {
+      dropped: (key, n) => {
+        this.stats.dropped += n;
+        this.log("drop", { dir: key, dropped: this.stats.dropped });
+      },
+      failed: (key, error, attempt) => {
+        this.fail("append", error, { dir: key, queued: this.queue.waiting(key), attempt });
+        this.alarms.writeFailed(join(this.options.root, key), error, this.queue.size);
+      },
+      empty: () => void this.track(this.allWritten()),
+    }));
     const stats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0 };
-    // `queued` is read from the backlog itself, so the count can never drift from what waits.
-    const queued = { get: () => backlog.size, enumerable: true };
+    // `queued` is read from the queue itself, so the count can never drift from what waits.
+    const queued = { get: () => queue.size, enumerable: true };
     this.stats = Object.defineProperty({ ...stats, replayed: 0, gaveUp: 0, truncated: 0, borrowed: 0 }, "queued", queued) as MirrorStats;
     this.bindings = options.bindingKey == null ? null : new SessionBindings(new BindingFiles(fs, root), options.bindingKey, {
       log: (action, fields) => this.log(action, fields),
@@ -187,22 +191,38 @@ export class Mirror {
     this.committed.push(listener);
   }
 
-  /**
-   * Writes one response's records to the tree (after any that wait for an earlier failure) and to the
-   * store, once its session's owner is judged (a borrowed session id gets a session of its own); never rejects.
-   */
+  /** Queues one response's commit on its session (judged there first, when sessions are bound); never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
-    if (this.bindings === null) return this.write(job);
-    return this.track(this.bindings.resolve(job).then((bound) => this.write(bound)));
+    return this.track(this.queue.push(job.sessionDir, job));
   }
 
-  /** Hands a judged commit to the tree, then (never before the tree's write, which it must not delay) to the store's queue; then tells the listeners. */
-  private write(job: CommitJob): Promise<void> {
-    const tree = this.options.files === false ? Promise.resolve() : this.track(this.drain(placeOf(job.route, job.sessionDir, job.agentDir).key, job));
-    const store = this.options.store;
-    return tree.then(() => store === null ? undefined : this.track(store.commit(job))).then(() => {
+  /**
+   * The one step of the queue for a session: judges its oldest commits, writes the leading run of one conversation in one append
+   * (docs/DESIGN.md "Writes": at most BATCH_MAX) and only then hands them to the store's spool; resolves with how many it took.
+   */
+  private async writeSome(key: string, jobs: readonly CommitJob[]): Promise<number> {
+    const batch: CommitJob[] = [];
+    let conversation: string | null = null;
+    for (const job of jobs.slice(0, BATCH_MAX)) {
+      const bound = await this.bound(job);
+      const place = placeOf(bound.route, bound.sessionDir, bound.agentDir).key;
+      if (bound.sessionDir !== key) {
+        if (batch.length > 0) break;
+        this.judged.set(bound, bound);
+        void this.track(this.queue.push(bound.sessionDir, bound)); // a borrowed id: a session of its own, in its own turn
+        return 1;
+      }
+      if ((conversation ??= place) !== place) break;
+      batch.push(bound);
+    }
+    if (this.options.files !== false) {
+      const written = await this.writer.writeAll(batch);
+      if (written.done !== null) this.written(batch.at(-1)!, written.records, written.done, batch.length);
+    }
+    for (const job of batch) {
+      if (this.options.store !== null) void this.track(this.options.store.commit(job));
       for (const listener of this.committed) {
         try {
           listener(job);
@@ -210,7 +230,15 @@ export class Mirror {
           this.fail("listener", error);
         }
       }
-    });
+    }
+    return batch.length;
+  }
+
+  private async bound(job: CommitJob): Promise<CommitJob> {
+    if (this.bindings === null) return job;
+    let bound = this.judged.get(job);
+    if (bound === undefined) this.judged.set(job, bound = await this.bindings.resolve(job));
+    return bound;
   }
 
   /**
@@ -233,50 +261,11 @@ export class Mirror {
     }
     if (found.files.length === 0) return { commits: 0, files: [], waiting: 0 };
     this.spoolFiles = found.files;
-    for (const job of found.jobs) await this.track(this.drain(placeOf(job.route, job.sessionDir, job.agentDir).key, job));
+    await Promise.all(found.jobs.map((job) => this.track(this.queue.push(job.sessionDir, job))));
     this.stats.replayed += found.jobs.length;
-    this.log("replay", { commits: found.jobs.length, files: found.files.length, waiting: this.backlog.size });
-    if (this.backlog.size === 0) await this.allWritten();
-    return { commits: found.jobs.length, files: found.files, waiting: this.backlog.size };
-  }
-
-  /**
-   * Writes a conversation's waiting commits in order, then `job`; on failure keeps what is left (bounded)
-   * and retries later. One drain at a time per conversation.
-   */
-  private drain(key: string, job: CommitJob | null): Promise<void> {
-    if (job !== null) {
-      const dropped = this.backlog.push(key, job);
-      if (dropped > 0) {
-        this.stats.dropped += dropped;
-        this.log("drop", { dir: key, dropped: this.stats.dropped });
-      }
-    }
-    const run = (this.draining.get(key) ?? Promise.resolve()).then(() => this.drainNow(key));
-    const settled = run.then(() => undefined, () => undefined);
-    this.draining.set(key, settled);
-    void settled.then(() => {
-      if (this.draining.get(key) === settled) this.draining.delete(key);
-    });
-    return run;
-  }
-
-  /** The drain itself (see drain). */
-  private async drainNow(key: string): Promise<void> {
-    // What waited while a write was in flight goes in one append and one fsync (docs/DESIGN.md "Writes").
-    for (let batch = this.backlog.firstOf(key, BATCH_MAX); batch.length > 0; batch = this.backlog.firstOf(key, BATCH_MAX)) {
-      try {
-        const written = await this.writer.writeAll(batch);
-        if (written.done !== null) this.written(batch.at(-1)!, written.records, written.done, batch.length);
-      } catch (error) {
-        this.fail("append", error, { dir: key, queued: this.backlog.waiting(key), attempt: this.backlog.attempts(key) + 1 });
-        this.alarms.writeFailed(join(this.options.root, key), error, this.backlog.size);
-        this.backlog.retryLater(key, () => void this.track(this.drain(key, null)));
-        return;
-      }
-      this.backlog.done(key, batch.length);
-    }
-    if (this.backlog.size === 0) await this.allWritten();
+    this.log("replay", { commits: found.jobs.length, files: found.files.length, waiting: this.queue.size });
+    if (this.queue.size === 0) await this.allWritten();
+    return { commits: found.jobs.length, files: found.files, waiting: this.queue.size };
   }
 
   /** Nothing waits any more: say so, and let go of replayed spool files. */
@@ -340,11 +329,17 @@ export class Mirror {
     void this.events.log(action, fields);
   }
 
-  /** Tries every backlog once more, then waits for writes in flight and the events log, at most `boundMs`. */
+  /** Tries every waiting commit once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
-    for (const key of this.backlog.keys()) void this.track(this.drain(key, null));
+    void this.track(this.queue.flush());
     const store = this.options.store?.flush(boundMs);
-    await settlesWithin(Promise.all([...this.pending, this.sweeper.settled(), store]).then(() => this.events.flush()), boundMs);
+    const settled = async () => {
+      // A write may queue another (a borrowed id's commit goes to its own session): wait until none is left in flight.
+      for (let rounds = 0; this.pending.size > 0 && rounds < 100; rounds++) await Promise.all([...this.pending]);
+      await Promise.all([this.sweeper.settled(), store]);
+      await this.events.flush();
+    };
+    await settlesWithin(settled(), boundMs);
   }
 
   /**
@@ -363,12 +358,10 @@ export class Mirror {
 
   /** Stops retrying and saves what still waits, so the next start writes it. */
   private async saveUnwritten(): Promise<Unwritten> {
-    this.backlog.stopTimers();
-    const left = this.backlog.all();
+    const left = this.queue.stop();
     if (left.length === 0) return { kind: "none" };
     try {
       const path = await this.spool.save(left);
-      this.backlog.clear();
       // Those files' commits are in the new file now.
       await this.spool.remove(this.spoolFiles).catch((error) => this.fail("spool", error));
       this.log("unwritten", { commits: left.length, saved: true });
@@ -382,5 +375,38 @@ export class Mirror {
   /** A directory relative to the root, for the events log. */
   private relative(dir: string): string {
     return dir.startsWith(this.options.root) ? dir.slice(this.options.root.length).replace(/^\/+/, "") : dir;
+  }
+}
+
+// The retention sweep (docs/DESIGN.md "The mirror"): lazily, at most once a minute while traffic flows, never two at once.
+const SWEEP_EVERY_MS = 60_000;
+
+/** Throttles the sweep of one root. */
+export class RetentionSweeper {
+  private last = Number.NEGATIVE_INFINITY;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly fs: FsAdapter,
+    private readonly root: string,
+    private readonly days: number,
+    private readonly clock: () => number,
+    private readonly done: (result: SweepResult) => void,
+    private readonly failed: (error: unknown) => void,
+  ) {}
+
+  /** Starts a sweep if retention is on, none runs, and a minute passed since the last one. */
+  maybe(): void {
+    const now = this.clock();
+    if (this.days === 0 || this.running !== null || now - this.last < SWEEP_EVERY_MS) return;
+    this.last = now;
+    this.running = sweepTree(this.fs, this.root, now - this.days * 86_400_000)
+      .then(this.done, this.failed)
+      .finally(() => (this.running = null));
+  }
+
+  /** Resolves when the sweep in progress (if any) is done. */
+  settled(): Promise<void> {
+    return this.running ?? Promise.resolve();
   }
 }

@@ -1,27 +1,14 @@
-/**
- * The engine's view of one request (docs/DESIGN.md "Off the relay path"): its prepared request, the
- * response stream folded into the assistant message, and the one commit handed to the mirror as soon as
- * the message is whole (docs/DESIGN.md "Writes") or the stream is cut. Its state is one explicit machine,
- * so every message the relay sends has one meaning in every state:
- *
- *     waiting ──body──▶ ready ──whole/end/cut──▶ committed
- *        │                │
- *        └── skipped ◀────┘ (request unreadable, side request off, answer not 2xx or too large)
- *
- * What happens before the request is read (the message became whole, the stream ended) waits for it, in
- * order. Everything here may throw; the engine contains it (one failure, counted, and the response unmirrored).
- * A streamed answer is read by the reader its framing needs: server-sent events (Anthropic, Vertex) or AWS's
- * event stream (Bedrock, docs/DESIGN.md "Bedrock's event stream"), whose broken frame ends the reading like
- * a cut stream.
- */
+// The engine's view of one request (docs/DESIGN.md "Off the relay path"): its prepared request, the response stream folded into the assistant message, and the
+// one commit handed to the mirror as soon as the message is whole (docs/DESIGN.md "Writes") or the stream is cut.
 import type { Answer, CommitJob } from "../protocol/commit-job.ts";
 import { isObject, type Json } from "../protocol/json.ts";
-import type { IdentityHeaders } from "../protocol/session-id.ts";
 import { type AnswerReader, EventStreamReader } from "../protocol/providers/eventstream-reader.ts";
 import type { Framing } from "../protocol/providers/recognise.ts";
 import { type AssistantMessage, messageFromJson, SseMessageReader } from "../protocol/sse-accumulator.ts";
 import type { CutBy } from "./messages.ts";
-import { isSkip, type Prepared, type Skip } from "./request-prep.ts";
+import { classify, readEnvironment, readUserAgent } from "../protocol/classify.ts";
+import { readRequest, UnreadableRequest } from "../protocol/lineage.ts";
+import { claimsTag, dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
 
 /** What a follower reports to. */
 export interface FollowerSink {
@@ -204,4 +191,73 @@ export class ResponseFollower {
     const model = this.pathModel ?? bodyModel;
     return model === null ? message : { ...message, model };
   }
+}
+
+// The request half of a commit (docs/DESIGN.md "Request side"): who sent it, where it goes, its messages with their identities.
+/** Fields of a read request that a commit needs, and the model the body names (null: none, as on Vertex and Bedrock). */
+export type Prepared = Omit<CommitJob, "requestTimestamp" | "answer" | "kind"> & { model: string | null };
+
+/** Why a request is not mirrored, for the events log. */
+export interface Skip {
+  reason: string;
+  fields?: Record<string, string | number | boolean | null>;
+}
+
+/** What preparing needs besides the request. */
+export interface PrepOptions {
+  /** The tap's own version: the records' `version` when the user agent names no client version. */
+  version: string;
+  sideRequests: boolean;
+  /** The root's secret fingerprints are made under (null: sessions are not bound). */
+  bindingKey?: string | null;
+}
+
+/** Reads a request body into what its commit needs, or says why it is not mirrored. */
+export function prepareRequest(identity: IdentityHeaders, bytes: Uint8Array, options: PrepOptions): Prepared | Skip {
+  let read;
+  try {
+    read = readRequest(bytes);
+  } catch (error) {
+    if (error instanceof UnreadableRequest) return { reason: error.message, fields: { bytes: bytes.byteLength } };
+    throw error;
+  }
+  const { rest, toolCount, messages } = read;
+  const ids = resolveIdentity(identity, rest);
+  const { route, compaction } = classify({
+    agentId: ids.agentId,
+    claudeCode: ids.claudeCode,
+    toolCount,
+    structuredOutput: isObject(rest.output_config) && rest.output_config.format !== undefined && rest.output_config.format !== null,
+    maxTokens: typeof rest.max_tokens === "number" ? rest.max_tokens : null,
+    system: rest.system,
+    messages,
+  });
+  if (route === "side" && !options.sideRequests) return { reason: "side request (SESSIONTAP_SIDE_REQUESTS=off)" };
+  const env = readEnvironment(rest.system, messages);
+  const agent = readUserAgent(identity.userAgent);
+  const key = options.bindingKey ?? null;
+  return {
+    ...(key === null ? {} : { owner: { credential: identity.credential ?? null, claims: claimsTag(rest, key) } }),
+    route,
+    compaction,
+    sessionDir: dirName(ids.sessionId),
+    agentDir: ids.agentId === null ? null : dirName(ids.agentId),
+    messages,
+    model: typeof rest.model === "string" ? rest.model : null,
+    base: {
+      sessionId: ids.sessionId,
+      cwd: env.cwd,
+      gitBranch: env.gitBranch,
+      entrypoint: env.entrypoint ?? agent.entrypoint ?? "sessiontap",
+      version: agent.version ?? options.version,
+      isSidechain: route !== "main",
+      agentId: ids.agentId,
+      parentAgentId: ids.parentAgentId,
+    },
+  };
+}
+
+/** True when preparing said why the request is not mirrored. */
+export function isSkip(p: Prepared | Skip): p is Skip {
+  return "reason" in p;
 }

@@ -1,11 +1,5 @@
-/**
- * Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): its
- * first mirrored request binds it to the fingerprint of its credential and to its working directory
- * (binding-files.ts keeps that, fingerprints only); a later request carrying the same session id from
- * another credential or directory is someone else's, and is mirrored as a session of its own
- * (`<id>-from-<8 hex>`), said on stderr and in the events log — never a branch of this one, so a borrowed
- * id cannot change what `restore` brings back. Jobs of one session are judged in order.
- */
+// Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): its first mirrored request binds it to the fingerprint of
+// its credential and to its working directory (binding-files.ts keeps that, fingerprints only); a later request carrying the same session id from…
 import type { CommitJob } from "../protocol/commit-job.ts";
 import { dirName, judgeBinding, ownerName, type SessionBinding } from "../protocol/session-id.ts";
 import type { BindingFiles } from "../storage/binding-files.ts";
@@ -22,7 +16,6 @@ export interface BindingSink {
 /** The bindings of one mirror root. */
 export class SessionBindings {
   private readonly known = new Map<string, SessionBinding>();
-  private readonly chains = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly files: BindingFiles,
@@ -35,16 +28,9 @@ export class SessionBindings {
   /** The job as it is to be written: its session's own, or given a session of its own. Never rejects. */
   resolve(job: CommitJob): Promise<CommitJob> {
     if (job.base.sessionId === null || job.owner === undefined) return Promise.resolve(job);
-    const dir = job.sessionDir;
-    const run = (this.chains.get(dir) ?? Promise.resolve()).then(() => this.judge(job));
-    const tail = run.then(() => undefined, () => undefined);
-    this.chains.set(dir, tail);
-    void tail.then(() => {
-      if (this.chains.get(dir) === tail) this.chains.delete(dir);
-    });
     // A binding that cannot be read or kept is counted and said; the commit is written as it came, never lost.
-    return run.catch((error) => {
-      this.sink.fail("binding", error, { dir });
+    return this.judge(job).catch((error) => {
+      this.sink.fail("binding", error, { dir: job.sessionDir });
       return job;
     });
   }

@@ -1,11 +1,5 @@
-/**
- * Requests forwarded and not mirrored, by path shape and reason (docs/DESIGN.md "Nothing forwarded unseen"):
- * a POST whose body looks like a conversation on a path the tap does not mirror, and a request the tap
- * refused to forward. They are the user's traffic working as it should, so health stays `ok` for them, but
- * they are never invisible: counted here (health's `mirror.notMirrored`, which doctor and the viewer name),
- * and one events-log line the first time a shape is seen (a refusal: every time, since each is a request
- * the client saw fail).
- */
+// Requests forwarded and not mirrored, by path shape and reason (docs/DESIGN.md "Nothing forwarded unseen"): a POST whose body looks like a conversation on a
+// path the tap does not mirror, and a request the tap refused to forward.
 import type { EventFields } from "../storage/events-log.ts";
 import type { BodyCopy } from "./messages.ts";
 import { looksLikeConversation } from "../protocol/providers/recognise.ts";

@@ -7,8 +7,7 @@ import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, Na
 import { createSecureContext, type SecureContext } from "node:tls";
 import { ProxyStartError } from "../config/proxy-settings.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { ensurePrivateDir } from "../storage/private-dir.ts";
-import { currentUid, untrusted } from "../storage/trusted-path.ts";
+import { currentUid, ensurePrivateDir, untrusted } from "../storage/trusted-path.ts";
 
 // Bun ran reflect-metadata and tsyringe (both CommonJS) in an order of its own; a dynamic import starts after this
 // module's body, so after the polyfill (docs/RUNTIMES.md "The forward proxy").

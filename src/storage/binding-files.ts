@@ -1,16 +1,11 @@
-/**
- * Where the mirror keeps who each session belongs to (docs/DESIGN.md "Who a session belongs to"): the
- * root's own secret, `<root>/.binding-key` (32 random bytes, made once, 0600, never printed), under which
- * credentials are fingerprinted, and one small file per session, `<root>/.bindings/<session dir>.json`,
- * holding fingerprints only. Both are the tap's own names (a dot name: no session id can reach them), made
- * and read only through trusted paths, so another user can neither read the secret nor plant a binding.
- */
+// Where the mirror keeps who each session belongs to (docs/DESIGN.md "Who a session belongs to"): the root's own secret, `<root>/.binding-key` (32 random
+// bytes, made once, 0600, never printed), under which credentials are fingerprinted, and one small file per session, `<root>/.bindings/<session…
 import { randomBytes } from "node:crypto";
 import type { SessionBinding } from "../protocol/session-id.ts";
 import { Redactor } from "../protocol/secrets.ts";
 import type { FsAdapter } from "./fs-adapter.ts";
-import { writerTag } from "./leftovers.ts";
-import { join } from "./paths.ts";
+import { writerTag } from "./process-identity.ts";
+import { join } from "node:path/posix";
 import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
 
 /** The secret's file under the root. */

@@ -1,14 +1,10 @@
-/**
- * One live writer per conversation directory across processes (docs/RELIABILITY.md "One live writer per conversation"):
- * a lock file created exclusively under `<root>/.locks/`, naming its owner by pid and process start time
- * so a lock left by a dead process (or by a recycled pid) can be proven stale and taken over. A lock that
- * names this very instance, and that no write of it holds, is its own to reuse or remove: a release that
- * failed (out of descriptors) is retried, and never leaves the tap waiting for itself.
- */
+// One live writer per session directory across processes (docs/RELIABILITY.md "One live writer per conversation"): a lock file under
+// `<root>/.locks/` names its owner by pid and start time, so a dead owner's lock is proven stale; a lock of this very instance is its own.
 import { createHash, randomUUID } from "node:crypto";
 import { type FsAdapter, readIfThere, removeIfThere } from "./fs-adapter.ts";
 import { ensureTrustedDir } from "./trusted-path.ts";
-import { join } from "./paths.ts";
+import { join } from "node:path/posix";
+import { Retry } from "../utils/keyed-queue.ts";
 
 /** Who holds a lock. */
 export interface LockOwner {
@@ -39,9 +35,6 @@ export interface LockReport {
   allReleased(): void;
 }
 
-/** Longest pause between two retries of a release that failed. */
-const RETRY_MAX_MS = 5_000;
-
 /** The lock is held by another live writer beyond the wait. */
 export class LockBusyError extends Error {
   override name = "LockBusyError";
@@ -60,8 +53,7 @@ export class DirLocks {
   private readonly busy = new Set<string>();
   /** Files of this instance that could not be removed, retried: a lock (its directory, and the text that says it is ours), or the aside name a lock was made under. */
   private readonly unreleased = new Map<string, { dir: string; owner: string } | null>();
-  private retryTimer: ReturnType<typeof setTimeout> | null = null;
-  private retryDelay = 250;
+  private readonly retry = new Retry(250, 5_000);
 
   constructor(
     private readonly fs: FsAdapter,
@@ -111,8 +103,7 @@ export class DirLocks {
 
   /** Stops retrying releases after one last try (at shutdown). */
   async stop(): Promise<void> {
-    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
+    this.retry.cancel();
     await this.retryReleases(false);
   }
 
@@ -171,13 +162,13 @@ export class DirLocks {
         this.options.report?.releaseFailed(lock?.dir ?? path, error, this.unreleased.size);
       }
     }
-    if (again && this.unreleased.size > 0) this.schedule();
+    if (again && this.unreleased.size > 0) this.retry.later(() => void this.retryReleases());
   }
 
   /** A file of ours is gone: no longer waiting; says so when it was the last. */
   private forget(path: string): void {
     if (!this.unreleased.delete(path) || this.unreleased.size > 0) return;
-    this.retryDelay = 250;
+    this.retry.reset();
     this.options.report?.allReleased();
   }
 
@@ -185,17 +176,7 @@ export class DirLocks {
   private failed(path: string, lock: { dir: string; owner: string } | null, error: unknown): void {
     this.unreleased.set(path, lock);
     this.options.report?.releaseFailed(lock?.dir ?? path, error, this.unreleased.size);
-    this.schedule();
-  }
-
-  /** The next retry, backing off up to RETRY_MAX_MS. */
-  private schedule(): void {
-    if (this.retryTimer !== null) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      void this.retryReleases();
-    }, this.retryDelay);
-    this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
+    this.retry.later(() => void this.retryReleases());
   }
 
   /**

@@ -3,8 +3,8 @@
  * and counts — never content, never credentials. Rotated once at 5 MiB to `session-mirror-events.1.jsonl`.
  */
 import type { FsAdapter } from "./fs-adapter.ts";
-import { checkTrusted } from "./trusted-path.ts";
-import { DIR_MODE, join } from "./paths.ts";
+import { join } from "node:path/posix";
+import { checkTrusted, DIR_MODE } from "./trusted-path.ts";
 
 /** The events log's file name, directly under the root. */
 export const EVENTS_FILE = "session-mirror-events.jsonl";

@@ -1,13 +1,6 @@
-/**
- * The filesystem adapter: the only module that touches `node:fs`. Small on purpose (Hono's adapter
- * style), so tests can wrap any call to inject faults, and so it works on Bun, Deno and inside the
- * compiled binary (docs/RUNTIMES.md "Compiling").
- */
+// The filesystem adapter: the only module that touches `node:fs`.
 import { constants, promises as fsp, watch } from "node:fs";
 import process from "node:process";
-import { type WritableFile, writeWhole } from "./whole-write.ts";
-
-export { ShortWriteError } from "./whole-write.ts";
 
 /**
  * Opens never follow a final symlink where the platform can say so; Windows has no O_NOFOLLOW, and there
@@ -315,3 +308,57 @@ export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
 
 /** The adapter over the real filesystem. */
 export const nodeFs: FsAdapter = createNodeFs();
+
+// Writing whole (docs/DESIGN.md "Writes"): a filling disk takes part of a write and says so only by the count (Bun, Node), or the
+// runtime throws after writing part (Deno); either way the write goes on until every byte is taken, or fails leaving no part behind.
+/** What writing whole needs of an open file. */
+export interface WritableFile {
+  /** One write of what it can of `bytes`; resolves with how many bytes that was. */
+  write(bytes: Uint8Array): Promise<number>;
+  size(): Promise<number>;
+  truncate(size: number): Promise<void>;
+  datasync(): Promise<void>;
+}
+
+/**
+ * A write that stopped part-way: the kernel took some of the bytes, then nothing more (a disk that filled
+ * up). The part that reached the file has been cut back off, or the file removed when the write made it.
+ */
+export class ShortWriteError extends Error {
+  override name = "ShortWriteError";
+  /** The next write's own error code (ENOSPC), or EIO when it wrote nothing and said nothing. */
+  readonly code: string;
+
+  constructor(path: string, written: number, total: number, cause: unknown) {
+    const code = (cause as { code?: unknown } | null)?.code;
+    const why = cause === null ? "the next write wrote nothing" : String((cause as Error).message ?? cause).replace(/^[A-Z]+: /, "");
+    super(`${typeof code === "string" ? code : "EIO"}: wrote ${written} of ${total} bytes to ${path} (${why})`);
+    this.code = typeof code === "string" ? code : "EIO";
+  }
+}
+
+/**
+ * Writes all of `data` to `file`, one write after another until every byte is taken, and fsyncs when
+ * asked. A write that stops part-way is a ShortWriteError, and what it appended is cut back off — unless
+ * more is there than it could have written (another process appended meanwhile; the next catch-up moves
+ * the torn line aside). `created`: the file is new and this write's alone (the caller removes it).
+ */
+export async function writeWhole(file: WritableFile, path: string, data: string, sync: boolean, created: boolean): Promise<void> {
+  const bytes = new TextEncoder().encode(data);
+  const before = created ? 0 : await file.size();
+  let done = 0;
+  try {
+    while (done < bytes.length) {
+      const wrote = await file.write(bytes.subarray(done));
+      if (!(wrote > 0)) throw new ShortWriteError(path, done, bytes.length, null);
+      done += wrote;
+    }
+  } catch (error) {
+    // Deno's write throws after writing part, so the file's size says what reached it.
+    const reached = await file.size().then((size) => size - before, () => done);
+    if (!created && reached > 0 && reached <= bytes.length) await file.truncate(before).catch(() => undefined);
+    if (error instanceof ShortWriteError || reached <= 0) throw error;
+    throw new ShortWriteError(path, reached, bytes.length, error);
+  }
+  if (sync) await file.datasync();
+}

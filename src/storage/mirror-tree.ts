@@ -1,22 +1,19 @@
-/**
- * The mirror tree (docs/DESIGN.md "The mirror"): the one resolver from a conversation directory to its files.
- * Before anything is written it makes sure every directory on the way is a real directory under the
- * root (never a symlink), reads what other writers appended since it last looked, and repairs a torn
- * final line by moving it aside into a `.torn` file. New files are published without overwrite (written
- * aside, then linked into place).
- */
+// The mirror tree (docs/DESIGN.md "The mirror"), the tap's write target for files: a conversation is a directory below the root, reached
+// through trusted directories only, written under its session's lock; torn final lines are moved aside, new files published without overwrite.
 import { randomUUID } from "node:crypto";
-import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
-import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
-import { removeLeftovers, writerTag } from "./leftovers.ts";
-import { join } from "./paths.ts";
+import { join } from "node:path/posix";
+import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts";
+import type { Json } from "../protocol/json.ts";
 import { parseJsonl } from "../protocol/json.ts";
+import type { DirLocks } from "./dir-lock.ts";
+import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
+import { removeLeftovers, writerTag } from "./process-identity.ts";
+import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
 
 export { UnsafePathError };
 
 const NEWLINE = 0x0a;
 
-/** What one append did. */
 export interface AppendResult {
   path: string;
   bytes: number;
@@ -27,12 +24,23 @@ export interface AppendResult {
 /** How far a directory's files have been read: file name → bytes applied. */
 export type Cursor = Map<string, number>;
 
-/** Records found since the cursor, in file order. */
 export interface CatchUp {
   records: Record<string, unknown>[];
   malformedLines: number;
   /** Torn final lines moved aside: the `.torn` file and the bytes moved. */
   repaired: { file: string; bytes: number }[];
+}
+
+/** A directory holds records of another session or agent: nothing is written to it. */
+export class IdentityError extends Error {
+  override name = "IdentityError";
+  readonly code = "EIDENTITY";
+}
+
+/** What writing needs besides the files: the sessions' locks, and who hears of a torn line moved aside. */
+export interface TreeWriting {
+  locks: DirLocks;
+  repaired(repair: { dir: string; file: string; bytes: number }): void;
 }
 
 /** A rotation file name from a time: ISO-8601 with `:` made `-`, so names sort by time. */
@@ -43,8 +51,9 @@ export function rotationName(ms: number, attempt = 0): string {
 
 /** The mirror tree under one root. */
 export class MirrorTree {
-  /** This process as it names its staging files. */
   private writer: Promise<string> | null = null;
+  /** `.staging` was made and checked (it is made again if it vanished). */
+  private staging = false;
 
   constructor(
     private readonly fs: FsAdapter,
@@ -52,6 +61,7 @@ export class MirrorTree {
     private readonly maxBytes: number,
     private readonly clock: () => number,
     private readonly sync = true,
+    private readonly writing: TreeWriting | null = null,
   ) {}
 
   /** Removes the staging files of writers that are provably gone (killed mid-publish); returns how many. */
@@ -68,41 +78,66 @@ export class MirrorTree {
     return entries.filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
   }
 
-  /** True when something (a directory, it is hoped: catching up checks) is at `dir`. */
-  async has(dir: string): Promise<boolean> {
-    return (await this.fs.lstat(dir)) !== null;
-  }
-
-  /**
-   * Makes `dir` (below the root) exist as real directories all the way down, 0700. Throws
-   * UnsafePathError when a component, the root included, is a symlink, not a directory, another user's or
-   * writable by others (trusted-path.ts): writes never leave the root, nor go where a neighbour can reach.
-   */
+  /** Makes `dir` (below the root) exist as trusted directories all the way down (trusted-path.ts): writes never leave the root. */
   async ensureDir(dir: string): Promise<void> {
     if (!dir.startsWith(this.root + "/")) throw new UnsafePathError(`${dir} is not under the mirror root`);
     await ensureTrustedDir(this.fs, this.root, dir);
   }
 
+  newCursor(): Cursor {
+    return new Map();
+  }
+
+  /** Runs `body` holding the session's lock: one lock covers its main, side and subagent conversations, so a side write reads the main one under it. */
+  async locked<T>(place: ConversationPlace, _main: ConversationPlace | null, body: (io: TreeIo) => Promise<T>): Promise<T> {
+    if (this.writing === null) throw new Error("this tree was not made for writing");
+    const { locks, repaired } = this.writing;
+    await this.ensureDir(join(this.root, place.key));
+    const release = await locks.acquire(join(this.root, place.sessionDir));
+    try {
+      return await body({
+        catchUp: async (of, cursor, owner) => {
+          const dir = join(this.root, of.key);
+          const next = new Map(cursor);
+          const found = await this.catchUp(dir, next);
+          for (const torn of found.repaired) repaired({ dir, ...torn });
+          for (const r of found.records as Json[]) {
+            if ((r.sessionId ?? null) !== owner.sessionId) {
+              throw new IdentityError(`${dir} holds records of another session (${JSON.stringify(r.sessionId ?? null).slice(0, 80)}); nothing was written`);
+            }
+            if (owner.agentId !== null && (r.agentId ?? null) !== owner.agentId) {
+              throw new IdentityError(`${dir} holds records of another agent; nothing was written`);
+            }
+          }
+          return { records: found.records as Json[], cursor: next };
+        },
+        append: async (of, records, cursor) => {
+          const next = new Map(cursor);
+          const done = await this.append(join(this.root, of.key), records.map((r) => JSON.stringify(r) + "\n").join(""), next);
+          return { cursor: next, uncertain: false, done };
+        },
+      });
+    } finally {
+      await release();
+    }
+  }
+
   /**
-   * Reads what was appended to `dir` since `cursor` (by anyone), advancing it. A final line without its
-   * newline (a writer killed mid-append) is moved aside into `<file>.torn` and cut off, so the next
-   * append starts on a clean line; call it holding the directory's writer lock.
+   * Reads what was appended to `dir` since `cursor` (by anyone), advancing it. A final line without its newline (a writer killed
+   * mid-append) is moved aside into `<file>.torn` and cut off, so the next append starts on a clean line; call it holding the lock.
    */
   async catchUp(dir: string, cursor: Cursor): Promise<CatchUp> {
     const out: CatchUp = { records: [], malformedLines: 0, repaired: [] };
     for (const name of await this.fileNames(dir)) {
       const path = join(dir, name);
-      const from = cursor.get(name) ?? 0;
       const info = await this.fs.lstat(path);
       if (info === null) continue;
       // A file another user planted (or left open to others) is never read into the lineage nor appended to.
       checkTrusted(path, info, "file");
-      if (info.size < from) cursor.set(name, 0); // replaced or cut by someone else: read it again
+      if (info.size < (cursor.get(name) ?? 0)) cursor.set(name, 0); // replaced or cut by someone else: read it again
       const start = cursor.get(name) ?? 0;
-      if (info.size === start) {
-        cursor.set(name, start);
-        continue;
-      }
+      cursor.set(name, start);
+      if (info.size === start) continue;
       const bytes = await this.fs.readRange(path, start);
       const end = bytes.lastIndexOf(NEWLINE) + 1;
       if (end < bytes.length) {
@@ -132,9 +167,8 @@ export class MirrorTree {
         cursor.set(newest, size + bytes);
         return { path, bytes, rotated: false, created: false };
       }
-      // The file went since the catch-up (the retention sweep removes an idle session's old file): the
-      // records go into a new file, never into one made afresh under the old name, which the cursor
-      // would misread (docs/DESIGN.md "The mirror").
+      // The sweep removed an idle session's old file: the records go into a new file, never one made afresh under the old name, which
+      // the cursor would misread.
       cursor.delete(newest);
     }
     const name = await this.publish(dir, text);
@@ -145,17 +179,23 @@ export class MirrorTree {
   /** Writes a new rotation file aside, then links it into place under a name nobody has taken. */
   private async publish(dir: string, text: string): Promise<string> {
     const staging = join(this.root, ".staging");
-    await this.ensureDir(staging); // written aside there first: it must be ours as much as the target
-    // Named after this process, so a start after a kill can prove it stale (leftovers.ts).
     this.writer ??= writerTag(this.fs);
     const aside = join(staging, `${await this.writer}-${randomUUID()}.part`);
-    if (!(await this.fs.createExclusive(aside, text, this.sync))) throw new Error(`staging file ${aside} exists`);
+    if (!this.staging) await this.ensureDir(staging);
+    this.staging = true;
+    let created: boolean;
+    try {
+      created = await this.fs.createExclusive(aside, text, this.sync);
+    } catch (error) {
+      this.staging = false;
+      throw error;
+    }
+    if (!created) throw new Error(`staging file ${aside} exists`);
     try {
       const now = this.clock();
       for (let attempt = 0, vanished = 0; attempt < 1000; attempt++) {
-        const name = rotationName(now, attempt);
         try {
-          if (await this.fs.link(aside, join(dir, name))) return name;
+          if (await this.fs.link(aside, join(dir, rotationName(now, attempt)))) return rotationName(now, attempt);
         } catch (error) {
           // The retention sweep prunes a directory it emptied; a writer publishing into it then makes it again.
           if (!isNotFound(error) || ++vanished > 3) throw error;
@@ -169,3 +209,8 @@ export class MirrorTree {
     }
   }
 }
+
+type TreeIo = {
+  catchUp(place: ConversationPlace, cursor: Cursor, owner: { sessionId: string | null; agentId: string | null }): Promise<{ records: Json[]; cursor: Cursor }>;
+  append(place: ConversationPlace, records: MirrorRecord[], cursor: Cursor): Promise<{ cursor: Cursor; uncertain: boolean; done: AppendResult }>;
+};

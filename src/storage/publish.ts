@@ -1,19 +1,7 @@
-/**
- * Publishing a whole file safely (restore, export --out): the bytes are written and fsynced under a
- * temporary name beside the target (0600), then put in place in one step.
- *
- * - `publishNew`: the target must not exist; a hard link puts the file in place and fails, rather than
- *   replace, when a file appeared there meanwhile.
- * - `replaceWithBackup`: the target is first given a second name `<name>.bak-<UTC timestamp>` (a hard link:
- *   the backup is the very file, nothing copied), re-checked to be the file that was judged, then
- *   replaced by a rename. Whatever a writer appends to the old file after that lands in the backup.
- * - `replaceFile`: plain atomic replace (export --out).
- *
- * Where hard links are not supported (some network and FUSE filesystems) new files fall back to an
- * exclusive create, which still never overwrites but is not atomic for readers, and backups to a copy.
- */
+// Publishing a whole file safely (restore, export --out): the bytes are written and fsynced under a temporary name beside the target (0600), then put in place
+// in one step.
 import { type EntryInfo, type FsAdapter, removeIfThere as discard } from "./fs-adapter.ts";
-import { removeLeftovers, writerTag } from "./leftovers.ts";
+import { removeLeftovers, writerTag } from "./process-identity.ts";
 
 /** What publishing did. */
 export type Published =

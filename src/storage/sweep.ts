@@ -1,13 +1,7 @@
-/**
- * Retention sweep (docs/DESIGN.md "The mirror"): removes mirror files whose mtime is older than the
- * cutoff, then prunes the directories that emptied (never a young empty one: a writer just made it).
- * Never follows a symlink, never leaves the root, and re-checks identities (device + inode) right before
- * acting: the directory it is in after listing it and before each removal, the entry itself before
- * removing it (docs/RELIABILITY.md "Hostile trees"). Without the *at() system calls node:fs lacks, a swap
- * between that last check and the removal itself cannot be excluded; every earlier swap is.
- */
+// Retention sweep (docs/DESIGN.md "The mirror"): removes mirror files whose mtime is older than the cutoff, then prunes the directories that emptied (never a
+// young empty one: a writer just made it).
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
-import { join } from "./paths.ts";
+import { join } from "node:path/posix";
 
 /** What a sweep did. */
 export interface SweepResult {

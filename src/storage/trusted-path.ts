@@ -1,16 +1,10 @@
-/**
- * What the tap may write into (docs/RELIABILITY.md "Trust boundaries"): only directories and files owned
- * by its own user, writable by nobody else, reached without following a symbolic link. Anything else in
- * the way — planted by another user of the machine while a directory was open to them, or a link — is
- * refused, never written into, so a neighbour can neither read a conversation nor redirect it.
- *
- * Cheap by construction: the checks read what the `lstat` the writer makes anyway already returned. Once
- * a directory and every directory above it pass, nobody but this user (or root) can plant or swap
- * anything inside it.
- */
+// What the tap may write into (docs/RELIABILITY.md "Trust boundaries"): only directories and files owned by its own user, writable by nobody else, reached
+// without following a symbolic link.
 import process from "node:process";
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
-import { DIR_MODE } from "./paths.ts";
+
+/** Directories the tap makes are its user's only. */
+export const DIR_MODE = 0o700;
 
 /** This process's user id, or -1 where the platform has none. */
 export function currentUid(): number {
@@ -58,4 +52,24 @@ export async function ensureTrustedDir(fs: FsAdapter, root: string, dir: string)
     if (info === null) throw new UnsafePathError(`${path} vanished while being created; nothing was written`);
     checkTrusted(path, info, "directory");
   }
+}
+
+// Outside the root (a spool under the system temp dir, the proxy's CA): created 0700, refused when a link, another user's or open to others.
+/** Creates `path` (one level: its parent must exist) or checks the one there; throws with the reason it cannot be used. */
+export async function ensurePrivateDir(fs: FsAdapter, path: string): Promise<void> {
+  let info = await fs.lstat(path);
+  if (info === null) {
+    try {
+      await fs.mkdir(path, DIR_MODE);
+    } catch (error) {
+      if ((error as { code?: string }).code !== "EEXIST") throw error;
+    }
+    info = await fs.lstat(path);
+  }
+  const refuse = (why: string) => Object.assign(new Error(`${path} ${why}; not used`), { code: "EUNSAFE" });
+  if (info === null) throw refuse("vanished while being created");
+  const why = untrusted(info, "directory");
+  if (why !== null) throw refuse(why);
+  // Stricter than the mirror tree: this directory sits where others can look, so it must not be readable either.
+  if (currentUid() >= 0 && (info.mode & 0o077) !== 0) throw refuse(`is open to other users (mode ${(info.mode & 0o777).toString(8)})`);
 }

@@ -1,17 +1,12 @@
-/**
- * Reading sessions back from the shared store (docs/DESIGN.md "The shared store") for `list`, `show`, `export` and `restore`, in the
- * same shape as the mirror tree's reader (SessionSource): a session is a `session_id` (the tree's
- * directory name), its main conversation the rows with subpath "" in seq order, each entry exactly the
- * record the tap wrote. `withSessionSource` picks the store when one is configured, else the tree.
- */
+// Reading sessions back from the shared store (docs/DESIGN.md "The shared store") for `list`, `show`, `export` and `restore`, in the same shape as the mirror
+// tree's reader (SessionSource): a session is a `session_id` (the tree's directory name), its main conversation the rows with subpath "" in seq…
 import { matchSession, type NamedSession, upgradeOlderRecord } from "../transcript/records.ts";
 import type { Config } from "../config/parse.ts";
 import { type SessionData, sessionIdOf } from "../transcript/summary.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type Lookup, MirrorReader, type SessionSource } from "../storage/mirror-reader.ts";
-import { closeStore, openStore, redactUrl, type Sql } from "./pg-client.ts";
-import { schemaVersion } from "./pg-schema.ts";
+import { closeStore, openStore, redactUrl, schemaVersion, type Sql } from "./pg-client.ts";
 
 type Rec = Record<string, unknown>;
 

@@ -1,23 +1,19 @@
-/**
- * The shared PostgreSQL store (docs/DESIGN.md "The shared store"): every commit is appended to the store's queue on disk
- * (pg-spool.ts), and one drain writes the queue to PostgreSQL in order, one transaction per commit (pg-target.ts).
- * While the store cannot be used the queue grows, a reconnect backs off, and each change of state is one events-log line
- * and, when it goes and comes back, one stderr line. Nothing here rejects, and the client never waits for any of it.
- */
+// The shared PostgreSQL store (docs/DESIGN.md "The shared store"): every commit is appended to the store's queue on disk (pg-spool.ts), and one drain writes
+// the queue to PostgreSQL in order, one transaction per commit (pg-target.ts).
 import type { EventFields } from "../storage/events-log.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { selfOwner } from "../storage/process-identity.ts";
 import { type CommitJob, placeOf } from "../protocol/commit-job.ts";
 import type { Redactor } from "../protocol/secrets.ts";
-import { bounded, closeStore, configurationProblem, isJobError, openStore, redactUrl, type Sql } from "./pg-client.ts";
+import { bounded, closeStore, configurationProblem, isJobError, migrate, openStore, redactUrl, schemaVersion, type Sql } from "./pg-client.ts";
 import { Alarm } from "../utils/alarm.ts";
-import { migrate, schemaVersion } from "./pg-schema.ts";
 import { PgSpool } from "./pg-spool.ts";
 import { PgTarget, type StoreDone } from "./pg-target.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
-import { join } from "../storage/paths.ts";
+import { join } from "node:path/posix";
 import { settlesWithin } from "../utils/within.ts";
+import { Retry } from "../utils/keyed-queue.ts";
 
 /** How the sink is set up. */
 export interface PgSinkOptions {
@@ -91,8 +87,7 @@ export class PgSink {
   private readonly counts = { commits: 0, records: 0, conflicts: 0, replayed: 0, setAside: 0, dropped: 0, errors: 0, driverErrors: 0 };
   private lastError: string | null = null;
   private schema: number | null = null;
-  private attempts = 0;
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  private readonly retry: Retry;
   /** The drain under way, and whether a commit arrived since it last looked. */
   private draining: Promise<void> | null = null;
   private again = false;
@@ -103,6 +98,7 @@ export class PgSink {
   private misconfigured: string | null = null;
 
   constructor(private readonly options: PgSinkOptions) {
+    this.retry = new Retry(options.retryMinMs ?? 250, options.retryMaxMs ?? 10_000);
     const clock = options.clock ?? Date.now;
     const stderr = options.stderr ?? (() => {});
     this.reach = new Alarm(clock, stderr);
@@ -152,7 +148,7 @@ export class PgSink {
 
   /** Starts a drain, unless one runs (it is told to look again) or a retry is due. */
   private kick(): void {
-    if (this.closed || this.timer !== null) return;
+    if (this.closed || this.retry.due) return;
     if (this.draining !== null) {
       this.again = true;
       return;
@@ -175,12 +171,11 @@ export class PgSink {
         this.spool.shift(jobs.length);
         written += jobs.length;
       }
-      this.attempts = 0;
+      this.retry.reset();
       if (late) this.back(written);
     } catch (error) {
       if (late) this.counts.replayed += written;
       if (this.closed) return;
-      this.attempts++;
       this.unavailable(error);
       this.retryLater();
     }
@@ -269,14 +264,7 @@ export class PgSink {
 
   /** The next drain, after a backoff doubling from retryMinMs to retryMaxMs (a minute for a misconfigured store). */
   private retryLater(): void {
-    const delay = this.status === "misconfigured"
-      ? CONFIG_RETRY_MS
-      : Math.min((this.options.retryMinMs ?? 250) * 2 ** (this.attempts - 1), this.options.retryMaxMs ?? 10_000);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.kick();
-    }, delay);
-    (this.timer as { unref?: () => void }).unref?.();
+    this.retry.later(() => this.kick(), this.status === "misconfigured" ? CONFIG_RETRY_MS : undefined);
   }
 
   /** Waits, at most `boundMs`, for the queue to be written; says how many commits still wait. */
@@ -308,8 +296,7 @@ export class PgSink {
   /** Stops writing and closes the connections; what is still queued is written by the next start. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.retry.cancel();
     await closeStore(this.sql, 1);
   }
 }

@@ -5,9 +5,9 @@
 import { type FsAdapter, isNotFound } from "../storage/fs-adapter.ts";
 import type { LockOwner } from "../storage/dir-lock.ts";
 import { ensureTrustedDir } from "../storage/trusted-path.ts";
-import { SpoolFiles } from "../storage/spool-files.ts";
+import { SpoolFiles } from "../storage/spool.ts";
 import type { CommitJob } from "../protocol/commit-job.ts";
-import { join } from "../storage/paths.ts";
+import { join } from "node:path/posix";
 import { jsonObject } from "../protocol/json.ts";
 
 /** What the spool reports (for the events log). */

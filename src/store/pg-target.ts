@@ -1,14 +1,8 @@
-/**
- * The shared store as a write target (docs/DESIGN.md "The shared store"): a write is one transaction
- * that takes the conversation's advisory lock (per conversation, never global; a shared one on the main
- * conversation while a side write reads it), reads the rows other taps added since the cursor, and
- * inserts the planned records; the commit writer (writer/commit-writer.ts) plans between the two and
- * advances only once the transaction committed. A row's uuid is its idempotency key: a retried batch
- * inserts nothing twice.
- */
+// The shared store as a write target (docs/DESIGN.md "The shared store"): a write is one transaction that takes the conversation's advisory lock (per
+// conversation, never global; a shared one on the main conversation while a side write reads it), reads the rows other taps added since the cursor, and…
 import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts";
 import type { Json } from "../protocol/json.ts";
-import type { TargetIo, WriteTarget } from "../writer/write-target.ts";
+import type { TargetIo, WriteTarget } from "../writer/commit-writer.ts";
 import { LOCK_CLASS, lockKey, projectKey, type Sql, type Tx } from "./pg-client.ts";
 
 /** One row of sessiontap_entries, as inserted. */

@@ -1,9 +1,5 @@
-/**
- * One thing that can fail while the tap runs (mirror writes, the upstream, the events log), and the
- * lines it prints about it: the first failure at once, then at most one reminder a minute while failures
- * continue, and one line when it works again (docs/DESIGN.md "Health and exit"). The state it keeps is
- * what `/_tap/health` reports.
- */
+// One thing that can fail while the tap runs (mirror writes, the upstream, the events log), and the lines it prints about it: the first failure at once, then
+// at most one reminder a minute while failures continue, and one line when it works again (docs/DESIGN.md "Health and exit").
 
 /** How often a continuing failure is repeated on stderr, at most. */
 export const REMIND_MS = 60_000;

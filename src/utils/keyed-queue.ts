@@ -1,0 +1,140 @@
+// The one queue and the one retry of the write path (docs/DESIGN.md "Writes"): items wait per key, bounded over all keys, and each key
+// is drained by one run at a time, in order; a run that fails keeps what is left and is tried again after a doubling delay.
+
+/** A timer that runs `run` after a delay doubling from `firstMs` to `maxMs`; it never keeps the process alive. */
+export class Retry {
+  attempts = 0;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(
+    private readonly firstMs: number,
+    private readonly maxMs: number,
+  ) {}
+
+  get due(): boolean {
+    return this.timer !== null;
+  }
+
+  /** Schedules `run` after the next delay (or after `ms`), unless a run is already due. */
+  later(run: () => void, ms = Math.min(this.firstMs * 2 ** this.attempts, this.maxMs)): void {
+    this.attempts++;
+    if (this.timer !== null) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      run();
+    }, ms);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  /** It worked: the next failure starts from the first delay. */
+  reset(): void {
+    this.cancel();
+    this.attempts = 0;
+  }
+
+  cancel(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
+
+interface Key<T> {
+  items: T[];
+  /** Since when the oldest item has waited. */
+  since: number;
+  run: Promise<void> | null;
+  retry: Retry;
+}
+
+export interface QueueEvents {
+  /** `n` oldest items of `key` dropped to stay within the bound. */
+  dropped(key: string, n: number): void;
+  failed(key: string, error: unknown, attempt: number): void;
+  /** Nothing waits any more. */
+  empty(): void;
+}
+
+/** Items per key; `work` takes the waiting items of one key and resolves with how many of them it is done with. */
+export class KeyedQueue<T> {
+  private readonly keys = new Map<string, Key<T>>();
+  size = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly work: (key: string, items: readonly T[]) => Promise<number>,
+    private readonly max: number,
+    private readonly clock: () => number,
+    private readonly events: QueueEvents,
+    private readonly retry: { firstMs: number; maxMs: number } = { firstMs: 250, maxMs: 30_000 },
+  ) {}
+
+  /** Queues an item; resolves when the run it joined ended (written, or left waiting). */
+  push(key: string, item: T): Promise<void> {
+    let entry = this.keys.get(key);
+    if (entry === undefined) {
+      entry = { items: [], since: this.clock(), run: null, retry: new Retry(this.retry.firstMs, this.retry.maxMs) };
+      this.keys.set(key, entry);
+    }
+    entry.items.push(item);
+    this.size++;
+    let dropped = 0;
+    for (; this.size > this.max && entry.items.length > 1; dropped++, this.size--) entry.items.shift();
+    if (dropped > 0) this.events.dropped(key, dropped);
+    return this.kick(key);
+  }
+
+  /** Runs a key now (its retry, if due, is forgotten); resolves when that run ended. */
+  kick(key: string): Promise<void> {
+    const entry = this.keys.get(key);
+    if (entry === undefined || this.stopped) return Promise.resolve();
+    entry.run ??= this.drain(key, entry).finally(() => (entry.run = null));
+    // An item that arrived during a run is taken by that run's loop; one that arrived after it started its last await waits for the next.
+    return entry.run;
+  }
+
+  private async drain(key: string, entry: Key<T>): Promise<void> {
+    await Promise.resolve(); // items pushed in the same turn go together
+    entry.retry.cancel();
+    while (entry.items.length > 0 && !this.stopped) {
+      let done: number;
+      try {
+        done = await this.work(key, entry.items);
+      } catch (error) {
+        this.events.failed(key, error, entry.retry.attempts + 1);
+        entry.retry.later(() => void this.kick(key));
+        return;
+      }
+      this.size -= entry.items.splice(0, done).length;
+      entry.since = this.clock();
+      entry.retry.reset();
+    }
+    if (entry.items.length > 0) return;
+    this.keys.delete(key);
+    if (this.size === 0) this.events.empty();
+  }
+
+  /** Tries every waiting key again and waits for every run under way. */
+  async flush(): Promise<void> {
+    await Promise.all([...this.keys.keys()].map((key) => this.kick(key)));
+  }
+
+  /** How long the item that has waited longest has waited (0: none waits). */
+  longestWaitMs(): number {
+    const since = Math.min(...[...this.keys.values()].map((k) => k.since));
+    return Number.isFinite(since) ? this.clock() - since : 0;
+  }
+
+  waiting(key: string): number {
+    return this.keys.get(key)?.items.length ?? 0;
+  }
+
+  /** Stops running and retrying; hands over every waiting item, key by key, and forgets them. */
+  stop(): T[] {
+    this.stopped = true;
+    for (const entry of this.keys.values()) entry.retry.cancel();
+    const left = [...this.keys.values()].flatMap((k) => k.items);
+    this.keys.clear();
+    this.size = 0;
+    return left;
+  }
+}
