@@ -4,7 +4,7 @@ import { join } from "node:path/posix";
 import { type Config, settingName } from "../config/parse.ts";
 import { ProxyStartError } from "../config/proxy-settings.ts";
 import { runtimeName } from "../runtime/index.ts";
-import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { redactUrl } from "../store/pg-client.ts";
 import { PriceFileError } from "../usage/prices.ts";
@@ -27,7 +27,11 @@ export async function prepareRoot(fs: FsAdapter, root: string): Promise<string |
   } catch (error) {
     return `it cannot be created (${describe(error)})`;
   }
-  if (info === null) return "it vanished while being created";
+  return info === null ? "it vanished while being created" : await rootProblem(fs, root, info);
+}
+
+/** Why a tap refuses the root `info` describes (a link, another user's, open to others, not writable), or null. */
+export async function rootProblem(fs: FsAdapter, root: string, info: EntryInfo): Promise<string | null> {
   const why = untrusted(info, "directory");
   if (why === "is a symbolic link") return `${root} is a symbolic link; point the setting at the real directory`;
   if (why === "is not a directory") return `${root} exists and is not a directory`;
