@@ -14,7 +14,7 @@ import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/hosts.ts";
 import type { CommandIo } from "./command-io.ts";
 import { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
-import { localAddress, type Probe, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
+import { localAddress, type Probe, probeTap, proofKey, unproven, whichTap } from "./tap-probe.ts";
 
 /** Why a tap did not start; `holder` is what answered on its port when that was why. */
 export type Refusal = { line: string; holder: Probe["kind"] | null };
@@ -81,8 +81,7 @@ export async function startOrRefuse(config: Readonly<Config>, deps: TapDeps, fet
       );
     }
     if (holder.kind === "unproven") {
-      const why = `could not prove it is this user's sessiontap ${unprovenWhy(config)}`;
-      return fail(`port ${config.port} on ${config.host} is held by something that ${why}; pick another port with --port (or SESSIONTAP_PORT)`, "unproven");
+      return fail(`port ${config.port} on ${config.host} is held by ${unproven(config)}; pick another port with --port (or SESSIONTAP_PORT)`, "unproven");
     }
     return fail(`port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`, holder.kind);
   }
