@@ -51,10 +51,14 @@ async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Chec
   const info = await io.fs.lstat(root);
   if (info === null) return [verdict("mirror root", "warn", `${root} does not exist yet (the tap creates it, 0700, on its first write)`)];
   const problem = await rootProblem(io.fs, root, info);
-  if (problem !== null) return [verdict("mirror root", "fail", `the tap refuses it (serve exits 2): ${problem}`)];
+  const refused = verdict("mirror root", "fail", `the tap refuses it (serve exits 2): ${problem}`);
+  // A root open to others is still looked through: what was planted in it is said too.
+  if (problem !== null && (info.isSymbolicLink || !info.isDirectory || problem.includes(" belongs to "))) return [refused];
   const mode = (info.mode & 0o777).toString(8).padStart(3, "0");
   const out = [
-    io.fs.posixModes !== false && (info.mode & 0o077) !== 0
+    problem !== null
+      ? refused
+      : io.fs.posixModes !== false && (info.mode & 0o077) !== 0
       ? verdict("mirror root", "warn", `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}`)
       : verdict("mirror root", "ok", `${root} (mode ${mode}, writable)`),
     ...(await plantedEntries(io, root)),
