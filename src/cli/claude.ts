@@ -10,7 +10,7 @@ import type { Config } from "../config/parse.ts";
 import type { CommandIo } from "./command-io.ts";
 import { type Refusal, startOrRefuse, stopTap } from "./serve.ts";
 import { type RunningTap, startTap } from "./start-tap.ts";
-import { localAddress, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
+import { localAddress, probeTap, proofKey, unproven, whichTap } from "./tap-probe.ts";
 
 type Started = { ok: true; exited: Promise<number> } | { ok: false; code: string; message: string };
 
@@ -90,7 +90,7 @@ export async function run(config: Readonly<Config>, args: string[], io: CommandI
         : holder === "other"
         ? `port ${config.port} is in use by something that is not a sessiontap; `
         : holder === "unproven"
-        ? `port ${config.port} is held by something that could not prove it is this user's sessiontap ${unprovenWhy(config)}; `
+        ? `port ${config.port} is held by ${unproven(config)}; `
         : `port ${config.port} is in use; `;
       notice = `${instead}Claude Code goes through a tap on ${own.url} for this session (${mirror}; viewer ${own.viewer})`;
     }

@@ -14,6 +14,7 @@ import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
 import type { Check, CommandIo } from "./command-io.ts";
 import { lastDrill } from "./drill.ts";
+import { rootProblem } from "./serve.ts";
 import { boundedText, localAddress, probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
 
 const MIB = 1024 * 1024;
@@ -47,38 +48,28 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
 /** The mirror root: a real directory of this user's, private, writable, with free space, nothing planted in it. */
 async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
   const root = config.mirrorDir;
-  const say = (status: Check["status"], detail: string) => verdict("mirror root", status, `${root} ${detail}`);
   const info = await io.fs.lstat(root);
-  if (info === null) return [say("warn", "does not exist yet (the tap creates it, 0700, on its first write)")];
-  if (info.isSymbolicLink) return [say("fail", "is a symbolic link; the tap refuses it: point --mirror-dir / SESSIONTAP_MIRROR_DIR at the real directory")];
-  if (!info.isDirectory) return [say("fail", "is not a directory")];
+  if (info === null) return [verdict("mirror root", "warn", `${root} does not exist yet (the tap creates it, 0700, on its first write)`)];
+  const problem = await rootProblem(io.fs, root, info);
+  const refused = verdict("mirror root", "fail", `the tap refuses it (serve exits 2): ${problem}`);
+  // A root open to others is still looked through: what was planted in it is said too.
+  if (problem !== null && (info.isSymbolicLink || !info.isDirectory || problem.includes(" belongs to "))) return [refused];
   const mode = (info.mode & 0o777).toString(8).padStart(3, "0");
-  const why = untrusted(info, "directory");
-  if (why?.startsWith("belongs")) {
-    return [say("fail", `${why}: the tap refuses it (serve exits 2); point --mirror-dir / SESSIONTAP_MIRROR_DIR at a directory of your own`)];
-  }
-  const out: Check[] = [];
-  if (why !== null) out.push(say("fail", `${why}: the tap refuses it (serve exits 2), since others could read or plant conversations; chmod 700 ${root}`));
-  else if (io.fs.posixModes !== false && (info.mode & 0o077) !== 0) {
-    out.push(say("warn", `is mode ${mode}: other users can read conversations; chmod 700 ${root}`));
-  }
-  out.push(...(await plantedEntries(io, root)));
-  const probe = join(root, `.sessiontap-doctor-${crypto.randomUUID().slice(0, 8)}`);
-  const code = (error: unknown) => (error as { code?: string }).code ?? (error as Error).message;
-  try {
-    await io.fs.createExclusive(probe, "", false);
-    await io.fs.unlink(probe);
-  } catch (error) {
-    out.push(say("fail", `is not writable (${code(error)}): the tap cannot mirror`));
-  }
+  const out = [
+    problem !== null
+      ? refused
+      : io.fs.posixModes !== false && (info.mode & 0o077) !== 0
+      ? verdict("mirror root", "warn", `${root} is mode ${mode}: other users can read conversations; chmod 700 ${root}`)
+      : verdict("mirror root", "ok", `${root} (mode ${mode}, writable)`),
+    ...(await plantedEntries(io, root)),
+  ];
   try {
     const { freeBytes } = await io.fs.statfs(root);
     const status = freeBytes < 100 * MIB ? "fail" : freeBytes < 1024 * MIB ? "warn" : "ok";
     out.push(verdict("free space", status, `${bytesShort(freeBytes)} free for ${root}${status === "ok" ? "" : ": a full disk stops the mirror"}`));
   } catch (error) {
-    out.push(verdict("free space", "warn", `could not tell (${code(error)})`));
+    out.push(verdict("free space", "warn", `could not tell (${describe(error)})`));
   }
-  if (!out.some((c) => c.check === "mirror root")) out.unshift(say("ok", `(mode ${mode}, writable)`));
   return out;
 }
 
@@ -154,48 +145,32 @@ async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted
   const say = (status: Check["status"], detail: string) => out.push(verdict("transcripts", status, detail));
   const odd = sessions.filter((s) => s.entry.claudeTranscriptProblem !== null);
   if (odd.length > 0) {
-    say(
-      "warn",
-      `${plural(odd.length, "mirrored session has an id", "mirrored sessions have ids")} Claude Code could not have made (${
-        odd[0].entry.dir
-      }…): readable with show/export, not restorable`,
-    );
+    const ids = plural(odd.length, "mirrored session has an id", "mirrored sessions have ids");
+    say("warn", `${ids} Claude Code could not have made (${odd[0].entry.dir}…): readable with show/export, not restorable`);
   }
   for (const { entry: s } of sessions.filter((x) => x.entry.claudeTranscriptWarning !== null).slice(0, 20)) {
-    say(
-      "warn",
-      `${s.sessionId}: ${
-        scrubLine(s.claudeTranscriptWarning!)
-      } — where Claude Code keeps its transcript; move it away, then: sessiontap restore ${s.sessionId}`,
-    );
+    const what = scrubLine(s.claudeTranscriptWarning!);
+    say("warn", `${s.sessionId}: ${what} — where Claude Code keeps its transcript; move it away, then: sessiontap restore ${s.sessionId}`);
   }
   const plain = sessions.filter((x) => x.entry.claudeTranscriptProblem === null && x.entry.claudeTranscriptWarning === null);
   for (const { entry: s, info } of plain.filter((x) => x.info.state !== "intact").slice(0, 20)) {
     const where = `${s.sessionId} (${s.lastTimestamp}, ${s.cwd === null ? "cwd unknown" : scrubLine(s.cwd)}): Claude Code's transcript`;
     const restore = `sessiontap restore ${s.sessionId}${s.cwd === null ? " --cwd DIR (the directory you run claude in)" : ""}`;
     if (info.state === "behind") {
-      const lacks = lackingWords(info.verdict.lacking);
-      say(
-        "fail",
-        `${where} is behind the mirror: it lacks ${lacks} of the session's current branch (cut, or deleted and started afresh); quit Claude Code, then: ${restore} (a backup is kept)`,
-      );
+      const lacks = `it lacks ${lackingWords(info.verdict.lacking)} of the session's current branch (cut, or deleted and started afresh)`;
+      say("fail", `${where} is behind the mirror: ${lacks}; quit Claude Code, then: ${restore} (a backup is kept)`);
     } else say(info.state === "stub" ? "fail" : "warn", `${where} is ${info.state === "stub" ? "a stub" : "missing"}; restore it: ${restore}`);
   }
   for (const { entry: s, info } of plain.filter((x) => x.info.state === "intact").slice(0, 20)) {
     const force = `sessiontap restore ${s.sessionId} --force`;
     if (info.verdict.lacking.prompts + info.verdict.lacking.answers > 0) {
-      const extra = plural(info.verdict.extra, "prompt or answer", "prompts or answers");
-      say(
-        "warn",
-        `${s.claudeTranscriptPath} lacks ${
-          lackingWords(info.verdict.lacking)
-        } of the mirror's current branch but holds ${extra} the mirror does not: compare with sessiontap show ${s.sessionId}; ${force} replaces it (a backup is kept)`,
-      );
+      const differs = `lacks ${lackingWords(info.verdict.lacking)} of the mirror's current branch but holds ${
+        plural(info.verdict.extra, "prompt or answer", "prompts or answers")
+      } the mirror does not`;
+      say("warn", `${s.claudeTranscriptPath} ${differs}: compare with sessiontap show ${s.sessionId}; ${force} replaces it (a backup is kept)`);
     } else if (info.facts?.torn) {
-      say(
-        "warn",
-        `${s.claudeTranscriptPath} ends in a torn line (a record cut off mid-write; the next one Claude Code appends is lost with it); quit Claude Code, then: ${force} (a backup is kept)`,
-      );
+      const torn = "ends in a torn line (a record cut off mid-write; the next one Claude Code appends is lost with it)";
+      say("warn", `${s.claudeTranscriptPath} ${torn}; quit Claude Code, then: ${force} (a backup is kept)`);
     }
   }
   if (out.length === (odd.length > 0 ? 1 : 0)) {
@@ -320,21 +295,23 @@ async function lookAt(io: CommandIo, base: string, config: Readonly<Config>): Pr
 function healthChecks(health: Record<string, unknown>): Check[] {
   const out: Check[] = [];
   const guard = health.guard;
-  const alerted = alertedSessions(health).size > 0;
-  if (guard === "off") {
-    out.push(verdict(
-      "guard",
+  const watched = isObject(guard) && alertedSessions(health).size === 0;
+  const guardSays: [Check["status"], string] | null = guard === "off"
+    ? [
       "warn",
       "off in the tap (SESSIONTAP_GUARD=off, or no Claude Code config dir where it runs): a lost transcript is only found when doctor runs; SESSIONTAP_GUARD=on turns it on",
-    ));
-  } else if (isObject(guard) && !alerted && Number(guard.notFound ?? 0) > 0) {
-    out.push(verdict(
-      "guard",
+    ]
+    : watched && Number(guard.notFound ?? 0) > 0
+    ? [
       "warn",
-      `the tap has not found Claude Code's transcript of ${plural(Number(guard.notFound), "session")} it mirrors: ` +
-        "does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?",
-    ));
-  } else if (isObject(guard) && !alerted) out.push(verdict("guard", "ok", `watching ${plural(Number(guard.watching ?? 0), "active session")}, no alert`));
+      `the tap has not found Claude Code's transcript of ${
+        plural(Number(guard.notFound), "session")
+      } it mirrors: does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?`,
+    ]
+    : watched
+    ? ["ok", `watching ${plural(Number(guard.watching ?? 0), "active session")}, no alert`]
+    : null;
+  if (guardSays !== null) out.push(verdict("guard", ...guardSays));
   const report = isObject(health.mirror) ? health.mirror.notMirrored : undefined;
   const shapes = isObject(report) && Array.isArray(report.shapes)
     ? report.shapes.flatMap((s) => (isObject(s) && typeof s.said === "string" ? [s.said] : []))
@@ -417,20 +394,13 @@ function bedrockCredentials(settings: SettingsFile[], env: CommandIo["env"], hea
   if (claudeSetting(settings, env, "AWS_BEARER_TOKEN_BEDROCK") !== null) return [];
   const instead =
     'run the tap in proxy mode instead, where the signature stays valid (docs/providers.md, "AWS Bedrock"), or use a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK)';
-  if (!isTruthy(claudeSetting(settings, env, "CLAUDE_CODE_SKIP_BEDROCK_AUTH"))) {
-    return [
-      verdict("Bedrock credentials", "fail", `Claude Code signs each request with your AWS keys for the tap's address, which the tap refuses: ${instead}`),
-    ];
-  }
+  const signed = `Claude Code signs each request with your AWS keys for the tap's address, which the tap refuses: ${instead}`;
+  if (!isTruthy(claudeSetting(settings, env, "CLAUDE_CODE_SKIP_BEDROCK_AUTH"))) return [verdict("Bedrock credentials", "fail", signed)];
   const upstream = isObject(health.upstream) && typeof health.upstream.url === "string" ? safeOrigin(health.upstream.url) : null;
   const host = upstream?.replace(/^\w+:\/\//, "") ?? null;
   if (host === null || !isAwsHost(host)) return [];
-  return [verdict(
-    "Bedrock credentials",
-    "fail",
-    `CLAUDE_CODE_SKIP_BEDROCK_AUTH sends no credentials, and the tap's upstream ${host} is AWS, which refuses such requests: ` +
-      `point --upstream at a gateway of yours that signs, or ${instead}`,
-  )];
+  const unsigned = `CLAUDE_CODE_SKIP_BEDROCK_AUTH sends no credentials, and the tap's upstream ${host} is AWS, which refuses such requests`;
+  return [verdict("Bedrock credentials", "fail", `${unsigned}: point --upstream at a gateway of yours that signs, or ${instead}`)];
 }
 
 /** HTTPS_PROXY must be the proxy of the tap doctor looked at, NO_PROXY must not send the host around it, and its CA must be trusted. */
@@ -445,15 +415,8 @@ async function proxyChecks(route: Route, proxy: Setting, settings: SettingsFile[
     const name = entry.replace(/:\d+$/, "").replace(/^\*?\./, "").toLowerCase();
     return entry === "*" || route.host === name || route.host.endsWith(`.${name}`);
   });
-  if (bypassed) {
-    return [
-      verdict(
-        "NO_PROXY",
-        "fail",
-        `${noProxy!.value} ${noProxy!.where} sends ${route.host} around the proxy: ${route.who} talks to it directly and nothing is mirrored`,
-      ),
-    ];
-  }
+  const around = `${noProxy?.value} ${noProxy?.where} sends ${route.host} around the proxy`;
+  if (bypassed) return [verdict("NO_PROXY", "fail", `${around}: ${route.who} talks to it directly and nothing is mirrored`)];
   const health = tap.look.ok && isObject(tap.look.health.proxy) ? tap.look.health.proxy : null;
   const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
   const tapHost = new URL(tap.url).hostname;
@@ -462,13 +425,10 @@ async function proxyChecks(route: Route, proxy: Setting, settings: SettingsFile[
   if (health !== null && health.port === port && atTap) {
     const sentTo = isObject(health.routes) ? health.routes[route.host] : undefined;
     const elsewhere = typeof sentTo === "string" ? ` and sends to ${sentTo} (SESSIONTAP_PROXY_UPSTREAM), not to ${route.host} itself` : "";
+    const blind = `${route.host}, where ${route.who} goes, is not a host its CA covers: a blind tunnel, never mirrored`;
     first = hostTable().terminates(route.host)
       ? verdict(check, "ok", `${about} is the tap's proxy: ${route.who} goes through it to ${route.host}, which it mirrors${elsewhere} (proxy mode)`)
-      : verdict(
-        check,
-        "fail",
-        `${about} is the tap's proxy, but ${route.host}, where ${route.who} goes, is not a host its CA covers: a blind tunnel, never mirrored`,
-      );
+      : verdict(check, "fail", `${about} is the tap's proxy, but ${blind}`);
   } else if (tap.look.ok && health === null && atTap) {
     first = verdict(check, "fail", `${about}, but the tap at ${tap.url} runs no proxy: start it with --proxy-port ${port} (SESSIONTAP_PROXY_PORT)`);
   } else {

@@ -274,10 +274,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     };
     const jobs = Math.min(config.jobs ?? Math.min(availableParallelism(), 4), sessions.length);
     progress();
-    const signals = process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"];
-    const onSignal = (signal: string) => stop.abort(signal);
-    for (const signal of signals) process.on(signal, onSignal);
-    await Promise.all(Array.from({ length: jobs }, worker)).finally(() => signals.forEach((signal) => process.off(signal, onSignal)));
+    void io.stopSignal.then((signal) => stop.abort(signal));
+    await Promise.all(Array.from({ length: jobs }, worker));
     if (bar) io.stdout("\r\x1b[K");
     if (stopped instanceof ClaudeNotStarted) {
       const where = io.env.SESSIONTAP_CLAUDE ? "SESSIONTAP_CLAUDE" : "on PATH";

@@ -243,12 +243,11 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   }
 
   const transport = new StdioServerTransport();
-  const signals = process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"];
   let stop = () => {};
   const stopped = new Promise<void>((resolve) => (stop = resolve));
   transport.onclose = stop;
   process.stdin.once("end", stop).once("close", stop); // the transport itself does not notice its client leaving
-  for (const signal of signals) process.on(signal, stop);
+  void io.stopSignal.then(() => stop());
   try {
     await server.connect(transport);
     io.stderr(`sessiontap mcp: serving ${sourceName(config)} on stdio, read-only\n`);
@@ -259,7 +258,6 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => process.stdout.write("", resolve));
   } finally {
-    for (const signal of signals) process.off(signal, stop);
     await server.close();
   }
   return 0;

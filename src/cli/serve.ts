@@ -4,7 +4,7 @@ import { join } from "node:path/posix";
 import { type Config, settingName } from "../config/parse.ts";
 import { ProxyStartError } from "../config/proxy-settings.ts";
 import { runtimeName } from "../runtime/index.ts";
-import { type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, nodeFs } from "../storage/fs-adapter.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { redactUrl } from "../store/pg-client.ts";
 import { PriceFileError } from "../usage/prices.ts";
@@ -14,7 +14,7 @@ import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/hosts.ts";
 import type { CommandIo } from "./command-io.ts";
 import { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
-import { localAddress, type Probe, probeTap, proofKey, unprovenWhy, whichTap } from "./tap-probe.ts";
+import { localAddress, type Probe, probeTap, proofKey, unproven, whichTap } from "./tap-probe.ts";
 
 /** Why a tap did not start; `holder` is what answered on its port when that was why. */
 export type Refusal = { line: string; holder: Probe["kind"] | null };
@@ -27,7 +27,11 @@ export async function prepareRoot(fs: FsAdapter, root: string): Promise<string |
   } catch (error) {
     return `it cannot be created (${describe(error)})`;
   }
-  if (info === null) return "it vanished while being created";
+  return info === null ? "it vanished while being created" : await rootProblem(fs, root, info);
+}
+
+/** Why a tap refuses the root `info` describes (a link, another user's, open to others, not writable), or null. */
+export async function rootProblem(fs: FsAdapter, root: string, info: EntryInfo): Promise<string | null> {
   const why = untrusted(info, "directory");
   if (why === "is a symbolic link") return `${root} is a symbolic link; point the setting at the real directory`;
   if (why === "is not a directory") return `${root} exists and is not a directory`;
@@ -77,8 +81,7 @@ export async function startOrRefuse(config: Readonly<Config>, deps: TapDeps, fet
       );
     }
     if (holder.kind === "unproven") {
-      const why = `could not prove it is this user's sessiontap ${unprovenWhy(config)}`;
-      return fail(`port ${config.port} on ${config.host} is held by something that ${why}; pick another port with --port (or SESSIONTAP_PORT)`, "unproven");
+      return fail(`port ${config.port} on ${config.host} is held by ${unproven(config)}; pick another port with --port (or SESSIONTAP_PORT)`, "unproven");
     }
     return fail(`port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`, holder.kind);
   }

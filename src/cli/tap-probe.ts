@@ -90,10 +90,11 @@ export function whichTap(health: Record<string, unknown> | null): string {
   return `${typeof health.pid === "number" ? `pid ${health.pid}, ` : ""}version ${String(health.version)}`;
 }
 
-export function unprovenWhy(config: { mirror: boolean; mirrorDir: string }): string {
-  return config.mirror
-    ? `(a tap with its mirror off, or mirroring to another root than ${config.mirrorDir}, cannot)`
-    : "(a tap proves itself with its mirror root's key, and the mirror is off here)";
+export function unproven(config: { mirror: boolean; mirrorDir: string }): string {
+  const why = config.mirror
+    ? `a tap with its mirror off, or mirroring to another root than ${config.mirrorDir}, cannot`
+    : "a tap proves itself with its mirror root's key, and the mirror is off here";
+  return `something that could not prove it is this user's sessiontap (${why})`;
 }
 
 /** Where a tap whose clients' uids cannot be read leaves its token for its user's doctor (docs/DESIGN.md "Trust boundaries"). */

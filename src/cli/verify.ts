@@ -61,8 +61,8 @@ export interface SessionReport {
 }
 
 type Rec = Record<string, unknown>;
-/** A conversation directory; a side exchange's parents may also be in the session's main one. */
-type ConvDir = { path: string; agentDir: string | null; side: boolean };
+/** A conversation directory as the mirror reader walks it; a side exchange's parents may also be in the session's main one. */
+type ConvDir = Awaited<ReturnType<typeof conversations>>["dirs"][number];
 
 export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, locks: DirLocks): Promise<SessionReport[]> {
   const reports: SessionReport[] = [];
@@ -79,8 +79,7 @@ export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, l
     for (const link of walk.links) report.problems.push(`${link} is a symbolic link (never followed)`);
     const uuids = new Map<string, Set<string>>();
     const all: { dir: ConvDir; records: Rec[] }[] = [];
-    for (const d of walk.dirs) {
-      const dir = { path: d.path, agentDir: d.agent === null ? null : d.agent.replace(/^agent-/, ""), side: d.scope === "side" };
+    for (const dir of walk.dirs) {
       if (await foreign(fs, dir.path, "directory", report)) continue;
       await checkMode(fs, dir.path, 0o700, repair, report);
       const release = repair ? await locks.acquire(dir.path) : async () => {};
@@ -93,7 +92,7 @@ export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, l
       }
     }
     for (const { dir, records } of all) {
-      const known = new Set([...(uuids.get(dir.path) ?? []), ...(dir.side ? (uuids.get(session) ?? []) : [])]);
+      const known = new Set([...(uuids.get(dir.path) ?? []), ...(dir.scope === "side" ? (uuids.get(session) ?? []) : [])]);
       const broken = records.filter((r) => typeof r.parentUuid === "string" && !known.has(r.parentUuid)).length;
       const where = dir.path === session ? "." : dir.path.slice(session.length + 1);
       if (broken > 0) report.problems.push(`${where}: ${broken} record(s) whose parent is missing`);
@@ -194,7 +193,7 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
     }
     if (await foreign(fs, path, "file", report)) continue;
     await checkMode(fs, path, 0o600, repair, report);
-    const sorted = sortLines(await fs.readText(path), f.name, seen, { session: sessionName, agentDir: dir.agentDir }, out, report);
+    const sorted = sortLines(await fs.readText(path), f.name, seen, { session: sessionName, agentDir: dir.agent?.replace(/^agent-/, "") ?? null }, out, report);
     const unreadable = sorted.torn.length - (sorted.tornTail ? 1 : 0);
     const issues = [
       sorted.tornTail ? "a torn final line" : null,

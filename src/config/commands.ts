@@ -1,23 +1,5 @@
 // The command table, the one source of the usage lines, the parser's flags and the help (docs/DESIGN.md "Command line"). Pure.
 
-export const COMMANDS = [
-  "serve",
-  "claude",
-  "list",
-  "show",
-  "search",
-  "usage",
-  "export",
-  "restore",
-  "verify",
-  "doctor",
-  "drill",
-  "mcp",
-  "scan",
-  "store",
-] as const;
-export type Command = (typeof COMMANDS)[number];
-
 /** A flag of one command: its value's name (null for a switch) and what it does there. */
 type FlagHelp = { flag: string; value: string | null; help: string };
 /** `args`: required positional arguments; `rest`: any number more ("[ARGS…]": claude's are passed on unparsed); `usageSuffix`: notes after the flags. */
@@ -30,8 +12,8 @@ const storeRead = f("--store", "URL", "read a shared PostgreSQL store instead of
 const json = (what: string) => f("--json", null, `print ${what} as JSON`);
 const since = (what: string) => f("--since", "DATE", `only ${what} from DATE on: YYYY-MM-DD, today, yesterday, or Nd (the last N days), in local time`);
 
-/** Every command's entry. */
-export const COMMAND_SPECS: Record<Command, CommandSpec> = {
+/** Every command's entry, in the order help lists them. */
+const SPECS = {
   serve: {
     args: [],
     about: "Runs the tap: forwards every request to the upstream unchanged and mirrors each Claude Code conversation.",
@@ -186,7 +168,11 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     flags: [f("--store", "URL", "the store, postgres://… (SESSIONTAP_STORE)")],
     exit: "0 the schema is current; 1 the store cannot be reached or refused; 2 a usage error.",
   },
-};
+} satisfies Record<string, CommandSpec>;
+
+export type Command = keyof typeof SPECS;
+export const COMMAND_SPECS: Record<Command, CommandSpec> = SPECS;
+export const COMMANDS = Object.keys(SPECS) as Command[];
 
 /** The flags `command` takes, with --help and --version (-h, -V). */
 export function flagsOf(command: Command): Set<string> {
