@@ -45,9 +45,17 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
     }
     keptBefore.set(id, previous);
   }
+  const ids = path.map((r) => uuidOf(r)!);
   const kept = new Set(records.map((r) => uuidOf(r)!));
-  for (const r of records) if (isCompactBoundary(r)) relinkSegment(r, path, keptBefore, kept);
-  const written = toClaudeRecords(records);
+  // A compaction's kept segment, its head at or after the one the mirror names, its tail at or before; null: it is dropped.
+  const segmentOf = (segment: Record<string, unknown>) => {
+    const head = typeof segment.headUuid === "string" ? ids.indexOf(segment.headUuid) : -1;
+    const headUuid = head < 0 ? undefined : ids.slice(head).find((id) => kept.has(id));
+    const tailUuid = typeof segment.tailUuid === "string" ? keptBefore.get(segment.tailUuid) : undefined;
+    const anchorUuid = typeof segment.anchorUuid === "string" && kept.has(segment.anchorUuid) ? segment.anchorUuid : undefined;
+    return headUuid && tailUuid && anchorUuid ? { headUuid, tailUuid, anchorUuid } : null;
+  };
+  const written = toClaudeRecords(records, segmentOf);
   return { records: written, leafUuid: written.length === 0 ? null : uuidOf(written[written.length - 1]) };
 }
 
@@ -58,20 +66,6 @@ export function lastPromptRecord(sessionId: string, records: Rec[]): Rec | null 
   if (typed === undefined || leaf === undefined) return null;
   const line = promptText(typed).replaceAll("\n", " ").trim();
   return { type: "last-prompt", lastPrompt: line.length > 200 ? line.slice(0, 200).trim() + "…" : line, leafUuid: uuidOf(leaf), sessionId };
-}
-
-/** A boundary's kept tail pointed at kept records (its head at or after, its tail at or before), or dropped. */
-function relinkSegment(boundary: Rec, path: Rec[], keptBefore: Map<string, string | null>, kept: Set<string>): void {
-  const meta = isObject(boundary.compactMetadata) ? boundary.compactMetadata : null;
-  const segment = meta !== null && isObject(meta.preservedSegment) ? meta.preservedSegment : null;
-  if (meta === null || segment === null) return;
-  const ids = path.map((r) => uuidOf(r)!);
-  const head = typeof segment.headUuid === "string" ? ids.indexOf(segment.headUuid) : -1;
-  const headKept = head < 0 ? undefined : ids.slice(head).find((id) => kept.has(id));
-  const tail = typeof segment.tailUuid === "string" ? keptBefore.get(segment.tailUuid) : undefined;
-  const anchor = typeof segment.anchorUuid === "string" && kept.has(segment.anchorUuid) ? segment.anchorUuid : undefined;
-  const { preservedSegment: _old, preservedMessages: _list, ...rest } = meta;
-  boundary.compactMetadata = headKept && tail && anchor ? { ...rest, preservedSegment: { ...segment, headUuid: headKept, tailUuid: tail } } : rest;
 }
 
 /** A message the API accepts when Claude Code re-sends it: no `sessiontap_*` keys, a reference kept without its bytes as a text note. */
@@ -207,12 +201,12 @@ function systemHosts(records: Rec[]): Map<string, string> {
   return hosts;
 }
 
-/**
- * A restored chain in Claude Code's records: slash-command pieces before a prompt, the prompt, then the turn's context as attachments
- * (its reminders and its `role:"system"` message's pieces), each record's parent the one before; what pointed at a split message points
- * at its last record, a compaction's kept segment starting at one at its first (the merged message is byte for byte what was sent).
- */
-function toClaudeRecords(records: Rec[]): Rec[] {
+/** A restored chain in Claude Code's records: command pieces, the prompt, then the turn's context as attachments; what pointed at a split
+ *  message points at its last record, a kept segment's head at its first, as `segmentOf` resolved it on the mirror's branch. */
+function toClaudeRecords(
+  records: Rec[],
+  segmentOf: (segment: Record<string, unknown>) => Record<"headUuid" | "tailUuid" | "anchorUuid", string> | null,
+): Rec[] {
   const out: Rec[] = [];
   const first = new Map<string, string>();
   const last = new Map<string, string>();
@@ -261,15 +255,16 @@ function toClaudeRecords(records: Rec[]): Rec[] {
     for (const [sys, host] of hosts) if (host === id) last.set(sys, last.get(id!)!);
   }
   for (const r of out) {
-    const meta = isObject(r.compactMetadata) ? r.compactMetadata : null;
-    const segment = meta !== null && isObject(meta.preservedSegment) ? meta.preservedSegment : null;
     if (typeof r.logicalParentUuid === "string" && last.has(r.logicalParentUuid)) r.logicalParentUuid = last.get(r.logicalParentUuid);
-    if (segment === null) continue;
-    const moved = (
-      key: string,
-      map: Map<string, string>,
-    ) => (typeof segment[key] === "string" && map.has(segment[key] as string) ? { [key]: map.get(segment[key] as string) } : {});
-    r.compactMetadata = { ...meta, preservedSegment: { ...segment, ...moved("headUuid", first), ...moved("tailUuid", last), ...moved("anchorUuid", last) } };
+    const meta = isObject(r.compactMetadata) ? r.compactMetadata : null;
+    if (meta === null || !isObject(meta.preservedSegment)) continue;
+    const { preservedSegment: segment, preservedMessages: _list, ...rest } = meta;
+    const ends = segmentOf(segment);
+    const at = (map: Map<string, string>, id: string) => map.get(id) ?? id;
+    r.compactMetadata = ends === null ? rest : {
+      ...rest,
+      preservedSegment: { ...segment, headUuid: at(first, ends.headUuid), tailUuid: at(last, ends.tailUuid), anchorUuid: at(last, ends.anchorUuid) },
+    };
   }
   return out;
 }

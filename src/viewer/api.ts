@@ -49,7 +49,6 @@ const decoder = new TextDecoder();
 
 export class ViewerData {
   private readonly catalog: SessionCatalog;
-  private readonly prices: PriceTable;
   /** Follows by id, and per followed directory each file's follower: only the sessions a page has open are looked at. */
   private readonly follows = new Map<number, string>();
   private readonly files = new Map<string, Map<string, JsonlFollower>>();
@@ -63,8 +62,7 @@ export class ViewerData {
     private readonly tell: (note: ReaderNote) => void,
     private readonly clock = Date.now,
   ) {
-    this.prices = settings.prices;
-    this.catalog = new SessionCatalog(fs, settings.mirrorDir, settings.claudeDir, undefined, this.prices, clock);
+    this.catalog = new SessionCatalog(fs, settings.mirrorDir, settings.claudeDir, undefined, settings.prices, clock);
   }
 
   async sessions(): Promise<ListEntry[]> {
@@ -75,7 +73,7 @@ export class ViewerData {
     const found = await this.open(query);
     if ("status" in found) return found;
     const session = (await this.catalog.judge(found.data)).entry;
-    const html = renderItemsHtml(outline(found.tree), this.prices);
+    const html = renderItemsHtml(outline(found.tree), this.settings.prices);
     return { status: 200, body: { session, tail: session.leafUuid, html, prices: this.priceSource() } satisfies SessionView };
   }
 
@@ -110,7 +108,7 @@ export class ViewerData {
     const redactor = this.settings.redact ? await rootRedactor(this.fs, this.settings.mirrorDir) : null;
     return {
       status: 200,
-      body: await exportSession(found.data, format as ExportFormat, this.prices, redactor),
+      body: await exportSession(found.data, format as ExportFormat, this.settings.prices, redactor),
       type: `${TYPES[format]}; charset=utf-8`,
       filename: (sessionId === null ? null : nameInside(sessionId, `.${format}`)) ?? `${dir}.${format}`,
     };
@@ -118,9 +116,10 @@ export class ViewerData {
 
   async usage(): Promise<UsageView> {
     const now = this.clock();
-    const sessions = (await this.catalog.reader.loadAll()).map((data) => sessionUsage(data, this.prices));
+    const prices = this.settings.prices;
+    const sessions = (await this.catalog.reader.loadAll()).map((data) => sessionUsage(data, prices));
     const drill = await lastDrill(this.fs, this.settings.mirrorDir).catch((error: Error) => ({ error: error.message }));
-    return { timeZone: offsetLabel(now, LOCAL), today: localDate(now, LOCAL), prices: this.priceSource(), ...usageReport(sessions, this.prices, LOCAL), drill };
+    return { timeZone: offsetLabel(now, LOCAL), today: localDate(now, LOCAL), prices: this.priceSource(), ...usageReport(sessions, prices, LOCAL), drill };
   }
 
   /** Follows session directory `dir` (a plain name: routes.ts checks) for follow `id`; resolves with the bytes its files hold now. */
@@ -141,12 +140,8 @@ export class ViewerData {
     this.timer = undefined;
   }
 
-  async close(): Promise<void> {
-    await this.unfollow(null);
-  }
-
   private priceSource() {
-    return { source: this.prices.source, checked: this.prices.checked };
+    return { source: this.settings.prices.source, checked: this.settings.prices.checked };
   }
 
   private async open(query: string): Promise<{ data: SessionData; tree: Tree; summary: SessionSummary } | Answer & { status: 404 | 409 }> {
@@ -156,7 +151,7 @@ export class ViewerData {
       return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     }
     const tree = buildTree(found.data.records);
-    return { data: found.data, tree, summary: summarize(found.data, tree, this.prices) };
+    return { data: found.data, tree, summary: summarize(found.data, tree, this.settings.prices) };
   }
 
   private next<T>(work: () => Promise<T>): Promise<T> {

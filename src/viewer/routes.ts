@@ -177,7 +177,7 @@ export function createViewer(options: {
     close: () => {
       closed = true;
       stopping.abort();
-      void inThread?.close();
+      void inThread?.unfollow(null);
       worker?.close("the tap is stopping");
     },
     deps: { allowedHosts: hosts, routes: app },
