@@ -110,7 +110,7 @@ function mirrorProblems(mirror: Mirror): string[] {
       } given up since start (the mirror engine fell behind the relay): each is written from the next request's history`,
     );
   }
-  if (stats.unmirrored > 0) out.push(`mirror: ${plural(stats.unmirrored, "response")} could not be mirrored (internal error; see the events log)`);
+  if (stats.failedResponses > 0) out.push(`mirror: ${plural(stats.failedResponses, "response")} could not be mirrored (internal error; see the events log)`);
   if (mirror.locks.waiting > 0) {
     out.push(`mirror: ${plural(mirror.locks.waiting, "writer lock")} not released yet (${alarms.locks.state().lastError ?? "retrying"}); retrying`);
   }

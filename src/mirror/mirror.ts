@@ -66,7 +66,7 @@ export interface MirrorStats {
   /** Torn final lines moved aside into .torn files. */
   repaired: number;
   /** Responses whose mirroring failed inside the tap (an internal error): not in the mirror. */
-  unmirrored: number;
+  failedResponses: number;
   /** Commits replayed at start from a spool an earlier run saved. */
   replayed: number;
   /**
@@ -168,7 +168,7 @@ export class Mirror {
       },
       empty: () => void this.track(this.allWritten()),
     }));
-    const stats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, unmirrored: 0 };
+    const stats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, failedResponses: 0 };
     // `queued` is read from the queue itself, so the count can never drift from what waits.
     const queued = { get: () => queue.size, enumerable: true };
     this.stats = Object.defineProperty({ ...stats, replayed: 0, gaveUp: 0, truncated: 0, borrowed: 0 }, "queued", queued) as MirrorStats;
@@ -320,7 +320,7 @@ export class Mirror {
   /** Counts a failure and logs it once; a failure while following a response means that response is not mirrored. */
   fail(stage: string, error: unknown, fields: EventFields = {}): void {
     this.stats.errors++;
-    if (stage === "prepare" || stage === "response" || stage === "stream") this.stats.unmirrored++;
+    if (stage === "prepare" || stage === "response" || stage === "stream") this.stats.failedResponses++;
     this.log("error", { stage, error: describe(error), ...fields });
   }
 

@@ -348,7 +348,7 @@ describe("tee and relay observer, with a real engine", () => {
       const stats = await e.link.query("stats", null);
       assert.equal(stats.skipped, 1);
       assert.equal(stats.errors, 0);
-      assert.equal(stats.unmirrored, 0);
+      assert.equal(stats.failedResponses, 0);
     } finally {
       await e.close();
     }

@@ -8,15 +8,30 @@ import { bindingKey, KEY_FILE } from "../../src/storage/binding-files.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { scratchDir } from "../support/recover.ts";
 
-/** The real adapter, but a file made exclusively stays empty for a while before its bytes are written. */
-const slowCreate: FsAdapter = {
-  ...nodeFs,
-  async createExclusive(path, data, sync) {
-    if (!(await nodeFs.createExclusive(path, "", sync))) return false;
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    return await nodeFs.appendExisting(path, data, sync);
-  },
-};
+/** The real adapter, but a file made exclusively stays empty until the other tap has read the root's key, has settled,
+ *  or is holding its own file empty too: the window a kernel leaves open, opened on every round. */
+function drawnOut(): { fs: FsAdapter; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  let holding = 0;
+  const fs: FsAdapter = {
+    ...nodeFs,
+    async createExclusive(path, data, sync) {
+      if (!(await nodeFs.createExclusive(path, "", sync))) return false;
+      if (++holding === 2) open();
+      await opened;
+      return await nodeFs.appendExisting(path, data, sync);
+    },
+    async readText(path) {
+      try {
+        return await nodeFs.readText(path);
+      } finally {
+        open();
+      }
+    },
+  };
+  return { fs, open };
+}
 
 describe("the binding key", () => {
   it("two taps making it at once get one key, and neither reads it half made", async () => {
@@ -25,7 +40,8 @@ describe("the binding key", () => {
       for (let round = 0; round < 5; round++) {
         const root = `${scratch.dir}/root-${round}`;
         await nodeFs.mkdir(root, 0o700);
-        const [a, b] = await Promise.all([bindingKey(slowCreate, root), bindingKey(slowCreate, root)]);
+        const { fs, open } = drawnOut();
+        const [a, b] = await Promise.all([bindingKey(fs, root).finally(open), bindingKey(fs, root).finally(open)]);
         assert.match(a, /^[0-9a-f]{64}$/);
         assert.equal(b, a, "one key for the root");
         assert.equal(await bindingKey(nodeFs, root), a, "the one on disk");

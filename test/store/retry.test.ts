@@ -1,89 +1,73 @@
 // Issue 7, "a retried batch inserts nothing twice": the record uuid is the idempotency key (unique where
 // present, INSERT … ON CONFLICT DO NOTHING), and every write is re-planned against the lineage stored in
-// PostgreSQL. So the same batch inserted again, the same commit retried, a fresh tap (no memory) given a
-// commit already written, and a spool replaying a commit that had already reached the store all leave
-// each record once. Jobs are built by the engine's own request reading and response following from a request body and an SSE answer.
+// PostgreSQL. So the same batch inserted again, the same turn retried, a fresh tap (no memory) given a
+// turn already written, and a spool replaying commits that had already reached the store all leave each record once.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { nodeFs } from "../../src/storage/fs-adapter.ts";
-import { isSkip, prepareRequest, ResponseFollower } from "../../src/mirror/response-follower.ts";
-import type { CommitJob } from "../../src/protocol/commit-job.ts";
-import { PgSink } from "../../src/store/pg-sink.ts";
+import { freePort } from "../../scripts/pg-test-cluster.mjs";
 import { type EntryRow, insertEntries } from "../../src/store/pg-target.ts";
-import { textReply } from "../support/stub-upstream.ts";
-import { BASH_TOOL } from "../support/client.ts";
-import { freshDatabase, pollAsync, storedRows, type TestDatabase } from "../support/pg.ts";
+import { serveTap } from "../support/child.ts";
+import { Conversation } from "../support/client.ts";
+import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";
+import { freshDatabase, pollAsync, storedRows, storeHealth, storeStatus, type TestDatabase } from "../support/pg.ts";
 
-const encode = (s: string) => new TextEncoder().encode(s);
-
-/** The commit the mirror makes for `messages` answered with `answer` (through the engine's ResponseFollower, as the tap does). */
-function jobFor(session: string, messages: { role: string; content: unknown }[], answer: string, n: number): CommitJob {
-  let job: CommitJob | null = null;
-  const sink = {
-    commit: async (j: CommitJob) => void (job = j),
-    skip: () => {},
-    truncated: () => {},
-    gaveUp: () => {},
-    log: () => {},
-    clock: Date.now,
-    maxMessageBytes: 1 << 25,
-  };
-  const identity = { session, agent: null, parentAgent: null, userAgent: null };
-  const body = encode(JSON.stringify({ model: "claude-test", max_tokens: 10, stream: true, tools: [BASH_TOOL], messages }));
-  const follower = new ResponseFollower(sink, identity, Date.now());
-  const prepared = prepareRequest(identity, body, { version: "0.1.0", sideRequests: true });
-  assert.ok(!isSkip(prepared), "the request is mirrored");
-  follower.body(prepared);
-  follower.response(200, `req_retry_${n}`, "sse");
-  for (const chunk of textReply(answer, { id: `msg_retry_${n}` })) follower.feed(encode(chunk));
-  follower.end();
-  assert.ok(job !== null, "the follower made a commit");
-  return job;
-}
+/** The answer to each prompt, the same every time it is asked: a retried request gets the answer it got before. */
+const ANSWERS: Record<string, string> = { first: "answer one", second: "answer two", third: "answer three" };
 
 describe("retries never double a record in the store", () => {
   let db: TestDatabase;
   let dir: string;
-  const sinks: PgSink[] = [];
-  const sink = (start = true) => {
-    const s = new PgSink({ url: db.url, fs: nodeFs, root: dir, includeThinking: true, maxSessions: 16, log: () => {}, retryMinMs: 50 });
-    sinks.push(s);
-    if (start) s.start();
-    return s;
+  let stub: StubUpstream;
+  const taps: Awaited<ReturnType<typeof serveTap>>[] = [];
+  const tap = async (root: string, store = db.url) => {
+    const t = await serveTap(["--upstream", stub.url, "--mirror-dir", `${dir}/${root}`, "--store", store]);
+    taps.push(t);
+    return t;
   };
-  const history = [{ role: "user", content: "first" }];
-  let job1: CommitJob;
-  let job2: CommitJob;
+  /** Waits until the store holds `rows` rows and the tap has nothing left to write. */
+  const written = async (url: string, rows: number) => {
+    await pollAsync(() => storedRows(db.sql), (r) => r.length === rows, 15_000);
+    return await pollAsync(() => storeHealth(url), (h) => h.status === "ok" && h.spooled === 0, 15_000);
+  };
   before(async () => {
     db = await freshDatabase("retry");
     dir = mkdtempSync(`${tmpdir()}/sessiontap-store-retry-`);
-    job1 = jobFor("retry", history, "answer one", 1);
-    job2 = jobFor(
-      "retry",
-      [...history, { role: "assistant", content: [{ type: "text", text: "answer one" }] }, { role: "user", content: "second" }],
-      "answer two",
-      2,
-    );
+    stub = await startStub();
+    stub.setDefault({
+      kind: "fn",
+      reply: (request) => {
+        const { messages } = JSON.parse(new TextDecoder().decode(request.body)) as { messages: { content: string }[] };
+        const prompt = messages[messages.length - 1].content;
+        return { kind: "sse", chunks: textReply(ANSWERS[prompt], { id: `msg_retry_${prompt}` }) };
+      },
+    });
   });
   after(async () => {
-    for (const s of sinks) await s.close();
+    for (const { tap } of taps) {
+      tap.signal("SIGTERM");
+      await tap.exit();
+    }
+    await stub?.close();
     await db?.drop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("the same commit twice, then again through a tap with no memory: each record once", async () => {
-    const a = sink();
-    await a.commit(job1);
-    await a.commit(job1);
-    await pollAsync(async () => a.health(), (h) => h.status === "ok" && h.spooled === 0);
-    const b = sink();
-    await b.commit(job1);
-    await b.commit(job2);
-    await pollAsync(async () => b.health(), (h) => h.status === "ok" && h.spooled === 0);
-    assert.equal(a.health().conflicts, 0, "the retry was planned away, not caught by the uuid key");
-    assert.equal(b.health().conflicts, 0, "the tap without memory read the lineage from the store first");
+  it("the same turn twice, then again through a tap with no memory: each record once", async () => {
+    const a = await tap("a");
+    await storeStatus(a.url);
+    assert.equal((await new Conversation(a.url, "retry").say("first")).status, 200);
+    assert.equal((await new Conversation(a.url, "retry").say("first")).status, 200, "the client retries the same request");
+    const healthA = await written(a.url, 2);
+    const b = await tap("b");
+    await storeStatus(b.url);
+    const c = new Conversation(b.url, "retry");
+    assert.equal((await c.say("first")).status, 200);
+    assert.equal((await c.say("second")).status, 200);
+    const healthB = await written(b.url, 4);
+    assert.equal(healthA.conflicts, 0, "the retry was planned away, not caught by the uuid key");
+    assert.equal(healthB.conflicts, 0, "the tap without memory read the lineage from the store first");
     const rows = await storedRows(db.sql);
     assert.deepEqual(rows.map((r) => `${r.entry.type}`), ["user", "assistant", "user", "assistant"]);
     assert.equal(rows.filter((r) => r.entry.reconstructed).length, 0);
@@ -106,27 +90,23 @@ describe("retries never double a record in the store", () => {
     await db.sql`DELETE FROM sessiontap_entries WHERE uuid = ${extra.uuid}`;
   });
 
-  it("a spool replaying a commit that had already reached the store (a crash before its line was removed) writes nothing twice", async () => {
+  it("a spool replaying commits that had already reached the store (a crash before their lines were removed) writes nothing twice", async () => {
     const before = (await storedRows(db.sql)).length;
-    const c = sink(false);
-    await c.spool.append(job1);
-    await c.spool.append(job2);
-    c.start();
-    const job3 = jobFor(
-      "retry",
-      [
-        ...history,
-        { role: "assistant", content: [{ type: "text", text: "answer one" }] },
-        { role: "user", content: "second" },
-        { role: "assistant", content: [{ type: "text", text: "answer two" }] },
-        { role: "user", content: "third" },
-      ],
-      "answer three",
-      3,
-    );
-    await c.commit(job3);
-    const h = await pollAsync(async () => c.health(), (x) => x.status === "ok" && x.spooled === 0);
+    // A tap whose store refuses spools both turns; killed, it leaves them for the next tap on its root.
+    const refused = await tap("s", `postgres://postgres@127.0.0.1:${await freePort()}/postgres`);
+    const c = new Conversation(refused.url, "retry");
+    assert.equal((await c.say("first")).status, 200);
+    assert.equal((await c.say("second")).status, 200);
+    await pollAsync(() => storeHealth(refused.url), (h) => h.spooled === 2, 15_000);
+    refused.tap.child.kill("SIGKILL");
+    await refused.tap.exited;
+    const next = await tap("s");
+    const c2 = new Conversation(next.url, "retry");
+    c2.messages.push(...c.messages);
+    assert.equal((await c2.say("third")).status, 200);
+    const h = await written(next.url, before + 2);
     assert.equal(h.spooled, 0);
+    assert.ok(Number(h.replayed) >= 2, `the spooled commits were replayed: ${JSON.stringify(h)}`);
     const rows = await storedRows(db.sql);
     assert.equal(rows.length, before + 2, "only the new turn");
     assert.equal(new Set(rows.map((r) => r.uuid)).size, rows.length);
