@@ -68,6 +68,9 @@ const SERIAL = new Set([
   // A 256 MiB answer relayed as fast as the loopback goes, asserting that the engine keeps up with the relay: with
   // the other files on the same two cores it fell behind and gave the answer up, as it is built to.
   "test/security/processes.test.ts",
+  // Durability within 250 ms of a fresh tap's first answers is a wall-clock promise: with the other files on the same two cores
+  // (a load of ~25) a first commit's few filesystem calls alone took longer.
+  "test/reliability/first-moments.test.ts",
 ]);
 
 /** How many files each runtime runs at once in the parallel group (SESSIONTAP_TEST_JOBS overrides Bun's, DENO_JOBS Deno's). */

@@ -252,6 +252,9 @@ export class Mirror {
       (removed) => removed > 0 && this.log("cleanup", { dir: ".staging", removed }),
       (error) => this.fail("cleanup", error),
     );
+    // The root's own directories and this process's name, made before the first answer: a fresh tap's first commit of a session
+    // walked them under load for ~250 ms (docs/RELIABILITY.md "A fresh tap's first moments"); a failure here fails the first write too.
+    await Promise.all([this.tree.prepare(), this.locks.prepare(), this.bindings?.files.prepare()]).catch((error) => this.fail("start", error));
     this.options.store?.start();
     const found = await this.spool.load();
     if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });

@@ -18,7 +18,7 @@ export class SessionBindings {
   private readonly known = new Map<string, SessionBinding>();
 
   constructor(
-    private readonly files: BindingFiles,
+    readonly files: BindingFiles,
     private readonly secret: string,
     private readonly sink: BindingSink,
     /** Bindings kept in memory at most (the least recently used are read again from their files). */

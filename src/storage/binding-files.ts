@@ -75,6 +75,11 @@ export class BindingFiles {
     return { credential: str(value.credential), claims: str(value.claims), cwd: str(value.cwd) };
   }
 
+  /** Makes `.bindings` ready before the first session is bound. */
+  async prepare(): Promise<void> {
+    await ensureTrustedDir(this.fs, this.root, join(this.root, BINDINGS_DIR));
+  }
+
   /** Binds a session first (false when another writer bound it first: read theirs). */
   async create(sessionDir: string, binding: SessionBinding): Promise<boolean> {
     await ensureTrustedDir(this.fs, this.root, join(this.root, BINDINGS_DIR));

@@ -101,6 +101,12 @@ export class DirLocks {
     }
   }
 
+  /** Makes `.locks` and this process's owner ready before the first lock. */
+  async prepare(): Promise<void> {
+    await this.options.self;
+    await this.ensureLocksDir();
+  }
+
   /** Stops retrying releases after one last try (at shutdown). */
   async stop(): Promise<void> {
     this.retry.cancel();

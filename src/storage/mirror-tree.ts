@@ -72,6 +72,14 @@ export class MirrorTree {
     return (await removeLeftovers(this.fs, staging, (name) => name.endsWith(".part"), this.clock())).length;
   }
 
+  /** Makes `.staging` and this writer's name ready before the first publish. */
+  async prepare(): Promise<void> {
+    this.writer ??= writerTag(this.fs);
+    await this.ensureDir(join(this.root, ".staging"));
+    await this.writer;
+    this.staging = true;
+  }
+
   /** The `*.jsonl` file names directly in `dir`, oldest first (names sort by time); links are not files. */
   async fileNames(dir: string): Promise<string[]> {
     const entries = await this.fs.readdir(dir);
