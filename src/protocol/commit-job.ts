@@ -1,5 +1,5 @@
-// One response's worth of records for a conversation (docs/DESIGN.md "Exactly once"): the job every writer receives (JSON-safe,
-// so a spool can keep it), where its conversation lives, and its plan in Claude Code's envelope (docs/DESIGN.md "The mirror"). Pure.
+// One response's worth of records (docs/DESIGN.md "Exactly once"): the JSON-safe job every writer receives, where its conversation
+// lives, and its records in Claude Code's envelope. Pure.
 import type { Route } from "./classify.ts";
 import type { Json } from "./json.ts";
 import {
@@ -31,9 +31,8 @@ export interface CommitJob {
   base: EnvelopeBase;
   requestTimestamp: string;
   answer: Answer | null;
-  /** `gave-up`: the mirror stopped reading the answer (docs/DESIGN.md "Off the relay path") and keeps only the request. */
+  /** `gave-up`: the mirror stopped reading the answer and keeps only the request. */
   kind: "complete" | "client-cut" | "upstream-cut" | "gave-up";
-  /** Fingerprints (session-id.ts), when the mirror binds sessions. */
   owner?: { credential: string | null; claims: string | null };
   /** The request carried another owner's session id, and was given a session of its own. */
   split?: boolean;
@@ -45,7 +44,7 @@ export interface EnvelopeBase {
   cwd: string | null;
   gitBranch: string | null;
   entrypoint: string;
-  /** A version number, as Claude Code writes it (docs/DESIGN.md "Readable by other tools"). */
+  /** A version number, as Claude Code writes it. */
   version: string;
   isSidechain: boolean;
   agentId: string | null;
@@ -70,12 +69,12 @@ function record(type: string, base: EnvelopeBase, at: Placement, body: Json): Mi
   return out as MirrorRecord;
 }
 
-/** A prompt or tool results; `compactSummary` marks the summary that opens a compacted segment. */
+/** `compactSummary` marks the summary that opens a compacted segment. */
 export function userRecord(base: EnvelopeBase, at: Placement, content: unknown, compactSummary = false): MirrorRecord {
   return record("user", base, at, { message: { role: "user", content }, ...(compactSummary ? { isCompactSummary: true } : {}) });
 }
 
-/** An answer the tap saw, with its `request-id` (left out when the upstream sent none, or an empty one). */
+/** With its `request-id`, left out when the upstream sent none or an empty one. */
 export function assistantRecord(base: EnvelopeBase, at: Placement, message: AssistantMessage, requestId: string | null): MirrorRecord {
   return record("assistant", base, at, { ...(requestId === null || requestId === "" ? {} : { requestId }), message });
 }
@@ -156,7 +155,7 @@ export function planCommit(
   for (let i = plan.start; i < messages.length; i++) {
     const m = messages[i];
     if (i >= 1 && i <= skipUntil) {
-      // Kept from before the compaction: already mirrored, so only its position is remembered.
+      // Kept from before the compaction: only its position is remembered.
       if (m.role !== "system") ops.push({ alias: { key: m.key, uuid: summaryUuid! } });
       continue;
     }

@@ -1,5 +1,5 @@
-// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming): bytes → SSE events (eventsource-parser) → the
-// assistant message, holding at most `maxChars` of it (docs/RELIABILITY.md "Trust boundaries"). Pure.
+// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming) → the assistant message, at most `maxChars` of it
+// (docs/RELIABILITY.md "Trust boundaries"). Pure.
 import { createParser, type EventSourceParser } from "eventsource-parser";
 import { isObject, type Json, jsonObject } from "./json.ts";
 
@@ -38,10 +38,9 @@ export class StreamAccumulator {
   complete = false;
   error: Json | null = null;
   malformed = 0;
-  /** Characters of content kept (text, thinking, tool input), and beside it (see room). */
   private kept = 0;
   private besides = 0;
-  /** Characters let go past the bound, and events let go for their shape (a block index out of bounds, a block too many). */
+  /** Characters let go past the bound; `refused`: events let go for their shape (a block index out of bounds, a block too many). */
   dropped = 0;
   refused = 0;
 
@@ -71,10 +70,9 @@ export class StreamAccumulator {
 
   /** message_stop arrived, or message_delta carried a stop_reason: an SDK has the whole answer then. */
   get whole(): boolean {
-    return this.complete || (this.messageDelta.stop_reason !== undefined && this.messageDelta.stop_reason !== null);
+    return this.complete || (this.messageDelta.stop_reason ?? null) !== null;
   }
 
-  /** A content block has begun: something worth keeping if cut short. */
   get hasContent(): boolean {
     return this.blocks.size > 0;
   }
@@ -122,7 +120,6 @@ export class StreamAccumulator {
         if (!this.roomFor([event.delta, fields])) return;
         if (isObject(event.delta)) Object.assign(this.messageDelta, event.delta);
         for (const [key, value] of fields) this.messageDelta[key] = value;
-        // Cumulative: each non-null field overwrites what message_start said.
         if (isObject(event.usage)) {
           this.usage ??= {};
           for (const [key, value] of Object.entries(event.usage)) if (value !== null) this.usage[key] = value;
@@ -182,7 +179,6 @@ export class StreamAccumulator {
     try {
       block.input = JSON.parse(buffer);
     } catch {
-      // Cut short (max_tokens, an interruption) or invalid: keep `input` as it started, the text verbatim.
       block[PARTIAL_JSON_KEY] = buffer;
     }
   }
@@ -224,11 +220,7 @@ export function messageFromJson(body: Json): AssistantMessage {
   return acc.message(false);
 }
 
-/** SESSIONTAP_MAX_MESSAGE_BYTES's default. */
 export const MAX_MESSAGE_CHARS = 32 * 1024 * 1024;
-
-const LF = 0x0a;
-const CR = 0x0d;
 
 /** Holds at most about `maxChars` of one answer (docs/RELIABILITY.md "Trust boundaries"): an event past it is dropped whole. */
 export class SseMessageReader {
@@ -236,14 +228,9 @@ export class SseMessageReader {
   private readonly decoder = new TextDecoder();
   private readonly parser: EventSourceParser;
   private overflowed = false;
-  // Passing over an event past the bound, to its blank line: whether the current line has begun, and whether the last text ended
-  // in a `\r` whose `\n` may come first in the next.
-  private dropping = false;
-  private midLine = false;
-  private skipLF = false;
-  /** The last two characters fed: where the stream stands when the parser gives up. */
-  private last = LF;
-  private beforeLast = LF;
+  /** The last two characters fed; while an event past the bound is passed over, the last two passed over, else null. */
+  private fed = "\n\n";
+  private dropping: string | null = null;
 
   constructor(private readonly maxChars = MAX_MESSAGE_CHARS) {
     this.acc = new StreamAccumulator(maxChars);
@@ -271,52 +258,30 @@ export class SseMessageReader {
   }
 
   private text(text: string): void {
-    if (this.dropping) text = this.passOver(text);
-    const n = text.length;
-    if (n === 0) return;
-    this.beforeLast = n >= 2 ? text.charCodeAt(n - 2) : this.last;
-    this.last = text.charCodeAt(n - 1);
+    if (this.dropping !== null) text = this.passOver(text);
+    if (text === "") return;
+    this.fed = (this.fed + text.slice(-2)).slice(-2);
     this.parser.feed(text);
-    if (this.overflowed) this.startDropping();
-  }
-
-  // eventsource-parser stops at its maxBufferSize and has no skip-over: it starts afresh, and the rest of that event is passed over
-  // here, so an answer of any size costs bounded memory.
-  private startDropping(): void {
+    if (!this.overflowed) return;
+    // eventsource-parser stops at its maxBufferSize and has no skip-over: the rest of that event is passed over here.
     this.overflowed = false;
     this.acc.letGo(this.maxChars + 1);
     this.parser.reset();
-    // The parser holds a last \r until it sees whether a \n follows: alone on its line, it was the blank line.
-    if (this.last === CR && (this.beforeLast === CR || this.beforeLast === LF)) return;
-    this.dropping = true;
-    this.midLine = this.last !== LF && this.last !== CR;
-    this.skipLF = this.last === CR;
+    this.dropping = this.fed;
   }
 
+  // Up to the blank line: a line end (a \r whose \n follows is one) and another. A \n that completes the blank line's \r\n
+  // reaches the fresh parser as an empty line: a no-op.
   private passOver(text: string): string {
-    let at = this.skipLF && text.charCodeAt(0) === LF ? 1 : 0;
-    this.skipLF = false;
-    for (;;) {
-      const lf = text.indexOf("\n", at);
-      const cr = text.indexOf("\r", at);
-      const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
-      if (end < 0) {
-        if (at < text.length) this.midLine = true;
-        return "";
-      }
-      const blank = !this.midLine && end === at;
-      this.midLine = false;
-      at = end + 1;
-      if (text.charCodeAt(end) === CR) {
-        if (at === text.length) this.skipLF = true; // a \n may follow in the next text
-        else if (text.charCodeAt(at) === LF) at++;
-      }
-      if (blank) {
-        // A \n that completes the blank line's \r\n reaches the fresh parser as an empty line: a no-op.
-        this.dropping = false;
-        this.skipLF = false;
-        return text.slice(at);
-      }
+    const seen = this.dropping + text;
+    const blank = /(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)/.exec(seen);
+    if (blank === null) {
+      this.dropping = seen.slice(-2);
+      return "";
     }
+    const end = Math.max(seen.length - text.length, blank.index + blank[0].length);
+    this.dropping = null;
+    this.fed = seen.slice(0, end).slice(-2);
+    return seen.slice(end);
   }
 }

@@ -1,5 +1,5 @@
-// The local CA and the leaves it signs (docs/DESIGN.md "The local CA"): ECDSA P-256 over WebCrypto, name constraints that
-// permit the proxy's hosts only, kept in a 0700 directory of the user's; leaves live in memory only.
+// The local CA and the leaves it signs (docs/DESIGN.md "The local CA"): ECDSA P-256, constrained to the proxy's hosts; leaves live
+// in memory only.
 import "reflect-metadata";
 import type * as X509 from "@peculiar/x509";
 import { AsnConvert } from "@peculiar/asn1-schema";
@@ -27,7 +27,7 @@ function nameConstraints(names: readonly string[]): X509.Extension {
   return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(new NameConstraints({ permittedSubtrees, excludedSubtrees })));
 }
 
-/** The dNSNames a CA's name constraints permit and the addresses they exclude, or null when it has none (it signs for anything). */
+/** Null when it has none (it signs for anything). */
 export function constraintsOf(cert: X509.X509Certificate): { names: string[]; excluded: string[] } | null {
   const ext = cert.getExtension(id_ce_nameConstraints);
   if (ext === null) return null;
@@ -54,7 +54,6 @@ async function certify(subject: string, issuer: LocalCa | null, days: number, no
   return { certPem: `${cert.toString("pem")}\n`, keyPem, notAfter: cert.notAfter.getTime() };
 }
 
-/** Throws when the text holds no key and certificate, or the key is not the certificate's. */
 export async function readCa(text: string) {
   const blocks = [...text.matchAll(/-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----/g)];
   const keyBlock = blocks.find((b) => b[1] === "PRIVATE KEY")?.[0];
@@ -120,7 +119,6 @@ async function readKeyFile(fs: FsAdapter, path: string): Promise<LocalCa | null>
   }
 }
 
-/** Written 0600, fsynced, under a fresh name. */
 async function writeAside(fs: FsAdapter, dir: string, name: string, text: string): Promise<string> {
   const aside = `${dir}/.${name}.${crypto.randomUUID()}.tmp`;
   if (!(await fs.createExclusive(aside, text, true))) throw new ProxyStartError(`${aside} already exists`);

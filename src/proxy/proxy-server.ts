@@ -1,5 +1,5 @@
-// The forward proxy (docs/DESIGN.md "Proxy mode"): a node:net listener of its own, since Bun.serve and Deno.serve hand no CONNECT
-// to a server. A known host's TLS is terminated and its requests go to base-URL mode's forwarder; any other host is tunnelled blind.
+// The forward proxy (docs/DESIGN.md "Proxy mode"): node:net, since Bun.serve and Deno.serve hand no CONNECT to a server. A known
+// host's TLS is terminated and its requests forwarded; any other host is tunnelled blind.
 import { Buffer } from "node:buffer";
 import { lookup } from "node:dns/promises";
 import { BlockList, connect, createServer, isIPv6, type Socket } from "node:net";
@@ -14,15 +14,14 @@ import { forward, type ForwardDeps } from "../tap/forward.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
-import { deadline, settlesWithin } from "../utils/within.ts";
+import { deadline, orAfter, settlesWithin } from "../utils/within.ts";
 import { bodyStream, field, framingOf, keepsAlive, latin1, parseAuthority, parseRequestHead, plainAnswer, ReadError, readHead } from "./http1.ts";
 import { SocketReader, writeResponse, writeTo } from "./http1.ts";
 import { leafContexts, loadOrMakeCa } from "./local-ca.ts";
 
 const [MAX_CONNECT_HEAD, MAX_HEAD] = [16 * 1024, 64 * 1024];
 const MAX_WAITING = 64;
-/** Longer than clients keep an idle connection. */
-const IDLE_MS = 300_000;
+const IDLE_MS = 300_000; // longer than clients keep an idle connection
 const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
 // OpenSSL, BoringSSL and rustls name a client's refusal of the certificate differently.
 const REFUSED_CERTIFICATE = /unknown[ _]?ca|bad[ _]?certificate|certificate[ _]?unknown|unsupported[ _]?certificate|alert number 4[2356]/i;
@@ -31,7 +30,6 @@ export interface ProxyDeps {
   fs: FsAdapter;
   stderr: (line: string) => void;
   log: (action: string, fields: EventFields) => void;
-  /** Base-URL mode's; the proxy forwards with its own upstream per host. */
   forwardDeps: ForwardDeps;
   host: string;
   token: string | null;
@@ -43,13 +41,12 @@ export interface ProxyDeps {
 
 export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
 
-/** The token `header` carries, as Basic credentials (any user name) or a Bearer token. */
+/** As Basic credentials (any user name) or a Bearer token. */
 export function proxyToken(header: string | null): string | null {
   const m = /^(Basic|Bearer)\s+(\S+)$/i.exec((header ?? "").trim());
   return (m === null ? undefined : /^bearer$/i.test(m[1]) ? m[2] : /^[^:]*:(.*)$/s.exec(Buffer.from(m[2], "base64").toString("latin1"))?.[1]) ?? null;
 }
 
-/** A loopback or unspecified address, or one of this machine's interfaces'. */
 function isLocal(address: string): boolean {
   const local = new BlockList();
   local.addSubnet("127.0.0.0", 8, "ipv4");
@@ -84,21 +81,17 @@ function bridge(socket: Socket, pending: Uint8Array[]): Duplex {
 
 /** Null once the handshake is done, else a reason of health's `proxy.failed`, and its detail. */
 function handshake(secure: TLSSocket, ms: number): Promise<[string, string | null] | null> {
-  return new Promise((resolve) => {
-    const finish = (outcome: [string, string | null] | null) => {
-      clearTimeout(timer);
-      secure.off("secure", onSecure).off("error", onError).off("close", onClose);
-      resolve(outcome);
-    };
-    const timer = setTimeout(() => finish(["handshake-timeout", null]), ms);
-    const onSecure = () => finish(null);
+  const outcome = new Promise<[string, string | null] | null>((resolve) => {
+    secure.once("secure", () => resolve(null));
     // describe() words every TLS failure alike: the refusal is told by the error's own words.
-    const onError = (e: Error) =>
-      finish([REFUSED_CERTIFICATE.test(`${(e as { code?: string }).code} ${e.message}`) ? "certificate-refused" : "handshake-failed", describe(e)]);
+    secure.once(
+      "error",
+      (e: Error & { code?: string }) => resolve([REFUSED_CERTIFICATE.test(`${e.code} ${e.message}`) ? "certificate-refused" : "handshake-failed", describe(e)]),
+    );
     // A client that does not trust the certificate says so with an alert, or (Bun's TLS, Claude Code's) just hangs up.
-    const onClose = () => finish(["closed-in-handshake", "the client closed the connection during the handshake"]);
-    secure.on("secure", onSecure).on("error", onError).on("close", onClose);
+    secure.once("close", () => resolve(["closed-in-handshake", "the client closed the connection during the handshake"]));
   });
+  return orAfter(outcome, ms, ["handshake-timeout", null]);
 }
 
 export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyDeps) {
@@ -110,10 +103,8 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     throw error instanceof ProxyStartError ? error : new ProxyStartError(`the proxy's CA in ${settings.caDir} could not be read or made (${describe(error)})`);
   });
   const context = leafContexts(ca.ca, clock);
-  // tunnels: blind, to hosts the proxy does not know; uncovered: shaped like a provider's host the CA does not cover, so tunnelled.
-  const byReason = (): Record<string, number> => ({});
-  const forwarded = { anthropic: 0, vertex: 0, bedrock: 0 };
-  const counts = { tunnels: 0, terminated: 0, forwarded, uncovered: 0, refused: byReason(), failed: byReason(), internalErrors: 0 };
+  const [refused, failures]: Record<string, number>[] = [{}, {}];
+  const counts = { tunnels: 0, terminated: 0, forwarded: { anthropic: 0, vertex: 0, bedrock: 0 }, uncovered: 0, refused, failed: failures, internalErrors: 0 };
   const bump = (of: Record<string, number>, reason: string) => void (of[reason] = (of[reason] ?? 0) + 1);
   const uncoveredSeen = new Set<string>();
   const hint = new Alarm(clock, deps.stderr);
@@ -126,7 +117,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       `sessiontap: a client ${did} the proxy's certificate for ${host}, most likely because it does not trust the tap's CA: start it with NODE_EXTRA_CA_CERTS=${ca.certPath}`;
     hint.fail(reason, () => line);
   };
-  // One per host of the table (or its SESSIONTAP_PROXY_UPSTREAM), so bounded by it.
   const upstreams = new Map<string, UpstreamHealth>();
   const check = "Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host";
   const reporter = (url: string) =>
@@ -145,7 +135,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     return answer(socket, status, message, extra);
   };
 
-  /** Undefined once refused. */
   const connectPhase = async (socket: Socket, reader: SocketReader) => {
     const text = await readHead(reader, MAX_CONNECT_HEAD, settings.timeoutMs, settings.timeoutMs).catch((error: Error) => error);
     if (text === null || (text instanceof Error && !(text instanceof ReadError))) return void socket.destroy();
@@ -196,7 +185,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     upstream.on("close", () => open && client.destroy());
   };
 
-  /** `reader` holds what came after the CONNECT. */
   const terminate = async (socket: Socket, reader: SocketReader, host: string, provider: Provider) => {
     const fail = (reason: string, detail: string | null = null) => {
       failed(host, reason, detail);
@@ -237,7 +225,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       if (stopping) return void socket.end();
       const text = await readHead(reader, MAX_HEAD, IDLE_MS, settings.timeoutMs).catch((error: Error) => error);
       if (text instanceof Error && !(text instanceof ReadError)) return void socket.destroy(); // the client reset it
-      // A kept-alive connection quiet for long enough, or closed, just ends.
       if (text === null || (text instanceof ReadError && text.message === "no request came")) return void socket.end();
       if (text instanceof ReadError) return reject(`head-${text.reason}`, text.reason === "too-large" ? 431 : 400, text.message);
       inFlight(true);
@@ -268,7 +255,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       const close = !keepsAlive(head) || stopping || !bodyRead;
       const written = await writeResponse(socket, response, head.method === "HEAD", close);
       socket.off("close", gone);
-      // A body that failed is cut, so the client sees a broken answer, never a clean short one.
       if (written !== "done") return void socket.destroy();
       if (close || !bodyRead) return void socket.end();
     }
