@@ -22,18 +22,16 @@ export class SocketReader {
     data: (chunk: Uint8Array) => {
       this.queue.push(chunk);
       this.socket.pause();
-      this.notify();
+      this.wake?.();
     },
-    end: () => void (this.ended = true, this.notify()),
-    close: () => void (this.ended = true, this.notify()),
-    error: (error: Error) => void (this.failure = error, this.notify()),
+    end: () => void (this.ended = true, this.wake?.()),
+    close: () => void (this.ended = true, this.wake?.()),
+    error: (error: Error) => void (this.failure = error, this.wake?.()),
   };
 
   constructor(private readonly socket: Duplex) {
     for (const [event, listener] of Object.entries(this.on)) socket.on(event, listener);
   }
-
-  private notify = () => this.wake?.();
 
   async read(timeoutMs: number): Promise<Uint8Array | null> {
     while (this.queue.length === 0) {
@@ -81,17 +79,10 @@ export async function readHead(reader: SocketReader, maxBytes: number, firstMs: 
   }
 }
 
-export interface RequestHead {
-  method: string;
-  target: string;
-  version: "1.0" | "1.1";
-  fields: [string, string][];
-}
-
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** A head read strictly (RFC 9112 §3, §5: nothing folded, names that are tokens, no control character), or what is wrong with it. */
-export function parseRequestHead(text: string): RequestHead | string {
+export function parseRequestHead(text: string) {
   const lines = text.replace(/\r\n\r\n$/, "").split("\r\n");
   const m = /^(\S+) (\S+) HTTP\/(1\.[01])$/.exec(lines[0]);
   if (m === null || !TOKEN.test(m[1])) return "the request line is not METHOD TARGET HTTP/1.x";
@@ -106,6 +97,8 @@ export function parseRequestHead(text: string): RequestHead | string {
   }
   return { method: m[1], target: m[2], version: m[3] as "1.0" | "1.1", fields };
 }
+
+export type RequestHead = Exclude<ReturnType<typeof parseRequestHead>, string>;
 
 /** Repeats joined with ", " (RFC 9110 §5.3). */
 export function field(head: RequestHead, name: string): string | null {

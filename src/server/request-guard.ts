@@ -1,5 +1,5 @@
-// Who may use the tap (docs/DESIGN.md "Trust boundaries"): from a request's headers, the kernel's table of sockets, and the
-// tap's token however it is presented (bearer, cookie, login link, Proxy-Authorization), through one throttle and one count.
+// Who may use the tap (docs/DESIGN.md "Trust boundaries"): by a request's headers, the kernel's table of sockets, and the tap's
+// token however it is presented, through one throttle.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
@@ -31,7 +31,6 @@ export function crossSiteRefusal(facts: RequestFacts, allowedHosts: ReadonlySet<
   return null;
 }
 
-/** IPv6 compressed in brackets, IPv4-mapped IPv6 as IPv4. */
 function canonical(address: string): string {
   const bare = address.replace(/^\[|\]$/g, "").toLowerCase();
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
@@ -47,7 +46,7 @@ function procAddress(hex: string): string {
   return canonical(Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16)).join(":"));
 }
 
-/** The uid of the one established row of /proc/net/tcp{,6} from `peer` to `port` on loopback: the client's socket; null: none or several. */
+/** The uid of the one established row of /proc/net/tcp{,6} from `peer` to `port` on loopback; null: none or several. */
 export function socketUid(tables: string, peer: { address: string; port: number }, port: number): number | null {
   const uids: number[] = [];
   const want = canonical(peer.address);
@@ -97,7 +96,6 @@ export class TokenGate {
     this.alarm = new Alarm(this.clock, options.stderr ?? (() => {}));
   }
 
-  /** `given` is the token, or the cookie's value. */
   check(peer: string, given: string, as: "token" | "cookie" = "token"): TokenCheck {
     const client = this.clients.get(peer) ?? { failures: 0, until: 0 };
     const waitMs = client.until - this.clock();
