@@ -38,13 +38,12 @@ export interface CommitJob {
   split?: boolean;
 }
 
-/** What every record of one request shares; a null id, directory or branch is left out, never written as null (ccusage skips those). */
+/** What every record of one request shares; a null is left out, never written (ccusage skips those). */
 export interface EnvelopeBase {
   sessionId: string | null;
   cwd: string | null;
   gitBranch: string | null;
   entrypoint: string;
-  /** A version number, as Claude Code writes it. */
   version: string;
   isSidechain: boolean;
   agentId: string | null;
@@ -57,24 +56,19 @@ type Placement = { uuid: string; parentUuid: string | null; timestamp: string; r
 
 // The keys every record starts with, in Claude Code's order, and the provenance marker it ends with.
 function record(type: string, base: EnvelopeBase, at: Placement, body: Json): MirrorRecord {
+  const { sessionId, cwd, version, entrypoint, gitBranch, agentId } = base;
+  const envelope = { sessionId, cwd, version, userType: "external", entrypoint, gitBranch, agentId, parentAgentId: base.parentAgentId || null };
   const out: Json = { parentUuid: at.parentUuid, isSidechain: base.isSidechain, type, uuid: at.uuid, timestamp: at.timestamp };
-  if (base.sessionId !== null) out.sessionId = base.sessionId;
-  if (base.cwd !== null) out.cwd = base.cwd;
-  Object.assign(out, { version: base.version, userType: "external", entrypoint: base.entrypoint });
-  if (base.gitBranch !== null) out.gitBranch = base.gitBranch;
-  if (base.agentId !== null) out.agentId = base.agentId;
-  if (base.parentAgentId) out.parentAgentId = base.parentAgentId;
+  for (const [key, value] of Object.entries(envelope)) if (value !== null) out[key] = value;
   Object.assign(out, body, { source: "sessiontap" });
   if (at.reconstructed) out.reconstructed = true;
   return out as MirrorRecord;
 }
 
-/** `compactSummary` marks the summary that opens a compacted segment. */
 export function userRecord(base: EnvelopeBase, at: Placement, content: unknown, compactSummary = false): MirrorRecord {
   return record("user", base, at, { message: { role: "user", content }, ...(compactSummary ? { isCompactSummary: true } : {}) });
 }
 
-/** With its `request-id`, left out when the upstream sent none or an empty one. */
 export function assistantRecord(base: EnvelopeBase, at: Placement, message: AssistantMessage, requestId: string | null): MirrorRecord {
   return record("assistant", base, at, { ...(requestId === null || requestId === "" ? {} : { requestId }), message });
 }
@@ -96,7 +90,7 @@ export function placeOf(route: Route, sessionDir: string, agentDir: string | nul
   return route === "side" ? place(sessionDir, "side", `${sessionDir}/side`) : place(sessionDir, "", sessionDir);
 }
 
-/** The main conversation a side request's records hang from (a title or a summary repeats it, and must not copy it); else null. */
+/** The main conversation a side request repeats, and must not copy; else null. */
 export function mainPlaceOf(of: ConversationPlace): ConversationPlace | null {
   return of.subpath === "side" ? place(of.sessionDir, "", of.sessionDir) : null;
 }
@@ -123,8 +117,7 @@ function keptTail(messages: HashedMessage[], main: Lineage): KeptTail | null {
   return kept;
 }
 
-// Into `own`, seen over `main` for a side request (what it repeats of the main chain is never copied): the new messages, then the
-// answer, each with its uuid (derived in `scope`) and parent; a compaction opens with its boundary.
+// Into `own`, seen over `main` for a side request: the new messages, then the answer; a compaction opens with its boundary.
 export function planCommit(
   job: Pick<CommitJob, "messages" | "base" | "answer" | "requestTimestamp" | "compaction">,
   own: Lineage,
@@ -161,14 +154,14 @@ export function planCommit(
     }
     const uuid = uuidFrom(`${scope}:${m.key}`);
     // A compaction's summary is what the client sends now, not rebuilt history.
-    const at = { uuid, parentUuid, timestamp, reconstructed: i < plan.reconstructedBefore && !(summaryUuid !== null && i <= skipUntil) };
+    const summary = i === 0 && summaryUuid !== null;
+    const at = { uuid, parentUuid, timestamp, reconstructed: i < plan.reconstructedBefore && !summary };
     const content = scrubContent(m.content, includeThinking);
-    // An answer rebuilt from history holds only what the history does (no id, usage or requestId); a system message (Claude Code
-    // 2.1.328 sends its environment block as one) is kept as sent.
+    // An answer rebuilt from history holds only what the history does; a system message is kept as sent.
     if (m.role === "assistant") {
       records.push(record("assistant", base, { ...at, reconstructed: true }, { message: { type: "message", role: "assistant", content } }));
     } else if (m.role === "system") records.push(record("system", base, at, { subtype: "api_message", message: { role: "system", content } }));
-    else records.push(userRecord(base, at, content, i === 0 && summaryUuid !== null));
+    else records.push(userRecord(base, at, content, summary));
     ops.push({ add: { key: m.key, uuid, chain: m.chain, hash: m.role === "system" ? null : m.hash } });
     parentUuid = uuid;
   }

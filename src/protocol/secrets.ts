@@ -7,7 +7,6 @@ import { rules as recommended } from "@secretlint/secretlint-rule-preset-recomme
 import { isObject, type Json } from "./json.ts";
 import { messageHash } from "./lineage.ts";
 
-/** A secret found in `texts[index]`. */
 export type Finding = { index: number; kind: string; value: string };
 
 // Each rule of the preset on its own: a preset's own rule cannot be disabled (secretlint 13.1 registers it whatever its `disabled` says).
@@ -87,7 +86,7 @@ async function findIn(texts: string[]): Promise<Finding[]> {
   return [...found.values()];
 }
 
-/** Replaces secrets with `[REDACTED <kind> <8 hex>]`, the hex an HMAC of the secret under a key of the mirror root's: one secret, one placeholder. */
+/** Replaces secrets with `[REDACTED <kind> <8 hex>]`, an HMAC under a key of the mirror root's: one secret, one placeholder. */
 export class Redactor {
   private readonly key: Uint8Array;
   /** Names this key in the hashes it seals, so a record sealed under another tap's key is read by its content. */
@@ -117,7 +116,7 @@ export class Redactor {
     return `[REDACTED ${kind} ${createHmac("sha256", this.key).update(secret).digest("hex").slice(0, 8)}]`;
   }
 
-  /** Copies of `values` in which every secret found in any of their strings is replaced wherever it occurs among them. */
+  /** Every secret found in any of their strings is replaced wherever it occurs among them. */
   async redact<T>(values: T[]): Promise<T[]> {
     const swaps = new Map<string, string>();
     for (const f of await findSecrets(values.flatMap((v) => stringsOf(v)))) if (!swaps.has(f.value)) swaps.set(f.value, this.placeholder(f.kind, f.value));

@@ -70,7 +70,7 @@ export function dirName(id: string | null): string {
   return "inv-" + createHash("sha256").update(id, "utf8").digest("hex").slice(0, 16);
 }
 
-/** The tap's token on API traffic (`ANTHROPIC_CUSTOM_HEADERS`); never forwarded upstream. */
+/** The tap's token on API traffic; never forwarded upstream. */
 export const TOKEN_HEADER = "x-sessiontap-token";
 
 export function sameSecret(given: string | null, secret: string): boolean {

@@ -15,8 +15,6 @@ export interface AssistantMessage extends Json {
   usage: Json | null;
 }
 
-// Unknown deltas (on their block) and events (on the message) are kept in arrival order; a tool input whose JSON never completed
-// is kept verbatim; a message kept only in part says how much was kept and let go.
 export const UNKNOWN_DELTAS_KEY = "sessiontap_deltas";
 export const UNKNOWN_EVENTS_KEY = "sessiontap_events";
 export const PARTIAL_JSON_KEY = "sessiontap_partial_json";
@@ -25,7 +23,6 @@ export const TRUNCATED_KEY = "sessiontap_truncated";
 const JSON_INPUT_BLOCKS = new Set(["tool_use", "server_tool_use", "mcp_tool_use"]);
 // An index past this, or not a whole number, is let go (counted): a block at 4294967294 once made a sparse array walked for minutes.
 export const MAX_BLOCKS = 4096;
-// How the API's own serialisation begins a content delta.
 const DELTA_PREFIX = '{"type":"content_block_delta"';
 
 export class StreamAccumulator {
@@ -54,8 +51,7 @@ export class StreamAccumulator {
     this.dropped += Math.max(1, chars);
   }
 
-  // Content, and what is kept whole beside it (an unknown event or delta, a citation, a signature, message_delta's fields, by its
-  // JSON length), have a budget each as large; once content was let go, all content after it is too.
+  // Content, and what is kept whole beside it (by its JSON length), have a budget each; once content was let go, all after it is too.
   private room(chars: number, beside = false): boolean {
     const fits = beside ? this.besides + chars <= this.maxChars : this.dropped === 0 && this.kept + chars <= this.maxChars;
     if (!fits) this.letGo(chars);
@@ -183,7 +179,7 @@ export class StreamAccumulator {
     }
   }
 
-  /** The message so far, tool inputs whose block never stopped closed best-effort (docs/DESIGN.md "Writes"). */
+  /** The message so far, tool inputs whose block never stopped closed best-effort. */
   message(interrupted = false): AssistantMessage {
     for (const index of [...this.json.keys()]) this.finishJson(index);
     const base = this.base ?? {};
@@ -228,7 +224,7 @@ export class SseMessageReader {
   private readonly decoder = new TextDecoder();
   private readonly parser: EventSourceParser;
   private overflowed = false;
-  /** The last two characters fed; while an event past the bound is passed over, the last two passed over, else null. */
+  /** The last two characters fed, or (while an event past the bound is passed over) passed over. */
   private fed = "\n\n";
   private dropping: string | null = null;
 
@@ -250,8 +246,7 @@ export class SseMessageReader {
     this.text(this.decoder.decode(chunk, { stream: true }));
   }
 
-  // The parser hands an event over only at the blank line after it, and a whole answer may end without one (docs/DESIGN.md
-  // "Writes"): the end is fed as one; a cut-off line then fails to parse and is counted, not kept.
+  // An event is handed over at its blank line, and a whole answer may end without one: the end is fed as one.
   end(): void {
     this.text(this.decoder.decode());
     this.text("\n\n");

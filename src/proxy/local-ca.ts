@@ -4,6 +4,7 @@ import "reflect-metadata";
 import type * as X509 from "@peculiar/x509";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from "@peculiar/asn1-x509";
+import { dirname } from "node:path/posix";
 import { createSecureContext, type SecureContext } from "node:tls";
 import { ProxyStartError } from "../config/proxy-settings.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -127,7 +128,7 @@ async function writeAside(fs: FsAdapter, dir: string, name: string, text: string
 
 /** The CA in `dir` constrained to `names`, made or replaced as needed; `ca.pem` beside its key file holds its certificate. */
 export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly string[], now: number) {
-  await fs.mkdir(dir.replace(/\/+[^/]+\/*$/, "") || "/", 0o700);
+  await fs.mkdir(dirname(dir), 0o700);
   try {
     await ensurePrivateDir(fs, dir);
   } catch (error) {
