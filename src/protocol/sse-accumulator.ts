@@ -95,8 +95,7 @@ export class StreamAccumulator {
       }
       case "content_block_start": {
         const index = event.index;
-        const fresh = typeof index === "number" && !this.blocks.has(index);
-        if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= MAX_BLOCKS || (fresh && this.blocks.size >= MAX_BLOCKS)) {
+        if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= MAX_BLOCKS) {
           this.refused++;
           return;
         }
@@ -136,7 +135,7 @@ export class StreamAccumulator {
   }
 
   private applyDelta(index: unknown, delta: Json): void {
-    const block = typeof index === "number" ? this.blocks.get(index) : undefined;
+    const block = this.blocks.get(index as number);
     if (block === undefined) return;
     switch (delta.type) {
       case "text_delta":
@@ -221,6 +220,7 @@ export const MAX_MESSAGE_CHARS = 32 * 1024 * 1024;
 /** Holds at most about `maxChars` of one answer (docs/RELIABILITY.md "Trust boundaries"): an event past it is dropped whole. */
 export class SseMessageReader {
   readonly acc: StreamAccumulator;
+  readonly broken = null;
   private readonly decoder = new TextDecoder();
   private readonly parser: EventSourceParser;
   private overflowed = false;

@@ -201,16 +201,9 @@ export function writeTo(socket: Duplex, bytes: Uint8Array | string): Promise<boo
   });
 }
 
-export function plainAnswer(status: number, message: string, extra: Record<string, string> = {}): string {
-  const body = `sessiontap: ${message}\n`;
-  const headers = Object.entries({ "content-type": "text/plain; charset=utf-8", ...extra }).map(([k, v]) => `${k}: ${v}\r\n`).join("");
-  // A reason phrase is optional (RFC 9112 §4): the message says it.
-  return `HTTP/1.1 ${status} \r\n${headers}content-length: ${new TextEncoder().encode(body).length}\r\nconnection: close\r\n\r\n${body}`;
-}
-
 /** Writes a forwarded answer, each chunk the moment it comes; a slow client holds the upstream back (each write awaits its drain). */
 export async function writeResponse(socket: Duplex, response: Response, isHead: boolean, close: boolean): Promise<"done" | "client-gone" | "body-failed"> {
-  const lines = [`HTTP/1.1 ${response.status} ${response.statusText}`];
+  const lines = [`HTTP/1.1 ${response.status} ${response.statusText}`]; // a reason phrase may be empty (RFC 9112 §4)
   for (const [name, value] of response.headers) {
     if (!["set-cookie", "content-length", "transfer-encoding", "connection"].includes(name)) lines.push(`${name}: ${value}`);
   }

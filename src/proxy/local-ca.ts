@@ -137,7 +137,7 @@ export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly s
   const keyPath = `${dir}/ca-key.pem`;
   const certPath = `${dir}/ca.pem`;
   let ca = await readKeyFile(fs, keyPath);
-  // "made": none was there; a phrase: why the old one was replaced; null: the one there was used.
+  // "made": none was there; a phrase: why the old one was replaced.
   let made: string | null = null;
   const problem = ca === null ? null : caProblem(ca, names, now);
   if (ca === null || problem !== null) {

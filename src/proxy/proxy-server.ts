@@ -15,7 +15,7 @@ import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
 import { deadline, orAfter, settlesWithin } from "../utils/within.ts";
-import { bodyStream, field, framingOf, keepsAlive, latin1, parseAuthority, parseRequestHead, plainAnswer, ReadError, readHead } from "./http1.ts";
+import { bodyStream, field, framingOf, keepsAlive, latin1, parseAuthority, parseRequestHead, ReadError, readHead } from "./http1.ts";
 import { SocketReader, writeResponse, writeTo } from "./http1.ts";
 import { leafContexts, loadOrMakeCa } from "./local-ca.ts";
 
@@ -35,7 +35,7 @@ export interface ProxyDeps {
   token: string | null;
   tapPort: () => number;
   tokenGate: TokenGate;
-  /** Whether the client at `peer`, connected to `port`, is the tap's own user, by the kernel's word (null: it cannot say). */
+  /** Null: the kernel cannot say. */
   owner?: (peer: { address: string; port: number }, port: number) => Promise<boolean | null>;
 }
 
@@ -126,7 +126,9 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   let emptied = () => {};
 
   const answer = async (socket: Duplex, status: number, message: string, extra: Record<string, string> = {}) => {
-    await writeTo(socket, plainAnswer(status, message, extra));
+    const body = `sessiontap: ${message}\n`;
+    const headers = { "content-type": "text/plain; charset=utf-8", ...extra, "content-length": String(Buffer.byteLength(body)) };
+    await writeResponse(socket, new Response(body, { status, headers }), false, true);
     socket.end(() => socket.destroy()); // a peer that never closes keeps no descriptor of the tap's
   };
   const refuse = (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
@@ -152,7 +154,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
         "proxy-authenticate": 'Basic realm="sessiontap"',
       }] as const;
       if (given === null) return refuse(socket, "unauthorized", 407, ...ask);
-      // While its client waits, a token is not read at all, as on the HTTP port.
       const checked = deps.tokenGate.check((socket.remoteAddress ?? "unknown").replace(/^::ffff:/, ""), proxyToken(given) ?? "");
       if (typeof checked === "number") {
         return answer(socket, 429, `too many wrong tokens from this client; try again in ${checked} s`, { "retry-after": String(checked) });
@@ -193,8 +194,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     const first = await reader.read(settings.timeoutMs).catch((error: Error) => error);
     if (first instanceof Error) return fail(first instanceof ReadError ? "handshake-timeout" : "handshake-failed", describe(first));
     if (first === null) return fail("no-handshake");
-    // Every TLS connection opens with a handshake record (content type 22, RFC 8446 §5.1).
-    if (first[0] !== 22) {
+    if (first[0] !== 22) { // a handshake record (RFC 8446 §5.1)
       if (!/^[A-Z]{3,10} \S/.test(latin1(first.subarray(0, 24)))) return fail("not-tls");
       failed(host, "plain-http");
       return answer(socket, 400, `the tunnel to ${host}:443 carries TLS, and the client sent plain HTTP in it (use an https:// URL)`);

@@ -3,16 +3,10 @@
 import { Buffer } from "node:buffer";
 import { EventStreamCodec } from "@smithy/eventstream-codec";
 import { jsonObject } from "../json.ts";
-import { MAX_MESSAGE_CHARS, StreamAccumulator } from "../sse-accumulator.ts";
+import { MAX_MESSAGE_CHARS, type SseMessageReader, StreamAccumulator } from "../sse-accumulator.ts";
 
-/** This reader or the SSE reader; `whole`: the answer is whole for the client, so it may be committed as one. */
-export interface AnswerReader {
-  readonly acc: StreamAccumulator;
-  feed(chunk: Uint8Array): void;
-  end(): void;
-  readonly whole: boolean;
-  readonly broken?: string | null;
-}
+/** `whole`: the answer is whole for the client, so it may be committed as one; `broken`: why its framing could not be read. */
+export type AnswerReader = SseMessageReader | EventStreamReader;
 
 // A prelude (total length, headers length, its CRC), then the message's CRC; AWS's encoding allows 16 MiB at most.
 const OVERHEAD = 16;
@@ -22,7 +16,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const codec = new EventStreamCodec((bytes) => decoder.decode(bytes), (text) => encoder.encode(text));
 
-export class EventStreamReader implements AnswerReader {
+export class EventStreamReader {
   readonly acc: StreamAccumulator;
   broken: string | null = null;
   // The chunks of a frame not yet whole: joined once it is, so a frame in many chunks is copied once.
