@@ -208,15 +208,13 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     secure.on("error", () => undefined);
     if (failure !== null) return fail(...failure);
     counts.terminated++;
-    const upstream = settings.upstreams[host] ?? `https://${host}`;
-    await serveRequests(secure, host, (request) => {
-      counts.forwarded[provider]++;
-      return forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: reporter(upstream), proxied: true });
-    }, (yes) => void (busy.has(socket) && busy.set(socket, yes))); // only while open: a late word would keep a stop waiting
+    await serveRequests(secure, socket, host, provider);
   };
 
-  const serveRequests = async (socket: Duplex, host: string, send: (request: Request) => Promise<Response>, inFlight: (yes: boolean) => void) => {
+  const serveRequests = async (socket: Duplex, raw: Socket, host: string, provider: Provider) => {
     const reader = new SocketReader(socket);
+    const upstream = settings.upstreams[host] ?? `https://${host}`;
+    const inFlight = (yes: boolean) => void (busy.has(raw) && busy.set(raw, yes)); // only while open: a late word would keep a stop waiting
     // A sized body up to this is read whole, so it goes upstream with its length on every runtime (docs/RUNTIMES.md "Request bodies").
     const readWholeBytes = Math.min(deps.forwardDeps.readFirstBytes, deps.forwardDeps.maxMessageBytes);
     const reject = (reason: string, status: number, message: string) => (failed(host, reason), answer(socket, status, message));
@@ -251,12 +249,13 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
         socket.off("close", gone);
         return reject("bad-request", 400, `the request cannot be forwarded (${describe(error)})`);
       }
-      const response = await send(request);
+      counts.forwarded[provider]++;
+      const response = await forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: reporter(upstream), proxied: true });
       const close = !keepsAlive(head) || stopping || !bodyRead;
       const written = await writeResponse(socket, response, head.method === "HEAD", close);
       socket.off("close", gone);
       if (written !== "done") return void socket.destroy();
-      if (close || !bodyRead) return void socket.end();
+      if (close) return void socket.end();
     }
   };
 
