@@ -37,7 +37,6 @@ export function constraintsOf(cert: X509.X509Certificate): { names: string[]; ex
   return { names, excluded: [...(parsed.excludedSubtrees ?? [])].flatMap((s) => s.base.iPAddress ?? []) };
 }
 
-/** A fresh key pair and its certificate, signed by `issuer` (itself when null), valid from a day back for clocks that lag. */
 async function certify(subject: string, issuer: LocalCa | null, days: number, now: number, extensions: X509.Extension[]) {
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
   const keyId = await (issuer ? x509.AuthorityKeyIdentifierExtension.create(issuer.cert, false) : x509.SubjectKeyIdentifierExtension.create(keys.publicKey));
@@ -91,7 +90,7 @@ export function issueLeaf(ca: LocalCa, host: string, now: number) {
   ]);
 }
 
-/** One TLS context per host, made when a client first asks and a day before its leaf ends; a leaf that failed is asked again. */
+/** Made when a client first asks and a day before its leaf ends; a leaf that failed is asked again. */
 export function leafContexts(ca: LocalCa, clock: () => number): (host: string) => Promise<SecureContext> {
   const made = new Map<string, Promise<{ context: SecureContext; renewAt: number }>>();
   return async (host) => {
@@ -126,7 +125,6 @@ async function writeAside(fs: FsAdapter, dir: string, name: string, text: string
   return aside;
 }
 
-/** The CA in `dir` constrained to `names`, made or replaced as needed; `ca.pem` beside its key file holds its certificate. */
 export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly string[], now: number) {
   await fs.mkdir(dirname(dir), 0o700);
   try {

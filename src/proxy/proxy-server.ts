@@ -41,7 +41,6 @@ export interface ProxyDeps {
 
 export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
 
-/** As Basic credentials (any user name) or a Bearer token. */
 export function proxyToken(header: string | null): string | null {
   const m = /^(Basic|Bearer)\s+(\S+)$/i.exec((header ?? "").trim());
   return (m === null ? undefined : /^bearer$/i.test(m[1]) ? m[2] : /^[^:]*:(.*)$/s.exec(Buffer.from(m[2], "base64").toString("latin1"))?.[1]) ?? null;

@@ -7,8 +7,6 @@ import { sameSecret } from "../protocol/session-id.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { hostName } from "../viewer/hosts.ts";
 
-export { sameSecret };
-
 export type RequestFacts = Record<"method" | "path", string> & Record<"host" | "origin" | "secFetchSite" | "secFetchMode", string | null>;
 
 function ownOrigin(origin: string, host: string | null, allowedHosts: ReadonlySet<string> | null): boolean {
