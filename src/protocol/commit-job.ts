@@ -74,14 +74,9 @@ export function assistantRecord(base: EnvelopeBase, at: Placement, message: Assi
 }
 
 /** `subpath`: "", "side" or "subagents/agent-<agent>"; `scope`: what record uuids are derived in; `key`: its one name below the root. */
-export interface ConversationPlace {
-  sessionDir: string;
-  subpath: string;
-  scope: string;
-  key: string;
-}
+export type ConversationPlace = ReturnType<typeof place>;
 
-function place(sessionDir: string, subpath: string, scope: string): ConversationPlace {
+function place(sessionDir: string, subpath: string, scope: string) {
   return { sessionDir, subpath, scope, key: subpath === "" ? sessionDir : `${sessionDir}/${subpath}` };
 }
 

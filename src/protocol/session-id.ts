@@ -4,15 +4,9 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { type Json, jsonObject } from "./json.ts";
 
 /** All the engine sees of a request's headers: a credential stays on the relay, at most its fingerprint goes. */
-export type IdentityHeaders = {
-  session: string | null;
-  agent: string | null;
-  parentAgent: string | null;
-  userAgent: string | null;
-  credential?: string | null;
-};
+export type IdentityHeaders = ReturnType<typeof identityHeaders> & { credential?: string | null };
 
-export function identityHeaders(headers: Headers): IdentityHeaders {
+export function identityHeaders(headers: Headers) {
   return {
     session: headers.get("x-claude-code-session-id"),
     agent: headers.get("x-claude-code-agent-id"),
