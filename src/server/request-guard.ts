@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { sameSecret } from "../protocol/session-id.ts";
 import { Alarm } from "../utils/alarm.ts";
-import { hostName } from "../viewer/hosts.ts";
+import { hostName, isLoopback } from "../viewer/hosts.ts";
 
 export type RequestFacts = Record<"method" | "path", string> & Record<"host" | "origin" | "secFetchSite" | "secFetchMode", string | null>;
 
@@ -29,19 +29,18 @@ export function crossSiteRefusal(facts: RequestFacts, allowedHosts: ReadonlySet<
   return null;
 }
 
+// One spelling per address: as URL writes an IPv6 one, IPv4 as IPv4-mapped.
 function canonical(address: string): string {
-  const bare = address.replace(/^\[|\]$/g, "").toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
-  if (mapped !== null) return mapped[1];
-  return bare.includes(":") && URL.canParse(`http://[${bare}]`) ? new URL(`http://[${bare}]`).hostname : bare;
+  const bare = address.replace(/^\[|\]$/g, "");
+  const url = `http://[${bare.includes(":") ? bare : `::ffff:${bare}`}]`;
+  return URL.canParse(url) ? new URL(url).hostname : bare;
 }
 
 // /proc/net/tcp{,6} prints 32-bit words in the host's byte order: little-endian on every target the tap ships for.
 function procAddress(hex: string): string {
   const bytes = (hex.match(/.{8}/g) ?? []).flatMap((word) => (word.match(/../g) ?? []).reverse().map((b) => parseInt(b, 16)));
-  if (bytes.length === 4) return bytes.join(".");
-  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 255 && bytes[11] === 255) return bytes.slice(12).join(".");
-  return canonical(Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16)).join(":"));
+  const groups = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16));
+  return canonical(bytes.length === 4 ? bytes.join(".") : groups.join(":"));
 }
 
 /** The uid of the one established row of /proc/net/tcp{,6} from `peer` to `port` on loopback; null: none or several. */
@@ -55,8 +54,7 @@ export function socketUid(tables: string, peer: { address: string; port: number 
     const [localAddress, localPort] = local.split(":");
     const [remoteAddress, remotePort] = remote.split(":");
     if (parseInt(localPort, 16) !== peer.port || parseInt(remotePort, 16) !== port || procAddress(localAddress) !== want) continue;
-    const to = procAddress(remoteAddress);
-    if (to.startsWith("127.") || to === "[::1]") uids.push(Number(uid));
+    if (isLoopback(procAddress(remoteAddress))) uids.push(Number(uid));
   }
   return uids.length === 1 ? uids[0] : null;
 }
