@@ -6,7 +6,7 @@ import { join } from "node:path/posix";
 import { existingBindingKey } from "../storage/binding-files.ts";
 import { type FsAdapter, nodeFs, readIfThere, removeIfThere } from "../storage/fs-adapter.ts";
 import { isObject, jsonObject } from "../protocol/json.ts";
-import { sameSecret } from "../server/request-guard.ts";
+import { sameSecret } from "../protocol/session-id.ts";
 import { describe } from "../utils/describe-error.ts";
 import { isLoopback } from "../viewer/hosts.ts";
 

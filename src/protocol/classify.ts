@@ -1,16 +1,12 @@
-// What a request says of itself: which lineage it belongs to (docs/DESIGN.md "Shapes of a conversation"), and where and by what
-// it was sent (docs/DESIGN.md "Where the environment travels"), however long its history. Pure.
+// What a request says of itself: its lineage (docs/DESIGN.md "Shapes of a conversation"), and where and by what it was sent. Pure.
 import { isObject } from "./json.ts";
 
 export type Route = "main" | "side" | "agent";
 
-// The CLI's and the Agent SDK's wordings.
 const AGENT_IDENTITY = /You are Claude Code|Claude Agent SDK|You are a Claude agent/;
 export const COMPACTION_PREFIX = "This session is being continued from a previous conversation";
-/** How Claude Code 2.1.328 starts the instruction it appends to ask for a summary. */
 export const SUMMARY_INSTRUCTION_PREFIX = "CRITICAL: Respond with TEXT ONLY";
 
-/** The texts of a message's (or a system prompt's) content: a string, or its blocks with a text. */
 function texts(content: unknown): string[] {
   if (typeof content === "string") return [content];
   if (!Array.isArray(content)) return [];
@@ -58,7 +54,7 @@ function section(text: string, name: string): string {
   return rest.slice(0, /^# /m.exec(rest)?.index);
 }
 
-/** From the system prompt, system messages and a `<system-reminder>` of the first user message (and the next, after a compaction summary). */
+/** From the system prompt and messages, and a `<system-reminder>` of the first user message (and the next, after a compaction summary). */
 export function readEnvironment(system: unknown, messages: unknown[]): Environment {
   const out: Environment = { cwd: null, gitBranch: null, entrypoint: null };
   const own = [...texts(system), ...messages.filter((m) => isObject(m) && m.role === "system").flatMap((m) => texts(contentOf(m)))];
@@ -79,7 +75,7 @@ export function readEnvironment(system: unknown, messages: unknown[]): Environme
 
 const CLAUDE_CLI = /^claude-cli\/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)(?:[ \t]+\(([^)]*)\))?/;
 
-/** `claude-cli/2.1.332 (external, sdk-cli)`: the version as Claude Code writes it into its transcripts, and the entrypoint. */
+/** `claude-cli/2.1.332 (external, sdk-cli)`: the version and the entrypoint. */
 export function readUserAgent(userAgent: string | null): { version: string | null; entrypoint: string | null } {
   const m = CLAUDE_CLI.exec(userAgent ?? "");
   if (m === null) return { version: null, entrypoint: null };

@@ -1,5 +1,5 @@
-// One response's worth of records for a conversation (docs/DESIGN.md "Exactly once"): the job every writer receives (JSON-safe,
-// so a spool can keep it), where its conversation lives, and its plan in Claude Code's envelope (docs/DESIGN.md "The mirror"). Pure.
+// One response's worth of records (docs/DESIGN.md "Exactly once"): the JSON-safe job every writer receives, where its conversation
+// lives, and its records in Claude Code's envelope. Pure.
 import type { Route } from "./classify.ts";
 import type { Json } from "./json.ts";
 import {
@@ -31,21 +31,19 @@ export interface CommitJob {
   base: EnvelopeBase;
   requestTimestamp: string;
   answer: Answer | null;
-  /** `gave-up`: the mirror stopped reading the answer (docs/DESIGN.md "Off the relay path") and keeps only the request. */
+  /** `gave-up`: the mirror stopped reading the answer and keeps only the request. */
   kind: "complete" | "client-cut" | "upstream-cut" | "gave-up";
-  /** Fingerprints (session-id.ts), when the mirror binds sessions. */
   owner?: { credential: string | null; claims: string | null };
   /** The request carried another owner's session id, and was given a session of its own. */
   split?: boolean;
 }
 
-/** What every record of one request shares; a null id, directory or branch is left out, never written as null (ccusage skips those). */
+/** What every record of one request shares; a null is left out, never written (ccusage skips those). */
 export interface EnvelopeBase {
   sessionId: string | null;
   cwd: string | null;
   gitBranch: string | null;
   entrypoint: string;
-  /** A version number, as Claude Code writes it (docs/DESIGN.md "Readable by other tools"). */
   version: string;
   isSidechain: boolean;
   agentId: string | null;
@@ -58,37 +56,27 @@ type Placement = { uuid: string; parentUuid: string | null; timestamp: string; r
 
 // The keys every record starts with, in Claude Code's order, and the provenance marker it ends with.
 function record(type: string, base: EnvelopeBase, at: Placement, body: Json): MirrorRecord {
+  const { sessionId, cwd, version, entrypoint, gitBranch, agentId } = base;
+  const envelope = { sessionId, cwd, version, userType: "external", entrypoint, gitBranch, agentId, parentAgentId: base.parentAgentId || null };
   const out: Json = { parentUuid: at.parentUuid, isSidechain: base.isSidechain, type, uuid: at.uuid, timestamp: at.timestamp };
-  if (base.sessionId !== null) out.sessionId = base.sessionId;
-  if (base.cwd !== null) out.cwd = base.cwd;
-  Object.assign(out, { version: base.version, userType: "external", entrypoint: base.entrypoint });
-  if (base.gitBranch !== null) out.gitBranch = base.gitBranch;
-  if (base.agentId !== null) out.agentId = base.agentId;
-  if (base.parentAgentId) out.parentAgentId = base.parentAgentId;
+  for (const [key, value] of Object.entries(envelope)) if (value !== null) out[key] = value;
   Object.assign(out, body, { source: "sessiontap" });
   if (at.reconstructed) out.reconstructed = true;
   return out as MirrorRecord;
 }
 
-/** A prompt or tool results; `compactSummary` marks the summary that opens a compacted segment. */
 export function userRecord(base: EnvelopeBase, at: Placement, content: unknown, compactSummary = false): MirrorRecord {
   return record("user", base, at, { message: { role: "user", content }, ...(compactSummary ? { isCompactSummary: true } : {}) });
 }
 
-/** An answer the tap saw, with its `request-id` (left out when the upstream sent none, or an empty one). */
 export function assistantRecord(base: EnvelopeBase, at: Placement, message: AssistantMessage, requestId: string | null): MirrorRecord {
   return record("assistant", base, at, { ...(requestId === null || requestId === "" ? {} : { requestId }), message });
 }
 
 /** `subpath`: "", "side" or "subagents/agent-<agent>"; `scope`: what record uuids are derived in; `key`: its one name below the root. */
-export interface ConversationPlace {
-  sessionDir: string;
-  subpath: string;
-  scope: string;
-  key: string;
-}
+export type ConversationPlace = ReturnType<typeof place>;
 
-function place(sessionDir: string, subpath: string, scope: string): ConversationPlace {
+function place(sessionDir: string, subpath: string, scope: string) {
   return { sessionDir, subpath, scope, key: subpath === "" ? sessionDir : `${sessionDir}/${subpath}` };
 }
 
@@ -97,7 +85,7 @@ export function placeOf(route: Route, sessionDir: string, agentDir: string | nul
   return route === "side" ? place(sessionDir, "side", `${sessionDir}/side`) : place(sessionDir, "", sessionDir);
 }
 
-/** The main conversation a side request's records hang from (a title or a summary repeats it, and must not copy it); else null. */
+/** The main conversation a side request repeats, and must not copy; else null. */
 export function mainPlaceOf(of: ConversationPlace): ConversationPlace | null {
   return of.subpath === "side" ? place(of.sessionDir, "", of.sessionDir) : null;
 }
@@ -124,8 +112,7 @@ function keptTail(messages: HashedMessage[], main: Lineage): KeptTail | null {
   return kept;
 }
 
-// Into `own`, seen over `main` for a side request (what it repeats of the main chain is never copied): the new messages, then the
-// answer, each with its uuid (derived in `scope`) and parent; a compaction opens with its boundary.
+// Into `own`, seen over `main` for a side request: the new messages, then the answer; a compaction opens with its boundary.
 export function planCommit(
   job: Pick<CommitJob, "messages" | "base" | "answer" | "requestTimestamp" | "compaction">,
   own: Lineage,
@@ -156,20 +143,20 @@ export function planCommit(
   for (let i = plan.start; i < messages.length; i++) {
     const m = messages[i];
     if (i >= 1 && i <= skipUntil) {
-      // Kept from before the compaction: already mirrored, so only its position is remembered.
+      // Kept from before the compaction: only its position is remembered.
       if (m.role !== "system") ops.push({ alias: { key: m.key, uuid: summaryUuid! } });
       continue;
     }
     const uuid = uuidFrom(`${scope}:${m.key}`);
     // A compaction's summary is what the client sends now, not rebuilt history.
-    const at = { uuid, parentUuid, timestamp, reconstructed: i < plan.reconstructedBefore && !(summaryUuid !== null && i <= skipUntil) };
+    const summary = i === 0 && summaryUuid !== null;
+    const at = { uuid, parentUuid, timestamp, reconstructed: i < plan.reconstructedBefore && !summary };
     const content = scrubContent(m.content, includeThinking);
-    // An answer rebuilt from history holds only what the history does (no id, usage or requestId); a system message (Claude Code
-    // 2.1.328 sends its environment block as one) is kept as sent.
+    // An answer rebuilt from history holds only what the history does; a system message is kept as sent.
     if (m.role === "assistant") {
       records.push(record("assistant", base, { ...at, reconstructed: true }, { message: { type: "message", role: "assistant", content } }));
     } else if (m.role === "system") records.push(record("system", base, at, { subtype: "api_message", message: { role: "system", content } }));
-    else records.push(userRecord(base, at, content, i === 0 && summaryUuid !== null));
+    else records.push(userRecord(base, at, content, summary));
     ops.push({ add: { key: m.key, uuid, chain: m.chain, hash: m.role === "system" ? null : m.hash } });
     parentUuid = uuid;
   }

@@ -68,7 +68,7 @@ function jsonAnswer(status: number, body: unknown, headers: Record<string, strin
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-/** Shaped like the API's own errors, so Claude Code reports and retries it as any API error. */
+/** Shaped like the API's own errors, so Claude Code treats it as any API error. */
 export function apiError(status: number, type: string, message: string, headers: Record<string, string> = {}): Response {
   return jsonAnswer(status, { type: "error", error: { type, message: `sessiontap: ${message}` } }, headers);
 }
@@ -84,7 +84,6 @@ export function isAwsHost(host: string): boolean {
   return /(?:^|\.)amazonaws\.com(?:\.cn)?$/i.test(host.replace(/:\d+$/, ""));
 }
 
-/** Why base-URL mode cannot forward `headers` to `upstream` (docs/DESIGN.md "Bedrock's signatures"). */
 export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
   const authorization = headers.get("authorization");
   if (authorization !== null && /^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return { reason: "signed for the tap's address", message: SIGNED };

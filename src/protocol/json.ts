@@ -1,4 +1,4 @@
-// JSON off the wire, and JSON Lines as every file the tap writes or reads holds them (docs/DESIGN.md "Readable by other tools"). Pure.
+// JSON off the wire, and JSON Lines as every file the tap writes or reads holds them. Pure.
 
 export type Json = Record<string, unknown>;
 

@@ -1,5 +1,5 @@
-// Secrets in a conversation: secretlint's recommended rules plus Anthropic's own keys and tokens, and their replacement by a placeholder
-// that names the kind and a keyed fingerprint (docs/DESIGN.md "Secrets"). Pure.
+// Secrets in a conversation (secretlint's recommended rules, and Anthropic's keys and tokens) replaced by a placeholder naming the kind
+// and a keyed fingerprint (docs/DESIGN.md "Secrets"). Pure.
 import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
 import { lintSource } from "@secretlint/core";
@@ -7,7 +7,6 @@ import { rules as recommended } from "@secretlint/secretlint-rule-preset-recomme
 import { isObject, type Json } from "./json.ts";
 import { messageHash } from "./lineage.ts";
 
-/** A secret found in `texts[index]`; `kind` is kebab-case (`github-token`). */
 export type Finding = { index: number; kind: string; value: string };
 
 // Each rule of the preset on its own: a preset's own rule cannot be disabled (secretlint 13.1 registers it whatever its `disabled` says).
@@ -18,10 +17,8 @@ const CONFIG = {
     .map((rule) => ({ id: rule.meta.id, rule, options: rule.meta.id === "@secretlint/secretlint-rule-aws" ? { enableIDScanRule: true } : {} })),
 };
 
-/**
- * What the preset lacks: Anthropic's admin keys and the OAuth access and refresh tokens Claude Code signs in with (it knows `sk-ant-api0N-…AA`
- * only); and an AWS secret key that ends in `+` or `/`, which its rule misses (it wants a word boundary after the key).
- */
+// What the preset lacks: Anthropic's admin keys and OAuth tokens (it knows `sk-ant-api0N-…AA` only); an AWS secret key that ends in
+// `+` or `/` (its rule wants a word boundary after the key).
 const OWN: [RegExp, (kind: string) => string][] = [
   [
     /(?<![\w-])sk-ant-(api|admin|oat|ort)\d\d-[\w-]{32,}/g,
@@ -29,14 +26,13 @@ const OWN: [RegExp, (kind: string) => string][] = [
   ],
   [/(?:aws_?)?secret_?access_?key["']?\s*(?::|=>|=)\s*["']?(?<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])/gi, () => "aws-secret-access-key"],
 ];
-/** Between two texts linted as one: every rule stops at a line break or at a NUL. */
+// Texts are linted many at once, joined by what every rule stops at: a lint's fixed cost is most of a small one's (~0.4 ms on Bun).
 const SEP = "\n\0\n";
-/** Characters linted at once: a lint's fixed cost is most of a small one's (a 2 KB record ~0.4 ms on Bun, ~1.2 ms on Deno). */
 const BATCH = 1 << 20;
 
 const kebab = (id: string) => id.replace(/([a-z\d])([A-Z])/g, "$1-$2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1-$2").replace(/_/g, "-").toLowerCase();
 
-/** A copy of `value` (JSON) with `swap` applied to each of its strings (not its keys); a loop, since a record may nest deeper than the stack. */
+/** A copy of `value` with `swap` applied to each of its strings (not keys); a loop, since a record may nest deeper than the stack. */
 function mapStrings(value: unknown, swap: (s: string) => string): unknown {
   const top: Record<string, unknown> = { value };
   for (const stack: [Record<string, unknown>, string][] = [[top, "value"]]; stack.length > 0;) {
@@ -51,7 +47,6 @@ function mapStrings(value: unknown, swap: (s: string) => string): unknown {
   return top.value;
 }
 
-/** Every string inside a JSON value (not its keys). */
 export function stringsOf(value: unknown): string[] {
   const out: string[] = [];
   mapStrings(value, (s) => (out.push(s), s));
@@ -91,24 +86,23 @@ async function findIn(texts: string[]): Promise<Finding[]> {
   return [...found.values()];
 }
 
-/** Replaces secrets with `[REDACTED <kind> <8 hex>]`, the hex an HMAC of the secret under a key of the mirror root's: one secret, one placeholder. */
+/** Replaces secrets with `[REDACTED <kind> <8 hex>]`, an HMAC under a key of the mirror root's: one secret, one placeholder. */
 export class Redactor {
   private readonly key: Uint8Array;
-  /** Names this key in the message hashes it seals, so a record sealed under another tap's key is read by its content. */
+  /** Names this key in the hashes it seals, so a record sealed under another tap's key is read by its content. */
   private readonly tag: string;
 
-  /** `rootKey`: the root's binding key, from which the redaction key is derived (it never fingerprints anything itself here). */
   constructor(rootKey: string) {
     this.key = createHmac("sha256", rootKey).update("sessiontap redaction key").digest();
     this.tag = createHmac("sha256", this.key).update("lineage tag").digest("hex").slice(0, 8);
   }
 
-  /** A message hash hidden under a pad of the record's uuid: its owner's lineage still knows the record, no one else can test a guess with it. */
+  /** A message hash under a pad of the record's uuid: its owner's lineage still knows the record, no one else can test a guess with it. */
   seal(uuid: string, hash: string): string {
     return `${this.tag}:${xor(hash, this.pad(uuid))}`;
   }
 
-  /** The original message hash `seal` hid in a record of this key's, else null (unredacted, or another tap's). */
+  /** What `seal` hid in a record of this key's, else null. */
   unseal(record: Record<string, unknown>): string | null {
     const [tag, sealed] = typeof record.sessiontap_hash === "string" ? record.sessiontap_hash.split(":") : [];
     return tag === this.tag && typeof record.uuid === "string" && /^[0-9a-f]{64}$/.test(sealed ?? "") ? xor(sealed, this.pad(record.uuid)) : null;
@@ -122,7 +116,7 @@ export class Redactor {
     return `[REDACTED ${kind} ${createHmac("sha256", this.key).update(secret).digest("hex").slice(0, 8)}]`;
   }
 
-  /** Copies of `values` (JSON) in which every secret found in any of their strings is replaced wherever it occurs among them. */
+  /** Every secret found in any of their strings is replaced wherever it occurs among them. */
   async redact<T>(values: T[]): Promise<T[]> {
     const swaps = new Map<string, string>();
     for (const f of await findSecrets(values.flatMap((v) => stringsOf(v)))) if (!swaps.has(f.value)) swaps.set(f.value, this.placeholder(f.kind, f.value));
@@ -137,11 +131,8 @@ const xor = (hex: string, pad: Uint8Array) => Buffer.from(Buffer.from(hex, "hex"
 
 const blocksOf = (record: Json): unknown[] => (isObject(record.message) && Array.isArray(record.message.content) ? record.message.content : []);
 
-/**
- * Records as they leave for the store (or, with `all`, the tree), secrets replaced (docs/DESIGN.md "Secrets"). A thinking block that held one
- * is left out: its signature would no longer match, and the API refuses a changed thinking block on resume. A record whose message changed
- * keeps the original message's hash, sealed (`sessiontap_hash`), so the lineage read back from there still matches the client's next request.
- */
+// A thinking block that held a secret is left out: the API refuses a changed one on resume. A changed message keeps its original hash,
+// sealed, so the lineage read back still matches the client's next request.
 export async function redactRecords<T>(records: T[], redactor: Redactor): Promise<T[]> {
   const redacted = await redactor.redact(records);
   return redacted.map((r, i) => {

@@ -1,18 +1,12 @@
-// Who a request is: its session and agent ids, the names they may take on disk, its owner's fingerprints, and whether it may
-// extend a session bound to another (docs/DESIGN.md "Who a session belongs to"). Pure.
+// Who a request is: its ids, their names on disk, its owner's fingerprints, and whether it may extend a bound session
+// (docs/DESIGN.md "Who a session belongs to"). Pure.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { type Json, jsonObject } from "./json.ts";
 
 /** All the engine sees of a request's headers: a credential stays on the relay, at most its fingerprint goes. */
-export type IdentityHeaders = {
-  session: string | null;
-  agent: string | null;
-  parentAgent: string | null;
-  userAgent: string | null;
-  credential?: string | null;
-};
+export type IdentityHeaders = ReturnType<typeof identityHeaders> & { credential?: string | null };
 
-export function identityHeaders(headers: Headers): IdentityHeaders {
+export function identityHeaders(headers: Headers) {
   return {
     session: headers.get("x-claude-code-session-id"),
     agent: headers.get("x-claude-code-agent-id"),
@@ -35,7 +29,7 @@ function sessionFromMetadata(body: unknown): string | null {
   return typeof userId === "string" ? /_session_([0-9a-fA-F-]{36})$/.exec(userId)?.[1] ?? null : null;
 }
 
-/** The session header first, then `metadata.user_id`: a JSON string with `session_id`, or the legacy `…_session_<uuid>`. */
+/** The session header first, then `metadata.user_id`: JSON with `session_id`, or the legacy `…_session_<uuid>`. */
 export function resolveIdentity(headers: IdentityHeaders, body: unknown) {
   const trimmed = (s: string | null) => (s !== null && s.trim() !== "" ? s.trim() : null);
   return {
@@ -46,14 +40,13 @@ export function resolveIdentity(headers: IdentityHeaders, body: unknown) {
   };
 }
 
-// The one gate from an id to a file name: only a plain id becomes a name, so no name can hold a separator, climb out of its
-// parent or be too long (docs/RELIABILITY.md "Trust boundaries").
+// The one gate from an id to a file name: no name can hold a separator, climb out of its parent or be too long.
 export function nameInside(id: string, suffix = ""): string | null {
   if (!/^[A-Za-z0-9._-]{1,128}$/.test(id) || id === "." || id === ".." || !/^[A-Za-z0-9._-]{0,16}$/.test(suffix)) return null;
   return id + suffix;
 }
 
-/** A name the root keeps for itself (dot names, `unknown`, `inv-…`, the events log), without case for case-insensitive filesystems. */
+/** A name the root keeps for itself, without case for case-insensitive filesystems. */
 export function isReservedName(name: string): boolean {
   const lower = name.toLowerCase();
   return lower.startsWith(".") || lower === "unknown" || lower.startsWith("inv-") || lower.startsWith("session-mirror-events");
@@ -63,7 +56,7 @@ export function transcriptName(id: string): string | null {
   return /^[A-Za-z0-9]/.test(id) ? nameInside(id, ".jsonl") : null;
 }
 
-/** The id itself when it is a plain name the root does not keep, else `inv-` and 16 hex of its sha256; `unknown` for none. */
+/** The id itself when it is a plain name the root does not keep, else `inv-` and 16 hex of its sha256. */
 export function dirName(id: string | null): string {
   if (id === null) return "unknown";
   const name = nameInside(id);
@@ -71,10 +64,9 @@ export function dirName(id: string | null): string {
   return "inv-" + createHash("sha256").update(id, "utf8").digest("hex").slice(0, 16);
 }
 
-/** Carries the tap's token on API traffic (`ANTHROPIC_CUSTOM_HEADERS`); never forwarded upstream. */
+/** The tap's token on API traffic; never forwarded upstream. */
 export const TOKEN_HEADER = "x-sessiontap-token";
 
-/** In time that does not depend on where the strings differ. */
 export function sameSecret(given: string | null, secret: string): boolean {
   const sha = (s: string) => createHash("sha256").update(s).digest();
   return timingSafeEqual(sha(given ?? ""), sha(secret)) && given !== null && given.length === secret.length;

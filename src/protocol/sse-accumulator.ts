@@ -1,5 +1,5 @@
-// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming): bytes → SSE events (eventsource-parser) → the
-// assistant message, holding at most `maxChars` of it (docs/RELIABILITY.md "Trust boundaries"). Pure.
+// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming) → the assistant message, at most `maxChars` of it
+// (docs/RELIABILITY.md "Trust boundaries"). Pure.
 import { createParser, type EventSourceParser } from "eventsource-parser";
 import { isObject, type Json, jsonObject } from "./json.ts";
 
@@ -15,8 +15,6 @@ export interface AssistantMessage extends Json {
   usage: Json | null;
 }
 
-// Unknown deltas (on their block) and events (on the message) are kept in arrival order; a tool input whose JSON never completed
-// is kept verbatim; a message kept only in part says how much was kept and let go.
 export const UNKNOWN_DELTAS_KEY = "sessiontap_deltas";
 export const UNKNOWN_EVENTS_KEY = "sessiontap_events";
 export const PARTIAL_JSON_KEY = "sessiontap_partial_json";
@@ -25,7 +23,6 @@ export const TRUNCATED_KEY = "sessiontap_truncated";
 const JSON_INPUT_BLOCKS = new Set(["tool_use", "server_tool_use", "mcp_tool_use"]);
 // An index past this, or not a whole number, is let go (counted): a block at 4294967294 once made a sparse array walked for minutes.
 export const MAX_BLOCKS = 4096;
-// How the API's own serialisation begins a content delta.
 const DELTA_PREFIX = '{"type":"content_block_delta"';
 
 export class StreamAccumulator {
@@ -38,10 +35,9 @@ export class StreamAccumulator {
   complete = false;
   error: Json | null = null;
   malformed = 0;
-  /** Characters of content kept (text, thinking, tool input), and beside it (see room). */
   private kept = 0;
   private besides = 0;
-  /** Characters let go past the bound, and events let go for their shape (a block index out of bounds, a block too many). */
+  /** Characters let go past the bound; `refused`: events let go for their shape (a block index out of bounds, a block too many). */
   dropped = 0;
   refused = 0;
 
@@ -55,8 +51,7 @@ export class StreamAccumulator {
     this.dropped += Math.max(1, chars);
   }
 
-  // Content, and what is kept whole beside it (an unknown event or delta, a citation, a signature, message_delta's fields, by its
-  // JSON length), have a budget each as large; once content was let go, all content after it is too.
+  // Content, and what is kept whole beside it (by its JSON length), have a budget each; once content was let go, all after it is too.
   private room(chars: number, beside = false): boolean {
     const fits = beside ? this.besides + chars <= this.maxChars : this.dropped === 0 && this.kept + chars <= this.maxChars;
     if (!fits) this.letGo(chars);
@@ -71,10 +66,9 @@ export class StreamAccumulator {
 
   /** message_stop arrived, or message_delta carried a stop_reason: an SDK has the whole answer then. */
   get whole(): boolean {
-    return this.complete || (this.messageDelta.stop_reason !== undefined && this.messageDelta.stop_reason !== null);
+    return this.complete || (this.messageDelta.stop_reason ?? null) !== null;
   }
 
-  /** A content block has begun: something worth keeping if cut short. */
   get hasContent(): boolean {
     return this.blocks.size > 0;
   }
@@ -101,8 +95,7 @@ export class StreamAccumulator {
       }
       case "content_block_start": {
         const index = event.index;
-        const fresh = typeof index === "number" && !this.blocks.has(index);
-        if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= MAX_BLOCKS || (fresh && this.blocks.size >= MAX_BLOCKS)) {
+        if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= MAX_BLOCKS) {
           this.refused++;
           return;
         }
@@ -122,7 +115,6 @@ export class StreamAccumulator {
         if (!this.roomFor([event.delta, fields])) return;
         if (isObject(event.delta)) Object.assign(this.messageDelta, event.delta);
         for (const [key, value] of fields) this.messageDelta[key] = value;
-        // Cumulative: each non-null field overwrites what message_start said.
         if (isObject(event.usage)) {
           this.usage ??= {};
           for (const [key, value] of Object.entries(event.usage)) if (value !== null) this.usage[key] = value;
@@ -143,7 +135,7 @@ export class StreamAccumulator {
   }
 
   private applyDelta(index: unknown, delta: Json): void {
-    const block = typeof index === "number" ? this.blocks.get(index) : undefined;
+    const block = this.blocks.get(index as number);
     if (block === undefined) return;
     switch (delta.type) {
       case "text_delta":
@@ -182,12 +174,11 @@ export class StreamAccumulator {
     try {
       block.input = JSON.parse(buffer);
     } catch {
-      // Cut short (max_tokens, an interruption) or invalid: keep `input` as it started, the text verbatim.
       block[PARTIAL_JSON_KEY] = buffer;
     }
   }
 
-  /** The message so far, tool inputs whose block never stopped closed best-effort (docs/DESIGN.md "Writes"). */
+  /** The message so far, tool inputs whose block never stopped closed best-effort. */
   message(interrupted = false): AssistantMessage {
     for (const index of [...this.json.keys()]) this.finishJson(index);
     const base = this.base ?? {};
@@ -224,26 +215,18 @@ export function messageFromJson(body: Json): AssistantMessage {
   return acc.message(false);
 }
 
-/** SESSIONTAP_MAX_MESSAGE_BYTES's default. */
 export const MAX_MESSAGE_CHARS = 32 * 1024 * 1024;
-
-const LF = 0x0a;
-const CR = 0x0d;
 
 /** Holds at most about `maxChars` of one answer (docs/RELIABILITY.md "Trust boundaries"): an event past it is dropped whole. */
 export class SseMessageReader {
   readonly acc: StreamAccumulator;
+  readonly broken = null;
   private readonly decoder = new TextDecoder();
   private readonly parser: EventSourceParser;
   private overflowed = false;
-  // Passing over an event past the bound, to its blank line: whether the current line has begun, and whether the last text ended
-  // in a `\r` whose `\n` may come first in the next.
-  private dropping = false;
-  private midLine = false;
-  private skipLF = false;
-  /** The last two characters fed: where the stream stands when the parser gives up. */
-  private last = LF;
-  private beforeLast = LF;
+  /** The last two characters fed, or (while an event past the bound is passed over) passed over. */
+  private fed = "\n\n";
+  private dropping: string | null = null;
 
   constructor(private readonly maxChars = MAX_MESSAGE_CHARS) {
     this.acc = new StreamAccumulator(maxChars);
@@ -263,60 +246,37 @@ export class SseMessageReader {
     this.text(this.decoder.decode(chunk, { stream: true }));
   }
 
-  // The parser hands an event over only at the blank line after it, and a whole answer may end without one (docs/DESIGN.md
-  // "Writes"): the end is fed as one; a cut-off line then fails to parse and is counted, not kept.
+  // An event is handed over at its blank line, and a whole answer may end without one: the end is fed as one.
   end(): void {
     this.text(this.decoder.decode());
     this.text("\n\n");
   }
 
   private text(text: string): void {
-    if (this.dropping) text = this.passOver(text);
-    const n = text.length;
-    if (n === 0) return;
-    this.beforeLast = n >= 2 ? text.charCodeAt(n - 2) : this.last;
-    this.last = text.charCodeAt(n - 1);
+    if (this.dropping !== null) text = this.passOver(text);
+    if (text === "") return;
+    this.fed = (this.fed + text.slice(-2)).slice(-2);
     this.parser.feed(text);
-    if (this.overflowed) this.startDropping();
-  }
-
-  // eventsource-parser stops at its maxBufferSize and has no skip-over: it starts afresh, and the rest of that event is passed over
-  // here, so an answer of any size costs bounded memory.
-  private startDropping(): void {
+    if (!this.overflowed) return;
+    // eventsource-parser stops at its maxBufferSize and has no skip-over: the rest of that event is passed over here.
     this.overflowed = false;
     this.acc.letGo(this.maxChars + 1);
     this.parser.reset();
-    // The parser holds a last \r until it sees whether a \n follows: alone on its line, it was the blank line.
-    if (this.last === CR && (this.beforeLast === CR || this.beforeLast === LF)) return;
-    this.dropping = true;
-    this.midLine = this.last !== LF && this.last !== CR;
-    this.skipLF = this.last === CR;
+    this.dropping = this.fed;
   }
 
+  // Up to the blank line: a line end (a \r whose \n follows is one) and another. A \n that completes the blank line's \r\n
+  // reaches the fresh parser as an empty line: a no-op.
   private passOver(text: string): string {
-    let at = this.skipLF && text.charCodeAt(0) === LF ? 1 : 0;
-    this.skipLF = false;
-    for (;;) {
-      const lf = text.indexOf("\n", at);
-      const cr = text.indexOf("\r", at);
-      const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
-      if (end < 0) {
-        if (at < text.length) this.midLine = true;
-        return "";
-      }
-      const blank = !this.midLine && end === at;
-      this.midLine = false;
-      at = end + 1;
-      if (text.charCodeAt(end) === CR) {
-        if (at === text.length) this.skipLF = true; // a \n may follow in the next text
-        else if (text.charCodeAt(at) === LF) at++;
-      }
-      if (blank) {
-        // A \n that completes the blank line's \r\n reaches the fresh parser as an empty line: a no-op.
-        this.dropping = false;
-        this.skipLF = false;
-        return text.slice(at);
-      }
+    const seen = this.dropping + text;
+    const blank = /(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)/.exec(seen);
+    if (blank === null) {
+      this.dropping = seen.slice(-2);
+      return "";
     }
+    const end = Math.max(seen.length - text.length, blank.index + blank[0].length);
+    this.dropping = null;
+    this.fed = seen.slice(0, end).slice(-2);
+    return seen.slice(end);
   }
 }

@@ -4,6 +4,7 @@ import { Buffer } from "node:buffer";
 import { isIPv4, isIPv6 } from "node:net";
 import type { Duplex } from "node:stream";
 import { isHostName } from "../config/proxy-settings.ts";
+import { orAfter } from "../utils/within.ts";
 
 export class ReadError extends Error {
   constructor(readonly reason: "too-large" | "cut" | "timeout", message: string) {
@@ -21,38 +22,31 @@ export class SocketReader {
     data: (chunk: Uint8Array) => {
       this.queue.push(chunk);
       this.socket.pause();
-      this.notify();
+      this.wake?.();
     },
-    end: () => void (this.ended = true, this.notify()),
-    close: () => void (this.ended = true, this.notify()),
-    error: (error: Error) => void (this.failure = error, this.notify()),
+    end: () => void (this.ended = true, this.wake?.()),
+    close: () => void (this.ended = true, this.wake?.()),
+    error: (error: Error) => void (this.failure = error, this.wake?.()),
   };
 
   constructor(private readonly socket: Duplex) {
     for (const [event, listener] of Object.entries(this.on)) socket.on(event, listener);
   }
 
-  private notify = () => this.wake?.();
-
-  /** The next chunk, or null once the peer ended; rejects on a socket error or after `timeoutMs`. */
   async read(timeoutMs: number): Promise<Uint8Array | null> {
     while (this.queue.length === 0) {
       if (this.failure !== null) throw this.failure;
       if (this.ended) return null;
       this.socket.resume();
-      const timedOut = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(true), timeoutMs);
-        this.wake = () => (clearTimeout(timer), resolve(false));
-      });
+      const woke = await orAfter(new Promise<boolean>((resolve) => (this.wake = () => resolve(true))), timeoutMs, false);
       this.wake = null;
-      if (timedOut) throw new ReadError("timeout", `nothing came within ${timeoutMs} ms`);
+      if (!woke) throw new ReadError("timeout", `nothing came within ${timeoutMs} ms`);
     }
     return this.queue.shift()!;
   }
 
   unshift = (bytes: Uint8Array) => void (bytes.byteLength > 0 && this.queue.unshift(bytes));
 
-  /** What was read and not consumed (the socket stays paused). */
   detach(): Uint8Array[] {
     for (const [event, listener] of Object.entries(this.on)) this.socket.off(event, listener);
     this.socket.pause();
@@ -63,7 +57,7 @@ export class SocketReader {
 /** One character per byte (TextDecoder's "latin1" is windows-1252). */
 export const latin1 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 
-/** A head up to its blank line, as Latin-1; null when the peer ended first. `firstMs` bounds the wait for its first byte, `restMs` the rest. */
+/** Null when the peer ended first; `firstMs` bounds the wait for its first byte, `restMs` the rest. */
 export async function readHead(reader: SocketReader, maxBytes: number, firstMs: number, restMs: number): Promise<string | null> {
   let bytes = Buffer.alloc(0);
   let by = Date.now() + firstMs;
@@ -85,17 +79,10 @@ export async function readHead(reader: SocketReader, maxBytes: number, firstMs: 
   }
 }
 
-export interface RequestHead {
-  method: string;
-  target: string;
-  version: "1.0" | "1.1";
-  fields: [string, string][];
-}
-
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** A head read strictly (RFC 9112 §3, §5: nothing folded, names that are tokens, no control character), or what is wrong with it. */
-export function parseRequestHead(text: string): RequestHead | string {
+export function parseRequestHead(text: string) {
   const lines = text.replace(/\r\n\r\n$/, "").split("\r\n");
   const m = /^(\S+) (\S+) HTTP\/(1\.[01])$/.exec(lines[0]);
   if (m === null || !TOKEN.test(m[1])) return "the request line is not METHOD TARGET HTTP/1.x";
@@ -111,7 +98,9 @@ export function parseRequestHead(text: string): RequestHead | string {
   return { method: m[1], target: m[2], version: m[3] as "1.0" | "1.1", fields };
 }
 
-/** A field's value, repeats joined with ", " (RFC 9110 §5.3); null when absent. */
+export type RequestHead = Exclude<ReturnType<typeof parseRequestHead>, string>;
+
+/** Repeats joined with ", " (RFC 9110 §5.3). */
 export function field(head: RequestHead, name: string): string | null {
   const values = head.fields.filter(([n]) => n === name).map(([, v]) => v);
   return values.length === 0 ? null : values.join(", ");
@@ -147,7 +136,6 @@ export function framingOf(head: RequestHead): Framing | string {
   return framing.kind !== "none" && /^(GET|HEAD)$/.test(head.method) ? `a ${head.method} request with a body` : framing;
 }
 
-/** Up to `n` bytes as they come, at most `ms` apart; throws when the connection ends first. */
 async function take(reader: SocketReader, n: number, ms: number): Promise<Uint8Array> {
   const chunk = await reader.read(ms);
   if (chunk === null) throw new Error(`the request body ended ${n === Number.POSITIVE_INFINITY ? "inside a chunk" : `${n} bytes short`}`);
@@ -200,7 +188,6 @@ export function bodyStream(reader: SocketReader, framing: Framing & { kind: "siz
   }, { highWaterMark: 0 });
 }
 
-/** False once the socket is gone. */
 export function writeTo(socket: Duplex, bytes: Uint8Array | string): Promise<boolean> {
   if (socket.destroyed || !socket.writable) return Promise.resolve(false);
   return new Promise((resolve) => {
@@ -214,16 +201,9 @@ export function writeTo(socket: Duplex, bytes: Uint8Array | string): Promise<boo
   });
 }
 
-export function plainAnswer(status: number, message: string, extra: Record<string, string> = {}): string {
-  const body = `sessiontap: ${message}\n`;
-  const headers = Object.entries({ "content-type": "text/plain; charset=utf-8", ...extra }).map(([k, v]) => `${k}: ${v}\r\n`).join("");
-  // A reason phrase is optional (RFC 9112 §4): the message says it.
-  return `HTTP/1.1 ${status} \r\n${headers}content-length: ${new TextEncoder().encode(body).length}\r\nconnection: close\r\n\r\n${body}`;
-}
-
 /** Writes a forwarded answer, each chunk the moment it comes; a slow client holds the upstream back (each write awaits its drain). */
 export async function writeResponse(socket: Duplex, response: Response, isHead: boolean, close: boolean): Promise<"done" | "client-gone" | "body-failed"> {
-  const lines = [`HTTP/1.1 ${response.status} ${response.statusText}`];
+  const lines = [`HTTP/1.1 ${response.status} ${response.statusText}`]; // a reason phrase may be empty (RFC 9112 §4)
   for (const [name, value] of response.headers) {
     if (!["set-cookie", "content-length", "transfer-encoding", "connection"].includes(name)) lines.push(`${name}: ${value}`);
   }

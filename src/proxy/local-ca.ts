@@ -1,9 +1,10 @@
-// The local CA and the leaves it signs (docs/DESIGN.md "The local CA"): ECDSA P-256 over WebCrypto, name constraints that
-// permit the proxy's hosts only, kept in a 0700 directory of the user's; leaves live in memory only.
+// The local CA and the leaves it signs (docs/DESIGN.md "The local CA"): ECDSA P-256, constrained to the proxy's hosts; leaves live
+// in memory only.
 import "reflect-metadata";
 import type * as X509 from "@peculiar/x509";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from "@peculiar/asn1-x509";
+import { dirname } from "node:path/posix";
 import { createSecureContext, type SecureContext } from "node:tls";
 import { ProxyStartError } from "../config/proxy-settings.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -27,7 +28,7 @@ function nameConstraints(names: readonly string[]): X509.Extension {
   return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(new NameConstraints({ permittedSubtrees, excludedSubtrees })));
 }
 
-/** The dNSNames a CA's name constraints permit and the addresses they exclude, or null when it has none (it signs for anything). */
+/** Null when it has none (it signs for anything). */
 export function constraintsOf(cert: X509.X509Certificate): { names: string[]; excluded: string[] } | null {
   const ext = cert.getExtension(id_ce_nameConstraints);
   if (ext === null) return null;
@@ -36,7 +37,6 @@ export function constraintsOf(cert: X509.X509Certificate): { names: string[]; ex
   return { names, excluded: [...(parsed.excludedSubtrees ?? [])].flatMap((s) => s.base.iPAddress ?? []) };
 }
 
-/** A fresh key pair and its certificate, signed by `issuer` (itself when null), valid from a day back for clocks that lag. */
 async function certify(subject: string, issuer: LocalCa | null, days: number, now: number, extensions: X509.Extension[]) {
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
   const keyId = await (issuer ? x509.AuthorityKeyIdentifierExtension.create(issuer.cert, false) : x509.SubjectKeyIdentifierExtension.create(keys.publicKey));
@@ -54,7 +54,6 @@ async function certify(subject: string, issuer: LocalCa | null, days: number, no
   return { certPem: `${cert.toString("pem")}\n`, keyPem, notAfter: cert.notAfter.getTime() };
 }
 
-/** Throws when the text holds no key and certificate, or the key is not the certificate's. */
 export async function readCa(text: string) {
   const blocks = [...text.matchAll(/-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----/g)];
   const keyBlock = blocks.find((b) => b[1] === "PRIVATE KEY")?.[0];
@@ -91,7 +90,7 @@ export function issueLeaf(ca: LocalCa, host: string, now: number) {
   ]);
 }
 
-/** One TLS context per host, made when a client first asks and a day before its leaf ends; a leaf that failed is asked again. */
+/** Made when a client first asks and a day before its leaf ends; a leaf that failed is asked again. */
 export function leafContexts(ca: LocalCa, clock: () => number): (host: string) => Promise<SecureContext> {
   const made = new Map<string, Promise<{ context: SecureContext; renewAt: number }>>();
   return async (host) => {
@@ -120,16 +119,14 @@ async function readKeyFile(fs: FsAdapter, path: string): Promise<LocalCa | null>
   }
 }
 
-/** Written 0600, fsynced, under a fresh name. */
 async function writeAside(fs: FsAdapter, dir: string, name: string, text: string): Promise<string> {
   const aside = `${dir}/.${name}.${crypto.randomUUID()}.tmp`;
   if (!(await fs.createExclusive(aside, text, true))) throw new ProxyStartError(`${aside} already exists`);
   return aside;
 }
 
-/** The CA in `dir` constrained to `names`, made or replaced as needed; `ca.pem` beside its key file holds its certificate. */
 export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly string[], now: number) {
-  await fs.mkdir(dir.replace(/\/+[^/]+\/*$/, "") || "/", 0o700);
+  await fs.mkdir(dirname(dir), 0o700);
   try {
     await ensurePrivateDir(fs, dir);
   } catch (error) {
@@ -138,7 +135,7 @@ export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly s
   const keyPath = `${dir}/ca-key.pem`;
   const certPath = `${dir}/ca.pem`;
   let ca = await readKeyFile(fs, keyPath);
-  // "made": none was there; a phrase: why the old one was replaced; null: the one there was used.
+  // "made": none was there; a phrase: why the old one was replaced.
   let made: string | null = null;
   const problem = ca === null ? null : caProblem(ca, names, now);
   if (ca === null || problem !== null) {

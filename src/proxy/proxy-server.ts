@@ -1,5 +1,5 @@
-// The forward proxy (docs/DESIGN.md "Proxy mode"): a node:net listener of its own, since Bun.serve and Deno.serve hand no CONNECT
-// to a server. A known host's TLS is terminated and its requests go to base-URL mode's forwarder; any other host is tunnelled blind.
+// The forward proxy (docs/DESIGN.md "Proxy mode"): node:net, since Bun.serve and Deno.serve hand no CONNECT to a server. A known
+// host's TLS is terminated and its requests forwarded; any other host is tunnelled blind.
 import { Buffer } from "node:buffer";
 import { lookup } from "node:dns/promises";
 import { BlockList, connect, createServer, isIPv6, type Socket } from "node:net";
@@ -14,15 +14,14 @@ import { forward, type ForwardDeps } from "../tap/forward.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
-import { deadline, settlesWithin } from "../utils/within.ts";
-import { bodyStream, field, framingOf, keepsAlive, latin1, parseAuthority, parseRequestHead, plainAnswer, ReadError, readHead } from "./http1.ts";
+import { deadline, orAfter, settlesWithin } from "../utils/within.ts";
+import { bodyStream, field, framingOf, keepsAlive, latin1, parseAuthority, parseRequestHead, ReadError, readHead } from "./http1.ts";
 import { SocketReader, writeResponse, writeTo } from "./http1.ts";
 import { leafContexts, loadOrMakeCa } from "./local-ca.ts";
 
 const [MAX_CONNECT_HEAD, MAX_HEAD] = [16 * 1024, 64 * 1024];
 const MAX_WAITING = 64;
-/** Longer than clients keep an idle connection. */
-const IDLE_MS = 300_000;
+const IDLE_MS = 300_000; // longer than clients keep an idle connection
 const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
 // OpenSSL, BoringSSL and rustls name a client's refusal of the certificate differently.
 const REFUSED_CERTIFICATE = /unknown[ _]?ca|bad[ _]?certificate|certificate[ _]?unknown|unsupported[ _]?certificate|alert number 4[2356]/i;
@@ -31,25 +30,22 @@ export interface ProxyDeps {
   fs: FsAdapter;
   stderr: (line: string) => void;
   log: (action: string, fields: EventFields) => void;
-  /** Base-URL mode's; the proxy forwards with its own upstream per host. */
   forwardDeps: ForwardDeps;
   host: string;
   token: string | null;
   tapPort: () => number;
   tokenGate: TokenGate;
-  /** Whether the client at `peer`, connected to `port`, is the tap's own user, by the kernel's word (null: it cannot say). */
+  /** Null: the kernel cannot say. */
   owner?: (peer: { address: string; port: number }, port: number) => Promise<boolean | null>;
 }
 
 export type RunningProxy = Awaited<ReturnType<typeof startProxy>>;
 
-/** The token `header` carries, as Basic credentials (any user name) or a Bearer token. */
 export function proxyToken(header: string | null): string | null {
   const m = /^(Basic|Bearer)\s+(\S+)$/i.exec((header ?? "").trim());
   return (m === null ? undefined : /^bearer$/i.test(m[1]) ? m[2] : /^[^:]*:(.*)$/s.exec(Buffer.from(m[2], "base64").toString("latin1"))?.[1]) ?? null;
 }
 
-/** A loopback or unspecified address, or one of this machine's interfaces'. */
 function isLocal(address: string): boolean {
   const local = new BlockList();
   local.addSubnet("127.0.0.0", 8, "ipv4");
@@ -84,21 +80,17 @@ function bridge(socket: Socket, pending: Uint8Array[]): Duplex {
 
 /** Null once the handshake is done, else a reason of health's `proxy.failed`, and its detail. */
 function handshake(secure: TLSSocket, ms: number): Promise<[string, string | null] | null> {
-  return new Promise((resolve) => {
-    const finish = (outcome: [string, string | null] | null) => {
-      clearTimeout(timer);
-      secure.off("secure", onSecure).off("error", onError).off("close", onClose);
-      resolve(outcome);
-    };
-    const timer = setTimeout(() => finish(["handshake-timeout", null]), ms);
-    const onSecure = () => finish(null);
+  const outcome = new Promise<[string, string | null] | null>((resolve) => {
+    secure.once("secure", () => resolve(null));
     // describe() words every TLS failure alike: the refusal is told by the error's own words.
-    const onError = (e: Error) =>
-      finish([REFUSED_CERTIFICATE.test(`${(e as { code?: string }).code} ${e.message}`) ? "certificate-refused" : "handshake-failed", describe(e)]);
+    secure.once(
+      "error",
+      (e: Error & { code?: string }) => resolve([REFUSED_CERTIFICATE.test(`${e.code} ${e.message}`) ? "certificate-refused" : "handshake-failed", describe(e)]),
+    );
     // A client that does not trust the certificate says so with an alert, or (Bun's TLS, Claude Code's) just hangs up.
-    const onClose = () => finish(["closed-in-handshake", "the client closed the connection during the handshake"]);
-    secure.on("secure", onSecure).on("error", onError).on("close", onClose);
+    secure.once("close", () => resolve(["closed-in-handshake", "the client closed the connection during the handshake"]));
   });
+  return orAfter(outcome, ms, ["handshake-timeout", null]);
 }
 
 export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyDeps) {
@@ -110,10 +102,8 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     throw error instanceof ProxyStartError ? error : new ProxyStartError(`the proxy's CA in ${settings.caDir} could not be read or made (${describe(error)})`);
   });
   const context = leafContexts(ca.ca, clock);
-  // tunnels: blind, to hosts the proxy does not know; uncovered: shaped like a provider's host the CA does not cover, so tunnelled.
-  const byReason = (): Record<string, number> => ({});
-  const forwarded = { anthropic: 0, vertex: 0, bedrock: 0 };
-  const counts = { tunnels: 0, terminated: 0, forwarded, uncovered: 0, refused: byReason(), failed: byReason(), internalErrors: 0 };
+  const [refused, failures]: Record<string, number>[] = [{}, {}];
+  const counts = { tunnels: 0, terminated: 0, forwarded: { anthropic: 0, vertex: 0, bedrock: 0 }, uncovered: 0, refused, failed: failures, internalErrors: 0 };
   const bump = (of: Record<string, number>, reason: string) => void (of[reason] = (of[reason] ?? 0) + 1);
   const uncoveredSeen = new Set<string>();
   const hint = new Alarm(clock, deps.stderr);
@@ -126,7 +116,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       `sessiontap: a client ${did} the proxy's certificate for ${host}, most likely because it does not trust the tap's CA: start it with NODE_EXTRA_CA_CERTS=${ca.certPath}`;
     hint.fail(reason, () => line);
   };
-  // One per host of the table (or its SESSIONTAP_PROXY_UPSTREAM), so bounded by it.
   const upstreams = new Map<string, UpstreamHealth>();
   const check = "Check the network, or SESSIONTAP_PROXY_UPSTREAM where it names the host";
   const reporter = (url: string) =>
@@ -136,7 +125,9 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   let emptied = () => {};
 
   const answer = async (socket: Duplex, status: number, message: string, extra: Record<string, string> = {}) => {
-    await writeTo(socket, plainAnswer(status, message, extra));
+    const body = `sessiontap: ${message}\n`;
+    const headers = { "content-type": "text/plain; charset=utf-8", ...extra, "content-length": String(Buffer.byteLength(body)) };
+    await writeResponse(socket, new Response(body, { status, headers }), false, true);
     socket.end(() => socket.destroy()); // a peer that never closes keeps no descriptor of the tap's
   };
   const refuse = (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
@@ -145,7 +136,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     return answer(socket, status, message, extra);
   };
 
-  /** Undefined once refused. */
   const connectPhase = async (socket: Socket, reader: SocketReader) => {
     const text = await readHead(reader, MAX_CONNECT_HEAD, settings.timeoutMs, settings.timeoutMs).catch((error: Error) => error);
     if (text === null || (text instanceof Error && !(text instanceof ReadError))) return void socket.destroy();
@@ -163,7 +153,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
         "proxy-authenticate": 'Basic realm="sessiontap"',
       }] as const;
       if (given === null) return refuse(socket, "unauthorized", 407, ...ask);
-      // While its client waits, a token is not read at all, as on the HTTP port.
       const checked = deps.tokenGate.check((socket.remoteAddress ?? "unknown").replace(/^::ffff:/, ""), proxyToken(given) ?? "");
       if (typeof checked === "number") {
         return answer(socket, 429, `too many wrong tokens from this client; try again in ${checked} s`, { "retry-after": String(checked) });
@@ -196,7 +185,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     upstream.on("close", () => open && client.destroy());
   };
 
-  /** `reader` holds what came after the CONNECT. */
   const terminate = async (socket: Socket, reader: SocketReader, host: string, provider: Provider) => {
     const fail = (reason: string, detail: string | null = null) => {
       failed(host, reason, detail);
@@ -205,8 +193,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     const first = await reader.read(settings.timeoutMs).catch((error: Error) => error);
     if (first instanceof Error) return fail(first instanceof ReadError ? "handshake-timeout" : "handshake-failed", describe(first));
     if (first === null) return fail("no-handshake");
-    // Every TLS connection opens with a handshake record (content type 22, RFC 8446 §5.1).
-    if (first[0] !== 22) {
+    if (first[0] !== 22) { // a handshake record (RFC 8446 §5.1)
       if (!/^[A-Z]{3,10} \S/.test(latin1(first.subarray(0, 24)))) return fail("not-tls");
       failed(host, "plain-http");
       return answer(socket, 400, `the tunnel to ${host}:443 carries TLS, and the client sent plain HTTP in it (use an https:// URL)`);
@@ -220,15 +207,13 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     secure.on("error", () => undefined);
     if (failure !== null) return fail(...failure);
     counts.terminated++;
-    const upstream = settings.upstreams[host] ?? `https://${host}`;
-    await serveRequests(secure, host, (request) => {
-      counts.forwarded[provider]++;
-      return forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: reporter(upstream), proxied: true });
-    }, (yes) => void (busy.has(socket) && busy.set(socket, yes))); // only while open: a late word would keep a stop waiting
+    await serveRequests(secure, socket, host, provider);
   };
 
-  const serveRequests = async (socket: Duplex, host: string, send: (request: Request) => Promise<Response>, inFlight: (yes: boolean) => void) => {
+  const serveRequests = async (socket: Duplex, raw: Socket, host: string, provider: Provider) => {
     const reader = new SocketReader(socket);
+    const upstream = settings.upstreams[host] ?? `https://${host}`;
+    const inFlight = (yes: boolean) => void (busy.has(raw) && busy.set(raw, yes)); // only while open: a late word would keep a stop waiting
     // A sized body up to this is read whole, so it goes upstream with its length on every runtime (docs/RUNTIMES.md "Request bodies").
     const readWholeBytes = Math.min(deps.forwardDeps.readFirstBytes, deps.forwardDeps.maxMessageBytes);
     const reject = (reason: string, status: number, message: string) => (failed(host, reason), answer(socket, status, message));
@@ -237,7 +222,6 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       if (stopping) return void socket.end();
       const text = await readHead(reader, MAX_HEAD, IDLE_MS, settings.timeoutMs).catch((error: Error) => error);
       if (text instanceof Error && !(text instanceof ReadError)) return void socket.destroy(); // the client reset it
-      // A kept-alive connection quiet for long enough, or closed, just ends.
       if (text === null || (text instanceof ReadError && text.message === "no request came")) return void socket.end();
       if (text instanceof ReadError) return reject(`head-${text.reason}`, text.reason === "too-large" ? 431 : 400, text.message);
       inFlight(true);
@@ -264,13 +248,13 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
         socket.off("close", gone);
         return reject("bad-request", 400, `the request cannot be forwarded (${describe(error)})`);
       }
-      const response = await send(request);
+      counts.forwarded[provider]++;
+      const response = await forward(request, { ...deps.forwardDeps, upstream, upstreamHealth: reporter(upstream), proxied: true });
       const close = !keepsAlive(head) || stopping || !bodyRead;
       const written = await writeResponse(socket, response, head.method === "HEAD", close);
       socket.off("close", gone);
-      // A body that failed is cut, so the client sees a broken answer, never a clean short one.
       if (written !== "done") return void socket.destroy();
-      if (close || !bodyRead) return void socket.end();
+      if (close) return void socket.end();
     }
   };
 

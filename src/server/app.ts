@@ -1,5 +1,4 @@
-// The Hono app (docs/DESIGN.md "Trust boundaries"): the tap's own routes under /_tap/, answered to their owner only, and everything
-// else handed to the forwarder; it opens no socket.
+// The Hono app (docs/DESIGN.md "Trust boundaries"): the tap's own routes under /_tap/, for their owner only; the rest is forwarded.
 import { type Context, Hono, type Next } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
@@ -14,14 +13,12 @@ export type Peer = { address: string; port: number };
 export interface AppDeps {
   forward: (request: Request) => Promise<Response>;
   health: () => Promise<Record<string, unknown>> | Record<string, unknown>;
-  /** The answer to a health challenge (cli/tap-probe.ts): anyone may ask, it reveals nothing. */
   prove?: (challenge: string) => string | null;
   viewer?: ViewerDeps;
   onError?: (error: unknown) => void;
   gate?: TokenGate;
-  /** Host names (lower case, no port) the tap answers as; null: any. */
   allowedHosts?: ReadonlySet<string> | null;
-  /** Whether `peer` is the tap's own user, by the kernel's word; null: it cannot say, and the token decides. */
+  /** Null: the kernel cannot say, and the token decides. */
   owner?: (peer: Peer) => Promise<boolean | null>;
 }
 

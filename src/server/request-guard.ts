@@ -1,13 +1,11 @@
-// Who may use the tap (docs/DESIGN.md "Trust boundaries"): from a request's headers, the kernel's table of sockets, and the
-// tap's token however it is presented (bearer, cookie, login link, Proxy-Authorization), through one throttle and one count.
+// Who may use the tap (docs/DESIGN.md "Trust boundaries"): by a request's headers, the kernel's table of sockets, and the tap's
+// token however it is presented, through one throttle.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { sameSecret } from "../protocol/session-id.ts";
 import { Alarm } from "../utils/alarm.ts";
-import { hostName } from "../viewer/hosts.ts";
-
-export { sameSecret };
+import { hostName, isLoopback } from "../viewer/hosts.ts";
 
 export type RequestFacts = Record<"method" | "path", string> & Record<"host" | "origin" | "secFetchSite" | "secFetchMode", string | null>;
 
@@ -31,23 +29,21 @@ export function crossSiteRefusal(facts: RequestFacts, allowedHosts: ReadonlySet<
   return null;
 }
 
-/** IPv6 compressed in brackets, IPv4-mapped IPv6 as IPv4. */
+// One spelling per address: as URL writes an IPv6 one, IPv4 as IPv4-mapped.
 function canonical(address: string): string {
-  const bare = address.replace(/^\[|\]$/g, "").toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
-  if (mapped !== null) return mapped[1];
-  return bare.includes(":") && URL.canParse(`http://[${bare}]`) ? new URL(`http://[${bare}]`).hostname : bare;
+  const bare = address.replace(/^\[|\]$/g, "");
+  const url = `http://[${bare.includes(":") ? bare : `::ffff:${bare}`}]`;
+  return URL.canParse(url) ? new URL(url).hostname : bare;
 }
 
 // /proc/net/tcp{,6} prints 32-bit words in the host's byte order: little-endian on every target the tap ships for.
 function procAddress(hex: string): string {
   const bytes = (hex.match(/.{8}/g) ?? []).flatMap((word) => (word.match(/../g) ?? []).reverse().map((b) => parseInt(b, 16)));
-  if (bytes.length === 4) return bytes.join(".");
-  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 255 && bytes[11] === 255) return bytes.slice(12).join(".");
-  return canonical(Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16)).join(":"));
+  const groups = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16));
+  return canonical(bytes.length === 4 ? bytes.join(".") : groups.join(":"));
 }
 
-/** The uid of the one established row of /proc/net/tcp{,6} from `peer` to `port` on loopback: the client's socket; null: none or several. */
+/** The uid of the one established row of /proc/net/tcp{,6} from `peer` to `port` on loopback; null: none or several. */
 export function socketUid(tables: string, peer: { address: string; port: number }, port: number): number | null {
   const uids: number[] = [];
   const want = canonical(peer.address);
@@ -58,8 +54,7 @@ export function socketUid(tables: string, peer: { address: string; port: number 
     const [localAddress, localPort] = local.split(":");
     const [remoteAddress, remotePort] = remote.split(":");
     if (parseInt(localPort, 16) !== peer.port || parseInt(remotePort, 16) !== port || procAddress(localAddress) !== want) continue;
-    const to = procAddress(remoteAddress);
-    if (to.startsWith("127.") || to === "[::1]") uids.push(Number(uid));
+    if (isLoopback(procAddress(remoteAddress))) uids.push(Number(uid));
   }
   return uids.length === 1 ? uids[0] : null;
 }
@@ -97,7 +92,6 @@ export class TokenGate {
     this.alarm = new Alarm(this.clock, options.stderr ?? (() => {}));
   }
 
-  /** `given` is the token, or the cookie's value. */
   check(peer: string, given: string, as: "token" | "cookie" = "token"): TokenCheck {
     const client = this.clients.get(peer) ?? { failures: 0, until: 0 };
     const waitMs = client.until - this.clock();

@@ -10,7 +10,7 @@ import { parseConfig } from "../../src/config/parse.ts";
 import { hostTable } from "../../src/config/proxy-settings.ts";
 import { bodyStream, framingOf, keepsAlive, parseAuthority, parseRequestHead, readHead, type RequestHead, SocketReader } from "../../src/proxy/http1.ts";
 import { proxyToken } from "../../src/proxy/proxy-server.ts";
-import { sameSecret } from "../../src/server/request-guard.ts";
+import { sameSecret } from "../../src/protocol/session-id.ts";
 
 const head = (text: string) => parseRequestHead(text) as RequestHead;
 

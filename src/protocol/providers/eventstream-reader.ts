@@ -1,20 +1,12 @@
-// A Bedrock event stream → the accumulated assistant message (docs/DESIGN.md "Bedrock's event stream"): frames cut here and
-// decoded, checksums checked, by AWS's own codec; a frame that does not decode ends the reading, and says why. Pure.
+// A Bedrock event stream → the assistant message (docs/DESIGN.md "Bedrock's event stream"): frames cut here, decoded and checked
+// by AWS's own codec; a frame that does not decode ends the reading, and says why. Pure.
 import { Buffer } from "node:buffer";
 import { EventStreamCodec } from "@smithy/eventstream-codec";
 import { jsonObject } from "../json.ts";
-import { MAX_MESSAGE_CHARS, StreamAccumulator } from "../sse-accumulator.ts";
+import { MAX_MESSAGE_CHARS, type SseMessageReader, StreamAccumulator } from "../sse-accumulator.ts";
 
-/** This reader or the SSE reader. */
-export interface AnswerReader {
-  readonly acc: StreamAccumulator;
-  feed(chunk: Uint8Array): void;
-  end(): void;
-  /** The answer is whole for the client, so it may be committed as one. */
-  readonly whole: boolean;
-  /** Why the framing could not be read. */
-  readonly broken?: string | null;
-}
+/** `whole`: the answer is whole for the client, so it may be committed as one; `broken`: why its framing could not be read. */
+export type AnswerReader = SseMessageReader | EventStreamReader;
 
 // A prelude (total length, headers length, its CRC), then the message's CRC; AWS's encoding allows 16 MiB at most.
 const OVERHEAD = 16;
@@ -24,11 +16,11 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const codec = new EventStreamCodec((bytes) => decoder.decode(bytes), (text) => encoder.encode(text));
 
-export class EventStreamReader implements AnswerReader {
+export class EventStreamReader {
   readonly acc: StreamAccumulator;
   broken: string | null = null;
-  // A frame split across chunks is gathered: its 4 length bytes first, then into a buffer of that length.
-  private buffer = new Uint8Array(4);
+  // The chunks of a frame not yet whole: joined once it is, so a frame in many chunks is copied once.
+  private chunks: Uint8Array[] = [];
   private held = 0;
   private frames = 0;
   private ended = false;
@@ -43,46 +35,27 @@ export class EventStreamReader implements AnswerReader {
   }
 
   feed(chunk: Uint8Array): void {
-    let at = 0;
-    while (this.broken === null && at < chunk.byteLength) {
-      if (this.held === 0 && chunk.byteLength - at >= 4) {
-        // A frame that lies whole in the chunk is decoded where it lies, without a copy.
-        const length = this.lengthAt(chunk, at);
-        if (length === null) return;
-        if (chunk.byteLength - at >= length) {
-          this.frame(chunk.subarray(at, at += length));
-          continue;
-        }
+    if (this.broken !== null) return;
+    this.chunks.push(chunk);
+    this.held += chunk.byteLength;
+    while (this.held >= 4) {
+      if (this.chunks[0].byteLength < 4) this.chunks = [Buffer.concat(this.chunks)];
+      const length = new DataView(this.chunks[0].buffer, this.chunks[0].byteOffset, 4).getUint32(0, false);
+      if (length < OVERHEAD || length > MAX_FRAME) {
+        return this.fail(`frame ${this.frames + 1} declares ${length} bytes, which no event-stream frame can be (${OVERHEAD} to ${MAX_FRAME})`);
       }
-      const take = Math.min(this.buffer.byteLength - this.held, chunk.byteLength - at);
-      this.buffer.set(chunk.subarray(at, at += take), this.held);
-      this.held += take;
-      if (this.held < this.buffer.byteLength) continue;
-      if (this.buffer.byteLength === 4) {
-        const length = this.lengthAt(this.buffer, 0);
-        if (length === null) return;
-        const frame = new Uint8Array(length);
-        frame.set(this.buffer);
-        this.buffer = frame;
-      } else {
-        const frame = this.buffer;
-        this.held = 0;
-        this.buffer = new Uint8Array(4);
-        this.frame(frame);
-      }
+      if (this.held < length) return;
+      const bytes = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
+      this.chunks = bytes.byteLength > length ? [bytes.subarray(length)] : [];
+      this.held -= length;
+      this.frame(bytes.subarray(0, length));
+      if (this.broken !== null) return;
     }
   }
 
   end(): void {
     this.ended = true;
     if (this.broken === null && this.held > 0) this.fail(`the stream ended inside a frame (${this.held} bytes of frame ${this.frames + 1})`);
-  }
-
-  private lengthAt(bytes: Uint8Array, at: number): number | null {
-    const length = new DataView(bytes.buffer, bytes.byteOffset + at, 4).getUint32(0, false);
-    if (length >= OVERHEAD && length <= MAX_FRAME) return length;
-    this.fail(`frame ${this.frames + 1} declares ${length} bytes, which no event-stream frame can be (${OVERHEAD} to ${MAX_FRAME})`);
-    return null;
   }
 
   private frame(bytes: Uint8Array): void {
@@ -113,7 +86,7 @@ export class EventStreamReader implements AnswerReader {
 
   private fail(why: string): void {
     this.broken ??= why;
+    this.chunks = [];
     this.held = 0;
-    this.buffer = new Uint8Array(4);
   }
 }

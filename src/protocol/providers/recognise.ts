@@ -1,5 +1,4 @@
-// Which API a request speaks, from its method and path alone, and how its answer is framed (docs/DESIGN.md "Providers").
-// Pure, so proxy mode can ask it of every host it terminates.
+// Which API a request speaks, from its method and path alone, and how its answer is framed (docs/DESIGN.md "Providers"). Pure.
 import { isObject } from "../json.ts";
 
 export type Provider = "anthropic" | "vertex" | "bedrock";
@@ -67,7 +66,7 @@ export function responseFraming(contentType: string | null): Framing {
   return "json";
 }
 
-/** `request-id`, else AWS's `x-amzn-requestid`, as Claude Code records it on Bedrock, so the two transcripts of an answer agree. */
+/** `request-id`, else AWS's `x-amzn-requestid`, as Claude Code records it on Bedrock. */
 export function responseRequestId(headers: Headers): string | null {
   return headers.get("request-id") || headers.get("x-amzn-requestid");
 }
@@ -97,7 +96,6 @@ function segmentShape(segment: string): string {
   return segment === "" || WORDS.has(segment) || VERSION.test(segment) ? segment : "*";
 }
 
-/** What may be said of a path: no path is ever logged. */
 export function pathShape(pathname: string): string {
   const segments = pathname.split("/").slice(1);
   return "/" + segments.slice(0, MAX_SEGMENTS).map(segmentShape).join("/") + (segments.length > MAX_SEGMENTS ? "/…" : "");
