@@ -1,5 +1,4 @@
-// Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the app and the
-// runtime's server, in the order they depend on each other; tests run it in-process with their own seams.
+// Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the app and the runtime's server.
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert, GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
@@ -15,8 +14,8 @@ import type { EventFields } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices } from "../usage/prices.ts";
 import { bindingKey } from "../storage/binding-files.ts";
-import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
-import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
+import type { EngineLink, LinkListener, StartedEngine } from "../tap/engine-link.ts";
+import { startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
 import { forward, refusalNotice } from "../tap/forward.ts";
 import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
@@ -25,7 +24,7 @@ import { createViewer } from "../viewer/routes.ts";
 import { healthProof, leaveToken, localAddress } from "./tap-probe.ts";
 
 export interface TapDeps {
-  /** The engine and the viewer's reader in this thread, not in Workers (docs/DESIGN.md "The launcher"). */
+  /** The engine and the viewer's reader in this thread (docs/DESIGN.md "The launcher"). */
   inThread?: boolean;
   engineSeams?: EngineSeams;
   fetch?: typeof fetch;
@@ -35,14 +34,13 @@ export interface TapDeps {
   guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
   workerUrl?: URL | string;
   viewerWorkerUrl?: URL | string;
-  /** Where the kernel's tables of TCP sockets are (default /proc/net). */
+  /** Default /proc/net. */
   procNet?: string;
 }
 
 export interface MirrorHandle {
   flush(boundMs: number): Promise<void>;
   stats(): Promise<MirrorStats>;
-  /** Runs the retention sweep if it is due, and waits for it. */
   sweep(): Promise<void>;
   link: EngineLink;
 }
@@ -51,7 +49,6 @@ export interface GuardHandle {
   inspect(sessionId: string): Promise<GuardSessionView | null>;
   health(): Promise<GuardHealth>;
   alertOf(sessionId: string): GuardAlert | null;
-  /** Has the guard look at a session's transcript now, and waits for the look and the alerts it changed. */
   lookNow(sessionId: string): Promise<void>;
 }
 
@@ -75,27 +72,9 @@ const STOP_FLUSH_MS = 1000;
 /** Sized request bodies up to this are read whole before they go upstream (src/tap/forward.ts). */
 const READ_FIRST_BYTES = 1024 * 1024;
 
-/** The engine's settings from the tap's config (exported for the suites and the bench that drive an engine directly). */
+/** The config handed down whole, with what the start adds (exported for the suites and the bench that drive an engine directly). */
 export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "guard" | "spoolTmpDir"> = {}): EngineSettings {
-  return {
-    root: config.mirrorDir,
-    claudeDir: config.claudeDir,
-    maxBytes: config.maxBytes,
-    retentionDays: config.retentionDays,
-    maxSessions: config.maxSessions,
-    includeThinking: config.includeThinking,
-    sideRequests: config.sideRequests,
-    version: VERSION,
-    lockWaitMs: config.lockWaitMs,
-    maxQueued: config.maxQueued,
-    maxMessageBytes: config.maxMessageBytes,
-    store: config.store,
-    storeOnly: config.storeOnly,
-    redact: config.redact,
-    guard: config.guard,
-    guardTimings: { ...deps.guard },
-    spoolTmpDir: deps.spoolTmpDir ?? null,
-  };
+  return { ...config, version: VERSION, bindingKey: null, guardTimings: deps.guard, spoolTmpDir: deps.spoolTmpDir ?? null };
 }
 
 function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: string | null }, listener: LinkListener): Promise<StartedEngine> {
@@ -137,10 +116,10 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const link = engine?.link ?? null;
   const log = (action: string, fields: EventFields) => link?.send({ t: "log", action, fields });
   guard = link === null || !engine!.guard ? null : {
-    inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
-    health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
+    inspect: (id) => link.query("guardInspect", id),
+    health: () => link.query("guardHealth") as Promise<GuardHealth>,
     alertOf: (id) => alerts.get(id) ?? null,
-    lookNow: async (id) => void await link.query("guardLookNow", id),
+    lookNow: (id) => link.query("guardLookNow", id),
   };
   const upstream = new UpstreamHealth(config.upstream, clock, stderr, (fields) => log("upstream-error", fields));
   // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token. On loopback it answers
@@ -233,8 +212,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       action: "start",
       fields: { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) },
     });
-    // The first sweep runs within a minute of start; a failure of it the engine reports, and a refused query means it stopped, said already.
-    const first = setTimeout(() => link.query("sweep", null).then(undefined, () => undefined), 1000);
+    // A failure of the first sweep the engine reports; a refused call means it stopped, said already.
+    const first = setTimeout(() => link.query("sweep").then(undefined, () => undefined), 1000);
     (first as { unref?: () => void }).unref?.();
   }
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
@@ -246,9 +225,9 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     port: server.port,
     mirror: link === null ? null : {
       link,
-      flush: async (boundMs) => void (await link.query("flush", boundMs)),
-      stats: () => link.query("stats", null),
-      sweep: async () => void (await link.query("sweep", null)),
+      flush: (boundMs) => link.query("flush", boundMs),
+      stats: () => link.query("stats"),
+      sweep: () => link.query("sweep"),
     },
     guard,
     proxy,

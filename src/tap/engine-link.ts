@@ -1,18 +1,19 @@
-// The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): it only posts, never waits; response bytes go
-// through one staging buffer per turn of the event loop, and an engine that dies is started again (RELIABILITY.md "Failures are loud").
+// The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): it only posts, never waits; response bytes go through one
+// staging buffer per turn of the event loop, and an engine that dies is started again (RELIABILITY.md "Failures are loud").
+import type { MirrorEngine } from "../mirror/engine.ts";
 import type { EngineHealth } from "../mirror/health.ts";
-import { Alarm } from "../utils/alarm.ts";
-import type { BodyCopy, CutBy, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
+import type { BodyCopy, CutBy, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
 import { credentialTag, type IdentityHeaders, identityHeaders, sameSecret, TOKEN_HEADER } from "../protocol/session-id.ts";
 import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
+import { Alarm } from "../utils/alarm.ts";
 import { plural } from "../utils/plural.ts";
+import type { Calls, WorkerCalls } from "../utils/worker-call.ts";
 
-export interface EngineHost {
-  /** `transfer`: buffers the engine takes over (the relay must not touch them again). */
-  post(message: ToEngine, transfer: ArrayBuffer[]): void;
-  close(): void;
-}
+/** The engine's Worker (utils/worker-call.ts), or the same calls in this thread. */
+export type EngineHost = Pick<WorkerCalls<MirrorEngine>, "call" | "post" | "close">;
+
+type EngineCalls = Calls<MirrorEngine>;
 
 export interface StartedEngine {
   link: EngineLink;
@@ -36,10 +37,10 @@ function transferable(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
 }
 
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 export class EngineLink {
   private nextId = 1;
-  private nextQuery = 1;
-  private readonly queries = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   private staging = new Uint8Array(MAX_STAGED);
   private staged = 0;
   private index: number[] = [];
@@ -69,46 +70,36 @@ export class EngineLink {
   ) {
     this.down = new Alarm(Date.now, listener.stderr);
     this.started = new Promise((resolve, reject) => (this.starting = { resolve, reject }));
-    this.host = spawn(this, true);
+    this.host = this.boot(spawn(this, true));
+  }
+
+  private boot(host: EngineHost): EngineHost {
+    host.call("start").then(({ replayed, guard }) => {
+      if (host !== this.host) return;
+      this.starting?.resolve({ link: this, replayed, guard });
+      this.starting = null;
+      if (this.stopped === null) return;
+      this.stopped = null;
+      this.restarts++;
+      this.down.ok(() => `sessiontap: mirror engine started again; mirroring resumes (${plural(this.restarts, "restart")} so far)`);
+    }, (error) => this.fail(errorText(error), host));
+    return host;
   }
 
   receive(message: FromEngine, from: EngineHost = this.host): void {
     if (from !== this.host) return;
-    switch (message.t) {
-      case "ack":
-        this.unread -= message.bytes;
-        return;
-      case "reply": {
-        const query = this.queries.get(message.q);
-        this.queries.delete(message.q);
-        if (message.error !== undefined) query?.reject(new Error(message.error));
-        else query?.resolve(message.value);
-        return;
-      }
-      case "stderr":
-        return this.listener.stderr(message.line);
-      case "wrote":
-        return this.listener.wrote(message.paths);
-      case "alerts":
-        return this.listener.alerts(message.alerts);
-      case "failed":
-        return this.fail(message.error);
-      case "ready":
-        this.starting?.resolve({ link: this, replayed: message.replayed, guard: message.guard });
-        this.starting = null;
-        if (this.stopped === null) return;
-        this.stopped = null;
-        this.restarts++;
-        return this.down.ok(() => `sessiontap: mirror engine started again; mirroring resumes (${plural(this.restarts, "restart")} so far)`);
-    }
+    if (message.t === "ack") this.unread -= message.bytes;
+    else if (message.t === "stderr") this.listener.stderr(message.line);
+    else if (message.t === "wrote") this.listener.wrote(message.paths);
+    else this.listener.alerts(message.alerts);
   }
 
-  /** The engine is gone: said once (then at most once a minute), what it had not read dropped, its queries refused, a new one started. */
+  /** The engine is gone: said once (then at most once a minute), what it had not read dropped, its calls refused, a new one started. */
   fail(why: string, from: EngineHost = this.host): void {
     if (from !== this.host || this.stopped !== null) return;
     this.stopped = why;
+    this.host.close(why);
     if (this.starting !== null) {
-      this.host.close();
       this.starting.reject(new Error(`the mirror engine could not start: ${why}`));
       this.starting = null;
       return;
@@ -118,20 +109,17 @@ export class EngineLink {
     this.staged = 0;
     this.index = [];
     this.unread = 0;
-    for (const query of this.queries.values()) query.reject(new Error(`the mirror engine stopped: ${why}`));
-    this.queries.clear();
     const again = this.restartable && !this.closing;
     const then = again
       ? "and starts the engine again (answers it missed are written from each session's next request)"
       : "but mirrors nothing until it restarts";
     this.down.fail(why, (first) => `sessiontap: mirror engine ${first ? "stopped" : "still stopped"}: ${why}; the tap keeps relaying ${then}`);
     if (!again) return;
-    this.host.close();
     this.deaths = Date.now() - this.startedAt < 60_000 ? this.deaths + 1 : 1;
     this.restartTimer = setTimeout(() => {
       this.restartTimer = null;
       this.startedAt = Date.now();
-      if (!this.closing) this.host = this.spawn(this, false);
+      if (!this.closing) this.host = this.boot(this.spawn(this, false));
     }, this.deaths <= 1 ? 0 : Math.min(1000 * 2 ** (this.deaths - 2), RESTART_MAX_MS));
     (this.restartTimer as { unref?: () => void }).unref?.();
   }
@@ -142,7 +130,7 @@ export class EngineLink {
     this.apiToken = apiToken;
   }
 
-  /** Follows a request, or null (the engine stopped, or it lacks the tap's token); `tunnelled`: its CONNECT carried the token. */
+  /** Null: the engine stopped, or the request lacks the tap's token; `tunnelled`: its CONNECT carried the token. */
   openFor(headers: Headers, at: number, request?: RequestFacts, tunnelled = false): RelayObserver | null {
     if (this.apiToken !== null && !tunnelled && !sameSecret(headers.get(TOKEN_HEADER), this.apiToken)) {
       this.withoutToken(at);
@@ -214,25 +202,24 @@ export class EngineLink {
     this.post(message, transfer);
   }
 
-  query<K extends keyof EngineQueries>(name: K, arg: EngineQueries[K]["arg"]): Promise<EngineQueries[K]["value"]> {
-    if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`));
-    const q = this.nextQuery++;
-    const answered = new Promise<unknown>((resolve, reject) => this.queries.set(q, { resolve, reject }));
-    this.send({ t: "query", q, name, arg });
-    return answered as Promise<EngineQueries[K]["value"]>;
+  /** Calls the engine, after what was staged before. */
+  query<K extends keyof EngineCalls & string>(name: K, ...args: Parameters<EngineCalls[K]>): ReturnType<EngineCalls[K]> {
+    if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`)) as ReturnType<EngineCalls[K]>;
+    if (this.staged > 0) this.flush();
+    return this.host.call(name, ...args);
   }
 
   async health(): Promise<EngineHealth | null> {
-    return this.stopped !== null ? null : await this.query("health", null);
+    return this.stopped !== null ? null : await this.query("health");
   }
 
-  async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
+  async stop(boundMs: number) {
     this.closing = true;
     if (this.restartTimer !== null) clearTimeout(this.restartTimer);
     try {
       return await this.query("stop", boundMs);
     } finally {
-      this.host.close();
+      this.host.close("the tap stopped");
     }
   }
 
@@ -240,7 +227,7 @@ export class EngineLink {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     if (this.staged === 0) return;
-    // A copy of what was staged goes; the staging buffer stays, its pages warm (a fresh one per batch cost page faults: BENCHMARKS.md).
+    // A copy goes; the staging buffer stays, its pages warm (a fresh one per batch cost page faults: BENCHMARKS.md).
     const bytes = this.staging.slice(0, this.staged);
     const index = this.index;
     this.staged = 0;
@@ -253,7 +240,7 @@ export class EngineLink {
     try {
       this.host.post(message, transfer);
     } catch (error) {
-      this.fail(`a message could not be sent (${error instanceof Error ? error.message : String(error)})`);
+      this.fail(`a message could not be sent (${errorText(error)})`);
     }
   }
 }
@@ -271,7 +258,7 @@ export class RelayObserver {
     this.guarded(() => this.link.body(this.id, copy));
   }
 
-  /** The head as the client gets it; false when the response is not followed (only a 2xx answer is mirrored). */
+  /** False when the response is not followed (only a 2xx answer is mirrored). */
   head(status: number, headers: Headers): boolean {
     return this.guarded(() => {
       // A coding still named in the client's headers is one fetch did not decode.

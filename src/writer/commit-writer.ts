@@ -6,13 +6,11 @@ import type { Json } from "../protocol/json.ts";
 import { Lineage, LineageReader } from "../protocol/lineage.ts";
 import { type Redactor, redactRecords } from "../protocol/secrets.ts";
 
-/** Who a conversation belongs to: records found in it must say so. */
 export interface Owner {
   sessionId: string | null;
   agentId: string | null;
 }
 
-/** What a write does while the target's lock is held. */
 export interface TargetIo<Cursor, Done> {
   /** What others added to `place` after `cursor`; throws when it is not `owner`'s (nothing is written then). */
   catchUp(place: ConversationPlace, cursor: Cursor, owner: Owner): Promise<{ records: Json[]; cursor: Cursor }>;
@@ -38,7 +36,7 @@ export interface Written<Done> {
   done: Done | null;
 }
 
-/** Writes commits to one target, exactly once per message; a conversation's state is rebuilt from the target after a start or eviction. */
+/** Exactly once per message; a conversation's state is rebuilt from the target after a start or eviction. */
 export class CommitWriter<Cursor, Done> {
   private readonly states: LRUCache<string, State<Cursor>>;
 
@@ -46,13 +44,12 @@ export class CommitWriter<Cursor, Done> {
     private readonly target: WriteTarget<Cursor, Done>,
     private readonly includeThinking: boolean,
     maxConversations: number,
-    /** Replaces secrets in what is written (docs/DESIGN.md "Secrets"), null to write them as they are. */
     private readonly redactor: Redactor | null = null,
   ) {
     this.states = new LRUCache({ max: maxConversations });
   }
 
-  /** Writes commits of one conversation, in order, in one append; rejects when it failed or its outcome is unknown (the state is dropped then). */
+  /** Commits of one conversation, in one append; rejects when it failed or its outcome is unknown (the state is dropped then). */
   async writeAll(jobs: readonly CommitJob[]): Promise<Written<Done>> {
     const job = jobs[0];
     const place = placeOf(job.route, job.sessionDir, job.agentDir);
@@ -85,7 +82,7 @@ export class CommitWriter<Cursor, Done> {
     }
   }
 
-  /** The conversation's state with what others added since it last looked applied; a side conversation's reader resolves parents in `main`. */
+  /** A side conversation's reader resolves parents in `main`. */
   private async caughtUp(io: TargetIo<Cursor, Done>, place: ConversationPlace, owner: Owner, main: State<Cursor> | null): Promise<State<Cursor>> {
     let state = this.states.get(place.key);
     if (state === undefined) {
@@ -103,7 +100,7 @@ export class CommitWriter<Cursor, Done> {
     return state;
   }
 
-  /** Forgets a conversation (and the side conversation reading its lineage): read again from the target next time. */
+  /** Forgets a conversation and the side conversation reading its lineage. */
   reset(key: string): void {
     this.states.delete(key);
     this.states.delete(`${key}/side`);
