@@ -2,7 +2,6 @@
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert, GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
-import { healthReport } from "../mirror/health.ts";
 import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
@@ -14,17 +13,17 @@ import type { EventFields } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices } from "../usage/prices.ts";
 import { bindingKey } from "../storage/binding-files.ts";
-import type { EngineLink, LinkListener, StartedEngine } from "../tap/engine-link.ts";
+import type { EngineLink } from "../tap/engine-link.ts";
 import { startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
 import { forward, refusalNotice } from "../tap/forward.ts";
-import { UpstreamHealth } from "../utils/upstream-health.ts";
+import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, isLoopback } from "../viewer/hosts.ts";
 import { createViewer } from "../viewer/routes.ts";
 import { healthProof, leaveToken, localAddress } from "./tap-probe.ts";
 
 export interface TapDeps {
-  /** The engine and the viewer's reader in this thread (docs/DESIGN.md "The launcher"). */
+  /** The engine and the viewer's reader in this thread (the launcher's fallback). */
   inThread?: boolean;
   engineSeams?: EngineSeams;
   fetch?: typeof fetch;
@@ -34,7 +33,6 @@ export interface TapDeps {
   guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
   workerUrl?: URL | string;
   viewerWorkerUrl?: URL | string;
-  /** Default /proc/net. */
   procNet?: string;
 }
 
@@ -77,12 +75,6 @@ export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "gu
   return { ...config, version: VERSION, bindingKey: null, guardTimings: deps.guard, spoolTmpDir: deps.spoolTmpDir ?? null };
 }
 
-function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: string | null }, listener: LinkListener): Promise<StartedEngine> {
-  const settings = { ...engineSettings(config, deps), bindingKey: deps.bindingKey, lockHolder: crypto.randomUUID() };
-  if (deps.inThread) return startThreadEngine(settings, listener);
-  return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener, deps.engineSeams);
-}
-
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
@@ -106,13 +98,12 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     guardAlert: (sessionId) => alerts.get(sessionId) ?? null,
     restored: async (sessionId) => await guard?.lookNow(sessionId),
   });
-  const engine = config.mirror
-    ? await startEngine(config, { ...deps, bindingKey: bindingSecret }, {
-      stderr,
-      wrote: () => {}, // the viewer looks at the sessions a page has open itself (docs/DESIGN.md "The viewer")
-      alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),
-    })
-    : null;
+  const settings = { ...engineSettings(config, deps), bindingKey: bindingSecret, lockHolder: crypto.randomUUID() };
+  const listener = { stderr, alerts: (list: GuardAlert[]) => (alerts = new Map(list.map((a) => [a.sessionId, a]))) };
+  const workerUrl = deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url);
+  const engine = !config.mirror
+    ? null
+    : await (deps.inThread ? startThreadEngine(settings, listener) : startWorkerEngine(workerUrl, settings, listener, deps.engineSeams));
   const link = engine?.link ?? null;
   const log = (action: string, fields: EventFields) => link?.send({ t: "log", action, fields });
   guard = link === null || !engine!.guard ? null : {
@@ -122,8 +113,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     lookNow: (id) => link.query("guardLookNow", id),
   };
   const upstream = new UpstreamHealth(config.upstream, clock, stderr, (fields) => log("upstream-error", fields));
-  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token. On loopback it answers
-  // its own user: by the uid of the client's socket, or where the kernel cannot say, by a token of this run's.
+  // Beyond loopback /_tap/ needs a token; on loopback it answers its own user, by the uid of the client's socket, else by a token of this run's.
   const token = config.token !== null
     ? { value: config.token, generated: false }
     : isLoopback(config.host)
@@ -179,19 +169,23 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const app = createApp({
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
-      const report = await healthReport(
-        {
-          version: VERSION,
-          runtime: runtimeName(),
-          pid: process.pid,
-          upstream: upstream.state(),
-          internalErrors,
-          problems: proxy?.problems() ?? [],
-          token: kernelSays ? undefined : gate.stats(),
-        },
-        link,
-      );
-      return proxy === null ? report : { ...report, proxy: proxy.health() };
+      const [up, part] = [upstream.state(), await link?.health()];
+      const problems = [...upstreamProblems(up), ...(proxy?.problems() ?? []), ...(part?.problems ?? [])];
+      return {
+        status: problems.length === 0 ? "ok" : "degraded",
+        problems,
+        version: VERSION,
+        runtime: runtimeName(),
+        pid: process.pid,
+        upstream: up,
+        mirror: part?.mirror ?? "off",
+        store: part?.store ?? "off",
+        guard: part?.guard ?? "off",
+        internalErrors,
+        engineRestarts: link?.restarts ?? 0,
+        ...(kernelSays ? {} : { token: gate.stats() }),
+        ...(proxy === null ? {} : { proxy: proxy.health() }),
+      };
     },
     viewer: viewer.deps,
     prove: (nonce) => bindingSecret === null ? null : healthProof(bindingSecret, nonce, `${localAddress(config.host)}:${listening}`),

@@ -15,7 +15,6 @@ import { type FollowerSink, prepareRequest, ResponseFollower } from "./response-
 export interface EngineDeps {
   fs: FsAdapter;
   clock: () => number;
-  /** A Worker's postMessage, or a call in the same thread. */
   post: (message: FromEngine) => void;
 }
 
@@ -27,8 +26,6 @@ export class MirrorEngine {
   private readonly followers = new Map<number, ResponseFollower>();
   private readonly sink: FollowerSink;
   private readonly unseen = new UnseenRequests();
-  private wrote = new Set<string>();
-  private wroteTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly stderr = (line: string) => this.deps.post({ t: "stderr", line });
 
   constructor(
@@ -49,10 +46,8 @@ export class MirrorEngine {
       stderr: this.stderr,
       clock: deps.clock,
     });
-    // Every mirror write is told to the viewer, batched per turn of the event loop.
-    const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
     const mirror =
-      (this.mirror = new Mirror(s, { fs, clock: deps.clock, stderr: this.stderr, store: this.store, redactor: s.redact === "all" ? redactor : null }));
+      (this.mirror = new Mirror(s, { fs: deps.fs, clock: deps.clock, stderr: this.stderr, store: this.store, redactor: s.redact === "all" ? redactor : null }));
     this.sink = {
       commit: (job) => mirror.commit(job),
       count: (kind, fields) => mirror.count(kind, fields),
@@ -62,7 +57,6 @@ export class MirrorEngine {
     };
   }
 
-  /** Starts the guard (when on) and the mirror; call once, before traffic. */
   async start(): Promise<{ replayed: Replayed; guard: boolean }> {
     const s = this.settings;
     if (s.guard ?? (await this.isDirectory(s.claudeDir))) {
@@ -136,12 +130,9 @@ export class MirrorEngine {
   }
 
   health(): EngineHealth {
-    const health = engineHealth(this.mirror, this.guard);
-    health.mirror.notMirrored = this.unseen.report();
-    return health;
+    return engineHealth(this.mirror, this.guard, this.unseen.report());
   }
 
-  /** Tries every waiting commit once more and waits for writes in flight, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
     await this.mirror.flush(boundMs);
   }
@@ -150,10 +141,8 @@ export class MirrorEngine {
     return { ...this.mirror.stats, following: this.followers.size };
   }
 
-  /** Runs the retention sweep if due and waits for it. */
   async sweep(): Promise<void> {
-    this.mirror.sweeper.maybe();
-    await this.mirror.sweeper.settled();
+    await this.mirror.sweep();
   }
 
   guardInspect(sessionId: string): GuardSessionView | null {
@@ -169,26 +158,9 @@ export class MirrorEngine {
     await this.guard?.lookNow(sessionId);
   }
 
-  /** The engine's last act: stop the guard, flush (bounded), spool what could not be written, close the store. */
   async stop(boundMs: number): Promise<Unwritten> {
     this.guard?.stop();
-    const unwritten = await this.mirror.stop(boundMs);
-    this.flushWrote();
-    return unwritten;
-  }
-
-  private noteWrite(path: string): void {
-    this.wrote.add(path);
-    if (this.wroteTimer === null) this.wroteTimer = setTimeout(() => this.flushWrote(), 0);
-  }
-
-  private flushWrote(): void {
-    if (this.wroteTimer !== null) clearTimeout(this.wroteTimer);
-    this.wroteTimer = null;
-    if (this.wrote.size === 0) return;
-    const paths = [...this.wrote];
-    this.wrote = new Set();
-    this.deps.post({ t: "wrote", paths });
+    return await this.mirror.stop(boundMs);
   }
 
   /** The guard is on by default only where Claude Code keeps its config. */
@@ -202,42 +174,8 @@ export class MirrorEngine {
   }
 }
 
-/** Wraps `fs` so every append, link and exclusive create that took effect calls `wrote(path)`. */
-export function observeWrites(fs: FsAdapter, wrote: (path: string) => void): FsAdapter {
-  // Through the prototype, so a class-based adapter keeps its other methods.
-  const observed: FsAdapter = Object.create(fs);
-  return Object.assign(observed, {
-    async append(path: string, data: string, sync: boolean) {
-      await fs.append(path, data, sync);
-      wrote(path);
-    },
-    async appendExisting(path: string, data: string, sync: boolean) {
-      const appended = await fs.appendExisting(path, data, sync);
-      if (appended) wrote(path);
-      return appended;
-    },
-    async link(existing: string, path: string) {
-      const linked = await fs.link(existing, path);
-      if (linked) wrote(path);
-      return linked;
-    },
-    async createExclusive(path: string, data: string, sync: boolean) {
-      const created = await fs.createExclusive(path, data, sync);
-      if (created) wrote(path);
-      return created;
-    },
-  });
-}
-
-/** One shape's count, as health shows it; `said` is the line doctor and the viewer show. */
-export interface UnseenShape {
-  shape: string;
-  reason: string;
-  requests: number;
-  /** The tap answered these itself (they never reached the upstream). */
-  refused: boolean;
-  said: string;
-}
+/** `refused`: the tap answered these itself; `said`: the line doctor and the viewer show. */
+type UnseenShape = { shape: string; reason: string; requests: number; refused: boolean; said: string };
 
 /** Shapes kept apart at most; later ones are counted together, so memory stays bounded whatever paths arrive. */
 const MAX_SHAPES = 64;
@@ -248,7 +186,6 @@ class UnseenRequests {
   private readonly shapes = new Map<string, Omit<UnseenShape, "said">>();
   private total = 0;
 
-  /** Counts a request when it was refused or its body looks like a conversation. */
   note(
     shape: string,
     reason: string,

@@ -1,8 +1,6 @@
-// `GET /_tap/health` (docs/DESIGN.md "Health and exit"): the engine's part (mirror, store, guard) and the relay's (upstream, the engine's life).
+// The engine's part of `GET /_tap/health` (docs/DESIGN.md "Health and exit"): the mirror's, the store's and the guard's.
 import type { Guard, GuardHealth } from "../guard/guard.ts";
 import type { StoreHealth } from "../store/pg-sink.ts";
-import { upstreamProblems, type UpstreamState } from "../utils/upstream-health.ts";
-import { orAfter } from "../utils/within.ts";
 import type { Mirror } from "./mirror.ts";
 import { mirrorProblems } from "./problems.ts";
 
@@ -16,27 +14,7 @@ export interface EngineHealth {
   guard: GuardHealth | "off";
 }
 
-export interface RelayFacts {
-  version: string;
-  runtime: string;
-  pid: number;
-  upstream: UpstreamState;
-  /** Requests the server could not answer (an internal error). */
-  internalErrors: number;
-  /** Problems of the relay's own parts (the forward proxy's upstreams, its internal errors). */
-  problems?: string[];
-  /** Wrong tokens and tries refused while their client waited (docs/RELIABILITY.md "Trust boundaries"). */
-  token?: { failures: number; slowed: number; clients: number };
-}
-
-export interface EngineView {
-  health(): Promise<EngineHealth | null>;
-  /** Why it stopped (null while it runs). */
-  readonly stopped: string | null;
-  readonly restarts: number;
-}
-
-export function engineHealth(mirror: Mirror, guard: Guard | null): EngineHealth {
+export function engineHealth(mirror: Mirror, guard: Guard | null, notMirrored: unknown): EngineHealth {
   const store = mirror.store?.health() ?? null;
   const problems = mirrorProblems(mirror.stats, mirror.alarms, mirror.queue.longestWaitMs(), mirror.locks.waiting);
   return {
@@ -48,35 +26,10 @@ export function engineHealth(mirror: Mirror, guard: Guard | null): EngineHealth 
       eventsLog: mirror.alarms.get("eventsLog").state(),
       eventsLogFailures: mirror.events.failures,
       sessionsInMemory: mirror.writer.size,
+      notMirrored,
     },
     store: store ?? "off",
     guard: guard?.health() ?? "off",
-  };
-}
-
-/** `engine` null: the mirror is off. */
-export async function healthReport(relay: RelayFacts, engine: EngineView | null): Promise<Record<string, unknown>> {
-  // A stuck engine must not hang health: past the bound, that is the problem. A refusal means it stopped, which `stopped` says.
-  const asked = engine === null ? null : await orAfter(engine.health(), HEALTH_WAIT_MS, "late" as const).catch(() => null);
-  const part = asked === "late" ? null : asked;
-  const problems = [...upstreamProblems(relay.upstream), ...(relay.problems ?? []), ...(part?.problems ?? [])];
-  if (engine !== null && engine.stopped !== null) {
-    problems.push(`mirror: the mirror engine stopped (${engine.stopped}); nothing is mirrored until it runs again`);
-  }
-  if (asked === "late") problems.push(`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`);
-  return {
-    status: problems.length === 0 ? "ok" : "degraded",
-    problems,
-    version: relay.version,
-    runtime: relay.runtime,
-    pid: relay.pid,
-    upstream: relay.upstream,
-    mirror: part?.mirror ?? "off",
-    store: part?.store ?? "off",
-    guard: part?.guard ?? "off",
-    internalErrors: relay.internalErrors,
-    engineRestarts: engine?.restarts ?? 0,
-    ...(relay.token === undefined ? {} : { token: relay.token }),
   };
 }
 

@@ -29,7 +29,6 @@ export interface EngineSettings {
   guardTimings?: Partial<GuardOptions>;
   /** Where unwritten commits go at stop when the root refuses them (null: the system temp dir). */
   spoolTmpDir: string | null;
-  /** fsync each append (default true). */
   sync?: boolean;
 }
 
@@ -73,9 +72,6 @@ export type ToEngine =
   | { t: "unseen"; shape: string; reason: string; copy: BodyCopy; refused?: boolean };
 
 export type FromEngine =
-  /** The engine has read this many more response bytes. */
   | { t: "ack"; bytes: number }
   | { t: "stderr"; line: string }
-  /** Mirror files written since the last hint (the viewer's live updates). */
-  | { t: "wrote"; paths: string[] }
   | { t: "alerts"; alerts: GuardAlert[] };

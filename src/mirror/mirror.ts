@@ -8,7 +8,7 @@ import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
 import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/spool.ts";
-import { type SweepResult, sweepTree } from "../storage/sweep.ts";
+import { sweepTree } from "../storage/sweep.ts";
 import { join } from "node:path/posix";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import type { PgSink } from "../store/pg-sink.ts";
@@ -31,31 +31,26 @@ export interface MirrorDeps {
   redactor: Redactor | null;
 }
 
-/** Counters shown by /_tap/health; the failures among them are declared in problems.ts. */
-export interface MirrorStats {
-  responses: number;
-  appends: number;
-  records: number;
-  bytes: number;
-  interrupted: number;
-  skipped: number;
-  errors: number;
-  /** Commits waiting in memory for a write to succeed. */
-  queued: number;
-  dropped: number;
-  /** Torn final lines moved aside into .torn files. */
-  repaired: number;
-  /** Responses whose mirroring failed inside the tap (an internal error). */
-  failedResponses: number;
-  /** Commits replayed at start from a spool an earlier run saved. */
-  replayed: number;
-  /** Answers given up before they were whole (the engine fell too far behind the relay): the next request's history brings them. */
-  gaveUp: number;
-  /** Answers kept only in part: they grew past SESSIONTAP_MAX_MESSAGE_BYTES. */
-  truncated: number;
-  /** Requests that carried a session id bound to another owner: mirrored as a session of their own. */
-  borrowed: number;
-}
+/** Counters shown by /_tap/health (docs/DESIGN.md "Health and exit"); the failures among them are declared in problems.ts. */
+const STATS = {
+  responses: 0,
+  appends: 0,
+  records: 0,
+  bytes: 0,
+  interrupted: 0,
+  skipped: 0,
+  errors: 0,
+  dropped: 0,
+  repaired: 0,
+  failedResponses: 0,
+  replayed: 0,
+  gaveUp: 0,
+  truncated: 0,
+  borrowed: 0,
+};
+
+/** `queued`: commits waiting in memory for a write to succeed. */
+export type MirrorStats = typeof STATS & { readonly queued: number };
 
 export type Unwritten =
   | { kind: "none" }
@@ -77,24 +72,23 @@ export class Mirror {
   readonly stats: MirrorStats;
   readonly writer: CommitWriter<Cursor, AppendResult>;
   readonly queue: KeyedQueue<CommitJob>;
-  readonly sweeper: RetentionSweeper;
   readonly store: PgSink | null;
   private readonly spool: MirrorSpool;
   private readonly tree: MirrorTree;
-  /** Each job as its session's binding judged it (a retried write is not judged twice). */
+  /** A retried write is not judged twice. */
   private readonly judged = new WeakMap<CommitJob, CommitJob>();
   /** Spool files replayed at start whose commits are not all written yet. */
   private spoolFiles: string[] = [];
   private readonly pending = new Set<Promise<void>>();
   private readonly committed: ((job: CommitJob) => void)[] = [];
   private readonly bindings: SessionBindings | null;
-  private readonly stderr: (line: string) => void;
+  private sweptAt = Number.NEGATIVE_INFINITY;
+  private sweeping: Promise<void> | null = null;
 
-  constructor(private readonly settings: EngineSettings, deps: MirrorDeps) {
+  constructor(private readonly settings: EngineSettings, private readonly deps: MirrorDeps) {
     const { fs, clock } = deps;
     const root = (this.root = settings.mirrorDir);
     this.store = deps.store;
-    this.stderr = deps.stderr;
     this.alarms = new MirrorAlarms(clock, deps.stderr);
     this.events = new EventsLog(fs, root, clock, {
       failed: (error) => this.alarms.raise("eventsLog", { path: this.events.path, error: describe(error) }),
@@ -132,15 +126,21 @@ export class Mirror {
       },
       empty: () => void this.track(this.allWritten()),
     }));
-    const stats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, failedResponses: 0 };
     // `queued` is read from the queue itself, so the count can never drift from what waits.
-    const queued = { get: () => queue.size, enumerable: true };
-    this.stats = Object.defineProperty({ ...stats, replayed: 0, gaveUp: 0, truncated: 0, borrowed: 0 }, "queued", queued) as MirrorStats;
+    this.stats = Object.defineProperty({ ...STATS }, "queued", { get: () => queue.size, enumerable: true }) as MirrorStats;
     this.bindings = settings.bindingKey === null ? null : new SessionBindings(this, new BindingFiles(fs, root), settings.bindingKey, settings.maxSessions * 4);
-    this.sweeper = new RetentionSweeper(fs, root, settings.retentionDays, clock, (result) => {
+  }
+
+  /** The retention sweep: lazily, at most once a minute while traffic flows, never two at once. */
+  sweep(): Promise<void> {
+    const now = this.deps.clock();
+    const days = this.settings.retentionDays;
+    if (days === 0 || this.sweeping !== null || now - this.sweptAt < 60_000) return this.sweeping ?? Promise.resolve();
+    this.sweptAt = now;
+    return this.sweeping = sweepTree(this.deps.fs, this.root, now - days * 86_400_000).then((result) => {
       for (const dir of result.touchedDirs) this.writer.reset(this.relative(dir));
       if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
-    }, (error) => this.fail("sweep", error));
+    }, (error) => this.fail("sweep", error)).finally(() => (this.sweeping = null));
   }
 
   /** `listener` runs on the engine's write path: it must return at once. */
@@ -148,17 +148,13 @@ export class Mirror {
     this.committed.push(listener);
   }
 
-  /** Never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
     return this.track(this.queue.push(job.sessionDir, job));
   }
 
-  /**
-   * The queue's step for a session: judges its oldest commits, writes the leading run of one conversation in one append (at most
-   * BATCH_MAX), and only then hands them to the store; resolves with how many it took.
-   */
+  /** The queue's step: judges the oldest commits, writes the leading run of one conversation in one append, then hands them to the store. */
   private async writeSome(key: string, jobs: readonly CommitJob[]): Promise<number> {
     const batch: CommitJob[] = [];
     let conversation: string | null = null;
@@ -210,7 +206,7 @@ export class Mirror {
     if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });
     for (const { dir, error } of found.unreadable) {
       this.fail("spool", error, { dir });
-      this.stderr(`sessiontap: the spool at ${dir} could not be read (${describe(error)}); what it holds is replayed by a later start`);
+      this.deps.stderr(`sessiontap: the spool at ${dir} could not be read (${describe(error)}); what it holds is replayed by a later start`);
     }
     if (found.files.length === 0) return { commits: 0, files: [], waiting: 0 };
     this.spoolFiles = found.files;
@@ -238,10 +234,9 @@ export class Mirror {
     if (result.rotated) this.log("rotate", { dir, file });
     else if (result.created) this.log("open", { dir, file });
     this.log("append", { dir, route: job.route, kind: job.kind, records, bytes: result.bytes, file, ...(commits > 1 && { commits }) });
-    this.sweeper.maybe();
+    void this.sweep();
   }
 
-  /** Keeps a write's promise until it settles, for flush(). */
   private track(work: Promise<void>): Promise<void> {
     const settled = work.catch((error) => this.fail("mirror", error));
     this.pending.add(settled);
@@ -249,7 +244,7 @@ export class Mirror {
     return settled;
   }
 
-  /** Counts a failure kind of problems.ts, logs and says it as its row declares. */
+  /** As its row in problems.ts declares. */
   count(kind: CountedKind, fields: EventFields = {}, by = 1): void {
     const n = (this.stats[kind] += by);
     const action = (COUNTED[kind] as { action?: string }).action;
@@ -263,7 +258,6 @@ export class Mirror {
     this.count("errors", { stage, error: describe(error), ...fields });
   }
 
-  /** Never rejects. */
   log(action: string, fields: EventFields = {}): void {
     void this.events.log(action, fields);
   }
@@ -275,7 +269,7 @@ export class Mirror {
     const settled = async () => {
       // A write may queue another (a borrowed id's commit goes to its own session): wait until none is left in flight.
       for (let rounds = 0; this.pending.size > 0 && rounds < 100; rounds++) await Promise.all([...this.pending]);
-      await Promise.all([this.sweeper.settled(), store]);
+      await Promise.all([this.sweeping, store]);
       await this.events.flush();
     };
     await settlesWithin(settled(), boundMs);
@@ -376,33 +370,5 @@ class SessionBindings {
       if (this.known.size <= this.max) break;
       this.known.delete(oldest);
     }
-  }
-}
-
-/** The retention sweep: lazily, at most once a minute while traffic flows, never two at once. */
-export class RetentionSweeper {
-  private last = Number.NEGATIVE_INFINITY;
-  private running: Promise<void> | null = null;
-
-  constructor(
-    private readonly fs: FsAdapter,
-    private readonly root: string,
-    private readonly days: number,
-    private readonly clock: () => number,
-    private readonly done: (result: SweepResult) => void,
-    private readonly failed: (error: unknown) => void,
-  ) {}
-
-  maybe(): void {
-    const now = this.clock();
-    if (this.days === 0 || this.running !== null || now - this.last < 60_000) return;
-    this.last = now;
-    this.running = sweepTree(this.fs, this.root, now - this.days * 86_400_000)
-      .then(this.done, this.failed)
-      .finally(() => (this.running = null));
-  }
-
-  settled(): Promise<void> {
-    return this.running ?? Promise.resolve();
   }
 }

@@ -3,7 +3,6 @@
 import type { EventFields } from "../storage/events-log.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { plural } from "../utils/plural.ts";
-import type { MirrorStats } from "./mirror.ts";
 
 type Said = (first: boolean, n: number, f: EventFields) => string;
 
@@ -110,7 +109,12 @@ export class MirrorAlarms {
 const STALLED_MS = 2000;
 
 /** The health half: the counted kinds above 0, and what is raised. */
-export function mirrorProblems(stats: MirrorStats, alarms: MirrorAlarms, waitedMs: number, locksWaiting: number): string[] {
+export function mirrorProblems(
+  stats: Record<CountedKind, number> & { queued: number },
+  alarms: MirrorAlarms,
+  waitedMs: number,
+  locksWaiting: number,
+): string[] {
   const writes = alarms.get("writes");
   const out: string[] = [];
   // A commit is queued from the moment it is handed over: waiting is a problem once a write failed, or past any ordinary write.

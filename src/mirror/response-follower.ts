@@ -4,7 +4,7 @@ import { isObject, type Json } from "../protocol/json.ts";
 import { type AnswerReader, EventStreamReader } from "../protocol/providers/eventstream-reader.ts";
 import type { Framing } from "../protocol/providers/recognise.ts";
 import { type AssistantMessage, messageFromJson, SseMessageReader } from "../protocol/sse-accumulator.ts";
-import type { CutBy } from "./messages.ts";
+import type { CutBy, EngineSettings } from "./messages.ts";
 import type { CountedKind } from "./problems.ts";
 import { classify, readEnvironment, readUserAgent } from "../protocol/classify.ts";
 import { readRequest, UnreadableRequest } from "../protocol/lineage.ts";
@@ -26,8 +26,10 @@ export class ResponseFollower {
   private prepared: Prepared | null = null;
   private head: { requestId: string | null } | null = null;
   private reader: AnswerReader | null = null;
-  private json: Uint8Array[] = [];
+  /** A non-streaming answer, decoded as it comes (a view of a batch would keep other streams' bytes alive). */
+  private json = "";
   private jsonBytes = 0;
+  private readonly decoder = new TextDecoder();
   /** The commit is decided (it may wait for the request): nothing more of the response is read. */
   private settled = false;
   private queued: (() => void)[] = [];
@@ -42,7 +44,7 @@ export class ResponseFollower {
 
   body(prepared: Prepared | Skip): void {
     if (this.state !== "waiting") return;
-    if (isSkip(prepared)) return this.skip(prepared.reason, prepared.fields);
+    if ("reason" in prepared) return this.skip(prepared.reason, prepared.fields);
     this.prepared = prepared;
     this.state = "ready";
     for (const run of this.queued.splice(0)) run();
@@ -69,9 +71,9 @@ export class ResponseFollower {
     }
     this.jsonBytes += bytes.byteLength;
     if (this.jsonBytes > this.sink.maxMessageBytes) {
-      this.json = [];
+      this.json = "";
       this.skip("response body too large to mirror", { bytes: this.jsonBytes });
-    } else this.json.push(bytes.slice()); // a copy: a view would keep the whole batch (other streams' bytes) alive
+    } else this.json += this.decoder.decode(bytes, { stream: true });
   }
 
   end(): void {
@@ -82,19 +84,14 @@ export class ResponseFollower {
       // A stream that ends before the message is whole was cut by the upstream (or its proxy).
       return this.settle(this.reader.whole ? "complete" : "upstream-cut");
     }
-    const body = new Uint8Array(this.jsonBytes);
-    let offset = 0;
-    for (const c of this.json) {
-      body.set(c, offset);
-      offset += c.byteLength;
-    }
-    this.json = [];
+    const text = this.json + this.decoder.decode();
+    this.json = "";
     // An answer the mirror cannot read is bad input, not a failure of the tap (docs/DESIGN.md "Bad input").
     let parsed: unknown;
     try {
-      parsed = JSON.parse(new TextDecoder().decode(body));
+      parsed = JSON.parse(text);
     } catch {
-      return this.skip("response body is not JSON", { bytes: body.byteLength });
+      return this.skip("response body is not JSON", { bytes: this.jsonBytes });
     }
     if (!isObject(parsed) || parsed.type !== "message") return this.skip("response is not a message");
     const message = messageFromJson(parsed as Json);
@@ -175,15 +172,12 @@ export interface Skip {
   fields?: Record<string, string | number | boolean | null>;
 }
 
-export interface PrepOptions {
-  /** The records' `version` when the user agent names no client version. */
-  version: string;
-  sideRequests: boolean;
-  /** Null: sessions are not bound. */
-  bindingKey?: string | null;
-}
-
-export function prepareRequest(identity: IdentityHeaders, bytes: Uint8Array, options: PrepOptions): Prepared | Skip {
+/** `version`: the records' when the user agent names no client version. */
+export function prepareRequest(
+  identity: IdentityHeaders,
+  bytes: Uint8Array,
+  options: Pick<EngineSettings, "version" | "sideRequests"> & { bindingKey?: string | null },
+): Prepared | Skip {
   let read;
   try {
     read = readRequest(bytes);
@@ -225,8 +219,4 @@ export function prepareRequest(identity: IdentityHeaders, bytes: Uint8Array, opt
       parentAgentId: ids.parentAgentId,
     },
   };
-}
-
-export function isSkip(p: Prepared | Skip): p is Skip {
-  return "reason" in p;
 }

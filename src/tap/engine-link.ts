@@ -1,16 +1,16 @@
 // The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): it only posts, never waits; response bytes go through one
 // staging buffer per turn of the event loop, and an engine that dies is started again (RELIABILITY.md "Failures are loud").
 import type { MirrorEngine } from "../mirror/engine.ts";
-import type { EngineHealth } from "../mirror/health.ts";
+import { type EngineHealth, HEALTH_WAIT_MS } from "../mirror/health.ts";
 import type { BodyCopy, CutBy, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
 import { credentialTag, type IdentityHeaders, identityHeaders, sameSecret, TOKEN_HEADER } from "../protocol/session-id.ts";
 import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { plural } from "../utils/plural.ts";
+import { orAfter } from "../utils/within.ts";
 import type { Calls, WorkerCalls } from "../utils/worker-call.ts";
 
-/** The engine's Worker (utils/worker-call.ts), or the same calls in this thread. */
 export type EngineHost = Pick<WorkerCalls<MirrorEngine>, "call" | "post" | "close">;
 
 type EngineCalls = Calls<MirrorEngine>;
@@ -23,7 +23,6 @@ export interface StartedEngine {
 
 export interface LinkListener {
   stderr(line: string): void;
-  wrote(paths: string[]): void;
   alerts(alerts: Extract<FromEngine, { t: "alerts" }>["alerts"]): void;
 }
 
@@ -90,7 +89,6 @@ export class EngineLink {
     if (from !== this.host) return;
     if (message.t === "ack") this.unread -= message.bytes;
     else if (message.t === "stderr") this.listener.stderr(message.line);
-    else if (message.t === "wrote") this.listener.wrote(message.paths);
     else this.listener.alerts(message.alerts);
   }
 
@@ -202,15 +200,18 @@ export class EngineLink {
     this.post(message, transfer);
   }
 
-  /** Calls the engine, after what was staged before. */
   query<K extends keyof EngineCalls & string>(name: K, ...args: Parameters<EngineCalls[K]>): ReturnType<EngineCalls[K]> {
     if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`)) as ReturnType<EngineCalls[K]>;
     if (this.staged > 0) this.flush();
     return this.host.call(name, ...args);
   }
 
-  async health(): Promise<EngineHealth | null> {
-    return this.stopped !== null ? null : await this.query("health");
+  /** A stuck engine must not hang health: past HEALTH_WAIT_MS, that is its problem; a refusal means it stopped, which `stopped` says. */
+  async health(): Promise<Partial<EngineHealth> & { problems: string[] }> {
+    const asked = this.stopped !== null ? null : await orAfter(this.query("health"), HEALTH_WAIT_MS, "late" as const).catch(() => null);
+    if (this.stopped !== null) return { problems: [`mirror: the mirror engine stopped (${this.stopped}); nothing is mirrored until it runs again`] };
+    if (asked === "late") return { problems: [`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`] };
+    return asked ?? { problems: [] };
   }
 
   async stop(boundMs: number) {
@@ -258,7 +259,6 @@ export class RelayObserver {
     this.guarded(() => this.link.body(this.id, copy));
   }
 
-  /** False when the response is not followed (only a 2xx answer is mirrored). */
   head(status: number, headers: Headers): boolean {
     return this.guarded(() => {
       // A coding still named in the client's headers is one fetch did not decode.

@@ -18,7 +18,6 @@ export interface TargetIo<Cursor, Done> {
   append(place: ConversationPlace, records: MirrorRecord[], cursor: Cursor): Promise<{ cursor: Cursor; uncertain: boolean; done: Done }>;
 }
 
-/** The tree (storage/mirror-tree.ts) or the store (store/pg-target.ts). */
 export interface WriteTarget<Cursor, Done> {
   newCursor(): Cursor;
   /** Runs `body` holding `place`'s cross-process lock (and what lets `main` be read meanwhile). */
@@ -82,7 +81,6 @@ export class CommitWriter<Cursor, Done> {
     }
   }
 
-  /** A side conversation's reader resolves parents in `main`. */
   private async caughtUp(io: TargetIo<Cursor, Done>, place: ConversationPlace, owner: Owner, main: State<Cursor> | null): Promise<State<Cursor>> {
     let state = this.states.get(place.key);
     if (state === undefined) {

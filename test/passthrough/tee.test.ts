@@ -84,7 +84,7 @@ async function engineOn(seams?: EngineSeams) {
   const settings = settingsFor(dir);
   const stderr: string[] = [];
   const worker = new URL("../../src/mirror-worker.ts", import.meta.url);
-  const { link } = await startWorkerEngine(worker, settings, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} }, seams);
+  const { link } = await startWorkerEngine(worker, settings, { stderr: (l) => stderr.push(l), alerts: () => {} }, seams);
   return {
     link,
     dir,
@@ -110,7 +110,7 @@ async function heldEngine(env: Record<string, string> = {}) {
   const deliver = () => {
     while (!held && queue.length > 0) engine.receive(queue.shift()!);
   };
-  const link = new EngineLink({ stderr: (l) => said.push(l), wrote: () => {}, alerts: () => {} }, () => ({
+  const link = new EngineLink({ stderr: (l) => said.push(l), alerts: () => {} }, () => ({
     post: (m) => (queue.push(m as ToEngine), deliver()),
     call: ((name: "stop", ...args: [number]) => Promise.resolve().then(() => engine[name](...args))) as EngineHost["call"],
     close: () => {},
