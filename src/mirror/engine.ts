@@ -5,6 +5,7 @@ import { Guard, type GuardHealth, type GuardSessionView } from "../guard/guard.t
 import { Redactor } from "../protocol/secrets.ts";
 import { looksLikeConversation } from "../protocol/providers/recognise.ts";
 import { describe } from "../utils/describe-error.ts";
+import { plural } from "../utils/plural.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import type { BodyCopy, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
@@ -212,11 +213,8 @@ class UnseenRequests {
 
   report(): { requests: number; shapes: UnseenShape[] } {
     const shapes = [...this.shapes.values()].sort((a, b) => b.requests - a.requests);
+    const said = (s: Omit<UnseenShape, "said">) =>
+      `${plural(s.requests, "request")} to ${s.shape} ${s.refused ? "refused, not forwarded" : "forwarded, not mirrored"} (${s.reason})`;
     return { requests: this.total, shapes: shapes.map((s) => ({ ...s, said: said(s) })) };
   }
-}
-
-function said(s: Omit<UnseenShape, "said">): string {
-  const n = `${s.requests} request${s.requests === 1 ? "" : "s"}`;
-  return s.refused ? `${n} to ${s.shape} refused, not forwarded (${s.reason})` : `${n} to ${s.shape} forwarded, not mirrored (${s.reason})`;
 }

@@ -22,7 +22,7 @@ export interface EngineSettings {
   /** Null: on when the Claude Code directory exists. */
   guard: boolean | null;
   version: string;
-  /** The root's secret sessions are bound under (null: not bound): docs/DESIGN.md "Who a session belongs to". */
+  /** Null: sessions are not bound (docs/DESIGN.md "Who a session belongs to"). */
   bindingKey: string | null;
   /** The same for an engine started in place of a dead one, which reuses its locks. */
   lockHolder?: string;

@@ -1,15 +1,16 @@
 // The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): it only posts, never waits; response bytes go through one
 // staging buffer per turn of the event loop, and an engine that dies is started again (RELIABILITY.md "Failures are loud").
-import type { MirrorEngine } from "../mirror/engine.ts";
+import { MirrorEngine } from "../mirror/engine.ts";
 import { type EngineHealth, HEALTH_WAIT_MS } from "../mirror/health.ts";
-import type { BodyCopy, CutBy, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
+import type { BodyCopy, CutBy, EngineSeams, EngineSettings, EngineStart, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
 import { credentialTag, type IdentityHeaders, identityHeaders, sameSecret, TOKEN_HEADER } from "../protocol/session-id.ts";
 import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { plural } from "../utils/plural.ts";
 import { orAfter } from "../utils/within.ts";
-import type { Calls, WorkerCalls } from "../utils/worker-call.ts";
+import { type Calls, WorkerCalls } from "../utils/worker-call.ts";
+import { nodeFs } from "../storage/fs-adapter.ts";
 
 export type EngineHost = Pick<WorkerCalls<MirrorEngine>, "call" | "post" | "close">;
 
@@ -244,6 +245,31 @@ export class EngineLink {
       this.fail(`a message could not be sent (${errorText(error)})`);
     }
   }
+}
+
+// Where the engine runs (docs/DESIGN.md "Where the engine runs"): a Worker, or this thread for the launcher's fallback tap only.
+
+/** Rejects when it cannot start; once it ran, a Worker that dies is replaced (a test's seams go to the first only: a port is sent once). */
+export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener, seams?: EngineSeams): Promise<StartedEngine> {
+  return new EngineLink(listener, (link, first) => {
+    const own = first ? seams : undefined;
+    const host: EngineHost = new WorkerCalls<MirrorEngine>(workerUrl, { settings, seams: own } satisfies EngineStart, {
+      name: "the mirror engine",
+      died: (why) => link.fail(why, host),
+      message: (data) => link.receive(data as FromEngine, host),
+    }, own === undefined ? [] : [own.port]);
+    return host;
+  }).started;
+}
+
+/** Messages and calls still go through a turn of the event loop, as a Worker's do; its death is the process's. */
+export function startThreadEngine(settings: EngineSettings, listener: LinkListener): Promise<StartedEngine> {
+  return new EngineLink(listener, (link) => {
+    const engine = new MirrorEngine(settings, { fs: nodeFs, clock: Date.now, post: (message) => queueMicrotask(() => link.receive(message)) });
+    const call = (name: string, ...args: unknown[]) =>
+      Promise.resolve().then(() => (engine[name as "stop"] as (...a: unknown[]) => unknown).apply(engine, args));
+    return { post: (message) => queueMicrotask(() => engine.receive(message as ToEngine)), call: call as EngineHost["call"], close: () => {} };
+  }, false).started;
 }
 
 /** One followed response on the relay, and the one error boundary of its mirror work: it posts, never parses, never throws into the tee. */

@@ -6,10 +6,7 @@ import type { Json } from "../protocol/json.ts";
 import { Lineage, LineageReader } from "../protocol/lineage.ts";
 import { type Redactor, redactRecords } from "../protocol/secrets.ts";
 
-export interface Owner {
-  sessionId: string | null;
-  agentId: string | null;
-}
+type Owner = { sessionId: string | null; agentId: string | null };
 
 export interface TargetIo<Cursor, Done> {
   /** What others added to `place` after `cursor`; throws when it is not `owner`'s (nothing is written then). */
@@ -24,16 +21,7 @@ export interface WriteTarget<Cursor, Done> {
   locked<T>(place: ConversationPlace, main: ConversationPlace | null, body: (io: TargetIo<Cursor, Done>) => Promise<T>): Promise<T>;
 }
 
-interface State<Cursor> {
-  lineage: Lineage;
-  reader: LineageReader;
-  cursor: Cursor;
-}
-
-export interface Written<Done> {
-  records: number;
-  done: Done | null;
-}
+type State<Cursor> = { lineage: Lineage; reader: LineageReader; cursor: Cursor };
 
 /** Exactly once per message; a conversation's state is rebuilt from the target after a start or eviction. */
 export class CommitWriter<Cursor, Done> {
@@ -49,7 +37,7 @@ export class CommitWriter<Cursor, Done> {
   }
 
   /** Commits of one conversation, in one append; rejects when it failed or its outcome is unknown (the state is dropped then). */
-  async writeAll(jobs: readonly CommitJob[]): Promise<Written<Done>> {
+  async writeAll(jobs: readonly CommitJob[]): Promise<{ records: number; done: Done | null }> {
     const job = jobs[0];
     const place = placeOf(job.route, job.sessionDir, job.agentDir);
     const main = mainPlaceOf(place);
