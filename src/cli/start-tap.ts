@@ -13,7 +13,7 @@ import type { EventFields } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices } from "../usage/prices.ts";
 import { bindingKey } from "../storage/binding-files.ts";
-import { type EngineLink, startThreadEngine, startWorkerEngine } from "../tap/engine-link.ts";
+import { startThreadEngine, startWorkerEngine } from "../tap/engine-link.ts";
 import { forward, refusalNotice } from "../tap/forward.ts";
 import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
@@ -35,13 +35,6 @@ export interface TapDeps {
   procNet?: string;
 }
 
-export interface MirrorHandle {
-  flush(boundMs: number): Promise<void>;
-  stats(): Promise<MirrorStats>;
-  sweep(): Promise<void>;
-  link: EngineLink;
-}
-
 export interface GuardHandle {
   inspect(sessionId: string): Promise<GuardSessionView | null>;
   health(): Promise<GuardHealth>;
@@ -52,7 +45,8 @@ export interface GuardHandle {
 export interface RunningTap {
   url: string;
   port: number;
-  mirror: MirrorHandle | null;
+  /** The engine's calls the suites make. */
+  mirror: { flush(boundMs: number): Promise<void>; stats(): Promise<MirrorStats>; sweep(): Promise<void> } | null;
   guard: GuardHandle | null;
   replayed: Replayed;
   proxy: RunningProxy | null;
@@ -78,7 +72,6 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
   const prices = await loadPrices(nodeFs, config.prices);
-  const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
   let alerts = new Map<string, GuardAlert>();
   let guard: GuardHandle | null = null;
   const bindingSecret = config.mirror ? await bindingKey(nodeFs, config.mirrorDir) : null;
@@ -90,7 +83,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     claudeDir: config.claudeDir,
     host: config.host,
     version: VERSION,
-    onError: viewerError,
+    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
     prices,
     redact: config.redact !== "off",
     bundle: bundleScript,
@@ -217,7 +210,6 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     viewer: tokenOnly ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
     port: server.port,
     mirror: link === null ? null : {
-      link,
       flush: (boundMs) => link.query("flush", boundMs),
       stats: () => link.query("stats"),
       sweep: () => link.query("sweep"),

@@ -11,7 +11,7 @@ import { PgSink } from "../store/pg-sink.ts";
 import type { BodyCopy, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
 import { Mirror, type MirrorStats, type Replayed, type Unwritten } from "./mirror.ts";
 import { type EngineHealth, engineHealth } from "./health.ts";
-import { type FollowerSink, prepareRequest, ResponseFollower } from "./response-follower.ts";
+import { prepareRequest, ResponseFollower } from "./response-follower.ts";
 
 export interface EngineDeps {
   fs: FsAdapter;
@@ -23,9 +23,7 @@ export class MirrorEngine {
   readonly mirror: Mirror;
   readonly store: PgSink | null;
   guard: Guard | null = null;
-  /** By the relay's id; a message about any other id is ignored. */
   private readonly followers = new Map<number, ResponseFollower>();
-  private readonly sink: FollowerSink;
   private readonly unseen = new UnseenRequests();
   private readonly stderr = (line: string) => this.deps.post({ t: "stderr", line });
 
@@ -47,15 +45,7 @@ export class MirrorEngine {
       stderr: this.stderr,
       clock: deps.clock,
     });
-    const mirror =
-      (this.mirror = new Mirror(s, { fs: deps.fs, clock: deps.clock, stderr: this.stderr, store: this.store, redactor: s.redact === "all" ? redactor : null }));
-    this.sink = {
-      commit: (job) => mirror.commit(job),
-      count: (kind, fields) => mirror.count(kind, fields),
-      log: (action, fields) => mirror.log(action, fields),
-      clock: deps.clock,
-      maxMessageBytes: s.maxMessageBytes,
-    };
+    this.mirror = new Mirror(s, { fs: deps.fs, clock: deps.clock, stderr: this.stderr, store: this.store, redactor: s.redact === "all" ? redactor : null });
   }
 
   async start(): Promise<{ replayed: Replayed; guard: boolean }> {
@@ -80,7 +70,7 @@ export class MirrorEngine {
   receive(m: ToEngine): void {
     switch (m.t) {
       case "begin":
-        this.followers.set(m.id, new ResponseFollower(this.sink, m.identity, m.at, m.request?.model ?? null));
+        this.followers.set(m.id, new ResponseFollower(this.mirror, m.identity, m.at, m.request?.model ?? null));
         return;
       case "body": {
         const copy = m.copy;
@@ -154,7 +144,6 @@ export class MirrorEngine {
     return this.guard?.health() ?? null;
   }
 
-  /** Has the guard look at a session's transcript now (it was just restored), and waits for the look. */
   async guardLookNow(sessionId: string): Promise<void> {
     await this.guard?.lookNow(sessionId);
   }

@@ -19,7 +19,6 @@ export interface EngineSettings {
   store: string | null;
   storeOnly: boolean;
   redact: "shared" | "all" | "off";
-  /** Null: on when the Claude Code directory exists. */
   guard: boolean | null;
   version: string;
   /** Null: sessions are not bound (docs/DESIGN.md "Who a session belongs to"). */

@@ -17,9 +17,8 @@ import { KeyedQueue } from "../utils/keyed-queue.ts";
 import { settlesWithin } from "../utils/within.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
 import type { EngineSettings } from "./messages.ts";
-import { COUNTED, type CountedKind, MirrorAlarms } from "./problems.ts";
+import { COUNTED, type Counted, type CountedKind, MirrorAlarms } from "./problems.ts";
 
-/** Most commits of one conversation written in one append. */
 const BATCH_MAX = 64;
 
 export interface MirrorDeps {
@@ -57,12 +56,8 @@ export type Unwritten =
   | { kind: "saved"; commits: number; path: string }
   | { kind: "lost"; commits: number; error: string };
 
-export interface Replayed {
-  commits: number;
-  files: string[];
-  /** Commits of those that still wait (writes failed); their files are kept until they are written. */
-  waiting: number;
-}
+/** `waiting`: commits that still wait (writes failed); their files are kept until they are written. */
+export type Replayed = { commits: number; files: string[]; waiting: number };
 
 export class Mirror {
   readonly root: string;
@@ -77,7 +72,6 @@ export class Mirror {
   private readonly tree: MirrorTree;
   /** A retried write is not judged twice. */
   private readonly judged = new WeakMap<CommitJob, CommitJob>();
-  /** Spool files replayed at start whose commits are not all written yet. */
   private spoolFiles: string[] = [];
   private readonly pending = new Set<Promise<void>>();
   private readonly committed: ((job: CommitJob) => void)[] = [];
@@ -85,7 +79,7 @@ export class Mirror {
   private sweptAt = Number.NEGATIVE_INFINITY;
   private sweeping: Promise<void> | null = null;
 
-  constructor(private readonly settings: EngineSettings, private readonly deps: MirrorDeps) {
+  constructor(readonly settings: EngineSettings, readonly deps: MirrorDeps) {
     const { fs, clock } = deps;
     const root = (this.root = settings.mirrorDir);
     this.store = deps.store;
@@ -143,7 +137,6 @@ export class Mirror {
     }, (error) => this.fail("sweep", error)).finally(() => (this.sweeping = null));
   }
 
-  /** `listener` runs on the engine's write path: it must return at once. */
   onCommitted(listener: (job: CommitJob) => void): void {
     this.committed.push(listener);
   }
@@ -247,9 +240,9 @@ export class Mirror {
   /** As its row in problems.ts declares. */
   count(kind: CountedKind, fields: EventFields = {}, by = 1): void {
     const n = (this.stats[kind] += by);
-    const action = (COUNTED[kind] as { action?: string }).action;
+    const { action, said }: Counted = COUNTED[kind];
     if (action !== undefined) this.log(action, { ...fields, [kind]: n });
-    this.alarms.counted(kind, n, fields);
+    if (said !== undefined) this.alarms.get(kind as "gaveUp").fail(kind, (first) => said(first, n, fields));
   }
 
   /** A failure while following a response means that response is not mirrored. */
@@ -275,7 +268,6 @@ export class Mirror {
     await settlesWithin(settled(), boundMs);
   }
 
-  /** Flushes (bounded), spools what could not be written for the next start, and closes the store. */
   async stop(boundMs: number): Promise<Unwritten> {
     this.log("stop", {});
     await this.flush(boundMs);
@@ -317,7 +309,6 @@ class SessionBindings {
     private readonly mirror: Mirror,
     private readonly files: BindingFiles,
     private readonly secret: string,
-    /** Bindings kept in memory at most (the least recently used are read again from their files). */
     private readonly max: number,
   ) {}
 

@@ -6,7 +6,7 @@ import { plural } from "../utils/plural.ts";
 
 type Said = (first: boolean, n: number, f: EventFields) => string;
 
-interface Counted {
+export interface Counted {
   /** Logged with the total so far under the kind's name. */
   action?: string;
   said?: Said;
@@ -14,7 +14,6 @@ interface Counted {
   health?: (n: number) => string;
 }
 
-/** Counted kinds; each is a MirrorStats field. */
 export const COUNTED = {
   skipped: { action: "skip" },
   truncated: { action: "truncated" },
@@ -86,12 +85,6 @@ export class MirrorAlarms {
     for (const kind of [...Object.keys(RAISED), "gaveUp", "borrowed"]) this.alarms.set(kind, new Alarm(clock, stderr));
   }
 
-  /** A counted kind's `n`th occurrence. */
-  counted(kind: CountedKind, n: number, f: EventFields): void {
-    const said = (COUNTED[kind] as Counted).said;
-    if (said !== undefined) this.alarms.get(kind)!.fail(kind, (first) => said(first, n, f));
-  }
-
   raise(kind: RaisedKind, f: EventFields): void {
     this.alarms.get(kind)!.fail(String(f.error), (first, n) => RAISED[kind].said(first, n, f));
   }
@@ -100,7 +93,7 @@ export class MirrorAlarms {
     this.alarms.get(kind)!.ok((n) => RAISED[kind].recovered(n, f));
   }
 
-  get(kind: RaisedKind): Alarm {
+  get(kind: RaisedKind | "gaveUp" | "borrowed"): Alarm {
     return this.alarms.get(kind)!;
   }
 }

@@ -5,19 +5,10 @@ import { type AnswerReader, EventStreamReader } from "../protocol/providers/even
 import type { Framing } from "../protocol/providers/recognise.ts";
 import { type AssistantMessage, messageFromJson, SseMessageReader } from "../protocol/sse-accumulator.ts";
 import type { CutBy, EngineSettings } from "./messages.ts";
-import type { CountedKind } from "./problems.ts";
+import type { Mirror } from "./mirror.ts";
 import { classify, readEnvironment, readUserAgent } from "../protocol/classify.ts";
 import { readRequest, UnreadableRequest } from "../protocol/lineage.ts";
 import { claimsTag, dirName, type IdentityHeaders, resolveIdentity } from "../protocol/session-id.ts";
-
-export interface FollowerSink {
-  commit(job: CommitJob): Promise<void>;
-  count(kind: CountedKind, fields: Record<string, string | number | boolean | null>): void;
-  log(action: string, fields: Record<string, string | number | boolean | null>): void;
-  clock(): number;
-  /** Largest answer kept (characters of content; a non-streaming body in bytes). */
-  maxMessageBytes: number;
-}
 
 type State = "waiting" | "ready" | "committed" | "skipped";
 
@@ -35,10 +26,9 @@ export class ResponseFollower {
   private queued: (() => void)[] = [];
 
   constructor(
-    private readonly sink: FollowerSink,
+    private readonly mirror: Mirror,
     readonly identity: IdentityHeaders,
     private readonly startedAt: number,
-    /** The model the request's path names (Vertex, Bedrock), the answer's when it names none. */
     private readonly pathModel: string | null = null,
   ) {}
 
@@ -57,8 +47,8 @@ export class ResponseFollower {
     // A coding fetch did not decode (stacked, or one it does not know) reaches the client as it came: unreadable here.
     if (coded) return this.skip("response body is still content-encoded (a coding the runtime does not decode)");
     this.head = { requestId };
-    if (framing === "sse") this.reader = new SseMessageReader(this.sink.maxMessageBytes);
-    else if (framing === "eventstream") this.reader = new EventStreamReader(this.sink.maxMessageBytes);
+    if (framing === "sse") this.reader = new SseMessageReader(this.mirror.settings.maxMessageBytes);
+    else if (framing === "eventstream") this.reader = new EventStreamReader(this.mirror.settings.maxMessageBytes);
   }
 
   feed(bytes: Uint8Array): void {
@@ -70,7 +60,7 @@ export class ResponseFollower {
       return;
     }
     this.jsonBytes += bytes.byteLength;
-    if (this.jsonBytes > this.sink.maxMessageBytes) {
+    if (this.jsonBytes > this.mirror.settings.maxMessageBytes) {
       this.json = "";
       this.skip("response body too large to mirror", { bytes: this.jsonBytes });
     } else this.json += this.decoder.decode(bytes, { stream: true });
@@ -116,7 +106,7 @@ export class ResponseFollower {
 
   /** What came before a broken frame is kept as a cut answer, never as a whole one (docs/DESIGN.md "Bedrock's event stream"). */
   private broken(why: string): void {
-    this.sink.log("broken-frame", { reason: why, kept: this.reader?.acc.hasContent === true ? "partial answer, interrupted" : "the request only" });
+    this.mirror.log("broken-frame", { reason: why, kept: this.reader?.acc.hasContent === true ? "partial answer, interrupted" : "the request only" });
     this.settle("upstream-cut");
   }
 
@@ -131,11 +121,10 @@ export class ResponseFollower {
     else if (this.state === "waiting") this.queued.push(step);
   }
 
-  /** `reason` goes to the events log (null: nothing to say). */
   private skip(reason: string | null, fields?: Record<string, string | number | boolean | null>): void {
     this.state = "skipped";
     this.queued = [];
-    if (reason !== null) this.sink.count("skipped", { reason, ...fields });
+    if (reason !== null) this.mirror.count("skipped", { reason, ...fields });
   }
 
   private finish(kind: CommitJob["kind"], whole: AssistantMessage | null): void {
@@ -143,17 +132,17 @@ export class ResponseFollower {
     this.state = "committed";
     const p = this.prepared!;
     const acc = this.reader?.acc ?? null;
-    const at = new Date(this.sink.clock()).toISOString();
+    const at = new Date(this.mirror.deps.clock()).toISOString();
     let answer: Answer | null = null;
-    if (acc?.truncated) this.sink.count("truncated", { droppedChars: acc.dropped, keptAtMost: this.sink.maxMessageBytes });
-    if (kind === "gave-up") this.sink.count("gaveUp", { reason: "the mirror engine fell behind the relay", dir: p.sessionDir, route: p.route });
+    if (acc?.truncated) this.mirror.count("truncated", { droppedChars: acc.dropped, keptAtMost: this.mirror.settings.maxMessageBytes });
+    if (kind === "gave-up") this.mirror.count("gaveUp", { reason: "the mirror engine fell behind the relay", dir: p.sessionDir, route: p.route });
     else if (kind === "complete" && whole !== null) answer = { message: this.withModel(whole, p.model), requestId: this.head!.requestId, timestamp: at };
     else if (kind !== "complete" && acc !== null && acc.hasContent) {
       // The user saw this much: kept, marked; the retry's answer is its own record.
       answer = { message: this.withModel(acc.message(true), p.model), requestId: this.head!.requestId, timestamp: at };
     }
     const { model: _model, ...job } = p;
-    void this.sink.commit({ ...job, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
+    void this.mirror.commit({ ...job, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
   }
 
   /** Vertex and Bedrock put the model in the path, not the body. */

@@ -28,7 +28,6 @@ export interface LinkListener {
 }
 
 const RESTART_MAX_MS = 60_000;
-/** Bytes staged before a batch goes without waiting for the turn to end. */
 const MAX_STAGED = 256 * 1024;
 /** Bytes sent and not yet read past which the relay copies no more and the mirror gives that answer up: memory stays bounded. */
 export const MAX_UNREAD = 16 * 1024 * 1024;
@@ -51,7 +50,6 @@ export class EngineLink {
   private apiToken: string | null = null;
   private tokenless = 0;
   private tokenlessSaidAt = Number.NEGATIVE_INFINITY;
-  /** Engines started in place of a dead one; how many in a row died within a minute of their start. */
   restarts = 0;
   private deaths = 0;
   private startedAt = Date.now();
@@ -123,7 +121,6 @@ export class EngineLink {
     (this.restartTimer as { unref?: () => void }).unref?.();
   }
 
-  /** Credentials are fingerprinted under `bindingKey`; `apiToken`, beyond loopback, is what API traffic must carry to be mirrored. */
   identify(bindingKey: string | null, apiToken: string | null): void {
     this.bindingKey = bindingKey;
     this.apiToken = apiToken;

@@ -36,12 +36,7 @@ export class Retry {
   }
 }
 
-interface Key<T> {
-  items: T[];
-  since: number;
-  run: Promise<void> | null;
-  retry: Retry;
-}
+type Key<T> = { items: T[]; since: number; run: Promise<void> | null; retry: Retry };
 
 export interface QueueEvents {
   dropped(key: string, n: number): void;
