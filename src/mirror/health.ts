@@ -15,7 +15,7 @@ export interface EngineHealth {
 }
 
 export function engineHealth(mirror: Mirror, guard: Guard | null, notMirrored: unknown): EngineHealth {
-  const store = mirror.store?.health() ?? null;
+  const store = mirror.deps.store?.health() ?? null;
   const problems = mirrorProblems(mirror.stats, mirror.alarms, mirror.queue.longestWaitMs(), mirror.locks.waiting);
   return {
     problems: [...problems, ...(store === null ? [] : storeProblems(store)), ...(guard === null ? [] : guardProblems(guard))],

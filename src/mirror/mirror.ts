@@ -67,7 +67,6 @@ export class Mirror {
   readonly stats: MirrorStats;
   readonly writer: CommitWriter<Cursor, AppendResult>;
   readonly queue: KeyedQueue<CommitJob>;
-  readonly store: PgSink | null;
   private readonly spool: MirrorSpool;
   private readonly tree: MirrorTree;
   /** A retried write is not judged twice. */
@@ -82,7 +81,6 @@ export class Mirror {
   constructor(readonly settings: EngineSettings, readonly deps: MirrorDeps) {
     const { fs, clock } = deps;
     const root = (this.root = settings.mirrorDir);
-    this.store = deps.store;
     this.alarms = new MirrorAlarms(clock, deps.stderr);
     this.events = new EventsLog(fs, root, clock, {
       failed: (error) => this.alarms.raise("eventsLog", { path: this.events.path, error: describe(error) }),
@@ -163,12 +161,12 @@ export class Mirror {
       if ((conversation ??= place) !== place) break;
       batch.push(bound);
     }
-    if (this.store === null || !this.settings.storeOnly) {
+    if (this.deps.store === null || !this.settings.storeOnly) {
       const written = await this.writer.writeAll(batch);
       if (written.done !== null) this.written(batch.at(-1)!, written.records, written.done, batch.length);
     }
     for (const job of batch) {
-      if (this.store !== null) void this.track(this.store.commit(job));
+      if (this.deps.store !== null) void this.track(this.deps.store.commit(job));
       for (const listener of this.committed) {
         try {
           listener(job);
@@ -194,7 +192,7 @@ export class Mirror {
       (removed) => removed > 0 && this.log("cleanup", { dir: ".staging", removed }),
       (error) => this.fail("cleanup", error),
     );
-    this.store?.start();
+    this.deps.store?.start();
     const found = await this.spool.load();
     if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });
     for (const { dir, error } of found.unreadable) {
@@ -258,7 +256,7 @@ export class Mirror {
   /** Tries every waiting commit once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
     void this.track(this.queue.flush());
-    const store = this.store?.flush(boundMs);
+    const store = this.deps.store?.flush(boundMs);
     const settled = async () => {
       // A write may queue another (a borrowed id's commit goes to its own session): wait until none is left in flight.
       for (let rounds = 0; this.pending.size > 0 && rounds < 100; rounds++) await Promise.all([...this.pending]);
@@ -272,7 +270,7 @@ export class Mirror {
     this.log("stop", {});
     await this.flush(boundMs);
     const unwritten = await this.saveUnwritten();
-    await this.store?.close();
+    await this.deps.store?.close();
     await this.locks.stop();
     await this.events.flush();
     return unwritten;
