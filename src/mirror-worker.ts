@@ -8,7 +8,6 @@ const scope = globalThis as unknown as { setImmediate(fn: (...args: unknown[]) =
 
 let engine: MirrorEngine | null = null;
 
-/** The filesystem and clock of a test's module, else this thread's own. */
 async function seamsOf(seams: EngineSeams | undefined): Promise<{ fs: FsAdapter; clock: () => number }> {
   const own = seams === undefined ? {} : await (await import(seams.module))[seams.name](seams.port);
   return { fs: own.fs ?? nodeFs, clock: own.clock ?? Date.now };

@@ -45,7 +45,6 @@ export interface GuardHandle {
 export interface RunningTap {
   url: string;
   port: number;
-  /** The engine's calls the suites make. */
   mirror: { flush(boundMs: number): Promise<void>; stats(): Promise<MirrorStats>; sweep(): Promise<void> } | null;
   guard: GuardHandle | null;
   replayed: Replayed;

@@ -4,7 +4,6 @@ import type { StoreHealth } from "../store/pg-sink.ts";
 import type { Mirror } from "./mirror.ts";
 import { mirrorProblems } from "./problems.ts";
 
-/** Longest wait of `/_tap/health` for the engine's part. */
 export const HEALTH_WAIT_MS = 2000;
 
 export interface EngineHealth {

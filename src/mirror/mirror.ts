@@ -235,7 +235,6 @@ export class Mirror {
     return settled;
   }
 
-  /** As its row in problems.ts declares. */
   count(kind: CountedKind, fields: EventFields = {}, by = 1): void {
     const n = (this.stats[kind] += by);
     const { action, said }: Counted = COUNTED[kind];

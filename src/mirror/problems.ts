@@ -77,7 +77,6 @@ const RAISED = {
 
 export type RaisedKind = keyof typeof RAISED;
 
-/** The stderr half of the table: one Alarm per kind that says something. */
 export class MirrorAlarms {
   private readonly alarms = new Map<string, Alarm>();
 
@@ -101,7 +100,6 @@ export class MirrorAlarms {
 /** A write that has not finished this long is a problem even before it fails (a hung disk). */
 const STALLED_MS = 2000;
 
-/** The health half: the counted kinds above 0, and what is raised. */
 export function mirrorProblems(
   stats: Record<CountedKind, number> & { queued: number },
   alarms: MirrorAlarms,
