@@ -1,5 +1,5 @@
-// The entry point: runs one command with the process's arguments and environment, and exits once its output is
-// written whole (non-zero when it could not be). No default export: Bun would serve it on :3000 (docs/RUNTIMES.md "Serving").
+// The entry point: runs one command, and exits once its output is written whole (non-zero when it could not be).
+// No default export: Bun would serve it on :3000 (docs/RUNTIMES.md "Serving").
 import process from "node:process";
 import { homedir } from "node:os";
 import { main } from "./cli/main.ts";
@@ -8,8 +8,7 @@ import { describe } from "./utils/describe-error.ts";
 
 const stdout = awaitedOutput(process.stdout);
 const stderr = awaitedOutput(process.stderr);
-// Heard for the process's whole life: a second signal while it stops is a wrapper's copy (the npm bin passes on
-// what the group got), ignored rather than killing the tap before it saved what it holds. Windows has no SIGTERM.
+// Heard for the process's whole life: a second signal while it stops is a wrapper's copy (the npm bin passes on what the group got).
 const stopSignal = new Promise<string>((resolve) => {
   for (const signal of process.platform === "win32" ? ["SIGINT", "SIGBREAK"] : ["SIGINT", "SIGTERM"]) process.on(signal, () => resolve(signal));
 });

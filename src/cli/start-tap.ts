@@ -1,9 +1,7 @@
-// Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the app and the
-// runtime's server, in the order they depend on each other; tests run it in-process with their own seams.
+// Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the app and the runtime's server.
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
 import type { GuardAlert, GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
-import { healthReport } from "../mirror/health.ts";
 import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
 import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
 import type { RunningProxy } from "../proxy/proxy-server.ts";
@@ -15,17 +13,16 @@ import type { EventFields } from "../storage/events-log.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices } from "../usage/prices.ts";
 import { bindingKey } from "../storage/binding-files.ts";
-import type { EngineLink, LinkListener } from "../tap/engine-link.ts";
-import { type StartedEngine, startThreadEngine, startWorkerEngine } from "../tap/engine-host.ts";
+import { startThreadEngine, startWorkerEngine } from "../tap/engine-link.ts";
 import { forward, refusalNotice } from "../tap/forward.ts";
-import { UpstreamHealth } from "../utils/upstream-health.ts";
+import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, isLoopback } from "../viewer/hosts.ts";
 import { createViewer } from "../viewer/routes.ts";
 import { healthProof, leaveToken, localAddress } from "./tap-probe.ts";
 
 export interface TapDeps {
-  /** The engine and the viewer's reader in this thread, not in Workers (docs/DESIGN.md "The launcher"). */
+  /** The engine and the viewer's reader in this thread (the launcher's fallback). */
   inThread?: boolean;
   engineSeams?: EngineSeams;
   fetch?: typeof fetch;
@@ -35,30 +32,20 @@ export interface TapDeps {
   guard?: Partial<Pick<GuardOptions, "settleMs" | "confirmMs" | "sweepMs" | "maxLooksPerMinute" | "maxBytesPerLook" | "tailBytes">>;
   workerUrl?: URL | string;
   viewerWorkerUrl?: URL | string;
-  /** Where the kernel's tables of TCP sockets are (default /proc/net). */
   procNet?: string;
-}
-
-export interface MirrorHandle {
-  flush(boundMs: number): Promise<void>;
-  stats(): Promise<MirrorStats>;
-  /** Runs the retention sweep if it is due, and waits for it. */
-  sweep(): Promise<void>;
-  link: EngineLink;
 }
 
 export interface GuardHandle {
   inspect(sessionId: string): Promise<GuardSessionView | null>;
   health(): Promise<GuardHealth>;
   alertOf(sessionId: string): GuardAlert | null;
-  /** Has the guard look at a session's transcript now, and waits for the look and the alerts it changed. */
   lookNow(sessionId: string): Promise<void>;
 }
 
 export interface RunningTap {
   url: string;
   port: number;
-  mirror: MirrorHandle | null;
+  mirror: { flush(boundMs: number): Promise<void>; stats(): Promise<MirrorStats>; sweep(): Promise<void> } | null;
   guard: GuardHandle | null;
   replayed: Replayed;
   proxy: RunningProxy | null;
@@ -75,40 +62,15 @@ const STOP_FLUSH_MS = 1000;
 /** Sized request bodies up to this are read whole before they go upstream (src/tap/forward.ts). */
 const READ_FIRST_BYTES = 1024 * 1024;
 
-/** The engine's settings from the tap's config (exported for the suites and the bench that drive an engine directly). */
+/** The config handed down whole, with what the start adds (exported for the suites and the bench that drive an engine directly). */
 export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "guard" | "spoolTmpDir"> = {}): EngineSettings {
-  return {
-    root: config.mirrorDir,
-    claudeDir: config.claudeDir,
-    maxBytes: config.maxBytes,
-    retentionDays: config.retentionDays,
-    maxSessions: config.maxSessions,
-    includeThinking: config.includeThinking,
-    sideRequests: config.sideRequests,
-    version: VERSION,
-    lockWaitMs: config.lockWaitMs,
-    maxQueued: config.maxQueued,
-    maxMessageBytes: config.maxMessageBytes,
-    store: config.store,
-    storeOnly: config.storeOnly,
-    redact: config.redact,
-    guard: config.guard,
-    guardTimings: { ...deps.guard },
-    spoolTmpDir: deps.spoolTmpDir ?? null,
-  };
-}
-
-function startEngine(config: Readonly<Config>, deps: TapDeps & { bindingKey: string | null }, listener: LinkListener): Promise<StartedEngine> {
-  const settings = { ...engineSettings(config, deps), bindingKey: deps.bindingKey, lockHolder: crypto.randomUUID() };
-  if (deps.inThread) return startThreadEngine(settings, listener);
-  return startWorkerEngine(deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url), settings, listener, deps.engineSeams);
+  return { ...config, version: VERSION, bindingKey: null, guardTimings: deps.guard, spoolTmpDir: deps.spoolTmpDir ?? null };
 }
 
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
   const prices = await loadPrices(nodeFs, config.prices);
-  const viewerError = (error: unknown) => stderr(`sessiontap: viewer: ${describe(error)}`);
   let alerts = new Map<string, GuardAlert>();
   let guard: GuardHandle | null = null;
   const bindingSecret = config.mirror ? await bindingKey(nodeFs, config.mirrorDir) : null;
@@ -120,31 +82,29 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     claudeDir: config.claudeDir,
     host: config.host,
     version: VERSION,
-    onError: viewerError,
+    onError: (error) => stderr(`sessiontap: viewer: ${describe(error)}`),
     prices,
     redact: config.redact !== "off",
     bundle: bundleScript,
     guardAlert: (sessionId) => alerts.get(sessionId) ?? null,
     restored: async (sessionId) => await guard?.lookNow(sessionId),
   });
-  const engine = config.mirror
-    ? await startEngine(config, { ...deps, bindingKey: bindingSecret }, {
-      stderr,
-      wrote: () => {}, // the viewer looks at the sessions a page has open itself (docs/DESIGN.md "The viewer")
-      alerts: (list) => (alerts = new Map(list.map((a) => [a.sessionId, a]))),
-    })
-    : null;
+  const settings = { ...engineSettings(config, deps), bindingKey: bindingSecret, lockHolder: crypto.randomUUID() };
+  const listener = { stderr, alerts: (list: GuardAlert[]) => (alerts = new Map(list.map((a) => [a.sessionId, a]))) };
+  const workerUrl = deps.workerUrl ?? new URL("../mirror-worker.ts", import.meta.url);
+  const engine = !config.mirror
+    ? null
+    : await (deps.inThread ? startThreadEngine(settings, listener) : startWorkerEngine(workerUrl, settings, listener, deps.engineSeams));
   const link = engine?.link ?? null;
   const log = (action: string, fields: EventFields) => link?.send({ t: "log", action, fields });
   guard = link === null || !engine!.guard ? null : {
-    inspect: (id) => link.query("guardInspect", id) as Promise<GuardSessionView | null>,
-    health: () => link.query("guardHealth", null) as Promise<GuardHealth>,
+    inspect: (id) => link.query("guardInspect", id),
+    health: () => link.query("guardHealth") as Promise<GuardHealth>,
     alertOf: (id) => alerts.get(id) ?? null,
-    lookNow: async (id) => void await link.query("guardLookNow", id),
+    lookNow: (id) => link.query("guardLookNow", id),
   };
   const upstream = new UpstreamHealth(config.upstream, clock, stderr, (fields) => log("upstream-error", fields));
-  // Beyond loopback, anyone on the network could read every conversation: /_tap/ then needs a token. On loopback it answers
-  // its own user: by the uid of the client's socket, or where the kernel cannot say, by a token of this run's.
+  // Beyond loopback /_tap/ needs a token; on loopback it answers its own user, by the uid of the client's socket, else by a token of this run's.
   const token = config.token !== null
     ? { value: config.token, generated: false }
     : isLoopback(config.host)
@@ -200,19 +160,23 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const app = createApp({
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
-      const report = await healthReport(
-        {
-          version: VERSION,
-          runtime: runtimeName(),
-          pid: process.pid,
-          upstream: upstream.state(),
-          internalErrors,
-          problems: proxy?.problems() ?? [],
-          token: kernelSays ? undefined : gate.stats(),
-        },
-        link,
-      );
-      return proxy === null ? report : { ...report, proxy: proxy.health() };
+      const [up, part] = [upstream.state(), await link?.health()];
+      const problems = [...upstreamProblems(up), ...(proxy?.problems() ?? []), ...(part?.problems ?? [])];
+      return {
+        status: problems.length === 0 ? "ok" : "degraded",
+        problems,
+        version: VERSION,
+        runtime: runtimeName(),
+        pid: process.pid,
+        upstream: up,
+        mirror: part?.mirror ?? "off",
+        store: part?.store ?? "off",
+        guard: part?.guard ?? "off",
+        internalErrors,
+        engineRestarts: link?.restarts ?? 0,
+        ...(kernelSays ? {} : { token: gate.stats() }),
+        ...(proxy === null ? {} : { proxy: proxy.health() }),
+      };
     },
     viewer: viewer.deps,
     prove: (nonce) => bindingSecret === null ? null : healthProof(bindingSecret, nonce, `${localAddress(config.host)}:${listening}`),
@@ -233,8 +197,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       action: "start",
       fields: { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) },
     });
-    // The first sweep runs within a minute of start; a failure of it the engine reports, and a refused query means it stopped, said already.
-    const first = setTimeout(() => link.query("sweep", null).then(undefined, () => undefined), 1000);
+    // A failure of the first sweep the engine reports; a refused call means it stopped, said already.
+    const first = setTimeout(() => link.query("sweep").then(undefined, () => undefined), 1000);
     (first as { unref?: () => void }).unref?.();
   }
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
@@ -245,10 +209,9 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     viewer: tokenOnly ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
     port: server.port,
     mirror: link === null ? null : {
-      link,
-      flush: async (boundMs) => void (await link.query("flush", boundMs)),
-      stats: () => link.query("stats", null),
-      sweep: async () => void (await link.query("sweep", null)),
+      flush: (boundMs) => link.query("flush", boundMs),
+      stats: () => link.query("stats"),
+      sweep: () => link.query("sweep"),
     },
     guard,
     proxy,

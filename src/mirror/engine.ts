@@ -1,55 +1,43 @@
-// The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying bytes — reading requests, folding answers, writing the
-// tree and the store, guarding Claude Code's transcripts — driven by the relay's messages.
+// The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying bytes, driven by the relay's messages;
+// its public methods are what the tap's owner calls (utils/worker-call.ts).
 import { randomBytes } from "node:crypto";
-import { Guard } from "../guard/guard.ts";
+import { Guard, type GuardHealth, type GuardSessionView } from "../guard/guard.ts";
 import { Redactor } from "../protocol/secrets.ts";
+import { looksLikeConversation } from "../protocol/providers/recognise.ts";
 import { describe } from "../utils/describe-error.ts";
+import { plural } from "../utils/plural.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { tempSpoolPlace } from "../storage/spool.ts";
 import { PgSink } from "../store/pg-sink.ts";
-import type { EngineQueries, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
-import { Mirror, type Replayed } from "./mirror.ts";
-import { engineHealth } from "./health.ts";
-import { type FollowerSink, prepareRequest, ResponseFollower } from "./response-follower.ts";
-import { UnseenRequests } from "./unseen.ts";
+import type { BodyCopy, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
+import { Mirror, type MirrorStats, type Replayed, type Unwritten } from "./mirror.ts";
+import { type EngineHealth, engineHealth } from "./health.ts";
+import { prepareRequest, ResponseFollower } from "./response-follower.ts";
 
-/** What the engine is given by its host. */
 export interface EngineDeps {
   fs: FsAdapter;
   clock: () => number;
-  /** Sends a message to the relay (a Worker's postMessage, or a call in the same thread). */
   post: (message: FromEngine) => void;
 }
 
-/** The mirror's half of a tap. */
 export class MirrorEngine {
   readonly mirror: Mirror;
   readonly store: PgSink | null;
   guard: Guard | null = null;
-  /** The responses being followed, by the relay's id; a message about any other id is ignored. */
   private readonly followers = new Map<number, ResponseFollower>();
-  private readonly sink: FollowerSink;
-  /** Requests forwarded and not mirrored (docs/DESIGN.md "Nothing forwarded unseen"). */
-  private readonly unseen: UnseenRequests;
-  private wrote = new Set<string>();
-  private wroteTimer: ReturnType<typeof setTimeout> | null = null;
-  /** A line for the tap's stderr, which the relay's thread owns. */
+  private readonly unseen = new UnseenRequests();
   private readonly stderr = (line: string) => this.deps.post({ t: "stderr", line });
 
   constructor(
     private readonly settings: EngineSettings,
     private readonly deps: EngineDeps,
   ) {
-    // Every mirror write is told to the viewer (in the relay's thread), batched per turn of the event loop.
-    const fs = observeWrites(deps.fs, (path) => this.noteWrite(path));
     const s = settings;
-    // The shared store: every commit also goes there; with SESSIONTAP_STORE_ONLY only there. It logs through the mirror.
     // Keyed like exports, so one secret has one placeholder everywhere (a suite's engine without a root key gets one for the run).
     const redactor = s.redact === "off" ? null : new Redactor(s.bindingKey ?? randomBytes(32).toString("hex"));
     this.store = s.store === null ? null : new PgSink({
       url: s.store,
       fs: deps.fs,
-      root: s.root,
+      root: s.mirrorDir,
       includeThinking: s.includeThinking,
       redactor,
       maxSessions: s.maxSessions,
@@ -57,31 +45,9 @@ export class MirrorEngine {
       stderr: this.stderr,
       clock: deps.clock,
     });
-    this.mirror = new Mirror({
-      ...s, // root, maxBytes, retentionDays, maxSessions, includeThinking, sync, lockWaitMs, maxQueued
-      fs,
-      clock: deps.clock,
-      stderr: this.stderr,
-      store: this.store,
-      files: !(s.store !== null && s.storeOnly),
-      tempSpool: s.spoolTmpDir === null ? undefined : tempSpoolPlace(deps.fs, s.root, s.spoolTmpDir),
-      bindingKey: s.bindingKey ?? null,
-      redactor: s.redact === "all" ? redactor : null,
-    });
-    const mirror = this.mirror;
-    this.sink = {
-      commit: (job) => mirror.commit(job),
-      skip: (reason, fields) => mirror.skip(reason, fields),
-      truncated: (fields) => mirror.truncated(fields),
-      gaveUp: (fields) => mirror.gaveUp(fields),
-      log: (action, fields) => mirror.log(action, fields),
-      clock: deps.clock,
-      maxMessageBytes: settings.maxMessageBytes,
-    };
-    this.unseen = new UnseenRequests((action, fields) => mirror.log(action, fields));
+    this.mirror = new Mirror(s, { fs: deps.fs, clock: deps.clock, stderr: this.stderr, store: this.store, redactor: s.redact === "all" ? redactor : null });
   }
 
-  /** Starts the guard (when on), the store, and replays what earlier runs spooled; call once, before traffic. */
   async start(): Promise<{ replayed: Replayed; guard: boolean }> {
     const s = this.settings;
     if (s.guard ?? (await this.isDirectory(s.claudeDir))) {
@@ -101,47 +67,35 @@ export class MirrorEngine {
     return { replayed, guard: this.guard !== null };
   }
 
-  /** Handles one message from the relay; never throws. */
-  receive(message: ToEngine): void {
-    try {
-      this.handle(message);
-    } catch (error) {
-      this.mirror.fail(message.t === "body" ? "prepare" : message.t === "head" ? "response" : "stream", error);
-      if ("id" in message && message.id !== null) this.followers.delete(message.id);
-    }
-  }
-
-  private handle(m: ToEngine): void {
+  receive(m: ToEngine): void {
     switch (m.t) {
       case "begin":
-        this.followers.set(m.id, new ResponseFollower(this.sink, m.identity, m.at, m.request?.model ?? null));
+        this.followers.set(m.id, new ResponseFollower(this.mirror, m.identity, m.at, m.request?.model ?? null));
         return;
       case "body": {
         const copy = m.copy;
-        return this.contain(
-          m.id,
-          "prepare",
-          (f) => f.body("bytes" in copy ? prepareRequest(f.identity, copy.bytes, this.settings) : { reason: copy.skipped }),
-        );
+        return this.step(m.id, "prepare", (f) => f.body("bytes" in copy ? prepareRequest(f.identity, copy.bytes, this.settings) : { reason: copy.skipped }));
       }
       case "head":
-        return this.contain(m.id, "response", (f) => f.response(m.status, m.requestId, m.framing, m.coded));
+        return this.step(m.id, "response", (f) => f.response(m.status, m.requestId, m.framing, m.coded));
       case "chunks": {
         let at = 0;
         for (let i = 0; i < m.index.length; i += 2) {
-          const id = m.index[i];
-          const length = m.index[i + 1];
           const from = at;
-          this.contain(id, "stream", (f) => f.feed(m.bytes.subarray(from, from + length)));
-          at += length;
+          this.step(m.index[i], "stream", (f) => f.feed(m.bytes.subarray(from, from + m.index[i + 1])));
+          at += m.index[i + 1];
         }
         this.deps.post({ t: "ack", bytes: m.bytes.byteLength });
         return;
       }
       case "end":
-        return this.last(m.id, (f) => f.end());
+        this.step(m.id, "stream", (f) => f.end());
+        this.followers.delete(m.id);
+        return;
       case "cut":
-        return this.last(m.id, (f) => f.cut(m.by));
+        this.step(m.id, "stream", (f) => f.cut(m.by));
+        this.followers.delete(m.id);
+        return;
       case "fail":
         this.mirror.fail(m.stage, new Error(m.error));
         if (m.id !== null) this.followers.delete(m.id);
@@ -149,27 +103,12 @@ export class MirrorEngine {
       case "log":
         return this.mirror.log(m.action, m.fields);
       case "unseen":
-        return this.unseen.note(m.shape, m.reason, m.copy, m.refused === true);
-      case "query":
-        void this.query(m.name, m.arg).then(
-          (value) => this.deps.post({ t: "reply", q: m.q, value }),
-          (error) => this.deps.post({ t: "reply", q: m.q, error: describe(error) }),
-        );
-        return;
+        return this.unseen.note(m.shape, m.reason, m.copy, m.refused === true, (action, fields) => this.mirror.log(action, fields));
     }
   }
 
-  /** Runs the last step of a follower and forgets it. */
-  private last(id: number, step: (f: ResponseFollower) => void): void {
-    this.contain(id, "stream", step);
-    this.followers.delete(id);
-  }
-
-  /**
-   * Runs `step` for follower `id`, if it is followed; a throw forgets that follower (its response is not
-   * mirrored), counted once. A skipped request is forgotten too: what the relay still sends about it is ignored.
-   */
-  private contain(id: number, stage: "prepare" | "response" | "stream", step: (f: ResponseFollower) => void): void {
+  /** The engine's one error boundary: a throw forgets that follower (its response is not mirrored), counted once; so does a skip. */
+  private step(id: number, stage: "prepare" | "response" | "stream", step: (f: ResponseFollower) => void): void {
     const follower = this.followers.get(id);
     if (follower === undefined) return;
     try {
@@ -181,58 +120,40 @@ export class MirrorEngine {
     }
   }
 
-  /** Answers a query of the tap's owner. */
-  private async query(name: keyof EngineQueries, arg: unknown): Promise<unknown> {
-    switch (name) {
-      case "health": {
-        const health = engineHealth(this.mirror, this.guard);
-        health.mirror.notMirrored = this.unseen.report();
-        return health;
-      }
-      case "flush":
-        await this.mirror.flush(Number(arg));
-        return null;
-      case "stats":
-        return { ...this.mirror.stats, following: this.followers.size };
-      case "sweep":
-        this.mirror.sweeper.maybe();
-        await this.mirror.sweeper.settled();
-        return null;
-      case "guardInspect":
-        return this.guard?.inspect(String(arg)) ?? null;
-      case "guardHealth":
-        return this.guard?.health() ?? null;
-      case "guardLookNow":
-        await this.guard?.lookNow(String(arg));
-        return null;
-      case "stop":
-        return await this.stop(Number(arg));
-    }
+  health(): EngineHealth {
+    return engineHealth(this.mirror, this.guard, this.unseen.report());
   }
 
-  /** The engine's last act: stop the guard, flush (bounded), spool what could not be written, close the store. */
-  async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
+  async flush(boundMs: number): Promise<void> {
+    await this.mirror.flush(boundMs);
+  }
+
+  stats(): MirrorStats & { following: number } {
+    return { ...this.mirror.stats, following: this.followers.size };
+  }
+
+  async sweep(): Promise<void> {
+    await this.mirror.sweep();
+  }
+
+  guardInspect(sessionId: string): GuardSessionView | null {
+    return this.guard?.inspect(sessionId) ?? null;
+  }
+
+  guardHealth(): GuardHealth | null {
+    return this.guard?.health() ?? null;
+  }
+
+  async guardLookNow(sessionId: string): Promise<void> {
+    await this.guard?.lookNow(sessionId);
+  }
+
+  async stop(boundMs: number): Promise<Unwritten> {
     this.guard?.stop();
-    const unwritten = await this.mirror.stop(boundMs);
-    this.flushWrote();
-    return unwritten;
+    return await this.mirror.stop(boundMs);
   }
 
-  private noteWrite(path: string): void {
-    this.wrote.add(path);
-    if (this.wroteTimer === null) this.wroteTimer = setTimeout(() => this.flushWrote(), 0);
-  }
-
-  private flushWrote(): void {
-    if (this.wroteTimer !== null) clearTimeout(this.wroteTimer);
-    this.wroteTimer = null;
-    if (this.wrote.size === 0) return;
-    const paths = [...this.wrote];
-    this.wrote = new Set();
-    this.deps.post({ t: "wrote", paths });
-  }
-
-  /** True when `path` is a directory (the guard is on by default only where Claude Code keeps its config). */
+  /** The guard is on by default only where Claude Code keeps its config. */
   private async isDirectory(path: string): Promise<boolean> {
     try {
       return (await this.deps.fs.lstat(path))?.isDirectory === true;
@@ -243,29 +164,46 @@ export class MirrorEngine {
   }
 }
 
-/** Wraps `fs` so every append, link and exclusive create that took effect calls `wrote(path)`. */
-export function observeWrites(fs: FsAdapter, wrote: (path: string) => void): FsAdapter {
-  // Every other operation is the wrapped adapter's own (through the prototype, so a class-based adapter keeps its methods).
-  const observed: FsAdapter = Object.create(fs);
-  return Object.assign(observed, {
-    async append(path: string, data: string, sync: boolean) {
-      await fs.append(path, data, sync);
-      wrote(path);
-    },
-    async appendExisting(path: string, data: string, sync: boolean) {
-      const appended = await fs.appendExisting(path, data, sync);
-      if (appended) wrote(path);
-      return appended;
-    },
-    async link(existing: string, path: string) {
-      const linked = await fs.link(existing, path);
-      if (linked) wrote(path);
-      return linked;
-    },
-    async createExclusive(path: string, data: string, sync: boolean) {
-      const created = await fs.createExclusive(path, data, sync);
-      if (created) wrote(path);
-      return created;
-    },
-  });
+/** `refused`: the tap answered these itself; `said`: the line doctor and the viewer show. */
+type UnseenShape = { shape: string; reason: string; requests: number; refused: boolean; said: string };
+
+/** Shapes kept apart at most; later ones are counted together, so memory stays bounded whatever paths arrive. */
+const MAX_SHAPES = 64;
+const OTHER_SHAPES = "(other paths)";
+
+/** Requests forwarded and not mirrored, by path shape and reason (docs/DESIGN.md "Nothing forwarded unseen"). */
+class UnseenRequests {
+  private readonly shapes = new Map<string, Omit<UnseenShape, "said">>();
+  private total = 0;
+
+  note(
+    shape: string,
+    reason: string,
+    copy: BodyCopy,
+    refused: boolean,
+    log: (action: string, fields: Record<string, string | number | boolean>) => void,
+  ): void {
+    if (!refused && !("bytes" in copy && looksLikeConversation(copy.bytes))) return;
+    const key = `${refused ? "refused" : "forwarded"} ${shape} ${reason}`;
+    let entry = this.shapes.get(key);
+    if (entry === undefined && this.shapes.size >= MAX_SHAPES) {
+      entry = this.shapes.get(OTHER_SHAPES);
+      if (entry === undefined) {
+        this.shapes.set(OTHER_SHAPES, entry = { shape: OTHER_SHAPES, reason: "more shapes than health lists", requests: 0, refused: false });
+      }
+    }
+    const first = entry === undefined;
+    if (entry === undefined) this.shapes.set(key, entry = { shape, reason, requests: 0, refused });
+    entry.requests++;
+    this.total++;
+    if (refused) log("refuse", { shape, reason, refused: entry.requests });
+    else if (first) log("unmirrored", { shape, reason, note: "a conversation-shaped request forwarded, not mirrored; counted in health from now on" });
+  }
+
+  report(): { requests: number; shapes: UnseenShape[] } {
+    const shapes = [...this.shapes.values()].sort((a, b) => b.requests - a.requests);
+    const said = (s: Omit<UnseenShape, "said">) =>
+      `${plural(s.requests, "request")} to ${s.shape} ${s.refused ? "refused, not forwarded" : "forwarded, not mirrored"} (${s.reason})`;
+    return { requests: this.total, shapes: shapes.map((s) => ({ ...s, said: said(s) })) };
+  }
 }

@@ -1,207 +1,151 @@
-// The session mirror (docs/DESIGN.md "The mirror"): writes each commit to the tree and to the shared store, and tells listeners once it is written.
+// The session mirror (docs/DESIGN.md "The mirror"): binds each commit to its session's owner, writes it to the tree, hands it to the store.
 import { type CommitJob, placeOf } from "../protocol/commit-job.ts";
 import type { Redactor } from "../protocol/secrets.ts";
+import { dirName, judgeBinding, ownerName, type SessionBinding } from "../protocol/session-id.ts";
+import { BindingFiles } from "../storage/binding-files.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
-import { MirrorSpool, rootSpoolDir, type SpoolPlace, tempSpoolPlace } from "../storage/spool.ts";
+import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/spool.ts";
+import { sweepTree } from "../storage/sweep.ts";
 import { join } from "node:path/posix";
 import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import type { PgSink } from "../store/pg-sink.ts";
 import { describe } from "../utils/describe-error.ts";
+import { KeyedQueue } from "../utils/keyed-queue.ts";
 import { settlesWithin } from "../utils/within.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
-import { KeyedQueue } from "../utils/keyed-queue.ts";
-import { MirrorAlarms } from "./mirror-alarms.ts";
-import { type SweepResult, sweepTree } from "../storage/sweep.ts";
-import { SessionBindings } from "./session-bindings.ts";
-import { BindingFiles } from "../storage/binding-files.ts";
+import type { EngineSettings } from "./messages.ts";
+import { COUNTED, type Counted, type CountedKind, MirrorAlarms } from "./problems.ts";
 
-/** Most commits of one conversation written in one append. */
 const BATCH_MAX = 64;
 
-/** How the mirror is set up. */
-export interface MirrorOptions {
+export interface MirrorDeps {
   fs: FsAdapter;
-  root: string;
-  maxBytes: number;
-  retentionDays: number;
-  maxSessions: number;
-  includeThinking: boolean;
   clock: () => number;
   stderr: (line: string) => void;
-  /** fsync each append (default true). */
-  sync?: boolean;
-  /** Longest wait for another process's writer lock (default 2000 ms). */
-  lockWaitMs?: number;
-  /** Most commits kept in memory while writes fail (default 1000). */
-  maxQueued?: number;
-  /** The shared store every commit also goes to, or null. */
   store: PgSink | null;
-  /** Write the local tree (default true; false when a store replaces it). */
-  files?: boolean;
-  /** Where unwritten commits go at shutdown when the root refuses them (default: under the system temp dir). */
-  tempSpool?: SpoolPlace;
-  /** The root's secret: with it, each session is bound to its owner before anything is appended (session-bindings.ts). */
-  bindingKey?: string | null;
-  lockHolder?: string;
   /** With SESSIONTAP_REDACT=all, replaces the secrets of each record the tree gets. */
-  redactor?: Redactor | null;
+  redactor: Redactor | null;
 }
 
-/** Counters shown by /_tap/health. */
-export interface MirrorStats {
-  responses: number;
-  appends: number;
-  records: number;
-  bytes: number;
-  interrupted: number;
-  skipped: number;
-  errors: number;
-  /** Commits waiting in memory for a write to succeed. */
-  queued: number;
-  /** Commits dropped because the queue was full (their records are not on disk). */
-  dropped: number;
-  /** Torn final lines moved aside into .torn files. */
-  repaired: number;
-  /** Responses whose mirroring failed inside the tap (an internal error): not in the mirror. */
-  failedResponses: number;
-  /** Commits replayed at start from a spool an earlier run saved. */
-  replayed: number;
-  /**
-   * Answers the mirror gave up on before they were whole: its engine had fallen too far behind the relay
-   * (docs/DESIGN.md "Off the relay path"). Their requests are kept; the next request's history brings the
-   * answer, reconstructed.
-   */
-  gaveUp: number;
-  /** Answers kept only in part: they grew past SESSIONTAP_MAX_MESSAGE_BYTES (marked sessiontap_truncated). */
-  truncated: number;
-  /**
-   * Requests that carried a session id bound to another owner (another credential or working directory):
-   * mirrored as a session of their own, never as a branch of that one.
-   */
-  borrowed: number;
-}
+/** Counters shown by /_tap/health (docs/DESIGN.md "Health and exit"); the failures among them are declared in problems.ts. */
+const STATS = {
+  responses: 0,
+  appends: 0,
+  records: 0,
+  bytes: 0,
+  interrupted: 0,
+  skipped: 0,
+  errors: 0,
+  dropped: 0,
+  repaired: 0,
+  failedResponses: 0,
+  replayed: 0,
+  gaveUp: 0,
+  truncated: 0,
+  borrowed: 0,
+};
 
-/** What stopping did with commits that could not be written. */
+/** `queued`: commits waiting in memory for a write to succeed. */
+export type MirrorStats = typeof STATS & { readonly queued: number };
+
 export type Unwritten =
   | { kind: "none" }
   | { kind: "saved"; commits: number; path: string }
   | { kind: "lost"; commits: number; error: string };
 
-/** What starting found in the spools of earlier runs. */
-export interface Replayed {
-  commits: number;
-  files: string[];
-  /** Commits of those that are still waiting (writes failed); their files are kept until they are written. */
-  waiting: number;
-}
+/** `waiting`: commits that still wait (writes failed); their files are kept until they are written. */
+export type Replayed = { commits: number; files: string[]; waiting: number };
 
-/** The mirror of one root directory. */
 export class Mirror {
+  readonly root: string;
   readonly events: EventsLog;
   readonly locks: DirLocks;
   readonly alarms: MirrorAlarms;
   readonly stats: MirrorStats;
-  /** The tree's commit writer (its conversations in memory). */
   readonly writer: CommitWriter<Cursor, AppendResult>;
-  private readonly spool: MirrorSpool;
-  /** Commits of the tree waiting for a write to succeed, per conversation. */
   readonly queue: KeyedQueue<CommitJob>;
-  /** Each job as its session's binding judged it (a retried write is not judged twice). */
+  private readonly spool: MirrorSpool;
+  private readonly tree: MirrorTree;
+  /** A retried write is not judged twice. */
   private readonly judged = new WeakMap<CommitJob, CommitJob>();
-  /** The drain running for each conversation (one at a time keeps its commits in order). */
-  /** Spool files replayed at start whose commits are not all written yet. */
   private spoolFiles: string[] = [];
   private readonly pending = new Set<Promise<void>>();
-  /** The retention sweep (docs/DESIGN.md "The mirror": within a minute of start, then at most once a minute). */
-  readonly sweeper: RetentionSweeper;
-  /** Told of each commit once its writes settled (the guard). */
   private readonly committed: ((job: CommitJob) => void)[] = [];
-  /** Who each session belongs to, when sessions are bound (a binding key was given). */
   private readonly bindings: SessionBindings | null;
-  /** The tree the mirror writes. */
-  private readonly tree: MirrorTree;
+  private sweptAt = Number.NEGATIVE_INFINITY;
+  private sweeping: Promise<void> | null = null;
 
-  constructor(readonly options: MirrorOptions) {
-    const { fs, root, clock } = options;
+  constructor(readonly settings: EngineSettings, readonly deps: MirrorDeps) {
+    const { fs, clock } = deps;
+    const root = (this.root = settings.mirrorDir);
+    this.alarms = new MirrorAlarms(clock, deps.stderr);
     this.events = new EventsLog(fs, root, clock, {
-      failed: (error) => this.alarms.eventsLogFailed(error),
-      written: () => this.alarms.eventsLogWritten(),
+      failed: (error) => this.alarms.raise("eventsLog", { path: this.events.path, error: describe(error) }),
+      written: () => this.alarms.clear("eventsLog", { path: this.events.path }),
     });
-    this.alarms = new MirrorAlarms(clock, options.stderr, root, this.events.path);
     const self = selfOwner(fs);
     this.locks = new DirLocks(fs, root, {
       self,
       isAlive: (owner) => ownerAlive(fs, owner),
-      waitMs: options.lockWaitMs ?? 2000,
-      holder: options.lockHolder,
+      waitMs: settings.lockWaitMs,
+      holder: settings.lockHolder,
       clock,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       report: {
         releaseFailed: (dir, error, waiting) => {
           this.fail("unlock", error, { dir: this.relative(dir) });
-          this.alarms.lockReleaseFailed(dir, error, waiting);
+          this.alarms.raise("locks", { dir, error: describe(error), waiting });
         },
-        allReleased: () => this.alarms.locksReleased(),
+        allReleased: () => this.alarms.clear("locks"),
       },
     });
-    const tree = (this.tree = new MirrorTree(fs, root, options.maxBytes, clock, options.sync ?? true, {
+    const tree = (this.tree = new MirrorTree(fs, root, settings.maxBytes, clock, settings.sync ?? true, {
       locks: this.locks,
-      repaired: (torn) => {
-        this.stats.repaired++;
-        this.log("repair", { dir: this.relative(torn.dir), moved: torn.file, bytes: torn.bytes });
-      },
+      repaired: (torn) => this.count("repaired", { dir: this.relative(torn.dir), moved: torn.file, bytes: torn.bytes }),
     }));
     const underRoot = rootSpoolDir(root);
-    this.spool = new MirrorSpool(fs, [{ dir: underRoot, ensure: () => tree.ensureDir(underRoot) }, options.tempSpool ?? tempSpoolPlace(fs, root)], self);
-    this.writer = new CommitWriter(tree, options.includeThinking, options.maxSessions, options.redactor);
-    const queue = (this.queue = new KeyedQueue<CommitJob>((key, jobs) => this.writeSome(key, jobs), options.maxQueued ?? 1000, clock, {
-      dropped: (key, n) => {
-        this.stats.dropped += n;
-        this.log("drop", { dir: key, dropped: this.stats.dropped });
-      },
+    const places = [{ dir: underRoot, ensure: () => tree.ensureDir(underRoot) }, tempSpoolPlace(fs, root, settings.spoolTmpDir ?? undefined)];
+    this.spool = new MirrorSpool(fs, places, self);
+    this.writer = new CommitWriter(tree, settings.includeThinking, settings.maxSessions, deps.redactor);
+    const queue = (this.queue = new KeyedQueue<CommitJob>((key, jobs) => this.writeSome(key, jobs), settings.maxQueued, clock, {
+      dropped: (key, n) => this.count("dropped", { dir: key }, n),
       failed: (key, error, attempt) => {
         this.fail("append", error, { dir: key, queued: this.queue.waiting(key), attempt });
-        this.alarms.writeFailed(join(this.options.root, key), error, this.queue.size);
+        this.alarms.raise("writes", { dir: join(root, key), error: describe(error), queued: this.queue.size });
       },
       empty: () => void this.track(this.allWritten()),
     }));
-    const stats = { responses: 0, appends: 0, records: 0, bytes: 0, interrupted: 0, skipped: 0, errors: 0, dropped: 0, repaired: 0, failedResponses: 0 };
     // `queued` is read from the queue itself, so the count can never drift from what waits.
-    const queued = { get: () => queue.size, enumerable: true };
-    this.stats = Object.defineProperty({ ...stats, replayed: 0, gaveUp: 0, truncated: 0, borrowed: 0 }, "queued", queued) as MirrorStats;
-    this.bindings = options.bindingKey == null ? null : new SessionBindings(new BindingFiles(fs, root), options.bindingKey, {
-      log: (action, fields) => this.log(action, fields),
-      fail: (stage, error, fields) => this.fail(stage, error, fields),
-      split: (dir, as, why) => {
-        this.stats.borrowed++;
-        this.alarms.borrowed(dir, as, why, this.stats.borrowed);
-      },
-    }, options.maxSessions * 4);
-    this.sweeper = new RetentionSweeper(fs, root, options.retentionDays, clock, (result) => {
-      for (const dir of result.touchedDirs) this.writer.reset(this.relative(dir));
-      if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
-    }, (error) => this.fail("sweep", error));
+    this.stats = Object.defineProperty({ ...STATS }, "queued", { get: () => queue.size, enumerable: true }) as MirrorStats;
+    this.bindings = settings.bindingKey === null ? null : new SessionBindings(this, new BindingFiles(fs, root), settings.bindingKey, settings.maxSessions * 4);
   }
 
-  /** Adds a listener told of every commit after its writes settled; it must return at once (it runs on the engine's write path). */
+  /** The retention sweep: lazily, at most once a minute while traffic flows, never two at once. */
+  sweep(): Promise<void> {
+    const now = this.deps.clock();
+    const days = this.settings.retentionDays;
+    if (days === 0 || this.sweeping !== null || now - this.sweptAt < 60_000) return this.sweeping ?? Promise.resolve();
+    this.sweptAt = now;
+    return this.sweeping = sweepTree(this.deps.fs, this.root, now - days * 86_400_000).then((result) => {
+      for (const dir of result.touchedDirs) this.writer.reset(this.relative(dir));
+      if (result.removedFiles > 0 || result.prunedDirs > 0) this.log("sweep", { removed: result.removedFiles, pruned: result.prunedDirs });
+    }, (error) => this.fail("sweep", error)).finally(() => (this.sweeping = null));
+  }
+
   onCommitted(listener: (job: CommitJob) => void): void {
     this.committed.push(listener);
   }
 
-  /** Queues one response's commit on its session (judged there first, when sessions are bound); never rejects. */
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
     return this.track(this.queue.push(job.sessionDir, job));
   }
 
-  /**
-   * The one step of the queue for a session: judges its oldest commits, writes the leading run of one conversation in one append
-   * (docs/DESIGN.md "Writes": at most BATCH_MAX) and only then hands them to the store's spool; resolves with how many it took.
-   */
+  /** The queue's step: judges the oldest commits, writes the leading run of one conversation in one append, then hands them to the store. */
   private async writeSome(key: string, jobs: readonly CommitJob[]): Promise<number> {
     const batch: CommitJob[] = [];
     let conversation: string | null = null;
@@ -217,12 +161,12 @@ export class Mirror {
       if ((conversation ??= place) !== place) break;
       batch.push(bound);
     }
-    if (this.options.files !== false) {
+    if (this.deps.store === null || !this.settings.storeOnly) {
       const written = await this.writer.writeAll(batch);
       if (written.done !== null) this.written(batch.at(-1)!, written.records, written.done, batch.length);
     }
     for (const job of batch) {
-      if (this.options.store !== null) void this.track(this.options.store.commit(job));
+      if (this.deps.store !== null) void this.track(this.deps.store.commit(job));
       for (const listener of this.committed) {
         try {
           listener(job);
@@ -241,11 +185,7 @@ export class Mirror {
     return bound;
   }
 
-  /**
-   * Starts the store and replays what earlier runs saved in the tree's spools (call before serving): each
-   * commit is written like a new one, in order, into the tree only (a store keeps its own spool); those
-   * that fail wait in memory, and their files are kept until they are written.
-   */
+  /** Starts the store and replays what earlier runs spooled, into the tree only (a store keeps its own spool); call before serving. */
   async start(): Promise<Replayed> {
     // What a writer killed mid-publish left in .staging goes first (docs/RELIABILITY.md "Trust boundaries").
     await this.tree.removeStaleStaging().then(
@@ -255,12 +195,12 @@ export class Mirror {
     // The root's own directories and this process's name, made before the first answer: a fresh tap's first commit of a session
     // walked them under load for ~250 ms (docs/RELIABILITY.md "A fresh tap's first moments"); a failure here fails the first write too.
     await Promise.all([this.tree.prepare(), this.locks.prepare(), this.bindings?.files.prepare()]).catch((error) => this.fail("start", error));
-    this.options.store?.start();
+    this.deps.store?.start();
     const found = await this.spool.load();
     if (found.malformed > 0) this.log("spool", { skipped: "malformed line", lines: found.malformed });
     for (const { dir, error } of found.unreadable) {
       this.fail("spool", error, { dir });
-      this.options.stderr(`sessiontap: the spool at ${dir} could not be read (${describe(error)}); what it holds is replayed by a later start`);
+      this.deps.stderr(`sessiontap: the spool at ${dir} could not be read (${describe(error)}); what it holds is replayed by a later start`);
     }
     if (found.files.length === 0) return { commits: 0, files: [], waiting: 0 };
     this.spoolFiles = found.files;
@@ -271,16 +211,14 @@ export class Mirror {
     return { commits: found.jobs.length, files: found.files, waiting: this.queue.size };
   }
 
-  /** Nothing waits any more: say so, and let go of replayed spool files. */
   private async allWritten(): Promise<void> {
-    this.alarms.writesRecovered();
+    this.alarms.clear("writes", { dir: this.root });
     if (this.spoolFiles.length === 0) return;
     const files = this.spoolFiles;
     this.spoolFiles = [];
     await this.spool.remove(files).catch((error) => this.fail("spool", error));
   }
 
-  /** Counts and logs one append to the tree (of `commits` commits, the last `job`). */
   private written(job: CommitJob, records: number, result: AppendResult, commits: number): void {
     this.stats.appends++;
     this.stats.records += records;
@@ -290,10 +228,9 @@ export class Mirror {
     if (result.rotated) this.log("rotate", { dir, file });
     else if (result.created) this.log("open", { dir, file });
     this.log("append", { dir, route: job.route, kind: job.kind, records, bytes: result.bytes, file, ...(commits > 1 && { commits }) });
-    this.sweeper.maybe(); // lazily, at most once a minute while traffic flows
+    void this.sweep();
   }
 
-  /** Keeps a write's promise until it settles, for flush(). */
   private track(work: Promise<void>): Promise<void> {
     const settled = work.catch((error) => this.fail("mirror", error));
     this.pending.add(settled);
@@ -301,33 +238,19 @@ export class Mirror {
     return settled;
   }
 
-  /** Records a request the mirror could not read (docs/DESIGN.md "Bad input"): forwarded untouched, not mirrored. */
-  skip(reason: string, fields: EventFields = {}): void {
-    this.stats.skipped++;
-    this.log("skip", { reason, ...fields });
+  count(kind: CountedKind, fields: EventFields = {}, by = 1): void {
+    const n = (this.stats[kind] += by);
+    const { action, said }: Counted = COUNTED[kind];
+    if (action !== undefined) this.log(action, { ...fields, [kind]: n });
+    if (said !== undefined) this.alarms.get(kind as "gaveUp").fail(kind, (first) => said(first, n, fields));
   }
 
-  /** An answer larger than SESSIONTAP_MAX_MESSAGE_BYTES was kept only in part, marked (docs/RELIABILITY.md "Trust boundaries"). */
-  truncated(fields: EventFields): void {
-    this.stats.truncated++;
-    this.log("truncated", fields);
-  }
-
-  /** The relay stopped copying an answer before it was whole: its engine was too far behind (counted, logged). */
-  gaveUp(fields: EventFields): void {
-    this.stats.gaveUp++;
-    this.alarms.gaveUp(String(fields.dir ?? "?"), this.stats.gaveUp);
-    this.log("give-up", { reason: "the mirror engine fell behind the relay", ...fields, gaveUp: this.stats.gaveUp });
-  }
-
-  /** Counts a failure and logs it once; a failure while following a response means that response is not mirrored. */
+  /** A failure while following a response means that response is not mirrored. */
   fail(stage: string, error: unknown, fields: EventFields = {}): void {
-    this.stats.errors++;
-    if (stage === "prepare" || stage === "response" || stage === "stream") this.stats.failedResponses++;
-    this.log("error", { stage, error: describe(error), ...fields });
+    if (stage === "prepare" || stage === "response" || stage === "stream") this.count("failedResponses");
+    this.count("errors", { stage, error: describe(error), ...fields });
   }
 
-  /** Appends an event to the events log (never rejects). */
   log(action: string, fields: EventFields = {}): void {
     void this.events.log(action, fields);
   }
@@ -335,31 +258,26 @@ export class Mirror {
   /** Tries every waiting commit once more, then waits for writes in flight and the events log, at most `boundMs`. */
   async flush(boundMs: number): Promise<void> {
     void this.track(this.queue.flush());
-    const store = this.options.store?.flush(boundMs);
+    const store = this.deps.store?.flush(boundMs);
     const settled = async () => {
       // A write may queue another (a borrowed id's commit goes to its own session): wait until none is left in flight.
       for (let rounds = 0; this.pending.size > 0 && rounds < 100; rounds++) await Promise.all([...this.pending]);
-      await Promise.all([this.sweeper.settled(), store]);
+      await Promise.all([this.sweeping, store]);
       await this.events.flush();
     };
     await settlesWithin(settled(), boundMs);
   }
 
-  /**
-   * Stopping: flushes (bounded), then saves what could not be written to the spool, so it is written at the
-   * next start instead of being lost, and closes the store. Says what it did.
-   */
   async stop(boundMs: number): Promise<Unwritten> {
     this.log("stop", {});
     await this.flush(boundMs);
     const unwritten = await this.saveUnwritten();
-    await this.options.store?.close();
+    await this.deps.store?.close();
     await this.locks.stop();
     await this.events.flush();
     return unwritten;
   }
 
-  /** Stops retrying and saves what still waits, so the next start writes it. */
   private async saveUnwritten(): Promise<Unwritten> {
     const left = this.queue.stop();
     if (left.length === 0) return { kind: "none" };
@@ -375,41 +293,73 @@ export class Mirror {
     }
   }
 
-  /** A directory relative to the root, for the events log. */
   private relative(dir: string): string {
-    return dir.startsWith(this.options.root) ? dir.slice(this.options.root.length).replace(/^\/+/, "") : dir;
+    return dir.startsWith(this.root) ? dir.slice(this.root.length).replace(/^\/+/, "") : dir;
   }
 }
 
-// The retention sweep (docs/DESIGN.md "The mirror"): lazily, at most once a minute while traffic flows, never two at once.
-const SWEEP_EVERY_MS = 60_000;
-
-/** Throttles the sweep of one root. */
-export class RetentionSweeper {
-  private last = Number.NEGATIVE_INFINITY;
-  private running: Promise<void> | null = null;
+/**
+ * Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): its first request binds it to its
+ * credential's fingerprint and its cwd; a later request of another owner with that id goes to a session of its own.
+ */
+class SessionBindings {
+  private readonly known = new Map<string, SessionBinding>();
 
   constructor(
-    private readonly fs: FsAdapter,
-    private readonly root: string,
-    private readonly days: number,
-    private readonly clock: () => number,
-    private readonly done: (result: SweepResult) => void,
-    private readonly failed: (error: unknown) => void,
+    private readonly mirror: Mirror,
+    readonly files: BindingFiles,
+    private readonly secret: string,
+    private readonly max: number,
   ) {}
 
-  /** Starts a sweep if retention is on, none runs, and a minute passed since the last one. */
-  maybe(): void {
-    const now = this.clock();
-    if (this.days === 0 || this.running !== null || now - this.last < SWEEP_EVERY_MS) return;
-    this.last = now;
-    this.running = sweepTree(this.fs, this.root, now - this.days * 86_400_000)
-      .then(this.done, this.failed)
-      .finally(() => (this.running = null));
+  /** Its session's own job, or one given a session of its own; a binding that cannot be read or kept is counted, and the job written as it came. */
+  resolve(job: CommitJob): Promise<CommitJob> {
+    if (job.base.sessionId === null || job.owner === undefined) return Promise.resolve(job);
+    return this.judge(job).catch((error) => {
+      this.mirror.fail("binding", error, { dir: job.sessionDir });
+      return job;
+    });
   }
 
-  /** Resolves when the sweep in progress (if any) is done. */
-  settled(): Promise<void> {
-    return this.running ?? Promise.resolve();
+  private async judge(job: CommitJob): Promise<CommitJob> {
+    const dir = job.sessionDir;
+    const request: SessionBinding = { credential: job.owner!.credential, claims: job.owner!.claims, cwd: job.base.cwd ?? null };
+    const binding = this.known.get(dir) ?? (await this.files.read(dir));
+    if (binding === null) {
+      let created: boolean;
+      try {
+        created = await this.files.create(dir, request);
+      } catch (error) {
+        // Not kept on disk (it is said): this process still holds the session to its first owner.
+        this.mirror.fail("binding", error, { dir });
+        created = true;
+      }
+      if (created) {
+        this.remember(dir, request);
+        return job;
+      }
+      this.known.delete(dir); // another writer bound it first: judge against theirs
+      return await this.judge(job);
+    }
+    const verdict = judgeBinding(binding, request);
+    if (verdict.same) {
+      if (verdict.next !== null) await this.files.replace(dir, verdict.next);
+      this.remember(dir, verdict.next ?? binding);
+      return job;
+    }
+    const ownId = `${job.base.sessionId}-from-${ownerName(this.secret, request.credential, request.cwd)}`;
+    const ownDir = dirName(ownId);
+    this.mirror.count("borrowed", { dir, as: ownDir, why: verdict.why, route: job.route });
+    // The session of its own is bound like any other: to this request's owner.
+    return await this.resolve({ ...job, sessionDir: ownDir, base: { ...job.base, sessionId: ownId }, split: true });
+  }
+
+  private remember(dir: string, binding: SessionBinding): void {
+    this.known.delete(dir);
+    this.known.set(dir, binding);
+    for (const oldest of this.known.keys()) {
+      if (this.known.size <= this.max) break;
+      this.known.delete(oldest);
+    }
   }
 }

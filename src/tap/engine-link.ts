@@ -1,18 +1,20 @@
-// The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): it only posts, never waits; response bytes go
-// through one staging buffer per turn of the event loop, and an engine that dies is started again (RELIABILITY.md "Failures are loud").
-import type { EngineHealth } from "../mirror/health.ts";
-import { Alarm } from "../utils/alarm.ts";
-import type { BodyCopy, CutBy, EngineQueries, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
+// The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): it only posts, never waits; response bytes go through one
+// staging buffer per turn of the event loop, and an engine that dies is started again (RELIABILITY.md "Failures are loud").
+import { MirrorEngine } from "../mirror/engine.ts";
+import { type EngineHealth, HEALTH_WAIT_MS } from "../mirror/health.ts";
+import type { BodyCopy, CutBy, EngineSeams, EngineSettings, EngineStart, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
 import { credentialTag, type IdentityHeaders, identityHeaders, sameSecret, TOKEN_HEADER } from "../protocol/session-id.ts";
 import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
+import { Alarm } from "../utils/alarm.ts";
 import { plural } from "../utils/plural.ts";
+import { orAfter } from "../utils/within.ts";
+import { type Calls, WorkerCalls } from "../utils/worker-call.ts";
+import { nodeFs } from "../storage/fs-adapter.ts";
 
-export interface EngineHost {
-  /** `transfer`: buffers the engine takes over (the relay must not touch them again). */
-  post(message: ToEngine, transfer: ArrayBuffer[]): void;
-  close(): void;
-}
+export type EngineHost = Pick<WorkerCalls<MirrorEngine>, "call" | "post" | "close">;
+
+type EngineCalls = Calls<MirrorEngine>;
 
 export interface StartedEngine {
   link: EngineLink;
@@ -22,12 +24,10 @@ export interface StartedEngine {
 
 export interface LinkListener {
   stderr(line: string): void;
-  wrote(paths: string[]): void;
   alerts(alerts: Extract<FromEngine, { t: "alerts" }>["alerts"]): void;
 }
 
 const RESTART_MAX_MS = 60_000;
-/** Bytes staged before a batch goes without waiting for the turn to end. */
 const MAX_STAGED = 256 * 1024;
 /** Bytes sent and not yet read past which the relay copies no more and the mirror gives that answer up: memory stays bounded. */
 export const MAX_UNREAD = 16 * 1024 * 1024;
@@ -36,10 +36,10 @@ function transferable(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
 }
 
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 export class EngineLink {
   private nextId = 1;
-  private nextQuery = 1;
-  private readonly queries = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   private staging = new Uint8Array(MAX_STAGED);
   private staged = 0;
   private index: number[] = [];
@@ -50,7 +50,6 @@ export class EngineLink {
   private apiToken: string | null = null;
   private tokenless = 0;
   private tokenlessSaidAt = Number.NEGATIVE_INFINITY;
-  /** Engines started in place of a dead one; how many in a row died within a minute of their start. */
   restarts = 0;
   private deaths = 0;
   private startedAt = Date.now();
@@ -69,46 +68,35 @@ export class EngineLink {
   ) {
     this.down = new Alarm(Date.now, listener.stderr);
     this.started = new Promise((resolve, reject) => (this.starting = { resolve, reject }));
-    this.host = spawn(this, true);
+    this.host = this.boot(spawn(this, true));
+  }
+
+  private boot(host: EngineHost): EngineHost {
+    host.call("start").then(({ replayed, guard }) => {
+      if (host !== this.host) return;
+      this.starting?.resolve({ link: this, replayed, guard });
+      this.starting = null;
+      if (this.stopped === null) return;
+      this.stopped = null;
+      this.restarts++;
+      this.down.ok(() => `sessiontap: mirror engine started again; mirroring resumes (${plural(this.restarts, "restart")} so far)`);
+    }, (error) => this.fail(errorText(error), host));
+    return host;
   }
 
   receive(message: FromEngine, from: EngineHost = this.host): void {
     if (from !== this.host) return;
-    switch (message.t) {
-      case "ack":
-        this.unread -= message.bytes;
-        return;
-      case "reply": {
-        const query = this.queries.get(message.q);
-        this.queries.delete(message.q);
-        if (message.error !== undefined) query?.reject(new Error(message.error));
-        else query?.resolve(message.value);
-        return;
-      }
-      case "stderr":
-        return this.listener.stderr(message.line);
-      case "wrote":
-        return this.listener.wrote(message.paths);
-      case "alerts":
-        return this.listener.alerts(message.alerts);
-      case "failed":
-        return this.fail(message.error);
-      case "ready":
-        this.starting?.resolve({ link: this, replayed: message.replayed, guard: message.guard });
-        this.starting = null;
-        if (this.stopped === null) return;
-        this.stopped = null;
-        this.restarts++;
-        return this.down.ok(() => `sessiontap: mirror engine started again; mirroring resumes (${plural(this.restarts, "restart")} so far)`);
-    }
+    if (message.t === "ack") this.unread -= message.bytes;
+    else if (message.t === "stderr") this.listener.stderr(message.line);
+    else this.listener.alerts(message.alerts);
   }
 
-  /** The engine is gone: said once (then at most once a minute), what it had not read dropped, its queries refused, a new one started. */
+  /** The engine is gone: said once (then at most once a minute), what it had not read dropped, its calls refused, a new one started. */
   fail(why: string, from: EngineHost = this.host): void {
     if (from !== this.host || this.stopped !== null) return;
     this.stopped = why;
+    this.host.close(why);
     if (this.starting !== null) {
-      this.host.close();
       this.starting.reject(new Error(`the mirror engine could not start: ${why}`));
       this.starting = null;
       return;
@@ -118,31 +106,27 @@ export class EngineLink {
     this.staged = 0;
     this.index = [];
     this.unread = 0;
-    for (const query of this.queries.values()) query.reject(new Error(`the mirror engine stopped: ${why}`));
-    this.queries.clear();
     const again = this.restartable && !this.closing;
     const then = again
       ? "and starts the engine again (answers it missed are written from each session's next request)"
       : "but mirrors nothing until it restarts";
     this.down.fail(why, (first) => `sessiontap: mirror engine ${first ? "stopped" : "still stopped"}: ${why}; the tap keeps relaying ${then}`);
     if (!again) return;
-    this.host.close();
     this.deaths = Date.now() - this.startedAt < 60_000 ? this.deaths + 1 : 1;
     this.restartTimer = setTimeout(() => {
       this.restartTimer = null;
       this.startedAt = Date.now();
-      if (!this.closing) this.host = this.spawn(this, false);
+      if (!this.closing) this.host = this.boot(this.spawn(this, false));
     }, this.deaths <= 1 ? 0 : Math.min(1000 * 2 ** (this.deaths - 2), RESTART_MAX_MS));
     (this.restartTimer as { unref?: () => void }).unref?.();
   }
 
-  /** Credentials are fingerprinted under `bindingKey`; `apiToken`, beyond loopback, is what API traffic must carry to be mirrored. */
   identify(bindingKey: string | null, apiToken: string | null): void {
     this.bindingKey = bindingKey;
     this.apiToken = apiToken;
   }
 
-  /** Follows a request, or null (the engine stopped, or it lacks the tap's token); `tunnelled`: its CONNECT carried the token. */
+  /** Null: the engine stopped, or the request lacks the tap's token; `tunnelled`: its CONNECT carried the token. */
   openFor(headers: Headers, at: number, request?: RequestFacts, tunnelled = false): RelayObserver | null {
     if (this.apiToken !== null && !tunnelled && !sameSecret(headers.get(TOKEN_HEADER), this.apiToken)) {
       this.withoutToken(at);
@@ -214,25 +198,27 @@ export class EngineLink {
     this.post(message, transfer);
   }
 
-  query<K extends keyof EngineQueries>(name: K, arg: EngineQueries[K]["arg"]): Promise<EngineQueries[K]["value"]> {
-    if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`));
-    const q = this.nextQuery++;
-    const answered = new Promise<unknown>((resolve, reject) => this.queries.set(q, { resolve, reject }));
-    this.send({ t: "query", q, name, arg });
-    return answered as Promise<EngineQueries[K]["value"]>;
+  query<K extends keyof EngineCalls & string>(name: K, ...args: Parameters<EngineCalls[K]>): ReturnType<EngineCalls[K]> {
+    if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`)) as ReturnType<EngineCalls[K]>;
+    if (this.staged > 0) this.flush();
+    return this.host.call(name, ...args);
   }
 
-  async health(): Promise<EngineHealth | null> {
-    return this.stopped !== null ? null : await this.query("health", null);
+  /** A stuck engine must not hang health: past HEALTH_WAIT_MS, that is its problem; a refusal means it stopped, which `stopped` says. */
+  async health(): Promise<Partial<EngineHealth> & { problems: string[] }> {
+    const asked = this.stopped !== null ? null : await orAfter(this.query("health"), HEALTH_WAIT_MS, "late" as const).catch(() => null);
+    if (this.stopped !== null) return { problems: [`mirror: the mirror engine stopped (${this.stopped}); nothing is mirrored until it runs again`] };
+    if (asked === "late") return { problems: [`mirror: the mirror engine did not answer within ${HEALTH_WAIT_MS} ms`] };
+    return asked ?? { problems: [] };
   }
 
-  async stop(boundMs: number): Promise<EngineQueries["stop"]["value"]> {
+  async stop(boundMs: number) {
     this.closing = true;
     if (this.restartTimer !== null) clearTimeout(this.restartTimer);
     try {
       return await this.query("stop", boundMs);
     } finally {
-      this.host.close();
+      this.host.close("the tap stopped");
     }
   }
 
@@ -240,7 +226,7 @@ export class EngineLink {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     if (this.staged === 0) return;
-    // A copy of what was staged goes; the staging buffer stays, its pages warm (a fresh one per batch cost page faults: BENCHMARKS.md).
+    // A copy goes; the staging buffer stays, its pages warm (a fresh one per batch cost page faults: BENCHMARKS.md).
     const bytes = this.staging.slice(0, this.staged);
     const index = this.index;
     this.staged = 0;
@@ -253,9 +239,34 @@ export class EngineLink {
     try {
       this.host.post(message, transfer);
     } catch (error) {
-      this.fail(`a message could not be sent (${error instanceof Error ? error.message : String(error)})`);
+      this.fail(`a message could not be sent (${errorText(error)})`);
     }
   }
+}
+
+// Where the engine runs (docs/DESIGN.md "Where the engine runs"): a Worker, or this thread for the launcher's fallback tap only.
+
+/** Rejects when it cannot start; once it ran, a Worker that dies is replaced (a test's seams go to the first only: a port is sent once). */
+export function startWorkerEngine(workerUrl: URL | string, settings: EngineSettings, listener: LinkListener, seams?: EngineSeams): Promise<StartedEngine> {
+  return new EngineLink(listener, (link, first) => {
+    const own = first ? seams : undefined;
+    const host: EngineHost = new WorkerCalls<MirrorEngine>(workerUrl, { settings, seams: own } satisfies EngineStart, {
+      name: "the mirror engine",
+      died: (why) => link.fail(why, host),
+      message: (data) => link.receive(data as FromEngine, host),
+    }, own === undefined ? [] : [own.port]);
+    return host;
+  }).started;
+}
+
+/** Messages and calls still go through a turn of the event loop, as a Worker's do; its death is the process's. */
+export function startThreadEngine(settings: EngineSettings, listener: LinkListener): Promise<StartedEngine> {
+  return new EngineLink(listener, (link) => {
+    const engine = new MirrorEngine(settings, { fs: nodeFs, clock: Date.now, post: (message) => queueMicrotask(() => link.receive(message)) });
+    const call = (name: string, ...args: unknown[]) =>
+      Promise.resolve().then(() => (engine[name as "stop"] as (...a: unknown[]) => unknown).apply(engine, args));
+    return { post: (message) => queueMicrotask(() => engine.receive(message as ToEngine)), call: call as EngineHost["call"], close: () => {} };
+  }, false).started;
 }
 
 /** One followed response on the relay, and the one error boundary of its mirror work: it posts, never parses, never throws into the tee. */
@@ -271,7 +282,6 @@ export class RelayObserver {
     this.guarded(() => this.link.body(this.id, copy));
   }
 
-  /** The head as the client gets it; false when the response is not followed (only a 2xx answer is mirrored). */
   head(status: number, headers: Headers): boolean {
     return this.guarded(() => {
       // A coding still named in the client's headers is one fetch did not decode.

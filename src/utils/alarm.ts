@@ -1,22 +1,16 @@
-// One thing that can fail while the tap runs (mirror writes, the upstream, the events log), and the lines it prints about it: the first failure at once, then
-// at most one reminder a minute while failures continue, and one line when it works again (docs/DESIGN.md "Health and exit").
-
-/** How often a continuing failure is repeated on stderr, at most. */
+// One thing that can fail while the tap runs: the first failure said at once, then at most a reminder a minute, and one line when it works again
+// (docs/DESIGN.md "Health and exit").
 export const REMIND_MS = 60_000;
 
-/** What health shows of one alarm. */
 export interface AlarmState {
   failing: boolean;
-  /** Failures since the last success (or since start). */
   consecutiveFailures: number;
   lastError: string | null;
   lastFailure: string | null;
   lastSuccess: string | null;
-  /** When the current run of failures began (null while working). */
   failingSince: string | null;
 }
 
-/** A failure channel with rate-limited stderr lines. */
 export class Alarm {
   private failingSince: number | null = null;
   private lastPrinted = Number.NEGATIVE_INFINITY;
@@ -30,12 +24,11 @@ export class Alarm {
     private readonly stderr: (line: string) => void,
   ) {}
 
-  /** True while the latest attempt failed. */
   get failing(): boolean {
     return this.failingSince !== null;
   }
 
-  /** Records a failure; `line` (built only when it will be printed) goes to stderr first time and once a minute after. */
+  /** `line` is built only when it will be printed. */
   fail(error: string, line: (first: boolean, failures: number) => string): void {
     const now = this.clock();
     const first = this.failingSince === null;
@@ -49,7 +42,7 @@ export class Alarm {
     }
   }
 
-  /** Records a success; prints `line` once when it ends a run of failures. */
+  /** Prints `line` once when it ends a run of failures. */
   ok(line: (failures: number, sinceMs: number) => string): void {
     const now = this.clock();
     this.lastSuccess = now;
@@ -63,7 +56,6 @@ export class Alarm {
     }
   }
 
-  /** What health reports. */
   state(): AlarmState {
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     return {

@@ -1,7 +1,6 @@
-// The one queue and the one retry of the write path (docs/DESIGN.md "Writes"): items wait per key, bounded over all keys, and each key
-// is drained by one run at a time, in order; a run that fails keeps what is left and is tried again after a doubling delay.
+// The one queue and the one retry of the write path (docs/DESIGN.md "Writes"): per key, bounded over all keys, one run at a time.
 
-/** A timer that runs `run` after a delay doubling from `firstMs` to `maxMs`; it never keeps the process alive. */
+/** A delay doubling from `firstMs` to `maxMs`; it never keeps the process alive. */
 export class Retry {
   attempts = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -15,7 +14,7 @@ export class Retry {
     return this.timer !== null;
   }
 
-  /** Schedules `run` after the next delay (or after `ms`), unless a run is already due. */
+  /** Unless a run is already due. */
   later(run: () => void, ms = Math.min(this.firstMs * 2 ** this.attempts, this.maxMs)): void {
     this.attempts++;
     if (this.timer !== null) return;
@@ -26,7 +25,6 @@ export class Retry {
     (this.timer as { unref?: () => void }).unref?.();
   }
 
-  /** It worked: the next failure starts from the first delay. */
   reset(): void {
     this.cancel();
     this.attempts = 0;
@@ -38,19 +36,11 @@ export class Retry {
   }
 }
 
-interface Key<T> {
-  items: T[];
-  /** Since when the oldest item has waited. */
-  since: number;
-  run: Promise<void> | null;
-  retry: Retry;
-}
+type Key<T> = { items: T[]; since: number; run: Promise<void> | null; retry: Retry };
 
 export interface QueueEvents {
-  /** `n` oldest items of `key` dropped to stay within the bound. */
   dropped(key: string, n: number): void;
   failed(key: string, error: unknown, attempt: number): void;
-  /** Nothing waits any more. */
   empty(): void;
 }
 
@@ -68,7 +58,7 @@ export class KeyedQueue<T> {
     private readonly retry: { firstMs: number; maxMs: number } = { firstMs: 250, maxMs: 30_000 },
   ) {}
 
-  /** Queues an item; resolves when the run it joined ended (written, or left waiting). */
+  /** Resolves when the run it joined ended (written, or left waiting). */
   push(key: string, item: T): Promise<void> {
     let entry = this.keys.get(key);
     if (entry === undefined) {
@@ -83,7 +73,7 @@ export class KeyedQueue<T> {
     return this.kick(key);
   }
 
-  /** Runs a key now (its retry, if due, is forgotten); resolves when that run ended. */
+  /** Runs a key now (its retry, if due, is forgotten). */
   kick(key: string): Promise<void> {
     const entry = this.keys.get(key);
     if (entry === undefined || this.stopped) return Promise.resolve();
@@ -113,12 +103,10 @@ export class KeyedQueue<T> {
     if (this.size === 0) this.events.empty();
   }
 
-  /** Tries every waiting key again and waits for every run under way. */
   async flush(): Promise<void> {
     await Promise.all([...this.keys.keys()].map((key) => this.kick(key)));
   }
 
-  /** How long the item that has waited longest has waited (0: none waits). */
   longestWaitMs(): number {
     const since = Math.min(...[...this.keys.values()].map((k) => k.since));
     return Number.isFinite(since) ? this.clock() - since : 0;
@@ -128,7 +116,7 @@ export class KeyedQueue<T> {
     return this.keys.get(key)?.items.length ?? 0;
   }
 
-  /** Stops running and retrying; hands over every waiting item, key by key, and forgets them. */
+  /** Hands over every waiting item, key by key, and forgets them. */
   stop(): T[] {
     this.stopped = true;
     for (const entry of this.keys.values()) entry.retry.cancel();

@@ -52,7 +52,6 @@ export class WorkerCalls<Api> {
     return reply as ReturnType<Calls<Api>[K]>;
   }
 
-  /** A message that wants no reply; dropped once it stopped. */
   post(message: unknown, transfer: Transferable[] = []): void {
     if (this.stopped === null) this.worker.postMessage(message, transfer);
   }

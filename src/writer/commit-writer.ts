@@ -6,13 +6,8 @@ import type { Json } from "../protocol/json.ts";
 import { Lineage, LineageReader } from "../protocol/lineage.ts";
 import { type Redactor, redactRecords } from "../protocol/secrets.ts";
 
-/** Who a conversation belongs to: records found in it must say so. */
-export interface Owner {
-  sessionId: string | null;
-  agentId: string | null;
-}
+type Owner = { sessionId: string | null; agentId: string | null };
 
-/** What a write does while the target's lock is held. */
 export interface TargetIo<Cursor, Done> {
   /** What others added to `place` after `cursor`; throws when it is not `owner`'s (nothing is written then). */
   catchUp(place: ConversationPlace, cursor: Cursor, owner: Owner): Promise<{ records: Json[]; cursor: Cursor }>;
@@ -20,25 +15,15 @@ export interface TargetIo<Cursor, Done> {
   append(place: ConversationPlace, records: MirrorRecord[], cursor: Cursor): Promise<{ cursor: Cursor; uncertain: boolean; done: Done }>;
 }
 
-/** The tree (storage/mirror-tree.ts) or the store (store/pg-target.ts). */
 export interface WriteTarget<Cursor, Done> {
   newCursor(): Cursor;
   /** Runs `body` holding `place`'s cross-process lock (and what lets `main` be read meanwhile). */
   locked<T>(place: ConversationPlace, main: ConversationPlace | null, body: (io: TargetIo<Cursor, Done>) => Promise<T>): Promise<T>;
 }
 
-interface State<Cursor> {
-  lineage: Lineage;
-  reader: LineageReader;
-  cursor: Cursor;
-}
+type State<Cursor> = { lineage: Lineage; reader: LineageReader; cursor: Cursor };
 
-export interface Written<Done> {
-  records: number;
-  done: Done | null;
-}
-
-/** Writes commits to one target, exactly once per message; a conversation's state is rebuilt from the target after a start or eviction. */
+/** Exactly once per message; a conversation's state is rebuilt from the target after a start or eviction. */
 export class CommitWriter<Cursor, Done> {
   private readonly states: LRUCache<string, State<Cursor>>;
 
@@ -46,14 +31,13 @@ export class CommitWriter<Cursor, Done> {
     private readonly target: WriteTarget<Cursor, Done>,
     private readonly includeThinking: boolean,
     maxConversations: number,
-    /** Replaces secrets in what is written (docs/DESIGN.md "Secrets"), null to write them as they are. */
     private readonly redactor: Redactor | null = null,
   ) {
     this.states = new LRUCache({ max: maxConversations });
   }
 
-  /** Writes commits of one conversation, in order, in one append; rejects when it failed or its outcome is unknown (the state is dropped then). */
-  async writeAll(jobs: readonly CommitJob[]): Promise<Written<Done>> {
+  /** Commits of one conversation, in one append; rejects when it failed or its outcome is unknown (the state is dropped then). */
+  async writeAll(jobs: readonly CommitJob[]): Promise<{ records: number; done: Done | null }> {
     const job = jobs[0];
     const place = placeOf(job.route, job.sessionDir, job.agentDir);
     const main = mainPlaceOf(place);
@@ -85,7 +69,6 @@ export class CommitWriter<Cursor, Done> {
     }
   }
 
-  /** The conversation's state with what others added since it last looked applied; a side conversation's reader resolves parents in `main`. */
   private async caughtUp(io: TargetIo<Cursor, Done>, place: ConversationPlace, owner: Owner, main: State<Cursor> | null): Promise<State<Cursor>> {
     let state = this.states.get(place.key);
     if (state === undefined) {
@@ -103,7 +86,7 @@ export class CommitWriter<Cursor, Done> {
     return state;
   }
 
-  /** Forgets a conversation (and the side conversation reading its lineage): read again from the target next time. */
+  /** Forgets a conversation and the side conversation reading its lineage. */
   reset(key: string): void {
     this.states.delete(key);
     this.states.delete(`${key}/side`);

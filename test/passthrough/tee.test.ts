@@ -10,10 +10,9 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
-import { startWorkerEngine } from "../../src/tap/engine-host.ts";
 import { parseConfig } from "../../src/config/parse.ts";
 import { engineSettings } from "../../src/cli/start-tap.ts";
-import { EngineLink, MAX_UNREAD } from "../../src/tap/engine-link.ts";
+import { type EngineHost, EngineLink, MAX_UNREAD, startWorkerEngine } from "../../src/tap/engine-link.ts";
 import { MirrorEngine } from "../../src/mirror/engine.ts";
 import type { EngineSeams, EngineSettings, FromEngine, ToEngine } from "../../src/mirror/messages.ts";
 import { teeBody, type TeeOptions } from "../../src/tap/tee.ts";
@@ -84,7 +83,7 @@ async function engineOn(seams?: EngineSeams) {
   const settings = settingsFor(dir);
   const stderr: string[] = [];
   const worker = new URL("../../src/mirror-worker.ts", import.meta.url);
-  const { link } = await startWorkerEngine(worker, settings, { stderr: (l) => stderr.push(l), wrote: () => {}, alerts: () => {} }, seams);
+  const { link } = await startWorkerEngine(worker, settings, { stderr: (l) => stderr.push(l), alerts: () => {} }, seams);
   return {
     link,
     dir,
@@ -110,13 +109,13 @@ async function heldEngine(env: Record<string, string> = {}) {
   const deliver = () => {
     while (!held && queue.length > 0) engine.receive(queue.shift()!);
   };
-  const link = new EngineLink({ stderr: (l) => said.push(l), wrote: () => {}, alerts: () => {} }, () => ({
-    post: (m) => (queue.push(m), deliver()),
+  const link = new EngineLink({ stderr: (l) => said.push(l), alerts: () => {} }, () => ({
+    post: (m) => (queue.push(m as ToEngine), deliver()),
+    call: ((name: "stop", ...args: [number]) => Promise.resolve().then(() => engine[name](...args))) as EngineHost["call"],
     close: () => {},
   }), false);
   const engine = new MirrorEngine(settingsFor(dir, env), { fs: nodeFs, clock: Date.now, post: (m: FromEngine) => queueMicrotask(() => link.receive(m)) });
-  const { replayed, guard } = await engine.start();
-  link.receive({ t: "ready", replayed, guard });
+  await link.started;
   return {
     link,
     dir,
@@ -177,7 +176,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(bytes));
       await e.link.query("flush", 2000);
       assert.equal(allRecords(`${e.root}/bytewise`).filter(isAssistant).length, 1);
-      assert.equal((await e.link.query("stats", null)).errors, 0);
+      assert.equal((await e.link.query("stats")).errors, 0);
     } finally {
       await e.close();
     }
@@ -293,7 +292,7 @@ describe("tee and relay observer, with a real engine", () => {
       await e.link.query("flush", 2000);
       const answer = allRecords(`${e.root}/left`).find(isAssistant) as { message: { stop_reason: string } };
       assert.equal(answer.message.stop_reason, "interrupted");
-      assert.equal((await e.link.query("stats", null)).interrupted, 1);
+      assert.equal((await e.link.query("stats")).interrupted, 1);
     } finally {
       await e.close();
     }
@@ -330,7 +329,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
       assert.ok(e.queue.some((m) => m.t === "end"), "the whole answer went by while the engine held every message");
       e.release();
-      const stats = await e.link.query("stats", null);
+      const stats = await e.link.query("stats");
       assert.equal(stats.skipped, 1);
       assert.equal(stats.responses, 0);
       assert.equal(stats.following, 0, "a skipped request is forgotten (the relay sends nothing more about it)");
@@ -345,7 +344,7 @@ describe("tee and relay observer, with a real engine", () => {
       const chunks = encoded(['{"type":"message",', "this is not JSON"]);
       const observer = follow(e.link, "bad-json", new Headers({ "content-type": "application/json" }));
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(Buffer.concat(chunks)));
-      const stats = await e.link.query("stats", null);
+      const stats = await e.link.query("stats");
       assert.equal(stats.skipped, 1);
       assert.equal(stats.errors, 0);
       assert.equal(stats.failedResponses, 0);
@@ -385,7 +384,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.ok(posted() <= MAX_UNREAD + 64 * 1024 + 256, `${posted()} bytes went to an engine that read none (bound ${MAX_UNREAD})`);
       e.release();
       await within(e.link.query("flush", 2000), 5000, "the engine to catch up");
-      const stats = await e.link.query("stats", null);
+      const stats = await e.link.query("stats");
       assert.equal(stats.gaveUp, 1);
       assert.equal(stats.errors, 0);
       assert.ok(readEvents(e.root).some((x) => x.action === "give-up" && x.dir === "behind"), "the events log names it");

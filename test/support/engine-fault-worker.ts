@@ -7,15 +7,15 @@
 import { readFileSync, rmSync } from "node:fs";
 import "../../src/mirror-worker.ts";
 
-type Handler = (event: MessageEvent<{ t: string; name?: string; settings?: { root: string } }>) => void;
+type Handler = (event: MessageEvent<{ wc: string; name?: string; init?: { settings: { mirrorDir: string } } }>) => void;
 const scope = globalThis as unknown as { onmessage: Handler | null };
 const engine = scope.onmessage!;
 let cueFile = "";
 
 scope.onmessage = (event) => {
   const message = event.data;
-  if (message.t === "start") cueFile = `${message.settings!.root}/../engine-cue.json`;
-  if (message.t === "query" && message.name === "health") {
+  if (message.wc === "init") cueFile = `${message.init!.settings.mirrorDir}/../engine-cue.json`;
+  if (message.wc === "call" && message.name === "health") {
     let cue: { stallMs?: number; crash?: boolean } = {};
     try {
       cue = JSON.parse(readFileSync(cueFile, "utf8"));
