@@ -1,5 +1,4 @@
-// Watches Claude Code's own transcript of each session the tap mirrors and says, once per session and state, when it is missing, a stub
-// or behind: on stderr, in the events log, in health and to the viewer (docs/GUARD.md).
+// Says once per session and state when Claude Code's own transcript of a mirrored session is missing, a stub or behind (docs/GUARD.md).
 import { dirname } from "node:path/posix";
 import { LRUCache } from "lru-cache";
 import type { CommitJob } from "../protocol/commit-job.ts";
@@ -21,7 +20,7 @@ import {
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 
-/** The guard's seams; its timings and bounds have defaults (docs/GUARD.md), which tests shorten. */
+/** Timings and bounds have defaults (docs/GUARD.md), which tests shorten. */
 export interface GuardOptions {
   fs: FsAdapter;
   claudeDir: string;
@@ -31,15 +30,12 @@ export interface GuardOptions {
   settleMs?: number;
   confirmMs?: number;
   sweepMs?: number;
-  /** A session with no turn for this long is no longer swept. */
   activeMs?: number;
   maxLooksPerMinute?: number;
   maxBytesPerLook?: number;
   tailBytes?: number;
   maxSessions?: number;
-  /** Prompts and answers remembered per session. */
   maxPrompts?: number;
-  /** Told the whole list whenever it changed (the viewer's banners live in another thread). */
   onAlerts?: (alerts: GuardAlert[]) => void;
 }
 
@@ -48,9 +44,7 @@ export type GuardState = Exclude<TranscriptState, "intact">;
 export interface GuardAlert {
   sessionId: string;
   state: GuardState;
-  /** When the guard first saw this state (ISO time). */
   since: string;
-  /** The transcript's path (where it was, for "missing"). */
   path: string | null;
   /** For "behind": the prompts, and answers, of the mirror's current branch it lacks. */
   lacking?: number;
@@ -60,7 +54,6 @@ export interface GuardAlert {
 
 export interface GuardHealth {
   watching: number;
-  /** Sessions whose transcript the guard never found (Claude Code writes none, or elsewhere). */
   notFound: number;
   alerts: GuardAlert[];
   looks: number;
@@ -68,7 +61,7 @@ export interface GuardHealth {
   errors: number;
 }
 
-/** What the guard knows of one session (tests and diagnostics); `dueInMs`: till the next look. */
+/** What the guard knows of one session (tests and diagnostics). */
 export interface GuardSessionView {
   path: string | null;
   seen: boolean;
@@ -80,10 +73,9 @@ export interface GuardSessionView {
   answers: number;
 }
 
-/** A prompt or answer the transcript should hold: when last sent, its message's chain and compacted segment. */
 type Expected = { keys: string[]; at: number; answer: boolean; chain: string | null; segment: number };
 
-/** One watched session; `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
+/** `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
 function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: number) {
   return {
     sessionId,
@@ -109,7 +101,6 @@ function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: n
 }
 type Watched = ReturnType<typeof fresh>;
 
-/** A look soon after another: a file still being read through, a burst of changes the file system told. */
 const CATCH_UP_MS = 200;
 const SLACK_MS = 20;
 /** A transcript not found is searched for under the project directories new since the last search, and under all of them. */
@@ -131,9 +122,7 @@ export class LookBudget {
 }
 
 export class Guard {
-  /** Said once per session and state (again only after the session was whole in between). */
   private readonly alerts = new Map<string, GuardAlert>();
-  /** Least recently active first; the one past `maxSessions` is dropped. */
   private readonly sessions: LRUCache<string, Watched>;
   /** Project directories watched, with the sessions whose transcript is there. */
   private readonly watched = new Map<string, { close: () => void; sessions: Set<string> }>();
@@ -229,7 +218,6 @@ export class Guard {
     this.watched.clear();
   }
 
-  /** Notes the commit's typed prompt and answer, follows the branch it carries, and looks once Claude Code has had time to write. */
   private note(job: CommitJob): void {
     if (this.stopped) return;
     const now = this.o.clock();
@@ -310,7 +298,7 @@ export class Guard {
     (s.timer as { unref?: () => void }).unref?.();
   }
 
-  /** Looks at recently active sessions (and those with an alert) that no look is due for: where the file system cannot tell. */
+  /** Where the file system cannot tell: looks at recently active sessions (and those with an alert) that no look is due for. */
   private sweepActive(): void {
     const now = this.o.clock();
     for (const s of this.sessions.values()) {
@@ -319,7 +307,7 @@ export class Guard {
     }
   }
 
-  /** One look, within the per-minute budget (unless `unbudgeted`); never rejects. */
+  /** Never rejects. */
   private async run(s: Watched, unbudgeted = false): Promise<"judged" | "catching-up" | "none"> {
     if (this.stopped || s.looking !== null || this.sessions.peek(s.sessionId) !== s) return "none";
     const now = this.o.clock();
@@ -397,7 +385,7 @@ export class Guard {
     return read;
   }
 
-  /** Watches the directory of `s`'s transcript (one watcher per directory), so a change is looked at at once rather than at the next sweep. */
+  /** One watcher per directory, so a change is looked at at once rather than at the next sweep. */
   private watch(s: Watched): void {
     const dir = dirname(s.follower!.path);
     const known = this.watched.get(dir);

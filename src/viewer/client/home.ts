@@ -1,4 +1,4 @@
-// With no session open: where the tokens went (`usage --json`'s report, drawn), what Claude Code lost, and the last drill: docs/DESIGN.md "The viewer".
+// With no session open: where the tokens went, what Claude Code lost, and the last drill: docs/DESIGN.md "The viewer".
 import type { UsageView, ViewerSession } from "../api.ts";
 import { badge, base, byId, el, getJson, idOf, state, timeEl, tokens, total, usd } from "./basics.ts";
 
@@ -89,7 +89,6 @@ function drawChart(): void {
   }
 }
 
-/** The busiest sessions, and those whose Claude Code transcript is not whole, each with a way to restore it. */
 function renderLists(): void {
   const link = (s: ViewerSession) => el("a", null, s.title || idOf(s), { href: "#/s/" + encodeURIComponent(idOf(s)) });
   const busiest = state.sessions.filter((s) => total(s.usage) > 0).sort((a, b) => total(b.usage) - total(a.usage)).slice(0, 5);
@@ -116,7 +115,6 @@ function renderLists(): void {
   );
 }
 
-/** The drill's last result, as doctor says it. */
 function renderDrill(drill: UsageView["drill"]): void {
   const out = byId("drill", HTMLElement);
   if (drill === null) {

@@ -1,5 +1,4 @@
-// The side column: the session list with its project and date filters and totals, and search across every session within those filters,
-// the matches marked: docs/DESIGN.md "The viewer".
+// The side column: the session list, its filters and totals, and search across the sessions they let through: docs/DESIGN.md "The viewer".
 import type { SearchHit, ViewerSession } from "../api.ts";
 import { badge, base, el, failed, getJson, guardBanner, idOf, state, timeEl, tokens, total, ui, usd } from "./basics.ts";
 import { loadHome } from "./home.ts";
@@ -8,7 +7,7 @@ import { plural } from "../../utils/plural.ts";
 
 const dayStart = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
 
-/** The [from, to) range the date filter allows, or null for any time. */
+/** [from, to), or null for any time. */
 function range(): [number, number] | null {
   if (ui.day.value) {
     const [y, m, d] = ui.day.value.split("-").map(Number);
@@ -53,14 +52,12 @@ async function loadUnseen(): Promise<void> {
   ui.unseen.hidden = lines.length === 0;
 }
 
-/** Fetches the list and redraws it, the home when it shows, and the open session's guard banner. */
 export async function loadSessions(): Promise<void> {
   loadUnseen().catch(failed("reading the tap's health"));
   state.sessions = await getJson<ViewerSession[]>("api/sessions");
   renderProjects();
   renderSessions();
   if (!document.body.classList.contains("viewing")) await loadHome();
-  // The guard can raise or clear an alert between records.
   const open = state.sessions.find((s) => idOf(s) === state.current);
   const heading = ui.facts.querySelector("h2");
   if (open && heading) {
@@ -69,7 +66,7 @@ export async function loadSessions(): Promise<void> {
   }
 }
 
-/** "3 sessions · 1.2M tokens · ≈ $4.56", saying so when a cost is unknown. */
+/** "3 sessions · 1.2M tokens · ≈ $4.56". */
 function totals(shown: ViewerSession[]): string {
   let sum = 0, unknown = false, toks = 0;
   for (const s of shown) {
@@ -112,7 +109,6 @@ export function renderSessions(): void {
   if (hadFocus) list.querySelector<HTMLElement>("li.active a")?.focus({ preventScroll: true });
 }
 
-/** Wraps each match of the query's terms in the text under `root` in <mark>. */
 export function highlight(root: Element, q: string): void {
   const re = termsPattern(q);
   if (re === null) return;

@@ -1,4 +1,4 @@
-// One session in the main column: its facts, its restore, its conversation, and its new records as they are written: docs/DESIGN.md "The viewer".
+// One session in the main column: its facts, its restore, its conversation, live: docs/DESIGN.md "The viewer".
 import type { ListEntry, LiveEvent, RestoreReply, SessionView } from "../api.ts";
 import { countsText } from "../../transcript/summary.ts";
 import { usageLine } from "../../usage/tokens.ts";
@@ -9,11 +9,10 @@ import { highlight, loadSessions, renderSessions } from "./list.ts";
 /** Counts navigations: an answer that arrives after a newer navigation began is not shown. */
 let shown = 0;
 
-/** Fetches and shows session `id`, at record `uuid` when given, else at its top (its title and facts in view). */
+/** At record `uuid` when given, else at its top. */
 export async function showSession(id: string, uuid?: string | null): Promise<void> {
   const ticket = ++shown;
   const data = await getJson<SessionView>("api/sessions/" + encodeURIComponent(id));
-  // j, j, k in quick succession: the answers may come back in any order, and only the last one counts.
   if (ticket !== shown) return;
   const s = data.session;
   Object.assign(state, { current: idOf(s), dir: s.dir, tail: data.tail, bytes: s.bytes });
@@ -33,7 +32,6 @@ export async function showSession(id: string, uuid?: string | null): Promise<voi
 
 const reload = () => state.current !== null && showSession(state.current).catch(failed("reloading the session"));
 
-/** The facts above the conversation: title, guard banner, ids, times, usage, Claude Code's copy, restore, exports. */
 function facts(s: SessionView["session"]): void {
   const rows: [string, ...(Node | string)[]][] = [
     ["Session", el("code", null, idOf(s))],
@@ -98,11 +96,11 @@ function flash(node: Element): void {
   setTimeout(() => node.classList.remove("fresh"), 4000);
 }
 
-/** What the last restore of a session said, shown again in the page reloaded after it. */
+/** Shown again in the page reloaded after the restore. */
 const restored = new Map<string, string[]>();
 const doneNote = (lines: string[]) => el("pre", "done", lines.join("\n"), { id: "restore-done" });
 
-/** "Restore into Claude Code": the same code as `sessiontap restore`, always a dry run first, so nothing is written before the reader has seen what would be. */
+/** Always a dry run first, so nothing is written before the reader has seen what would be. */
 function restorePanel(s: ListEntry): HTMLElement {
   const out = el("div");
   const title = "Writes this session where claude --resume finds it; shows what it would do first";
@@ -120,7 +118,7 @@ function restorePanel(s: ListEntry): HTMLElement {
   return box;
 }
 
-/** Asks for a restore of `s` (or its dry run); a failure or a refusal is shown in `out` (`refused` may add to it) and answers null. */
+/** A failure or a refusal is shown in `out` (`refused` may add to it) and answers null. */
 async function restore(s: ListEntry, options: { dryRun: boolean; force: boolean }, out: HTMLElement, refused?: (reply: RestoreReply) => void) {
   const init = { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(options) };
   const reply = await getJson<RestoreReply>("api/sessions/" + encodeURIComponent(idOf(s)) + "/restore", init).catch((e) =>
@@ -132,7 +130,7 @@ async function restore(s: ListEntry, options: { dryRun: boolean; force: boolean 
   return null;
 }
 
-/** Shows the dry run of a restore of `s` in `out`, with the button that does it (or, refused, the one that forces it). */
+/** The dry run, with the button that does it (or, refused, the one that forces it). */
 async function plan(s: ListEntry, force: boolean, out: HTMLElement): Promise<void> {
   out.replaceChildren(el("div", null, "Checking…"));
   const answer = await restore(s, { dryRun: true, force }, out, (reply) => {
@@ -147,7 +145,6 @@ async function plan(s: ListEntry, force: boolean, out: HTMLElement): Promise<voi
     const done = await restore(s, { dryRun: false, force }, out);
     if (done === null) return;
     out.replaceChildren(doneNote(done.lines));
-    // The tap has looked at the restored transcript before it answered: the page shows the state after it.
     restored.set(idOf(s), done.lines);
     loadSessions().catch(failed("refreshing the list"));
     reload();
@@ -164,7 +161,7 @@ let source: EventSource | null = null;
 let following: string | null = null;
 let listTimer: ReturnType<typeof setTimeout> | undefined;
 
-/** Follows the new records of session directory `dir` (null: none) as the tap writes them. */
+/** `dir`: a session directory, null: none. */
 export function follow(dir: string | null): void {
   if (dir === following) return;
   source?.close();
@@ -174,7 +171,7 @@ export function follow(dir: string | null): void {
   source = new EventSource("api/events?dir=" + encodeURIComponent(dir));
   source.addEventListener("ready", (e) => {
     liveSays("● live", "on");
-    // What was written before the stream opened (or while it was down) is shown by reading the session again.
+    // What was written before the stream opened (or while it was down) is read again.
     if (JSON.parse(e.data).bytes !== state.bytes) reload();
   });
   source.addEventListener("records", (e) => onRecords(JSON.parse(e.data)));
@@ -185,7 +182,6 @@ export function follow(dir: string | null): void {
 function onRecords(batch: LiveEvent): void {
   if (batch.dir !== state.dir) return;
   state.bytes = batch.bytes;
-  // New records change the list's times, tokens and costs: redraw it once a burst of them settles.
   clearTimeout(listTimer);
   listTimer = setTimeout(() => loadSessions().catch(failed("refreshing the list")), 300);
   if (batch.scope !== "main") return;
