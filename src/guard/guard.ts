@@ -160,8 +160,7 @@ export class Guard {
 
   observe(job: CommitJob): void {
     if (this.stopped || job.route !== "main" || job.base.sessionId === null) return;
-    const timer = setTimeout(() => this.note(job), 0);
-    (timer as { unref?: () => void }).unref?.();
+    queueMicrotask(() => this.note(job));
   }
 
   inspect(sessionId: string): GuardSessionView | null {

@@ -14,7 +14,7 @@ import { type SessionData, sessionIdOf, type SessionSummary, sessionTitle, sessi
 import { buildTree, outline, type Tree } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { type UsageReport, usageReport } from "../usage/tokens.ts";
-import { localDate, offsetLabel, type Zone } from "../utils/local-time.ts";
+import { LOCAL, localDate, offsetLabel } from "../utils/local-time.ts";
 
 export type { SearchHit } from "../transcript/search.ts";
 export type { ListEntry } from "../storage/mirror-reader.ts";
@@ -40,8 +40,6 @@ export type ReaderSettings = { mirrorDir: string; claudeDir: string; pollMs: num
 export type ReaderNote = { records: LiveEvent } | { error: string };
 
 const TYPES: Record<string, string> = { md: "text/markdown", html: "text/html", jsonl: "application/x-ndjson" };
-/** The days the page charts are the tap's days, as `usage` prints them. */
-const LOCAL: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
 const decoder = new TextDecoder();
 
 export class ViewerData {

@@ -1,6 +1,6 @@
 // The browser client's state, the page's elements and small helpers: docs/DESIGN.md "The viewer".
 import type { GuardAlert, ViewerSession } from "../api.ts";
-import { localDateTime, type Zone } from "../../utils/local-time.ts";
+import { LOCAL, localDateTime } from "../../utils/local-time.ts";
 export { tokensShort as tokens, totalTokens as total, usd } from "../../usage/tokens.ts";
 
 export function byId<T extends Element>(id: string, kind: { new (): T; prototype: T }): T {
@@ -80,11 +80,9 @@ export function failed(what: string): (error: unknown) => void {
   };
 }
 
-const READER: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
-
 /** The reader's zone, UTC on hover. */
 function setTime(t: HTMLElement, iso: string, seconds = false): void {
-  t.textContent = isNaN(Date.parse(iso)) ? "?" : localDateTime(Date.parse(iso), READER, seconds);
+  t.textContent = isNaN(Date.parse(iso)) ? "?" : localDateTime(Date.parse(iso), LOCAL, seconds);
   t.title = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");
   t.dataset.local = "1";
 }
