@@ -20,24 +20,27 @@ import {
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 
-/** Timings and bounds have defaults (docs/GUARD.md), which tests shorten. */
-export interface GuardOptions {
+/** Timings and bounds (docs/GUARD.md), which tests shorten. */
+const DEFAULTS = {
+  settleMs: 1500,
+  confirmMs: 2000,
+  sweepMs: 10_000,
+  activeMs: 30 * 60_000,
+  maxLooksPerMinute: 120,
+  maxBytesPerLook: 2 * 1024 * 1024,
+  tailBytes: 8 * 1024 * 1024,
+  maxSessions: 256,
+  maxPrompts: 4096,
+  onAlerts: (_alerts: GuardAlert[]): void => {},
+};
+
+export type GuardOptions = Partial<typeof DEFAULTS> & {
   fs: FsAdapter;
   claudeDir: string;
   clock: () => number;
   stderr: (line: string) => void;
   log: (action: string, fields: EventFields) => void;
-  settleMs?: number;
-  confirmMs?: number;
-  sweepMs?: number;
-  activeMs?: number;
-  maxLooksPerMinute?: number;
-  maxBytesPerLook?: number;
-  tailBytes?: number;
-  maxSessions?: number;
-  maxPrompts?: number;
-  onAlerts?: (alerts: GuardAlert[]) => void;
-}
+};
 
 export type GuardState = Exclude<TranscriptState, "intact">;
 
@@ -52,26 +55,9 @@ export interface GuardAlert {
   command: string;
 }
 
-export interface GuardHealth {
-  watching: number;
-  notFound: number;
-  alerts: GuardAlert[];
-  looks: number;
-  bytesRead: number;
-  errors: number;
-}
-
+export type GuardHealth = ReturnType<Guard["health"]>;
 /** What the guard knows of one session (tests and diagnostics). */
-export interface GuardSessionView {
-  path: string | null;
-  seen: boolean;
-  lastLook: number;
-  verdict: GuardState | "ok" | null;
-  verdictAt: number;
-  dueInMs: number | null;
-  prompts: number;
-  answers: number;
-}
+export type GuardSessionView = NonNullable<ReturnType<Guard["inspect"]>>;
 
 type Expected = { keys: string[]; at: number; answer: boolean; chain: string | null; segment: number };
 
@@ -137,19 +123,7 @@ export class Guard {
   private stopped = false;
 
   constructor(options: GuardOptions) {
-    this.o = {
-      settleMs: 1500,
-      confirmMs: 2000,
-      sweepMs: 10_000,
-      activeMs: 30 * 60_000,
-      maxLooksPerMinute: 120,
-      maxBytesPerLook: 2 * 1024 * 1024,
-      tailBytes: 8 * 1024 * 1024,
-      maxSessions: 256,
-      maxPrompts: 4096,
-      onAlerts: () => {},
-      ...options,
-    };
+    this.o = { ...DEFAULTS, ...options };
     this.sessions = new LRUCache({ max: this.o.maxSessions, dispose: (s, _, reason) => reason === "evict" && this.drop(s) });
     this.projects = new ProjectDirectories(options.claudeDir);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
@@ -163,7 +137,7 @@ export class Guard {
     queueMicrotask(() => this.note(job));
   }
 
-  inspect(sessionId: string): GuardSessionView | null {
+  inspect(sessionId: string) {
     const s = this.sessions.peek(sessionId);
     if (s === undefined) return null;
     const answers = [...s.expected.values()].filter((e) => e.answer).length;
@@ -192,7 +166,7 @@ export class Guard {
     }
   }
 
-  health(): GuardHealth {
+  health() {
     const since = this.o.clock() - this.o.activeMs;
     const all = [...this.sessions.values()];
     return {
@@ -321,16 +295,11 @@ export class Guard {
       this.readAlarm.ok(() => `sessiontap: guard: reading Claude Code's transcripts works again`);
       return kind;
     } catch (error) {
+      const why = describe(error);
       this.errors++;
-      this.o.log("error", { stage: "guard", session: s.sessionId, error: describe(error) });
-      const where = s.follower ? ` (${s.follower.path})` : "";
-      this.readAlarm.fail(
-        describe(error),
-        (first) =>
-          `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${where}: ${describe(error)}${
-            first ? "; the guard cannot tell whether it is whole" : " (still failing)"
-          }`,
-      );
+      this.o.log("error", { stage: "guard", session: s.sessionId, error: why });
+      const line = `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${s.follower ? ` (${s.follower.path})` : ""}: ${why}`;
+      this.readAlarm.fail(why, (first) => `${line}${first ? "; the guard cannot tell whether it is whole" : " (still failing)"}`);
       return "none";
     } finally {
       s.looking = null;
@@ -432,12 +401,9 @@ export class Guard {
 /** What this segment's requests no longer carry was rewound away; a compaction opens a new segment (docs/GUARD.md "The current branch"). */
 function followBranch(s: Watched, messages: readonly { role: string; chain: string | null }[], compaction: boolean): void {
   const head = messages.find((m) => m.role !== "system")?.chain ?? null;
-  if (compaction && head !== s.segmentHead) {
-    s.segment++;
-    s.segmentHead = head;
-    return;
-  }
+  const opens = compaction && head !== s.segmentHead;
   s.segmentHead = head;
+  if (opens) return void s.segment++;
   const carried = new Set(messages.map((m) => m.chain));
   const gone = [...s.expected.entries()].filter(([, e]) => e.segment === s.segment && e.chain !== null && !carried.has(e.chain));
   for (const [key] of gone) s.expected.delete(key);

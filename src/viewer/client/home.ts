@@ -1,6 +1,7 @@
 // With no session open: where the tokens went, what Claude Code lost, and the last drill: docs/DESIGN.md "The viewer".
 import type { UsageView, ViewerSession } from "../api.ts";
 import { badge, base, byId, el, getJson, idOf, state, timeEl, tokens, total, usd } from "./basics.ts";
+import { plural } from "../../utils/plural.ts";
 
 const DAYS = 30;
 const COLORS = ["#4263eb", "#f08c00", "#2f9e44", "#e03131", "#7048e8", "#1098ad", "#d6336c"];
@@ -124,7 +125,7 @@ function renderDrill(drill: UsageView["drill"]): void {
     return void out.replaceChildren(el("span", "problem", "The last drill's result cannot be read (" + drill.error + "): run sessiontap drill again."));
   }
   const whole = drill.passed === drill.drilled;
-  const what = drill.passed + " of " + drill.drilled + " session" + (drill.drilled === 1 ? "" : "s") + (drill.named ? " named" : "") + " resumed whole" +
+  const what = drill.passed + " of " + plural(drill.drilled, "session") + (drill.named ? " named" : "") + " resumed whole" +
     (drill.claudeCode === null ? "" : " by Claude Code " + drill.claudeCode);
   out.className = whole ? "ok" : "problem";
   out.replaceChildren(timeEl(drill.at), ": " + what + (whole ? "." : "; sessiontap drill names what failed."));

@@ -56,14 +56,14 @@ function facts(s: SessionView["session"]): void {
 function settle(root: Element): void {
   localize(root);
   for (const result of root.querySelectorAll<HTMLElement>(".rec .tool-result[data-tool-use-id]")) {
-    const pair = result.closest(".tool-use") ? undefined : pairOf((d) => d === result.dataset.toolUseId);
+    const pair = result.closest(".tool-use") ? undefined : pairOf([result.dataset.toolUseId!]);
     const [out, input, status] = [".tool-out", ".tool-input", ".tool-state"].map((c) => pair?.querySelector(c));
     if (!pair || !out || !input || !status) continue;
     const article = result.closest(".rec");
     result.querySelector(".tool-label")?.remove();
     out.append(result);
     const error = result.classList.contains("error");
-    status.textContent = error ? "error" : ((result.textContent || "").replace(/\n+$/, "").split("\n").length + " lines");
+    status.textContent = error ? "error" : plural((result.textContent || "").replace(/\n+$/, "").split("\n").length, "line");
     pair.classList.toggle("error", error);
     if ((input.textContent + "\n" + result.textContent).split("\n").length > 8) pair.open = false;
     if (article instanceof HTMLElement && !article.querySelector(".text,.tool-result,.tool-use,details,.attachment")) {
@@ -73,8 +73,9 @@ function settle(root: Element): void {
   }
 }
 
-function pairOf(match: (id: string | undefined) => boolean): HTMLDetailsElement | undefined {
-  return [...document.querySelectorAll<HTMLDetailsElement>("details.tool-use")].find((d) => match(d.dataset.toolUseId));
+function pairOf(ids: string[]): HTMLDetailsElement | undefined {
+  return ids.map((id) => document.querySelector<HTMLDetailsElement>(`details.tool-use[data-tool-use-id="${CSS.escape(id)}"]`)).find((d) => d !== null) ??
+    undefined;
 }
 
 function reveal(uuid: string): void {
@@ -83,7 +84,7 @@ function reveal(uuid: string): void {
   target.classList.add("fresh");
   const ids = (target.dataset.toolResults || "").split(" ").filter(Boolean);
   // A record shown inside a tool call's pair: open that pair instead.
-  const pair = target.hidden ? pairOf((d) => d !== undefined && ids.includes(d)) : undefined;
+  const pair = target.hidden ? pairOf(ids) : undefined;
   if (pair) target = pair;
   for (let p: HTMLElement | null = target; p; p = p.parentElement) if (p instanceof HTMLDetailsElement) p.open = true;
   if (state.query) highlight(target, state.query);
