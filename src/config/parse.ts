@@ -3,7 +3,7 @@
 import { parseArgs } from "node:util";
 import { type Command, COMMAND_SPECS, COMMANDS, DEFAULTS, flagsOf } from "./commands.ts";
 import { join } from "node:path/posix";
-import { isHostName, type ProxySettings, widerThanASite } from "./proxy-settings.ts";
+import { isHostName, widerThanASite } from "./proxy-settings.ts";
 
 export { type Command, COMMANDS };
 export type SettingSource = "flag" | "env" | "default";
@@ -292,8 +292,8 @@ function tokenValue(token: string): string {
   return token;
 }
 
-/** Null when no proxy port is set; the CA's default follows XDG. */
-function proxySettings(flags: Flags, env: Env, home: string): Readonly<ProxySettings> | null {
+/** Null when no proxy port is set. `addedHosts` are spoken to as api.anthropic.com is; `upstreams`: host → origin and base path; the CA's default follows XDG. */
+export function proxySettings(flags: Flags, env: Env, home: string) {
   const portRaw = pick(flags, "--proxy-port", env, "SESSIONTAP_PROXY_PORT");
   if (portRaw === undefined) return null;
   const port = integer("proxy port (--proxy-port / SESSIONTAP_PROXY_PORT)", portRaw, 0, 65535);

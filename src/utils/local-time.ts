@@ -39,7 +39,7 @@ export function dayStart(date: string, zone: Zone): number {
   return utcMidnight - zone.offsetMinutes(guess) * 60_000;
 }
 
-function daysBefore(date: string, n: number): string {
+export function daysBefore(date: string, n: number): string {
   const [y, mo, d] = date.split("-").map(Number);
   return localDate(Date.UTC(y, mo - 1, d - n), UTC);
 }

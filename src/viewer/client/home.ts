@@ -2,6 +2,7 @@
 import type { UsageView, ViewerSession } from "../api.ts";
 import { badge, base, byId, el, getJson, idOf, state, timeEl, tokens, total, usd } from "./basics.ts";
 import { plural } from "../../utils/plural.ts";
+import { daysBefore } from "../../utils/local-time.ts";
 
 const DAYS = 30;
 const COLORS = ["#4263eb", "#f08c00", "#2f9e44", "#e03131", "#7048e8", "#1098ad", "#d6336c"];
@@ -32,8 +33,7 @@ function drawChart(): void {
   const cost = metric.value === "cost";
   const by = stack.value === "model" ? "model" : "project";
   const amount = (n: number) => (cost ? usd(n) : tokens(n) + " tokens");
-  const [y, m, d] = usage.today.split("-").map(Number);
-  const dates = Array.from({ length: DAYS }, (_, i) => new Date(Date.UTC(y, m - 1, d - DAYS + 1 + i)).toISOString().slice(0, 10));
+  const dates = Array.from({ length: DAYS }, (_, i) => daysBefore(usage!.today, DAYS - 1 - i));
   const days = new Map(usage.days.map((day) => [day.date, day]));
   const totalOf = (date: string) => (days.has(date) ? (cost ? days.get(date)!.knownCostUSD : total(days.get(date)!.usage)) : 0);
   // The seven largest parts in these days keep their colour; the rest are one grey part.

@@ -4,24 +4,16 @@ import { badge, base, el, failed, getJson, guardBanner, idOf, state, timeEl, tok
 import { loadHome } from "./home.ts";
 import { termsPattern } from "../../transcript/search.ts";
 import { plural } from "../../utils/plural.ts";
+import { daysBefore, dayStart, LOCAL, localDate, sinceStart } from "../../utils/local-time.ts";
 
-const dayStart = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
-
-/** [from, to), or null for any time. */
+/** [from, to) in the reader's days, as `--since` counts them; null for any time. */
 function range(): [number, number] | null {
-  if (ui.day.value) {
-    const [y, m, d] = ui.day.value.split("-").map(Number);
-    return [new Date(y, m - 1, d).getTime(), new Date(y, m - 1, d + 1).getTime()];
-  }
-  const when = ui.when.value;
+  const when = ui.day.value || ui.when.value;
   if (!when) return null;
-  const today = dayStart(new Date());
-  const tomorrow = dayStart(new Date(today + 36 * 3600e3)); // a day is not always 24 hours
-  if (when === "today") return [today, tomorrow];
-  if (when === "yesterday") return [dayStart(new Date(today - 12 * 3600e3)), today];
-  const from = new Date(today);
-  from.setDate(from.getDate() - (Number(when) - 1));
-  return [from.getTime(), tomorrow];
+  const now = Date.now();
+  const today = localDate(now, LOCAL);
+  const end = ui.day.value ? daysBefore(when, -1) : when === "yesterday" ? today : daysBefore(today, -1);
+  return [sinceStart(/^\d+$/.test(when) ? `${when}d` : when, now, LOCAL)!, dayStart(end, LOCAL)];
 }
 
 export function passes(s: ViewerSession): boolean {
