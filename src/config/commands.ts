@@ -38,7 +38,6 @@ export const SETTINGS: [flag: string, env: string, fallback: string, note: strin
   ["", "SESSIONTAP_CA_DIR", "~/.config/sessiontap", "(its CA; NODE_EXTRA_CA_CERTS names\nca.pem there; $XDG_CONFIG_HOME/sessiontap when set)"],
 ];
 
-/** Each setting's default by its environment variable's name. */
 export const DEFAULTS: Record<string, string> = Object.fromEntries(SETTINGS.map(([, env, fallback]) => [env.split("=")[0], fallback]));
 
 function settingsHelp(): string {
@@ -60,7 +59,6 @@ const storeRead = f("--store", "URL", "read a shared PostgreSQL store instead of
 const json = (what: string) => f("--json", null, `print ${what} as JSON`);
 const since = (what: string) => f("--since", "DATE", `only ${what} from DATE on: YYYY-MM-DD, today, yesterday, or Nd (the last N days), in local time`);
 
-/** In the order help lists them. */
 const SPECS = {
   serve: {
     args: [],
@@ -235,7 +233,6 @@ export function usageLine(command: Command): string {
   return ["sessiontap", command === "serve" ? "[serve]" : command, ...args, ...(rest ? [rest] : []), ...flags.map((x) => `[${flagText(x)}]`)].join(" ");
 }
 
-/** `sessiontap CMD --help`. */
 export function commandHelp(command: Command): string {
   const spec = COMMAND_SPECS[command];
   const rows = [...spec.flags.map((x) => [flagText(x), x.help]), ["-h, --help", "print this help"]];
@@ -245,7 +242,6 @@ export function commandHelp(command: Command): string {
   return `Usage: ${usageLine(command)}\n\n${spec.about}\n\nOptions:\n${options}${suffix}\nExit status: ${spec.exit}\n`;
 }
 
-/** `sessiontap --help`: every usage line from the table, and every setting. */
 export const HELP = `sessiontap — a transparent tap for the Anthropic Messages API that mirrors every
 Claude Code conversation to per-session JSONL files.
 

@@ -88,7 +88,6 @@ function helpConfig(helpFor: Command | null): Readonly<Config> {
   return Object.freeze({ ...resolve("help", [], new Map(), {}, "/"), helpFor });
 }
 
-/** The settings whose source a message names. */
 const PLACES = {
   port: ["--port", "SESSIONTAP_PORT"],
   mirrorDir: ["--mirror-dir", "SESSIONTAP_MIRROR_DIR"],
@@ -174,7 +173,6 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
   };
 }
 
-/** The setting that chose `key`'s value, for a message. */
 export function settingName(config: Readonly<Config>, key: keyof typeof PLACES): string {
   const [flag, envName] = PLACES[key];
   const from = config.sources[key];

@@ -56,7 +56,6 @@ export interface GuardAlert {
 }
 
 export type GuardHealth = ReturnType<Guard["health"]>;
-/** What the guard knows of one session (tests and diagnostics). */
 export type GuardSessionView = NonNullable<ReturnType<Guard["inspect"]>>;
 
 type Expected = { keys: string[]; at: number; answer: boolean; chain: string | null; segment: number };

@@ -44,7 +44,6 @@ const decoder = new TextDecoder();
 
 export class ViewerData {
   private readonly catalog: SessionCatalog;
-  /** Only the sessions a page has open are looked at. */
   private readonly follows = new Map<number, string>();
   private readonly files = new Map<string, Map<string, JsonlFollower>>();
   private timer: ReturnType<typeof setInterval> | undefined;

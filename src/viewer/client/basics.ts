@@ -80,7 +80,6 @@ export function failed(what: string): (error: unknown) => void {
   };
 }
 
-/** The reader's zone, UTC on hover. */
 function setTime(t: HTMLElement, iso: string, seconds = false): void {
   t.textContent = isNaN(Date.parse(iso)) ? "?" : localDateTime(Date.parse(iso), LOCAL, seconds);
   t.title = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");

@@ -58,7 +58,6 @@ export async function loadSessions(): Promise<void> {
   }
 }
 
-/** "3 sessions · 1.2M tokens · ≈ $4.56". */
 function totals(shown: ViewerSession[]): string {
   let sum = 0, unknown = false, toks = 0;
   for (const s of shown) {

@@ -9,7 +9,6 @@ import { highlight, loadSessions, renderSessions } from "./list.ts";
 /** Counts navigations: an answer that arrives after a newer navigation began is not shown. */
 let shown = 0;
 
-/** At record `uuid` when given, else at its top. */
 export async function showSession(id: string, uuid?: string | null): Promise<void> {
   const ticket = ++shown;
   const data = await getJson<SessionView>("api/sessions/" + encodeURIComponent(id));
