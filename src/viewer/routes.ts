@@ -95,7 +95,6 @@ export function createViewer(options: {
   // Open event streams end when the tap stops, so they do not hold the drain.
   const stopping = new AbortController();
   let nextFollow = 1;
-  const guardAlert = options.guardAlert ?? (() => null);
   const hosts = allowedHosts(options.host);
   const app = new Hono<{ Variables: SecureHeadersVariables }>();
   // While the tap listens on loopback, a page that rebinds its own domain to 127.0.0.1 must not read the conversations.
@@ -108,7 +107,7 @@ export function createViewer(options: {
   app.use("/", loopbackOnly);
   app.use("/api/*", loopbackOnly);
   app.get("/", PAGE_POLICY, async (c) => c.html(viewerPage(c.get("secureHeadersNonce") ?? "", options.version, await clientScript(options.bundle))));
-  const withAlert = (s: ListEntry): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : guardAlert(s.sessionId) });
+  const withAlert = (s: ListEntry): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : options.guardAlert?.(s.sessionId) ?? null });
   app.get("/api/sessions", async (c) => c.json((await data.sessions()).map(withAlert)));
   app.get("/api/sessions/:id", async (c) => {
     const answer = await data.session(c.req.param("id"));

@@ -8,9 +8,8 @@ import { follow, showSession } from "./session.ts";
 function route(): Promise<void> {
   const m = /^#\/s\/([^/]+)(?:\/(.+))?$/.exec(location.hash);
   if (m) {
-    showSession(decodeURIComponent(m[1]), m[2] ? decodeURIComponent(m[2]) : null).catch((e) => {
-      ui.conversation.replaceChildren(el("div", "empty", message(e)));
-    });
+    const fail = (e: unknown) => ui.conversation.replaceChildren(el("div", "empty", message(e)));
+    showSession(decodeURIComponent(m[1]), m[2] ? decodeURIComponent(m[2]) : null).catch(fail);
     return Promise.resolve();
   }
   const wasViewing = document.body.classList.contains("viewing");

@@ -41,11 +41,11 @@ function facts(s: SessionView["session"]): void {
     ["Claude Code transcript", badge(s.claudeTranscript)],
   ];
   const links = el("div", "row links");
-  for (const f of ["md", "html", "jsonl"]) {
-    links.append(el("a", null, "export ." + f, { href: `api/sessions/${encodeURIComponent(idOf(s))}/export?format=${f}` }));
-  }
   const newest = () => [...ui.conversation.querySelectorAll(".rec.user:not([hidden])")].pop()?.scrollIntoView({ block: "start" });
-  links.append(el("button", null, "↓ newest turn", { onclick: newest }));
+  links.append(
+    ...["md", "html", "jsonl"].map((f) => el("a", null, "export ." + f, { href: `api/sessions/${encodeURIComponent(idOf(s))}/export?format=${f}` })),
+    el("button", null, "↓ newest turn", { onclick: newest }),
+  );
   ui.facts.replaceChildren(el("h2", null, s.title || idOf(s)), ...(s.guard ? [guardBanner(s.guard)] : []));
   for (const [label, ...value] of rows) ui.facts.appendChild(el("div", "row")).append(el("b", null, label + " "), ...value);
   ui.facts.append(restorePanel(s), links);
