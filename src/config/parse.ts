@@ -93,12 +93,13 @@ const PLACES = {
   mirrorDir: ["--mirror-dir", "SESSIONTAP_MIRROR_DIR"],
   claudeDir: ["--claude-dir", "CLAUDE_CONFIG_DIR"],
 } as const;
+type Place = keyof typeof PLACES;
 
 function resolve(command: Command | "help" | "version", positional: string[], flags: Flags, env: Env, home: string) {
   const str = (flag: string) => (typeof flags.get(flag) === "string" ? flags.get(flag) as string : null);
   const source = (flag: string, envName: string): SettingSource => (str(flag) !== null ? "flag" : env[envName] ? "env" : "default");
   const setting = (flag: string, envName: string) => pick(flags, flag, env, envName) ?? DEFAULTS[envName];
-  const place = (key: keyof typeof PLACES) => setting(PLACES[key][0], PLACES[key][1]);
+  const place = (key: Place) => setting(PLACES[key][0], PLACES[key][1]);
   const num = (name: string, min: number, max: number) => integer(name, env[name] || DEFAULTS[name], min, max);
   const toggle = (name: string, yes: string, no: string) => onOff(name, env[name] || DEFAULTS[name], [yes], [no]);
   const host = setting("--host", "SESSIONTAP_HOST");
@@ -166,14 +167,11 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     full: flags.has("--full"),
     prices: env.SESSIONTAP_PRICES ? expandHome(env.SESSIONTAP_PRICES, home) : null,
     proxy: proxySettings(flags, env, home),
-    sources: Object.fromEntries(Object.entries(PLACES).map(([key, [flag, envName]]) => [key, source(flag, envName)])) as Record<
-      keyof typeof PLACES,
-      SettingSource
-    >,
+    sources: Object.fromEntries(Object.entries(PLACES).map(([key, [flag, envName]]) => [key, source(flag, envName)])) as Record<Place, SettingSource>,
   };
 }
 
-export function settingName(config: Readonly<Config>, key: keyof typeof PLACES): string {
+export function settingName(config: Readonly<Config>, key: Place): string {
   const [flag, envName] = PLACES[key];
   const from = config.sources[key];
   return from === "flag" ? flag : from === "env" ? envName : `the default ${DEFAULTS[envName]} (set ${flag} or ${envName})`;
