@@ -1,32 +1,78 @@
-// The command table, the one source of the usage lines, the parser's flags and the help (docs/DESIGN.md "Command line"). Pure.
+// The command and settings tables, the one source of the usage lines, the parser's flags and defaults, and the help (docs/DESIGN.md "Command line").
 
-/** A flag of one command: its value's name (null for a switch) and what it does there. */
+/** Every setting: its flag, its environment variable, the default parse.ts takes, and what help says after it ("\n" continues a line). */
+export const SETTINGS: [flag: string, env: string, fallback: string, note: string][] = [
+  ["--port N", "SESSIONTAP_PORT", "8787", "(0 picks a free port)"],
+  ["--host ADDR", "SESSIONTAP_HOST", "127.0.0.1", "(beyond loopback, /_tap/ needs a token)"],
+  ["--token TOKEN", "SESSIONTAP_TOKEN", "", "none on loopback; beyond it, one generated and printed"],
+  ["--upstream URL", "SESSIONTAP_UPSTREAM", "https://api.anthropic.com", ""],
+  ["--mirror-dir DIR", "SESSIONTAP_MIRROR_DIR", "~/.claude/session-mirrors", ""],
+  ["--no-mirror", "SESSIONTAP_MIRROR=on|off", "on", ""],
+  ["", "SESSIONTAP_MAX_BYTES", "104857600", "(rotate the active file at 100 MiB)"],
+  ["", "SESSIONTAP_RETENTION_DAYS", "0", "(off: the mirror keeps every session; N removes files\nolder than N days; keep N past Claude Code's cleanup)"],
+  ["", "SESSIONTAP_MAX_SESSIONS", "1024", "(sessions kept in memory, LRU)"],
+  ["", "SESSIONTAP_INCLUDE_THINKING", "true", "(false drops thinking blocks)"],
+  ["", "SESSIONTAP_SIDE_REQUESTS", "on", "(off: side requests are not mirrored)"],
+  ["", "SESSIONTAP_MAX_QUEUED", "1000", "(commits kept in memory while writes fail)"],
+  ["", "SESSIONTAP_MAX_MESSAGE_BYTES", "33554432", "(an answer's bytes the mirror keeps; the rest\nis marked truncated; a larger request is not mirrored)"],
+  ["", "SESSIONTAP_LOCK_WAIT_MS", "2000", "(longest wait for another tap's lock on a session)"],
+  ["", "SESSIONTAP_DRAIN_MS", "10000", "(longest wait for in-flight streams on SIGTERM)"],
+  ["--claude-dir DIR", "CLAUDE_CONFIG_DIR", "~/.claude", ""],
+  ["", "SESSIONTAP_CLAUDE", "claude", "(on PATH): the Claude Code sessiontap claude and drill run"],
+  ["", "SESSIONTAP_DRILL_TIMEOUT_MS", "120000", "(longest a drill's Claude Code may take to resume)"],
+  ["", "SESSIONTAP_GUARD=on|off", "", "on when the Claude Code config dir exists: say at once\nwhen Claude Code loses the transcript of a mirrored session"],
+  ["--store URL", "SESSIONTAP_STORE", "", "none (files only); postgres://… a shared store for teams:\nlist, show, export and restore read it when set"],
+  ["--redact MODE", "SESSIONTAP_REDACT", "shared", "(secrets replaced in the store and in exports;\nall: in the tree too; off: nowhere)"],
+  ["", "SESSIONTAP_STORE_ONLY", "false", "(true: the store only; the tree is its outage spool)"],
+  ["", "SESSIONTAP_PRICES", "", "none (a JSON price file read over the built-in table:\nlist, show, usage, export and the viewer estimate costs)"],
+  [
+    "--proxy-port N",
+    "SESSIONTAP_PROXY_PORT",
+    "",
+    "off (also a forward proxy for HTTPS_PROXY: decrypts the\nAPI hosts it knows, tunnels the rest; 0 picks a port)",
+  ],
+  ["", "SESSIONTAP_PROXY_HOSTS", "", "none (more host names it decrypts, spoken to as the API)"],
+  ["", "SESSIONTAP_PROXY_UPSTREAM", "", "none (HOST=URL,...: send a known host's requests elsewhere)"],
+  ["", "SESSIONTAP_PROXY_TUNNEL", "on", "(off: refuse every host it does not know)"],
+  ["", "SESSIONTAP_PROXY_TIMEOUT_MS", "10000", "(longest wait for a CONNECT or a TLS handshake)"],
+  ["", "SESSIONTAP_CA_DIR", "~/.config/sessiontap", "(its CA; NODE_EXTRA_CA_CERTS names\nca.pem there; $XDG_CONFIG_HOME/sessiontap when set)"],
+];
+
+export const DEFAULTS: Record<string, string> = Object.fromEntries(SETTINGS.map(([, env, fallback]) => [env.split("=")[0], fallback]));
+
+function settingsHelp(): string {
+  const row = ([flag, env, fallback, note]: (typeof SETTINGS)[number]) =>
+    `  ${flag.padEnd(18)}  ${env.padEnd(28)} ${[fallback, note].filter(Boolean).join(" ")}`;
+  return SETTINGS.map((s) => row(s).replaceAll("\n", `\n${" ".repeat(51)}`)).join("\n");
+}
+
+/** `value`: its value's name, null for a switch. */
 type FlagHelp = { flag: string; value: string | null; help: string };
 /** `args`: required positional arguments; `rest`: any number more ("[ARGS…]": claude's are passed on unparsed); `usageSuffix`: notes after the flags. */
 type CommandSpec = { args: string[]; about: string; flags: FlagHelp[]; rest?: string; usageSuffix?: string; exit: string };
 
 const f = (flag: string, value: string | null, help: string): FlagHelp => ({ flag, value, help });
-const mirrorDir = f("--mirror-dir", "DIR", "the mirror root (SESSIONTAP_MIRROR_DIR; default ~/.claude/session-mirrors)");
-const claudeDir = (why: string) => f("--claude-dir", "DIR", `Claude Code's config dir, ${why} (CLAUDE_CONFIG_DIR; default ~/.claude)`);
+const byDefault = (env: string) => `${env}; default ${DEFAULTS[env]}`;
+const mirrorDir = f("--mirror-dir", "DIR", `the mirror root (${byDefault("SESSIONTAP_MIRROR_DIR")})`);
+const claudeDir = (why: string) => f("--claude-dir", "DIR", `Claude Code's config dir, ${why} (${byDefault("CLAUDE_CONFIG_DIR")})`);
 const storeRead = f("--store", "URL", "read a shared PostgreSQL store instead of the tree (SESSIONTAP_STORE)");
 const json = (what: string) => f("--json", null, `print ${what} as JSON`);
 const since = (what: string) => f("--since", "DATE", `only ${what} from DATE on: YYYY-MM-DD, today, yesterday, or Nd (the last N days), in local time`);
 
-/** Every command's entry, in the order help lists them. */
 const SPECS = {
   serve: {
     args: [],
     about: "Runs the tap: forwards every request to the upstream unchanged and mirrors each Claude Code conversation.",
     flags: [
-      f("--port", "N", "port to listen on (SESSIONTAP_PORT; default 8787; 0 picks a free port and prints it)"),
-      f("--host", "ADDR", "address to listen on (SESSIONTAP_HOST; default 127.0.0.1); beyond loopback, /_tap/ needs a token"),
+      f("--port", "N", `port to listen on (${byDefault("SESSIONTAP_PORT")}; 0 picks a free port and prints it)`),
+      f("--host", "ADDR", `address to listen on (${byDefault("SESSIONTAP_HOST")}); beyond loopback, /_tap/ needs a token`),
       f(
         "--token",
         "TOKEN",
         "the token /_tap/ requires, 16+ characters, not guessable (SESSIONTAP_TOKEN); on loopback none is needed unless one is given; " +
           "beyond loopback without one, a token is generated and printed at start",
       ),
-      f("--upstream", "URL", "where requests go (SESSIONTAP_UPSTREAM; default https://api.anthropic.com)"),
+      f("--upstream", "URL", `where requests go (${byDefault("SESSIONTAP_UPSTREAM")})`),
       mirrorDir,
       f("--no-mirror", null, "forward only; write nothing at all (SESSIONTAP_MIRROR=off)"),
       claudeDir("whose transcripts the guard watches and the viewer checks"),
@@ -140,7 +186,8 @@ const SPECS = {
       "(claude on PATH, or SESSIONTAP_CLAUDE) as claude -p --resume against an answerer inside sessiontap (nothing leaves the machine, no token is " +
       "spent), and compares what it sends with the mirror. SESSION: an id or a unique prefix; none: every session.",
     flags: [mirrorDir, storeRead, f("--jobs", "N", "drill N sessions at once (default: the cores, at most 4)"), json("an array of {sessionId, ok, detail, …}")],
-    usageSuffix: "Each Claude Code is stopped after SESSIONTAP_DRILL_TIMEOUT_MS (default 120000). Run it after upgrading Claude Code.",
+    usageSuffix:
+      `Each Claude Code is stopped after SESSIONTAP_DRILL_TIMEOUT_MS (default ${DEFAULTS.SESSIONTAP_DRILL_TIMEOUT_MS}). Run it after upgrading Claude Code.`,
     exit: "0 every session drilled resumed whole; 1 any did not, or Claude Code could not be started; 2 a usage error, or a SESSION that matches none.",
   },
   mcp: {
@@ -186,7 +233,6 @@ export function usageLine(command: Command): string {
   return ["sessiontap", command === "serve" ? "[serve]" : command, ...args, ...(rest ? [rest] : []), ...flags.map((x) => `[${flagText(x)}]`)].join(" ");
 }
 
-/** `sessiontap CMD --help`. */
 export function commandHelp(command: Command): string {
   const spec = COMMAND_SPECS[command];
   const rows = [...spec.flags.map((x) => [flagText(x), x.help]), ["-h, --help", "print this help"]];
@@ -196,7 +242,6 @@ export function commandHelp(command: Command): string {
   return `Usage: ${usageLine(command)}\n\n${spec.about}\n\nOptions:\n${options}${suffix}\nExit status: ${spec.exit}\n`;
 }
 
-/** `sessiontap --help`: every usage line from the table, and every setting. */
 export const HELP = `sessiontap — a transparent tap for the Anthropic Messages API that mirrors every
 Claude Code conversation to per-session JSONL files.
 
@@ -215,43 +260,7 @@ Is it working? sessiontap doctor. With the tap stopped, Claude Code's requests f
 of retries): start it again, or go around it: unset ANTHROPIC_BASE_URL.
 
 Settings (flag, then environment, then default):
-  --port N            SESSIONTAP_PORT              8787 (0 picks a free port)
-  --host ADDR         SESSIONTAP_HOST              127.0.0.1 (beyond loopback, /_tap/ needs a token)
-  --token TOKEN       SESSIONTAP_TOKEN             none on loopback; beyond it, one generated and printed
-  --upstream URL      SESSIONTAP_UPSTREAM          https://api.anthropic.com
-  --mirror-dir DIR    SESSIONTAP_MIRROR_DIR        ~/.claude/session-mirrors
-  --no-mirror         SESSIONTAP_MIRROR=on|off     on
-                      SESSIONTAP_MAX_BYTES         104857600 (rotate the active file at 100 MiB)
-                      SESSIONTAP_RETENTION_DAYS    0 (off: the mirror keeps every session; N removes files
-                                                   older than N days; keep N past Claude Code's cleanup)
-                      SESSIONTAP_MAX_SESSIONS      1024 (sessions kept in memory, LRU)
-                      SESSIONTAP_INCLUDE_THINKING  true (false drops thinking blocks)
-                      SESSIONTAP_SIDE_REQUESTS     on (off: side requests are not mirrored)
-                      SESSIONTAP_MAX_QUEUED        1000 (commits kept in memory while writes fail)
-                      SESSIONTAP_MAX_MESSAGE_BYTES 33554432 (an answer's bytes the mirror keeps; the rest
-                                                   is marked truncated; a larger request is not mirrored)
-                      SESSIONTAP_LOCK_WAIT_MS      2000 (longest wait for another tap's lock on a session)
-                      SESSIONTAP_DRAIN_MS          10000 (longest wait for in-flight streams on SIGTERM)
-  --claude-dir DIR    CLAUDE_CONFIG_DIR            ~/.claude
-                      SESSIONTAP_CLAUDE            claude (on PATH): the Claude Code sessiontap claude and drill run
-                      SESSIONTAP_DRILL_TIMEOUT_MS  120000 (longest a drill's Claude Code may take to resume)
-                      SESSIONTAP_GUARD=on|off      on when the Claude Code config dir exists: say at once
-                                                   when Claude Code loses the transcript of a mirrored session
-  --store URL         SESSIONTAP_STORE             none (files only); postgres://… a shared store for teams:
-                                                   list, show, export and restore read it when set
-  --redact MODE       SESSIONTAP_REDACT            shared (secrets replaced in the store and in exports;
-                                                   all: in the tree too; off: nowhere)
-                      SESSIONTAP_STORE_ONLY        false (true: the store only; the tree is its outage spool)
-                      SESSIONTAP_PRICES            none (a JSON price file read over the built-in table:
-                                                   list, show, usage, export and the viewer estimate costs)
-  --proxy-port N      SESSIONTAP_PROXY_PORT        off (also a forward proxy for HTTPS_PROXY: decrypts the
-                                                   API hosts it knows, tunnels the rest; 0 picks a port)
-                      SESSIONTAP_PROXY_HOSTS       none (more host names it decrypts, spoken to as the API)
-                      SESSIONTAP_PROXY_UPSTREAM    none (HOST=URL,...: send a known host's requests elsewhere)
-                      SESSIONTAP_PROXY_TUNNEL      on (off: refuse every host it does not know)
-                      SESSIONTAP_PROXY_TIMEOUT_MS  10000 (longest wait for a CONNECT or a TLS handshake)
-                      SESSIONTAP_CA_DIR            ~/.config/sessiontap (its CA; NODE_EXTRA_CA_CERTS names
-                                                   ca.pem there; $XDG_CONFIG_HOME/sessiontap when set)
+${settingsHelp()}
 
 Exit status: 0 success, 1 the command found a problem, 2 a usage error. sessiontap CMD --help says more.
 

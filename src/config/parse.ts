@@ -1,9 +1,9 @@
-// Settings from flags, then environment, then defaults (docs/DESIGN.md "Command line"): (argv, env, home) → a
-// frozen Config, or a UsageError naming the one setting or flag that is wrong. Pure.
+// Settings from flags, then environment, then defaults (docs/DESIGN.md "Command line"): a frozen Config, or a UsageError naming
+// the one setting or flag that is wrong. Pure.
 import { parseArgs } from "node:util";
-import { type Command, COMMAND_SPECS, COMMANDS, flagsOf } from "./commands.ts";
+import { type Command, COMMAND_SPECS, COMMANDS, DEFAULTS, flagsOf } from "./commands.ts";
 import { join } from "node:path/posix";
-import { isHostName, type ProxySettings, widerThanASite } from "./proxy-settings.ts";
+import { isHostName, widerThanASite } from "./proxy-settings.ts";
 
 export { type Command, COMMANDS };
 export type SettingSource = "flag" | "env" | "default";
@@ -16,7 +16,7 @@ const OPTIONS = Object.fromEntries([
   ["version", { type: "boolean", short: "V" }],
 ]);
 
-/** The known option nearest a mistyped one (at most two edits), for "did you mean". */
+/** At most two edits away, for "did you mean". */
 function nearest(name: string): string | null {
   let best: [number, string] | null = null;
   for (const known of Object.keys(OPTIONS)) {
@@ -32,7 +32,7 @@ function nearest(name: string): string | null {
   return best?.[1] ?? null;
 }
 
-export function splitArgs(argv: string[]): { command: string | null; positional: string[]; flags: Flags } {
+function splitArgs(argv: string[]): { command: string | null; positional: string[]; flags: Flags } {
   // Not strict: parseArgs' own errors differ between runtimes, so each token is checked here, in our words.
   const { tokens } = parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
   const flags: Flags = new Map();
@@ -83,31 +83,32 @@ export function parseConfig(argv: string[], env: Env, home: string): Readonly<Co
   return Object.freeze(resolve(flags.has("--version") ? "version" : named ?? "serve", positional, flags, env, home));
 }
 
-/** A help request reads nothing else, so `--help` works whatever the environment says. */
+/** Reads nothing else, so `--help` works whatever the environment says. */
 function helpConfig(helpFor: Command | null): Readonly<Config> {
   return Object.freeze({ ...resolve("help", [], new Map(), {}, "/"), helpFor });
 }
 
-/** The settings whose source a message names: flag, environment variable, default. */
 const PLACES = {
-  port: ["--port", "SESSIONTAP_PORT", "8787"],
-  mirrorDir: ["--mirror-dir", "SESSIONTAP_MIRROR_DIR", "~/.claude/session-mirrors"],
-  claudeDir: ["--claude-dir", "CLAUDE_CONFIG_DIR", "~/.claude"],
+  port: ["--port", "SESSIONTAP_PORT"],
+  mirrorDir: ["--mirror-dir", "SESSIONTAP_MIRROR_DIR"],
+  claudeDir: ["--claude-dir", "CLAUDE_CONFIG_DIR"],
 } as const;
+type Place = keyof typeof PLACES;
 
 function resolve(command: Command | "help" | "version", positional: string[], flags: Flags, env: Env, home: string) {
   const str = (flag: string) => (typeof flags.get(flag) === "string" ? flags.get(flag) as string : null);
   const source = (flag: string, envName: string): SettingSource => (str(flag) !== null ? "flag" : env[envName] ? "env" : "default");
-  const place = (key: keyof typeof PLACES) => pick(flags, PLACES[key][0], env, PLACES[key][1]) ?? PLACES[key][2];
-  const num = (name: string, fallback: string, min: number, max: number) => integer(name, env[name] || fallback, min, max);
-  const toggle = (name: string, yes: string, no: string, fallback: boolean) => (env[name] ? onOff(name, env[name]!, [yes], [no]) : fallback);
-  const host = pick(flags, "--host", env, "SESSIONTAP_HOST") ?? "127.0.0.1";
+  const setting = (flag: string, envName: string) => pick(flags, flag, env, envName) ?? DEFAULTS[envName];
+  const place = (key: Place) => setting(PLACES[key][0], PLACES[key][1]);
+  const num = (name: string, min: number, max: number) => integer(name, env[name] || DEFAULTS[name], min, max);
+  const toggle = (name: string, yes: string, no: string) => onOff(name, env[name] || DEFAULTS[name], [yes], [no]);
+  const host = setting("--host", "SESSIONTAP_HOST");
   const format = str("--format") ?? "md";
   const url = str("--url");
   const since = str("--since");
   const store = pick(flags, "--store", env, "SESSIONTAP_STORE");
   const token = pick(flags, "--token", env, "SESSIONTAP_TOKEN");
-  const redact = (pick(flags, "--redact", env, "SESSIONTAP_REDACT") ?? "shared").trim().toLowerCase();
+  const redact = setting("--redact", "SESSIONTAP_REDACT").trim().toLowerCase();
   if (redact !== "shared" && redact !== "all" && redact !== "off") {
     throw new UsageError(`redaction (--redact / SESSIONTAP_REDACT) must be shared, all or off, got "${redact}"`);
   }
@@ -128,20 +129,20 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     positional,
     port: integer("port (--port / SESSIONTAP_PORT)", place("port"), 0, 65535),
     host,
-    upstream: upstreamUrl(pick(flags, "--upstream", env, "SESSIONTAP_UPSTREAM") ?? "https://api.anthropic.com"),
+    upstream: upstreamUrl(setting("--upstream", "SESSIONTAP_UPSTREAM")),
     mirrorDir: expandHome(place("mirrorDir"), home),
-    mirror: toggle("SESSIONTAP_MIRROR", "on", "off", true) && !flags.has("--no-mirror"),
-    maxBytes: num("SESSIONTAP_MAX_BYTES", "104857600", 1024, Number.MAX_SAFE_INTEGER),
+    mirror: toggle("SESSIONTAP_MIRROR", "on", "off") && !flags.has("--no-mirror"),
+    maxBytes: num("SESSIONTAP_MAX_BYTES", 1024, Number.MAX_SAFE_INTEGER),
     // Off by default: the mirror is the backup of transcripts Claude Code deletes at 30 days (docs/DESIGN.md "Retention").
-    retentionDays: num("SESSIONTAP_RETENTION_DAYS", "0", 0, 36500),
-    maxSessions: num("SESSIONTAP_MAX_SESSIONS", "1024", 1, 10_000_000),
-    includeThinking: toggle("SESSIONTAP_INCLUDE_THINKING", "true", "false", true),
-    sideRequests: toggle("SESSIONTAP_SIDE_REQUESTS", "on", "off", true),
+    retentionDays: num("SESSIONTAP_RETENTION_DAYS", 0, 36500),
+    maxSessions: num("SESSIONTAP_MAX_SESSIONS", 1, 10_000_000),
+    includeThinking: toggle("SESSIONTAP_INCLUDE_THINKING", "true", "false"),
+    sideRequests: toggle("SESSIONTAP_SIDE_REQUESTS", "on", "off"),
     claudeDir: expandHome(place("claudeDir"), home),
     // null: unset, which is on when the Claude Code config dir exists.
     guard: env.SESSIONTAP_GUARD ? onOff("SESSIONTAP_GUARD", env.SESSIONTAP_GUARD, ["on"], ["off"]) : null,
     store: store === undefined ? null : storeUrl(store),
-    storeOnly: toggle("SESSIONTAP_STORE_ONLY", "true", "false", false),
+    storeOnly: toggle("SESSIONTAP_STORE_ONLY", "true", "false"),
     redact: redact as "shared" | "all" | "off",
     noRedact: flags.has("--no-redact"),
     json: flags.has("--json"),
@@ -151,12 +152,12 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     dryRun: flags.has("--dry-run"),
     force: flags.has("--force"),
     repair: flags.has("--repair"),
-    drainMs: num("SESSIONTAP_DRAIN_MS", "10000", 0, 600_000),
-    lockWaitMs: num("SESSIONTAP_LOCK_WAIT_MS", "2000", 0, 600_000),
-    drillTimeoutMs: num("SESSIONTAP_DRILL_TIMEOUT_MS", "120000", 1000, 3_600_000),
+    drainMs: num("SESSIONTAP_DRAIN_MS", 0, 600_000),
+    lockWaitMs: num("SESSIONTAP_LOCK_WAIT_MS", 0, 600_000),
+    drillTimeoutMs: num("SESSIONTAP_DRILL_TIMEOUT_MS", 1000, 3_600_000),
     jobs: str("--jobs") === null ? null : integer("--jobs", str("--jobs")!, 1, 64),
-    maxQueued: num("SESSIONTAP_MAX_QUEUED", "1000", 1, 1_000_000),
-    maxMessageBytes: num("SESSIONTAP_MAX_MESSAGE_BYTES", "33554432", 65536, 1 << 30),
+    maxQueued: num("SESSIONTAP_MAX_QUEUED", 1, 1_000_000),
+    maxMessageBytes: num("SESSIONTAP_MAX_MESSAGE_BYTES", 65536, 1 << 30),
     url,
     token: token === undefined ? null : tokenValue(token),
     tokenSource: source("--token", "SESSIONTAP_TOKEN"),
@@ -166,18 +167,14 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     full: flags.has("--full"),
     prices: env.SESSIONTAP_PRICES ? expandHome(env.SESSIONTAP_PRICES, home) : null,
     proxy: proxySettings(flags, env, home),
-    sources: Object.fromEntries(Object.entries(PLACES).map(([key, [flag, envName]]) => [key, source(flag, envName)])) as Record<
-      keyof typeof PLACES,
-      SettingSource
-    >,
+    sources: Object.fromEntries(Object.entries(PLACES).map(([key, [flag, envName]]) => [key, source(flag, envName)])) as Record<Place, SettingSource>,
   };
 }
 
-/** The setting that chose `key`'s value, for a message ("--mirror-dir", "SESSIONTAP_MIRROR_DIR", or the default). */
-export function settingName(config: Readonly<Config>, key: keyof typeof PLACES): string {
-  const [flag, envName, fallback] = PLACES[key];
+export function settingName(config: Readonly<Config>, key: Place): string {
+  const [flag, envName] = PLACES[key];
   const from = config.sources[key];
-  return from === "flag" ? flag : from === "env" ? envName : `the default ${fallback} (set ${flag} or ${envName})`;
+  return from === "flag" ? flag : from === "env" ? envName : `the default ${DEFAULTS[envName]} (set ${flag} or ${envName})`;
 }
 
 export class UsageError extends Error {
@@ -186,58 +183,52 @@ export class UsageError extends Error {
 
 export type Env = Record<string, string | undefined>;
 
-/** A setting: its flag first, then its environment variable (empty is unset). */
-export function pick(flags: Map<string, string | true>, flag: string | null, env: Env, envName: string | null): string | undefined {
-  const fromFlag = flag === null ? undefined : flags.get(flag);
-  if (typeof fromFlag === "string") return fromFlag;
-  const fromEnv = envName === null ? undefined : env[envName];
-  return fromEnv === "" ? undefined : fromEnv;
+/** Its flag first, then its environment variable (empty is unset). */
+function pick(flags: Flags, flag: string, env: Env, envName: string): string | undefined {
+  const fromFlag = flags.get(flag);
+  return typeof fromFlag === "string" ? fromFlag : env[envName] || undefined;
 }
 
-export function integer(name: string, raw: string, min: number, max: number): number {
+function integer(name: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name} must be a whole number, got "${raw}"`);
   const n = Number(raw.trim());
   if (n < min || n > max) throw new UsageError(`${name} must be between ${min} and ${max}, got ${n}`);
   return n;
 }
 
-export function onOff(name: string, raw: string, yes: string[], no: string[]): boolean {
+function onOff(name: string, raw: string, yes: string[], no: string[]): boolean {
   const v = raw.trim().toLowerCase();
   if (yes.includes(v) || no.includes(v)) return yes.includes(v);
   throw new UsageError(`${name} must be ${yes[0]} or ${no[0]}, got "${raw}"`);
 }
 
 function urlOf(raw: string, protocols: string[]): URL | null {
-  try {
-    const url = new URL(raw);
-    return protocols.includes(url.protocol) ? url : null;
-  } catch {
-    return null;
-  }
+  const url = URL.parse(raw);
+  return url !== null && protocols.includes(url.protocol) ? url : null;
 }
 
-export function httpUrl(name: string, raw: string): URL {
+function httpUrl(name: string, raw: string): URL {
   const url = urlOf(raw, ["http:", "https:"]);
   if (url === null) throw new UsageError(`${name} must be an http(s) URL, got "${raw}"`);
   return url;
 }
 
 /** An upstream without a trailing slash; credentials, a query or a fragment would be sent on every request. */
-export function upstreamUrl(raw: string, name = "upstream (--upstream / SESSIONTAP_UPSTREAM)"): string {
+function upstreamUrl(raw: string, name = "upstream (--upstream / SESSIONTAP_UPSTREAM)"): string {
   const url = httpUrl(name, raw);
   if (url.username || url.password || url.search || url.hash) throw new UsageError(`${name} must not carry credentials, a query or a fragment`);
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
 
 /** A postgres:// URL, never echoed back: it may hold a password. */
-export function storeUrl(raw: string): string {
+function storeUrl(raw: string): string {
   if (urlOf(raw, ["postgres:", "postgresql:"]) !== null) return raw;
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(raw)?.[1];
   throw new UsageError(`store (--store / SESSIONTAP_STORE) must be a postgres:// or postgresql:// URL${scheme ? `, got a ${scheme}: URL` : ""}`);
 }
 
 /** `--since`: YYYY-MM-DD (a real date), today, yesterday or Nd, lower case. */
-export function sinceDate(raw: string): string {
+function sinceDate(raw: string): string {
   const v = raw.trim().toLowerCase();
   const days = /^(\d{1,5})d$/.exec(v);
   if (v === "today" || v === "yesterday" || (days !== null && Number(days[1]) >= 1)) return v;
@@ -246,7 +237,7 @@ export function sinceDate(raw: string): string {
   throw new UsageError(`--since must be a date YYYY-MM-DD, today, yesterday or Nd (the last N days), got "${raw}"`);
 }
 
-export function expandHome(path: string, home: string): string {
+function expandHome(path: string, home: string): string {
   return path === "~" ? home : path.startsWith("~/") ? join(home, path.slice(2)) : path;
 }
 
@@ -284,7 +275,7 @@ export function tokenBits(token: string): number {
 }
 
 /** The token `/_tap/` requires, checked, never echoed back: it guards every conversation. */
-export function tokenValue(token: string): string {
+function tokenValue(token: string): string {
   const name = "token (--token / SESSIONTAP_TOKEN)";
   if (token.length < 16) throw new UsageError(`${name} must be at least 16 characters`);
   // What a bearer token may hold (RFC 6750 §2.1), which is what Hono's bearer-auth accepts.
@@ -297,8 +288,8 @@ export function tokenValue(token: string): string {
   return token;
 }
 
-/** The proxy's settings, or null when no proxy port is set; `home` expands `~`, and the CA's default follows XDG. */
-export function proxySettings(flags: Map<string, string | true>, env: Env, home: string): Readonly<ProxySettings> | null {
+/** Null when no proxy port is set. `addedHosts` are spoken to as api.anthropic.com is; `upstreams`: host → origin and base path; the CA's default follows XDG. */
+export function proxySettings(flags: Flags, env: Env, home: string) {
   const portRaw = pick(flags, "--proxy-port", env, "SESSIONTAP_PROXY_PORT");
   if (portRaw === undefined) return null;
   const port = integer("proxy port (--proxy-port / SESSIONTAP_PROXY_PORT)", portRaw, 0, 65535);
@@ -318,7 +309,7 @@ export function proxySettings(flags: Map<string, string | true>, env: Env, home:
   }
   const configHome = env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME.startsWith("/") ? env.XDG_CONFIG_HOME : `${home.replace(/\/+$/, "")}/.config`;
   const caDir = expandHome(env.SESSIONTAP_CA_DIR || `${configHome}/sessiontap`, home);
-  const timeoutMs = integer("SESSIONTAP_PROXY_TIMEOUT_MS", env.SESSIONTAP_PROXY_TIMEOUT_MS || "10000", 100, 600_000);
-  const tunnel = env.SESSIONTAP_PROXY_TUNNEL ? onOff("SESSIONTAP_PROXY_TUNNEL", env.SESSIONTAP_PROXY_TUNNEL, ["on"], ["off"]) : true;
+  const timeoutMs = integer("SESSIONTAP_PROXY_TIMEOUT_MS", env.SESSIONTAP_PROXY_TIMEOUT_MS || DEFAULTS.SESSIONTAP_PROXY_TIMEOUT_MS, 100, 600_000);
+  const tunnel = onOff("SESSIONTAP_PROXY_TUNNEL", env.SESSIONTAP_PROXY_TUNNEL || DEFAULTS.SESSIONTAP_PROXY_TUNNEL, ["on"], ["off"]);
   return Object.freeze({ port, addedHosts: Object.freeze(addedHosts), upstreams: Object.freeze(upstreams), caDir, timeoutMs, tunnel });
 }

@@ -1,17 +1,7 @@
 // The forward proxy's settings and the API hosts it decrypts (docs/DESIGN.md "Proxy mode"); parse.ts reads them. Pure.
+import type { proxySettings } from "./parse.ts";
 
-export interface ProxySettings {
-  /** 0: a free port, on the tap's own address. */
-  port: number;
-  /** Decrypted besides the table's hosts (lower case), and spoken to as api.anthropic.com is. */
-  addedHosts: readonly string[];
-  /** A known host's requests sent elsewhere: host → origin with an optional base path, no trailing slash. */
-  upstreams: Readonly<Record<string, string>>;
-  caDir: string;
-  /** Longest wait for a CONNECT head, a TLS handshake, a request head once begun, a tunnel's connect. */
-  timeoutMs: number;
-  tunnel: boolean;
-}
+export type ProxySettings = NonNullable<ReturnType<typeof proxySettings>>;
 
 /** Why the proxy could not start (its CA, a setting, its port): `serve` prints the message and exits 2. */
 export class ProxyStartError extends Error {

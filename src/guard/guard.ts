@@ -1,5 +1,4 @@
-// Watches Claude Code's own transcript of each session the tap mirrors and says, once per session and state, when it is missing, a stub
-// or behind: on stderr, in the events log, in health and to the viewer (docs/GUARD.md).
+// Says once per session and state when Claude Code's own transcript of a mirrored session is missing, a stub or behind (docs/GUARD.md).
 import { dirname } from "node:path/posix";
 import { LRUCache } from "lru-cache";
 import type { CommitJob } from "../protocol/commit-job.ts";
@@ -21,36 +20,34 @@ import {
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 
-/** The guard's seams; its timings and bounds have defaults (docs/GUARD.md), which tests shorten. */
-export interface GuardOptions {
+/** Timings and bounds (docs/GUARD.md), which tests shorten. */
+const DEFAULTS = {
+  settleMs: 1500,
+  confirmMs: 2000,
+  sweepMs: 10_000,
+  activeMs: 30 * 60_000,
+  maxLooksPerMinute: 120,
+  maxBytesPerLook: 2 * 1024 * 1024,
+  tailBytes: 8 * 1024 * 1024,
+  maxSessions: 256,
+  maxPrompts: 4096,
+  onAlerts: (_alerts: GuardAlert[]): void => {},
+};
+
+export type GuardOptions = Partial<typeof DEFAULTS> & {
   fs: FsAdapter;
   claudeDir: string;
   clock: () => number;
   stderr: (line: string) => void;
   log: (action: string, fields: EventFields) => void;
-  settleMs?: number;
-  confirmMs?: number;
-  sweepMs?: number;
-  /** A session with no turn for this long is no longer swept. */
-  activeMs?: number;
-  maxLooksPerMinute?: number;
-  maxBytesPerLook?: number;
-  tailBytes?: number;
-  maxSessions?: number;
-  /** Prompts and answers remembered per session. */
-  maxPrompts?: number;
-  /** Told the whole list whenever it changed (the viewer's banners live in another thread). */
-  onAlerts?: (alerts: GuardAlert[]) => void;
-}
+};
 
 export type GuardState = Exclude<TranscriptState, "intact">;
 
 export interface GuardAlert {
   sessionId: string;
   state: GuardState;
-  /** When the guard first saw this state (ISO time). */
   since: string;
-  /** The transcript's path (where it was, for "missing"). */
   path: string | null;
   /** For "behind": the prompts, and answers, of the mirror's current branch it lacks. */
   lacking?: number;
@@ -58,32 +55,12 @@ export interface GuardAlert {
   command: string;
 }
 
-export interface GuardHealth {
-  watching: number;
-  /** Sessions whose transcript the guard never found (Claude Code writes none, or elsewhere). */
-  notFound: number;
-  alerts: GuardAlert[];
-  looks: number;
-  bytesRead: number;
-  errors: number;
-}
+export type GuardHealth = ReturnType<Guard["health"]>;
+export type GuardSessionView = NonNullable<ReturnType<Guard["inspect"]>>;
 
-/** What the guard knows of one session (tests and diagnostics); `dueInMs`: till the next look. */
-export interface GuardSessionView {
-  path: string | null;
-  seen: boolean;
-  lastLook: number;
-  verdict: GuardState | "ok" | null;
-  verdictAt: number;
-  dueInMs: number | null;
-  prompts: number;
-  answers: number;
-}
-
-/** A prompt or answer the transcript should hold: when last sent, its message's chain and compacted segment. */
 type Expected = { keys: string[]; at: number; answer: boolean; chain: string | null; segment: number };
 
-/** One watched session; `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
+/** `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
 function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: number) {
   return {
     sessionId,
@@ -109,7 +86,6 @@ function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: n
 }
 type Watched = ReturnType<typeof fresh>;
 
-/** A look soon after another: a file still being read through, a burst of changes the file system told. */
 const CATCH_UP_MS = 200;
 const SLACK_MS = 20;
 /** A transcript not found is searched for under the project directories new since the last search, and under all of them. */
@@ -131,9 +107,7 @@ export class LookBudget {
 }
 
 export class Guard {
-  /** Said once per session and state (again only after the session was whole in between). */
   private readonly alerts = new Map<string, GuardAlert>();
-  /** Least recently active first; the one past `maxSessions` is dropped. */
   private readonly sessions: LRUCache<string, Watched>;
   /** Project directories watched, with the sessions whose transcript is there. */
   private readonly watched = new Map<string, { close: () => void; sessions: Set<string> }>();
@@ -148,19 +122,7 @@ export class Guard {
   private stopped = false;
 
   constructor(options: GuardOptions) {
-    this.o = {
-      settleMs: 1500,
-      confirmMs: 2000,
-      sweepMs: 10_000,
-      activeMs: 30 * 60_000,
-      maxLooksPerMinute: 120,
-      maxBytesPerLook: 2 * 1024 * 1024,
-      tailBytes: 8 * 1024 * 1024,
-      maxSessions: 256,
-      maxPrompts: 4096,
-      onAlerts: () => {},
-      ...options,
-    };
+    this.o = { ...DEFAULTS, ...options };
     this.sessions = new LRUCache({ max: this.o.maxSessions, dispose: (s, _, reason) => reason === "evict" && this.drop(s) });
     this.projects = new ProjectDirectories(options.claudeDir);
     this.budget = new LookBudget(this.o.maxLooksPerMinute);
@@ -171,11 +133,10 @@ export class Guard {
 
   observe(job: CommitJob): void {
     if (this.stopped || job.route !== "main" || job.base.sessionId === null) return;
-    const timer = setTimeout(() => this.note(job), 0);
-    (timer as { unref?: () => void }).unref?.();
+    queueMicrotask(() => this.note(job));
   }
 
-  inspect(sessionId: string): GuardSessionView | null {
+  inspect(sessionId: string) {
     const s = this.sessions.peek(sessionId);
     if (s === undefined) return null;
     const answers = [...s.expected.values()].filter((e) => e.answer).length;
@@ -204,7 +165,7 @@ export class Guard {
     }
   }
 
-  health(): GuardHealth {
+  health() {
     const since = this.o.clock() - this.o.activeMs;
     const all = [...this.sessions.values()];
     return {
@@ -229,7 +190,6 @@ export class Guard {
     this.watched.clear();
   }
 
-  /** Notes the commit's typed prompt and answer, follows the branch it carries, and looks once Claude Code has had time to write. */
   private note(job: CommitJob): void {
     if (this.stopped) return;
     const now = this.o.clock();
@@ -310,7 +270,7 @@ export class Guard {
     (s.timer as { unref?: () => void }).unref?.();
   }
 
-  /** Looks at recently active sessions (and those with an alert) that no look is due for: where the file system cannot tell. */
+  /** Where the file system cannot tell: looks at recently active sessions (and those with an alert) that no look is due for. */
   private sweepActive(): void {
     const now = this.o.clock();
     for (const s of this.sessions.values()) {
@@ -319,7 +279,7 @@ export class Guard {
     }
   }
 
-  /** One look, within the per-minute budget (unless `unbudgeted`); never rejects. */
+  /** Never rejects. */
   private async run(s: Watched, unbudgeted = false): Promise<"judged" | "catching-up" | "none"> {
     if (this.stopped || s.looking !== null || this.sessions.peek(s.sessionId) !== s) return "none";
     const now = this.o.clock();
@@ -334,16 +294,11 @@ export class Guard {
       this.readAlarm.ok(() => `sessiontap: guard: reading Claude Code's transcripts works again`);
       return kind;
     } catch (error) {
+      const why = describe(error);
       this.errors++;
-      this.o.log("error", { stage: "guard", session: s.sessionId, error: describe(error) });
-      const where = s.follower ? ` (${s.follower.path})` : "";
-      this.readAlarm.fail(
-        describe(error),
-        (first) =>
-          `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${where}: ${describe(error)}${
-            first ? "; the guard cannot tell whether it is whole" : " (still failing)"
-          }`,
-      );
+      this.o.log("error", { stage: "guard", session: s.sessionId, error: why });
+      const line = `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${s.follower ? ` (${s.follower.path})` : ""}: ${why}`;
+      this.readAlarm.fail(why, (first) => `${line}${first ? "; the guard cannot tell whether it is whole" : " (still failing)"}`);
       return "none";
     } finally {
       s.looking = null;
@@ -397,7 +352,7 @@ export class Guard {
     return read;
   }
 
-  /** Watches the directory of `s`'s transcript (one watcher per directory), so a change is looked at at once rather than at the next sweep. */
+  /** One watcher per directory, so a change is looked at at once rather than at the next sweep. */
   private watch(s: Watched): void {
     const dir = dirname(s.follower!.path);
     const known = this.watched.get(dir);
@@ -445,12 +400,9 @@ export class Guard {
 /** What this segment's requests no longer carry was rewound away; a compaction opens a new segment (docs/GUARD.md "The current branch"). */
 function followBranch(s: Watched, messages: readonly { role: string; chain: string | null }[], compaction: boolean): void {
   const head = messages.find((m) => m.role !== "system")?.chain ?? null;
-  if (compaction && head !== s.segmentHead) {
-    s.segment++;
-    s.segmentHead = head;
-    return;
-  }
+  const opens = compaction && head !== s.segmentHead;
   s.segmentHead = head;
+  if (opens) return void s.segment++;
   const carried = new Set(messages.map((m) => m.chain));
   const gone = [...s.expected.entries()].filter(([, e]) => e.segment === s.segment && e.chain !== null && !carried.has(e.chain));
   for (const [key] of gone) s.expected.delete(key);

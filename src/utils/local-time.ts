@@ -5,6 +5,8 @@
 export type Zone = { offsetMinutes(ms: number): number };
 
 export const UTC: Zone = { offsetMinutes: () => 0 };
+/** This process's zone (the browser's, in the viewer's page). */
+export const LOCAL: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
 
 function wall(ms: number, zone: Zone): Date {
   return new Date(ms + zone.offsetMinutes(ms) * 60_000);
@@ -37,7 +39,7 @@ export function dayStart(date: string, zone: Zone): number {
   return utcMidnight - zone.offsetMinutes(guess) * 60_000;
 }
 
-function daysBefore(date: string, n: number): string {
+export function daysBefore(date: string, n: number): string {
   const [y, mo, d] = date.split("-").map(Number);
   return localDate(Date.UTC(y, mo - 1, d - n), UTC);
 }

@@ -1,4 +1,4 @@
-// The viewer's data behind `/_tap/api/`, read in the viewer's own thread, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
+// The data behind `/_tap/api/`, read in the viewer's own thread, and the JSON shapes the page reads: docs/DESIGN.md "The viewer".
 import { join } from "node:path/posix";
 import { jsonObject } from "../protocol/json.ts";
 import { nameInside } from "../protocol/session-id.ts";
@@ -14,21 +14,19 @@ import { type SessionData, sessionIdOf, type SessionSummary, sessionTitle, sessi
 import { buildTree, outline, type Tree } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { type UsageReport, usageReport } from "../usage/tokens.ts";
-import { localDate, offsetLabel, type Zone } from "../utils/local-time.ts";
+import { LOCAL, localDate, offsetLabel } from "../utils/local-time.ts";
 
 export type { SearchHit } from "../transcript/search.ts";
 export type { ListEntry } from "../storage/mirror-reader.ts";
 
-/** The guard's alert on a session: what became of Claude Code's transcript, since when, and the command that brings it back. */
 export type GuardAlert = { state: string; since: string; command: string };
-/** `api/sessions`: the `list --json` objects, each with the guard's alert (added in the relay's thread, which hears the guard). */
+/** The `list --json` objects, each with the guard's alert (added in the relay's thread, which hears the guard). */
 export type ViewerSession = ListEntry & { guard: GuardAlert | null };
 type Prices = { source: string; checked: string };
-/** `api/sessions/:id`: the facts, the conversation as HTML (rendered and escaped by the tap), and where its reading path ends. */
 export type SessionView = { session: ListEntry & { guard?: GuardAlert | null }; tail: string | null; html: string; prices: Prices };
 type Refused = { ok: false; error: string; outcome: RestoreOutcome | null };
 export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | Refused;
-/** New records of one conversation of a followed session (each rendered by the tap), and the bytes the session's files now hold. */
+/** New records of one conversation of a followed session, and the bytes the session's files now hold. */
 export type LiveEvent = {
   dir: string;
   scope: "main" | "side" | "subagent";
@@ -36,24 +34,19 @@ export type LiveEvent = {
   records: { uuid: string | null; parentUuid: string | null; type: unknown; html: string }[];
   bytes: number;
 };
-/** `api/usage`: `usage --json`'s report with today in the tap's zone, and the drill's last result (or why it cannot be read). */
 export type UsageView = UsageReport & { timeZone: string; today: string; prices: Prices; drill: LastDrill | { error: string } | null };
 export type Answer<T = unknown> = { status: 200 | 400 | 404 | 409; body: T };
 export type ReaderSettings = { mirrorDir: string; claudeDir: string; pollMs: number; prices: PriceTable; redact: boolean };
 export type ReaderNote = { records: LiveEvent } | { error: string };
 
 const TYPES: Record<string, string> = { md: "text/markdown", html: "text/html", jsonl: "application/x-ndjson" };
-/** The days the page charts are the tap's days, as `usage` prints them. */
-const LOCAL: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
 const decoder = new TextDecoder();
 
 export class ViewerData {
   private readonly catalog: SessionCatalog;
-  /** Follows by id, and per followed directory each file's follower: only the sessions a page has open are looked at. */
   private readonly follows = new Map<number, string>();
   private readonly files = new Map<string, Map<string, JsonlFollower>>();
   private timer: ReturnType<typeof setInterval> | undefined;
-  /** Looks run one after another, so the followers move in order. */
   private looking: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -88,7 +81,6 @@ export class ViewerData {
     );
   }
 
-  /** As `sessiontap restore` does it (the same code): a dry run says what would be written; `force` replaces an intact transcript, keeping a backup. */
   async restore(query: string, options: { dryRun: boolean; force: boolean }): Promise<Answer> {
     const found = await this.open(query);
     if ("status" in found) return found;
@@ -122,7 +114,7 @@ export class ViewerData {
     return { timeZone: offsetLabel(now, LOCAL), today: localDate(now, LOCAL), prices: this.priceSource(), ...usageReport(sessions, prices, LOCAL), drill };
   }
 
-  /** Follows session directory `dir` (a plain name: routes.ts checks) for follow `id`; resolves with the bytes its files hold now. */
+  /** `dir`: a plain name (routes.ts checks); resolves with the bytes its files hold now. */
   async follow(id: number, dir: string): Promise<number> {
     this.follows.set(id, dir);
     this.timer ??= setInterval(() => this.next(() => this.lookAll()).catch((e) => this.tell({ error: (e as Error).message })), this.settings.pollMs);
@@ -168,7 +160,7 @@ export class ViewerData {
     return [...this.files.get(dir)!.values()].reduce((n, f) => n + f.offset, 0);
   }
 
-  /** Reads what grew in `dir`'s conversations and tells it (`emit`), else only sets the followers where the files end. */
+  /** Tells what grew in `dir`'s conversations (`emit`), else only sets the followers where the files end. */
   private async look(dir: string, emit: boolean): Promise<number> {
     const followers = this.files.get(dir) ?? this.files.set(dir, new Map()).get(dir)!;
     const batches: Omit<LiveEvent, "bytes">[] = [];

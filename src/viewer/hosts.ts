@@ -1,13 +1,13 @@
 // Who may reach the viewer by name while the tap listens on loopback: docs/DESIGN.md "Trust boundaries".
 
-/** True for an address only this machine can reach: an IPv4-mapped one (`::ffff:127.0.0.1`, `::ffff:7f00:1`) too. */
+/** An IPv4-mapped loopback (`::ffff:127.0.0.1`, `::ffff:7f00:1`) too. */
 export function isLoopback(host: string): boolean {
   const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
   const v6 = h.includes(":") && URL.canParse(`http://[${h}]`) ? new URL(`http://[${h}]`).hostname : null;
   return h === "localhost" || v6 === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(v6 ?? "") || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
 
-/** The Host names the viewer answers to when the tap listens on `host`; null: any (bound beyond loopback on purpose). */
+/** The Host names the viewer answers to when the tap listens on `host`; null: any. */
 export function allowedHosts(host: string): Set<string> | null {
   if (!isLoopback(host)) return null;
   const bound = host.trim().toLowerCase();
@@ -16,7 +16,7 @@ export function allowedHosts(host: string): Set<string> | null {
   return new Set([...names, bound.includes(":") && !bound.startsWith("[") ? `[${bound}]` : bound]);
 }
 
-/** The host name of a Host header, lower case, without its port ("[::1]:8787" → "[::1]"). */
+/** "[::1]:8787" → "[::1]", lower case. */
 export function hostName(host: string | null | undefined): string {
   const h = (host ?? "").trim().toLowerCase();
   if (h.startsWith("[")) return h.slice(0, h.indexOf("]") + 1);

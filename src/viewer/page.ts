@@ -1,14 +1,14 @@
 // The page at `GET /_tap/`: one document with its CSS and its one script inline: docs/DESIGN.md "The viewer".
 import { CONVERSATION_CSS } from "../transcript/render.ts";
 
-/** Bundles a browser module with what it imports into one minified classic script (the runtime's part). */
+/** Bundles a browser module with its imports into one minified classic script (runtime/). */
 export type Bundler = (entry: URL) => Promise<string>;
 
-/** The script the binary's build defined (scripts/compile-args.mjs), if this is the binary. */
+/** Defined by the binary's build (scripts/compile-args.mjs). */
 const PREBUILT = (globalThis as { SESSIONTAP_VIEWER_CLIENT?: string }).SESSIONTAP_VIEWER_CLIENT;
 let built: Promise<string> | null = null;
 
-/** The binary's script, else the client as it is on disk, bundled once (again after a failure). */
+/** Bundled once (again after a failure). */
 export function clientScript(bundle: Bundler): Promise<string> {
   if (PREBUILT !== undefined) return Promise.resolve(PREBUILT);
   built ??= bundle(new URL("./client/main.ts", import.meta.url)).catch((error) => {
@@ -61,7 +61,7 @@ button{font:inherit;padding:2px 10px;border-radius:6px;border:1px solid #1c7ed6;
 }
 `;
 
-/** The page, with `nonce` on its script (the Content-Security-Policy, routes.ts, allows only that script). */
+/** The Content-Security-Policy (routes.ts) runs only the script carrying `nonce`. */
 export function viewerPage(nonce: string, version: string, script: string): string {
   const when = [["", "Any time"], ["today", "Today"], ["yesterday", "Yesterday"], ["7", "Last 7 days"], ["30", "Last 30 days"]];
   return `<!doctype html>

@@ -1,5 +1,4 @@
-// The viewer: a Hono sub-app the server mounts at `/_tap/` (beside server/app.ts the only importer of hono), its data read in a Worker of
-// its own (a test's filesystem: in this thread): docs/DESIGN.md "The viewer".
+// The viewer: a Hono sub-app mounted at `/_tap/`, its data read in a Worker of its own (a test's filesystem: in this thread): docs/DESIGN.md "The viewer".
 import { type Context, Hono, type Next } from "hono";
 import { NONCE, secureHeaders, type SecureHeadersVariables } from "hono/secure-headers";
 import { streamSSE } from "hono/streaming";
@@ -22,7 +21,7 @@ import {
 import { allowedHosts, hostName } from "./hosts.ts";
 import { type Bundler, clientScript, viewerPage } from "./page.ts";
 
-/** What server/app.ts mounts at `/_tap/`; `allowedHosts` null: any host (the tap was bound beyond loopback on purpose). */
+/** `allowedHosts` null: any host (the tap was bound beyond loopback on purpose). */
 export type ViewerDeps = { allowedHosts: ReadonlySet<string> | null; routes: Hono<{ Variables: SecureHeadersVariables }> };
 
 export interface Viewer {
@@ -33,7 +32,6 @@ export interface Viewer {
 const KEEPALIVE_MS = 15_000;
 const RESTORED_LOOK_MS = 1_000;
 
-/** Nothing from elsewhere, and only the script carrying this response's nonce runs. */
 const PAGE_POLICY = secureHeaders({
   contentSecurityPolicy: {
     defaultSrc: ["'none'"],
@@ -54,28 +52,21 @@ export function createViewer(options: {
   host: string;
   version: string;
   onError: (error: unknown) => void;
-  /** Bundles the page's browser client when this is not the compiled binary (runtime/'s bundleScript). */
   bundle: Bundler;
   /** A filesystem of the caller's own: the data is then read in this thread (with `clock`). */
   fs?: FsAdapter;
   clock?: () => number;
-  /** The reader's Worker script (default: src/viewer-worker.ts; the binary passes its own). */
+  /** Default: src/viewer-worker.ts; the binary passes its own. */
   workerUrl?: URL | string;
   pollMs?: number;
   guardAlert?: (sessionId: string) => GuardAlert | null;
   prices?: PriceTable;
-  /** Exports replace secrets (SESSIONTAP_REDACT is not off); default true. */
   redact?: boolean;
-  /** Called after a restore wrote a session's transcript (the guard looks at it at once). */
+  /** After a restore wrote a session's transcript (the guard looks at it at once). */
   restored?: (sessionId: string) => Promise<void>;
 }): Viewer {
-  const settings: ReaderSettings = {
-    mirrorDir: options.mirrorDir,
-    claudeDir: options.claudeDir,
-    pollMs: options.pollMs ?? 1000,
-    prices: options.prices ?? BUILTIN_PRICES,
-    redact: options.redact ?? true,
-  };
+  const { mirrorDir, claudeDir, pollMs = 1000, prices = BUILTIN_PRICES, redact = true } = options;
+  const settings: ReaderSettings = { mirrorDir, claudeDir, pollMs, prices, redact };
   const live = new Map<number, { dir: string; records(event: LiveEvent): void; end(): void }>();
   const tell = (note: ReaderNote) => {
     if ("error" in note) options.onError(new Error(note.error));
@@ -91,7 +82,6 @@ export function createViewer(options: {
   const data: Calls<ViewerData> = inThread ?? new Proxy({} as Calls<ViewerData>, {
     get: (_, name: string) => (...args: unknown[]) => {
       if (closed) return Promise.reject(new Error("the viewer is closed"));
-      // Started on first use, and again after it died.
       if (worker === null || worker.stopped !== null) {
         worker = new WorkerCalls(options.workerUrl ?? new URL("../viewer-worker.ts", import.meta.url), settings, {
           name: "the viewer's reader",
@@ -102,10 +92,9 @@ export function createViewer(options: {
       return (worker.call as (name: string, ...args: unknown[]) => Promise<unknown>).apply(worker, [name, ...args]);
     },
   });
-  // Aborted when the tap stops: open event streams end then, so they do not hold the drain.
+  // Open event streams end when the tap stops, so they do not hold the drain.
   const stopping = new AbortController();
   let nextFollow = 1;
-  const guardAlert = options.guardAlert ?? (() => null);
   const hosts = allowedHosts(options.host);
   const app = new Hono<{ Variables: SecureHeadersVariables }>();
   // While the tap listens on loopback, a page that rebinds its own domain to 127.0.0.1 must not read the conversations.
@@ -118,7 +107,7 @@ export function createViewer(options: {
   app.use("/", loopbackOnly);
   app.use("/api/*", loopbackOnly);
   app.get("/", PAGE_POLICY, async (c) => c.html(viewerPage(c.get("secureHeadersNonce") ?? "", options.version, await clientScript(options.bundle))));
-  const withAlert = (s: ListEntry): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : guardAlert(s.sessionId) });
+  const withAlert = (s: ListEntry): ViewerSession => ({ ...s, guard: s.sessionId === null ? null : options.guardAlert?.(s.sessionId) ?? null });
   app.get("/api/sessions", async (c) => c.json((await data.sessions()).map(withAlert)));
   app.get("/api/sessions/:id", async (c) => {
     const answer = await data.session(c.req.param("id"));
@@ -152,7 +141,6 @@ export function createViewer(options: {
     const dir = c.req.query("dir") ?? "";
     if (nameInside(dir) === null || dir.startsWith(".")) return c.json({ error: "sessiontap: events takes ?dir=<a session's directory>" }, 400);
     return streamSSE(c, async (stream) => {
-      // Open until the page goes away, the tap stops, or the reader's thread died (the page follows again).
       let end = () => {};
       const ended = new Promise<void>((resolve) => (end = resolve));
       stream.onAbort(end);

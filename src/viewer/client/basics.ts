@@ -1,6 +1,6 @@
-// The browser client's state, the page's elements and small helpers, imported by every part: docs/DESIGN.md "The viewer".
+// The browser client's state, the page's elements and small helpers: docs/DESIGN.md "The viewer".
 import type { GuardAlert, ViewerSession } from "../api.ts";
-import { localDateTime, type Zone } from "../../utils/local-time.ts";
+import { LOCAL, localDateTime } from "../../utils/local-time.ts";
 export { tokensShort as tokens, totalTokens as total, usd } from "../../usage/tokens.ts";
 
 export function byId<T extends Element>(id: string, kind: { new (): T; prototype: T }): T {
@@ -26,24 +26,22 @@ export const ui = {
 };
 
 export const state = {
-  /** Every session, as the last `api/sessions` listed them. */
   sessions: [] as ViewerSession[],
-  /** The sessions the filters let through, in list order (what j/k move over). */
+  /** What the filters let through, in list order (what j/k move over). */
   shown: [] as ViewerSession[],
-  /** The open session's id (its directory when it has none), else null. */
+  /** The open session's id (its directory when it has none). */
   current: null as string | null,
   dir: null as string | null,
   /** The uuid the shown conversation ends at: a live record whose parent it is continues it. */
   tail: null as string | null,
   /** What the open session's files held when it was shown or last grew (compared when its event stream is ready). */
   bytes: 0,
-  /** The search as last run: its terms are marked in a record jumped to. */
   query: "",
   /** A session whose restore's dry run shows as soon as it opens (the home's "Restore…"). */
   planNext: null as string | null,
 };
 
-/** A new element with a class, text (textContent: nothing the client writes is parsed as HTML) and properties. */
+/** Text goes in as textContent: nothing the client writes is parsed as HTML. */
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   cls?: string | null,
@@ -60,14 +58,13 @@ export function message(error: unknown): string {
   return String((error instanceof Error && error.message) || error);
 }
 
-/** GETs (or `init`s) a JSON answer; throws with the answer's error unless it is a refusal with a plan. */
+/** Throws with the answer's error unless it is a refused restore, which carries the plan to show. */
 export async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
   const r = await fetch(url, Object.assign({ headers: { accept: "application/json" } }, init || {}));
   const body: unknown = await r.json().catch(() => ({}));
   const field = (key: string): unknown => (typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined);
-  // A refused restore is an answer to show (it carries the plan), not a failure.
   if (!r.ok && !field("outcome")) throw new Error(String(field("error") || "HTTP " + r.status));
-  return body as T; // the shape api.ts names: the tap's own answer
+  return body as T;
 }
 
 export function liveSays(text: string, cls = ""): void {
@@ -75,7 +72,7 @@ export function liveSays(text: string, cls = ""): void {
   ui.live.className = cls;
 }
 
-/** A handler for a background refresh that failed: the page says so where the live state shows, never silently. */
+/** A background refresh that failed says so where the live state shows, never silently. */
 export function failed(what: string): (error: unknown) => void {
   return (error) => {
     liveSays("⚠ " + what + " failed: " + message(error), "problem");
@@ -83,11 +80,8 @@ export function failed(what: string): (error: unknown) => void {
   };
 }
 
-const READER: Zone = { offsetMinutes: (ms) => -new Date(ms).getTimezoneOffset() };
-
-/** Shows `iso` in the reader's zone in a <time>, UTC on hover. */
 function setTime(t: HTMLElement, iso: string, seconds = false): void {
-  t.textContent = isNaN(Date.parse(iso)) ? "?" : localDateTime(Date.parse(iso), READER, seconds);
+  t.textContent = isNaN(Date.parse(iso)) ? "?" : localDateTime(Date.parse(iso), LOCAL, seconds);
   t.title = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");
   t.dataset.local = "1";
 }
@@ -111,7 +105,6 @@ export function badge(state: string): HTMLElement {
 }
 
 const GUARD_WORDS: Record<string, string> = { missing: "is gone", stub: "is a stub", behind: "is behind the mirror" };
-/** The guard's alert on a session: Claude Code lost its transcript, and the command that brings it back. */
 export function guardBanner(alert: GuardAlert): HTMLElement {
   const b = el("div", "guard");
   b.setAttribute("role", "alert");

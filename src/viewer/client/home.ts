@@ -1,6 +1,8 @@
-// With no session open: where the tokens went (`usage --json`'s report, drawn), what Claude Code lost, and the last drill: docs/DESIGN.md "The viewer".
+// With no session open: where the tokens went, what Claude Code lost, and the last drill: docs/DESIGN.md "The viewer".
 import type { UsageView, ViewerSession } from "../api.ts";
 import { badge, base, byId, el, getJson, idOf, state, timeEl, tokens, total, usd } from "./basics.ts";
+import { plural } from "../../utils/plural.ts";
+import { daysBefore } from "../../utils/local-time.ts";
 
 const DAYS = 30;
 const COLORS = ["#4263eb", "#f08c00", "#2f9e44", "#e03131", "#7048e8", "#1098ad", "#d6336c"];
@@ -31,8 +33,7 @@ function drawChart(): void {
   const cost = metric.value === "cost";
   const by = stack.value === "model" ? "model" : "project";
   const amount = (n: number) => (cost ? usd(n) : tokens(n) + " tokens");
-  const [y, m, d] = usage.today.split("-").map(Number);
-  const dates = Array.from({ length: DAYS }, (_, i) => new Date(Date.UTC(y, m - 1, d - DAYS + 1 + i)).toISOString().slice(0, 10));
+  const dates = Array.from({ length: DAYS }, (_, i) => daysBefore(usage!.today, DAYS - 1 - i));
   const days = new Map(usage.days.map((day) => [day.date, day]));
   const totalOf = (date: string) => (days.has(date) ? (cost ? days.get(date)!.knownCostUSD : total(days.get(date)!.usage)) : 0);
   // The seven largest parts in these days keep their colour; the rest are one grey part.
@@ -89,7 +90,6 @@ function drawChart(): void {
   }
 }
 
-/** The busiest sessions, and those whose Claude Code transcript is not whole, each with a way to restore it. */
 function renderLists(): void {
   const link = (s: ViewerSession) => el("a", null, s.title || idOf(s), { href: "#/s/" + encodeURIComponent(idOf(s)) });
   const busiest = state.sessions.filter((s) => total(s.usage) > 0).sort((a, b) => total(b.usage) - total(a.usage)).slice(0, 5);
@@ -116,7 +116,6 @@ function renderLists(): void {
   );
 }
 
-/** The drill's last result, as doctor says it. */
 function renderDrill(drill: UsageView["drill"]): void {
   const out = byId("drill", HTMLElement);
   if (drill === null) {
@@ -126,7 +125,7 @@ function renderDrill(drill: UsageView["drill"]): void {
     return void out.replaceChildren(el("span", "problem", "The last drill's result cannot be read (" + drill.error + "): run sessiontap drill again."));
   }
   const whole = drill.passed === drill.drilled;
-  const what = drill.passed + " of " + drill.drilled + " session" + (drill.drilled === 1 ? "" : "s") + (drill.named ? " named" : "") + " resumed whole" +
+  const what = drill.passed + " of " + plural(drill.drilled, "session") + (drill.named ? " named" : "") + " resumed whole" +
     (drill.claudeCode === null ? "" : " by Claude Code " + drill.claudeCode);
   out.className = whole ? "ok" : "problem";
   out.replaceChildren(timeEl(drill.at), ": " + what + (whole ? "." : "; sessiontap drill names what failed."));

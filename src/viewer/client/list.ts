@@ -1,28 +1,19 @@
-// The side column: the session list with its project and date filters and totals, and search across every session within those filters,
-// the matches marked: docs/DESIGN.md "The viewer".
+// The side column: the session list, its filters and totals, and search across the sessions they let through: docs/DESIGN.md "The viewer".
 import type { SearchHit, ViewerSession } from "../api.ts";
 import { badge, base, el, failed, getJson, guardBanner, idOf, state, timeEl, tokens, total, ui, usd } from "./basics.ts";
 import { loadHome } from "./home.ts";
 import { termsPattern } from "../../transcript/search.ts";
 import { plural } from "../../utils/plural.ts";
+import { daysBefore, dayStart, LOCAL, localDate, sinceStart } from "../../utils/local-time.ts";
 
-const dayStart = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
-
-/** The [from, to) range the date filter allows, or null for any time. */
+/** [from, to) in the reader's days, as `--since` counts them; null for any time. */
 function range(): [number, number] | null {
-  if (ui.day.value) {
-    const [y, m, d] = ui.day.value.split("-").map(Number);
-    return [new Date(y, m - 1, d).getTime(), new Date(y, m - 1, d + 1).getTime()];
-  }
-  const when = ui.when.value;
+  const when = ui.day.value || ui.when.value;
   if (!when) return null;
-  const today = dayStart(new Date());
-  const tomorrow = dayStart(new Date(today + 36 * 3600e3)); // a day is not always 24 hours
-  if (when === "today") return [today, tomorrow];
-  if (when === "yesterday") return [dayStart(new Date(today - 12 * 3600e3)), today];
-  const from = new Date(today);
-  from.setDate(from.getDate() - (Number(when) - 1));
-  return [from.getTime(), tomorrow];
+  const now = Date.now();
+  const today = localDate(now, LOCAL);
+  const end = ui.day.value ? daysBefore(when, -1) : when === "yesterday" ? today : daysBefore(today, -1);
+  return [sinceStart(/^\d+$/.test(when) ? `${when}d` : when, now, LOCAL)!, dayStart(end, LOCAL)];
 }
 
 export function passes(s: ViewerSession): boolean {
@@ -53,14 +44,12 @@ async function loadUnseen(): Promise<void> {
   ui.unseen.hidden = lines.length === 0;
 }
 
-/** Fetches the list and redraws it, the home when it shows, and the open session's guard banner. */
 export async function loadSessions(): Promise<void> {
   loadUnseen().catch(failed("reading the tap's health"));
   state.sessions = await getJson<ViewerSession[]>("api/sessions");
   renderProjects();
   renderSessions();
   if (!document.body.classList.contains("viewing")) await loadHome();
-  // The guard can raise or clear an alert between records.
   const open = state.sessions.find((s) => idOf(s) === state.current);
   const heading = ui.facts.querySelector("h2");
   if (open && heading) {
@@ -69,7 +58,6 @@ export async function loadSessions(): Promise<void> {
   }
 }
 
-/** "3 sessions · 1.2M tokens · ≈ $4.56", saying so when a cost is unknown. */
 function totals(shown: ViewerSession[]): string {
   let sum = 0, unknown = false, toks = 0;
   for (const s of shown) {
@@ -112,7 +100,6 @@ export function renderSessions(): void {
   if (hadFocus) list.querySelector<HTMLElement>("li.active a")?.focus({ preventScroll: true });
 }
 
-/** Wraps each match of the query's terms in the text under `root` in <mark>. */
 export function highlight(root: Element, q: string): void {
   const re = termsPattern(q);
   if (re === null) return;

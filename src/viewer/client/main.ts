@@ -1,16 +1,15 @@
-// The browser client's entry, bundled with what it imports into the page's one script (../page.ts): docs/DESIGN.md "The viewer".
+// The browser client's entry, bundled into the page's one script (../page.ts): docs/DESIGN.md "The viewer".
 import { el, failed, idOf, message, state, ui } from "./basics.ts";
 import { loadHome } from "./home.ts";
 import { loadSessions, onSearch, renderSessions, runSearch } from "./list.ts";
 import { follow, showSession } from "./session.ts";
 
-/** Shows what the hash names (`#/s/<id>[/<uuid>]`, so links, reloads and the back button work): a session (and a record in it), else the home and the list. */
+/** `#/s/<id>[/<uuid>]`: a session (and a record in it), else the home and the list. */
 function route(): Promise<void> {
   const m = /^#\/s\/([^/]+)(?:\/(.+))?$/.exec(location.hash);
   if (m) {
-    showSession(decodeURIComponent(m[1]), m[2] ? decodeURIComponent(m[2]) : null).catch((e) => {
-      ui.conversation.replaceChildren(el("div", "empty", message(e)));
-    });
+    const fail = (e: unknown) => ui.conversation.replaceChildren(el("div", "empty", message(e)));
+    showSession(decodeURIComponent(m[1]), m[2] ? decodeURIComponent(m[2]) : null).catch(fail);
     return Promise.resolve();
   }
   const wasViewing = document.body.classList.contains("viewing");
@@ -21,7 +20,7 @@ function route(): Promise<void> {
   return wasViewing ? loadHome().catch(failed("reading the usage")) : Promise.resolve();
 }
 
-/** Leaves the open session for the list, keyboard focus on the list, kept in view once the home above it is drawn (which moves the list down). */
+/** Focus on the list, kept in view once the home above it is drawn (which moves the list down). */
 function backToList(): void {
   if (location.hash) history.pushState(null, "", location.pathname + location.search);
   const drawn = route();
@@ -41,7 +40,6 @@ function step(n: number): void {
   ui.sessions.querySelector<HTMLElement>('li[data-session="' + CSS.escape(id) + '"] a')?.focus({ preventScroll: false });
 }
 
-/** j/k or the arrows between sessions, / to search, Escape back. */
 function onKey(e: KeyboardEvent): void {
   const typing = e.target instanceof HTMLElement && e.target.matches("input,select,textarea");
   if (e.key === "Escape") {

@@ -1,4 +1,4 @@
-// One session in the main column: its facts, its restore, its conversation, and its new records as they are written: docs/DESIGN.md "The viewer".
+// One session in the main column: its facts, its restore, its conversation, live: docs/DESIGN.md "The viewer".
 import type { ListEntry, LiveEvent, RestoreReply, SessionView } from "../api.ts";
 import { countsText } from "../../transcript/summary.ts";
 import { usageLine } from "../../usage/tokens.ts";
@@ -9,11 +9,9 @@ import { highlight, loadSessions, renderSessions } from "./list.ts";
 /** Counts navigations: an answer that arrives after a newer navigation began is not shown. */
 let shown = 0;
 
-/** Fetches and shows session `id`, at record `uuid` when given, else at its top (its title and facts in view). */
 export async function showSession(id: string, uuid?: string | null): Promise<void> {
   const ticket = ++shown;
   const data = await getJson<SessionView>("api/sessions/" + encodeURIComponent(id));
-  // j, j, k in quick succession: the answers may come back in any order, and only the last one counts.
   if (ticket !== shown) return;
   const s = data.session;
   Object.assign(state, { current: idOf(s), dir: s.dir, tail: data.tail, bytes: s.bytes });
@@ -33,7 +31,6 @@ export async function showSession(id: string, uuid?: string | null): Promise<voi
 
 const reload = () => state.current !== null && showSession(state.current).catch(failed("reloading the session"));
 
-/** The facts above the conversation: title, guard banner, ids, times, usage, Claude Code's copy, restore, exports. */
 function facts(s: SessionView["session"]): void {
   const rows: [string, ...(Node | string)[]][] = [
     ["Session", el("code", null, idOf(s))],
@@ -44,11 +41,11 @@ function facts(s: SessionView["session"]): void {
     ["Claude Code transcript", badge(s.claudeTranscript)],
   ];
   const links = el("div", "row links");
-  for (const f of ["md", "html", "jsonl"]) {
-    links.append(el("a", null, "export ." + f, { href: `api/sessions/${encodeURIComponent(idOf(s))}/export?format=${f}` }));
-  }
   const newest = () => [...ui.conversation.querySelectorAll(".rec.user:not([hidden])")].pop()?.scrollIntoView({ block: "start" });
-  links.append(el("button", null, "↓ newest turn", { onclick: newest }));
+  links.append(
+    ...["md", "html", "jsonl"].map((f) => el("a", null, "export ." + f, { href: `api/sessions/${encodeURIComponent(idOf(s))}/export?format=${f}` })),
+    el("button", null, "↓ newest turn", { onclick: newest }),
+  );
   ui.facts.replaceChildren(el("h2", null, s.title || idOf(s)), ...(s.guard ? [guardBanner(s.guard)] : []));
   for (const [label, ...value] of rows) ui.facts.appendChild(el("div", "row")).append(el("b", null, label + " "), ...value);
   ui.facts.append(restorePanel(s), links);
@@ -58,14 +55,14 @@ function facts(s: SessionView["session"]): void {
 function settle(root: Element): void {
   localize(root);
   for (const result of root.querySelectorAll<HTMLElement>(".rec .tool-result[data-tool-use-id]")) {
-    const pair = result.closest(".tool-use") ? undefined : pairOf((d) => d === result.dataset.toolUseId);
+    const pair = result.closest(".tool-use") ? undefined : pairOf([result.dataset.toolUseId!]);
     const [out, input, status] = [".tool-out", ".tool-input", ".tool-state"].map((c) => pair?.querySelector(c));
     if (!pair || !out || !input || !status) continue;
     const article = result.closest(".rec");
     result.querySelector(".tool-label")?.remove();
     out.append(result);
     const error = result.classList.contains("error");
-    status.textContent = error ? "error" : ((result.textContent || "").replace(/\n+$/, "").split("\n").length + " lines");
+    status.textContent = error ? "error" : plural((result.textContent || "").replace(/\n+$/, "").split("\n").length, "line");
     pair.classList.toggle("error", error);
     if ((input.textContent + "\n" + result.textContent).split("\n").length > 8) pair.open = false;
     if (article instanceof HTMLElement && !article.querySelector(".text,.tool-result,.tool-use,details,.attachment")) {
@@ -75,8 +72,9 @@ function settle(root: Element): void {
   }
 }
 
-function pairOf(match: (id: string | undefined) => boolean): HTMLDetailsElement | undefined {
-  return [...document.querySelectorAll<HTMLDetailsElement>("details.tool-use")].find((d) => match(d.dataset.toolUseId));
+function pairOf(ids: string[]): HTMLDetailsElement | undefined {
+  return ids.map((id) => document.querySelector<HTMLDetailsElement>(`details.tool-use[data-tool-use-id="${CSS.escape(id)}"]`)).find((d) => d !== null) ??
+    undefined;
 }
 
 function reveal(uuid: string): void {
@@ -85,7 +83,7 @@ function reveal(uuid: string): void {
   target.classList.add("fresh");
   const ids = (target.dataset.toolResults || "").split(" ").filter(Boolean);
   // A record shown inside a tool call's pair: open that pair instead.
-  const pair = target.hidden ? pairOf((d) => d !== undefined && ids.includes(d)) : undefined;
+  const pair = target.hidden ? pairOf(ids) : undefined;
   if (pair) target = pair;
   for (let p: HTMLElement | null = target; p; p = p.parentElement) if (p instanceof HTMLDetailsElement) p.open = true;
   if (state.query) highlight(target, state.query);
@@ -98,11 +96,11 @@ function flash(node: Element): void {
   setTimeout(() => node.classList.remove("fresh"), 4000);
 }
 
-/** What the last restore of a session said, shown again in the page reloaded after it. */
+/** Shown again in the page reloaded after the restore. */
 const restored = new Map<string, string[]>();
 const doneNote = (lines: string[]) => el("pre", "done", lines.join("\n"), { id: "restore-done" });
 
-/** "Restore into Claude Code": the same code as `sessiontap restore`, always a dry run first, so nothing is written before the reader has seen what would be. */
+/** Always a dry run first, so nothing is written before the reader has seen what would be. */
 function restorePanel(s: ListEntry): HTMLElement {
   const out = el("div");
   const title = "Writes this session where claude --resume finds it; shows what it would do first";
@@ -120,7 +118,7 @@ function restorePanel(s: ListEntry): HTMLElement {
   return box;
 }
 
-/** Asks for a restore of `s` (or its dry run); a failure or a refusal is shown in `out` (`refused` may add to it) and answers null. */
+/** A failure or a refusal is shown in `out` (`refused` may add to it) and answers null. */
 async function restore(s: ListEntry, options: { dryRun: boolean; force: boolean }, out: HTMLElement, refused?: (reply: RestoreReply) => void) {
   const init = { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(options) };
   const reply = await getJson<RestoreReply>("api/sessions/" + encodeURIComponent(idOf(s)) + "/restore", init).catch((e) =>
@@ -132,7 +130,7 @@ async function restore(s: ListEntry, options: { dryRun: boolean; force: boolean 
   return null;
 }
 
-/** Shows the dry run of a restore of `s` in `out`, with the button that does it (or, refused, the one that forces it). */
+/** The dry run, with the button that does it (or, refused, the one that forces it). */
 async function plan(s: ListEntry, force: boolean, out: HTMLElement): Promise<void> {
   out.replaceChildren(el("div", null, "Checking…"));
   const answer = await restore(s, { dryRun: true, force }, out, (reply) => {
@@ -147,7 +145,6 @@ async function plan(s: ListEntry, force: boolean, out: HTMLElement): Promise<voi
     const done = await restore(s, { dryRun: false, force }, out);
     if (done === null) return;
     out.replaceChildren(doneNote(done.lines));
-    // The tap has looked at the restored transcript before it answered: the page shows the state after it.
     restored.set(idOf(s), done.lines);
     loadSessions().catch(failed("refreshing the list"));
     reload();
@@ -164,7 +161,7 @@ let source: EventSource | null = null;
 let following: string | null = null;
 let listTimer: ReturnType<typeof setTimeout> | undefined;
 
-/** Follows the new records of session directory `dir` (null: none) as the tap writes them. */
+/** `dir`: a session directory, null: none. */
 export function follow(dir: string | null): void {
   if (dir === following) return;
   source?.close();
@@ -174,7 +171,7 @@ export function follow(dir: string | null): void {
   source = new EventSource("api/events?dir=" + encodeURIComponent(dir));
   source.addEventListener("ready", (e) => {
     liveSays("● live", "on");
-    // What was written before the stream opened (or while it was down) is shown by reading the session again.
+    // What was written before the stream opened (or while it was down) is read again.
     if (JSON.parse(e.data).bytes !== state.bytes) reload();
   });
   source.addEventListener("records", (e) => onRecords(JSON.parse(e.data)));
@@ -185,7 +182,6 @@ export function follow(dir: string | null): void {
 function onRecords(batch: LiveEvent): void {
   if (batch.dir !== state.dir) return;
   state.bytes = batch.bytes;
-  // New records change the list's times, tokens and costs: redraw it once a burst of them settles.
   clearTimeout(listTimer);
   listTimer = setTimeout(() => loadSessions().catch(failed("refreshing the list")), 300);
   if (batch.scope !== "main") return;
