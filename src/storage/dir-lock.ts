@@ -36,10 +36,8 @@ export class LockBusyError extends Error {
 }
 
 export class DirLocks {
-  /** `.locks` was checked to be ours and has not vanished since. */
   private trusted = false;
   private readonly holder: string;
-  /** Lock paths a write of this instance holds, or is taking. */
   private readonly busy = new Set<string>();
   /** Files of ours that could not be removed yet: a lock (its directory and our text), or the aside name a lock was made under (null). */
   private readonly unreleased = new Map<string, { dir: string; owner: string } | null>();

@@ -55,9 +55,7 @@ export interface FsAdapter {
   /** False when `path` already exists; a write that fails removes the file it made. */
   createExclusive(path: string, data: string, sync: boolean): Promise<boolean>;
   readText(path: string): Promise<string>;
-  /** Null when the path does not exist. */
   lstat(path: string): Promise<EntryInfo | null>;
-  /** [] when the directory does not exist. */
   readdir(path: string): Promise<DirEntry[]>;
   unlink(path: string): Promise<void>;
   rmdir(path: string): Promise<void>;
@@ -68,7 +66,6 @@ export interface FsAdapter {
   statfs(path: string): Promise<{ freeBytes: number; totalBytes: number }>;
   /** Bytes `[start, end)` of a regular file, never through a final symlink, never waiting on a FIFO (NotRegularFileError). */
   readRange(path: string, start: number, end?: number): Promise<Uint8Array>;
-  /** Never following a symlink; fsyncs. */
   truncate(path: string, size: number): Promise<void>;
   canReadWrite(path: string): Promise<boolean>;
   /** Names each entry of `path` that changes (null: unknown) until closed or `onError`; null when it cannot be watched (callers poll). */
@@ -101,6 +98,8 @@ export type WriteSome = (path: string, handle: fsp.FileHandle, bytes: Uint8Array
 
 export const kernelWrite: WriteSome = async (_path, handle, bytes) => (await handle.write(bytes, 0, bytes.length)).bytesWritten;
 
+// A filling disk takes part of a write and says so only by the count (Bun, Node), or throws after writing part (Deno). A part is cut
+// back off unless more is there than this write could have made (another process appended; the next catch-up moves the torn line aside).
 /** Writes `data` whole to `path` (a new file 0600); false, nothing written, when opening fails with `unless`. */
 async function openAndWrite(
   write: WriteSome,
@@ -118,14 +117,24 @@ async function openAndWrite(
     throw error;
   }
   const created = (flags & constants.O_EXCL) !== 0;
+  const bytes = new TextEncoder().encode(data);
+  let done = 0;
   try {
-    const file: WritableFile = {
-      write: (bytes) => write(path, handle, bytes),
-      size: async () => (await handle.stat()).size,
-      truncate: (size) => handle.truncate(size),
-      datasync: () => handle.datasync(),
-    };
-    await writeWhole(file, path, data, sync, created);
+    const before = created ? 0 : (await handle.stat()).size;
+    try {
+      while (done < bytes.length) {
+        const wrote = await write(path, handle, bytes.subarray(done));
+        if (!(wrote > 0)) throw new ShortWriteError(path, done, bytes.length, null);
+        done += wrote;
+      }
+    } catch (error) {
+      // Deno's write throws after writing part, so the file's size says what reached it.
+      const reached = await handle.stat().then((s) => s.size - before, () => done);
+      if (!created && reached > 0 && reached <= bytes.length) await handle.truncate(before).catch(() => undefined);
+      if (error instanceof ShortWriteError || reached <= 0) throw error;
+      throw new ShortWriteError(path, reached, bytes.length, error);
+    }
+    if (sync) await handle.datasync();
   } catch (error) {
     await handle.close().catch(() => undefined);
     // Exclusive: nobody else has the file, and a part of it (or none) is never what the caller asked for.
@@ -264,13 +273,6 @@ export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
 
 export const nodeFs: FsAdapter = createNodeFs();
 
-interface WritableFile {
-  write(bytes: Uint8Array): Promise<number>;
-  size(): Promise<number>;
-  truncate(size: number): Promise<void>;
-  datasync(): Promise<void>;
-}
-
 /** A write that stopped part-way (a disk that filled up); its part was cut back off, or the file removed. */
 export class ShortWriteError extends Error {
   override name = "ShortWriteError";
@@ -283,26 +285,4 @@ export class ShortWriteError extends Error {
     super(`${typeof code === "string" ? code : "EIO"}: wrote ${written} of ${total} bytes to ${path} (${why})`);
     this.code = typeof code === "string" ? code : "EIO";
   }
-}
-
-// A filling disk takes part of a write and says so only by the count (Bun, Node), or throws after writing part (Deno). A part is cut
-// back off unless more is there than this write could have made (another process appended; the next catch-up moves the torn line aside).
-async function writeWhole(file: WritableFile, path: string, data: string, sync: boolean, created: boolean): Promise<void> {
-  const bytes = new TextEncoder().encode(data);
-  const before = created ? 0 : await file.size();
-  let done = 0;
-  try {
-    while (done < bytes.length) {
-      const wrote = await file.write(bytes.subarray(done));
-      if (!(wrote > 0)) throw new ShortWriteError(path, done, bytes.length, null);
-      done += wrote;
-    }
-  } catch (error) {
-    // Deno's write throws after writing part, so the file's size says what reached it.
-    const reached = await file.size().then((size) => size - before, () => done);
-    if (!created && reached > 0 && reached <= bytes.length) await file.truncate(before).catch(() => undefined);
-    if (error instanceof ShortWriteError || reached <= 0) throw error;
-    throw new ShortWriteError(path, reached, bytes.length, error);
-  }
-  if (sync) await file.datasync();
 }

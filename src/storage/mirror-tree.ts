@@ -18,13 +18,11 @@ export interface AppendResult {
   created: boolean;
 }
 
-/** File name → bytes applied. */
 export type Cursor = Map<string, number>;
 
 export interface CatchUp {
   records: Record<string, unknown>[];
   malformedLines: number;
-  /** Torn final lines moved aside. */
   repaired: { file: string; bytes: number }[];
 }
 
@@ -66,7 +64,6 @@ export class MirrorTree {
     return (await removeLeftovers(this.fs, staging, (name) => name.endsWith(".part"), this.clock())).length;
   }
 
-  /** Oldest first; links are not files. */
   async fileNames(dir: string): Promise<string[]> {
     const entries = await this.fs.readdir(dir);
     return entries.filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();

@@ -12,7 +12,6 @@ import { type FsAdapter, isNotFound, removeIfThere } from "./fs-adapter.ts";
 
 const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");
 const SPOOL_NAME = /^spool-(.+)-(\d+)-([^-]+?)(?:-a\d+)?\.jsonl$/;
-/** Most bytes read from a spool file at once (more when one line is longer). */
 const READ_BYTES = 4 * 1024 * 1024;
 
 /** One place a spool can live; `ensure` creates the directory (0700) or checks the one there, and throws when it cannot be used. */
@@ -27,7 +26,6 @@ export interface SpoolEvents {
   refused(error: Error): void;
 }
 
-/** A directory below a trusted root. */
 export function trustedPlace(fs: FsAdapter, root: string, dir: string): SpoolPlace {
   return { dir, ensure: () => ensureTrustedDir(fs, root, dir) };
 }
@@ -91,7 +89,6 @@ export class Spool {
     return name.startsWith(`${stem}-a`) && /^\d+\.jsonl$/.test(name.slice(stem.length + 2));
   }
 
-  /** The files this process adopted, in adoption order. */
   async adoptedNames(): Promise<string[]> {
     const stem = await this.stem();
     const names = (await this.fs.readdir(this.dir)).filter((e) => e.isFile).map((e) => e.name);
@@ -127,7 +124,6 @@ export class Spool {
     }
   }
 
-  /** Appends one job, fsynced; rejects when the disk refuses it. */
   append(job: CommitJob): Promise<void> {
     return new Promise((done, failed) => {
       if (this.waiting.push({ line: JSON.stringify(job) + "\n", done, failed }) === 1) void this.serial(() => this.write());
@@ -178,7 +174,6 @@ export class Spool {
     this.pending = Math.max(0, this.pending - n);
   }
 
-  /** Reads the next jobs of the oldest file; false when no file holds any. */
   private async readAhead(): Promise<boolean> {
     if (!this.adopted) await this.adopt();
     this.adopted = true;
@@ -227,12 +222,10 @@ export class Spool {
   }
 }
 
-/** What a start found to replay. */
 export interface SpoolLoad {
   jobs: CommitJob[];
   /** The adopted files (full paths): remove them once every job is written. */
   files: string[];
-  /** Lines that were not commits (a torn tail): skipped. */
   malformed: number;
   /** Places that could not be looked at, and why (what they hold waits for a later start). */
   unreadable: { dir: string; error: unknown }[];
@@ -292,7 +285,6 @@ export class MirrorSpool {
     return out;
   }
 
-  /** Removes replayed files (already gone is fine). */
   async remove(files: string[]): Promise<void> {
     for (const path of files) await removeIfThere(this.fs, path);
   }

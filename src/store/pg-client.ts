@@ -27,7 +27,6 @@ export async function closeStore(sql: Sql, seconds = 2): Promise<void> {
   await sql.end({ timeout: seconds }).catch(() => undefined);
 }
 
-/** Its outcome is unknown, like a lost connection's. */
 export class StoreTimeoutError extends Error {
   override name = "StoreTimeoutError";
   readonly code = "ETIMEDOUT";
@@ -119,7 +118,6 @@ CREATE TABLE IF NOT EXISTS sessiontap_schema (
   applied_at  timestamptz NOT NULL DEFAULT now()
 )`;
 
-/** Null when the store has none yet. */
 export async function schemaVersion(sql: Sql): Promise<number | null> {
   const [{ present }] = await sql<{ present: boolean }[]>`SELECT to_regclass('sessiontap_schema') IS NOT NULL AS present`;
   if (!present) return null;

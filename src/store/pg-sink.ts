@@ -29,7 +29,6 @@ import { settlesWithin } from "../utils/within.ts";
 import { Retry } from "../utils/keyed-queue.ts";
 
 export interface PgSinkOptions {
-  /** A postgres:// or postgresql:// URL. */
   url: string;
   fs: FsAdapter;
   /** The mirror root; the spool lives in `<root>/.spool/postgres/`. */
@@ -44,7 +43,6 @@ export interface PgSinkOptions {
   clock?: () => number;
 }
 
-/** Most commits of one conversation written in one transaction. */
 const BATCH_MAX = 64;
 /** Longest transaction before its outcome counts as unknown and it is tried again. */
 const COMMIT_TIMEOUT_MS = 10_000;
@@ -56,11 +54,9 @@ export interface StoreHealth {
   status: "starting" | "ok" | "unreachable" | "misconfigured";
   /** Commits in the spool, not yet in the store. */
   spooled: number;
-  /** The URL without its password. */
   store: string;
   schema: number | null;
   commits: number;
-  /** Rows inserted. */
   records: number;
   /** Planned rows the store already had (by uuid). */
   conflicts: number;
@@ -68,7 +64,6 @@ export interface StoreHealth {
   replayed: number;
   /** Commits the store refused for good, kept in the spool's failed-*.jsonl. */
   setAside: number;
-  /** Commits that could not be spooled either. */
   dropped: number;
   errors: number;
   /** Errors the store's client threw from its own callbacks: the client was replaced. */
@@ -88,7 +83,6 @@ export class PgSink {
   private lastError: string | null = null;
   private schema: number | null = null;
   private readonly retry = new Retry(250, 10_000);
-  /** The drain under way, and whether a commit arrived since it last looked. */
   private draining: Promise<void> | null = null;
   private again = false;
   private closed = false;
@@ -113,7 +107,6 @@ export class PgSink {
     });
   }
 
-  /** Connects, migrates and writes what the spool holds (a dead tap's too), in the background. */
   start(): void {
     this.kick();
   }
@@ -187,7 +180,7 @@ export class PgSink {
 
   private back(written: number): void {
     this.counts.replayed += written;
-    if (this.status !== "ok" || written > 0) this.options.log("store", { status: "ok", replayed: written, spooled: this.spool.pending });
+    this.options.log("store", { status: "ok", replayed: written, spooled: this.spool.pending });
     this.status = "ok";
     this.misconfigured = null;
     const line = () => `sessiontap: the store ${redactUrl(this.options.url)} is usable again; ${written} spooled commit${written === 1 ? "" : "s"} written`;
@@ -341,7 +334,6 @@ class PgTarget implements WriteTarget<bigint, StoreDone> {
   }
 }
 
-/** The conversation's rows after `cursor`, in seq order. */
 async function catchUp(tx: Tx, place: ConversationPlace, cursor: bigint): Promise<{ records: Json[]; cursor: bigint }> {
   const rows = await tx<{ seq: string; entry: string }[]>`
     SELECT seq, entry::text AS entry FROM sessiontap_entries
