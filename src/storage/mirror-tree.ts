@@ -6,10 +6,11 @@ import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts"
 import { type Json, parseJsonl } from "../protocol/json.ts";
 import type { DirLocks } from "./dir-lock.ts";
 import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
+import { JsonlFollower } from "./jsonl-follower.ts";
 import { removeLeftovers, writerTag } from "./process-identity.ts";
 import { checkTrusted, ensureTrustedDir } from "./trusted-path.ts";
 
-const NEWLINE = 0x0a;
+const decoder = new TextDecoder();
 
 export interface AppendResult {
   path: string;
@@ -126,18 +127,19 @@ export class MirrorTree {
       const start = cursor.get(name) ?? 0;
       cursor.set(name, start);
       if (info.size === start) continue;
-      const bytes = await this.fs.readRange(path, start);
-      const end = bytes.lastIndexOf(NEWLINE) + 1;
-      if (end < bytes.length) {
-        const torn = bytes.subarray(end);
-        await this.fs.append(`${path}.torn`, new TextDecoder().decode(torn), this.sync);
-        await this.fs.truncate(path, start + end);
-        out.repaired.push({ file: `${name}.torn`, bytes: torn.length });
+      const lines: string[] = [];
+      const torn: Uint8Array[] = [];
+      const follower = new JsonlFollower(path, { startAt: () => start, maxLine: Number.POSITIVE_INFINITY });
+      await follower.read(this.fs, (line) => void (line.last ? torn.push(line.bytes) : lines.push(decoder.decode(line.bytes))), { final: true });
+      if (torn.length > 0) {
+        await this.fs.append(`${path}.torn`, decoder.decode(torn[0]), this.sync);
+        await this.fs.truncate(path, follower.offset);
+        out.repaired.push({ file: `${name}.torn`, bytes: torn[0].length });
       }
-      const parsed = parseJsonl(new TextDecoder().decode(bytes.subarray(0, end)));
+      const parsed = parseJsonl(lines.join("\n"));
       out.records.push(...parsed.records);
       out.malformedLines += parsed.malformed;
-      cursor.set(name, start + end);
+      cursor.set(name, Math.max(start, follower.offset));
     }
     return out;
   }
