@@ -222,15 +222,6 @@ export class Spool {
   }
 }
 
-export interface SpoolLoad {
-  jobs: CommitJob[];
-  /** The adopted files (full paths): remove them once every job is written. */
-  files: string[];
-  malformed: number;
-  /** Places that could not be looked at, and why (what they hold waits for a later start). */
-  unreadable: { dir: string; error: unknown }[];
-}
-
 /** The mirror's shutdown spool over its places, in order of preference. */
 export class MirrorSpool {
   constructor(
@@ -258,9 +249,9 @@ export class MirrorSpool {
     throw Object.assign(new Error(`nowhere to save ${jobs.length} commits (${failures.join("; ")})`), { code: "ENOSPOOL" });
   }
 
-  /** Adopts the spool files dead processes left in every place that exists, and reads their commits, oldest request first. */
-  async load(): Promise<SpoolLoad> {
-    const out: SpoolLoad = { jobs: [], files: [], malformed: 0, unreadable: [] };
+  /** Adopts what dead processes left in every place, and reads their commits, oldest request first; `files` go once every job is written. */
+  async load() {
+    const out = { jobs: [] as CommitJob[], files: [] as string[], malformed: 0, unreadable: [] as { dir: string; error: unknown }[] };
     for (const place of this.places) {
       try {
         const spool = this.spool(place, (error) => out.unreadable.push({ dir: place.dir, error }));

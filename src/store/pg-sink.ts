@@ -50,35 +50,15 @@ const COMMIT_TIMEOUT_MS = 10_000;
 const CONFIG_RETRY_MS = 60_000;
 const keyOf = (job: CommitJob) => placeOf(job.route, job.sessionDir, job.agentDir).key;
 
-export interface StoreHealth {
-  status: "starting" | "ok" | "unreachable" | "misconfigured";
-  /** Commits in the spool, not yet in the store. */
-  spooled: number;
-  store: string;
-  schema: number | null;
-  commits: number;
-  records: number;
-  /** Planned rows the store already had (by uuid). */
-  conflicts: number;
-  /** Commits written once the store was usable again (they waited in the spool). */
-  replayed: number;
-  /** Commits the store refused for good, kept in the spool's failed-*.jsonl. */
-  setAside: number;
-  dropped: number;
-  errors: number;
-  /** Errors the store's client threw from its own callbacks: the client was replaced. */
-  driverErrors: number;
-  lastError: string | null;
-  /** Why the store refuses every connection for its settings (a role, a password, a database), or null. */
-  misconfigured: string | null;
-  conversationsInMemory: number;
-}
+/** What /_tap/health shows of the store (docs/DESIGN.md "The shared store"). */
+export type StoreHealth = ReturnType<PgSink["health"]>;
 
 export class PgSink {
   private sql: Sql;
   readonly spool: Spool;
   private readonly writer: CommitWriter<bigint, StoreDone>;
-  private status: StoreHealth["status"] = "starting";
+  private status: "starting" | "ok" | "unreachable" | "misconfigured" = "starting";
+  /** conflicts: planned rows the store already had (by uuid); replayed: written after waiting in the spool; setAside: refused for good. */
   private readonly counts = { commits: 0, records: 0, conflicts: 0, replayed: 0, setAside: 0, dropped: 0, errors: 0, driverErrors: 0 };
   private lastError: string | null = null;
   private schema: number | null = null;
@@ -252,7 +232,7 @@ export class PgSink {
     if (this.spool.pending > 0) this.options.log("store-spool", { waiting: this.spool.pending });
   }
 
-  health(): StoreHealth {
+  health() {
     return {
       status: this.status,
       spooled: this.spool.pending,
