@@ -116,11 +116,7 @@ export class DirLocks {
 
   private async release(dir: string, path: string, me: string): Promise<void> {
     try {
-      // Only our own lock is removed: a takeover after we were presumed dead must survive us.
-      if ((await readIfThere(this.fs, path)) === me) await this.fs.unlink(path);
-      this.forget(path);
-    } catch (error) {
-      this.failed(path, { dir, owner: me }, error);
+      await this.remove(path, { dir, owner: me });
     } finally {
       this.busy.delete(path);
     }
@@ -128,29 +124,23 @@ export class DirLocks {
 
   /** Locks a write holds now are left alone. */
   private async retryReleases(again = true): Promise<void> {
-    for (const [path, lock] of [...this.unreleased]) {
-      if (this.busy.has(path)) continue;
-      try {
-        if (lock === null) await removeIfThere(this.fs, path);
-        else if ((await readIfThere(this.fs, path)) === lock.owner) await this.fs.unlink(path);
-        this.forget(path);
-      } catch (error) {
-        this.options.report?.releaseFailed(lock?.dir ?? path, error, this.unreleased.size);
-      }
-    }
-    if (again && this.unreleased.size > 0) this.retry.later(() => void this.retryReleases());
+    for (const [path, lock] of [...this.unreleased]) if (!this.busy.has(path)) await this.remove(path, lock, again);
   }
 
-  private forget(path: string): void {
+  /** A lock only while it is still ours (a takeover after we were presumed dead must survive us); a failure is said and retried. */
+  private async remove(path: string, lock: { dir: string; owner: string } | null, again = true): Promise<void> {
+    try {
+      if (lock === null) await removeIfThere(this.fs, path);
+      else if ((await readIfThere(this.fs, path)) === lock.owner) await this.fs.unlink(path);
+    } catch (error) {
+      this.unreleased.set(path, lock);
+      this.options.report?.releaseFailed(lock?.dir ?? path, error, this.unreleased.size);
+      if (again) this.retry.later(() => void this.retryReleases());
+      return;
+    }
     if (!this.unreleased.delete(path) || this.unreleased.size > 0) return;
     this.retry.reset();
     this.options.report?.allReleased();
-  }
-
-  private failed(path: string, lock: { dir: string; owner: string } | null, error: unknown): void {
-    this.unreleased.set(path, lock);
-    this.options.report?.releaseFailed(lock?.dir ?? path, error, this.unreleased.size);
-    this.retry.later(() => void this.retryReleases());
   }
 
   /** Once: inside a root that is ours and open to nobody else, nobody can swap `.locks` afterwards. */
@@ -167,8 +157,7 @@ export class DirLocks {
     try {
       return await this.fs.link(aside, path);
     } finally {
-      // Litter, not a lock: a failure to remove it never undoes the link.
-      await this.fs.unlink(aside).catch((error) => this.failed(aside, null, error));
+      await this.remove(aside, null); // litter, not a lock: a failure to remove it never undoes the link
     }
   }
 
