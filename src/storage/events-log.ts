@@ -1,30 +1,23 @@
-/**
- * The tap's own events log, `<root>/session-mirror-events.jsonl` (docs/DESIGN.md "Writes"): ids, times, actions
- * and counts — never content, never credentials. Rotated once at 5 MiB to `session-mirror-events.1.jsonl`.
- */
+// The tap's own events log (docs/DESIGN.md "Writes"): ids, times, actions and counts — never content, never credentials. Rotated once
+// at 5 MiB to `session-mirror-events.1.jsonl`.
 import type { FsAdapter } from "./fs-adapter.ts";
 import { join } from "node:path/posix";
 import { checkTrusted, DIR_MODE } from "./trusted-path.ts";
 
-/** The events log's file name, directly under the root. */
 export const EVENTS_FILE = "session-mirror-events.jsonl";
-/** Size at which the events log rotates. */
-export const EVENTS_MAX_BYTES = 5 * 1024 * 1024;
+const EVENTS_MAX_BYTES = 5 * 1024 * 1024;
 
-/** One event: an action and numbers/ids only. */
 export type EventFields = Record<string, string | number | boolean | null>;
 
-/** Who hears how writing the events log goes (the tap turns it into stderr lines and health). */
 export interface EventsLogReport {
   failed(error: unknown): void;
   written(): void;
 }
 
-/** Appends events in order; every failure is counted and reported, every success too (so recovery is seen). */
+/** Every failure is counted and reported, every success too (so recovery is seen). */
 export class EventsLog {
   private size: number | null = null;
   private queue: Promise<void> = Promise.resolve();
-  /** Events that could not be written. */
   failures = 0;
 
   constructor(
@@ -35,12 +28,11 @@ export class EventsLog {
     private readonly maxBytes = EVENTS_MAX_BYTES,
   ) {}
 
-  /** The events log's path. */
   get path(): string {
     return join(this.root, EVENTS_FILE);
   }
 
-  /** Queues one event; never throws, never rejects. */
+  /** Never throws, never rejects. */
   log(action: string, fields: EventFields = {}): Promise<void> {
     const line = JSON.stringify({ ts: new Date(this.clock()).toISOString(), action, ...fields }) + "\n";
     this.queue = this.queue.then(() => this.write(line)).then(() => this.report.written(), (error) => {
@@ -51,7 +43,6 @@ export class EventsLog {
     return this.queue;
   }
 
-  /** Resolves once every queued event was written or given up. */
   flush(): Promise<void> {
     return this.queue;
   }

@@ -1,22 +1,17 @@
-// The filesystem adapter: the only module that touches `node:fs`.
+// The only module that touches `node:fs` (docs/DESIGN.md "Writes").
 import { constants, promises as fsp, watch } from "node:fs";
 import process from "node:process";
 
-/**
- * Opens never follow a final symlink where the platform can say so; Windows has no O_NOFOLLOW, and there
- * the tree's lstat checks before each open are what keeps writes off symlinks.
- */
+// Windows has no O_NOFOLLOW: there the tree's lstat checks before each open keep writes off symlinks.
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
-/** A FIFO opened for reading waits for a writer unless told not to (and so would a thread of the pool). */
+// A FIFO opened for reading waits for a writer unless told not to.
 const NONBLOCK = constants.O_NONBLOCK ?? 0;
 
-/** A path that is not a regular file where one is read (a FIFO, a device, a socket): never read. */
 export class NotRegularFileError extends Error {
   override name = "NotRegularFileError";
   readonly code = "ENOTREG";
 }
 
-/** What a file that is not a regular one is, in a few words. */
 function kindOf(s: { isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean; isDirectory(): boolean }): string {
   return s.isFIFO()
     ? "a FIFO"
@@ -29,7 +24,6 @@ function kindOf(s: { isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDev
     : "not a regular file";
 }
 
-/** What `lstat` reports; never follows a symlink. */
 export interface EntryInfo {
   isFile: boolean;
   isDirectory: boolean;
@@ -39,11 +33,10 @@ export interface EntryInfo {
   mode: number;
   dev: number;
   ino: number;
-  /** The owner's user id (-1 where the platform has none, e.g. Windows). */
+  /** -1 where the platform has none (Windows). */
   uid: number;
 }
 
-/** A directory entry, typed without following links. */
 export interface DirEntry {
   name: string;
   isFile: boolean;
@@ -51,68 +44,38 @@ export interface DirEntry {
   isSymbolicLink: boolean;
 }
 
-/** The operations the mirror needs, nothing more. */
 export interface FsAdapter {
-  /**
-   * False where files have no POSIX permission bits (Windows: modes read back as 0666/0444 whatever was
-   * asked, and the user's profile ACL is what keeps others out); checks of 0600/0700 are skipped there.
-   */
+  /** False on Windows: modes read back as 0666/0444 whatever was asked, so checks of 0600/0700 are skipped. */
   posixModes?: boolean;
-  /** Creates a directory and its parents with `mode`. */
   mkdir(path: string, mode: number): Promise<void>;
-  /**
-   * Appends all of `data` (creating the file 0600), then fsyncs when `sync`. All or nothing: a write the
-   * disk cuts short rejects (ShortWriteError) and what it appended is cut back off.
-   */
+  /** All or nothing (creating the file 0600): a write the disk cuts short rejects (ShortWriteError) and its part is cut back off. */
   append(path: string, data: string, sync: boolean): Promise<void>;
-  /** Appends all of `data` to a file that exists, as `append` does; false (nothing written) when it does not. */
+  /** As `append`, to a file that exists; false (nothing written) when it does not. */
   appendExisting(path: string, data: string, sync: boolean): Promise<boolean>;
-  /** Creates `path` with all of `data` only if it does not exist; false when it already did. A write that fails removes the file it made. */
+  /** False when `path` already exists; a write that fails removes the file it made. */
   createExclusive(path: string, data: string, sync: boolean): Promise<boolean>;
-  /** Reads a whole file as UTF-8. */
   readText(path: string): Promise<string>;
-  /** lstat, or null when the path does not exist. */
   lstat(path: string): Promise<EntryInfo | null>;
-  /** Lists a directory ([] when it does not exist). */
   readdir(path: string): Promise<DirEntry[]>;
-  /** Removes a file. */
   unlink(path: string): Promise<void>;
-  /** Removes an empty directory. */
   rmdir(path: string): Promise<void>;
-  /** Renames a file. */
   rename(from: string, to: string): Promise<void>;
-  /** Sets a mode. */
   chmod(path: string, mode: number): Promise<void>;
-  /**
-   * Gives the file at `existing` a second name `path` (a hard link), never replacing anything: false when
-   * `path` already exists. Publication without overwrite: write aside, then link into place.
-   */
+  /** A hard link that never replaces: false when `path` already exists (publication without overwrite). */
   link(existing: string, path: string): Promise<boolean>;
-  /** Free and total bytes of the filesystem holding `path` (free as an unprivileged user sees it). */
   statfs(path: string): Promise<{ freeBytes: number; totalBytes: number }>;
-  /**
-   * Reads bytes `[start, end)` of a file (to its end when `end` is omitted): a regular file only, never
-   * through a final symlink (ELOOP), never waiting on a FIFO (NotRegularFileError), however large the file
-   * only the range in memory.
-   */
+  /** Bytes `[start, end)` of a regular file, never through a final symlink, never waiting on a FIFO (NotRegularFileError). */
   readRange(path: string, start: number, end?: number): Promise<Uint8Array>;
-  /** Cuts a file to `size` bytes (never following a symlink), then fsyncs it. */
   truncate(path: string, size: number): Promise<void>;
-  /** True when this process may read and write `path`. */
   canReadWrite(path: string): Promise<boolean>;
-  /**
-   * Tells `onChange` the name of each entry of directory `path` that changes (null: unknown), until the returned
-   * close is called or `onError` is; null when the directory cannot be watched (callers then poll).
-   */
+  /** Names each entry of `path` that changes (null: unknown) until closed or `onError`; null when it cannot be watched (callers poll). */
   watch?(path: string, onChange: (name: string | null) => void, onError: () => void): (() => void) | null;
 }
 
-/** True for "no such file or directory". */
 export function isNotFound(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === "ENOENT";
 }
 
-/** Removes a file; one already gone is fine. */
 export async function removeIfThere(fs: FsAdapter, path: string): Promise<void> {
   try {
     await fs.unlink(path);
@@ -121,7 +84,6 @@ export async function removeIfThere(fs: FsAdapter, path: string): Promise<void> 
   }
 }
 
-/** A whole file as UTF-8, or null when it is not there (gone meanwhile). */
 export async function readIfThere(fs: FsAdapter, path: string): Promise<string | null> {
   try {
     return await fs.readText(path);
@@ -131,20 +93,14 @@ export async function readIfThere(fs: FsAdapter, path: string): Promise<string |
   }
 }
 
-/**
- * One write(2) on an open file: writes what it can of `bytes` and resolves with how many bytes that was.
- * The seam under every write the adapter makes, so a test can act as a nearly full disk on every runtime.
- */
+/** One write(2): resolves with how many bytes it took. The seam a test uses to act as a nearly full disk. */
 export type WriteSome = (path: string, handle: fsp.FileHandle, bytes: Uint8Array) => Promise<number>;
 
-/** The kernel's write, through the runtime's FileHandle. */
 export const kernelWrite: WriteSome = async (_path, handle, bytes) => (await handle.write(bytes, 0, bytes.length)).bytesWritten;
 
-/**
- * Opens `path` (a new file 0600) and writes `data` whole; false, nothing written, when opening fails with
- * `unless`. A write that fails leaves the file as it was (docs/DESIGN.md "Writes"): an appended part is cut
- * back off, a file this call created exclusively is removed.
- */
+// A filling disk takes part of a write and says so only by the count (Bun, Node), or throws after writing part (Deno). A part is cut
+// back off unless more is there than this write could have made (another process appended; the next catch-up moves the torn line aside).
+/** Writes `data` whole to `path` (a new file 0600); false, nothing written, when opening fails with `unless`. */
 async function openAndWrite(
   write: WriteSome,
   path: string,
@@ -161,14 +117,24 @@ async function openAndWrite(
     throw error;
   }
   const created = (flags & constants.O_EXCL) !== 0;
+  const bytes = new TextEncoder().encode(data);
+  let done = 0;
   try {
-    const file: WritableFile = {
-      write: (bytes) => write(path, handle, bytes),
-      size: async () => (await handle.stat()).size,
-      truncate: (size) => handle.truncate(size),
-      datasync: () => handle.datasync(),
-    };
-    await writeWhole(file, path, data, sync, created);
+    const before = created ? 0 : (await handle.stat()).size;
+    try {
+      while (done < bytes.length) {
+        const wrote = await write(path, handle, bytes.subarray(done));
+        if (!(wrote > 0)) throw new ShortWriteError(path, done, bytes.length, null);
+        done += wrote;
+      }
+    } catch (error) {
+      // Deno's write throws after writing part, so the file's size says what reached it.
+      const reached = await handle.stat().then((s) => s.size - before, () => done);
+      if (!created && reached > 0 && reached <= bytes.length) await handle.truncate(before).catch(() => undefined);
+      if (error instanceof ShortWriteError || reached <= 0) throw error;
+      throw new ShortWriteError(path, reached, bytes.length, error);
+    }
+    if (sync) await handle.datasync();
   } catch (error) {
     await handle.close().catch(() => undefined);
     // Exclusive: nobody else has the file, and a part of it (or none) is never what the caller asked for.
@@ -179,7 +145,6 @@ async function openAndWrite(
   return true;
 }
 
-/** The adapter over `node:fs/promises`, every write going through `write` (the kernel's unless a test says otherwise). */
 export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
   return {
     posixModes: process.platform !== "win32",
@@ -306,27 +271,12 @@ export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
   };
 }
 
-/** The adapter over the real filesystem. */
 export const nodeFs: FsAdapter = createNodeFs();
 
-// Writing whole (docs/DESIGN.md "Writes"): a filling disk takes part of a write and says so only by the count (Bun, Node), or the
-// runtime throws after writing part (Deno); either way the write goes on until every byte is taken, or fails leaving no part behind.
-/** What writing whole needs of an open file. */
-export interface WritableFile {
-  /** One write of what it can of `bytes`; resolves with how many bytes that was. */
-  write(bytes: Uint8Array): Promise<number>;
-  size(): Promise<number>;
-  truncate(size: number): Promise<void>;
-  datasync(): Promise<void>;
-}
-
-/**
- * A write that stopped part-way: the kernel took some of the bytes, then nothing more (a disk that filled
- * up). The part that reached the file has been cut back off, or the file removed when the write made it.
- */
+/** A write that stopped part-way (a disk that filled up); its part was cut back off, or the file removed. */
 export class ShortWriteError extends Error {
   override name = "ShortWriteError";
-  /** The next write's own error code (ENOSPC), or EIO when it wrote nothing and said nothing. */
+  /** The next write's own code (ENOSPC), or EIO when it wrote nothing and said nothing. */
   readonly code: string;
 
   constructor(path: string, written: number, total: number, cause: unknown) {
@@ -335,30 +285,4 @@ export class ShortWriteError extends Error {
     super(`${typeof code === "string" ? code : "EIO"}: wrote ${written} of ${total} bytes to ${path} (${why})`);
     this.code = typeof code === "string" ? code : "EIO";
   }
-}
-
-/**
- * Writes all of `data` to `file`, one write after another until every byte is taken, and fsyncs when
- * asked. A write that stops part-way is a ShortWriteError, and what it appended is cut back off — unless
- * more is there than it could have written (another process appended meanwhile; the next catch-up moves
- * the torn line aside). `created`: the file is new and this write's alone (the caller removes it).
- */
-export async function writeWhole(file: WritableFile, path: string, data: string, sync: boolean, created: boolean): Promise<void> {
-  const bytes = new TextEncoder().encode(data);
-  const before = created ? 0 : await file.size();
-  let done = 0;
-  try {
-    while (done < bytes.length) {
-      const wrote = await file.write(bytes.subarray(done));
-      if (!(wrote > 0)) throw new ShortWriteError(path, done, bytes.length, null);
-      done += wrote;
-    }
-  } catch (error) {
-    // Deno's write throws after writing part, so the file's size says what reached it.
-    const reached = await file.size().then((size) => size - before, () => done);
-    if (!created && reached > 0 && reached <= bytes.length) await file.truncate(before).catch(() => undefined);
-    if (error instanceof ShortWriteError || reached <= 0) throw error;
-    throw new ShortWriteError(path, reached, bytes.length, error);
-  }
-  if (sync) await file.datasync();
 }

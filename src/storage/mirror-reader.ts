@@ -1,5 +1,5 @@
 // Reading the mirror back for people (list, show, export, restore, the viewer): its sessions, each with Claude Code's transcript judged
-// (docs/DESIGN.md "One judge of Claude Code's transcript"). Read-only; parsed files cached by size and mtime, so a viewer re-reads what grew.
+// (docs/DESIGN.md "One judge of Claude Code's transcript"). Parsed files are cached by size and mtime.
 import { join } from "node:path/posix";
 import { LRUCache } from "lru-cache";
 import { type Parsed, parseJsonl } from "../protocol/json.ts";
@@ -11,7 +11,7 @@ import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { type FactsCache, scanTranscripts, type TranscriptInfo, transcriptInfo } from "./claude-projects.ts";
 import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
 
-/** The one walk of a session directory: its main conversation, its side requests, each subagent (real directories only; links named, never followed). */
+/** The one walk of a session directory: main, side, each subagent (real directories only; links named, never followed). */
 export async function conversations(fs: FsAdapter, session: string) {
   const dirs: { path: string; scope: "main" | "side" | "subagent"; agent: string | null }[] = [{ path: session, scope: "main", agent: null }];
   const links: string[] = [];
@@ -36,14 +36,23 @@ export type Lookup =
 
 export type OtherConversations = Pick<SessionData, "agents" | "side">;
 
-/** Where the reading commands find sessions: the mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
+/** The mirror tree (MirrorReader) or a shared store (src/store/pg-reader.ts). */
 export interface SessionSource {
   loadAll(): Promise<SessionData[]>;
   lookup(query: string): Promise<Lookup>;
 }
 
+/** By id or directory name, or a unique prefix of either; a safe id is its own directory name, only hashed names need their records read. */
+export async function lookupSession(source: { sessionDirs(): Promise<string[]>; load(dir: string): Promise<SessionData> }, query: string): Promise<Lookup> {
+  const named: NamedSession[] = [];
+  for (const dir of await source.sessionDirs()) {
+    named.push({ dir, id: dir === "unknown" || dir.startsWith("inv-") ? sessionIdOf(dir, (await source.load(dir)).records) : dir });
+  }
+  const match = matchSession(named, query);
+  return match.kind === "found" ? { kind: "found", data: await source.load(match.dir) } : match;
+}
+
 export class MirrorReader implements SessionSource {
-  /** At most 64 MiB of parsed files, least recently used first out. */
   private cache = new LRUCache<string, { size: number; mtimeMs: number; parsed: Parsed }>({
     maxSize: 64 * 1024 * 1024,
     sizeCalculation: (v) => Math.max(1, v.size),
@@ -69,14 +78,8 @@ export class MirrorReader implements SessionSource {
     return (await this.loadWithTime(dir)).data;
   }
 
-  async lookup(query: string): Promise<Lookup> {
-    const named: NamedSession[] = [];
-    for (const dir of await this.sessionDirs()) {
-      // A safe id is its own directory name (docs/DESIGN.md "The mirror"); only hashed names need their records read.
-      named.push({ dir, id: dir === "unknown" || dir.startsWith("inv-") ? sessionIdOf(dir, (await this.load(dir)).records) : dir });
-    }
-    const match = matchSession(named, query);
-    return match.kind === "found" ? { kind: "found", data: await this.load(match.dir) } : match;
+  lookup(query: string): Promise<Lookup> {
+    return lookupSession(this, query);
   }
 
   private async loadWithTime(dir: string): Promise<{ data: SessionData; mtime: number }> {
@@ -114,7 +117,7 @@ export class MirrorReader implements SessionSource {
   }
 }
 
-/** Where `drill` keeps its last outcome for doctor and the viewer's home, in the mirror root (a dot name no session can take). */
+/** `drill`'s last outcome for doctor and the viewer's home (a dot name no session can take). */
 export const LAST_DRILL = ".last-drill.json";
 export type LastDrill = { at: string; drilled: number; passed: number; named: boolean; claudeCode: string | null };
 
@@ -145,14 +148,13 @@ export interface ListEntry extends SessionSummary {
 
 export class SessionCatalog {
   readonly reader: MirrorReader;
-  /** Claude Code transcripts already read (a viewer refreshes its list often; transcripts can be large). */
+  /** A viewer refreshes its list often; transcripts can be large. */
   private readonly transcripts: FactsCache = new Map();
 
   constructor(
     private readonly fs: FsAdapter,
     readonly mirrorDir: string,
     readonly claudeDir: string,
-    /** Where the sessions are read from instead of the tree (a shared store). */
     private readonly source?: SessionSource,
     readonly prices: PriceTable = BUILTIN_PRICES,
     private readonly clock: () => number = Date.now,
@@ -171,7 +173,7 @@ export class SessionCatalog {
     return (await this.judged()).map((j) => j.entry);
   }
 
-  /** One session's entry (`scan`: from scanTranscripts, read afresh when omitted). */
+  /** `scan`: from scanTranscripts, read afresh when omitted. */
   async judge(data: SessionData, scan?: Map<string, string[]>): Promise<{ entry: ListEntry; info: TranscriptInfo }> {
     const tree = buildTree(data.records);
     const summary = summarize(data, tree, this.prices);

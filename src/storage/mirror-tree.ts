@@ -1,18 +1,16 @@
-// The mirror tree (docs/DESIGN.md "The mirror"), the tap's write target for files: a conversation is a directory below the root, reached
-// through trusted directories only, written under its session's lock; torn final lines are moved aside, new files published without overwrite.
+// The mirror tree (docs/DESIGN.md "The mirror"): a conversation is a directory below the root, reached through trusted directories only,
+// written under its session's lock; torn final lines are moved aside, new files published without overwrite.
 import { randomUUID } from "node:crypto";
 import { join } from "node:path/posix";
 import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts";
-import type { Json } from "../protocol/json.ts";
-import { parseJsonl } from "../protocol/json.ts";
+import { type Json, parseJsonl } from "../protocol/json.ts";
 import type { DirLocks } from "./dir-lock.ts";
 import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
+import { JsonlFollower } from "./jsonl-follower.ts";
 import { removeLeftovers, writerTag } from "./process-identity.ts";
-import { checkTrusted, ensureTrustedDir, UnsafePathError } from "./trusted-path.ts";
+import { checkTrusted, ensureTrustedDir } from "./trusted-path.ts";
 
-export { UnsafePathError };
-
-const NEWLINE = 0x0a;
+const decoder = new TextDecoder();
 
 export interface AppendResult {
   path: string;
@@ -21,38 +19,33 @@ export interface AppendResult {
   created: boolean;
 }
 
-/** How far a directory's files have been read: file name → bytes applied. */
 export type Cursor = Map<string, number>;
 
 export interface CatchUp {
   records: Record<string, unknown>[];
   malformedLines: number;
-  /** Torn final lines moved aside: the `.torn` file and the bytes moved. */
   repaired: { file: string; bytes: number }[];
 }
 
-/** A directory holds records of another session or agent: nothing is written to it. */
 export class IdentityError extends Error {
   override name = "IdentityError";
   readonly code = "EIDENTITY";
 }
 
-/** What writing needs besides the files: the sessions' locks, and who hears of a torn line moved aside. */
 export interface TreeWriting {
   locks: DirLocks;
   repaired(repair: { dir: string; file: string; bytes: number }): void;
 }
 
-/** A rotation file name from a time: ISO-8601 with `:` made `-`, so names sort by time. */
+/** ISO-8601 with `:` made `-`, so names sort by time. */
 export function rotationName(ms: number, attempt = 0): string {
   const stamp = new Date(ms).toISOString().replace(/:/g, "-");
   return attempt === 0 ? `${stamp}.jsonl` : `${stamp}-${attempt}.jsonl`;
 }
 
-/** The mirror tree under one root. */
 export class MirrorTree {
   private writer: Promise<string> | null = null;
-  /** `.staging` was made and checked (it is made again if it vanished). */
+  /** `.staging` was made and checked (made again if it vanished). */
   private staging = false;
 
   constructor(
@@ -64,7 +57,7 @@ export class MirrorTree {
     private readonly writing: TreeWriting | null = null,
   ) {}
 
-  /** Removes the staging files of writers that are provably gone (killed mid-publish); returns how many. */
+  /** Staging files of writers provably gone (killed mid-publish). */
   async removeStaleStaging(): Promise<number> {
     const staging = join(this.root, ".staging");
     if ((await this.fs.lstat(staging))?.isDirectory !== true) return 0;
@@ -80,15 +73,13 @@ export class MirrorTree {
     this.staging = true;
   }
 
-  /** The `*.jsonl` file names directly in `dir`, oldest first (names sort by time); links are not files. */
   async fileNames(dir: string): Promise<string[]> {
     const entries = await this.fs.readdir(dir);
     return entries.filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
   }
 
-  /** Makes `dir` (below the root) exist as trusted directories all the way down (trusted-path.ts): writes never leave the root. */
+  /** Trusted directories all the way down: writes never leave the root. */
   async ensureDir(dir: string): Promise<void> {
-    if (!dir.startsWith(this.root + "/")) throw new UnsafePathError(`${dir} is not under the mirror root`);
     await ensureTrustedDir(this.fs, this.root, dir);
   }
 
@@ -96,7 +87,7 @@ export class MirrorTree {
     return new Map();
   }
 
-  /** Runs `body` holding the session's lock: one lock covers its main, side and subagent conversations, so a side write reads the main one under it. */
+  /** One lock covers a session's main, side and subagent conversations, so a side write reads the main one under it. */
   async locked<T>(place: ConversationPlace, _main: ConversationPlace | null, body: (io: TreeIo) => Promise<T>): Promise<T> {
     if (this.writing === null) throw new Error("this tree was not made for writing");
     const { locks, repaired } = this.writing;
@@ -130,10 +121,8 @@ export class MirrorTree {
     }
   }
 
-  /**
-   * Reads what was appended to `dir` since `cursor` (by anyone), advancing it. A final line without its newline (a writer killed
-   * mid-append) is moved aside into `<file>.torn` and cut off, so the next append starts on a clean line; call it holding the lock.
-   */
+  /** What anyone appended since `cursor`, advancing it; under the lock, a final line without its newline (a writer killed mid-append) is
+   * moved aside into `<file>.torn` and cut off, so the next append starts on a clean line. */
   async catchUp(dir: string, cursor: Cursor): Promise<CatchUp> {
     const out: CatchUp = { records: [], malformedLines: 0, repaired: [] };
     for (const name of await this.fileNames(dir)) {
@@ -146,23 +135,24 @@ export class MirrorTree {
       const start = cursor.get(name) ?? 0;
       cursor.set(name, start);
       if (info.size === start) continue;
-      const bytes = await this.fs.readRange(path, start);
-      const end = bytes.lastIndexOf(NEWLINE) + 1;
-      if (end < bytes.length) {
-        const torn = bytes.subarray(end);
-        await this.fs.append(`${path}.torn`, new TextDecoder().decode(torn), this.sync);
-        await this.fs.truncate(path, start + end);
-        out.repaired.push({ file: `${name}.torn`, bytes: torn.length });
+      const lines: string[] = [];
+      const torn: Uint8Array[] = [];
+      const follower = new JsonlFollower(path, { startAt: () => start, maxLine: Number.POSITIVE_INFINITY });
+      await follower.read(this.fs, (line) => void (line.last ? torn.push(line.bytes) : lines.push(decoder.decode(line.bytes))), { final: true });
+      if (torn.length > 0) {
+        await this.fs.append(`${path}.torn`, decoder.decode(torn[0]), this.sync);
+        await this.fs.truncate(path, follower.offset);
+        out.repaired.push({ file: `${name}.torn`, bytes: torn[0].length });
       }
-      const parsed = parseJsonl(new TextDecoder().decode(bytes.subarray(0, end)));
+      const parsed = parseJsonl(lines.join("\n"));
       out.records.push(...parsed.records);
       out.malformedLines += parsed.malformed;
-      cursor.set(name, start + end);
+      cursor.set(name, Math.max(start, follower.offset));
     }
     return out;
   }
 
-  /** Appends `text` (whole JSON lines) to the directory's newest file in one write, publishing a new file when full. */
+  /** Whole JSON lines in one write to the newest file, or a new file when full. */
   async append(dir: string, text: string, cursor: Cursor): Promise<AppendResult> {
     const newest = [...cursor.keys()].sort().at(-1);
     const bytes = Buffer.byteLength(text);
@@ -175,8 +165,7 @@ export class MirrorTree {
         cursor.set(newest, size + bytes);
         return { path, bytes, rotated: false, created: false };
       }
-      // The sweep removed an idle session's old file: the records go into a new file, never one made afresh under the old name, which
-      // the cursor would misread.
+      // The sweep removed an idle session's old file: a new file, never one made afresh under the old name the cursor would misread.
       cursor.delete(newest);
     }
     const name = await this.publish(dir, text);
@@ -184,20 +173,17 @@ export class MirrorTree {
     return { path: join(dir, name), bytes, rotated: full, created: true };
   }
 
-  /** Writes a new rotation file aside, then links it into place under a name nobody has taken. */
+  /** Written aside, then linked into place under a name nobody has taken. */
   private async publish(dir: string, text: string): Promise<string> {
     const staging = join(this.root, ".staging");
     this.writer ??= writerTag(this.fs);
     const aside = join(staging, `${await this.writer}-${randomUUID()}.part`);
     if (!this.staging) await this.ensureDir(staging);
     this.staging = true;
-    let created: boolean;
-    try {
-      created = await this.fs.createExclusive(aside, text, this.sync);
-    } catch (error) {
+    const created = await this.fs.createExclusive(aside, text, this.sync).catch((error) => {
       this.staging = false;
       throw error;
-    }
+    });
     if (!created) throw new Error(`staging file ${aside} exists`);
     try {
       const now = this.clock();

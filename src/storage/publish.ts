@@ -1,9 +1,9 @@
-// Publishing a whole file safely (restore, export --out): the bytes are written and fsynced under a temporary name beside the target (0600), then put in place
-// in one step.
+// Publishing a whole file safely (restore, export --out, the binding key): written and fsynced under a temporary name beside the target
+// (0600), then put in place in one step.
+import { basename, dirname } from "node:path/posix";
 import { type EntryInfo, type FsAdapter, removeIfThere as discard } from "./fs-adapter.ts";
 import { removeLeftovers, writerTag } from "./process-identity.ts";
 
-/** What publishing did. */
 export type Published =
   | { kind: "created"; path: string }
   | { kind: "replaced"; path: string; backup: string }
@@ -12,23 +12,13 @@ export type Published =
   /** The target changed since it was judged: nothing was replaced. */
   | { kind: "changed"; path: string };
 
-/** Error codes that mean "this filesystem does not do hard links". */
+/** "This filesystem does not do hard links." */
 const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK"]);
 
-/** The directory part and the name of a path. */
-function split(path: string): { dir: string; name: string } {
-  const at = path.lastIndexOf("/");
-  return { dir: at < 0 ? "." : path.slice(0, at) || "/", name: path.slice(at + 1) };
-}
-
-/**
- * Writes `data` under a fresh temporary name beside `path` (0600, fsynced), one that names this process;
- * returns that name. What a killed writer left beside `path` is removed first, once provably stale
- * (leftovers.ts): a restore killed mid-write left a 27 MB file in Claude Code's project directory.
- */
+/** Under a fresh name naming this process; what a killed writer left beside `path` goes first (a restore killed mid-write left 27 MB). */
 async function writeAside(fs: FsAdapter, path: string, data: string): Promise<string> {
-  const { dir, name } = split(path);
-  const prefix = `.${name}.sessiontap-`;
+  const dir = dirname(path);
+  const prefix = `.${basename(path)}.sessiontap-`;
   await removeLeftovers(fs, dir, (n) => n.startsWith(prefix) && n.endsWith(".tmp"), Date.now());
   const writer = await writerTag(fs);
   for (let attempt = 0; attempt < 100; attempt++) {
@@ -38,17 +28,14 @@ async function writeAside(fs: FsAdapter, path: string, data: string): Promise<st
   throw new Error(`could not create a temporary file beside ${path}`);
 }
 
-/**
- * Throws unless the file at `path` holds exactly the bytes of `data`: checked before a file is put in
- * place, so a write the disk cut short never replaces (or becomes) what the caller meant to keep.
- */
+/** Checked before a file is put in place: a write the disk cut short never replaces (or becomes) what the caller meant to keep. */
 export async function checkWhole(fs: FsAdapter, path: string, data: string): Promise<void> {
   const size = (await fs.lstat(path))?.size ?? 0;
   const expected = new TextEncoder().encode(data).length;
   if (size !== expected) throw Object.assign(new Error(`${path} holds ${size} of the ${expected} bytes written to it`), { code: "EIO" });
 }
 
-/** Links `from` to `to` without overwriting; falls back to an exclusive copy where links are not supported. */
+/** Without overwriting; an exclusive copy where links are not supported. */
 async function linkOrCopy(fs: FsAdapter, from: string, to: string): Promise<boolean> {
   try {
     return await fs.link(from, to);
@@ -58,7 +45,6 @@ async function linkOrCopy(fs: FsAdapter, from: string, to: string): Promise<bool
   }
 }
 
-/** Publishes `data` at `path`, which must not exist. */
 export async function publishNew(fs: FsAdapter, path: string, data: string): Promise<Published> {
   const tmp = await writeAside(fs, path, data);
   try {
@@ -75,12 +61,11 @@ export function backupName(path: string, nowMs: number, attempt = 0): string {
   return `${path}.bak-${stamp}${attempt === 0 ? "" : `-${attempt}`}`;
 }
 
-/** True when `now` is still the file `judged` described (same inode, size and mtime). */
 function unchanged(judged: EntryInfo, now: EntryInfo | null): boolean {
   return now !== null && now.isFile && now.dev === judged.dev && now.ino === judged.ino && now.size === judged.size && now.mtimeMs === judged.mtimeMs;
 }
 
-/** Backs `path` up beside itself, then replaces it with `data`; `judged` is what the caller examined. */
+/** `judged`: what the caller examined. */
 export async function replaceWithBackup(fs: FsAdapter, path: string, data: string, judged: EntryInfo, nowMs: number): Promise<Published> {
   const tmp = await writeAside(fs, path, data);
   try {
@@ -107,7 +92,6 @@ export async function replaceWithBackup(fs: FsAdapter, path: string, data: strin
   }
 }
 
-/** Writes `data` to `path` atomically, replacing what is there (export --out). */
 export async function replaceFile(fs: FsAdapter, path: string, data: string): Promise<void> {
   const tmp = await writeAside(fs, path, data);
   try {

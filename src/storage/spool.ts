@@ -1,94 +1,33 @@
-// Spools (docs/RELIABILITY.md "Trust boundaries"): commits kept on disk until they can be written where they belong, one file per process
-// (`spool-<host>-<pid>-<start>.jsonl`), a dead process's file adopted by rename; the mirror's shutdown spool and the store's queue share them.
+// Spools (docs/RELIABILITY.md "Trust boundaries"): commits kept on disk until written where they belong, one file per process
+// (`spool-<host>-<pid>-<start>.jsonl`), a dead process's file adopted by rename. The store queues every commit here; the mirror what it could not write.
 import type { CommitJob } from "../protocol/commit-job.ts";
 import type { LockOwner } from "./dir-lock.ts";
 import { completeLines, jsonObject } from "../protocol/json.ts";
 import { createHash } from "node:crypto";
-import { currentUid, ensurePrivateDir, UnsafePathError, untrusted } from "./trusted-path.ts";
+import { currentUid, ensurePrivateDir, ensureTrustedDir, UnsafePathError, untrusted } from "./trusted-path.ts";
 import { join } from "node:path/posix";
 import { ownerAlive } from "./process-identity.ts";
 import { hostname, tmpdir } from "node:os";
-import { type FsAdapter, removeIfThere } from "./fs-adapter.ts";
+import { type FsAdapter, isNotFound, removeIfThere } from "./fs-adapter.ts";
 
-/** Characters allowed in a spool file's host part. */
 const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");
 const SPOOL_NAME = /^spool-(.+)-(\d+)-([^-]+?)(?:-a\d+)?\.jsonl$/;
+const READ_BYTES = 4 * 1024 * 1024;
 
-/** One spool directory, as seen by one process. */
-export class SpoolFiles {
-  private adoptedCount = 0;
-  /** Files left alone because they are not ours to replay (another user's, or open to others). */
-  readonly refused: UnsafePathError[] = [];
-
-  constructor(
-    private readonly fs: FsAdapter,
-    readonly dir: string,
-    private readonly self: Promise<LockOwner> | LockOwner,
-  ) {}
-
-  /** This process's file name stem. */
-  async stem(): Promise<string> {
-    const me = await this.self;
-    return `spool-${safe(me.host)}-${me.pid}-${me.start ?? "x"}`;
-  }
-
-  /** This process's own file name. */
-  async ownName(): Promise<string> {
-    return `${await this.stem()}.jsonl`;
-  }
-
-  /** True for a file this process adopted (`<stem>-a<n>.jsonl`). */
-  isAdopted(name: string, stem: string): boolean {
-    return name.startsWith(`${stem}-a`) && /^\d+\.jsonl$/.test(name.slice(stem.length + 2));
-  }
-
-  /** The files this process adopted, in adoption order. */
-  async adoptedNames(): Promise<string[]> {
-    const stem = await this.stem();
-    const names = (await this.fs.readdir(this.dir)).filter((e) => e.isFile).map((e) => e.name);
-    return names.filter((n) => this.isAdopted(n, stem)).sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
-  }
-
-  /** Renames the spool files of dead processes on this host to this process's name; returns what was renamed to what. */
-  async adoptOrphans(): Promise<{ from: string; name: string }[]> {
-    const stem = await this.stem();
-    const host = safe(hostname());
-    const adopted: { from: string; name: string }[] = [];
-    for (const entry of await this.fs.readdir(this.dir)) {
-      const m = SPOOL_NAME.exec(entry.name);
-      if (!entry.isFile || entry.isSymbolicLink || m === null || entry.name === `${stem}.jsonl` || this.isAdopted(entry.name, stem) || m[1] !== host) continue;
-      if (await ownerAlive(this.fs, { pid: Number(m[2]), start: m[3] === "x" ? null : m[3], host: hostname() })) continue;
-      // A planted spool would be replayed into the mirror as if the user had said it.
-      const info = await this.fs.lstat(join(this.dir, entry.name));
-      const why = info === null ? null : untrusted(info, "file");
-      if (why !== null) {
-        this.refused.push(new UnsafePathError(`${join(this.dir, entry.name)} ${why}; not replayed`));
-        continue;
-      }
-      const target = `${stem}-a${++this.adoptedCount}.jsonl`;
-      try {
-        await this.fs.rename(join(this.dir, entry.name), join(this.dir, target));
-      } catch {
-        continue; // another process adopted it first
-      }
-      adopted.push({ from: entry.name, name: target });
-    }
-    return adopted;
-  }
-}
-
-// Where the mirror keeps commits it could not write before the tap stopped, so they are written on the next start instead of being dropped in silence
-// (docs/DESIGN.md "Health and exit"): first choice `<root>/.spool/mirror/`, and when the root itself is what fails, a private directory under the…
-/** One place a spool can live, and how to make sure it is safe to use. */
+/** One place a spool can live; `ensure` creates the directory (0700) or checks the one there, and throws when it cannot be used. */
 export interface SpoolPlace {
   dir: string;
-  /** Creates the directory (0700) or checks the one there; throws when it cannot be used. */
   ensure(): Promise<void>;
 }
 
-/** The spool directory under the root. */
-export function rootSpoolDir(root: string): string {
-  return join(root, ".spool", "mirror");
+export interface SpoolEvents {
+  malformed(file: string, line: number): void;
+  adopted(file: string, jobs: number): void;
+  refused(error: Error): void;
+}
+
+export function trustedPlace(fs: FsAdapter, root: string, dir: string): SpoolPlace {
+  return { dir, ensure: () => ensureTrustedDir(fs, root, dir) };
 }
 
 /** The fallback place under the system's temporary directory, one per user and mirror root. */
@@ -105,15 +44,182 @@ export function tempSpoolPlace(fs: FsAdapter, root: string, tmp = tmpdir()): Spo
   };
 }
 
-/** What a start found to replay. */
-export interface SpoolLoad {
-  jobs: CommitJob[];
-  /** The adopted files (full paths): remove them once every job is written. */
-  files: string[];
-  /** Lines that were not commits (a torn tail): skipped. */
-  malformed: number;
-  /** Places that could not be looked at, and why (what they hold waits for a later start). */
-  unreadable: { dir: string; error: unknown }[];
+export function rootSpoolDir(root: string): string {
+  return join(root, ".spool", "mirror");
+}
+
+/** One spool directory as one process sees it: its own file after the files of dead processes it adopted, read in order by `next`. */
+export class Spool {
+  /** Jobs appended (or adopted) and not yet taken off. */
+  pending = 0;
+  readonly dir: string;
+  private adoptions = 0;
+  /** Appends and the removal of a file read to its end, one at a time (no job lands in a file being removed). */
+  private tail: Promise<unknown> = Promise.resolve();
+  private ensured = false;
+  /** Lines for the next write, which takes all of them: one append and one fsync however many arrived meanwhile. */
+  private waiting: { line: string; done: () => void; failed: (error: unknown) => void }[] = [];
+  /** Bytes of the own file fsynced: what is read of it never goes past them. */
+  private synced = 0;
+  /** The file being read (null: look again), how far it is taken off, and its jobs read ahead with where each ends. */
+  private file: string | null = null;
+  private offset = 0;
+  private ahead: { job: CommitJob; end: number }[] = [];
+  private adopted = false;
+
+  constructor(
+    private readonly fs: FsAdapter,
+    private readonly place: SpoolPlace,
+    private readonly self: Promise<LockOwner> | LockOwner,
+    private readonly events: SpoolEvents,
+  ) {
+    this.dir = place.dir;
+  }
+
+  async stem(): Promise<string> {
+    const me = await this.self;
+    return `spool-${safe(me.host)}-${me.pid}-${me.start ?? "x"}`;
+  }
+
+  async ownName(): Promise<string> {
+    return `${await this.stem()}.jsonl`;
+  }
+
+  private isAdopted(name: string, stem: string): boolean {
+    return name.startsWith(`${stem}-a`) && /^\d+\.jsonl$/.test(name.slice(stem.length + 2));
+  }
+
+  async adoptedNames(): Promise<string[]> {
+    const stem = await this.stem();
+    const names = (await this.fs.readdir(this.dir)).filter((e) => e.isFile).map((e) => e.name);
+    return names.filter((n) => this.isAdopted(n, stem)).sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
+  }
+
+  /** Renames the files of dead processes on this host to this process's name (when the directory exists), counting their jobs as pending. */
+  async adopt(): Promise<void> {
+    if ((await this.fs.lstat(this.dir)) === null) return;
+    await this.place.ensure(); // never read a planted directory
+    const stem = await this.stem();
+    const host = safe(hostname());
+    for (const entry of await this.fs.readdir(this.dir)) {
+      const m = SPOOL_NAME.exec(entry.name);
+      if (!entry.isFile || entry.isSymbolicLink || m === null || entry.name === `${stem}.jsonl` || this.isAdopted(entry.name, stem) || m[1] !== host) continue;
+      if (await ownerAlive(this.fs, { pid: Number(m[2]), start: m[3] === "x" ? null : m[3], host: hostname() })) continue;
+      // A planted spool would be replayed into the mirror as if the user had said it.
+      const info = await this.fs.lstat(join(this.dir, entry.name));
+      const why = info === null ? null : untrusted(info, "file");
+      if (why !== null) {
+        this.events.refused(new UnsafePathError(`${join(this.dir, entry.name)} ${why}; not replayed`));
+        continue;
+      }
+      const target = join(this.dir, `${stem}-a${++this.adoptions}.jsonl`);
+      try {
+        await this.fs.rename(join(this.dir, entry.name), target);
+      } catch {
+        continue; // another process adopted it first
+      }
+      const jobs = completeLines(await this.fs.readText(target)).filter((line) => jsonObject(line) !== null).length;
+      this.pending += jobs;
+      this.events.adopted(entry.name, jobs);
+    }
+  }
+
+  append(job: CommitJob): Promise<void> {
+    return new Promise((done, failed) => {
+      if (this.waiting.push({ line: JSON.stringify(job) + "\n", done, failed }) === 1) void this.serial(() => this.write());
+    });
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn);
+    this.tail = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  private async write(): Promise<void> {
+    const batch = this.waiting.splice(0);
+    const text = batch.map((w) => w.line).join("");
+    try {
+      if (!this.ensured) await this.place.ensure();
+      this.ensured = true;
+      await this.fs.append(join(this.dir, await this.ownName()), text, true);
+    } catch (error) {
+      this.ensured = false; // the directory may have gone: made (and checked) again next time
+      for (const w of batch) w.failed(error);
+      return;
+    }
+    this.synced += new TextEncoder().encode(text).length;
+    this.pending += batch.length;
+    for (const w of batch) w.done();
+  }
+
+  /** Keeps a job refused for good beside the queue, in `failed-….jsonl` (never removed). */
+  async setAside(job: CommitJob): Promise<void> {
+    await this.fs.append(join(this.dir, `failed-${(await this.stem()).slice("spool-".length)}.jsonl`), JSON.stringify(job) + "\n", true);
+  }
+
+  /** The oldest jobs not yet taken off, in order, at most `max` and all of one conversation (`key`); [] when none waits. */
+  async next(max: number, key: (job: CommitJob) => string): Promise<CommitJob[]> {
+    for (let files = 0; this.ahead.length === 0; files++) {
+      if (files > 10_000 || !(await this.readAhead())) return [];
+    }
+    const first = key(this.ahead[0].job);
+    const run = this.ahead.slice(0, max);
+    return run.slice(0, (run.findIndex((a) => key(a.job) !== first) + 1 || run.length + 1) - 1).map((a) => a.job);
+  }
+
+  /** The first `n` jobs `next()` gave are written: takes them off (their file goes once `next()` finds nothing more in it). */
+  shift(n: number): void {
+    this.offset = this.ahead.splice(0, n).at(-1)?.end ?? this.offset;
+    this.pending = Math.max(0, this.pending - n);
+  }
+
+  private async readAhead(): Promise<boolean> {
+    if (!this.adopted) await this.adopt();
+    this.adopted = true;
+    const own = await this.ownName();
+    this.file ??= (await this.adoptedNames())[0] ?? own;
+    const path = join(this.dir, this.file);
+    const bytes = await this.read(path, this.file === own ? this.synced : Number.POSITIVE_INFINITY);
+    const text = new TextDecoder().decode(bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1));
+    let end = this.offset;
+    for (const line of text.split("\n").slice(0, -1)) {
+      end += new TextEncoder().encode(line).length + 1;
+      const job = jsonObject(line) as CommitJob | null;
+      if (job !== null) this.ahead.push({ job, end });
+      else {
+        this.events.malformed(this.file, end);
+        this.offset = end;
+      }
+    }
+    return this.ahead.length > 0 || (await this.serial(() => this.finish(path, this.file === own)));
+  }
+
+  /** The bytes of `path` from the offset to `limit`, READ_BYTES at a time but at least one whole line ([] when it is not there). */
+  private async read(path: string, limit: number): Promise<Uint8Array> {
+    try {
+      let bytes = await this.fs.readRange(path, this.offset, Math.min(limit, this.offset + READ_BYTES));
+      while (!bytes.includes(0x0a) && bytes.length > 0 && bytes.length % READ_BYTES === 0) {
+        bytes = await this.fs.readRange(path, this.offset, Math.min(limit, this.offset + bytes.length * 2));
+      }
+      return bytes;
+    } catch (error) {
+      if (isNotFound(error)) return new Uint8Array();
+      throw error;
+    }
+  }
+
+  /** Removes a file read to its end (the own file only when nothing was appended since); true when another may hold jobs. */
+  private async finish(path: string, own: boolean): Promise<boolean> {
+    if (own && (this.synced > this.offset || this.waiting.length > 0)) return true;
+    const info = await this.fs.lstat(path);
+    if (!own && info !== null && info.size > this.offset) this.events.malformed(this.file!, info.size); // a dead process's torn last line
+    if (info !== null) await this.fs.unlink(path);
+    this.file = null;
+    this.offset = 0;
+    if (own) this.synced = 0;
+    return !own;
+  }
 }
 
 /** The mirror's shutdown spool over its places, in order of preference. */
@@ -124,16 +230,18 @@ export class MirrorSpool {
     private readonly self: Promise<LockOwner> | LockOwner,
   ) {}
 
+  private spool(place: SpoolPlace, refused: (error: Error) => void = () => {}): Spool {
+    return new Spool(this.fs, place, this.self, { malformed: () => {}, adopted: () => {}, refused });
+  }
+
   /** Saves `jobs` in the first place that takes them all; resolves with that file, or rejects with every place's failure. */
   async save(jobs: CommitJob[]): Promise<string> {
-    const text = jobs.map((job) => JSON.stringify(job) + "\n").join("");
     const failures: string[] = [];
     for (const place of this.places) {
+      const spool = this.spool(place);
       try {
-        await place.ensure();
-        const path = join(place.dir, await new SpoolFiles(this.fs, place.dir, this.self).ownName());
-        await this.fs.append(path, text, true);
-        return path;
+        await Promise.all(jobs.map((job) => spool.append(job))); // one batch: one write, one fsync
+        return join(place.dir, await spool.ownName());
       } catch (error) {
         failures.push(`${place.dir}: ${(error as { code?: string }).code ?? ""} ${(error as Error).message}`.trim());
       }
@@ -141,17 +249,14 @@ export class MirrorSpool {
     throw Object.assign(new Error(`nowhere to save ${jobs.length} commits (${failures.join("; ")})`), { code: "ENOSPOOL" });
   }
 
-  /** Adopts the spool files dead processes left in every place that exists, and reads their commits, oldest request first. */
-  async load(): Promise<SpoolLoad> {
-    const out: SpoolLoad = { jobs: [], files: [], malformed: 0, unreadable: [] };
+  /** Adopts what dead processes left in every place, and reads their commits, oldest request first; `files` go once every job is written. */
+  async load() {
+    const out = { jobs: [] as CommitJob[], files: [] as string[], malformed: 0, unreadable: [] as { dir: string; error: unknown }[] };
     for (const place of this.places) {
       try {
-        if ((await this.fs.lstat(place.dir)) === null) continue;
-        await place.ensure(); // never read a planted directory
-        const files = new SpoolFiles(this.fs, place.dir, this.self);
-        await files.adoptOrphans();
-        for (const error of files.refused) out.unreadable.push({ dir: place.dir, error });
-        for (const name of await files.adoptedNames()) {
+        const spool = this.spool(place, (error) => out.unreadable.push({ dir: place.dir, error }));
+        await spool.adopt();
+        for (const name of await spool.adoptedNames()) {
           const path = join(place.dir, name);
           const text = await this.fs.readText(path);
           out.files.push(path);
@@ -171,7 +276,6 @@ export class MirrorSpool {
     return out;
   }
 
-  /** Removes replayed files (already gone is fine). */
   async remove(files: string[]): Promise<void> {
     for (const path of files) await removeIfThere(this.fs, path);
   }

@@ -1,13 +1,12 @@
-// Retention sweep (docs/DESIGN.md "The mirror"): removes mirror files whose mtime is older than the cutoff, then prunes the directories that emptied (never a
-// young empty one: a writer just made it).
+// Retention sweep (docs/DESIGN.md "The mirror"): removes mirror files older than the cutoff, then prunes the directories that emptied
+// (never a young empty one: a writer just made it).
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
 import { join } from "node:path/posix";
 
-/** What a sweep did. */
 export interface SweepResult {
   removedFiles: number;
   prunedDirs: number;
-  /** Directories (absolute) in which files were removed, so their writers can look again. */
+  /** Where files were removed, so their writers can look again. */
   touchedDirs: string[];
   /** Entries left alone because they changed identity under the sweep. */
   skipped: number;
@@ -15,12 +14,10 @@ export interface SweepResult {
 
 const MAX_DEPTH = 8;
 
-/** Same entry as before: same device and inode, same kind, not (now) a symlink. */
 function sameEntry(a: EntryInfo, b: EntryInfo | null): boolean {
   return b !== null && !b.isSymbolicLink && a.dev === b.dev && a.ino === b.ino && a.isFile === b.isFile && a.isDirectory === b.isDirectory;
 }
 
-/** Sweeps the tree under `root`; files with mtime before `cutoffMs` go. */
 export async function sweepTree(fs: FsAdapter, root: string, cutoffMs: number): Promise<SweepResult> {
   const result: SweepResult = { removedFiles: 0, prunedDirs: 0, touchedDirs: [], skipped: 0 };
   const rootInfo = await fs.lstat(root);
@@ -29,7 +26,7 @@ export async function sweepTree(fs: FsAdapter, root: string, cutoffMs: number): 
   return result;
 }
 
-/** Sweeps one directory (known by `self`); returns true when it is empty afterwards. */
+/** True when `dir` (known by `self`) is empty afterwards. */
 async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: number, depth: number, result: SweepResult): Promise<boolean> {
   const entries = await fs.readdir(dir);
   // The listing is only ours if `dir` is still the directory we decided to enter.
@@ -65,12 +62,11 @@ async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: n
     }
   }
   if (removedHere) result.touchedDirs.push(dir);
-  // An empty directory is pruned only when this sweep emptied it or it has been empty since before the
-  // cutoff: a young empty one is a writer's, made for a file about to be published into it.
+  // Pruned only when this sweep emptied it or it has been empty since before the cutoff: a young empty one is a writer's.
   return depth > 0 && remaining === 0 && (removedHere || prunedHere || self.mtimeMs < cutoffMs);
 }
 
-/** True when every (path, identity) pair still holds; counts a skip otherwise. */
+/** Counts a skip when some (path, identity) pair no longer holds. */
 async function unchanged(fs: FsAdapter, pairs: [string, EntryInfo][], result: SweepResult): Promise<boolean> {
   for (const [path, info] of pairs) {
     if (!sameEntry(info, await fs.lstat(path))) {
@@ -81,7 +77,7 @@ async function unchanged(fs: FsAdapter, pairs: [string, EntryInfo][], result: Sw
   return true;
 }
 
-/** Removes an empty directory; false when a writer put something in it (or removed it) meanwhile. */
+/** False when a writer put something in it (or removed it) meanwhile. */
 async function removeDir(fs: FsAdapter, path: string): Promise<boolean> {
   try {
     await fs.rmdir(path);

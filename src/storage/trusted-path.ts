@@ -3,21 +3,19 @@
 import process from "node:process";
 import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
 
-/** Directories the tap makes are its user's only. */
 export const DIR_MODE = 0o700;
 
-/** This process's user id, or -1 where the platform has none. */
+/** -1 where the platform has none. */
 export function currentUid(): number {
   return typeof process.getuid === "function" ? process.getuid() : -1;
 }
 
-/** A path on the way to a write is not ours to write into. */
 export class UnsafePathError extends Error {
   override name = "UnsafePathError";
   readonly code = "EUNSAFE";
 }
 
-/** Why `info` is not a `want` this user may write into (a phrase: "is a symbolic link"), or null. */
+/** Why `info` is not a `want` this user may write into ("is a symbolic link"), or null. */
 export function untrusted(info: EntryInfo, want: "directory" | "file", uid = currentUid()): string | null {
   if (info.isSymbolicLink) return "is a symbolic link";
   if (want === "directory" && !info.isDirectory) return "is not a directory";
@@ -28,16 +26,12 @@ export function untrusted(info: EntryInfo, want: "directory" | "file", uid = cur
   return null;
 }
 
-/** Throws UnsafePathError naming `path` when `info` is not a `want` this user may write into. */
 export function checkTrusted(path: string, info: EntryInfo, want: "directory" | "file"): void {
   const why = untrusted(info, want);
   if (why !== null) throw new UnsafePathError(`${path} ${why}; nothing was written`);
 }
 
-/**
- * Makes `dir` (below `root`, or `root` itself) exist as trusted directories all the way down, creating
- * what is missing 0700. Throws UnsafePathError when any of them, the root included, is not ours to write.
- */
+/** Makes `dir` (below `root`, or `root` itself) exist as trusted directories all the way down, creating what is missing 0700. */
 export async function ensureTrustedDir(fs: FsAdapter, root: string, dir: string): Promise<void> {
   if (dir !== root && !dir.startsWith(root + "/")) throw new UnsafePathError(`${dir} is not under the mirror root`);
   const parts = dir === root ? [] : dir.slice(root.length + 1).split("/");
@@ -54,8 +48,7 @@ export async function ensureTrustedDir(fs: FsAdapter, root: string, dir: string)
   }
 }
 
-// Outside the root (a spool under the system temp dir, the proxy's CA): created 0700, refused when a link, another user's or open to others.
-/** Creates `path` (one level: its parent must exist) or checks the one there; throws with the reason it cannot be used. */
+/** Outside the root (a spool under the system temp dir, the proxy's CA), one level: created 0700, or refused naming why. */
 export async function ensurePrivateDir(fs: FsAdapter, path: string): Promise<void> {
   let info = await fs.lstat(path);
   if (info === null) {

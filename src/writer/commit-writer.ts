@@ -15,6 +15,7 @@ export interface TargetIo<Cursor, Done> {
   append(place: ConversationPlace, records: MirrorRecord[], cursor: Cursor): Promise<{ cursor: Cursor; uncertain: boolean; done: Done }>;
 }
 
+/** The tree (storage/mirror-tree.ts) or the store (store/pg-sink.ts). */
 export interface WriteTarget<Cursor, Done> {
   newCursor(): Cursor;
   /** Runs `body` holding `place`'s cross-process lock (and what lets `main` be read meanwhile). */

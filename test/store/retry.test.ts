@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { freePort } from "../../scripts/pg-test-cluster.mjs";
-import { type EntryRow, insertEntries } from "../../src/store/pg-target.ts";
+import { type EntryRow, insertEntries } from "../../src/store/pg-sink.ts";
 import { serveTap } from "../support/child.ts";
 import { Conversation } from "../support/client.ts";
 import { startStub, type StubUpstream, textReply } from "../support/stub-upstream.ts";

@@ -9,14 +9,14 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { processStart, selfOwner } from "../../src/storage/process-identity.ts";
-import { PgSpool } from "../../src/store/pg-spool.ts";
+import { Spool, trustedPlace } from "../../src/storage/spool.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";
 
 const job = (n: number) => ({ route: "main", sessionDir: `s${n}`, agentDir: null, n }) as unknown as CommitJob;
 const nOf = (j: CommitJob) => (j as unknown as { n: number }).n;
 
 /** Takes every job off the queue through `write` (which throws to stop, leaving that job queued); returns their numbers. */
-async function drain(s: PgSpool, write: (j: CommitJob) => void | Promise<void> = () => {}): Promise<number[]> {
+async function drain(s: Spool, write: (j: CommitJob) => void | Promise<void> = () => {}): Promise<number[]> {
   const seen: number[] = [];
   for (let jobs = await s.next(1, () => ""); jobs.length > 0; jobs = await s.next(1, () => "")) {
     await write(jobs[0]);
@@ -30,11 +30,11 @@ describe("the outage spool", () => {
   const dir = mkdtempSync(`${tmpdir()}/sessiontap-spool-`);
   const events: string[] = [];
   const spool = (sub: string) =>
-    new PgSpool(nodeFs, `${dir}/${sub}`, selfOwner(nodeFs), {
+    new Spool(nodeFs, trustedPlace(nodeFs, dir, `${dir}/${sub}`), selfOwner(nodeFs), {
       malformed: (file, line) => events.push(`malformed ${file}:${line}`),
       adopted: (file, jobs) => events.push(`adopted ${file} ${jobs}`),
       refused: (error) => events.push(`refused ${error.message}`),
-    }, dir);
+    });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it("appends fsynced 0600 lines in a 0700 directory and gives them back in order; a drain cut short resumes at the job it stopped on", async () => {
@@ -85,7 +85,7 @@ describe("the outage spool", () => {
         if (sync) await held;
       },
     };
-    const s = new PgSpool(slowSync, `${dir}/slow`, selfOwner(nodeFs), { malformed: () => {}, adopted: () => {}, refused: () => {} }, dir);
+    const s = new Spool(slowSync, trustedPlace(slowSync, dir, `${dir}/slow`), selfOwner(nodeFs), { malformed: () => {}, adopted: () => {}, refused: () => {} });
     const appended = s.append(job(1));
     await written;
     const draining = drain(s);
