@@ -75,7 +75,7 @@ export function readEnvironment(system: unknown, messages: unknown[]): Environme
 
 const CLAUDE_CLI = /^claude-cli\/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)(?:[ \t]+\(([^)]*)\))?/;
 
-/** `claude-cli/2.1.332 (external, sdk-cli)`: the version and the entrypoint. */
+/** `claude-cli/2.1.332 (external, sdk-cli)`. */
 export function readUserAgent(userAgent: string | null): { version: string | null; entrypoint: string | null } {
   const m = CLAUDE_CLI.exec(userAgent ?? "");
   if (m === null) return { version: null, entrypoint: null };

@@ -1,5 +1,4 @@
-// One response's worth of records (docs/DESIGN.md "Exactly once"): the JSON-safe job every writer receives, where its conversation
-// lives, and its records in Claude Code's envelope. Pure.
+// One response's records (docs/DESIGN.md "Exactly once"): the job every writer receives, and its records in Claude Code's envelope.
 import type { Route } from "./classify.ts";
 import type { Json } from "./json.ts";
 import {
@@ -90,14 +89,13 @@ export function mainPlaceOf(of: ConversationPlace): ConversationPlace | null {
   return of.subpath === "side" ? place(of.sessionDir, "", of.sessionDir) : null;
 }
 
-/** Appended in one write; `ops` change the lineage once it succeeded. */
+/** `ops` change the lineage once `records` were appended. */
 export interface Staged {
   records: MirrorRecord[];
   ops: ({ add: LineageEntry } | { alias: { key: string; uuid: string } })[];
 }
 
-// The messages right after a compaction's summary that the main conversation already holds (Claude Code keeps a short tail),
-// never the last one (the new turn).
+// The messages after a compaction's summary that the main conversation already holds, never the last (the new turn).
 type KeptTail = { count: number; headUuid: string; tailUuid: string };
 
 function keptTail(messages: HashedMessage[], main: Lineage): KeptTail | null {
@@ -143,12 +141,10 @@ export function planCommit(
   for (let i = plan.start; i < messages.length; i++) {
     const m = messages[i];
     if (i >= 1 && i <= skipUntil) {
-      // Kept from before the compaction: only its position is remembered.
       if (m.role !== "system") ops.push({ alias: { key: m.key, uuid: summaryUuid! } });
       continue;
     }
     const uuid = uuidFrom(`${scope}:${m.key}`);
-    // A compaction's summary is what the client sends now, not rebuilt history.
     const summary = i === 0 && summaryUuid !== null;
     const at = { uuid, parentUuid, timestamp, reconstructed: i < plan.reconstructedBefore && !summary };
     const content = scrubContent(m.content, includeThinking);

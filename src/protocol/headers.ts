@@ -68,7 +68,6 @@ function jsonAnswer(status: number, body: unknown, headers: Record<string, strin
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-/** Shaped like the API's own errors, so Claude Code treats it as any API error. */
 export function apiError(status: number, type: string, message: string, headers: Record<string, string> = {}): Response {
   return jsonAnswer(status, { type: "error", error: { type, message: `sessiontap: ${message}` } }, headers);
 }
@@ -87,9 +86,8 @@ export function isAwsHost(host: string): boolean {
 export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
   const authorization = headers.get("authorization");
   if (authorization !== null && /^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return { reason: "signed for the tap's address", message: SIGNED };
-  if (authorization !== null || !upstream.includes("amazonaws.com") || headers.get("x-amz-security-token") !== null) return null;
   const host = new URL(upstream).host;
-  if (!isAwsHost(host)) return null;
+  if (authorization !== null || headers.get("x-amz-security-token") !== null || !isAwsHost(host)) return null;
   return {
     reason: "no credentials for AWS",
     message: `this request carries no credentials and the upstream ${host} is AWS, which refuses it; the tap does not sign requests: ${WHAT_WORKS}`,

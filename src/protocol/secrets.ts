@@ -102,7 +102,6 @@ export class Redactor {
     return `${this.tag}:${xor(hash, this.pad(uuid))}`;
   }
 
-  /** What `seal` hid in a record of this key's, else null. */
   unseal(record: Record<string, unknown>): string | null {
     const [tag, sealed] = typeof record.sessiontap_hash === "string" ? record.sessiontap_hash.split(":") : [];
     return tag === this.tag && typeof record.uuid === "string" && /^[0-9a-f]{64}$/.test(sealed ?? "") ? xor(sealed, this.pad(record.uuid)) : null;
@@ -116,7 +115,6 @@ export class Redactor {
     return `[REDACTED ${kind} ${createHmac("sha256", this.key).update(secret).digest("hex").slice(0, 8)}]`;
   }
 
-  /** Every secret found in any of their strings is replaced wherever it occurs among them. */
   async redact<T>(values: T[]): Promise<T[]> {
     const swaps = new Map<string, string>();
     for (const f of await findSecrets(values.flatMap((v) => stringsOf(v)))) if (!swaps.has(f.value)) swaps.set(f.value, this.placeholder(f.kind, f.value));

@@ -1,5 +1,4 @@
-// Who a request is: its ids, their names on disk, its owner's fingerprints, and whether it may extend a bound session
-// (docs/DESIGN.md "Who a session belongs to"). Pure.
+// Who a request is: its ids, their names on disk, its owner's fingerprints (docs/DESIGN.md "Who a session belongs to"). Pure.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { type Json, jsonObject } from "./json.ts";
 
@@ -46,7 +45,7 @@ export function nameInside(id: string, suffix = ""): string | null {
   return id + suffix;
 }
 
-/** A name the root keeps for itself, without case for case-insensitive filesystems. */
+/** Without case, for case-insensitive filesystems. */
 export function isReservedName(name: string): boolean {
   const lower = name.toLowerCase();
   return lower.startsWith(".") || lower === "unknown" || lower.startsWith("inv-") || lower.startsWith("session-mirror-events");
@@ -64,7 +63,6 @@ export function dirName(id: string | null): string {
   return "inv-" + createHash("sha256").update(id, "utf8").digest("hex").slice(0, 16);
 }
 
-/** The tap's token on API traffic; never forwarded upstream. */
 export const TOKEN_HEADER = "x-sessiontap-token";
 
 export function sameSecret(given: string | null, secret: string): boolean {

@@ -66,7 +66,7 @@ export function responseFraming(contentType: string | null): Framing {
   return "json";
 }
 
-/** `request-id`, else AWS's `x-amzn-requestid`, as Claude Code records it on Bedrock. */
+// AWS's `x-amzn-requestid` is what Claude Code records on Bedrock.
 export function responseRequestId(headers: Headers): string | null {
   return headers.get("request-id") || headers.get("x-amzn-requestid");
 }
