@@ -21,8 +21,8 @@ export function isCompaction(messages: unknown[]): boolean {
   return isObject(first) && first.role === "user" && opensWith(texts(first.content)[0], COMPACTION_PREFIX);
 }
 
-// In order: a subagent; a compaction; a summary request (side); for Claude Code, side when it declares no agent (no tools or
-// identity: quota probes), or declares it with no tools and asks for a structured answer (the title) or one token (a model probe).
+// For Claude Code, side when it declares no agent (no tools or identity: quota probes), or has no tools and asks for a structured
+// answer (the title) or one token (a model probe).
 export function classify(traits: {
   agentId: string | null;
   claudeCode: boolean;

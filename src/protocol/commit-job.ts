@@ -30,10 +30,8 @@ export interface CommitJob {
   base: EnvelopeBase;
   requestTimestamp: string;
   answer: Answer | null;
-  /** `gave-up`: the mirror stopped reading the answer and keeps only the request. */
   kind: "complete" | "client-cut" | "upstream-cut" | "gave-up";
   owner?: { credential: string | null; claims: string | null };
-  /** The request carried another owner's session id, and was given a session of its own. */
   split?: boolean;
 }
 
@@ -84,7 +82,6 @@ export function placeOf(route: Route, sessionDir: string, agentDir: string | nul
   return route === "side" ? place(sessionDir, "side", `${sessionDir}/side`) : place(sessionDir, "", sessionDir);
 }
 
-/** The main conversation a side request repeats, and must not copy; else null. */
 export function mainPlaceOf(of: ConversationPlace): ConversationPlace | null {
   return of.subpath === "side" ? place(of.sessionDir, "", of.sessionDir) : null;
 }

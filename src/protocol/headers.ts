@@ -1,7 +1,6 @@
 // What the tap passes between client and upstream, and what it answers itself (docs/DESIGN.md "Passthrough"). Pure.
 import { TOKEN_HEADER } from "./session-id.ts";
 
-// RFC 9110 §7.6.1, and proxy-only ones.
 const HOP_BY_HOP = "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer transfer-encoding upgrade".split(" ");
 // What both runtimes' fetch decode alike when asked for it (Deno's leaves `deflate` encoded, and decodes nothing it did not ask for).
 const DECODED_ENCODINGS = ["gzip", "br"];
@@ -27,8 +26,7 @@ function dropHopByHop(headers: Headers, signed: ReadonlySet<string> = new Set())
   for (const name of [...HOP_BY_HOP, ...listOf(headers.get("connection")).filter((name) => !signed.has(name))]) headers.delete(name);
 }
 
-// `content-length` stays only for a `streamed` body, which fetch cannot measure. A header an AWS signature covers goes as it is,
-// or AWS would refuse the request (docs/DESIGN.md "Bedrock's signatures").
+// `content-length` stays only for a `streamed` body; a header an AWS signature covers goes as it is (docs/DESIGN.md "Bedrock's signatures").
 export function upstreamRequestHeaders(incoming: Headers, streamed = false): Headers {
   const chunked = incoming.has("transfer-encoding");
   const signed = signedHeaderNames(incoming);

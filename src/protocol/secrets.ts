@@ -1,5 +1,4 @@
-// Secrets in a conversation (secretlint's recommended rules, and Anthropic's keys and tokens) replaced by a placeholder naming the kind
-// and a keyed fingerprint (docs/DESIGN.md "Secrets"). Pure.
+// Secrets in a conversation (secretlint's recommended rules, and Anthropic's keys) replaced by a keyed placeholder (docs/DESIGN.md "Secrets"). Pure.
 import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
 import { lintSource } from "@secretlint/core";
@@ -32,7 +31,7 @@ const BATCH = 1 << 20;
 
 const kebab = (id: string) => id.replace(/([a-z\d])([A-Z])/g, "$1-$2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1-$2").replace(/_/g, "-").toLowerCase();
 
-/** A copy of `value` with `swap` applied to each of its strings (not keys); a loop, since a record may nest deeper than the stack. */
+// A loop, since a record may nest deeper than the stack.
 function mapStrings(value: unknown, swap: (s: string) => string): unknown {
   const top: Record<string, unknown> = { value };
   for (const stack: [Record<string, unknown>, string][] = [[top, "value"]]; stack.length > 0;) {

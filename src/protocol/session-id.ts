@@ -55,7 +55,6 @@ export function transcriptName(id: string): string | null {
   return /^[A-Za-z0-9]/.test(id) ? nameInside(id, ".jsonl") : null;
 }
 
-/** The id itself when it is a plain name the root does not keep, else `inv-` and 16 hex of its sha256. */
 export function dirName(id: string | null): string {
   if (id === null) return "unknown";
   const name = nameInside(id);

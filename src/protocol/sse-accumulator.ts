@@ -1,5 +1,4 @@
-// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming) → the assistant message, at most `maxChars` of it
-// (docs/RELIABILITY.md "Trust boundaries"). Pure.
+// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming) → the assistant message, at most `maxChars` of it. Pure.
 import { createParser, type EventSourceParser } from "eventsource-parser";
 import { isObject, type Json, jsonObject } from "./json.ts";
 
@@ -174,7 +173,6 @@ export class StreamAccumulator {
     }
   }
 
-  /** The message so far, tool inputs whose block never stopped closed best-effort. */
   message(interrupted = false): AssistantMessage {
     for (const index of [...this.json.keys()]) this.finishJson(index);
     const base = this.base ?? {};

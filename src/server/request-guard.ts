@@ -1,5 +1,4 @@
-// Who may use the tap (docs/DESIGN.md "Trust boundaries"): by a request's headers, the kernel's table of sockets, and the tap's
-// token however it is presented, through one throttle.
+// Who may use the tap (docs/DESIGN.md "Trust boundaries"): by its headers, the kernel's socket table, and the token, through one throttle.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
@@ -59,7 +58,6 @@ export function socketUid(tables: string, peer: { address: string; port: number 
   return uids.length === 1 ? uids[0] : null;
 }
 
-/** A number: the seconds the client must still wait. */
 export type TokenCheck = "ok" | "wrong" | number;
 
 export function generateToken(): string {

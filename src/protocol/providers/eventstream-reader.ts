@@ -5,7 +5,6 @@ import { EventStreamCodec } from "@smithy/eventstream-codec";
 import { jsonObject } from "../json.ts";
 import { MAX_MESSAGE_CHARS, type SseMessageReader, StreamAccumulator } from "../sse-accumulator.ts";
 
-/** `whole`: the answer is whole for the client, so it may be committed as one; `broken`: why its framing could not be read. */
 export type AnswerReader = SseMessageReader | EventStreamReader;
 
 // A prelude (total length, headers length, its CRC), then the message's CRC; AWS's encoding allows 16 MiB at most.
