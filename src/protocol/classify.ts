@@ -21,8 +21,7 @@ export function isCompaction(messages: unknown[]): boolean {
   return isObject(first) && first.role === "user" && opensWith(texts(first.content)[0], COMPACTION_PREFIX);
 }
 
-// For Claude Code, side when it declares no agent (no tools or identity: quota probes), or has no tools and asks for a structured
-// answer (the title) or one token (a model probe).
+// Claude Code's side requests declare no agent (quota probes), or no tools and ask for a structured answer (the title) or one token.
 export function classify(traits: {
   agentId: string | null;
   claudeCode: boolean;

@@ -86,7 +86,6 @@ export function mainPlaceOf(of: ConversationPlace): ConversationPlace | null {
   return of.subpath === "side" ? place(of.sessionDir, "", of.sessionDir) : null;
 }
 
-/** `ops` change the lineage once `records` were appended. */
 export interface Staged {
   records: MirrorRecord[];
   ops: ({ add: LineageEntry } | { alias: { key: string; uuid: string } })[];

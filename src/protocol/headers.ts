@@ -11,8 +11,7 @@ function listOf(value: string | null): string[] {
   return (value ?? "").split(",").map((c) => c.trim().toLowerCase()).filter((c) => c !== "");
 }
 
-// Measured on every coding (Bun 1.4.5, Deno 2.9.6; test/passthrough/codings.test.ts holds each runtime to it): Bun decodes one
-// coding of gzip, x-gzip, deflate, br or zstd, asked for or not, and nothing stacked; Deno gzip or br alone, and only when asked for.
+// As test/passthrough/codings.test.ts measures: Bun decodes one of gzip, x-gzip, deflate, br or zstd, asked or not; Deno gzip or br alone, if asked.
 export function fetchDecoded(runtime: FetchRuntime, contentEncoding: string | null, accepted: string | null): boolean {
   if (runtime === "bun") {
     const real = listOf(contentEncoding).filter((c) => c !== "identity");
@@ -92,8 +91,7 @@ export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
   };
 }
 
-// In AWS's error shape, whose `message` AWS's SDK and the Anthropic SDK show as it is. A 400: Claude Code retries a 403 from
-// Bedrock for minutes as credentials it may refresh, and no retry can help.
+// In AWS's error shape, and a 400: Claude Code retries a 403 from Bedrock for minutes, as credentials it may refresh.
 export function awsRefused(message: string): Response {
   const headers = { "x-amzn-errortype": "ValidationException", "x-should-retry": "false" };
   return jsonAnswer(400, { __type: "ValidationException", message: `sessiontap: ${message}` }, headers);

@@ -16,8 +16,7 @@ const CONFIG = {
     .map((rule) => ({ id: rule.meta.id, rule, options: rule.meta.id === "@secretlint/secretlint-rule-aws" ? { enableIDScanRule: true } : {} })),
 };
 
-// What the preset lacks: Anthropic's admin keys and OAuth tokens (it knows `sk-ant-api0N-…AA` only); an AWS secret key that ends in
-// `+` or `/` (its rule wants a word boundary after the key).
+// What the preset lacks: Anthropic's admin keys and OAuth tokens, and an AWS secret key ending in `+` or `/` (no word boundary after it).
 const OWN: [RegExp, (kind: string) => string][] = [
   [
     /(?<![\w-])sk-ant-(api|admin|oat|ort)\d\d-[\w-]{32,}/g,
@@ -128,8 +127,7 @@ const xor = (hex: string, pad: Uint8Array) => Buffer.from(Buffer.from(hex, "hex"
 
 const blocksOf = (record: Json): unknown[] => (isObject(record.message) && Array.isArray(record.message.content) ? record.message.content : []);
 
-// A thinking block that held a secret is left out: the API refuses a changed one on resume. A changed message keeps its original hash,
-// sealed, so the lineage read back still matches the client's next request.
+// A thinking block that held a secret is left out (the API refuses a changed one); a changed message keeps its original hash, sealed.
 export async function redactRecords<T>(records: T[], redactor: Redactor): Promise<T[]> {
   const redacted = await redactor.redact(records);
   return redacted.map((r, i) => {

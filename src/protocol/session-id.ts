@@ -100,8 +100,7 @@ export interface SessionBinding {
   cwd: string | null;
 }
 
-// The same owner (`next`: the binding to keep, if changed) when the directories agree and the credential is the bound one (or an
-// OAuth refresh of the same account and device), and without one, the bound claims or else directory are named again.
+// The same owner (`next`: the binding to keep, if changed): the bound credential or an OAuth refresh of its account, else its claims or cwd.
 export function judgeBinding(
   binding: SessionBinding,
   request: SessionBinding,

@@ -259,8 +259,7 @@ export class SseMessageReader {
     this.dropping = this.fed;
   }
 
-  // Up to the blank line: a line end (a \r whose \n follows is one) and another. A \n that completes the blank line's \r\n
-  // reaches the fresh parser as an empty line: a no-op.
+  // Up to the blank line; a \n that completes its \r\n reaches the fresh parser as an empty line: a no-op.
   private passOver(text: string): string {
     const seen = this.dropping + text;
     const blank = /(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)/.exec(seen);

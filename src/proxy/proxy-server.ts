@@ -60,8 +60,7 @@ function summary(settings: Readonly<ProxySettings>): string {
   return `CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts${added}; ${sends}; ${others}`;
 }
 
-// On Deno a TLSSocket over a net.Socket takes its native handle and loses what JavaScript already read from it; a duplex
-// between them keeps those bytes (docs/RUNTIMES.md "The forward proxy").
+// On Deno a TLSSocket over a net.Socket loses what JavaScript already read from it (docs/RUNTIMES.md "The forward proxy").
 function bridge(socket: Socket, pending: Uint8Array[]): Duplex {
   const duplex = new Duplex({
     read: () => void socket.resume(),

@@ -64,8 +64,7 @@ export function generateToken(): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }
 
-// After FREE_FAILURES wrong tokens a client (by address) waits 1 s, doubling to a minute, and a try meanwhile is refused unread,
-// the right token too: waiting is the only way on. A right token starts its count afresh.
+// After FREE_FAILURES wrong tokens a client waits 1 s, doubling to a minute; a try meanwhile, the right token too, is refused unread.
 export class TokenGate {
   static readonly FREE_FAILURES = 5;
   static readonly MAX_WAIT_MS = 60_000;

@@ -66,7 +66,6 @@ export function responseFraming(contentType: string | null): Framing {
   return "json";
 }
 
-// AWS's `x-amzn-requestid` is what Claude Code records on Bedrock.
 export function responseRequestId(headers: Headers): string | null {
   return headers.get("request-id") || headers.get("x-amzn-requestid");
 }
