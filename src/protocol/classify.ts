@@ -21,8 +21,7 @@ export function isCompaction(messages: unknown[]): boolean {
   return isObject(first) && first.role === "user" && opensWith(texts(first.content)[0], COMPACTION_PREFIX);
 }
 
-// In order: a subagent; a compaction; a summary request (side); for Claude Code, side when it declares no agent (no tools or
-// identity: quota probes), or declares it with no tools and asks for a structured answer (the title) or one token (a model probe).
+// Claude Code's side requests declare no agent (quota probes), or no tools and ask for a structured answer (the title) or one token.
 export function classify(traits: {
   agentId: string | null;
   claudeCode: boolean;
@@ -75,7 +74,7 @@ export function readEnvironment(system: unknown, messages: unknown[]): Environme
 
 const CLAUDE_CLI = /^claude-cli\/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)(?:[ \t]+\(([^)]*)\))?/;
 
-/** `claude-cli/2.1.332 (external, sdk-cli)`: the version and the entrypoint. */
+/** `claude-cli/2.1.332 (external, sdk-cli)`. */
 export function readUserAgent(userAgent: string | null): { version: string | null; entrypoint: string | null } {
   const m = CLAUDE_CLI.exec(userAgent ?? "");
   if (m === null) return { version: null, entrypoint: null };

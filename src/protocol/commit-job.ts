@@ -1,5 +1,4 @@
-// One response's worth of records (docs/DESIGN.md "Exactly once"): the JSON-safe job every writer receives, where its conversation
-// lives, and its records in Claude Code's envelope. Pure.
+// One response's records (docs/DESIGN.md "Exactly once"): the job every writer receives, and its records in Claude Code's envelope.
 import type { Route } from "./classify.ts";
 import type { Json } from "./json.ts";
 import {
@@ -31,10 +30,8 @@ export interface CommitJob {
   base: EnvelopeBase;
   requestTimestamp: string;
   answer: Answer | null;
-  /** `gave-up`: the mirror stopped reading the answer and keeps only the request. */
   kind: "complete" | "client-cut" | "upstream-cut" | "gave-up";
   owner?: { credential: string | null; claims: string | null };
-  /** The request carried another owner's session id, and was given a session of its own. */
   split?: boolean;
 }
 
@@ -85,19 +82,16 @@ export function placeOf(route: Route, sessionDir: string, agentDir: string | nul
   return route === "side" ? place(sessionDir, "side", `${sessionDir}/side`) : place(sessionDir, "", sessionDir);
 }
 
-/** The main conversation a side request repeats, and must not copy; else null. */
 export function mainPlaceOf(of: ConversationPlace): ConversationPlace | null {
   return of.subpath === "side" ? place(of.sessionDir, "", of.sessionDir) : null;
 }
 
-/** Appended in one write; `ops` change the lineage once it succeeded. */
 export interface Staged {
   records: MirrorRecord[];
   ops: ({ add: LineageEntry } | { alias: { key: string; uuid: string } })[];
 }
 
-// The messages right after a compaction's summary that the main conversation already holds (Claude Code keeps a short tail),
-// never the last one (the new turn).
+// The messages after a compaction's summary that the main conversation already holds, never the last (the new turn).
 type KeptTail = { count: number; headUuid: string; tailUuid: string };
 
 function keptTail(messages: HashedMessage[], main: Lineage): KeptTail | null {
@@ -143,12 +137,10 @@ export function planCommit(
   for (let i = plan.start; i < messages.length; i++) {
     const m = messages[i];
     if (i >= 1 && i <= skipUntil) {
-      // Kept from before the compaction: only its position is remembered.
       if (m.role !== "system") ops.push({ alias: { key: m.key, uuid: summaryUuid! } });
       continue;
     }
     const uuid = uuidFrom(`${scope}:${m.key}`);
-    // A compaction's summary is what the client sends now, not rebuilt history.
     const summary = i === 0 && summaryUuid !== null;
     const at = { uuid, parentUuid, timestamp, reconstructed: i < plan.reconstructedBefore && !summary };
     const content = scrubContent(m.content, includeThinking);

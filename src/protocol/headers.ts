@@ -1,7 +1,6 @@
 // What the tap passes between client and upstream, and what it answers itself (docs/DESIGN.md "Passthrough"). Pure.
 import { TOKEN_HEADER } from "./session-id.ts";
 
-// RFC 9110 §7.6.1, and proxy-only ones.
 const HOP_BY_HOP = "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer transfer-encoding upgrade".split(" ");
 // What both runtimes' fetch decode alike when asked for it (Deno's leaves `deflate` encoded, and decodes nothing it did not ask for).
 const DECODED_ENCODINGS = ["gzip", "br"];
@@ -12,8 +11,7 @@ function listOf(value: string | null): string[] {
   return (value ?? "").split(",").map((c) => c.trim().toLowerCase()).filter((c) => c !== "");
 }
 
-// Measured on every coding (Bun 1.4.5, Deno 2.9.6; test/passthrough/codings.test.ts holds each runtime to it): Bun decodes one
-// coding of gzip, x-gzip, deflate, br or zstd, asked for or not, and nothing stacked; Deno gzip or br alone, and only when asked for.
+// As test/passthrough/codings.test.ts measures: Bun decodes one of gzip, x-gzip, deflate, br or zstd, asked or not; Deno gzip or br alone, if asked.
 export function fetchDecoded(runtime: FetchRuntime, contentEncoding: string | null, accepted: string | null): boolean {
   if (runtime === "bun") {
     const real = listOf(contentEncoding).filter((c) => c !== "identity");
@@ -27,8 +25,7 @@ function dropHopByHop(headers: Headers, signed: ReadonlySet<string> = new Set())
   for (const name of [...HOP_BY_HOP, ...listOf(headers.get("connection")).filter((name) => !signed.has(name))]) headers.delete(name);
 }
 
-// `content-length` stays only for a `streamed` body, which fetch cannot measure. A header an AWS signature covers goes as it is,
-// or AWS would refuse the request (docs/DESIGN.md "Bedrock's signatures").
+// `content-length` stays only for a `streamed` body; a header an AWS signature covers goes as it is (docs/DESIGN.md "Bedrock's signatures").
 export function upstreamRequestHeaders(incoming: Headers, streamed = false): Headers {
   const chunked = incoming.has("transfer-encoding");
   const signed = signedHeaderNames(incoming);
@@ -68,7 +65,6 @@ function jsonAnswer(status: number, body: unknown, headers: Record<string, strin
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-/** Shaped like the API's own errors, so Claude Code treats it as any API error. */
 export function apiError(status: number, type: string, message: string, headers: Record<string, string> = {}): Response {
   return jsonAnswer(status, { type: "error", error: { type, message: `sessiontap: ${message}` } }, headers);
 }
@@ -87,17 +83,15 @@ export function isAwsHost(host: string): boolean {
 export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
   const authorization = headers.get("authorization");
   if (authorization !== null && /^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return { reason: "signed for the tap's address", message: SIGNED };
-  if (authorization !== null || !upstream.includes("amazonaws.com") || headers.get("x-amz-security-token") !== null) return null;
   const host = new URL(upstream).host;
-  if (!isAwsHost(host)) return null;
+  if (authorization !== null || headers.get("x-amz-security-token") !== null || !isAwsHost(host)) return null;
   return {
     reason: "no credentials for AWS",
     message: `this request carries no credentials and the upstream ${host} is AWS, which refuses it; the tap does not sign requests: ${WHAT_WORKS}`,
   };
 }
 
-// In AWS's error shape, whose `message` AWS's SDK and the Anthropic SDK show as it is. A 400: Claude Code retries a 403 from
-// Bedrock for minutes as credentials it may refresh, and no retry can help.
+// In AWS's error shape, and a 400: Claude Code retries a 403 from Bedrock for minutes, as credentials it may refresh.
 export function awsRefused(message: string): Response {
   const headers = { "x-amzn-errortype": "ValidationException", "x-should-retry": "false" };
   return jsonAnswer(400, { __type: "ValidationException", message: `sessiontap: ${message}` }, headers);

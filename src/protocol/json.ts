@@ -17,7 +17,7 @@ export function jsonObject(line: string): Json | null {
 
 export type Parsed = { records: Json[]; malformed: number };
 
-/** One object per line, blank lines skipped; a line torn by a crash, or foreign, is counted, never thrown. */
+/** Blank lines skipped; a line torn by a crash, or foreign, is counted, never thrown. */
 export function parseJsonl(text: string): Parsed {
   const records: Json[] = [];
   let malformed = 0;

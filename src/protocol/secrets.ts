@@ -1,5 +1,4 @@
-// Secrets in a conversation (secretlint's recommended rules, and Anthropic's keys and tokens) replaced by a placeholder naming the kind
-// and a keyed fingerprint (docs/DESIGN.md "Secrets"). Pure.
+// Secrets in a conversation (secretlint's recommended rules, and Anthropic's keys) replaced by a keyed placeholder (docs/DESIGN.md "Secrets"). Pure.
 import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
 import { lintSource } from "@secretlint/core";
@@ -17,8 +16,7 @@ const CONFIG = {
     .map((rule) => ({ id: rule.meta.id, rule, options: rule.meta.id === "@secretlint/secretlint-rule-aws" ? { enableIDScanRule: true } : {} })),
 };
 
-// What the preset lacks: Anthropic's admin keys and OAuth tokens (it knows `sk-ant-api0N-…AA` only); an AWS secret key that ends in
-// `+` or `/` (its rule wants a word boundary after the key).
+// What the preset lacks: Anthropic's admin keys and OAuth tokens, and an AWS secret key ending in `+` or `/` (no word boundary after it).
 const OWN: [RegExp, (kind: string) => string][] = [
   [
     /(?<![\w-])sk-ant-(api|admin|oat|ort)\d\d-[\w-]{32,}/g,
@@ -32,7 +30,7 @@ const BATCH = 1 << 20;
 
 const kebab = (id: string) => id.replace(/([a-z\d])([A-Z])/g, "$1-$2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1-$2").replace(/_/g, "-").toLowerCase();
 
-/** A copy of `value` with `swap` applied to each of its strings (not keys); a loop, since a record may nest deeper than the stack. */
+// A loop, since a record may nest deeper than the stack.
 function mapStrings(value: unknown, swap: (s: string) => string): unknown {
   const top: Record<string, unknown> = { value };
   for (const stack: [Record<string, unknown>, string][] = [[top, "value"]]; stack.length > 0;) {
@@ -102,7 +100,6 @@ export class Redactor {
     return `${this.tag}:${xor(hash, this.pad(uuid))}`;
   }
 
-  /** What `seal` hid in a record of this key's, else null. */
   unseal(record: Record<string, unknown>): string | null {
     const [tag, sealed] = typeof record.sessiontap_hash === "string" ? record.sessiontap_hash.split(":") : [];
     return tag === this.tag && typeof record.uuid === "string" && /^[0-9a-f]{64}$/.test(sealed ?? "") ? xor(sealed, this.pad(record.uuid)) : null;
@@ -116,7 +113,6 @@ export class Redactor {
     return `[REDACTED ${kind} ${createHmac("sha256", this.key).update(secret).digest("hex").slice(0, 8)}]`;
   }
 
-  /** Every secret found in any of their strings is replaced wherever it occurs among them. */
   async redact<T>(values: T[]): Promise<T[]> {
     const swaps = new Map<string, string>();
     for (const f of await findSecrets(values.flatMap((v) => stringsOf(v)))) if (!swaps.has(f.value)) swaps.set(f.value, this.placeholder(f.kind, f.value));
@@ -131,8 +127,7 @@ const xor = (hex: string, pad: Uint8Array) => Buffer.from(Buffer.from(hex, "hex"
 
 const blocksOf = (record: Json): unknown[] => (isObject(record.message) && Array.isArray(record.message.content) ? record.message.content : []);
 
-// A thinking block that held a secret is left out: the API refuses a changed one on resume. A changed message keeps its original hash,
-// sealed, so the lineage read back still matches the client's next request.
+// A thinking block that held a secret is left out (the API refuses a changed one); a changed message keeps its original hash, sealed.
 export async function redactRecords<T>(records: T[], redactor: Redactor): Promise<T[]> {
   const redacted = await redactor.redact(records);
   return redacted.map((r, i) => {

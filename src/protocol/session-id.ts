@@ -1,5 +1,4 @@
-// Who a request is: its ids, their names on disk, its owner's fingerprints, and whether it may extend a bound session
-// (docs/DESIGN.md "Who a session belongs to"). Pure.
+// Who a request is: its ids, their names on disk, its owner's fingerprints (docs/DESIGN.md "Who a session belongs to"). Pure.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { type Json, jsonObject } from "./json.ts";
 
@@ -46,7 +45,7 @@ export function nameInside(id: string, suffix = ""): string | null {
   return id + suffix;
 }
 
-/** A name the root keeps for itself, without case for case-insensitive filesystems. */
+/** Without case, for case-insensitive filesystems. */
 export function isReservedName(name: string): boolean {
   const lower = name.toLowerCase();
   return lower.startsWith(".") || lower === "unknown" || lower.startsWith("inv-") || lower.startsWith("session-mirror-events");
@@ -56,7 +55,6 @@ export function transcriptName(id: string): string | null {
   return /^[A-Za-z0-9]/.test(id) ? nameInside(id, ".jsonl") : null;
 }
 
-/** The id itself when it is a plain name the root does not keep, else `inv-` and 16 hex of its sha256. */
 export function dirName(id: string | null): string {
   if (id === null) return "unknown";
   const name = nameInside(id);
@@ -64,7 +62,6 @@ export function dirName(id: string | null): string {
   return "inv-" + createHash("sha256").update(id, "utf8").digest("hex").slice(0, 16);
 }
 
-/** The tap's token on API traffic; never forwarded upstream. */
 export const TOKEN_HEADER = "x-sessiontap-token";
 
 export function sameSecret(given: string | null, secret: string): boolean {
@@ -103,8 +100,7 @@ export interface SessionBinding {
   cwd: string | null;
 }
 
-// The same owner (`next`: the binding to keep, if changed) when the directories agree and the credential is the bound one (or an
-// OAuth refresh of the same account and device), and without one, the bound claims or else directory are named again.
+// The same owner (`next`: the binding to keep, if changed): the bound credential or an OAuth refresh of its account, else its claims or cwd.
 export function judgeBinding(
   binding: SessionBinding,
   request: SessionBinding,

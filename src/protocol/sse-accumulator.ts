@@ -1,5 +1,4 @@
-// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming) → the assistant message, at most `maxChars` of it
-// (docs/RELIABILITY.md "Trust boundaries"). Pure.
+// The Messages API stream (https://docs.anthropic.com/en/api/messages-streaming) → the assistant message, at most `maxChars` of it. Pure.
 import { createParser, type EventSourceParser } from "eventsource-parser";
 import { isObject, type Json, jsonObject } from "./json.ts";
 
@@ -21,7 +20,7 @@ export const PARTIAL_JSON_KEY = "sessiontap_partial_json";
 export const TRUNCATED_KEY = "sessiontap_truncated";
 
 const JSON_INPUT_BLOCKS = new Set(["tool_use", "server_tool_use", "mcp_tool_use"]);
-// An index past this, or not a whole number, is let go (counted): a block at 4294967294 once made a sparse array walked for minutes.
+// A block at 4294967294 once made a sparse array walked for minutes.
 export const MAX_BLOCKS = 4096;
 const DELTA_PREFIX = '{"type":"content_block_delta"';
 
@@ -87,25 +86,22 @@ export class StreamAccumulator {
         this.base = { ...message };
         this.usage = isObject(message.usage) ? { ...message.usage } : null;
         const initial = Array.isArray(message.content) ? (message.content as unknown[]) : [];
-        this.blocks = new Map();
+        this.blocks.clear();
         this.json.clear();
         initial.slice(0, MAX_BLOCKS).forEach((b, i) => this.blocks.set(i, isObject(b) ? { ...b } : {}));
         this.refused += Math.max(0, initial.length - MAX_BLOCKS);
         return;
       }
       case "content_block_start": {
-        const index = event.index;
-        if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= MAX_BLOCKS) {
-          this.refused++;
-          return;
-        }
+        const index = event.index as number;
+        if (!Number.isInteger(index) || index < 0 || index >= MAX_BLOCKS) return void this.refused++;
         const block = { ...((event.content_block ?? {}) as Json) };
-        this.blocks.set(index as number, block);
-        if (JSON_INPUT_BLOCKS.has(String(block.type))) this.json.set(index as number, "");
+        this.blocks.set(index, block);
+        if (JSON_INPUT_BLOCKS.has(String(block.type))) this.json.set(index, "");
         return;
       }
       case "content_block_delta":
-        this.applyDelta(event.index, (event.delta ?? {}) as Json);
+        this.applyDelta(event.index as number, (event.delta ?? {}) as Json);
         return;
       case "content_block_stop":
         if (typeof event.index === "number") this.finishJson(event.index);
@@ -134,8 +130,8 @@ export class StreamAccumulator {
     }
   }
 
-  private applyDelta(index: unknown, delta: Json): void {
-    const block = this.blocks.get(index as number);
+  private applyDelta(index: number, delta: Json): void {
+    const block = this.blocks.get(index);
     if (block === undefined) return;
     switch (delta.type) {
       case "text_delta":
@@ -147,17 +143,16 @@ export class StreamAccumulator {
       }
       case "input_json_delta": {
         const part = String(delta.partial_json ?? "");
-        if (this.room(part.length)) this.json.set(index as number, (this.json.get(index as number) ?? "") + part);
+        if (this.room(part.length)) this.json.set(index, (this.json.get(index) ?? "") + part);
         return;
       }
       case "signature_delta": {
-        // A signature replaces, it does not accumulate: only its growth counts against the bound.
+        // A signature replaces, it does not accumulate: only its growth counts.
         const grows = String(delta.signature ?? "").length - String(block.signature ?? "").length;
         if (this.room(Math.max(0, grows), true)) block.signature = delta.signature;
         return;
       }
-      case "citations_delta":
-        // Appended in place: a copy of the list per delta made a long stream of them quadratic.
+      case "citations_delta": // in place: a copy of the list per delta was quadratic
         if (this.roomFor(delta.citation)) listOn(block, "citations").push(delta.citation);
         return;
       default:
@@ -178,7 +173,6 @@ export class StreamAccumulator {
     }
   }
 
-  /** The message so far, tool inputs whose block never stopped closed best-effort. */
   message(interrupted = false): AssistantMessage {
     for (const index of [...this.json.keys()]) this.finishJson(index);
     const base = this.base ?? {};
@@ -224,7 +218,7 @@ export class SseMessageReader {
   private readonly decoder = new TextDecoder();
   private readonly parser: EventSourceParser;
   private overflowed = false;
-  /** The last two characters fed, or (while an event past the bound is passed over) passed over. */
+  // The last two characters fed, or (while an event past the bound is passed over) passed over.
   private fed = "\n\n";
   private dropping: string | null = null;
 
@@ -265,8 +259,7 @@ export class SseMessageReader {
     this.dropping = this.fed;
   }
 
-  // Up to the blank line: a line end (a \r whose \n follows is one) and another. A \n that completes the blank line's \r\n
-  // reaches the fresh parser as an empty line: a no-op.
+  // Up to the blank line; a \n that completes its \r\n reaches the fresh parser as an empty line: a no-op.
   private passOver(text: string): string {
     const seen = this.dropping + text;
     const blank = /(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)/.exec(seen);

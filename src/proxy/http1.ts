@@ -1,5 +1,5 @@
-// HTTP/1.1 on the proxy's sockets (RFC 9112), read by hand: Deno's node:http closes a kept-alive connection after every
-// response, and Claude Code reuses its connections (docs/RUNTIMES.md "The forward proxy").
+// HTTP/1.1 on the proxy's sockets (RFC 9112), by hand: Deno's node:http closes a kept-alive connection after each response
+// (docs/RUNTIMES.md "The forward proxy").
 import { Buffer } from "node:buffer";
 import { isIPv4, isIPv6 } from "node:net";
 import type { Duplex } from "node:stream";
@@ -57,7 +57,6 @@ export class SocketReader {
 /** One character per byte (TextDecoder's "latin1" is windows-1252). */
 export const latin1 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 
-/** Null when the peer ended first; `firstMs` bounds the wait for its first byte, `restMs` the rest. */
 export async function readHead(reader: SocketReader, maxBytes: number, firstMs: number, restMs: number): Promise<string | null> {
   let bytes = Buffer.alloc(0);
   let by = Date.now() + firstMs;
@@ -100,7 +99,6 @@ export function parseRequestHead(text: string) {
 
 export type RequestHead = Exclude<ReturnType<typeof parseRequestHead>, string>;
 
-/** Repeats joined with ", " (RFC 9110 §5.3). */
 export function field(head: RequestHead, name: string): string | null {
   const values = head.fields.filter(([n]) => n === name).map(([, v]) => v);
   return values.length === 0 ? null : values.join(", ");
@@ -160,16 +158,14 @@ async function readLine(reader: SocketReader, max: number, ms: number): Promise<
 /** The body as a stream pulled as the upstream takes it; `done` once it was read to its end. A body cut short errors it. */
 export function bodyStream(reader: SocketReader, framing: Framing & { kind: "sized" | "chunked" }, ms: number, done: () => void): ReadableStream<Uint8Array> {
   let left = framing.kind === "sized" ? framing.length : 0;
-  let finished = framing.kind === "sized";
   const next = async (): Promise<Uint8Array | null> => {
     if (left === 0) {
-      if (finished) return null;
+      if (framing.kind === "sized") return null;
       const size = /^([0-9A-Fa-f]{1,12})(?:[ \t]*;.*)?$/.exec(await readLine(reader, 4096, ms));
       if (size === null) throw new Error("a chunk size is not hexadecimal");
       left = parseInt(size[1], 16);
       if (left === 0) {
         while ((await readLine(reader, 8192, ms)) !== ""); // trailer fields are not forwarded
-        finished = true;
         return null;
       }
     }

@@ -1,5 +1,4 @@
-// The local CA and the leaves it signs (docs/DESIGN.md "The local CA"): ECDSA P-256, constrained to the proxy's hosts; leaves live
-// in memory only.
+// The local CA and the leaves it signs (docs/DESIGN.md "The local CA"): ECDSA P-256, constrained to the proxy's hosts.
 import "reflect-metadata";
 import type * as X509 from "@peculiar/x509";
 import { AsnConvert } from "@peculiar/asn1-schema";
@@ -10,8 +9,7 @@ import { ProxyStartError } from "../config/proxy-settings.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { currentUid, ensurePrivateDir, untrusted } from "../storage/trusted-path.ts";
 
-// Bun ran reflect-metadata and tsyringe (both CommonJS) in an order of its own; a dynamic import starts after this
-// module's body, so after the polyfill (docs/RUNTIMES.md "The forward proxy").
+// Bun ran reflect-metadata and tsyringe (CommonJS) in an order of its own: a dynamic import starts after the polyfill.
 export const x509: typeof X509 = await import("@peculiar/x509");
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
@@ -28,7 +26,6 @@ function nameConstraints(names: readonly string[]): X509.Extension {
   return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(new NameConstraints({ permittedSubtrees, excludedSubtrees })));
 }
 
-/** Null when it has none (it signs for anything). */
 export function constraintsOf(cert: X509.X509Certificate): { names: string[]; excluded: string[] } | null {
   const ext = cert.getExtension(id_ce_nameConstraints);
   if (ext === null) return null;
@@ -135,7 +132,6 @@ export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly s
   const keyPath = `${dir}/ca-key.pem`;
   const certPath = `${dir}/ca.pem`;
   let ca = await readKeyFile(fs, keyPath);
-  // "made": none was there; a phrase: why the old one was replaced.
   let made: string | null = null;
   const problem = ca === null ? null : caProblem(ca, names, now);
   if (ca === null || problem !== null) {

@@ -1,5 +1,4 @@
-// The forward proxy (docs/DESIGN.md "Proxy mode"): node:net, since Bun.serve and Deno.serve hand no CONNECT to a server. A known
-// host's TLS is terminated and its requests forwarded; any other host is tunnelled blind.
+// The forward proxy (docs/DESIGN.md "Proxy mode"): node:net, since Bun.serve and Deno.serve hand no CONNECT to a server.
 import { Buffer } from "node:buffer";
 import { lookup } from "node:dns/promises";
 import { BlockList, connect, createServer, isIPv6, type Socket } from "node:net";
@@ -35,7 +34,6 @@ export interface ProxyDeps {
   token: string | null;
   tapPort: () => number;
   tokenGate: TokenGate;
-  /** Null: the kernel cannot say. */
   owner?: (peer: { address: string; port: number }, port: number) => Promise<boolean | null>;
 }
 
@@ -62,8 +60,7 @@ function summary(settings: Readonly<ProxySettings>): string {
   return `CONNECT: decrypts api.anthropic.com, Vertex AI and Bedrock hosts${added}; ${sends}; ${others}`;
 }
 
-// On Deno a TLSSocket over a net.Socket takes its native handle and loses what JavaScript already read from it; a duplex
-// between them keeps those bytes (docs/RUNTIMES.md "The forward proxy").
+// On Deno a TLSSocket over a net.Socket loses what JavaScript already read from it (docs/RUNTIMES.md "The forward proxy").
 function bridge(socket: Socket, pending: Uint8Array[]): Duplex {
   const duplex = new Duplex({
     read: () => void socket.resume(),
@@ -78,16 +75,15 @@ function bridge(socket: Socket, pending: Uint8Array[]): Duplex {
   return duplex;
 }
 
-/** Null once the handshake is done, else a reason of health's `proxy.failed`, and its detail. */
+/** Null once the handshake is done, else a `proxy.failed` reason and its detail. */
 function handshake(secure: TLSSocket, ms: number): Promise<[string, string | null] | null> {
   const outcome = new Promise<[string, string | null] | null>((resolve) => {
     secure.once("secure", () => resolve(null));
-    // describe() words every TLS failure alike: the refusal is told by the error's own words.
     secure.once(
       "error",
       (e: Error & { code?: string }) => resolve([REFUSED_CERTIFICATE.test(`${e.code} ${e.message}`) ? "certificate-refused" : "handshake-failed", describe(e)]),
     );
-    // A client that does not trust the certificate says so with an alert, or (Bun's TLS, Claude Code's) just hangs up.
+    // Bun's TLS (Claude Code's) hangs up on a certificate it does not trust, without an alert.
     secure.once("close", () => resolve(["closed-in-handshake", "the client closed the connection during the handshake"]));
   });
   return orAfter(outcome, ms, ["handshake-timeout", null]);
@@ -122,13 +118,12 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     upstreams.get(url) ?? upstreams.set(url, new UpstreamHealth(url, clock, deps.stderr, (fields) => deps.log("upstream-error", fields), check)).get(url)!;
   const busy = new Map<Socket, boolean>();
   let stopping = false;
-  let emptied = () => {};
 
   const answer = async (socket: Duplex, status: number, message: string, extra: Record<string, string> = {}) => {
     const body = `sessiontap: ${message}\n`;
     const headers = { "content-type": "text/plain; charset=utf-8", ...extra, "content-length": String(Buffer.byteLength(body)) };
     await writeResponse(socket, new Response(body, { status, headers }), false, true);
-    socket.end(() => socket.destroy()); // a peer that never closes keeps no descriptor of the tap's
+    socket.end(() => socket.destroy());
   };
   const refuse = (socket: Socket, reason: string, status: number, message: string, extra: Record<string, string> = {}) => {
     bump(counts.refused, reason);
@@ -203,7 +198,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     if (secureContext instanceof Error) return fail("certificate-error", describe(secureContext));
     const secure = new TLSSocket(bridge(socket, reader.detach()), { isServer: true, secureContext, ALPNProtocols: ["http/1.1"] });
     const failure = await handshake(secure, settings.timeoutMs);
-    // What follows a failed handshake was counted with it; a reset after one ends the request loop, which reads it as the end.
+    // A failed handshake was counted already; a reset later ends the request loop, which reads it as the end.
     secure.on("error", () => undefined);
     if (failure !== null) return fail(...failure);
     counts.terminated++;
@@ -236,7 +231,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
         if (whole === undefined) return void socket.destroy();
         body = new Uint8Array(whole);
       }
-      // Registered before any write can find the socket gone: the forwarder then stops the upstream, and the mirror knows.
+      // Registered before any write can find the socket gone, so the forwarder stops the upstream.
       const abort = new AbortController();
       const gone = () => abort.abort(new Error("the client closed the connection"));
       socket.once("close", gone);
@@ -261,13 +256,11 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   let waiting = 0;
   const handle = async (socket: Socket) => {
     socket.setNoDelay(true);
-    // Connections not yet past their CONNECT are capped, so however many a client opens, the tap keeps descriptors for its API.
     if (waiting >= MAX_WAITING) return refuse(socket, "busy", 503, `${MAX_WAITING} connections are still in their CONNECT phase: try again later`);
     const reader = new SocketReader(socket);
     waiting++;
     const target = await connectPhase(socket, reader).finally(() => waiting--);
     if (!target) return;
-    // Only the API's own port is decrypted: every port as an upstream of its own would be one more health alarm each.
     const known = target.port === 443 ? table.recognise(target.host) : { kind: "unknown" as const };
     if (known.kind === "terminate") {
       if (!(await writeTo(socket, ESTABLISHED))) return void socket.destroy();
@@ -283,11 +276,10 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     const found = await deadline(lookup(target.host), settings.timeoutMs, () => new Error(`no address within ${settings.timeoutMs} ms`)).catch((e: Error) => e);
     if (found instanceof Error) return refuse(socket, "unreachable", 502, `${name} could not be reached (${describe(found)})`);
     const { address } = found;
-    // Into the tap's own ports, a tunnel would nest proxies without end, or reach /_tap/ from the tap's own address.
     if ((target.port === port || target.port === deps.tapPort()) && isLocal(address)) {
       return refuse(socket, "self", 403, `${name} leads into the tap itself: the proxy opens no tunnel there`);
     }
-    // Anything else on this machine would be reached as this user (another tap's viewer answers its owner by uid): the owner's clients only.
+    // Anything else on this machine would be reached as this user (another tap's viewer answers its owner by uid).
     const peer = { address: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 };
     if (isLocal(address) && deps.token === null && (await deps.owner?.(peer, port)) !== true) {
       return refuse(socket, "local", 403, `${name} is on this machine: the proxy tunnels there only for its own user's clients`);
@@ -297,7 +289,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
 
   const server = createServer((socket) => {
     busy.set(socket, true);
-    socket.on("close", () => busy.delete(socket) && busy.size === 0 && emptied());
+    socket.on("close", () => busy.delete(socket));
     socket.on("error", () => undefined); // every reader of the socket sees the error as an end
     handle(socket).catch((error) => {
       counts.internalErrors++;
@@ -324,8 +316,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       stopping = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const [socket, inFlight] of busy) if (!inFlight) socket.destroy();
-      const drained = busy.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => (emptied = resolve));
-      if (!(await settlesWithin(drained, drainMs))) { for (const socket of busy.keys()) socket.destroy(); }
+      if (!(await settlesWithin(closed, drainMs))) { for (const socket of busy.keys()) socket.destroy(); }
       await settlesWithin(closed, 1000);
     },
   };

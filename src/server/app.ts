@@ -18,7 +18,6 @@ export interface AppDeps {
   onError?: (error: unknown) => void;
   gate?: TokenGate;
   allowedHosts?: ReadonlySet<string> | null;
-  /** Null: the kernel cannot say, and the token decides. */
   owner?: (peer: Peer) => Promise<boolean | null>;
 }
 

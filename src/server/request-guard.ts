@@ -1,5 +1,4 @@
-// Who may use the tap (docs/DESIGN.md "Trust boundaries"): by a request's headers, the kernel's table of sockets, and the tap's
-// token however it is presented, through one throttle.
+// Who may use the tap (docs/DESIGN.md "Trust boundaries"): by its headers, the kernel's socket table, and the token, through one throttle.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
@@ -59,15 +58,13 @@ export function socketUid(tables: string, peer: { address: string; port: number 
   return uids.length === 1 ? uids[0] : null;
 }
 
-/** A number: the seconds the client must still wait. */
 export type TokenCheck = "ok" | "wrong" | number;
 
 export function generateToken(): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }
 
-// After FREE_FAILURES wrong tokens a client (by address) waits 1 s, doubling to a minute, and a try meanwhile is refused unread,
-// the right token too: waiting is the only way on. A right token starts its count afresh.
+// After FREE_FAILURES wrong tokens a client waits 1 s, doubling to a minute; a try meanwhile, the right token too, is refused unread.
 export class TokenGate {
   static readonly FREE_FAILURES = 5;
   static readonly MAX_WAIT_MS = 60_000;

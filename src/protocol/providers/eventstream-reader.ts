@@ -1,11 +1,10 @@
-// A Bedrock event stream → the assistant message (docs/DESIGN.md "Bedrock's event stream"): frames cut here, decoded and checked
-// by AWS's own codec; a frame that does not decode ends the reading, and says why. Pure.
+// A Bedrock event stream → the assistant message (docs/DESIGN.md "Bedrock's event stream"): frames cut here, decoded by AWS's
+// codec; a frame that does not decode ends the reading, and says why. Pure.
 import { Buffer } from "node:buffer";
 import { EventStreamCodec } from "@smithy/eventstream-codec";
 import { jsonObject } from "../json.ts";
 import { MAX_MESSAGE_CHARS, type SseMessageReader, StreamAccumulator } from "../sse-accumulator.ts";
 
-/** `whole`: the answer is whole for the client, so it may be committed as one; `broken`: why its framing could not be read. */
 export type AnswerReader = SseMessageReader | EventStreamReader;
 
 // A prelude (total length, headers length, its CRC), then the message's CRC; AWS's encoding allows 16 MiB at most.
@@ -19,7 +18,7 @@ const codec = new EventStreamCodec((bytes) => decoder.decode(bytes), (text) => e
 export class EventStreamReader {
   readonly acc: StreamAccumulator;
   broken: string | null = null;
-  // The chunks of a frame not yet whole: joined once it is, so a frame in many chunks is copied once.
+  // A frame's chunks, joined once it is whole, so a frame in many chunks is copied once.
   private chunks: Uint8Array[] = [];
   private held = 0;
   private frames = 0;
@@ -72,12 +71,11 @@ export class EventStreamReader {
     };
     const type = header(":message-type");
     if (type === "event" && header(":event-type") === "chunk") {
-      // Its payload is {"bytes": base64(one Messages API event)}.
       const b64 = jsonObject(decoder.decode(message.body))?.bytes;
       if (typeof b64 === "string") this.acc.pushData(Buffer.from(b64, "base64").toString("utf8"));
       else this.acc.malformed++;
     } else if (type === "exception" || type === "error") {
-      // The API's error event: Bedrock's exceptions carry {"message": …}, an `error` message says it in its headers.
+      // Bedrock's exceptions carry {"message": …}, an `error` message says it in its headers.
       const said = jsonObject(decoder.decode(message.body))?.message;
       const text = typeof said === "string" ? said : header(":error-message");
       this.acc.apply({ type: "error", error: { type: header(":exception-type") ?? header(":error-code") ?? "exception", message: text } });

@@ -66,7 +66,6 @@ export function responseFraming(contentType: string | null): Framing {
   return "json";
 }
 
-/** `request-id`, else AWS's `x-amzn-requestid`, as Claude Code records it on Bedrock. */
 export function responseRequestId(headers: Headers): string | null {
   return headers.get("request-id") || headers.get("x-amzn-requestid");
 }
