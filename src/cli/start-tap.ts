@@ -64,7 +64,8 @@ const READ_FIRST_BYTES = 1024 * 1024;
 
 /** The config handed down whole, with what the start adds (exported for the suites and the bench that drive an engine directly). */
 export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "guard" | "spoolTmpDir"> = {}): EngineSettings {
-  return { ...config, version: VERSION, bindingKey: null, guardTimings: deps.guard, spoolTmpDir: deps.spoolTmpDir ?? null };
+  const { token: _token, ...settings } = config; // the /_tap/ token is the relay's alone: it never crosses into the engine
+  return { ...settings, version: VERSION, bindingKey: null, guardTimings: deps.guard, spoolTmpDir: deps.spoolTmpDir ?? null };
 }
 
 export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {

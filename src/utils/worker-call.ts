@@ -1,5 +1,5 @@
 // Calling into a Worker by method name (docs/DESIGN.md "Off the relay path").
-import { workerErrorLine } from "./describe-error.ts";
+import { describe, workerErrorLine } from "./describe-error.ts";
 
 /** `Api`'s methods as another thread calls them: the same arguments, the result as a promise. */
 export type Calls<Api> = { [K in keyof Api]: Api[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never };
@@ -9,8 +9,6 @@ type Wire =
   | { wc: "call"; id: number; name: string; args: unknown[] }
   | { wc: "reply"; id: number; value?: unknown; error?: string }
   | { wc: "died"; why: string };
-
-const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split("\n")[0];
 
 /** The caller's end of a Worker whose first message is `init`; once it dies, `died` hears why once and every call rejects. */
 export class WorkerCalls<Api> {
@@ -95,7 +93,7 @@ export function answerCalls(
         const method = target[name];
         if (typeof method !== "function") throw new Error(`no call named ${name}`);
         return method.apply(target, args);
-      }).then((value) => post({ wc: "reply", id, value } satisfies Wire), (error) => post({ wc: "reply", id, error: firstLine(error) } satisfies Wire));
+      }).then((value) => post({ wc: "reply", id, value } satisfies Wire), (error) => post({ wc: "reply", id, error: describe(error) } satisfies Wire));
     } else message?.(event.data);
   };
   let died = false;
@@ -103,7 +101,7 @@ export function answerCalls(
     event.preventDefault();
     if (died) return;
     died = true;
-    post({ wc: "died", why: firstLine(error) } satisfies Wire);
+    post({ wc: "died", why: `an error the thread did not contain: ${describe(error)}` } satisfies Wire);
     scope.close();
   };
   scope.addEventListener("error", (event) => die(event, event.error ?? event.message));

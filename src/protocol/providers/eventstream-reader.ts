@@ -37,6 +37,15 @@ export class EventStreamReader {
     if (this.broken !== null) return;
     this.chunks.push(chunk);
     this.held += chunk.byteLength;
+    try {
+      this.cutFrames();
+    } finally {
+      // What waits for the rest of its frame is copied: a view of the engine's batch would keep other streams' bytes alive.
+      this.chunks = this.chunks.map((c) => (c.byteOffset === 0 && c.byteLength === c.buffer.byteLength ? c : new Uint8Array(c)));
+    }
+  }
+
+  private cutFrames(): void {
     while (this.held >= 4) {
       if (this.chunks[0].byteLength < 4) this.chunks = [Buffer.concat(this.chunks)];
       const length = new DataView(this.chunks[0].buffer, this.chunks[0].byteOffset, 4).getUint32(0, false);
