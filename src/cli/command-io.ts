@@ -71,10 +71,3 @@ export function table(head: string[], rows: string[][], leftColumns: number[] = 
     cells.map((c, i) => (i === cells.length - 1 && left.has(i) ? c : left.has(i) ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd();
   return [line(head), ...rows.map(line)];
 }
-
-/** One line of `doctor`: what was checked, its verdict and why. */
-export interface Check {
-  check: string;
-  status: "ok" | "warn" | "fail";
-  detail: string;
-}

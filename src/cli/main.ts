@@ -21,7 +21,7 @@ import * as verify from "./verify.ts";
 type Run = (config: Readonly<Config>, io: CommandIo) => Promise<number>;
 type Entry = [Run] | [Run, "mirror"] | [(config: Readonly<Config>, io: CommandIo, prices: PriceTable) => Promise<number>, "priced"];
 
-/** Each command, and what it reads first: "mirror" the tree (none there is exit 1, naming the setting), "priced" the price table too. */
+/** What each command reads first: "mirror" the tree (none there is exit 1), "priced" the price table too. */
 const COMMANDS: Record<Exclude<Config["command"], "help" | "version" | "serve" | "claude">, Entry> = {
   list: [runList, "priced"],
   show: [runShow, "priced"],
@@ -31,16 +31,15 @@ const COMMANDS: Record<Exclude<Config["command"], "help" | "version" | "serve" |
   restore: [runRestore, "mirror"],
   verify: [verify.run, "mirror"],
   doctor: [doctor.run],
-  drill: [drill.run],
+  drill: [drill.run, "mirror"],
   mcp: [mcp.run],
   scan: [scan.run],
   store: [store.run],
 };
 
-/** The process as a command sees it; what is left out is the real one (tests replace `fs`, `fetch`, `clock`, `cwd`, `zone`). */
+/** What is left out is the real process's (tests replace `fs`, `fetch`, `clock`, `cwd`, `zone`). */
 export type Io = Pick<CommandIo, "stdout" | "stderr" | "home" | "stopSignal"> & Partial<Omit<CommandIo, "env">>;
 
-/** Runs one command line; resolves with the exit status. */
 export async function main(args: string[], env: Record<string, string | undefined>, given: Io): Promise<number> {
   const io: CommandIo = {
     env,

@@ -5,7 +5,7 @@ import type { Config } from "../config/parse.ts";
 import { DirLocks } from "../storage/dir-lock.ts";
 import { ownerAlive, removeLeftovers, selfOwner, writerTag } from "../storage/process-identity.ts";
 import { describe } from "../utils/describe-error.ts";
-import { type CommandIo, noMirror } from "./command-io.ts";
+import type { CommandIo } from "./command-io.ts";
 import { terminalSafeJson } from "../transcript/records.ts";
 
 import { dirName } from "../protocol/session-id.ts";
@@ -16,8 +16,6 @@ import { jsonObject } from "../protocol/json.ts";
 import { conversations } from "../storage/mirror-reader.ts";
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const missing = await noMirror(config, io);
-  if (missing !== null) return missing;
   const said = new Set<string>();
   const locks = new DirLocks(io.fs, config.mirrorDir, {
     self: selfOwner(io.fs),
