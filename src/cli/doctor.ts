@@ -80,7 +80,7 @@ async function plantedEntries(io: CommandIo, root: string): Promise<Check[]> {
     for (const entry of await io.fs.readdir(path)) {
       const child = join(path, entry.name);
       const info = found.length >= 5 ? null : await io.fs.lstat(child);
-      const why = info === null ? null : info.isSymbolicLink ? "is a symbolic link" : untrusted(info, info.isDirectory ? "directory" : "file");
+      const why = info === null ? null : untrusted(info, info.isDirectory ? "directory" : "file");
       if (why !== null) found.push(`${child} ${why}`);
       else if (info?.isDirectory && depth < 1) await look(child, depth + 1);
     }

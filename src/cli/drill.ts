@@ -19,7 +19,7 @@ import { oneLine, type Rec, scrubLine, terminalSafeJson } from "../transcript/re
 import { resumedBranch } from "../transcript/tree.ts";
 import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, notMatched } from "./command-io.ts";
 import { withTree } from "./session.ts";
 
 const PROBE = "sessiontap drill: this resume is a check; reply with OK";
@@ -218,10 +218,8 @@ async function pick(config: Readonly<Config>, io: CommandIo, source: SessionSour
   for (const query of config.positional) {
     const found = await source.lookup(query);
     if (found.kind !== "found") {
-      const many = found.kind === "ambiguous"
-        ? ` matches ${found.candidates.length} sessions (${found.candidates.slice(0, 5).join(", ")}…); give more of the id`
-        : "";
-      io.stderr(`sessiontap: drill: "${query}"${many || ` matches no session in ${sourceName(config)} (see sessiontap list)`}\n`);
+      const none = `"${query}" matches no session in ${sourceName(config)} (see sessiontap list)`;
+      io.stderr(`sessiontap: drill: ${found.kind === "none" ? none : notMatched(query, found, "")}\n`);
       return 2;
     }
     sessions.set(found.data.dir, withTree(found.data));

@@ -6,7 +6,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type Config, settingName } from "../config/parse.ts";
 import { scanTranscripts, type TranscriptInfo } from "../storage/claude-projects.ts";
-import { type ListEntry, type Lookup, MirrorReader, SessionCatalog, type SessionSource } from "../storage/mirror-reader.ts";
+import { type ListEntry, MirrorReader, SessionCatalog, type SessionSource } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { scrubLine, uuidOf } from "../transcript/records.ts";
 import { PLAIN, renderText } from "../transcript/render.ts";
@@ -20,7 +20,7 @@ import { describe } from "../utils/describe-error.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
 import { VERSION } from "../version.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, notMatched } from "./command-io.ts";
 
 /** Characters of one answer at most: Claude Code hands a tool's result to the model whole only up to 50,000 (beyond, a 2 KB preview). */
 export const MAX_TEXT = 45_000;
@@ -185,7 +185,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     return await reading(async (catalog, source) => {
       const asked = String(a.session);
       const found = await source.lookup(asked);
-      if (found.kind !== "found") throw new ToolError(lookupError(asked, found));
+      if (found.kind !== "found") throw new ToolError(notMatched(asked, found, "(list_sessions and search_sessions give the ids)"));
       const judged = await catalog.judge(found.data);
       // The CLI's renderer, less its hints about a flag a model cannot give.
       const body = renderText(outline(buildTree(found.data.records)), { full: false, style: PLAIN, zone: io.zone, prices: catalog.prices })
@@ -261,10 +261,4 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     await server.close();
   }
   return 0;
-}
-
-function lookupError(asked: string, found: Exclude<Lookup, { kind: "found" }>): string {
-  if (found.kind === "none") return `no mirrored session matches "${asked}" (list_sessions and search_sessions give the ids)`;
-  const more = found.candidates.length > 10 ? ", …" : "";
-  return `"${asked}" matches ${found.candidates.length} sessions (${found.candidates.slice(0, 10).join(", ")}${more}): give more of the id`;
 }

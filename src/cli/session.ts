@@ -16,7 +16,7 @@ import type { PriceTable } from "../usage/prices.ts";
 import { bytesShort, sessionAnswers, totalsOf, usageLine } from "../usage/tokens.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
-import { type CommandIo, notFound, useColor } from "./command-io.ts";
+import { type CommandIo, notFound, restorable, useColor } from "./command-io.ts";
 
 /** The session the first argument names (an id, a directory name, a unique prefix), or exit status 1 once stderr says why. */
 async function findSession(config: Readonly<Config>, io: CommandIo): Promise<SessionData | number> {
@@ -72,9 +72,7 @@ export async function runShow(config: Readonly<Config>, io: CommandIo, prices: P
   if (summary.malformedLines > 0) {
     facts.push(["Warning", `${plural(summary.malformedLines, "line")} that are not records were skipped`]);
   }
-  if (info.state !== "intact" && summary.sessionId !== null && info.problem === null && info.warning === null) {
-    facts.push(["Restore", `sessiontap restore ${id}`]);
-  }
+  if (restorable(summary)) facts.push(["Restore", `sessiontap restore ${id}`]);
   const width = Math.max(...facts.map(([k]) => k.length));
   const head = facts.map(([k, v]) => `${style.bold(k.padEnd(width))}  ${v}`).join("\n");
   const hint = config.full
