@@ -101,11 +101,8 @@ function retention(config: Readonly<Config>, settings: SettingsFile[]): Check[] 
   const found = settings.find((s) => s.json?.cleanupPeriodDays !== undefined);
   const days = found?.json?.cleanupPeriodDays;
   const keep = config.retentionDays;
-  const net = `The mirror is the safety net: ${
-    keep === 0
-      ? "SESSIONTAP_RETENTION_DAYS=0 (the default), it keeps every session"
-      : `SESSIONTAP_RETENTION_DAYS=${keep}, it keeps sessions ${keep} days (set it higher, or 0 to keep them all)`
-  }`;
+  const kept = keep === 0 ? " (the default), it keeps every session" : `, it keeps sessions ${keep} days (set it higher, or 0 to keep them all)`;
+  const net = `The mirror is the safety net: SESSIONTAP_RETENTION_DAYS=${keep}${kept}`;
   const usable = typeof days === "number" && Number.isInteger(days) && days >= 1;
   const file = join(config.claudeDir, "settings.json");
   const cleanup = verdict(
@@ -164,9 +161,8 @@ async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted
   for (const { entry: s, info } of plain.filter((x) => x.info.state === "intact").slice(0, 20)) {
     const force = `sessiontap restore ${s.sessionId} --force`;
     if (info.verdict.lacking.prompts + info.verdict.lacking.answers > 0) {
-      const differs = `lacks ${lackingWords(info.verdict.lacking)} of the mirror's current branch but holds ${
-        plural(info.verdict.extra, "prompt or answer", "prompts or answers")
-      } the mirror does not`;
+      const extra = plural(info.verdict.extra, "prompt or answer", "prompts or answers");
+      const differs = `lacks ${lackingWords(info.verdict.lacking)} of the mirror's current branch but holds ${extra} the mirror does not`;
       say("warn", `${s.claudeTranscriptPath} ${differs}: compare with sessiontap show ${s.sessionId}; ${force} replaces it (a backup is kept)`);
     } else if (info.facts?.torn) {
       const torn = "ends in a torn line (a record cut off mid-write; the next one Claude Code appends is lost with it)";

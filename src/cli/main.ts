@@ -5,6 +5,8 @@ import { commandHelp, HELP } from "../config/commands.ts";
 import { type Config, parseConfig, UsageError } from "../config/parse.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 import { loadPrices, type PriceTable } from "../usage/prices.ts";
+import { closeStore, migrate, openStore, redactUrl, SCHEMA_VERSION } from "../store/pg-client.ts";
+import { describe } from "../utils/describe-error.ts";
 import { VERSION } from "../version.ts";
 import * as launcher from "./claude.ts";
 import { type CommandIo, noMirror } from "./command-io.ts";
@@ -15,7 +17,6 @@ import * as scan from "./scan.ts";
 import { runServe } from "./serve.ts";
 import { runExport, runRestore, runShow } from "./session.ts";
 import { runList, runSearch, runUsage } from "./sessions.ts";
-import * as store from "./store.ts";
 import * as verify from "./verify.ts";
 
 type Run = (config: Readonly<Config>, io: CommandIo) => Promise<number>;
@@ -34,7 +35,7 @@ const COMMANDS: Record<Exclude<Config["command"], "help" | "version" | "serve" |
   drill: [drill.run, "mirror"],
   mcp: [mcp.run],
   scan: [scan.run],
-  store: [store.run],
+  store: [runStore],
 };
 
 /** What is left out is the real process's (tests replace `fs`, `fetch`, `clock`, `cwd`, `zone`). */
@@ -93,5 +94,36 @@ export async function main(args: string[], env: Record<string, string | undefine
     const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
     io.stderr(`sessiontap: ${config.command} failed: ${message}\n`);
     return 1;
+  }
+}
+
+/** `store migrate`: the schema created or brought up to date under an advisory lock, in one transaction, so taps may write meanwhile. */
+async function runStore(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const [sub, ...rest] = config.positional;
+  if (sub !== "migrate" || rest.length > 0) {
+    io.stderr(`sessiontap: store takes one subcommand, migrate${sub === undefined ? "" : `, got "${config.positional.join(" ")}"`}\n`);
+    return 2;
+  }
+  if (config.store === null) {
+    io.stderr(`sessiontap: store migrate needs the store (--store / SESSIONTAP_STORE)\n`);
+    return 2;
+  }
+  const where = redactUrl(config.store);
+  const sql = openStore(config.store, { max: 1, connectTimeoutS: 10 });
+  try {
+    const done = await migrate(sql);
+    if (done.newer) {
+      io.stdout(`The store ${where} is at schema version ${done.from}, newer than this sessiontap knows (${SCHEMA_VERSION}); left alone.\n`);
+    } else if (done.applied.length === 0) {
+      io.stdout(`The store ${where} is at schema version ${done.to}; nothing to do.\n`);
+    } else {
+      io.stdout(`Migrated the store ${where} from schema version ${done.from ?? "none"} to ${done.to} (applied ${done.applied.join(", ")}).\n`);
+    }
+    return 0;
+  } catch (error) {
+    io.stderr(`sessiontap: cannot migrate the store ${where}: ${describe(error)}\n`);
+    return 1;
+  } finally {
+    await closeStore(sql);
   }
 }
