@@ -24,22 +24,7 @@ import { withTree } from "./session.ts";
 
 const PROBE = "sessiontap drill: this resume is a check; reply with OK";
 
-interface DrillResult {
-  sessionId: string;
-  ok: boolean;
-  detail: string;
-  title: string | null;
-  turns: number;
-  /** Claude Code said "No conversation found…". */
-  refused: boolean;
-  /** Where Claude Code ran unless it is gone: then in a scratch directory (`scratchCwd`). */
-  cwd: string | null;
-  scratchCwd: boolean;
-  compactedFirst: boolean;
-  /** The Claude Code version its requests named. */
-  claudeCode: string | null;
-  ms: number;
-}
+type DrillResult = Awaited<ReturnType<typeof drillSession>>;
 
 type DrillSetup = { io: CommandIo; program: string; timeoutMs: number; stop: AbortSignal };
 
@@ -137,21 +122,24 @@ function childEnv(env: Record<string, string | undefined>, home: string, url: st
 }
 
 /** A failure of this session is its result; a Claude Code that cannot be started throws ClaudeNotStarted. */
-async function drillSession(session: ReturnType<typeof withTree>, setup: DrillSetup): Promise<DrillResult> {
+async function drillSession(session: ReturnType<typeof withTree>, setup: DrillSetup) {
   const started = setup.io.clock();
   const { summary } = session;
   const scratch = join(tmpdir(), `sessiontap-drill-${randomUUID().slice(0, 8)}`);
-  const result: DrillResult = {
+  const result = {
     sessionId: summary.sessionId!,
     ok: false,
     detail: "",
     title: summary.title,
     turns: 0,
+    /** Claude Code said "No conversation found…". */
     refused: false,
+    /** Where Claude Code ran unless it is gone: then in a scratch directory. */
     cwd: summary.cwd,
     scratchCwd: false,
     compactedFirst: false,
-    claudeCode: null,
+    /** The Claude Code version its requests named. */
+    claudeCode: null as string | null,
     ms: 0,
   };
   const { fs } = setup.io;

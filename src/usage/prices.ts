@@ -4,16 +4,11 @@ import { isObject } from "../protocol/json.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { Answer } from "./tokens.ts";
 
-export interface Rates {
-  input: number;
-  output: number;
-  cacheWrite5m: number;
-  cacheWrite1h: number;
-  cacheRead: number;
-}
+const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"] as const;
+type Rates = Record<(typeof RATE_KEYS)[number], number>;
 
 /** A family's prices: its rates, and higher rates for a whole answer whose prompt is longer than `above` tokens. */
-export interface ModelPrice extends Rates {
+interface ModelPrice extends Rates {
   longPrompt?: Rates & { above: number };
 }
 
@@ -100,8 +95,6 @@ export class PriceFileError extends Error {
   override name = "PriceFileError";
 }
 
-const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"];
-
 /** Each entry of the file (USD per million tokens) replaces or adds one family; throws PriceFileError naming the first thing wrong. */
 export function parsePriceFile(text: string, where: string, base: PriceTable = BUILTIN_PRICES): PriceTable {
   let file: unknown;
@@ -120,7 +113,7 @@ export function parsePriceFile(text: string, where: string, base: PriceTable = B
   const out: Record<string, ModelPrice> = { ...base.models };
   for (const [id, entry] of Object.entries(file.models)) {
     if (!isObject(entry)) throw new PriceFileError(`"${id}" must be an object of rates`);
-    const odd = Object.keys(entry).find((k) => !RATE_KEYS.includes(k));
+    const odd = Object.keys(entry).find((k) => !(RATE_KEYS as readonly string[]).includes(k));
     if (odd !== undefined) throw new PriceFileError(`"${id}" has an unknown rate "${odd}" (it takes ${RATE_KEYS.join(", ")})`);
     const bad = RATE_KEYS.find((k) => entry[k] !== undefined && (typeof entry[k] !== "number" || !Number.isFinite(entry[k]) || (entry[k] as number) < 0));
     if (bad !== undefined) throw new PriceFileError(`"${id}".${bad} must be a number of dollars per million tokens, 0 or more`);

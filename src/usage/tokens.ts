@@ -5,12 +5,8 @@ import { costOf, type PriceTable } from "./prices.ts";
 
 type Rec = Record<string, unknown>;
 
-export interface TokenCounts {
-  inputTokens: number;
-  outputTokens: number;
-  cacheCreationTokens: number;
-  cacheReadTokens: number;
-}
+const TOKEN_KEYS = ["inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens"] as const;
+export type TokenCounts = Record<(typeof TOKEN_KEYS)[number], number>;
 
 /** One answer the API billed. */
 export interface Answer {
@@ -22,8 +18,6 @@ export interface Answer {
   /** Part of `cacheCreationTokens`, priced above the five-minute default. */
   cacheWrite1hTokens: number;
 }
-
-const TOKEN_KEYS = ["inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens"] as const;
 
 export function totalTokens(t: TokenCounts): number {
   return t.inputTokens + t.outputTokens + t.cacheCreationTokens + t.cacheReadTokens;
