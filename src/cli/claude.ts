@@ -64,8 +64,7 @@ export async function run(config: Readonly<Config>, args: string[], io: CommandI
   let dropped = 0;
   const say = (line: string) => held === null ? io.stderr(line + "\n") : held.length < 50 ? held.push(line) : dropped++;
   // In this thread once the child runs: a Worker started while Claude Code holds the terminal takes its input under Deno.
-  const start = (port: number, inThread = false) =>
-    startOrRefuse({ ...config, port }, { stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread }, fetcher);
+  const start = (port: number, inThread = false) => startOrRefuse({ ...config, port }, io, say, inThread);
   const key = await proofKey(config.mirror, config.mirrorDir);
   const found = await probeTap(fetcher, url, key, config.token, { timeoutMs: 1000 });
   let own: RunningTap | null = null;

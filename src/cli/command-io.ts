@@ -4,6 +4,7 @@ import { type Config, settingName } from "../config/parse.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import type { ListEntry, Lookup } from "../storage/mirror-reader.ts";
 import { sourceName } from "../store/pg-reader.ts";
+import { terminalSafeJson } from "../transcript/records.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { Zone } from "../utils/local-time.ts";
 
@@ -24,6 +25,12 @@ export interface CommandIo {
   /** The Worker scripts, as the entry point resolves them (in a binary too). */
   workerUrl?: URL | string;
   viewerWorkerUrl?: URL | string;
+}
+
+/** `value` as JSON a terminal shows as it is (`text`: made otherwise); exit status 0. */
+export function printJson(io: CommandIo, value: unknown, text = JSON.stringify(value, null, 2)): number {
+  io.stdout(terminalSafeJson(text) + "\n");
+  return 0;
 }
 
 /** Colour on a terminal, unless NO_COLOR (https://no-color.org). */

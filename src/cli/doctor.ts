@@ -7,14 +7,14 @@ import { isAwsHost } from "../protocol/headers.ts";
 import { isObject } from "../protocol/json.ts";
 import { LAST_DRILL, lastDrill as readLastDrill, SessionCatalog } from "../storage/mirror-reader.ts";
 import { untrusted } from "../storage/trusted-path.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { scrubLine } from "../transcript/records.ts";
 import { lackingWords } from "../transcript/transcript-state.ts";
 import { bytesShort } from "../usage/tokens.ts";
 import { describe } from "../utils/describe-error.ts";
 import { localDateTime } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
 import { isLoopback } from "../viewer/hosts.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, printJson } from "./command-io.ts";
 import { rootProblem } from "./serve.ts";
 import { boundedText, localAddress, probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
 
@@ -36,7 +36,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;
-  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(checks, null, 2)) + "\n");
+  if (config.json) printJson(io, checks);
   else {
     const width = Math.max(...checks.map((c) => c.check.length));
     const lines = checks.map((c) => `${c.status === "fail" ? "FAIL" : c.status.padEnd(4)}  ${c.check.padEnd(width)}  ${c.detail}`);

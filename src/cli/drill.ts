@@ -15,11 +15,11 @@ import { checkTrusted } from "../storage/trusted-path.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { compareResume } from "../transcript/restore-plan.ts";
 import { jsonObject } from "../protocol/json.ts";
-import { oneLine, type Rec, scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { oneLine, type Rec, scrubLine } from "../transcript/records.ts";
 import { resumedBranch } from "../transcript/tree.ts";
 import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
-import { type CommandIo, notMatched } from "./command-io.ts";
+import { type CommandIo, notMatched, printJson } from "./command-io.ts";
 import { withTree } from "./session.ts";
 
 const PROBE = "sessiontap drill: this resume is a check; reply with OK";
@@ -265,7 +265,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     results.sort((a, b) => order.get(a.sessionId)! - order.get(b.sessionId)!);
     const passed = results.filter((r) => r.ok).length;
     const claudeCode = results.find((r) => r.claudeCode !== null)?.claudeCode ?? null;
-    if (config.json) io.stdout(terminalSafeJson(JSON.stringify(results, null, 2)) + "\n");
+    if (config.json) printJson(io, results);
     else {
       const what = `${plural(results.length, "session")} drilled${claudeCode === null ? "" : ` with Claude Code ${claudeCode}`}`;
       const others = skipped === 0 ? "" : `; ${plural(skipped, "session")} without a Claude Code session id not drilled`;

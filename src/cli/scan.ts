@@ -9,7 +9,7 @@ import { conversations, jsonlFiles, MirrorReader } from "../storage/mirror-reade
 import { matchSession } from "../transcript/records.ts";
 import { describe } from "../utils/describe-error.ts";
 import { plural } from "../utils/plural.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, printJson } from "./command-io.ts";
 
 type Target = { sessionId: string; file: string; source: "mirror" | "claude" };
 type Finding = { kind: string } & Target & { line: number; preview: string };
@@ -46,7 +46,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       unread++;
     }
   }
-  if (config.json) io.stdout(JSON.stringify(found, null, 2) + "\n");
+  if (config.json) printJson(io, found);
   else for (const f of found) io.stdout(`${f.kind}  ${f.sessionId}  ${f.file}:${f.line}  ${f.preview}\n`);
   io.stderr(`sessiontap: scan: ${plural(found.length, "secret")} found in ${chosen.length} files\n`);
   return found.length > 0 || unread > 0 || chosen.length === 0 ? 1 : 0;

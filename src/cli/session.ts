@@ -7,7 +7,7 @@ import { rootRedactor } from "../storage/binding-files.ts";
 import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { jsonText, scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { jsonText, scrubLine } from "../transcript/records.ts";
 import { ANSI_STYLE, exportSession, PLAIN, renderText } from "../transcript/render.ts";
 import { countsText, type SessionData, sessionIdOf, summarize } from "../transcript/summary.ts";
 import { stateWords } from "../transcript/transcript-state.ts";
@@ -16,7 +16,7 @@ import type { PriceTable } from "../usage/prices.ts";
 import { bytesShort, sessionAnswers, totalsOf, usageLine } from "../usage/tokens.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
-import { type CommandIo, notFound, restorable, useColor } from "./command-io.ts";
+import { type CommandIo, notFound, printJson, restorable, useColor } from "./command-io.ts";
 
 /** The session the first argument names (an id, a directory name, a unique prefix), or exit status 1 once stderr says why. */
 async function findSession(config: Readonly<Config>, io: CommandIo): Promise<SessionData | number> {
@@ -35,10 +35,8 @@ export async function runShow(config: Readonly<Config>, io: CommandIo, prices: P
   if (typeof data === "number") return data;
   const { entry: summary, info } = await new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, prices, io.clock).judge(data);
   const items = outline(buildTree(data.records));
-  if (config.json) {
-    io.stdout(terminalSafeJson(jsonText({ ...summary, conversation: flatten(items) })) + "\n"); // the records as they are, at any depth
-    return 0;
-  }
+  const shown = { ...summary, conversation: flatten(items) };
+  if (config.json) return printJson(io, shown, jsonText(shown)); // the records as they are, at any depth
   const style = useColor(io) ? ANSI_STYLE : PLAIN;
   const id = scrubLine(summary.sessionId ?? summary.dir); // from a request: it may carry anything
   const when = (iso: string | null) => (iso === null ? "?" : localDateTime(Date.parse(iso), io.zone));
@@ -127,7 +125,7 @@ export async function runRestore(config: Readonly<Config>, io: CommandIo): Promi
     force: config.force,
     now: io.clock(),
   });
-  if (config.json && result.outcome !== null) io.stdout(terminalSafeJson(JSON.stringify(result.outcome, null, 2)) + "\n");
+  if (config.json && result.outcome !== null) printJson(io, result.outcome);
   if (!result.ok) {
     io.stderr(`sessiontap: ${result.why}\n${result.hint === undefined ? "" : `  ${result.hint}\n`}`);
     return 1;

@@ -2,14 +2,14 @@
 import type { Config } from "../config/parse.ts";
 import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { scrubLine } from "../transcript/records.ts";
 import { regexMatcher, search, type SearchHit, substringMatcher } from "../transcript/search.ts";
 import { type SessionData, sessionIdOf, sessionTitle, sessionUsage } from "../transcript/summary.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { tokensShort, totalTokens, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
 import { localDate, localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
-import { type CommandIo, notFound, restorable, table, useColor } from "./command-io.ts";
+import { type CommandIo, notFound, printJson, restorable, table, useColor } from "./command-io.ts";
 
 /** What the project column says of a session whose working directory no request named. */
 const NO_CWD = "? (cwd unknown)";
@@ -18,10 +18,7 @@ export async function runList(config: Readonly<Config>, io: CommandIo, prices: P
   const all = await withSessionSource(config, io.fs, (source) => new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, source, prices).list());
   const since = sinceStart(config.since, io.clock(), io.zone);
   const entries = since === null ? all : all.filter((e) => e.lastTimestamp !== null && Date.parse(e.lastTimestamp) >= since);
-  if (config.json) {
-    io.stdout(terminalSafeJson(JSON.stringify(entries, null, 2)) + "\n");
-    return 0;
-  }
+  if (config.json) return printJson(io, entries);
   if (entries.length === 0) {
     io.stdout(all.length === 0 ? `No mirrored sessions in ${sourceName(config)}.\n` : `No session was active since ${config.since} (${all.length} older).\n`);
     return 0;
@@ -95,9 +92,7 @@ export async function runUsage(config: Readonly<Config>, io: CommandIo, prices: 
   const report = usageReport(sessions, prices, io.zone, since);
   const zone = offsetLabel(now, io.zone);
   if (config.json) {
-    const shown = { since: day, timeZone: zone, prices: { source: prices.source, checked: prices.checked }, ...report };
-    io.stdout(terminalSafeJson(JSON.stringify(shown, null, 2)) + "\n");
-    return 0;
+    return printJson(io, { since: day, timeZone: zone, prices: { source: prices.source, checked: prices.checked }, ...report });
   }
   if (report.total.answers === 0) {
     io.stdout(`No recorded answers with token usage in ${sourceName(config)}${day === null ? "" : ` since ${day}`}.\n`);
@@ -146,7 +141,7 @@ export async function runSearch(config: Readonly<Config>, io: CommandIo): Promis
     match,
   );
   const where = config.session === null ? `the ${plural(found.length, "session")} in ${sourceName(config)}` : `session ${config.session}`;
-  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(hits, null, 2)) + "\n");
+  if (config.json) printJson(io, hits);
   if (hits.length === 0) {
     io.stderr(`sessiontap: nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}\n`);
     return 1;

@@ -10,9 +10,8 @@ import { conversations } from "../storage/mirror-reader.ts";
 import { ownerAlive, removeLeftovers, selfOwner, writerTag } from "../storage/process-identity.ts";
 import { checkWhole } from "../storage/publish.ts";
 import { untrusted } from "../storage/trusted-path.ts";
-import { terminalSafeJson } from "../transcript/records.ts";
 import { describe } from "../utils/describe-error.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, printJson } from "./command-io.ts";
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const said = new Set<string>();
@@ -38,7 +37,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   } finally {
     await locks.stop();
   }
-  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(reports, null, 2)) + "\n");
+  if (config.json) printJson(io, reports);
   else {
     for (const r of reports) {
       io.stdout(`${r.problems.length === 0 ? "ok     " : "DAMAGED"} ${r.session}\n`);

@@ -19,9 +19,7 @@ export interface Answer {
   cacheWrite1hTokens: number;
 }
 
-export function totalTokens(t: TokenCounts): number {
-  return t.inputTokens + t.outputTokens + t.cacheCreationTokens + t.cacheReadTokens;
-}
+export const totalTokens = (t: TokenCounts): number => TOKEN_KEYS.reduce((n, key) => n + t[key], 0);
 
 const count = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
 const string = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
