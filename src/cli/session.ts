@@ -41,35 +41,23 @@ export async function runShow(config: Readonly<Config>, io: CommandIo, prices: P
   const id = scrubLine(summary.sessionId ?? summary.dir); // from a request: it may carry anything
   const when = (iso: string | null) => (iso === null ? "?" : localDateTime(Date.parse(iso), io.zone));
   const totals = totalsOf(sessionAnswers(data), prices);
+  const used = `${plural(totals.answers, "answer")}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced.map(scrubLine))}`;
+  const others = (n: number, what: string) => (n > 0 ? `; ${what}: ${plural(n, "answer")}` : "");
   const facts = [
     ["Session", id],
     ["Title", summary.title ?? "(none)"],
     ["Project", scrubLine(summary.cwd ?? "unknown") + (summary.gitBranch === null ? "" : ` (branch ${scrubLine(summary.gitBranch)})`)],
     ["Time", `${when(summary.firstTimestamp)} – ${when(summary.lastTimestamp)} (${offsetLabel(io.clock(), io.zone)})`],
-    [
-      "Usage",
-      totals.answers === 0
-        ? "no recorded usage"
-        : `${plural(totals.answers, "answer")}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced.map(scrubLine))}`,
-    ],
+    ["Usage", totals.answers === 0 ? "no recorded usage" : used],
     config.store !== null
       ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${bytesShort(summary.bytes)})`]
       : ["Mirror", `${config.mirrorDir}/${summary.dir} (${plural(summary.files, "file")}, ${bytesShort(summary.bytes)})`],
-    [
-      "Conversation",
-      countsText(summary.counts) + (summary.subagentAnswers > 0 ? `; subagents: ${plural(summary.subagentAnswers, "answer")}` : "") +
-      (summary.sideAnswers > 0 ? `; side requests: ${plural(summary.sideAnswers, "answer")}` : ""),
-    ],
-    [
-      "Shape",
-      `${plural(summary.leaves, "leaf", "leaves")} (the newest ends the current branch), ${plural(summary.compactions, "compaction")}`,
-    ],
+    ["Conversation", countsText(summary.counts) + others(summary.subagentAnswers, "subagents") + others(summary.sideAnswers, "side requests")],
+    ["Shape", `${plural(summary.leaves, "leaf", "leaves")} (the newest ends the current branch), ${plural(summary.compactions, "compaction")}`],
     ["Claude", `${stateWords(info.verdict)}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
   ];
   if (info.warning !== null) facts.push(["Warning", `Claude Code's transcript: ${scrubLine(info.warning)}`]);
-  if (summary.malformedLines > 0) {
-    facts.push(["Warning", `${plural(summary.malformedLines, "line")} that are not records were skipped`]);
-  }
+  if (summary.malformedLines > 0) facts.push(["Warning", `${plural(summary.malformedLines, "line")} that are not records were skipped`]);
   if (restorable(summary)) facts.push(["Restore", `sessiontap restore ${id}`]);
   const width = Math.max(...facts.map(([k]) => k.length));
   const head = facts.map(([k, v]) => `${style.bold(k.padEnd(width))}  ${v}`).join("\n");
