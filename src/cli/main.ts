@@ -4,7 +4,7 @@ import process from "node:process";
 import { commandHelp, HELP } from "../config/commands.ts";
 import { type Config, parseConfig, UsageError } from "../config/parse.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
-import { loadPrices, type PriceTable } from "../usage/prices.ts";
+import { loadPrices, PriceFileError, type PriceTable } from "../usage/prices.ts";
 import { closeStore, migrate, openStore, redactUrl, SCHEMA_VERSION } from "../store/pg-client.ts";
 import { describe } from "../utils/describe-error.ts";
 import { VERSION } from "../version.ts";
@@ -80,19 +80,11 @@ export async function main(args: string[], env: Record<string, string | undefine
   try {
     const missing = entry[1] === undefined ? null : await noMirror(config, io);
     if (missing !== null) return missing;
-    if (entry[1] !== "priced") return await entry[0](config, io);
-    let prices: PriceTable;
-    try {
-      prices = await loadPrices(io.fs, config.prices);
-    } catch (error) {
-      io.stderr(`sessiontap: ${(error as Error).message}\n`);
-      return 1;
-    }
-    return await entry[0](config, io, prices);
+    return entry[1] === "priced" ? await entry[0](config, io, await loadPrices(io.fs, config.prices)) : await entry[0](config, io);
   } catch (error) {
-    // A failure the command did not expect (an unreadable file, a full disk): one line, never a stack.
+    // A price file it cannot use, or a failure the command did not expect (a full disk): one line, never a stack.
     const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    io.stderr(`sessiontap: ${config.command} failed: ${message}\n`);
+    io.stderr(`sessiontap: ${error instanceof PriceFileError ? "" : `${config.command} failed: `}${message}\n`);
     return 1;
   }
 }
