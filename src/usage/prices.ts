@@ -2,7 +2,6 @@
 // (SESSIONTAP_PRICES) corrects or extends them. A model not in the table has no price: its cost is unknown, never guessed.
 import { isObject } from "../protocol/json.ts";
 import { describe } from "../utils/describe-error.ts";
-import type { Answer } from "./tokens.ts";
 
 const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"] as const;
 type Rates = Record<(typeof RATE_KEYS)[number], number>;
@@ -79,7 +78,14 @@ export function priceOf(table: PriceTable, model: string | null): ModelPrice | n
   return Object.hasOwn(table.models, modelFamily(model)) ? table.models[modelFamily(model)] : null;
 }
 
-export function costOf(table: PriceTable, answer: Pick<Answer, "model" | "tokens" | "cacheWrite1hTokens">): number | null {
+/** What costOf reads of an Answer (tokens.ts imports this file). */
+type Billed = {
+  model: string | null;
+  tokens: Record<"inputTokens" | "outputTokens" | "cacheCreationTokens" | "cacheReadTokens", number>;
+  cacheWrite1hTokens: number;
+};
+
+export function costOf(table: PriceTable, answer: Billed): number | null {
   const price = priceOf(table, answer.model);
   if (price === null) return null;
   const t = answer.tokens;
