@@ -14,10 +14,7 @@ import { localAddress, probeTap, proofKey, unproven, whichTap } from "./tap-prob
 
 type Started = { ok: true; exited: Promise<number> } | { ok: false; code: string; message: string };
 
-/**
- * The terminal sends Ctrl-C and window-size changes to the whole foreground group, so only what is sent to this
- * process alone is passed on (SIGINT too when there is no terminal), and SIGINT is held meanwhile.
- */
+/** The terminal signals the whole foreground group: only what is sent to this process alone is passed on (SIGINT too with no terminal), SIGINT held. */
 function runInForeground(command: string, args: string[], env: Record<string, string>, spawned: () => void): Promise<Started> {
   return new Promise((resolve) => {
     const child = spawn(command, args, { stdio: "inherit", env });
@@ -64,8 +61,7 @@ export async function run(config: Readonly<Config>, args: string[], io: CommandI
   let dropped = 0;
   const say = (line: string) => held === null ? io.stderr(line + "\n") : held.length < 50 ? held.push(line) : dropped++;
   // In this thread once the child runs: a Worker started while Claude Code holds the terminal takes its input under Deno.
-  const start = (port: number, inThread = false) =>
-    startOrRefuse({ ...config, port }, { stderr: say, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread }, fetcher);
+  const start = (port: number, inThread = false) => startOrRefuse({ ...config, port }, io, say, inThread);
   const key = await proofKey(config.mirror, config.mirrorDir);
   const found = await probeTap(fetcher, url, key, config.token, { timeoutMs: 1000 });
   let own: RunningTap | null = null;
@@ -122,8 +118,7 @@ export async function run(config: Readonly<Config>, args: string[], io: CommandI
   if (before && ![tapUrl, front === null ? tapUrl : url].includes(before.replace(/\/+$/, ""))) {
     notices.push(`ANTHROPIC_BASE_URL was ${before}; Claude Code uses ${tapUrl} instead (the tap forwards to ${config.upstream}: SESSIONTAP_UPSTREAM)`);
   }
-  const env: Record<string, string> = { ...io.env as Record<string, string>, ANTHROPIC_BASE_URL: tapUrl };
-  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  const env = Object.fromEntries(Object.entries({ ...io.env, ANTHROPIC_BASE_URL: tapUrl }).filter(([, v]) => v !== undefined)) as Record<string, string>;
 
   held = [];
   const child = await runInForeground(program, args, env, () => io.stderr(notices.map((n) => `sessiontap: ${n}\n`).join("")));

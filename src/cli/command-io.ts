@@ -1,9 +1,10 @@
-// What a command gets from the outside world, in one object a test can build (docs/DESIGN.md "Command line"), and what
-// the reading commands share: the mirror root's check, the words for a session not found, a table.
+// What a command gets from the outside world, in one object a test can build (docs/DESIGN.md "Command line"), and what the
+// reading commands share.
 import { type Config, settingName } from "../config/parse.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import type { Lookup } from "../storage/mirror-reader.ts";
+import type { ListEntry, Lookup } from "../storage/mirror-reader.ts";
 import { sourceName } from "../store/pg-reader.ts";
+import { terminalSafeJson } from "../transcript/records.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { Zone } from "../utils/local-time.ts";
 
@@ -26,24 +27,32 @@ export interface CommandIo {
   viewerWorkerUrl?: URL | string;
 }
 
+/** `value` as JSON a terminal shows as it is (`text`: made otherwise); exit status 0. */
+export function printJson(io: CommandIo, value: unknown, text = JSON.stringify(value, null, 2)): number {
+  io.stdout(terminalSafeJson(text) + "\n");
+  return 0;
+}
+
 /** Colour on a terminal, unless NO_COLOR (https://no-color.org). */
 export const useColor = (io: CommandIo) => io.isTTY && (io.env.NO_COLOR ?? "") === "";
 
-/** Says that no session, or several, match `query`; exit status 1. */
+/** The words for `query` matching no session, or several; `none` ends those for no match. */
+export function notMatched(query: string, found: Exclude<Lookup, { kind: "found" }>, none: string): string {
+  if (found.kind === "none") return `no mirrored session matches "${query}" ${none}`;
+  const more = found.candidates.length > 10 ? ", …" : "";
+  return `"${query}" matches ${found.candidates.length} sessions (${found.candidates.slice(0, 10).join(", ")}${more}): give more of the id`;
+}
+
 export function notFound(config: Readonly<Config>, io: CommandIo, query: string, found: Exclude<Lookup, { kind: "found" }>): number {
-  const more = found.kind === "ambiguous" && found.candidates.length > 10 ? ", …" : "";
-  io.stderr(
-    found.kind === "none"
-      ? `sessiontap: no mirrored session matches "${query}" in ${sourceName(config)} (see sessiontap list)\n`
-      : `sessiontap: "${query}" matches ${found.candidates.length} sessions (${found.candidates.slice(0, 10).join(", ")}${more}); give more of the id\n`,
-  );
+  io.stderr(`sessiontap: ${notMatched(query, found, `in ${sourceName(config)} (see sessiontap list)`)}\n`);
   return 1;
 }
 
-/**
- * With no mirror at the root, says so, naming the setting that chose it, and returns exit status 1: an empty listing would read as
- * "nothing was ever mirrored" when the root is the wrong one.
- */
+/** Claude Code's transcript is not whole, and the mirror can put it back. */
+export const restorable = (e: ListEntry) =>
+  e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null && e.claudeTranscriptWarning === null;
+
+/** Exit status 1 with no mirror at the root, naming the setting: an empty listing would read as "nothing was ever mirrored". */
 export async function noMirror(config: Readonly<Config>, io: CommandIo): Promise<number | null> {
   if (config.store !== null) return null;
   const root = `${config.mirrorDir} (${settingName(config, "mirrorDir")})`;
@@ -70,11 +79,4 @@ export function table(head: string[], rows: string[][], leftColumns: number[] = 
   const line = (cells: string[]) =>
     cells.map((c, i) => (i === cells.length - 1 && left.has(i) ? c : left.has(i) ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd();
   return [line(head), ...rows.map(line)];
-}
-
-/** One line of `doctor`: what was checked, its verdict and why. */
-export interface Check {
-  check: string;
-  status: "ok" | "warn" | "fail";
-  detail: string;
 }

@@ -1,26 +1,27 @@
-// `sessiontap doctor`: what makes a user lose a transcript or bypass the tap, each ok / warn / FAIL with what to do; exit 1 on a failure:
-// the mirror root, retention, the transcripts, and the tap Claude Code uses with the way it reaches it (docs/DESIGN.md "Providers").
+// `sessiontap doctor`: what makes a user lose a transcript or bypass the tap, each ok / warn / FAIL with what to do; exit 1 on a
+// failure (docs/DESIGN.md "Providers").
 import { join } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { hostTable } from "../config/proxy-settings.ts";
 import { isAwsHost } from "../protocol/headers.ts";
 import { isObject } from "../protocol/json.ts";
-import { SessionCatalog } from "../storage/mirror-reader.ts";
+import { LAST_DRILL, lastDrill as readLastDrill, SessionCatalog } from "../storage/mirror-reader.ts";
 import { untrusted } from "../storage/trusted-path.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { scrubLine } from "../transcript/records.ts";
 import { lackingWords } from "../transcript/transcript-state.ts";
 import { bytesShort } from "../usage/tokens.ts";
 import { describe } from "../utils/describe-error.ts";
+import { localDateTime } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
-import type { Check, CommandIo } from "./command-io.ts";
-import { lastDrill } from "./drill.ts";
+import { isLoopback } from "../viewer/hosts.ts";
+import { type CommandIo, printJson } from "./command-io.ts";
 import { rootProblem } from "./serve.ts";
 import { boundedText, localAddress, probeTap, proofKey, tokenLeftFor } from "./tap-probe.ts";
 
 const MIB = 1024 * 1024;
-/** Sessions younger than this count as recent; Claude Code's default cleanup. */
+/** Claude Code's default cleanup; sessions younger than this count as recent. */
 const RECENT_DAYS = 30;
-/** From here on a `cleanupPeriodDays` has been seen ignored (transcripts deleted at 30 days anyway). */
+/** From here on a `cleanupPeriodDays` has been seen ignored. */
 const VERY_LARGE_DAYS = 10_000;
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -35,7 +36,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   ];
   const fails = checks.filter((c) => c.status === "fail").length;
   const warns = checks.filter((c) => c.status === "warn").length;
-  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(checks, null, 2)) + "\n");
+  if (config.json) printJson(io, checks);
   else {
     const width = Math.max(...checks.map((c) => c.check.length));
     const lines = checks.map((c) => `${c.status === "fail" ? "FAIL" : c.status.padEnd(4)}  ${c.check.padEnd(width)}  ${c.detail}`);
@@ -45,7 +46,6 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   return fails > 0 ? 1 : 0;
 }
 
-/** The mirror root: a real directory of this user's, private, writable, with free space, nothing planted in it. */
 async function mirrorRoot(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
   const root = config.mirrorDir;
   const info = await io.fs.lstat(root);
@@ -80,7 +80,7 @@ async function plantedEntries(io: CommandIo, root: string): Promise<Check[]> {
     for (const entry of await io.fs.readdir(path)) {
       const child = join(path, entry.name);
       const info = found.length >= 5 ? null : await io.fs.lstat(child);
-      const why = info === null ? null : info.isSymbolicLink ? "is a symbolic link" : untrusted(info, info.isDirectory ? "directory" : "file");
+      const why = info === null ? null : untrusted(info, info.isDirectory ? "directory" : "file");
       if (why !== null) found.push(`${child} ${why}`);
       else if (info?.isDirectory && depth < 1) await look(child, depth + 1);
     }
@@ -96,16 +96,13 @@ async function plantedEntries(io: CommandIo, root: string): Promise<Check[]> {
   return [verdict("mirror tree", "fail", why)];
 }
 
-/** Claude Code's `cleanupPeriodDays` and the mirror's retention against it: a mirror deleting no later keeps no copy past it. */
+/** A mirror deleting no later than Claude Code's cleanup keeps no copy past it. */
 function retention(config: Readonly<Config>, settings: SettingsFile[]): Check[] {
   const found = settings.find((s) => s.json?.cleanupPeriodDays !== undefined);
   const days = found?.json?.cleanupPeriodDays;
   const keep = config.retentionDays;
-  const net = `The mirror is the safety net: ${
-    keep === 0
-      ? "SESSIONTAP_RETENTION_DAYS=0 (the default), it keeps every session"
-      : `SESSIONTAP_RETENTION_DAYS=${keep}, it keeps sessions ${keep} days (set it higher, or 0 to keep them all)`
-  }`;
+  const kept = keep === 0 ? " (the default), it keeps every session" : `, it keeps sessions ${keep} days (set it higher, or 0 to keep them all)`;
+  const net = `The mirror is the safety net: SESSIONTAP_RETENTION_DAYS=${keep}${kept}`;
   const usable = typeof days === "number" && Number.isInteger(days) && days >= 1;
   const file = join(config.claudeDir, "settings.json");
   const cleanup = verdict(
@@ -134,7 +131,7 @@ function retention(config: Readonly<Config>, settings: SettingsFile[]): Check[] 
   return [cleanup, mirror];
 }
 
-/** Recent sessions whose transcript the one judge finds missing, a stub, behind or torn; one the guard `alerted` of is said there. */
+/** Recent sessions whose transcript is missing, a stub, behind or torn; one the guard `alerted` of is said there. */
 async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted: ReadonlySet<string>): Promise<Check[]> {
   const since = io.clock() - RECENT_DAYS * 86_400_000;
   const judged = await new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, undefined, io.clock).judged();
@@ -164,9 +161,8 @@ async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted
   for (const { entry: s, info } of plain.filter((x) => x.info.state === "intact").slice(0, 20)) {
     const force = `sessiontap restore ${s.sessionId} --force`;
     if (info.verdict.lacking.prompts + info.verdict.lacking.answers > 0) {
-      const differs = `lacks ${lackingWords(info.verdict.lacking)} of the mirror's current branch but holds ${
-        plural(info.verdict.extra, "prompt or answer", "prompts or answers")
-      } the mirror does not`;
+      const extra = plural(info.verdict.extra, "prompt or answer", "prompts or answers");
+      const differs = `lacks ${lackingWords(info.verdict.lacking)} of the mirror's current branch but holds ${extra} the mirror does not`;
       say("warn", `${s.claudeTranscriptPath} ${differs}: compare with sessiontap show ${s.sessionId}; ${force} replaces it (a backup is kept)`);
     } else if (info.facts?.torn) {
       const torn = "ends in a torn line (a record cut off mid-write; the next one Claude Code appends is lost with it)";
@@ -179,12 +175,27 @@ async function transcriptChecks(config: Readonly<Config>, io: CommandIo, alerted
   return out;
 }
 
-/** One check's verdict (a failure makes doctor exit 1), with what to do. */
+/** One line of doctor: what was checked, its verdict (a failure makes doctor exit 1) and what to do. */
+type Check = { check: string; status: "ok" | "warn" | "fail"; detail: string };
 const verdict = (check: string, status: Check["status"], detail: string): Check => ({ check, status, detail });
 
-/** One of Claude Code's settings files, its JSON (null: unreadable, and why). */
+async function lastDrill(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
+  const path = join(config.mirrorDir, LAST_DRILL);
+  let last;
+  try {
+    last = await readLastDrill(io.fs, config.mirrorDir);
+  } catch (error) {
+    return [verdict("last drill", "warn", `${path} could not be read (${describe(error)}): run sessiontap drill again`)];
+  }
+  if (last === null) return [];
+  const by = last.claudeCode !== null ? ` by Claude Code ${last.claudeCode}` : "";
+  const of = `${last.passed} of ${plural(last.drilled, "session")}${last.named ? " named" : ""} resumed whole${by}`;
+  const fix = last.passed === last.drilled ? "" : ": sessiontap drill names what failed (docs/recovery.md)";
+  return [verdict("last drill", last.passed === last.drilled ? "ok" : "warn", `${localDateTime(Date.parse(last.at), io.zone)}: ${of}${fix}`)];
+}
+
 type SettingsFile = { path: string; json: Record<string, unknown> | null; error: string | null };
-/** A variable as Claude Code will see it: its value, "in the environment" or "in FILE (env)", and that file. */
+/** `where`: "in the environment" or "in FILE (env)". */
 type Setting = { value: string; where: string; fromSettings: string | null };
 /** A tap's health, or why none answered (`down`: nothing does, so requests sent there fail). */
 type TapLook = { ok: true; health: Record<string, unknown>; proven: boolean } | { ok: false; why: string; down: boolean };
@@ -192,7 +203,6 @@ type Route = { provider: "anthropic" | "vertex" | "bedrock"; who: string; baseVa
 
 const BASE_VARS = { anthropic: "ANTHROPIC_BASE_URL", vertex: "ANTHROPIC_VERTEX_BASE_URL", bedrock: "ANTHROPIC_BEDROCK_BASE_URL" } as const;
 const NAMES = { anthropic: "the Anthropic API", vertex: "Google Vertex AI", bedrock: "AWS Bedrock" } as const;
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 
 /** Claude Code's settings files that exist, most specific first: the project's local and shared ones, then the config dir's. */
 async function settingsFiles(config: Readonly<Config>, io: CommandIo): Promise<SettingsFile[]> {
@@ -235,7 +245,7 @@ function safeOrigin(url: string): string | null {
   return URL.canParse(url) ? new URL(url).origin : null;
 }
 
-/** The tap Claude Code would use (or the one `--url` / `--port` names), its health, and the way Claude Code will reach it. */
+/** The tap Claude Code would use (or the one `--url` / `--port` names), and the way Claude Code will reach it. */
 async function tapAndRoute(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]) {
   const out = settings.filter((s) => s.error !== null).map((s) => verdict("claude settings", "warn", `${s.path} could not be read: ${s.error}`));
   const route = claudeRoute(settings, io.env);
@@ -420,7 +430,7 @@ async function proxyChecks(route: Route, proxy: Setting, settings: SettingsFile[
   const health = tap.look.ok && isObject(tap.look.health.proxy) ? tap.look.health.proxy : null;
   const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
   const tapHost = new URL(tap.url).hostname;
-  const atTap = url.hostname === tapHost || (LOOPBACK.has(url.hostname) && LOOPBACK.has(tapHost));
+  const atTap = url.hostname === tapHost || (isLoopback(url.hostname) && isLoopback(tapHost));
   let first: Check;
   if (health !== null && health.port === port && atTap) {
     const sentTo = isObject(health.routes) ? health.routes[route.host] : undefined;
@@ -442,7 +452,7 @@ async function proxyChecks(route: Route, proxy: Setting, settings: SettingsFile[
   return [first, await extraCaCheck(settings, io, health !== null && typeof health.ca === "string" ? health.ca : null, first.status === "ok")];
 }
 
-/** What answers at a proxy's address: "sessiontap" (a tap's proxy refuses a GET in its own words), or what else. */
+/** "sessiontap" (a tap's proxy refuses a GET in its own words), or what else answers. */
 async function proxyAt(io: CommandIo, url: URL): Promise<string> {
   try {
     const response = await io.fetch(new URL("/", url.origin), { signal: AbortSignal.timeout(2000), redirect: "manual" });
@@ -453,7 +463,6 @@ async function proxyAt(io: CommandIo, url: URL): Promise<string> {
   }
 }
 
-/** NODE_EXTRA_CA_CERTS against the tap's CA (`ca`, its certificate's file; null when not known). */
 async function extraCaCheck(settings: SettingsFile[], io: CommandIo, ca: string | null, ours: boolean): Promise<Check> {
   const check = "NODE_EXTRA_CA_CERTS";
   const named = claudeSetting(settings, io.env, check);

@@ -9,40 +9,23 @@ import type { Config } from "../config/parse.ts";
 import { restoreSession } from "../restore/restore-session.ts";
 import { listen } from "../runtime/index.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { LAST_DRILL, lastDrill as readLastDrill, type SessionSource } from "../storage/mirror-reader.ts";
+import { LAST_DRILL, type SessionSource } from "../storage/mirror-reader.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { checkTrusted } from "../storage/trusted-path.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { compareResume } from "../transcript/restore-plan.ts";
 import { jsonObject } from "../protocol/json.ts";
-import { oneLine, type Rec, scrubLine, terminalSafeJson } from "../transcript/records.ts";
-import { type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
-import { buildTree, resumedBranch, type Tree } from "../transcript/tree.ts";
+import { oneLine, type Rec, scrubLine } from "../transcript/records.ts";
+import { resumedBranch } from "../transcript/tree.ts";
 import { describe } from "../utils/describe-error.ts";
-import { localDateTime } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
-import { type Check, type CommandIo, noMirror } from "./command-io.ts";
+import { type CommandIo, notMatched, printJson } from "./command-io.ts";
+import { withTree } from "./session.ts";
 
 const PROBE = "sessiontap drill: this resume is a check; reply with OK";
 
-interface DrillResult {
-  sessionId: string;
-  ok: boolean;
-  detail: string;
-  title: string | null;
-  turns: number;
-  /** Claude Code said it has no such conversation ("No conversation found…"): it refused the resume outright. */
-  refused: boolean;
-  /** The session's directory, where Claude Code ran unless it is gone: then in a scratch one (`scratchCwd`). */
-  cwd: string | null;
-  scratchCwd: boolean;
-  compactedFirst: boolean;
-  /** The Claude Code version its requests named, when it sent one. */
-  claudeCode: string | null;
-  ms: number;
-}
+type DrillResult = Awaited<ReturnType<typeof drillSession>>;
 
-/** `program` is Claude Code as the launcher finds it (SESSIONTAP_CLAUDE, else `claude` on PATH); `stop` is SIGINT or SIGTERM. */
 type DrillSetup = { io: CommandIo; program: string; timeoutMs: number; stop: AbortSignal };
 
 class ClaudeNotStarted extends Error {}
@@ -109,7 +92,7 @@ function runClaude(program: string, args: string[], cwd: string, env: Record<str
   });
 }
 
-/** Removes the scratch tree, never following a link out of it. */
+/** Never follows a link out of the scratch tree. */
 async function removeTree(fs: FsAdapter, path: string): Promise<void> {
   const info = await fs.lstat(path);
   if (info?.isDirectory) {
@@ -138,22 +121,25 @@ function childEnv(env: Record<string, string | undefined>, home: string, url: st
   };
 }
 
-/** Drills one session; a failure of this session is its result, a Claude Code that cannot be started is ClaudeNotStarted. */
-async function drillSession(session: { data: SessionData; tree: Tree; summary: SessionSummary }, setup: DrillSetup): Promise<DrillResult> {
+/** A failure of this session is its result; a Claude Code that cannot be started throws ClaudeNotStarted. */
+async function drillSession(session: ReturnType<typeof withTree>, setup: DrillSetup) {
   const started = setup.io.clock();
   const { summary } = session;
   const scratch = join(tmpdir(), `sessiontap-drill-${randomUUID().slice(0, 8)}`);
-  const result: DrillResult = {
+  const result = {
     sessionId: summary.sessionId!,
     ok: false,
     detail: "",
     title: summary.title,
     turns: 0,
+    /** Claude Code said "No conversation found…". */
     refused: false,
+    /** Where Claude Code ran unless it is gone: then in a scratch directory. */
     cwd: summary.cwd,
     scratchCwd: false,
     compactedFirst: false,
-    claudeCode: null,
+    /** The Claude Code version its requests named. */
+    claudeCode: null as string | null,
     ms: 0,
   };
   const { fs } = setup.io;
@@ -166,7 +152,7 @@ async function drillSession(session: { data: SessionData; tree: Tree; summary: S
     const cwd = result.scratchCwd ? join(scratch, "cwd") : summary.cwd!;
     if (result.scratchCwd) await fs.mkdir(cwd, 0o700);
     const restore = { claudeDir: join(scratch, ".claude"), cwd, dryRun: false, force: false, now: setup.io.clock() };
-    const restored = await restoreSession(fs, { ...session, others: session.data }, restore);
+    const restored = await restoreSession(fs, session, restore);
     if (!restored.ok) return Object.assign(result, { detail: `restore could not write it: ${restored.why}` });
     const branch = resumedBranch(session.tree);
     result.turns = compareResume(branch, [], PROBE).turns;
@@ -209,29 +195,22 @@ async function drillSession(session: { data: SessionData; tree: Tree; summary: S
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const load = (data: SessionData) => {
-  const tree = buildTree(data.records);
-  return { data, tree, summary: summarize(data, tree) };
-};
-
 /** The sessions named (each must match one: else exit 2, named), or every one Claude Code could resume by its id, newest first. */
 async function pick(config: Readonly<Config>, io: CommandIo, source: SessionSource) {
   if (config.positional.length === 0) {
-    const all = (await source.loadAll()).map(load).sort((a, b) => (b.summary.lastTimestamp ?? "").localeCompare(a.summary.lastTimestamp ?? ""));
+    const all = (await source.loadAll()).map(withTree).sort((a, b) => (b.summary.lastTimestamp ?? "").localeCompare(a.summary.lastTimestamp ?? ""));
     const drillable = all.filter((s) => UUID.test(s.summary.sessionId ?? ""));
     return { sessions: drillable, skipped: all.length - drillable.length };
   }
-  const sessions = new Map<string, ReturnType<typeof load>>();
+  const sessions = new Map<string, ReturnType<typeof withTree>>();
   for (const query of config.positional) {
     const found = await source.lookup(query);
     if (found.kind !== "found") {
-      const many = found.kind === "ambiguous"
-        ? ` matches ${found.candidates.length} sessions (${found.candidates.slice(0, 5).join(", ")}…); give more of the id`
-        : "";
-      io.stderr(`sessiontap: drill: "${query}"${many || ` matches no session in ${sourceName(config)} (see sessiontap list)`}\n`);
+      const none = `"${query}" matches no session in ${sourceName(config)} (see sessiontap list)`;
+      io.stderr(`sessiontap: drill: ${found.kind === "none" ? none : notMatched(query, found, "")}\n`);
       return 2;
     }
-    sessions.set(found.data.dir, load(found.data));
+    sessions.set(found.data.dir, withTree(found.data));
   }
   return { sessions: [...sessions.values()], skipped: 0 };
 }
@@ -242,8 +221,6 @@ function line(r: DrillResult): string {
 }
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const missing = await noMirror(config, io);
-  if (missing !== null) return missing;
   return await withSessionSource(config, io.fs, async (source) => {
     const picked = await pick(config, io, source);
     if (typeof picked === "number") return picked;
@@ -288,7 +265,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     results.sort((a, b) => order.get(a.sessionId)! - order.get(b.sessionId)!);
     const passed = results.filter((r) => r.ok).length;
     const claudeCode = results.find((r) => r.claudeCode !== null)?.claudeCode ?? null;
-    if (config.json) io.stdout(terminalSafeJson(JSON.stringify(results, null, 2)) + "\n");
+    if (config.json) printJson(io, results);
     else {
       const what = `${plural(results.length, "session")} drilled${claudeCode === null ? "" : ` with Claude Code ${claudeCode}`}`;
       const others = skipped === 0 ? "" : `; ${plural(skipped, "session")} without a Claude Code session id not drilled`;
@@ -303,20 +280,4 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     }
     return passed === results.length ? 0 : 1;
   });
-}
-
-/** doctor's line about the last drill, when one ran. */
-export async function lastDrill(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
-  const path = join(config.mirrorDir, LAST_DRILL);
-  let last;
-  try {
-    last = await readLastDrill(io.fs, config.mirrorDir);
-  } catch (error) {
-    return [{ check: "last drill", status: "warn", detail: `${path} could not be read (${describe(error)}): run sessiontap drill again` }];
-  }
-  if (last === null) return [];
-  const by = last.claudeCode !== null ? ` by Claude Code ${last.claudeCode}` : "";
-  const of = `${last.passed} of ${plural(last.drilled, "session")}${last.named ? " named" : ""} resumed whole${by}`;
-  const fix = last.passed === last.drilled ? "" : ": sessiontap drill names what failed (docs/recovery.md)";
-  return [{ check: "last drill", status: last.passed === last.drilled ? "ok" : "warn", detail: `${localDateTime(Date.parse(last.at), io.zone)}: ${of}${fix}` }];
 }

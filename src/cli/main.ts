@@ -4,7 +4,9 @@ import process from "node:process";
 import { commandHelp, HELP } from "../config/commands.ts";
 import { type Config, parseConfig, UsageError } from "../config/parse.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
-import { loadPrices, type PriceTable } from "../usage/prices.ts";
+import { loadPrices, PriceFileError, type PriceTable } from "../usage/prices.ts";
+import { closeStore, migrate, openStore, redactUrl, SCHEMA_VERSION } from "../store/pg-client.ts";
+import { describe } from "../utils/describe-error.ts";
 import { VERSION } from "../version.ts";
 import * as launcher from "./claude.ts";
 import { type CommandIo, noMirror } from "./command-io.ts";
@@ -15,13 +17,12 @@ import * as scan from "./scan.ts";
 import { runServe } from "./serve.ts";
 import { runExport, runRestore, runShow } from "./session.ts";
 import { runList, runSearch, runUsage } from "./sessions.ts";
-import * as store from "./store.ts";
 import * as verify from "./verify.ts";
 
 type Run = (config: Readonly<Config>, io: CommandIo) => Promise<number>;
 type Entry = [Run] | [Run, "mirror"] | [(config: Readonly<Config>, io: CommandIo, prices: PriceTable) => Promise<number>, "priced"];
 
-/** Each command, and what it reads first: "mirror" the tree (none there is exit 1, naming the setting), "priced" the price table too. */
+/** What each command reads first: "mirror" the tree (none there is exit 1), "priced" the price table too. */
 const COMMANDS: Record<Exclude<Config["command"], "help" | "version" | "serve" | "claude">, Entry> = {
   list: [runList, "priced"],
   show: [runShow, "priced"],
@@ -31,16 +32,15 @@ const COMMANDS: Record<Exclude<Config["command"], "help" | "version" | "serve" |
   restore: [runRestore, "mirror"],
   verify: [verify.run, "mirror"],
   doctor: [doctor.run],
-  drill: [drill.run],
+  drill: [drill.run, "mirror"],
   mcp: [mcp.run],
   scan: [scan.run],
-  store: [store.run],
+  store: [runStore],
 };
 
-/** The process as a command sees it; what is left out is the real one (tests replace `fs`, `fetch`, `clock`, `cwd`, `zone`). */
+/** What is left out is the real process's (tests replace `fs`, `fetch`, `clock`, `cwd`, `zone`). */
 export type Io = Pick<CommandIo, "stdout" | "stderr" | "home" | "stopSignal"> & Partial<Omit<CommandIo, "env">>;
 
-/** Runs one command line; resolves with the exit status. */
 export async function main(args: string[], env: Record<string, string | undefined>, given: Io): Promise<number> {
   const io: CommandIo = {
     env,
@@ -80,19 +80,42 @@ export async function main(args: string[], env: Record<string, string | undefine
   try {
     const missing = entry[1] === undefined ? null : await noMirror(config, io);
     if (missing !== null) return missing;
-    if (entry[1] !== "priced") return await entry[0](config, io);
-    let prices: PriceTable;
-    try {
-      prices = await loadPrices(io.fs, config.prices);
-    } catch (error) {
-      io.stderr(`sessiontap: ${(error as Error).message}\n`);
-      return 1;
-    }
-    return await entry[0](config, io, prices);
+    return entry[1] === "priced" ? await entry[0](config, io, await loadPrices(io.fs, config.prices)) : await entry[0](config, io);
   } catch (error) {
-    // A failure the command did not expect (an unreadable file, a full disk): one line, never a stack.
+    // A price file it cannot use, or a failure the command did not expect (a full disk): one line, never a stack.
     const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    io.stderr(`sessiontap: ${config.command} failed: ${message}\n`);
+    io.stderr(`sessiontap: ${error instanceof PriceFileError ? "" : `${config.command} failed: `}${message}\n`);
     return 1;
+  }
+}
+
+/** `store migrate`: the schema created or brought up to date under an advisory lock, in one transaction, so taps may write meanwhile. */
+async function runStore(config: Readonly<Config>, io: CommandIo): Promise<number> {
+  const [sub, ...rest] = config.positional;
+  if (sub !== "migrate" || rest.length > 0) {
+    io.stderr(`sessiontap: store takes one subcommand, migrate${sub === undefined ? "" : `, got "${config.positional.join(" ")}"`}\n`);
+    return 2;
+  }
+  if (config.store === null) {
+    io.stderr(`sessiontap: store migrate needs the store (--store / SESSIONTAP_STORE)\n`);
+    return 2;
+  }
+  const where = redactUrl(config.store);
+  const sql = openStore(config.store, { max: 1, connectTimeoutS: 10 });
+  try {
+    const done = await migrate(sql);
+    if (done.newer) {
+      io.stdout(`The store ${where} is at schema version ${done.from}, newer than this sessiontap knows (${SCHEMA_VERSION}); left alone.\n`);
+    } else if (done.applied.length === 0) {
+      io.stdout(`The store ${where} is at schema version ${done.to}; nothing to do.\n`);
+    } else {
+      io.stdout(`Migrated the store ${where} from schema version ${done.from ?? "none"} to ${done.to} (applied ${done.applied.join(", ")}).\n`);
+    }
+    return 0;
+  } catch (error) {
+    io.stderr(`sessiontap: cannot migrate the store ${where}: ${describe(error)}\n`);
+    return 1;
+  } finally {
+    await closeStore(sql);
   }
 }

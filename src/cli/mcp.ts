@@ -6,7 +6,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type Config, settingName } from "../config/parse.ts";
 import { scanTranscripts, type TranscriptInfo } from "../storage/claude-projects.ts";
-import { type ListEntry, type Lookup, MirrorReader, SessionCatalog, type SessionSource } from "../storage/mirror-reader.ts";
+import { type ListEntry, MirrorReader, SessionCatalog, type SessionSource } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { scrubLine, uuidOf } from "../transcript/records.ts";
 import { PLAIN, renderText } from "../transcript/render.ts";
@@ -20,7 +20,7 @@ import { describe } from "../utils/describe-error.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
 import { VERSION } from "../version.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, notMatched } from "./command-io.ts";
 
 /** Characters of one answer at most: Claude Code hands a tool's result to the model whole only up to 50,000 (beyond, a 2 KB preview). */
 export const MAX_TEXT = 45_000;
@@ -122,6 +122,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const facts = (j: Judged) =>
     `${idOf(j.entry)} · ${when(j.entry.lastTimestamp)} · ${j.entry.cwd === null ? "project unknown" : scrubLine(j.entry.cwd)}\n` +
     `  ${j.entry.title ?? "(untitled)"} · ${countsText(j.entry.counts)} · ${usd(j.entry.costUSD)} · Claude Code's transcript: ${transcriptWords(j)}`;
+  const within = (a: Args) => (a.project === undefined ? "" : ` in projects containing "${a.project}"`);
   const inProject = (e: ListEntry, p: string | number | undefined) => p === undefined || (e.cwd ?? "").toLowerCase().includes(String(p).toLowerCase());
 
   /** Items in order while they fit in MAX_TEXT with `head`, then how many were left out and why. */
@@ -137,85 +138,77 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     return left > 0 ? `${out}\n\n(${left} more not shown: ${how})` : out;
   }
 
-  async function listSessions(a: Args): Promise<string> {
-    return await reading(async (catalog) => {
-      const all = (await catalog.judged()).filter((j) => inProject(j.entry, a.project));
-      if (all.length === 0) return a.project === undefined ? "No mirrored sessions yet." : `No mirrored session's project contains "${a.project}".`;
-      const limit = Number(a.limit ?? 20);
-      const head = `${plural(all.length, "mirrored session")}${
-        a.project === undefined ? "" : ` in projects containing "${a.project}"`
-      }, most recent first (${zone}):`;
-      return fit(head, all.slice(0, limit).map(facts), Math.max(0, all.length - limit), "ask with a larger limit, or a project");
-    });
-  }
-
-  async function searchSessions(a: Args): Promise<string> {
-    return await reading(async (catalog, source) => {
-      const query = String(a.query);
-      const sessions = await source.loadAll();
-      const match = termsMatcher(query)!; // a query that is not blank has a word
-      const hits = search(sessions.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, records: d.records })), match);
-      const scan = await scanTranscripts(io.fs, config.claudeDir);
-      const found = new Map<string, { judged: Judged; current: Set<string> }>();
-      const hit = new Set(hits.map((h) => h.dir));
-      for (const d of sessions.filter((d) => hit.has(d.dir))) {
-        const judged = await catalog.judge(d, scan);
-        if (inProject(judged.entry, a.project)) found.set(d.dir, { judged, current: new Set(currentBranch(buildTree(d.records)).map((r) => uuidOf(r)!)) });
-      }
-      const matches = hits.filter((h) => found.has(h.dir)).sort((x, y) => (y.timestamp ?? "").localeCompare(x.timestamp ?? ""));
-      const where = a.project === undefined ? "" : ` in projects containing "${a.project}"`;
-      if (matches.length === 0) return `Nothing matches "${query}"${where} in ${plural(sessions.length, "mirrored session")}.`;
-      const limit = Number(a.limit ?? 20);
-      const item = (h: SearchHit) => {
-        const { judged, current } = found.get(h.dir)!;
-        const part = h.offBranch
-          ? " · on a branch the conversation left (rewound or retried)"
-          : current.has(h.uuid)
-          ? ""
-          : " · from before a compaction (no longer in that conversation's context)";
-        return `${facts(judged)}\n  ${h.role} at ${when(h.timestamp)}${part}:\n  ${h.snippet}`;
-      };
-      const head = `${plural(matches.length, "message")} in ${plural(found.size, "session")} match "${query}"${where}, newest first (${zone}). ` +
-        "read_session with a session id gives the whole conversation.";
-      return fit(head, matches.slice(0, limit).map(item), Math.max(0, matches.length - limit), "ask with a larger limit, more words, or a project");
-    });
-  }
-
-  async function readSession(a: Args): Promise<string> {
-    return await reading(async (catalog, source) => {
-      const asked = String(a.session);
-      const found = await source.lookup(asked);
-      if (found.kind !== "found") throw new ToolError(lookupError(asked, found));
-      const judged = await catalog.judge(found.data);
-      // The CLI's renderer, less its hints about a flag a model cannot give.
-      const body = renderText(outline(buildTree(found.data.records)), { full: false, style: PLAIN, zone: io.zone, prices: catalog.prices })
-        .replaceAll(" (--full shows them)", "").replaceAll(" (--full shows the whole summary)", "");
-      const offset = Number(a.offset ?? 0);
-      if (offset > 0 && offset >= body.length) throw new ToolError(`offset ${offset} is past the end: the session's text is ${body.length} characters`);
-      const limit = Number(a.limit ?? MAX_TEXT);
-      let end = Math.min(body.length, offset + limit);
-      if (end < body.length) {
-        const line = body.lastIndexOf("\n", end - 1) + 1; // end a part at a line's end where one is near
-        if (line > offset + limit / 2) end = line;
-        else if (/[\ud800-\udbff]/.test(body[end - 1])) end--; // never between the halves of a character
-      }
-      const id = idOf(judged.entry);
-      const head = `Session ${id} · ${judged.entry.cwd === null ? "project unknown" : scrubLine(judged.entry.cwd)} · ${judged.entry.title ?? "(untitled)"}\n` +
-        `${when(judged.entry.firstTimestamp)} – ${when(judged.entry.lastTimestamp)} (${zone}) · ${countsText(judged.entry.counts)} · ` +
-        `Claude Code's transcript: ${transcriptWords(judged)}\nCharacters ${offset}–${end} of ${body.length}:`;
-      const next = { session: id, offset: end, ...(a.limit === undefined ? {} : { limit }) };
-      const tail = end < body.length
-        ? `[${body.length - end} more characters: call read_session with ${JSON.stringify(next)} for the next part]`
-        : "[end of the session]";
-      return `${head}\n\n${body.slice(offset, end)}${body.slice(offset, end).endsWith("\n") ? "" : "\n"}${tail}`;
-    });
-  }
-
   const handlers: Record<Tool["name"], (a: Args) => Promise<string>> = {
-    search_sessions: searchSessions,
-    read_session: readSession,
-    list_sessions: listSessions,
+    list_sessions: (a) =>
+      reading(async (catalog) => {
+        const all = (await catalog.judged()).filter((j) => inProject(j.entry, a.project));
+        if (all.length === 0) return a.project === undefined ? "No mirrored sessions yet." : `No mirrored session's project contains "${a.project}".`;
+        const limit = Number(a.limit ?? 20);
+        const head = `${plural(all.length, "mirrored session")}${within(a)}, most recent first (${zone}):`;
+        return fit(head, all.slice(0, limit).map(facts), Math.max(0, all.length - limit), "ask with a larger limit, or a project");
+      }),
+
+    search_sessions: (a) =>
+      reading(async (catalog, source) => {
+        const query = String(a.query);
+        const sessions = await source.loadAll();
+        const match = termsMatcher(query)!; // a query that is not blank has a word
+        const hits = search(sessions.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, records: d.records })), match);
+        const scan = await scanTranscripts(io.fs, config.claudeDir);
+        const found = new Map<string, { judged: Judged; current: Set<string> }>();
+        const hit = new Set(hits.map((h) => h.dir));
+        for (const d of sessions.filter((d) => hit.has(d.dir))) {
+          const judged = await catalog.judge(d, scan);
+          if (inProject(judged.entry, a.project)) found.set(d.dir, { judged, current: new Set(currentBranch(buildTree(d.records)).map((r) => uuidOf(r)!)) });
+        }
+        const matches = hits.filter((h) => found.has(h.dir)).sort((x, y) => (y.timestamp ?? "").localeCompare(x.timestamp ?? ""));
+        if (matches.length === 0) return `Nothing matches "${query}"${within(a)} in ${plural(sessions.length, "mirrored session")}.`;
+        const limit = Number(a.limit ?? 20);
+        const item = (h: SearchHit) => {
+          const { judged, current } = found.get(h.dir)!;
+          const part = h.offBranch
+            ? " · on a branch the conversation left (rewound or retried)"
+            : current.has(h.uuid)
+            ? ""
+            : " · from before a compaction (no longer in that conversation's context)";
+          return `${facts(judged)}\n  ${h.role} at ${when(h.timestamp)}${part}:\n  ${h.snippet}`;
+        };
+        const head = `${plural(matches.length, "message")} in ${plural(found.size, "session")} match "${query}"${within(a)}, newest first (${zone}). ` +
+          "read_session with a session id gives the whole conversation.";
+        return fit(head, matches.slice(0, limit).map(item), Math.max(0, matches.length - limit), "ask with a larger limit, more words, or a project");
+      }),
+
+    read_session: (a) =>
+      reading(async (catalog, source) => {
+        const asked = String(a.session);
+        const found = await source.lookup(asked);
+        if (found.kind !== "found") throw new ToolError(notMatched(asked, found, "(list_sessions and search_sessions give the ids)"));
+        const judged = await catalog.judge(found.data);
+        // The CLI's renderer, less its hints about a flag a model cannot give.
+        const body = renderText(outline(buildTree(found.data.records)), { full: false, style: PLAIN, zone: io.zone, prices: catalog.prices })
+          .replaceAll(" (--full shows them)", "").replaceAll(" (--full shows the whole summary)", "");
+        const offset = Number(a.offset ?? 0);
+        if (offset > 0 && offset >= body.length) throw new ToolError(`offset ${offset} is past the end: the session's text is ${body.length} characters`);
+        const limit = Number(a.limit ?? MAX_TEXT);
+        let end = Math.min(body.length, offset + limit);
+        if (end < body.length) {
+          const line = body.lastIndexOf("\n", end - 1) + 1; // end a part at a line's end where one is near
+          if (line > offset + limit / 2) end = line;
+          else if (/[\ud800-\udbff]/.test(body[end - 1])) end--; // never between the halves of a character
+        }
+        const id = idOf(judged.entry);
+        const head =
+          `Session ${id} · ${judged.entry.cwd === null ? "project unknown" : scrubLine(judged.entry.cwd)} · ${judged.entry.title ?? "(untitled)"}\n` +
+          `${when(judged.entry.firstTimestamp)} – ${when(judged.entry.lastTimestamp)} (${zone}) · ${countsText(judged.entry.counts)} · ` +
+          `Claude Code's transcript: ${transcriptWords(judged)}\nCharacters ${offset}–${end} of ${body.length}:`;
+        const next = { session: id, offset: end, ...(a.limit === undefined ? {} : { limit }) };
+        const tail = end < body.length
+          ? `[${body.length - end} more characters: call read_session with ${JSON.stringify(next)} for the next part]`
+          : "[end of the session]";
+        return `${head}\n\n${body.slice(offset, end)}${body.slice(offset, end).endsWith("\n") ? "" : "\n"}${tail}`;
+      }),
   };
+
   const server = new Server({ name: "sessiontap", version: VERSION }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: TOOLS.map((t) => ({
@@ -261,10 +254,4 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     await server.close();
   }
   return 0;
-}
-
-function lookupError(asked: string, found: Exclude<Lookup, { kind: "found" }>): string {
-  if (found.kind === "none") return `no mirrored session matches "${asked}" (list_sessions and search_sessions give the ids)`;
-  const more = found.candidates.length > 10 ? ", …" : "";
-  return `"${asked}" matches ${found.candidates.length} sessions (${found.candidates.slice(0, 10).join(", ")}${more}): give more of the id`;
 }

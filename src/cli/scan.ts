@@ -5,10 +5,11 @@ import { type Config, settingName } from "../config/parse.ts";
 import { findSecrets, stringsOf } from "../protocol/secrets.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
-import { conversations, MirrorReader } from "../storage/mirror-reader.ts";
+import { conversations, jsonlFiles, MirrorReader } from "../storage/mirror-reader.ts";
 import { matchSession } from "../transcript/records.ts";
 import { describe } from "../utils/describe-error.ts";
-import type { CommandIo } from "./command-io.ts";
+import { plural } from "../utils/plural.ts";
+import { type CommandIo, printJson } from "./command-io.ts";
 
 type Target = { sessionId: string; file: string; source: "mirror" | "claude" };
 type Finding = { kind: string } & Target & { line: number; preview: string };
@@ -45,18 +46,17 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       unread++;
     }
   }
-  if (config.json) io.stdout(JSON.stringify(found, null, 2) + "\n");
+  if (config.json) printJson(io, found);
   else for (const f of found) io.stdout(`${f.kind}  ${f.sessionId}  ${f.file}:${f.line}  ${f.preview}\n`);
-  io.stderr(`sessiontap: scan: ${found.length} secret${found.length === 1 ? "" : "s"} found in ${chosen.length} files\n`);
+  io.stderr(`sessiontap: scan: ${plural(found.length, "secret")} found in ${chosen.length} files\n`);
   return found.length > 0 || unread > 0 || chosen.length === 0 ? 1 : 0;
 }
 
-/** Every `*.jsonl` of every conversation of every session directory. */
 async function mirrorFiles(fs: FsAdapter, root: string): Promise<Target[]> {
   const out: Target[] = [];
   for (const sessionId of await new MirrorReader(fs, root).sessionDirs()) {
     for (const { path } of (await conversations(fs, join(root, sessionId))).dirs) {
-      for (const e of await fs.readdir(path)) if (e.isFile && e.name.endsWith(".jsonl")) out.push({ sessionId, file: join(path, e.name), source: "mirror" });
+      for (const file of await jsonlFiles(fs, path)) out.push({ sessionId, file, source: "mirror" });
     }
   }
   return out;

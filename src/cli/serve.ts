@@ -49,14 +49,14 @@ export async function rootProblem(fs: FsAdapter, root: string, info: EntryInfo):
 }
 
 /** A tap on `config`, or the one line why not, in our words, never the runtime's (docs/DESIGN.md "Never in the way"). */
-export async function startOrRefuse(config: Readonly<Config>, deps: TapDeps, fetcher: typeof fetch): Promise<RunningTap | Refusal> {
+export async function startOrRefuse(config: Readonly<Config>, io: CommandIo, stderr: TapDeps["stderr"], inThread = false): Promise<RunningTap | Refusal> {
   const fail = (line: string, holder: Refusal["holder"] = null) => ({ line: `sessiontap: ${line}`, holder });
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
     if (problem !== null) return fail(`cannot mirror to ${config.mirrorDir} (set by ${settingName(config, "mirrorDir")}): ${problem}`);
   }
   try {
-    return await startTap(config, deps);
+    return await startTap(config, { stderr, workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl, inThread });
   } catch (error) {
     const where = `${config.host}:${config.port}`;
     // Bun names a taken port only in its message.
@@ -73,7 +73,7 @@ export async function startOrRefuse(config: Readonly<Config>, deps: TapDeps, fet
     if (code === "EADDRNOTAVAIL") return fail(`cannot listen on ${where}: ${config.host} is not an address of this machine (--host)`);
     if (code !== "EADDRINUSE") return fail(`cannot start: ${describe(error)}`);
     const url = `http://${localAddress(config.host)}:${config.port}`;
-    const holder = await probeTap(fetcher, url, await proofKey(config.mirror, config.mirrorDir), config.token, { timeoutMs: 1000 });
+    const holder = await probeTap(io.fetch, url, await proofKey(config.mirror, config.mirrorDir), config.token, { timeoutMs: 1000 });
     if (holder.kind === "mine") {
       return fail(
         `a sessiontap is already running on ${where} (${whichTap(holder.health)}): use it (export ANTHROPIC_BASE_URL=${url}), or pick another port with --port`,
@@ -108,8 +108,7 @@ export async function stopTap(tap: RunningTap, config: Readonly<Config>, stderr:
 
 /** Runs the tap until SIGINT/SIGTERM: 0 after a graceful stop, 1 when commits could be saved nowhere, 2 when it cannot start. */
 export async function runServe(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const deps = { stderr: (line: string) => io.stderr(line + "\n"), workerUrl: io.workerUrl, viewerWorkerUrl: io.viewerWorkerUrl };
-  const tap = await startOrRefuse(config, deps, io.fetch);
+  const tap = await startOrRefuse(config, io, (line) => io.stderr(line + "\n"));
   if (!("url" in tap)) {
     io.stderr(`${tap.line}\n`);
     return 2;

@@ -1,5 +1,5 @@
-// One session's commands (docs/DESIGN.md "Command line"): `show` its facts and conversation for a terminal, or as JSON with the
-// records in reading order; `export` it as md, html or jsonl (to FILE replaced atomically, 0600); `restore` it (restore-session.ts).
+// One session's commands (docs/DESIGN.md "Command line"): `show` (text, or JSON with the records in reading order), `export` (md,
+// html or jsonl; a FILE replaced atomically, 0600) and `restore`.
 import { resolve } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { describeRestore, restoreSession } from "../restore/restore-session.ts";
@@ -7,76 +7,58 @@ import { rootRedactor } from "../storage/binding-files.ts";
 import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { replaceFile } from "../storage/publish.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { jsonText, scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { jsonText, scrubLine } from "../transcript/records.ts";
 import { ANSI_STYLE, exportSession, PLAIN, renderText } from "../transcript/render.ts";
-import { countsText, type SessionData, type SessionSummary, summarize } from "../transcript/summary.ts";
+import { countsText, type SessionData, sessionIdOf, summarize } from "../transcript/summary.ts";
 import { stateWords } from "../transcript/transcript-state.ts";
-import { buildTree, flatten, outline, type Tree } from "../transcript/tree.ts";
+import { buildTree, flatten, outline } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { bytesShort, sessionAnswers, totalsOf, usageLine } from "../usage/tokens.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
-import { type CommandIo, notFound, useColor } from "./command-io.ts";
+import { type CommandIo, notFound, printJson, restorable, useColor } from "./command-io.ts";
 
 /** The session the first argument names (an id, a directory name, a unique prefix), or exit status 1 once stderr says why. */
-async function findSession(
-  config: Readonly<Config>,
-  io: CommandIo,
-  prices?: PriceTable,
-): Promise<{ data: SessionData; tree: Tree; summary: SessionSummary } | number> {
+async function findSession(config: Readonly<Config>, io: CommandIo): Promise<SessionData | number> {
   const found = await withSessionSource(config, io.fs, (source) => source.lookup(config.positional[0]));
-  if (found.kind !== "found") return notFound(config, io, config.positional[0], found);
-  const tree = buildTree(found.data.records);
-  return { data: found.data, tree, summary: summarize(found.data, tree, prices) };
+  return found.kind === "found" ? found.data : notFound(config, io, config.positional[0], found);
+}
+
+/** A session as restore takes it. */
+export function withTree(data: SessionData) {
+  const tree = buildTree(data.records);
+  return { data, tree, summary: summarize(data, tree), others: data };
 }
 
 export async function runShow(config: Readonly<Config>, io: CommandIo, prices: PriceTable): Promise<number> {
-  const found = await findSession(config, io, prices);
-  if (typeof found === "number") return found;
-  const { summary, tree } = found;
-  const { entry, info } = await new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, prices, io.clock).judge(found.data);
-  const items = outline(tree);
-  if (config.json) {
-    const shown = { ...entry, conversation: flatten(items) };
-    io.stdout(terminalSafeJson(jsonText(shown)) + "\n"); // the records as they are, at any depth
-    return 0;
-  }
+  const data = await findSession(config, io);
+  if (typeof data === "number") return data;
+  const { entry: summary, info } = await new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, undefined, prices, io.clock).judge(data);
+  const items = outline(buildTree(data.records));
+  const shown = { ...summary, conversation: flatten(items) };
+  if (config.json) return printJson(io, shown, jsonText(shown)); // the records as they are, at any depth
   const style = useColor(io) ? ANSI_STYLE : PLAIN;
   const id = scrubLine(summary.sessionId ?? summary.dir); // from a request: it may carry anything
   const when = (iso: string | null) => (iso === null ? "?" : localDateTime(Date.parse(iso), io.zone));
-  const totals = totalsOf(sessionAnswers(found.data), prices);
+  const totals = totalsOf(sessionAnswers(data), prices);
+  const used = `${plural(totals.answers, "answer")}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced.map(scrubLine))}`;
+  const others = (n: number, what: string) => (n > 0 ? `; ${what}: ${plural(n, "answer")}` : "");
   const facts = [
     ["Session", id],
     ["Title", summary.title ?? "(none)"],
     ["Project", scrubLine(summary.cwd ?? "unknown") + (summary.gitBranch === null ? "" : ` (branch ${scrubLine(summary.gitBranch)})`)],
     ["Time", `${when(summary.firstTimestamp)} – ${when(summary.lastTimestamp)} (${offsetLabel(io.clock(), io.zone)})`],
-    [
-      "Usage",
-      totals.answers === 0
-        ? "no recorded usage"
-        : `${plural(totals.answers, "answer")}: ${usageLine(totals.usage, totals.costUSD, totals.unpriced.map(scrubLine))}`,
-    ],
+    ["Usage", totals.answers === 0 ? "no recorded usage" : used],
     config.store !== null
       ? ["Store", `${summary.dir} in ${sourceName(config).replace(/^the store /, "")} (${bytesShort(summary.bytes)})`]
       : ["Mirror", `${config.mirrorDir}/${summary.dir} (${plural(summary.files, "file")}, ${bytesShort(summary.bytes)})`],
-    [
-      "Conversation",
-      countsText(summary.counts) + (summary.subagentAnswers > 0 ? `; subagents: ${plural(summary.subagentAnswers, "answer")}` : "") +
-      (summary.sideAnswers > 0 ? `; side requests: ${plural(summary.sideAnswers, "answer")}` : ""),
-    ],
-    [
-      "Shape",
-      `${plural(summary.leaves, "leaf", "leaves")} (the newest ends the current branch), ${plural(summary.compactions, "compaction")}`,
-    ],
+    ["Conversation", countsText(summary.counts) + others(summary.subagentAnswers, "subagents") + others(summary.sideAnswers, "side requests")],
+    ["Shape", `${plural(summary.leaves, "leaf", "leaves")} (the newest ends the current branch), ${plural(summary.compactions, "compaction")}`],
     ["Claude", `${stateWords(info.verdict)}${info.path === null ? "" : ` (${info.path})`}${info.problem === null ? "" : `: ${info.problem}`}`],
   ];
   if (info.warning !== null) facts.push(["Warning", `Claude Code's transcript: ${scrubLine(info.warning)}`]);
-  if (summary.malformedLines > 0) {
-    facts.push(["Warning", `${plural(summary.malformedLines, "line")} that are not records were skipped`]);
-  }
-  if (info.state !== "intact" && summary.sessionId !== null && info.problem === null && info.warning === null) {
-    facts.push(["Restore", `sessiontap restore ${id}`]);
-  }
+  if (summary.malformedLines > 0) facts.push(["Warning", `${plural(summary.malformedLines, "line")} that are not records were skipped`]);
+  if (restorable(summary)) facts.push(["Restore", `sessiontap restore ${id}`]);
   const width = Math.max(...facts.map(([k]) => k.length));
   const head = facts.map(([k, v]) => `${style.bold(k.padEnd(width))}  ${v}`).join("\n");
   const hint = config.full
@@ -87,10 +69,10 @@ export async function runShow(config: Readonly<Config>, io: CommandIo, prices: P
 }
 
 export async function runExport(config: Readonly<Config>, io: CommandIo, prices: PriceTable): Promise<number> {
-  const found = await findSession(config, io, prices);
-  if (typeof found === "number") return found;
+  const data = await findSession(config, io);
+  if (typeof data === "number") return data;
   const redactor = config.noRedact || config.redact === "off" ? null : await rootRedactor(io.fs, config.mirrorDir);
-  const text = await exportSession(found.data, config.format, prices, redactor);
+  const text = await exportSession(data, config.format, prices, redactor);
   if (config.out === null || config.out === "-") {
     io.stdout(text);
     return 0;
@@ -107,13 +89,13 @@ export async function runExport(config: Readonly<Config>, io: CommandIo, prices:
     io.stderr(`sessiontap: cannot write ${path}: ${(error as Error).message.split("\n")[0]}\n`);
     return 1;
   }
-  io.stderr(`sessiontap: wrote ${found.summary.sessionId ?? found.summary.dir} as ${config.format} to ${path}\n`);
+  io.stderr(`sessiontap: wrote ${sessionIdOf(data.dir, data.records) ?? data.dir} as ${config.format} to ${path}\n`);
   return 0;
 }
 
 export async function runRestore(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const found = await findSession(config, io);
-  if (typeof found === "number") return found;
+  const data = await findSession(config, io);
+  if (typeof data === "number") return data;
   const cwd = config.cwd === null ? null : resolve(io.cwd, config.cwd);
   // A typo in --cwd would put the transcript where no `claude` ever runs: say so, then do as asked.
   const there = cwd === null ? null : await io.fs.lstat(cwd);
@@ -124,14 +106,14 @@ export async function runRestore(config: Readonly<Config>, io: CommandIo): Promi
       } written for it all the same, and Claude Code finds it when claude --resume runs in that directory\n`,
     );
   }
-  const result = await restoreSession(io.fs, { ...found, others: found.data }, {
+  const result = await restoreSession(io.fs, withTree(data), {
     claudeDir: config.claudeDir,
     cwd,
     dryRun: config.dryRun,
     force: config.force,
     now: io.clock(),
   });
-  if (config.json && result.outcome !== null) io.stdout(terminalSafeJson(JSON.stringify(result.outcome, null, 2)) + "\n");
+  if (config.json && result.outcome !== null) printJson(io, result.outcome);
   if (!result.ok) {
     io.stderr(`sessiontap: ${result.why}\n${result.hint === undefined ? "" : `  ${result.hint}\n`}`);
     return 1;

@@ -1,16 +1,15 @@
-// The commands across sessions (docs/DESIGN.md "Command line"): `list` every session with its title, project, tokens, cost and
-// Claude Code's transcript as the one judge says; `usage` the tokens per local day, project and model; `search` every message matching.
+// The commands across sessions (docs/DESIGN.md "Command line"): `list`, `usage` (per local day, project and model) and `search`.
 import type { Config } from "../config/parse.ts";
 import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
-import { scrubLine, terminalSafeJson } from "../transcript/records.ts";
+import { scrubLine } from "../transcript/records.ts";
 import { regexMatcher, search, type SearchHit, substringMatcher } from "../transcript/search.ts";
 import { type SessionData, sessionIdOf, sessionTitle, sessionUsage } from "../transcript/summary.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { tokensShort, totalTokens, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
 import { localDate, localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
-import { type CommandIo, notFound, table, useColor } from "./command-io.ts";
+import { type CommandIo, notFound, printJson, restorable, table, useColor } from "./command-io.ts";
 
 /** What the project column says of a session whose working directory no request named. */
 const NO_CWD = "? (cwd unknown)";
@@ -19,10 +18,7 @@ export async function runList(config: Readonly<Config>, io: CommandIo, prices: P
   const all = await withSessionSource(config, io.fs, (source) => new SessionCatalog(io.fs, config.mirrorDir, config.claudeDir, source, prices).list());
   const since = sinceStart(config.since, io.clock(), io.zone);
   const entries = since === null ? all : all.filter((e) => e.lastTimestamp !== null && Date.parse(e.lastTimestamp) >= since);
-  if (config.json) {
-    io.stdout(terminalSafeJson(JSON.stringify(entries, null, 2)) + "\n");
-    return 0;
-  }
+  if (config.json) return printJson(io, entries);
   if (entries.length === 0) {
     io.stdout(all.length === 0 ? `No mirrored sessions in ${sourceName(config)}.\n` : `No session was active since ${config.since} (${all.length} older).\n`);
     return 0;
@@ -43,44 +39,30 @@ export async function runList(config: Readonly<Config>, io: CommandIo, prices: P
     out.push(lines[i]);
     if (e.title !== null) out.push(`  ${e.title}`);
   });
+  const note = (...lines: string[]) => out.push("", ...lines);
   const unknown = entries.filter((e) => e.costUSD === null && totalTokens(e.usage) > 0);
   if (unknown.length > 0) {
-    const models = [...new Set(unknown.flatMap((e) => e.models))].filter((m) => priceOf(prices, m) === null);
-    out.push(
-      "",
-      `COST ? : a model not in the price table (${
-        models.map(scrubLine).join(", ") || "unknown"
-      }); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`,
-    );
+    const models = [...new Set(unknown.flatMap((e) => e.models))].filter((m) => priceOf(prices, m) === null).map(scrubLine);
+    note(`COST ? : a model not in the price table (${models.join(", ") || "unknown"}); SESSIONTAP_PRICES=FILE.json adds it (see sessiontap usage --help).`);
   }
-  const lost = entries.filter((e) =>
-    e.claudeTranscript !== "intact" && e.sessionId !== null && e.claudeTranscriptProblem === null && e.claudeTranscriptWarning === null
-  );
+  const lost = entries.filter(restorable);
   if (lost.length > 0) {
-    out.push(
-      "",
-      `${plural(lost.length, "session")} whose Claude Code transcript is missing, a stub or behind the mirror (removed by its cleanup, cut, or lost); ` +
-        `the mirror holds ${lost.length === 1 ? "it; to put it back" : "them; to put one back"}:`,
+    const whose = "whose Claude Code transcript is missing, a stub or behind the mirror (removed by its cleanup, cut, or lost)";
+    note(
+      `${plural(lost.length, "session")} ${whose}; the mirror holds ${lost.length === 1 ? "it; to put it back" : "them; to put one back"}:`,
+      ...lost.map((e) => `  sessiontap restore ${scrubLine(e.sessionId ?? e.dir)}${e.cwd === null ? " --cwd DIR" : ""}`),
     );
-    for (const e of lost) out.push(`  sessiontap restore ${scrubLine(e.sessionId ?? e.dir)}${e.cwd === null ? " --cwd DIR" : ""}`);
   }
   if (entries.some((e) => e.cwd === null && e.sessionId !== null)) {
-    out.push(
-      "",
-      `PROJECT ${NO_CWD}: no request named the working directory; restore asks for it once: sessiontap restore ID --cwd DIR (where you run claude).`,
-    );
+    note(`PROJECT ${NO_CWD}: no request named the working directory; restore asks for it once: sessiontap restore ID --cwd DIR (where you run claude).`);
   }
   const unreadable = entries.filter((e) => e.claudeTranscriptWarning !== null);
   if (unreadable.length > 0) {
-    out.push(
-      "",
-      `${unreadable.length} session${unreadable.length === 1 ? "" : "s"} (CLAUDE unreadable) where something not read stands in Claude Code's tree: ${
-        scrubLine(unreadable[0].claudeTranscriptWarning!)
-      }`,
-    );
+    const what = scrubLine(unreadable[0].claudeTranscriptWarning!);
+    note(`${plural(unreadable.length, "session")} (CLAUDE unreadable) where something not read stands in Claude Code's tree: ${what}`);
   }
   const odd = entries.filter((e) => e.claudeTranscriptProblem !== null).length;
-  if (odd > 0) out.push("", `${plural(odd, "session")} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);
+  if (odd > 0) note(`${plural(odd, "session")} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);
   io.stdout(out.join("\n") + "\n");
   return 0;
 }
@@ -91,8 +73,8 @@ function cost(row: UsageRow): string {
   return row.knownCostUSD > 0 ? `${usd(row.knownCostUSD)}+?` : "?";
 }
 
-/** The token cells of a row. */
-const tokenCells = (r: UsageRow) => [
+const cells = (r: UsageRow) => [
+  String(r.sessions),
   String(r.answers),
   tokensShort(r.usage.inputTokens),
   tokensShort(r.usage.outputTokens),
@@ -100,46 +82,34 @@ const tokenCells = (r: UsageRow) => [
   tokensShort(r.usage.cacheReadTokens),
   cost(r),
 ];
-const TOKEN_HEAD = ["ANSWERS", "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST"];
+const HEAD = ["SESSIONS", "ANSWERS", "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST"];
 
 export async function runUsage(config: Readonly<Config>, io: CommandIo, prices: PriceTable): Promise<number> {
   const now = io.clock();
   const since = sinceStart(config.since, now, io.zone);
+  const day = since === null ? null : localDate(since, io.zone);
   const sessions = await withSessionSource(config, io.fs, async (source) => (await source.loadAll()).map((data) => sessionUsage(data, prices)));
   const report = usageReport(sessions, prices, io.zone, since);
   const zone = offsetLabel(now, io.zone);
   if (config.json) {
-    const shown = {
-      since: since === null ? null : localDate(since, io.zone),
-      timeZone: zone,
-      prices: { source: prices.source, checked: prices.checked },
-      ...report,
-    };
-    io.stdout(terminalSafeJson(JSON.stringify(shown, null, 2)) + "\n");
-    return 0;
+    return printJson(io, { since: day, timeZone: zone, prices: { source: prices.source, checked: prices.checked }, ...report });
   }
-  const scope = since === null ? "every recorded answer" : `answers since ${localDate(since, io.zone)}`;
   if (report.total.answers === 0) {
-    io.stdout(`No recorded answers with token usage in ${sourceName(config)}${since === null ? "" : ` since ${localDate(since, io.zone)}`}.\n`);
+    io.stdout(`No recorded answers with token usage in ${sourceName(config)}${day === null ? "" : ` since ${day}`}.\n`);
     return 0;
   }
-  const out = [`Usage: ${scope} (days in ${zone})`, ""];
-  out.push(
-    ...table(
-      ["DAY", "SESSIONS", ...TOKEN_HEAD, "PROJECTS"],
-      report.days.map((d) => [d.date, String(d.sessions), ...tokenCells(d), d.projects.map(scrubLine).join(", ")]),
-      [0, 8],
-    ),
-  );
-  out.push("");
-  out.push(...table(["PROJECT", "SESSIONS", ...TOKEN_HEAD], report.projects.map((p) => [scrubLine(p.cwd), String(p.sessions), ...tokenCells(p)])));
-  out.push("");
-  out.push(...table(["MODEL", "SESSIONS", ...TOKEN_HEAD], report.models.map((m) => [scrubLine(m.model), String(m.sessions), ...tokenCells(m)])));
   const t = report.total;
-  out.push(
+  const out = [
+    `Usage: ${day === null ? "every recorded answer" : `answers since ${day}`} (days in ${zone})`,
+    "",
+    ...table(["DAY", ...HEAD, "PROJECTS"], report.days.map((d) => [d.date, ...cells(d), d.projects.map(scrubLine).join(", ")]), [0, 8]),
+    "",
+    ...table(["PROJECT", ...HEAD], report.projects.map((p) => [scrubLine(p.cwd), ...cells(p)])),
+    "",
+    ...table(["MODEL", ...HEAD], report.models.map((m) => [scrubLine(m.model), ...cells(m)])),
     "",
     `Total: ${plural(t.sessions, "session")}, ${plural(t.answers, "answer")}: ${usageLine(t.usage, t.costUSD, t.unpriced.map(scrubLine))}`,
-  );
+  ];
   if (t.costUSD === null) out.push(`  of which priced: ${usd(t.knownCostUSD)}; "+?" marks a sum with answers from a model the price table does not have.`);
   out.push("", `Costs are estimates at list prices: ${prices.source}, checked ${prices.checked}. SESSIONTAP_PRICES=FILE.json corrects or extends it.`);
   io.stdout(out.join("\n") + "\n");
@@ -171,7 +141,7 @@ export async function runSearch(config: Readonly<Config>, io: CommandIo): Promis
     match,
   );
   const where = config.session === null ? `the ${plural(found.length, "session")} in ${sourceName(config)}` : `session ${config.session}`;
-  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(hits, null, 2)) + "\n");
+  if (config.json) printJson(io, hits);
   if (hits.length === 0) {
     io.stderr(`sessiontap: nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}\n`);
     return 1;
@@ -187,12 +157,8 @@ export async function runSearch(config: Readonly<Config>, io: CommandIo): Promis
     out.push(`  ${color ? marked(hit, "\x1b[1;31m", "\x1b[0m") : marked(hit, "»", "«")}`);
   }
   const sessions = new Set(hits.map((h) => h.dir)).size;
-  out.push(
-    "",
-    `${plural(hits.length, "message")} in ${plural(sessions, "session")} match${
-      hits.length === 1 ? "es" : ""
-    }. Open one: sessiontap show ID (or the viewer, /_tap/).`,
-  );
+  const verb = hits.length === 1 ? "matches" : "match";
+  out.push("", `${plural(hits.length, "message")} in ${plural(sessions, "session")} ${verb}. Open one: sessiontap show ID (or the viewer, /_tap/).`);
   io.stdout(out.join("\n") + "\n");
   return 0;
 }

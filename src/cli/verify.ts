@@ -2,22 +2,18 @@
 // modes 0700/0600, no symlink; `--repair` fixes what it can without losing a byte, under each directory's writer lock.
 import { join } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
-import { DirLocks } from "../storage/dir-lock.ts";
-import { ownerAlive, removeLeftovers, selfOwner, writerTag } from "../storage/process-identity.ts";
-import { describe } from "../utils/describe-error.ts";
-import { type CommandIo, noMirror } from "./command-io.ts";
-import { terminalSafeJson } from "../transcript/records.ts";
-
+import { jsonObject } from "../protocol/json.ts";
 import { dirName } from "../protocol/session-id.ts";
+import { DirLocks } from "../storage/dir-lock.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { conversations } from "../storage/mirror-reader.ts";
+import { ownerAlive, removeLeftovers, selfOwner, writerTag } from "../storage/process-identity.ts";
 import { checkWhole } from "../storage/publish.ts";
 import { untrusted } from "../storage/trusted-path.ts";
-import { jsonObject } from "../protocol/json.ts";
-import { conversations } from "../storage/mirror-reader.ts";
+import { describe } from "../utils/describe-error.ts";
+import { type CommandIo, printJson } from "./command-io.ts";
 
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
-  const missing = await noMirror(config, io);
-  if (missing !== null) return missing;
   const said = new Set<string>();
   const locks = new DirLocks(io.fs, config.mirrorDir, {
     self: selfOwner(io.fs),
@@ -41,7 +37,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   } finally {
     await locks.stop();
   }
-  if (config.json) io.stdout(terminalSafeJson(JSON.stringify(reports, null, 2)) + "\n");
+  if (config.json) printJson(io, reports);
   else {
     for (const r of reports) {
       io.stdout(`${r.problems.length === 0 ? "ok     " : "DAMAGED"} ${r.session}\n`);
@@ -54,17 +50,13 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   return reports.some((r) => r.problems.length > 0) ? 1 : 0;
 }
 
-export interface SessionReport {
-  session: string;
-  problems: string[];
-  repaired: string[];
-}
+type SessionReport = { session: string; problems: string[]; repaired: string[] };
 
 type Rec = Record<string, unknown>;
 /** A conversation directory as the mirror reader walks it; a side exchange's parents may also be in the session's main one. */
 type ConvDir = Awaited<ReturnType<typeof conversations>>["dirs"][number];
 
-export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, locks: DirLocks): Promise<SessionReport[]> {
+async function verifyTree(fs: FsAdapter, root: string, repair: boolean, locks: DirLocks): Promise<SessionReport[]> {
   const reports: SessionReport[] = [];
   for (const e of (await fs.readdir(root)).sort((a, b) => a.name.localeCompare(b.name))) {
     if (e.name.startsWith(".") || (!e.isDirectory && !e.isSymbolicLink)) continue;
@@ -80,8 +72,7 @@ export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, l
     const uuids = new Map<string, Set<string>>();
     const all: { dir: ConvDir; records: Rec[] }[] = [];
     for (const dir of walk.dirs) {
-      if (await foreign(fs, dir.path, "directory", report)) continue;
-      await checkMode(fs, dir.path, 0o700, repair, report);
+      if (!(await checkEntry(fs, dir.path, "directory", repair, report))) continue;
       const release = repair ? await locks.acquire(dir.path) : async () => {};
       try {
         const records = await verifyDir(fs, dir, e.name, repair, report);
@@ -101,23 +92,22 @@ export async function verifyTree(fs: FsAdapter, root: string, repair: boolean, l
   return reports;
 }
 
-/** True (and a problem reported) when `path` is another user's: planted, so never read as the session's nor repaired. */
-async function foreign(fs: FsAdapter, path: string, want: "directory" | "file", report: SessionReport): Promise<boolean> {
+/** False (a problem reported) when `path` is another user's: planted, so never read as the session's nor repaired; else its mode is checked. */
+async function checkEntry(fs: FsAdapter, path: string, want: "directory" | "file", repair: boolean, report: SessionReport): Promise<boolean> {
   const info = await fs.lstat(path);
-  const why = info === null ? null : untrusted(info, want);
-  if (why === null || !why.startsWith("belongs")) return false;
-  report.problems.push(`${path.slice(path.lastIndexOf("/") + 1)} ${why}: not the tap's; the tap refuses to write there (look at it, then remove it)`);
+  if (info === null) return true;
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  const why = untrusted(info, want);
+  if (why?.startsWith("belongs")) {
+    report.problems.push(`${name} ${why}: not the tap's; the tap refuses to write there (look at it, then remove it)`);
+    return false;
+  }
+  const mode = want === "directory" ? 0o700 : 0o600;
+  if (fs.posixModes === false || (info.mode & 0o777) === mode) return true;
+  const what = `${name} has mode ${(info.mode & 0o777).toString(8)}, not ${mode.toString(8)}`;
+  if (repair) await fs.chmod(path, mode);
+  (repair ? report.repaired : report.problems).push(what);
   return true;
-}
-
-async function checkMode(fs: FsAdapter, path: string, mode: number, repair: boolean, report: SessionReport): Promise<void> {
-  if (fs.posixModes === false) return;
-  const info = await fs.lstat(path);
-  if (info === null || (info.mode & 0o777) === mode) return;
-  const what = `${path.slice(path.lastIndexOf("/") + 1)} has mode ${(info.mode & 0o777).toString(8)}, not ${mode.toString(8)}`;
-  if (!repair) return void report.problems.push(what);
-  await fs.chmod(path, mode);
-  report.repaired.push(what);
 }
 
 type Sorted = { keep: string[]; torn: string[]; dup: string[]; tornTail: boolean };
@@ -191,8 +181,7 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
       report.problems.push(`${f.name} is a symbolic link (never followed)`);
       continue;
     }
-    if (await foreign(fs, path, "file", report)) continue;
-    await checkMode(fs, path, 0o600, repair, report);
+    if (!(await checkEntry(fs, path, "file", repair, report))) continue;
     const sorted = sortLines(await fs.readText(path), f.name, seen, { session: sessionName, agentDir: dir.agent?.replace(/^agent-/, "") ?? null }, out, report);
     const unreadable = sorted.torn.length - (sorted.tornTail ? 1 : 0);
     const issues = [

@@ -1,24 +1,20 @@
 // What an answer cost: list prices per model family in USD per million tokens, kept here with the day they were checked; a price file
 // (SESSIONTAP_PRICES) corrects or extends them. A model not in the table has no price: its cost is unknown, never guessed.
+import { isObject } from "../protocol/json.ts";
 import { describe } from "../utils/describe-error.ts";
 
-export interface Rates {
-  input: number;
-  output: number;
-  cacheWrite5m: number;
-  cacheWrite1h: number;
-  cacheRead: number;
-}
+const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"] as const;
+type Rates = Record<(typeof RATE_KEYS)[number], number>;
 
 /** A family's prices: its rates, and higher rates for a whole answer whose prompt is longer than `above` tokens. */
-export interface ModelPrice extends Rates {
+interface ModelPrice extends Rates {
   longPrompt?: Rates & { above: number };
 }
 
 export interface PriceTable {
   checked: string;
   source: string;
-  /** By family id (`claude-sonnet-4-5`): what `modelFamily` makes of a model id. */
+  /** By family id: what `modelFamily` makes of a model id. */
   models: Record<string, ModelPrice>;
 }
 
@@ -82,14 +78,14 @@ export function priceOf(table: PriceTable, model: string | null): ModelPrice | n
   return Object.hasOwn(table.models, modelFamily(model)) ? table.models[modelFamily(model)] : null;
 }
 
-export function costOf(
-  table: PriceTable,
-  answer: {
-    model: string | null;
-    tokens: { inputTokens: number; outputTokens: number; cacheCreationTokens: number; cacheReadTokens: number };
-    cacheWrite1hTokens: number;
-  },
-): number | null {
+/** What costOf reads of an Answer (tokens.ts imports this file). */
+type Billed = {
+  model: string | null;
+  tokens: Record<"inputTokens" | "outputTokens" | "cacheCreationTokens" | "cacheReadTokens", number>;
+  cacheWrite1hTokens: number;
+};
+
+export function costOf(table: PriceTable, answer: Billed): number | null {
   const price = priceOf(table, answer.model);
   if (price === null) return null;
   const t = answer.tokens;
@@ -105,33 +101,29 @@ export class PriceFileError extends Error {
   override name = "PriceFileError";
 }
 
-const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead"];
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
 /** Each entry of the file (USD per million tokens) replaces or adds one family; throws PriceFileError naming the first thing wrong. */
 export function parsePriceFile(text: string, where: string, base: PriceTable = BUILTIN_PRICES): PriceTable {
-  const wrong = (why: string) => new PriceFileError(why);
   let file: unknown;
   try {
     file = JSON.parse(text);
   } catch (error) {
-    throw wrong(`is not JSON (${(error as Error).message.split("\n")[0]})`);
+    throw new PriceFileError(`is not JSON (${(error as Error).message.split("\n")[0]})`);
   }
-  if (!isRecord(file)) throw wrong(`must be a JSON object with "models"`);
+  if (!isObject(file)) throw new PriceFileError(`must be a JSON object with "models"`);
   const unknown = Object.keys(file).find((k) => k !== "checked" && k !== "models");
-  if (unknown !== undefined) throw wrong(`has an unknown key "${unknown}" (it takes "checked" and "models")`);
+  if (unknown !== undefined) throw new PriceFileError(`has an unknown key "${unknown}" (it takes "checked" and "models")`);
   if (file.checked !== undefined && (typeof file.checked !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(file.checked))) {
-    throw wrong(`"checked" must be a date, YYYY-MM-DD`);
+    throw new PriceFileError(`"checked" must be a date, YYYY-MM-DD`);
   }
-  if (!isRecord(file.models)) throw wrong(`"models" must be an object of model ids to rates`);
+  if (!isObject(file.models)) throw new PriceFileError(`"models" must be an object of model ids to rates`);
   const out: Record<string, ModelPrice> = { ...base.models };
   for (const [id, entry] of Object.entries(file.models)) {
-    if (!isRecord(entry)) throw wrong(`"${id}" must be an object of rates`);
-    const odd = Object.keys(entry).find((k) => !RATE_KEYS.includes(k));
-    if (odd !== undefined) throw wrong(`"${id}" has an unknown rate "${odd}" (it takes ${RATE_KEYS.join(", ")})`);
+    if (!isObject(entry)) throw new PriceFileError(`"${id}" must be an object of rates`);
+    const odd = Object.keys(entry).find((k) => !(RATE_KEYS as readonly string[]).includes(k));
+    if (odd !== undefined) throw new PriceFileError(`"${id}" has an unknown rate "${odd}" (it takes ${RATE_KEYS.join(", ")})`);
     const bad = RATE_KEYS.find((k) => entry[k] !== undefined && (typeof entry[k] !== "number" || !Number.isFinite(entry[k]) || (entry[k] as number) < 0));
-    if (bad !== undefined) throw wrong(`"${id}".${bad} must be a number of dollars per million tokens, 0 or more`);
-    if (typeof entry.input !== "number" || typeof entry.output !== "number") throw wrong(`"${id}" needs at least "input" and "output"`);
+    if (bad !== undefined) throw new PriceFileError(`"${id}".${bad} must be a number of dollars per million tokens, 0 or more`);
+    if (typeof entry.input !== "number" || typeof entry.output !== "number") throw new PriceFileError(`"${id}" needs at least "input" and "output"`);
     const r = entry as Record<string, number | undefined>;
     out[modelFamily(id)] = rates(entry.input, entry.output, r.cacheRead, r.cacheWrite5m, r.cacheWrite1h);
   }
@@ -141,12 +133,9 @@ export function parsePriceFile(text: string, where: string, base: PriceTable = B
 export async function loadPrices(fs: { readText(path: string): Promise<string> }, path: string | null): Promise<PriceTable> {
   if (path === null) return BUILTIN_PRICES;
   const where = `the price file ${path} (SESSIONTAP_PRICES)`;
-  let text: string;
-  try {
-    text = await fs.readText(path);
-  } catch (error) {
+  const text = await fs.readText(path).catch((error) => {
     throw new PriceFileError(`cannot read ${where}: ${describe(error)}`);
-  }
+  });
   try {
     return parsePriceFile(text, path);
   } catch (error) {

@@ -5,34 +5,26 @@ import { costOf, type PriceTable } from "./prices.ts";
 
 type Rec = Record<string, unknown>;
 
-export interface TokenCounts {
-  inputTokens: number;
-  outputTokens: number;
-  cacheCreationTokens: number;
-  cacheReadTokens: number;
-}
+const TOKEN_KEYS = ["inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens"] as const;
+export type TokenCounts = Record<(typeof TOKEN_KEYS)[number], number>;
 
-/** One answer the API billed, made in a session's conversation, a subagent or a side request (a title, a summary). */
+/** One answer the API billed. */
 export interface Answer {
   id: string | null;
   model: string | null;
   time: number;
   scope: "main" | "subagent" | "side";
   tokens: TokenCounts;
-  /** Cache writes kept an hour (priced above the five-minute default); part of `cacheCreationTokens`. */
+  /** Part of `cacheCreationTokens`, priced above the five-minute default. */
   cacheWrite1hTokens: number;
 }
 
-const TOKEN_KEYS = ["inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens"] as const;
-
-export function totalTokens(t: TokenCounts): number {
-  return t.inputTokens + t.outputTokens + t.cacheCreationTokens + t.cacheReadTokens;
-}
+export const totalTokens = (t: TokenCounts): number => TOKEN_KEYS.reduce((n, key) => n + t[key], 0);
 
 const count = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
 const string = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
 
-/** The answer a record carries; null for any other record, one without usage, or one rebuilt from history (`reconstructed`). */
+/** Null for a record without usage, or one rebuilt from history (`reconstructed`). */
 function answerOf(r: Rec, scope: Answer["scope"]): Answer | null {
   if (r.type !== "assistant" || r.reconstructed === true) return null;
   const message = isObject(r.message) ? r.message : null;
@@ -77,15 +69,14 @@ export function sessionAnswers(session: { records: Rec[]; agents: { records: Rec
   ];
 }
 
-/** What a set of answers used and cost; the cost is null once one model is not in the price table (a partial sum would understate it). */
+/** The cost is null once one model is not in the price table: a partial sum would understate it. */
 export interface Totals {
   answers: number;
   usage: TokenCounts;
   costUSD: number | null;
-  /** USD of the answers that could be priced. */
   knownCostUSD: number;
   models: string[];
-  /** Models not in the price table ("unknown" for an answer without one). */
+  /** "unknown" for an answer without a model. */
   unpriced: string[];
 }
 
@@ -122,13 +113,12 @@ export interface UsageRow extends Totals {
   sessions: number;
 }
 
-/** A project's or a model's part of a day: its tokens, and the cost of those that could be priced. */
 export type DayPart = { key: string; tokens: number; knownCostUSD: number };
 
 export interface UsageReport {
-  /** Oldest first, with the projects worked in that day, and its tokens split by project and by model (the viewer's chart). */
+  /** Oldest first; `parts` split its tokens by project and by model (the viewer's chart). */
   days: (UsageRow & { date: string; projects: string[]; parts: { project: DayPart[]; model: DayPart[] } })[];
-  /** By working directory ("unknown" when not recorded), most expensive first. */
+  /** Most expensive first. */
   projects: (UsageRow & { cwd: string })[];
   models: (UsageRow & { model: string })[];
   total: UsageRow;
@@ -146,13 +136,11 @@ function group(placed: Placed[], keyOf: (p: Placed) => string, table: PriceTable
   }));
 }
 
-/** Unknown cost after known, then by tokens, most first. */
 const byCost = (a: UsageRow, b: UsageRow) =>
   b.knownCostUSD - a.knownCostUSD || (b.usage.inputTokens + b.usage.outputTokens) - (a.usage.inputTokens + a.usage.outputTokens);
 
-/** Sums the answers made at or after `since` (ms; null: all) by day in `zone`, by project and by model. */
+/** An answer without a time cannot be placed after `since`. */
 export function usageReport(sessions: SessionAnswers[], table: PriceTable, zone: Zone, since: number | null = null): UsageReport {
-  // An answer without a time cannot be placed after DATE.
   const placed = sessions.flatMap((s) =>
     s.answers.filter((a) => since === null || a.time >= since).map((answer) => ({ answer, session: s.sessionId ?? s.dir, cwd: s.cwd ?? "unknown" }))
   );
