@@ -1,7 +1,7 @@
-// A conversation for people: one walk of the outline and three formats of a record, HTML (the viewer and `export --format html`),
-// Markdown (`export`) and text (`show`), every string rid of control characters, context folded (docs/DESIGN.md "The viewer"). Pure.
+// A conversation for people: one walk of the outline and three formats of a record, HTML (the viewer, `export --format html`),
+// Markdown (`export`) and text (`show`), control characters scrubbed, context folded (docs/DESIGN.md "The viewer"). Pure.
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { answerLine, totalTokens, usageLine, usd } from "../usage/tokens.ts";
+import { answerLine, totalTokens, usd } from "../usage/tokens.ts";
 import { localDateTime, type Zone } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
 import {
@@ -18,6 +18,7 @@ import {
   isCompactBoundary,
   isCompactSummary,
   isInjectedText,
+  isToolResultOnly,
   jsonText,
   messageOf,
   oneLine,
@@ -31,17 +32,16 @@ import {
   uuidOf,
 } from "./records.ts";
 import { countsText, type SessionData, type SessionSummary, summarize } from "./summary.ts";
-import { buildTree, type Item, outline, type Tree } from "./tree.ts";
+import { buildTree, flatten, type Item, outline, type Tree } from "./tree.ts";
 import type { Redactor } from "../protocol/secrets.ts";
 
-/** A record's text is null when there is nothing to show. */
 interface Format {
+  /** null: nothing to show; `continued`: a further block of the message just before. */
   record(record: Rec, continued: boolean): string | null;
   compaction(record: Rec): string;
   branches(item: Extract<Item, { kind: "branches" }>): string[];
 }
 
-/** Each record is told whether it continues the message before it (only when nothing came between). */
 function walk(items: Item[], format: Format): string[] {
   const out: string[] = [];
   let previous: Rec | null = null;
@@ -58,15 +58,23 @@ function walk(items: Item[], format: Format): string[] {
   return out;
 }
 
-/** The tool results of an outline by tool_use_id, so a format shows each beneath its call. */
-function toolResults(items: Item[], out = new Map<string, Block>()): Map<string, Block> {
-  for (const item of items) {
-    if (item.kind === "branches") item.branches.forEach((b) => toolResults(b, out));
-    else if (item.kind === "record") {
-      for (const b of blocksOf(messageOf(item.record)?.content)) if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
-    }
+/** Each tool result shown beneath its call: `take` gives a call its result, `taken` tells a result already shown there. */
+type Pairs = { take(call: Block): Block | undefined; taken(result: Block): boolean };
+
+function pairs(items: Item[]): Pairs {
+  const results = new Map<string, Block>();
+  for (const r of flatten(items)) {
+    for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_result" && typeof b.tool_use_id === "string") results.set(b.tool_use_id, b);
   }
-  return out;
+  const taken = new Set<string>();
+  return {
+    take: (call) => {
+      const found = typeof call.id === "string" ? results.get(call.id) : undefined;
+      if (found !== undefined) taken.add(call.id as string);
+      return found;
+    },
+    taken: (b) => typeof b.tool_use_id === "string" && taken.has(b.tool_use_id),
+  };
 }
 
 type Kind = "text" | "injected" | "thinking" | "redacted" | "call" | "result" | "attachment" | "other";
@@ -89,8 +97,23 @@ const otherType = (r: Rec) => `${String(r.type)}${r.subtype ? `/${String(r.subty
 const where = (at: string | null) => at === null ? "a separate conversation in this session" : "forks after the message above; not the current branch";
 const lineCount = (text: string) => text.split("\n").length;
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return scrubControl(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+
+/** A session's facts, as the HTML and Markdown documents head it; `path` formats the working directory. */
+function facts(s: SessionSummary, path: (cwd: string) => string): [string, string][] {
+  const u = s.usage;
+  const cost = s.costUSD === null ? "unknown (a model is not in the price table)" : usd(s.costUSD);
+  const tokens = `${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationTokens} cache write, ${u.cacheReadTokens} cache read`;
+  return [
+    ["Title", s.title ?? "(none)"],
+    ["Working directory", s.cwd === null ? "unknown" : path(s.cwd)],
+    ["Time", `${s.firstTimestamp ?? "?"} – ${s.lastTimestamp ?? "?"} (UTC)`],
+    ["Conversation", countsText(s.counts)],
+    ["Branches", `${plural(s.leaves, "leaf", "leaves")}; compactions: ${s.compactions}`],
+    ["Tokens", `${totalTokens(u)} (${tokens}); estimated cost ${cost}`],
+  ];
 }
 
 /** The stylesheet of rendered conversations (also part of the viewer page). */
@@ -115,11 +138,9 @@ mark{background:#ffe066;color:inherit;border-radius:2px}
 .branches{border-left:3px dotted #f08c00;margin:8px 0 8px 12px;padding-left:10px}.branches>summary{color:#d9480f}.branch{opacity:.85}
 `;
 
-/** `results` by tool_use_id are shown inside their call's pair, and `paired` collects their ids (their own records leave them out). */
 interface HtmlOptions {
   continued?: boolean;
-  results?: Map<string, Block>;
-  paired?: Set<string>;
+  pairs?: Pairs;
   prices?: PriceTable;
 }
 
@@ -133,8 +154,8 @@ export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
   const message = messageOf(r);
   const id = escapeHtml(uuidOf(r) ?? "");
   const blocks = blocksOf(message?.content);
-  const results = r.type === "user" && blocks.length > 0 && blocks.every((b) => b.type === "tool_result");
   const system = isApiSystem(r);
+  const results = r.type === "user" && isToolResultOnly(r);
   const kind = system ? "system" : r.type === "user" ? (results ? "user tool-results" : "user") : r.type === "assistant" ? "assistant" : "system";
   const role = system ? "Context" : r.type === "user" ? (results ? "Tool result" : "User") : r.type === "assistant" ? "Assistant" : otherType(r);
   const answer = r.type === "assistant" ? answerLine(r, options.prices ?? BUILTIN_PRICES) : null;
@@ -153,7 +174,7 @@ export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
   } else if (r.type !== "user" && r.type !== "assistant") {
     body = `<pre>${escapeHtml(jsonText(r))}</pre>`;
   } else {
-    const shown = blocks.filter((b) => !(b.type === "tool_result" && typeof b.tool_use_id === "string" && options.paired?.has(b.tool_use_id)));
+    const shown = blocks.filter((b) => !(b.type === "tool_result" && options.pairs?.taken(b)));
     empty = shown.length === 0 && blocks.length > 0;
     body = shown.map((b) => blockHtml(b, options)).join("");
   }
@@ -174,8 +195,7 @@ function resultBody(b: Block, options: HtmlOptions): string {
 function toolPairHtml(b: Block, options: HtmlOptions): string {
   const id = escapeHtml(String(b.id ?? ""));
   const input = jsonText(b.input ?? {});
-  const result = options.results?.get(String(b.id ?? ""));
-  if (result !== undefined) options.paired?.add(String(b.id ?? ""));
+  const result = options.pairs?.take(b);
   const resultText = result === undefined ? "" : blocksOf(result.content).map((x) => String(x.text ?? "")).join("\n");
   const error = result?.is_error === true ? " error" : "";
   const lines = lineCount(input) + (result === undefined ? 0 : lineCount(resultText));
@@ -217,39 +237,31 @@ function blockHtml(b: Block, options: HtmlOptions): string {
 }
 
 export function renderItemsHtml(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
-  return itemsHtml(items, { results: toolResults(items), paired: new Set(), prices });
-}
-
-function itemsHtml(items: Item[], options: HtmlOptions): string {
-  return walk(items, {
-    record: (record, continued) => renderRecordHtml(record, { ...options, continued }),
-    compaction: (r) => {
-      const id = isCompactBoundary(r) ? ` id="r-${escapeHtml(uuidOf(r) ?? "")}" data-uuid="${escapeHtml(uuidOf(r) ?? "")}"` : "";
-      return `<div class="compaction"${id}>${escapeHtml(compactionText(r))}</div>`;
-    },
-    branches: (item) => {
-      const n = item.branches.length;
-      const label = item.at === null
-        ? `${plural(n, "separate conversation")} in this session`
-        : `${n} other branch${n === 1 ? "" : "es"} fork${n === 1 ? "s" : ""} here (rewound or retried; not the current branch)`;
-      const inner = item.branches.map((b) => `<div class="branch">${itemsHtml(b, options)}</div>`).join("");
-      return [`<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${inner}</details>`];
-    },
-  }).join("\n");
+  const options = { pairs: pairs(items), prices };
+  const all = (list: Item[]): string =>
+    walk(list, {
+      record: (record, continued) => renderRecordHtml(record, { ...options, continued }),
+      compaction: (r) => {
+        const id = isCompactBoundary(r) ? ` id="r-${escapeHtml(uuidOf(r) ?? "")}" data-uuid="${escapeHtml(uuidOf(r) ?? "")}"` : "";
+        return `<div class="compaction"${id}>${escapeHtml(compactionText(r))}</div>`;
+      },
+      branches: (item) => {
+        const n = item.branches.length;
+        const label = item.at === null
+          ? `${plural(n, "separate conversation")} in this session`
+          : `${n} other branch${n === 1 ? "" : "es"} fork${n === 1 ? "s" : ""} here (rewound or retried; not the current branch)`;
+        const inner = item.branches.map((b) => `<div class="branch">${all(b)}</div>`).join("");
+        return [`<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${inner}</details>`];
+      },
+    }).join("\n");
+  return all(items);
 }
 
 /** A standalone document: nothing fetched from elsewhere. */
 export function renderHtmlDocument(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const id = summary.sessionId ?? summary.dir;
   const title = summary.title ?? `Claude Code session ${id}`;
-  const facts = [
-    ["Session", id],
-    ["Working directory", summary.cwd ?? "unknown"],
-    ["Time", `${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"} (UTC)`],
-    ["Conversation", countsText(summary.counts)],
-    ["Branches", `${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`],
-    ["Usage", usageLine(summary.usage, summary.costUSD)],
-  ];
+  const rows = [["Session", id], ...facts(summary, (cwd) => cwd)];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
@@ -257,7 +269,7 @@ export function renderHtmlDocument(summary: SessionSummary, items: Item[], price
 <style>body{max-width:960px;margin:24px auto;padding:0 16px;background:#f8f9fb}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font:13px system-ui,sans-serif}dt{color:#5b6475}dd{margin:0;overflow-wrap:anywhere}${CONVERSATION_CSS}</style>
 </head><body class="conv">
 <h1>${escapeHtml(title)}</h1>
-<dl>${facts.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("")}</dl>
+<dl>${rows.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("")}</dl>
 <main>
 ${renderItemsHtml(items, prices)}
 </main>
@@ -274,7 +286,7 @@ export function exportText(session: { records: Rec[]; tree: Tree; summary: Sessi
   return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
 }
 
-/** A session as `export` and the viewer write it; with a redactor, each secret of its records (side requests' too: the title) replaced first. */
+/** With a redactor, each secret of the records (side requests' too: the title) is replaced first. */
 export async function exportSession(data: SessionData, format: ExportFormat, prices: PriceTable, redactor: Redactor | null): Promise<string> {
   if (redactor !== null) {
     const all = await redactor.redact([...data.records, ...data.side]);
@@ -285,24 +297,8 @@ export async function exportSession(data: SessionData, format: ExportFormat, pri
 }
 
 export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
-  const u = summary.usage;
-  const cost = summary.costUSD === null ? "unknown (a model is not in the price table)" : usd(summary.costUSD);
-  const lines = [
-    `# Claude Code session ${scrubLine(summary.sessionId ?? summary.dir)}`,
-    "",
-    `- Title: ${summary.title === null ? "(none)" : scrubControl(summary.title)}`,
-    `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubLine(summary.cwd))}`,
-    `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
-    `- Conversation: ${countsText(summary.counts)}`,
-    `- Branches: ${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`,
-    `- Tokens: ${
-      totalTokens(u)
-    } (${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationTokens} cache write, ${u.cacheReadTokens} cache read); estimated cost ${cost}`,
-    "",
-    "---",
-    "",
-  ];
-  return lines.join("\n") + itemsMd(items, prices);
+  const lines = facts(summary, (cwd) => code(scrubLine(cwd))).map(([k, v]) => `- ${k}: ${scrubLine(v)}`);
+  return [`# Claude Code session ${scrubLine(summary.sessionId ?? summary.dir)}`, "", ...lines, "", "---", ""].join("\n") + itemsMd(items, prices);
 }
 
 function itemsMd(items: Item[], prices: PriceTable): string {
@@ -354,7 +350,7 @@ function blockMd(b: Block): string {
   }
 }
 
-/** The longest run of backticks in `text`, in one pass: a text of a million runs is no array of a million matches. */
+/** In one pass: a text of a million runs is no array of a million matches. */
 function longestBackticks(text: string): number {
   let longest = 0;
   for (let i = text.indexOf("`"); i >= 0; i = text.indexOf("`", i)) {
@@ -379,11 +375,8 @@ function code(raw: string): string {
   return longest > 0 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
 }
 
-/** A block folded behind one line: `<details>` (the only HTML of the Markdown), its summary escaped, the body as Markdown inside. */
-function folded(summary: string, body: string): string {
-  const text = scrubLine(summary).replace(/[&<>]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : "&gt;"));
-  return `<details><summary>⚙ ${text}</summary>\n\n${body}\n</details>\n`;
-}
+/** `<details>`, the only HTML of the Markdown: the summary escaped, the body Markdown. */
+const folded = (summary: string, body: string) => `<details><summary>⚙ ${escapeHtml(scrubLine(summary))}</summary>\n\n${body}\n</details>\n`;
 
 type TextStyle = Record<"user" | "assistant" | "tool" | "dim" | "bold", (text: string) => string>;
 
@@ -408,8 +401,7 @@ const paragraphs = (parts: string[]) => parts.map((p, i) => (i === 0 ? p : p.sta
 /** A conversation for a terminal: a tool call in one line with its result folded beneath, context and thinking in a line each. */
 export function renderText(items: Item[], o: TextOptions): string {
   const s = o.style;
-  const results = toolResults(items);
-  const shown = new Set<string>();
+  const pairing = pairs(items);
   let lastEnvironment: string | null = null;
 
   const result = (b: Block): string => {
@@ -444,12 +436,12 @@ export function renderText(items: Item[], o: TextOptions): string {
       case "call": {
         const lines = [`  ${s.tool("●")} ${s.bold(toolLine(b.name, b.input))}`];
         if (o.full) lines.push(indent(scrubControl(jsonText(b.input ?? {})), "    "));
-        const found = typeof b.id === "string" ? results.get(b.id) : undefined;
-        if (found !== undefined) shown.add(String(b.id)), lines.push(result(found));
+        const found = pairing.take(b);
+        if (found !== undefined) lines.push(result(found));
         return lines.join("\n");
       }
       case "result":
-        if (typeof b.tool_use_id === "string" && shown.has(b.tool_use_id)) return null;
+        if (pairing.taken(b)) return null;
         return `  ${s.tool("●")} ${s.dim(`result of ${scrubControl(String(b.tool_use_id ?? "a tool call"))}`)}\n${result(b)}`;
       case "attachment":
         return `  ${attachmentNote(b)}`;

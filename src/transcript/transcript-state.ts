@@ -7,11 +7,11 @@ import { plural } from "../utils/plural.ts";
 
 export type TranscriptState = "missing" | "stub" | "behind" | "intact";
 
-/** How long a prompt or answer may be missing before it counts: Claude Code writes on its own schedule. */
+/** Claude Code writes on its own schedule: a prompt or answer younger than this is not lacking yet. */
 const SETTLE_MS = 1500;
 
-/** `whole`: read from its first byte; `keys`: every text of its user records and queued prompts and its answers' ids; `own`: its typed
- * prompts and answers; `unread`: conversation lines too long to read; `torn`: its last line unfinished or not a JSON object. */
+/** `whole`: read from its first byte; `keys`: every text of its user records and queued prompts, and its answers' ids; `own`: its
+ * typed prompts and answers; `unread`: conversation lines too long to read; `torn`: its last line unfinished or not a JSON object. */
 export interface FileFacts {
   whole: boolean;
   conversation: boolean;
@@ -22,7 +22,7 @@ export interface FileFacts {
   torn: boolean;
 }
 
-/** What the mirror expects the file to hold (its current branch) and everything it holds (null: not known). */
+/** `expected`: what the file should hold (the current branch); `holds`: all the mirror holds (null: not known). */
 export interface MirrorFacts {
   expected: { keys: string[]; at: number; answer: boolean }[];
   holds: Set<string> | null;
@@ -31,7 +31,7 @@ export interface MirrorFacts {
 export interface Verdict {
   state: TranscriptState;
   lacking: { prompts: number; answers: number };
-  /** Typed prompts and answers the file holds and the mirror does not. */
+  /** Typed prompts and answers the mirror does not hold. */
   extra: number;
 }
 
@@ -46,7 +46,7 @@ export function stateWords(v: Verdict): string {
 
 const normalisePrompt = (text: string) => text.replace(/\r\n?/g, "\n").trim();
 
-/** A short, stable key of a prompt, its whitespace trimmed and line endings unified (FNV-1a over two 32-bit lanes, as 16 hex digits). */
+/** Whitespace trimmed, line endings unified; FNV-1a over two 32-bit lanes, as 16 hex digits. */
 export function promptKey(text: string): string {
   const s = normalisePrompt(text);
   let a = 0x811c9dc5;
@@ -126,7 +126,7 @@ export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, la
   }
 }
 
-/** The typed prompts and whole answers of the mirror's current branch as a restore writes it, and every text and answer of the session (`others` too). */
+/** The typed prompts and whole answers of the branch a restore writes, and every text and answer of the session (`others` too). */
 export function mirrorFacts(tree: Tree, others: Rec[] = []): MirrorFacts {
   const expected = new Map<string, MirrorFacts["expected"][number]>();
   for (const r of restorePath(tree)) {
@@ -147,7 +147,7 @@ export function mirrorFacts(tree: Tree, others: Rec[] = []): MirrorFacts {
   return { expected: [...expected.values()], holds };
 }
 
-/** `file` null: there is none. Items younger than `settleMs`, or noted before `since` (a file first read from a tail window), are not lacking. */
+/** Items younger than `settleMs`, or noted before `since` (a file first read from a tail window), are not lacking. */
 export function judge(file: FileFacts | null, mirror: MirrorFacts, o: { now?: number; settleMs?: number; since?: number } = {}): Verdict {
   const lacking = { prompts: 0, answers: 0 };
   if (file === null) return { state: "missing", lacking, extra: 0 };
