@@ -14,20 +14,6 @@ export interface ContextPiece {
 
 export const UNKNOWN_KIND = "sessiontap_context";
 
-/** Pieces of other kinds keep their place. */
-const FIRST_TURN_ORDER = [
-  "environment",
-  "model",
-  "deferred_tools_delta",
-  "agent_listing_delta",
-  "skill_listing",
-  "auto_mode",
-  "total_tokens_reminder",
-  "session_context",
-  "date",
-  "remote_session_change",
-];
-
 /** `read`: what the text was made from (null: it does not read back). */
 interface Kind {
   type: string;
@@ -54,20 +40,21 @@ const MANAGED = "these lines are set by the user's organization's managed settin
 const COMMIT_LINE = "- End git commit messages with:\n";
 const PR_LINE = "- End pull request descriptions with:\n";
 
+/** In the order Claude Code announces a first turn's context in. */
 const KINDS: Kind[] = [
   { type: "environment", role: "system", opens: ENV_HEAD, read: (t) => readEnvironment(t) },
   { type: "model", role: "system", opens: "You are powered by the model ", read: readModel },
   { type: "deferred_tools_delta", role: "system", opens: "The following deferred tools are now available via ", read: readDeferredTools },
   { type: "agent_listing_delta", role: "system", opens: AGENTS_HEAD, read: readAgents },
   { type: "skill_listing", role: "system", opens: SKILLS_HEAD, read: readSkills },
+  // Its words depend on settings they do not all name: only the renderings seen are read back.
+  { type: "auto_mode", role: "system", opens: "While auto mode is active:", read: (t) => (t === AUTO_MODE_BASH_FIRST ? AUTO_MODE_BASH_FIRST_MADE : null) },
   {
     type: "total_tokens_reminder",
     role: "system",
     opens: "<total_tokens>",
     read: (t) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null),
   },
-  // Its words depend on settings they do not all name: only the renderings seen are read back.
-  { type: "auto_mode", role: "system", opens: "While auto mode is active:", read: (t) => (t === AUTO_MODE_BASH_FIRST ? AUTO_MODE_BASH_FIRST_MADE : null) },
   { type: "session_context", role: "user", opens: CONTEXT_HEAD, read: (t) => readSessionContext(t) },
   {
     type: "date",
@@ -185,11 +172,11 @@ export function systemPieces(text: string): ContextPiece[] {
   return cuts.map((from, i) => contextPiece(text.slice(from, i + 1 < cuts.length ? cuts[i + 1] - 2 : text.length), "system"));
 }
 
-/** In the order Claude Code announces a first turn in: the wire no longer says which came first once the model takes system turns. */
+/** In the order of KINDS, other kinds keeping their place: the wire no longer says which came first once the model takes system turns. */
 export function interleave(user: ContextPiece[], system: ContextPiece[]): ContextPiece[] {
   const rank = (list: ContextPiece[]) => {
     let last = -1;
-    return list.map((p) => (last = Math.max(last, FIRST_TURN_ORDER.indexOf(String(p.attachment.type)))));
+    return list.map((p) => (last = Math.max(last, KINDS.findIndex((k) => k.type === p.attachment.type))));
   };
   const [ru, rs] = [rank(user), rank(system)];
   const out: ContextPiece[] = [];

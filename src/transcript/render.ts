@@ -350,15 +350,10 @@ function blockMd(b: Block): string {
   }
 }
 
-/** In one pass: a text of a million runs is no array of a million matches. */
+/** Matched lazily: a text of a million runs is no array of a million matches. */
 function longestBackticks(text: string): number {
   let longest = 0;
-  for (let i = text.indexOf("`"); i >= 0; i = text.indexOf("`", i)) {
-    let j = i;
-    while (text.charCodeAt(j) === 96) j++;
-    longest = Math.max(longest, j - i);
-    i = j;
-  }
+  for (const m of text.matchAll(/`+/g)) longest = Math.max(longest, m[0].length);
   return longest;
 }
 
@@ -370,9 +365,8 @@ function fence(raw: string, lang = ""): string {
 
 function code(raw: string): string {
   const text = scrubControl(raw);
-  const longest = longestBackticks(text);
-  const f = "`".repeat(longest + 1);
-  return longest > 0 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
+  const f = "`".repeat(longestBackticks(text) + 1);
+  return f.length > 1 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
 }
 
 /** `<details>`, the only HTML of the Markdown: the summary escaped, the body Markdown. */
@@ -382,13 +376,8 @@ type TextStyle = Record<"user" | "assistant" | "tool" | "dim" | "bold", (text: s
 
 const same = (text: string) => text;
 export const PLAIN: TextStyle = { user: same, assistant: same, tool: same, dim: same, bold: same };
-export const ANSI_STYLE: TextStyle = {
-  user: (t) => `\x1b[1;36m${t}\x1b[0m`,
-  assistant: (t) => `\x1b[1;32m${t}\x1b[0m`,
-  tool: (t) => `\x1b[35m${t}\x1b[0m`,
-  dim: (t) => `\x1b[2m${t}\x1b[0m`,
-  bold: (t) => `\x1b[1m${t}\x1b[0m`,
-};
+const sgr = (code: string) => (t: string) => `\x1b[${code}m${t}\x1b[0m`;
+export const ANSI_STYLE: TextStyle = { user: sgr("1;36"), assistant: sgr("1;32"), tool: sgr("35"), dim: sgr("2"), bold: sgr("1") };
 
 /** `full`: injected context, environment, thinking, tool inputs and whole results too. */
 type TextOptions = { full: boolean; style: TextStyle; zone: Zone; prices: PriceTable };

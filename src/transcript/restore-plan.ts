@@ -20,7 +20,7 @@ import {
 } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
 
-/** The current branch, compactions as Claude Code records them, each parent re-linked to the nearest kept record (Claude Code resumes from a break only). */
+/** Compactions as Claude Code records them, each parent re-linked to the nearest kept record (Claude Code resumes from a break only). */
 export function planRestore(tree: Tree, target: { sessionId: string; cwd: string; agentId?: string }): { records: Rec[]; leafUuid: string | null } {
   const path = restorePath(tree);
   const records: Rec[] = [];
@@ -160,13 +160,9 @@ function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>
   return { before: [], records, pieces };
 }
 
-function systemMessagePieces(r: Rec): ContextPiece[] {
-  const content = messageOf(r)?.content;
-  const texts = typeof content === "string" ? [content] : Array.isArray(content) ? content.filter(isObject).map((b) => String(b.text ?? "")) : [];
-  return texts.filter((t) => t !== "").flatMap(systemPieces);
-}
+const systemMessagePieces = (r: Rec) => blocksOf(messageOf(r)?.content).map((b) => String(b.text ?? "")).filter((t) => t !== "").flatMap(systemPieces);
 
-/** Claude Code's attachment record of a piece, in the envelope of the record it came with. */
+/** In the envelope of the record it came with. */
 function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
   const { message: _m, type: _t, subtype: _s, uuid: _u, isMeta: _i, toolUseResult: _r, isCompactSummary: _c, ...envelope } = from;
   const out: Rec = {
@@ -180,14 +176,14 @@ function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
   return piece.besideToolResult ? { ...out, renderedBesideToolResult: true } : out;
 }
 
-/** How a message splits; null: written as it is. */
+/** null: written as it is. */
 function splitOf(r: Rec, uses: Map<string, ToolUse>): Split | null {
   const content = messageOf(r)?.content;
   if (r.type !== "user" || !Array.isArray(content) || r.isCompactSummary === true) return null;
   return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, uses) : splitPrompt(r, content);
 }
 
-/** The user message each `role:"system"` message was sent with (its parent, or its child): Claude Code keeps its pieces as that turn's attachments. */
+/** The user message (parent or child) each system message came with: Claude Code keeps its pieces as that turn's attachments. */
 function systemHosts(records: Rec[]): Map<string, string> {
   const hosts = new Map<string, string>();
   records.forEach((r, i) => {
@@ -271,7 +267,7 @@ function toClaudeRecords(
 
 type ToolUse = { name: string; input: unknown };
 
-/** The `toolUseResult` a resumed screen shows where the result says all of it: a Bash command's output as the model read it; other tools show their call. */
+/** What a resumed screen shows of a Bash result that says all of it; other tools show their call. */
 function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
   const c = result.content;
   const texts = typeof c === "string"
@@ -289,7 +285,7 @@ type Said = { kind: string; key: string; where: string; alone?: boolean };
 /** `turns`: the branch's records that hold a prompt; `compactedFirst`: Claude Code compacted before the probe. */
 export type DrillVerdict = { ok: boolean; detail: string; turns: number; compactedFirst: boolean };
 
-/** A block as restore writes it: an image or document the mirror kept only by reference is a text note. */
+/** As restore writes it. */
 const restored = (b: Block) => (isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : b);
 
 /** A tool result's content: text blocks and a string say the same, less the reminders some models get appended; anything else compares as JSON. */

@@ -94,30 +94,19 @@ export function search(
 
 /** About 200 characters around the first match in one line, with the matches inside it. */
 export function snippet(text: string, spans: Span[]): { snippet: string; marks: Span[] } {
-  const [first, firstEnd] = spans[0];
-  const start = Math.max(0, first - 60);
-  const end = Math.min(text.length, Math.max(firstEnd + 100, start + 200));
-  const at = new Map<number, number>();
-  let out = "";
-  for (let i = start; i < end; i++) {
-    const c = text[i];
-    at.set(i, out.length);
-    if (/\s/.test(c)) {
-      if (out.length > 0 && !out.endsWith(" ")) out += " ";
-    } else out += c;
-  }
-  at.set(end, out.length);
-  const marks: Span[] = [];
-  for (const [a, b] of spans) {
-    if (b <= start || a >= end) continue;
-    const ma = at.get(Math.max(a, start))!;
-    const mb = at.get(Math.min(b, end))!;
-    if (mb > ma) marks.push([ma, mb]);
-  }
+  const start = Math.max(0, spans[0][0] - 60);
+  const end = Math.min(text.length, Math.max(spans[0][1] + 100, start + 200));
   const lead = start > 0 ? "…" : "";
-  const trimmed = out.trimEnd();
-  return {
-    snippet: `${lead}${trimmed}${end < text.length ? "…" : ""}`,
-    marks: marks.map(([a, b]) => [a + lead.length, Math.min(b, trimmed.length) + lead.length] as Span).filter(([a, b]) => b > a),
-  };
+  const at: number[] = []; // where each character of the window lands in the snippet
+  let out = lead;
+  for (let i = start; i < end; i++) {
+    at.push(out.length);
+    if (!/\s/.test(text[i])) out += text[i];
+    else if (out.length > lead.length && !out.endsWith(" ")) out += " ";
+  }
+  at.push(out.length);
+  const body = out.trimEnd();
+  const mark = ([a, b]: Span): Span => [at[Math.max(a, start) - start], Math.min(at[Math.min(b, end) - start], body.length)];
+  const marks = spans.filter(([a, b]) => b > start && a < end).map(mark).filter(([a, b]) => b > a);
+  return { snippet: body + (end < text.length ? "…" : ""), marks };
 }
