@@ -210,31 +210,23 @@ function toolPairHtml(b: Block, options: HtmlOptions): string {
     }</pre><div class="tool-out">${inside}</div></details>`;
 }
 
-function blockHtml(b: Block, options: HtmlOptions): string {
-  const text = String(b.text ?? "");
-  switch (kindOf(b)) {
-    case "injected":
-      return `<details class="injected"><summary>${escapeHtml(`⚙ ${injectedSummary(text)}`)}</summary><pre>${escapeHtml(text)}</pre></details>`;
-    case "text":
-      return `<div class="text">${escapeHtml(text)}</div>`;
-    case "thinking":
-      return `<details class="thinking"><summary>Thinking</summary><div class="text">${escapeHtml(String(b.thinking ?? ""))}</div></details>`;
-    case "redacted":
-      return `<div class="attachment">(redacted thinking)</div>`;
-    case "call":
-      return toolPairHtml(b, options);
-    case "result": {
-      const [id, error] = [escapeHtml(String(b.tool_use_id ?? "")), b.is_error === true];
-      return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${id}"><div class="tool-label">Tool result <code>${id}</code>${
-        error ? " (error)" : ""
-      }</div>${resultBody(b, options)}</div>`;
-    }
-    case "attachment":
-      return `<div class="attachment">${escapeHtml(attachmentNote(b))}</div>`;
-    default:
-      return `<details><summary>${escapeHtml(String(b.type ?? "unknown"))} block</summary><pre>${escapeHtml(jsonText(b))}</pre></details>`;
-  }
-}
+const HTML_BLOCKS: Record<Kind, (b: Block, options: HtmlOptions) => string> = {
+  injected: (b) =>
+    `<details class="injected"><summary>${escapeHtml(`⚙ ${injectedSummary(String(b.text))}`)}</summary><pre>${escapeHtml(String(b.text))}</pre></details>`,
+  text: (b) => `<div class="text">${escapeHtml(String(b.text ?? ""))}</div>`,
+  thinking: (b) => `<details class="thinking"><summary>Thinking</summary><div class="text">${escapeHtml(String(b.thinking ?? ""))}</div></details>`,
+  redacted: () => `<div class="attachment">(redacted thinking)</div>`,
+  call: toolPairHtml,
+  result: (b, options) => {
+    const [id, error] = [escapeHtml(String(b.tool_use_id ?? "")), b.is_error === true];
+    const label = `<div class="tool-label">Tool result <code>${id}</code>${error ? " (error)" : ""}</div>`;
+    return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${id}">${label}${resultBody(b, options)}</div>`;
+  },
+  attachment: (b) => `<div class="attachment">${escapeHtml(attachmentNote(b))}</div>`,
+  other: (b) => `<details><summary>${escapeHtml(String(b.type ?? "unknown"))} block</summary><pre>${escapeHtml(jsonText(b))}</pre></details>`,
+};
+
+const blockHtml = (b: Block, options: HtmlOptions) => HTML_BLOCKS[kindOf(b)](b, options);
 
 export function renderItemsHtml(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const options = { pairs: pairs(items), prices };
@@ -325,30 +317,22 @@ function recordMd(r: Rec, continued: boolean, prices: PriceTable): string {
   return head + blocksOf(message?.content).map(blockMd).join("\n") + "\n";
 }
 
-function blockMd(b: Block): string {
-  const text = String(b.text ?? "");
-  switch (kindOf(b)) {
-    case "injected":
-      return folded(`Added by Claude Code: ${injectedSummary(text)}`, fence(text));
-    case "text":
-      return `${scrubControl(text)}\n`;
-    case "thinking":
-      return `**Thinking**\n\n${fence(String(b.thinking ?? ""))}`;
-    case "redacted":
-      return "_(redacted thinking)_\n";
-    case "call":
-      return `**Tool call** ${code(String(b.name ?? "?"))} (${code(String(b.id ?? ""))})\n\n${fence(jsonText(b.input ?? {}), "json")}\n`;
-    case "result": {
-      const label = `**Tool result** (${code(String(b.tool_use_id ?? ""))})${b.is_error === true ? " — error" : ""}`;
-      const parts = blocksOf(b.content).map((x) => (x.type === "text" ? fence(String(x.text ?? "")) : blockMd(x)));
-      return `${label}\n\n${parts.length > 0 ? parts.join("\n") : "_(empty)_\n"}`;
-    }
-    case "attachment":
-      return `${attachmentNote(b)}\n`;
-    default:
-      return `_${String(b.type ?? "block")} block_\n\n${fence(jsonText(b), "json")}\n`;
-  }
-}
+const MD_BLOCKS: Record<Kind, (b: Block) => string> = {
+  injected: (b) => folded(`Added by Claude Code: ${injectedSummary(String(b.text))}`, fence(String(b.text))),
+  text: (b) => `${scrubControl(String(b.text ?? ""))}\n`,
+  thinking: (b) => `**Thinking**\n\n${fence(String(b.thinking ?? ""))}`,
+  redacted: () => "_(redacted thinking)_\n",
+  call: (b) => `**Tool call** ${code(String(b.name ?? "?"))} (${code(String(b.id ?? ""))})\n\n${fence(jsonText(b.input ?? {}), "json")}\n`,
+  result: (b) => {
+    const label = `**Tool result** (${code(String(b.tool_use_id ?? ""))})${b.is_error === true ? " — error" : ""}`;
+    const parts = blocksOf(b.content).map((x) => (x.type === "text" ? fence(String(x.text ?? "")) : blockMd(x)));
+    return `${label}\n\n${parts.length > 0 ? parts.join("\n") : "_(empty)_\n"}`;
+  },
+  attachment: (b) => `${attachmentNote(b)}\n`,
+  other: (b) => `_${String(b.type ?? "block")} block_\n\n${fence(jsonText(b), "json")}\n`,
+};
+
+const blockMd = (b: Block) => MD_BLOCKS[kindOf(b)](b);
 
 /** Matched lazily: a text of a million runs is no array of a million matches. */
 function longestBackticks(text: string): number {

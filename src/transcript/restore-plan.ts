@@ -128,7 +128,7 @@ function typedContent(blocks: Block[]): unknown {
 }
 
 /** One record per tool result, with what the tool returned where the result says it; reminders appended to a result or beside it become pieces. */
-function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>): Split {
+function splitToolResults(r: Rec, content: unknown[], tools: Map<string, string>): Split {
   const pieces: ContextPiece[] = [];
   const kept: unknown[] = [];
   for (const b of content) {
@@ -153,7 +153,7 @@ function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>
   const records = groups.map((blocks, i) => {
     const own: Rec = { ...r, uuid: i === 0 ? id : uuidFrom(`${id}:result:${i}`), message: { ...messageOf(r), content: blocks } };
     const results = blocks.filter((b) => isObject(b) && b.type === "tool_result");
-    const result = results.length === 1 ? toolUseResultOf(uses.get(String(results[0].tool_use_id)), results[0]) : undefined;
+    const result = results.length === 1 ? toolUseResultOf(tools.get(String(results[0].tool_use_id)), results[0]) : undefined;
     if (result !== undefined) own.toolUseResult = result;
     return own;
   });
@@ -177,10 +177,10 @@ function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
 }
 
 /** null: written as it is. */
-function splitOf(r: Rec, uses: Map<string, ToolUse>): Split | null {
+function splitOf(r: Rec, tools: Map<string, string>): Split | null {
   const content = messageOf(r)?.content;
   if (r.type !== "user" || !Array.isArray(content) || r.isCompactSummary === true) return null;
-  return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, uses) : splitPrompt(r, content);
+  return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, tools) : splitPrompt(r, content);
 }
 
 /** The user message (parent or child) each system message came with: Claude Code keeps its pieces as that turn's attachments. */
@@ -208,7 +208,7 @@ function toClaudeRecords(
   const last = new Map<string, string>();
   const hosts = systemHosts(records);
   const hosted = new Map<string, ContextPiece[]>();
-  const uses = new Map<string, ToolUse>();
+  const tools = new Map<string, string>();
   for (const r of records) {
     const host = hosts.get(uuidOf(r) ?? "");
     if (host !== undefined) hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
@@ -229,24 +229,20 @@ function toClaudeRecords(
       continue;
     }
     if (r.type === "assistant") {
-      for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_use") uses.set(String(b.id), { name: String(b.name), input: b.input });
+      for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_use") tools.set(String(b.id), String(b.name));
     }
-    const split = id === null || isCompactBoundary(r) ? null : splitOf(relinked, uses);
+    const split = id === null || isCompactBoundary(r) ? null : splitOf(relinked, tools);
     if (split === null && !hosted.has(id ?? "")) {
       out.push(relinked);
       continue;
     }
-    let parentUuid = parentOf(relinked);
-    for (const b of split?.before ?? []) {
-      out.push({ ...b, parentUuid });
-      parentUuid = b.uuid as string;
-      if (!first.has(id!)) first.set(id!, b.uuid as string);
-    }
     const own = split?.records ?? [relinked];
-    for (const record of own) {
+    let parentUuid = parentOf(relinked);
+    for (const record of [...(split?.before ?? []), ...own]) {
       out.push({ ...record, parentUuid });
       parentUuid = record.uuid as string;
     }
+    if (split !== null && split.before.length > 0) first.set(id!, split.before[0].uuid as string);
     emit({ ...own[0], uuid: id }, interleave(split?.pieces ?? [], hosted.get(id!) ?? []));
     for (const [sys, host] of hosts) if (host === id) last.set(sys, last.get(id!)!);
   }
@@ -265,17 +261,15 @@ function toClaudeRecords(
   return out;
 }
 
-type ToolUse = { name: string; input: unknown };
-
 /** What a resumed screen shows of a Bash result that says all of it; other tools show their call. */
-function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
+function toolUseResultOf(tool: string | undefined, result: Block): unknown {
   const c = result.content;
   const texts = typeof c === "string"
     ? [c]
     : Array.isArray(c) && c.every((b) => isObject(b) && b.type === "text" && typeof b.text === "string")
     ? c.map((b) => b.text)
     : null;
-  if (use?.name !== "Bash" || result.is_error === true || texts === null) return undefined;
+  if (tool !== "Bash" || result.is_error === true || texts === null) return undefined;
   return { stdout: texts.join("\n"), stderr: "", interrupted: false, isImage: false, noOutputExpected: false };
 }
 
@@ -338,15 +332,11 @@ export function compareResume(branch: Rec[], messages: unknown[], probe: string)
       g !== undefined && ((g.kind === "tool result" && !answered.has(g.key.split(" ")[0])) || (g.kind === "answer" && g.alone && w?.kind !== "answer"))
     ) {
       j++;
-    } else if (g === undefined) return verdict(false, `missing ${shown(w!)}`);
-    else if (w === undefined) return verdict(false, `extra ${shown(g)}`);
-    else {
-      if (want.slice(i).some((x) => x.kind === g.kind && x.key === g.key)) return verdict(false, `missing ${shown(w)}`);
-      return verdict(
-        false,
-        w.kind === g.kind ? `missing ${shown(w)} (Claude Code sent instead: ${shown(g)})` : `extra ${shown(g)} (where the mirror has ${shown(w)})`,
-      );
-    }
+    } else if (g === undefined || (w !== undefined && want.slice(i).some((x) => x.kind === g.kind && x.key === g.key))) {
+      return verdict(false, `missing ${shown(w!)}`);
+    } else if (w === undefined) return verdict(false, `extra ${shown(g)}`);
+    else if (w.kind === g.kind) return verdict(false, `missing ${shown(w)} (Claude Code sent instead: ${shown(g)})`);
+    else return verdict(false, `extra ${shown(g)} (where the mirror has ${shown(w)})`);
   }
   return verdict(true, `${want.length} items resumed in order${compactedFirst ? " (Claude Code compacted the conversation first)" : ""}`);
 }
