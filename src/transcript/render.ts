@@ -32,7 +32,7 @@ import {
   uuidOf,
 } from "./records.ts";
 import { countsText, type SessionData, type SessionSummary, summarize } from "./summary.ts";
-import { buildTree, flatten, type Item, outline, type Tree } from "./tree.ts";
+import { buildTree, flatten, type Item, outline } from "./tree.ts";
 import type { Redactor } from "../protocol/secrets.ts";
 
 interface Format {
@@ -271,21 +271,17 @@ ${renderItemsHtml(items, prices)}
 
 export type ExportFormat = "md" | "html" | "jsonl";
 
-/** `jsonl`: the main conversation's records in file order (escaped, not changed); md/html: for people, in reading order. */
-export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat, prices?: PriceTable): string {
-  if (format === "jsonl") return session.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
-  const items = outline(session.tree);
-  return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
-}
-
-/** With a redactor, each secret of the records (side requests' too: the title) is replaced first. */
-export async function exportSession(data: SessionData, format: ExportFormat, prices: PriceTable, redactor: Redactor | null): Promise<string> {
+/** `jsonl`: the main conversation's records in file order (escaped, not changed); md/html: for people, in reading order. With a redactor,
+ * each secret of the records (side requests' too: the title) is replaced first. */
+export async function exportSession(data: SessionData, format: ExportFormat, prices = BUILTIN_PRICES, redactor: Redactor | null = null): Promise<string> {
   if (redactor !== null) {
     const all = await redactor.redact([...data.records, ...data.side]);
     data = { ...data, records: all.slice(0, data.records.length), side: all.slice(data.records.length) };
   }
+  if (format === "jsonl") return data.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
   const tree = buildTree(data.records);
-  return exportText({ records: data.records, tree, summary: summarize(data, tree, prices) }, format, prices);
+  const [summary, items] = [summarize(data, tree, prices), outline(tree)];
+  return format === "html" ? renderHtmlDocument(summary, items, prices) : renderMarkdown(summary, items, prices);
 }
 
 export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {

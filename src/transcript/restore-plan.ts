@@ -36,10 +36,10 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
       const message = apiSafeMessage(messageOf(r)!);
       // An answer cut off before its first block is left out: the API refuses an empty message.
       if (!Array.isArray(message.content) || message.content.length > 0) {
-        const out: Rec = { ...r, ...envelope, parentUuid: parentOf(r) === null ? null : previous, message };
-        if (target.agentId === undefined) delete out.agentId;
-        else out.agentId = target.agentId;
-        records.push(out);
+        const own: Rec = { ...r, ...envelope, parentUuid: parentOf(r) === null ? null : previous, message };
+        if (target.agentId === undefined) delete own.agentId;
+        else own.agentId = target.agentId;
+        records.push(own);
         previous = id;
       }
     }
@@ -47,16 +47,22 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
   }
   const ids = path.map((r) => uuidOf(r)!);
   const kept = new Set(records.map((r) => uuidOf(r)!));
-  // A compaction's kept segment, its head at or after the one the mirror names, its tail at or before; null: it is dropped.
-  const segmentOf = (segment: Record<string, unknown>) => {
+  const { out, first, last } = toClaudeRecords(records);
+  const at = (map: Map<string, string>, id: string) => map.get(id) ?? id;
+  for (const r of out) {
+    if (typeof r.logicalParentUuid === "string") r.logicalParentUuid = at(last, r.logicalParentUuid);
+    const meta = isObject(r.compactMetadata) ? r.compactMetadata : null;
+    if (meta === null || !isObject(meta.preservedSegment)) continue;
+    // The kept segment: its head at or after the one the mirror names, its tail at or before, as written; else it is dropped.
+    const { preservedSegment: segment, preservedMessages: _list, ...rest } = meta;
     const head = typeof segment.headUuid === "string" ? ids.indexOf(segment.headUuid) : -1;
     const headUuid = head < 0 ? undefined : ids.slice(head).find((id) => kept.has(id));
     const tailUuid = typeof segment.tailUuid === "string" ? keptBefore.get(segment.tailUuid) : undefined;
     const anchorUuid = typeof segment.anchorUuid === "string" && kept.has(segment.anchorUuid) ? segment.anchorUuid : undefined;
-    return headUuid && tailUuid && anchorUuid ? { headUuid, tailUuid, anchorUuid } : null;
-  };
-  const written = toClaudeRecords(records, segmentOf);
-  return { records: written, leafUuid: written.length === 0 ? null : uuidOf(written[written.length - 1]) };
+    const ends = headUuid && tailUuid && anchorUuid ? { headUuid: at(first, headUuid), tailUuid: at(last, tailUuid), anchorUuid: at(last, anchorUuid) } : null;
+    r.compactMetadata = ends === null ? rest : { ...rest, preservedSegment: { ...segment, ...ends } };
+  }
+  return { records: out, leafUuid: out.length === 0 ? null : uuidOf(out[out.length - 1]) };
 }
 
 /** Claude Code's `last-prompt` record: the last typed prompt, cut as it cuts it, and the leaf its session list resumes from. */
@@ -197,12 +203,8 @@ function systemHosts(records: Rec[]): Map<string, string> {
   return hosts;
 }
 
-/** A restored chain in Claude Code's records: command pieces, the prompt, then the turn's context as attachments; what pointed at a split
- *  message points at its last record, a kept segment's head at its first, as `segmentOf` resolved it on the mirror's branch. */
-function toClaudeRecords(
-  records: Rec[],
-  segmentOf: (segment: Record<string, unknown>) => Record<"headUuid" | "tailUuid" | "anchorUuid", string> | null,
-): Rec[] {
+/** Command pieces, the prompt, then the turn's context as attachments; `first` and `last`: a split message's first and last records. */
+function toClaudeRecords(records: Rec[]): { out: Rec[]; first: Map<string, string>; last: Map<string, string> } {
   const out: Rec[] = [];
   const first = new Map<string, string>();
   const last = new Map<string, string>();
@@ -246,19 +248,7 @@ function toClaudeRecords(
     emit({ ...own[0], uuid: id }, interleave(split?.pieces ?? [], hosted.get(id!) ?? []));
     for (const [sys, host] of hosts) if (host === id) last.set(sys, last.get(id!)!);
   }
-  for (const r of out) {
-    if (typeof r.logicalParentUuid === "string" && last.has(r.logicalParentUuid)) r.logicalParentUuid = last.get(r.logicalParentUuid);
-    const meta = isObject(r.compactMetadata) ? r.compactMetadata : null;
-    if (meta === null || !isObject(meta.preservedSegment)) continue;
-    const { preservedSegment: segment, preservedMessages: _list, ...rest } = meta;
-    const ends = segmentOf(segment);
-    const at = (map: Map<string, string>, id: string) => map.get(id) ?? id;
-    r.compactMetadata = ends === null ? rest : {
-      ...rest,
-      preservedSegment: { ...segment, headUuid: at(first, ends.headUuid), tailUuid: at(last, ends.tailUuid), anchorUuid: at(last, ends.anchorUuid) },
-    };
-  }
-  return out;
+  return { out, first, last };
 }
 
 /** What a resumed screen shows of a Bash result that says all of it; other tools show their call. */
