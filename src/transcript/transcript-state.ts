@@ -1,7 +1,7 @@
 // The one judge of Claude Code's own transcript against the mirror (docs/DESIGN.md "One judge of Claude Code's transcript"). Pure.
 import { COMPACTION_PREFIX, SUMMARY_INSTRUCTION_PREFIX } from "../protocol/classify.ts";
 import { isObject, jsonObject } from "../protocol/json.ts";
-import { blocksOf, isInjectedText, messageOf, type Rec, timeOf } from "./records.ts";
+import { blocksOf, isConversation, isInjectedText, messageOf, type Rec, timeOf } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
 import { plural } from "../utils/plural.ts";
 
@@ -75,12 +75,17 @@ export function promptCandidates(messages: readonly { role: string; content: unk
 
 export const answerKey = (id: string) => `a:${id}`;
 
-function answerId(r: Rec): string | null {
-  const id = messageOf(r)?.id;
-  return typeof id === "string" && id !== "" ? id : null;
-}
-
 const textsOf = (content: unknown) => blocksOf(content).flatMap((b) => (typeof b.text === "string" ? [b.text] : []));
+
+/** `all`: every text of a user record, or an answer's id; `typed`: its typed prompts, or the answer. */
+function keysOf(r: Rec): { all: string[]; typed: string[] } {
+  const message = messageOf(r);
+  if (r.type === "user" && message !== null) {
+    return { all: textsOf(message.content).map(promptKey), typed: promptCandidates([{ role: "user", content: message.content }]).map(promptKey) };
+  }
+  const id = r.type === "assistant" ? message?.id : undefined;
+  return typeof id === "string" && id !== "" ? { all: [answerKey(id)], typed: [answerKey(id)] } : { all: [], typed: [] };
+}
 
 export const newFileFacts = (whole = true): FileFacts => ({ whole, conversation: false, records: 0, keys: new Set(), own: new Set(), unread: 0, torn: false });
 
@@ -90,8 +95,7 @@ const decoder = new TextDecoder();
 export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, last = false): void {
   const text = decoder.decode(bytes);
   if (!oversized && text.trim() === "") return;
-  const user = text.includes('"type":"user"');
-  const conversation = user || text.includes('"type":"assistant"');
+  const conversation = text.includes('"type":"user"') || text.includes('"type":"assistant"');
   if (oversized) {
     f.torn = false;
     if (!conversation) return;
@@ -108,18 +112,14 @@ export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, la
   const r = jsonObject(text);
   f.torn = last || r === null;
   if (r === null) return;
-  const message = messageOf(r);
-  if ((r.type === "user" || r.type === "assistant") && message !== null) {
+  if (isConversation(r)) {
     f.conversation = true;
     f.records++;
   }
-  if (r.type === "user" && message !== null) {
-    for (const t of textsOf(message.content)) f.keys.add(promptKey(t));
-    for (const t of promptCandidates([{ role: "user", content: message.content }])) f.own.add(promptKey(t));
-  } else if (r.type === "assistant" && answerId(r) !== null) {
-    f.keys.add(answerKey(answerId(r)!));
-    f.own.add(answerKey(answerId(r)!));
-  } else if (r.type === "queue-operation" && typeof r.content === "string") {
+  const { all, typed } = keysOf(r);
+  for (const k of all) f.keys.add(k);
+  for (const k of typed) f.own.add(k);
+  if (r.type === "queue-operation" && typeof r.content === "string") {
     f.keys.add(promptKey(r.content));
   } else if (r.type === "attachment" && isObject(r.attachment) && r.attachment.type === "queued_command") {
     for (const v of [r.attachment.prompt, r.attachment.content]) for (const t of typeof v === "string" ? [v] : textsOf(v)) f.keys.add(promptKey(t));
@@ -130,21 +130,11 @@ export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, la
 export function mirrorFacts(tree: Tree, others: Rec[] = []): MirrorFacts {
   const expected = new Map<string, MirrorFacts["expected"][number]>();
   for (const r of restorePath(tree)) {
-    if (r.reconstructed === true || r.isSidechain === true || r.isCompactSummary === true) continue;
-    const message = messageOf(r);
-    if (r.type === "user" && message !== null) {
-      const keys = promptCandidates([{ role: "user", content: message.content }]).map(promptKey);
-      if (keys.length > 0) expected.set(keys.join(" "), { keys, at: timeOf(r), answer: false });
-    } else if (r.type === "assistant" && answerId(r) !== null && message?.stop_reason !== "interrupted") {
-      expected.set(answerKey(answerId(r)!), { keys: [answerKey(answerId(r)!)], at: timeOf(r), answer: true });
-    }
+    if (r.reconstructed === true || r.isSidechain === true || r.isCompactSummary === true || messageOf(r)?.stop_reason === "interrupted") continue;
+    const keys = keysOf(r).typed;
+    if (keys.length > 0) expected.set(keys.join(" "), { keys, at: timeOf(r), answer: r.type === "assistant" });
   }
-  const holds = new Set<string>();
-  for (const r of [...tree.nodes, ...others]) {
-    if (r.type === "user") { for (const t of textsOf(messageOf(r)?.content)) holds.add(promptKey(t)); }
-    else if (r.type === "assistant" && answerId(r) !== null) holds.add(answerKey(answerId(r)!));
-  }
-  return { expected: [...expected.values()], holds };
+  return { expected: [...expected.values()], holds: new Set([...tree.nodes, ...others].flatMap((r) => keysOf(r).all)) };
 }
 
 /** Items younger than `settleMs`, or noted before `since` (a file first read from a tail window), are not lacking. */
