@@ -40,29 +40,22 @@ const MANAGED = "these lines are set by the user's organization's managed settin
 const COMMIT_LINE = "- End git commit messages with:\n";
 const PR_LINE = "- End pull request descriptions with:\n";
 
+const readTokens = (t: string) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null);
+const readDate = (t: string) => (/^Today's date is \d{4}-\d{2}-\d{2}\.$/.test(t) ? { date: t.slice("Today's date is ".length, -1) } : null);
+
 /** In the order Claude Code announces a first turn's context in. */
 const KINDS: Kind[] = [
-  { type: "environment", role: "system", opens: ENV_HEAD, read: (t) => readEnvironment(t) },
+  { type: "environment", role: "system", opens: ENV_HEAD, read: readEnvironment },
   { type: "model", role: "system", opens: "You are powered by the model ", read: readModel },
   { type: "deferred_tools_delta", role: "system", opens: "The following deferred tools are now available via ", read: readDeferredTools },
   { type: "agent_listing_delta", role: "system", opens: AGENTS_HEAD, read: readAgents },
   { type: "skill_listing", role: "system", opens: SKILLS_HEAD, read: readSkills },
   // Its words depend on settings they do not all name: only the renderings seen are read back.
   { type: "auto_mode", role: "system", opens: "While auto mode is active:", read: (t) => (t === AUTO_MODE_BASH_FIRST ? AUTO_MODE_BASH_FIRST_MADE : null) },
-  {
-    type: "total_tokens_reminder",
-    role: "system",
-    opens: "<total_tokens>",
-    read: (t) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null),
-  },
-  { type: "session_context", role: "user", opens: CONTEXT_HEAD, read: (t) => readSessionContext(t) },
-  {
-    type: "date",
-    role: "system",
-    opens: "Today's date is ",
-    read: (t) => (/^Today's date is \d{4}-\d{2}-\d{2}\.$/.test(t) ? { date: t.slice("Today's date is ".length, -1) } : null),
-  },
-  { type: "remote_session_change", role: "user", besideToolResult: true, opens: ATTRIBUTION_HEAD, read: (t) => readAttribution(t) },
+  { type: "total_tokens_reminder", role: "system", opens: "<total_tokens>", read: readTokens },
+  { type: "session_context", role: "user", opens: CONTEXT_HEAD, read: readSessionContext },
+  { type: "date", role: "system", opens: "Today's date is ", read: readDate },
+  { type: "remote_session_change", role: "user", besideToolResult: true, opens: ATTRIBUTION_HEAD, read: readAttribution },
 ];
 
 const AUTO_MODE_BASH_FIRST_MADE = {
