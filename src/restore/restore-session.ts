@@ -27,7 +27,6 @@ export interface RestoreOutcome {
   records: number;
   counts: Counts;
   leafUuid: string | null;
-  /** Claude Code's title, when the mirror saw it (written as its `ai-title` record). */
   title: string | null;
   subagents: SubagentOutcome[];
 }

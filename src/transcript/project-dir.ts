@@ -10,7 +10,6 @@ export function javaHash(text: string): number {
   return h;
 }
 
-/** `/home/me/my.app` → `-home-me-my-app`. */
 export function encodeProjectDir(cwd: string): string {
   const name = cwd.replace(/[^a-zA-Z0-9]/g, "-");
   return name.length <= MAX_PROJECT_DIR ? name : `${name.slice(0, MAX_PROJECT_DIR)}-${Math.abs(javaHash(cwd)).toString(36)}`;

@@ -133,7 +133,6 @@ export function terminalSafeJson(json: string): string {
   return json.replace(/[\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
-/** Each wrapper's tag and what it holds; a text without any is one part with tag "". */
 export function injectedParts(text: string): { tag: string; inner: string }[] {
   const parts = [...text.matchAll(/<([a-z][a-z0-9-]*)>([\s\S]*?)<\/\1>/g)].map((m) => ({ tag: m[1], inner: scrubControl(m[2]).trim() }));
   return parts.length > 0 ? parts : [{ tag: "", inner: scrubControl(text).trim() }];
@@ -141,7 +140,6 @@ export function injectedParts(text: string): { tag: string; inner: string }[] {
 
 const size = (text: string) => bytesShort(new TextEncoder().encode(text).length);
 
-/** Readers show this line instead of kilobytes repeated each turn. */
 export function injectedSummary(text: string): string {
   const parts = injectedParts(text);
   const byTag = new Map(parts.map((p) => [p.tag, p.inner]));
@@ -196,7 +194,6 @@ function toolWhat(name: string, input: Record<string, unknown>): string {
   return Object.keys(input).length === 0 ? "" : compactJson(input);
 }
 
-/** `Bash: ls -la`, `Grep: TODO in src`: at most 160 characters. */
 export function toolLine(name: unknown, input: unknown): string {
   const tool = typeof name === "string" && name !== "" ? oneLine(scrubControl(name), 160) : "tool";
   const detail = oneLine(scrubControl(toolWhat(tool, isObject(input) ? input : {})), 160 - tool.length - 2);

@@ -101,7 +101,6 @@ function escapeHtml(text: string): string {
   return scrubControl(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
-/** A session's facts, as the HTML and Markdown documents head it; `path` formats the working directory. */
 function facts(s: SessionSummary, path: (cwd: string) => string): [string, string][] {
   const u = s.usage;
   const cost = s.costUSD === null ? "unknown (a model is not in the price table)" : usd(s.costUSD);
@@ -116,7 +115,6 @@ function facts(s: SessionSummary, path: (cwd: string) => string): [string, strin
   ];
 }
 
-/** The stylesheet of rendered conversations (also part of the viewer page). */
 export const CONVERSATION_CSS = `
 .conv{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2330}
 .rec{border:1px solid #d8dde6;border-radius:8px;margin:10px 0;padding:8px 12px;background:#fff;min-width:0;overflow-wrap:anywhere}
@@ -367,7 +365,6 @@ const indent = (text: string, prefix = "  ") => text.split("\n").map((l) => (l =
 /** Message blocks separated by a blank line; an indented one (a further block of the same answer, the environment line) joins the one before. */
 const paragraphs = (parts: string[]) => parts.map((p, i) => (i === 0 ? p : p.startsWith(" ") || p.startsWith("\x1b[2m ") ? `\n${p}` : `\n\n${p}`)).join("");
 
-/** A conversation for a terminal: a tool call in one line with its result folded beneath, context and thinking in a line each. */
 export function renderText(items: Item[], o: TextOptions): string {
   const s = o.style;
   const pairing = pairs(items);

@@ -65,7 +65,6 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
   return { records: out, leafUuid: out.length === 0 ? null : uuidOf(out[out.length - 1]) };
 }
 
-/** Claude Code's `last-prompt` record: the last typed prompt, cut as it cuts it, and the leaf its session list resumes from. */
 export function lastPromptRecord(sessionId: string, records: Rec[]): Rec | null {
   const typed = records.findLast(isTypedPrompt);
   const leaf = records.findLast(isConversation);
@@ -100,7 +99,6 @@ const TRAILING_REMINDER = /\n\n(<system-reminder>\n(?:(?!<\/system-reminder>)[\s
 /** One mirrored message as records before it, its own (the first keeps its uuid), and context pieces after them. */
 type Split = { before: Rec[]; records: Rec[]; pieces: ContextPiece[] };
 
-/** A prompt: leading command records and reminders, then what was typed. */
 function splitPrompt(r: Rec, content: unknown[]): Split | null {
   const blocks = content.filter(isObject) as Block[];
   if (blocks.length !== content.length) return null;
@@ -168,7 +166,6 @@ function splitToolResults(r: Rec, content: unknown[], tools: Map<string, string>
 
 const systemMessagePieces = (r: Rec) => blocksOf(messageOf(r)?.content).map((b) => String(b.text ?? "")).filter((t) => t !== "").flatMap(systemPieces);
 
-/** In the envelope of the record it came with. */
 function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
   const { message: _m, type: _t, subtype: _s, uuid: _u, isMeta: _i, toolUseResult: _r, isCompactSummary: _c, ...envelope } = from;
   const out: Rec = {
@@ -182,7 +179,6 @@ function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
   return piece.besideToolResult ? { ...out, renderedBesideToolResult: true } : out;
 }
 
-/** null: written as it is. */
 function splitOf(r: Rec, tools: Map<string, string>): Split | null {
   const content = messageOf(r)?.content;
   if (r.type !== "user" || !Array.isArray(content) || r.isCompactSummary === true) return null;
@@ -269,7 +265,6 @@ type Said = { kind: string; key: string; where: string; alone?: boolean };
 /** `turns`: the branch's records that hold a prompt; `compactedFirst`: Claude Code compacted before the probe. */
 export type DrillVerdict = { ok: boolean; detail: string; turns: number; compactedFirst: boolean };
 
-/** As restore writes it. */
 const restored = (b: Block) => (isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : b);
 
 /** A tool result's content: text blocks and a string say the same, less the reminders some models get appended; anything else compares as JSON. */

@@ -51,14 +51,12 @@ export function termsPattern(query: string): RegExp | null {
   return all.length === 0 ? null : new RegExp(all.map(escapeRegex).join("|"), "giu");
 }
 
-/** Records holding every term. */
 export function termsMatcher(query: string): Matcher | null {
   const any = termsPattern(query);
   const each = terms(query).map((t) => new RegExp(escapeRegex(t), "iu"));
   return any === null ? null : (text) => (each.every((re) => re.test(text)) ? spansOf(any, text) : []);
 }
 
-/** The records of `sessions` that match, in the sessions' order and each session's file order, at most `limit`. */
 export function search(
   sessions: { sessionId: string | null; dir: string; title?: string | null; records: Rec[] }[],
   match: Matcher,

@@ -72,7 +72,6 @@ export interface SessionSummary {
   firstPrompt: string | null;
   /** Claude Code's generated title, else the first prompt. */
   title: string | null;
-  /** Of every answer: conversation, subagents, side requests. */
   usage: TokenCounts;
   costUSD: number | null;
   models: string[];
@@ -120,7 +119,6 @@ export function summarize(data: SessionData, tree: Tree = buildTree(data.records
   };
 }
 
-/** What `usage` and the viewer's chart sum. */
 export function sessionUsage(data: SessionData, prices: PriceTable): SessionAnswers {
   const s = summarize(data, buildTree(data.records), prices);
   return { sessionId: s.sessionId, dir: data.dir, cwd: s.cwd, title: s.title, answers: sessionAnswers(data) };

@@ -31,7 +31,6 @@ export interface MirrorFacts {
 export interface Verdict {
   state: TranscriptState;
   lacking: { prompts: number; answers: number };
-  /** Typed prompts and answers the mirror does not hold. */
   extra: number;
 }
 
@@ -39,7 +38,6 @@ export function lackingWords(l: Verdict["lacking"]): string {
   return [l.prompts > 0 ? plural(l.prompts, "prompt") : "", l.answers > 0 ? plural(l.answers, "answer") : ""].filter(Boolean).join(" and ") || "nothing";
 }
 
-/** A state as readers print it: "behind (lacks 2 prompts of the mirror's current branch)". */
 export function stateWords(v: Verdict): string {
   return v.state === "behind" ? `behind (lacks ${lackingWords(v.lacking)} of the mirror's current branch)` : v.state;
 }

@@ -73,7 +73,6 @@ function walkUp(from: Rec | null, next: (r: Rec) => Rec | null): Rec[] {
   return out.reverse();
 }
 
-/** By `parentUuid` alone: what Claude Code itself would load. */
 export const currentBranch = (tree: Tree) => walkUp(tree.newestLeaf, (r) => parentRec(tree, r));
 
 /** The current branch continued across compaction boundaries to what they compacted. */
