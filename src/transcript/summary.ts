@@ -2,7 +2,7 @@
 import { jsonObject } from "../protocol/json.ts";
 import { plural } from "../utils/plural.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { type SessionAnswers, sessionAnswers, type TokenCounts, totalsOf } from "../usage/tokens.ts";
+import { type SessionAnswers, sessionAnswers, totalsOf } from "../usage/tokens.ts";
 import {
   blocksOf,
   firstPrompt,
@@ -56,37 +56,15 @@ export function countsText(c: Counts): string {
   return `${plural(c.prompts, "prompt")} and ${plural(c.answers, "answer")}${more.some(Boolean) ? ` (${more.filter(Boolean).join("; ")})` : ""}`;
 }
 
-export interface SessionSummary {
-  sessionId: string | null;
-  dir: string;
-  firstTimestamp: string | null;
-  lastTimestamp: string | null;
-  records: number;
-  counts: Counts;
-  subagentAnswers: number;
-  sideAnswers: number;
-  bytes: number;
-  files: number;
-  cwd: string | null;
-  gitBranch: string | null;
-  firstPrompt: string | null;
-  /** Claude Code's generated title, else the first prompt. */
-  title: string | null;
-  usage: TokenCounts;
-  costUSD: number | null;
-  models: string[];
-  leafUuid: string | null;
-  leaves: number;
-  compactions: number;
-  malformedLines: number;
-}
+/** A session's facts, as `list --json` writes them; `title`: Claude Code's generated title, else the first prompt. */
+export type SessionSummary = ReturnType<typeof summarize>;
 
 export function sessionIdOf(dir: string, records: Rec[]): string | null {
   const id = records.find((r) => typeof r.sessionId === "string" && r.sessionId !== "")?.sessionId;
   return typeof id === "string" ? id : dir === "unknown" || dir.startsWith("inv-") ? null : dir;
 }
 
-export function summarize(data: SessionData, tree: Tree = buildTree(data.records), prices: PriceTable = BUILTIN_PRICES): SessionSummary {
+export function summarize(data: SessionData, tree: Tree = buildTree(data.records), prices: PriceTable = BUILTIN_PRICES) {
   const times = data.records.map(timeOf).filter(Number.isFinite);
   const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
   // The newest value on the current branch, else anywhere.
