@@ -4,20 +4,12 @@ import { isObject } from "../protocol/json.ts";
 import { isCompactBoundary, isCompactSummary, parentOf, type Rec, timeOf, uuidOf } from "./records.ts";
 
 /** `nodes`: the first record of each uuid, in file order; `children` oldest first; `bestLeaf`: each subtree's newest leaf; `order`: file positions. */
-export interface Tree {
-  nodes: Rec[];
-  byUuid: Map<string, Rec>;
-  children: Map<string, Rec[]>;
-  roots: Rec[];
-  newestLeaf: Rec | null;
-  bestLeaf: Map<string, Rec>;
-  order: Map<string, number>;
-}
+export type Tree = ReturnType<typeof buildTree>;
 
 /** A compaction is its boundary, or the summary starting a new root; branches fork after `at` (null: not connected). */
 export type Item = { kind: "record"; record: Rec } | { kind: "compaction"; record: Rec } | { kind: "branches"; at: string | null; branches: Item[][] };
 
-export function buildTree(records: Rec[]): Tree {
+export function buildTree(records: Rec[]) {
   const nodes: Rec[] = [];
   const byUuid = new Map<string, Rec>();
   const order = new Map<string, number>();
