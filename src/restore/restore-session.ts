@@ -1,5 +1,5 @@
-// Putting a mirrored session back where `claude --resume ID` finds it, for `restore`, the viewer and the drill: its current branch, its
-// subagents and its title, each file judged first (docs/DESIGN.md "One judge of Claude Code's transcript").
+// A mirrored session put back where `claude --resume ID` finds it (`restore`, the viewer, the drill): its current branch, subagents
+// and title, each file judged first (docs/DESIGN.md "One judge of Claude Code's transcript").
 import { dirname } from "node:path/posix";
 import { isObject } from "../protocol/json.ts";
 import { transcriptName } from "../protocol/session-id.ts";
@@ -27,7 +27,6 @@ export interface RestoreOutcome {
   records: number;
   counts: Counts;
   leafUuid: string | null;
-  /** The title Claude Code gave the session, when the mirror saw it (written as its `ai-title` record). */
   title: string | null;
   subagents: SubagentOutcome[];
 }
@@ -42,7 +41,7 @@ export interface SubagentOutcome {
   error?: string;
 }
 
-/** Done (or would be), or refused with one line saying why; `problems`: subagents not restored, a line each (exit 1). */
+/** `why`: one line; `problems`: subagents not restored, a line each (exit 1). */
 export type RestoreResult =
   | { ok: true; outcome: RestoreOutcome; problems: string[] }
   | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
@@ -57,7 +56,7 @@ export interface RestoreRequest {
 
 class LeftAlone extends Error {}
 
-/** What stands at `path`, read with bounded memory, a regular file of this user only (docs/RELIABILITY.md "Trust boundaries"), judged. */
+/** A regular file of this user only, read with bounded memory (docs/RELIABILITY.md "Trust boundaries"). */
 async function examine(fs: FsAdapter, path: string, mirror: MirrorFacts, now: number) {
   const info = await fs.lstat(path);
   if (info !== null && !info.isFile) throw new LeftAlone(`${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone`);
@@ -69,10 +68,10 @@ async function examine(fs: FsAdapter, path: string, mirror: MirrorFacts, now: nu
   return { info, facts: read.facts, verdict: judge(read.facts, mirror, { now }) };
 }
 
-/** A missing file is created; a stub or a behind one replaced, the old kept beside it; an intact one only with `force`. */
+/** A stub or a behind file is replaced (the old kept beside it), an intact one only with `force`. */
 const actionOf = (verdict: Verdict, force: boolean) => verdict.state === "missing" ? "create" : verdict.state !== "intact" || force ? "replace" : null;
 
-/** Publishes without clobbering a file that appeared or changed meanwhile; a new file's directory is made 0700. */
+/** Never clobbers a file that appeared or changed meanwhile. */
 async function place(fs: FsAdapter, path: string, data: string, info: Awaited<ReturnType<typeof examine>>["info"], now: number) {
   if (info === null) await fs.mkdir(dirname(path), 0o700);
   const done = info === null ? await publishNew(fs, path, data) : await replaceWithBackup(fs, path, data, info, now);
@@ -82,7 +81,7 @@ async function place(fs: FsAdapter, path: string, data: string, info: Awaited<Re
 
 const jsonl = (records: Record<string, unknown>[]) => records.map((r) => compactJson(r) + "\n").join("");
 
-/** The file is new (0600), so Claude Code's cleanup by age does not take it again the next day; what the old file held besides its conversation is kept. */
+/** A new file (0600), so Claude Code's cleanup by age does not take it again the next day; what the old one held besides its conversation stays. */
 export async function restoreSession(
   fs: FsAdapter,
   session: { summary: SessionSummary; tree: Tree; others: OtherConversations },
@@ -160,10 +159,10 @@ export async function restoreSession(
   return { ok: true, outcome, problems };
 }
 
-/** Claude Code's request bookkeeping for a conversation: tied to the records being replaced, so not carried over. */
+/** Claude Code's bookkeeping of the records being replaced. */
 const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blob", "api-request-shape", "api-request-resumed", "queue-operation"]);
 
-/** A replaced file's records without a `uuid` (a title, a tag; at most 1 MiB) but the old chain's bookkeeping, and the first other session named. */
+/** Records without a `uuid` (a title, a tag; at most 1 MiB) but the old chain's bookkeeping, and the first other session named. */
 async function besidesConversation(fs: FsAdapter, path: string, sessionId: string): Promise<{ kept: Record<string, unknown>[]; foreign: string | null }> {
   const kept: Record<string, unknown>[] = [];
   let foreign: string | null = null;
@@ -227,7 +226,7 @@ function shellQuote(path: string): string {
   return `$'${path.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\x00-\x1f\x7f-\x9f]/g, hex)}'`;
 }
 
-/** Each subagent where Claude Code 2.1.328 keeps it, `<project>/<session>/subagents/agent-<id>.jsonl`, judged as the main file is; never throws. */
+/** Where Claude Code 2.1.328 keeps them, `<project>/<session>/subagents/agent-<id>.jsonl`; never throws. */
 async function restoreSubagents(fs: FsAdapter, others: OtherConversations, target: { sessionId: string; cwd: string }, mainPath: string, o: RestoreRequest) {
   const outcomes: SubagentOutcome[] = [];
   let unnamed = 0;

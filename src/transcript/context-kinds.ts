@@ -1,36 +1,20 @@
-// The context Claude Code injects, read back from the words it sent into the `attachment` records it keeps for it — what each piece was made
-// from, its text and its role — by the template it renders each kind with (docs/DESIGN.md "Restore"); an unknown piece keeps its text. Pure.
+// Claude Code's injected context read back from the words it sent into the `attachment` records it keeps, by the template of each
+// kind (docs/DESIGN.md "Restore"); an unknown piece keeps its text. Pure.
 
-export const REMINDER_OPEN = "<system-reminder>\n";
-export const REMINDER_CLOSE = "\n</system-reminder>";
+const REMINDER_OPEN = "<system-reminder>\n";
+const REMINDER_CLOSE = "\n</system-reminder>";
 
-/** One piece as Claude Code records it: its `attachment` (type, what it was made from), the role it renders for, its text with tags. */
+/** `attachment`: the kind and what it was made from; `rendered`: its text with tags; attribution rides `besideToolResult`. */
 export interface ContextPiece {
   attachment: Record<string, unknown>;
   renderedRole: "user" | "system";
-  /** Attribution rides beside a tool result rather than in it. */
   besideToolResult?: true;
   rendered: string;
 }
 
-/** The kind a restore writes for context it does not recognise. */
 export const UNKNOWN_KIND = "sessiontap_context";
 
-/** The order Claude Code announces a first turn's context in; pieces of other kinds keep their place. */
-const FIRST_TURN_ORDER = [
-  "environment",
-  "model",
-  "deferred_tools_delta",
-  "agent_listing_delta",
-  "skill_listing",
-  "auto_mode",
-  "total_tokens_reminder",
-  "session_context",
-  "date",
-  "remote_session_change",
-];
-
-/** A kind: how its text opens, and what it was made from (null: the text does not read back). */
+/** `read`: what the text was made from (null: it does not read back). */
 interface Kind {
   type: string;
   role: "user" | "system";
@@ -56,28 +40,22 @@ const MANAGED = "these lines are set by the user's organization's managed settin
 const COMMIT_LINE = "- End git commit messages with:\n";
 const PR_LINE = "- End pull request descriptions with:\n";
 
+const readTokens = (t: string) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null);
+const readDate = (t: string) => (/^Today's date is \d{4}-\d{2}-\d{2}\.$/.test(t) ? { date: t.slice("Today's date is ".length, -1) } : null);
+
+/** In the order Claude Code announces a first turn's context in. */
 const KINDS: Kind[] = [
-  { type: "environment", role: "system", opens: ENV_HEAD, read: (t) => readEnvironment(t) },
+  { type: "environment", role: "system", opens: ENV_HEAD, read: readEnvironment },
   { type: "model", role: "system", opens: "You are powered by the model ", read: readModel },
   { type: "deferred_tools_delta", role: "system", opens: "The following deferred tools are now available via ", read: readDeferredTools },
   { type: "agent_listing_delta", role: "system", opens: AGENTS_HEAD, read: readAgents },
   { type: "skill_listing", role: "system", opens: SKILLS_HEAD, read: readSkills },
-  {
-    type: "total_tokens_reminder",
-    role: "system",
-    opens: "<total_tokens>",
-    read: (t) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null),
-  },
   // Its words depend on settings they do not all name: only the renderings seen are read back.
   { type: "auto_mode", role: "system", opens: "While auto mode is active:", read: (t) => (t === AUTO_MODE_BASH_FIRST ? AUTO_MODE_BASH_FIRST_MADE : null) },
-  { type: "session_context", role: "user", opens: CONTEXT_HEAD, read: (t) => readSessionContext(t) },
-  {
-    type: "date",
-    role: "system",
-    opens: "Today's date is ",
-    read: (t) => (/^Today's date is \d{4}-\d{2}-\d{2}\.$/.test(t) ? { date: t.slice("Today's date is ".length, -1) } : null),
-  },
-  { type: "remote_session_change", role: "user", besideToolResult: true, opens: ATTRIBUTION_HEAD, read: (t) => readAttribution(t) },
+  { type: "total_tokens_reminder", role: "system", opens: "<total_tokens>", read: readTokens },
+  { type: "session_context", role: "user", opens: CONTEXT_HEAD, read: readSessionContext },
+  { type: "date", role: "system", opens: "Today's date is ", read: readDate },
+  { type: "remote_session_change", role: "user", besideToolResult: true, opens: ATTRIBUTION_HEAD, read: readAttribution },
 ];
 
 const AUTO_MODE_BASH_FIRST_MADE = {
@@ -125,17 +103,16 @@ function readEnvironment(t: string): Record<string, unknown> | null {
   const at = lines.indexOf(" - Additional working directories:");
   const more: string[] = [];
   for (let i = at + 1; at >= 0 && i < lines.length && lines[i].startsWith("  - "); i++) more.push(lines[i].slice(4));
-  const snapshot: Record<string, unknown> = {};
-  const cwd = value("Primary working directory");
-  if (cwd !== undefined) snapshot.workingDirectory = cwd;
-  snapshot.isWorktree = lines.some((l) => l.startsWith(` - ${WORKTREE_LINE}`));
-  snapshot.isGitRepo = git === "true";
-  snapshot.additionalWorkingDirectories = more;
-  snapshot.platform = platform;
-  const shell = value("Shell");
-  if (shell !== undefined) snapshot.shell = shell;
-  const os = value("OS Version");
-  if (os !== undefined) snapshot.osVersion = os;
+  const optional = (key: string, name: string) => (value(key) === undefined ? {} : { [name]: value(key) });
+  const snapshot = {
+    ...optional("Primary working directory", "workingDirectory"),
+    isWorktree: lines.some((l) => l.startsWith(` - ${WORKTREE_LINE}`)),
+    isGitRepo: git === "true",
+    additionalWorkingDirectories: more,
+    platform,
+    ...optional("Shell", "shell"),
+    ...optional("OS Version", "osVersion"),
+  };
   return { snapshot };
 }
 
@@ -179,7 +156,7 @@ export function contextPiece(inner: string, sentAs: "user" | "system"): ContextP
   return { attachment: { type: UNKNOWN_KIND }, renderedRole: sentAs, rendered };
 }
 
-/** A `role:"system"` message's pieces: Claude Code joins them with a blank line, so it is cut where one precedes a known kind's opening words. */
+/** Claude Code joins a system message's pieces with a blank line: cut where one precedes a known kind's opening words. */
 export function systemPieces(text: string): ContextPiece[] {
   const cuts = [0];
   for (let at = text.indexOf("\n\n"); at >= 0; at = text.indexOf("\n\n", at + 1)) {
@@ -188,11 +165,11 @@ export function systemPieces(text: string): ContextPiece[] {
   return cuts.map((from, i) => contextPiece(text.slice(from, i + 1 < cuts.length ? cuts[i + 1] - 2 : text.length), "system"));
 }
 
-/** Each side's pieces in the order Claude Code announces a first turn in: the wire no longer says which came first once the model takes system turns. */
+/** In the order of KINDS, other kinds keeping their place: the wire no longer says which came first once the model takes system turns. */
 export function interleave(user: ContextPiece[], system: ContextPiece[]): ContextPiece[] {
   const rank = (list: ContextPiece[]) => {
     let last = -1;
-    return list.map((p) => (last = Math.max(last, FIRST_TURN_ORDER.indexOf(String(p.attachment.type)))));
+    return list.map((p) => (last = Math.max(last, KINDS.findIndex((k) => k.type === p.attachment.type))));
   };
   const [ru, rs] = [rank(user), rank(system)];
   const out: ContextPiece[] = [];

@@ -1,17 +1,15 @@
 // Claude Code's project directory for a working directory, `<claude-dir>/projects/<name>/`, as its 2.1.328 executable makes it
 // (`strings … | grep 'MTe=200'`): every UTF-16 unit outside [A-Za-z0-9] a "-"; past 200, cut and suffixed with a hash of the path. Pure.
 
-/** Longest encoded name Claude Code keeps whole. */
 export const MAX_PROJECT_DIR = 200;
 
-/** Java's String.hashCode over UTF-16 code units, as a signed 32-bit integer. */
+/** Java's String.hashCode, a signed 32-bit integer. */
 export function javaHash(text: string): number {
   let h = 0;
   for (let i = 0; i < text.length; i++) h = ((h << 5) - h + text.charCodeAt(i)) | 0;
   return h;
 }
 
-/** `/home/me/my.app` → `-home-me-my-app`; a longer name is cut to 200 and followed by `-` and the base-36 absolute value of its hash. */
 export function encodeProjectDir(cwd: string): string {
   const name = cwd.replace(/[^a-zA-Z0-9]/g, "-");
   return name.length <= MAX_PROJECT_DIR ? name : `${name.slice(0, MAX_PROJECT_DIR)}-${Math.abs(javaHash(cwd)).toString(36)}`;

@@ -1,5 +1,5 @@
-// Reading records back for people: what a record is and says, without a character a terminal acts on, and JSON text safe at any
-// depth. The mirror's records (one per API message) and Claude Code's (one per block) alike: docs/DESIGN.md "Readable by other tools". Pure.
+// What a record is and says, read back for people without a character a terminal acts on, and JSON text safe at any depth; the
+// mirror's records and Claude Code's alike (docs/DESIGN.md "Readable by other tools"). Pure.
 import { COMPACTION_PREFIX } from "../protocol/classify.ts";
 import { isObject } from "../protocol/json.ts";
 import { bytesShort } from "../usage/tokens.ts";
@@ -9,13 +9,11 @@ export type Rec = Record<string, unknown>;
 export type Block = Record<string, unknown>;
 
 export const isConversation = (r: Rec) => (r.type === "user" || r.type === "assistant") && isObject(r.message);
-/** The mirror's record of a `role:"system"` API message. */
 export const isApiSystem = (r: Rec) => r.type === "system" && r.subtype === "api_message";
 export const isCompactBoundary = (r: Rec) => r.type === "system" && r.subtype === "compact_boundary";
 export const messageOf = (r: Rec): Record<string, unknown> | null => (isObject(r.message) ? r.message : null);
 export const uuidOf = (r: Rec) => (typeof r.uuid === "string" && r.uuid !== "" ? r.uuid : null);
 export const parentOf = (r: Rec) => (typeof r.parentUuid === "string" && r.parentUuid !== "" ? r.parentUuid : null);
-/** ms since the epoch, or NaN. */
 export const timeOf = (r: Rec) => (typeof r.timestamp === "string" ? Date.parse(r.timestamp) : Number.NaN);
 
 export function blocksOf(content: unknown): Block[] {
@@ -35,7 +33,6 @@ export function isToolResultOnly(r: Rec): boolean {
 }
 
 const INJECTED = /^\s*<(system-reminder|local-command-caveat|local-command-stdout|command-name|command-message|command-args)>/;
-/** Claude Code's reminders and command wrappers: context it adds to a prompt, not what the user typed. */
 export const isInjectedText = (text: string) => INJECTED.test(text);
 
 export function promptText(r: Rec): string {
@@ -45,7 +42,6 @@ export function promptText(r: Rec): string {
 
 export const isTypedPrompt = (r: Rec) => r.type === "user" && r.isMeta !== true && !isToolResultOnly(r) && !isCompactSummary(r) && promptText(r) !== "";
 
-/** The first typed prompt in one line: the title wherever no other is known. */
 export function firstPrompt(records: Rec[], max = 200): string | null {
   const r = records.find(isTypedPrompt);
   return r === undefined ? null : oneLine(scrubControl(promptText(r)), max);
@@ -56,7 +52,7 @@ export function oneLine(text: string, max: number): string {
   return flat.length <= max ? flat : flat.slice(0, max - 1) + "…";
 }
 
-/** Every searchable string of a record, less Claude Code's injected context (it repeats in every session). */
+/** Less Claude Code's injected context: it repeats in every session. */
 export function searchableText(r: Rec): string {
   const out: string[] = [];
   const walk = (blocks: Block[]) => {
@@ -93,7 +89,6 @@ export function recordFlags(r: Rec, short = false): string[] {
   return messageOf(r)?.stop_reason === "interrupted" ? [...reconstructed, "interrupted"] : reconstructed;
 }
 
-/** "Conversation compacted (auto, 12345 tokens before)". */
 export function compactionText(r: Rec): string {
   const meta = isObject(r.compactMetadata) ? r.compactMetadata : {};
   const parts = [
@@ -105,7 +100,7 @@ export function compactionText(r: Rec): string {
 
 export type NamedSession = { dir: string; id: string | null };
 
-/** Which session a `SESSION` argument names: an exact id or directory first, else a unique prefix of either (docs/DESIGN.md "Command line"). */
+/** An exact id or directory first, else a unique prefix of either (docs/DESIGN.md "Command line"). */
 export function matchSession(
   named: NamedSession[],
   query: string,
@@ -124,7 +119,7 @@ const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
 const ANY_CONTROL = new RegExp(CONTROL.source);
 
-/** `text` without escape sequences or control characters (they restyle a terminal, and are garbage in Markdown or HTML); `\r` becomes `\n`. */
+/** Escape sequences and control characters restyle a terminal and are garbage in Markdown or HTML; `\r` becomes `\n`. */
 export function scrubControl(text: string): string {
   return ANY_CONTROL.test(text) ? text.replace(ANSI, "").replace(/\r\n?/g, "\n").replace(CONTROL, "") : text;
 }
@@ -138,7 +133,6 @@ export function terminalSafeJson(json: string): string {
   return json.replace(/[\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
-/** The wrappers of an injected text in order, each tag and what it holds (a text without any is one part with tag ""). */
 export function injectedParts(text: string): { tag: string; inner: string }[] {
   const parts = [...text.matchAll(/<([a-z][a-z0-9-]*)>([\s\S]*?)<\/\1>/g)].map((m) => ({ tag: m[1], inner: scrubControl(m[2]).trim() }));
   return parts.length > 0 ? parts : [{ tag: "", inner: scrubControl(text).trim() }];
@@ -146,7 +140,6 @@ export function injectedParts(text: string): { tag: string; inner: string }[] {
 
 const size = (text: string) => bytesShort(new TextEncoder().encode(text).length);
 
-/** Claude Code's injected context in one line (readers show it instead of kilobytes repeated each turn). */
 export function injectedSummary(text: string): string {
   const parts = injectedParts(text);
   const byTag = new Map(parts.map((p) => [p.tag, p.inner]));
@@ -159,7 +152,6 @@ export function injectedSummary(text: string): string {
   return `${label} (${size(text)}): ${oneLine(parts[0].inner, 100)}`;
 }
 
-/** The environment block Claude Code sends each turn, in one line: its size, and the directory, branch and model it names. */
 export function environmentSummary(raw: string): string {
   const text = scrubControl(raw);
   const cwd = /Primary working directory: *(.+)/.exec(text)?.[1] ?? /Working directory: *(.+)/.exec(text)?.[1];
@@ -169,7 +161,7 @@ export function environmentSummary(raw: string): string {
   return `environment from Claude Code (${size(text)}${facts.length > 0 ? `; ${facts.join(", ")}` : ""})`;
 }
 
-/** What an image or document block held (the mirror keeps no bytes): its media type and sha256. */
+/** The mirror keeps no bytes of an image or document: its media type and sha256. */
 export function attachmentNote(b: Block): string {
   const s = isObject(b.source) ? b.source : {};
   const media = typeof s.media_type === "string" ? s.media_type : "unknown type";
@@ -185,7 +177,7 @@ export function attachmentNote(b: Block): string {
 
 const ONE_FIELD: Record<string, string> = { Bash: "command", WebFetch: "url", WebSearch: "query", ToolSearch: "query", Skill: "skill" };
 
-/** What a call of Claude Code's tool `name` did, in a few words; any other tool's first text field, else its input. */
+/** Claude Code's own tools in a few words; any other tool's first text field, else its input. */
 function toolWhat(name: string, input: Record<string, unknown>): string {
   const str = (key: string) => (typeof input[key] === "string" && (input[key] as string).trim() !== "" ? input[key] as string : null);
   const path = str("file_path") ?? str("notebook_path") ?? str("path");
@@ -202,17 +194,15 @@ function toolWhat(name: string, input: Record<string, unknown>): string {
   return Object.keys(input).length === 0 ? "" : compactJson(input);
 }
 
-/** A tool call in one line of at most 160 characters: `Bash: ls -la`, `Read: src/main.ts`, `Grep: TODO in src`. */
 export function toolLine(name: unknown, input: unknown): string {
   const tool = typeof name === "string" && name !== "" ? oneLine(scrubControl(name), 160) : "tool";
   const detail = oneLine(scrubControl(toolWhat(tool, isObject(input) ? input : {})), 160 - tool.length - 2);
   return detail === "" ? tool : `${tool}: ${detail}`;
 }
 
-/** What JSON leaves out of an object (and writes as null in an array). */
 const omitted = (v: unknown) => v === undefined || typeof v === "function" || typeof v === "symbol";
 
-/** Compact JSON of a value read from JSON, at any depth: `JSON.stringify` overflowed the stack on a tool input nested 20,000 levels deep. */
+/** At any depth: `JSON.stringify` overflowed the stack on a tool input nested 20,000 levels deep. */
 export function compactJson(value: unknown): string {
   try {
     return JSON.stringify(value);

@@ -1,7 +1,7 @@
-// A conversation for people: one walk of the outline and three formats of a record, HTML (the viewer and `export --format html`),
-// Markdown (`export`) and text (`show`), every string rid of control characters, context folded (docs/DESIGN.md "The viewer"). Pure.
+// A conversation for people: one walk of the outline and three formats of a record, HTML (the viewer, `export --format html`),
+// Markdown (`export`) and text (`show`), control characters scrubbed, context folded (docs/DESIGN.md "The viewer"). Pure.
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { answerLine, totalTokens, usageLine, usd } from "../usage/tokens.ts";
+import { answerLine, totalTokens, usd } from "../usage/tokens.ts";
 import { localDateTime, type Zone } from "../utils/local-time.ts";
 import { plural } from "../utils/plural.ts";
 import {
@@ -18,6 +18,7 @@ import {
   isCompactBoundary,
   isCompactSummary,
   isInjectedText,
+  isToolResultOnly,
   jsonText,
   messageOf,
   oneLine,
@@ -31,17 +32,16 @@ import {
   uuidOf,
 } from "./records.ts";
 import { countsText, type SessionData, type SessionSummary, summarize } from "./summary.ts";
-import { buildTree, type Item, outline, type Tree } from "./tree.ts";
+import { buildTree, flatten, type Item, outline } from "./tree.ts";
 import type { Redactor } from "../protocol/secrets.ts";
 
-/** A record's text is null when there is nothing to show. */
 interface Format {
+  /** null: nothing to show; `continued`: a further block of the message just before. */
   record(record: Rec, continued: boolean): string | null;
   compaction(record: Rec): string;
   branches(item: Extract<Item, { kind: "branches" }>): string[];
 }
 
-/** Each record is told whether it continues the message before it (only when nothing came between). */
 function walk(items: Item[], format: Format): string[] {
   const out: string[] = [];
   let previous: Rec | null = null;
@@ -58,15 +58,23 @@ function walk(items: Item[], format: Format): string[] {
   return out;
 }
 
-/** The tool results of an outline by tool_use_id, so a format shows each beneath its call. */
-function toolResults(items: Item[], out = new Map<string, Block>()): Map<string, Block> {
-  for (const item of items) {
-    if (item.kind === "branches") item.branches.forEach((b) => toolResults(b, out));
-    else if (item.kind === "record") {
-      for (const b of blocksOf(messageOf(item.record)?.content)) if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
-    }
+/** Each tool result shown beneath its call: `take` gives a call its result, `taken` tells a result already shown there. */
+type Pairs = { take(call: Block): Block | undefined; taken(result: Block): boolean };
+
+function pairs(items: Item[]): Pairs {
+  const results = new Map<string, Block>();
+  for (const r of flatten(items)) {
+    for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_result" && typeof b.tool_use_id === "string") results.set(b.tool_use_id, b);
   }
-  return out;
+  const taken = new Set<string>();
+  return {
+    take: (call) => {
+      const found = typeof call.id === "string" ? results.get(call.id) : undefined;
+      if (found !== undefined) taken.add(call.id as string);
+      return found;
+    },
+    taken: (b) => typeof b.tool_use_id === "string" && taken.has(b.tool_use_id),
+  };
 }
 
 type Kind = "text" | "injected" | "thinking" | "redacted" | "call" | "result" | "attachment" | "other";
@@ -89,11 +97,24 @@ const otherType = (r: Rec) => `${String(r.type)}${r.subtype ? `/${String(r.subty
 const where = (at: string | null) => at === null ? "a separate conversation in this session" : "forks after the message above; not the current branch";
 const lineCount = (text: string) => text.split("\n").length;
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return scrubControl(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
-/** The stylesheet of rendered conversations (also part of the viewer page). */
+function facts(s: SessionSummary, path: (cwd: string) => string): [string, string][] {
+  const u = s.usage;
+  const cost = s.costUSD === null ? "unknown (a model is not in the price table)" : usd(s.costUSD);
+  const tokens = `${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationTokens} cache write, ${u.cacheReadTokens} cache read`;
+  return [
+    ["Title", s.title ?? "(none)"],
+    ["Working directory", s.cwd === null ? "unknown" : path(s.cwd)],
+    ["Time", `${s.firstTimestamp ?? "?"} – ${s.lastTimestamp ?? "?"} (UTC)`],
+    ["Conversation", countsText(s.counts)],
+    ["Branches", `${plural(s.leaves, "leaf", "leaves")}; compactions: ${s.compactions}`],
+    ["Tokens", `${totalTokens(u)} (${tokens}); estimated cost ${cost}`],
+  ];
+}
+
 export const CONVERSATION_CSS = `
 .conv{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2330}
 .rec{border:1px solid #d8dde6;border-radius:8px;margin:10px 0;padding:8px 12px;background:#fff;min-width:0;overflow-wrap:anywhere}
@@ -115,11 +136,9 @@ mark{background:#ffe066;color:inherit;border-radius:2px}
 .branches{border-left:3px dotted #f08c00;margin:8px 0 8px 12px;padding-left:10px}.branches>summary{color:#d9480f}.branch{opacity:.85}
 `;
 
-/** `results` by tool_use_id are shown inside their call's pair, and `paired` collects their ids (their own records leave them out). */
 interface HtmlOptions {
   continued?: boolean;
-  results?: Map<string, Block>;
-  paired?: Set<string>;
+  pairs?: Pairs;
   prices?: PriceTable;
 }
 
@@ -133,8 +152,8 @@ export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
   const message = messageOf(r);
   const id = escapeHtml(uuidOf(r) ?? "");
   const blocks = blocksOf(message?.content);
-  const results = r.type === "user" && blocks.length > 0 && blocks.every((b) => b.type === "tool_result");
   const system = isApiSystem(r);
+  const results = r.type === "user" && isToolResultOnly(r);
   const kind = system ? "system" : r.type === "user" ? (results ? "user tool-results" : "user") : r.type === "assistant" ? "assistant" : "system";
   const role = system ? "Context" : r.type === "user" ? (results ? "Tool result" : "User") : r.type === "assistant" ? "Assistant" : otherType(r);
   const answer = r.type === "assistant" ? answerLine(r, options.prices ?? BUILTIN_PRICES) : null;
@@ -153,7 +172,7 @@ export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
   } else if (r.type !== "user" && r.type !== "assistant") {
     body = `<pre>${escapeHtml(jsonText(r))}</pre>`;
   } else {
-    const shown = blocks.filter((b) => !(b.type === "tool_result" && typeof b.tool_use_id === "string" && options.paired?.has(b.tool_use_id)));
+    const shown = blocks.filter((b) => !(b.type === "tool_result" && options.pairs?.taken(b)));
     empty = shown.length === 0 && blocks.length > 0;
     body = shown.map((b) => blockHtml(b, options)).join("");
   }
@@ -174,8 +193,7 @@ function resultBody(b: Block, options: HtmlOptions): string {
 function toolPairHtml(b: Block, options: HtmlOptions): string {
   const id = escapeHtml(String(b.id ?? ""));
   const input = jsonText(b.input ?? {});
-  const result = options.results?.get(String(b.id ?? ""));
-  if (result !== undefined) options.paired?.add(String(b.id ?? ""));
+  const result = options.pairs?.take(b);
   const resultText = result === undefined ? "" : blocksOf(result.content).map((x) => String(x.text ?? "")).join("\n");
   const error = result?.is_error === true ? " error" : "";
   const lines = lineCount(input) + (result === undefined ? 0 : lineCount(resultText));
@@ -190,66 +208,50 @@ function toolPairHtml(b: Block, options: HtmlOptions): string {
     }</pre><div class="tool-out">${inside}</div></details>`;
 }
 
-function blockHtml(b: Block, options: HtmlOptions): string {
-  const text = String(b.text ?? "");
-  switch (kindOf(b)) {
-    case "injected":
-      return `<details class="injected"><summary>${escapeHtml(`⚙ ${injectedSummary(text)}`)}</summary><pre>${escapeHtml(text)}</pre></details>`;
-    case "text":
-      return `<div class="text">${escapeHtml(text)}</div>`;
-    case "thinking":
-      return `<details class="thinking"><summary>Thinking</summary><div class="text">${escapeHtml(String(b.thinking ?? ""))}</div></details>`;
-    case "redacted":
-      return `<div class="attachment">(redacted thinking)</div>`;
-    case "call":
-      return toolPairHtml(b, options);
-    case "result": {
-      const [id, error] = [escapeHtml(String(b.tool_use_id ?? "")), b.is_error === true];
-      return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${id}"><div class="tool-label">Tool result <code>${id}</code>${
-        error ? " (error)" : ""
-      }</div>${resultBody(b, options)}</div>`;
-    }
-    case "attachment":
-      return `<div class="attachment">${escapeHtml(attachmentNote(b))}</div>`;
-    default:
-      return `<details><summary>${escapeHtml(String(b.type ?? "unknown"))} block</summary><pre>${escapeHtml(jsonText(b))}</pre></details>`;
-  }
-}
+const HTML_BLOCKS: Record<Kind, (b: Block, options: HtmlOptions) => string> = {
+  injected: (b) =>
+    `<details class="injected"><summary>${escapeHtml(`⚙ ${injectedSummary(String(b.text))}`)}</summary><pre>${escapeHtml(String(b.text))}</pre></details>`,
+  text: (b) => `<div class="text">${escapeHtml(String(b.text ?? ""))}</div>`,
+  thinking: (b) => `<details class="thinking"><summary>Thinking</summary><div class="text">${escapeHtml(String(b.thinking ?? ""))}</div></details>`,
+  redacted: () => `<div class="attachment">(redacted thinking)</div>`,
+  call: toolPairHtml,
+  result: (b, options) => {
+    const [id, error] = [escapeHtml(String(b.tool_use_id ?? "")), b.is_error === true];
+    const label = `<div class="tool-label">Tool result <code>${id}</code>${error ? " (error)" : ""}</div>`;
+    return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${id}">${label}${resultBody(b, options)}</div>`;
+  },
+  attachment: (b) => `<div class="attachment">${escapeHtml(attachmentNote(b))}</div>`,
+  other: (b) => `<details><summary>${escapeHtml(String(b.type ?? "unknown"))} block</summary><pre>${escapeHtml(jsonText(b))}</pre></details>`,
+};
+
+const blockHtml = (b: Block, options: HtmlOptions) => HTML_BLOCKS[kindOf(b)](b, options);
 
 export function renderItemsHtml(items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
-  return itemsHtml(items, { results: toolResults(items), paired: new Set(), prices });
-}
-
-function itemsHtml(items: Item[], options: HtmlOptions): string {
-  return walk(items, {
-    record: (record, continued) => renderRecordHtml(record, { ...options, continued }),
-    compaction: (r) => {
-      const id = isCompactBoundary(r) ? ` id="r-${escapeHtml(uuidOf(r) ?? "")}" data-uuid="${escapeHtml(uuidOf(r) ?? "")}"` : "";
-      return `<div class="compaction"${id}>${escapeHtml(compactionText(r))}</div>`;
-    },
-    branches: (item) => {
-      const n = item.branches.length;
-      const label = item.at === null
-        ? `${plural(n, "separate conversation")} in this session`
-        : `${n} other branch${n === 1 ? "" : "es"} fork${n === 1 ? "s" : ""} here (rewound or retried; not the current branch)`;
-      const inner = item.branches.map((b) => `<div class="branch">${itemsHtml(b, options)}</div>`).join("");
-      return [`<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${inner}</details>`];
-    },
-  }).join("\n");
+  const options = { pairs: pairs(items), prices };
+  const all = (list: Item[]): string =>
+    walk(list, {
+      record: (record, continued) => renderRecordHtml(record, { ...options, continued }),
+      compaction: (r) => {
+        const id = isCompactBoundary(r) ? ` id="r-${escapeHtml(uuidOf(r) ?? "")}" data-uuid="${escapeHtml(uuidOf(r) ?? "")}"` : "";
+        return `<div class="compaction"${id}>${escapeHtml(compactionText(r))}</div>`;
+      },
+      branches: (item) => {
+        const n = item.branches.length;
+        const label = item.at === null
+          ? `${plural(n, "separate conversation")} in this session`
+          : `${n} other branch${n === 1 ? "" : "es"} fork${n === 1 ? "s" : ""} here (rewound or retried; not the current branch)`;
+        const inner = item.branches.map((b) => `<div class="branch">${all(b)}</div>`).join("");
+        return [`<details class="branches" data-at="${escapeHtml(item.at ?? "")}"><summary>${escapeHtml(label)}</summary>${inner}</details>`];
+      },
+    }).join("\n");
+  return all(items);
 }
 
 /** A standalone document: nothing fetched from elsewhere. */
 export function renderHtmlDocument(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const id = summary.sessionId ?? summary.dir;
   const title = summary.title ?? `Claude Code session ${id}`;
-  const facts = [
-    ["Session", id],
-    ["Working directory", summary.cwd ?? "unknown"],
-    ["Time", `${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"} (UTC)`],
-    ["Conversation", countsText(summary.counts)],
-    ["Branches", `${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`],
-    ["Usage", usageLine(summary.usage, summary.costUSD)],
-  ];
+  const rows = [["Session", id], ...facts(summary, (cwd) => cwd)];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
@@ -257,7 +259,7 @@ export function renderHtmlDocument(summary: SessionSummary, items: Item[], price
 <style>body{max-width:960px;margin:24px auto;padding:0 16px;background:#f8f9fb}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font:13px system-ui,sans-serif}dt{color:#5b6475}dd{margin:0;overflow-wrap:anywhere}${CONVERSATION_CSS}</style>
 </head><body class="conv">
 <h1>${escapeHtml(title)}</h1>
-<dl>${facts.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("")}</dl>
+<dl>${rows.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join("")}</dl>
 <main>
 ${renderItemsHtml(items, prices)}
 </main>
@@ -267,42 +269,22 @@ ${renderItemsHtml(items, prices)}
 
 export type ExportFormat = "md" | "html" | "jsonl";
 
-/** `jsonl`: the main conversation's records in file order (escaped, not changed); md/html: for people, in reading order. */
-export function exportText(session: { records: Rec[]; tree: Tree; summary: SessionSummary }, format: ExportFormat, prices?: PriceTable): string {
-  if (format === "jsonl") return session.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
-  const items = outline(session.tree);
-  return format === "html" ? renderHtmlDocument(session.summary, items, prices) : renderMarkdown(session.summary, items, prices);
-}
-
-/** A session as `export` and the viewer write it; with a redactor, each secret of its records (side requests' too: the title) replaced first. */
-export async function exportSession(data: SessionData, format: ExportFormat, prices: PriceTable, redactor: Redactor | null): Promise<string> {
+/** `jsonl`: the main conversation's records in file order (escaped, not changed); md/html: for people, in reading order. With a redactor,
+ * each secret of the records (side requests' too: the title) is replaced first. */
+export async function exportSession(data: SessionData, format: ExportFormat, prices = BUILTIN_PRICES, redactor: Redactor | null = null): Promise<string> {
   if (redactor !== null) {
     const all = await redactor.redact([...data.records, ...data.side]);
     data = { ...data, records: all.slice(0, data.records.length), side: all.slice(data.records.length) };
   }
+  if (format === "jsonl") return data.records.map((r) => terminalSafeJson(compactJson(r)) + "\n").join("");
   const tree = buildTree(data.records);
-  return exportText({ records: data.records, tree, summary: summarize(data, tree, prices) }, format, prices);
+  const [summary, items] = [summarize(data, tree, prices), outline(tree)];
+  return format === "html" ? renderHtmlDocument(summary, items, prices) : renderMarkdown(summary, items, prices);
 }
 
 export function renderMarkdown(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
-  const u = summary.usage;
-  const cost = summary.costUSD === null ? "unknown (a model is not in the price table)" : usd(summary.costUSD);
-  const lines = [
-    `# Claude Code session ${scrubLine(summary.sessionId ?? summary.dir)}`,
-    "",
-    `- Title: ${summary.title === null ? "(none)" : scrubControl(summary.title)}`,
-    `- Working directory: ${summary.cwd === null ? "unknown" : code(scrubLine(summary.cwd))}`,
-    `- Time: ${summary.firstTimestamp ?? "?"} – ${summary.lastTimestamp ?? "?"}`,
-    `- Conversation: ${countsText(summary.counts)}`,
-    `- Branches: ${plural(summary.leaves, "leaf", "leaves")}; compactions: ${summary.compactions}`,
-    `- Tokens: ${
-      totalTokens(u)
-    } (${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationTokens} cache write, ${u.cacheReadTokens} cache read); estimated cost ${cost}`,
-    "",
-    "---",
-    "",
-  ];
-  return lines.join("\n") + itemsMd(items, prices);
+  const lines = facts(summary, (cwd) => code(scrubLine(cwd))).map(([k, v]) => `- ${k}: ${scrubLine(v)}`);
+  return [`# Claude Code session ${scrubLine(summary.sessionId ?? summary.dir)}`, "", ...lines, "", "---", ""].join("\n") + itemsMd(items, prices);
 }
 
 function itemsMd(items: Item[], prices: PriceTable): string {
@@ -329,40 +311,27 @@ function recordMd(r: Rec, continued: boolean, prices: PriceTable): string {
   return head + blocksOf(message?.content).map(blockMd).join("\n") + "\n";
 }
 
-function blockMd(b: Block): string {
-  const text = String(b.text ?? "");
-  switch (kindOf(b)) {
-    case "injected":
-      return folded(`Added by Claude Code: ${injectedSummary(text)}`, fence(text));
-    case "text":
-      return `${scrubControl(text)}\n`;
-    case "thinking":
-      return `**Thinking**\n\n${fence(String(b.thinking ?? ""))}`;
-    case "redacted":
-      return "_(redacted thinking)_\n";
-    case "call":
-      return `**Tool call** ${code(String(b.name ?? "?"))} (${code(String(b.id ?? ""))})\n\n${fence(jsonText(b.input ?? {}), "json")}\n`;
-    case "result": {
-      const label = `**Tool result** (${code(String(b.tool_use_id ?? ""))})${b.is_error === true ? " — error" : ""}`;
-      const parts = blocksOf(b.content).map((x) => (x.type === "text" ? fence(String(x.text ?? "")) : blockMd(x)));
-      return `${label}\n\n${parts.length > 0 ? parts.join("\n") : "_(empty)_\n"}`;
-    }
-    case "attachment":
-      return `${attachmentNote(b)}\n`;
-    default:
-      return `_${String(b.type ?? "block")} block_\n\n${fence(jsonText(b), "json")}\n`;
-  }
-}
+const MD_BLOCKS: Record<Kind, (b: Block) => string> = {
+  injected: (b) => folded(`Added by Claude Code: ${injectedSummary(String(b.text))}`, fence(String(b.text))),
+  text: (b) => `${scrubControl(String(b.text ?? ""))}\n`,
+  thinking: (b) => `**Thinking**\n\n${fence(String(b.thinking ?? ""))}`,
+  redacted: () => "_(redacted thinking)_\n",
+  call: (b) => `**Tool call** ${code(String(b.name ?? "?"))} (${code(String(b.id ?? ""))})\n\n${fence(jsonText(b.input ?? {}), "json")}\n`,
+  result: (b) => {
+    const label = `**Tool result** (${code(String(b.tool_use_id ?? ""))})${b.is_error === true ? " — error" : ""}`;
+    const parts = blocksOf(b.content).map((x) => (x.type === "text" ? fence(String(x.text ?? "")) : blockMd(x)));
+    return `${label}\n\n${parts.length > 0 ? parts.join("\n") : "_(empty)_\n"}`;
+  },
+  attachment: (b) => `${attachmentNote(b)}\n`,
+  other: (b) => `_${String(b.type ?? "block")} block_\n\n${fence(jsonText(b), "json")}\n`,
+};
 
-/** The longest run of backticks in `text`, in one pass: a text of a million runs is no array of a million matches. */
+const blockMd = (b: Block) => MD_BLOCKS[kindOf(b)](b);
+
+/** Matched lazily: a text of a million runs is no array of a million matches. */
 function longestBackticks(text: string): number {
   let longest = 0;
-  for (let i = text.indexOf("`"); i >= 0; i = text.indexOf("`", i)) {
-    let j = i;
-    while (text.charCodeAt(j) === 96) j++;
-    longest = Math.max(longest, j - i);
-    i = j;
-  }
+  for (const m of text.matchAll(/`+/g)) longest = Math.max(longest, m[0].length);
   return longest;
 }
 
@@ -374,28 +343,19 @@ function fence(raw: string, lang = ""): string {
 
 function code(raw: string): string {
   const text = scrubControl(raw);
-  const longest = longestBackticks(text);
-  const f = "`".repeat(longest + 1);
-  return longest > 0 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
+  const f = "`".repeat(longestBackticks(text) + 1);
+  return f.length > 1 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
 }
 
-/** A block folded behind one line: `<details>` (the only HTML of the Markdown), its summary escaped, the body as Markdown inside. */
-function folded(summary: string, body: string): string {
-  const text = scrubLine(summary).replace(/[&<>]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : "&gt;"));
-  return `<details><summary>⚙ ${text}</summary>\n\n${body}\n</details>\n`;
-}
+/** `<details>`, the only HTML of the Markdown: the summary escaped, the body Markdown. */
+const folded = (summary: string, body: string) => `<details><summary>⚙ ${escapeHtml(scrubLine(summary))}</summary>\n\n${body}\n</details>\n`;
 
 type TextStyle = Record<"user" | "assistant" | "tool" | "dim" | "bold", (text: string) => string>;
 
 const same = (text: string) => text;
 export const PLAIN: TextStyle = { user: same, assistant: same, tool: same, dim: same, bold: same };
-export const ANSI_STYLE: TextStyle = {
-  user: (t) => `\x1b[1;36m${t}\x1b[0m`,
-  assistant: (t) => `\x1b[1;32m${t}\x1b[0m`,
-  tool: (t) => `\x1b[35m${t}\x1b[0m`,
-  dim: (t) => `\x1b[2m${t}\x1b[0m`,
-  bold: (t) => `\x1b[1m${t}\x1b[0m`,
-};
+const sgr = (code: string) => (t: string) => `\x1b[${code}m${t}\x1b[0m`;
+export const ANSI_STYLE: TextStyle = { user: sgr("1;36"), assistant: sgr("1;32"), tool: sgr("35"), dim: sgr("2"), bold: sgr("1") };
 
 /** `full`: injected context, environment, thinking, tool inputs and whole results too. */
 type TextOptions = { full: boolean; style: TextStyle; zone: Zone; prices: PriceTable };
@@ -405,11 +365,9 @@ const indent = (text: string, prefix = "  ") => text.split("\n").map((l) => (l =
 /** Message blocks separated by a blank line; an indented one (a further block of the same answer, the environment line) joins the one before. */
 const paragraphs = (parts: string[]) => parts.map((p, i) => (i === 0 ? p : p.startsWith(" ") || p.startsWith("\x1b[2m ") ? `\n${p}` : `\n\n${p}`)).join("");
 
-/** A conversation for a terminal: a tool call in one line with its result folded beneath, context and thinking in a line each. */
 export function renderText(items: Item[], o: TextOptions): string {
   const s = o.style;
-  const results = toolResults(items);
-  const shown = new Set<string>();
+  const pairing = pairs(items);
   let lastEnvironment: string | null = null;
 
   const result = (b: Block): string => {
@@ -444,12 +402,12 @@ export function renderText(items: Item[], o: TextOptions): string {
       case "call": {
         const lines = [`  ${s.tool("●")} ${s.bold(toolLine(b.name, b.input))}`];
         if (o.full) lines.push(indent(scrubControl(jsonText(b.input ?? {})), "    "));
-        const found = typeof b.id === "string" ? results.get(b.id) : undefined;
-        if (found !== undefined) shown.add(String(b.id)), lines.push(result(found));
+        const found = pairing.take(b);
+        if (found !== undefined) lines.push(result(found));
         return lines.join("\n");
       }
       case "result":
-        if (typeof b.tool_use_id === "string" && shown.has(b.tool_use_id)) return null;
+        if (pairing.taken(b)) return null;
         return `  ${s.tool("●")} ${s.dim(`result of ${scrubControl(String(b.tool_use_id ?? "a tool call"))}`)}\n${result(b)}`;
       case "attachment":
         return `  ${attachmentNote(b)}`;

@@ -20,7 +20,7 @@ import {
 } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
 
-/** The current branch, compactions as Claude Code records them, each parent re-linked to the nearest kept record (Claude Code resumes from a break only). */
+/** Compactions as Claude Code records them, each parent re-linked to the nearest kept record (Claude Code resumes from a break only). */
 export function planRestore(tree: Tree, target: { sessionId: string; cwd: string; agentId?: string }): { records: Rec[]; leafUuid: string | null } {
   const path = restorePath(tree);
   const records: Rec[] = [];
@@ -36,10 +36,10 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
       const message = apiSafeMessage(messageOf(r)!);
       // An answer cut off before its first block is left out: the API refuses an empty message.
       if (!Array.isArray(message.content) || message.content.length > 0) {
-        const out: Rec = { ...r, ...envelope, parentUuid: parentOf(r) === null ? null : previous, message };
-        if (target.agentId === undefined) delete out.agentId;
-        else out.agentId = target.agentId;
-        records.push(out);
+        const own: Rec = { ...r, ...envelope, parentUuid: parentOf(r) === null ? null : previous, message };
+        if (target.agentId === undefined) delete own.agentId;
+        else own.agentId = target.agentId;
+        records.push(own);
         previous = id;
       }
     }
@@ -47,19 +47,24 @@ export function planRestore(tree: Tree, target: { sessionId: string; cwd: string
   }
   const ids = path.map((r) => uuidOf(r)!);
   const kept = new Set(records.map((r) => uuidOf(r)!));
-  // A compaction's kept segment, its head at or after the one the mirror names, its tail at or before; null: it is dropped.
-  const segmentOf = (segment: Record<string, unknown>) => {
+  const { out, first, last } = toClaudeRecords(records);
+  const at = (map: Map<string, string>, id: string) => map.get(id) ?? id;
+  for (const r of out) {
+    if (typeof r.logicalParentUuid === "string") r.logicalParentUuid = at(last, r.logicalParentUuid);
+    const meta = isObject(r.compactMetadata) ? r.compactMetadata : null;
+    if (meta === null || !isObject(meta.preservedSegment)) continue;
+    // The kept segment: its head at or after the one the mirror names, its tail at or before, as written; else it is dropped.
+    const { preservedSegment: segment, preservedMessages: _list, ...rest } = meta;
     const head = typeof segment.headUuid === "string" ? ids.indexOf(segment.headUuid) : -1;
     const headUuid = head < 0 ? undefined : ids.slice(head).find((id) => kept.has(id));
     const tailUuid = typeof segment.tailUuid === "string" ? keptBefore.get(segment.tailUuid) : undefined;
     const anchorUuid = typeof segment.anchorUuid === "string" && kept.has(segment.anchorUuid) ? segment.anchorUuid : undefined;
-    return headUuid && tailUuid && anchorUuid ? { headUuid, tailUuid, anchorUuid } : null;
-  };
-  const written = toClaudeRecords(records, segmentOf);
-  return { records: written, leafUuid: written.length === 0 ? null : uuidOf(written[written.length - 1]) };
+    const ends = headUuid && tailUuid && anchorUuid ? { headUuid: at(first, headUuid), tailUuid: at(last, tailUuid), anchorUuid: at(last, anchorUuid) } : null;
+    r.compactMetadata = ends === null ? rest : { ...rest, preservedSegment: { ...segment, ...ends } };
+  }
+  return { records: out, leafUuid: out.length === 0 ? null : uuidOf(out[out.length - 1]) };
 }
 
-/** Claude Code's `last-prompt` record: the last typed prompt, cut as it cuts it, and the leaf its session list resumes from. */
 export function lastPromptRecord(sessionId: string, records: Rec[]): Rec | null {
   const typed = records.findLast(isTypedPrompt);
   const leaf = records.findLast(isConversation);
@@ -94,7 +99,6 @@ const TRAILING_REMINDER = /\n\n(<system-reminder>\n(?:(?!<\/system-reminder>)[\s
 /** One mirrored message as records before it, its own (the first keeps its uuid), and context pieces after them. */
 type Split = { before: Rec[]; records: Rec[]; pieces: ContextPiece[] };
 
-/** A prompt: leading command records and reminders, then what was typed. */
 function splitPrompt(r: Rec, content: unknown[]): Split | null {
   const blocks = content.filter(isObject) as Block[];
   if (blocks.length !== content.length) return null;
@@ -128,7 +132,7 @@ function typedContent(blocks: Block[]): unknown {
 }
 
 /** One record per tool result, with what the tool returned where the result says it; reminders appended to a result or beside it become pieces. */
-function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>): Split {
+function splitToolResults(r: Rec, content: unknown[], tools: Map<string, string>): Split {
   const pieces: ContextPiece[] = [];
   const kept: unknown[] = [];
   for (const b of content) {
@@ -153,20 +157,15 @@ function splitToolResults(r: Rec, content: unknown[], uses: Map<string, ToolUse>
   const records = groups.map((blocks, i) => {
     const own: Rec = { ...r, uuid: i === 0 ? id : uuidFrom(`${id}:result:${i}`), message: { ...messageOf(r), content: blocks } };
     const results = blocks.filter((b) => isObject(b) && b.type === "tool_result");
-    const result = results.length === 1 ? toolUseResultOf(uses.get(String(results[0].tool_use_id)), results[0]) : undefined;
+    const result = results.length === 1 ? toolUseResultOf(tools.get(String(results[0].tool_use_id)), results[0]) : undefined;
     if (result !== undefined) own.toolUseResult = result;
     return own;
   });
   return { before: [], records, pieces };
 }
 
-function systemMessagePieces(r: Rec): ContextPiece[] {
-  const content = messageOf(r)?.content;
-  const texts = typeof content === "string" ? [content] : Array.isArray(content) ? content.filter(isObject).map((b) => String(b.text ?? "")) : [];
-  return texts.filter((t) => t !== "").flatMap(systemPieces);
-}
+const systemMessagePieces = (r: Rec) => blocksOf(messageOf(r)?.content).map((b) => String(b.text ?? "")).filter((t) => t !== "").flatMap(systemPieces);
 
-/** Claude Code's attachment record of a piece, in the envelope of the record it came with. */
 function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
   const { message: _m, type: _t, subtype: _s, uuid: _u, isMeta: _i, toolUseResult: _r, isCompactSummary: _c, ...envelope } = from;
   const out: Rec = {
@@ -180,14 +179,13 @@ function attachmentRecord(from: Rec, uuid: string, piece: ContextPiece): Rec {
   return piece.besideToolResult ? { ...out, renderedBesideToolResult: true } : out;
 }
 
-/** How a message splits; null: written as it is. */
-function splitOf(r: Rec, uses: Map<string, ToolUse>): Split | null {
+function splitOf(r: Rec, tools: Map<string, string>): Split | null {
   const content = messageOf(r)?.content;
   if (r.type !== "user" || !Array.isArray(content) || r.isCompactSummary === true) return null;
-  return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, uses) : splitPrompt(r, content);
+  return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, tools) : splitPrompt(r, content);
 }
 
-/** The user message each `role:"system"` message was sent with (its parent, or its child): Claude Code keeps its pieces as that turn's attachments. */
+/** The user message (parent or child) each system message came with: Claude Code keeps its pieces as that turn's attachments. */
 function systemHosts(records: Rec[]): Map<string, string> {
   const hosts = new Map<string, string>();
   records.forEach((r, i) => {
@@ -201,18 +199,14 @@ function systemHosts(records: Rec[]): Map<string, string> {
   return hosts;
 }
 
-/** A restored chain in Claude Code's records: command pieces, the prompt, then the turn's context as attachments; what pointed at a split
- *  message points at its last record, a kept segment's head at its first, as `segmentOf` resolved it on the mirror's branch. */
-function toClaudeRecords(
-  records: Rec[],
-  segmentOf: (segment: Record<string, unknown>) => Record<"headUuid" | "tailUuid" | "anchorUuid", string> | null,
-): Rec[] {
+/** Command pieces, the prompt, then the turn's context as attachments; `first` and `last`: a split message's first and last records. */
+function toClaudeRecords(records: Rec[]): { out: Rec[]; first: Map<string, string>; last: Map<string, string> } {
   const out: Rec[] = [];
   const first = new Map<string, string>();
   const last = new Map<string, string>();
   const hosts = systemHosts(records);
   const hosted = new Map<string, ContextPiece[]>();
-  const uses = new Map<string, ToolUse>();
+  const tools = new Map<string, string>();
   for (const r of records) {
     const host = hosts.get(uuidOf(r) ?? "");
     if (host !== undefined) hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
@@ -233,53 +227,35 @@ function toClaudeRecords(
       continue;
     }
     if (r.type === "assistant") {
-      for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_use") uses.set(String(b.id), { name: String(b.name), input: b.input });
+      for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_use") tools.set(String(b.id), String(b.name));
     }
-    const split = id === null || isCompactBoundary(r) ? null : splitOf(relinked, uses);
+    const split = id === null || isCompactBoundary(r) ? null : splitOf(relinked, tools);
     if (split === null && !hosted.has(id ?? "")) {
       out.push(relinked);
       continue;
     }
-    let parentUuid = parentOf(relinked);
-    for (const b of split?.before ?? []) {
-      out.push({ ...b, parentUuid });
-      parentUuid = b.uuid as string;
-      if (!first.has(id!)) first.set(id!, b.uuid as string);
-    }
     const own = split?.records ?? [relinked];
-    for (const record of own) {
+    let parentUuid = parentOf(relinked);
+    for (const record of [...(split?.before ?? []), ...own]) {
       out.push({ ...record, parentUuid });
       parentUuid = record.uuid as string;
     }
+    if (split !== null && split.before.length > 0) first.set(id!, split.before[0].uuid as string);
     emit({ ...own[0], uuid: id }, interleave(split?.pieces ?? [], hosted.get(id!) ?? []));
     for (const [sys, host] of hosts) if (host === id) last.set(sys, last.get(id!)!);
   }
-  for (const r of out) {
-    if (typeof r.logicalParentUuid === "string" && last.has(r.logicalParentUuid)) r.logicalParentUuid = last.get(r.logicalParentUuid);
-    const meta = isObject(r.compactMetadata) ? r.compactMetadata : null;
-    if (meta === null || !isObject(meta.preservedSegment)) continue;
-    const { preservedSegment: segment, preservedMessages: _list, ...rest } = meta;
-    const ends = segmentOf(segment);
-    const at = (map: Map<string, string>, id: string) => map.get(id) ?? id;
-    r.compactMetadata = ends === null ? rest : {
-      ...rest,
-      preservedSegment: { ...segment, headUuid: at(first, ends.headUuid), tailUuid: at(last, ends.tailUuid), anchorUuid: at(last, ends.anchorUuid) },
-    };
-  }
-  return out;
+  return { out, first, last };
 }
 
-type ToolUse = { name: string; input: unknown };
-
-/** The `toolUseResult` a resumed screen shows where the result says all of it: a Bash command's output as the model read it; other tools show their call. */
-function toolUseResultOf(use: ToolUse | undefined, result: Block): unknown {
+/** What a resumed screen shows of a Bash result that says all of it; other tools show their call. */
+function toolUseResultOf(tool: string | undefined, result: Block): unknown {
   const c = result.content;
   const texts = typeof c === "string"
     ? [c]
     : Array.isArray(c) && c.every((b) => isObject(b) && b.type === "text" && typeof b.text === "string")
     ? c.map((b) => b.text)
     : null;
-  if (use?.name !== "Bash" || result.is_error === true || texts === null) return undefined;
+  if (tool !== "Bash" || result.is_error === true || texts === null) return undefined;
   return { stdout: texts.join("\n"), stderr: "", interrupted: false, isImage: false, noOutputExpected: false };
 }
 
@@ -289,7 +265,6 @@ type Said = { kind: string; key: string; where: string; alone?: boolean };
 /** `turns`: the branch's records that hold a prompt; `compactedFirst`: Claude Code compacted before the probe. */
 export type DrillVerdict = { ok: boolean; detail: string; turns: number; compactedFirst: boolean };
 
-/** A block as restore writes it: an image or document the mirror kept only by reference is a text note. */
 const restored = (b: Block) => (isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : b);
 
 /** A tool result's content: text blocks and a string say the same, less the reminders some models get appended; anything else compares as JSON. */
@@ -342,15 +317,11 @@ export function compareResume(branch: Rec[], messages: unknown[], probe: string)
       g !== undefined && ((g.kind === "tool result" && !answered.has(g.key.split(" ")[0])) || (g.kind === "answer" && g.alone && w?.kind !== "answer"))
     ) {
       j++;
-    } else if (g === undefined) return verdict(false, `missing ${shown(w!)}`);
-    else if (w === undefined) return verdict(false, `extra ${shown(g)}`);
-    else {
-      if (want.slice(i).some((x) => x.kind === g.kind && x.key === g.key)) return verdict(false, `missing ${shown(w)}`);
-      return verdict(
-        false,
-        w.kind === g.kind ? `missing ${shown(w)} (Claude Code sent instead: ${shown(g)})` : `extra ${shown(g)} (where the mirror has ${shown(w)})`,
-      );
-    }
+    } else if (g === undefined || (w !== undefined && want.slice(i).some((x) => x.kind === g.kind && x.key === g.key))) {
+      return verdict(false, `missing ${shown(w!)}`);
+    } else if (w === undefined) return verdict(false, `extra ${shown(g)}`);
+    else if (w.kind === g.kind) return verdict(false, `missing ${shown(w)} (Claude Code sent instead: ${shown(g)})`);
+    else return verdict(false, `extra ${shown(g)} (where the mirror has ${shown(w)})`);
   }
   return verdict(true, `${want.length} items resumed in order${compactedFirst ? " (Claude Code compacted the conversation first)" : ""}`);
 }

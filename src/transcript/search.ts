@@ -1,5 +1,5 @@
-// Search across sessions (`sessiontap search`, the viewer's box): the conversation records whose text, thinking, tool input or result
-// match a Matcher — a case-insensitive substring, a regular expression, or every term of the query — with a snippet around the match. Pure.
+// Search across sessions (`sessiontap search`, the viewer's box): conversation records matching a case-insensitive substring, a
+// regular expression, or every term of a query, each with a snippet around the match. Pure.
 import { isConversation, isToolResultOnly, type Rec, scrubControl, searchableText, uuidOf } from "./records.ts";
 import { buildTree, restorePath } from "./tree.ts";
 
@@ -15,7 +15,6 @@ export interface SearchHit {
   type: string;
   role: "user" | "assistant" | "tool result";
   timestamp: string | null;
-  /** About 200 characters around the first match, one line, with the matches in it. */
   snippet: string;
   marks: Span[];
   /** On a branch the conversation left (rewound, or retried): not what resuming it continues. */
@@ -46,34 +45,18 @@ export const substringMatcher = (query: string) => regexMatcher(escapeRegex(quer
 
 const terms = (query: string) => [...query.matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] ?? m[2]).filter((t) => t !== "");
 
-/** Any of the terms (the viewer marks them in a record); null for no terms. */
+/** Any of the terms, the longest first where two start together (the viewer marks them in a record); null for no terms. */
 export function termsPattern(query: string): RegExp | null {
-  const all = terms(query);
+  const all = terms(query).sort((a, b) => b.length - a.length);
   return all.length === 0 ? null : new RegExp(all.map(escapeRegex).join("|"), "giu");
 }
 
 export function termsMatcher(query: string): Matcher | null {
-  const res = terms(query).map((t) => new RegExp(escapeRegex(t), "giu"));
-  if (res.length === 0) return null;
-  return (text) => {
-    const all: Span[] = [];
-    for (const re of res) {
-      const found = spansOf(re, text);
-      if (found.length === 0) return [];
-      all.push(...found);
-    }
-    all.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
-    const merged: Span[] = [];
-    for (const s of all) {
-      const last = merged.at(-1);
-      if (last !== undefined && s[0] <= last[1]) last[1] = Math.max(last[1], s[1]);
-      else merged.push([s[0], s[1]]);
-    }
-    return merged;
-  };
+  const any = termsPattern(query);
+  const each = terms(query).map((t) => new RegExp(escapeRegex(t), "iu"));
+  return any === null ? null : (text) => (each.every((re) => re.test(text)) ? spansOf(any, text) : []);
 }
 
-/** The records of `sessions` that match, in the sessions' order and each session's file order, at most `limit`. */
 export function search(
   sessions: { sessionId: string | null; dir: string; title?: string | null; records: Rec[] }[],
   match: Matcher,
@@ -81,7 +64,7 @@ export function search(
 ): SearchHit[] {
   const hits: SearchHit[] = [];
   for (const s of sessions) {
-    // The current branch (compactions followed back), built only for a session that has a hit.
+    // Built only for a session that has a hit.
     let current: Set<string> | null = null;
     const onBranch = (uuid: string) => (current ??= new Set(restorePath(buildTree(s.records)).map((r) => uuidOf(r)!))).has(uuid);
     for (const r of s.records) {
@@ -107,33 +90,21 @@ export function search(
   return hits;
 }
 
-/** About 200 characters around the first match, whitespace runs flattened to one space, with the matches inside it. */
+/** About 200 characters around the first match in one line, with the matches inside it. */
 export function snippet(text: string, spans: Span[]): { snippet: string; marks: Span[] } {
-  const [first, firstEnd] = spans[0];
-  const start = Math.max(0, first - 60);
-  const end = Math.min(text.length, Math.max(firstEnd + 100, start + 200));
-  // Flatten whitespace while mapping each kept position, so the marks land on the flattened text.
-  const at = new Map<number, number>();
-  let out = "";
-  for (let i = start; i < end; i++) {
-    const c = text[i];
-    at.set(i, out.length);
-    if (/\s/.test(c)) {
-      if (out.length > 0 && !out.endsWith(" ")) out += " ";
-    } else out += c;
-  }
-  at.set(end, out.length);
-  const marks: Span[] = [];
-  for (const [a, b] of spans) {
-    if (b <= start || a >= end) continue;
-    const ma = at.get(Math.max(a, start))!;
-    const mb = at.get(Math.min(b, end))!;
-    if (mb > ma) marks.push([ma, mb]);
-  }
+  const start = Math.max(0, spans[0][0] - 60);
+  const end = Math.min(text.length, Math.max(spans[0][1] + 100, start + 200));
   const lead = start > 0 ? "…" : "";
-  const trimmed = out.trimEnd();
-  return {
-    snippet: `${lead}${trimmed}${end < text.length ? "…" : ""}`,
-    marks: marks.map(([a, b]) => [a + lead.length, Math.min(b, trimmed.length) + lead.length] as Span).filter(([a, b]) => b > a),
-  };
+  const at: number[] = []; // where each character of the window lands in the snippet
+  let out = lead;
+  for (let i = start; i < end; i++) {
+    at.push(out.length);
+    if (!/\s/.test(text[i])) out += text[i];
+    else if (out.length > lead.length && !out.endsWith(" ")) out += " ";
+  }
+  at.push(out.length);
+  const body = out.trimEnd();
+  const mark = ([a, b]: Span): Span => [at[Math.max(a, start) - start], Math.min(at[Math.min(b, end) - start], body.length)];
+  const marks = spans.filter(([a, b]) => b > start && a < end).map(mark).filter(([a, b]) => b > a);
+  return { snippet: body + (end < text.length ? "…" : ""), marks };
 }

@@ -1,7 +1,8 @@
-// One line's worth of facts about a mirrored session (`list`, `show`, `usage`, the viewer, the exports): its title, times, counts and cost. Pure.
+// A mirrored session's facts for `list`, `show`, `usage`, the viewer and the exports: its title, times, counts and cost. Pure.
 import { jsonObject } from "../protocol/json.ts";
+import { plural } from "../utils/plural.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
-import { type SessionAnswers, sessionAnswers, type TokenCounts, totalsOf } from "../usage/tokens.ts";
+import { type SessionAnswers, sessionAnswers, totalsOf } from "../usage/tokens.ts";
 import {
   blocksOf,
   firstPrompt,
@@ -24,18 +25,16 @@ export interface SessionData {
   records: Rec[];
   malformed: number;
   files: number;
-  /** Bytes of every mirror file of the session (main, subagents, side). */
   bytes: number;
   agents: { dir: string; records: Rec[] }[];
   side: Rec[];
 }
 
-/** How every reader counts a conversation: prompts typed, answers (one per message however many records), tool results, and Claude Code's context apart. */
+/** How every reader counts: one answer per message however many records; `context`: records of the context Claude Code injects. */
 export interface Counts {
   prompts: number;
   answers: number;
   toolResults: number;
-  /** Records of the context Claude Code injects (its reminders, a slash command's pieces, the environment). */
   context: number;
 }
 
@@ -53,43 +52,19 @@ export function countRecords(records: Rec[]): Counts {
 
 /** "4 prompts and 4 answers (2 tool results; 8 records of Claude Code's context)": the one way it is said. */
 export function countsText(c: Counts): string {
-  const n = (k: number, one: string) => `${k} ${k === 1 ? one : `${one}s`}`;
-  const more = [c.toolResults > 0 ? n(c.toolResults, "tool result") : "", c.context > 0 ? `${n(c.context, "record")} of Claude Code's context` : ""];
-  return `${n(c.prompts, "prompt")} and ${n(c.answers, "answer")}${more.some(Boolean) ? ` (${more.filter(Boolean).join("; ")})` : ""}`;
+  const more = [c.toolResults > 0 ? plural(c.toolResults, "tool result") : "", c.context > 0 ? `${plural(c.context, "record")} of Claude Code's context` : ""];
+  return `${plural(c.prompts, "prompt")} and ${plural(c.answers, "answer")}${more.some(Boolean) ? ` (${more.filter(Boolean).join("; ")})` : ""}`;
 }
 
-export interface SessionSummary {
-  sessionId: string | null;
-  dir: string;
-  firstTimestamp: string | null;
-  lastTimestamp: string | null;
-  records: number;
-  counts: Counts;
-  subagentAnswers: number;
-  sideAnswers: number;
-  bytes: number;
-  files: number;
-  cwd: string | null;
-  gitBranch: string | null;
-  firstPrompt: string | null;
-  /** Claude Code's generated title, else the first prompt (one line). */
-  title: string | null;
-  /** Tokens of every answer (conversation, subagents, side requests). */
-  usage: TokenCounts;
-  costUSD: number | null;
-  models: string[];
-  leafUuid: string | null;
-  leaves: number;
-  compactions: number;
-  malformedLines: number;
-}
+/** A session's facts, as `list --json` writes them; `title`: Claude Code's generated title, else the first prompt. */
+export type SessionSummary = ReturnType<typeof summarize>;
 
 export function sessionIdOf(dir: string, records: Rec[]): string | null {
   const id = records.find((r) => typeof r.sessionId === "string" && r.sessionId !== "")?.sessionId;
   return typeof id === "string" ? id : dir === "unknown" || dir.startsWith("inv-") ? null : dir;
 }
 
-export function summarize(data: SessionData, tree: Tree = buildTree(data.records), prices: PriceTable = BUILTIN_PRICES): SessionSummary {
+export function summarize(data: SessionData, tree: Tree = buildTree(data.records), prices: PriceTable = BUILTIN_PRICES) {
   const times = data.records.map(timeOf).filter(Number.isFinite);
   const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
   // The newest value on the current branch, else anywhere.
@@ -122,7 +97,6 @@ export function summarize(data: SessionData, tree: Tree = buildTree(data.records
   };
 }
 
-/** A session's answers and where it ran: what `usage` and the viewer's chart sum. */
 export function sessionUsage(data: SessionData, prices: PriceTable): SessionAnswers {
   const s = summarize(data, buildTree(data.records), prices);
   return { sessionId: s.sessionId, dir: data.dir, cwd: s.cwd, title: s.title, answers: sessionAnswers(data) };
@@ -130,7 +104,7 @@ export function sessionUsage(data: SessionData, prices: PriceTable): SessionAnsw
 
 const textOf = (r: Rec) => blocksOf(messageOf(r)?.content).filter((b) => b.type === "text" && typeof b.text === "string").map((b) => b.text).join("");
 
-/** The title an answer carries: its text parsed as JSON (bare, or in a code fence) with a non-empty string `title`. */
+/** An answer's text parsed as JSON (bare, or in a code fence) with a non-empty string `title`. */
 export function titleFromAnswer(r: Rec): string | null {
   if (r.type !== "assistant") return null;
   const text = textOf(r).trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, "$1");
@@ -138,7 +112,7 @@ export function titleFromAnswer(r: Rec): string | null {
   return typeof value?.title === "string" && value.title.trim() !== "" ? value.title.trim() : null;
 }
 
-/** The newest answer to Claude Code's title request (its user message opens with `<session>`; another request may answer a JSON `title` too). */
+/** The newest answer to Claude Code's title request: its user message opens with `<session>` (another may answer a JSON `title` too). */
 export function generatedTitle(side: readonly Rec[]): string | null {
   const asks = new Set(side.filter((r) => r.type === "user" && textOf(r).startsWith("<session>\n")).map(uuidOf));
   const answer = side.findLast((r) => parentOf(r) !== null && asks.has(parentOf(r)) && titleFromAnswer(r) !== null);

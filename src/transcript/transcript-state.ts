@@ -1,17 +1,17 @@
 // The one judge of Claude Code's own transcript against the mirror (docs/DESIGN.md "One judge of Claude Code's transcript"). Pure.
 import { COMPACTION_PREFIX, SUMMARY_INSTRUCTION_PREFIX } from "../protocol/classify.ts";
 import { isObject, jsonObject } from "../protocol/json.ts";
-import { blocksOf, isInjectedText, messageOf, type Rec, timeOf } from "./records.ts";
+import { blocksOf, isConversation, isInjectedText, messageOf, type Rec, timeOf } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
 import { plural } from "../utils/plural.ts";
 
 export type TranscriptState = "missing" | "stub" | "behind" | "intact";
 
-/** How long a prompt or answer may be missing before it counts: Claude Code writes on its own schedule. */
+/** Claude Code writes on its own schedule: a prompt or answer younger than this is not lacking yet. */
 const SETTLE_MS = 1500;
 
-/** `whole`: read from its first byte; `keys`: every text of its user records and queued prompts and its answers' ids; `own`: its typed
- * prompts and answers; `unread`: conversation lines too long to read; `torn`: its last line unfinished or not a JSON object. */
+/** `whole`: read from its first byte; `keys`: every text of its user records and queued prompts, and its answers' ids; `own`: its
+ * typed prompts and answers; `unread`: conversation lines too long to read; `torn`: its last line unfinished or not a JSON object. */
 export interface FileFacts {
   whole: boolean;
   conversation: boolean;
@@ -22,7 +22,7 @@ export interface FileFacts {
   torn: boolean;
 }
 
-/** What the mirror expects the file to hold (its current branch) and everything it holds (null: not known). */
+/** `expected`: what the file should hold (the current branch); `holds`: all the mirror holds (null: not known). */
 export interface MirrorFacts {
   expected: { keys: string[]; at: number; answer: boolean }[];
   holds: Set<string> | null;
@@ -31,7 +31,6 @@ export interface MirrorFacts {
 export interface Verdict {
   state: TranscriptState;
   lacking: { prompts: number; answers: number };
-  /** Typed prompts and answers the file holds and the mirror does not. */
   extra: number;
 }
 
@@ -39,14 +38,13 @@ export function lackingWords(l: Verdict["lacking"]): string {
   return [l.prompts > 0 ? plural(l.prompts, "prompt") : "", l.answers > 0 ? plural(l.answers, "answer") : ""].filter(Boolean).join(" and ") || "nothing";
 }
 
-/** A state as readers print it: "behind (lacks 2 prompts of the mirror's current branch)". */
 export function stateWords(v: Verdict): string {
   return v.state === "behind" ? `behind (lacks ${lackingWords(v.lacking)} of the mirror's current branch)` : v.state;
 }
 
 const normalisePrompt = (text: string) => text.replace(/\r\n?/g, "\n").trim();
 
-/** A short, stable key of a prompt, its whitespace trimmed and line endings unified (FNV-1a over two 32-bit lanes, as 16 hex digits). */
+/** Whitespace trimmed, line endings unified; FNV-1a over two 32-bit lanes, as 16 hex digits. */
 export function promptKey(text: string): string {
   const s = normalisePrompt(text);
   let a = 0x811c9dc5;
@@ -75,12 +73,17 @@ export function promptCandidates(messages: readonly { role: string; content: unk
 
 export const answerKey = (id: string) => `a:${id}`;
 
-function answerId(r: Rec): string | null {
-  const id = messageOf(r)?.id;
-  return typeof id === "string" && id !== "" ? id : null;
-}
-
 const textsOf = (content: unknown) => blocksOf(content).flatMap((b) => (typeof b.text === "string" ? [b.text] : []));
+
+/** `all`: every text of a user record, or an answer's id; `typed`: its typed prompts, or the answer. */
+function keysOf(r: Rec): { all: string[]; typed: string[] } {
+  const message = messageOf(r);
+  if (r.type === "user" && message !== null) {
+    return { all: textsOf(message.content).map(promptKey), typed: promptCandidates([{ role: "user", content: message.content }]).map(promptKey) };
+  }
+  const id = r.type === "assistant" ? message?.id : undefined;
+  return typeof id === "string" && id !== "" ? { all: [answerKey(id)], typed: [answerKey(id)] } : { all: [], typed: [] };
+}
 
 export const newFileFacts = (whole = true): FileFacts => ({ whole, conversation: false, records: 0, keys: new Set(), own: new Set(), unread: 0, torn: false });
 
@@ -90,8 +93,7 @@ const decoder = new TextDecoder();
 export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, last = false): void {
   const text = decoder.decode(bytes);
   if (!oversized && text.trim() === "") return;
-  const user = text.includes('"type":"user"');
-  const conversation = user || text.includes('"type":"assistant"');
+  const conversation = text.includes('"type":"user"') || text.includes('"type":"assistant"');
   if (oversized) {
     f.torn = false;
     if (!conversation) return;
@@ -108,46 +110,32 @@ export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, la
   const r = jsonObject(text);
   f.torn = last || r === null;
   if (r === null) return;
-  const message = messageOf(r);
-  if ((r.type === "user" || r.type === "assistant") && message !== null) {
+  if (isConversation(r)) {
     f.conversation = true;
     f.records++;
   }
-  if (r.type === "user" && message !== null) {
-    for (const t of textsOf(message.content)) f.keys.add(promptKey(t));
-    for (const t of promptCandidates([{ role: "user", content: message.content }])) f.own.add(promptKey(t));
-  } else if (r.type === "assistant" && answerId(r) !== null) {
-    f.keys.add(answerKey(answerId(r)!));
-    f.own.add(answerKey(answerId(r)!));
-  } else if (r.type === "queue-operation" && typeof r.content === "string") {
+  const { all, typed } = keysOf(r);
+  for (const k of all) f.keys.add(k);
+  for (const k of typed) f.own.add(k);
+  if (r.type === "queue-operation" && typeof r.content === "string") {
     f.keys.add(promptKey(r.content));
   } else if (r.type === "attachment" && isObject(r.attachment) && r.attachment.type === "queued_command") {
     for (const v of [r.attachment.prompt, r.attachment.content]) for (const t of typeof v === "string" ? [v] : textsOf(v)) f.keys.add(promptKey(t));
   }
 }
 
-/** The typed prompts and whole answers of the mirror's current branch as a restore writes it, and every text and answer of the session (`others` too). */
+/** The typed prompts and whole answers of the branch a restore writes, and every text and answer of the session (`others` too). */
 export function mirrorFacts(tree: Tree, others: Rec[] = []): MirrorFacts {
   const expected = new Map<string, MirrorFacts["expected"][number]>();
   for (const r of restorePath(tree)) {
-    if (r.reconstructed === true || r.isSidechain === true || r.isCompactSummary === true) continue;
-    const message = messageOf(r);
-    if (r.type === "user" && message !== null) {
-      const keys = promptCandidates([{ role: "user", content: message.content }]).map(promptKey);
-      if (keys.length > 0) expected.set(keys.join(" "), { keys, at: timeOf(r), answer: false });
-    } else if (r.type === "assistant" && answerId(r) !== null && message?.stop_reason !== "interrupted") {
-      expected.set(answerKey(answerId(r)!), { keys: [answerKey(answerId(r)!)], at: timeOf(r), answer: true });
-    }
+    if (r.reconstructed === true || r.isSidechain === true || r.isCompactSummary === true || messageOf(r)?.stop_reason === "interrupted") continue;
+    const keys = keysOf(r).typed;
+    if (keys.length > 0) expected.set(keys.join(" "), { keys, at: timeOf(r), answer: r.type === "assistant" });
   }
-  const holds = new Set<string>();
-  for (const r of [...tree.nodes, ...others]) {
-    if (r.type === "user") { for (const t of textsOf(messageOf(r)?.content)) holds.add(promptKey(t)); }
-    else if (r.type === "assistant" && answerId(r) !== null) holds.add(answerKey(answerId(r)!));
-  }
-  return { expected: [...expected.values()], holds };
+  return { expected: [...expected.values()], holds: new Set([...tree.nodes, ...others].flatMap((r) => keysOf(r).all)) };
 }
 
-/** `file` null: there is none. Items younger than `settleMs`, or noted before `since` (a file first read from a tail window), are not lacking. */
+/** Items younger than `settleMs`, or noted before `since` (a file first read from a tail window), are not lacking. */
 export function judge(file: FileFacts | null, mirror: MirrorFacts, o: { now?: number; settleMs?: number; since?: number } = {}): Verdict {
   const lacking = { prompts: 0, answers: 0 };
   if (file === null) return { state: "missing", lacking, extra: 0 };

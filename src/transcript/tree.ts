@@ -1,28 +1,15 @@
-// The conversation tree of one session: records linked by `parentUuid` (a rewind or an edit makes siblings), its branches, and an
-// outline with every record once in reading order, compactions bridged (docs/DESIGN.md "Shapes of a conversation"). Pure.
+// A session's records as a tree by `parentUuid` (a rewind or an edit makes siblings), its branches, and an outline with every record
+// once in reading order, compactions bridged (docs/DESIGN.md "Shapes of a conversation"). Pure.
 import { isObject } from "../protocol/json.ts";
 import { isCompactBoundary, isCompactSummary, parentOf, type Rec, timeOf, uuidOf } from "./records.ts";
 
-export interface Tree {
-  /** Records with a uuid, the first of each uuid, in file order. */
-  nodes: Rec[];
-  byUuid: Map<string, Rec>;
-  /** Children of each uuid, oldest first. */
-  children: Map<string, Rec[]>;
-  /** Records whose parent is null or not in the tree. */
-  roots: Rec[];
-  /** Where the current branch ends. */
-  newestLeaf: Rec | null;
-  /** Per uuid, the newest leaf of its subtree. */
-  bestLeaf: Map<string, Rec>;
-  /** File position of each uuid (later in the file is newer when times tie). */
-  order: Map<string, number>;
-}
+/** `nodes`: the first record of each uuid, in file order; `children` oldest first; `bestLeaf`: each subtree's newest leaf; `order`: file positions. */
+export type Tree = ReturnType<typeof buildTree>;
 
-/** One entry of a conversation in reading order: a record, a compaction (its boundary, or the summary starting a new root), or other branches forking after `at` (null: not connected). */
+/** A compaction is its boundary, or the summary starting a new root; branches fork after `at` (null: not connected). */
 export type Item = { kind: "record"; record: Rec } | { kind: "compaction"; record: Rec } | { kind: "branches"; at: string | null; branches: Item[][] };
 
-export function buildTree(records: Rec[]): Tree {
+export function buildTree(records: Rec[]) {
   const nodes: Rec[] = [];
   const byUuid = new Map<string, Rec>();
   const order = new Map<string, number>();
@@ -67,7 +54,7 @@ function compareBy(order: Map<string, number>): (a: Rec, b: Rec) => number {
 
 const parentRec = (tree: Tree, r: Rec) => (parentOf(r) === null ? null : tree.byUuid.get(parentOf(r)!) ?? null);
 
-/** The one ancestor walk: from `from` up by `next` (a loop stops it), root first. */
+/** The one ancestor walk: up by `next` until a loop or the top, root first. */
 function walkUp(from: Rec | null, next: (r: Rec) => Rec | null): Rec[] {
   const out: Rec[] = [];
   const seen = new Set<string>();
@@ -78,10 +65,9 @@ function walkUp(from: Rec | null, next: (r: Rec) => Rec | null): Rec[] {
   return out.reverse();
 }
 
-/** The current branch: root to newest leaf by `parentUuid` alone (what Claude Code itself would load). */
 export const currentBranch = (tree: Tree) => walkUp(tree.newestLeaf, (r) => parentRec(tree, r));
 
-/** The current branch continued across compaction boundaries to what they compacted: what `restore` writes. */
+/** The current branch continued across compaction boundaries to what they compacted. */
 export function restorePath(tree: Tree): Rec[] {
   return walkUp(tree.newestLeaf, (r) => {
     const logical = isCompactBoundary(r) && typeof r.logicalParentUuid === "string" ? tree.byUuid.get(r.logicalParentUuid) ?? null : null;
@@ -89,7 +75,7 @@ export function restorePath(tree: Tree): Rec[] {
   });
 }
 
-/** Where a record continues from when reading; for a compaction's new root, what the conversation had reached before it (null: a true start). */
+/** For a compaction's new root, what the conversation had reached before it (null: a true start). */
 function logicalParent(tree: Tree, r: Rec): Rec | null {
   const parent = parentRec(tree, r);
   if (parent !== null) return parent;
@@ -107,7 +93,7 @@ function logicalParent(tree: Tree, r: Rec): Rec | null {
 
 export const readingPath = (tree: Tree) => walkUp(tree.newestLeaf, (r) => logicalParent(tree, r));
 
-/** The branch Claude Code resumes: from the newest leaf up to a compaction boundary, its kept tail spliced in after the summary. */
+/** What Claude Code resumes: up to a compaction boundary, its kept tail spliced in after the summary. */
 export function resumedBranch(tree: Tree): Rec[] {
   const walked = walkUp(tree.newestLeaf, (r) => (isCompactBoundary(r) ? null : parentRec(tree, r)));
   const boundary = walked[0] !== undefined && isCompactBoundary(walked[0]) ? walked[0] : null;
@@ -142,7 +128,7 @@ export function outline(tree: Tree): Item[] {
   return items;
 }
 
-/** Forks deeper than this are listed one after another at that depth: the outline and its renderers never recurse as deep as a hostile tree goes. */
+/** Deeper forks are listed one after another at this depth: the outline and its renderers never recurse as deep as a hostile tree. */
 export const MAX_NESTING = 16;
 
 function line(tree: Tree, start: Rec, placed: Set<string>, depth = 1): Item[] {
@@ -170,7 +156,7 @@ function line(tree: Tree, start: Rec, placed: Set<string>, depth = 1): Item[] {
   return items;
 }
 
-/** A boundary is a compaction mark; a summary no boundary announces (the mirror's shape of a compaction) gets one before it. */
+/** A summary no boundary announces (the mirror's shape of a compaction) gets a mark before it. */
 function itemsOf(tree: Tree, r: Rec): Item[] {
   if (isCompactBoundary(r)) return [{ kind: "compaction", record: r }];
   if (startsCompaction(tree, r)) return [{ kind: "compaction", record: r }, { kind: "record", record: r }];
@@ -185,7 +171,6 @@ export function flatten(items: Item[]): Rec[] {
   );
 }
 
-/** Leaves, forks (records with more than one child) and compactions. */
 export function shape(tree: Tree): { leaves: number; forks: number; compactions: number } {
   const kids = (n: Rec) => tree.children.get(uuidOf(n)!)?.length ?? 0;
   const count = (test: (n: Rec) => boolean) => tree.nodes.filter(test).length;

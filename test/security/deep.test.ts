@@ -6,10 +6,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import { exportText } from "../../src/transcript/render.ts";
+import { exportSession } from "../../src/transcript/render.ts";
 import { compactJson, jsonText } from "../../src/transcript/records.ts";
 import { searchableText } from "../../src/transcript/records.ts";
-import { summarize } from "../../src/transcript/summary.ts";
 import { buildTree, flatten, type Item, MAX_NESTING, outline } from "../../src/transcript/tree.ts";
 import { deepSession, deepValue } from "../support/deep.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
@@ -56,12 +55,11 @@ describe("JSON text at any depth", () => {
 describe("rendering a hostile record", () => {
   const records = deepSession("deep-session", 20_000);
   const size = records.reduce((n, r) => n + JSON.stringify(r).length, 0);
-  const tree = buildTree(records);
-  const summary = summarize({ dir: "deep-session", records, malformed: 0, files: 1, bytes: size, agents: [], side: [] }, tree);
+  const data = { dir: "deep-session", records, malformed: 0, files: 1, bytes: size, agents: [], side: [] };
 
   for (const format of ["md", "html", "jsonl"] as const) {
-    it(`export --format ${format} of a 20,000-level tool input stays within a few times the record`, () => {
-      const text = exportText({ records, tree, summary }, format);
+    it(`export --format ${format} of a 20,000-level tool input stays within a few times the record`, async () => {
+      const text = await exportSession(data, format);
       assert.ok(text.length < 4 * size, `${format}: ${text.length} characters for ${size} of records`);
       if (format === "jsonl") assert.equal(text, records.map((r) => compactJson(r) + "\n").join(""), "the records, whole");
       else assert.ok(text.includes("toolu_deep"));
@@ -72,7 +70,7 @@ describe("rendering a hostile record", () => {
     assert.ok(searchableText(records[1]).length > 100_000);
   });
 
-  it("20,000 nested forks: the outline keeps every record once and nests at most MAX_NESTING deep", () => {
+  it("20,000 nested forks: the outline keeps every record once and nests at most MAX_NESTING deep", async () => {
     const forked: Rec[] = [];
     for (let i = 0; i < 20_000; i++) {
       forked.push(rec("user", `x${i}`, i === 0 ? null : `x${i - 1}`, "on", { timestamp: new Date(Date.UTC(2026, 0, 1) + i).toISOString() }));
@@ -82,9 +80,8 @@ describe("rendering a hostile record", () => {
     assert.equal(flatten(items).length, forked.length);
     assert.equal(new Set(flatten(items).map((r) => r.uuid)).size, forked.length);
     assert.ok(nesting(items) <= MAX_NESTING, `nested ${nesting(items)} deep`);
-    const t = buildTree(forked);
-    const s = summarize({ dir: "f", records: forked, malformed: 0, files: 1, bytes: 0, agents: [], side: [] }, t);
-    assert.ok(exportText({ records: forked, tree: t, summary: s }, "html").length < 20_000_000, "and renders (what the viewer does)");
+    const html = await exportSession({ dir: "f", records: forked, malformed: 0, files: 1, bytes: 0, agents: [], side: [] }, "html");
+    assert.ok(html.length < 20_000_000, "and renders (what the viewer does)");
   });
 });
 
