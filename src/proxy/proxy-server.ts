@@ -1,4 +1,4 @@
-// The forward proxy (docs/DESIGN.md "Proxy mode"): node:net, since Bun.serve and Deno.serve hand no CONNECT to a server.
+// The forward proxy (docs/DESIGN.md "Proxy mode"): node:net, since neither runtime's own server hands CONNECT to a handler.
 import { Buffer } from "node:buffer";
 import { lookup } from "node:dns/promises";
 import { BlockList, connect, createServer, isIPv6, type Socket } from "node:net";
