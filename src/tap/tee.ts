@@ -1,6 +1,12 @@
 // Hands each upstream chunk to the client and the same bytes to the observer (docs/DESIGN.md "Passthrough"): a pull source, as
 // Hono's utils/stream.ts, since `ReadableStream.tee()` never cancels the upstream when the client leaves and buffers without limit.
-import type { RelayObserver } from "./engine-link.ts";
+import type { CutBy } from "../mirror/messages.ts";
+
+export interface TeeObserver {
+  chunk(chunk: Uint8Array): void;
+  end(): void;
+  cut(by: CutBy): void;
+}
 
 export interface TeeOptions {
   /** Tells a client that left from an upstream that failed, when a read fails. */
@@ -36,7 +42,7 @@ function reusingReader(body: ReadableStream<Uint8Array>): Reader {
   };
 }
 
-export function teeBody(body: ReadableStream<Uint8Array>, observer: RelayObserver, options: TeeOptions): ReadableStream<Uint8Array> {
+export function teeBody(body: ReadableStream<Uint8Array>, observer: TeeObserver, options: TeeOptions): ReadableStream<Uint8Array> {
   const reader = reusingReader(body);
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
