@@ -16,8 +16,6 @@ export interface TeeOptions {
   cutQuietly?: boolean;
 }
 
-const READ_BYTES = 16 * 1024;
-
 type Reader = { read(): Promise<ReadableStreamReadResult<Uint8Array>>; cancel(reason?: unknown): Promise<void> };
 
 // Deno's fetch body is a byte stream whose default reader allocates 64 KiB per read (one read per HTTP chunk: a page fault per
@@ -30,7 +28,7 @@ function reusingReader(body: ReadableStream<Uint8Array>): Reader {
     if (!(error instanceof TypeError)) throw error;
     return body.getReader(); // not a byte stream (Bun's fetch body, which hands over large chunks anyway)
   }
-  let buffer = new Uint8Array(READ_BYTES);
+  let buffer = new Uint8Array(16 * 1024);
   return {
     async read() {
       const result = await byob.read(buffer);
