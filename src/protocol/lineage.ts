@@ -1,5 +1,5 @@
-// Exactly-once planning (docs/DESIGN.md "Exactly once"): a message's identity, stable across what Claude Code changes between
-// re-sends, a request's messages by their chain hashes, the index of a conversation's mirrored positions, and which are new. Pure.
+// Exactly-once planning (docs/DESIGN.md "Exactly once"): a message's identity stable across re-sends, chain hashes, the index of
+// a conversation's mirrored positions, and which messages are new. Pure.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { isObject, type Json } from "./json.ts";
@@ -22,7 +22,6 @@ function scrubBlock(block: Json, includeThinking: boolean): Json[] {
   return [out];
 }
 
-/** Base64 sources become sha256 references, `cache_control` markers go, and thinking unless `includeThinking`. */
 export function scrubContent<T>(content: T, includeThinking: boolean): T {
   if (!Array.isArray(content)) return content;
   return content.flatMap((block) => (isObject(block) ? scrubBlock(block, includeThinking) : [block])) as T;
@@ -67,13 +66,12 @@ export function chainHash(parent: string | null, message: string): string {
   return sha256((parent ?? "root") + ":" + message);
 }
 
-/** A deterministic UUID-shaped id (8-4-4-4-12 hex) from any seed; not RFC-versioned. */
+/** A deterministic UUID-shaped id from any seed; not RFC-versioned. */
 export function uuidFrom(seed: string): string {
   const h = sha256(seed);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
-/** Index key → the uuid of the record holding that position. */
 export interface LineageView {
   get(key: string): string | undefined;
 }
@@ -82,7 +80,7 @@ export interface HashedMessage {
   role: string;
   content: unknown;
   hash: string;
-  /** The position after this message (a system message does not move it), and its record's index key. */
+  /** The position after this message (a system message does not move it). */
   chain: string | null;
   key: string;
 }
@@ -126,7 +124,7 @@ export function readRequest(bytes: Uint8Array): { rest: Json; toolCount: number;
   return { rest, toolCount: Array.isArray(tools) ? tools.length : 0, messages: hashMessages(messages) };
 }
 
-/** What a request adds: the messages from `start` on, hanging from `parentUuid`; before `reconstructedBefore`, history the tap never saw answered. */
+/** Before `reconstructedBefore`: history the tap never saw answered. */
 export interface Plan {
   start: number;
   parentUuid: string | null;
@@ -142,12 +140,11 @@ export function planRequest(index: LineageView, messages: HashedMessage[]): Plan
   return { start, parentUuid, reconstructedBefore: Math.max(start, lastAnswer + 1) };
 }
 
-/** `hash` is null for a record without a message (a compact boundary). */
 export interface LineageEntry {
   key: string;
   uuid: string;
   chain: string | null;
-  hash: string | null;
+  hash: string | null; // null for a compact boundary
 }
 
 export class Lineage implements LineageView {
@@ -177,7 +174,7 @@ export class Lineage implements LineageView {
   }
 }
 
-/** A view that looks in `first`, then in `second` (a side directory over the main conversation). */
+/** A side directory's view over the main conversation's. */
 export function overlay(first: LineageView, second: LineageView): LineageView {
   return { get: (key) => first.get(key) ?? second.get(key) };
 }

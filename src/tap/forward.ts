@@ -4,7 +4,7 @@ import { apiError, awsRefusal, awsRefused, clientResponseHeaders, fetchDecoded, 
 import type { FetchRuntime, Refusal } from "../protocol/headers.ts";
 import { pathShape, recognise } from "../protocol/providers/recognise.ts";
 import { describe } from "../utils/describe-error.ts";
-import type { BodyCopy } from "../mirror/messages.ts";
+import type { BodyCopy, CutBy } from "../mirror/messages.ts";
 import type { EngineLink } from "./engine-link.ts";
 import { teeBody } from "./tee.ts";
 
@@ -109,51 +109,27 @@ async function relayBody(request: Request, maxBytes: number, readFirstBytes: num
 }
 
 function copyingStream(source: ReadableStream<Uint8Array>, declared: number | null, maxBytes: number): RelayedBody {
-  const reader = source.getReader();
   let buffer: Uint8Array | null = new Uint8Array(declared ?? 64 * 1024);
   let length = 0;
   let settle!: (copy: BodyCopy) => void;
-  const copied = new Promise<BodyCopy>((resolve) => (settle = resolve));
-  const keep = (chunk: Uint8Array) => {
-    if (buffer === null) return;
-    if (length + chunk.byteLength > maxBytes) {
-      buffer = null;
-      settle({ skipped: `request body larger than SESSIONTAP_MAX_MESSAGE_BYTES (more than ${maxBytes} bytes)` });
-      return;
-    }
-    if (length + chunk.byteLength > buffer.byteLength) {
-      const grown = new Uint8Array(Math.min(maxBytes, Math.max(buffer.byteLength * 2, length + chunk.byteLength)));
-      grown.set(buffer.subarray(0, length));
-      buffer = grown;
-    }
-    buffer.set(chunk, length);
-    length += chunk.byteLength;
-  };
-  const body = new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        let result: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          result = await reader.read();
-        } catch (error) {
-          settle({ skipped: "the request body could not be read" });
-          controller.error(error);
-          return;
-        }
-        if (result.done) {
-          if (buffer !== null) settle({ bytes: length === buffer.byteLength ? buffer : buffer.slice(0, length) });
-          controller.close();
-          return;
-        }
-        keep(result.value);
-        controller.enqueue(result.value);
-      },
-      cancel(reason) {
-        settle({ skipped: "the request body was not sent whole" });
-        return reader.cancel(reason);
-      },
+  const copy = new Promise<BodyCopy>((resolve) => (settle = resolve));
+  const keeper = {
+    chunk(chunk: Uint8Array) {
+      if (buffer === null) return;
+      if (length + chunk.byteLength > maxBytes) {
+        buffer = null;
+        return settle({ skipped: `request body larger than SESSIONTAP_MAX_MESSAGE_BYTES (more than ${maxBytes} bytes)` });
+      }
+      if (length + chunk.byteLength > buffer.byteLength) {
+        const grown = new Uint8Array(Math.min(maxBytes, Math.max(buffer.byteLength * 2, length + chunk.byteLength)));
+        grown.set(buffer.subarray(0, length));
+        buffer = grown;
+      }
+      buffer.set(chunk, length);
+      length += chunk.byteLength;
     },
-    { highWaterMark: 0 },
-  );
-  return { body, copy: copied };
+    end: () => buffer !== null && settle({ bytes: length === buffer.byteLength ? buffer : buffer.slice(0, length) }),
+    cut: (by: CutBy) => settle({ skipped: by === "client" ? "the request body was not sent whole" : "the request body could not be read" }),
+  };
+  return { body: teeBody(source, keeper, { clientGone: () => false }), copy };
 }
