@@ -4,10 +4,9 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path/posix";
 import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts";
 import { type Json, parseJsonl } from "../protocol/json.ts";
-import type { DirLocks } from "./dir-lock.ts";
+import { type DirLocks, removeLeftovers, writerTag } from "./dir-lock.ts";
 import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
 import { JsonlFollower } from "./jsonl-follower.ts";
-import { removeLeftovers, writerTag } from "./process-identity.ts";
 import { checkTrusted, ensureTrustedDir } from "./trusted-path.ts";
 
 const decoder = new TextDecoder();

@@ -2,7 +2,7 @@
 // (0600), then put in place in one step.
 import { basename, dirname } from "node:path/posix";
 import { type EntryInfo, type FsAdapter, removeIfThere as discard } from "./fs-adapter.ts";
-import { removeLeftovers, writerTag } from "./process-identity.ts";
+import { removeLeftovers, writerTag } from "./dir-lock.ts";
 
 export type Published =
   | { kind: "created"; path: string }

@@ -1,12 +1,11 @@
 // Spools (docs/RELIABILITY.md "Trust boundaries"): commits kept on disk until written where they belong, one file per process
 // (`spool-<host>-<pid>-<start>.jsonl`), a dead process's file adopted by rename. The store queues every commit here; the mirror what it could not write.
 import type { CommitJob } from "../protocol/commit-job.ts";
-import type { LockOwner } from "./dir-lock.ts";
+import { type LockOwner, ownerAlive } from "./dir-lock.ts";
 import { completeLines, jsonObject } from "../protocol/json.ts";
 import { createHash } from "node:crypto";
 import { currentUid, ensurePrivateDir, ensureTrustedDir, UnsafePathError, untrusted } from "./trusted-path.ts";
 import { join } from "node:path/posix";
-import { ownerAlive } from "./process-identity.ts";
 import { hostname, tmpdir } from "node:os";
 import { type FsAdapter, isNotFound, removeIfThere } from "./fs-adapter.ts";
 

@@ -3,7 +3,7 @@
 import type { EventFields } from "../storage/events-log.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { selfOwner } from "../storage/process-identity.ts";
+import { selfOwner } from "../storage/dir-lock.ts";
 import { type CommitJob, type ConversationPlace, type MirrorRecord, placeOf } from "../protocol/commit-job.ts";
 import type { Json } from "../protocol/json.ts";
 import type { Redactor } from "../protocol/secrets.ts";
