@@ -43,7 +43,6 @@ const UNNAMED_STALE_MS = 24 * 60 * 60 * 1000;
 
 const hostTag = () => createHash("sha256").update(hostname()).digest("hex").slice(0, 8);
 
-/** `w<pid>-<start>-<host>`: characters every filesystem takes. */
 export async function writerTag(fs: FsAdapter): Promise<string> {
   return `w${process.pid}-${(await processStart(fs, process.pid)) ?? "x"}-${hostTag()}`;
 }
@@ -79,7 +78,6 @@ export async function removeLeftovers(fs: FsAdapter, dir: string, isLeftover: (n
 
 export interface LockOwner {
   pid: number;
-  /** /proc/<pid>/stat field 22; null where unknown. */
   start: string | null;
   host: string;
 }
@@ -164,7 +162,6 @@ export class DirLocks {
     }
   }
 
-  /** Makes `.locks` and this process's owner ready before the first lock. */
   async prepare(): Promise<void> {
     await this.options.self;
     await this.ensureLocksDir();
@@ -208,7 +205,6 @@ export class DirLocks {
     }
   }
 
-  /** Locks a write holds now are left alone. */
   private async retryReleases(again = true): Promise<void> {
     for (const [path, lock] of [...this.unreleased]) if (!this.busy.has(path)) await this.remove(path, lock, again);
   }

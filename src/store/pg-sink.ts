@@ -31,11 +31,9 @@ import { Retry } from "../utils/keyed-queue.ts";
 export interface PgSinkOptions {
   url: string;
   fs: FsAdapter;
-  /** The mirror root; the spool lives in `<root>/.spool/postgres/`. */
   root: string;
   includeThinking: boolean;
   redactor?: Redactor | null;
-  /** Conversations whose lineage is kept in memory (LRU). */
   maxSessions: number;
   /** Ids, counts, states; never content or credentials. */
   log: (action: string, fields?: EventFields) => void;
@@ -262,7 +260,6 @@ export interface EntryRow {
   entry: string;
 }
 
-/** Rows inserted (fewer than planned only when some uuid was already stored). */
 type StoreDone = { inserted: number };
 
 function rowsOf(place: ConversationPlace, records: readonly MirrorRecord[]): EntryRow[] {
