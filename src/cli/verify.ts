@@ -4,10 +4,9 @@ import { join } from "node:path/posix";
 import type { Config } from "../config/parse.ts";
 import { jsonObject } from "../protocol/json.ts";
 import { dirName } from "../protocol/session-id.ts";
-import { DirLocks } from "../storage/dir-lock.ts";
+import { DirLocks, removeLeftovers, writerTag } from "../storage/dir-lock.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { conversations } from "../storage/mirror-reader.ts";
-import { ownerAlive, removeLeftovers, selfOwner, writerTag } from "../storage/process-identity.ts";
 import { checkWhole } from "../storage/publish.ts";
 import { untrusted } from "../storage/trusted-path.ts";
 import { describe } from "../utils/describe-error.ts";
@@ -16,11 +15,8 @@ import { type CommandIo, printJson } from "./command-io.ts";
 export async function run(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const said = new Set<string>();
   const locks = new DirLocks(io.fs, config.mirrorDir, {
-    self: selfOwner(io.fs),
-    isAlive: (o) => ownerAlive(io.fs, o),
     waitMs: 10_000,
     clock: io.clock,
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     report: {
       // Left behind, such a lock names a process that has ended by the time a tap looks: taken over then.
       releaseFailed: (dir, error) => {

@@ -3,14 +3,13 @@ import { type CommitJob, placeOf } from "../protocol/commit-job.ts";
 import type { Redactor } from "../protocol/secrets.ts";
 import { dirName, judgeBinding, ownerName, type SessionBinding } from "../protocol/session-id.ts";
 import { BindingFiles } from "../storage/binding-files.ts";
-import { DirLocks } from "../storage/dir-lock.ts";
+import { DirLocks, selfOwner } from "../storage/dir-lock.ts";
 import { type EventFields, EventsLog } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
 import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/spool.ts";
 import { sweepTree } from "../storage/sweep.ts";
 import { join } from "node:path/posix";
-import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import type { PgSink } from "../store/pg-sink.ts";
 import { describe } from "../utils/describe-error.ts";
 import { KeyedQueue } from "../utils/keyed-queue.ts";
@@ -89,11 +88,9 @@ export class Mirror {
     const self = selfOwner(fs);
     this.locks = new DirLocks(fs, root, {
       self,
-      isAlive: (owner) => ownerAlive(fs, owner),
       waitMs: settings.lockWaitMs,
       holder: settings.lockHolder,
       clock,
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       report: {
         releaseFailed: (dir, error, waiting) => {
           this.fail("unlock", error, { dir: this.relative(dir) });

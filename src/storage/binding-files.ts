@@ -63,7 +63,6 @@ export class BindingFiles {
     return { credential: str(value.credential), claims: str(value.claims), cwd: str(value.cwd) };
   }
 
-  /** Makes `.bindings` ready before the first session is bound. */
   async prepare(): Promise<void> {
     await ensureTrustedDir(this.fs, this.root, join(this.root, BINDINGS_DIR));
   }
@@ -74,7 +73,6 @@ export class BindingFiles {
     return await this.fs.createExclusive(this.pathOf(sessionDir), JSON.stringify(binding) + "\n", true);
   }
 
-  /** A refreshed token, a working directory first named. */
   async replace(sessionDir: string, binding: SessionBinding): Promise<void> {
     await ensureTrustedDir(this.fs, this.root, join(this.root, BINDINGS_DIR));
     await replaceFile(this.fs, this.pathOf(sessionDir), JSON.stringify(binding) + "\n");

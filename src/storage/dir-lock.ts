@@ -1,25 +1,95 @@
 // One live writer per session directory across processes (docs/RELIABILITY.md "One live writer per conversation"): a lock file under
-// `<root>/.locks/` names its owner by pid and start time, so a dead owner's lock is proven stale; a lock of this very instance is its own.
+// `<root>/.locks/` names its owner by pid and kernel start time, so a dead owner's (or a recycled pid's) lock is proven stale.
 import { createHash, randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import process from "node:process";
 import { type FsAdapter, readIfThere, removeIfThere } from "./fs-adapter.ts";
-import { ensureTrustedDir } from "./trusted-path.ts";
+import { currentUid, ensureTrustedDir } from "./trusted-path.ts";
 import { join } from "node:path/posix";
 import { Retry } from "../utils/keyed-queue.ts";
 
+/** Field 22 of /proc/<pid>/stat, or null off Linux (another system's /proc, or a file planted there, is not read as it). */
+export async function processStart(fs: FsAdapter, pid: number, platform: string = process.platform): Promise<string | null> {
+  if (platform !== "linux") return null;
+  try {
+    const stat = await fs.readText(`/proc/${pid}/stat`);
+    // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export async function selfOwner(fs: FsAdapter): Promise<LockOwner> {
+  return { pid: process.pid, start: await processStart(fs, process.pid), host: hostname() };
+}
+
+/** Same host (another host's lock is never judged), pid alive, same start time. */
+export async function ownerAlive(fs: FsAdapter, owner: LockOwner): Promise<boolean> {
+  if (owner.host !== hostname()) return true;
+  try {
+    process.kill(owner.pid, 0);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ESRCH") return false;
+  }
+  if (owner.start === null) return true;
+  const start = await processStart(fs, owner.pid);
+  return start === null || start === owner.start;
+}
+
+// Temporary files a killed process leaves (a `.staging` publish, a restore's temporary file) carry their writer, so the next start can
+// prove one stale; names made before writers were named are stale once a day old (no publish or restore takes that long).
+const UNNAMED_STALE_MS = 24 * 60 * 60 * 1000;
+
+const hostTag = () => createHash("sha256").update(hostname()).digest("hex").slice(0, 8);
+
+export async function writerTag(fs: FsAdapter): Promise<string> {
+  return `w${process.pid}-${(await processStart(fs, process.pid)) ?? "x"}-${hostTag()}`;
+}
+
+export function writerOf(name: string): { pid: number; start: string | null; host: string } | null {
+  const m = /(?:^|[.-])w(\d+)-(\d+|x)-([0-9a-f]{8})(?=[.-]|$)/.exec(name);
+  return m === null ? null : { pid: Number(m[1]), start: m[2] === "x" ? null : m[2], host: m[3] };
+}
+
+/** Removes the provably stale leftovers `isLeftover` names; returns their names. Never throws: one that cannot be removed stays. */
+export async function removeLeftovers(fs: FsAdapter, dir: string, isLeftover: (name: string) => boolean, now: number): Promise<string[]> {
+  const removed: string[] = [];
+  const uid = currentUid();
+  for (const entry of await fs.readdir(dir).catch(() => [])) {
+    if (!entry.isFile || !isLeftover(entry.name)) continue;
+    const path = join(dir, entry.name);
+    try {
+      const info = await fs.lstat(path);
+      if (info === null || !info.isFile || (uid >= 0 && info.uid !== uid)) continue;
+      const writer = writerOf(entry.name);
+      const stale = writer === null
+        ? now - info.mtimeMs >= UNNAMED_STALE_MS
+        : writer.host === hostTag() && !(await ownerAlive(fs, { pid: writer.pid, start: writer.start, host: hostname() }));
+      if (!stale) continue;
+      await fs.unlink(path);
+      removed.push(entry.name);
+    } catch {
+      // gone meanwhile, or not ours to remove: it stays
+    }
+  }
+  return removed;
+}
+
 export interface LockOwner {
   pid: number;
-  /** /proc/<pid>/stat field 22; null where unknown. */
   start: string | null;
   host: string;
 }
 
+/** Unset fields default to this process, ownerAlive, Date.now and a timer. */
 export interface LockOptions {
-  self: LockOwner | Promise<LockOwner>;
-  isAlive: (owner: LockOwner) => Promise<boolean>;
+  self?: LockOwner | Promise<LockOwner>;
+  isAlive?: (owner: LockOwner) => Promise<boolean>;
   /** Longest wait for a live owner (the caller keeps its records and retries). */
   waitMs: number;
-  clock: () => number;
-  sleep: (ms: number) => Promise<void>;
+  clock?: () => number;
+  sleep?: (ms: number) => Promise<void>;
   /** Names this instance in its lock files (default: a new name): an engine started in place of a dead one takes over its locks. */
   holder?: string;
   report?: LockReport;
@@ -38,6 +108,7 @@ export class LockBusyError extends Error {
 export class DirLocks {
   private trusted = false;
   private readonly holder: string;
+  private readonly options: Required<Omit<LockOptions, "holder" | "report">> & LockOptions;
   private readonly busy = new Set<string>();
   /** Files of ours that could not be removed yet: a lock (its directory and our text), or the aside name a lock was made under (null). */
   private readonly unreleased = new Map<string, { dir: string; owner: string } | null>();
@@ -46,9 +117,16 @@ export class DirLocks {
   constructor(
     private readonly fs: FsAdapter,
     private readonly root: string,
-    private readonly options: LockOptions,
+    options: LockOptions,
   ) {
     this.holder = options.holder ?? randomUUID();
+    this.options = {
+      self: selfOwner(fs),
+      isAlive: (owner) => ownerAlive(fs, owner),
+      clock: Date.now,
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      ...options,
+    };
   }
 
   pathFor(dir: string): string {
@@ -84,7 +162,6 @@ export class DirLocks {
     }
   }
 
-  /** Makes `.locks` and this process's owner ready before the first lock. */
   async prepare(): Promise<void> {
     await this.options.self;
     await this.ensureLocksDir();
@@ -128,7 +205,6 @@ export class DirLocks {
     }
   }
 
-  /** Locks a write holds now are left alone. */
   private async retryReleases(again = true): Promise<void> {
     for (const [path, lock] of [...this.unreleased]) if (!this.busy.has(path)) await this.remove(path, lock, again);
   }

@@ -32,7 +32,6 @@ export class EventsLog {
     return join(this.root, EVENTS_FILE);
   }
 
-  /** Never throws, never rejects. */
   log(action: string, fields: EventFields = {}): Promise<void> {
     const line = JSON.stringify({ ts: new Date(this.clock()).toISOString(), action, ...fields }) + "\n";
     this.queue = this.queue.then(() => this.write(line)).then(() => this.report.written(), (error) => {

@@ -15,7 +15,6 @@ export type FollowRead = { kind: "missing" | "not-a-file" } | { kind: "read"; at
 export interface FollowOptions {
   /** Where reading starts in a file first met or met afresh (0 unless given): mid-line, the partial line is skipped. */
   startAt?: (size: number) => number;
-  /** The longest line handed on whole (default 16 MiB). */
   maxLine?: number;
 }
 

@@ -121,7 +121,6 @@ export class MirrorReader implements SessionSource {
 export const LAST_DRILL = ".last-drill.json";
 export type LastDrill = { at: string; drilled: number; passed: number; named: boolean; claudeCode: string | null };
 
-/** Null when no drill ran; throws when its record cannot be read. */
 export async function lastDrill(fs: FsAdapter, root: string): Promise<LastDrill | null> {
   const text = await readIfThere(fs, join(root, LAST_DRILL));
   const last = text === null ? null : JSON.parse(text);
@@ -138,17 +137,13 @@ export async function lastDrill(fs: FsAdapter, root: string): Promise<LastDrill 
 export interface ListEntry extends SessionSummary {
   claudeTranscript: TranscriptState;
   claudeTranscriptPath: string | null;
-  /** Why Claude Code can have no transcript of this session (an id it could not have made), else null. */
   claudeTranscriptProblem: string | null;
-  /** Why what stands where its transcript would be was not read (a symlink, a FIFO, unreadable), else null. */
   claudeTranscriptWarning: string | null;
-  /** The prompts and answers of the mirror's current branch that Claude Code's transcript lacks. */
   claudeTranscriptLacking: { prompts: number; answers: number };
 }
 
 export class SessionCatalog {
   readonly reader: MirrorReader;
-  /** A viewer refreshes its list often; transcripts can be large. */
   private readonly transcripts: FactsCache = new Map();
 
   constructor(
@@ -173,7 +168,6 @@ export class SessionCatalog {
     return (await this.judged()).map((j) => j.entry);
   }
 
-  /** `scan`: from scanTranscripts, read afresh when omitted. */
   async judge(data: SessionData, scan?: Map<string, string[]>): Promise<{ entry: ListEntry; info: TranscriptInfo }> {
     const tree = buildTree(data.records);
     const summary = summarize(data, tree, this.prices);

@@ -4,10 +4,9 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path/posix";
 import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts";
 import { type Json, parseJsonl } from "../protocol/json.ts";
-import type { DirLocks } from "./dir-lock.ts";
+import { type DirLocks, removeLeftovers, writerTag } from "./dir-lock.ts";
 import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
 import { JsonlFollower } from "./jsonl-follower.ts";
-import { removeLeftovers, writerTag } from "./process-identity.ts";
 import { checkTrusted, ensureTrustedDir } from "./trusted-path.ts";
 
 const decoder = new TextDecoder();
@@ -45,7 +44,6 @@ export function rotationName(ms: number, attempt = 0): string {
 
 export class MirrorTree {
   private writer: Promise<string> | null = null;
-  /** `.staging` was made and checked (made again if it vanished). */
   private staging = false;
 
   constructor(
@@ -57,7 +55,6 @@ export class MirrorTree {
     private readonly writing: TreeWriting | null = null,
   ) {}
 
-  /** Staging files of writers provably gone (killed mid-publish). */
   async removeStaleStaging(): Promise<number> {
     const staging = join(this.root, ".staging");
     if ((await this.fs.lstat(staging))?.isDirectory !== true) return 0;
@@ -65,7 +62,6 @@ export class MirrorTree {
     return (await removeLeftovers(this.fs, staging, (name) => name.endsWith(".part"), this.clock())).length;
   }
 
-  /** Makes `.staging` and this writer's name ready before the first publish. */
   async prepare(): Promise<void> {
     this.writer ??= writerTag(this.fs);
     await this.ensureDir(join(this.root, ".staging"));

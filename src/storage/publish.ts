@@ -2,7 +2,7 @@
 // (0600), then put in place in one step.
 import { basename, dirname } from "node:path/posix";
 import { type EntryInfo, type FsAdapter, removeIfThere as discard } from "./fs-adapter.ts";
-import { removeLeftovers, writerTag } from "./process-identity.ts";
+import { removeLeftovers, writerTag } from "./dir-lock.ts";
 
 export type Published =
   | { kind: "created"; path: string }
@@ -12,7 +12,6 @@ export type Published =
   /** The target changed since it was judged: nothing was replaced. */
   | { kind: "changed"; path: string };
 
-/** "This filesystem does not do hard links." */
 const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK"]);
 
 /** Under a fresh name naming this process; what a killed writer left beside `path` goes first (a restore killed mid-write left 27 MB). */
@@ -35,7 +34,6 @@ export async function checkWhole(fs: FsAdapter, path: string, data: string): Pro
   if (size !== expected) throw Object.assign(new Error(`${path} holds ${size} of the ${expected} bytes written to it`), { code: "EIO" });
 }
 
-/** Without overwriting; an exclusive copy where links are not supported. */
 async function linkOrCopy(fs: FsAdapter, from: string, to: string): Promise<boolean> {
   try {
     return await fs.link(from, to);
@@ -65,7 +63,6 @@ function unchanged(judged: EntryInfo, now: EntryInfo | null): boolean {
   return now !== null && now.isFile && now.dev === judged.dev && now.ino === judged.ino && now.size === judged.size && now.mtimeMs === judged.mtimeMs;
 }
 
-/** `judged`: what the caller examined. */
 export async function replaceWithBackup(fs: FsAdapter, path: string, data: string, judged: EntryInfo, nowMs: number): Promise<Published> {
   const tmp = await writeAside(fs, path, data);
   try {

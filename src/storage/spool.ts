@@ -1,12 +1,11 @@
 // Spools (docs/RELIABILITY.md "Trust boundaries"): commits kept on disk until written where they belong, one file per process
 // (`spool-<host>-<pid>-<start>.jsonl`), a dead process's file adopted by rename. The store queues every commit here; the mirror what it could not write.
 import type { CommitJob } from "../protocol/commit-job.ts";
-import type { LockOwner } from "./dir-lock.ts";
+import { type LockOwner, ownerAlive } from "./dir-lock.ts";
 import { completeLines, jsonObject } from "../protocol/json.ts";
 import { createHash } from "node:crypto";
 import { currentUid, ensurePrivateDir, ensureTrustedDir, UnsafePathError, untrusted } from "./trusted-path.ts";
 import { join } from "node:path/posix";
-import { ownerAlive } from "./process-identity.ts";
 import { hostname, tmpdir } from "node:os";
 import { type FsAdapter, isNotFound, removeIfThere } from "./fs-adapter.ts";
 
@@ -30,7 +29,6 @@ export function trustedPlace(fs: FsAdapter, root: string, dir: string): SpoolPla
   return { dir, ensure: () => ensureTrustedDir(fs, root, dir) };
 }
 
-/** The fallback place under the system's temporary directory, one per user and mirror root. */
 export function tempSpoolPlace(fs: FsAdapter, root: string, tmp = tmpdir()): SpoolPlace {
   const uid = currentUid();
   const userDir = join(tmp, `sessiontap-${uid >= 0 ? uid : "user"}`);
@@ -50,7 +48,6 @@ export function rootSpoolDir(root: string): string {
 
 /** One spool directory as one process sees it: its own file after the files of dead processes it adopted, read in order by `next`. */
 export class Spool {
-  /** Jobs appended (or adopted) and not yet taken off. */
   pending = 0;
   readonly dir: string;
   private adoptions = 0;
@@ -222,7 +219,6 @@ export class Spool {
   }
 }
 
-/** The mirror's shutdown spool over its places, in order of preference. */
 export class MirrorSpool {
   constructor(
     private readonly fs: FsAdapter,
@@ -258,13 +254,11 @@ export class MirrorSpool {
         await spool.adopt();
         for (const name of await spool.adoptedNames()) {
           const path = join(place.dir, name);
-          const text = await this.fs.readText(path);
+          const lines = completeLines(await this.fs.readText(path));
+          const jobs = lines.map((line) => jsonObject(line) as CommitJob | null).filter((job) => job !== null);
           out.files.push(path);
-          for (const line of completeLines(text)) {
-            const job = jsonObject(line) as CommitJob | null;
-            if (job === null) out.malformed++;
-            else out.jobs.push(job);
-          }
+          out.jobs = out.jobs.concat(jobs);
+          out.malformed += lines.length - jobs.length;
         }
       } catch (error) {
         if ((error as { code?: string }).code === "ENOTDIR") continue; // a path that cannot hold a spool holds none

@@ -6,7 +6,6 @@ import { join } from "node:path/posix";
 export interface SweepResult {
   removedFiles: number;
   prunedDirs: number;
-  /** Where files were removed, so their writers can look again. */
   touchedDirs: string[];
   /** Entries left alone because they changed identity under the sweep. */
   skipped: number;
@@ -26,7 +25,6 @@ export async function sweepTree(fs: FsAdapter, root: string, cutoffMs: number): 
   return result;
 }
 
-/** True when `dir` (known by `self`) is empty afterwards. */
 async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: number, depth: number, result: SweepResult): Promise<boolean> {
   const entries = await fs.readdir(dir);
   // The listing is only ours if `dir` is still the directory we decided to enter.

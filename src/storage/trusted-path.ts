@@ -5,7 +5,6 @@ import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
 
 export const DIR_MODE = 0o700;
 
-/** -1 where the platform has none. */
 export function currentUid(): number {
   return typeof process.getuid === "function" ? process.getuid() : -1;
 }

@@ -64,7 +64,6 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** The record's cwd as Claude Code names its project directory, or "unknown". */
 export function projectKey(cwd: unknown): string {
   return typeof cwd === "string" && cwd !== "" ? encodeProjectDir(cwd) : "unknown";
 }

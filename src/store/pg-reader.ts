@@ -10,7 +10,6 @@ import { closeStore, openStore, redactUrl, schemaVersion, type Sql } from "./pg-
 
 type Row = { session_id: string; subpath: string; entry: string; bytes: number };
 
-/** One line for the command to print. */
 export class StoreReadError extends Error {
   override name = "StoreReadError";
 }
@@ -20,11 +19,9 @@ export class PgReader implements SessionSource {
 
   constructor(
     private readonly sql: Sql,
-    /** The URL without its password. */
     readonly where: string,
   ) {}
 
-  /** Most recently written first. */
   async loadAll(): Promise<SessionData[]> {
     const rows = await this.query(() =>
       this.sql<(Row & { last: string })[]>`
@@ -40,7 +37,6 @@ export class PgReader implements SessionSource {
     return [...sessions.values()];
   }
 
-  /** Empty when the store has none of it. */
   async load(sessionId: string): Promise<SessionData> {
     const rows = await this.query(() =>
       this.sql<Row[]>`
@@ -100,7 +96,6 @@ function add(data: SessionData, row: Row): void {
   }
 }
 
-/** The shared store when one is configured, else the mirror tree. */
 export async function withSessionSource<T>(config: Readonly<Config>, fs: FsAdapter, fn: (source: SessionSource) => Promise<T>): Promise<T> {
   if (config.store === null) return await fn(new MirrorReader(fs, config.mirrorDir));
   const reader = new PgReader(openStore(config.store, { max: 1, connectTimeoutS: 10 }), redactUrl(config.store));

@@ -3,7 +3,7 @@
 import type { EventFields } from "../storage/events-log.ts";
 import { describe } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { selfOwner } from "../storage/process-identity.ts";
+import { selfOwner } from "../storage/dir-lock.ts";
 import { type CommitJob, type ConversationPlace, type MirrorRecord, placeOf } from "../protocol/commit-job.ts";
 import type { Json } from "../protocol/json.ts";
 import type { Redactor } from "../protocol/secrets.ts";
@@ -31,11 +31,9 @@ import { Retry } from "../utils/keyed-queue.ts";
 export interface PgSinkOptions {
   url: string;
   fs: FsAdapter;
-  /** The mirror root; the spool lives in `<root>/.spool/postgres/`. */
   root: string;
   includeThinking: boolean;
   redactor?: Redactor | null;
-  /** Conversations whose lineage is kept in memory (LRU). */
   maxSessions: number;
   /** Ids, counts, states; never content or credentials. */
   log: (action: string, fields?: EventFields) => void;
@@ -262,7 +260,6 @@ export interface EntryRow {
   entry: string;
 }
 
-/** Rows inserted (fewer than planned only when some uuid was already stored). */
 type StoreDone = { inserted: number };
 
 function rowsOf(place: ConversationPlace, records: readonly MirrorRecord[]): EntryRow[] {

@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import process from "node:process";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
-import { writerOf, writerTag } from "../../src/storage/process-identity.ts";
+import { writerOf, writerTag } from "../../src/storage/dir-lock.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { readEvents, startTestTap } from "../support/tap.ts";

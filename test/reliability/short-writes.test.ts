@@ -17,7 +17,7 @@ import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { serveTap, spawnTap } from "../support/child.ts";
 import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
-import { writerTag } from "../../src/storage/process-identity.ts";
+import { writerTag } from "../../src/storage/dir-lock.ts";
 
 type Rec = Record<string, unknown>;
 type Health = { status: string; problems: string[] };

@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
-import { processStart, selfOwner } from "../../src/storage/process-identity.ts";
+import { processStart, selfOwner } from "../../src/storage/dir-lock.ts";
 import { Spool, trustedPlace } from "../../src/storage/spool.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";
 

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { hostname } from "node:os";
 import process from "node:process";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
-import { ownerAlive, processStart } from "../../src/storage/process-identity.ts";
+import { ownerAlive, processStart } from "../../src/storage/dir-lock.ts";
 
 describe("platform assumptions, with their fallbacks", () => {
   it("a process's start time is read from /proc on Linux only; elsewhere it is unknown, never misread", async () => {
