@@ -90,10 +90,8 @@ export function referenceNote(block: Block): Block {
   return { type: "text", text: `[${kind}${media} not kept by sessiontap${sha}]` };
 }
 
-/** Slash-command pieces Claude Code keeps as user records, the caveat hidden (`isMeta`). */
 const COMMAND_RECORD = /^<(local-command-caveat|command-name|command-message|local-command-stdout|local-command-stderr)>/;
 const HIDDEN = /^<local-command-caveat>/;
-/** A reminder Claude Code appended to a tool result's text, after a blank line. */
 const TRAILING_REMINDER = /\n\n(<system-reminder>\n(?:(?!<\/system-reminder>)[\s\S])*\n<\/system-reminder>)$/;
 
 /** One mirrored message as records before it, its own (the first keeps its uuid), and context pieces after them. */
@@ -259,10 +257,8 @@ function toolUseResultOf(tool: string | undefined, result: Block): unknown {
   return { stdout: texts.join("\n"), stderr: "", interrupted: false, isImage: false, noOutputExpected: false };
 }
 
-/** One thing the conversation says; `where` names it for a failure, `alone` marks the only item of its message. */
 type Said = { kind: string; key: string; where: string; alone?: boolean };
 
-/** `turns`: the branch's records that hold a prompt; `compactedFirst`: Claude Code compacted before the probe. */
 export type DrillVerdict = { ok: boolean; detail: string; turns: number; compactedFirst: boolean };
 
 const restored = (b: Block) => (isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : b);
@@ -276,7 +272,6 @@ function resultKey(content: unknown): string {
   return text;
 }
 
-/** Injected context, thinking and empty text say nothing of the conversation. */
 function saidIn(role: unknown, content: unknown, where: string): Said[] {
   const out: Said[] = [];
   for (const b of blocksOf(content).map(restored)) {
