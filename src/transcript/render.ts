@@ -425,16 +425,11 @@ export function renderText(items: Item[], o: TextOptions): string {
     const body = blocks.map((b) => block(b, r)).filter((t): t is string => t !== null);
     if (body.length === 0 && (continued || blocks.length > 0)) return null;
     if (continued) return body.join("\n");
-    let head: string;
-    if (r.type === "user") head = `${s.user(isCompactSummary(r) ? "Compaction summary" : "User")} · ${when}`;
-    else {
-      const answer = answerLine(r, o.prices);
-      head = `${s.assistant("Assistant")}${typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : ""} · ${when}${
-        s.dim(answer === null ? "" : ` · ${answer}`)
-      }`;
-    }
-    const flags = recordFlags(r);
-    if (flags.length > 0) head += ` · ${flags.join(", ")}`;
+    const answer = r.type === "assistant" ? answerLine(r, o.prices) : null;
+    const model = typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : "";
+    const who = r.type === "user" ? s.user(isCompactSummary(r) ? "Compaction summary" : "User") : `${s.assistant("Assistant")}${model}`;
+    const flags = recordFlags(r).join(", ");
+    const head = `${who} · ${when}${answer === null ? "" : s.dim(` · ${answer}`)}${flags ? ` · ${flags}` : ""}`;
     return body.length === 0 ? `${head}\n  ${s.dim("(empty)")}` : `${head}\n${body.join("\n")}`;
   };
 

@@ -183,18 +183,24 @@ function splitOf(r: Rec, tools: Map<string, string>): Split | null {
   return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, tools) : splitPrompt(r, content);
 }
 
-/** The user message (parent or child) each system message came with: Claude Code keeps its pieces as that turn's attachments. */
-function systemHosts(records: Rec[]): Map<string, string> {
+/** The user message (parent or child) each system message came with, and its pieces by host: Claude Code keeps them as that turn's attachments. */
+function systemHosts(records: Rec[]) {
   const hosts = new Map<string, string>();
+  const hosted = new Map<string, ContextPiece[]>();
   records.forEach((r, i) => {
     const id = uuidOf(r);
     if (!isApiSystem(r) || id === null) return;
-    const before = records[i - 1];
-    const after = records[i + 1];
-    if (before?.type === "user" && parentOf(r) === uuidOf(before)) hosts.set(id, uuidOf(before)!);
-    else if (after?.type === "user" && parentOf(after) === id) hosts.set(id, uuidOf(after)!);
+    const [before, after] = [records[i - 1], records[i + 1]];
+    const host = before?.type === "user" && parentOf(r) === uuidOf(before)
+      ? uuidOf(before)
+      : after?.type === "user" && parentOf(after) === id
+      ? uuidOf(after)
+      : null;
+    if (host === null) return;
+    hosts.set(id, host);
+    hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
   });
-  return hosts;
+  return { hosts, hosted };
 }
 
 /** Command pieces, the prompt, then the turn's context as attachments; `first` and `last`: a split message's first and last records. */
@@ -202,13 +208,8 @@ function toClaudeRecords(records: Rec[]): { out: Rec[]; first: Map<string, strin
   const out: Rec[] = [];
   const first = new Map<string, string>();
   const last = new Map<string, string>();
-  const hosts = systemHosts(records);
-  const hosted = new Map<string, ContextPiece[]>();
+  const { hosts, hosted } = systemHosts(records);
   const tools = new Map<string, string>();
-  for (const r of records) {
-    const host = hosts.get(uuidOf(r) ?? "");
-    if (host !== undefined) hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
-  }
   const tip = () => (out.length === 0 ? null : String(out[out.length - 1].uuid));
   const emit = (from: Rec, pieces: ContextPiece[]) => {
     const id = uuidOf(from)!;
