@@ -147,9 +147,7 @@ export function contextPiece(inner: string, sentAs: "user" | "system"): ContextP
     if (!inner.startsWith(kind.opens)) continue;
     const made = kind.read(inner);
     if (made === null) break;
-    const piece: ContextPiece = { attachment: { type: kind.type, ...made }, renderedRole: kind.role, rendered };
-    if (kind.besideToolResult) piece.besideToolResult = true;
-    return piece;
+    return { attachment: { type: kind.type, ...made }, renderedRole: kind.role, rendered, ...(kind.besideToolResult ? { besideToolResult: true } : {}) };
   }
   return { attachment: { type: UNKNOWN_KIND }, renderedRole: sentAs, rendered };
 }

@@ -66,18 +66,16 @@ function walkUp(from: Rec | null, next: (r: Rec) => Rec | null): Rec[] {
 
 export const currentBranch = (tree: Tree) => walkUp(tree.newestLeaf, (r) => parentRec(tree, r));
 
-export function restorePath(tree: Tree): Rec[] {
-  return walkUp(tree.newestLeaf, (r) => {
-    const logical = isCompactBoundary(r) && typeof r.logicalParentUuid === "string" ? tree.byUuid.get(r.logicalParentUuid) ?? null : null;
-    return parentRec(tree, r) ?? logical;
-  });
-}
+const boundaryParent = (tree: Tree, r: Rec) =>
+  isCompactBoundary(r) && typeof r.logicalParentUuid === "string" ? tree.byUuid.get(r.logicalParentUuid) ?? null : null;
+
+export const restorePath = (tree: Tree) => walkUp(tree.newestLeaf, (r) => parentRec(tree, r) ?? boundaryParent(tree, r));
 
 /** For a compaction's new root, what the conversation had reached before it (null: a true start). */
 function logicalParent(tree: Tree, r: Rec): Rec | null {
   const parent = parentRec(tree, r);
   if (parent !== null) return parent;
-  if (isCompactBoundary(r)) return typeof r.logicalParentUuid === "string" ? tree.byUuid.get(r.logicalParentUuid) ?? null : null;
+  if (isCompactBoundary(r)) return boundaryParent(tree, r);
   if (parentOf(r) !== null || !isCompactSummary(r)) return null;
   const cmp = compareBy(tree.order);
   const own = walkUp(r, (x) => parentRec(tree, x))[0];
