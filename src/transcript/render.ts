@@ -135,11 +135,7 @@ mark{background:#ffe066;color:inherit;border-radius:2px}
 .branches{border-left:3px dotted #f08c00;margin:8px 0 8px 12px;padding-left:10px}.branches>summary{color:#d9480f}.branch{opacity:.85}
 `;
 
-interface HtmlOptions {
-  continued?: boolean;
-  pairs?: Pairs;
-  prices?: PriceTable;
-}
+type HtmlOptions = { continued?: boolean; pairs?: Pairs; prices?: PriceTable };
 
 function timeHtml(iso: string): string {
   const utc = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");
