@@ -41,7 +41,6 @@ export interface SubagentOutcome {
   error?: string;
 }
 
-/** `why`: one line; `problems`: subagents not restored, a line each (exit 1). */
 export type RestoreResult =
   | { ok: true; outcome: RestoreOutcome; problems: string[] }
   | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
@@ -56,7 +55,6 @@ export interface RestoreRequest {
 
 class LeftAlone extends Error {}
 
-/** A regular file of this user only, read with bounded memory (docs/RELIABILITY.md "Trust boundaries"). */
 async function examine(fs: FsAdapter, path: string, mirror: MirrorFacts, now: number) {
   const info = await fs.lstat(path);
   if (info !== null && !info.isFile) throw new LeftAlone(`${path} is ${info.isSymbolicLink ? "a symbolic link" : "not a regular file"}; left alone`);
@@ -71,7 +69,6 @@ async function examine(fs: FsAdapter, path: string, mirror: MirrorFacts, now: nu
 /** A stub or a behind file is replaced (the old kept beside it), an intact one only with `force`. */
 const actionOf = (verdict: Verdict, force: boolean) => verdict.state === "missing" ? "create" : verdict.state !== "intact" || force ? "replace" : null;
 
-/** Never clobbers a file that appeared or changed meanwhile. */
 async function place(fs: FsAdapter, path: string, data: string, info: Awaited<ReturnType<typeof examine>>["info"], now: number) {
   if (info === null) await fs.mkdir(dirname(path), 0o700);
   const done = info === null ? await publishNew(fs, path, data) : await replaceWithBackup(fs, path, data, info, now);
@@ -111,7 +108,6 @@ export async function restoreSession(
   }
   const { info, facts, verdict } = found;
   const besides = info === null ? { kept: [], foreign: null } : await besidesConversation(fs, path, sessionId);
-  // A file under this session's name that holds another session's records is not this session's to replace.
   if (besides.foreign !== null && !request.force) {
     const why = `${path} holds records of another session (${besides.foreign.slice(0, 64)}); left alone.`;
     return refuse(why, `Look at it first; replace it anyway (a backup is kept beside it): sessiontap restore ${sessionId} --force`);
@@ -159,7 +155,6 @@ export async function restoreSession(
   return { ok: true, outcome, problems };
 }
 
-/** Claude Code's bookkeeping of the records being replaced. */
 const OF_THE_OLD_CHAIN = new Set(["last-prompt", "api-request", "api-request-blob", "api-request-shape", "api-request-resumed", "queue-operation"]);
 
 /** Records without a `uuid` (a title, a tag; at most 1 MiB) but the old chain's bookkeeping, and the first other session named. */

@@ -2,7 +2,6 @@
 // mirror as the one judge says (docs/DESIGN.md "One judge of Claude Code's transcript").
 import { dirname, join } from "node:path/posix";
 import { transcriptName } from "../protocol/session-id.ts";
-import { encodeProjectDir, findProjectDir, MAX_PROJECT_DIR } from "../transcript/project-dir.ts";
 import { type FileFacts, judge, type MirrorFacts, newFileFacts, noteLine, type TranscriptState, type Verdict } from "../transcript/transcript-state.ts";
 import { describe } from "../utils/describe-error.ts";
 import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
@@ -20,6 +19,30 @@ export interface TranscriptInfo {
 }
 
 const UNUSABLE_ID = "the session id cannot be a Claude Code session's (not a plain file name)";
+
+// The project directory as Claude Code 2.1.328 names it (`strings … | grep 'MTe=200'`): each UTF-16 unit outside [A-Za-z0-9] a "-";
+// past 200, cut and suffixed with a hash of the path.
+export const MAX_PROJECT_DIR = 200;
+
+/** Java's String.hashCode, a signed 32-bit integer. */
+export function javaHash(text: string): number {
+  let h = 0;
+  for (let i = 0; i < text.length; i++) h = ((h << 5) - h + text.charCodeAt(i)) | 0;
+  return h;
+}
+
+export function encodeProjectDir(cwd: string): string {
+  const name = cwd.replace(/[^a-zA-Z0-9]/g, "-");
+  return name.length <= MAX_PROJECT_DIR ? name : `${name.slice(0, MAX_PROJECT_DIR)}-${Math.abs(javaHash(cwd)).toString(36)}`;
+}
+
+/** The exact encoding, or for a long path the one existing directory sharing its 200-character prefix (another release hashed it differently). */
+export function findProjectDir(cwd: string, existing: readonly string[]): string {
+  const exact = encodeProjectDir(cwd);
+  if (exact.length <= MAX_PROJECT_DIR || existing.includes(exact)) return exact;
+  const similar = existing.filter((n) => n.startsWith(exact.slice(0, MAX_PROJECT_DIR + 1)));
+  return similar.length === 1 ? similar[0] : exact;
+}
 
 /** Throws for an id that cannot be one file name there; only a name too long to be a directory itself needs the listing. */
 export async function transcriptPathFor(fs: FsAdapter, claudeDir: string, cwd: string, sessionId: string): Promise<string> {

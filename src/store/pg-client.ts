@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto";
 import postgres from "postgres";
 import type { ConversationPlace } from "../protocol/commit-job.ts";
-import { encodeProjectDir } from "../transcript/project-dir.ts";
+import { encodeProjectDir } from "../storage/claude-projects.ts";
 import { deadline } from "../utils/within.ts";
 
 export type Sql = postgres.Sql;

@@ -14,7 +14,6 @@ export interface ContextPiece {
 
 export const UNKNOWN_KIND = "sessiontap_context";
 
-/** `read`: what the text was made from (null: it does not read back). */
 interface Kind {
   type: string;
   role: "user" | "system";
@@ -43,7 +42,6 @@ const PR_LINE = "- End pull request descriptions with:\n";
 const readTokens = (t: string) => (/^<total_tokens>\d+ tokens left<\/total_tokens>$/.test(t) ? { text: t } : null);
 const readDate = (t: string) => (/^Today's date is \d{4}-\d{2}-\d{2}\.$/.test(t) ? { date: t.slice("Today's date is ".length, -1) } : null);
 
-/** In the order Claude Code announces a first turn's context in. */
 const KINDS: Kind[] = [
   { type: "environment", role: "system", opens: ENV_HEAD, read: readEnvironment },
   { type: "model", role: "system", opens: "You are powered by the model ", read: readModel },
@@ -149,9 +147,7 @@ export function contextPiece(inner: string, sentAs: "user" | "system"): ContextP
     if (!inner.startsWith(kind.opens)) continue;
     const made = kind.read(inner);
     if (made === null) break;
-    const piece: ContextPiece = { attachment: { type: kind.type, ...made }, renderedRole: kind.role, rendered };
-    if (kind.besideToolResult) piece.besideToolResult = true;
-    return piece;
+    return { attachment: { type: kind.type, ...made }, renderedRole: kind.role, rendered, ...(kind.besideToolResult ? { besideToolResult: true } : {}) };
   }
   return { attachment: { type: UNKNOWN_KIND }, renderedRole: sentAs, rendered };
 }

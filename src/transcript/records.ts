@@ -52,7 +52,6 @@ export function oneLine(text: string, max: number): string {
   return flat.length <= max ? flat : flat.slice(0, max - 1) + "…";
 }
 
-/** Less Claude Code's injected context: it repeats in every session. */
 export function searchableText(r: Rec): string {
   const out: string[] = [];
   const walk = (blocks: Block[]) => {
@@ -69,7 +68,6 @@ export function searchableText(r: Rec): string {
   return out.join("\n");
 }
 
-/** `r` is a further block of `previous`'s assistant message (Claude Code writes one record per block). */
 export function continuesMessage(previous: Rec | null, r: Rec): boolean {
   const id = previous === null ? null : messageOf(previous)?.id;
   return previous?.type === "assistant" && r.type === "assistant" && typeof id === "string" && id === messageOf(r)?.id;
@@ -100,7 +98,6 @@ export function compactionText(r: Rec): string {
 
 export type NamedSession = { dir: string; id: string | null };
 
-/** An exact id or directory first, else a unique prefix of either (docs/DESIGN.md "Command line"). */
 export function matchSession(
   named: NamedSession[],
   query: string,
@@ -161,7 +158,6 @@ export function environmentSummary(raw: string): string {
   return `environment from Claude Code (${size(text)}${facts.length > 0 ? `; ${facts.join(", ")}` : ""})`;
 }
 
-/** The mirror keeps no bytes of an image or document: its media type and sha256. */
 export function attachmentNote(b: Block): string {
   const s = isObject(b.source) ? b.source : {};
   const media = typeof s.media_type === "string" ? s.media_type : "unknown type";
@@ -177,7 +173,6 @@ export function attachmentNote(b: Block): string {
 
 const ONE_FIELD: Record<string, string> = { Bash: "command", WebFetch: "url", WebSearch: "query", ToolSearch: "query", Skill: "skill" };
 
-/** Claude Code's own tools in a few words; any other tool's first text field, else its input. */
 function toolWhat(name: string, input: Record<string, unknown>): string {
   const str = (key: string) => (typeof input[key] === "string" && (input[key] as string).trim() !== "" ? input[key] as string : null);
   const path = str("file_path") ?? str("notebook_path") ?? str("path");

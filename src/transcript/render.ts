@@ -36,7 +36,6 @@ import { buildTree, flatten, type Item, outline } from "./tree.ts";
 import type { Redactor } from "../protocol/secrets.ts";
 
 interface Format {
-  /** null: nothing to show; `continued`: a further block of the message just before. */
   record(record: Rec, continued: boolean): string | null;
   compaction(record: Rec): string;
   branches(item: Extract<Item, { kind: "branches" }>): string[];
@@ -136,18 +135,13 @@ mark{background:#ffe066;color:inherit;border-radius:2px}
 .branches{border-left:3px dotted #f08c00;margin:8px 0 8px 12px;padding-left:10px}.branches>summary{color:#d9480f}.branch{opacity:.85}
 `;
 
-interface HtmlOptions {
-  continued?: boolean;
-  pairs?: Pairs;
-  prices?: PriceTable;
-}
+type HtmlOptions = { continued?: boolean; pairs?: Pairs; prices?: PriceTable };
 
 function timeHtml(iso: string): string {
   const utc = iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, " UTC");
   return `<time datetime="${escapeHtml(iso)}" title="${escapeHtml(utc)}">${escapeHtml(utc)}</time>`;
 }
 
-/** One record as an `<article>` (id `r-<uuid>`, its parent in `data-parent`): the viewer inserts the same fragments live. */
 export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
   const message = messageOf(r);
   const id = escapeHtml(uuidOf(r) ?? "");
@@ -189,7 +183,6 @@ function resultBody(b: Block, options: HtmlOptions): string {
   return inner || '<div class="attachment">(no output)</div>';
 }
 
-/** A tool call and, when known, its result: one `<details>`, its summary the call in one line, closed above 8 lines. */
 function toolPairHtml(b: Block, options: HtmlOptions): string {
   const id = escapeHtml(String(b.id ?? ""));
   const input = jsonText(b.input ?? {});
@@ -247,7 +240,6 @@ export function renderItemsHtml(items: Item[], prices: PriceTable = BUILTIN_PRIC
   return all(items);
 }
 
-/** A standalone document: nothing fetched from elsewhere. */
 export function renderHtmlDocument(summary: SessionSummary, items: Item[], prices: PriceTable = BUILTIN_PRICES): string {
   const id = summary.sessionId ?? summary.dir;
   const title = summary.title ?? `Claude Code session ${id}`;
@@ -269,8 +261,7 @@ ${renderItemsHtml(items, prices)}
 
 export type ExportFormat = "md" | "html" | "jsonl";
 
-/** `jsonl`: the main conversation's records in file order (escaped, not changed); md/html: for people, in reading order. With a redactor,
- * each secret of the records (side requests' too: the title) is replaced first. */
+/** `jsonl`: the records in file order, escaped; md/html: in reading order. A redactor replaces secrets first, side requests' (the title) too. */
 export async function exportSession(data: SessionData, format: ExportFormat, prices = BUILTIN_PRICES, redactor: Redactor | null = null): Promise<string> {
   if (redactor !== null) {
     const all = await redactor.redact([...data.records, ...data.side]);
@@ -347,7 +338,6 @@ function code(raw: string): string {
   return f.length > 1 ? `${f} ${text} ${f}` : `${f}${text}${f}`;
 }
 
-/** `<details>`, the only HTML of the Markdown: the summary escaped, the body Markdown. */
 const folded = (summary: string, body: string) => `<details><summary>⚙ ${escapeHtml(scrubLine(summary))}</summary>\n\n${body}\n</details>\n`;
 
 type TextStyle = Record<"user" | "assistant" | "tool" | "dim" | "bold", (text: string) => string>;
@@ -357,7 +347,6 @@ export const PLAIN: TextStyle = { user: same, assistant: same, tool: same, dim: 
 const sgr = (code: string) => (t: string) => `\x1b[${code}m${t}\x1b[0m`;
 export const ANSI_STYLE: TextStyle = { user: sgr("1;36"), assistant: sgr("1;32"), tool: sgr("35"), dim: sgr("2"), bold: sgr("1") };
 
-/** `full`: injected context, environment, thinking, tool inputs and whole results too. */
 type TextOptions = { full: boolean; style: TextStyle; zone: Zone; prices: PriceTable };
 
 const indent = (text: string, prefix = "  ") => text.split("\n").map((l) => (l === "" ? prefix.trimEnd() : prefix + l)).join("\n");
@@ -432,16 +421,11 @@ export function renderText(items: Item[], o: TextOptions): string {
     const body = blocks.map((b) => block(b, r)).filter((t): t is string => t !== null);
     if (body.length === 0 && (continued || blocks.length > 0)) return null;
     if (continued) return body.join("\n");
-    let head: string;
-    if (r.type === "user") head = `${s.user(isCompactSummary(r) ? "Compaction summary" : "User")} · ${when}`;
-    else {
-      const answer = answerLine(r, o.prices);
-      head = `${s.assistant("Assistant")}${typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : ""} · ${when}${
-        s.dim(answer === null ? "" : ` · ${answer}`)
-      }`;
-    }
-    const flags = recordFlags(r);
-    if (flags.length > 0) head += ` · ${flags.join(", ")}`;
+    const answer = r.type === "assistant" ? answerLine(r, o.prices) : null;
+    const model = typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : "";
+    const who = r.type === "user" ? s.user(isCompactSummary(r) ? "Compaction summary" : "User") : `${s.assistant("Assistant")}${model}`;
+    const flags = recordFlags(r).join(", ");
+    const head = `${who} · ${when}${answer === null ? "" : s.dim(` · ${answer}`)}${flags ? ` · ${flags}` : ""}`;
     return body.length === 0 ? `${head}\n  ${s.dim("(empty)")}` : `${head}\n${body.join("\n")}`;
   };
 

@@ -90,10 +90,8 @@ export function referenceNote(block: Block): Block {
   return { type: "text", text: `[${kind}${media} not kept by sessiontap${sha}]` };
 }
 
-/** Slash-command pieces Claude Code keeps as user records, the caveat hidden (`isMeta`). */
 const COMMAND_RECORD = /^<(local-command-caveat|command-name|command-message|local-command-stdout|local-command-stderr)>/;
 const HIDDEN = /^<local-command-caveat>/;
-/** A reminder Claude Code appended to a tool result's text, after a blank line. */
 const TRAILING_REMINDER = /\n\n(<system-reminder>\n(?:(?!<\/system-reminder>)[\s\S])*\n<\/system-reminder>)$/;
 
 /** One mirrored message as records before it, its own (the first keeps its uuid), and context pieces after them. */
@@ -185,18 +183,24 @@ function splitOf(r: Rec, tools: Map<string, string>): Split | null {
   return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, tools) : splitPrompt(r, content);
 }
 
-/** The user message (parent or child) each system message came with: Claude Code keeps its pieces as that turn's attachments. */
-function systemHosts(records: Rec[]): Map<string, string> {
+/** The user message (parent or child) each system message came with, and its pieces by host: Claude Code keeps them as that turn's attachments. */
+function systemHosts(records: Rec[]) {
   const hosts = new Map<string, string>();
+  const hosted = new Map<string, ContextPiece[]>();
   records.forEach((r, i) => {
     const id = uuidOf(r);
     if (!isApiSystem(r) || id === null) return;
-    const before = records[i - 1];
-    const after = records[i + 1];
-    if (before?.type === "user" && parentOf(r) === uuidOf(before)) hosts.set(id, uuidOf(before)!);
-    else if (after?.type === "user" && parentOf(after) === id) hosts.set(id, uuidOf(after)!);
+    const [before, after] = [records[i - 1], records[i + 1]];
+    const host = before?.type === "user" && parentOf(r) === uuidOf(before)
+      ? uuidOf(before)
+      : after?.type === "user" && parentOf(after) === id
+      ? uuidOf(after)
+      : null;
+    if (host === null) return;
+    hosts.set(id, host);
+    hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
   });
-  return hosts;
+  return { hosts, hosted };
 }
 
 /** Command pieces, the prompt, then the turn's context as attachments; `first` and `last`: a split message's first and last records. */
@@ -204,13 +208,8 @@ function toClaudeRecords(records: Rec[]): { out: Rec[]; first: Map<string, strin
   const out: Rec[] = [];
   const first = new Map<string, string>();
   const last = new Map<string, string>();
-  const hosts = systemHosts(records);
-  const hosted = new Map<string, ContextPiece[]>();
+  const { hosts, hosted } = systemHosts(records);
   const tools = new Map<string, string>();
-  for (const r of records) {
-    const host = hosts.get(uuidOf(r) ?? "");
-    if (host !== undefined) hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
-  }
   const tip = () => (out.length === 0 ? null : String(out[out.length - 1].uuid));
   const emit = (from: Rec, pieces: ContextPiece[]) => {
     const id = uuidOf(from)!;
@@ -259,10 +258,8 @@ function toolUseResultOf(tool: string | undefined, result: Block): unknown {
   return { stdout: texts.join("\n"), stderr: "", interrupted: false, isImage: false, noOutputExpected: false };
 }
 
-/** One thing the conversation says; `where` names it for a failure, `alone` marks the only item of its message. */
 type Said = { kind: string; key: string; where: string; alone?: boolean };
 
-/** `turns`: the branch's records that hold a prompt; `compactedFirst`: Claude Code compacted before the probe. */
 export type DrillVerdict = { ok: boolean; detail: string; turns: number; compactedFirst: boolean };
 
 const restored = (b: Block) => (isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : b);
@@ -276,7 +273,6 @@ function resultKey(content: unknown): string {
   return text;
 }
 
-/** Injected context, thinking and empty text say nothing of the conversation. */
 function saidIn(role: unknown, content: unknown, where: string): Said[] {
   const out: Said[] = [];
   for (const b of blocksOf(content).map(restored)) {

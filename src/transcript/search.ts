@@ -45,7 +45,6 @@ export const substringMatcher = (query: string) => regexMatcher(escapeRegex(quer
 
 const terms = (query: string) => [...query.matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] ?? m[2]).filter((t) => t !== "");
 
-/** Any of the terms, the longest first where two start together (the viewer marks them in a record); null for no terms. */
 export function termsPattern(query: string): RegExp | null {
   const all = terms(query).sort((a, b) => b.length - a.length);
   return all.length === 0 ? null : new RegExp(all.map(escapeRegex).join("|"), "giu");
@@ -64,7 +63,6 @@ export function search(
 ): SearchHit[] {
   const hits: SearchHit[] = [];
   for (const s of sessions) {
-    // Built only for a session that has a hit.
     let current: Set<string> | null = null;
     const onBranch = (uuid: string) => (current ??= new Set(restorePath(buildTree(s.records)).map((r) => uuidOf(r)!))).has(uuid);
     for (const r of s.records) {
@@ -90,7 +88,6 @@ export function search(
   return hits;
 }
 
-/** About 200 characters around the first match in one line, with the matches inside it. */
 export function snippet(text: string, spans: Span[]): { snippet: string; marks: Span[] } {
   const start = Math.max(0, spans[0][0] - 60);
   const end = Math.min(text.length, Math.max(spans[0][1] + 100, start + 200));

@@ -50,13 +50,11 @@ export function countRecords(records: Rec[]): Counts {
   return { ...c, answers: answers.size };
 }
 
-/** "4 prompts and 4 answers (2 tool results; 8 records of Claude Code's context)": the one way it is said. */
 export function countsText(c: Counts): string {
   const more = [c.toolResults > 0 ? plural(c.toolResults, "tool result") : "", c.context > 0 ? `${plural(c.context, "record")} of Claude Code's context` : ""];
   return `${plural(c.prompts, "prompt")} and ${plural(c.answers, "answer")}${more.some(Boolean) ? ` (${more.filter(Boolean).join("; ")})` : ""}`;
 }
 
-/** A session's facts, as `list --json` writes them; `title`: Claude Code's generated title, else the first prompt. */
 export type SessionSummary = ReturnType<typeof summarize>;
 
 export function sessionIdOf(dir: string, records: Rec[]): string | null {
@@ -67,7 +65,6 @@ export function sessionIdOf(dir: string, records: Rec[]): string | null {
 export function summarize(data: SessionData, tree: Tree = buildTree(data.records), prices: PriceTable = BUILTIN_PRICES) {
   const times = data.records.map(timeOf).filter(Number.isFinite);
   const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
-  // The newest value on the current branch, else anywhere.
   const lists = [currentBranch(tree), data.records.filter((r) => isConversation(r) || isApiSystem(r))];
   const newest = (key: string) => lists.map((l) => l.findLast((r) => typeof r[key] === "string" && r[key] !== "")?.[key]).find((v) => v !== undefined);
   const totals = totalsOf(sessionAnswers(data), prices);
@@ -99,12 +96,11 @@ export function summarize(data: SessionData, tree: Tree = buildTree(data.records
 
 export function sessionUsage(data: SessionData, prices: PriceTable): SessionAnswers {
   const s = summarize(data, buildTree(data.records), prices);
-  return { sessionId: s.sessionId, dir: data.dir, cwd: s.cwd, title: s.title, answers: sessionAnswers(data) };
+  return { sessionId: s.sessionId, dir: data.dir, cwd: s.cwd, answers: sessionAnswers(data) };
 }
 
 const textOf = (r: Rec) => blocksOf(messageOf(r)?.content).filter((b) => b.type === "text" && typeof b.text === "string").map((b) => b.text).join("");
 
-/** An answer's text parsed as JSON (bare, or in a code fence) with a non-empty string `title`. */
 export function titleFromAnswer(r: Rec): string | null {
   if (r.type !== "assistant") return null;
   const text = textOf(r).trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, "$1");

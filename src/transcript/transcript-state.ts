@@ -44,7 +44,6 @@ export function stateWords(v: Verdict): string {
 
 const normalisePrompt = (text: string) => text.replace(/\r\n?/g, "\n").trim();
 
-/** Whitespace trimmed, line endings unified; FNV-1a over two 32-bit lanes, as 16 hex digits. */
 export function promptKey(text: string): string {
   const s = normalisePrompt(text);
   let a = 0x811c9dc5;
@@ -75,7 +74,6 @@ export const answerKey = (id: string) => `a:${id}`;
 
 const textsOf = (content: unknown) => blocksOf(content).flatMap((b) => (typeof b.text === "string" ? [b.text] : []));
 
-/** `all`: every text of a user record, or an answer's id; `typed`: its typed prompts, or the answer. */
 function keysOf(r: Rec): { all: string[]; typed: string[] } {
   const message = messageOf(r);
   if (r.type === "user" && message !== null) {
@@ -124,7 +122,6 @@ export function noteLine(f: FileFacts, bytes: Uint8Array, oversized: boolean, la
   }
 }
 
-/** The typed prompts and whole answers of the branch a restore writes, and every text and answer of the session (`others` too). */
 export function mirrorFacts(tree: Tree, others: Rec[] = []): MirrorFacts {
   const expected = new Map<string, MirrorFacts["expected"][number]>();
   for (const r of restorePath(tree)) {

@@ -54,7 +54,6 @@ function compareBy(order: Map<string, number>): (a: Rec, b: Rec) => number {
 
 const parentRec = (tree: Tree, r: Rec) => (parentOf(r) === null ? null : tree.byUuid.get(parentOf(r)!) ?? null);
 
-/** The one ancestor walk: up by `next` until a loop or the top, root first. */
 function walkUp(from: Rec | null, next: (r: Rec) => Rec | null): Rec[] {
   const out: Rec[] = [];
   const seen = new Set<string>();
@@ -67,19 +66,16 @@ function walkUp(from: Rec | null, next: (r: Rec) => Rec | null): Rec[] {
 
 export const currentBranch = (tree: Tree) => walkUp(tree.newestLeaf, (r) => parentRec(tree, r));
 
-/** The current branch continued across compaction boundaries to what they compacted. */
-export function restorePath(tree: Tree): Rec[] {
-  return walkUp(tree.newestLeaf, (r) => {
-    const logical = isCompactBoundary(r) && typeof r.logicalParentUuid === "string" ? tree.byUuid.get(r.logicalParentUuid) ?? null : null;
-    return parentRec(tree, r) ?? logical;
-  });
-}
+const boundaryParent = (tree: Tree, r: Rec) =>
+  isCompactBoundary(r) && typeof r.logicalParentUuid === "string" ? tree.byUuid.get(r.logicalParentUuid) ?? null : null;
+
+export const restorePath = (tree: Tree) => walkUp(tree.newestLeaf, (r) => parentRec(tree, r) ?? boundaryParent(tree, r));
 
 /** For a compaction's new root, what the conversation had reached before it (null: a true start). */
 function logicalParent(tree: Tree, r: Rec): Rec | null {
   const parent = parentRec(tree, r);
   if (parent !== null) return parent;
-  if (isCompactBoundary(r)) return typeof r.logicalParentUuid === "string" ? tree.byUuid.get(r.logicalParentUuid) ?? null : null;
+  if (isCompactBoundary(r)) return boundaryParent(tree, r);
   if (parentOf(r) !== null || !isCompactSummary(r)) return null;
   const cmp = compareBy(tree.order);
   const own = walkUp(r, (x) => parentRec(tree, x))[0];
@@ -156,7 +152,6 @@ function line(tree: Tree, start: Rec, placed: Set<string>, depth = 1): Item[] {
   return items;
 }
 
-/** A summary no boundary announces (the mirror's shape of a compaction) gets a mark before it. */
 function itemsOf(tree: Tree, r: Rec): Item[] {
   if (isCompactBoundary(r)) return [{ kind: "compaction", record: r }];
   if (startsCompaction(tree, r)) return [{ kind: "compaction", record: r }, { kind: "record", record: r }];

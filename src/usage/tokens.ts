@@ -105,7 +105,6 @@ export interface SessionAnswers {
   sessionId: string | null;
   dir: string;
   cwd: string | null;
-  title: string | null;
   answers: Answer[];
 }
 

@@ -11,7 +11,7 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import process from "node:process";
 import type { Page } from "playwright-core";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
 import { serveTap, type TapChild } from "../support/child.ts";
 import { undeclaredNames } from "../support/free-names.ts";

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import process from "node:process";
 import { MAX_TEXT } from "../../src/cli/mcp.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { type Answer, callThenClose, mcpClient, startMcp } from "../support/mcp.ts";
 import { rec, scratchDir, writeMirror } from "../support/recover.ts";
 

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { type RecordedRequest, type StubUpstream } from "../support/stub-upstream.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 import { describeRun, findTranscripts, makeScratch, pollUntil, readJsonl, type Rec, runClaude, type Scratch, sessionMirror } from "../support/claude.ts";

@@ -10,7 +10,7 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFi
 import { tmpdir } from "node:os";
 import { Guard, type GuardOptions } from "../../src/guard/guard.ts";
 import { guardProblems } from "../../src/mirror/health.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { hashMessages } from "../../src/protocol/lineage.ts";
 import { isCompaction } from "../../src/protocol/classify.ts";
 import type { CommitJob } from "../../src/protocol/commit-job.ts";

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import type { StubUpstream } from "../support/stub-upstream.ts";
 import { readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";

@@ -13,7 +13,7 @@ import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, startTestTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { cli } from "../support/recover.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import type { Rec } from "../support/claude.ts";
 
 const SESSION = "01d5e55e-0000-4000-8000-000000000045";

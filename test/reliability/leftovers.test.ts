@@ -10,7 +10,7 @@ import { chownSync, existsSync, mkdirSync, readdirSync, symlinkSync, utimesSync,
 import process from "node:process";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { writerOf, writerTag } from "../../src/storage/dir-lock.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { readEvents, startTestTap } from "../support/tap.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";

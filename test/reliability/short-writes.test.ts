@@ -15,7 +15,7 @@ import { Conversation, textsOf } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { serveTap, spawnTap } from "../support/child.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { writerTag } from "../../src/storage/dir-lock.ts";
 

@@ -13,7 +13,7 @@ import { Conversation, textsOf } from "../support/client.ts";
 import { cli } from "../support/recover.ts";
 import { type StubUpstream } from "../support/stub-upstream.ts";
 import { allRecords, readEvents, startTestTap, type TestTap, withTap } from "../support/tap.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 
 const SESSION = "b0220000-0000-4000-8000-000000000001";
 const env = (cwd: string) => ({ system: `You are Claude Code.\n# Environment\n - Primary working directory: ${cwd}\n` });

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirName, isReservedName, nameInside, transcriptName } from "../../src/protocol/session-id.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { createApp } from "../../src/server/app.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { bundleScript } from "../../src/runtime/index.ts";

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { closeSync, mkdirSync, openSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { dirName } from "../../src/protocol/session-id.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { nodeFs } from "../../src/storage/fs-adapter.ts";
 import { runTap, serveTap } from "../support/child.ts";
 import { Conversation } from "../support/client.ts";

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { HELP } from "../../src/config/commands.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { ROOT } from "../support/child.ts";
 import { pollUntil } from "../support/poll.ts";
 import { cli, rec, writeMirror } from "../support/recover.ts";

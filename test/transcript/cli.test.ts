@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import process from "node:process";
 import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { cli, rec, scratchDir, tapFetch, writeMirror } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";

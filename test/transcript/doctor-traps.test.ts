@@ -6,7 +6,7 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { cli, rec, scratchDir, tapFetch, writeMirror } from "../support/recover.ts";
 
 type Check = { check: string; status: string; detail: string };

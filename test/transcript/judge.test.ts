@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { type FsAdapter, nodeFs } from "../../src/storage/fs-adapter.ts";
 import { SessionCatalog } from "../../src/storage/mirror-reader.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import { startStub, type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap } from "../support/tap.ts";

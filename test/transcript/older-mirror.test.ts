@@ -6,7 +6,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { upgradeOlderRecord } from "../../src/transcript/records.ts";
 import { cli, rec, scratchDir, writeMirror } from "../support/recover.ts";
 import type { Rec } from "../support/claude.ts";

@@ -1,9 +1,9 @@
-// Claude Code's project directory names (src/transcript/project-dir.ts), as read from the 2.1.328
+// Claude Code's project directory names (src/storage/claude-projects.ts), as read from the 2.1.328
 // executable. The e2e tests check the short form against the real CLI (test/e2e/claude-mirror.test.ts
 // and restore-round-trip.test.ts resume from the directory restore chose). Runs under Bun and Deno.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { encodeProjectDir, findProjectDir, javaHash, MAX_PROJECT_DIR } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir, findProjectDir, javaHash, MAX_PROJECT_DIR } from "../../src/storage/claude-projects.ts";
 
 describe("encodeProjectDir()", () => {
   it("every character outside [A-Za-z0-9] becomes '-'", () => {

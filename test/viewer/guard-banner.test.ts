@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { type BrowserPage, openBrowser } from "../support/browser.ts";
-import { encodeProjectDir } from "../../src/transcript/project-dir.ts";
+import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { type TestTap, withTap } from "../support/tap.ts";
 import { Conversation } from "../support/client.ts";
 import { pollAsync } from "../support/poll.ts";
