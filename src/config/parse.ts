@@ -289,6 +289,8 @@ function tokenValue(token: string): string {
 }
 
 /** Null when no proxy port is set. `addedHosts` are spoken to as api.anthropic.com is; `upstreams`: host → origin and base path; the CA's default follows XDG. */
+export type ProxySettings = NonNullable<ReturnType<typeof proxySettings>>;
+
 export function proxySettings(flags: Flags, env: Env, home: string) {
   const portRaw = pick(flags, "--proxy-port", env, "SESSIONTAP_PROXY_PORT");
   if (portRaw === undefined) return null;

@@ -1,7 +1,4 @@
 // The forward proxy's settings and the API hosts it decrypts (docs/DESIGN.md "Proxy mode"); parse.ts reads them. Pure.
-import type { proxySettings } from "./parse.ts";
-
-export type ProxySettings = NonNullable<ReturnType<typeof proxySettings>>;
 
 /** Why the proxy could not start (its CA, a setting, its port): `serve` prints the message and exits 2. */
 export class ProxyStartError extends Error {

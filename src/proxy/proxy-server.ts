@@ -5,7 +5,8 @@ import { BlockList, connect, createServer, isIPv6, type Socket } from "node:net"
 import { networkInterfaces } from "node:os";
 import { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
-import { hostTable, type Provider, type ProxySettings, ProxyStartError } from "../config/proxy-settings.ts";
+import { hostTable, type Provider, ProxyStartError } from "../config/proxy-settings.ts";
+import type { ProxySettings } from "../config/parse.ts";
 import type { TokenGate } from "../server/request-guard.ts";
 import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
