@@ -14,7 +14,7 @@ import { ownerAlive, selfOwner } from "../storage/process-identity.ts";
 import type { PgSink } from "../store/pg-sink.ts";
 import { describe } from "../utils/describe-error.ts";
 import { KeyedQueue } from "../utils/keyed-queue.ts";
-import { settlesWithin } from "../utils/within.ts";
+import { settlesWithin } from "../utils/alarm.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
 import type { EngineSettings } from "./messages.ts";
 import { COUNTED, type Counted, type CountedKind, MirrorAlarms } from "./problems.ts";
