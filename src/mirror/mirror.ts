@@ -118,7 +118,6 @@ export class Mirror {
       },
       empty: () => void this.track(this.allWritten()),
     }));
-    // `queued` is read from the queue itself, so the count can never drift from what waits.
     this.stats = Object.defineProperty({ ...STATS }, "queued", { get: () => queue.size, enumerable: true }) as MirrorStats;
     this.bindings = settings.bindingKey === null ? null : new SessionBindings(this, new BindingFiles(fs, root), settings.bindingKey, settings.maxSessions * 4);
   }
@@ -298,10 +297,8 @@ export class Mirror {
   }
 }
 
-/**
- * Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): its first request binds it to its
- * credential's fingerprint and its cwd; a later request of another owner with that id goes to a session of its own.
- */
+// Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): to its first request's credential
+// fingerprint and cwd; a later request of another owner with that id goes to a session of its own.
 class SessionBindings {
   private readonly known = new Map<string, SessionBinding>();
 

@@ -3,12 +3,11 @@ import { describe, workerErrorLine } from "./describe-error.ts";
 
 type Fn = (...args: never[]) => unknown;
 type Promised<F> = F extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
-/** `Api`'s methods as another thread calls them: the same arguments, the result as a promise. */
+/** `Api`'s methods as another thread calls them: the same arguments, the result as a promise; PathCalls also "mirror.flush". */
 export type Calls<Api> = { [K in keyof Api]: Promised<Api[K]> };
 type Methods<T> = { [M in keyof T & string]: T[M] extends Fn ? M : never }[keyof T & string];
 type Path<Api> = { [K in keyof Api & string]: Api[K] extends Fn ? K : `${K}.${Methods<NonNullable<Api[K]>>}` }[keyof Api & string];
 type At<Api, P> = P extends `${infer K extends keyof Api & string}.${infer M}` ? NonNullable<Api[K]>[M & keyof NonNullable<Api[K]>] : Api[P & keyof Api];
-/** Also one field down: "mirror.flush" calls `api.mirror.flush`. */
 export type PathCalls<Api> = { [P in Path<Api>]: Promised<At<Api, P>> };
 
 /** What `name` (a method, or "field.method") answers on `api`. */
