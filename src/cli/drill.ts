@@ -17,8 +17,7 @@ import { compareResume } from "../transcript/restore-plan.ts";
 import { jsonObject } from "../protocol/json.ts";
 import { oneLine, type Rec, scrubLine } from "../transcript/records.ts";
 import { resumedBranch } from "../transcript/tree.ts";
-import { describe } from "../utils/describe-error.ts";
-import { plural } from "../utils/plural.ts";
+import { describe, plural } from "../utils/describe-error.ts";
 import { type CommandIo, notMatched, printJson } from "./command-io.ts";
 import { withTree } from "./session.ts";
 

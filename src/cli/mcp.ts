@@ -16,9 +16,8 @@ import { stateWords } from "../transcript/transcript-state.ts";
 import { buildTree, currentBranch, outline } from "../transcript/tree.ts";
 import { loadPrices } from "../usage/prices.ts";
 import { usd } from "../usage/tokens.ts";
-import { describe } from "../utils/describe-error.ts";
+import { describe, plural } from "../utils/describe-error.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
-import { plural } from "../utils/plural.ts";
 import { VERSION } from "../version.ts";
 import { type CommandIo, notMatched } from "./command-io.ts";
 

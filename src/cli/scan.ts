@@ -7,8 +7,7 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
 import { conversations, jsonlFiles, MirrorReader } from "../storage/mirror-reader.ts";
 import { matchSession } from "../transcript/records.ts";
-import { describe } from "../utils/describe-error.ts";
-import { plural } from "../utils/plural.ts";
+import { describe, plural } from "../utils/describe-error.ts";
 import { type CommandIo, printJson } from "./command-io.ts";
 
 type Target = { sessionId: string; file: string; source: "mirror" | "claude" };

@@ -8,8 +8,7 @@ import { type EntryInfo, type FsAdapter, nodeFs } from "../storage/fs-adapter.ts
 import { untrusted } from "../storage/trusted-path.ts";
 import { redactUrl } from "../store/pg-client.ts";
 import { PriceFileError } from "../usage/prices.ts";
-import { describe } from "../utils/describe-error.ts";
-import { plural } from "../utils/plural.ts";
+import { describe, plural } from "../utils/describe-error.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/hosts.ts";
 import type { CommandIo } from "./command-io.ts";

@@ -15,7 +15,7 @@ import { buildTree, flatten, outline } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { bytesShort, sessionAnswers, totalsOf, usageLine } from "../usage/tokens.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
-import { plural } from "../utils/plural.ts";
+import { plural } from "../utils/describe-error.ts";
 import { type CommandIo, notFound, printJson, restorable, useColor } from "./command-io.ts";
 
 /** The session the first argument names (an id, a directory name, a unique prefix), or exit status 1 once stderr says why. */

@@ -8,7 +8,7 @@ import { type SessionData, sessionIdOf, sessionTitle, sessionUsage } from "../tr
 import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { tokensShort, totalTokens, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
 import { localDate, localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
-import { plural } from "../utils/plural.ts";
+import { plural } from "../utils/describe-error.ts";
 import { type CommandIo, notFound, printJson, restorable, table, useColor } from "./command-io.ts";
 
 /** What the project column says of a session whose working directory no request named. */

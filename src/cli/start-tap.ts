@@ -99,10 +99,10 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   const link = engine?.link ?? null;
   const log = (action: string, fields: EventFields) => link?.send({ t: "log", action, fields });
   guard = link === null || !engine!.guard ? null : {
-    inspect: (id) => link.query("guardInspect", id),
-    health: () => link.query("guardHealth") as Promise<GuardHealth>,
+    inspect: (id) => link.query("guard.inspect", id),
+    health: () => link.query("guard.health"),
     alertOf: (id) => alerts.get(id) ?? null,
-    lookNow: (id) => link.query("guardLookNow", id),
+    lookNow: (id) => link.query("guard.lookNow", id),
   };
   const upstream = new UpstreamHealth(config.upstream, clock, stderr, (fields) => log("upstream-error", fields));
   // Beyond loopback /_tap/ needs a token; on loopback it answers its own user, by the uid of the client's socket, else by a token of this run's.
@@ -199,7 +199,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
       fields: { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) },
     });
     // A failure of the first sweep the engine reports; a refused call means it stopped, said already.
-    const first = setTimeout(() => link.query("sweep").then(undefined, () => undefined), 1000);
+    const first = setTimeout(() => link.query("mirror.sweep").then(undefined, () => undefined), 1000);
     (first as { unref?: () => void }).unref?.();
   }
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
@@ -210,9 +210,9 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     viewer: tokenOnly ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
     port: server.port,
     mirror: link === null ? null : {
-      flush: (boundMs) => link.query("flush", boundMs),
+      flush: (boundMs) => link.query("mirror.flush", boundMs),
       stats: () => link.query("stats"),
-      sweep: () => link.query("sweep"),
+      sweep: () => link.query("mirror.sweep"),
     },
     guard,
     proxy,

@@ -1,11 +1,10 @@
 // The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying bytes, driven by the relay's messages;
 // its public methods are what the tap's owner calls (utils/worker-call.ts).
 import { randomBytes } from "node:crypto";
-import { Guard, type GuardHealth, type GuardSessionView } from "../guard/guard.ts";
+import { Guard } from "../guard/guard.ts";
 import { Redactor } from "../protocol/secrets.ts";
 import { looksLikeConversation } from "../protocol/providers/recognise.ts";
-import { describe } from "../utils/describe-error.ts";
-import { plural } from "../utils/plural.ts";
+import { describe, plural } from "../utils/describe-error.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import type { BodyCopy, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
@@ -124,28 +123,8 @@ export class MirrorEngine {
     return engineHealth(this.mirror, this.guard, this.unseen.report());
   }
 
-  async flush(boundMs: number): Promise<void> {
-    await this.mirror.flush(boundMs);
-  }
-
   stats(): MirrorStats & { following: number } {
     return { ...this.mirror.stats, following: this.followers.size };
-  }
-
-  async sweep(): Promise<void> {
-    await this.mirror.sweep();
-  }
-
-  guardInspect(sessionId: string): GuardSessionView | null {
-    return this.guard?.inspect(sessionId) ?? null;
-  }
-
-  guardHealth(): GuardHealth | null {
-    return this.guard?.health() ?? null;
-  }
-
-  async guardLookNow(sessionId: string): Promise<void> {
-    await this.guard?.lookNow(sessionId);
   }
 
   async stop(boundMs: number): Promise<Unwritten> {

@@ -13,7 +13,7 @@ import { join } from "node:path/posix";
 import type { PgSink } from "../store/pg-sink.ts";
 import { describe } from "../utils/describe-error.ts";
 import { KeyedQueue } from "../utils/keyed-queue.ts";
-import { settlesWithin } from "../utils/within.ts";
+import { settlesWithin } from "../utils/alarm.ts";
 import { CommitWriter } from "../writer/commit-writer.ts";
 import type { EngineSettings } from "./messages.ts";
 import { COUNTED, type Counted, type CountedKind, MirrorAlarms } from "./problems.ts";
@@ -115,7 +115,6 @@ export class Mirror {
       },
       empty: () => void this.track(this.allWritten()),
     }));
-    // `queued` is read from the queue itself, so the count can never drift from what waits.
     this.stats = Object.defineProperty({ ...STATS }, "queued", { get: () => queue.size, enumerable: true }) as MirrorStats;
     this.bindings = settings.bindingKey === null ? null : new SessionBindings(this, new BindingFiles(fs, root), settings.bindingKey, settings.maxSessions * 4);
   }
@@ -295,10 +294,8 @@ export class Mirror {
   }
 }
 
-/**
- * Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): its first request binds it to its
- * credential's fingerprint and its cwd; a later request of another owner with that id goes to a session of its own.
- */
+// Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): to its first request's credential
+// fingerprint and cwd; a later request of another owner with that id goes to a session of its own.
 class SessionBindings {
   private readonly known = new Map<string, SessionBinding>();
 

@@ -2,7 +2,7 @@
 // lines (the first at once, then at most one a minute, and one when it works again) and its health problem; the rest is derived.
 import type { EventFields } from "../storage/events-log.ts";
 import { Alarm } from "../utils/alarm.ts";
-import { plural } from "../utils/plural.ts";
+import { plural } from "../utils/describe-error.ts";
 
 type Said = (first: boolean, n: number, f: EventFields) => string;
 

@@ -4,7 +4,7 @@ import { Buffer } from "node:buffer";
 import { isIPv4, isIPv6 } from "node:net";
 import type { Duplex } from "node:stream";
 import { isHostName } from "../config/proxy-settings.ts";
-import { orAfter } from "../utils/within.ts";
+import { orAfter } from "../utils/alarm.ts";
 
 export class ReadError extends Error {
   constructor(readonly reason: "too-large" | "cut" | "timeout", message: string) {

@@ -14,7 +14,7 @@ import { lastPromptRecord, planRestore } from "../transcript/restore-plan.ts";
 import { countRecords, type Counts, countsText, generatedTitle, type SessionSummary, titleRecord } from "../transcript/summary.ts";
 import { judge, type MirrorFacts, mirrorFacts, type TranscriptState, type Verdict } from "../transcript/transcript-state.ts";
 import { buildTree, type Tree } from "../transcript/tree.ts";
-import { plural } from "../utils/plural.ts";
+import { plural } from "../utils/describe-error.ts";
 
 export interface RestoreOutcome {
   sessionId: string;

@@ -2,7 +2,7 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { FetchHandler, ListenOptions, RunningServer } from "./index.ts";
-import { settlesWithin } from "../utils/within.ts";
+import { settlesWithin } from "../utils/alarm.ts";
 
 // Not Deno's own types: the shared type-check does without them.
 declare const Deno: {

@@ -1,6 +1,6 @@
 // The runtime's shell (docs/DESIGN.md "Map"): which runtime this is, its server (Bun's here, Deno's in deno.ts) with odd requests
 // made whole, its upstream fetch and bundler, the command's arguments, and output written whole.
-import { settlesWithin } from "../utils/within.ts";
+import { settlesWithin } from "../utils/alarm.ts";
 
 export type FetchHandler = (request: Request, peer: { address: string; port: number } | null) => Response | Promise<Response>;
 

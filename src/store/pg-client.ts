@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import postgres from "postgres";
 import type { ConversationPlace } from "../protocol/commit-job.ts";
 import { encodeProjectDir } from "../storage/claude-projects.ts";
-import { deadline } from "../utils/within.ts";
+import { deadline } from "../utils/alarm.ts";
 
 export type Sql = postgres.Sql;
 export type Tx = postgres.TransactionSql;

@@ -21,11 +21,10 @@ import {
   type Sql,
   type Tx,
 } from "./pg-client.ts";
-import { Alarm } from "../utils/alarm.ts";
+import { Alarm, settlesWithin } from "../utils/alarm.ts";
 import { Spool, trustedPlace } from "../storage/spool.ts";
 import { CommitWriter, type TargetIo, type WriteTarget } from "../writer/commit-writer.ts";
 import { join } from "node:path/posix";
-import { settlesWithin } from "../utils/within.ts";
 import { Retry } from "../utils/keyed-queue.ts";
 
 export interface PgSinkOptions {

@@ -4,17 +4,16 @@ import { MirrorEngine } from "../mirror/engine.ts";
 import { type EngineHealth, HEALTH_WAIT_MS } from "../mirror/health.ts";
 import type { BodyCopy, CutBy, EngineSeams, EngineSettings, EngineStart, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
-import { credentialTag, type IdentityHeaders, identityHeaders, sameSecret, TOKEN_HEADER } from "../protocol/session-id.ts";
+import { credentialTag, identityHeaders, sameSecret, TOKEN_HEADER } from "../protocol/session-id.ts";
 import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
-import { Alarm } from "../utils/alarm.ts";
-import { plural } from "../utils/plural.ts";
-import { orAfter } from "../utils/within.ts";
-import { type Calls, WorkerCalls } from "../utils/worker-call.ts";
+import { Alarm, orAfter } from "../utils/alarm.ts";
+import { plural } from "../utils/describe-error.ts";
+import { callByName, type PathCalls, WorkerCalls } from "../utils/worker-call.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 
 export type EngineHost = Pick<WorkerCalls<MirrorEngine>, "call" | "post" | "close">;
 
-type EngineCalls = Calls<MirrorEngine>;
+type EngineCalls = PathCalls<MirrorEngine>;
 
 export interface StartedEngine {
   link: EngineLink;
@@ -132,8 +131,11 @@ export class EngineLink {
       this.withoutToken(at);
       return null;
     }
-    const credential = this.bindingKey === null ? null : credentialTag(headers, this.bindingKey);
-    return this.open({ ...identityHeaders(headers), credential }, at, request);
+    if (this.stopped !== null) return null;
+    const id = this.nextId++;
+    const identity = { ...identityHeaders(headers), credential: this.bindingKey === null ? null : credentialTag(headers, this.bindingKey) };
+    this.send({ t: "begin", id, at, identity, request });
+    return new RelayObserver(this, id);
   }
 
   private withoutToken(at: number): void {
@@ -146,13 +148,6 @@ export class EngineLink {
       `sessiontap: ${plural(this.tokenless, "API request")} without the tap's token relayed but not mirrored (it listens beyond loopback); ` +
         `to mirror Claude Code's, run it with ANTHROPIC_CUSTOM_HEADERS="${TOKEN_HEADER}: <token>"`,
     );
-  }
-
-  open(identity: IdentityHeaders, at: number, request?: RequestFacts): RelayObserver | null {
-    if (this.stopped !== null) return null;
-    const id = this.nextId++;
-    this.send({ t: "begin", id, at, identity, request });
-    return new RelayObserver(this, id);
   }
 
   /** A request forwarded unmirrored: the engine tells whether it looks like a conversation (docs/DESIGN.md "Nothing forwarded unseen"). */
@@ -263,8 +258,7 @@ export function startWorkerEngine(workerUrl: URL | string, settings: EngineSetti
 export function startThreadEngine(settings: EngineSettings, listener: LinkListener): Promise<StartedEngine> {
   return new EngineLink(listener, (link) => {
     const engine = new MirrorEngine(settings, { fs: nodeFs, clock: Date.now, post: (message) => queueMicrotask(() => link.receive(message)) });
-    const call = (name: string, ...args: unknown[]) =>
-      Promise.resolve().then(() => (engine[name as "stop"] as (...a: unknown[]) => unknown).apply(engine, args));
+    const call = (name: string, ...args: unknown[]) => Promise.resolve().then(() => callByName(engine, name, args));
     return { post: (message) => queueMicrotask(() => engine.receive(message as ToEngine)), call: call as EngineHost["call"], close: () => {} };
   }, false).started;
 }

@@ -3,7 +3,7 @@
 import { COMPACTION_PREFIX } from "../protocol/classify.ts";
 import { isObject } from "../protocol/json.ts";
 import { bytesShort } from "../usage/tokens.ts";
-import { plural } from "../utils/plural.ts";
+import { plural } from "../utils/describe-error.ts";
 
 export type Rec = Record<string, unknown>;
 export type Block = Record<string, unknown>;

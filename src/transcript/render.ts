@@ -3,7 +3,7 @@
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { answerLine, totalTokens, usd } from "../usage/tokens.ts";
 import { localDateTime, type Zone } from "../utils/local-time.ts";
-import { plural } from "../utils/plural.ts";
+import { plural } from "../utils/describe-error.ts";
 import {
   attachmentNote,
   type Block,

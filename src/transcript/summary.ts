@@ -1,6 +1,6 @@
 // A mirrored session's facts for `list`, `show`, `usage`, the viewer and the exports: its title, times, counts and cost. Pure.
 import { jsonObject } from "../protocol/json.ts";
-import { plural } from "../utils/plural.ts";
+import { plural } from "../utils/describe-error.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { type SessionAnswers, sessionAnswers, totalsOf } from "../usage/tokens.ts";
 import {

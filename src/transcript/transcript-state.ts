@@ -3,7 +3,7 @@ import { COMPACTION_PREFIX, SUMMARY_INSTRUCTION_PREFIX } from "../protocol/class
 import { isObject, jsonObject } from "../protocol/json.ts";
 import { blocksOf, isConversation, isInjectedText, messageOf, type Rec, timeOf } from "./records.ts";
 import { restorePath, type Tree } from "./tree.ts";
-import { plural } from "../utils/plural.ts";
+import { plural } from "../utils/describe-error.ts";
 
 export type TranscriptState = "missing" | "stub" | "behind" | "intact";
 

@@ -1,4 +1,4 @@
-// Errors as one short, content-free line for stderr, health and the events log, in our words (docs/DESIGN.md "Never in the way").
+// Errors as one short, content-free line for stderr, health and the events log, in our words (docs/DESIGN.md "Never in the way"); counts too.
 
 // Code (or class) and first line, a `cause`'s text where the message says nothing ("fetch failed"), and URLs cut to their origin:
 // a path or query may carry a secret.
@@ -56,4 +56,9 @@ export function workerErrorLine(message: string): string {
   const lines = message.split("\n").map((l) => l.trim()).filter((l) => l !== "");
   const named = lines.find((l) => /^(?:Uncaught )?(?:error|[A-Za-z]*Error): /.test(l));
   return (named ?? lines[0] ?? "").replace(/^Uncaught /, "");
+}
+
+/** "1 commit", "3 commits"; `many` where the plural is not the noun and an "s". */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }

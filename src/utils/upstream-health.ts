@@ -1,8 +1,7 @@
 // The upstream as the tap sees it (docs/DESIGN.md "Health and exit"): an attempt fails when the upstream cannot be reached or
 // breaks off an answer; an HTTP error status is an answer, and counts as reaching it.
-import { describe } from "./describe-error.ts";
+import { describe, plural } from "./describe-error.ts";
 import { Alarm, type AlarmState } from "./alarm.ts";
-import { plural } from "./plural.ts";
 
 export type UpstreamState = AlarmState & { url: string };
 

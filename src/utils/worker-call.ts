@@ -1,8 +1,23 @@
 // Calling into a Worker by method name (docs/DESIGN.md "Off the relay path").
 import { describe, workerErrorLine } from "./describe-error.ts";
 
-/** `Api`'s methods as another thread calls them: the same arguments, the result as a promise. */
-export type Calls<Api> = { [K in keyof Api]: Api[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never };
+type Fn = (...args: never[]) => unknown;
+type Promised<F> = F extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
+/** `Api`'s methods as another thread calls them: the same arguments, the result as a promise; PathCalls also "mirror.flush". */
+export type Calls<Api> = { [K in keyof Api]: Promised<Api[K]> };
+type Methods<T> = { [M in keyof T & string]: T[M] extends Fn ? M : never }[keyof T & string];
+type Path<Api> = { [K in keyof Api & string]: Api[K] extends Fn ? K : `${K}.${Methods<NonNullable<Api[K]>>}` }[keyof Api & string];
+type At<Api, P> = P extends `${infer K extends keyof Api & string}.${infer M}` ? NonNullable<Api[K]>[M & keyof NonNullable<Api[K]>] : Api[P & keyof Api];
+export type PathCalls<Api> = { [P in Path<Api>]: Promised<At<Api, P>> };
+
+/** What `name` (a method, or "field.method") answers on `api`. */
+export function callByName(api: object, name: string, args: unknown[]): unknown {
+  const dot = name.indexOf(".");
+  const target = (dot < 0 ? api : (api as Record<string, unknown>)[name.slice(0, dot)]) as Record<string, unknown> | null;
+  const method = target?.[name.slice(dot + 1)];
+  if (typeof method !== "function") throw new Error(`no call named ${name}`);
+  return method.apply(target, args);
+}
 
 type Wire =
   | { wc: "init"; init: unknown }
@@ -42,12 +57,12 @@ export class WorkerCalls<Api> {
     worker.postMessage({ wc: "init", init } satisfies Wire, transfer);
   }
 
-  call<K extends keyof Calls<Api> & string>(name: K, ...args: Parameters<Calls<Api>[K]>): ReturnType<Calls<Api>[K]> {
-    if (this.stopped !== null) return Promise.reject(new Error(`${this.on.name} stopped: ${this.stopped}`)) as ReturnType<Calls<Api>[K]>;
+  call<K extends keyof PathCalls<Api> & string>(name: K, ...args: Parameters<PathCalls<Api>[K]>): ReturnType<PathCalls<Api>[K]> {
+    if (this.stopped !== null) return Promise.reject(new Error(`${this.on.name} stopped: ${this.stopped}`)) as ReturnType<PathCalls<Api>[K]>;
     const id = this.next++;
     const reply = new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }));
     this.worker.postMessage({ wc: "call", id, name, args } satisfies Wire);
-    return reply as ReturnType<Calls<Api>[K]>;
+    return reply as ReturnType<PathCalls<Api>[K]>;
   }
 
   post(message: unknown, transfer: Transferable[] = []): void {
@@ -83,17 +98,16 @@ export function answerCalls(
   message?: (data: unknown) => void,
 ): (data: unknown, transfer?: Transferable[]) => void {
   const post = (data: unknown, transfer: Transferable[] = []) => scope.postMessage(data, transfer);
-  let api: Promise<Record<string, unknown>> = new Promise(() => {});
+  let api: Promise<object> = new Promise(() => {});
   scope.onmessage = (event) => {
     const m = event.data as Wire | null;
-    if (m?.wc === "init") api = Promise.resolve(m.init as never).then(build) as Promise<Record<string, unknown>>;
+    if (m?.wc === "init") api = Promise.resolve(m.init as never).then(build);
     else if (m?.wc === "call") {
       const { id, name, args } = m;
-      api.then((target) => {
-        const method = target[name];
-        if (typeof method !== "function") throw new Error(`no call named ${name}`);
-        return method.apply(target, args);
-      }).then((value) => post({ wc: "reply", id, value } satisfies Wire), (error) => post({ wc: "reply", id, error: describe(error) } satisfies Wire));
+      api.then((target) => callByName(target, name, args)).then(
+        (value) => post({ wc: "reply", id, value } satisfies Wire),
+        (error) => post({ wc: "reply", id, error: describe(error) } satisfies Wire),
+      );
     } else message?.(event.data);
   };
   let died = false;

@@ -6,7 +6,7 @@ import { nameInside } from "../protocol/session-id.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { type Calls, WorkerCalls } from "../utils/worker-call.ts";
-import { orAfter } from "../utils/within.ts";
+import { orAfter } from "../utils/alarm.ts";
 import {
   type GuardAlert,
   type ListEntry,

@@ -16,6 +16,7 @@ import { type EngineHost, EngineLink, MAX_UNREAD, startWorkerEngine } from "../.
 import { MirrorEngine } from "../../src/mirror/engine.ts";
 import type { EngineSeams, EngineSettings, FromEngine, ToEngine } from "../../src/mirror/messages.ts";
 import { teeBody, type TeeOptions } from "../../src/tap/tee.ts";
+import { callByName } from "../../src/utils/worker-call.ts";
 import { faultyEngineFs } from "../support/faulty-fs.ts";
 import { pollAsync, within } from "../support/poll.ts";
 import { messageJson, sseEvent, textReply } from "../support/sse-build.ts";
@@ -111,7 +112,7 @@ async function heldEngine(env: Record<string, string> = {}) {
   };
   const link = new EngineLink({ stderr: (l) => said.push(l), alerts: () => {} }, () => ({
     post: (m) => (queue.push(m as ToEngine), deliver()),
-    call: ((name: "stop", ...args: [number]) => Promise.resolve().then(() => engine[name](...args))) as EngineHost["call"],
+    call: ((name: string, ...args: unknown[]) => Promise.resolve().then(() => callByName(engine, name, args))) as EngineHost["call"],
     close: () => {},
   }), false);
   const engine = new MirrorEngine(settingsFor(dir, env), { fs: nodeFs, clock: Date.now, post: (m: FromEngine) => queueMicrotask(() => link.receive(m)) });
@@ -136,7 +137,7 @@ async function heldEngine(env: Record<string, string> = {}) {
 
 /** Opens a followed request on `link` for `session`, its body sent and its 2xx head seen. */
 function follow(link: EngineLink, session: string, headers = SSE_HEADERS, body = request(`prompt of ${session}`)) {
-  const observer = link.open({ session, agent: null, parentAgent: null, userAgent: "claude-cli/test" }, Date.now())!;
+  const observer = link.openFor(new Headers({ "x-claude-code-session-id": session, "user-agent": "claude-cli/test" }), Date.now())!;
   observer.body({ bytes: body });
   assert.equal(observer.head(200, headers), true);
   return observer;
@@ -167,14 +168,14 @@ describe("tee and relay observer, with a real engine", () => {
         const observer = follow(e.link, session);
         const client = await readAll(teeBody(source([bytes.subarray(0, cut), bytes.subarray(cut)]).stream, observer, options()));
         assert.ok(client.equals(bytes), `cut ${cut}: the client's bytes changed`);
-        await e.link.query("flush", 2000);
+        await e.link.query("mirror.flush", 2000);
         assert.equal(allRecords(`${e.root}/${session}`).filter(isAssistant).length, 1, `cut ${cut}`);
       }
       // And every byte its own chunk.
       const observer = follow(e.link, "bytewise");
       const chunks = [...bytes].map((b) => Uint8Array.of(b));
       assert.ok((await readAll(teeBody(source(chunks).stream, observer, options()))).equals(bytes));
-      await e.link.query("flush", 2000);
+      await e.link.query("mirror.flush", 2000);
       assert.equal(allRecords(`${e.root}/bytewise`).filter(isAssistant).length, 1);
       assert.equal((await e.link.query("stats")).errors, 0);
     } finally {
@@ -190,13 +191,13 @@ describe("tee and relay observer, with a real engine", () => {
       const { stream } = source(encoded(events));
       const reader = teeBody(stream, follow(e.link, "early"), options()).getReader();
       for (let i = 0; i < stop; i++) await within(reader.read(), 5000, `event ${i}`);
-      await e.link.query("flush", 2000);
+      await e.link.query("mirror.flush", 2000);
       const answers = allRecords(`${e.root}/early`).filter(isAssistant) as { message: { stop_reason: string; content: { text: string }[] } }[];
       assert.equal(answers.length, 1, "written with message_stop still to come");
       assert.equal(answers[0].message.stop_reason, "end_turn");
       assert.equal(answers[0].message.content[0].text, "whole before the end");
       for (let r = await reader.read(); !r.done; r = await reader.read());
-      await e.link.query("flush", 2000);
+      await e.link.query("mirror.flush", 2000);
       assert.equal(allRecords(`${e.root}/early`).filter(isAssistant).length, 1, "and not again at the end");
     } finally {
       await e.close();
@@ -219,7 +220,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.equal(stalled.length, 1, stalled.join("; "));
       assert.match(stalled[0], /^mirror: 1 commit waiting to be written \(a write has not finished for 2\.\d s\)$/);
       await faults.heal();
-      await e.link.query("flush", 2000);
+      await e.link.query("mirror.flush", 2000);
       assert.equal(allRecords(`${e.root}/hang`).filter(isAssistant).length, 1, "written once the disk came back");
     } finally {
       await e.close();
@@ -237,7 +238,7 @@ describe("tee and relay observer, with a real engine", () => {
       await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
       assert.equal(allRecords(`${e.root}/false-candidate`).filter(isAssistant).length, 0, "the stream ended with its write still hanging");
       await faults.heal();
-      await e.link.query("flush", 2000);
+      await e.link.query("mirror.flush", 2000);
       const answer = allRecords(`${e.root}/false-candidate`).find(isAssistant) as { message: { content: { text: string }[] } };
       assert.match(answer.message.content[0].text, /called message_stop/);
     } finally {
@@ -256,7 +257,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.equal((await readAll(teeBody(source(chunks).stream, observer, options()))).toString(), json);
       await pollAsync(() => faults.hung(), (n) => n > 0, 5000, "the write to start");
       await faults.heal();
-      await e.link.query("flush", 2000);
+      await e.link.query("mirror.flush", 2000);
       const answer = allRecords(`${e.root}/json`).find(isAssistant) as { message: { id: string } };
       assert.equal(answer.message.id, "msg_json");
     } finally {
@@ -289,7 +290,7 @@ describe("tee and relay observer, with a real engine", () => {
       await reader.cancel("client went away");
       assert.equal(state.wasCancelled, true);
       assert.equal(state.cancelled, "client went away");
-      await e.link.query("flush", 2000);
+      await e.link.query("mirror.flush", 2000);
       const answer = allRecords(`${e.root}/left`).find(isAssistant) as { message: { stop_reason: string } };
       assert.equal(answer.message.stop_reason, "interrupted");
       assert.equal((await e.link.query("stats")).interrupted, 1);
@@ -312,7 +313,7 @@ describe("tee and relay observer, with a real engine", () => {
         for (let i = 0; i < 4; i++) await reader.read();
         await assert.rejects(reader.read(), /upstream reset/);
         assert.equal(broke.length, gone ? 0 : 1);
-        await e.link.query("flush", 2000);
+        await e.link.query("mirror.flush", 2000);
         const answer = allRecords(`${e.root}/reset-${gone}`).find(isAssistant) as { message: { stop_reason: string } } | undefined;
         assert.equal(answer?.message.stop_reason, "interrupted");
       } finally {
@@ -365,7 +366,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.equal(e.queue.length, sent, "nothing of the answer was sent to a stopped engine, so nothing of it can be waited for");
       assert.equal(e.said.filter((l) => l.includes("mirror engine stopped")).length, 1);
       assert.equal(e.link.stopped, "stopped by the test", "the first reason, which health gives");
-      assert.equal(e.link.open({ session: "x", agent: null, parentAgent: null, userAgent: null }, Date.now()), null);
+      assert.equal(e.link.openFor(new Headers({ "x-claude-code-session-id": "x" }), Date.now()), null);
     } finally {
       await e.close();
     }
@@ -383,7 +384,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.equal(client.byteLength, total, "the client got every byte while the engine read none");
       assert.ok(posted() <= MAX_UNREAD + 64 * 1024 + 256, `${posted()} bytes went to an engine that read none (bound ${MAX_UNREAD})`);
       e.release();
-      await within(e.link.query("flush", 2000), 5000, "the engine to catch up");
+      await within(e.link.query("mirror.flush", 2000), 5000, "the engine to catch up");
       const stats = await e.link.query("stats");
       assert.equal(stats.gaveUp, 1);
       assert.equal(stats.errors, 0);
@@ -393,7 +394,7 @@ describe("tee and relay observer, with a real engine", () => {
       assert.equal(e.said.filter((l) => /fell behind the relay and gave up on an answer of behind/.test(l)).length, 1, `stderr says so once: ${e.said}`);
       // The next answer, with the engine caught up, is followed as ever.
       assert.ok((await readAll(teeBody(source(encoded(textReply("y", { id: "msg_after" }))).stream, follow(e.link, "after"), options()))).byteLength > 0);
-      await e.link.query("flush", 2000);
+      await e.link.query("mirror.flush", 2000);
       assert.deepEqual(allRecords(`${e.root}/after`).map((r) => r.type), ["user", "assistant"]);
     } finally {
       await e.close();

@@ -1,7 +1,7 @@
 // With no session open: where the tokens went, what Claude Code lost, and the last drill: docs/DESIGN.md "The viewer".
 import type { UsageView, ViewerSession } from "../api.ts";
 import { badge, base, byId, el, getJson, idOf, state, timeEl, tokens, total, usd } from "./basics.ts";
-import { plural } from "../../utils/plural.ts";
+import { plural } from "../../utils/describe-error.ts";
 import { daysBefore } from "../../utils/local-time.ts";
 
 const DAYS = 30;

@@ -3,7 +3,7 @@ import type { SearchHit, ViewerSession } from "../api.ts";
 import { badge, base, el, failed, getJson, guardBanner, idOf, state, timeEl, tokens, total, ui, usd } from "./basics.ts";
 import { loadHome } from "./home.ts";
 import { termsPattern } from "../../transcript/search.ts";
-import { plural } from "../../utils/plural.ts";
+import { plural } from "../../utils/describe-error.ts";
 import { daysBefore, dayStart, LOCAL, localDate, sinceStart } from "../../utils/local-time.ts";
 
 /** [from, to) in the reader's days, as `--since` counts them; null for any time. */

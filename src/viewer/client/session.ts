@@ -2,7 +2,7 @@
 import type { ListEntry, LiveEvent, RestoreReply, SessionView } from "../api.ts";
 import { countsText } from "../../transcript/summary.ts";
 import { usageLine } from "../../usage/tokens.ts";
-import { plural } from "../../utils/plural.ts";
+import { plural } from "../../utils/describe-error.ts";
 import { badge, el, failed, getJson, guardBanner, idOf, liveSays, localize, message, state, timeEl, ui } from "./basics.ts";
 import { highlight, loadSessions, renderSessions } from "./list.ts";
 
