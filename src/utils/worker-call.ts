@@ -106,7 +106,7 @@ export function answerCalls(
       const { id, name, args } = m;
       api.then((target) => callByName(target, name, args)).then(
         (value) => post({ wc: "reply", id, value } satisfies Wire),
-        (error) => post({ wc: "reply", id, error: describe(error) } satisfies Wire),
+        (error) => post({ wc: "reply", id, error: (error instanceof Error ? error.message : String(error)).split("\n")[0] } satisfies Wire),
       );
     } else message?.(event.data);
   };
