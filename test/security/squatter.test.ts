@@ -5,11 +5,12 @@
 // stand-in `claude` (SESSIONTAP_CLAUDE) that records its ANTHROPIC_BASE_URL and can send requests with the user's key.
 import { after, afterEach, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import process from "node:process";
 import { ROOT, runTap, serveTap, spawnTap, stopAll, type TapChild } from "../support/child.ts";
 import { scratchDir } from "../support/recover.ts";
+import { pollUntil } from "../support/poll.ts";
 
 const TOKEN = "the-users-own-tap-token-0123456789";
 const API_KEY = "sk-ant-the-users-own-api-key-0123456789";
@@ -26,22 +27,25 @@ describe("a squatter on the tap's port gets nothing of the user's", { timeout: 6
   const root = `${scratch.dir}/mirror`;
   const recorded = `${scratch.dir}/base-url`;
   const claude = `${scratch.dir}/fake-claude`;
+  const hold = `${scratch.dir}/hold`;
   const children: TapChild[] = [];
   before(() => {
     mkdirSync(root, { mode: 0o700 });
     // Claude Code's stand-in: says where it was pointed; with FAKE_CLAUDE_SEND, sends a turn with the user's key every 50 ms
-    // for that many ms (a session in progress), printing each status; with FAKE_CLAUDE_WAIT, waits.
+    // for that many ms (a session in progress), printing each status, and no turn while the hold file exists; with FAKE_CLAUDE_WAIT, waits.
     writeFileSync(
       claude,
       `#!/usr/bin/env node
 const fs = require("node:fs");
 const base = process.env.ANTHROPIC_BASE_URL;
 fs.writeFileSync(${JSON.stringify(recorded)}, base);
-const until = Date.now() + Number(process.env.FAKE_CLAUDE_SEND || 0);
+const sending = Number(process.env.FAKE_CLAUDE_SEND || 0);
+const until = Date.now() + sending;
 const turn = () => fetch(base + "/v1/messages", { method: "POST", headers: { "x-api-key": process.env.ANTHROPIC_API_KEY, "content-type": "application/json" },
   body: JSON.stringify({ model: "m", max_tokens: 1, messages: [{ role: "user", content: "hi" }] }) }).then((r) => r.text().then(() => r.status), (e) => "error " + e.message);
 (async () => {
-  while (Date.now() < until) {
+  for (let sent = 0; sending > 0 && (sent === 0 || Date.now() < until); sent++) { // one turn at least, however slow the start
+    while (fs.existsSync(${JSON.stringify(hold)})) await new Promise((r) => setTimeout(r, 10));
     console.log("status " + (await turn()));
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -51,7 +55,10 @@ const turn = () => fetch(base + "/v1/messages", { method: "POST", headers: { "x-
     );
     chmodSync(claude, 0o755);
   });
-  afterEach(() => stopAll(children));
+  afterEach(() => {
+    rmSync(hold, { force: true });
+    return stopAll(children);
+  });
   after(() => scratch.cleanup());
 
   const squat = async (args: string[], command = ["node", SQUATTER]) => {
@@ -199,9 +206,13 @@ const turn = () => fetch(base + "/v1/messages", { method: "POST", headers: { "x-
     const bind = () => squatter.listen(theirs.port, "127.0.0.1");
     squatter.on("error", () => setTimeout(bind, 1));
     squatter.on("listening", () => (bound = true));
+    // Claude Code's next turn waits until the squatter holds the port: on a loaded machine the launcher could see the tap gone first.
+    writeFileSync(hold, "");
     bind();
     theirs.tap.signal("SIGTERM");
     await theirs.tap.exit(20_000);
+    await pollUntil(() => bound, (held) => held, 20_000, "the squatter to hold the port");
+    rmSync(hold);
     try {
       const exit = await launcher.exit(30_000);
       assert.ok(bound, "the squatter took the port");
