@@ -17,6 +17,8 @@ type Answered = { session: string; id: string; at: number };
 
 const ROUNDS = 4;
 const SESSIONS = 4;
+/** A session's first turns (a prompt, a tool call or two): a flood of turns beyond that queues behind its own writes, however old the tap. */
+const TURNS = 3;
 /** The kill comes this long after the tap listens: answers of its first ~150 ms are 250 ms old by then. */
 const KILL_AFTER_MS = 400;
 const DURABLE_MS = 250;
@@ -38,7 +40,7 @@ describe("a fresh tap killed in its first moments", () => {
   /** Sends `session`'s turns one after another (each with the whole history) until `stop()`; records each whole answer. */
   const converse = async (url: string, session: string, stop: () => boolean, answered: Answered[]) => {
     const history: Message[] = [];
-    for (let n = 0; n < 50 && !stop(); n++) {
+    for (let n = 0; n < TURNS && !stop(); n++) {
       history.push({ role: "user", content: `turn ${n}` });
       let raw: Uint8Array;
       try {
