@@ -1,11 +1,12 @@
 // The forward proxy's settings and the API hosts it decrypts (docs/DESIGN.md "Proxy mode"); parse.ts reads them. Pure.
+import type { Provider } from "../protocol/providers/recognise.ts";
 
 /** Why the proxy could not start (its CA, a setting, its port): `serve` prints the message and exits 2. */
 export class ProxyStartError extends Error {
   override name = "ProxyStartError";
 }
 
-export type Provider = "anthropic" | "vertex" | "bedrock";
+export type { Provider };
 
 const GCP_REGIONS = ("africa-south1 asia-east1 asia-east2 asia-northeast1 asia-northeast2 asia-northeast3 asia-south1 asia-south2 asia-southeast1 " +
   "asia-southeast2 australia-southeast1 australia-southeast2 europe-central2 europe-north1 europe-north2 europe-southwest1 europe-west1 europe-west2 " +

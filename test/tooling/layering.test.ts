@@ -41,7 +41,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   storage: ["transcript", "usage", "protocol", "utils"],
   transcript: ["usage", "protocol", "utils"],
   usage: ["protocol", "utils"],
-  config: [],
+  config: ["protocol"],
   protocol: [],
   utils: [],
 };
