@@ -2,27 +2,17 @@
 // (docs/DESIGN.md "Health and exit"); and waits bounded in time, their timer always cleared.
 export const REMIND_MS = 60_000;
 
-export interface AlarmState {
-  failing: boolean;
-  consecutiveFailures: number;
-  lastError: string | null;
-  lastFailure: string | null;
-  lastSuccess: string | null;
-  failingSince: string | null;
-}
+export type AlarmState = ReturnType<Alarm["state"]>;
 
 export class Alarm {
   private failingSince: number | null = null;
-  private lastPrinted = Number.NEGATIVE_INFINITY;
+  private lastPrinted = 0;
   private consecutive = 0;
   private lastError: string | null = null;
   private lastFailure: number | null = null;
   private lastSuccess: number | null = null;
 
-  constructor(
-    private readonly clock: () => number,
-    private readonly stderr: (line: string) => void,
-  ) {}
+  constructor(private readonly clock: () => number, private readonly stderr: (line: string) => void) {}
 
   get failing(): boolean {
     return this.failingSince !== null;
@@ -36,27 +26,22 @@ export class Alarm {
     this.consecutive++;
     this.lastError = error;
     this.lastFailure = now;
-    if (first || now - this.lastPrinted >= REMIND_MS) {
-      this.lastPrinted = now;
-      this.stderr(line(first, this.consecutive));
-    }
+    if (!first && now - this.lastPrinted < REMIND_MS) return;
+    this.lastPrinted = now;
+    this.stderr(line(first, this.consecutive));
   }
 
   /** Prints `line` once when it ends a run of failures. */
   ok(line: (failures: number, sinceMs: number) => string): void {
-    const now = this.clock();
+    const [now, since, failures] = [this.clock(), this.failingSince, this.consecutive];
     this.lastSuccess = now;
-    if (this.failingSince !== null) {
-      const since = this.failingSince;
-      const failures = this.consecutive;
-      this.failingSince = null;
-      this.consecutive = 0;
-      this.lastPrinted = Number.NEGATIVE_INFINITY;
-      this.stderr(line(failures, now - since));
-    }
+    if (since === null) return;
+    this.failingSince = null;
+    this.consecutive = 0;
+    this.stderr(line(failures, now - since));
   }
 
-  state(): AlarmState {
+  state() {
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     return {
       failing: this.failing,
@@ -79,7 +64,7 @@ const TIMED_OUT: unique symbol = Symbol("timed out");
 export async function deadline<T>(work: Promise<T>, ms: number, timeout: () => Error): Promise<T> {
   const outcome = await orAfter(work, ms, TIMED_OUT);
   if (outcome === TIMED_OUT) throw timeout();
-  return outcome as T;
+  return outcome;
 }
 
 /** Settles like `work`, or resolves with `fallback` after `ms`; a late rejection of `work` is then not left unhandled. */

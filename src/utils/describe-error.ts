@@ -12,7 +12,7 @@ export function describe(error: unknown): string {
   const label = typeof code === "string" && code !== "" ? code : name;
   const failure = networkFailure(typeof code === "string" ? code : "", name, message);
   if (failure !== null) return failure;
-  message = withoutRuntimeAdvice(message);
+  message = message.replace(RUNTIME_ADVICE, "").trim();
   if (message === "" || message === label) return label;
   return message.startsWith(label) ? message : `${label}: ${message}`;
 }
@@ -27,6 +27,9 @@ export function describeBare(error: unknown): string {
 
 // The runtimes word one failure differently and address their own users (Bun's "Is the computer able to access the url?",
 // Deno's "client error (Connect): tcp connect error"): no such sentence reaches ours.
+const RUNTIME_ADVICE =
+  /\s*(?:Is the computer able to access the url\?|For more information, pass `verbose: true` in the second argument to fetch\(\)|Is port \d+ in use\?)/gi;
+
 export function networkFailure(code: string, name: string, message: string): string | null {
   const text = `${code} ${message}`;
   if (/ECONNREFUSED|ConnectionRefused|Connection refused/i.test(text)) return "connection refused";
@@ -41,14 +44,6 @@ export function networkFailure(code: string, name: string, message: string): str
   if (/EADDRNOTAVAIL|AddrNotAvailable|Cannot assign requested address|address not available/i.test(text)) return "the address is not one of this machine's";
   if (/Requests to port \d+ are blocked/i.test(text)) return "the runtime refuses that port";
   return null;
-}
-
-function withoutRuntimeAdvice(message: string): string {
-  return message
-    .replace(/\s*Is the computer able to access the url\?/gi, "")
-    .replace(/\s*For more information, pass `verbose: true` in the second argument to fetch\(\)/gi, "")
-    .replace(/\s*Is port \d+ in use\?/gi, "")
-    .trim();
 }
 
 // Bun puts the source excerpt and the stack around a Worker's error message; health and stderr take one line.

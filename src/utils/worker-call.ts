@@ -46,14 +46,14 @@ export class WorkerCalls<Api> {
         this.waiting.delete(m.id);
         if (m.error !== undefined) waiting?.reject(new Error(m.error));
         else waiting?.resolve(m.value);
-      } else if (m?.wc === "died") this.stop(m.why, true);
+      } else if (m?.wc === "died") this.close(m.why, true);
       else on.message?.(event.data);
     };
     worker.onerror = (event: ErrorEvent) => {
       event.preventDefault?.();
-      this.stop(workerErrorLine(event.message ?? "") || "an error in its thread", true);
+      this.close(workerErrorLine(event.message ?? "") || "an error in its thread", true);
     };
-    worker.onmessageerror = () => this.stop("a message could not be read", true);
+    worker.onmessageerror = () => this.close("a message could not be read", true);
     worker.postMessage({ wc: "init", init } satisfies Wire, transfer);
   }
 
@@ -69,12 +69,8 @@ export class WorkerCalls<Api> {
     if (this.stopped === null) this.worker.postMessage(message, transfer);
   }
 
-  /** What waits rejects; `died` is not told. */
-  close(why = "it was closed"): void {
-    this.stop(why, false);
-  }
-
-  private stop(why: string, died: boolean): void {
+  /** What waits rejects; `died` is told only when the thread `died`. */
+  close(why = "it was closed", died = false): void {
     if (this.stopped !== null) return;
     this.stopped = why;
     this.worker.terminate();
