@@ -76,15 +76,16 @@ const WHAT_WORKS = "run the tap in proxy mode (HTTPS_PROXY), where Claude Code's
 const SIGNED = "this request is signed with AWS SigV4 for the tap's own address, and a signature covers the Host, so AWS would refuse it; " +
   `the tap does not re-sign requests: ${WHAT_WORKS}`;
 
+const SIGV4 = /^\s*AWS4-HMAC-SHA256\b/i;
+
 export function isAwsHost(host: string): boolean {
   return /(?:^|\.)amazonaws\.com(?:\.cn)?$/i.test(host.replace(/:\d+$/, ""));
 }
 
 export function awsRefusal(headers: Headers, upstream: string): Refusal | null {
-  const authorization = headers.get("authorization");
-  if (authorization !== null && /^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return { reason: "signed for the tap's address", message: SIGNED };
+  if (SIGV4.test(headers.get("authorization") ?? "")) return { reason: "signed for the tap's address", message: SIGNED };
   const host = new URL(upstream).host;
-  if (authorization !== null || headers.get("x-amz-security-token") !== null || !isAwsHost(host)) return null;
+  if (headers.has("authorization") || headers.has("x-amz-security-token") || !isAwsHost(host)) return null;
   return {
     reason: "no credentials for AWS",
     message: `this request carries no credentials and the upstream ${host} is AWS, which refuses it; the tap does not sign requests: ${WHAT_WORKS}`,
@@ -99,7 +100,7 @@ export function awsRefused(message: string): Response {
 
 export function signedHeaderNames(headers: Headers): ReadonlySet<string> {
   const authorization = headers.get("authorization") ?? "";
-  if (!/^AWS4-HMAC-SHA256\b/i.test(authorization.trimStart())) return new Set();
+  if (!SIGV4.test(authorization)) return new Set();
   const listed = /\bSignedHeaders=([^,\s]*)/i.exec(authorization)?.[1] ?? "";
   return new Set(listed.split(";").map((name) => name.trim().toLowerCase()).filter(Boolean));
 }
