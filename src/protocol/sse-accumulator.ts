@@ -209,8 +209,6 @@ export function messageFromJson(body: Json): AssistantMessage {
   return acc.message(false);
 }
 
-export const MAX_MESSAGE_CHARS = 32 * 1024 * 1024;
-
 /** Holds at most about `maxChars` of one answer (docs/RELIABILITY.md "Trust boundaries"): an event past it is dropped whole. */
 export class SseMessageReader {
   readonly acc: StreamAccumulator;
@@ -222,7 +220,7 @@ export class SseMessageReader {
   private fed = "\n\n";
   private dropping: string | null = null;
 
-  constructor(private readonly maxChars = MAX_MESSAGE_CHARS) {
+  constructor(private readonly maxChars: number) {
     this.acc = new StreamAccumulator(maxChars);
     this.parser = createParser({
       // The parser bounds what it holds between feeds; an event that came whole in one feed is bounded here.

@@ -9,12 +9,14 @@ import { SseMessageReader } from "../../src/protocol/sse-accumulator.ts";
 import { chunkFrameOf, concatBytes, exceptionFrame, framesOfSse, withBadCrc, withBadLength } from "../support/eventstream-build.ts";
 import { textReply, toolUseReply } from "../support/sse-build.ts";
 
+// The tap's default bound (SESSIONTAP_MAX_MESSAGE_BYTES).
+const MAX = 32 * 1024 * 1024;
 const enc = (s: string) => new TextEncoder().encode(s);
 const sseOf = (chunks: string[]) => chunks.join("");
 
 /** The message an SSE reader makes of the same events, to compare with. */
 function viaSse(sse: string) {
-  const r = new SseMessageReader();
+  const r = new SseMessageReader(MAX);
   r.feed(enc(sse));
   r.end();
   return r.acc.message(false);
@@ -25,7 +27,7 @@ describe("EventStreamReader", () => {
   const bytes = concatBytes(framesOfSse(sse));
 
   it("folds chunk frames into the message the same events make as SSE, fed whole", () => {
-    const r = new EventStreamReader();
+    const r = new EventStreamReader(MAX);
     r.feed(bytes);
     r.end();
     assert.equal(r.broken, null);
@@ -36,14 +38,14 @@ describe("EventStreamReader", () => {
   it("gives the same message however the bytes are split (every split point, and byte by byte)", () => {
     const expected = viaSse(sse);
     for (let cut = 1; cut < bytes.byteLength; cut += 7) {
-      const r = new EventStreamReader();
+      const r = new EventStreamReader(MAX);
       r.feed(bytes.subarray(0, cut));
       r.feed(bytes.subarray(cut));
       r.end();
       assert.equal(r.broken, null, `split at ${cut}`);
       assert.deepEqual(r.acc.message(false), expected, `split at ${cut}`);
     }
-    const r = new EventStreamReader();
+    const r = new EventStreamReader(MAX);
     for (let i = 0; i < bytes.byteLength; i++) r.feed(bytes.subarray(i, i + 1));
     r.end();
     assert.equal(r.broken, null);
@@ -52,7 +54,7 @@ describe("EventStreamReader", () => {
 
   it("an exception frame is the API's error event: the message is not whole, what came before is kept", () => {
     const frames = framesOfSse(sseOf(textReply("Hello there", { id: "msg_es_2" })));
-    const r = new EventStreamReader();
+    const r = new EventStreamReader(MAX);
     r.feed(concatBytes([...frames.slice(0, 3), exceptionFrame("throttlingException", "Too many requests")]));
     r.end();
     assert.equal(r.broken, null, "an exception is well framed");
@@ -64,7 +66,7 @@ describe("EventStreamReader", () => {
 
   it("a wrong checksum stops the reading there, with a reason; nothing after it is read", () => {
     const frames = framesOfSse(sse);
-    const r = new EventStreamReader();
+    const r = new EventStreamReader(MAX);
     r.feed(concatBytes([...frames.slice(0, 2), withBadCrc(frames[2]), ...frames.slice(3)]));
     r.end();
     assert.match(r.broken ?? "", /^frame 3 does not decode \(.*checksum/);
@@ -74,7 +76,7 @@ describe("EventStreamReader", () => {
 
   it("a wrong length stops the reading (the frame's checksum no longer holds)", () => {
     const frames = framesOfSse(sse);
-    const r = new EventStreamReader();
+    const r = new EventStreamReader(MAX);
     r.feed(concatBytes([...frames.slice(0, 2), withBadLength(frames[2]), ...frames.slice(3)]));
     r.end();
     assert.match(r.broken ?? "", /^frame 3 /);
@@ -85,7 +87,7 @@ describe("EventStreamReader", () => {
     for (const length of [0, 15, 0x7fffffff]) {
       const head = new Uint8Array(8);
       new DataView(head.buffer).setUint32(0, length, false);
-      const r = new EventStreamReader();
+      const r = new EventStreamReader(MAX);
       r.feed(head);
       assert.match(r.broken ?? "", new RegExp(`^frame 1 declares ${length} bytes`));
     }
@@ -94,11 +96,11 @@ describe("EventStreamReader", () => {
   it("a stream cut inside a frame is broken at its end; one cut between frames is only unfinished", () => {
     const frames = framesOfSse(sse);
     const before = concatBytes(frames.slice(0, 4));
-    const r = new EventStreamReader();
+    const r = new EventStreamReader(MAX);
     r.feed(concatBytes([before, frames[4].subarray(0, 10)]));
     r.end();
     assert.match(r.broken ?? "", /^the stream ended inside a frame \(10 bytes of frame 5\)/);
-    const clean = new EventStreamReader();
+    const clean = new EventStreamReader(MAX);
     clean.feed(before);
     clean.end();
     assert.equal(clean.broken, null);
@@ -109,7 +111,7 @@ describe("EventStreamReader", () => {
     const frames = framesOfSse(sse);
     const last = frames.length - 1;
     const reader = (parts: Uint8Array[], end = true) => {
-      const r = new EventStreamReader();
+      const r = new EventStreamReader(MAX);
       r.feed(concatBytes(parts));
       if (end) r.end();
       return r;
@@ -131,7 +133,7 @@ describe("EventStreamReader", () => {
 
   it("a chunk whose payload is not {bytes: …} is counted as malformed and the reading goes on", () => {
     const frames = framesOfSse(sse);
-    const r = new EventStreamReader();
+    const r = new EventStreamReader(MAX);
     r.feed(concatBytes([frames[0], chunkFrameOf('{"other":1}'), chunkFrameOf("not json"), ...frames.slice(1)]));
     r.end();
     assert.equal(r.acc.malformed, 2);

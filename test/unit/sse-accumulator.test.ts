@@ -15,7 +15,7 @@ const encoder = new TextEncoder();
 
 /** Reads `bytes` split at the given offsets; returns the accumulator. */
 function readSplit(bytes: Uint8Array, cuts: number[]): StreamAccumulator {
-  const reader = new SseMessageReader();
+  const reader = new SseMessageReader(32 * 1024 * 1024);
   let from = 0;
   for (const cut of [...cuts, bytes.length]) {
     reader.feed(bytes.subarray(from, cut));

@@ -9,7 +9,7 @@ import { SseMessageReader, UNKNOWN_EVENTS_KEY } from "../../src/protocol/sse-acc
 const encoder = new TextEncoder();
 
 /** Reads `parts` (each encoded as one chunk) to the end; returns the reader. */
-function read(parts: string[], maxChars?: number): SseMessageReader {
+function read(parts: string[], maxChars = 32 * 1024 * 1024): SseMessageReader {
   const reader = new SseMessageReader(maxChars);
   for (const p of parts) reader.feed(encoder.encode(p));
   reader.end();

@@ -3,7 +3,7 @@
 import { Buffer } from "node:buffer";
 import { EventStreamCodec } from "@smithy/eventstream-codec";
 import { jsonObject } from "../json.ts";
-import { MAX_MESSAGE_CHARS, type SseMessageReader, StreamAccumulator } from "../sse-accumulator.ts";
+import { type SseMessageReader, StreamAccumulator } from "../sse-accumulator.ts";
 
 export type AnswerReader = SseMessageReader | EventStreamReader;
 
@@ -24,7 +24,7 @@ export class EventStreamReader {
   private frames = 0;
   private ended = false;
 
-  constructor(maxChars = MAX_MESSAGE_CHARS) {
+  constructor(maxChars: number) {
     this.acc = new StreamAccumulator(maxChars);
   }
 
