@@ -37,12 +37,9 @@ export class EventStreamReader {
     if (this.broken !== null) return;
     this.chunks.push(chunk);
     this.held += chunk.byteLength;
-    try {
-      this.cutFrames();
-    } finally {
-      // What waits for the rest of its frame is copied: a view of the engine's batch would keep other streams' bytes alive.
-      this.chunks = this.chunks.map((c) => (c.byteOffset === 0 && c.byteLength === c.buffer.byteLength ? c : new Uint8Array(c)));
-    }
+    this.cutFrames();
+    // What waits for the rest of its frame is copied: a view of the engine's batch would keep other streams' bytes alive.
+    this.chunks = this.chunks.map((c) => (c.byteOffset === 0 && c.byteLength === c.buffer.byteLength ? c : new Uint8Array(c)));
   }
 
   private cutFrames(): void {
