@@ -75,7 +75,6 @@ const WHAT_WORKS = "run the tap in proxy mode (HTTPS_PROXY), where Claude Code's
   '(AWS_BEARER_TOKEN_BEDROCK); see docs/providers.md, "AWS Bedrock"';
 const SIGNED = "this request is signed with AWS SigV4 for the tap's own address, and a signature covers the Host, so AWS would refuse it; " +
   `the tap does not re-sign requests: ${WHAT_WORKS}`;
-
 const SIGV4 = /^\s*AWS4-HMAC-SHA256\b/i;
 
 export function isAwsHost(host: string): boolean {
