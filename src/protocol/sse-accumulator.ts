@@ -8,9 +8,6 @@ export interface AssistantMessage extends Json {
   id: string | null;
   model: string | null;
   content: Json[];
-  stop_reason: unknown;
-  stop_sequence: unknown;
-  stop_details: unknown;
   usage: Json | null;
 }
 
