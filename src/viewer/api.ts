@@ -73,12 +73,8 @@ export class ViewerData {
   async search(query: string): Promise<SearchHit[]> {
     const match = termsMatcher(query);
     if (match === null) return [];
-    const all = await this.catalog.reader.loadAll();
-    return search(
-      all.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })),
-      match,
-      100,
-    );
+    const all = (await this.catalog.reader.loadAll()).map((d) => ({ ...d, sessionId: sessionIdOf(d.dir, d.records), title: sessionTitle(d.side, d.records) }));
+    return search(all, match, 100);
   }
 
   async restore(query: string, options: { dryRun: boolean; force: boolean }): Promise<Answer> {

@@ -42,12 +42,7 @@ export const state = {
 };
 
 /** Text goes in as textContent: nothing the client writes is parsed as HTML. */
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  cls?: string | null,
-  text?: string | null,
-  props: Partial<HTMLElementTagNameMap[K]> = {},
-): HTMLElementTagNameMap[K] {
+export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string | null, text?: string | null, props: Partial<HTMLElementTagNameMap[K]> = {}) {
   const e = Object.assign(document.createElement(tag), props);
   if (cls) e.className = cls;
   if (text !== undefined && text !== null) e.textContent = text;
@@ -108,13 +103,8 @@ const GUARD_WORDS: Record<string, string> = { missing: "is gone", stub: "is a st
 export function guardBanner(alert: GuardAlert): HTMLElement {
   const b = el("div", "guard");
   b.setAttribute("role", "alert");
-  b.append(
-    el("b", null, "Claude Code's transcript " + (GUARD_WORDS[alert.state] || alert.state) + " "),
-    el("span", null, "(since "),
-    timeEl(alert.since),
-    el("span", null, "). Quit Claude Code, then run "),
-    el("code", null, alert.command),
-  );
+  const what = "Claude Code's transcript " + (GUARD_WORDS[alert.state] || alert.state) + " ";
+  b.append(el("b", null, what), "(since ", timeEl(alert.since), "). Quit Claude Code, then run ", el("code", null, alert.command));
   return b;
 }
 

@@ -107,37 +107,32 @@ export function highlight(root: Element, q: string): void {
   const nodes: Text[] = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n instanceof Text && !n.parentElement?.closest("mark")) nodes.push(n);
   for (const node of nodes) {
-    const text = node.data;
-    re.lastIndex = 0;
-    if (!re.test(text)) continue;
-    re.lastIndex = 0; // matchAll starts where test() stopped
-    const frag = document.createDocumentFragment();
-    let at = 0;
-    for (const m of text.matchAll(re)) {
-      if (m[0] === "") continue;
-      frag.append(text.slice(at, m.index), el("mark", null, m[0]));
-      at = m.index + m[0].length;
-    }
-    frag.append(text.slice(at));
-    node.replaceWith(frag);
+    const spans = [...node.data.matchAll(re)].map((m): [number, number] => [m.index, m.index + m[0].length]);
+    if (spans.length > 0) node.replaceWith(marked(node.data, spans));
   }
+}
+
+/** `text` with each [from, to) span in a <mark>. */
+function marked(text: string, spans: [number, number][]): DocumentFragment {
+  const frag = document.createDocumentFragment();
+  let at = 0;
+  for (const [from, to] of spans) {
+    frag.append(text.slice(at, from), el("mark", null, text.slice(from, to)));
+    at = to;
+  }
+  frag.append(text.slice(at));
+  return frag;
 }
 
 function hitEl(h: SearchHit): HTMLLIElement {
   const li = el("li", "hit");
-  const a = el("a", null, null, { href: "#/s/" + encodeURIComponent(h.sessionId || h.dir) + "/" + encodeURIComponent(h.uuid) });
   const meta = el("div", "meta");
   meta.append(h.role + " · ", timeEl(h.timestamp), " · " + (h.sessionId || h.dir).slice(0, 13));
   if (h.offBranch) meta.append(" · ", el("span", "off-branch", "off the current branch (rewound or retried)"));
   const snippet = el("div", "snippet");
-  let at = 0;
-  for (const [from, to] of h.marks || []) {
-    snippet.append(h.snippet.slice(at, from), el("mark", null, h.snippet.slice(from, to)));
-    at = to;
-  }
-  snippet.append(h.snippet.slice(at));
-  a.append(el("div", "title", h.title || "(untitled)"), meta, snippet);
-  li.append(a);
+  snippet.append(marked(h.snippet, h.marks || []));
+  const href = "#/s/" + encodeURIComponent(h.sessionId || h.dir) + "/" + encodeURIComponent(h.uuid);
+  li.appendChild(el("a", null, null, { href })).append(el("div", "title", h.title || "(untitled)"), meta, snippet);
   return li;
 }
 
