@@ -72,16 +72,11 @@ function totals(shown: ViewerSession[]): string {
 function item(s: ViewerSession): HTMLLIElement {
   const li = el("li", "session" + (idOf(s) === state.current ? " active" : ""));
   li.dataset.session = idOf(s);
-  const meta = el("div", "meta", null, { title: s.cwd || "" });
-  meta.append(timeEl(s.lastTimestamp), " · " + usd(s.costUSD) + " · " + tokens(total(s.usage)) + " tokens · " + base(s.cwd));
-  const sid = el("div", "sid", idOf(s).slice(0, 13));
-  sid.append(badge(s.claudeTranscript));
-  li.appendChild(el("a", null, null, { href: "#/s/" + encodeURIComponent(idOf(s)) })).append(
-    el("div", "title", s.title || "(no prompt)", { title: s.title || "" }),
-    meta,
-    sid,
-  );
-  if (s.guard) li.append(guardBanner(s.guard));
+  const facts = " · " + usd(s.costUSD) + " · " + tokens(total(s.usage)) + " tokens · " + base(s.cwd);
+  const meta = el("div", "meta", [timeEl(s.lastTimestamp), facts], { title: s.cwd || "" });
+  const sid = el("div", "sid", [idOf(s).slice(0, 13), badge(s.claudeTranscript)]);
+  const title = el("div", "title", s.title || "(no prompt)", { title: s.title || "" });
+  li.append(el("a", null, [title, meta, sid], { href: "#/s/" + encodeURIComponent(idOf(s)) }), ...(s.guard ? [guardBanner(s.guard)] : []));
   return li;
 }
 
@@ -125,15 +120,11 @@ function marked(text: string, spans: [number, number][]): DocumentFragment {
 }
 
 function hitEl(h: SearchHit): HTMLLIElement {
-  const li = el("li", "hit");
-  const meta = el("div", "meta");
-  meta.append(h.role + " · ", timeEl(h.timestamp), " · " + (h.sessionId || h.dir).slice(0, 13));
+  const meta = el("div", "meta", [h.role + " · ", timeEl(h.timestamp), " · " + (h.sessionId || h.dir).slice(0, 13)]);
   if (h.offBranch) meta.append(" · ", el("span", "off-branch", "off the current branch (rewound or retried)"));
-  const snippet = el("div", "snippet");
-  snippet.append(marked(h.snippet, h.marks || []));
+  const snippet = el("div", "snippet", [marked(h.snippet, h.marks || [])]);
   const href = "#/s/" + encodeURIComponent(h.sessionId || h.dir) + "/" + encodeURIComponent(h.uuid);
-  li.appendChild(el("a", null, null, { href })).append(el("div", "title", h.title || "(untitled)"), meta, snippet);
-  return li;
+  return el("li", "hit", [el("a", null, [el("div", "title", h.title || "(untitled)"), meta, snippet], { href })]);
 }
 
 /** "N messages in M sessions match", and how many the filters or the tap's limit of 100 left out. */
