@@ -56,7 +56,7 @@ function checkUsage(command: Command, positional: string[], flags: Flags): void 
   const allowed = flagsOf(command);
   for (const name of flags.keys()) if (!allowed.has(name)) throw new UsageError(`${command} does not take ${name} (see sessiontap ${command} --help)`);
   if (flags.has("--url") && flags.has("--port")) throw new UsageError(`doctor takes --url or --port, not both (see sessiontap doctor --help)`);
-  const wanted = COMMAND_SPECS[command].args;
+  const wanted = COMMAND_SPECS[command].args ?? [];
   if (positional.length > wanted.length && COMMAND_SPECS[command].rest === undefined) {
     const extra = positional.slice(wanted.length).map((a) => `"${a}"`).join(" ");
     throw new UsageError(`${command} takes ${wanted.length === 0 ? "no arguments" : wanted.join(" ")}, got ${extra} too (see sessiontap ${command} --help)`);
