@@ -4,7 +4,7 @@ import { NONCE, secureHeaders, type SecureHeadersVariables } from "hono/secure-h
 import { streamSSE } from "hono/streaming";
 import { nameInside } from "../protocol/session-id.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { BUILTIN_PRICES } from "../usage/prices.ts";
 import { type Calls, WorkerCalls } from "../utils/worker-call.ts";
 import { orAfter } from "../utils/alarm.ts";
 import type { GuardAlert, ListEntry, LiveEvent, ReaderNote, ReaderSettings, RestoreReply, SessionView, ViewerSession } from "./api.ts";
@@ -34,25 +34,22 @@ const PAGE_POLICY = secureHeaders({
   strictTransportSecurity: false,
 });
 
-export function createViewer(options: {
-  mirrorDir: string;
-  claudeDir: string;
-  host: string;
-  version: string;
-  onError: (error: unknown) => void;
-  bundle: Bundler;
-  /** A filesystem of the caller's own: the data is then read in this thread (with `clock`). */
-  fs?: FsAdapter;
-  clock?: () => number;
-  /** Default: src/viewer-worker.ts; the binary passes its own. */
-  workerUrl?: URL | string;
-  pollMs?: number;
-  guardAlert?: (sessionId: string) => GuardAlert | null;
-  prices?: PriceTable;
-  redact?: boolean;
-  /** After a restore wrote a session's transcript (the guard looks at it at once). */
-  restored?: (sessionId: string) => Promise<void>;
-}): { deps: ViewerDeps; close(): void } {
+export function createViewer(
+  options: Pick<ReaderSettings, "mirrorDir" | "claudeDir"> & Partial<ReaderSettings> & {
+    host: string;
+    version: string;
+    onError: (error: unknown) => void;
+    bundle: Bundler;
+    /** A filesystem of the caller's own: the data is then read in this thread (with `clock`). */
+    fs?: FsAdapter;
+    clock?: () => number;
+    /** Default: src/viewer-worker.ts; the binary passes its own. */
+    workerUrl?: URL | string;
+    guardAlert?: (sessionId: string) => GuardAlert | null;
+    /** After a restore wrote a session's transcript (the guard looks at it at once). */
+    restored?: (sessionId: string) => Promise<void>;
+  },
+): { deps: ViewerDeps; close(): void } {
   const { mirrorDir, claudeDir, pollMs = 1000, prices = BUILTIN_PRICES, redact = true } = options;
   const settings: ReaderSettings = { mirrorDir, claudeDir, pollMs, prices, redact };
   const live = new Map<number, { dir: string; records(event: LiveEvent): void; end(): void }>();
