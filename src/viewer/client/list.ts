@@ -144,10 +144,9 @@ export function onSearch(): void {
 export async function runSearch(): Promise<void> {
   const q = ui.search.value.trim();
   state.query = q;
-  const results = ui.results;
   if (q === "") {
-    results.replaceChildren();
-    results.hidden = true;
+    ui.results.replaceChildren();
+    ui.results.hidden = true;
     ui.sessions.hidden = false;
     renderSessions(); // the line above the list says what the sessions cost again
     return;
@@ -157,8 +156,8 @@ export async function runSearch(): Promise<void> {
   const bySession = new Map<string, ViewerSession>(state.sessions.map((s) => [s.dir, s]));
   const hits = all.filter((h) => !bySession.has(h.dir) || passes(bySession.get(h.dir)!));
   ui.sessions.hidden = true;
-  results.hidden = false;
+  ui.results.hidden = false;
   ui.totals.textContent = hitCount(hits, all.length);
-  if (hits.length === 0) results.replaceChildren(el("li", "empty", all.length === 0 ? "Nothing matches." : "Nothing matches within the filters."));
-  else results.replaceChildren(...hits.map(hitEl));
+  if (hits.length === 0) ui.results.replaceChildren(el("li", "empty", all.length === 0 ? "Nothing matches." : "Nothing matches within the filters."));
+  else ui.results.replaceChildren(...hits.map(hitEl));
 }
