@@ -49,7 +49,7 @@ function settingsHelp(): string {
 /** `value`: its value's name, null for a switch. */
 type FlagHelp = { flag: string; value: string | null; help: string };
 /** `args`: required positional arguments; `rest`: any number more ("[ARGS…]": claude's are passed on unparsed); `usageSuffix`: notes after the flags. */
-type CommandSpec = { args: string[]; about: string; flags: FlagHelp[]; rest?: string; usageSuffix?: string; exit: string };
+type CommandSpec = { args?: string[]; about: string; flags: FlagHelp[]; rest?: string; usageSuffix?: string; exit: string };
 
 const f = (flag: string, value: string | null, help: string): FlagHelp => ({ flag, value, help });
 const byDefault = (env: string) => `${env}; default ${DEFAULTS[env]}`;
@@ -61,7 +61,6 @@ const since = (what: string) => f("--since", "DATE", `only ${what} from DATE on:
 
 const SPECS = {
   serve: {
-    args: [],
     about: "Runs the tap: forwards every request to the upstream unchanged and mirrors each Claude Code conversation.",
     flags: [
       f("--port", "N", `port to listen on (${byDefault("SESSIONTAP_PORT")}; 0 picks a free port and prints it)`),
@@ -84,7 +83,6 @@ const SPECS = {
       "0 stopped by SIGINT/SIGTERM with everything written; 1 stopped with commits that could be saved nowhere; 2 a bad setting, an unusable mirror root, or the port is taken.",
   },
   claude: {
-    args: [],
     rest: "[ARGS…]",
     about: "Runs Claude Code (claude on PATH, or SESSIONTAP_CLAUDE) with ARGS through the tap: the tap already serving on the port " +
       "(SESSIONTAP_PORT), else one started for as long as Claude Code runs. ANTHROPIC_BASE_URL is set for Claude Code alone. " +
@@ -95,7 +93,6 @@ const SPECS = {
       "1 no tap could be started (Claude Code was not run), or the mirror could not be saved; 2 a bad setting.",
   },
   list: {
-    args: [],
     about:
       "Lists every mirrored session, most recent first: its title, project, tokens and estimated cost, and the state of Claude Code's own transcript of it.",
     flags: [mirrorDir, claudeDir("whose transcripts are checked"), storeRead, since("sessions active"), json("an array of sessions")],
@@ -126,7 +123,6 @@ const SPECS = {
     exit: "0 something matched; 1 nothing matched, there is no mirror, or no single session matches --session; 2 a usage error.",
   },
   usage: {
-    args: [],
     about: "Sums the tokens of every recorded answer, with an estimated cost, per day, per project and per model, across sessions.",
     flags: [mirrorDir, storeRead, since("answers"), json("the sums")],
     usageSuffix: "Costs come from the price table in sessiontap (the date it was checked is printed); SESSIONTAP_PRICES=FILE.json corrects or extends it.",
@@ -159,13 +155,11 @@ const SPECS = {
     exit: "0 restored (or would be); 1 refused (a transcript with content is there), nothing matches, or the write failed; 2 a usage error.",
   },
   verify: {
-    args: [],
     about: "Checks every session of the mirror tree: identity, torn lines, duplicates, chains, modes, links.",
     flags: [mirrorDir, f("--repair", null, "move damaged lines and duplicates aside and fix modes (never loses a byte)"), json("one report per session")],
     exit: "0 no damage; 1 damage remains, or there is no mirror at that root; 2 a usage error.",
   },
   doctor: {
-    args: [],
     about:
       "Checks what makes a conversation go unmirrored or lost: the mirror root, the tap Claude Code uses, the upstream, Claude Code's settings and transcripts.",
     flags: [
@@ -180,7 +174,6 @@ const SPECS = {
     exit: "0 no problem (warnings allowed); 1 at least one problem; 2 a usage error.",
   },
   drill: {
-    args: [],
     rest: "[SESSION…]",
     about: "Proves each backed-up session resumes: writes it as restore would into a scratch Claude Code config, runs your Claude Code " +
       "(claude on PATH, or SESSIONTAP_CLAUDE) as claude -p --resume against an answerer inside sessiontap (nothing leaves the machine, no token is " +
@@ -191,7 +184,6 @@ const SPECS = {
     exit: "0 every session drilled resumed whole; 1 any did not, or Claude Code could not be started; 2 a usage error, or a SESSION that matches none.",
   },
   mcp: {
-    args: [],
     about: "Answers Claude Code as an MCP server on stdio: its tools search_sessions, read_session and list_sessions search and read every mirrored " +
       "session, those whose Claude Code transcript is gone or cut and the text from before a compaction included. It only reads (the shared store too, " +
       "when SESSIONTAP_STORE names one). Add it to Claude Code for every project with:\n\n  claude mcp add -s user sessiontap -- sessiontap mcp\n\n" +
@@ -201,7 +193,6 @@ const SPECS = {
     exit: "0 stdin closed or stopped by SIGINT/SIGTERM; 2 a usage error.",
   },
   scan: {
-    args: [],
     rest: "[SESSION…]",
     about: "Finds secrets (API keys, tokens, private keys) in the mirror and in Claude Code's own transcripts (<claude-dir>/projects/**/*.jsonl): " +
       "one line per finding with its kind, session, file and line, and at most its first four characters. It only reads. SESSION: an id or a " +
@@ -229,7 +220,7 @@ export function flagsOf(command: Command): Set<string> {
 const flagText = (x: FlagHelp) => `${x.flag}${x.value === null ? "" : ` ${x.value}`}`;
 
 export function usageLine(command: Command): string {
-  const { args, flags, rest } = COMMAND_SPECS[command];
+  const { args = [], flags, rest } = COMMAND_SPECS[command];
   return ["sessiontap", command === "serve" ? "[serve]" : command, ...args, ...(rest ? [rest] : []), ...flags.map((x) => `[${flagText(x)}]`)].join(" ");
 }
 

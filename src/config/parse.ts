@@ -56,7 +56,7 @@ function checkUsage(command: Command, positional: string[], flags: Flags): void 
   const allowed = flagsOf(command);
   for (const name of flags.keys()) if (!allowed.has(name)) throw new UsageError(`${command} does not take ${name} (see sessiontap ${command} --help)`);
   if (flags.has("--url") && flags.has("--port")) throw new UsageError(`doctor takes --url or --port, not both (see sessiontap doctor --help)`);
-  const wanted = COMMAND_SPECS[command].args;
+  const wanted = COMMAND_SPECS[command].args ?? [];
   if (positional.length > wanted.length && COMMAND_SPECS[command].rest === undefined) {
     const extra = positional.slice(wanted.length).map((a) => `"${a}"`).join(" ");
     throw new UsageError(`${command} takes ${wanted.length === 0 ? "no arguments" : wanted.join(" ")}, got ${extra} too (see sessiontap ${command} --help)`);
@@ -101,19 +101,15 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
   const setting = (flag: string, envName: string) => pick(flags, flag, env, envName) ?? DEFAULTS[envName];
   const place = (key: Place) => setting(PLACES[key][0], PLACES[key][1]);
   const num = (name: string, min: number, max: number) => integer(name, env[name] || DEFAULTS[name], min, max);
-  const toggle = (name: string, yes: string, no: string) => onOff(name, env[name] || DEFAULTS[name], [yes], [no]);
+  const toggle = (name: string, yes: string, no: string) => onOff(name, env[name] || DEFAULTS[name], yes, no);
   const host = setting("--host", "SESSIONTAP_HOST");
-  const format = str("--format") ?? "md";
   const url = str("--url");
   const since = str("--since");
   const store = pick(flags, "--store", env, "SESSIONTAP_STORE");
   const token = pick(flags, "--token", env, "SESSIONTAP_TOKEN");
-  const redact = setting("--redact", "SESSIONTAP_REDACT").trim().toLowerCase();
-  if (redact !== "shared" && redact !== "all" && redact !== "off") {
-    throw new UsageError(`redaction (--redact / SESSIONTAP_REDACT) must be shared, all or off, got "${redact}"`);
-  }
+  const redact = oneOf("redaction (--redact / SESSIONTAP_REDACT)", setting("--redact", "SESSIONTAP_REDACT").trim().toLowerCase(), ["shared", "all", "off"]);
   if (!/^[A-Za-z0-9.:\-\[\]%]+$/.test(host)) throw new UsageError(`host (--host / SESSIONTAP_HOST) is not an address: "${host}"`);
-  if (format !== "md" && format !== "html" && format !== "jsonl") throw new UsageError(`--format must be md, html or jsonl, got "${format}"`);
+  const format = oneOf("--format", str("--format") ?? "md", ["md", "html", "jsonl"]);
   if (url !== null) httpUrl("--url", url);
   if (flags.has("--regex") && command === "search") {
     try {
@@ -140,13 +136,13 @@ function resolve(command: Command | "help" | "version", positional: string[], fl
     sideRequests: toggle("SESSIONTAP_SIDE_REQUESTS", "on", "off"),
     claudeDir: expandHome(place("claudeDir"), home),
     // null: unset, which is on when the Claude Code config dir exists.
-    guard: env.SESSIONTAP_GUARD ? onOff("SESSIONTAP_GUARD", env.SESSIONTAP_GUARD, ["on"], ["off"]) : null,
+    guard: env.SESSIONTAP_GUARD ? onOff("SESSIONTAP_GUARD", env.SESSIONTAP_GUARD, "on", "off") : null,
     store: store === undefined ? null : storeUrl(store),
     storeOnly: toggle("SESSIONTAP_STORE_ONLY", "true", "false"),
-    redact: redact as "shared" | "all" | "off",
+    redact,
     noRedact: flags.has("--no-redact"),
     json: flags.has("--json"),
-    format: format as "md" | "html" | "jsonl",
+    format,
     out: str("--out"),
     cwd: str("--cwd"),
     dryRun: flags.has("--dry-run"),
@@ -196,20 +192,17 @@ function integer(name: string, raw: string, min: number, max: number): number {
   return n;
 }
 
-function onOff(name: string, raw: string, yes: string[], no: string[]): boolean {
-  const v = raw.trim().toLowerCase();
-  if (yes.includes(v) || no.includes(v)) return yes.includes(v);
-  throw new UsageError(`${name} must be ${yes[0]} or ${no[0]}, got "${raw}"`);
+/** `value` if `allowed` holds it; the message quotes `raw`. */
+function oneOf<T extends string>(name: string, value: string, allowed: readonly T[], raw = value): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(`${name} must be ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}, got "${raw}"`);
 }
 
-function urlOf(raw: string, protocols: string[]): URL | null {
-  const url = URL.parse(raw);
-  return url !== null && protocols.includes(url.protocol) ? url : null;
-}
+const onOff = (name: string, raw: string, yes: string, no: string) => oneOf(name, raw.trim().toLowerCase(), [yes, no], raw) === yes;
 
 function httpUrl(name: string, raw: string): URL {
-  const url = urlOf(raw, ["http:", "https:"]);
-  if (url === null) throw new UsageError(`${name} must be an http(s) URL, got "${raw}"`);
+  const url = URL.parse(raw);
+  if (url === null || !/^https?:$/.test(url.protocol)) throw new UsageError(`${name} must be an http(s) URL, got "${raw}"`);
   return url;
 }
 
@@ -222,7 +215,7 @@ function upstreamUrl(raw: string, name = "upstream (--upstream / SESSIONTAP_UPST
 
 /** A postgres:// URL, never echoed back: it may hold a password. */
 function storeUrl(raw: string): string {
-  if (urlOf(raw, ["postgres:", "postgresql:"]) !== null) return raw;
+  if (/^postgres(?:ql)?:$/.test(URL.parse(raw)?.protocol ?? "")) return raw;
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(raw)?.[1];
   throw new UsageError(`store (--store / SESSIONTAP_STORE) must be a postgres:// or postgresql:// URL${scheme ? `, got a ${scheme}: URL` : ""}`);
 }
@@ -312,6 +305,6 @@ export function proxySettings(flags: Flags, env: Env, home: string) {
   const configHome = env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME.startsWith("/") ? env.XDG_CONFIG_HOME : `${home.replace(/\/+$/, "")}/.config`;
   const caDir = expandHome(env.SESSIONTAP_CA_DIR || `${configHome}/sessiontap`, home);
   const timeoutMs = integer("SESSIONTAP_PROXY_TIMEOUT_MS", env.SESSIONTAP_PROXY_TIMEOUT_MS || DEFAULTS.SESSIONTAP_PROXY_TIMEOUT_MS, 100, 600_000);
-  const tunnel = onOff("SESSIONTAP_PROXY_TUNNEL", env.SESSIONTAP_PROXY_TUNNEL || DEFAULTS.SESSIONTAP_PROXY_TUNNEL, ["on"], ["off"]);
+  const tunnel = onOff("SESSIONTAP_PROXY_TUNNEL", env.SESSIONTAP_PROXY_TUNNEL || DEFAULTS.SESSIONTAP_PROXY_TUNNEL, "on", "off");
   return Object.freeze({ port, addedHosts: Object.freeze(addedHosts), upstreams: Object.freeze(upstreams), caDir, timeoutMs, tunnel });
 }

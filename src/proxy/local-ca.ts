@@ -7,6 +7,7 @@ import { dirname } from "node:path/posix";
 import { createSecureContext, type SecureContext } from "node:tls";
 import { ProxyStartError } from "../config/proxy-settings.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
+import { publishNew, replaceFile } from "../storage/publish.ts";
 import { currentUid, ensurePrivateDir, untrusted } from "../storage/trusted-path.ts";
 
 // Bun ran reflect-metadata and tsyringe (CommonJS) in an order of its own: a dynamic import starts after the polyfill.
@@ -116,12 +117,6 @@ async function readKeyFile(fs: FsAdapter, path: string): Promise<LocalCa | null>
   }
 }
 
-async function writeAside(fs: FsAdapter, dir: string, name: string, text: string): Promise<string> {
-  const aside = `${dir}/.${name}.${crypto.randomUUID()}.tmp`;
-  if (!(await fs.createExclusive(aside, text, true))) throw new ProxyStartError(`${aside} already exists`);
-  return aside;
-}
-
 export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly string[], now: number) {
   await fs.mkdir(dirname(dir), 0o700);
   try {
@@ -141,19 +136,15 @@ export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly s
       nameConstraints(names),
     ]);
     // One file holds the key and its certificate, so the pair is written and read as one.
-    const aside = await writeAside(fs, dir, "ca-key.pem", `${fresh.keyPem}\n${fresh.certPem}`);
-    if (ca === null) {
-      // Two taps starting at once: the first link wins, and the other reads the winner's.
-      made = (await fs.link(aside, keyPath)) ? "made" : null;
-      await fs.unlink(aside);
-    } else {
-      await fs.rename(aside, keyPath);
-      made = problem;
-    }
+    const pair = `${fresh.keyPem}\n${fresh.certPem}`;
+    made = ca === null ? "made" : problem;
+    if (ca !== null) await replaceFile(fs, keyPath, pair);
+    // Two taps starting at once: the first to publish wins, and the other reads the winner's.
+    else if ((await publishNew(fs, keyPath, pair)).kind !== "created") made = null;
     ca = await readKeyFile(fs, keyPath);
     if (ca === null) throw new ProxyStartError(`the proxy's CA key ${keyPath} vanished while it was being made`);
   }
   const current = (await fs.lstat(certPath))?.isFile ? await fs.readText(certPath).catch(() => "") : "";
-  if (current !== ca.certPem) await fs.rename(await writeAside(fs, dir, "ca.pem", ca.certPem), certPath);
+  if (current !== ca.certPem) await replaceFile(fs, certPath, ca.certPem);
   return { ca, certPath, keyPath, made };
 }

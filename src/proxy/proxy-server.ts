@@ -1,6 +1,7 @@
 // The forward proxy (docs/DESIGN.md "Proxy mode"): node:net, since neither runtime's own server hands CONNECT to a handler.
 import { Buffer } from "node:buffer";
 import { lookup } from "node:dns/promises";
+import { once } from "node:events";
 import { BlockList, connect, createServer, isIPv6, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { Duplex } from "node:stream";
@@ -22,6 +23,9 @@ const [MAX_CONNECT_HEAD, MAX_HEAD] = [16 * 1024, 64 * 1024];
 const MAX_WAITING = 64;
 const IDLE_MS = 300_000; // longer than clients keep an idle connection
 const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
+const HEAD_STATUS = { "too-large": 431, timeout: 408, cut: 400 };
+const ASK_TOKEN = "this proxy needs the tap's token: HTTPS_PROXY=http://sessiontap:<TOKEN>@HOST:PORT";
+const CHALLENGE = { "proxy-authenticate": 'Basic realm="sessiontap"' };
 // OpenSSL, BoringSSL and rustls name a client's refusal of the certificate differently.
 const REFUSED_CERTIFICATE = /unknown[ _]?ca|bad[ _]?certificate|certificate[ _]?unknown|unsupported[ _]?certificate|alert number 4[2356]/i;
 
@@ -75,14 +79,13 @@ function bridge(socket: Socket, pending: Uint8Array[]): Duplex {
   return duplex;
 }
 
+type Failure = [reason: string, detail: string | null];
+
 /** Null once the handshake is done, else a `proxy.failed` reason and its detail. */
-function handshake(secure: TLSSocket, ms: number): Promise<[string, string | null] | null> {
-  const outcome = new Promise<[string, string | null] | null>((resolve) => {
-    secure.once("secure", () => resolve(null));
-    secure.once(
-      "error",
-      (e: Error & { code?: string }) => resolve([REFUSED_CERTIFICATE.test(`${e.code} ${e.message}`) ? "certificate-refused" : "handshake-failed", describe(e)]),
-    );
+function handshake(secure: TLSSocket, ms: number): Promise<Failure | null> {
+  const outcome = new Promise<Failure | null>((resolve) => {
+    const reason = (e: Error & { code?: string }) => REFUSED_CERTIFICATE.test(`${e.code} ${e.message}`) ? "certificate-refused" : "handshake-failed";
+    secure.once("secure", () => resolve(null)).once("error", (e) => resolve([reason(e), describe(e)]));
     // Bun's TLS (Claude Code's) hangs up on a certificate it does not trust, without an alert.
     secure.once("close", () => resolve(["closed-in-handshake", "the client closed the connection during the handshake"]));
   });
@@ -134,9 +137,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
   const connectPhase = async (socket: Socket, reader: SocketReader) => {
     const text = await readHead(reader, MAX_CONNECT_HEAD, settings.timeoutMs, settings.timeoutMs).catch((error: Error) => error);
     if (text === null || (text instanceof Error && !(text instanceof ReadError))) return void socket.destroy();
-    if (text instanceof ReadError) {
-      return refuse(socket, `head-${text.reason}`, text.reason === "too-large" ? 431 : text.reason === "timeout" ? 408 : 400, text.message);
-    }
+    if (text instanceof ReadError) return refuse(socket, `head-${text.reason}`, HEAD_STATUS[text.reason], text.message);
     const head = parseRequestHead(text);
     if (typeof head === "string") return refuse(socket, "bad-head", 400, head);
     if (head.method !== "CONNECT") {
@@ -144,15 +145,12 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
     }
     if (deps.token !== null) {
       const given = field(head, "proxy-authorization");
-      const ask = ["this proxy needs the tap's token: HTTPS_PROXY=http://sessiontap:<TOKEN>@HOST:PORT", {
-        "proxy-authenticate": 'Basic realm="sessiontap"',
-      }] as const;
-      if (given === null) return refuse(socket, "unauthorized", 407, ...ask);
+      if (given === null) return refuse(socket, "unauthorized", 407, ASK_TOKEN, CHALLENGE);
       const checked = deps.tokenGate.check((socket.remoteAddress ?? "unknown").replace(/^::ffff:/, ""), proxyToken(given) ?? "");
       if (typeof checked === "number") {
         return answer(socket, 429, `too many wrong tokens from this client; try again in ${checked} s`, { "retry-after": String(checked) });
       }
-      if (checked === "wrong") return answer(socket, 407, ...ask);
+      if (checked === "wrong") return answer(socket, 407, ASK_TOKEN, CHALLENGE);
     }
     return parseAuthority(head.target) ?? refuse(socket, "bad-target", 400, "CONNECT takes host:port (a host name or address, and a port 1-65535)");
   };
@@ -298,9 +296,8 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       socket.destroy();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    const failed = (error: Error) => reject(new ProxyStartError(`the proxy cannot listen on ${deps.host}:${settings.port} (${describe(error)})`));
-    server.once("error", failed).listen({ port: settings.port, host: deps.host }, () => resolve(void server.off("error", failed)));
+  await once(server.listen({ port: settings.port, host: deps.host }), "listening").catch((error) => {
+    throw new ProxyStartError(`the proxy cannot listen on ${deps.host}:${settings.port} (${describe(error)})`);
   });
   const port = (server.address() as { port: number }).port;
   return {

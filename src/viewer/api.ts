@@ -26,14 +26,9 @@ type Prices = { source: string; checked: string };
 export type SessionView = { session: ListEntry & { guard?: GuardAlert | null }; tail: string | null; html: string; prices: Prices };
 type Refused = { ok: false; error: string; outcome: RestoreOutcome | null };
 export type RestoreReply = { ok: true; outcome: RestoreOutcome; lines: string[]; resume: string } | Refused;
+type Conversation = Awaited<ReturnType<typeof conversations>>["dirs"][number];
 /** New records of one conversation of a followed session, and the bytes the session's files now hold. */
-export type LiveEvent = {
-  dir: string;
-  scope: "main" | "side" | "subagent";
-  agent: string | null;
-  records: { uuid: string | null; parentUuid: string | null; type: unknown; html: string }[];
-  bytes: number;
-};
+export type LiveEvent = Omit<Conversation, "path"> & { dir: string; records: ReturnType<typeof rendered>; bytes: number };
 export type UsageView = UsageReport & { timeZone: string; today: string; prices: Prices; drill: LastDrill | { error: string } | null };
 export type Answer<T = unknown> = { status: 200 | 400 | 404 | 409; body: T };
 export type ReaderSettings = { mirrorDir: string; claudeDir: string; pollMs: number; prices: PriceTable; redact: boolean };
@@ -41,6 +36,7 @@ export type ReaderNote = { records: LiveEvent } | { error: string };
 
 const TYPES: Record<string, string> = { md: "text/markdown", html: "text/html", jsonl: "application/x-ndjson" };
 const decoder = new TextDecoder();
+const priceSource = ({ source, checked }: PriceTable): Prices => ({ source, checked });
 
 export class ViewerData {
   private readonly catalog: SessionCatalog;
@@ -67,18 +63,14 @@ export class ViewerData {
     if ("status" in found) return found;
     const session = (await this.catalog.judge(found.data)).entry;
     const html = renderItemsHtml(outline(found.tree), this.settings.prices);
-    return { status: 200, body: { session, tail: session.leafUuid, html, prices: this.priceSource() } satisfies SessionView };
+    return { status: 200, body: { session, tail: session.leafUuid, html, prices: priceSource(this.settings.prices) } satisfies SessionView };
   }
 
   async search(query: string): Promise<SearchHit[]> {
     const match = termsMatcher(query);
     if (match === null) return [];
-    const all = await this.catalog.reader.loadAll();
-    return search(
-      all.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })),
-      match,
-      100,
-    );
+    const all = (await this.catalog.reader.loadAll()).map((d) => ({ ...d, sessionId: sessionIdOf(d.dir, d.records), title: sessionTitle(d.side, d.records) }));
+    return search(all, match, 100);
   }
 
   async restore(query: string, options: { dryRun: boolean; force: boolean }): Promise<Answer> {
@@ -98,12 +90,9 @@ export class ViewerData {
     if ("status" in found) return refused(found.status, "no single session matches\n");
     const { sessionId, dir } = found.summary;
     const redactor = this.settings.redact ? await rootRedactor(this.fs, this.settings.mirrorDir) : null;
-    return {
-      status: 200,
-      body: await exportSession(found.data, format as ExportFormat, this.settings.prices, redactor),
-      type: `${TYPES[format]}; charset=utf-8`,
-      filename: (sessionId === null ? null : nameInside(sessionId, `.${format}`)) ?? `${dir}.${format}`,
-    };
+    const body = await exportSession(found.data, format as ExportFormat, this.settings.prices, redactor);
+    const filename = (sessionId === null ? null : nameInside(sessionId, `.${format}`)) ?? `${dir}.${format}`;
+    return { status: 200, body, type: `${TYPES[format]}; charset=utf-8`, filename };
   }
 
   async usage(): Promise<UsageView> {
@@ -111,7 +100,7 @@ export class ViewerData {
     const prices = this.settings.prices;
     const sessions = (await this.catalog.reader.loadAll()).map((data) => sessionUsage(data, prices));
     const drill = await lastDrill(this.fs, this.settings.mirrorDir).catch((error: Error) => ({ error: error.message }));
-    return { timeZone: offsetLabel(now, LOCAL), today: localDate(now, LOCAL), prices: this.priceSource(), ...usageReport(sessions, prices, LOCAL), drill };
+    return { timeZone: offsetLabel(now, LOCAL), today: localDate(now, LOCAL), prices: priceSource(prices), ...usageReport(sessions, prices, LOCAL), drill };
   }
 
   /** `dir`: a plain name (routes.ts checks); resolves with the bytes its files hold now. */
@@ -130,10 +119,6 @@ export class ViewerData {
     if (this.follows.size > 0) return;
     clearInterval(this.timer);
     this.timer = undefined;
-  }
-
-  private priceSource() {
-    return { source: this.settings.prices.source, checked: this.settings.prices.checked };
   }
 
   private async open(query: string): Promise<{ data: SessionData; tree: Tree; summary: SessionSummary } | Answer & { status: 404 | 409 }> {
@@ -182,7 +167,7 @@ export class ViewerData {
   }
 }
 
-function rendered(records: Rec[]): LiveEvent["records"] {
+function rendered(records: Rec[]) {
   let previous: Rec | null = null;
   return records.map((r) => {
     const html = renderRecordHtml(r, { continued: continuesMessage(previous, r) });

@@ -4,30 +4,18 @@ import { NONCE, secureHeaders, type SecureHeadersVariables } from "hono/secure-h
 import { streamSSE } from "hono/streaming";
 import { nameInside } from "../protocol/session-id.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
+import { BUILTIN_PRICES } from "../usage/prices.ts";
 import { type Calls, WorkerCalls } from "../utils/worker-call.ts";
 import { orAfter } from "../utils/alarm.ts";
-import {
-  type GuardAlert,
-  type ListEntry,
-  type LiveEvent,
-  type ReaderNote,
-  type ReaderSettings,
-  type RestoreReply,
-  type SessionView,
-  ViewerData,
-  type ViewerSession,
-} from "./api.ts";
+import type { GuardAlert, ListEntry, LiveEvent, ReaderNote, ReaderSettings, RestoreReply, SessionView, ViewerSession } from "./api.ts";
+import { ViewerData } from "./api.ts";
 import { allowedHosts, hostName } from "./hosts.ts";
 import { type Bundler, clientScript, viewerPage } from "./page.ts";
 
 /** `allowedHosts` null: any host (the tap was bound beyond loopback on purpose). */
 export type ViewerDeps = { allowedHosts: ReadonlySet<string> | null; routes: Hono<{ Variables: SecureHeadersVariables }> };
 
-export interface Viewer {
-  deps: ViewerDeps;
-  close(): void;
-}
+export type Viewer = ReturnType<typeof createViewer>;
 
 const KEEPALIVE_MS = 15_000;
 const RESTORED_LOOK_MS = 1_000;
@@ -46,25 +34,22 @@ const PAGE_POLICY = secureHeaders({
   strictTransportSecurity: false,
 });
 
-export function createViewer(options: {
-  mirrorDir: string;
-  claudeDir: string;
-  host: string;
-  version: string;
-  onError: (error: unknown) => void;
-  bundle: Bundler;
-  /** A filesystem of the caller's own: the data is then read in this thread (with `clock`). */
-  fs?: FsAdapter;
-  clock?: () => number;
-  /** Default: src/viewer-worker.ts; the binary passes its own. */
-  workerUrl?: URL | string;
-  pollMs?: number;
-  guardAlert?: (sessionId: string) => GuardAlert | null;
-  prices?: PriceTable;
-  redact?: boolean;
-  /** After a restore wrote a session's transcript (the guard looks at it at once). */
-  restored?: (sessionId: string) => Promise<void>;
-}): Viewer {
+export function createViewer(
+  options: Pick<ReaderSettings, "mirrorDir" | "claudeDir"> & Partial<ReaderSettings> & {
+    host: string;
+    version: string;
+    onError: (error: unknown) => void;
+    bundle: Bundler;
+    /** A filesystem of the caller's own: the data is then read in this thread (with `clock`). */
+    fs?: FsAdapter;
+    clock?: () => number;
+    /** Default: src/viewer-worker.ts; the binary passes its own. */
+    workerUrl?: URL | string;
+    guardAlert?: (sessionId: string) => GuardAlert | null;
+    /** After a restore wrote a session's transcript (the guard looks at it at once). */
+    restored?: (sessionId: string) => Promise<void>;
+  },
+): { deps: ViewerDeps; close(): void } {
   const { mirrorDir, claudeDir, pollMs = 1000, prices = BUILTIN_PRICES, redact = true } = options;
   const settings: ReaderSettings = { mirrorDir, claudeDir, pollMs, prices, redact };
   const live = new Map<number, { dir: string; records(event: LiveEvent): void; end(): void }>();
@@ -74,21 +59,20 @@ export function createViewer(options: {
   };
   let closed = false;
   let worker: WorkerCalls<ViewerData> | null = null;
-  const died = (why: string) => {
-    options.onError(new Error(`the viewer's reader stopped: ${why}`));
-    for (const l of live.values()) l.end(); // the page follows again, and sees what it missed
+  const workerUrl = options.workerUrl ?? new URL("../viewer-worker.ts", import.meta.url);
+  const on = {
+    name: "the viewer's reader",
+    died(why: string) {
+      options.onError(new Error(`the viewer's reader stopped: ${why}`));
+      for (const l of live.values()) l.end(); // the page follows again, and sees what it missed
+    },
+    message: (note: unknown) => tell(note as ReaderNote),
   };
   const inThread = options.fs !== undefined ? new ViewerData(options.fs, settings, tell, options.clock) : null;
   const data: Calls<ViewerData> = inThread ?? new Proxy({} as Calls<ViewerData>, {
     get: (_, name: string) => (...args: unknown[]) => {
       if (closed) return Promise.reject(new Error("the viewer is closed"));
-      if (worker === null || worker.stopped !== null) {
-        worker = new WorkerCalls(options.workerUrl ?? new URL("../viewer-worker.ts", import.meta.url), settings, {
-          name: "the viewer's reader",
-          died,
-          message: (note) => tell(note as ReaderNote),
-        });
-      }
+      if (worker?.stopped !== null) worker = new WorkerCalls(workerUrl, settings, on);
       return (worker.call as (name: string, ...args: unknown[]) => Promise<unknown>).apply(worker, [name, ...args]);
     },
   });

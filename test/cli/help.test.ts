@@ -36,7 +36,7 @@ const CASES = COMMANDS.filter((c) => c !== "claude").map((command) => {
   const refused = [...ALL_FLAGS.keys()].find((flag) => !own.has(flag))!;
   return {
     command,
-    args: spec.args.map((a) => (a === "migrate" ? a : "x")),
+    args: (spec.args ?? []).map((a) => (a === "migrate" ? a : "x")),
     flags: spec.flags.map((x) => (x.value === null ? x.flag : `${x.flag} ${x.value}`)),
     refused,
     refusedValue: ALL_FLAGS.get(refused) === null ? [] : [sample(refused, ALL_FLAGS.get(refused)!)],
@@ -48,7 +48,7 @@ describe("the command table is what the parser takes", () => {
     for (const command of COMMANDS.filter((c) => c !== "claude")) {
       const spec = COMMAND_SPECS[command];
       for (const x of spec.flags) {
-        const args = [command, ...spec.args.map((a) => (a === "migrate" ? a : "x")), x.flag, ...(x.value === null ? [] : [sample(x.flag, x.value)])];
+        const args = [command, ...(spec.args ?? []).map((a) => (a === "migrate" ? a : "x")), x.flag, ...(x.value === null ? [] : [sample(x.flag, x.value)])];
         assert.doesNotThrow(() => parseConfig(args, {}, "/home"), `${args.join(" ")}`);
         if (x.value !== null) assert.throws(() => parseConfig(args.slice(0, -1), {}, "/home"), UsageError, `${x.flag} without its value`);
       }

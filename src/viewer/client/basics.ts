@@ -41,16 +41,13 @@ export const state = {
   planNext: null as string | null,
 };
 
-/** Text goes in as textContent: nothing the client writes is parsed as HTML. */
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  cls?: string | null,
-  text?: string | null,
-  props: Partial<HTMLElementTagNameMap[K]> = {},
-): HTMLElementTagNameMap[K] {
+type Content = string | null | (Node | string)[];
+
+/** Text goes in as text nodes: nothing the client writes is parsed as HTML. */
+export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string | null, content?: Content, props: Partial<HTMLElementTagNameMap[K]> = {}) {
   const e = Object.assign(document.createElement(tag), props);
   if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
+  e.append(...[content ?? []].flat());
   return e;
 }
 
@@ -106,15 +103,9 @@ export function badge(state: string): HTMLElement {
 
 const GUARD_WORDS: Record<string, string> = { missing: "is gone", stub: "is a stub", behind: "is behind the mirror" };
 export function guardBanner(alert: GuardAlert): HTMLElement {
-  const b = el("div", "guard");
+  const what = "Claude Code's transcript " + (GUARD_WORDS[alert.state] || alert.state) + " ";
+  const b = el("div", "guard", [el("b", null, what), "(since ", timeEl(alert.since), "). Quit Claude Code, then run ", el("code", null, alert.command)]);
   b.setAttribute("role", "alert");
-  b.append(
-    el("b", null, "Claude Code's transcript " + (GUARD_WORDS[alert.state] || alert.state) + " "),
-    el("span", null, "(since "),
-    timeEl(alert.since),
-    el("span", null, "). Quit Claude Code, then run "),
-    el("code", null, alert.command),
-  );
   return b;
 }
 

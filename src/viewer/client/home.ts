@@ -79,14 +79,12 @@ function drawChart(): void {
   byId("legend", HTMLUListElement).replaceChildren(...series.map((s) => {
     const swatch = el("i");
     swatch.style.background = s.color;
-    const li = el("li", null, s.label);
-    li.prepend(swatch);
-    return li;
+    return el("li", null, [swatch, s.label]);
   }));
   const table = byId("table", HTMLTableElement);
   table.replaceChildren(el("caption", null, "Tokens and cost per day, last " + DAYS + " days"));
   for (const [i, row] of [["Day", "Tokens", "Cost", "By " + by], ...dates.filter((date) => days.has(date)).map(cells)].entries()) {
-    table.appendChild(el("tr")).append(...row.map((c) => el(i === 0 ? "th" : "td", null, c)));
+    table.append(el("tr", null, row.map((c) => el(i === 0 ? "th" : "td", null, c))));
   }
 }
 
@@ -96,9 +94,8 @@ function renderLists(): void {
   const lost = state.sessions.filter((s) => s.claudeTranscript !== "intact" && s.sessionId !== null && s.claudeTranscriptProblem === null);
   const items = (list: ViewerSession[], also: (s: ViewerSession) => (Node | string)[]) =>
     list.map((s) => {
-      const li = el("li");
+      const li = el("li", null, [link(s), ...also(s)]);
       li.dataset.session = idOf(s);
-      li.append(link(s), ...also(s));
       return li;
     });
   byId("busiest", HTMLOListElement).replaceChildren(

@@ -72,16 +72,11 @@ function totals(shown: ViewerSession[]): string {
 function item(s: ViewerSession): HTMLLIElement {
   const li = el("li", "session" + (idOf(s) === state.current ? " active" : ""));
   li.dataset.session = idOf(s);
-  const meta = el("div", "meta", null, { title: s.cwd || "" });
-  meta.append(timeEl(s.lastTimestamp), " · " + usd(s.costUSD) + " · " + tokens(total(s.usage)) + " tokens · " + base(s.cwd));
-  const sid = el("div", "sid", idOf(s).slice(0, 13));
-  sid.append(badge(s.claudeTranscript));
-  li.appendChild(el("a", null, null, { href: "#/s/" + encodeURIComponent(idOf(s)) })).append(
-    el("div", "title", s.title || "(no prompt)", { title: s.title || "" }),
-    meta,
-    sid,
-  );
-  if (s.guard) li.append(guardBanner(s.guard));
+  const facts = " · " + usd(s.costUSD) + " · " + tokens(total(s.usage)) + " tokens · " + base(s.cwd);
+  const meta = el("div", "meta", [timeEl(s.lastTimestamp), facts], { title: s.cwd || "" });
+  const sid = el("div", "sid", [idOf(s).slice(0, 13), badge(s.claudeTranscript)]);
+  const title = el("div", "title", s.title || "(no prompt)", { title: s.title || "" });
+  li.append(el("a", null, [title, meta, sid], { href: "#/s/" + encodeURIComponent(idOf(s)) }), ...(s.guard ? [guardBanner(s.guard)] : []));
   return li;
 }
 
@@ -107,38 +102,29 @@ export function highlight(root: Element, q: string): void {
   const nodes: Text[] = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n instanceof Text && !n.parentElement?.closest("mark")) nodes.push(n);
   for (const node of nodes) {
-    const text = node.data;
-    re.lastIndex = 0;
-    if (!re.test(text)) continue;
-    re.lastIndex = 0; // matchAll starts where test() stopped
-    const frag = document.createDocumentFragment();
-    let at = 0;
-    for (const m of text.matchAll(re)) {
-      if (m[0] === "") continue;
-      frag.append(text.slice(at, m.index), el("mark", null, m[0]));
-      at = m.index + m[0].length;
-    }
-    frag.append(text.slice(at));
-    node.replaceWith(frag);
+    const spans = [...node.data.matchAll(re)].map((m): [number, number] => [m.index, m.index + m[0].length]);
+    if (spans.length > 0) node.replaceWith(marked(node.data, spans));
   }
 }
 
-function hitEl(h: SearchHit): HTMLLIElement {
-  const li = el("li", "hit");
-  const a = el("a", null, null, { href: "#/s/" + encodeURIComponent(h.sessionId || h.dir) + "/" + encodeURIComponent(h.uuid) });
-  const meta = el("div", "meta");
-  meta.append(h.role + " · ", timeEl(h.timestamp), " · " + (h.sessionId || h.dir).slice(0, 13));
-  if (h.offBranch) meta.append(" · ", el("span", "off-branch", "off the current branch (rewound or retried)"));
-  const snippet = el("div", "snippet");
+/** `text` with each [from, to) span in a <mark>. */
+function marked(text: string, spans: [number, number][]): DocumentFragment {
+  const frag = document.createDocumentFragment();
   let at = 0;
-  for (const [from, to] of h.marks || []) {
-    snippet.append(h.snippet.slice(at, from), el("mark", null, h.snippet.slice(from, to)));
+  for (const [from, to] of spans) {
+    frag.append(text.slice(at, from), el("mark", null, text.slice(from, to)));
     at = to;
   }
-  snippet.append(h.snippet.slice(at));
-  a.append(el("div", "title", h.title || "(untitled)"), meta, snippet);
-  li.append(a);
-  return li;
+  frag.append(text.slice(at));
+  return frag;
+}
+
+function hitEl(h: SearchHit): HTMLLIElement {
+  const meta = el("div", "meta", [h.role + " · ", timeEl(h.timestamp), " · " + (h.sessionId || h.dir).slice(0, 13)]);
+  if (h.offBranch) meta.append(" · ", el("span", "off-branch", "off the current branch (rewound or retried)"));
+  const snippet = el("div", "snippet", [marked(h.snippet, h.marks || [])]);
+  const href = "#/s/" + encodeURIComponent(h.sessionId || h.dir) + "/" + encodeURIComponent(h.uuid);
+  return el("li", "hit", [el("a", null, [el("div", "title", h.title || "(untitled)"), meta, snippet], { href })]);
 }
 
 /** "N messages in M sessions match", and how many the filters or the tap's limit of 100 left out. */
@@ -158,10 +144,9 @@ export function onSearch(): void {
 export async function runSearch(): Promise<void> {
   const q = ui.search.value.trim();
   state.query = q;
-  const results = ui.results;
   if (q === "") {
-    results.replaceChildren();
-    results.hidden = true;
+    ui.results.replaceChildren();
+    ui.results.hidden = true;
     ui.sessions.hidden = false;
     renderSessions(); // the line above the list says what the sessions cost again
     return;
@@ -171,8 +156,8 @@ export async function runSearch(): Promise<void> {
   const bySession = new Map<string, ViewerSession>(state.sessions.map((s) => [s.dir, s]));
   const hits = all.filter((h) => !bySession.has(h.dir) || passes(bySession.get(h.dir)!));
   ui.sessions.hidden = true;
-  results.hidden = false;
+  ui.results.hidden = false;
   ui.totals.textContent = hitCount(hits, all.length);
-  if (hits.length === 0) results.replaceChildren(el("li", "empty", all.length === 0 ? "Nothing matches." : "Nothing matches within the filters."));
-  else results.replaceChildren(...hits.map(hitEl));
+  if (hits.length === 0) ui.results.replaceChildren(el("li", "empty", all.length === 0 ? "Nothing matches." : "Nothing matches within the filters."));
+  else ui.results.replaceChildren(...hits.map(hitEl));
 }

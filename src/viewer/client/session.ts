@@ -40,15 +40,11 @@ function facts(s: SessionView["session"]): void {
     ["Conversation", `${countsText(s.counts)}; ${plural(s.leaves, "leaf", "leaves")}; ${plural(s.compactions, "compaction")}`],
     ["Claude Code transcript", badge(s.claudeTranscript)],
   ];
-  const links = el("div", "row links");
   const newest = () => [...ui.conversation.querySelectorAll(".rec.user:not([hidden])")].pop()?.scrollIntoView({ block: "start" });
-  links.append(
-    ...["md", "html", "jsonl"].map((f) => el("a", null, "export ." + f, { href: `api/sessions/${encodeURIComponent(idOf(s))}/export?format=${f}` })),
-    el("button", null, "↓ newest turn", { onclick: newest }),
-  );
-  ui.facts.replaceChildren(el("h2", null, s.title || idOf(s)), ...(s.guard ? [guardBanner(s.guard)] : []));
-  for (const [label, ...value] of rows) ui.facts.appendChild(el("div", "row")).append(el("b", null, label + " "), ...value);
-  ui.facts.append(restorePanel(s), links);
+  const exports = ["md", "html", "jsonl"].map((f) => el("a", null, "export ." + f, { href: `api/sessions/${encodeURIComponent(idOf(s))}/export?format=${f}` }));
+  const links = el("div", "row links", [...exports, el("button", null, "↓ newest turn", { onclick: newest })]);
+  const heading = [el("h2", null, s.title || idOf(s)), ...(s.guard ? [guardBanner(s.guard)] : [])];
+  ui.facts.replaceChildren(...heading, ...rows.map(([label, ...value]) => el("div", "row", [el("b", null, label + " "), ...value])), restorePanel(s), links);
 }
 
 /** Makes server HTML the client's own: local times, each tool result inside its call's pair. */
@@ -113,17 +109,14 @@ function restorePanel(s: ListEntry): HTMLElement {
   if (restored.has(idOf(s))) out.replaceChildren(doneNote(restored.get(idOf(s))!));
   else if (state.planNext === idOf(s)) void plan(s, false, out);
   state.planNext = null;
-  const box = el("div", null, null, { id: "restore" });
-  box.append("Claude Code's " + words + ". ", start, out);
-  return box;
+  return el("div", null, ["Claude Code's " + words + ". ", start, out], { id: "restore" });
 }
 
 /** A failure or a refusal is shown in `out` (`refused` may add to it) and answers null. */
 async function restore(s: ListEntry, options: { dryRun: boolean; force: boolean }, out: HTMLElement, refused?: (reply: RestoreReply) => void) {
   const init = { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(options) };
-  const reply = await getJson<RestoreReply>("api/sessions/" + encodeURIComponent(idOf(s)) + "/restore", init).catch((e) =>
-    ({ ok: false, error: message(e) }) as const
-  );
+  const url = "api/sessions/" + encodeURIComponent(idOf(s)) + "/restore";
+  const reply = await getJson<RestoreReply>(url, init).catch((e) => ({ ok: false, error: message(e) }) as const);
   if (reply.ok) return reply;
   out.replaceChildren(el("div", "error", reply.error || "refused"));
   if ("outcome" in reply) refused?.(reply);
