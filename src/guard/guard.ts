@@ -6,17 +6,7 @@ import { ProjectDirectories, transcriptPathFor } from "../storage/claude-project
 import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
-import {
-  answerKey,
-  judge,
-  lackingWords,
-  newFileFacts,
-  noteLine,
-  promptCandidates,
-  promptKey,
-  type TranscriptState,
-  type Verdict,
-} from "../transcript/transcript-state.ts";
+import { answerKey, judge, lackingWords, newFileFacts, noteLine, promptCandidates, promptKey, type Verdict } from "../transcript/transcript-state.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 
@@ -42,7 +32,7 @@ export type GuardOptions = Partial<typeof DEFAULTS> & {
   log: (action: string, fields: EventFields) => void;
 };
 
-export type GuardState = Exclude<TranscriptState, "intact">;
+export type GuardState = Exclude<Verdict["state"], "intact">;
 
 export interface GuardAlert {
   sessionId: string;
@@ -178,8 +168,16 @@ export class Guard {
     };
   }
 
-  get readFailure(): string | null {
-    return this.readAlarm.failing ? (this.readAlarm.state().lastError ?? "error") : null;
+  problems(): string[] {
+    const out = this.alertList().map((a) =>
+      `guard: Claude Code's transcript of ${a.sessionId} ${
+        a.state === "behind" ? `is behind the mirror (lacks ${a.lacking ?? 0} prompts)` : a.state === "stub" ? "is a stub" : "is missing"
+      }: ${a.command}`
+    );
+    if (this.readAlarm.failing) {
+      out.push(`guard: cannot read Claude Code's transcripts (${this.readAlarm.state().lastError ?? "error"}): the guard is blind to them`);
+    }
+    return out;
   }
 
   stop(): void {

@@ -17,7 +17,7 @@ export function engineHealth(mirror: Mirror, guard: Guard | null, notMirrored: u
   const store = mirror.deps.store?.health() ?? null;
   const problems = mirrorProblems(mirror.stats, mirror.alarms, mirror.queue.longestWaitMs(), mirror.locks.waiting);
   return {
-    problems: [...problems, ...(store === null ? [] : storeProblems(store)), ...(guard === null ? [] : guardProblems(guard))],
+    problems: [...problems, ...(store === null ? [] : storeProblems(store)), ...(guard?.problems() ?? [])],
     mirror: {
       root: mirror.root,
       ...mirror.stats,
@@ -40,15 +40,5 @@ function storeProblems(h: StoreHealth): string[] {
   }
   if (h.dropped > 0) out.push(`store: ${h.dropped} commits could not be spooled and are not in the store`);
   if (h.setAside > 0) out.push(`store: ${h.setAside} commits refused by the store, kept in its spool's failed-*.jsonl`);
-  return out;
-}
-
-export function guardProblems(guard: Guard): string[] {
-  const out = guard.health().alerts.map((a) =>
-    `guard: Claude Code's transcript of ${a.sessionId} ${
-      a.state === "behind" ? `is behind the mirror (lacks ${a.lacking ?? 0} prompts)` : a.state === "stub" ? "is a stub" : "is missing"
-    }: ${a.command}`
-  );
-  if (guard.readFailure !== null) out.push(`guard: cannot read Claude Code's transcripts (${guard.readFailure}): the guard is blind to them`);
   return out;
 }
