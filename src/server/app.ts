@@ -17,7 +17,6 @@ export interface AppDeps {
   viewer?: ViewerDeps;
   onError?: (error: unknown) => void;
   gate?: TokenGate;
-  allowedHosts?: ReadonlySet<string> | null;
   owner?: (peer: Peer) => Promise<boolean | null>;
 }
 
@@ -34,7 +33,7 @@ const TAP_HEADERS = secureHeaders({
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const viewer = deps.viewer;
-  const allowedHosts = deps.allowedHosts !== undefined ? deps.allowedHosts : (viewer?.allowedHosts ?? null);
+  const allowedHosts = viewer?.allowedHosts ?? null;
   const gate = deps.gate ?? new TokenGate(null);
   // Open to any host and without a token, the tap's own routes would hand every conversation to the network.
   const locked = gate.token === null && allowedHosts === null && viewer !== undefined;
