@@ -5,6 +5,7 @@ import { Guard } from "../guard/guard.ts";
 import { Redactor } from "../protocol/secrets.ts";
 import { looksLikeConversation } from "../protocol/providers/recognise.ts";
 import { describe, plural } from "../utils/describe-error.ts";
+import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { PgSink } from "../store/pg-sink.ts";
 import type { BodyCopy, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
@@ -23,8 +24,9 @@ export class MirrorEngine {
   readonly store: PgSink | null;
   guard: Guard | null = null;
   private readonly followers = new Map<number, ResponseFollower>();
-  private readonly unseen = new UnseenRequests();
   private readonly stderr = (line: string) => this.deps.post({ t: "stderr", line });
+  private readonly log = (action: string, fields?: EventFields) => this.mirror.log(action, fields);
+  private readonly unseen = new UnseenRequests(this.log);
 
   constructor(
     private readonly settings: EngineSettings,
@@ -40,7 +42,7 @@ export class MirrorEngine {
       includeThinking: s.includeThinking,
       redactor,
       maxSessions: s.maxSessions,
-      log: (action, fields) => this.mirror.log(action, fields),
+      log: this.log,
       stderr: this.stderr,
       clock: deps.clock,
     });
@@ -55,12 +57,12 @@ export class MirrorEngine {
         claudeDir: s.claudeDir,
         clock: this.deps.clock,
         stderr: this.stderr,
-        log: (action, fields) => this.mirror.log(action, fields),
+        log: this.log,
         onAlerts: (alerts) => this.deps.post({ t: "alerts", alerts }),
         ...s.guardTimings,
       }));
       // A session a borrowed id was given is no Claude Code session of this machine's: nothing to watch.
-      this.mirror.onCommitted((job) => job.split !== true && guard.observe(job));
+      this.mirror.committed = (job) => job.split !== true && guard.observe(job);
     }
     const replayed = await this.mirror.start();
     return { replayed, guard: this.guard !== null };
@@ -88,11 +90,8 @@ export class MirrorEngine {
         return;
       }
       case "end":
-        this.step(m.id, "stream", (f) => f.end());
-        this.followers.delete(m.id);
-        return;
       case "cut":
-        this.step(m.id, "stream", (f) => f.cut(m.by));
+        this.step(m.id, "stream", (f) => m.t === "end" ? f.end() : f.cut(m.by));
         this.followers.delete(m.id);
         return;
       case "fail":
@@ -102,7 +101,7 @@ export class MirrorEngine {
       case "log":
         return this.mirror.log(m.action, m.fields);
       case "unseen":
-        return this.unseen.note(m.shape, m.reason, m.copy, m.refused === true, (action, fields) => this.mirror.log(action, fields));
+        return this.unseen.note(m.shape, m.reason, m.copy, m.refused === true);
     }
   }
 
@@ -155,13 +154,9 @@ class UnseenRequests {
   private readonly shapes = new Map<string, Omit<UnseenShape, "said">>();
   private total = 0;
 
-  note(
-    shape: string,
-    reason: string,
-    copy: BodyCopy,
-    refused: boolean,
-    log: (action: string, fields: Record<string, string | number | boolean>) => void,
-  ): void {
+  constructor(private readonly log: (action: string, fields: EventFields) => void) {}
+
+  note(shape: string, reason: string, copy: BodyCopy, refused: boolean): void {
     if (!refused && !("bytes" in copy && looksLikeConversation(copy.bytes))) return;
     const key = `${refused ? "refused" : "forwarded"} ${shape} ${reason}`;
     let entry = this.shapes.get(key);
@@ -175,8 +170,8 @@ class UnseenRequests {
     if (entry === undefined) this.shapes.set(key, entry = { shape, reason, requests: 0, refused });
     entry.requests++;
     this.total++;
-    if (refused) log("refuse", { shape, reason, refused: entry.requests });
-    else if (first) log("unmirrored", { shape, reason, note: "a conversation-shaped request forwarded, not mirrored; counted in health from now on" });
+    if (refused) this.log("refuse", { shape, reason, refused: entry.requests });
+    else if (first) this.log("unmirrored", { shape, reason, note: "a conversation-shaped request forwarded, not mirrored; counted in health from now on" });
   }
 
   report(): { requests: number; shapes: UnseenShape[] } {
