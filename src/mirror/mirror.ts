@@ -71,7 +71,7 @@ export class Mirror {
   private readonly tree: MirrorTree;
   private spoolFiles: string[] = [];
   private readonly pending = new Set<Promise<void>>();
-  /** Told of each commit handed to the tree (the guard). */
+  /** Told of each commit once it is written (the guard watches them). */
   committed: ((job: CommitJob) => void) | null = null;
   private readonly bindings: SessionBindings | null;
   private sweptAt = Number.NEGATIVE_INFINITY;
@@ -195,10 +195,8 @@ export class Mirror {
 
   private async allWritten(): Promise<void> {
     this.alarms.clear("writes", { dir: this.root });
-    if (this.spoolFiles.length === 0) return;
-    const files = this.spoolFiles;
-    this.spoolFiles = [];
-    await this.spool.remove(files).catch((error) => this.fail("spool", error));
+    const files = this.spoolFiles.splice(0);
+    if (files.length > 0) await this.spool.remove(files).catch((error) => this.fail("spool", error));
   }
 
   private written(job: CommitJob, records: number, result: AppendResult, commits: number): void {
