@@ -75,8 +75,7 @@ export function createApp(deps: AppDeps): Hono {
   });
   app.use("*", async (c, next) => {
     const [host, origin, secFetchSite, secFetchMode] = ["host", "origin", "sec-fetch-site", "sec-fetch-mode"].map((name) => c.req.header(name) ?? null);
-    const facts = { method: c.req.method, path: c.req.path, host, origin, secFetchSite, secFetchMode };
-    const refusal = crossSiteRefusal(facts, allowedHosts);
+    const refusal = crossSiteRefusal({ method: c.req.method, path: c.req.path, host, origin, secFetchSite, secFetchMode }, allowedHosts);
     return refusal === null ? await next() : apiError(403, "permission_error", refusal);
   });
   // Anyone gets the bare status; a foreign Host (a page that rebound its name to the tap) never more.
