@@ -106,9 +106,7 @@ export class Guard {
   private readonly readAlarm: Alarm;
   private readonly projects: ProjectDirectories;
   private readonly o: Required<GuardOptions>;
-  private looks = 0;
-  private bytesRead = 0;
-  private errors = 0;
+  private readonly counts = { looks: 0, bytesRead: 0, errors: 0 };
   private stopped = false;
 
   constructor(options: GuardOptions) {
@@ -162,9 +160,7 @@ export class Guard {
       watching: all.filter((s) => s.lastActivity >= since).length,
       notFound: all.filter((s) => !s.seen && s.lastLook > 0).length,
       alerts: this.alertList(),
-      looks: this.looks,
-      bytesRead: this.bytesRead,
-      errors: this.errors,
+      ...this.counts,
     };
   }
 
@@ -283,7 +279,7 @@ export class Guard {
     const now = this.o.clock();
     const wait = unbudgeted ? 0 : this.budget.take(now);
     if (wait > 0) return (this.schedule(s, wait), "none");
-    this.looks++;
+    this.counts.looks++;
     s.lastLook = now;
     const look = this.look(s);
     s.looking = look.catch(() => {});
@@ -293,7 +289,7 @@ export class Guard {
       return kind;
     } catch (error) {
       const why = describe(error);
-      this.errors++;
+      this.counts.errors++;
       this.o.log("error", { stage: "guard", session: s.sessionId, error: why });
       const line = `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${s.follower ? ` (${s.follower.path})` : ""}: ${why}`;
       this.readAlarm.fail(why, (first) => `${line}${first ? "; the guard cannot tell whether it is whole" : " (still failing)"}`);
@@ -345,7 +341,7 @@ export class Guard {
       onRestart: (start) => ((s.facts = newFileFacts(start === 0)), (s.startedAt = this.o.clock())),
     });
     if (read.kind !== "read") s.facts = newFileFacts();
-    else this.bytesRead += read.bytes;
+    else this.counts.bytesRead += read.bytes;
     for (const set of [s.facts.keys, s.facts.own]) while (set.size > MAX_KEYS) set.delete(set.values().next().value as string);
     return read;
   }
