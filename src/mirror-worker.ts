@@ -1,6 +1,6 @@
 // The mirror engine's thread (docs/DESIGN.md "Off the relay path"): built from the first message, it takes the relay's messages and calls.
 import { MirrorEngine } from "./mirror/engine.ts";
-import type { EngineSeams, EngineStart, ToEngine } from "./mirror/messages.ts";
+import type { EngineStart, ToEngine } from "./mirror/messages.ts";
 import { type FsAdapter, nodeFs } from "./storage/fs-adapter.ts";
 import { answerCalls } from "./utils/worker-call.ts";
 
@@ -8,16 +8,11 @@ const scope = globalThis as unknown as { setImmediate(fn: (...args: unknown[]) =
 
 let engine: MirrorEngine | null = null;
 
-async function seamsOf(seams: EngineSeams | undefined): Promise<{ fs: FsAdapter; clock: () => number }> {
-  const own = seams === undefined ? {} : await (await import(seams.module))[seams.name](seams.port);
-  return { fs: own.fs ?? nodeFs, clock: own.clock ?? Date.now };
-}
-
 // Nothing but calls arrives before the engine started: the relay posts nothing until then.
-const post = answerCalls(
-  async ({ settings, seams }: EngineStart) => (engine = new MirrorEngine(settings, { ...(await seamsOf(seams)), post: (message) => post(message) })),
-  (message) => engine!.receive(message as ToEngine),
-);
+const post = answerCalls(async ({ settings, seams }: EngineStart) => {
+  const own: { fs?: FsAdapter; clock?: () => number } = seams === undefined ? {} : await (await import(seams.module))[seams.name](seams.port);
+  return (engine = new MirrorEngine(settings, { fs: own.fs ?? nodeFs, clock: own.clock ?? Date.now, post: (message) => post(message) }));
+}, (message) => engine!.receive(message as ToEngine));
 
 // The store's client (postgres.js) throws from a setImmediate, out of reach of any await, when its socket closed mid-transaction
 // (porsager/postgres#1208). The engine schedules no immediate of its own: such a throw replaces the client and the engine lives.

@@ -17,7 +17,7 @@ import { startThreadEngine, startWorkerEngine } from "../tap/engine-link.ts";
 import { forward, refusalNotice } from "../tap/forward.ts";
 import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
-import { allowedHosts, isLoopback } from "../viewer/hosts.ts";
+import { isLoopback } from "../viewer/hosts.ts";
 import { createViewer } from "../viewer/routes.ts";
 import { healthProof, leaveToken, localAddress } from "./tap-probe.ts";
 
@@ -183,7 +183,6 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     prove: (nonce) => bindingSecret === null ? null : healthProof(bindingSecret, nonce, `${localAddress(config.host)}:${listening}`),
     onError: internalError,
     gate,
-    allowedHosts: allowedHosts(config.host),
     owner: token !== null ? undefined : (peer: Peer) => owns(peer, server.port),
   });
   const server = await listen((request, peer) => app.fetch(request, { peer }), { port: config.port, hostname: config.host, onError: internalError, cut })

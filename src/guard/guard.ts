@@ -6,17 +6,7 @@ import { ProjectDirectories, transcriptPathFor } from "../storage/claude-project
 import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { JsonlFollower } from "../storage/jsonl-follower.ts";
-import {
-  answerKey,
-  judge,
-  lackingWords,
-  newFileFacts,
-  noteLine,
-  promptCandidates,
-  promptKey,
-  type TranscriptState,
-  type Verdict,
-} from "../transcript/transcript-state.ts";
+import { answerKey, judge, lackingWords, newFileFacts, noteLine, promptCandidates, promptKey, type Verdict } from "../transcript/transcript-state.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
 
@@ -42,7 +32,7 @@ export type GuardOptions = Partial<typeof DEFAULTS> & {
   log: (action: string, fields: EventFields) => void;
 };
 
-export type GuardState = Exclude<TranscriptState, "intact">;
+export type GuardState = Exclude<Verdict["state"], "intact">;
 
 export interface GuardAlert {
   sessionId: string;
@@ -116,9 +106,7 @@ export class Guard {
   private readonly readAlarm: Alarm;
   private readonly projects: ProjectDirectories;
   private readonly o: Required<GuardOptions>;
-  private looks = 0;
-  private bytesRead = 0;
-  private errors = 0;
+  private readonly counts = { looks: 0, bytesRead: 0, errors: 0 };
   private stopped = false;
 
   constructor(options: GuardOptions) {
@@ -172,14 +160,20 @@ export class Guard {
       watching: all.filter((s) => s.lastActivity >= since).length,
       notFound: all.filter((s) => !s.seen && s.lastLook > 0).length,
       alerts: this.alertList(),
-      looks: this.looks,
-      bytesRead: this.bytesRead,
-      errors: this.errors,
+      ...this.counts,
     };
   }
 
-  get readFailure(): string | null {
-    return this.readAlarm.failing ? (this.readAlarm.state().lastError ?? "error") : null;
+  problems(): string[] {
+    const out = this.alertList().map((a) =>
+      `guard: Claude Code's transcript of ${a.sessionId} ${
+        a.state === "behind" ? `is behind the mirror (lacks ${a.lacking ?? 0} prompts)` : a.state === "stub" ? "is a stub" : "is missing"
+      }: ${a.command}`
+    );
+    if (this.readAlarm.failing) {
+      out.push(`guard: cannot read Claude Code's transcripts (${this.readAlarm.state().lastError ?? "error"}): the guard is blind to them`);
+    }
+    return out;
   }
 
   stop(): void {
@@ -285,7 +279,7 @@ export class Guard {
     const now = this.o.clock();
     const wait = unbudgeted ? 0 : this.budget.take(now);
     if (wait > 0) return (this.schedule(s, wait), "none");
-    this.looks++;
+    this.counts.looks++;
     s.lastLook = now;
     const look = this.look(s);
     s.looking = look.catch(() => {});
@@ -295,7 +289,7 @@ export class Guard {
       return kind;
     } catch (error) {
       const why = describe(error);
-      this.errors++;
+      this.counts.errors++;
       this.o.log("error", { stage: "guard", session: s.sessionId, error: why });
       const line = `sessiontap: guard: cannot read Claude Code's transcript of session ${s.sessionId}${s.follower ? ` (${s.follower.path})` : ""}: ${why}`;
       this.readAlarm.fail(why, (first) => `${line}${first ? "; the guard cannot tell whether it is whole" : " (still failing)"}`);
@@ -347,7 +341,7 @@ export class Guard {
       onRestart: (start) => ((s.facts = newFileFacts(start === 0)), (s.startedAt = this.o.clock())),
     });
     if (read.kind !== "read") s.facts = newFileFacts();
-    else this.bytesRead += read.bytes;
+    else this.counts.bytesRead += read.bytes;
     for (const set of [s.facts.keys, s.facts.own]) while (set.size > MAX_KEYS) set.delete(set.values().next().value as string);
     return read;
   }

@@ -1,16 +1,27 @@
 // The mirror engine (docs/DESIGN.md "Off the relay path"): everything the mirror does besides copying bytes, driven by the relay's messages;
 // its public methods are what the tap's owner calls (utils/worker-call.ts).
 import { randomBytes } from "node:crypto";
-import { Guard } from "../guard/guard.ts";
+import { Guard, type GuardAlert, type GuardHealth } from "../guard/guard.ts";
 import { Redactor } from "../protocol/secrets.ts";
 import { looksLikeConversation } from "../protocol/providers/recognise.ts";
 import { describe, plural } from "../utils/describe-error.ts";
+import type { EventFields } from "../storage/events-log.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
-import { PgSink } from "../store/pg-sink.ts";
+import { PgSink, type StoreHealth } from "../store/pg-sink.ts";
 import type { BodyCopy, EngineSettings, FromEngine, ToEngine } from "./messages.ts";
 import { Mirror, type MirrorStats, type Replayed, type Unwritten } from "./mirror.ts";
-import { type EngineHealth, engineHealth } from "./health.ts";
+import { mirrorProblems, storeProblems } from "./problems.ts";
 import { prepareRequest, ResponseFollower } from "./response-follower.ts";
+
+export const HEALTH_WAIT_MS = 2000;
+
+/** The engine's part of `GET /_tap/health` (docs/DESIGN.md "Health and exit"). */
+export interface EngineHealth {
+  problems: string[];
+  mirror: Record<string, unknown>;
+  store: StoreHealth | "off";
+  guard: GuardHealth | "off";
+}
 
 export interface EngineDeps {
   fs: FsAdapter;
@@ -23,8 +34,11 @@ export class MirrorEngine {
   readonly store: PgSink | null;
   guard: Guard | null = null;
   private readonly followers = new Map<number, ResponseFollower>();
-  private readonly unseen = new UnseenRequests();
   private readonly stderr = (line: string) => this.deps.post({ t: "stderr", line });
+  private readonly log = (action: string, fields?: EventFields) => this.mirror.log(action, fields);
+  /** What the store and the guard are each handed. */
+  private readonly around = () => ({ fs: this.deps.fs, clock: this.deps.clock, stderr: this.stderr, log: this.log });
+  private readonly unseen = new UnseenRequests(this.log);
 
   constructor(
     private readonly settings: EngineSettings,
@@ -33,34 +47,18 @@ export class MirrorEngine {
     const s = settings;
     // Keyed like exports, so one secret has one placeholder everywhere (a suite's engine without a root key gets one for the run).
     const redactor = s.redact === "off" ? null : new Redactor(s.bindingKey ?? randomBytes(32).toString("hex"));
-    this.store = s.store === null ? null : new PgSink({
-      url: s.store,
-      fs: deps.fs,
-      root: s.mirrorDir,
-      includeThinking: s.includeThinking,
-      redactor,
-      maxSessions: s.maxSessions,
-      log: (action, fields) => this.mirror.log(action, fields),
-      stderr: this.stderr,
-      clock: deps.clock,
-    });
+    const { store, mirrorDir: root, includeThinking, maxSessions } = s;
+    this.store = store === null ? null : new PgSink({ ...this.around(), url: store, root, includeThinking, redactor, maxSessions });
     this.mirror = new Mirror(s, { fs: deps.fs, clock: deps.clock, stderr: this.stderr, store: this.store, redactor: s.redact === "all" ? redactor : null });
   }
 
   async start(): Promise<{ replayed: Replayed; guard: boolean }> {
     const s = this.settings;
     if (s.guard ?? (await this.isDirectory(s.claudeDir))) {
-      const guard = (this.guard = new Guard({
-        fs: this.deps.fs,
-        claudeDir: s.claudeDir,
-        clock: this.deps.clock,
-        stderr: this.stderr,
-        log: (action, fields) => this.mirror.log(action, fields),
-        onAlerts: (alerts) => this.deps.post({ t: "alerts", alerts }),
-        ...s.guardTimings,
-      }));
+      const onAlerts = (alerts: GuardAlert[]) => this.deps.post({ t: "alerts", alerts });
+      const guard = (this.guard = new Guard({ ...this.around(), claudeDir: s.claudeDir, onAlerts, ...s.guardTimings }));
       // A session a borrowed id was given is no Claude Code session of this machine's: nothing to watch.
-      this.mirror.onCommitted((job) => job.split !== true && guard.observe(job));
+      this.mirror.committed = (job) => job.split !== true && guard.observe(job);
     }
     const replayed = await this.mirror.start();
     return { replayed, guard: this.guard !== null };
@@ -88,11 +86,8 @@ export class MirrorEngine {
         return;
       }
       case "end":
-        this.step(m.id, "stream", (f) => f.end());
-        this.followers.delete(m.id);
-        return;
       case "cut":
-        this.step(m.id, "stream", (f) => f.cut(m.by));
+        this.step(m.id, "stream", (f) => m.t === "end" ? f.end() : f.cut(m.by));
         this.followers.delete(m.id);
         return;
       case "fail":
@@ -102,7 +97,7 @@ export class MirrorEngine {
       case "log":
         return this.mirror.log(m.action, m.fields);
       case "unseen":
-        return this.unseen.note(m.shape, m.reason, m.copy, m.refused === true, (action, fields) => this.mirror.log(action, fields));
+        return this.unseen.note(m.shape, m.reason, m.copy, m.refused === true);
     }
   }
 
@@ -120,7 +115,23 @@ export class MirrorEngine {
   }
 
   health(): EngineHealth {
-    return engineHealth(this.mirror, this.guard, this.unseen.report());
+    const { mirror, guard } = this;
+    const store = this.store?.health() ?? null;
+    const problems = mirrorProblems(mirror.stats, mirror.alarms, mirror.queue.longestWaitMs(), mirror.locks.waiting);
+    return {
+      problems: [...problems, ...(store === null ? [] : storeProblems(store)), ...(guard?.problems() ?? [])],
+      mirror: {
+        root: mirror.root,
+        ...mirror.stats,
+        writes: mirror.alarms.get("writes").state(),
+        eventsLog: mirror.alarms.get("eventsLog").state(),
+        eventsLogFailures: mirror.events.failures,
+        sessionsInMemory: mirror.writer.size,
+        notMirrored: this.unseen.report(),
+      },
+      store: store ?? "off",
+      guard: guard?.health() ?? "off",
+    };
   }
 
   stats(): MirrorStats & { following: number } {
@@ -148,35 +159,26 @@ type UnseenShape = { shape: string; reason: string; requests: number; refused: b
 
 /** Shapes kept apart at most; later ones are counted together, so memory stays bounded whatever paths arrive. */
 const MAX_SHAPES = 64;
-const OTHER_SHAPES = "(other paths)";
+const OTHER = { shape: "(other paths)", reason: "more shapes than health lists" };
 
 /** Requests forwarded and not mirrored, by path shape and reason (docs/DESIGN.md "Nothing forwarded unseen"). */
 class UnseenRequests {
   private readonly shapes = new Map<string, Omit<UnseenShape, "said">>();
   private total = 0;
 
-  note(
-    shape: string,
-    reason: string,
-    copy: BodyCopy,
-    refused: boolean,
-    log: (action: string, fields: Record<string, string | number | boolean>) => void,
-  ): void {
+  constructor(private readonly log: (action: string, fields: EventFields) => void) {}
+
+  note(shape: string, reason: string, copy: BodyCopy, refused: boolean): void {
     if (!refused && !("bytes" in copy && looksLikeConversation(copy.bytes))) return;
     const key = `${refused ? "refused" : "forwarded"} ${shape} ${reason}`;
-    let entry = this.shapes.get(key);
-    if (entry === undefined && this.shapes.size >= MAX_SHAPES) {
-      entry = this.shapes.get(OTHER_SHAPES);
-      if (entry === undefined) {
-        this.shapes.set(OTHER_SHAPES, entry = { shape: OTHER_SHAPES, reason: "more shapes than health lists", requests: 0, refused: false });
-      }
-    }
-    const first = entry === undefined;
-    if (entry === undefined) this.shapes.set(key, entry = { shape, reason, requests: 0, refused });
+    const first = !this.shapes.has(key) && this.shapes.size < MAX_SHAPES;
+    const at = first || this.shapes.has(key) ? key : OTHER.shape;
+    const entry = this.shapes.get(at) ?? (first ? { shape, reason, requests: 0, refused } : { ...OTHER, requests: 0, refused: false });
+    this.shapes.set(at, entry);
     entry.requests++;
     this.total++;
-    if (refused) log("refuse", { shape, reason, refused: entry.requests });
-    else if (first) log("unmirrored", { shape, reason, note: "a conversation-shaped request forwarded, not mirrored; counted in health from now on" });
+    if (refused) this.log("refuse", { shape, reason, refused: entry.requests });
+    else if (first) this.log("unmirrored", { shape, reason, note: "a conversation-shaped request forwarded, not mirrored; counted in health from now on" });
   }
 
   report(): { requests: number; shapes: UnseenShape[] } {

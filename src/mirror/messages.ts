@@ -32,26 +32,16 @@ export interface EngineSettings {
 }
 
 /** The engine's Worker is built from this (its first message); `seams`: a test's filesystem and clock (docs/DESIGN.md "Where the engine runs"). */
-export interface EngineStart {
-  settings: EngineSettings;
-  seams?: EngineSeams;
-}
+export type EngineStart = { settings: EngineSettings; seams?: EngineSeams };
 
 /** A module whose export `name`, called in the Worker with `port`, returns `{ fs?, clock? }` for the engine, driven through that port. */
-export interface EngineSeams {
-  module: string;
-  name: string;
-  port: MessagePort;
-}
+export type EngineSeams = { module: string; name: string; port: MessagePort };
 
 /** `behind`: the relay stopped copying because the engine had too much left to read. */
 export type CutBy = "client" | "upstream" | "behind";
 
 /** What the relay recognised of a mirrored request: its API, and the model its path names (null: the body's). */
-export interface RequestFacts {
-  provider: Provider;
-  model: string | null;
-}
+export type RequestFacts = { provider: Provider; model: string | null };
 
 export type BodyCopy = { bytes: Uint8Array } | { skipped: string };
 

@@ -10,6 +10,7 @@ import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tr
 import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/spool.ts";
 import { sweepTree } from "../storage/sweep.ts";
 import { join } from "node:path/posix";
+import { LRUCache } from "lru-cache";
 import type { PgSink } from "../store/pg-sink.ts";
 import { describe } from "../utils/describe-error.ts";
 import { KeyedQueue } from "../utils/keyed-queue.ts";
@@ -68,11 +69,10 @@ export class Mirror {
   readonly queue: KeyedQueue<CommitJob>;
   private readonly spool: MirrorSpool;
   private readonly tree: MirrorTree;
-  /** A retried write is not judged twice. */
-  private readonly judged = new WeakMap<CommitJob, CommitJob>();
   private spoolFiles: string[] = [];
   private readonly pending = new Set<Promise<void>>();
-  private readonly committed: ((job: CommitJob) => void)[] = [];
+  /** Told of each commit once it is written (the guard watches them). */
+  committed: ((job: CommitJob) => void) | null = null;
   private readonly bindings: SessionBindings | null;
   private sweptAt = Number.NEGATIVE_INFINITY;
   private sweeping: Promise<void> | null = null;
@@ -131,10 +131,6 @@ export class Mirror {
     }, (error) => this.fail("sweep", error)).finally(() => (this.sweeping = null));
   }
 
-  onCommitted(listener: (job: CommitJob) => void): void {
-    this.committed.push(listener);
-  }
-
   commit(job: CommitJob): Promise<void> {
     this.stats.responses++;
     if (job.kind === "client-cut" || job.kind === "upstream-cut") this.stats.interrupted++;
@@ -146,11 +142,10 @@ export class Mirror {
     const batch: CommitJob[] = [];
     let conversation: string | null = null;
     for (const job of jobs.slice(0, BATCH_MAX)) {
-      const bound = await this.bound(job);
+      const bound = this.bindings === null ? job : await this.bindings.resolve(job);
       const place = placeOf(bound.route, bound.sessionDir, bound.agentDir).key;
       if (bound.sessionDir !== key) {
         if (batch.length > 0) break;
-        this.judged.set(bound, bound);
         void this.track(this.queue.push(bound.sessionDir, bound)); // a borrowed id: a session of its own, in its own turn
         return 1;
       }
@@ -163,22 +158,13 @@ export class Mirror {
     }
     for (const job of batch) {
       if (this.deps.store !== null) void this.track(this.deps.store.commit(job));
-      for (const listener of this.committed) {
-        try {
-          listener(job);
-        } catch (error) {
-          this.fail("listener", error);
-        }
+      try {
+        this.committed?.(job);
+      } catch (error) {
+        this.fail("listener", error);
       }
     }
     return batch.length;
-  }
-
-  private async bound(job: CommitJob): Promise<CommitJob> {
-    if (this.bindings === null) return job;
-    let bound = this.judged.get(job);
-    if (bound === undefined) this.judged.set(job, bound = await this.bindings.resolve(job));
-    return bound;
   }
 
   /** Starts the store and replays what earlier runs spooled, into the tree only (a store keeps its own spool); call before serving. */
@@ -209,10 +195,8 @@ export class Mirror {
 
   private async allWritten(): Promise<void> {
     this.alarms.clear("writes", { dir: this.root });
-    if (this.spoolFiles.length === 0) return;
-    const files = this.spoolFiles;
-    this.spoolFiles = [];
-    await this.spool.remove(files).catch((error) => this.fail("spool", error));
+    const files = this.spoolFiles.splice(0);
+    if (files.length > 0) await this.spool.remove(files).catch((error) => this.fail("spool", error));
   }
 
   private written(job: CommitJob, records: number, result: AppendResult, commits: number): void {
@@ -297,22 +281,29 @@ export class Mirror {
 // Binds each session before anything is appended to it (docs/DESIGN.md "Who a session belongs to"): to its first request's credential
 // fingerprint and cwd; a later request of another owner with that id goes to a session of its own.
 class SessionBindings {
-  private readonly known = new Map<string, SessionBinding>();
+  private readonly known: LRUCache<string, SessionBinding>;
+  /** A retried write is not judged twice. */
+  private readonly judged = new WeakMap<CommitJob, CommitJob>();
 
   constructor(
     private readonly mirror: Mirror,
     readonly files: BindingFiles,
     private readonly secret: string,
-    private readonly max: number,
-  ) {}
+    max: number,
+  ) {
+    this.known = new LRUCache({ max });
+  }
 
   /** Its session's own job, or one given a session of its own; a binding that cannot be read or kept is counted, and the job written as it came. */
-  resolve(job: CommitJob): Promise<CommitJob> {
-    if (job.base.sessionId === null || job.owner === undefined) return Promise.resolve(job);
-    return this.judge(job).catch((error) => {
+  async resolve(job: CommitJob): Promise<CommitJob> {
+    let bound = this.judged.get(job);
+    if (bound !== undefined || job.base.sessionId === null || job.owner === undefined) return bound ?? job;
+    bound = await this.judge(job).catch((error) => {
       this.mirror.fail("binding", error, { dir: job.sessionDir });
       return job;
     });
+    this.judged.set(job, bound).set(bound, bound);
+    return bound;
   }
 
   private async judge(job: CommitJob): Promise<CommitJob> {
@@ -329,7 +320,7 @@ class SessionBindings {
         created = true;
       }
       if (created) {
-        this.remember(dir, request);
+        this.known.set(dir, request);
         return job;
       }
       this.known.delete(dir); // another writer bound it first: judge against theirs
@@ -338,7 +329,7 @@ class SessionBindings {
     const verdict = judgeBinding(binding, request);
     if (verdict.same) {
       if (verdict.next !== null) await this.files.replace(dir, verdict.next);
-      this.remember(dir, verdict.next ?? binding);
+      this.known.set(dir, verdict.next ?? binding);
       return job;
     }
     const ownId = `${job.base.sessionId}-from-${ownerName(this.secret, request.credential, request.cwd)}`;
@@ -346,14 +337,5 @@ class SessionBindings {
     this.mirror.count("borrowed", { dir, as: ownDir, why: verdict.why, route: job.route });
     // The session of its own is bound like any other: to this request's owner.
     return await this.resolve({ ...job, sessionDir: ownDir, base: { ...job.base, sessionId: ownId }, split: true });
-  }
-
-  private remember(dir: string, binding: SessionBinding): void {
-    this.known.delete(dir);
-    this.known.set(dir, binding);
-    for (const oldest of this.known.keys()) {
-      if (this.known.size <= this.max) break;
-      this.known.delete(oldest);
-    }
   }
 }

@@ -1,6 +1,7 @@
 // Every failure of the mirror declared once (docs/DESIGN.md "Health and exit"): its counter or alarm, its events-log action, its stderr
 // lines (the first at once, then at most one a minute, and one when it works again) and its health problem; the rest is derived.
 import type { EventFields } from "../storage/events-log.ts";
+import type { StoreHealth } from "../store/pg-sink.ts";
 import { Alarm } from "../utils/alarm.ts";
 import { plural } from "../utils/describe-error.ts";
 
@@ -119,4 +120,15 @@ export function mirrorProblems(
   if (locksWaiting > 0) out.push(`${plural(locksWaiting, "writer lock")} not released yet (${alarms.get("locks").state().lastError ?? "retrying"}); retrying`);
   if (alarms.get("eventsLog").failing) out.push(`the events log is not being written (${alarms.get("eventsLog").state().lastError})`);
   return out.map((p) => `mirror: ${p}`);
+}
+
+export function storeProblems(h: StoreHealth): string[] {
+  const out: string[] = [];
+  if (h.status === "unreachable") out.push(`store: unreachable (${h.spooled} commits spooled; ${h.lastError ?? ""})`);
+  if (h.status === "misconfigured") {
+    out.push(`store: misconfigured: ${h.misconfigured ?? h.lastError ?? ""}; fix SESSIONTAP_STORE (${h.spooled} commits spooled)`);
+  }
+  if (h.dropped > 0) out.push(`store: ${h.dropped} commits could not be spooled and are not in the store`);
+  if (h.setAside > 0) out.push(`store: ${h.setAside} commits refused by the store, kept in its spool's failed-*.jsonl`);
+  return out;
 }

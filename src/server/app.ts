@@ -17,7 +17,6 @@ export interface AppDeps {
   viewer?: ViewerDeps;
   onError?: (error: unknown) => void;
   gate?: TokenGate;
-  allowedHosts?: ReadonlySet<string> | null;
   owner?: (peer: Peer) => Promise<boolean | null>;
 }
 
@@ -34,7 +33,7 @@ const TAP_HEADERS = secureHeaders({
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const viewer = deps.viewer;
-  const allowedHosts = deps.allowedHosts !== undefined ? deps.allowedHosts : (viewer?.allowedHosts ?? null);
+  const allowedHosts = viewer?.allowedHosts ?? null;
   const gate = deps.gate ?? new TokenGate(null);
   // Open to any host and without a token, the tap's own routes would hand every conversation to the network.
   const locked = gate.token === null && allowedHosts === null && viewer !== undefined;
@@ -76,8 +75,7 @@ export function createApp(deps: AppDeps): Hono {
   });
   app.use("*", async (c, next) => {
     const [host, origin, secFetchSite, secFetchMode] = ["host", "origin", "sec-fetch-site", "sec-fetch-mode"].map((name) => c.req.header(name) ?? null);
-    const facts = { method: c.req.method, path: c.req.path, host, origin, secFetchSite, secFetchMode };
-    const refusal = crossSiteRefusal(facts, allowedHosts);
+    const refusal = crossSiteRefusal({ method: c.req.method, path: c.req.path, host, origin, secFetchSite, secFetchMode }, allowedHosts);
     return refusal === null ? await next() : apiError(403, "permission_error", refusal);
   });
   // Anyone gets the bare status; a foreign Host (a page that rebound its name to the tap) never more.

@@ -60,9 +60,7 @@ export function socketUid(tables: string, peer: { address: string; port: number 
 
 export type TokenCheck = "ok" | "wrong" | number;
 
-export function generateToken(): string {
-  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
-}
+export const generateToken = (): string => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 
 // After FREE_FAILURES wrong tokens a client waits 1 s, doubling to a minute; a try meanwhile, the right token too, is refused unread.
 export class TokenGate {

@@ -1,7 +1,6 @@
 // The relay's end of the mirror engine (docs/DESIGN.md "Off the relay path"): it only posts, never waits; response bytes go through one
 // staging buffer per turn of the event loop, and an engine that dies is started again (RELIABILITY.md "Failures are loud").
-import { MirrorEngine } from "../mirror/engine.ts";
-import { type EngineHealth, HEALTH_WAIT_MS } from "../mirror/health.ts";
+import { type EngineHealth, HEALTH_WAIT_MS, MirrorEngine } from "../mirror/engine.ts";
 import type { BodyCopy, CutBy, EngineSeams, EngineSettings, EngineStart, FromEngine, RequestFacts, ToEngine } from "../mirror/messages.ts";
 import type { Replayed } from "../mirror/mirror.ts";
 import { credentialTag, identityHeaders, sameSecret, TOKEN_HEADER } from "../protocol/session-id.ts";

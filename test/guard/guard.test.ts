@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { Guard, type GuardOptions } from "../../src/guard/guard.ts";
-import { guardProblems } from "../../src/mirror/health.ts";
 import { encodeProjectDir } from "../../src/storage/claude-projects.ts";
 import { hashMessages } from "../../src/protocol/lineage.ts";
 import { isCompaction } from "../../src/protocol/classify.ts";
@@ -100,7 +99,7 @@ describe("the guard on Claude Code's real transcript", { timeout: 60_000 }, () =
       "three typed prompts expected (tool results and summarising requests hold none; the rewound one is forgotten)",
     );
     assert.equal(g.health().watching, 1);
-    assert.deepEqual(guardProblems(g), []);
+    assert.deepEqual(g.problems(), []);
   });
 
   it("deleted between turns: 'missing' within a sweep, one stderr line naming the session and the restore command", async () => {
@@ -117,7 +116,7 @@ describe("the guard on Claude Code's real transcript", { timeout: 60_000 }, () =
     assert.equal(stderr.length, 1);
     assert.match(stderr[0], new RegExp(`^sessiontap: guard: Claude Code's transcript of session ${SESSION} is gone .*sessiontap restore ${SESSION}$`));
     assert.deepEqual(events.filter((e) => e.action === "guard-alert").map((e) => e.fields), [{ session: SESSION, state: "missing" }]);
-    assert.deepEqual(guardProblems(g), [`guard: Claude Code's transcript of ${SESSION} is missing: sessiontap restore ${SESSION}`]);
+    assert.deepEqual(g.problems(), [`guard: Claude Code's transcript of ${SESSION} is missing: sessiontap restore ${SESSION}`]);
     // More sweeps and turns: still one line for this state.
     const since = Date.now();
     g.observe(job(1));

@@ -55,7 +55,6 @@ describe("wrong tokens from one client are slowed down and counted", () => {
     forward: async () => new Response("forwarded"),
     // start-tap puts the gate's counts in health the same way.
     health: () => ({ status: "ok", token: gate.stats() }),
-    allowedHosts: null,
     gate,
   });
   const get = (peer: string, token: string | null, path = "/_tap/api/sessions") =>
