@@ -292,11 +292,10 @@ async function lookAt(io: CommandIo, base: string, config: Readonly<Config>): Pr
   }
   const host = new URL(found.url).hostname;
   const suspect = /^(\[.*\]|[\d.]+)$/.test(host) ? "another user's server on the port?" : `a tap proves itself for its address: name that, not ${host}`;
+  const needs = config.token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token";
   const why = found.kind === "unproven"
     ? `answers as a sessiontap, but could not prove it is this user's tap mirroring to ${config.mirrorDir} (${suspect}); doctor sent it no token`
-    : `answers ${found.status}, but shows its details only with its token (${
-      config.token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
-    })`;
+    : `answers ${found.status}, but shows its details only with its token (${needs})`;
   return { ok: false, down: false, why: `${found.url} ${why}` };
 }
 
@@ -305,22 +304,12 @@ function healthChecks(health: Record<string, unknown>): Check[] {
   const out: Check[] = [];
   const guard = health.guard;
   const watched = isObject(guard) && alertedSessions(health).size === 0;
-  const guardSays: [Check["status"], string] | null = guard === "off"
-    ? [
-      "warn",
-      "off in the tap (SESSIONTAP_GUARD=off, or no Claude Code config dir where it runs): a lost transcript is only found when doctor runs; SESSIONTAP_GUARD=on turns it on",
-    ]
-    : watched && Number(guard.notFound ?? 0) > 0
-    ? [
-      "warn",
-      `the tap has not found Claude Code's transcript of ${
-        plural(Number(guard.notFound), "session")
-      } it mirrors: does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?`,
-    ]
-    : watched
-    ? ["ok", `watching ${plural(Number(guard.watching ?? 0), "active session")}, no alert`]
-    : null;
-  if (guardSays !== null) out.push(verdict("guard", ...guardSays));
+  const off = "off in the tap (SESSIONTAP_GUARD=off, or no Claude Code config dir where it runs): a lost transcript is only found when doctor runs";
+  if (guard === "off") out.push(verdict("guard", "warn", `${off}; SESSIONTAP_GUARD=on turns it on`));
+  else if (watched && Number(guard.notFound ?? 0) > 0) {
+    const where = "does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?";
+    out.push(verdict("guard", "warn", `the tap has not found Claude Code's transcript of ${plural(Number(guard.notFound), "session")} it mirrors: ${where}`));
+  } else if (watched) out.push(verdict("guard", "ok", `watching ${plural(Number(guard.watching ?? 0), "active session")}, no alert`));
   const report = isObject(health.mirror) ? health.mirror.notMirrored : undefined;
   const shapes = isObject(report) && Array.isArray(report.shapes)
     ? report.shapes.flatMap((s) => (isObject(s) && typeof s.said === "string" ? [s.said] : []))
@@ -336,7 +325,6 @@ function healthChecks(health: Record<string, unknown>): Check[] {
   return out;
 }
 
-/** The sessions the tap's guard has an alert for. */
 function alertedSessions(health: Record<string, unknown> | null): Set<string> {
   const guard = health?.guard;
   if (!isObject(guard) || !Array.isArray(guard.alerts)) return new Set();

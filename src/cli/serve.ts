@@ -73,20 +73,16 @@ export async function startOrRefuse(config: Readonly<Config>, io: CommandIo, std
     if (code !== "EADDRINUSE") return fail(`cannot start: ${describe(error)}`);
     const url = `http://${localAddress(config.host)}:${config.port}`;
     const holder = await probeTap(io.fetch, url, await proofKey(config.mirror, config.mirrorDir), config.token, { timeoutMs: 1000 });
-    if (holder.kind === "mine") {
-      return fail(
-        `a sessiontap is already running on ${where} (${whichTap(holder.health)}): use it (export ANTHROPIC_BASE_URL=${url}), or pick another port with --port`,
-        "mine",
-      );
-    }
-    if (holder.kind === "unproven") {
-      return fail(`port ${config.port} on ${config.host} is held by ${unproven(config)}; pick another port with --port (or SESSIONTAP_PORT)`, "unproven");
-    }
-    return fail(`port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`, holder.kind);
+    const held = holder.kind === "mine"
+      ? `a sessiontap is already running on ${where} (${whichTap(holder.health)}): use it (export ANTHROPIC_BASE_URL=${url}), or pick another port with --port`
+      : holder.kind === "unproven"
+      ? `port ${config.port} on ${config.host} is held by ${unproven(config)}; pick another port with --port (or SESSIONTAP_PORT)`
+      : `port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`;
+    return fail(held, holder.kind);
   }
 }
 
-/** Stops a tap: drains, flushes the mirror, saves what it could not write. False when something was lost. */
+/** Stops a tap, saying what it could not write; false when something was lost. */
 export async function stopTap(tap: RunningTap, config: Readonly<Config>, stderr: (text: string) => void, closed?: () => void): Promise<boolean> {
   let unwritten;
   try {
