@@ -240,9 +240,7 @@ function requestsFail(name: string, fromSettings: string | null, start: string):
     `claude -p: silent), then stops with "API Error: Connection refused". Start the tap (${start}), or go around it: ${bypass}`;
 }
 
-function safeOrigin(url: string): string | null {
-  return URL.canParse(url) ? new URL(url).origin : null;
-}
+const safeOrigin = (url: string) => (URL.canParse(url) ? new URL(url).origin : null);
 
 /** The tap Claude Code would use (or the one `--url` / `--port` names), and the way Claude Code will reach it. */
 async function tapAndRoute(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]) {
@@ -357,8 +355,7 @@ async function routeChecks(route: Route, settings: SettingsFile[], io: CommandIo
       out.push(verdict(BASE_VARS[provider], "warn", detail));
     }
   }
-  const check = route.baseVar;
-  const base = route.base;
+  const { baseVar: check, base } = route;
   if (base === null) {
     const proxy = claudeSetting(settings, io.env, "HTTPS_PROXY", "https_proxy");
     if (proxy !== null) return [...out, ...(await proxyChecks(route, proxy, settings, io, tap))];

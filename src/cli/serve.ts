@@ -11,11 +11,11 @@ import { PriceFileError } from "../usage/prices.ts";
 import { describe, plural } from "../utils/describe-error.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/hosts.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, exitWith } from "./command-io.ts";
 import { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
 import { localAddress, type Probe, probeTap, proofKey, unproven, whichTap } from "./tap-probe.ts";
 
-/** Why a tap did not start; `holder` is what answered on its port when that was why. */
+/** Why a tap did not start, in a line for after "sessiontap: "; `holder` is what answered on its port when that was why. */
 export type Refusal = { line: string; holder: Probe["kind"] | null };
 
 /** The root made (0700), this user's, private, and written to before a tap listens (docs/DESIGN.md "Health and exit"); null, or what is wrong. */
@@ -49,7 +49,7 @@ export async function rootProblem(fs: FsAdapter, root: string, info: EntryInfo):
 
 /** A tap on `config`, or the one line why not, in our words, never the runtime's (docs/DESIGN.md "Never in the way"). */
 export async function startOrRefuse(config: Readonly<Config>, io: CommandIo, stderr: TapDeps["stderr"], inThread = false): Promise<RunningTap | Refusal> {
-  const fail = (line: string, holder: Refusal["holder"] = null) => ({ line: `sessiontap: ${line}`, holder });
+  const fail = (line: string, holder: Refusal["holder"] = null) => ({ line, holder });
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
     if (problem !== null) return fail(`cannot mirror to ${config.mirrorDir} (set by ${settingName(config, "mirrorDir")}): ${problem}`);
@@ -104,10 +104,7 @@ export async function stopTap(tap: RunningTap, config: Readonly<Config>, stderr:
 /** Runs the tap until SIGINT/SIGTERM: 0 after a graceful stop, 1 when commits could be saved nowhere, 2 when it cannot start. */
 export async function runServe(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const tap = await startOrRefuse(config, io, (line) => io.stderr(line + "\n"));
-  if (!("url" in tap)) {
-    io.stderr(`${tap.line}\n`);
-    return 2;
-  }
+  if (!("url" in tap)) return exitWith(io, 2, tap.line);
   const exposed = !isLoopback(config.host);
   if (exposed) {
     io.stderr(`sessiontap: WARNING: listening on ${config.host}, reachable from the network; /_tap/ (viewer, API, health details) requires the token\n`);

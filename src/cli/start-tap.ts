@@ -172,11 +172,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}) {
     });
   listening = server.port;
   if (link !== null) {
-    link.send({
-      t: "log",
-      action: "start",
-      fields: { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) },
-    });
+    log("start", { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) });
     // A failure of the first sweep the engine reports; a refused call means it stopped, said already.
     const first = setTimeout(() => link.query("mirror.sweep").then(undefined, () => undefined), 1000);
     (first as { unref?: () => void }).unref?.();
