@@ -83,12 +83,9 @@ function argumentsOf(tool: Tool, raw: Record<string, unknown>): Args {
       if (v.trim() === "") throw new ToolError(`"${key}" is empty`);
       if (v.length > p.maxLength!) throw new ToolError(`"${key}" is too long: ${v.length} characters, at most ${p.maxLength}`);
       out[key] = v.trim();
-    } else {
-      if (typeof v !== "number" || !Number.isInteger(v) || v < p.minimum! || v > p.maximum!) {
-        throw new ToolError(`"${key}" must be a whole number from ${p.minimum} to ${p.maximum}, got ${JSON.stringify(v).slice(0, 100)}`);
-      }
-      out[key] = v;
-    }
+    } else if (typeof v !== "number" || !Number.isInteger(v) || v < p.minimum! || v > p.maximum!) {
+      throw new ToolError(`"${key}" must be a whole number from ${p.minimum} to ${p.maximum}, got ${JSON.stringify(v).slice(0, 100)}`);
+    } else out[key] = v;
   }
   return out;
 }
