@@ -80,13 +80,11 @@ export async function run(config: Readonly<Config>, args: string[], io: CommandI
     }
     if (isTap(started)) {
       own = started;
-      const instead = own.port === config.port || config.port === 0
-        ? ""
-        : holder === "other"
-        ? `port ${config.port} is in use by something that is not a sessiontap; `
-        : holder === "unproven"
-        ? `port ${config.port} is held by ${unproven(config)}; `
-        : `port ${config.port} is in use; `;
+      const held: Partial<Record<typeof holder, string>> = {
+        other: "is in use by something that is not a sessiontap",
+        unproven: `is held by ${unproven(config)}`,
+      };
+      const instead = own.port === config.port || config.port === 0 ? "" : `port ${config.port} ${held[holder] ?? "is in use"}; `;
       notice = `${instead}Claude Code goes through a tap on ${own.url} for this session (${mirror}; viewer ${own.viewer})`;
     }
   }

@@ -102,12 +102,9 @@ async function removeTree(fs: FsAdapter, path: string): Promise<void> {
 
 /** The user's environment less every credential, provider switch and proxy of Claude Code's, with the scratch config and the answerer. */
 function childEnv(env: Record<string, string | undefined>, home: string, url: string, key: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (v !== undefined && !/^(ANTHROPIC_|CLAUDE_|CLAUDECODE)/.test(k) && !/^(https?|all|no)_proxy$/i.test(k)) out[k] = v;
-  }
+  const kept = Object.entries(env).filter(([k, v]) => v !== undefined && !/^(ANTHROPIC_|CLAUDE_|CLAUDECODE)/.test(k) && !/^(https?|all|no)_proxy$/i.test(k));
   return {
-    ...out,
+    ...(Object.fromEntries(kept) as Record<string, string>),
     HOME: home,
     CLAUDE_CONFIG_DIR: join(home, ".claude"), // absolute: a relative one is looked up from the child's cwd
     TMPDIR: join(home, "tmp"),
