@@ -95,13 +95,10 @@ async function runStore(config: Readonly<Config>, io: CommandIo): Promise<number
   try {
     const done = await migrate(sql);
     if (done.newer) {
-      io.stdout(`The store ${where} is at schema version ${done.from}, newer than this sessiontap knows (${SCHEMA_VERSION}); left alone.\n`);
-    } else if (done.applied.length === 0) {
-      io.stdout(`The store ${where} is at schema version ${done.to}; nothing to do.\n`);
-    } else {
-      io.stdout(`Migrated the store ${where} from schema version ${done.from ?? "none"} to ${done.to} (applied ${done.applied.join(", ")}).\n`);
+      return print(io, `The store ${where} is at schema version ${done.from}, newer than this sessiontap knows (${SCHEMA_VERSION}); left alone.\n`);
     }
-    return 0;
+    if (done.applied.length === 0) return print(io, `The store ${where} is at schema version ${done.to}; nothing to do.\n`);
+    return print(io, `Migrated the store ${where} from schema version ${done.from ?? "none"} to ${done.to} (applied ${done.applied.join(", ")}).\n`);
   } catch (error) {
     return exitWith(io, 1, `cannot migrate the store ${where}: ${describe(error)}`);
   } finally {

@@ -229,11 +229,11 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   }
 
   const transport = new StdioServerTransport();
-  let stop = () => {};
-  const stopped = new Promise<void>((resolve) => (stop = resolve));
-  transport.onclose = stop;
-  process.stdin.once("end", stop).once("close", stop); // the transport itself does not notice its client leaving
-  void io.stopSignal.then(() => stop());
+  const stopped = new Promise<void>((stop) => {
+    transport.onclose = stop;
+    process.stdin.once("end", stop).once("close", stop); // the transport itself does not notice its client leaving
+    void io.stopSignal.then(() => stop());
+  });
   try {
     await server.connect(transport);
     io.stderr(`sessiontap mcp: serving ${sourceName(config)} on stdio, read-only\n`);

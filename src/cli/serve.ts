@@ -124,9 +124,8 @@ function startupBlock(config: Readonly<Config>, tap: RunningTap, exposed: boolea
   const token = tap.token;
   const waiting = tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : "";
   const storeLine = config.mirror && config.store !== null;
-  const proxyHost = config.host.includes(":") ? `[${config.host}]` : config.host;
   const certPath = tap.proxy?.ca.certPath ?? "";
-  const proxy = tap.proxy === null ? null : `http://${proxyHost}:${tap.proxy.port}`;
+  const proxy = tap.proxy === null ? null : tap.url.replace(/\d+$/, String(tap.proxy.port));
   return [
     `sessiontap ${VERSION} (${runtimeName()})`,
     ...(exposed

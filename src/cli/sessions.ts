@@ -106,7 +106,6 @@ export async function runUsage(config: Readonly<Config>, io: CommandIo, prices: 
   return print(io, out.join("\n") + "\n");
 }
 
-/** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {
   let out = "";
   let at = 0;
