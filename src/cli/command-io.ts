@@ -65,12 +65,8 @@ export const restorable = (e: ListEntry) =>
 export async function noMirror(config: Readonly<Config>, io: CommandIo): Promise<number | null> {
   if (config.store !== null) return null;
   const root = `${config.mirrorDir} (${settingName(config, "mirrorDir")})`;
-  let info;
-  try {
-    info = await io.fs.lstat(config.mirrorDir);
-  } catch (error) {
-    return exitWith(io, 1, `cannot read the mirror root ${root}: ${describe(error)}`);
-  }
+  const info = await io.fs.lstat(config.mirrorDir).catch((error) => exitWith(io, 1, `cannot read the mirror root ${root}: ${describe(error)}`));
+  if (typeof info === "number") return info;
   if (info?.isDirectory) return null;
   const none = `there is no mirror at ${root}: nothing was mirrored there; the tap's startup block names its mirror root`;
   return exitWith(io, 1, info === null ? none : `the mirror root ${root} is not a directory`);

@@ -179,14 +179,11 @@ type Check = { check: string; status: "ok" | "warn" | "fail"; detail: string };
 const verdict = (check: string, status: Check["status"], detail: string): Check => ({ check, status, detail });
 
 async function lastDrill(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
-  const path = join(config.mirrorDir, LAST_DRILL);
-  let last;
-  try {
-    last = await readLastDrill(io.fs, config.mirrorDir);
-  } catch (error) {
-    return [verdict("last drill", "warn", `${path} could not be read (${describe(error)}): run sessiontap drill again`)];
-  }
+  const last = await readLastDrill(io.fs, config.mirrorDir).catch((error) => ({ unread: describe(error) }));
   if (last === null) return [];
+  if ("unread" in last) {
+    return [verdict("last drill", "warn", `${join(config.mirrorDir, LAST_DRILL)} could not be read (${last.unread}): run sessiontap drill again`)];
+  }
   const by = last.claudeCode !== null ? ` by Claude Code ${last.claudeCode}` : "";
   const of = `${last.passed} of ${plural(last.drilled, "session")}${last.named ? " named" : ""} resumed whole${by}`;
   const fix = last.passed === last.drilled ? "" : ": sessiontap drill names what failed (docs/recovery.md)";
