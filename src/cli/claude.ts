@@ -7,7 +7,7 @@ import { constants } from "node:os";
 import process from "node:process";
 import { isatty } from "node:tty";
 import type { Config } from "../config/parse.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, exitWith } from "./command-io.ts";
 import { type Refusal, startOrRefuse, stopTap } from "./serve.ts";
 import { type RunningTap, startTap } from "./start-tap.ts";
 import { localAddress, probeTap, proofKey, unproven, whichTap } from "./tap-probe.ts";
@@ -76,18 +76,15 @@ export async function run(config: Readonly<Config>, args: string[], io: CommandI
       started = await start(0);
     }
     if (!isTap(started) && started.holder !== "mine") {
-      io.stderr(`${started.line}\nsessiontap: Claude Code was not started: it would have had no tap to talk to\n`);
-      return 1;
+      return exitWith(io, 1, `${started.line}\nsessiontap: Claude Code was not started: it would have had no tap to talk to`);
     }
     if (isTap(started)) {
       own = started;
-      const instead = own.port === config.port || config.port === 0
-        ? ""
-        : holder === "other"
-        ? `port ${config.port} is in use by something that is not a sessiontap; `
-        : holder === "unproven"
-        ? `port ${config.port} is held by ${unproven(config)}; `
-        : `port ${config.port} is in use; `;
+      const held: Partial<Record<typeof holder, string>> = {
+        other: "is in use by something that is not a sessiontap",
+        unproven: `is held by ${unproven(config)}`,
+      };
+      const instead = own.port === config.port || config.port === 0 ? "" : `port ${config.port} ${held[holder] ?? "is in use"}; `;
       notice = `${instead}Claude Code goes through a tap on ${own.url} for this session (${mirror}; viewer ${own.viewer})`;
     }
   }
@@ -98,7 +95,7 @@ export async function run(config: Readonly<Config>, args: string[], io: CommandI
     let replaced: Promise<string> | null = null;
     const replace = async () => {
       const started = await start(0, true);
-      if (!isTap(started)) throw new Error(`the tap on ${url} stopped and none could be started: ${started.line}`);
+      if (!isTap(started)) throw new Error(`the tap on ${url} stopped and none could be started: sessiontap: ${started.line}`);
       own = started;
       say(`sessiontap: the tap on ${url} stopped or cannot prove it is this user's; Claude Code goes through a tap on ${own.url} now (${mirror})`);
       return own.url;

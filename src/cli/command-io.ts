@@ -17,7 +17,6 @@ export interface CommandIo {
   fs: FsAdapter;
   fetch: typeof fetch;
   clock: () => number;
-  /** Standard output is a terminal. */
   isTTY: boolean;
   zone: Zone;
   home: string;
@@ -27,10 +26,21 @@ export interface CommandIo {
   viewerWorkerUrl?: URL | string;
 }
 
+/** `line` on stderr, as sessiontap's; returns `code`, the exit status it ends the command with. */
+export function exitWith(io: CommandIo, code: number, line: string): number {
+  io.stderr(`sessiontap: ${line}\n`);
+  return code;
+}
+
+/** `text` on stdout; exit status 0. */
+export function print(io: CommandIo, text: string): number {
+  io.stdout(text);
+  return 0;
+}
+
 /** `value` as JSON a terminal shows as it is (`text`: made otherwise); exit status 0. */
 export function printJson(io: CommandIo, value: unknown, text = JSON.stringify(value, null, 2)): number {
-  io.stdout(terminalSafeJson(text) + "\n");
-  return 0;
+  return print(io, terminalSafeJson(text) + "\n");
 }
 
 /** Colour on a terminal, unless NO_COLOR (https://no-color.org). */
@@ -44,8 +54,7 @@ export function notMatched(query: string, found: Exclude<Lookup, { kind: "found"
 }
 
 export function notFound(config: Readonly<Config>, io: CommandIo, query: string, found: Exclude<Lookup, { kind: "found" }>): number {
-  io.stderr(`sessiontap: ${notMatched(query, found, `in ${sourceName(config)} (see sessiontap list)`)}\n`);
-  return 1;
+  return exitWith(io, 1, notMatched(query, found, `in ${sourceName(config)} (see sessiontap list)`));
 }
 
 /** Claude Code's transcript is not whole, and the mirror can put it back. */
@@ -56,20 +65,11 @@ export const restorable = (e: ListEntry) =>
 export async function noMirror(config: Readonly<Config>, io: CommandIo): Promise<number | null> {
   if (config.store !== null) return null;
   const root = `${config.mirrorDir} (${settingName(config, "mirrorDir")})`;
-  let info;
-  try {
-    info = await io.fs.lstat(config.mirrorDir);
-  } catch (error) {
-    io.stderr(`sessiontap: cannot read the mirror root ${root}: ${describe(error)}\n`);
-    return 1;
-  }
+  const info = await io.fs.lstat(config.mirrorDir).catch((error) => exitWith(io, 1, `cannot read the mirror root ${root}: ${describe(error)}`));
+  if (typeof info === "number") return info;
   if (info?.isDirectory) return null;
-  io.stderr(
-    info === null
-      ? `sessiontap: there is no mirror at ${root}: nothing was mirrored there; the tap's startup block names its mirror root\n`
-      : `sessiontap: the mirror root ${root} is not a directory\n`,
-  );
-  return 1;
+  const none = `there is no mirror at ${root}: nothing was mirrored there; the tap's startup block names its mirror root`;
+  return exitWith(io, 1, info === null ? none : `the mirror root ${root} is not a directory`);
 }
 
 /** A table with a header, left-aligned first column(s) and right-aligned numbers; one line per row, header first. */

@@ -179,14 +179,11 @@ type Check = { check: string; status: "ok" | "warn" | "fail"; detail: string };
 const verdict = (check: string, status: Check["status"], detail: string): Check => ({ check, status, detail });
 
 async function lastDrill(config: Readonly<Config>, io: CommandIo): Promise<Check[]> {
-  const path = join(config.mirrorDir, LAST_DRILL);
-  let last;
-  try {
-    last = await readLastDrill(io.fs, config.mirrorDir);
-  } catch (error) {
-    return [verdict("last drill", "warn", `${path} could not be read (${describe(error)}): run sessiontap drill again`)];
-  }
+  const last = await readLastDrill(io.fs, config.mirrorDir).catch((error) => ({ unread: describe(error) }));
   if (last === null) return [];
+  if ("unread" in last) {
+    return [verdict("last drill", "warn", `${join(config.mirrorDir, LAST_DRILL)} could not be read (${last.unread}): run sessiontap drill again`)];
+  }
   const by = last.claudeCode !== null ? ` by Claude Code ${last.claudeCode}` : "";
   const of = `${last.passed} of ${plural(last.drilled, "session")}${last.named ? " named" : ""} resumed whole${by}`;
   const fix = last.passed === last.drilled ? "" : ": sessiontap drill names what failed (docs/recovery.md)";
@@ -240,9 +237,7 @@ function requestsFail(name: string, fromSettings: string | null, start: string):
     `claude -p: silent), then stops with "API Error: Connection refused". Start the tap (${start}), or go around it: ${bypass}`;
 }
 
-function safeOrigin(url: string): string | null {
-  return URL.canParse(url) ? new URL(url).origin : null;
-}
+const safeOrigin = (url: string) => (URL.canParse(url) ? new URL(url).origin : null);
 
 /** The tap Claude Code would use (or the one `--url` / `--port` names), and the way Claude Code will reach it. */
 async function tapAndRoute(config: Readonly<Config>, io: CommandIo, settings: SettingsFile[]) {
@@ -292,11 +287,10 @@ async function lookAt(io: CommandIo, base: string, config: Readonly<Config>): Pr
   }
   const host = new URL(found.url).hostname;
   const suspect = /^(\[.*\]|[\d.]+)$/.test(host) ? "another user's server on the port?" : `a tap proves itself for its address: name that, not ${host}`;
+  const needs = config.token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token";
   const why = found.kind === "unproven"
     ? `answers as a sessiontap, but could not prove it is this user's tap mirroring to ${config.mirrorDir} (${suspect}); doctor sent it no token`
-    : `answers ${found.status}, but shows its details only with its token (${
-      config.token === null ? "set SESSIONTAP_TOKEN" : "SESSIONTAP_TOKEN is not that token"
-    })`;
+    : `answers ${found.status}, but shows its details only with its token (${needs})`;
   return { ok: false, down: false, why: `${found.url} ${why}` };
 }
 
@@ -305,22 +299,12 @@ function healthChecks(health: Record<string, unknown>): Check[] {
   const out: Check[] = [];
   const guard = health.guard;
   const watched = isObject(guard) && alertedSessions(health).size === 0;
-  const guardSays: [Check["status"], string] | null = guard === "off"
-    ? [
-      "warn",
-      "off in the tap (SESSIONTAP_GUARD=off, or no Claude Code config dir where it runs): a lost transcript is only found when doctor runs; SESSIONTAP_GUARD=on turns it on",
-    ]
-    : watched && Number(guard.notFound ?? 0) > 0
-    ? [
-      "warn",
-      `the tap has not found Claude Code's transcript of ${
-        plural(Number(guard.notFound), "session")
-      } it mirrors: does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?`,
-    ]
-    : watched
-    ? ["ok", `watching ${plural(Number(guard.watching ?? 0), "active session")}, no alert`]
-    : null;
-  if (guardSays !== null) out.push(verdict("guard", ...guardSays));
+  const off = "off in the tap (SESSIONTAP_GUARD=off, or no Claude Code config dir where it runs): a lost transcript is only found when doctor runs";
+  if (guard === "off") out.push(verdict("guard", "warn", `${off}; SESSIONTAP_GUARD=on turns it on`));
+  else if (watched && Number(guard.notFound ?? 0) > 0) {
+    const where = "does it look in the config dir Claude Code uses (serve --claude-dir / CLAUDE_CONFIG_DIR)?";
+    out.push(verdict("guard", "warn", `the tap has not found Claude Code's transcript of ${plural(Number(guard.notFound), "session")} it mirrors: ${where}`));
+  } else if (watched) out.push(verdict("guard", "ok", `watching ${plural(Number(guard.watching ?? 0), "active session")}, no alert`));
   const report = isObject(health.mirror) ? health.mirror.notMirrored : undefined;
   const shapes = isObject(report) && Array.isArray(report.shapes)
     ? report.shapes.flatMap((s) => (isObject(s) && typeof s.said === "string" ? [s.said] : []))
@@ -336,7 +320,6 @@ function healthChecks(health: Record<string, unknown>): Check[] {
   return out;
 }
 
-/** The sessions the tap's guard has an alert for. */
 function alertedSessions(health: Record<string, unknown> | null): Set<string> {
   const guard = health?.guard;
   if (!isObject(guard) || !Array.isArray(guard.alerts)) return new Set();
@@ -369,8 +352,7 @@ async function routeChecks(route: Route, settings: SettingsFile[], io: CommandIo
       out.push(verdict(BASE_VARS[provider], "warn", detail));
     }
   }
-  const check = route.baseVar;
-  const base = route.base;
+  const { baseVar: check, base } = route;
   if (base === null) {
     const proxy = claudeSetting(settings, io.env, "HTTPS_PROXY", "https_proxy");
     if (proxy !== null) return [...out, ...(await proxyChecks(route, proxy, settings, io, tap))];

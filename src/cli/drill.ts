@@ -18,7 +18,7 @@ import { jsonObject } from "../protocol/json.ts";
 import { oneLine, type Rec, scrubLine } from "../transcript/records.ts";
 import { resumedBranch } from "../transcript/tree.ts";
 import { describe, plural } from "../utils/describe-error.ts";
-import { type CommandIo, notMatched, printJson } from "./command-io.ts";
+import { type CommandIo, exitWith, notMatched, print, printJson } from "./command-io.ts";
 import { withTree } from "./session.ts";
 
 const PROBE = "sessiontap drill: this resume is a check; reply with OK";
@@ -102,12 +102,9 @@ async function removeTree(fs: FsAdapter, path: string): Promise<void> {
 
 /** The user's environment less every credential, provider switch and proxy of Claude Code's, with the scratch config and the answerer. */
 function childEnv(env: Record<string, string | undefined>, home: string, url: string, key: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (v !== undefined && !/^(ANTHROPIC_|CLAUDE_|CLAUDECODE)/.test(k) && !/^(https?|all|no)_proxy$/i.test(k)) out[k] = v;
-  }
+  const kept = Object.entries(env).filter(([k, v]) => v !== undefined && !/^(ANTHROPIC_|CLAUDE_|CLAUDECODE)/.test(k) && !/^(https?|all|no)_proxy$/i.test(k));
   return {
-    ...out,
+    ...(Object.fromEntries(kept) as Record<string, string>),
     HOME: home,
     CLAUDE_CONFIG_DIR: join(home, ".claude"), // absolute: a relative one is looked up from the child's cwd
     TMPDIR: join(home, "tmp"),
@@ -206,8 +203,7 @@ async function pick(config: Readonly<Config>, io: CommandIo, source: SessionSour
     const found = await source.lookup(query);
     if (found.kind !== "found") {
       const none = `"${query}" matches no session in ${sourceName(config)} (see sessiontap list)`;
-      io.stderr(`sessiontap: drill: ${found.kind === "none" ? none : notMatched(query, found, "")}\n`);
-      return 2;
+      return exitWith(io, 2, `drill: ${found.kind === "none" ? none : notMatched(query, found, "")}`);
     }
     sessions.set(found.data.dir, withTree(found.data));
   }
@@ -225,7 +221,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     if (typeof picked === "number") return picked;
     const { sessions, skipped } = picked;
     const stop = new AbortController();
-    if (sessions.length === 0) return (io.stdout(config.json ? "[]\n" : `Nothing to drill in ${sourceName(config)}.\n`), 0);
+    if (sessions.length === 0) return print(io, config.json ? "[]\n" : `Nothing to drill in ${sourceName(config)}.\n`);
     const setup = { io, program: io.env.SESSIONTAP_CLAUDE || "claude", timeoutMs: config.drillTimeoutMs, stop: stop.signal };
     const results: DrillResult[] = [];
     const bar = io.isTTY && !config.json && sessions.length > 3;
@@ -255,11 +251,10 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     if (bar) io.stdout("\r\x1b[K");
     if (stopped instanceof ClaudeNotStarted) {
       const where = io.env.SESSIONTAP_CLAUDE ? "SESSIONTAP_CLAUDE" : "on PATH";
-      io.stderr(`sessiontap: drill: ${stopped.message} (${where}): install Claude Code, or name it: SESSIONTAP_CLAUDE=/path/to/claude\n`);
-      return 1;
+      return exitWith(io, 1, `drill: ${stopped.message} (${where}): install Claude Code, or name it: SESSIONTAP_CLAUDE=/path/to/claude`);
     }
     if (stopped !== null) throw stopped;
-    if (stop.signal.aborted) return (io.stderr(`sessiontap: drill stopped by ${stop.signal.reason} after ${plural(results.length, "session")}\n`), 1);
+    if (stop.signal.aborted) return exitWith(io, 1, `drill stopped by ${stop.signal.reason} after ${plural(results.length, "session")}`);
     const order = new Map(sessions.map((s, i) => [s.summary.sessionId, i]));
     results.sort((a, b) => order.get(a.sessionId)! - order.get(b.sessionId)!);
     const passed = results.filter((r) => r.ok).length;

@@ -9,7 +9,7 @@ import { closeStore, migrate, openStore, redactUrl, SCHEMA_VERSION } from "../st
 import { describe } from "../utils/describe-error.ts";
 import { VERSION } from "../version.ts";
 import * as launcher from "./claude.ts";
-import { type CommandIo, noMirror } from "./command-io.ts";
+import { type CommandIo, exitWith, noMirror, print } from "./command-io.ts";
 import * as doctor from "./doctor.ts";
 import * as drill from "./drill.ts";
 import * as mcp from "./mcp.ts";
@@ -58,19 +58,14 @@ export async function main(args: string[], env: Record<string, string | undefine
   try {
     config = parseConfig(launch ? ["claude"] : args, env, io.home);
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr(`sessiontap: ${error.message}\n`);
-      return 2;
-    }
+    if (error instanceof UsageError) return exitWith(io, 2, error.message);
     throw error;
   }
   switch (config.command) {
     case "help":
-      io.stdout(config.helpFor === null ? HELP : commandHelp(config.helpFor));
-      return 0;
+      return print(io, config.helpFor === null ? HELP : commandHelp(config.helpFor));
     case "version":
-      io.stdout(`sessiontap ${VERSION}\n`);
-      return 0;
+      return print(io, `sessiontap ${VERSION}\n`);
     case "serve":
       return await runServe(config, io);
     case "claude":
@@ -84,8 +79,7 @@ export async function main(args: string[], env: Record<string, string | undefine
   } catch (error) {
     // A price file it cannot use, or a failure the command did not expect (a full disk): one line, never a stack.
     const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    io.stderr(`sessiontap: ${error instanceof PriceFileError ? "" : `${config.command} failed: `}${message}\n`);
-    return 1;
+    return exitWith(io, 1, `${error instanceof PriceFileError ? "" : `${config.command} failed: `}${message}`);
   }
 }
 
@@ -93,28 +87,20 @@ export async function main(args: string[], env: Record<string, string | undefine
 async function runStore(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const [sub, ...rest] = config.positional;
   if (sub !== "migrate" || rest.length > 0) {
-    io.stderr(`sessiontap: store takes one subcommand, migrate${sub === undefined ? "" : `, got "${config.positional.join(" ")}"`}\n`);
-    return 2;
+    return exitWith(io, 2, `store takes one subcommand, migrate${sub === undefined ? "" : `, got "${config.positional.join(" ")}"`}`);
   }
-  if (config.store === null) {
-    io.stderr(`sessiontap: store migrate needs the store (--store / SESSIONTAP_STORE)\n`);
-    return 2;
-  }
+  if (config.store === null) return exitWith(io, 2, "store migrate needs the store (--store / SESSIONTAP_STORE)");
   const where = redactUrl(config.store);
   const sql = openStore(config.store, { max: 1, connectTimeoutS: 10 });
   try {
     const done = await migrate(sql);
     if (done.newer) {
-      io.stdout(`The store ${where} is at schema version ${done.from}, newer than this sessiontap knows (${SCHEMA_VERSION}); left alone.\n`);
-    } else if (done.applied.length === 0) {
-      io.stdout(`The store ${where} is at schema version ${done.to}; nothing to do.\n`);
-    } else {
-      io.stdout(`Migrated the store ${where} from schema version ${done.from ?? "none"} to ${done.to} (applied ${done.applied.join(", ")}).\n`);
+      return print(io, `The store ${where} is at schema version ${done.from}, newer than this sessiontap knows (${SCHEMA_VERSION}); left alone.\n`);
     }
-    return 0;
+    if (done.applied.length === 0) return print(io, `The store ${where} is at schema version ${done.to}; nothing to do.\n`);
+    return print(io, `Migrated the store ${where} from schema version ${done.from ?? "none"} to ${done.to} (applied ${done.applied.join(", ")}).\n`);
   } catch (error) {
-    io.stderr(`sessiontap: cannot migrate the store ${where}: ${describe(error)}\n`);
-    return 1;
+    return exitWith(io, 1, `cannot migrate the store ${where}: ${describe(error)}`);
   } finally {
     await closeStore(sql);
   }

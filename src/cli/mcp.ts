@@ -83,12 +83,9 @@ function argumentsOf(tool: Tool, raw: Record<string, unknown>): Args {
       if (v.trim() === "") throw new ToolError(`"${key}" is empty`);
       if (v.length > p.maxLength!) throw new ToolError(`"${key}" is too long: ${v.length} characters, at most ${p.maxLength}`);
       out[key] = v.trim();
-    } else {
-      if (typeof v !== "number" || !Number.isInteger(v) || v < p.minimum! || v > p.maximum!) {
-        throw new ToolError(`"${key}" must be a whole number from ${p.minimum} to ${p.maximum}, got ${JSON.stringify(v).slice(0, 100)}`);
-      }
-      out[key] = v;
-    }
+    } else if (typeof v !== "number" || !Number.isInteger(v) || v < p.minimum! || v > p.maximum!) {
+      throw new ToolError(`"${key}" must be a whole number from ${p.minimum} to ${p.maximum}, got ${JSON.stringify(v).slice(0, 100)}`);
+    } else out[key] = v;
   }
   return out;
 }
@@ -124,17 +121,16 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   const within = (a: Args) => (a.project === undefined ? "" : ` in projects containing "${a.project}"`);
   const inProject = (e: ListEntry, p: string | number | undefined) => p === undefined || (e.cwd ?? "").toLowerCase().includes(String(p).toLowerCase());
 
-  /** Items in order while they fit in MAX_TEXT with `head`, then how many were left out and why. */
-  function fit(head: string, items: string[], more: number, how: string): string {
+  /** The first `limit` items in order while they fit in MAX_TEXT with `head`, then how many were left out and why. */
+  function fit<T>(head: string, all: T[], limit: Args[string], show: (item: T) => string, how: string): string {
     let out = head;
     let shown = 0;
-    for (const item of items) {
+    for (const item of all.slice(0, Number(limit ?? 20)).map(show)) {
       if (out.length + item.length + 200 > MAX_TEXT) break;
       out += `\n\n${item}`;
       shown++;
     }
-    const left = items.length - shown + more;
-    return left > 0 ? `${out}\n\n(${left} more not shown: ${how})` : out;
+    return shown < all.length ? `${out}\n\n(${all.length - shown} more not shown: ${how})` : out;
   }
 
   const handlers: Record<Tool["name"], (a: Args) => Promise<string>> = {
@@ -142,9 +138,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
       reading(async (catalog) => {
         const all = (await catalog.judged()).filter((j) => inProject(j.entry, a.project));
         if (all.length === 0) return a.project === undefined ? "No mirrored sessions yet." : `No mirrored session's project contains "${a.project}".`;
-        const limit = Number(a.limit ?? 20);
         const head = `${plural(all.length, "mirrored session")}${within(a)}, most recent first (${zone}):`;
-        return fit(head, all.slice(0, limit).map(facts), Math.max(0, all.length - limit), "ask with a larger limit, or a project");
+        return fit(head, all, a.limit, facts, "ask with a larger limit, or a project");
       }),
 
     search_sessions: (a) =>
@@ -162,7 +157,6 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
         }
         const matches = hits.filter((h) => found.has(h.dir)).sort((x, y) => (y.timestamp ?? "").localeCompare(x.timestamp ?? ""));
         if (matches.length === 0) return `Nothing matches "${query}"${within(a)} in ${plural(sessions.length, "mirrored session")}.`;
-        const limit = Number(a.limit ?? 20);
         const item = (h: SearchHit) => {
           const { judged, current } = found.get(h.dir)!;
           const part = h.offBranch
@@ -174,7 +168,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
         };
         const head = `${plural(matches.length, "message")} in ${plural(found.size, "session")} match "${query}"${within(a)}, newest first (${zone}). ` +
           "read_session with a session id gives the whole conversation.";
-        return fit(head, matches.slice(0, limit).map(item), Math.max(0, matches.length - limit), "ask with a larger limit, more words, or a project");
+        return fit(head, matches, a.limit, item, "ask with a larger limit, more words, or a project");
       }),
 
     read_session: (a) =>
@@ -235,11 +229,11 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
   }
 
   const transport = new StdioServerTransport();
-  let stop = () => {};
-  const stopped = new Promise<void>((resolve) => (stop = resolve));
-  transport.onclose = stop;
-  process.stdin.once("end", stop).once("close", stop); // the transport itself does not notice its client leaving
-  void io.stopSignal.then(() => stop());
+  const stopped = new Promise<void>((stop) => {
+    transport.onclose = stop;
+    process.stdin.once("end", stop).once("close", stop); // the transport itself does not notice its client leaving
+    void io.stopSignal.then(() => stop());
+  });
   try {
     await server.connect(transport);
     io.stderr(`sessiontap mcp: serving ${sourceName(config)} on stdio, read-only\n`);

@@ -8,7 +8,7 @@ import { JsonlFollower } from "../storage/jsonl-follower.ts";
 import { conversations, jsonlFiles, MirrorReader } from "../storage/mirror-reader.ts";
 import { matchSession } from "../transcript/records.ts";
 import { describe, plural } from "../utils/describe-error.ts";
-import { type CommandIo, printJson } from "./command-io.ts";
+import { type CommandIo, exitWith, printJson } from "./command-io.ts";
 
 type Target = { sessionId: string; file: string; source: "mirror" | "claude" };
 type Finding = { kind: string } & Target & { line: number; preview: string };
@@ -29,8 +29,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     const match = matchSession(ids, query);
     if (match.kind !== "found") {
       const matches = match.kind === "none" ? "matches no session" : `matches ${match.candidates.length} sessions`;
-      io.stderr(`sessiontap: scan: "${query}" ${matches} in the mirror or Claude Code's transcripts\n`);
-      return 2;
+      return exitWith(io, 2, `scan: "${query}" ${matches} in the mirror or Claude Code's transcripts`);
     }
     wanted.add(match.dir);
   }

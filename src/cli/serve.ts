@@ -11,11 +11,11 @@ import { PriceFileError } from "../usage/prices.ts";
 import { describe, plural } from "../utils/describe-error.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/hosts.ts";
-import type { CommandIo } from "./command-io.ts";
+import { type CommandIo, exitWith } from "./command-io.ts";
 import { type RunningTap, startTap, type TapDeps } from "./start-tap.ts";
 import { localAddress, type Probe, probeTap, proofKey, unproven, whichTap } from "./tap-probe.ts";
 
-/** Why a tap did not start; `holder` is what answered on its port when that was why. */
+/** Why a tap did not start, in a line for after "sessiontap: "; `holder` is what answered on its port when that was why. */
 export type Refusal = { line: string; holder: Probe["kind"] | null };
 
 /** The root made (0700), this user's, private, and written to before a tap listens (docs/DESIGN.md "Health and exit"); null, or what is wrong. */
@@ -49,7 +49,7 @@ export async function rootProblem(fs: FsAdapter, root: string, info: EntryInfo):
 
 /** A tap on `config`, or the one line why not, in our words, never the runtime's (docs/DESIGN.md "Never in the way"). */
 export async function startOrRefuse(config: Readonly<Config>, io: CommandIo, stderr: TapDeps["stderr"], inThread = false): Promise<RunningTap | Refusal> {
-  const fail = (line: string, holder: Refusal["holder"] = null) => ({ line: `sessiontap: ${line}`, holder });
+  const fail = (line: string, holder: Refusal["holder"] = null) => ({ line, holder });
   if (config.mirror) {
     const problem = await prepareRoot(nodeFs, config.mirrorDir);
     if (problem !== null) return fail(`cannot mirror to ${config.mirrorDir} (set by ${settingName(config, "mirrorDir")}): ${problem}`);
@@ -73,20 +73,16 @@ export async function startOrRefuse(config: Readonly<Config>, io: CommandIo, std
     if (code !== "EADDRINUSE") return fail(`cannot start: ${describe(error)}`);
     const url = `http://${localAddress(config.host)}:${config.port}`;
     const holder = await probeTap(io.fetch, url, await proofKey(config.mirror, config.mirrorDir), config.token, { timeoutMs: 1000 });
-    if (holder.kind === "mine") {
-      return fail(
-        `a sessiontap is already running on ${where} (${whichTap(holder.health)}): use it (export ANTHROPIC_BASE_URL=${url}), or pick another port with --port`,
-        "mine",
-      );
-    }
-    if (holder.kind === "unproven") {
-      return fail(`port ${config.port} on ${config.host} is held by ${unproven(config)}; pick another port with --port (or SESSIONTAP_PORT)`, "unproven");
-    }
-    return fail(`port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`, holder.kind);
+    const held = holder.kind === "mine"
+      ? `a sessiontap is already running on ${where} (${whichTap(holder.health)}): use it (export ANTHROPIC_BASE_URL=${url}), or pick another port with --port`
+      : holder.kind === "unproven"
+      ? `port ${config.port} on ${config.host} is held by ${unproven(config)}; pick another port with --port (or SESSIONTAP_PORT)`
+      : `port ${config.port} is in use on ${config.host}; pick another with --port (or SESSIONTAP_PORT)`;
+    return fail(held, holder.kind);
   }
 }
 
-/** Stops a tap: drains, flushes the mirror, saves what it could not write. False when something was lost. */
+/** Stops a tap, saying what it could not write; false when something was lost. */
 export async function stopTap(tap: RunningTap, config: Readonly<Config>, stderr: (text: string) => void, closed?: () => void): Promise<boolean> {
   let unwritten;
   try {
@@ -108,10 +104,7 @@ export async function stopTap(tap: RunningTap, config: Readonly<Config>, stderr:
 /** Runs the tap until SIGINT/SIGTERM: 0 after a graceful stop, 1 when commits could be saved nowhere, 2 when it cannot start. */
 export async function runServe(config: Readonly<Config>, io: CommandIo): Promise<number> {
   const tap = await startOrRefuse(config, io, (line) => io.stderr(line + "\n"));
-  if (!("url" in tap)) {
-    io.stderr(`${tap.line}\n`);
-    return 2;
-  }
+  if (!("url" in tap)) return exitWith(io, 2, tap.line);
   const exposed = !isLoopback(config.host);
   if (exposed) {
     io.stderr(`sessiontap: WARNING: listening on ${config.host}, reachable from the network; /_tap/ (viewer, API, health details) requires the token\n`);
@@ -131,9 +124,8 @@ function startupBlock(config: Readonly<Config>, tap: RunningTap, exposed: boolea
   const token = tap.token;
   const waiting = tap.replayed.waiting > 0 ? ` (${tap.replayed.waiting} still waiting: see /_tap/health)` : "";
   const storeLine = config.mirror && config.store !== null;
-  const proxyHost = config.host.includes(":") ? `[${config.host}]` : config.host;
   const certPath = tap.proxy?.ca.certPath ?? "";
-  const proxy = tap.proxy === null ? null : `http://${proxyHost}:${tap.proxy.port}`;
+  const proxy = tap.proxy === null ? null : tap.url.replace(/\d+$/, String(tap.proxy.port));
   return [
     `sessiontap ${VERSION} (${runtimeName()})`,
     ...(exposed

@@ -16,7 +16,7 @@ import type { PriceTable } from "../usage/prices.ts";
 import { bytesShort, sessionAnswers, totalsOf, usageLine } from "../usage/tokens.ts";
 import { localDateTime, offsetLabel } from "../utils/local-time.ts";
 import { plural } from "../utils/describe-error.ts";
-import { type CommandIo, notFound, printJson, restorable, useColor } from "./command-io.ts";
+import { type CommandIo, exitWith, notFound, print, printJson, restorable, useColor } from "./command-io.ts";
 
 /** The session the first argument names (an id, a directory name, a unique prefix), or exit status 1 once stderr says why. */
 async function findSession(config: Readonly<Config>, io: CommandIo): Promise<SessionData | number> {
@@ -64,8 +64,7 @@ export async function runShow(config: Readonly<Config>, io: CommandIo, prices: P
   const hint = config.full
     ? ""
     : `\n${style.dim("(injected context, thinking and long tool results are summarised; --full shows them, --json gives the records)")}\n`;
-  io.stdout(`${head}\n${hint}\n${renderText(items, { full: config.full, style, zone: io.zone, prices })}`);
-  return 0;
+  return print(io, `${head}\n${hint}\n${renderText(items, { full: config.full, style, zone: io.zone, prices })}`);
 }
 
 export async function runExport(config: Readonly<Config>, io: CommandIo, prices: PriceTable): Promise<number> {
@@ -73,24 +72,16 @@ export async function runExport(config: Readonly<Config>, io: CommandIo, prices:
   if (typeof data === "number") return data;
   const redactor = config.noRedact || config.redact === "off" ? null : await rootRedactor(io.fs, config.mirrorDir);
   const text = await exportSession(data, config.format, prices, redactor);
-  if (config.out === null || config.out === "-") {
-    io.stdout(text);
-    return 0;
-  }
+  if (config.out === null || config.out === "-") return print(io, text);
   const path = resolve(io.cwd, config.out);
   const info = await io.fs.lstat(path);
-  if (info !== null && !info.isFile) {
-    io.stderr(`sessiontap: --out ${path} exists and is not a regular file; nothing written\n`);
-    return 1;
-  }
+  if (info !== null && !info.isFile) return exitWith(io, 1, `--out ${path} exists and is not a regular file; nothing written`);
   try {
     await replaceFile(io.fs, path, text);
   } catch (error) {
-    io.stderr(`sessiontap: cannot write ${path}: ${(error as Error).message.split("\n")[0]}\n`);
-    return 1;
+    return exitWith(io, 1, `cannot write ${path}: ${(error as Error).message.split("\n")[0]}`);
   }
-  io.stderr(`sessiontap: wrote ${sessionIdOf(data.dir, data.records) ?? data.dir} as ${config.format} to ${path}\n`);
-  return 0;
+  return exitWith(io, 0, `wrote ${sessionIdOf(data.dir, data.records) ?? data.dir} as ${config.format} to ${path}`);
 }
 
 export async function runRestore(config: Readonly<Config>, io: CommandIo): Promise<number> {
@@ -106,18 +97,9 @@ export async function runRestore(config: Readonly<Config>, io: CommandIo): Promi
       } written for it all the same, and Claude Code finds it when claude --resume runs in that directory\n`,
     );
   }
-  const result = await restoreSession(io.fs, withTree(data), {
-    claudeDir: config.claudeDir,
-    cwd,
-    dryRun: config.dryRun,
-    force: config.force,
-    now: io.clock(),
-  });
+  const result = await restoreSession(io.fs, withTree(data), { claudeDir: config.claudeDir, cwd, dryRun: config.dryRun, force: config.force, now: io.clock() });
   if (config.json && result.outcome !== null) printJson(io, result.outcome);
-  if (!result.ok) {
-    io.stderr(`sessiontap: ${result.why}\n${result.hint === undefined ? "" : `  ${result.hint}\n`}`);
-    return 1;
-  }
+  if (!result.ok) return exitWith(io, 1, `${result.why}${result.hint === undefined ? "" : `\n  ${result.hint}`}`);
   if (!config.json) io.stdout(describeRestore(result.outcome).join("\n") + (config.dryRun ? "\nNothing written (--dry-run).\n" : "\n"));
   for (const problem of result.problems) io.stderr(`sessiontap: ${problem}\n`);
   return result.problems.length > 0 ? 1 : 0;

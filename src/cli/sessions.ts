@@ -9,7 +9,7 @@ import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { tokensShort, totalTokens, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
 import { localDate, localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
 import { plural } from "../utils/describe-error.ts";
-import { type CommandIo, notFound, printJson, restorable, table, useColor } from "./command-io.ts";
+import { type CommandIo, exitWith, notFound, print, printJson, restorable, table, useColor } from "./command-io.ts";
 
 /** What the project column says of a session whose working directory no request named. */
 const NO_CWD = "? (cwd unknown)";
@@ -19,10 +19,8 @@ export async function runList(config: Readonly<Config>, io: CommandIo, prices: P
   const since = sinceStart(config.since, io.clock(), io.zone);
   const entries = since === null ? all : all.filter((e) => e.lastTimestamp !== null && Date.parse(e.lastTimestamp) >= since);
   if (config.json) return printJson(io, entries);
-  if (entries.length === 0) {
-    io.stdout(all.length === 0 ? `No mirrored sessions in ${sourceName(config)}.\n` : `No session was active since ${config.since} (${all.length} older).\n`);
-    return 0;
-  }
+  const none = all.length === 0 ? `No mirrored sessions in ${sourceName(config)}.` : `No session was active since ${config.since} (${all.length} older).`;
+  if (entries.length === 0) return print(io, none + "\n");
   const when = (iso: string | null) => (iso === null ? "-" : localDateTime(Date.parse(iso), io.zone));
   const rows = entries.map((e) => [
     scrubLine(e.sessionId ?? e.dir), // an id comes from a request: it may carry anything
@@ -63,15 +61,11 @@ export async function runList(config: Readonly<Config>, io: CommandIo, prices: P
   }
   const odd = entries.filter((e) => e.claudeTranscriptProblem !== null).length;
   if (odd > 0) note(`${plural(odd, "session")} (CLAUDE no-id) with an id Claude Code could not have made: readable here, not restorable.`);
-  io.stdout(out.join("\n") + "\n");
-  return 0;
+  return print(io, out.join("\n") + "\n");
 }
 
 /** A cost cell: the estimate, or the part that could be priced followed by "+?" when a model is unknown. */
-function cost(row: UsageRow): string {
-  if (row.costUSD !== null) return usd(row.costUSD);
-  return row.knownCostUSD > 0 ? `${usd(row.knownCostUSD)}+?` : "?";
-}
+const cost = (row: UsageRow) => row.costUSD !== null ? usd(row.costUSD) : row.knownCostUSD > 0 ? `${usd(row.knownCostUSD)}+?` : "?";
 
 const cells = (r: UsageRow) => [
   String(r.sessions),
@@ -94,10 +88,7 @@ export async function runUsage(config: Readonly<Config>, io: CommandIo, prices: 
   if (config.json) {
     return printJson(io, { since: day, timeZone: zone, prices: { source: prices.source, checked: prices.checked }, ...report });
   }
-  if (report.total.answers === 0) {
-    io.stdout(`No recorded answers with token usage in ${sourceName(config)}${day === null ? "" : ` since ${day}`}.\n`);
-    return 0;
-  }
+  if (report.total.answers === 0) return print(io, `No recorded answers with token usage in ${sourceName(config)}${day === null ? "" : ` since ${day}`}.\n`);
   const t = report.total;
   const out = [
     `Usage: ${day === null ? "every recorded answer" : `answers since ${day}`} (days in ${zone})`,
@@ -112,11 +103,9 @@ export async function runUsage(config: Readonly<Config>, io: CommandIo, prices: 
   ];
   if (t.costUSD === null) out.push(`  of which priced: ${usd(t.knownCostUSD)}; "+?" marks a sum with answers from a model the price table does not have.`);
   out.push("", `Costs are estimates at list prices: ${prices.source}, checked ${prices.checked}. SESSIONTAP_PRICES=FILE.json corrects or extends it.`);
-  io.stdout(out.join("\n") + "\n");
-  return 0;
+  return print(io, out.join("\n") + "\n");
 }
 
-/** The snippet with its matches marked by `open`/`close`. */
 function marked(hit: SearchHit, open: string, close: string): string {
   let out = "";
   let at = 0;
@@ -142,10 +131,7 @@ export async function runSearch(config: Readonly<Config>, io: CommandIo): Promis
   );
   const where = config.session === null ? `the ${plural(found.length, "session")} in ${sourceName(config)}` : `session ${config.session}`;
   if (config.json) printJson(io, hits);
-  if (hits.length === 0) {
-    io.stderr(`sessiontap: nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}\n`);
-    return 1;
-  }
+  if (hits.length === 0) return exitWith(io, 1, `nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}`);
   if (config.json) return 0;
   const color = useColor(io);
   const paint = (code: string, text: string) => (color ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -159,6 +145,5 @@ export async function runSearch(config: Readonly<Config>, io: CommandIo): Promis
   const sessions = new Set(hits.map((h) => h.dir)).size;
   const verb = hits.length === 1 ? "matches" : "match";
   out.push("", `${plural(hits.length, "message")} in ${plural(sessions, "session")} ${verb}. Open one: sessiontap show ID (or the viewer, /_tap/).`);
-  io.stdout(out.join("\n") + "\n");
-  return 0;
+  return print(io, out.join("\n") + "\n");
 }

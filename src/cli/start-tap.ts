@@ -1,10 +1,9 @@
 // Starts a tap (docs/DESIGN.md "Off the relay path"): the mirror engine in its own thread, the viewer, the app and the runtime's server.
 import process from "node:process";
 import type { Config } from "../config/parse.ts";
-import type { GuardAlert, GuardHealth, GuardOptions, GuardSessionView } from "../guard/guard.ts";
+import type { GuardAlert, GuardOptions } from "../guard/guard.ts";
 import type { EngineSeams, EngineSettings } from "../mirror/messages.ts";
-import type { MirrorStats, Replayed, Unwritten } from "../mirror/mirror.ts";
-import type { RunningProxy } from "../proxy/proxy-server.ts";
+import type { Unwritten } from "../mirror/mirror.ts";
 import { bundleScript, listen, runtimeName, upstreamFetch } from "../runtime/index.ts";
 import { createApp, type Peer } from "../server/app.ts";
 import { generateToken, socketUid, TokenGate } from "../server/request-guard.ts";
@@ -35,27 +34,8 @@ export interface TapDeps {
   procNet?: string;
 }
 
-export interface GuardHandle {
-  inspect(sessionId: string): Promise<GuardSessionView | null>;
-  health(): Promise<GuardHealth>;
-  alertOf(sessionId: string): GuardAlert | null;
-  lookNow(sessionId: string): Promise<void>;
-}
-
-export interface RunningTap {
-  url: string;
-  port: number;
-  mirror: { flush(boundMs: number): Promise<void>; stats(): Promise<MirrorStats>; sweep(): Promise<void> } | null;
-  guard: GuardHandle | null;
-  replayed: Replayed;
-  proxy: RunningProxy | null;
-  /** The token `/_tap/` requires (null: none, loopback only); `generated` when this start made it up. */
-  token: { value: string; generated: boolean } | null;
-  /** The viewer's URL, with this run's token where the kernel cannot name a client's user. */
-  viewer: string;
-  /** Stops accepting (then calls `closed`), drains in-flight responses (bounded), flushes the mirror, saves what it could not write. */
-  stop(closed?: () => void): Promise<Unwritten>;
-}
+/** The tap `startTap` started: its `token` is the one `/_tap/` requires (null: none, loopback only), `generated` when this start made it up. */
+export type RunningTap = Awaited<ReturnType<typeof startTap>>;
 
 /** Longest wait at stop for the engine's writes in flight, before what is left is spooled. */
 const STOP_FLUSH_MS = 1000;
@@ -68,12 +48,11 @@ export function engineSettings(config: Readonly<Config>, deps: Pick<TapDeps, "gu
   return { ...settings, version: VERSION, bindingKey: null, guardTimings: deps.guard, spoolTmpDir: deps.spoolTmpDir ?? null };
 }
 
-export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Promise<RunningTap> {
+export async function startTap(config: Readonly<Config>, deps: TapDeps = {}) {
   const clock = deps.clock ?? Date.now;
   const stderr = deps.stderr ?? ((line: string) => console.error(line));
   const prices = await loadPrices(nodeFs, config.prices);
   let alerts = new Map<string, GuardAlert>();
-  let guard: GuardHandle | null = null;
   const bindingSecret = config.mirror ? await bindingKey(nodeFs, config.mirrorDir) : null;
   const viewer = createViewer({
     fs: deps.inThread ? nodeFs : undefined,
@@ -98,11 +77,11 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     : await (deps.inThread ? startThreadEngine(settings, listener) : startWorkerEngine(workerUrl, settings, listener, deps.engineSeams));
   const link = engine?.link ?? null;
   const log = (action: string, fields: EventFields) => link?.send({ t: "log", action, fields });
-  guard = link === null || !engine!.guard ? null : {
-    inspect: (id) => link.query("guard.inspect", id),
+  const guard = link === null || !engine!.guard ? null : {
+    inspect: (id: string) => link.query("guard.inspect", id),
     health: () => link.query("guard.health"),
-    alertOf: (id) => alerts.get(id) ?? null,
-    lookNow: (id) => link.query("guard.lookNow", id),
+    alertOf: (id: string) => alerts.get(id) ?? null,
+    lookNow: (id: string) => link.query("guard.lookNow", id),
   };
   const upstream = new UpstreamHealth(config.upstream, clock, stderr, (fields) => log("upstream-error", fields));
   // Beyond loopback /_tap/ needs a token; on loopback it answers its own user, by the uid of the client's socket, else by a token of this run's.
@@ -192,11 +171,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     });
   listening = server.port;
   if (link !== null) {
-    link.send({
-      t: "log",
-      action: "start",
-      fields: { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) },
-    });
+    log("start", { version: VERSION, runtime: server.runtime, port: server.port, ...(proxy === null ? {} : { proxyPort: proxy.port }) });
     // A failure of the first sweep the engine reports; a refused call means it stopped, said already.
     const first = setTimeout(() => link.query("mirror.sweep").then(undefined, () => undefined), 1000);
     (first as { unref?: () => void }).unref?.();
@@ -206,10 +181,11 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
   if (tokenOnly && config.mirror) await leaveToken(nodeFs, config.mirrorDir, server.port, gate.token!).catch((e) => stderr(`sessiontap: ${describe(e)}`));
   return {
     url,
+    /** The viewer's URL, with this run's token where the kernel cannot name a client's user. */
     viewer: tokenOnly ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
     port: server.port,
     mirror: link === null ? null : {
-      flush: (boundMs) => link.query("mirror.flush", boundMs),
+      flush: (boundMs: number) => link.query("mirror.flush", boundMs),
       stats: () => link.query("stats"),
       sweep: () => link.query("mirror.sweep"),
     },
@@ -217,7 +193,8 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     proxy,
     replayed: engine?.replayed ?? { commits: 0, files: [], waiting: 0 },
     token,
-    async stop(closed) {
+    /** Stops accepting (then calls `closed`), drains in-flight responses (bounded), flushes the mirror, saves what it could not write. */
+    async stop(closed?: () => void): Promise<Unwritten> {
       viewer.close(); // open event streams would otherwise hold the drain to its bound
       await Promise.all([server.stop(config.drainMs, closed), proxy?.stop(config.drainMs)]);
       return link === null ? { kind: "none" as const } : await link.stop(STOP_FLUSH_MS);

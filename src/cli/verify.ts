@@ -20,9 +20,8 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
     report: {
       // Left behind, such a lock names a process that has ended by the time a tap looks: taken over then.
       releaseFailed: (dir, error) => {
-        if (said.has(dir)) return;
+        if (!said.has(dir)) io.stderr(`sessiontap: the writer lock of ${dir} could not be released (${describe(error)}); retried\n`);
         said.add(dir);
-        io.stderr(`sessiontap: the writer lock of ${dir} could not be released (${describe(error)}); retried\n`);
       },
       allReleased: () => {},
     },
@@ -108,39 +107,6 @@ async function checkEntry(fs: FsAdapter, path: string, want: "directory" | "file
 
 type Sorted = { keep: string[]; torn: string[]; dup: string[]; tornTail: boolean };
 
-/** A file's lines to keep, unreadable ones and exact duplicates (`seen`: uuid → line, across the directory); its records go to `out`. */
-function sortLines(
-  text: string,
-  name: string,
-  seen: Map<string, string>,
-  owner: { session: string; agentDir: string | null },
-  out: Rec[],
-  report: SessionReport,
-) {
-  const sorted: Sorted = { keep: [], torn: [], dup: [], tornTail: !text.endsWith("\n") && text.length > 0 };
-  const lines = text.split("\n");
-  lines.forEach((line, i) => {
-    if (line === "" && i === lines.length - 1) return;
-    const r = jsonObject(line);
-    if (r === null) return void sorted.torn.push(line);
-    const uuid = String(r.uuid);
-    if (seen.has(uuid)) {
-      if (seen.get(uuid) === line) return void sorted.dup.push(line);
-      report.problems.push(`${name}: two different records share uuid ${uuid}`);
-      return void sorted.keep.push(line);
-    }
-    seen.set(uuid, line);
-    sorted.keep.push(line);
-    out.push(r);
-    const id = typeof r.sessionId === "string" ? r.sessionId : null;
-    if (dirName(id) !== owner.session) report.problems.push(`${name}: a record of session ${JSON.stringify(id).slice(0, 60)} is misplaced here`);
-    else if (owner.agentDir !== null && dirName(typeof r.agentId === "string" ? r.agentId : null) !== owner.agentDir) {
-      report.problems.push(`${name}: a record of another agent is misplaced here`);
-    }
-  });
-  return sorted;
-}
-
 /** Moves unreadable lines and duplicates aside (fsynced), then replaces the file by rename once the rewrite is whole on disk. */
 async function repairFile(fs: FsAdapter, path: string, sorted: Sorted): Promise<void> {
   if (sorted.torn.length > 0) await fs.append(`${path}.torn`, sorted.torn.join("\n") + "\n", true);
@@ -159,7 +125,33 @@ async function repairFile(fs: FsAdapter, path: string, sorted: Sorted): Promise<
 
 async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repair: boolean, report: SessionReport): Promise<Rec[]> {
   const out: Rec[] = [];
-  const seen = new Map<string, string>();
+  const seen = new Map<string, string>(); // uuid → line, across the directory
+  const agentDir = dir.agent?.replace(/^agent-/, "") ?? null;
+  /** A file's lines to keep, unreadable ones and exact duplicates; its records go to `out`. */
+  const sortLines = (text: string, name: string) => {
+    const sorted: Sorted = { keep: [], torn: [], dup: [], tornTail: !text.endsWith("\n") && text.length > 0 };
+    const lines = text.split("\n");
+    lines.forEach((line, i) => {
+      if (line === "" && i === lines.length - 1) return;
+      const r = jsonObject(line);
+      if (r === null) return void sorted.torn.push(line);
+      const uuid = String(r.uuid);
+      if (seen.has(uuid)) {
+        if (seen.get(uuid) === line) return void sorted.dup.push(line);
+        report.problems.push(`${name}: two different records share uuid ${uuid}`);
+        return void sorted.keep.push(line);
+      }
+      seen.set(uuid, line);
+      sorted.keep.push(line);
+      out.push(r);
+      const id = typeof r.sessionId === "string" ? r.sessionId : null;
+      if (dirName(id) !== sessionName) report.problems.push(`${name}: a record of session ${JSON.stringify(id).slice(0, 60)} is misplaced here`);
+      else if (agentDir !== null && dirName(typeof r.agentId === "string" ? r.agentId : null) !== agentDir) {
+        report.problems.push(`${name}: a record of another agent is misplaced here`);
+      }
+    });
+    return sorted;
+  };
   const entries = await fs.readdir(dir.path);
   // What a repair killed part-way left (docs/RELIABILITY.md "Trust boundaries"): told, and removed by --repair once provably stale.
   const isLeftover = (name: string) => /\.jsonl\.repair-/.test(name);
@@ -178,7 +170,7 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
       continue;
     }
     if (!(await checkEntry(fs, path, "file", repair, report))) continue;
-    const sorted = sortLines(await fs.readText(path), f.name, seen, { session: sessionName, agentDir: dir.agent?.replace(/^agent-/, "") ?? null }, out, report);
+    const sorted = sortLines(await fs.readText(path), f.name);
     const unreadable = sorted.torn.length - (sorted.tornTail ? 1 : 0);
     const issues = [
       sorted.tornTail ? "a torn final line" : null,
