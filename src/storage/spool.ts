@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { currentUid, ensurePrivateDir, ensureTrustedDir, UnsafePathError, untrusted } from "./trusted-path.ts";
 import { join } from "node:path/posix";
 import { hostname, tmpdir } from "node:os";
-import { type FsAdapter, isNotFound, removeIfThere } from "./fs-adapter.ts";
+import { type FsAdapter, removeIfThere, unless } from "./fs-adapter.ts";
 
 const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");
 const SPOOL_NAME = /^spool-(.+)-(\d+)-([^-]+?)(?:-a\d+)?\.jsonl$/;
@@ -194,16 +194,10 @@ export class Spool {
 
   /** The bytes of `path` from the offset to `limit`, READ_BYTES at a time but at least one whole line ([] when it is not there). */
   private async read(path: string, limit: number): Promise<Uint8Array> {
-    try {
-      let bytes = await this.fs.readRange(path, this.offset, Math.min(limit, this.offset + READ_BYTES));
-      while (!bytes.includes(0x0a) && bytes.length > 0 && bytes.length % READ_BYTES === 0) {
-        bytes = await this.fs.readRange(path, this.offset, Math.min(limit, this.offset + bytes.length * 2));
-      }
-      return bytes;
-    } catch (error) {
-      if (isNotFound(error)) return new Uint8Array();
-      throw error;
-    }
+    const range = (end: number) => unless(this.fs.readRange(path, this.offset, Math.min(limit, end)), "ENOENT", new Uint8Array());
+    let bytes = await range(this.offset + READ_BYTES);
+    while (!bytes.includes(0x0a) && bytes.length > 0 && bytes.length % READ_BYTES === 0) bytes = await range(this.offset + bytes.length * 2);
+    return bytes;
   }
 
   /** Removes a file read to its end (the own file only when nothing was appended since); true when another may hold jobs. */
