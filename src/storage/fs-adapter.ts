@@ -71,12 +71,13 @@ export function isNotFound(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === "ENOENT";
 }
 
-/** What `work` resolves with, or `value` when it fails with `code` (ENOENT: the path is not there). */
-export async function unless<T, V>(work: Promise<T>, code: string | null, value: V): Promise<T | V> {
+/** What `work` resolves with, or `value` when it fails with one of `codes` (ENOENT: the path is not there). */
+export async function unless<T, V>(work: Promise<T>, codes: string | readonly string[] | null, value: V): Promise<T | V> {
   try {
     return await work;
   } catch (error) {
-    if (code !== null && (error as { code?: string } | null)?.code === code) return value;
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && (codes === code || (Array.isArray(codes) && codes.includes(code)))) return value;
     throw error;
   }
 }

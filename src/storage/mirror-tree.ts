@@ -30,6 +30,10 @@ export interface TreeWriting {
   repaired(repair: { dir: string; file: string; bytes: number }): void;
 }
 
+/** A conversation's files: the regular `.jsonl` files in its directory, oldest first. */
+export const jsonlNames = async (fs: FsAdapter, dir: string) =>
+  (await fs.readdir(dir)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
+
 /** ISO-8601 with `:` made `-`, so names sort by time. */
 export function rotationName(ms: number, attempt = 0): string {
   const stamp = new Date(ms).toISOString().replace(/:/g, "-");
@@ -61,11 +65,6 @@ export class MirrorTree {
     await this.ensureDir(join(this.root, ".staging"));
     await this.writer;
     this.staging = true;
-  }
-
-  async fileNames(dir: string): Promise<string[]> {
-    const entries = await this.fs.readdir(dir);
-    return entries.filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
   }
 
   /** Trusted directories all the way down: writes never leave the root. */
@@ -113,7 +112,7 @@ export class MirrorTree {
    * moved aside into `<file>.torn` and cut off, so the next append starts on a clean line. */
   private async catchUp(dir: string, cursor: Cursor): Promise<{ records: Json[]; repaired: { file: string; bytes: number }[] }> {
     const out = { records: [] as Json[], repaired: [] as { file: string; bytes: number }[] };
-    for (const name of await this.fileNames(dir)) {
+    for (const name of await jsonlNames(this.fs, dir)) {
       const path = join(dir, name);
       const info = await this.fs.lstat(path);
       if (info === null) continue;
