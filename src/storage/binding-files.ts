@@ -63,18 +63,18 @@ export class BindingFiles {
     return { credential: str(value.credential), claims: str(value.claims), cwd: str(value.cwd) };
   }
 
-  async prepare(): Promise<void> {
-    await ensureTrustedDir(this.fs, this.root, join(this.root, BINDINGS_DIR));
+  prepare(): Promise<void> {
+    return ensureTrustedDir(this.fs, this.root, join(this.root, BINDINGS_DIR));
   }
 
   /** False when another writer bound it first: read theirs. */
   async create(sessionDir: string, binding: SessionBinding): Promise<boolean> {
-    await ensureTrustedDir(this.fs, this.root, join(this.root, BINDINGS_DIR));
+    await this.prepare();
     return await this.fs.createExclusive(this.pathOf(sessionDir), JSON.stringify(binding) + "\n", true);
   }
 
   async replace(sessionDir: string, binding: SessionBinding): Promise<void> {
-    await ensureTrustedDir(this.fs, this.root, join(this.root, BINDINGS_DIR));
+    await this.prepare();
     await replaceFile(this.fs, this.pathOf(sessionDir), JSON.stringify(binding) + "\n");
   }
 }

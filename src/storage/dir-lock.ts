@@ -11,13 +11,8 @@ import { Retry } from "../utils/keyed-queue.ts";
 /** Field 22 of /proc/<pid>/stat, or null off Linux (another system's /proc, or a file planted there, is not read as it). */
 export async function processStart(fs: FsAdapter, pid: number, platform: string = process.platform): Promise<string | null> {
   if (platform !== "linux") return null;
-  try {
-    const stat = await fs.readText(`/proc/${pid}/stat`);
-    // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
-  } catch {
-    return null;
-  }
+  // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'. No such process: null.
+  return await fs.readText(`/proc/${pid}/stat`).then((stat) => stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null, () => null);
 }
 
 export async function selfOwner(fs: FsAdapter): Promise<LockOwner> {
@@ -47,7 +42,7 @@ export async function writerTag(fs: FsAdapter): Promise<string> {
   return `w${process.pid}-${(await processStart(fs, process.pid)) ?? "x"}-${hostTag()}`;
 }
 
-export function writerOf(name: string): { pid: number; start: string | null; host: string } | null {
+export function writerOf(name: string): LockOwner | null {
   const m = /(?:^|[.-])w(\d+)-(\d+|x)-([0-9a-f]{8})(?=[.-]|$)/.exec(name);
   return m === null ? null : { pid: Number(m[1]), start: m[2] === "x" ? null : m[2], host: m[3] };
 }
@@ -148,13 +143,12 @@ export class DirLocks {
     for (let attempt = 0;; attempt++) {
       if (!this.busy.has(path)) {
         this.busy.add(path);
-        let taken: { held: boolean; owner: string | null } = { held: false, owner: null };
-        try {
-          taken = await this.take(path, me);
-        } finally {
-          if (!taken.held) this.busy.delete(path);
-        }
-        if (taken.held) return () => this.release(dir, path, me);
+        const taken = await this.take(path, me).catch((error) => {
+          this.busy.delete(path);
+          throw error;
+        });
+        if (taken.held) return () => this.remove(path, { dir, owner: me }).finally(() => this.busy.delete(path));
+        this.busy.delete(path);
         heldBy = taken.owner;
       }
       if (this.options.clock() >= deadline) throw new LockBusyError(`writer lock of ${dir} is held by ${heldBy ?? "another process"}`);
@@ -194,14 +188,6 @@ export class DirLocks {
       const info = await this.fs.lstat(path);
       if (info === null || info.isSymbolicLink || (await readIfThere(this.fs, path)) !== raw) return { held: false, owner: raw }; // look again later
       await this.fs.unlink(path);
-    }
-  }
-
-  private async release(dir: string, path: string, me: string): Promise<void> {
-    try {
-      await this.remove(path, { dir, owner: me });
-    } finally {
-      this.busy.delete(path);
     }
   }
 

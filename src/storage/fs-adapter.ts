@@ -1,28 +1,23 @@
 // The only module that touches `node:fs` (docs/DESIGN.md "Writes").
-import { constants, promises as fsp, watch } from "node:fs";
+import { constants, promises as fsp, type Stats, watch } from "node:fs";
 import process from "node:process";
 
 // Windows has no O_NOFOLLOW: there the tree's lstat checks before each open keep writes off symlinks.
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 // A FIFO opened for reading waits for a writer unless told not to.
 const NONBLOCK = constants.O_NONBLOCK ?? 0;
+const APPEND = constants.O_WRONLY | constants.O_APPEND | NOFOLLOW;
 
 export class NotRegularFileError extends Error {
   override name = "NotRegularFileError";
   readonly code = "ENOTREG";
 }
 
-function kindOf(s: { isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean; isDirectory(): boolean }): string {
-  return s.isFIFO()
-    ? "a FIFO"
-    : s.isCharacterDevice() || s.isBlockDevice()
-    ? "a device"
-    : s.isSocket()
-    ? "a socket"
-    : s.isDirectory()
-    ? "a directory"
-    : "not a regular file";
-}
+const KINDS = [["isFIFO", "a FIFO"], ["isCharacterDevice", "a device"], ["isBlockDevice", "a device"], ["isSocket", "a socket"], [
+  "isDirectory",
+  "a directory",
+]] as const;
+const kindOf = (s: Stats) => KINDS.find(([is]) => s[is]())?.[1] ?? "not a regular file";
 
 export interface EntryInfo {
   isFile: boolean;
@@ -76,22 +71,19 @@ export function isNotFound(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === "ENOENT";
 }
 
-export async function removeIfThere(fs: FsAdapter, path: string): Promise<void> {
+/** What `work` resolves with, or `value` when it fails with one of `codes` (ENOENT: the path is not there). */
+export async function unless<T, V>(work: Promise<T>, codes: string | readonly string[] | null, value: V): Promise<T | V> {
   try {
-    await fs.unlink(path);
+    return await work;
   } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-}
-
-export async function readIfThere(fs: FsAdapter, path: string): Promise<string | null> {
-  try {
-    return await fs.readText(path);
-  } catch (error) {
-    if (isNotFound(error)) return null;
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && (codes === code || (Array.isArray(codes) && codes.includes(code)))) return value;
     throw error;
   }
 }
+
+export const removeIfThere = (fs: FsAdapter, path: string): Promise<void> => unless(fs.unlink(path), "ENOENT", undefined);
+export const readIfThere = (fs: FsAdapter, path: string): Promise<string | null> => unless(fs.readText(path), "ENOENT", null);
 
 /** One write(2): resolves with how many bytes it took. The seam a test uses to act as a nearly full disk. */
 export type WriteSome = (path: string, handle: fsp.FileHandle, bytes: Uint8Array) => Promise<number>;
@@ -100,22 +92,17 @@ export const kernelWrite: WriteSome = async (_path, handle, bytes) => (await han
 
 // A filling disk takes part of a write and says so only by the count (Bun, Node), or throws after writing part (Deno). A part is cut
 // back off unless more is there than this write could have made (another process appended; the next catch-up moves the torn line aside).
-/** Writes `data` whole to `path` (a new file 0600); false, nothing written, when opening fails with `unless`. */
+/** Writes `data` whole to `path` (a new file 0600); false, nothing written, when opening fails with `refused`. */
 async function openAndWrite(
   write: WriteSome,
   path: string,
   flags: number,
   data: string,
   sync: boolean,
-  unless: "ENOENT" | "EEXIST" | null,
+  refused: "ENOENT" | "EEXIST" | null,
 ): Promise<boolean> {
-  let handle: fsp.FileHandle;
-  try {
-    handle = await fsp.open(path, flags, 0o600);
-  } catch (error) {
-    if (unless !== null && (error as { code?: string }).code === unless) return false;
-    throw error;
-  }
+  const handle = await unless(fsp.open(path, flags, 0o600), refused, null);
+  if (handle === null) return false;
   const created = (flags & constants.O_EXCL) !== 0;
   const bytes = new TextEncoder().encode(data);
   let done = 0;
@@ -148,25 +135,15 @@ async function openAndWrite(
 export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
   return {
     posixModes: process.platform !== "win32",
-    async mkdir(path, mode) {
-      await fsp.mkdir(path, { recursive: true, mode });
-    },
-    async append(path, data, sync) {
-      await openAndWrite(write, path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NOFOLLOW, data, sync, null);
-    },
-    appendExisting(path, data, sync) {
-      return openAndWrite(write, path, constants.O_WRONLY | constants.O_APPEND | NOFOLLOW, data, sync, "ENOENT");
-    },
-    createExclusive(path, data, sync) {
-      return openAndWrite(write, path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, data, sync, "EEXIST");
-    },
-    async readText(path) {
-      return await fsp.readFile(path, "utf8");
-    },
-    async lstat(path) {
-      try {
-        const s = await fsp.lstat(path);
-        return {
+    mkdir: (path, mode) => fsp.mkdir(path, { recursive: true, mode }).then(() => {}),
+    append: (path, data, sync) => openAndWrite(write, path, APPEND | constants.O_CREAT, data, sync, null).then(() => {}),
+    appendExisting: (path, data, sync) => openAndWrite(write, path, APPEND, data, sync, "ENOENT"),
+    createExclusive: (path, data, sync) =>
+      openAndWrite(write, path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, data, sync, "EEXIST"),
+    readText: (path) => fsp.readFile(path, "utf8"),
+    lstat: (path) =>
+      unless(
+        fsp.lstat(path).then((s) => ({
           isFile: s.isFile(),
           isDirectory: s.isDirectory(),
           isSymbolicLink: s.isSymbolicLink(),
@@ -176,47 +153,22 @@ export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
           dev: s.dev,
           ino: s.ino,
           uid: typeof s.uid === "number" ? s.uid : -1,
-        };
-      } catch (error) {
-        if (isNotFound(error)) return null;
-        throw error;
-      }
-    },
-    async readdir(path) {
-      try {
-        const entries = await fsp.readdir(path, { withFileTypes: true });
-        return entries.map((e) => ({
-          name: String(e.name),
-          isFile: e.isFile(),
-          isDirectory: e.isDirectory(),
-          isSymbolicLink: e.isSymbolicLink(),
-        }));
-      } catch (error) {
-        if (isNotFound(error)) return [];
-        throw error;
-      }
-    },
-    async unlink(path) {
-      await fsp.unlink(path);
-    },
-    async rmdir(path) {
-      await fsp.rmdir(path);
-    },
-    async rename(from, to) {
-      await fsp.rename(from, to);
-    },
-    async chmod(path, mode) {
-      await fsp.chmod(path, mode);
-    },
-    async link(existing, path) {
-      try {
-        await fsp.link(existing, path);
-        return true;
-      } catch (error) {
-        if ((error as { code?: string }).code === "EEXIST") return false;
-        throw error;
-      }
-    },
+        })),
+        "ENOENT",
+        null,
+      ),
+    readdir: async (path) =>
+      (await unless(fsp.readdir(path, { withFileTypes: true }), "ENOENT", [])).map((e) => ({
+        name: String(e.name),
+        isFile: e.isFile(),
+        isDirectory: e.isDirectory(),
+        isSymbolicLink: e.isSymbolicLink(),
+      })),
+    unlink: (path) => fsp.unlink(path),
+    rmdir: (path) => fsp.rmdir(path),
+    rename: (from, to) => fsp.rename(from, to),
+    chmod: (path, mode) => fsp.chmod(path, mode),
+    link: (existing, path) => unless(fsp.link(existing, path).then(() => true), "EEXIST", false),
     async readRange(path, start, end) {
       const handle = await fsp.open(path, constants.O_RDONLY | NOFOLLOW | NONBLOCK);
       try {
@@ -246,14 +198,7 @@ export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
         await handle.close();
       }
     },
-    async canReadWrite(path) {
-      try {
-        await fsp.access(path, constants.R_OK | constants.W_OK);
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    canReadWrite: (path) => fsp.access(path, constants.R_OK | constants.W_OK).then(() => true, () => false),
     watch(path, onChange, onError) {
       try {
         // Deno ignores `persistent: false`: a watcher keeps its process alive until closed.

@@ -10,6 +10,7 @@ import { buildTree } from "../transcript/tree.ts";
 import { BUILTIN_PRICES, type PriceTable } from "../usage/prices.ts";
 import { type FactsCache, scanTranscripts, type TranscriptInfo, transcriptInfo } from "./claude-projects.ts";
 import { type FsAdapter, readIfThere } from "./fs-adapter.ts";
+import { jsonlNames } from "./mirror-tree.ts";
 
 /** The one walk of a session directory: main, side, each subagent (real directories only; links named, never followed). */
 export async function conversations(fs: FsAdapter, session: string) {
@@ -26,8 +27,7 @@ export async function conversations(fs: FsAdapter, session: string) {
   return { dirs, links };
 }
 
-export const jsonlFiles = async (fs: FsAdapter, dir: string) =>
-  (await fs.readdir(dir)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => join(dir, e.name)).sort();
+export const jsonlFiles = async (fs: FsAdapter, dir: string) => (await jsonlNames(fs, dir)).map((name) => join(dir, name));
 
 export type Lookup =
   | { kind: "found"; data: SessionData }

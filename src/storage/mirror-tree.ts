@@ -20,12 +20,6 @@ export interface AppendResult {
 
 export type Cursor = Map<string, number>;
 
-export interface CatchUp {
-  records: Record<string, unknown>[];
-  malformedLines: number;
-  repaired: { file: string; bytes: number }[];
-}
-
 export class IdentityError extends Error {
   override name = "IdentityError";
   readonly code = "EIDENTITY";
@@ -35,6 +29,10 @@ export interface TreeWriting {
   locks: DirLocks;
   repaired(repair: { dir: string; file: string; bytes: number }): void;
 }
+
+/** A conversation's files: the regular `.jsonl` files in its directory, oldest first. */
+export const jsonlNames = async (fs: FsAdapter, dir: string) =>
+  (await fs.readdir(dir)).filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
 
 /** ISO-8601 with `:` made `-`, so names sort by time. */
 export function rotationName(ms: number, attempt = 0): string {
@@ -69,19 +67,12 @@ export class MirrorTree {
     this.staging = true;
   }
 
-  async fileNames(dir: string): Promise<string[]> {
-    const entries = await this.fs.readdir(dir);
-    return entries.filter((e) => e.isFile && !e.isSymbolicLink && e.name.endsWith(".jsonl")).map((e) => e.name).sort();
-  }
-
   /** Trusted directories all the way down: writes never leave the root. */
   async ensureDir(dir: string): Promise<void> {
     await ensureTrustedDir(this.fs, this.root, dir);
   }
 
-  newCursor(): Cursor {
-    return new Map();
-  }
+  newCursor = (): Cursor => new Map();
 
   /** One lock covers a session's main, side and subagent conversations, so a side write reads the main one under it. */
   async locked<T>(place: ConversationPlace, _main: ConversationPlace | null, body: (io: TreeIo) => Promise<T>): Promise<T> {
@@ -96,7 +87,7 @@ export class MirrorTree {
           const next = new Map(cursor);
           const found = await this.catchUp(dir, next);
           for (const torn of found.repaired) repaired({ dir, ...torn });
-          for (const r of found.records as Json[]) {
+          for (const r of found.records) {
             if ((r.sessionId ?? null) !== owner.sessionId) {
               throw new IdentityError(`${dir} holds records of another session (${JSON.stringify(r.sessionId ?? null).slice(0, 80)}); nothing was written`);
             }
@@ -104,7 +95,7 @@ export class MirrorTree {
               throw new IdentityError(`${dir} holds records of another agent; nothing was written`);
             }
           }
-          return { records: found.records as Json[], cursor: next };
+          return { records: found.records, cursor: next };
         },
         append: async (of, records, cursor) => {
           const next = new Map(cursor);
@@ -119,9 +110,9 @@ export class MirrorTree {
 
   /** What anyone appended since `cursor`, advancing it; under the lock, a final line without its newline (a writer killed mid-append) is
    * moved aside into `<file>.torn` and cut off, so the next append starts on a clean line. */
-  async catchUp(dir: string, cursor: Cursor): Promise<CatchUp> {
-    const out: CatchUp = { records: [], malformedLines: 0, repaired: [] };
-    for (const name of await this.fileNames(dir)) {
+  private async catchUp(dir: string, cursor: Cursor): Promise<{ records: Json[]; repaired: { file: string; bytes: number }[] }> {
+    const out = { records: [] as Json[], repaired: [] as { file: string; bytes: number }[] };
+    for (const name of await jsonlNames(this.fs, dir)) {
       const path = join(dir, name);
       const info = await this.fs.lstat(path);
       if (info === null) continue;
@@ -140,9 +131,7 @@ export class MirrorTree {
         await this.fs.truncate(path, follower.offset);
         out.repaired.push({ file: `${name}.torn`, bytes: torn[0].length });
       }
-      const parsed = parseJsonl(lines.join("\n"));
-      out.records.push(...parsed.records);
-      out.malformedLines += parsed.malformed;
+      out.records.push(...parseJsonl(lines.join("\n")).records);
       cursor.set(name, Math.max(start, follower.offset));
     }
     return out;

@@ -1,7 +1,7 @@
 // Publishing a whole file safely (restore, export --out, the binding key): written and fsynced under a temporary name beside the target
 // (0600), then put in place in one step.
 import { basename, dirname } from "node:path/posix";
-import { type EntryInfo, type FsAdapter, removeIfThere as discard } from "./fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, removeIfThere as discard, unless } from "./fs-adapter.ts";
 import { removeLeftovers, writerTag } from "./dir-lock.ts";
 
 export type Published =
@@ -12,17 +12,23 @@ export type Published =
   /** The target changed since it was judged: nothing was replaced. */
   | { kind: "changed"; path: string };
 
-const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK"]);
+const NO_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK"];
 
-/** Under a fresh name naming this process; what a killed writer left beside `path` goes first (a restore killed mid-write left 27 MB). */
-async function writeAside(fs: FsAdapter, path: string, data: string): Promise<string> {
+/** Runs `use` on `data` written beside `path` under a fresh name naming this process, removed afterwards; what a killed writer left
+ * there goes first (a restore killed mid-write left 27 MB). */
+async function aside<T>(fs: FsAdapter, path: string, data: string, use: (tmp: string) => Promise<T>): Promise<T> {
   const dir = dirname(path);
   const prefix = `.${basename(path)}.sessiontap-`;
   await removeLeftovers(fs, dir, (n) => n.startsWith(prefix) && n.endsWith(".tmp"), Date.now());
   const writer = await writerTag(fs);
   for (let attempt = 0; attempt < 100; attempt++) {
     const tmp = `${dir}/${prefix}${writer}-${crypto.randomUUID().slice(0, 8)}.tmp`;
-    if (await fs.createExclusive(tmp, data, true)) return tmp;
+    if (!(await fs.createExclusive(tmp, data, true))) continue;
+    try {
+      return await use(tmp);
+    } finally {
+      await discard(fs, tmp);
+    }
   }
   throw new Error(`could not create a temporary file beside ${path}`);
 }
@@ -35,22 +41,14 @@ export async function checkWhole(fs: FsAdapter, path: string, data: string): Pro
 }
 
 async function linkOrCopy(fs: FsAdapter, from: string, to: string): Promise<boolean> {
-  try {
-    return await fs.link(from, to);
-  } catch (error) {
-    if (!NO_LINKS.has((error as { code?: string }).code ?? "")) throw error;
-    return await fs.createExclusive(to, await fs.readText(from), true);
-  }
+  return (await unless(fs.link(from, to), NO_LINKS, null)) ?? (await fs.createExclusive(to, await fs.readText(from), true));
 }
 
-export async function publishNew(fs: FsAdapter, path: string, data: string): Promise<Published> {
-  const tmp = await writeAside(fs, path, data);
-  try {
+export function publishNew(fs: FsAdapter, path: string, data: string): Promise<Published> {
+  return aside(fs, path, data, async (tmp) => {
     await checkWhole(fs, tmp, data);
     return (await linkOrCopy(fs, tmp, path)) ? { kind: "created", path } : { kind: "appeared", path };
-  } finally {
-    await discard(fs, tmp);
-  }
+  });
 }
 
 /** `<name>.bak-<UTC timestamp>` for a time: `20261130T033317Z`. */
@@ -63,9 +61,8 @@ function unchanged(judged: EntryInfo, now: EntryInfo | null): boolean {
   return now !== null && now.isFile && now.dev === judged.dev && now.ino === judged.ino && now.size === judged.size && now.mtimeMs === judged.mtimeMs;
 }
 
-export async function replaceWithBackup(fs: FsAdapter, path: string, data: string, judged: EntryInfo, nowMs: number): Promise<Published> {
-  const tmp = await writeAside(fs, path, data);
-  try {
+export function replaceWithBackup(fs: FsAdapter, path: string, data: string, judged: EntryInfo, nowMs: number): Promise<Published> {
+  return aside(fs, path, data, async (tmp) => {
     let backup: string | null = null;
     for (let attempt = 0; attempt < 100 && backup === null; attempt++) {
       const name = backupName(path, nowMs, attempt);
@@ -83,18 +80,13 @@ export async function replaceWithBackup(fs: FsAdapter, path: string, data: strin
       throw error;
     }
     await fs.rename(tmp, path);
-    return { kind: "replaced", path, backup };
-  } finally {
-    await discard(fs, tmp);
-  }
+    return { kind: "replaced", path, backup } as const;
+  });
 }
 
-export async function replaceFile(fs: FsAdapter, path: string, data: string): Promise<void> {
-  const tmp = await writeAside(fs, path, data);
-  try {
+export function replaceFile(fs: FsAdapter, path: string, data: string): Promise<void> {
+  return aside(fs, path, data, async (tmp) => {
     await checkWhole(fs, tmp, data);
     await fs.rename(tmp, path);
-  } finally {
-    await discard(fs, tmp);
-  }
+  });
 }

@@ -7,11 +7,24 @@ import { createHash } from "node:crypto";
 import { currentUid, ensurePrivateDir, ensureTrustedDir, UnsafePathError, untrusted } from "./trusted-path.ts";
 import { join } from "node:path/posix";
 import { hostname, tmpdir } from "node:os";
-import { type FsAdapter, isNotFound, removeIfThere } from "./fs-adapter.ts";
+import { type FsAdapter, removeIfThere, unless } from "./fs-adapter.ts";
 
 const safe = (s: string) => s.replace(/[^A-Za-z0-9.]/g, "_");
 const SPOOL_NAME = /^spool-(.+)-(\d+)-([^-]+?)(?:-a\d+)?\.jsonl$/;
 const READ_BYTES = 4 * 1024 * 1024;
+const encoder = new TextEncoder();
+
+/** The jobs on the whole lines of `text` (read from byte `at` of its file), each with where its line ends; and where each malformed line ends. */
+function jobsOf(text: string, at = 0): { jobs: { job: CommitJob; end: number }[]; malformed: number[] } {
+  const out = { jobs: [] as { job: CommitJob; end: number }[], malformed: [] as number[] };
+  for (const line of completeLines(text)) {
+    at += encoder.encode(line).length + 1;
+    const job = jsonObject(line) as CommitJob | null;
+    if (job === null) out.malformed.push(at);
+    else out.jobs.push({ job, end: at });
+  }
+  return out;
+}
 
 /** One place a spool can live; `ensure` creates the directory (0700) or checks the one there, and throws when it cannot be used. */
 export interface SpoolPlace {
@@ -78,10 +91,6 @@ export class Spool {
     return `spool-${safe(me.host)}-${me.pid}-${me.start ?? "x"}`;
   }
 
-  async ownName(): Promise<string> {
-    return `${await this.stem()}.jsonl`;
-  }
-
   private isAdopted(name: string, stem: string): boolean {
     return name.startsWith(`${stem}-a`) && /^\d+\.jsonl$/.test(name.slice(stem.length + 2));
   }
@@ -103,19 +112,16 @@ export class Spool {
       if (!entry.isFile || entry.isSymbolicLink || m === null || entry.name === `${stem}.jsonl` || this.isAdopted(entry.name, stem) || m[1] !== host) continue;
       if (await ownerAlive(this.fs, { pid: Number(m[2]), start: m[3] === "x" ? null : m[3], host: hostname() })) continue;
       // A planted spool would be replayed into the mirror as if the user had said it.
-      const info = await this.fs.lstat(join(this.dir, entry.name));
+      const path = join(this.dir, entry.name);
+      const info = await this.fs.lstat(path);
       const why = info === null ? null : untrusted(info, "file");
       if (why !== null) {
-        this.events.refused(new UnsafePathError(`${join(this.dir, entry.name)} ${why}; not replayed`));
+        this.events.refused(new UnsafePathError(`${path} ${why}; not replayed`));
         continue;
       }
       const target = join(this.dir, `${stem}-a${++this.adoptions}.jsonl`);
-      try {
-        await this.fs.rename(join(this.dir, entry.name), target);
-      } catch {
-        continue; // another process adopted it first
-      }
-      const jobs = completeLines(await this.fs.readText(target)).filter((line) => jsonObject(line) !== null).length;
+      if (!(await this.fs.rename(path, target).then(() => true, () => false))) continue; // another process adopted it first
+      const jobs = jobsOf(await this.fs.readText(target)).jobs.length;
       this.pending += jobs;
       this.events.adopted(entry.name, jobs);
     }
@@ -139,13 +145,13 @@ export class Spool {
     try {
       if (!this.ensured) await this.place.ensure();
       this.ensured = true;
-      await this.fs.append(join(this.dir, await this.ownName()), text, true);
+      await this.fs.append(join(this.dir, `${await this.stem()}.jsonl`), text, true);
     } catch (error) {
       this.ensured = false; // the directory may have gone: made (and checked) again next time
       for (const w of batch) w.failed(error);
       return;
     }
-    this.synced += new TextEncoder().encode(text).length;
+    this.synced += encoder.encode(text).length;
     this.pending += batch.length;
     for (const w of batch) w.done();
   }
@@ -174,36 +180,24 @@ export class Spool {
   private async readAhead(): Promise<boolean> {
     if (!this.adopted) await this.adopt();
     this.adopted = true;
-    const own = await this.ownName();
+    const own = `${await this.stem()}.jsonl`;
     this.file ??= (await this.adoptedNames())[0] ?? own;
     const path = join(this.dir, this.file);
-    const bytes = await this.read(path, this.file === own ? this.synced : Number.POSITIVE_INFINITY);
-    const text = new TextDecoder().decode(bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1));
-    let end = this.offset;
-    for (const line of text.split("\n").slice(0, -1)) {
-      end += new TextEncoder().encode(line).length + 1;
-      const job = jsonObject(line) as CommitJob | null;
-      if (job !== null) this.ahead.push({ job, end });
-      else {
-        this.events.malformed(this.file, end);
-        this.offset = end;
-      }
-    }
+    const { jobs, malformed } = jobsOf(
+      new TextDecoder().decode(await this.read(path, this.file === own ? this.synced : Number.POSITIVE_INFINITY)),
+      this.offset,
+    );
+    this.ahead = jobs; // next() reads ahead only when nothing is left
+    for (const end of malformed) this.events.malformed(this.file, this.offset = end);
     return this.ahead.length > 0 || (await this.serial(() => this.finish(path, this.file === own)));
   }
 
   /** The bytes of `path` from the offset to `limit`, READ_BYTES at a time but at least one whole line ([] when it is not there). */
   private async read(path: string, limit: number): Promise<Uint8Array> {
-    try {
-      let bytes = await this.fs.readRange(path, this.offset, Math.min(limit, this.offset + READ_BYTES));
-      while (!bytes.includes(0x0a) && bytes.length > 0 && bytes.length % READ_BYTES === 0) {
-        bytes = await this.fs.readRange(path, this.offset, Math.min(limit, this.offset + bytes.length * 2));
-      }
-      return bytes;
-    } catch (error) {
-      if (isNotFound(error)) return new Uint8Array();
-      throw error;
-    }
+    const range = (end: number) => unless(this.fs.readRange(path, this.offset, Math.min(limit, end)), "ENOENT", new Uint8Array());
+    let bytes = await range(this.offset + READ_BYTES);
+    while (!bytes.includes(0x0a) && bytes.length > 0 && bytes.length % READ_BYTES === 0) bytes = await range(this.offset + bytes.length * 2);
+    return bytes;
   }
 
   /** Removes a file read to its end (the own file only when nothing was appended since); true when another may hold jobs. */
@@ -237,7 +231,7 @@ export class MirrorSpool {
       const spool = this.spool(place);
       try {
         await Promise.all(jobs.map((job) => spool.append(job))); // one batch: one write, one fsync
-        return join(place.dir, await spool.ownName());
+        return join(place.dir, `${await spool.stem()}.jsonl`);
       } catch (error) {
         failures.push(`${place.dir}: ${(error as { code?: string }).code ?? ""} ${(error as Error).message}`.trim());
       }
@@ -254,11 +248,10 @@ export class MirrorSpool {
         await spool.adopt();
         for (const name of await spool.adoptedNames()) {
           const path = join(place.dir, name);
-          const lines = completeLines(await this.fs.readText(path));
-          const jobs = lines.map((line) => jsonObject(line) as CommitJob | null).filter((job) => job !== null);
+          const { jobs, malformed } = jobsOf(await this.fs.readText(path));
           out.files.push(path);
-          out.jobs = out.jobs.concat(jobs);
-          out.malformed += lines.length - jobs.length;
+          out.jobs = out.jobs.concat(jobs.map((j) => j.job));
+          out.malformed += malformed.length;
         }
       } catch (error) {
         if ((error as { code?: string }).code === "ENOTDIR") continue; // a path that cannot hold a spool holds none

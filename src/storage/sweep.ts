@@ -1,6 +1,6 @@
 // Retention sweep (docs/DESIGN.md "The mirror"): removes mirror files older than the cutoff, then prunes the directories that emptied
 // (never a young empty one: a writer just made it).
-import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, unless } from "./fs-adapter.ts";
 import { join } from "node:path/posix";
 
 export interface SweepResult {
@@ -76,13 +76,6 @@ async function unchanged(fs: FsAdapter, pairs: [string, EntryInfo][], result: Sw
 }
 
 /** False when a writer put something in it (or removed it) meanwhile. */
-async function removeDir(fs: FsAdapter, path: string): Promise<boolean> {
-  try {
-    await fs.rmdir(path);
-    return true;
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOENT") return false;
-    throw error;
-  }
+function removeDir(fs: FsAdapter, path: string): Promise<boolean> {
+  return unless(fs.rmdir(path).then(() => true), ["ENOTEMPTY", "EEXIST", "ENOENT"], false);
 }

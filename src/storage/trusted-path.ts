@@ -1,7 +1,7 @@
 // What the tap may write into (docs/RELIABILITY.md "Trust boundaries"): only directories and files owned by its own user, writable by nobody else, reached
 // without following a symbolic link.
 import process from "node:process";
-import type { EntryInfo, FsAdapter } from "./fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, unless } from "./fs-adapter.ts";
 
 export const DIR_MODE = 0o700;
 
@@ -51,11 +51,7 @@ export async function ensureTrustedDir(fs: FsAdapter, root: string, dir: string)
 export async function ensurePrivateDir(fs: FsAdapter, path: string): Promise<void> {
   let info = await fs.lstat(path);
   if (info === null) {
-    try {
-      await fs.mkdir(path, DIR_MODE);
-    } catch (error) {
-      if ((error as { code?: string }).code !== "EEXIST") throw error;
-    }
+    await unless(fs.mkdir(path, DIR_MODE), "EEXIST", undefined);
     info = await fs.lstat(path);
   }
   const refuse = (why: string) => Object.assign(new Error(`${path} ${why}; not used`), { code: "EUNSAFE" });

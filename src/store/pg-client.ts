@@ -43,15 +43,17 @@ export function isJobError(error: unknown): boolean {
   return /^(22|23|54)[0-9A-Z]{3}$/.test(code);
 }
 
+const PROBLEMS: [RegExp, string][] = [
+  [/^28P01$/, "authentication failed (wrong password)"],
+  [/^28/, "authentication failed (the role is not allowed in, or does not exist)"],
+  [/^3D000$/, "the database does not exist"],
+  [/^42501$/, "the role may not connect to this database"],
+];
+
 /** Why the store refuses every connection for its settings (retried as an outage it would wait for ever in silence), or null. */
 export function configurationProblem(error: unknown): string | null {
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") return null;
-  if (code === "28P01") return "authentication failed (wrong password)";
-  if (code.startsWith("28")) return "authentication failed (the role is not allowed in, or does not exist)";
-  if (code === "3D000") return "the database does not exist";
-  if (code === "42501") return "the role may not connect to this database";
-  return null;
+  return typeof code === "string" ? PROBLEMS.find(([sqlstate]) => sqlstate.test(code))?.[1] ?? null : null;
 }
 
 export function redactUrl(url: string): string {
@@ -80,14 +82,8 @@ export function lockKey(place: ConversationPlace): number {
 
 // The schema (docs/DESIGN.md "The shared store"): one table, one json entry per record (json, not jsonb: jsonb rejects `\u0000` and lone
 // surrogates real tool output holds); migrations run in one transaction under an advisory lock, versioned in `sessiontap_schema`.
-export interface Migration {
-  version: number;
-  description: string;
-  sql: string;
-}
-
 /** Every migration, oldest first. Only ever append: a released step is never edited. */
-export const MIGRATIONS: readonly Migration[] = [
+export const MIGRATIONS: readonly { version: number; description: string; sql: string }[] = [
   {
     version: 1,
     description: "sessiontap_entries: one json entry per transcript record",
@@ -117,7 +113,7 @@ CREATE TABLE IF NOT EXISTS sessiontap_schema (
   applied_at  timestamptz NOT NULL DEFAULT now()
 )`;
 
-export async function schemaVersion(sql: Sql): Promise<number | null> {
+export async function schemaVersion(sql: Sql | Tx): Promise<number | null> {
   const [{ present }] = await sql<{ present: boolean }[]>`SELECT to_regclass('sessiontap_schema') IS NOT NULL AS present`;
   if (!present) return null;
   const [{ version }] = await sql<{ version: number | null }[]>`SELECT max(version) AS version FROM sessiontap_schema`;
@@ -139,8 +135,7 @@ export async function migrate(sql: Sql): Promise<Migrated> {
   return await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}::int4, ${MIGRATION_LOCK}::int4)`;
     await tx.unsafe(VERSION_TABLE);
-    const [{ version }] = await tx<{ version: number | null }[]>`SELECT max(version) AS version FROM sessiontap_schema`;
-    const from = version;
+    const from = await schemaVersion(tx);
     const applied: number[] = [];
     for (const step of MIGRATIONS) {
       if (from !== null && step.version <= from) continue;

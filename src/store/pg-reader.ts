@@ -29,12 +29,7 @@ export class PgReader implements SessionSource {
         max(created_at) OVER (PARTITION BY session_id) AS last
       FROM sessiontap_entries ORDER BY last DESC, session_id, seq`
     );
-    const sessions = new Map<string, SessionData>();
-    for (const row of rows) {
-      if (!sessions.has(row.session_id)) sessions.set(row.session_id, emptySession(row.session_id));
-      add(sessions.get(row.session_id)!, row);
-    }
-    return [...sessions.values()];
+    return sessionsOf(rows);
   }
 
   async load(sessionId: string): Promise<SessionData> {
@@ -43,9 +38,7 @@ export class PgReader implements SessionSource {
       SELECT session_id, subpath, entry::text AS entry, octet_length(entry::text) AS bytes
       FROM sessiontap_entries WHERE session_id = ${sessionId} ORDER BY seq`
     );
-    const data = emptySession(sessionId);
-    for (const row of rows) add(data, row);
-    return data;
+    return sessionsOf(rows)[0] ?? emptySession(sessionId);
   }
 
   async sessionDirs(): Promise<string[]> {
@@ -82,18 +75,24 @@ function emptySession(dir: string): SessionData {
   return { dir, records: [], malformed: 0, files: 0, bytes: 0, agents: [], side: [] };
 }
 
-function add(data: SessionData, row: Row): void {
-  data.bytes += Number(row.bytes) + 1; // as a JSONL line
-  const record = upgradeOlderRecord(JSON.parse(row.entry) as Record<string, unknown>);
-  if (row.subpath === "") {
-    data.records.push(record);
-    data.files = 1;
-  } else if (row.subpath === "side") data.side.push(record);
-  else {
-    const dir = row.subpath.startsWith("subagents/") ? row.subpath.slice("subagents/".length) : row.subpath;
-    const agent = data.agents.find((a) => a.dir === dir) ?? data.agents[data.agents.push({ dir, records: [] }) - 1];
-    agent.records.push(record);
+/** Rows in seq order, grouped by session in the order first met. */
+function sessionsOf(rows: Row[]): SessionData[] {
+  const sessions = new Map<string, SessionData>();
+  for (const row of rows) {
+    const data = sessions.get(row.session_id) ?? sessions.set(row.session_id, emptySession(row.session_id)).get(row.session_id)!;
+    data.bytes += Number(row.bytes) + 1; // as a JSONL line
+    const record = upgradeOlderRecord(JSON.parse(row.entry) as Record<string, unknown>);
+    if (row.subpath === "") {
+      data.records.push(record);
+      data.files = 1;
+    } else if (row.subpath === "side") data.side.push(record);
+    else {
+      const dir = row.subpath.startsWith("subagents/") ? row.subpath.slice("subagents/".length) : row.subpath;
+      const agent = data.agents.find((a) => a.dir === dir) ?? data.agents[data.agents.push({ dir, records: [] }) - 1];
+      agent.records.push(record);
+    }
   }
+  return [...sessions.values()];
 }
 
 export async function withSessionSource<T>(config: Readonly<Config>, fs: FsAdapter, fn: (source: SessionSource) => Promise<T>): Promise<T> {

@@ -25,7 +25,7 @@ import { Alarm, settlesWithin } from "../utils/alarm.ts";
 import { Spool, trustedPlace } from "../storage/spool.ts";
 import { CommitWriter, type TargetIo, type WriteTarget } from "../writer/commit-writer.ts";
 import { join } from "node:path/posix";
-import { Retry } from "../utils/keyed-queue.ts";
+import { KeyedQueue } from "../utils/keyed-queue.ts";
 
 export interface PgSinkOptions {
   url: string;
@@ -46,6 +46,8 @@ const COMMIT_TIMEOUT_MS = 10_000;
 /** How often a store refused for its settings is tried again. */
 const CONFIG_RETRY_MS = 60_000;
 const keyOf = (job: CommitJob) => placeOf(job.route, job.sessionDir, job.agentDir).key;
+/** The queue's one key: its items only wake the drain, the spool holds the commits. */
+const STORE = "store";
 
 /** What /_tap/health shows of the store (docs/DESIGN.md "The shared store"). */
 export type StoreHealth = ReturnType<PgSink["health"]>;
@@ -59,9 +61,7 @@ export class PgSink {
   private readonly counts = { commits: 0, records: 0, conflicts: 0, replayed: 0, setAside: 0, dropped: 0, errors: 0, driverErrors: 0 };
   private lastError: string | null = null;
   private schema: number | null = null;
-  private readonly retry = new Retry(250, 10_000);
-  private draining: Promise<void> | null = null;
-  private again = false;
+  private readonly queue: KeyedQueue<null>;
   private closed = false;
   /** Unreachable, or refused for its settings: each said once, then at most once a minute, and when it is back. */
   private readonly reach: Alarm;
@@ -82,10 +82,13 @@ export class PgSink {
       adopted: (file, jobs) => options.log("store-spool", { adopted: file, jobs }),
       refused: (error) => options.log("store-error", { stage: "spool", error: describe(error) }),
     });
+    this.queue = new KeyedQueue((_, wakes) => this.drain(wakes.length), Number.POSITIVE_INFINITY, clock, {
+      failed: (_, error, attempt) => this.closed ? undefined : this.unavailable(error, attempt),
+    });
   }
 
   start(): void {
-    this.kick();
+    void this.queue.push(STORE, null);
   }
 
   /** Resolves once the commit is spooled (or counted as dropped); never rejects. */
@@ -98,36 +101,20 @@ export class PgSink {
       this.options.log("store-error", { stage: "spool", error: describe(error), session: job.sessionDir, dropped: this.counts.dropped });
       return;
     }
-    this.kick();
+    this.start();
   }
 
   /** The client threw from a callback of its own (porsager/postgres#1208): it is replaced; what was in flight is still spooled. */
   driverFailed(error: unknown): void {
     this.counts.driverErrors++;
-    this.counts.errors++;
-    this.lastError = describe(error);
-    this.options.log("store-error", { stage: "driver", error: this.lastError, replaced: true });
+    this.options.log("store-error", { stage: "driver", error: this.failure(error), replaced: true });
     const old = this.sql;
     this.sql = openStore(this.options.url);
     void closeStore(old, 0);
   }
 
-  /** Unless a drain runs (it is told to look again) or a retry is due. */
-  private kick(): void {
-    if (this.closed || this.retry.due) return;
-    if (this.draining !== null) {
-      this.again = true;
-      return;
-    }
-    this.again = false;
-    this.draining = this.drain().finally(() => {
-      this.draining = null;
-      if (this.again) this.kick();
-    });
-  }
-
-  /** On a failure the rest waits for a reconnect, backing off. */
-  private async drain(): Promise<void> {
+  /** Writes the spool through, answering `wakes` wakes; on a failure the rest waits for a reconnect, backing off. */
+  private async drain(wakes: number): Promise<number> {
     const late = this.status !== "ok";
     let written = 0;
     try {
@@ -137,14 +124,11 @@ export class PgSink {
         this.spool.shift(jobs.length);
         written += jobs.length;
       }
-      this.retry.reset();
-      if (late) this.back(written);
-    } catch (error) {
+    } finally {
       if (late) this.counts.replayed += written;
-      if (this.closed) return;
-      this.unavailable(error);
-      this.retry.later(() => this.kick(), this.status === "misconfigured" ? CONFIG_RETRY_MS : undefined);
     }
+    if (late) this.back(written);
+    return wakes;
   }
 
   private async connect(): Promise<void> {
@@ -156,7 +140,6 @@ export class PgSink {
   }
 
   private back(written: number): void {
-    this.counts.replayed += written;
     this.options.log("store", { status: "ok", replayed: written, spooled: this.spool.pending });
     this.status = "ok";
     this.misconfigured = null;
@@ -179,53 +162,41 @@ export class PgSink {
         return;
       }
       this.counts.setAside++;
-      this.counts.errors++;
-      this.lastError = describe(error);
-      this.options.log("store-error", { stage: "write", error: describe(error), session: jobs[0].sessionDir, setAside: this.counts.setAside });
+      this.options.log("store-error", { stage: "write", error: this.failure(error), session: jobs[0].sessionDir, setAside: this.counts.setAside });
       await this.spool.setAside(jobs[0]).catch((e) => this.options.log("store-error", { stage: "set-aside", error: describe(e) }));
     }
   }
 
-  /** Each change of state is one events-log line; stderr hears the first failure of each kind, then a reminder a minute. */
-  private unavailable(error: unknown): void {
+  private failure(error: unknown): string {
     this.counts.errors++;
-    this.lastError = describe(error);
+    return (this.lastError = describe(error));
+  }
+
+  /** Each change of state is one events-log line; stderr hears the first failure of each kind, then a reminder a minute. Returns the wait. */
+  private unavailable(error: unknown, attempt: number): number {
+    const why = this.failure(error);
     const problem = configurationProblem(error);
-    const status = problem === null ? "unreachable" : "misconfigured";
-    const store = redactUrl(this.options.url);
-    const spool = this.spool.dir;
-    if (problem !== null) {
-      this.misconfigured = `${problem} (${this.lastError})`;
-      this.settings.fail(
-        this.lastError,
-        (first) =>
-          `sessiontap: the store ${store} ${
+    const [store, spool, status] = [redactUrl(this.options.url), this.spool.dir, problem === null ? "unreachable" as const : "misconfigured" as const];
+    this.misconfigured = problem === null ? null : `${problem} (${why})`;
+    (problem === null ? this.reach : this.settings).fail(
+      why,
+      (first) =>
+        problem !== null
+          ? `sessiontap: the store ${store} ${
             first ? "cannot be used" : "still cannot be used"
-          }: ${this.misconfigured}; fix the store URL (--store / SESSIONTAP_STORE) or the store itself. Its commits are spooled in ${spool} and written once it accepts them (tried again every minute)`,
-      );
-    } else {
-      this.misconfigured = null;
-      this.reach.fail(
-        this.lastError,
-        (first) =>
-          first
-            ? `sessiontap: the store ${store} is unreachable (${this.lastError}); the client is unaffected, commits are spooled in ${spool} and written when it is back`
-            : `sessiontap: the store ${store} is still unreachable (${this.lastError}); ${this.spool.pending} commits spooled`,
-      );
-    }
-    if (this.status !== status) this.options.log("store", { status, error: this.lastError });
+          }: ${this.misconfigured}; fix the store URL (--store / SESSIONTAP_STORE) or the store itself. Its commits are spooled in ${spool} and written once it accepts them (tried again every minute)`
+          : first
+          ? `sessiontap: the store ${store} is unreachable (${why}); the client is unaffected, commits are spooled in ${spool} and written when it is back`
+          : `sessiontap: the store ${store} is still unreachable (${why}); ${this.spool.pending} commits spooled`,
+    );
+    if (this.status !== status) this.options.log("store", { status, error: why });
     this.status = status;
+    return problem === null ? Math.min(250 * 2 ** (attempt - 1), 10_000) : CONFIG_RETRY_MS;
   }
 
   /** Waits, at most `boundMs`, for the spool to be written; says how many commits still wait. */
   async flush(boundMs: number): Promise<void> {
-    this.kick();
-    await settlesWithin(
-      (async () => {
-        while (this.draining !== null) await this.draining;
-      })(),
-      boundMs,
-    );
+    await settlesWithin(this.queue.flush(), boundMs);
     if (this.spool.pending > 0) this.options.log("store-spool", { waiting: this.spool.pending });
   }
 
@@ -245,7 +216,7 @@ export class PgSink {
   /** What is still spooled is written by the next start. */
   async close(): Promise<void> {
     this.closed = true;
-    this.retry.cancel();
+    this.queue.stop();
     await closeStore(this.sql, 1);
   }
 }
@@ -261,17 +232,15 @@ export interface EntryRow {
 
 type StoreDone = { inserted: number };
 
-function rowsOf(place: ConversationPlace, records: readonly MirrorRecord[]): EntryRow[] {
-  return records.map((r) => {
-    const rec = r as unknown as Json;
-    return {
-      project_key: projectKey(rec.cwd),
-      session_id: place.sessionDir,
-      subpath: place.subpath,
-      uuid: typeof rec.uuid === "string" ? rec.uuid : null,
-      entry: JSON.stringify(r),
-    };
-  });
+function rowOf(place: ConversationPlace, record: MirrorRecord): EntryRow {
+  const { cwd, uuid } = record as unknown as Json;
+  return {
+    project_key: projectKey(cwd),
+    session_id: place.sessionDir,
+    subpath: place.subpath,
+    uuid: typeof uuid === "string" ? uuid : null,
+    entry: JSON.stringify(record),
+  };
 }
 
 /** Inserts rows in order, skipping a uuid already stored; resolves with the seq of each row inserted. */
@@ -290,36 +259,25 @@ export async function insertEntries(tx: Tx, rows: readonly EntryRow[]): Promise<
 class PgTarget implements WriteTarget<bigint, StoreDone> {
   constructor(private readonly sql: () => Sql) {}
 
-  newCursor(): bigint {
-    return 0n;
-  }
+  newCursor = () => 0n;
 
   async locked<T>(place: ConversationPlace, main: ConversationPlace | null, body: (io: TargetIo<bigint, StoreDone>) => Promise<T>): Promise<T> {
     return await this.sql().begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}::int4, ${lockKey(place)}::int4)`;
       if (main !== null) await tx`SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS}::int4, ${lockKey(main)}::int4)`;
       return await body({
-        catchUp: (of, cursor) => catchUp(tx, of, cursor),
+        catchUp: async (of, cursor) => {
+          const rows = await tx<{ seq: string; entry: string }[]>`
+            SELECT seq, entry::text AS entry FROM sessiontap_entries
+            WHERE session_id = ${of.sessionDir} AND subpath = ${of.subpath} AND seq > ${cursor.toString()}::bigint ORDER BY seq`;
+          return { records: rows.map((row) => JSON.parse(row.entry) as Json), cursor: rows.length === 0 ? cursor : BigInt(rows[rows.length - 1].seq) };
+        },
         append: async (of, records, cursor) => {
-          const seqs = await insertEntries(tx, rowsOf(of, records));
+          const seqs = await insertEntries(tx, records.map((r) => rowOf(of, r)));
           // Some rows were there already (a retried batch): the writer reads them back next time.
           return { cursor: seqs.reduce((a, b) => (b > a ? b : a), cursor), uncertain: seqs.length !== records.length, done: { inserted: seqs.length } };
         },
       });
     }) as T;
   }
-}
-
-async function catchUp(tx: Tx, place: ConversationPlace, cursor: bigint): Promise<{ records: Json[]; cursor: bigint }> {
-  const rows = await tx<{ seq: string; entry: string }[]>`
-    SELECT seq, entry::text AS entry FROM sessiontap_entries
-    WHERE session_id = ${place.sessionDir} AND subpath = ${place.subpath} AND seq > ${cursor.toString()}::bigint
-    ORDER BY seq`;
-  let last = cursor;
-  const records: Json[] = [];
-  for (const row of rows) {
-    records.push(JSON.parse(row.entry) as Json);
-    last = BigInt(row.seq);
-  }
-  return { records, cursor: last };
 }

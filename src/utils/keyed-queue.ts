@@ -36,12 +36,14 @@ export class Retry {
   }
 }
 
-type Key<T> = { items: T[]; since: number; run: Promise<void> | null; retry: Retry };
+/** `held`: waiting out the delay its failure named, which new items and flushes wait out too. */
+type Key<T> = { items: T[]; since: number; run: Promise<void> | null; retry: Retry; held: boolean };
 
 export interface QueueEvents {
-  dropped(key: string, n: number): void;
-  failed(key: string, error: unknown, attempt: number): void;
-  empty(): void;
+  dropped?(key: string, n: number): void;
+  /** A delay returned is waited out before the key runs again; otherwise the retry backs off, and a new item runs it at once. */
+  failed(key: string, error: unknown, attempt: number): number | void;
+  empty?(): void;
 }
 
 /** Items per key; `work` takes the waiting items of one key and resolves with how many of them it is done with. */
@@ -62,15 +64,15 @@ export class KeyedQueue<T> {
   push(key: string, item: T): Promise<void> {
     let entry = this.keys.get(key);
     if (entry === undefined) {
-      entry = { items: [], since: this.clock(), run: null, retry: new Retry(this.retry.firstMs, this.retry.maxMs) };
+      entry = { items: [], since: this.clock(), run: null, retry: new Retry(this.retry.firstMs, this.retry.maxMs), held: false };
       this.keys.set(key, entry);
     }
     entry.items.push(item);
     this.size++;
     let dropped = 0;
     for (; this.size > this.max && entry.items.length > 1; dropped++, this.size--) entry.items.shift();
-    if (dropped > 0) this.events.dropped(key, dropped);
-    return this.kick(key);
+    if (dropped > 0) this.events.dropped?.(key, dropped);
+    return entry.held ? Promise.resolve() : this.kick(key);
   }
 
   /** Runs a key now (its retry, if due, is forgotten). */
@@ -85,13 +87,15 @@ export class KeyedQueue<T> {
   private async drain(key: string, entry: Key<T>): Promise<void> {
     await Promise.resolve(); // items pushed in the same turn go together
     entry.retry.cancel();
+    entry.held = false;
     while (entry.items.length > 0 && !this.stopped) {
       let done: number;
       try {
         done = await this.work(key, entry.items);
       } catch (error) {
-        this.events.failed(key, error, entry.retry.attempts + 1);
-        entry.retry.later(() => void this.kick(key));
+        const ms = this.events.failed(key, error, entry.retry.attempts + 1);
+        entry.held = typeof ms === "number";
+        entry.retry.later(() => void this.kick(key), entry.held ? ms as number : undefined);
         return;
       }
       this.size -= entry.items.splice(0, done).length;
@@ -100,11 +104,11 @@ export class KeyedQueue<T> {
     }
     if (entry.items.length > 0) return;
     this.keys.delete(key);
-    if (this.size === 0) this.events.empty();
+    if (this.size === 0) this.events.empty?.();
   }
 
   async flush(): Promise<void> {
-    await Promise.all([...this.keys.keys()].map((key) => this.kick(key)));
+    await Promise.all([...this.keys].filter(([, entry]) => !entry.held).map(([key]) => this.kick(key)));
   }
 
   longestWaitMs(): number {
