@@ -372,38 +372,35 @@ export function renderText(items: Item[], o: TextOptions): string {
     return out.join("\n");
   };
 
-  const block = (b: Block, r: Rec): string | null => {
-    const text = String(b.text ?? "");
-    switch (kindOf(b)) {
-      case "injected":
-        if (!o.full) return s.dim(`  ⚙ ${injectedSummary(text)}`);
-        return injectedParts(text).map((p) => s.dim(`  ⚙ ${p.tag || "context"}`) + (p.inner === "" ? "" : `\n${indent(p.inner, "    ")}`)).join("\n");
-      case "text":
-        if (!o.full && isCompactSummary(r)) return s.dim(`  ${oneLine(scrubControl(text), 160)} (--full shows the whole summary)`);
-        return indent(scrubControl(text).trimEnd());
-      case "thinking": {
-        const t = scrubControl(String(b.thinking ?? "")).trim();
-        if (o.full) return `${s.dim("  ∴ thinking")}\n${indent(t, "    ")}`;
-        return s.dim(`  ∴ thinking${t === "" ? " (not shown by the API)" : ` (${t.length} characters): ${oneLine(t, 100)}`}`);
-      }
-      case "redacted":
-        return s.dim("  ∴ (redacted thinking)");
-      case "call": {
-        const lines = [`  ${s.tool("●")} ${s.bold(toolLine(b.name, b.input))}`];
-        if (o.full) lines.push(indent(scrubControl(jsonText(b.input ?? {})), "    "));
-        const found = pairing.take(b);
-        if (found !== undefined) lines.push(result(found));
-        return lines.join("\n");
-      }
-      case "result":
-        if (pairing.taken(b)) return null;
-        return `  ${s.tool("●")} ${s.dim(`result of ${scrubControl(String(b.tool_use_id ?? "a tool call"))}`)}\n${result(b)}`;
-      case "attachment":
-        return `  ${attachmentNote(b)}`;
-      default:
-        if (o.full) return `  [${String(b.type ?? "block")}]\n${indent(scrubControl(jsonText(b)), "    ")}`;
-        return s.dim(`  [${scrubControl(String(b.type ?? "unknown"))} block]`);
-    }
+  const blocks: Record<Kind, (b: Block, r: Rec) => string | null> = {
+    injected: (b) =>
+      o.full
+        ? injectedParts(String(b.text)).map((p) => s.dim(`  ⚙ ${p.tag || "context"}`) + (p.inner === "" ? "" : `\n${indent(p.inner, "    ")}`)).join("\n")
+        : s.dim(`  ⚙ ${injectedSummary(String(b.text))}`),
+    text: (b, r) =>
+      !o.full && isCompactSummary(r)
+        ? s.dim(`  ${oneLine(scrubControl(String(b.text ?? "")), 160)} (--full shows the whole summary)`)
+        : indent(scrubControl(String(b.text ?? "")).trimEnd()),
+    thinking: (b) => {
+      const t = scrubControl(String(b.thinking ?? "")).trim();
+      return o.full
+        ? `${s.dim("  ∴ thinking")}\n${indent(t, "    ")}`
+        : s.dim(`  ∴ thinking${t === "" ? " (not shown by the API)" : ` (${t.length} characters): ${oneLine(t, 100)}`}`);
+    },
+    redacted: () => s.dim("  ∴ (redacted thinking)"),
+    call: (b) => {
+      const lines = [`  ${s.tool("●")} ${s.bold(toolLine(b.name, b.input))}`];
+      if (o.full) lines.push(indent(scrubControl(jsonText(b.input ?? {})), "    "));
+      const found = pairing.take(b);
+      if (found !== undefined) lines.push(result(found));
+      return lines.join("\n");
+    },
+    result: (b) => pairing.taken(b) ? null : `  ${s.tool("●")} ${s.dim(`result of ${scrubControl(String(b.tool_use_id ?? "a tool call"))}`)}\n${result(b)}`,
+    attachment: (b) => `  ${attachmentNote(b)}`,
+    other: (b) =>
+      o.full
+        ? `  [${String(b.type ?? "block")}]\n${indent(scrubControl(jsonText(b)), "    ")}`
+        : s.dim(`  [${scrubControl(String(b.type ?? "unknown"))} block]`),
   };
 
   const record = (r: Rec, continued: boolean): string | null => {
@@ -417,9 +414,9 @@ export function renderText(items: Item[], o: TextOptions): string {
       return s.dim(`  ⚙ ${unchanged ? "environment from Claude Code, unchanged" : environmentSummary(text)}`);
     }
     if (r.type !== "user" && r.type !== "assistant") return s.dim(`${otherType(r)} record · ${when}`);
-    const blocks = blocksOf(message?.content);
-    const body = blocks.map((b) => block(b, r)).filter((t): t is string => t !== null);
-    if (body.length === 0 && (continued || blocks.length > 0)) return null;
+    const content = blocksOf(message?.content);
+    const body = content.map((b) => blocks[kindOf(b)](b, r)).filter((t): t is string => t !== null);
+    if (body.length === 0 && (continued || content.length > 0)) return null;
     if (continued) return body.join("\n");
     const answer = r.type === "assistant" ? answerLine(r, o.prices) : null;
     const model = typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : "";
