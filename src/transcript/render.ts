@@ -158,18 +158,14 @@ export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
     answer === null ? "" : `<span class="usage">${escapeHtml(answer)}</span>`,
     ...recordFlags(r, true).map((f) => `<span class="flag">${escapeHtml(f)}</span>`),
   ].join("");
-  let body: string;
-  let empty = false;
-  if (system) {
-    const text = systemText(r);
-    body = `<details class="env"><summary>${escapeHtml(environmentSummary(text))}</summary><pre>${escapeHtml(text)}</pre></details>`;
-  } else if (r.type !== "user" && r.type !== "assistant") {
-    body = `<pre>${escapeHtml(jsonText(r))}</pre>`;
-  } else {
-    const shown = blocks.filter((b) => !(b.type === "tool_result" && options.pairs?.taken(b)));
-    empty = shown.length === 0 && blocks.length > 0;
-    body = shown.map((b) => blockHtml(b, options)).join("");
-  }
+  const conversation = r.type === "user" || r.type === "assistant";
+  const shown = blocks.filter((b) => !(b.type === "tool_result" && options.pairs?.taken(b)));
+  const empty = conversation && shown.length === 0 && blocks.length > 0;
+  const body = system
+    ? `<details class="env"><summary>${escapeHtml(environmentSummary(systemText(r)))}</summary><pre>${escapeHtml(systemText(r))}</pre></details>`
+    : conversation
+    ? shown.map((b) => blockHtml(b, options)).join("")
+    : `<pre>${escapeHtml(jsonText(r))}</pre>`;
   // A record whose every block is shown inside its call's pair stays in the page (links, live updates find it) but hidden.
   const resultIds = blocks.filter((b) => b.type === "tool_result" && typeof b.tool_use_id === "string").map((b) => b.tool_use_id as string);
   const parent = escapeHtml(typeof r.parentUuid === "string" ? r.parentUuid : "");
@@ -194,11 +190,10 @@ function toolPairHtml(b: Block, options: HtmlOptions): string {
   const line = toolLine(b.name, b.input);
   const name = line.split(":")[0];
   const inside = result === undefined ? "" : `<div class="tool-result${error}" data-tool-use-id="${id}">${resultBody(result, options)}</div>`;
-  return `<details class="tool-use${error}" data-tool-use-id="${id}"${lines <= 8 ? " open" : ""}>` +
-    `<summary><span class="tool-name">${escapeHtml(name)}</span><span class="tool-what">${escapeHtml(line.slice(name.length))}</span> ` +
-    `<span class="tool-state">${escapeHtml(state)}</span></summary><pre class="tool-input">${
-      escapeHtml(input)
-    }</pre><div class="tool-out">${inside}</div></details>`;
+  const summary = `<span class="tool-name">${escapeHtml(name)}</span><span class="tool-what">${escapeHtml(line.slice(name.length))}</span> ` +
+    `<span class="tool-state">${escapeHtml(state)}</span>`;
+  return `<details class="tool-use${error}" data-tool-use-id="${id}"${lines <= 8 ? " open" : ""}><summary>${summary}</summary>` +
+    `<pre class="tool-input">${escapeHtml(input)}</pre><div class="tool-out">${inside}</div></details>`;
 }
 
 const HTML_BLOCKS: Record<Kind, (b: Block, options: HtmlOptions) => string> = {
