@@ -54,11 +54,8 @@ export function answersOf(records: Rec[], scope: Answer["scope"], seen = new Map
 
 export function sessionAnswers(session: { records: Rec[]; agents: { records: Rec[] }[]; side: Rec[] }): Answer[] {
   const seen = new Map<string, Answer>();
-  return [
-    ...answersOf(session.records, "main", seen),
-    ...answersOf(session.agents.flatMap((a) => a.records), "subagent", seen),
-    ...answersOf(session.side, "side", seen),
-  ];
+  const scopes = [[session.records, "main"], [session.agents.flatMap((a) => a.records), "subagent"], [session.side, "side"]] as const;
+  return scopes.flatMap(([records, scope]) => answersOf(records, scope, seen));
 }
 
 export type Totals = ReturnType<typeof totalsOf>;
