@@ -1,7 +1,7 @@
 // A mirrored session put back where `claude --resume ID` finds it (`restore`, the viewer, the drill): its current branch, subagents
 // and title, each file judged first (docs/DESIGN.md "One judge of Claude Code's transcript").
 import { dirname } from "node:path/posix";
-import { isObject } from "../protocol/json.ts";
+import { jsonObject } from "../protocol/json.ts";
 import { transcriptName } from "../protocol/session-id.ts";
 import { readFileFacts, transcriptPathFor } from "../storage/claude-projects.ts";
 import type { FsAdapter } from "../storage/fs-adapter.ts";
@@ -31,7 +31,7 @@ export interface RestoreOutcome {
   subagents: SubagentOutcome[];
 }
 
-export interface SubagentOutcome {
+type SubagentOutcome = {
   agentId: string;
   path: string;
   existing: TranscriptState;
@@ -39,19 +39,11 @@ export interface SubagentOutcome {
   records: number;
   backup: string | null;
   error?: string;
-}
+};
 
-export type RestoreResult =
-  | { ok: true; outcome: RestoreOutcome; problems: string[] }
-  | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
+type RestoreResult = { ok: true; outcome: RestoreOutcome; problems: string[] } | { ok: false; why: string; outcome: RestoreOutcome | null; hint?: string };
 
-export interface RestoreRequest {
-  claudeDir: string;
-  cwd: string | null;
-  dryRun: boolean;
-  force: boolean;
-  now: number;
-}
+type RestoreRequest = { claudeDir: string; cwd: string | null; dryRun: boolean; force: boolean; now: number };
 
 class LeftAlone extends Error {}
 
@@ -99,13 +91,9 @@ export async function restoreSession(
   if (plan.records.length === 0) return refuse(`session ${sessionId} has no user or assistant record to restore`);
   const path = await transcriptPathFor(fs, request.claudeDir, cwd, sessionId);
   const title = generatedTitle(others.side);
-  let found;
-  try {
-    found = await examine(fs, path, mirrorFacts(tree, [...others.side, ...others.agents.flatMap((a) => a.records)]), request.now);
-  } catch (error) {
-    if (error instanceof LeftAlone) return refuse(`${error.message}, nothing written`);
-    throw error;
-  }
+  const mirror = mirrorFacts(tree, [...others.side, ...others.agents.flatMap((a) => a.records)]);
+  const found = await examine(fs, path, mirror, request.now).catch((error) => error instanceof LeftAlone ? error : Promise.reject(error));
+  if (found instanceof LeftAlone) return refuse(`${found.message}, nothing written`);
   const { info, facts, verdict } = found;
   const besides = info === null ? { kept: [], foreign: null } : await besidesConversation(fs, path, sessionId);
   if (besides.foreign !== null && !request.force) {
@@ -165,13 +153,8 @@ async function besidesConversation(fs: FsAdapter, path: string, sessionId: strin
   const decoder = new TextDecoder();
   await new JsonlFollower(path).read(fs, (line) => {
     if (line.oversized) return; // a line too long to read is a message, never a title or a mode
-    let r: unknown;
-    try {
-      r = JSON.parse(decoder.decode(line.bytes));
-    } catch {
-      return; // a torn line: the backup keeps it
-    }
-    if (!isObject(r)) return;
+    const r = jsonObject(decoder.decode(line.bytes));
+    if (r === null) return; // a torn line: the backup keeps it
     if (typeof r.sessionId === "string" && r.sessionId !== sessionId) foreign ??= r.sessionId;
     else if (r.uuid === undefined && !OF_THE_OLD_CHAIN.has(String(r.type)) && bytes + line.bytes.length <= 1 << 20) {
       kept.push(r);

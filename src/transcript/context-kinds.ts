@@ -14,13 +14,7 @@ export interface ContextPiece {
 
 export const UNKNOWN_KIND = "sessiontap_context";
 
-interface Kind {
-  type: string;
-  role: "user" | "system";
-  besideToolResult?: true;
-  opens: string;
-  read(inner: string): Record<string, unknown> | null;
-}
+type Kind = { type: string; role: "user" | "system"; besideToolResult?: true; opens: string; read(inner: string): Record<string, unknown> | null };
 
 const ENV_HEAD = "# Environment\nYou have been invoked in the following environment: \n";
 const WORKTREE_LINE = "This is a git worktree";

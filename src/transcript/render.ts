@@ -158,18 +158,14 @@ export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
     answer === null ? "" : `<span class="usage">${escapeHtml(answer)}</span>`,
     ...recordFlags(r, true).map((f) => `<span class="flag">${escapeHtml(f)}</span>`),
   ].join("");
-  let body: string;
-  let empty = false;
-  if (system) {
-    const text = systemText(r);
-    body = `<details class="env"><summary>${escapeHtml(environmentSummary(text))}</summary><pre>${escapeHtml(text)}</pre></details>`;
-  } else if (r.type !== "user" && r.type !== "assistant") {
-    body = `<pre>${escapeHtml(jsonText(r))}</pre>`;
-  } else {
-    const shown = blocks.filter((b) => !(b.type === "tool_result" && options.pairs?.taken(b)));
-    empty = shown.length === 0 && blocks.length > 0;
-    body = shown.map((b) => blockHtml(b, options)).join("");
-  }
+  const conversation = r.type === "user" || r.type === "assistant";
+  const shown = blocks.filter((b) => !(b.type === "tool_result" && options.pairs?.taken(b)));
+  const empty = conversation && shown.length === 0 && blocks.length > 0;
+  const body = system
+    ? `<details class="env"><summary>${escapeHtml(environmentSummary(systemText(r)))}</summary><pre>${escapeHtml(systemText(r))}</pre></details>`
+    : conversation
+    ? shown.map((b) => blockHtml(b, options)).join("")
+    : `<pre>${escapeHtml(jsonText(r))}</pre>`;
   // A record whose every block is shown inside its call's pair stays in the page (links, live updates find it) but hidden.
   const resultIds = blocks.filter((b) => b.type === "tool_result" && typeof b.tool_use_id === "string").map((b) => b.tool_use_id as string);
   const parent = escapeHtml(typeof r.parentUuid === "string" ? r.parentUuid : "");
@@ -194,11 +190,10 @@ function toolPairHtml(b: Block, options: HtmlOptions): string {
   const line = toolLine(b.name, b.input);
   const name = line.split(":")[0];
   const inside = result === undefined ? "" : `<div class="tool-result${error}" data-tool-use-id="${id}">${resultBody(result, options)}</div>`;
-  return `<details class="tool-use${error}" data-tool-use-id="${id}"${lines <= 8 ? " open" : ""}>` +
-    `<summary><span class="tool-name">${escapeHtml(name)}</span><span class="tool-what">${escapeHtml(line.slice(name.length))}</span> ` +
-    `<span class="tool-state">${escapeHtml(state)}</span></summary><pre class="tool-input">${
-      escapeHtml(input)
-    }</pre><div class="tool-out">${inside}</div></details>`;
+  const summary = `<span class="tool-name">${escapeHtml(name)}</span><span class="tool-what">${escapeHtml(line.slice(name.length))}</span> ` +
+    `<span class="tool-state">${escapeHtml(state)}</span>`;
+  return `<details class="tool-use${error}" data-tool-use-id="${id}"${lines <= 8 ? " open" : ""}><summary>${summary}</summary>` +
+    `<pre class="tool-input">${escapeHtml(input)}</pre><div class="tool-out">${inside}</div></details>`;
 }
 
 const HTML_BLOCKS: Record<Kind, (b: Block, options: HtmlOptions) => string> = {
@@ -372,38 +367,35 @@ export function renderText(items: Item[], o: TextOptions): string {
     return out.join("\n");
   };
 
-  const block = (b: Block, r: Rec): string | null => {
-    const text = String(b.text ?? "");
-    switch (kindOf(b)) {
-      case "injected":
-        if (!o.full) return s.dim(`  ⚙ ${injectedSummary(text)}`);
-        return injectedParts(text).map((p) => s.dim(`  ⚙ ${p.tag || "context"}`) + (p.inner === "" ? "" : `\n${indent(p.inner, "    ")}`)).join("\n");
-      case "text":
-        if (!o.full && isCompactSummary(r)) return s.dim(`  ${oneLine(scrubControl(text), 160)} (--full shows the whole summary)`);
-        return indent(scrubControl(text).trimEnd());
-      case "thinking": {
-        const t = scrubControl(String(b.thinking ?? "")).trim();
-        if (o.full) return `${s.dim("  ∴ thinking")}\n${indent(t, "    ")}`;
-        return s.dim(`  ∴ thinking${t === "" ? " (not shown by the API)" : ` (${t.length} characters): ${oneLine(t, 100)}`}`);
-      }
-      case "redacted":
-        return s.dim("  ∴ (redacted thinking)");
-      case "call": {
-        const lines = [`  ${s.tool("●")} ${s.bold(toolLine(b.name, b.input))}`];
-        if (o.full) lines.push(indent(scrubControl(jsonText(b.input ?? {})), "    "));
-        const found = pairing.take(b);
-        if (found !== undefined) lines.push(result(found));
-        return lines.join("\n");
-      }
-      case "result":
-        if (pairing.taken(b)) return null;
-        return `  ${s.tool("●")} ${s.dim(`result of ${scrubControl(String(b.tool_use_id ?? "a tool call"))}`)}\n${result(b)}`;
-      case "attachment":
-        return `  ${attachmentNote(b)}`;
-      default:
-        if (o.full) return `  [${String(b.type ?? "block")}]\n${indent(scrubControl(jsonText(b)), "    ")}`;
-        return s.dim(`  [${scrubControl(String(b.type ?? "unknown"))} block]`);
-    }
+  const blocks: Record<Kind, (b: Block, r: Rec) => string | null> = {
+    injected: (b) =>
+      o.full
+        ? injectedParts(String(b.text)).map((p) => s.dim(`  ⚙ ${p.tag || "context"}`) + (p.inner === "" ? "" : `\n${indent(p.inner, "    ")}`)).join("\n")
+        : s.dim(`  ⚙ ${injectedSummary(String(b.text))}`),
+    text: (b, r) =>
+      !o.full && isCompactSummary(r)
+        ? s.dim(`  ${oneLine(scrubControl(String(b.text ?? "")), 160)} (--full shows the whole summary)`)
+        : indent(scrubControl(String(b.text ?? "")).trimEnd()),
+    thinking: (b) => {
+      const t = scrubControl(String(b.thinking ?? "")).trim();
+      return o.full
+        ? `${s.dim("  ∴ thinking")}\n${indent(t, "    ")}`
+        : s.dim(`  ∴ thinking${t === "" ? " (not shown by the API)" : ` (${t.length} characters): ${oneLine(t, 100)}`}`);
+    },
+    redacted: () => s.dim("  ∴ (redacted thinking)"),
+    call: (b) => {
+      const lines = [`  ${s.tool("●")} ${s.bold(toolLine(b.name, b.input))}`];
+      if (o.full) lines.push(indent(scrubControl(jsonText(b.input ?? {})), "    "));
+      const found = pairing.take(b);
+      if (found !== undefined) lines.push(result(found));
+      return lines.join("\n");
+    },
+    result: (b) => pairing.taken(b) ? null : `  ${s.tool("●")} ${s.dim(`result of ${scrubControl(String(b.tool_use_id ?? "a tool call"))}`)}\n${result(b)}`,
+    attachment: (b) => `  ${attachmentNote(b)}`,
+    other: (b) =>
+      o.full
+        ? `  [${String(b.type ?? "block")}]\n${indent(scrubControl(jsonText(b)), "    ")}`
+        : s.dim(`  [${scrubControl(String(b.type ?? "unknown"))} block]`),
   };
 
   const record = (r: Rec, continued: boolean): string | null => {
@@ -417,9 +409,9 @@ export function renderText(items: Item[], o: TextOptions): string {
       return s.dim(`  ⚙ ${unchanged ? "environment from Claude Code, unchanged" : environmentSummary(text)}`);
     }
     if (r.type !== "user" && r.type !== "assistant") return s.dim(`${otherType(r)} record · ${when}`);
-    const blocks = blocksOf(message?.content);
-    const body = blocks.map((b) => block(b, r)).filter((t): t is string => t !== null);
-    if (body.length === 0 && (continued || blocks.length > 0)) return null;
+    const content = blocksOf(message?.content);
+    const body = content.map((b) => blocks[kindOf(b)](b, r)).filter((t): t is string => t !== null);
+    if (body.length === 0 && (continued || content.length > 0)) return null;
     if (continued) return body.join("\n");
     const answer = r.type === "assistant" ? answerLine(r, o.prices) : null;
     const model = typeof message?.model === "string" ? ` · ${scrubControl(message.model)}` : "";

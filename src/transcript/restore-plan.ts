@@ -76,14 +76,13 @@ export function lastPromptRecord(sessionId: string, records: Rec[]): Rec | null 
 /** A message the API accepts when Claude Code re-sends it: no `sessiontap_*` keys, a reference kept without its bytes as a text note. */
 function apiSafeMessage(message: Record<string, unknown>): Record<string, unknown> {
   const out = Object.fromEntries(Object.entries(message).filter(([k]) => !k.startsWith("sessiontap_")));
-  if (Array.isArray(out.content)) {
-    out.content = out.content.map((b) => (!isObject(b) ? b : isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : apiSafeMessage(b)));
-  }
+  if (Array.isArray(out.content)) out.content = out.content.map((b) => (isObject(b) ? apiSafeMessage(restored(b)) : b));
   return out;
 }
 
-export function referenceNote(block: Block): Block {
-  const source = block.source as Record<string, unknown>;
+function restored(block: Block): Block {
+  const source = block.source;
+  if (!isObject(source) || source.type !== "reference") return block;
   const kind = typeof block.type === "string" ? block.type : "attachment";
   const media = typeof source.media_type === "string" ? ` ${source.media_type}` : "";
   const sha = typeof source.sha256 === "string" ? `, sha256 ${source.sha256}` : "";
@@ -183,24 +182,12 @@ function splitOf(r: Rec, tools: Map<string, string>): Split | null {
   return content.some((b) => isObject(b) && b.type === "tool_result") ? splitToolResults(r, content, tools) : splitPrompt(r, content);
 }
 
-/** The user message (parent or child) each system message came with, and its pieces by host: Claude Code keeps them as that turn's attachments. */
-function systemHosts(records: Rec[]) {
-  const hosts = new Map<string, string>();
-  const hosted = new Map<string, ContextPiece[]>();
-  records.forEach((r, i) => {
-    const id = uuidOf(r);
-    if (!isApiSystem(r) || id === null) return;
-    const [before, after] = [records[i - 1], records[i + 1]];
-    const host = before?.type === "user" && parentOf(r) === uuidOf(before)
-      ? uuidOf(before)
-      : after?.type === "user" && parentOf(after) === id
-      ? uuidOf(after)
-      : null;
-    if (host === null) return;
-    hosts.set(id, host);
-    hosted.set(host, [...(hosted.get(host) ?? []), ...systemMessagePieces(r)]);
-  });
-  return { hosts, hosted };
+/** The user message (parent or child) a system message came with: Claude Code keeps its pieces as that turn's attachments. */
+function hostOf(records: Rec[], i: number): string | null {
+  const [r, before, after] = [records[i], records[i - 1], records[i + 1]];
+  if (r === undefined || !isApiSystem(r) || uuidOf(r) === null) return null;
+  if (before?.type === "user" && parentOf(r) === uuidOf(before)) return uuidOf(before);
+  return after?.type === "user" && parentOf(after) === uuidOf(r) ? uuidOf(after) : null;
 }
 
 /** Command pieces, the prompt, then the turn's context as attachments; `first` and `last`: a split message's first and last records. */
@@ -208,7 +195,6 @@ function toClaudeRecords(records: Rec[]): { out: Rec[]; first: Map<string, strin
   const out: Rec[] = [];
   const first = new Map<string, string>();
   const last = new Map<string, string>();
-  const { hosts, hosted } = systemHosts(records);
   const tools = new Map<string, string>();
   const tip = () => (out.length === 0 ? null : String(out[out.length - 1].uuid));
   const emit = (from: Rec, pieces: ContextPiece[]) => {
@@ -216,20 +202,22 @@ function toClaudeRecords(records: Rec[]): { out: Rec[]; first: Map<string, strin
     pieces.forEach((p, i) => out.push({ ...attachmentRecord(from, uuidFrom(`${id}:context:${i}`), p), parentUuid: tip() }));
     last.set(id, tip()!);
   };
-  for (const r of records) {
+  for (const [i, r] of records.entries()) {
     const id = uuidOf(r);
     const parent = parentOf(r);
     const relinked: Rec = parent !== null && last.has(parent) ? { ...r, parentUuid: last.get(parent) } : r;
     if (id !== null && isApiSystem(r)) {
-      if (hosts.has(id)) last.set(id, last.get(hosts.get(id)!) ?? tip() ?? ""); // written with its host
+      const host = hostOf(records, i);
+      if (host !== null) last.set(id, last.get(host) ?? tip() ?? ""); // written with its host
       else emit({ ...relinked, parentUuid: tip() }, systemMessagePieces(r));
       continue;
     }
     if (r.type === "assistant") {
       for (const b of blocksOf(messageOf(r)?.content)) if (b.type === "tool_use") tools.set(String(b.id), String(b.name));
     }
+    const guests = id === null ? [] : [i - 1, i + 1].filter((j) => hostOf(records, j) === id).map((j) => records[j]);
     const split = id === null || isCompactBoundary(r) ? null : splitOf(relinked, tools);
-    if (split === null && !hosted.has(id ?? "")) {
+    if (split === null && guests.length === 0) {
       out.push(relinked);
       continue;
     }
@@ -240,8 +228,8 @@ function toClaudeRecords(records: Rec[]): { out: Rec[]; first: Map<string, strin
       parentUuid = record.uuid as string;
     }
     if (split !== null && split.before.length > 0) first.set(id!, split.before[0].uuid as string);
-    emit({ ...own[0], uuid: id }, interleave(split?.pieces ?? [], hosted.get(id!) ?? []));
-    for (const [sys, host] of hosts) if (host === id) last.set(sys, last.get(id!)!);
+    emit({ ...own[0], uuid: id }, interleave(split?.pieces ?? [], guests.flatMap(systemMessagePieces)));
+    for (const guest of guests) last.set(uuidOf(guest)!, last.get(id!)!);
   }
   return { out, first, last };
 }
@@ -261,8 +249,6 @@ function toolUseResultOf(tool: string | undefined, result: Block): unknown {
 type Said = { kind: string; key: string; where: string; alone?: boolean };
 
 export type DrillVerdict = { ok: boolean; detail: string; turns: number; compactedFirst: boolean };
-
-const restored = (b: Block) => (isObject(b.source) && b.source.type === "reference" ? referenceNote(b) : b);
 
 /** A tool result's content: text blocks and a string say the same, less the reminders some models get appended; anything else compares as JSON. */
 function resultKey(content: unknown): string {

@@ -20,7 +20,7 @@ import {
 } from "./records.ts";
 import { buildTree, currentBranch, shape, type Tree } from "./tree.ts";
 
-export interface SessionData {
+export type SessionData = {
   dir: string;
   records: Rec[];
   malformed: number;
@@ -28,15 +28,10 @@ export interface SessionData {
   bytes: number;
   agents: { dir: string; records: Rec[] }[];
   side: Rec[];
-}
+};
 
 /** How every reader counts: one answer per message however many records; `context`: records of the context Claude Code injects. */
-export interface Counts {
-  prompts: number;
-  answers: number;
-  toolResults: number;
-  context: number;
-}
+export type Counts = { prompts: number; answers: number; toolResults: number; context: number };
 
 export function countRecords(records: Rec[]): Counts {
   const c: Counts = { prompts: 0, answers: 0, toolResults: 0, context: 0 };

@@ -23,16 +23,9 @@ export interface FileFacts {
 }
 
 /** `expected`: what the file should hold (the current branch); `holds`: all the mirror holds (null: not known). */
-export interface MirrorFacts {
-  expected: { keys: string[]; at: number; answer: boolean }[];
-  holds: Set<string> | null;
-}
+export type MirrorFacts = { expected: { keys: string[]; at: number; answer: boolean }[]; holds: Set<string> | null };
 
-export interface Verdict {
-  state: TranscriptState;
-  lacking: { prompts: number; answers: number };
-  extra: number;
-}
+export type Verdict = { state: TranscriptState; lacking: { prompts: number; answers: number }; extra: number };
 
 export function lackingWords(l: Verdict["lacking"]): string {
   return [l.prompts > 0 ? plural(l.prompts, "prompt") : "", l.answers > 0 ? plural(l.answers, "answer") : ""].filter(Boolean).join(" and ") || "nothing";

@@ -7,54 +7,34 @@ const RATE_KEYS = ["input", "output", "cacheWrite5m", "cacheWrite1h", "cacheRead
 type Rates = Record<(typeof RATE_KEYS)[number], number>;
 
 /** A family's prices: its rates, and higher rates for a whole answer whose prompt is longer than `above` tokens. */
-interface ModelPrice extends Rates {
-  longPrompt?: Rates & { above: number };
-}
+type ModelPrice = Rates & { longPrompt?: Rates & { above: number } };
 
-export interface PriceTable {
-  checked: string;
-  source: string;
-  /** By family id: what `modelFamily` makes of a model id. */
-  models: Record<string, ModelPrice>;
-}
+/** `models` by family id: what `modelFamily` makes of a model id. */
+export type PriceTable = { checked: string; source: string; models: Record<string, ModelPrice> };
 
 /** Rates with the usual cache multiples of the input rate (1.25×, 2×, 0.1×) unless given. */
 function rates(input: number, output: number, cacheRead = input / 10, cacheWrite5m = input * 1.25, cacheWrite1h = input * 2): Rates {
   return { input, output, cacheWrite5m, cacheWrite1h, cacheRead };
 }
 
-const OPUS_4 = rates(15, 75);
-const OPUS_45 = rates(5, 25);
 const SONNET = rates(3, 15);
 const SONNET_4_LONG: ModelPrice = { ...SONNET, longPrompt: { above: 200_000, ...rates(6, 22.5) } };
+const each = (price: ModelPrice, ...families: string[]) => Object.fromEntries(families.map((family) => [family, price]));
 
 /** The built-in table: Anthropic's list prices (platform.claude.com, "Pricing" and each model's page). */
 export const BUILTIN_PRICES: PriceTable = {
   checked: "2026-12-01",
   source: "built-in table (Anthropic list prices)",
   models: {
-    "claude-fable-5-1": rates(10, 50, 0.25),
-    "claude-mythos-5-1": rates(10, 50, 0.25),
-    "claude-fable-5": rates(10, 50, 1),
-    "claude-mythos-5": rates(10, 50, 1),
+    ...each(rates(10, 50, 0.25), "claude-fable-5-1", "claude-mythos-5-1"),
+    ...each(rates(10, 50, 1), "claude-fable-5", "claude-mythos-5"),
     "claude-opus-5-5": rates(4, 20, 0.2),
-    "claude-opus-5": OPUS_45,
-    "claude-opus-4-8": OPUS_45,
-    "claude-opus-4-7": OPUS_45,
-    "claude-opus-4-6": OPUS_45,
-    "claude-opus-4-5": OPUS_45,
-    "claude-opus-4-1": OPUS_4,
-    "claude-opus-4-0": OPUS_4,
-    "claude-opus-4": OPUS_4,
-    "claude-3-opus": OPUS_4,
+    ...each(rates(5, 25), "claude-opus-5", "claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6", "claude-opus-4-5"),
+    ...each(rates(15, 75), "claude-opus-4-1", "claude-opus-4-0", "claude-opus-4", "claude-3-opus"),
     "claude-sonnet-5-5": rates(2, 10, 0.1),
     "claude-sonnet-5": rates(2, 10),
-    "claude-sonnet-4-6": SONNET,
-    "claude-sonnet-4-5": SONNET_4_LONG,
-    "claude-sonnet-4-0": SONNET_4_LONG,
-    "claude-sonnet-4": SONNET_4_LONG,
-    "claude-3-7-sonnet": SONNET,
-    "claude-3-5-sonnet": SONNET,
+    ...each(SONNET, "claude-sonnet-4-6", "claude-3-7-sonnet", "claude-3-5-sonnet"),
+    ...each(SONNET_4_LONG, "claude-sonnet-4-5", "claude-sonnet-4-0", "claude-sonnet-4"),
     "claude-haiku-5-5": { ...rates(0.1, 0.5), longPrompt: { above: 100_000, ...rates(0.5, 2.5) } },
     "claude-haiku-4-5": rates(1, 5),
     "claude-3-5-haiku": rates(0.8, 4),

@@ -8,16 +8,8 @@ type Rec = Record<string, unknown>;
 const TOKEN_KEYS = ["inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens"] as const;
 export type TokenCounts = Record<(typeof TOKEN_KEYS)[number], number>;
 
-/** One answer the API billed. */
-export interface Answer {
-  id: string | null;
-  model: string | null;
-  time: number;
-  scope: "main" | "subagent" | "side";
-  tokens: TokenCounts;
-  /** Part of `cacheCreationTokens`, priced above the five-minute default. */
-  cacheWrite1hTokens: number;
-}
+/** One answer the API billed; its `cacheWrite1hTokens`, part of `cacheCreationTokens`, are priced above the five-minute default. */
+export type Answer = NonNullable<ReturnType<typeof answerOf>>;
 
 export const totalTokens = (t: TokenCounts): number => TOKEN_KEYS.reduce((n, key) => n + t[key], 0);
 
@@ -25,7 +17,7 @@ const count = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v 
 const string = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
 
 /** Null for a record without usage, or one rebuilt from history (`reconstructed`). */
-function answerOf(r: Rec, scope: Answer["scope"]): Answer | null {
+function answerOf(r: Rec, scope: "main" | "subagent" | "side") {
   if (r.type !== "assistant" || r.reconstructed === true) return null;
   const message = isObject(r.message) ? r.message : null;
   const usage = message?.usage;
@@ -62,28 +54,17 @@ export function answersOf(records: Rec[], scope: Answer["scope"], seen = new Map
 
 export function sessionAnswers(session: { records: Rec[]; agents: { records: Rec[] }[]; side: Rec[] }): Answer[] {
   const seen = new Map<string, Answer>();
-  return [
-    ...answersOf(session.records, "main", seen),
-    ...answersOf(session.agents.flatMap((a) => a.records), "subagent", seen),
-    ...answersOf(session.side, "side", seen),
-  ];
+  const scopes = [[session.records, "main"], [session.agents.flatMap((a) => a.records), "subagent"], [session.side, "side"]] as const;
+  return scopes.flatMap(([records, scope]) => answersOf(records, scope, seen));
 }
 
-/** The cost is null once one model is not in the price table: a partial sum would understate it. */
-export interface Totals {
-  answers: number;
-  usage: TokenCounts;
-  costUSD: number | null;
-  knownCostUSD: number;
-  models: string[];
-  /** "unknown" for an answer without a model. */
-  unpriced: string[];
-}
+export type Totals = ReturnType<typeof totalsOf>;
 
 /** Rounded to a millionth of a cent, so sums print and compare stably. */
 const cents = (usd: number) => Math.round(usd * 1e8) / 1e8;
 
-export function totalsOf(answers: Iterable<Answer>, table: PriceTable): Totals {
+/** The cost is null once one model is not in the price table: a partial sum would understate it. */
+export function totalsOf(answers: Iterable<Answer>, table: PriceTable) {
   const usage: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0 };
   const models = new Set<string>();
   const unpriced = new Set<string>();
@@ -101,45 +82,27 @@ export function totalsOf(answers: Iterable<Answer>, table: PriceTable): Totals {
   return { answers: n, usage, costUSD: unpriced.size > 0 ? null : usd, knownCostUSD: usd, models: [...models].sort(), unpriced: [...unpriced].sort() };
 }
 
-export interface SessionAnswers {
-  sessionId: string | null;
-  dir: string;
-  cwd: string | null;
-  answers: Answer[];
-}
+export type SessionAnswers = { sessionId: string | null; dir: string; cwd: string | null; answers: Answer[] };
 
-export interface UsageRow extends Totals {
-  sessions: number;
-}
+export type UsageRow = Totals & { sessions: number };
 
-export type DayPart = { key: string; tokens: number; knownCostUSD: number };
-
-export interface UsageReport {
-  /** Oldest first; `parts` split its tokens by project and by model (the viewer's chart). */
-  days: (UsageRow & { date: string; projects: string[]; parts: { project: DayPart[]; model: DayPart[] } })[];
-  /** Most expensive first. */
-  projects: (UsageRow & { cwd: string })[];
-  models: (UsageRow & { model: string })[];
-  total: UsageRow;
-}
+export type UsageReport = ReturnType<typeof usageReport>;
 
 type Placed = { answer: Answer; session: string; cwd: string };
+
+const rowOf = (list: Placed[], table: PriceTable) => ({ ...totalsOf(list.map((p) => p.answer), table), sessions: new Set(list.map((p) => p.session)).size });
 
 function group(placed: Placed[], keyOf: (p: Placed) => string, table: PriceTable): { key: string; row: UsageRow; placed: Placed[] }[] {
   const groups = new Map<string, Placed[]>();
   for (const p of placed) (groups.get(keyOf(p)) ?? groups.set(keyOf(p), []).get(keyOf(p))!).push(p);
-  return [...groups].map(([key, list]) => ({
-    key,
-    row: { ...totalsOf(list.map((p) => p.answer), table), sessions: new Set(list.map((p) => p.session)).size },
-    placed: list,
-  }));
+  return [...groups].map(([key, list]) => ({ key, row: rowOf(list, table), placed: list }));
 }
 
 const byCost = (a: UsageRow, b: UsageRow) =>
   b.knownCostUSD - a.knownCostUSD || (b.usage.inputTokens + b.usage.outputTokens) - (a.usage.inputTokens + a.usage.outputTokens);
 
-/** An answer without a time cannot be placed after `since`. */
-export function usageReport(sessions: SessionAnswers[], table: PriceTable, zone: Zone, since: number | null = null): UsageReport {
+/** Days oldest first, each split by project and by model (the viewer's chart); the rest most expensive first. An answer without a time is not after `since`. */
+export function usageReport(sessions: SessionAnswers[], table: PriceTable, zone: Zone, since: number | null = null) {
   const placed = sessions.flatMap((s) =>
     s.answers.filter((a) => since === null || a.time >= since).map((answer) => ({ answer, session: s.sessionId ?? s.dir, cwd: s.cwd ?? "unknown" }))
   );
@@ -157,7 +120,7 @@ export function usageReport(sessions: SessionAnswers[], table: PriceTable, zone:
     })).sort((a, b) => a.date.localeCompare(b.date)),
     projects: group(placed, project, table).map(({ key, row }) => ({ cwd: key, ...row })).sort(byCost),
     models: group(placed, model, table).map(({ key, row }) => ({ model: key, ...row })).sort(byCost),
-    total: { ...totalsOf(placed.map((p) => p.answer), table), sessions: new Set(placed.map((p) => p.session)).size },
+    total: rowOf(placed, table),
   };
 }
 
