@@ -186,7 +186,8 @@ export function prepareRequest(
     messages,
   });
   if (route === "side" && !options.sideRequests) return { reason: "side request (SESSIONTAP_SIDE_REQUESTS=off)" };
-  const env = readEnvironment(rest.system, messages);
+  // A regex capture keeps the body text it was cut from alive under Bun (JSC): copies, so a request in flight holds only these.
+  const env: ReturnType<typeof readEnvironment> = JSON.parse(JSON.stringify(readEnvironment(rest.system, messages)));
   const agent = readUserAgent(identity.userAgent);
   const key = options.bindingKey ?? null;
   return {

@@ -7,12 +7,10 @@ import { credentialTag, identityHeaders, sameSecret, TOKEN_HEADER } from "../pro
 import { responseFraming, responseRequestId } from "../protocol/providers/recognise.ts";
 import { Alarm, orAfter } from "../utils/alarm.ts";
 import { plural } from "../utils/describe-error.ts";
-import { callByName, type PathCalls, WorkerCalls } from "../utils/worker-call.ts";
+import { callByName, WorkerCalls } from "../utils/worker-call.ts";
 import { nodeFs } from "../storage/fs-adapter.ts";
 
 export type EngineHost = Pick<WorkerCalls<MirrorEngine>, "call" | "post" | "close">;
-
-type EngineCalls = PathCalls<MirrorEngine>;
 
 export interface StartedEngine {
   link: EngineLink;
@@ -192,11 +190,11 @@ export class EngineLink {
     this.post(message, transfer);
   }
 
-  query<K extends keyof EngineCalls & string>(name: K, ...args: Parameters<EngineCalls[K]>): ReturnType<EngineCalls[K]> {
-    if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`)) as ReturnType<EngineCalls[K]>;
+  query: EngineHost["call"] = (name, ...args) => {
+    if (this.stopped !== null) return Promise.reject(new Error(`the mirror engine stopped: ${this.stopped}`)) as never;
     if (this.staged > 0) this.flush();
     return this.host.call(name, ...args);
-  }
+  };
 
   /** A stuck engine must not hang health: past HEALTH_WAIT_MS, that is its problem; a refusal means it stopped, which `stopped` says. */
   async health(): Promise<Partial<EngineHealth> & { problems: string[] }> {
