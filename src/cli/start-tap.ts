@@ -15,7 +15,7 @@ import { loadPrices } from "../usage/prices.ts";
 import { bindingKey } from "../storage/binding-files.ts";
 import { startThreadEngine, startWorkerEngine } from "../tap/engine-link.ts";
 import { forward, refusalNotice } from "../tap/forward.ts";
-import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
+import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { allowedHosts, isLoopback } from "../viewer/hosts.ts";
 import { createViewer } from "../viewer/routes.ts";
@@ -162,7 +162,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}): Pr
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
       const [up, part] = [upstream.state(), await link?.health()];
-      const problems = [...upstreamProblems(up), ...(proxy?.problems() ?? []), ...(part?.problems ?? [])];
+      const problems = [...upstream.problems(), ...(proxy?.problems() ?? []), ...(part?.problems ?? [])];
       return {
         status: problems.length === 0 ? "ok" : "degraded",
         problems,
