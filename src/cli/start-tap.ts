@@ -14,7 +14,7 @@ import { loadPrices } from "../usage/prices.ts";
 import { bindingKey } from "../storage/binding-files.ts";
 import { startThreadEngine, startWorkerEngine } from "../tap/engine-link.ts";
 import { forward, refusalNotice } from "../tap/forward.ts";
-import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
+import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { VERSION } from "../version.ts";
 import { isLoopback } from "../viewer/hosts.ts";
 import { createViewer } from "../viewer/routes.ts";
@@ -141,7 +141,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}) {
     forward: (request) => forward(request, forwardDeps),
     health: async () => {
       const [up, part] = [upstream.state(), await link?.health()];
-      const problems = [...upstreamProblems(up), ...(proxy?.problems() ?? []), ...(part?.problems ?? [])];
+      const problems = [...upstream.problems(), ...(proxy?.problems() ?? []), ...(part?.problems ?? [])];
       return {
         status: problems.length === 0 ? "ok" : "degraded",
         problems,

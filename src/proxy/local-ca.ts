@@ -144,7 +144,8 @@ export async function loadOrMakeCa(fs: FsAdapter, dir: string, names: readonly s
     ca = await readKeyFile(fs, keyPath);
     if (ca === null) throw new ProxyStartError(`the proxy's CA key ${keyPath} vanished while it was being made`);
   }
-  const current = (await fs.lstat(certPath))?.isFile ? await fs.readText(certPath).catch(() => "") : "";
+  // A ca.pem that cannot be read fails the start: startProxy says which directory, and why.
+  const current = (await fs.lstat(certPath))?.isFile ? await fs.readText(certPath) : "";
   if (current !== ca.certPem) await replaceFile(fs, certPath, ca.certPem);
   return { ca, certPath, keyPath, made };
 }

@@ -14,7 +14,7 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { forward, type ForwardDeps } from "../tap/forward.ts";
 import { Alarm, deadline, orAfter, settlesWithin } from "../utils/alarm.ts";
 import { describe } from "../utils/describe-error.ts";
-import { UpstreamHealth, upstreamProblems } from "../utils/upstream-health.ts";
+import { UpstreamHealth } from "../utils/upstream-health.ts";
 import { bodyStream, field, framingOf, keepsAlive, latin1, parseAuthority, parseRequestHead, ReadError, readHead } from "./http1.ts";
 import { SocketReader, writeResponse, writeTo } from "./http1.ts";
 import { leafContexts, loadOrMakeCa } from "./local-ca.ts";
@@ -308,7 +308,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       const states = Object.fromEntries([...upstreams].map(([url, health]) => [url, health.state()]));
       return { port, ca: ca.certPath, ...structuredClone(counts), upstreams: states, routes: settings.upstreams };
     },
-    problems: () => [...upstreams.values()].flatMap((h) => upstreamProblems(h.state())),
+    problems: () => [...upstreams.values()].flatMap((h) => h.problems()),
     async stop(drainMs: number) {
       stopping = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

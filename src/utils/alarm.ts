@@ -2,8 +2,6 @@
 // (docs/DESIGN.md "Health and exit"); and waits bounded in time, their timer always cleared.
 export const REMIND_MS = 60_000;
 
-export type AlarmState = ReturnType<Alarm["state"]>;
-
 export class Alarm {
   private failingSince: number | null = null;
   private lastPrinted = 0;

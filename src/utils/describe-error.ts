@@ -46,13 +46,6 @@ export function networkFailure(code: string, name: string, message: string): str
   return null;
 }
 
-// Bun puts the source excerpt and the stack around a Worker's error message; health and stderr take one line.
-export function workerErrorLine(message: string): string {
-  const lines = message.split("\n").map((l) => l.trim()).filter((l) => l !== "");
-  const named = lines.find((l) => /^(?:Uncaught )?(?:error|[A-Za-z]*Error): /.test(l));
-  return (named ?? lines[0] ?? "").replace(/^Uncaught /, "");
-}
-
 /** "1 commit", "3 commits"; `many` where the plural is not the noun and an "s". */
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;

@@ -1,9 +1,7 @@
 // The upstream as the tap sees it (docs/DESIGN.md "Health and exit"): an attempt fails when the upstream cannot be reached or
 // breaks off an answer; an HTTP error status is an answer, and counts as reaching it.
 import { describe, plural } from "./describe-error.ts";
-import { Alarm, type AlarmState } from "./alarm.ts";
-
-export type UpstreamState = AlarmState & { url: string };
+import { Alarm } from "./alarm.ts";
 
 export class UpstreamHealth {
   private readonly alarm: Alarm;
@@ -39,12 +37,12 @@ export class UpstreamHealth {
     this.alarm.ok((failures) => `sessiontap: upstream ${this.host} answers again (after ${plural(failures, "failed attempt")})`);
   }
 
-  state(): UpstreamState {
+  state() {
     return { url: this.url, ...this.alarm.state() };
   }
-}
 
-export function upstreamProblems(s: UpstreamState): string[] {
-  const attempts = plural(s.consecutiveFailures, "attempt");
-  return s.failing ? [`upstream: ${new URL(s.url).host} failing since ${s.failingSince} (${attempts}; ${s.lastError})`] : [];
+  problems(): string[] {
+    const s = this.alarm.state();
+    return s.failing ? [`upstream: ${this.host} failing since ${s.failingSince} (${plural(s.consecutiveFailures, "attempt")}; ${s.lastError})`] : [];
+  }
 }

@@ -1,5 +1,5 @@
 // Calling into a Worker by method name (docs/DESIGN.md "Off the relay path").
-import { describe, workerErrorLine } from "./describe-error.ts";
+import { describe } from "./describe-error.ts";
 
 type Fn = (...args: never[]) => unknown;
 type Promised<F> = F extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
@@ -17,6 +17,13 @@ export function callByName(api: object, name: string, args: unknown[]): unknown 
   const method = target?.[name.slice(dot + 1)];
   if (typeof method !== "function") throw new Error(`no call named ${name}`);
   return method.apply(target, args);
+}
+
+// Bun puts the source excerpt and the stack around a Worker's error message; health and stderr take one line.
+export function workerErrorLine(message: string): string {
+  const lines = message.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  const named = lines.find((l) => /^(?:Uncaught )?(?:error|[A-Za-z]*Error): /.test(l));
+  return (named ?? lines[0] ?? "").replace(/^Uncaught /, "");
 }
 
 type Wire =

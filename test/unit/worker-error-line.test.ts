@@ -1,7 +1,7 @@
 // A worker's error reaches health and stderr as one line, whichever runtime wrote it (docs/DESIGN.md "Off the relay path").
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { workerErrorLine } from "../../src/utils/describe-error.ts";
+import { workerErrorLine } from "../../src/utils/worker-call.ts";
 
 describe("workerErrorLine: a worker error message as one line", () => {
   it("Bun's message (source excerpt, caret, error, stack) keeps the error line", () => {
