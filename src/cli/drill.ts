@@ -78,8 +78,9 @@ function runClaude(program: string, args: string[], cwd: string, env: Record<str
       try {
         if (group) process.kill(-child.pid!, "SIGKILL");
         else child.kill("SIGKILL");
-      } catch {
-        // gone already
+      } catch (error) {
+        // ESRCH: the group is gone already; any other failure to stop it fails the drill (it runs inside event handlers: reject, not throw).
+        if ((error as NodeJS.ErrnoException).code !== "ESRCH") reject(new Error(`could not kill Claude Code's process group: ${describe(error)}`));
       }
     };
     const timer = setTimeout(() => (timedOut = true, kill()), timeoutMs);
