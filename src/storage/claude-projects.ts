@@ -4,7 +4,7 @@ import { dirname, join } from "node:path/posix";
 import { transcriptName } from "../protocol/session-id.ts";
 import { type FileFacts, judge, type MirrorFacts, newFileFacts, noteLine, type TranscriptState, type Verdict } from "../transcript/transcript-state.ts";
 import { describe } from "../utils/describe-error.ts";
-import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, isNotFound, sameFile } from "./fs-adapter.ts";
 import { JsonlFollower } from "./jsonl-follower.ts";
 
 export interface TranscriptInfo {
@@ -72,7 +72,7 @@ export async function scanTranscripts(fs: FsAdapter, claudeDir: string): Promise
 export class ProjectDirectories {
   private names: { name: string; generation: number }[] = [];
   private generation = 0;
-  private listed: { ino: number; mtimeMs: number } | null = null;
+  private listed: EntryInfo | null = null;
   private refreshing: Promise<void> | null = null;
 
   constructor(private readonly claudeDir: string) {}
@@ -80,12 +80,12 @@ export class ProjectDirectories {
   private async relist(fs: FsAdapter): Promise<void> {
     const info = await fs.lstat(join(this.claudeDir, "projects"));
     if (info === null || !info.isDirectory) return void ((this.names = []), (this.listed = null));
-    if (this.listed?.ino === info.ino && this.listed.mtimeMs === info.mtimeMs) return;
+    if (this.listed !== null && sameFile(this.listed, info, true)) return;
     const known = new Map(this.names.map((n) => [n.name, n.generation]));
     const next = ++this.generation;
     const entries = await fs.readdir(join(this.claudeDir, "projects"));
     this.names = entries.filter((e) => e.isDirectory).map((e) => ({ name: e.name, generation: known.get(e.name) ?? next }));
-    this.listed = { ino: info.ino, mtimeMs: info.mtimeMs };
+    this.listed = info;
   }
 
   /** A regular file `<dir>/<session>.jsonl` other than `except`, in directories newer than generation `since`; and the generation searched up to. */

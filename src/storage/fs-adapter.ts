@@ -67,6 +67,12 @@ export interface FsAdapter {
   watch?(path: string, onChange: (name: string | null) => void, onError: () => void): (() => void) | null;
 }
 
+/** The same entry as `a` (a symbolic link never is); with `content`, unchanged in size and time too. */
+export function sameFile(a: EntryInfo, b: EntryInfo | null, content = false): boolean {
+  const same = b !== null && !b.isSymbolicLink && a.dev === b.dev && a.ino === b.ino && a.isFile === b.isFile && a.isDirectory === b.isDirectory;
+  return same && (!content || (a.size === b.size && a.mtimeMs === b.mtimeMs));
+}
+
 export function isNotFound(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === "ENOENT";
 }

@@ -1,7 +1,7 @@
 // Publishing a whole file safely (restore, export --out, the binding key): written and fsynced under a temporary name beside the target
 // (0600), then put in place in one step.
 import { basename, dirname } from "node:path/posix";
-import { type EntryInfo, type FsAdapter, removeIfThere as discard, unless } from "./fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, removeIfThere as discard, sameFile, unless } from "./fs-adapter.ts";
 import { removeLeftovers, writerTag } from "./dir-lock.ts";
 
 export type Published =
@@ -57,10 +57,6 @@ export function backupName(path: string, nowMs: number, attempt = 0): string {
   return `${path}.bak-${stamp}${attempt === 0 ? "" : `-${attempt}`}`;
 }
 
-function unchanged(judged: EntryInfo, now: EntryInfo | null): boolean {
-  return now !== null && now.isFile && now.dev === judged.dev && now.ino === judged.ino && now.size === judged.size && now.mtimeMs === judged.mtimeMs;
-}
-
 export function replaceWithBackup(fs: FsAdapter, path: string, data: string, judged: EntryInfo, nowMs: number): Promise<Published> {
   return aside(fs, path, data, async (tmp) => {
     let backup: string | null = null;
@@ -69,7 +65,8 @@ export function replaceWithBackup(fs: FsAdapter, path: string, data: string, jud
       if (await linkOrCopy(fs, path, name)) backup = name;
     }
     if (backup === null) throw new Error(`could not name a backup of ${path}`);
-    if (!unchanged(judged, await fs.lstat(path))) {
+    const now = await fs.lstat(path);
+    if (!now?.isFile || !sameFile(judged, now, true)) {
       await discard(fs, backup); // it names a file we did not judge; the original stays where it was
       return { kind: "changed", path };
     }

@@ -1,6 +1,6 @@
 // Retention sweep (docs/DESIGN.md "The mirror"): removes mirror files older than the cutoff, then prunes the directories that emptied
 // (never a young empty one: a writer just made it).
-import { type EntryInfo, type FsAdapter, unless } from "./fs-adapter.ts";
+import { type EntryInfo, type FsAdapter, sameFile, unless } from "./fs-adapter.ts";
 import { join } from "node:path/posix";
 
 export interface SweepResult {
@@ -13,10 +13,6 @@ export interface SweepResult {
 
 const MAX_DEPTH = 8;
 
-function sameEntry(a: EntryInfo, b: EntryInfo | null): boolean {
-  return b !== null && !b.isSymbolicLink && a.dev === b.dev && a.ino === b.ino && a.isFile === b.isFile && a.isDirectory === b.isDirectory;
-}
-
 export async function sweepTree(fs: FsAdapter, root: string, cutoffMs: number): Promise<SweepResult> {
   const result: SweepResult = { removedFiles: 0, prunedDirs: 0, touchedDirs: [], skipped: 0 };
   const rootInfo = await fs.lstat(root);
@@ -28,7 +24,7 @@ export async function sweepTree(fs: FsAdapter, root: string, cutoffMs: number): 
 async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: number, depth: number, result: SweepResult): Promise<boolean> {
   const entries = await fs.readdir(dir);
   // The listing is only ours if `dir` is still the directory we decided to enter.
-  if (!sameEntry(self, await fs.lstat(dir))) {
+  if (!sameFile(self, await fs.lstat(dir))) {
     result.skipped++;
     return false;
   }
@@ -67,7 +63,7 @@ async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: n
 /** Counts a skip when some (path, identity) pair no longer holds. */
 async function unchanged(fs: FsAdapter, pairs: [string, EntryInfo][], result: SweepResult): Promise<boolean> {
   for (const [path, info] of pairs) {
-    if (!sameEntry(info, await fs.lstat(path))) {
+    if (!sameFile(info, await fs.lstat(path))) {
       result.skipped++;
       return false;
     }
