@@ -19,7 +19,7 @@ import { type StubUpstream } from "../support/stub-upstream.ts";
 import { startTestTap, type TestTap, withTap } from "../support/tap.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
-const WAIT = { timeout: 30_000 };
+const WAIT = { timeout: 20_000 };
 const YESTERDAY = "5e5e5e5e-0000-4000-8000-00000000000y";
 const OLD = "01d01d01-0000-4000-8000-00000000000o";
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -461,6 +461,16 @@ describe("the viewer on any screen, in headless Chromium", { timeout: 240_000 },
     assert.equal(readFileSync(transcript, "utf8"), held, "the refusal wrote nothing");
     // The refusal is a 409, which Chromium logs as a failed load: expected here, and the only thing logged.
     assert.deepEqual(browser.errors.splice(errorsBefore), ["Failed to load resource: the server responded with a status of 409 (Conflict)"]);
+    // A record arriving now reloads the session; the refusal and its button stay.
+    const reloaded = page.waitForResponse((r) => r.url().endsWith(`/_tap/api/sessions/${sessionId}`), WAIT);
+    const side = { sessionId, cwd: scratch.project };
+    writeMirror(tap.root, sessionId, [
+      rec("user", "side-u1", null, "a question beside the refusal", side),
+      rec("assistant", "side-a1", "side-u1", [{ type: "text", text: "an answer beside it" }], side),
+    ], "2099-01-01T00-00-00.000Z.jsonl");
+    await reloaded;
+    await page.locator("#conversation", { hasText: "a question beside the refusal" }).waitFor(WAIT);
+    assert.equal(await page.locator("#restore-force").count(), 1, "the reload kept the refusal");
     await page.locator("#restore-force").click();
     const dry = page.locator("#restore-dry");
     await dry.waitFor(WAIT);

@@ -92,13 +92,13 @@ function flash(node: Element): void {
   setTimeout(() => node.classList.remove("fresh"), 4000);
 }
 
-/** Shown again in the page reloaded after the restore. */
-const restored = new Map<string, string[]>();
-const doneNote = (lines: string[]) => el("pre", "done", lines.join("\n"), { id: "restore-done" });
+/** Each session's restore output, kept over reloads (a live record arrived, or the restore itself) and visits. */
+const panels = new Map<string, HTMLElement>();
 
 /** Always a dry run first, so nothing is written before the reader has seen what would be. */
 function restorePanel(s: ListEntry): HTMLElement {
-  const out = el("div");
+  const out = panels.get(idOf(s)) ?? el("div");
+  panels.set(idOf(s), out);
   const title = "Writes this session where claude --resume finds it; shows what it would do first";
   const start = el("button", null, "Restore into Claude Code…", { id: "restore-plan", title, onclick: () => plan(s, false, out) });
   const words = s.claudeTranscript === "intact"
@@ -106,8 +106,7 @@ function restorePanel(s: ListEntry): HTMLElement {
     : s.claudeTranscript === "behind"
     ? "transcript is behind the mirror: it lacks prompts or answers the mirror holds"
     : "transcript is " + (s.claudeTranscript === "stub" ? "a stub" : s.claudeTranscript);
-  if (restored.has(idOf(s))) out.replaceChildren(doneNote(restored.get(idOf(s))!));
-  else if (state.planNext === idOf(s)) void plan(s, false, out);
+  if (state.planNext === idOf(s)) void plan(s, false, out);
   state.planNext = null;
   return el("div", null, ["Claude Code's " + words + ". ", start, out], { id: "restore" });
 }
@@ -137,8 +136,7 @@ async function plan(s: ListEntry, force: boolean, out: HTMLElement): Promise<voi
     go.disabled = true;
     const done = await restore(s, { dryRun: false, force }, out);
     if (done === null) return;
-    out.replaceChildren(doneNote(done.lines));
-    restored.set(idOf(s), done.lines);
+    out.replaceChildren(el("pre", "done", done.lines.join("\n"), { id: "restore-done" }));
     loadSessions().catch(failed("refreshing the list"));
     reload();
   };
