@@ -11,7 +11,7 @@ import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { scrubLine, uuidOf } from "../transcript/records.ts";
 import { PLAIN, renderText } from "../transcript/render.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
-import { countsText, sessionIdOf } from "../transcript/summary.ts";
+import { countsText } from "../transcript/summary.ts";
 import { stateWords } from "../transcript/transcript-state.ts";
 import { buildTree, currentBranch, outline } from "../transcript/tree.ts";
 import { loadPrices } from "../usage/prices.ts";
@@ -147,7 +147,7 @@ export async function run(config: Readonly<Config>, io: CommandIo): Promise<numb
         const query = String(a.query);
         const sessions = await source.loadAll();
         const match = termsMatcher(query)!; // a query that is not blank has a word
-        const hits = search(sessions.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, records: d.records })), match);
+        const hits = search(sessions, match);
         const scan = await scanTranscripts(io.fs, config.claudeDir);
         const found = new Map<string, { judged: Judged; current: Set<string> }>();
         const hit = new Set(hits.map((h) => h.dir));

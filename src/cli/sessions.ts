@@ -4,7 +4,7 @@ import { SessionCatalog } from "../storage/mirror-reader.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { scrubLine } from "../transcript/records.ts";
 import { regexMatcher, search, type SearchHit, substringMatcher } from "../transcript/search.ts";
-import { type SessionData, sessionIdOf, sessionTitle, sessionUsage } from "../transcript/summary.ts";
+import { type SessionData, sessionUsage } from "../transcript/summary.ts";
 import { priceOf, type PriceTable } from "../usage/prices.ts";
 import { tokensShort, totalTokens, usageLine, usageReport, type UsageRow, usd } from "../usage/tokens.ts";
 import { localDate, localDateTime, offsetLabel, sinceStart } from "../utils/local-time.ts";
@@ -125,10 +125,7 @@ export async function runSearch(config: Readonly<Config>, io: CommandIo): Promis
     return one.kind === "found" ? [one.data] : notFound(config, io, config.session, one);
   });
   if (typeof found === "number") return found;
-  const hits = search(
-    found.map((d) => ({ sessionId: sessionIdOf(d.dir, d.records), dir: d.dir, title: sessionTitle(d.side, d.records), records: d.records })),
-    match,
-  );
+  const hits = search(found, match);
   const where = config.session === null ? `the ${plural(found.length, "session")} in ${sourceName(config)}` : `session ${config.session}`;
   if (config.json) printJson(io, hits);
   if (hits.length === 0) return exitWith(io, 1, `nothing matches ${config.regex ? "the regular expression " : ""}"${query}" in ${where}`);

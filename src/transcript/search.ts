@@ -1,6 +1,7 @@
 // Search across sessions (`sessiontap search`, the viewer's box): conversation records matching a case-insensitive substring, a
 // regular expression, or every term of a query, each with a snippet around the match. Pure.
 import { isConversation, isToolResultOnly, type Rec, scrubControl, searchableText, uuidOf } from "./records.ts";
+import { type SessionData, sessionIdOf, sessionTitle } from "./summary.ts";
 import { buildTree, restorePath } from "./tree.ts";
 
 type Span = [number, number];
@@ -56,13 +57,10 @@ export function termsMatcher(query: string): Matcher | null {
   return any === null ? null : (text) => (each.every((re) => re.test(text)) ? spansOf(any, text) : []);
 }
 
-export function search(
-  sessions: { sessionId: string | null; dir: string; title?: string | null; records: Rec[] }[],
-  match: Matcher,
-  limit = Number.POSITIVE_INFINITY,
-): SearchHit[] {
+export function search(sessions: Pick<SessionData, "dir" | "records" | "side">[], match: Matcher, limit = Number.POSITIVE_INFINITY): SearchHit[] {
   const hits: SearchHit[] = [];
   for (const s of sessions) {
+    let session: { sessionId: string | null; title: string | null } | null = null;
     let current: Set<string> | null = null;
     const onBranch = (uuid: string) => (current ??= new Set(restorePath(buildTree(s.records)).map((r) => uuidOf(r)!))).has(uuid);
     for (const r of s.records) {
@@ -71,10 +69,10 @@ export function search(
       const spans = match(text);
       if (spans.length === 0) continue;
       const role = r.type === "assistant" ? "assistant" : isToolResultOnly(r) ? "tool result" : "user";
+      session ??= { sessionId: sessionIdOf(s.dir, s.records), title: sessionTitle(s.side, s.records) };
       hits.push({
-        sessionId: s.sessionId,
+        ...session,
         dir: s.dir,
-        title: s.title ?? null,
         uuid: uuidOf(r)!,
         type: String(r.type),
         role,

@@ -10,7 +10,7 @@ import { conversations, jsonlFiles, type LastDrill, lastDrill, type ListEntry, S
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { type ExportFormat, exportSession, renderItemsHtml, renderRecordHtml } from "../transcript/render.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
-import { type SessionData, sessionIdOf, type SessionSummary, sessionTitle, sessionUsage, summarize } from "../transcript/summary.ts";
+import { type SessionData, type SessionSummary, sessionUsage, summarize } from "../transcript/summary.ts";
 import { buildTree, outline, type Tree } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { type UsageReport, usageReport } from "../usage/tokens.ts";
@@ -69,8 +69,7 @@ export class ViewerData {
   async search(query: string): Promise<SearchHit[]> {
     const match = termsMatcher(query);
     if (match === null) return [];
-    const all = (await this.catalog.reader.loadAll()).map((d) => ({ ...d, sessionId: sessionIdOf(d.dir, d.records), title: sessionTitle(d.side, d.records) }));
-    return search(all, match, 100);
+    return search(await this.catalog.reader.loadAll(), match, 100);
   }
 
   async restore(query: string, options: { dryRun: boolean; force: boolean }): Promise<Answer> {

@@ -116,7 +116,8 @@ describe("search", () => {
       sessionId: "s",
     }),
   ];
-  const sessions = [{ sessionId: "s", dir: "s", title: "Login test", records }];
+  const side = [rec("user", "t1", null, "<session>\nx\n</session>"), answer(`{"title": "Login test"}`, "t2", "t1")];
+  const sessions = [{ dir: "s", records, side }];
 
   it("a case-insensitive substring: every message, its role, the match marked in the snippet; injected context is not searched", () => {
     const hits = search(sessions, substringMatcher("LOGIN"));
