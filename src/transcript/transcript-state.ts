@@ -27,6 +27,9 @@ export type MirrorFacts = { expected: { keys: string[]; at: number; answer: bool
 
 export type Verdict = { state: TranscriptState; lacking: { prompts: number; answers: number }; extra: number };
 
+/** What every reader says after "Claude Code's transcript". */
+export const TRANSCRIPT_IS: Record<TranscriptState, string> = { missing: "is gone", stub: "is a stub", behind: "is behind the mirror", intact: "is intact" };
+
 export function lackingWords(l: Verdict["lacking"]): string {
   return [l.prompts > 0 ? plural(l.prompts, "prompt") : "", l.answers > 0 ? plural(l.answers, "answer") : ""].filter(Boolean).join(" and ") || "nothing";
 }

@@ -11,6 +11,7 @@ import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { type ExportFormat, exportSession, renderItemsHtml, renderRecordHtml } from "../transcript/render.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
 import { type SessionData, type SessionSummary, sessionUsage, summarize } from "../transcript/summary.ts";
+import type { TranscriptState } from "../transcript/transcript-state.ts";
 import { buildTree, outline, type Tree } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { type UsageReport, usageReport } from "../usage/tokens.ts";
@@ -19,7 +20,7 @@ import { LOCAL, localDate, offsetLabel } from "../utils/local-time.ts";
 export type { SearchHit } from "../transcript/search.ts";
 export type { ListEntry } from "../storage/mirror-reader.ts";
 
-export type GuardAlert = { state: string; since: string; command: string };
+export type GuardAlert = { state: TranscriptState; since: string; command: string };
 /** The `list --json` objects, each with the guard's alert (added in the relay's thread, which hears the guard). */
 export type ViewerSession = ListEntry & { guard: GuardAlert | null };
 type Prices = { source: string; checked: string };

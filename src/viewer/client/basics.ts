@@ -1,5 +1,6 @@
 // The browser client's state, the page's elements and small helpers: docs/DESIGN.md "The viewer".
 import type { GuardAlert, ViewerSession } from "../api.ts";
+import { TRANSCRIPT_IS } from "../../transcript/transcript-state.ts";
 import { LOCAL, localDateTime } from "../../utils/local-time.ts";
 export { tokensShort as tokens, totalTokens as total, usd } from "../../usage/tokens.ts";
 
@@ -101,9 +102,8 @@ export function badge(state: string): HTMLElement {
   return el("span", "badge " + state, "Claude: " + state);
 }
 
-const GUARD_WORDS: Record<string, string> = { missing: "is gone", stub: "is a stub", behind: "is behind the mirror" };
 export function guardBanner(alert: GuardAlert): HTMLElement {
-  const what = "Claude Code's transcript " + (GUARD_WORDS[alert.state] || alert.state) + " ";
+  const what = "Claude Code's transcript " + TRANSCRIPT_IS[alert.state] + " ";
   const b = el("div", "guard", [el("b", null, what), "(since ", timeEl(alert.since), "). Quit Claude Code, then run ", el("code", null, alert.command)]);
   b.setAttribute("role", "alert");
   return b;

@@ -1,6 +1,7 @@
 // One session in the main column: its facts, its restore, its conversation, live: docs/DESIGN.md "The viewer".
 import type { ListEntry, LiveEvent, RestoreReply, SessionView } from "../api.ts";
 import { countsText } from "../../transcript/summary.ts";
+import { TRANSCRIPT_IS } from "../../transcript/transcript-state.ts";
 import { usageLine } from "../../usage/tokens.ts";
 import { plural } from "../../utils/describe-error.ts";
 import { badge, el, failed, getJson, guardBanner, idOf, liveSays, localize, message, state, timeEl, ui } from "./basics.ts";
@@ -101,14 +102,10 @@ function restorePanel(s: ListEntry): HTMLElement {
   panels.set(idOf(s), out);
   const title = "Writes this session where claude --resume finds it; shows what it would do first";
   const start = el("button", null, "Restore into Claude Code…", { id: "restore-plan", title, onclick: () => plan(s, false, out) });
-  const words = s.claudeTranscript === "intact"
-    ? "own transcript is intact"
-    : s.claudeTranscript === "behind"
-    ? "transcript is behind the mirror: it lacks prompts or answers the mirror holds"
-    : "transcript is " + (s.claudeTranscript === "stub" ? "a stub" : s.claudeTranscript);
+  const lacks = s.claudeTranscript === "behind" ? ": it lacks prompts or answers the mirror holds" : "";
   if (state.planNext === idOf(s)) void plan(s, false, out);
   state.planNext = null;
-  return el("div", null, ["Claude Code's " + words + ". ", start, out], { id: "restore" });
+  return el("div", null, ["Claude Code's transcript " + TRANSCRIPT_IS[s.claudeTranscript] + lacks + ". ", start, out], { id: "restore" });
 }
 
 /** A failure or a refusal is shown in `out` (`refused` may add to it) and answers null. */
