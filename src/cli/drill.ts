@@ -16,10 +16,10 @@ import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { compareResume } from "../transcript/restore-plan.ts";
 import { jsonObject } from "../protocol/json.ts";
 import { oneLine, type Rec, scrubLine } from "../transcript/records.ts";
+import { withTree } from "../transcript/summary.ts";
 import { resumedBranch } from "../transcript/tree.ts";
 import { describe, plural } from "../utils/describe-error.ts";
 import { type CommandIo, exitWith, notMatched, print, printJson } from "./command-io.ts";
-import { withTree } from "./session.ts";
 
 const PROBE = "sessiontap drill: this resume is a check; reply with OK";
 

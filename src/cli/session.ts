@@ -9,7 +9,7 @@ import { replaceFile } from "../storage/publish.ts";
 import { sourceName, withSessionSource } from "../store/pg-reader.ts";
 import { jsonText, scrubLine } from "../transcript/records.ts";
 import { ANSI_STYLE, exportSession, PLAIN, renderText } from "../transcript/render.ts";
-import { countsText, type SessionData, sessionIdOf, summarize } from "../transcript/summary.ts";
+import { countsText, type SessionData, sessionIdOf, withTree } from "../transcript/summary.ts";
 import { stateWords } from "../transcript/transcript-state.ts";
 import { buildTree, flatten, outline } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
@@ -22,12 +22,6 @@ import { type CommandIo, exitWith, notFound, print, printJson, restorable, useCo
 async function findSession(config: Readonly<Config>, io: CommandIo): Promise<SessionData | number> {
   const found = await withSessionSource(config, io.fs, (source) => source.lookup(config.positional[0]));
   return found.kind === "found" ? found.data : notFound(config, io, config.positional[0], found);
-}
-
-/** A session as restore takes it. */
-export function withTree(data: SessionData) {
-  const tree = buildTree(data.records);
-  return { data, tree, summary: summarize(data, tree), others: data };
 }
 
 export async function runShow(config: Readonly<Config>, io: CommandIo, prices: PriceTable): Promise<number> {

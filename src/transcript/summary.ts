@@ -89,6 +89,12 @@ export function summarize(data: SessionData, tree: Tree = buildTree(data.records
   };
 }
 
+/** A session as restore and the drill take it. */
+export function withTree(data: SessionData) {
+  const tree = buildTree(data.records);
+  return { data, tree, summary: summarize(data, tree), others: data };
+}
+
 export function sessionUsage(data: SessionData, prices: PriceTable): SessionAnswers {
   const s = summarize(data, buildTree(data.records), prices);
   return { sessionId: s.sessionId, dir: data.dir, cwd: s.cwd, answers: sessionAnswers(data) };

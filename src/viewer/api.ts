@@ -10,9 +10,9 @@ import { conversations, jsonlFiles, type LastDrill, lastDrill, type ListEntry, S
 import { continuesMessage, type Rec, uuidOf } from "../transcript/records.ts";
 import { type ExportFormat, exportSession, renderItemsHtml, renderRecordHtml } from "../transcript/render.ts";
 import { search, type SearchHit, termsMatcher } from "../transcript/search.ts";
-import { type SessionData, type SessionSummary, sessionUsage, summarize } from "../transcript/summary.ts";
+import { type SessionData, sessionIdOf, sessionUsage, withTree } from "../transcript/summary.ts";
 import type { TranscriptState } from "../transcript/transcript-state.ts";
-import { buildTree, outline, type Tree } from "../transcript/tree.ts";
+import { buildTree, outline } from "../transcript/tree.ts";
 import type { PriceTable } from "../usage/prices.ts";
 import { type UsageReport, usageReport } from "../usage/tokens.ts";
 import { LOCAL, localDate, offsetLabel } from "../utils/local-time.ts";
@@ -62,8 +62,8 @@ export class ViewerData {
   async session(query: string): Promise<Answer> {
     const found = await this.open(query);
     if ("status" in found) return found;
-    const session = (await this.catalog.judge(found.data)).entry;
-    const html = renderItemsHtml(outline(found.tree), this.settings.prices);
+    const session = (await this.catalog.judge(found)).entry;
+    const html = renderItemsHtml(outline(buildTree(found.records)), this.settings.prices);
     return { status: 200, body: { session, tail: session.leafUuid, html, prices: priceSource(this.settings.prices) } satisfies SessionView };
   }
 
@@ -77,7 +77,7 @@ export class ViewerData {
     const found = await this.open(query);
     if ("status" in found) return found;
     const request = { claudeDir: this.catalog.claudeDir, cwd: null, ...options, now: this.clock() };
-    const result = await restoreSession(this.fs, { summary: found.summary, tree: found.tree, others: found.data }, request);
+    const result = await restoreSession(this.fs, withTree(found), request);
     if (!result.ok) return { status: 409, body: { ok: false, error: result.why, outcome: result.outcome } satisfies RestoreReply };
     const outcome = result.outcome;
     return { status: 200, body: { ok: true, outcome, lines: describeRestore(outcome), resume: resumeCommand(outcome) } satisfies RestoreReply };
@@ -88,10 +88,10 @@ export class ViewerData {
     if (!(format in TYPES)) return refused(400, "format must be md, html or jsonl\n");
     const found = await this.open(query);
     if ("status" in found) return refused(found.status, "no single session matches\n");
-    const { sessionId, dir } = found.summary;
+    const sessionId = sessionIdOf(found.dir, found.records);
     const redactor = this.settings.redact ? await rootRedactor(this.fs, this.settings.mirrorDir) : null;
-    const body = await exportSession(found.data, format as ExportFormat, this.settings.prices, redactor);
-    const filename = (sessionId === null ? null : nameInside(sessionId, `.${format}`)) ?? `${dir}.${format}`;
+    const body = await exportSession(found, format as ExportFormat, this.settings.prices, redactor);
+    const filename = (sessionId === null ? null : nameInside(sessionId, `.${format}`)) ?? `${found.dir}.${format}`;
     return { status: 200, body, type: `${TYPES[format]}; charset=utf-8`, filename };
   }
 
@@ -121,14 +121,13 @@ export class ViewerData {
     this.timer = undefined;
   }
 
-  private async open(query: string): Promise<{ data: SessionData; tree: Tree; summary: SessionSummary } | Answer & { status: 404 | 409 }> {
+  private async open(query: string): Promise<SessionData | Answer & { status: 404 | 409 }> {
     const found = await this.catalog.reader.lookup(query);
     if (found.kind === "none") return { status: 404, body: { error: `no mirrored session matches "${query}"` } };
     if (found.kind === "ambiguous") {
       return { status: 409, body: { error: `"${query}" matches ${found.candidates.length} sessions`, candidates: found.candidates } };
     }
-    const tree = buildTree(found.data.records);
-    return { data: found.data, tree, summary: summarize(found.data, tree, this.settings.prices) };
+    return found.data;
   }
 
   private next<T>(work: () => Promise<T>): Promise<T> {
