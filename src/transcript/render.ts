@@ -174,9 +174,12 @@ export function renderRecordHtml(r: Rec, options: HtmlOptions = {}): string {
   return `<article ${attrs}>${options.continued ? "" : `<header>${head}</header>`}${body}</article>`;
 }
 
-function resultBody(b: Block, options: HtmlOptions): string {
+/** A tool result; `labelled`: shown apart from its call. */
+function resultHtml(b: Block, options: HtmlOptions, labelled = false): string {
+  const [id, error] = [escapeHtml(String(b.tool_use_id ?? "")), b.is_error === true];
+  const label = labelled ? `<div class="tool-label">Tool result <code>${id}</code>${error ? " (error)" : ""}</div>` : "";
   const inner = blocksOf(b.content).map((x) => (x.type === "text" ? `<pre>${escapeHtml(String(x.text ?? ""))}</pre>` : blockHtml(x, options))).join("");
-  return inner || '<div class="attachment">(no output)</div>';
+  return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${id}">${label}${inner || '<div class="attachment">(no output)</div>'}</div>`;
 }
 
 function toolPairHtml(b: Block, options: HtmlOptions): string {
@@ -189,11 +192,10 @@ function toolPairHtml(b: Block, options: HtmlOptions): string {
   const state = result === undefined ? "" : error ? "error" : `${plural(lineCount(resultText.replace(/\n+$/, "")), "line")}`;
   const line = toolLine(b.name, b.input);
   const name = line.split(":")[0];
-  const inside = result === undefined ? "" : `<div class="tool-result${error}" data-tool-use-id="${id}">${resultBody(result, options)}</div>`;
   const summary = `<span class="tool-name">${escapeHtml(name)}</span><span class="tool-what">${escapeHtml(line.slice(name.length))}</span> ` +
     `<span class="tool-state">${escapeHtml(state)}</span>`;
   return `<details class="tool-use${error}" data-tool-use-id="${id}"${lines <= 8 ? " open" : ""}><summary>${summary}</summary>` +
-    `<pre class="tool-input">${escapeHtml(input)}</pre><div class="tool-out">${inside}</div></details>`;
+    `<pre class="tool-input">${escapeHtml(input)}</pre><div class="tool-out">${result === undefined ? "" : resultHtml(result, options)}</div></details>`;
 }
 
 const HTML_BLOCKS: Record<Kind, (b: Block, options: HtmlOptions) => string> = {
@@ -203,11 +205,7 @@ const HTML_BLOCKS: Record<Kind, (b: Block, options: HtmlOptions) => string> = {
   thinking: (b) => `<details class="thinking"><summary>Thinking</summary><div class="text">${escapeHtml(String(b.thinking ?? ""))}</div></details>`,
   redacted: () => `<div class="attachment">(redacted thinking)</div>`,
   call: toolPairHtml,
-  result: (b, options) => {
-    const [id, error] = [escapeHtml(String(b.tool_use_id ?? "")), b.is_error === true];
-    const label = `<div class="tool-label">Tool result <code>${id}</code>${error ? " (error)" : ""}</div>`;
-    return `<div class="tool-result${error ? " error" : ""}" data-tool-use-id="${id}">${label}${resultBody(b, options)}</div>`;
-  },
+  result: (b, options) => resultHtml(b, options, true),
   attachment: (b) => `<div class="attachment">${escapeHtml(attachmentNote(b))}</div>`,
   other: (b) => `<details><summary>${escapeHtml(String(b.type ?? "unknown"))} block</summary><pre>${escapeHtml(jsonText(b))}</pre></details>`,
 };
