@@ -1,6 +1,6 @@
 // Search across sessions (`sessiontap search`, the viewer's box): conversation records matching a case-insensitive substring, a
 // regular expression, or every term of a query, each with a snippet around the match. Pure.
-import { isConversation, isToolResultOnly, type Rec, scrubControl, searchableText, uuidOf } from "./records.ts";
+import { isConversation, isToolResultOnly, scrubControl, searchableText, uuidOf } from "./records.ts";
 import { type SessionData, sessionIdOf, sessionTitle } from "./summary.ts";
 import { buildTree, restorePath } from "./tree.ts";
 
