@@ -145,7 +145,7 @@ function startupBlock(config: Readonly<Config>, tap: RunningTap, exposed: boolea
     `  mirror     ${config.mirror ? config.mirrorDir : "off"}${storeLine && config.storeOnly ? " (outage spool only)" : ""}`,
     ...(storeLine ? [`  store      ${redactUrl(config.store!)}`] : []),
     ...(tap.replayed.commits === 0 ? [] : [`  replayed   ${plural(tap.replayed.commits, "commit")} an earlier run could not write${waiting}`]),
-    `  guard      ${tap.guard === null ? "off" : `watching Claude Code's transcripts under ${config.claudeDir}/projects`}`,
+    `  guard      ${!tap.guarded ? "off" : `watching Claude Code's transcripts under ${config.claudeDir}/projects`}`,
     ...(proxy === null ? [] : [
       `  proxy      ${proxy}  (${tap.proxy!.summary})`,
       `  proxy CA   ${certPath}${tap.proxy!.ca.made === null ? "" : " (made now)"}  (trusted only by processes started with NODE_EXTRA_CA_CERTS)`,

@@ -67,7 +67,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}) {
     redact: config.redact !== "off",
     bundle: bundleScript,
     guardAlert: (sessionId) => alerts.get(sessionId) ?? null,
-    restored: async (sessionId) => await guard?.lookNow(sessionId),
+    restored: async (sessionId) => void (guarded && (await link!.query("guard.lookNow", sessionId))),
   });
   const settings = { ...engineSettings(config, deps), bindingKey: bindingSecret, lockHolder: crypto.randomUUID() };
   const listener = { stderr, alerts: (list: GuardAlert[]) => (alerts = new Map(list.map((a) => [a.sessionId, a]))) };
@@ -77,12 +77,7 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}) {
     : await (deps.inThread ? startThreadEngine(settings, listener) : startWorkerEngine(workerUrl, settings, listener, deps.engineSeams));
   const link = engine?.link ?? null;
   const log = (action: string, fields: EventFields) => link?.send({ t: "log", action, fields });
-  const guard = link === null || !engine!.guard ? null : {
-    inspect: (id: string) => link.query("guard.inspect", id),
-    health: () => link.query("guard.health"),
-    alertOf: (id: string) => alerts.get(id) ?? null,
-    lookNow: (id: string) => link.query("guard.lookNow", id),
-  };
+  const guarded = engine?.guard === true;
   const upstream = new UpstreamHealth(config.upstream, clock, stderr, (fields) => log("upstream-error", fields));
   // Beyond loopback /_tap/ needs a token; on loopback it answers its own user, by the uid of the client's socket, else by a token of this run's.
   const token = config.token !== null
@@ -184,12 +179,10 @@ export async function startTap(config: Readonly<Config>, deps: TapDeps = {}) {
     /** The viewer's URL, with this run's token where the kernel cannot name a client's user. */
     viewer: tokenOnly ? `${url}/_tap/login?token=${gate.token}` : `${url}/_tap/`,
     port: server.port,
-    mirror: link === null ? null : {
-      flush: (boundMs: number) => link.query("mirror.flush", boundMs),
-      stats: () => link.query("stats"),
-      sweep: () => link.query("mirror.sweep"),
-    },
-    guard,
+    /** The mirror engine's calls ("mirror.flush", "stats", "guard.inspect", …); null with the mirror off. */
+    engine: link,
+    guarded,
+    alertOf: (id: string) => alerts.get(id) ?? null,
     proxy,
     replayed: engine?.replayed ?? { commits: 0, files: [], waiting: 0 },
     token,

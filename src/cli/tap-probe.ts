@@ -4,7 +4,8 @@ import { createHmac, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import { join } from "node:path/posix";
 import { existingBindingKey } from "../storage/binding-files.ts";
-import { type FsAdapter, nodeFs, readIfThere, removeIfThere } from "../storage/fs-adapter.ts";
+import { type FsAdapter, nodeFs, readIfThere } from "../storage/fs-adapter.ts";
+import { replaceFile } from "../storage/publish.ts";
 import { isObject, jsonObject } from "../protocol/json.ts";
 import { sameSecret } from "../protocol/session-id.ts";
 import { describe } from "../utils/describe-error.ts";
@@ -100,11 +101,8 @@ export function unproven(config: { mirror: boolean; mirrorDir: string }): string
 /** Where a tap whose clients' uids cannot be read leaves its token for its user's doctor (docs/DESIGN.md "Trust boundaries"). */
 const TOKEN_FILE = ".tap-token";
 
-export async function leaveToken(fs: FsAdapter, root: string, port: number, token: string): Promise<void> {
-  const aside = join(root, `${TOKEN_FILE}.${port}.tmp`);
-  await removeIfThere(fs, aside);
-  await fs.createExclusive(aside, `${port} ${token}\n`, true);
-  await fs.rename(aside, join(root, TOKEN_FILE));
+export function leaveToken(fs: FsAdapter, root: string, port: number, token: string): Promise<void> {
+  return replaceFile(fs, join(root, TOKEN_FILE), `${port} ${token}\n`);
 }
 
 /** The token the tap on `base`'s loopback port left under `root`: never sent to another port, where another user may listen. */

@@ -155,12 +155,9 @@ async function verifyDir(fs: FsAdapter, dir: ConvDir, sessionName: string, repai
   const entries = await fs.readdir(dir.path);
   // What a repair killed part-way left (docs/RELIABILITY.md "Trust boundaries"): told, and removed by --repair once provably stale.
   const isLeftover = (name: string) => /\.jsonl\.repair-/.test(name);
-  if (repair) {
-    for (const name of await removeLeftovers(fs, dir.path, isLeftover, Date.now())) {
-      report.repaired.push(`${name}: the leftover of an interrupted repair, removed`);
-    }
-  }
-  for (const f of (repair ? await fs.readdir(dir.path) : entries).filter((e) => e.isFile && isLeftover(e.name))) {
+  const removed = repair ? await removeLeftovers(fs, dir.path, isLeftover, Date.now()) : [];
+  for (const name of removed) report.repaired.push(`${name}: the leftover of an interrupted repair, removed`);
+  for (const f of entries.filter((e) => e.isFile && isLeftover(e.name) && !removed.includes(e.name))) {
     report.problems.push(`${f.name}: the leftover of an interrupted repair (verify --repair removes it once its writer is gone)`);
   }
   for (const f of entries.filter((f) => f.name.endsWith(".jsonl")).sort((a, b) => a.name.localeCompare(b.name))) {

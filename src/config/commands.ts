@@ -212,11 +212,6 @@ export type Command = keyof typeof SPECS;
 export const COMMAND_SPECS: Record<Command, CommandSpec> = SPECS;
 export const COMMANDS = Object.keys(SPECS) as Command[];
 
-/** The flags `command` takes, with --help and --version (-h, -V). */
-export function flagsOf(command: Command): Set<string> {
-  return new Set([...COMMAND_SPECS[command].flags.map((x) => x.flag), "--help", "--version"]);
-}
-
 const flagText = (x: FlagHelp) => `${x.flag}${x.value === null ? "" : ` ${x.value}`}`;
 
 export function usageLine(command: Command): string {

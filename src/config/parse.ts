@@ -1,11 +1,10 @@
 // Settings from flags, then environment, then defaults (docs/DESIGN.md "Command line"): a frozen Config, or a UsageError naming
 // the one setting or flag that is wrong. Pure.
 import { parseArgs } from "node:util";
-import { type Command, COMMAND_SPECS, COMMANDS, DEFAULTS, flagsOf } from "./commands.ts";
+import { type Command, COMMAND_SPECS, COMMANDS, DEFAULTS } from "./commands.ts";
 import { join } from "node:path/posix";
 import { isHostName, widerThanASite } from "./proxy-settings.ts";
 
-export { type Command, COMMANDS };
 export type SettingSource = "flag" | "env" | "default";
 export type Config = ReturnType<typeof resolve>;
 type Flags = Map<string, string | true>;
@@ -53,7 +52,7 @@ function splitArgs(argv: string[]): { command: string | null; positional: string
 }
 
 function checkUsage(command: Command, positional: string[], flags: Flags): void {
-  const allowed = flagsOf(command);
+  const allowed = new Set([...COMMAND_SPECS[command].flags.map((x) => x.flag), "--help", "--version"]);
   for (const name of flags.keys()) if (!allowed.has(name)) throw new UsageError(`${command} does not take ${name} (see sessiontap ${command} --help)`);
   if (flags.has("--url") && flags.has("--port")) throw new UsageError(`doctor takes --url or --port, not both (see sessiontap doctor --help)`);
   const wanted = COMMAND_SPECS[command].args ?? [];
@@ -284,7 +283,7 @@ function tokenValue(token: string): string {
 /** Null when no proxy port is set. `addedHosts` are spoken to as api.anthropic.com is; `upstreams`: host → origin and base path; the CA's default follows XDG. */
 export type ProxySettings = NonNullable<ReturnType<typeof proxySettings>>;
 
-export function proxySettings(flags: Flags, env: Env, home: string) {
+function proxySettings(flags: Flags, env: Env, home: string) {
   const portRaw = pick(flags, "--proxy-port", env, "SESSIONTAP_PROXY_PORT");
   if (portRaw === undefined) return null;
   const port = integer("proxy port (--proxy-port / SESSIONTAP_PROXY_PORT)", portRaw, 0, 65535);

@@ -114,7 +114,7 @@ function transcriptOf(scratch: Scratch, sessionId: string): string {
 /** Waits until the guard judged `sessionId` healthy after `since` (it has read the file and found every prompt). */
 async function judgedHealthy(tap: TestTap, sessionId: string, since: number): Promise<void> {
   await pollAsync(
-    () => tap.guard!.inspect(sessionId),
+    () => tap.engine!.query("guard.inspect", sessionId),
     (s) => s !== null && s.verdictAt > since && s.verdict === "ok",
     20_000,
     `a healthy verdict on ${sessionId}`,
@@ -294,7 +294,7 @@ describe("the guard with the real interactive Claude Code CLI", { timeout: 300_0
           if (loss === "deleted") rmSync(path);
           else writeFileSync(path, readJsonl(path).filter((r) => r.type !== "user" && r.type !== "assistant").map((r) => JSON.stringify(r) + "\n").join(""));
           // Between turns, the guard's sweep notices on its own.
-          between = (await pollAsync(() => tap.guard!.alertOf(sessionId), (a) => a !== null, 15_000, "the alert between turns"))!.state;
+          between = (await pollAsync(() => tap.alertOf(sessionId), (a) => a !== null, 15_000, "the alert between turns"))!.state;
           await alertLines(tap, sessionId, 1);
           // The third turn: Claude Code writes it to a file that lacks the first two prompts.
           await say(PROMPTS[2]);

@@ -44,7 +44,7 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
   });
 
   it("is on by default when the Claude Code config dir exists, and health shows it", async () => {
-    assert.notEqual(tap.guard, null);
+    assert.equal(tap.guarded, true);
     const health = await (await fetch(`${tap.url}/_tap/health`)).json();
     assert.deepEqual(health.guard, { watching: 0, notFound: 0, alerts: [], looks: 0, bytesRead: 0, errors: 0 });
   });
@@ -58,9 +58,9 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
     const second = await c.say("second prompt");
     assert.equal(second.status, 200);
     writeFileSync(transcript, turn("first prompt", 1, first) + turn("second prompt", 2, second));
-    await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
+    await pollAsync(() => tap.engine!.query("guard.inspect", SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
     rmSync(transcript);
-    await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 1, 5_000, "the alert");
+    await pollAsync(async () => (await tap.engine!.query("guard.health")).alerts, (a) => a.length === 1, 5_000, "the alert");
 
     const health = await (await fetch(`${tap.url}/_tap/health`)).json();
     assert.equal(health.status, "degraded");
@@ -88,7 +88,7 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
 
     // Put back whole: the alert clears, health is ok again.
     writeFileSync(transcript, turn("first prompt", 1, first) + turn("second prompt", 2, second));
-    await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
+    await pollAsync(async () => (await tap.engine!.query("guard.health")).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
     assert.equal((await (await fetch(`${tap.url}/_tap/health`)).json()).status, "ok");
     const cleared = await (await fetch(`${tap.url}/_tap/api/sessions`)).json();
     assert.equal(cleared.find((s: Record<string, unknown>) => s.sessionId === SESSION).guard, null);
@@ -103,11 +103,11 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
     const said = await c.say("timed prompt");
     assert.equal(said.status, 200);
     writeFileSync(path, turn("timed prompt", 1, said));
-    await pollAsync(() => timed.guard!.inspect(id), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
+    await pollAsync(() => timed.engine!.query("guard.inspect", id), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
     for (const [loss, state] of [[() => writeFileSync(path, '{"type":"mode","mode":"default"}\n'), "stub"], [() => rmSync(path), "missing"]] as const) {
       const at = Date.now();
       loss();
-      await pollAsync(async () => (await timed.guard!.health()).alerts, (a) => a[0]?.state === state, confirmMs + 3_000, `the ${state} alert`);
+      await pollAsync(async () => (await timed.engine!.query("guard.health")).alerts, (a) => a[0]?.state === state, confirmMs + 3_000, `the ${state} alert`);
       const took = Date.now() - at;
       assert.ok(
         took >= confirmMs && took < confirmMs + 1_000,
@@ -123,11 +123,11 @@ describe("the guard in a running tap", { timeout: 60_000 }, () => {
     }];
     for (const env of offs) {
       await using other = await startTestTap(stub.url, env);
-      assert.equal(other.guard, null, JSON.stringify(env));
+      assert.equal(other.guarded, false, JSON.stringify(env));
       assert.equal((await (await fetch(`${other.url}/_tap/health`)).json()).guard, "off");
     }
     await using on = await startTestTap(stub.url, { CLAUDE_CONFIG_DIR: `${scratch.dir}/none`, SESSIONTAP_GUARD: "on" });
-    assert.notEqual(on.guard, null, "SESSIONTAP_GUARD=on: on even before Claude Code made its dir");
+    assert.equal(on.guarded, true, "SESSIONTAP_GUARD=on: on even before Claude Code made its dir");
   });
 
   it("the startup block says where the guard looks, or that it is off", async () => {

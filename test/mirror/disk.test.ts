@@ -51,7 +51,7 @@ describe("session mirror: files on disk", () => {
 
     await using tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "30" }, {}, dir);
     await new Conversation(tap, "fresh").say("hello");
-    await tap.mirror!.sweep();
+    await tap.engine!.query("mirror.sweep");
     await tap.stop();
     assert.equal(existsSync(`${root}/old-session`), false, "old file removed and its directory pruned");
     assert.deepEqual(readdirSync(`${root}/mixed`).sort(), ["linked.jsonl", "new.jsonl", "notes.txt"]);
@@ -68,7 +68,7 @@ describe("session mirror: files on disk", () => {
     utimesSync(`${root}/kept/a.jsonl`, 0, 0);
     await using tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "0" }, {}, dir);
     await new Conversation(tap, "s").say("hello");
-    await tap.mirror!.sweep();
+    await tap.engine!.query("mirror.sweep");
     await tap.stop();
     assert.ok(existsSync(`${root}/kept/a.jsonl`));
   });

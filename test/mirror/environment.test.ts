@@ -29,7 +29,7 @@ describe("the environment of every mirror record, from the real captures replaye
   before(async () => {
     for (const capture of CAPTURES) {
       const session = await replayCapture(tap, stub, capture);
-      await tap.mirror!.flush(5_000);
+      await tap.engine!.query("mirror.flush", 5_000);
       const files = [...readTree(tap.root).entries()].filter(([path]) => path.startsWith(`${session}/`)) as [string, Rec[]][];
       mirrored.set(capture, { session, files });
     }

@@ -105,7 +105,7 @@ describe("session mirror: failures and retries", () => {
       const chunks = cut(events);
       stub.enqueue(label.includes("reset") ? { kind: "reset-after", chunks } : { kind: "sse", chunks });
       await c.say("two", { keepOnFailure: true });
-      await tap.mirror!.flush(5000); // a cut stream's commit is not awaited by the client's read
+      await tap.engine!.query("mirror.flush", 5000); // a cut stream's commit is not awaited by the client's read
       const records = allRecords(`${tap.root}/${session}`);
       assert.deepEqual(ofType(records, "user").map((r) => textsOf(r)[0]), ["one", "two"]);
       const answers = ofType(records, "assistant");
@@ -135,7 +135,7 @@ describe("session mirror: failures and retries", () => {
     controller.abort();
     await upstreamRequest.closed;
     assert.equal(upstreamRequest.aborted, true, "the upstream request was aborted");
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     const records = allRecords(`${tap.root}/sleave`);
     const partial = ofType(records, "assistant").at(-1)!;
     assert.equal((partial.message as { stop_reason: string }).stop_reason, "interrupted");
@@ -179,20 +179,20 @@ describe("session mirror: a writer that fails never touches the client", () => {
         assert.equal(allRecords(`${tap.root}/w-${fault}`).length, 0, "the client had every byte while the write still hung");
         await faults.heal();
       } else {
-        await tap.mirror!.flush(500);
+        await tap.engine!.query("mirror.flush", 500);
         const errors = readEvents(tap.root).filter((e) => e.action === "error");
         assert.ok(errors.length > before, "the failure is in the events log");
         assert.match(String(errors.at(-1)!.error), fault === "throw" ? /EIO/ : /ENOSPC/);
         assert.equal(allRecords(`${tap.root}/w-${fault}`).length, 0, "nothing reached the disk");
-        assert.ok((await tap.mirror!.stats()).queued >= 1, "the commit waits in memory");
+        assert.ok((await tap.engine!.query("stats")).queued >= 1, "the commit waits in memory");
         await faults.set(null);
       }
       // Once the filesystem recovers, the waiting commit is written as it was, answer metadata included.
-      await tap.mirror!.flush(2000);
+      await tap.engine!.query("mirror.flush", 2000);
       const records = allRecords(`${tap.root}/w-${fault}`);
       assert.deepEqual(records.map((r) => r.type), ["user", "assistant"]);
       assert.equal(records[1].requestId, result.headers.get("request-id"));
-      assert.equal((await tap.mirror!.stats()).queued, 0);
+      assert.equal((await tap.engine!.query("stats")).queued, 0);
       assert.deepEqual(unhandled, []);
     });
   }
@@ -210,7 +210,7 @@ describe("session mirror: a writer that fails never touches the client", () => {
     await pollAsync(() => faults.hung(), (n) => n === 1, 5000, "the write to hang");
     assert.equal(allRecords(`${tap.root}/w-partial`).length, 0);
     await faults.heal();
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.deepEqual(allRecords(`${tap.root}/w-partial`).map((r) => r.type), ["user", "assistant"]);
   });
 
@@ -233,13 +233,13 @@ describe("session mirror: a writer that fails never touches the client", () => {
     const c = new Conversation(small.url, "w-full");
     for (let i = 0; i < 4; i++) assert.equal((await c.say(`turn ${i}`)).status, 200);
     // The client has each answer before its commit reaches the tree (its session's owner is judged first).
-    const stats = await pollAsync(() => small.mirror!.stats(), (s) => s.queued + s.dropped === 4, 5_000, "every commit handed to the tree");
+    const stats = await pollAsync(() => small.engine!.query("stats"), (s) => s.queued + s.dropped === 4, 5_000, "every commit handed to the tree");
     assert.equal(stats.queued, 2);
     assert.equal(stats.dropped, 2);
-    await small.mirror!.flush(500); // the events log is flushed with the writes (the tree's still fail)
+    await small.engine!.query("mirror.flush", 500); // the events log is flushed with the writes (the tree's still fail)
     assert.ok(readEvents(small.root).some((e) => e.action === "drop"));
     await smallFaults.set(null);
-    await small.mirror!.flush(2000);
+    await small.engine!.query("mirror.flush", 2000);
     // The two newest commits carry the whole history: nothing the client sent is missing on disk.
     assert.deepEqual(ofType(allRecords(`${small.root}/w-full`), "user").map((r) => textsOf(r)[0]), ["turn 0", "turn 1", "turn 2", "turn 3"]);
   });

@@ -67,7 +67,7 @@ describe("retention: the mirror keeps what Claude Code's cleanup deletes", () =>
     await using tap = await startTestTap(stub.url, {}, {}, dir);
     // Traffic flows (sessionless: nothing of Claude Code's to lose, so the list below names one lost session).
     assert.equal((await new Conversation(tap.url, null).say("traffic flows")).status, 200);
-    await tap.mirror!.sweep();
+    await tap.engine!.query("mirror.sweep");
     await tap.close();
     const now = walk(`${root}/${SESSION}`).filter((p) => p.endsWith(".jsonl")).map((p) => readFileSync(p, "utf8"));
     assert.deepEqual(now, before45, "every file of the session kept, unchanged");
@@ -94,7 +94,7 @@ describe("retention: the mirror keeps what Claude Code's cleanup deletes", () =>
 
   it("SESSIONTAP_RETENTION_DAYS still limits the age: at 30 the same sweep removes the session", async () => {
     await using tap = await startTestTap(stub.url, { SESSIONTAP_RETENTION_DAYS: "30" }, {}, dir);
-    await tap.mirror!.sweep();
+    await tap.engine!.query("mirror.sweep");
     await tap.close();
     assert.equal(existsSync(`${root}/${SESSION}`), false, "its files swept and its directory pruned");
     assert.ok(existsSync(`${root}/unknown`), "a young session is kept");

@@ -317,7 +317,7 @@ describe("mirror shapes: rewind, compaction, side requests, subagents", () => {
     });
     assert.equal(title.status, 200);
     await title.arrayBuffer();
-    await quiet.mirror!.flush(2000);
+    await quiet.engine!.query("mirror.flush", 2000);
     assert.equal(records(quiet.root, "no-side", "side").length, 0);
     assert.equal(records(quiet.root, "no-side").length, 2);
     assert.ok(readEvents(quiet.root).some((e) => e.action === "skip" && String(e.reason).startsWith("side request")));

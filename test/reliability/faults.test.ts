@@ -30,23 +30,23 @@ describe("filesystem faults: ENOSPC, EACCES, EROFS, EIO", () => {
       assert.equal(new TextDecoder().decode(first.raw), events.join(""), "the client's bytes are the upstream's");
       const second = await c.say("second");
       assert.equal(second.status, 200);
-      await tap.mirror!.flush(300);
+      await tap.engine!.query("mirror.flush", 300);
       const logged = readEvents(tap.root).filter((e) => e.action === "error" && String(e.error).includes(code));
       assert.ok(logged.length >= 1, `an events-log line names ${code}`);
       assert.equal(allRecords(`${tap.root}/${session}`).length, 0);
-      assert.equal((await tap.mirror!.stats()).queued, 2, "both commits wait in memory");
+      assert.equal((await tap.engine!.query("stats")).queued, 2, "both commits wait in memory");
       await faults.fail(null);
-      await tap.mirror!.flush(5000);
+      await tap.engine!.query("mirror.flush", 5000);
       const records = allRecords(`${tap.root}/${session}`);
       assert.deepEqual(records.map((r) => r.type), ["user", "assistant", "user", "assistant"]);
       assert.equal(records.filter((r) => r.reconstructed).length, 0);
-      assert.equal((await tap.mirror!.stats()).queued, 0);
+      assert.equal((await tap.engine!.query("stats")).queued, 0);
       assert.deepEqual(unhandled, []);
     });
   }
 
   it("injected at least one fault per code", async () => {
     assert.ok((await faults.injected()) >= 4);
-    assert.equal((await tap.mirror!.stats()).dropped, 0, "nothing had to be dropped");
+    assert.equal((await tap.engine!.query("stats")).dropped, 0, "nothing had to be dropped");
   });
 });

@@ -60,7 +60,7 @@ describe("content fidelity: what goes in comes back exactly", () => {
     assert.equal(r.status, 400);
     await r.arrayBuffer();
     assert.deepEqual(stub.requests.at(-1)!.body, body);
-    await tap.mirror!.flush(2000); // the events log is written after the response
+    await tap.engine!.query("mirror.flush", 2000); // the events log is written after the response
     assert.ok(readEvents(tap.root).some((e) => e.action === "skip" && e.reason === "request body is not JSON"));
   });
 
@@ -70,7 +70,7 @@ describe("content fidelity: what goes in comes back exactly", () => {
     const r = await fetch(`${tap.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body });
     await r.arrayBuffer();
     assert.deepEqual(stub.requests.at(-1)!.body, body);
-    await tap.mirror!.flush(2000); // the events log is written after the response
+    await tap.engine!.query("mirror.flush", 2000); // the events log is written after the response
     assert.ok(readEvents(tap.root).some((e) => e.action === "skip" && e.reason === "request body is not UTF-8"));
   });
 });

@@ -40,7 +40,7 @@ describe("a writer lock whose release failed stays the tap's own", () => {
     await c.say("first");
     await faults.failReads(1); // the release reads the lock to see it is still ours: that read fails
     await c.say("second");
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.equal(await faults.injected(), 1);
     assert.deepEqual(users(allRecords(dir)), ["first", "second"], "the write itself had succeeded");
     await pollAsync(() => existsSync(lock), (held) => !held, 10_000, "the lock to be released by a retry");
@@ -49,7 +49,7 @@ describe("a writer lock whose release failed stays the tap's own", () => {
     assert.match(tap.stderrLines.find((l) => l.includes("writer lock")) ?? "", /^sessiontap: writer lock of \S+\/sonce could not be released \(EMFILE/);
 
     await c.say("third");
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.deepEqual(users(allRecords(dir)), ["first", "second", "third"]);
     assert.equal(readEvents(tap.root).filter((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")).length, 0, "never held by itself");
     assert.equal((await health(tap.url)).status, "ok");
@@ -64,7 +64,7 @@ describe("a writer lock whose release failed stays the tap's own", () => {
     await c.say("first");
     await faults.failUnlinks(1_000_000);
     await c.say("second");
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.ok(existsSync(lock), "left by the failed release");
     assert.equal(JSON.parse(readFileSync(lock, "utf8")).pid, process.pid, "and it names this process");
     const degraded = await health(tap.url);
@@ -72,7 +72,7 @@ describe("a writer lock whose release failed stays the tap's own", () => {
     assert.ok(degraded.problems.some((p) => /^mirror: 1 writer lock not released yet \(EMFILE/.test(p)), degraded.problems.join("; "));
 
     await c.say("third"); // the tap's own lock: reused at once, not waited for
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.deepEqual(users(allRecords(dir)), ["first", "second", "third"]);
     assert.equal(readEvents(tap.root).filter((e) => e.action === "error" && String(e.error).startsWith("ELOCKED")).length, 0);
     assert.equal(tap.stderrLines.filter((l) => l.includes("could not be released")).length, 1, tap.stderrLines.join("\n"));

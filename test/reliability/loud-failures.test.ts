@@ -31,7 +31,7 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
     const c = new Conversation(tap.url, "sblocked");
     assert.equal((await c.say("first")).status, 200, "the client is unaffected");
     assert.equal((await c.say("second")).status, 200);
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     const lines = tap.stderrLines.filter((l) => l.includes("mirror write failed"));
     assert.equal(lines.length, 1, `one line, not one per failure: ${tap.stderrLines.join("\n")}`);
     assert.match(
@@ -63,7 +63,7 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
     mkdirSync(`${tap.root}/session-mirror-events.jsonl`);
     writeFileSync(`${tap.root}/session-mirror-events.jsonl/keep`, "x");
     await new Conversation(tap.url, "sevents").say("hello");
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.equal(tap.stderrLines.filter((l) => l.includes("events log")).length, 1, tap.stderrLines.join("\n"));
     assert.match(
       tap.stderrLines.find((l) => l.includes("events log"))!,
@@ -77,7 +77,7 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
     assert.deepEqual(users(allRecords(`${tap.root}/sevents`)), ["hello"], "the mirror itself carried on");
     rmSync(`${tap.root}/session-mirror-events.jsonl`, { recursive: true });
     await new Conversation(tap.url, "sevents2").say("again");
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.equal((await health(tap.url)).status, "ok");
     assert.ok(tap.stderrLines.some((l) => /events log .* written again/.test(l)));
   });
@@ -87,7 +87,7 @@ describe("a tap whose writes fail says so, and says when they work again", () =>
     writeFileSync(`${tap.root}/sfull`, "x");
     const c = new Conversation(tap.url, "sfull");
     for (const text of ["a", "b", "c"]) await c.say(text);
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     const h = await health(tap.url);
     assert.equal(h.status, "degraded");
     assert.ok(h.problems.some((p) => /^mirror: \d+ commits? dropped since start/.test(p)), h.problems.join("; "));
@@ -115,7 +115,7 @@ describe("an engine that stalls or dies is loud, and the relay goes on", () => {
     assert.equal((await c.say("while it was stuck")).status, 200, "the client is unaffected");
     const ok = await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok once the engine answers");
     assert.deepEqual(ok.problems, []);
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.deepEqual(users(allRecords(`${tap.root}/sstall`)), ["while it was stuck"]);
   });
 

@@ -89,7 +89,7 @@ describe("a tap on a nearly full disk", () => {
       const session = `${tap.root}/sshort`;
       const c = new Conversation(tap.url, "sshort");
       assert.equal((await c.say("first")).status, 200);
-      await tap.mirror!.flush(2000);
+      await tap.engine!.query("mirror.flush", 2000);
       const [file] = readdirSync(session).filter((f) => f.endsWith(".jsonl"));
       const before = readFileSync(`${session}/${file}`);
 
@@ -98,7 +98,7 @@ describe("a tap on a nearly full disk", () => {
       stub.enqueue({ kind: "sse", chunks: textReply(answer, { deltas: 8 }) });
       const second = await c.say("second");
       assert.equal(second.status, 200, "the client is unaffected");
-      await tap.mirror!.flush(500);
+      await tap.engine!.query("mirror.flush", 500);
       assert.ok((await disk.cut()) >= 1, "the append was cut short");
       assert.deepEqual(readFileSync(`${session}/${file}`), before, "the part that reached the disk was cut back off");
       const degraded = await health(tap.url);
@@ -110,7 +110,7 @@ describe("a tap on a nearly full disk", () => {
       const events = readEvents(tap.root).filter((e) => e.dir === "sshort");
       assert.equal(events.filter((e) => e.action === "append").length, 1, "only the first turn's append is logged as one");
       assert.ok(events.some((e) => e.action === "error" && /^ENOSPC: wrote 4096 of/.test(String(e.error))), JSON.stringify(events));
-      assert.equal((await tap.mirror!.stats()).appends, 1, "not counted as written");
+      assert.equal((await tap.engine!.query("stats")).appends, 1, "not counted as written");
 
       await disk.heal(); // the retry (backoff from 0.25 s) writes it
       await pollAsync(() => health(tap.url), (h) => h.status === "ok", 10_000, "health to be ok again");
@@ -126,7 +126,7 @@ describe("a tap on a nearly full disk", () => {
       const again = new Conversation(tap.url, "sshort");
       again.messages.push(...c.messages);
       assert.equal((await again.say("third")).status, 200);
-      await tap.mirror!.flush(2000);
+      await tap.engine!.query("mirror.flush", 2000);
       const after = allRecords(session);
       assert.deepEqual(users(after), ["first", "second", "third"]);
       assert.equal(new Set(after.map((r) => r.uuid)).size, after.length, "no record twice");
@@ -143,7 +143,7 @@ describe("a tap on a nearly full disk", () => {
     await disk.fill("/.staging/", 300, "part-then-throw");
     assert.equal((await new Conversation(tap.url, "sfirst").say("hello")).status, 200);
     await pollAsync(() => disk.cut(), (cuts) => cuts >= 1, 10_000, "the first file's write to be cut short"); // not a flush's wall-clock bound
-    await tap.mirror!.flush(5000);
+    await tap.engine!.query("mirror.flush", 5000);
     assert.deepEqual(existsSync(`${tap.root}/sfirst`) ? readdirSync(`${tap.root}/sfirst`) : [], [], "nothing published");
     assert.deepEqual(readdirSync(`${tap.root}/.staging`), [], "no part file left");
     assert.equal((await health(tap.url)).status, "degraded");
@@ -156,16 +156,16 @@ describe("a tap on a nearly full disk", () => {
   it("the events log cut short: said, degraded, and no torn line glued to the next", async () => {
     const disk = shortEngineDisk();
     await using tap = await startTestTap(stub.url, {}, { engineSeams: disk.seams });
-    await tap.mirror!.flush(500);
+    await tap.engine!.query("mirror.flush", 500);
     await disk.fill("/session-mirror-events.jsonl", 20, "zero");
     await new Conversation(tap.url, "slog").say("hello");
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.ok((await disk.cut()) >= 1);
     assert.match(tap.stderrLines.find((l) => l.includes("events log")) ?? "", /^sessiontap: events log \S+ not written \(EIO: wrote 20 of \d+ bytes/);
     assert.equal((await health(tap.url)).status, "degraded");
     await disk.heal();
     await new Conversation(tap.url, "slog2").say("again");
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.equal((await health(tap.url)).status, "ok");
     const lines = readFileSync(`${tap.root}/session-mirror-events.jsonl`, "utf8").split("\n").filter(Boolean);
     for (const line of lines) JSON.parse(line); // throws on a torn line

@@ -48,7 +48,7 @@ describe("a borrowed session id", () => {
     const split = readEvents(tap.root).filter((e) => e.action === "session-split");
     assert.deepEqual(split.map((e) => [e.dir, e.as, e.why]), [[SESSION, own[0], "credential"]]);
     assert.equal(tap.stderrLines.filter((l) => /carried the id of session/.test(l)).length, 1, tap.stderrLines.join("\n"));
-    const stats = await tap.mirror!.stats();
+    const stats = await tap.engine!.query("stats");
     assert.equal(stats.borrowed, 1);
   });
 

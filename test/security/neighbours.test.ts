@@ -82,7 +82,7 @@ describe("hostile neighbours: the tap writes only what is its own", () => {
     tap = await startTestTap(stub.url, {}, {}, dir);
     assert.equal((await new Conversation(tap, session).say("a secret pasted into a conversation")).status, 200, "the client is unaffected");
     assert.equal((await new Conversation(tap, "fine").say("hello")).status, 200);
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     return tap.stderrLines;
   }
 
@@ -129,7 +129,7 @@ describe("hostile neighbours: the tap writes only what is its own", () => {
     tap = await startTestTap(stub.url, {}, {}, dir);
     assert.equal((await new Conversation(tap, "mine").say("hello")).status, 200);
     assert.equal((await new Conversation(tap, "mine2").say("hello")).status, 200);
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.equal(readFileSync(`${root}/mine/2099-01-01T00-00-00.000Z.jsonl`, "utf8"), planted);
     assert.equal(statSync(`${root}/mine2/2099-01-01T00-00-00.000Z.jsonl`).size, 0);
     const errors = refusals(root).map((e) => String(e.error));

@@ -89,7 +89,7 @@ describe("a page in the user's browser cannot post through the tap", () => {
       assert.equal(body.error.type, "permission_error");
       assert.equal(res.headers.get("access-control-allow-origin"), null);
     }
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.equal(stub.requests.length, before, "nothing reached the upstream");
     assert.ok(!existsSync(`${tap.root}/planted-by-a-page`), "nothing was mirrored");
     const sessions = await (await fetch(`${tap.url}/_tap/api/sessions`, { headers: { "sec-fetch-site": "cross-site" } })).status;
@@ -98,7 +98,7 @@ describe("a page in the user's browser cannot post through the tap", () => {
 
   it("Claude Code's own requests (no Origin, no Sec-Fetch-Site) and the viewer's same-origin ones go on", async () => {
     assert.equal((await new Conversation(tap, "claude-code-session").say("hello")).status, 200);
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.equal(allRecords(`${tap.root}/claude-code-session`).length, 2);
     const own = await fetch(`${tap.url}/_tap/api/sessions`, { headers: { origin: tap.url, "sec-fetch-site": "same-origin" } });
     assert.equal(own.status, 200);
@@ -154,7 +154,7 @@ describe("a tap with a token", () => {
 
   it("API traffic is forwarded and mirrored without it (the API key authenticates that upstream)", async () => {
     assert.equal((await new Conversation(tap, "with-a-token").say("hello")).status, 200);
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
     assert.equal(allRecords(`${tap.root}/with-a-token`).length, 2);
     assert.ok(!readdirSync(tap.root).some((n) => n.includes(TOKEN)));
   });

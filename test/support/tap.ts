@@ -42,7 +42,7 @@ export async function startTestTap(upstream: string, env: Record<string, string>
     stop,
     root: `${dir}/mirror`,
     stderrLines: errors,
-    settled: async () => void (await tap.mirror?.flush(SETTLE_MS)),
+    settled: async () => void (await tap.engine?.query("mirror.flush", SETTLE_MS)),
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -29,7 +29,7 @@ describe("restore in Claude Code's own shape", { timeout: 60_000 }, () => {
   withTap((started) => ({ stub, tap } = started));
   before(async () => {
     captured = await replayCapture(tap, stub);
-    await tap.mirror!.flush(2000);
+    await tap.engine!.query("mirror.flush", 2000);
   });
   after(async () => {
     scratch.cleanup();

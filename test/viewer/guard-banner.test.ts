@@ -43,7 +43,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
     whole +=
       JSON.stringify({ type: "assistant", message: { id, role: "assistant", content: [{ type: "text", text: "ok" }] }, uuid: "a1", sessionId: SESSION }) + "\n";
     writeFileSync(transcript, whole);
-    await pollAsync(() => tap.guard!.inspect(SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
+    await pollAsync(() => tap.engine!.query("guard.inspect", SESSION), (s) => s?.verdict === "ok", 5_000, "a healthy verdict");
     browser = await openBrowser({ width: 1280, height: 900 });
     page = browser.page;
   });
@@ -66,7 +66,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
 
   it("the transcript deleted: a banner with the restore command on the session in the list and on its open page, without a reload", async () => {
     rmSync(transcript);
-    await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 1, 5_000, "the guard's alert");
+    await pollAsync(async () => (await tap.engine!.query("guard.health")).alerts, (a) => a.length === 1, 5_000, "the guard's alert");
     await page.clock.fastForward(10_000); // the list's next refresh
     const listed = page.locator(`#sessions li.session[data-session="${SESSION}"] .guard[role="alert"]`);
     await listed.waitFor(WAIT);
@@ -81,7 +81,7 @@ describe("the guard's banner in the viewer, in headless Chromium", { timeout: 12
 
   it("once the transcript is whole again, the banners go", async () => {
     writeFileSync(transcript, whole);
-    await pollAsync(async () => (await tap.guard!.health()).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
+    await pollAsync(async () => (await tap.engine!.query("guard.health")).alerts, (a) => a.length === 0, 5_000, "the alert to clear");
     await page.clock.fastForward(10_000);
     await page.locator(".guard").first().waitFor({ state: "detached", ...WAIT });
     assert.equal(await page.locator(".guard").count(), 0);
