@@ -145,6 +145,7 @@ export class DirLocks {
         this.busy.add(path);
         const taken = await this.take(path, me).catch((error) => {
           this.busy.delete(path);
+          this.trusted = false; // `.locks` may have gone (the sweep never prunes it): made and checked again next time
           throw error;
         });
         if (taken.held) return () => this.remove(path, { dir, owner: me }).finally(() => this.busy.delete(path));
@@ -168,25 +169,14 @@ export class DirLocks {
 
   /** Creates the lock, reuses our own, or removes a stale one and creates it then; otherwise says who holds it. */
   private async take(path: string, me: string): Promise<{ held: boolean; owner: string | null }> {
-    for (let attempt = 0;; attempt++) {
-      let created: boolean;
-      try {
-        created = await this.create(path, me);
-      } catch (error) {
-        // A sweep may prune the empty .locks directory between our check and this create.
-        if ((error as { code?: string }).code !== "ENOENT" || attempt > 3) throw error;
-        this.trusted = false;
-        await this.ensureLocksDir();
-        continue;
-      }
-      if (created) return { held: true, owner: me };
+    for (;;) {
+      if (await this.create(path, me)) return { held: true, owner: me };
       const raw = await readIfThere(this.fs, path);
       // Ours, and no write of ours holds it: a release that failed, ours to reuse (this write's release is the retry).
       if (raw === me) return { held: true, owner: me };
       if (raw === null) continue; // released meanwhile
       if (!(await this.isStale(path, raw))) return { held: false, owner: raw };
-      const info = await this.fs.lstat(path);
-      if (info === null || info.isSymbolicLink || (await readIfThere(this.fs, path)) !== raw) return { held: false, owner: raw }; // look again later
+      if ((await readIfThere(this.fs, path)) !== raw) return { held: false, owner: raw }; // look again later
       await this.fs.unlink(path);
     }
   }
