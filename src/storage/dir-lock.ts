@@ -77,14 +77,12 @@ export interface LockOwner {
   host: string;
 }
 
-/** Unset fields default to this process, ownerAlive, Date.now and a timer. */
+/** Unset fields default to this process and Date.now. */
 export interface LockOptions {
   self?: LockOwner | Promise<LockOwner>;
-  isAlive?: (owner: LockOwner) => Promise<boolean>;
   /** Longest wait for a live owner (the caller keeps its records and retries). */
   waitMs: number;
   clock?: () => number;
-  sleep?: (ms: number) => Promise<void>;
   /** Names this instance in its lock files (default: a new name): an engine started in place of a dead one takes over its locks. */
   holder?: string;
   report?: LockReport;
@@ -115,13 +113,7 @@ export class DirLocks {
     options: LockOptions,
   ) {
     this.holder = options.holder ?? randomUUID();
-    this.options = {
-      self: selfOwner(fs),
-      isAlive: (owner) => ownerAlive(fs, owner),
-      clock: Date.now,
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-      ...options,
-    };
+    this.options = { self: selfOwner(fs), clock: Date.now, ...options };
   }
 
   pathFor(dir: string): string {
@@ -153,7 +145,7 @@ export class DirLocks {
         heldBy = taken.owner;
       }
       if (this.options.clock() >= deadline) throw new LockBusyError(`writer lock of ${dir} is held by ${heldBy ?? "another process"}`);
-      await this.options.sleep(Math.min(5 * 2 ** Math.min(attempt, 6), 200));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5 * 2 ** Math.min(attempt, 6), 200)));
     }
   }
 
@@ -229,6 +221,6 @@ export class DirLocks {
       return info !== null && this.options.clock() - info.mtimeMs > 2_000;
     }
     if (typeof owner.pid !== "number") return true;
-    return !(await this.options.isAlive(owner));
+    return !(await ownerAlive(this.fs, owner));
   }
 }
