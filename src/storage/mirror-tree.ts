@@ -2,13 +2,12 @@
 // written under its session's lock; torn final lines are moved aside, new files published without overwrite.
 import { randomUUID } from "node:crypto";
 import { join } from "node:path/posix";
-import type { ConversationPlace } from "../protocol/commit-job.ts";
+import type { ConversationPlace, MirrorRecord } from "../protocol/commit-job.ts";
 import { type Json, parseJsonl } from "../protocol/json.ts";
 import { type DirLocks, removeLeftovers, writerTag } from "./dir-lock.ts";
 import { type FsAdapter, isNotFound } from "./fs-adapter.ts";
 import { JsonlFollower } from "./jsonl-follower.ts";
 import { checkTrusted, ensureTrustedDir } from "./trusted-path.ts";
-import type { TargetIo, WriteTarget } from "../writer/commit-writer.ts";
 
 const decoder = new TextDecoder();
 
@@ -41,7 +40,7 @@ export function rotationName(ms: number, attempt = 0): string {
   return attempt === 0 ? `${stamp}.jsonl` : `${stamp}-${attempt}.jsonl`;
 }
 
-export class MirrorTree implements WriteTarget<Cursor, AppendResult> {
+export class MirrorTree {
   private writer: Promise<string> | null = null;
   private staging = false;
 
@@ -76,7 +75,7 @@ export class MirrorTree implements WriteTarget<Cursor, AppendResult> {
   newCursor = (): Cursor => new Map();
 
   /** One lock covers a session's main, side and subagent conversations, so a side write reads the main one under it. */
-  async locked<T>(place: ConversationPlace, _main: ConversationPlace | null, body: (io: TargetIo<Cursor, AppendResult>) => Promise<T>): Promise<T> {
+  async locked<T>(place: ConversationPlace, _main: ConversationPlace | null, body: (io: TreeIo) => Promise<T>): Promise<T> {
     if (this.writing === null) throw new Error("this tree was not made for writing");
     const { locks, repaired } = this.writing;
     await this.ensureDir(join(this.root, place.key));
@@ -186,3 +185,9 @@ export class MirrorTree implements WriteTarget<Cursor, AppendResult> {
     }
   }
 }
+
+// The shape of writer/commit-writer.ts's TargetIo, said again here: storage sits below the writer and may not import it.
+type TreeIo = {
+  catchUp(place: ConversationPlace, cursor: Cursor, owner: { sessionId: string | null; agentId: string | null }): Promise<{ records: Json[]; cursor: Cursor }>;
+  append(place: ConversationPlace, records: MirrorRecord[], cursor: Cursor): Promise<{ cursor: Cursor; uncertain: boolean; done: AppendResult }>;
+};
