@@ -77,14 +77,12 @@ export interface LockOwner {
   host: string;
 }
 
-/** Unset fields default to this process, ownerAlive, Date.now and a timer. */
+/** Unset fields default to this process and Date.now. */
 export interface LockOptions {
   self?: LockOwner | Promise<LockOwner>;
-  isAlive?: (owner: LockOwner) => Promise<boolean>;
   /** Longest wait for a live owner (the caller keeps its records and retries). */
   waitMs: number;
   clock?: () => number;
-  sleep?: (ms: number) => Promise<void>;
   /** Names this instance in its lock files (default: a new name): an engine started in place of a dead one takes over its locks. */
   holder?: string;
   report?: LockReport;
@@ -115,13 +113,7 @@ export class DirLocks {
     options: LockOptions,
   ) {
     this.holder = options.holder ?? randomUUID();
-    this.options = {
-      self: selfOwner(fs),
-      isAlive: (owner) => ownerAlive(fs, owner),
-      clock: Date.now,
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-      ...options,
-    };
+    this.options = { self: selfOwner(fs), clock: Date.now, ...options };
   }
 
   pathFor(dir: string): string {
@@ -145,6 +137,7 @@ export class DirLocks {
         this.busy.add(path);
         const taken = await this.take(path, me).catch((error) => {
           this.busy.delete(path);
+          this.trusted = false; // `.locks` may have gone (the sweep never prunes it): made and checked again next time
           throw error;
         });
         if (taken.held) return () => this.remove(path, { dir, owner: me }).finally(() => this.busy.delete(path));
@@ -152,7 +145,7 @@ export class DirLocks {
         heldBy = taken.owner;
       }
       if (this.options.clock() >= deadline) throw new LockBusyError(`writer lock of ${dir} is held by ${heldBy ?? "another process"}`);
-      await this.options.sleep(Math.min(5 * 2 ** Math.min(attempt, 6), 200));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5 * 2 ** Math.min(attempt, 6), 200)));
     }
   }
 
@@ -168,25 +161,14 @@ export class DirLocks {
 
   /** Creates the lock, reuses our own, or removes a stale one and creates it then; otherwise says who holds it. */
   private async take(path: string, me: string): Promise<{ held: boolean; owner: string | null }> {
-    for (let attempt = 0;; attempt++) {
-      let created: boolean;
-      try {
-        created = await this.create(path, me);
-      } catch (error) {
-        // A sweep may prune the empty .locks directory between our check and this create.
-        if ((error as { code?: string }).code !== "ENOENT" || attempt > 3) throw error;
-        this.trusted = false;
-        await this.ensureLocksDir();
-        continue;
-      }
-      if (created) return { held: true, owner: me };
+    for (;;) {
+      if (await this.create(path, me)) return { held: true, owner: me };
       const raw = await readIfThere(this.fs, path);
       // Ours, and no write of ours holds it: a release that failed, ours to reuse (this write's release is the retry).
       if (raw === me) return { held: true, owner: me };
       if (raw === null) continue; // released meanwhile
       if (!(await this.isStale(path, raw))) return { held: false, owner: raw };
-      const info = await this.fs.lstat(path);
-      if (info === null || info.isSymbolicLink || (await readIfThere(this.fs, path)) !== raw) return { held: false, owner: raw }; // look again later
+      if ((await readIfThere(this.fs, path)) !== raw) return { held: false, owner: raw }; // look again later
       await this.fs.unlink(path);
     }
   }
@@ -239,6 +221,6 @@ export class DirLocks {
       return info !== null && this.options.clock() - info.mtimeMs > 2_000;
     }
     if (typeof owner.pid !== "number") return true;
-    return !(await this.options.isAlive(owner));
+    return !(await ownerAlive(this.fs, owner));
   }
 }

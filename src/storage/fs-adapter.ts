@@ -13,11 +13,8 @@ export class NotRegularFileError extends Error {
   readonly code = "ENOTREG";
 }
 
-const KINDS = [["isFIFO", "a FIFO"], ["isCharacterDevice", "a device"], ["isBlockDevice", "a device"], ["isSocket", "a socket"], [
-  "isDirectory",
-  "a directory",
-]] as const;
-const kindOf = (s: Stats) => KINDS.find(([is]) => s[is]())?.[1] ?? "not a regular file";
+const KINDS = { isFIFO: "a FIFO", isCharacterDevice: "a device", isBlockDevice: "a device", isSocket: "a socket", isDirectory: "a directory" } as const;
+const kindOf = (s: Stats) => Object.entries(KINDS).find(([is]) => s[is as keyof typeof KINDS]())?.[1] ?? "not a regular file";
 
 export interface EntryInfo {
   isFile: boolean;
@@ -181,9 +178,7 @@ export function createNodeFs(write: WriteSome = kernelWrite): FsAdapter {
         const stat = await handle.stat();
         // Checked on the descriptor itself: whatever the path was swapped for since its lstat.
         if (!stat.isFile()) throw new NotRegularFileError(`${path} is ${kindOf(stat)}; not read`);
-        const size = stat.size;
-        const stop = Math.min(end ?? size, size);
-        const buffer = new Uint8Array(Math.max(0, stop - start));
+        const buffer = new Uint8Array(Math.max(0, Math.min(end ?? stat.size, stat.size) - start));
         let offset = 0;
         while (offset < buffer.length) {
           const { bytesRead } = await handle.read(buffer, offset, buffer.length - offset, start + offset);

@@ -160,11 +160,8 @@ export class MirrorTree {
 
   /** Written aside, then linked into place under a name nobody has taken. */
   private async publish(dir: string, text: string): Promise<string> {
-    const staging = join(this.root, ".staging");
-    this.writer ??= writerTag(this.fs);
-    const aside = join(staging, `${await this.writer}-${randomUUID()}.part`);
-    if (!this.staging) await this.ensureDir(staging);
-    this.staging = true;
+    if (!this.staging) await this.prepare();
+    const aside = join(this.root, ".staging", `${await this.writer}-${randomUUID()}.part`);
     const created = await this.fs.createExclusive(aside, text, this.sync).catch((error) => {
       this.staging = false;
       throw error;
@@ -189,6 +186,7 @@ export class MirrorTree {
   }
 }
 
+// The shape of writer/commit-writer.ts's TargetIo, said again here: storage sits below the writer and may not import it.
 type TreeIo = {
   catchUp(place: ConversationPlace, cursor: Cursor, owner: { sessionId: string | null; agentId: string | null }): Promise<{ records: Json[]; cursor: Cursor }>;
   append(place: ConversationPlace, records: MirrorRecord[], cursor: Cursor): Promise<{ cursor: Cursor; uncertain: boolean; done: AppendResult }>;

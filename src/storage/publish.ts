@@ -14,8 +14,8 @@ export type Published =
 
 const NO_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK"];
 
-/** Runs `use` on `data` written beside `path` under a fresh name naming this process, removed afterwards; what a killed writer left
- * there goes first (a restore killed mid-write left 27 MB). */
+/** Runs `use` on `data` written whole beside `path` under a fresh name naming this process, removed afterwards; what a killed writer
+ * left there goes first (a restore killed mid-write left 27 MB). Until `use` runs, the target is untouched. */
 async function aside<T>(fs: FsAdapter, path: string, data: string, use: (tmp: string) => Promise<T>): Promise<T> {
   const dir = dirname(path);
   const prefix = `.${basename(path)}.sessiontap-`;
@@ -25,6 +25,7 @@ async function aside<T>(fs: FsAdapter, path: string, data: string, use: (tmp: st
     const tmp = `${dir}/${prefix}${writer}-${crypto.randomUUID().slice(0, 8)}.tmp`;
     if (!(await fs.createExclusive(tmp, data, true))) continue;
     try {
+      await checkWhole(fs, tmp, data);
       return await use(tmp);
     } finally {
       await discard(fs, tmp);
@@ -45,10 +46,7 @@ async function linkOrCopy(fs: FsAdapter, from: string, to: string): Promise<bool
 }
 
 export function publishNew(fs: FsAdapter, path: string, data: string): Promise<Published> {
-  return aside(fs, path, data, async (tmp) => {
-    await checkWhole(fs, tmp, data);
-    return (await linkOrCopy(fs, tmp, path)) ? { kind: "created", path } : { kind: "appeared", path };
-  });
+  return aside(fs, path, data, async (tmp) => (await linkOrCopy(fs, tmp, path)) ? { kind: "created", path } : { kind: "appeared", path });
 }
 
 /** `<name>.bak-<UTC timestamp>` for a time: `20261130T033317Z`. */
@@ -70,20 +68,11 @@ export function replaceWithBackup(fs: FsAdapter, path: string, data: string, jud
       await discard(fs, backup); // it names a file we did not judge; the original stays where it was
       return { kind: "changed", path };
     }
-    try {
-      await checkWhole(fs, tmp, data); // until here the original is untouched, and so it stays
-    } catch (error) {
-      await discard(fs, backup);
-      throw error;
-    }
     await fs.rename(tmp, path);
     return { kind: "replaced", path, backup } as const;
   });
 }
 
 export function replaceFile(fs: FsAdapter, path: string, data: string): Promise<void> {
-  return aside(fs, path, data, async (tmp) => {
-    await checkWhole(fs, tmp, data);
-    await fs.rename(tmp, path);
-  });
+  return aside(fs, path, data, (tmp) => fs.rename(tmp, path));
 }

@@ -167,8 +167,8 @@ export class Spool {
       if (files > 10_000 || !(await this.readAhead())) return [];
     }
     const first = key(this.ahead[0].job);
-    const run = this.ahead.slice(0, max);
-    return run.slice(0, (run.findIndex((a) => key(a.job) !== first) + 1 || run.length + 1) - 1).map((a) => a.job);
+    const end = this.ahead.findIndex((a, i) => i === max || key(a.job) !== first);
+    return this.ahead.slice(0, end < 0 ? max : end).map((a) => a.job);
   }
 
   /** The first `n` jobs `next()` gave are written: takes them off (their file goes once `next()` finds nothing more in it). */

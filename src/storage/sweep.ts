@@ -41,12 +41,12 @@ async function sweepDir(fs: FsAdapter, dir: string, self: EntryInfo, cutoffMs: n
     if (info.isSymbolicLink) continue; // never followed, never removed
     if (depth === 0 && entry.name.startsWith(".")) continue; // the tap's own .locks and .staging
     if (info.isDirectory && depth < MAX_DEPTH) {
-      const empty = await sweepDir(fs, path, info, cutoffMs, depth + 1, result);
-      if (empty && (await unchanged(fs, [[dir, self], [path, info]], result)) && (await removeDir(fs, path))) {
-        result.prunedDirs++;
-        prunedHere = true;
-        remaining--;
-      }
+      if (!(await sweepDir(fs, path, info, cutoffMs, depth + 1, result)) || !(await unchanged(fs, [[dir, self], [path, info]], result))) continue;
+      // Refused when a writer put something in it (or removed it) meanwhile.
+      if (!(await unless(fs.rmdir(path).then(() => true), ["ENOTEMPTY", "EEXIST", "ENOENT"], false))) continue;
+      result.prunedDirs++;
+      prunedHere = true;
+      remaining--;
     } else if (info.isFile && entry.name.endsWith(".jsonl") && info.mtimeMs < cutoffMs) {
       if (!(await unchanged(fs, [[dir, self], [path, info]], result))) continue;
       await fs.unlink(path);
@@ -69,9 +69,4 @@ async function unchanged(fs: FsAdapter, pairs: [string, EntryInfo][], result: Sw
     }
   }
   return true;
-}
-
-/** False when a writer put something in it (or removed it) meanwhile. */
-function removeDir(fs: FsAdapter, path: string): Promise<boolean> {
-  return unless(fs.rmdir(path).then(() => true), ["ENOTEMPTY", "EEXIST", "ENOENT"], false);
 }

@@ -30,6 +30,14 @@ export function checkTrusted(path: string, info: EntryInfo, want: "directory" | 
   if (why !== null) throw new UnsafePathError(`${path} ${why}; nothing was written`);
 }
 
+/** `path`'s entry, made a 0700 directory first when there is none (null: gone again at once). */
+async function lstatOrMake(fs: FsAdapter, path: string): Promise<EntryInfo | null> {
+  const info = await fs.lstat(path);
+  if (info !== null) return info;
+  await unless(fs.mkdir(path, DIR_MODE), "EEXIST", undefined);
+  return await fs.lstat(path);
+}
+
 /** Makes `dir` (below `root`, or `root` itself) exist as trusted directories all the way down, creating what is missing 0700. */
 export async function ensureTrustedDir(fs: FsAdapter, root: string, dir: string): Promise<void> {
   if (dir !== root && !dir.startsWith(root + "/")) throw new UnsafePathError(`${dir} is not under the mirror root`);
@@ -37,11 +45,7 @@ export async function ensureTrustedDir(fs: FsAdapter, root: string, dir: string)
   let path = root;
   for (const part of ["", ...parts]) {
     path = part === "" ? path : `${path}/${part}`;
-    let info = await fs.lstat(path);
-    if (info === null) {
-      await fs.mkdir(path, DIR_MODE);
-      info = await fs.lstat(path);
-    }
+    const info = await lstatOrMake(fs, path);
     if (info === null) throw new UnsafePathError(`${path} vanished while being created; nothing was written`);
     checkTrusted(path, info, "directory");
   }
@@ -49,11 +53,7 @@ export async function ensureTrustedDir(fs: FsAdapter, root: string, dir: string)
 
 /** Outside the root (a spool under the system temp dir, the proxy's CA), one level: created 0700, or refused naming why. */
 export async function ensurePrivateDir(fs: FsAdapter, path: string): Promise<void> {
-  let info = await fs.lstat(path);
-  if (info === null) {
-    await unless(fs.mkdir(path, DIR_MODE), "EEXIST", undefined);
-    info = await fs.lstat(path);
-  }
+  const info = await lstatOrMake(fs, path);
   const refuse = (why: string) => Object.assign(new Error(`${path} ${why}; not used`), { code: "EUNSAFE" });
   if (info === null) throw refuse("vanished while being created");
   const why = untrusted(info, "directory");

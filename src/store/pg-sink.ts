@@ -118,7 +118,13 @@ export class PgSink {
     const late = this.status !== "ok";
     let written = 0;
     try {
-      if (late) await this.connect();
+      if (late) {
+        const migrated = await bounded(migrate(this.sql), 30_000, "the schema migration");
+        if (this.schema !== migrated.to || migrated.applied.length > 0) {
+          this.options.log("store-schema", { version: migrated.to, applied: migrated.applied.join(",") || null, newer: migrated.newer });
+        }
+        this.schema = migrated.to;
+      }
       for (let jobs = await this.spool.next(BATCH_MAX, keyOf); jobs.length > 0 && !this.closed; jobs = await this.spool.next(BATCH_MAX, keyOf)) {
         await this.write(jobs);
         this.spool.shift(jobs.length);
@@ -127,25 +133,14 @@ export class PgSink {
     } finally {
       if (late) this.counts.replayed += written;
     }
-    if (late) this.back(written);
-    return wakes;
-  }
-
-  private async connect(): Promise<void> {
-    const migrated = await bounded(migrate(this.sql), 30_000, "the schema migration");
-    if (this.schema !== migrated.to || migrated.applied.length > 0) {
-      this.options.log("store-schema", { version: migrated.to, applied: migrated.applied.join(",") || null, newer: migrated.newer });
-    }
-    this.schema = migrated.to;
-  }
-
-  private back(written: number): void {
+    if (!late) return wakes;
     this.options.log("store", { status: "ok", replayed: written, spooled: this.spool.pending });
     this.status = "ok";
     this.misconfigured = null;
     const line = () => `sessiontap: the store ${redactUrl(this.options.url)} is usable again; ${written} spooled commit${written === 1 ? "" : "s"} written`;
     this.reach.ok(line);
     this.settings.ok(line);
+    return wakes;
   }
 
   /** When the store refuses a run, each is tried alone and one it refuses for good set aside; rejects only when the store is away. */

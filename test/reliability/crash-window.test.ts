@@ -65,7 +65,7 @@ describe("a tap killed between the client's last byte and the write", () => {
 
       // Another live writer holds the conversation's lock (this test process): the next write must wait.
       mkdirSync(`${root}/.locks`, { recursive: true, mode: 0o700 });
-      const locks = new DirLocks(nodeFs, root, { self: selfOwner(nodeFs), isAlive: async () => true, waitMs: 0, clock: Date.now, sleep: async () => {} });
+      const locks = new DirLocks(nodeFs, root, { self: selfOwner(nodeFs), waitMs: 0, clock: Date.now });
       const lock = locks.pathFor(sessionDir);
       writeFileSync(lock, JSON.stringify(await selfOwner(nodeFs)));
       history.push({ role: "user", content: "second" });

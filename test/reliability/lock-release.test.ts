@@ -28,8 +28,7 @@ describe("a writer lock whose release failed stays the tap's own", () => {
   });
   after(async () => await stub.close());
 
-  const lockOf = async (root: string, dir: string) =>
-    new DirLocks(nodeFs, root, { self: selfOwner(nodeFs), isAlive: async () => true, waitMs: 0, clock: Date.now, sleep: async () => {} }).pathFor(dir);
+  const lockOf = async (root: string, dir: string) => new DirLocks(nodeFs, root, { self: selfOwner(nodeFs), waitMs: 0, clock: Date.now }).pathFor(dir);
 
   it("a release that fails once: the answer is written, the lock released by a retry, the session written again", { timeout: 30_000 }, async () => {
     const faults = lockFaultsEngineFs();

@@ -61,7 +61,7 @@ describe("processes sharing one mirror root", () => {
   it("a lock left by a dead process is taken over; one held by a live process makes the tap wait, keep, and retry", { timeout: 30_000 }, async () => {
     const sessionDir = `${root}/locked`;
     mkdirSync(`${root}/.locks`, { recursive: true });
-    const locks = new DirLocks(nodeFs, root, { self: selfOwner(nodeFs), isAlive: async () => true, waitMs: 0, clock: Date.now, sleep: async () => {} });
+    const locks = new DirLocks(nodeFs, root, { self: selfOwner(nodeFs), waitMs: 0, clock: Date.now });
     const dead = spawnSync("sh", ["-c", "exit 0"]).pid;
     writeFileSync(locks.pathFor(sessionDir), JSON.stringify({ pid: dead, start: "1", host: (await selfOwner(nodeFs)).host }));
     const { url } = await start({ SESSIONTAP_LOCK_WAIT_MS: "300" });
