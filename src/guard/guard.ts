@@ -32,7 +32,7 @@ export type GuardOptions = Partial<typeof DEFAULTS> & {
   log: (action: string, fields: EventFields) => void;
 };
 
-export type GuardState = Exclude<Verdict["state"], "intact">;
+type GuardState = Exclude<Verdict["state"], "intact">;
 
 export interface GuardAlert {
   sessionId: string;
@@ -46,7 +46,6 @@ export interface GuardAlert {
 }
 
 export type GuardHealth = ReturnType<Guard["health"]>;
-export type GuardSessionView = NonNullable<ReturnType<Guard["inspect"]>>;
 
 type Expected = { keys: string[]; at: number; answer: boolean; chain: string | null; segment: number };
 
@@ -127,16 +126,13 @@ export class Guard {
   inspect(sessionId: string) {
     const s = this.sessions.peek(sessionId);
     if (s === undefined) return null;
-    const answers = [...s.expected.values()].filter((e) => e.answer).length;
     return {
       path: s.follower?.path ?? null,
-      seen: s.seen,
       lastLook: s.lastLook,
       verdict: s.verdict,
       verdictAt: s.verdictAt,
       dueInMs: s.timer === null ? null : s.dueAt - this.o.clock(),
-      prompts: s.expected.size - answers,
-      answers,
+      prompts: [...s.expected.values()].filter((e) => !e.answer).length,
     };
   }
 

@@ -30,26 +30,18 @@ export interface MirrorDeps {
   redactor: Redactor | null;
 }
 
-/** Counters shown by /_tap/health (docs/DESIGN.md "Health and exit"); the failures among them are declared in problems.ts. */
+/** Counters shown by /_tap/health (docs/DESIGN.md "Health and exit"), besides the failures problems.ts declares. */
 const STATS = {
   responses: 0,
   appends: 0,
   records: 0,
   bytes: 0,
   interrupted: 0,
-  skipped: 0,
-  errors: 0,
-  dropped: 0,
-  repaired: 0,
-  failedResponses: 0,
   replayed: 0,
-  gaveUp: 0,
-  truncated: 0,
-  borrowed: 0,
 };
 
 /** `queued`: commits waiting in memory for a write to succeed. */
-export type MirrorStats = typeof STATS & { readonly queued: number };
+export type MirrorStats = typeof STATS & Record<CountedKind, number> & { readonly queued: number };
 
 export type Unwritten =
   | { kind: "none" }
@@ -115,7 +107,8 @@ export class Mirror {
       },
       empty: () => void this.track(this.allWritten()),
     }));
-    this.stats = Object.defineProperty({ ...STATS }, "queued", { get: () => queue.size, enumerable: true }) as MirrorStats;
+    const counted = Object.fromEntries(Object.keys(COUNTED).map((kind) => [kind, 0]));
+    this.stats = Object.defineProperty({ ...STATS, ...counted }, "queued", { get: () => queue.size, enumerable: true }) as MirrorStats;
     this.bindings = settings.bindingKey === null ? null : new SessionBindings(this, new BindingFiles(fs, root), settings.bindingKey, settings.maxSessions * 4);
   }
 
@@ -222,7 +215,7 @@ export class Mirror {
     const n = (this.stats[kind] += by);
     const { action, said }: Counted = COUNTED[kind];
     if (action !== undefined) this.log(action, { ...fields, [kind]: n });
-    if (said !== undefined) this.alarms.get(kind as "gaveUp").fail(kind, (first) => said(first, n, fields));
+    if (said !== undefined) this.alarms.get(kind).fail(kind, (first) => said(first, n, fields));
   }
 
   /** A failure while following a response means that response is not mirrored. */
