@@ -10,10 +10,6 @@ export class Retry {
     private readonly maxMs: number,
   ) {}
 
-  get due(): boolean {
-    return this.timer !== null;
-  }
-
   /** Unless a run is already due. */
   later(run: () => void, ms = Math.min(this.firstMs * 2 ** this.attempts, this.maxMs)): void {
     this.attempts++;
