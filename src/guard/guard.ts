@@ -50,17 +50,17 @@ export type GuardHealth = ReturnType<Guard["health"]>;
 type Expected = { keys: string[]; at: number; answer: boolean; chain: string | null; segment: number };
 
 /** `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
-function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: number) {
+function fresh(sessionId: string, maxPrompts: number) {
   return {
     sessionId,
-    cwd,
+    cwd: null as string | null,
     follower: null as JsonlFollower | null,
     facts: newFileFacts(),
     startedAt: 0,
     expected: new LRUCache<string, Expected>({ max: maxPrompts }),
     segment: 0,
     segmentHead: null as string | null,
-    lastActivity: now,
+    lastActivity: 0,
     lastLook: 0,
     seen: false,
     told: new Set<GuardState>(),
@@ -184,7 +184,7 @@ export class Guard {
     if (this.stopped) return;
     const now = this.o.clock();
     const id = job.base.sessionId!;
-    const s = this.sessions.get(id) ?? fresh(id, job.base.cwd, now, this.o.maxPrompts);
+    const s = this.sessions.get(id) ?? fresh(id, this.o.maxPrompts);
     this.sessions.set(id, s);
     s.cwd ??= job.base.cwd;
     s.lastActivity = now;
