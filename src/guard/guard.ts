@@ -32,7 +32,7 @@ export type GuardOptions = Partial<typeof DEFAULTS> & {
   log: (action: string, fields: EventFields) => void;
 };
 
-export type GuardState = Exclude<Verdict["state"], "intact">;
+type GuardState = Exclude<Verdict["state"], "intact">;
 
 export interface GuardAlert {
   sessionId: string;
@@ -46,22 +46,21 @@ export interface GuardAlert {
 }
 
 export type GuardHealth = ReturnType<Guard["health"]>;
-export type GuardSessionView = NonNullable<ReturnType<Guard["inspect"]>>;
 
 type Expected = { keys: string[]; at: number; answer: boolean; chain: string | null; segment: number };
 
 /** `startedAt`: when its file was first read (prompts noted before a tail window are not judged). */
-function fresh(sessionId: string, cwd: string | null, now: number, maxPrompts: number) {
+function fresh(sessionId: string, maxPrompts: number) {
   return {
     sessionId,
-    cwd,
+    cwd: null as string | null,
     follower: null as JsonlFollower | null,
     facts: newFileFacts(),
     startedAt: 0,
     expected: new LRUCache<string, Expected>({ max: maxPrompts }),
     segment: 0,
     segmentHead: null as string | null,
-    lastActivity: now,
+    lastActivity: 0,
     lastLook: 0,
     seen: false,
     told: new Set<GuardState>(),
@@ -127,16 +126,13 @@ export class Guard {
   inspect(sessionId: string) {
     const s = this.sessions.peek(sessionId);
     if (s === undefined) return null;
-    const answers = [...s.expected.values()].filter((e) => e.answer).length;
     return {
       path: s.follower?.path ?? null,
-      seen: s.seen,
       lastLook: s.lastLook,
       verdict: s.verdict,
       verdictAt: s.verdictAt,
       dueInMs: s.timer === null ? null : s.dueAt - this.o.clock(),
-      prompts: s.expected.size - answers,
-      answers,
+      prompts: [...s.expected.values()].filter((e) => !e.answer).length,
     };
   }
 
@@ -188,7 +184,7 @@ export class Guard {
     if (this.stopped) return;
     const now = this.o.clock();
     const id = job.base.sessionId!;
-    const s = this.sessions.get(id) ?? fresh(id, job.base.cwd, now, this.o.maxPrompts);
+    const s = this.sessions.get(id) ?? fresh(id, this.o.maxPrompts);
     this.sessions.set(id, s);
     s.cwd ??= job.base.cwd;
     s.lastActivity = now;

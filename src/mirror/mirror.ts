@@ -9,7 +9,7 @@ import type { FsAdapter } from "../storage/fs-adapter.ts";
 import { type AppendResult, type Cursor, MirrorTree } from "../storage/mirror-tree.ts";
 import { MirrorSpool, rootSpoolDir, tempSpoolPlace } from "../storage/spool.ts";
 import { sweepTree } from "../storage/sweep.ts";
-import { join } from "node:path/posix";
+import { basename, dirname, join } from "node:path/posix";
 import { LRUCache } from "lru-cache";
 import type { PgSink } from "../store/pg-sink.ts";
 import { describe } from "../utils/describe-error.ts";
@@ -30,26 +30,18 @@ export interface MirrorDeps {
   redactor: Redactor | null;
 }
 
-/** Counters shown by /_tap/health (docs/DESIGN.md "Health and exit"); the failures among them are declared in problems.ts. */
+/** Counters shown by /_tap/health (docs/DESIGN.md "Health and exit"), besides the failures problems.ts declares. */
 const STATS = {
   responses: 0,
   appends: 0,
   records: 0,
   bytes: 0,
   interrupted: 0,
-  skipped: 0,
-  errors: 0,
-  dropped: 0,
-  repaired: 0,
-  failedResponses: 0,
   replayed: 0,
-  gaveUp: 0,
-  truncated: 0,
-  borrowed: 0,
 };
 
 /** `queued`: commits waiting in memory for a write to succeed. */
-export type MirrorStats = typeof STATS & { readonly queued: number };
+export type MirrorStats = typeof STATS & Record<CountedKind, number> & { readonly queued: number };
 
 export type Unwritten =
   | { kind: "none" }
@@ -115,7 +107,8 @@ export class Mirror {
       },
       empty: () => void this.track(this.allWritten()),
     }));
-    this.stats = Object.defineProperty({ ...STATS }, "queued", { get: () => queue.size, enumerable: true }) as MirrorStats;
+    const counted = Object.fromEntries(Object.keys(COUNTED).map((kind) => [kind, 0]));
+    this.stats = Object.defineProperty({ ...STATS, ...counted }, "queued", { get: () => queue.size, enumerable: true }) as MirrorStats;
     this.bindings = settings.bindingKey === null ? null : new SessionBindings(this, new BindingFiles(fs, root), settings.bindingKey, settings.maxSessions * 4);
   }
 
@@ -203,8 +196,8 @@ export class Mirror {
     this.stats.appends++;
     this.stats.records += records;
     this.stats.bytes += result.bytes;
-    const dir = this.relative(result.path.slice(0, result.path.lastIndexOf("/")));
-    const file = result.path.slice(result.path.lastIndexOf("/") + 1);
+    const dir = this.relative(dirname(result.path));
+    const file = basename(result.path);
     if (result.rotated) this.log("rotate", { dir, file });
     else if (result.created) this.log("open", { dir, file });
     this.log("append", { dir, route: job.route, kind: job.kind, records, bytes: result.bytes, file, ...(commits > 1 && { commits }) });
@@ -222,7 +215,7 @@ export class Mirror {
     const n = (this.stats[kind] += by);
     const { action, said }: Counted = COUNTED[kind];
     if (action !== undefined) this.log(action, { ...fields, [kind]: n });
-    if (said !== undefined) this.alarms.get(kind as "gaveUp").fail(kind, (first) => said(first, n, fields));
+    if (said !== undefined) this.alarms.get(kind).fail(kind, (first) => said(first, n, fields));
   }
 
   /** A failure while following a response means that response is not mirrored. */

@@ -78,23 +78,24 @@ const RAISED = {
 
 export type RaisedKind = keyof typeof RAISED;
 
+/** An alarm per raised kind, and per counted kind that says something (for its reminders), made when first asked for. */
 export class MirrorAlarms {
   private readonly alarms = new Map<string, Alarm>();
 
-  constructor(clock: () => number, stderr: (line: string) => void) {
-    for (const kind of [...Object.keys(RAISED), "gaveUp", "borrowed"]) this.alarms.set(kind, new Alarm(clock, stderr));
-  }
+  constructor(private readonly clock: () => number, private readonly stderr: (line: string) => void) {}
 
   raise(kind: RaisedKind, f: EventFields): void {
-    this.alarms.get(kind)!.fail(String(f.error), (first, n) => RAISED[kind].said(first, n, f));
+    this.get(kind).fail(String(f.error), (first, n) => RAISED[kind].said(first, n, f));
   }
 
   clear(kind: RaisedKind, f: EventFields = {}): void {
-    this.alarms.get(kind)!.ok((n) => RAISED[kind].recovered(n, f));
+    this.get(kind).ok((n) => RAISED[kind].recovered(n, f));
   }
 
-  get(kind: RaisedKind | "gaveUp" | "borrowed"): Alarm {
-    return this.alarms.get(kind)!;
+  get(kind: RaisedKind | CountedKind): Alarm {
+    let alarm = this.alarms.get(kind);
+    if (alarm === undefined) this.alarms.set(kind, alarm = new Alarm(this.clock, this.stderr));
+    return alarm;
   }
 }
 

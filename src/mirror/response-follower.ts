@@ -84,9 +84,7 @@ export class ResponseFollower {
       return this.skip("response body is not JSON", { bytes: this.jsonBytes });
     }
     if (!isObject(parsed) || parsed.type !== "message") return this.skip("response is not a message");
-    const message = messageFromJson(parsed as Json);
-    this.settled = true;
-    this.later(() => this.finish("complete", message));
+    this.settle("complete", messageFromJson(parsed as Json));
   }
 
   /** What arrived of a client- or upstream-cut answer is kept, marked; one the relay gave up ("behind") comes with the next request's history. */
@@ -110,18 +108,15 @@ export class ResponseFollower {
     this.settle("upstream-cut");
   }
 
-  private settle(kind: CommitJob["kind"]): void {
+  /** The commit waits for its request if that has not come yet. */
+  private settle(kind: CommitJob["kind"], whole = this.reader?.whole ? this.reader.acc.message(false) : null): void {
     this.settled = true;
-    const whole = this.reader?.whole ? this.reader.acc.message(false) : null;
-    this.later(() => this.finish(kind, whole));
-  }
-
-  private later(step: () => void): void {
+    const step = () => this.finish(kind, whole);
     if (this.state === "ready") step();
     else if (this.state === "waiting") this.queued.push(step);
   }
 
-  private skip(reason: string | null, fields?: Record<string, string | number | boolean | null>): void {
+  private skip(reason: string | null, fields?: Skip["fields"]): void {
     this.state = "skipped";
     this.queued = [];
     if (reason !== null) this.mirror.count("skipped", { reason, ...fields });
@@ -133,14 +128,11 @@ export class ResponseFollower {
     const p = this.prepared!;
     const acc = this.reader?.acc ?? null;
     const at = new Date(this.mirror.deps.clock()).toISOString();
-    let answer: Answer | null = null;
     if (acc?.truncated) this.mirror.count("truncated", { droppedChars: acc.dropped, keptAtMost: this.mirror.settings.maxMessageBytes });
     if (kind === "gave-up") this.mirror.count("gaveUp", { reason: "the mirror engine fell behind the relay", dir: p.sessionDir, route: p.route });
-    else if (kind === "complete" && whole !== null) answer = { message: this.withModel(whole, p.model), requestId: this.head!.requestId, timestamp: at };
-    else if (kind !== "complete" && acc !== null && acc.hasContent) {
-      // The user saw this much: kept, marked; the retry's answer is its own record.
-      answer = { message: this.withModel(acc.message(true), p.model), requestId: this.head!.requestId, timestamp: at };
-    }
+    // Of a cut answer, what the user saw is kept, marked; the retry's answer is its own record.
+    const message = kind === "complete" ? whole : kind !== "gave-up" && acc?.hasContent ? acc.message(true) : null;
+    const answer: Answer | null = message === null ? null : { message: this.withModel(message, p.model), requestId: this.head!.requestId, timestamp: at };
     const { model: _model, ...job } = p;
     void this.mirror.commit({ ...job, requestTimestamp: new Date(this.startedAt).toISOString(), answer, kind });
   }

@@ -10,10 +10,6 @@ export class Retry {
     private readonly maxMs: number,
   ) {}
 
-  get due(): boolean {
-    return this.timer !== null;
-  }
-
   /** Unless a run is already due. */
   later(run: () => void, ms = Math.min(this.firstMs * 2 ** this.attempts, this.maxMs)): void {
     this.attempts++;
@@ -36,8 +32,9 @@ export class Retry {
   }
 }
 
-/** `held`: waiting out the delay its failure named, which new items and flushes wait out too. */
-type Key<T> = { items: T[]; since: number; run: Promise<void> | null; retry: Retry; held: boolean };
+/** `taken`: how many items the run in flight was handed. `held`: waiting out the delay its failure named, which new items and flushes
+ * wait out too; `until` settles when the run after it ends. */
+type Key<T> = { items: T[]; since: number; run: Promise<void> | null; retry: Retry; taken: number; held: { until: Promise<void>; release: () => void } | null };
 
 export interface QueueEvents {
   dropped?(key: string, n: number): void;
@@ -60,19 +57,22 @@ export class KeyedQueue<T> {
     private readonly retry: { firstMs: number; maxMs: number } = { firstMs: 250, maxMs: 30_000 },
   ) {}
 
-  /** Resolves when the run it joined ended (written, or left waiting). */
+  /** Resolves when the run it joined ended (written, or left waiting). An item that is the last one waiting (===) and not yet handed
+   * to a run is not queued twice: a wake-up pushed once per commit while the key is held stays one wake-up. */
   push(key: string, item: T): Promise<void> {
     let entry = this.keys.get(key);
     if (entry === undefined) {
-      entry = { items: [], since: this.clock(), run: null, retry: new Retry(this.retry.firstMs, this.retry.maxMs), held: false };
+      entry = { items: [], since: this.clock(), run: null, retry: new Retry(this.retry.firstMs, this.retry.maxMs), taken: 0, held: null };
       this.keys.set(key, entry);
     }
-    entry.items.push(item);
-    this.size++;
-    let dropped = 0;
-    for (; this.size > this.max && entry.items.length > 1; dropped++, this.size--) entry.items.shift();
-    if (dropped > 0) this.events.dropped?.(key, dropped);
-    return entry.held ? Promise.resolve() : this.kick(key);
+    if (entry.items.length === entry.taken || entry.items.at(-1) !== item) {
+      entry.items.push(item);
+      this.size++;
+      let dropped = 0;
+      for (; this.size > this.max && entry.items.length > 1; dropped++, this.size--) entry.items.shift();
+      if (dropped > 0) this.events.dropped?.(key, dropped);
+    }
+    return entry.held !== null ? Promise.resolve() : this.kick(key);
   }
 
   /** Runs a key now (its retry, if due, is forgotten). */
@@ -87,17 +87,23 @@ export class KeyedQueue<T> {
   private async drain(key: string, entry: Key<T>): Promise<void> {
     await Promise.resolve(); // items pushed in the same turn go together
     entry.retry.cancel();
-    entry.held = false;
+    entry.held?.release();
+    entry.held = null;
     while (entry.items.length > 0 && !this.stopped) {
       let done: number;
+      entry.taken = entry.items.length;
       try {
         done = await this.work(key, entry.items);
       } catch (error) {
+        entry.taken = 0;
         const ms = this.events.failed(key, error, entry.retry.attempts + 1);
-        entry.held = typeof ms === "number";
-        entry.retry.later(() => void this.kick(key), entry.held ? ms as number : undefined);
-        return;
+        if (typeof ms !== "number") return entry.retry.later(() => void this.kick(key));
+        let release = () => {};
+        const released = new Promise<void>((resolve) => (release = resolve));
+        entry.held = { until: released.then(() => this.kick(key)), release };
+        return entry.retry.later(release, ms);
       }
+      entry.taken = 0;
       this.size -= entry.items.splice(0, done).length;
       entry.since = this.clock();
       entry.retry.reset();
@@ -107,8 +113,9 @@ export class KeyedQueue<T> {
     if (this.size === 0) this.events.empty?.();
   }
 
+  /** Runs every key once more; a held one when its delay is out. */
   async flush(): Promise<void> {
-    await Promise.all([...this.keys].filter(([, entry]) => !entry.held).map(([key]) => this.kick(key)));
+    await Promise.all([...this.keys].map(([key, entry]) => entry.held?.until ?? this.kick(key)));
   }
 
   longestWaitMs(): number {
@@ -123,7 +130,7 @@ export class KeyedQueue<T> {
   /** Hands over every waiting item, key by key, and forgets them. */
   stop(): T[] {
     this.stopped = true;
-    for (const entry of this.keys.values()) entry.retry.cancel();
+    for (const entry of this.keys.values()) entry.retry.cancel(), entry.held?.release();
     const left = [...this.keys.values()].flatMap((k) => k.items);
     this.keys.clear();
     this.size = 0;
