@@ -216,7 +216,7 @@ export async function startProxy(settings: Readonly<ProxySettings>, deps: ProxyD
       const text = await readHead(reader, MAX_HEAD, IDLE_MS, settings.timeoutMs).catch((error: Error) => error);
       if (text instanceof Error && !(text instanceof ReadError)) return void socket.destroy(); // the client reset it
       if (text === null || (text instanceof ReadError && text.message === "no request came")) return void socket.end();
-      if (text instanceof ReadError) return reject(`head-${text.reason}`, text.reason === "too-large" ? 431 : 400, text.message);
+      if (text instanceof ReadError) return reject(`head-${text.reason}`, HEAD_STATUS[text.reason], text.message);
       inFlight(true);
       const head = parseRequestHead(text);
       const framing = typeof head === "string" ? head : framingOf(head);

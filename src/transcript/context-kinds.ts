@@ -157,17 +157,10 @@ export function systemPieces(text: string): ContextPiece[] {
 
 /** In the order of KINDS, other kinds keeping their place: the wire no longer says which came first once the model takes system turns. */
 export function interleave(user: ContextPiece[], system: ContextPiece[]): ContextPiece[] {
-  const rank = (list: ContextPiece[]) => {
+  const ranked = (list: ContextPiece[]) => {
     let last = -1;
-    return list.map((p) => (last = Math.max(last, KINDS.findIndex((k) => k.type === p.attachment.type))));
+    return list.map((piece) => ({ piece, rank: last = Math.max(last, KINDS.findIndex((k) => k.type === piece.attachment.type)) }));
   };
-  const [ru, rs] = [rank(user), rank(system)];
-  const out: ContextPiece[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < user.length || j < system.length) {
-    if (j >= system.length || (i < user.length && ru[i] <= rs[j])) out.push(user[i++]);
-    else out.push(system[j++]);
-  }
-  return out;
+  // A stable sort of the two runs, each in rank order already: a merge, the user's piece first where they tie.
+  return [...ranked(user), ...ranked(system)].sort((a, b) => a.rank - b.rank).map((r) => r.piece);
 }

@@ -73,10 +73,8 @@ export const restorePath = (tree: Tree) => walkUp(tree.newestLeaf, (r) => parent
 
 /** For a compaction's new root, what the conversation had reached before it (null: a true start). */
 function logicalParent(tree: Tree, r: Rec): Rec | null {
-  const parent = parentRec(tree, r);
-  if (parent !== null) return parent;
-  if (isCompactBoundary(r)) return boundaryParent(tree, r);
-  if (parentOf(r) !== null || !isCompactSummary(r)) return null;
+  const up = parentRec(tree, r) ?? boundaryParent(tree, r);
+  if (up !== null || parentOf(r) !== null || !isCompactSummary(r)) return up;
   const cmp = compareBy(tree.order);
   const own = walkUp(r, (x) => parentRec(tree, x))[0];
   let best: Rec | null = null;

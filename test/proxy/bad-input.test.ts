@@ -192,6 +192,18 @@ describe("bad input to the proxy", { timeout: 60_000 }, () => {
     assert.deepEqual(failed, { "handshake-timeout": 2, "handshake-failed": 1, "plain-http": 1, "bad-request": 2 });
     assert.equal(refused + hungUp, 1, "the client that did not trust the CA");
   });
+
+  it("a request head inside the tunnel that stops part-way is a 408 within the bound, as in the CONNECT phase", async () => {
+    let answer = "";
+    const event = await oneEvent(tap, async () => {
+      const socket = await tlsThrough(port, "api.anthropic.com", 443, ca);
+      const incoming = new Incoming(socket);
+      socket.write("POST /v1/messages HTTP/1.1\r\nhost: api.anthropic.com\r\n");
+      answer = (await incoming.rest()).toString("utf8");
+    });
+    assert.match(answer, /^HTTP\/1\.1 408 /);
+    assert.equal(event.reason, "head-timeout");
+  });
 });
 
 describe("who may use the proxy", { timeout: 60_000 }, () => {
