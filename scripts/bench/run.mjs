@@ -419,9 +419,9 @@ function microTables(m) {
     const x = m[key];
     if (!x) continue;
     lines.push(
-      `| ${label} | ${x.bytes ? `${(x.bytes / 1048576).toFixed(2)} MiB, ${x.messages} messages` : "—"} | ${v(x, "firstReadMs")} | ${v(x, "readMs")} | ${v(x, "identifyMs")} | ${
-        v(x, "planMs")
-      } | ${v(x, "totalMs")} | ${v(x, "relayMs")} | ${v(x, "parseMs")} |`,
+      `| ${label} | ${x.bytes ? `${(x.bytes / 1048576).toFixed(2)} MiB, ${x.messages} messages` : "—"} | ${v(x, "firstReadMs")} | ${v(x, "readMs")} | ${
+        v(x, "identifyMs")
+      } | ${v(x, "planMs")} | ${v(x, "totalMs")} | ${v(x, "relayMs")} | ${v(x, "parseMs")} |`,
     );
   }
   return lines.join("\n");

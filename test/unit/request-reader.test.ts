@@ -41,7 +41,10 @@ describe("readRequest", () => {
 
 describe("readRequest over a growing history", () => {
   const pad = "x".repeat(70 * 1024); // large enough for the reader to keep the prefix it read
-  const user = (text: string, marked = false) => ({ role: "user", content: [{ type: "text", text, ...(marked ? { cache_control: { type: "ephemeral" } } : {}) }] });
+  const user = (text: string, marked = false) => ({
+    role: "user",
+    content: [{ type: "text", text, ...(marked ? { cache_control: { type: "ephemeral" } } : {}) }],
+  });
   const assistant = (text: string) => ({ role: "assistant", content: [{ type: "text", text }] });
   const read = (raw: string) => {
     const got = readRequest(enc(raw));
