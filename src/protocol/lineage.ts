@@ -139,8 +139,8 @@ function parseBody(parts: Uint8Array[]): Json {
   return body;
 }
 
-// Each request re-sends the conversation: a history prefix whose bytes (from the body's first byte) hash the same as one read
-// before is the same messages, in the same place, so it is neither parsed nor hashed again (issue 28). Bodies this large only.
+// Each request re-sends the conversation: a history prefix whose bytes (from the body's first byte) hash the same as one read before
+// is the same messages, in the same place, neither parsed nor hashed again (BENCHMARKS.md "Issue 28: a history prefix read once").
 const KNOWN_MIN_BYTES = 64 * 1024;
 const KNOWN_MAX = 8;
 const KNOWN_MAX_BYTES = 64 * 1024 * 1024;
