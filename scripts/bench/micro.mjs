@@ -76,13 +76,23 @@ const { prepareRequest } = await import("../../src/mirror/response-follower.ts")
 const IDENTITY = { session: "micro-history", agent: null, parentAgent: null, userAgent: "claude-cli/2.1.328 (external, cli)" };
 
 /**
- * The request side of one body, as the engine runs it (src/mirror/response-follower.ts): the body read (decoded,
- * parsed, every message hashed: it re-sends the whole conversation), identified, then planned against a
+ * The request side of one body, as the engine runs it (src/mirror/response-follower.ts): the body read (seen first: decoded,
+ * parsed, every message hashed; its history known: the prefix hashed, the rest parsed), identified, then planned against a
  * lineage that holds everything but the new message. Beside it, for reference, the decode + JSON.parse alone.
  */
 async function requestSide(body) {
   const bytes = enc.encode(body);
   const parse = await timeIt(() => JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)));
+  // Seen first: leading spaces make every body's bytes new to the reader, so none has a prefix it read before.
+  let spaces = 0;
+  const first = await timeIt(() => {
+    const fresh = enc.encode(" ".repeat(++spaces) + body);
+    const t = performance.now();
+    readRequest(fresh);
+    return performance.now() - t;
+  });
+  // Its history known (the engine's steady state): the same body again, its prefix read before.
+  readRequest(bytes);
   const read = await timeIt(() => {
     const t = performance.now();
     readRequest(bytes);
@@ -111,6 +121,7 @@ async function requestSide(body) {
     messages: messages.length,
     parseMs: parse.ms,
     readMs,
+    firstReadMs: first.measured,
     identifyMs: Math.max(0, prepareMs - readMs),
     planMs: plan.ms,
     totalMs: prepareMs + plan.ms,

@@ -1,5 +1,5 @@
 // Exactly-once planning (docs/DESIGN.md "Exactly once"): a message's identity stable across re-sends, chain hashes, the index of
-// a conversation's mirrored positions, and which messages are new. Pure.
+// a conversation's mirrored positions, and which messages are new. Pure but for the request prefixes it has read.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { isObject, type Json } from "./json.ts";
@@ -91,9 +91,9 @@ function systemKey(parentChain: string | null, hash: string): string {
   return chainHash(parentChain, `system:${hash}`);
 }
 
-export function hashMessages(messages: unknown[]): HashedMessage[] {
+/** `parent`: the position the first of them follows (a known prefix's end). */
+export function hashMessages(messages: unknown[], parent: string | null = null): HashedMessage[] {
   const out: HashedMessage[] = [];
-  let parent: string | null = null;
   for (const m of messages) {
     if (!isObject(m) || typeof m.role !== "string") continue;
     const hash = messageHash(m.role, m.content);
@@ -109,19 +109,161 @@ export class UnreadableRequest extends Error {
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
+/** After a known prefix a byte-order mark is no mark but a byte the body holds. */
+const partDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** A Messages API body decoded, parsed and hashed (docs/DESIGN.md "Request side"); the tools are counted, not kept (some 30 KiB). */
 export function readRequest(bytes: Uint8Array): { rest: Json; toolCount: number; messages: HashedMessage[] } {
+  let known = bytes.byteLength < KNOWN_MIN_BYTES ? null : knownPrefix(bytes);
+  // The bytes after a known prefix are scanned first: a second `messages` there is the one a whole reading keeps.
+  let layout = known === null ? null : scanLayout(bytes, known.prefix.length + known.skip, known.prefix.open);
+  if (layout === null) known = null;
+  const body = parseBody(known === null ? [bytes] : [bytes.subarray(0, known.prefix.open), bytes.subarray(known.prefix.length + known.skip)]);
+  // `[a,]`: no element follows the prefix's comma, which the whole body's reading refuses.
+  if (known?.skip === 1 && Array.isArray(body.messages) && body.messages.length === 0) throw new UnreadableRequest("request body is not JSON");
+  const { messages, tools, ...rest } = body;
+  if (!Array.isArray(messages)) throw new UnreadableRequest("request has no messages array");
+  const hashed = known === null ? hashMessages(messages) : [...known.prefix.messages, ...hashMessages(messages, known.prefix.messages.at(-1)?.chain ?? null)];
+  if (bytes.byteLength >= KNOWN_MIN_BYTES) remember(bytes, known, layout ?? scanLayout(bytes, 0, -1), messages, hashed);
+  return { rest, toolCount: Array.isArray(tools) ? tools.length : 0, messages: hashed };
+}
+
+function parseBody(parts: Uint8Array[]): Json {
   let body: unknown;
   try {
-    body = JSON.parse(decoder.decode(bytes));
+    body = JSON.parse(parts.map((part, i) => (i === 0 ? decoder : partDecoder).decode(part)).join(""));
   } catch (error) {
     throw new UnreadableRequest(error instanceof TypeError ? "request body is not UTF-8" : "request body is not JSON");
   }
   if (!isObject(body)) throw new UnreadableRequest("request body is not JSON");
-  const { messages, tools, ...rest } = body;
-  if (!Array.isArray(messages)) throw new UnreadableRequest("request has no messages array");
-  return { rest, toolCount: Array.isArray(tools) ? tools.length : 0, messages: hashMessages(messages) };
+  return body;
+}
+
+// Each request re-sends the conversation: a history prefix whose bytes (from the body's first byte) hash the same as one read before
+// is the same messages, in the same place, neither parsed nor hashed again (BENCHMARKS.md "Issue 28: a history prefix read once").
+const KNOWN_MIN_BYTES = 64 * 1024;
+const KNOWN_MAX = 8;
+const KNOWN_MAX_BYTES = 64 * 1024 * 1024;
+const FINGERPRINT = 64;
+
+interface KnownPrefix {
+  /** Bytes from the body's start to the delimiter after its last element (a `,` or the `]`). */
+  length: number;
+  digest: string;
+  /** Just after the `[` that opens `messages`. */
+  open: number;
+  elements: number;
+  messages: HashedMessage[];
+  /** The bytes just before `length`: most bodies that differ are told apart without hashing. */
+  tail: Uint8Array;
+}
+
+/** Newest first. */
+const knownPrefixes: KnownPrefix[] = [];
+
+type Known = { prefix: KnownPrefix; skip: number; hash: ReturnType<typeof createHash> };
+
+function knownPrefix(bytes: Uint8Array): Known | null {
+  for (const prefix of knownPrefixes) {
+    const next = bytes[prefix.length];
+    if (bytes.byteLength <= prefix.length || (next !== COMMA && next !== CLOSE_ARRAY)) continue;
+    if (!sameBytes(bytes.subarray(prefix.length - FINGERPRINT, prefix.length), prefix.tail)) continue;
+    const hash = createHash("sha256").update(bytes.subarray(0, prefix.length));
+    if (hash.copy().digest("hex") === prefix.digest) return { prefix, skip: next === COMMA ? 1 : 0, hash };
+  }
+  return null;
+}
+
+/** Keeps this body's prefix for the next request: `messages` are the elements parsed (after a known prefix), `hashed` all. */
+function remember(bytes: Uint8Array, known: Known | null, layout: Layout | null, messages: unknown[], hashed: HashedMessage[]): void {
+  const from = known?.prefix ?? null;
+  if (layout === null || layout.ends.length !== messages.length) return;
+  const { ends } = layout;
+  const startOf = (j: number) => j > 0 ? ends[j - 1] + 1 : from === null ? layout.open : from.length + 1;
+  // A cache marker moves to the newest message on the next request: the prefix stops before the first of the last few that carry one.
+  let cut = ends.length;
+  for (let j = Math.max(0, ends.length - 4); j < ends.length; j++) {
+    if (Buffer.from(bytes.buffer, bytes.byteOffset + startOf(j), ends[j] - startOf(j)).includes(CACHE_MARKER)) {
+      cut = j;
+      break;
+    }
+  }
+  const length = cut === 0 ? (from?.length ?? 0) : ends[cut - 1];
+  if (from !== null) knownPrefixes.splice(knownPrefixes.indexOf(from), 1);
+  if (length <= (from?.length ?? FINGERPRINT)) {
+    if (from !== null) knownPrefixes.unshift(from);
+    return;
+  }
+  const digest = (known?.hash ?? createHash("sha256")).update(bytes.subarray(from?.length ?? 0, length)).digest("hex");
+  const newOnes = messages.slice(0, cut).filter((m) => isObject(m) && typeof m.role === "string").length;
+  knownPrefixes.unshift({
+    length,
+    digest,
+    open: layout.open,
+    elements: (from?.elements ?? 0) + cut,
+    messages: hashed.slice(0, (from?.messages.length ?? 0) + newOnes),
+    tail: bytes.slice(length - FINGERPRINT, length),
+  });
+  let total = 0;
+  const over = knownPrefixes.findIndex((p, i) => (total += p.length) > KNOWN_MAX_BYTES || i >= KNOWN_MAX);
+  if (over >= 0) knownPrefixes.length = over;
+}
+
+const [QUOTE, BACKSLASH, COMMA, COLON, OPEN_ARRAY, CLOSE_ARRAY, OPEN_OBJECT, CLOSE_OBJECT] = [...'"\\,:[]{}'].map((c) => c.charCodeAt(0));
+const CACHE_MARKER = Buffer.from('"cache_control"');
+const MESSAGES_KEY = Buffer.from("messages");
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
+}
+
+/**
+ * Where the top-level `messages` array opens and where each of its elements ends (its `,` or `]`), from `at`: the body's start
+ * (`open` -1), or just after a known prefix's delimiter inside that array. Null for a body read another way (a key written with an
+ * escape, `messages` twice), which is then never a known prefix.
+ */
+type Layout = { open: number; ends: number[] };
+
+function scanLayout(b: Uint8Array, at: number, open: number): Layout | null {
+  const ends: number[] = [];
+  const resumed = open >= 0;
+  let depth = resumed ? 2 : 0;
+  let inMessages = resumed;
+  let seen = resumed ? 1 : 0;
+  let key = -1;
+  let value = false;
+  for (let i = at; i < b.length; i++) {
+    const c = b[i];
+    if (c === QUOTE) {
+      let end = b.indexOf(QUOTE, i + 1);
+      for (; end > 0; end = b.indexOf(QUOTE, end + 1)) {
+        let slashes = 0;
+        while (b[end - 1 - slashes] === BACKSLASH) slashes++;
+        if (slashes % 2 === 0) break;
+      }
+      if (end < 0) return null;
+      if (depth === 1) key = i;
+      i = end;
+    } else if (c === COLON && depth === 1) {
+      const name = b.subarray(key + 1, b.indexOf(QUOTE, key + 1));
+      if (name.includes(BACKSLASH)) return null;
+      value = sameBytes(name, MESSAGES_KEY);
+      if (value && ++seen > 1) return null;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (depth === 1 && value && c === OPEN_ARRAY) [open, inMessages] = [i + 1, true];
+      value = false;
+      depth++;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      depth--;
+      if (inMessages && depth === 1) {
+        inMessages = false;
+        // Resumed at the `]`, that `]` ends the prefix's own last element.
+        if (resumed ? i > at : ends.length > 0 || b.subarray(open, i).some((x) => x > 0x20)) ends.push(i);
+      }
+    } else if (c === COMMA && depth === 1) value = false;
+    else if (c === COMMA && inMessages && depth === 2) ends.push(i);
+  }
+  return open < 0 ? null : { open, ends };
 }
 
 /** Before `reconstructedBefore`: history the tap never saw answered. */

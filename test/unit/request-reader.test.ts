@@ -38,3 +38,55 @@ describe("readRequest", () => {
     assert.deepEqual(fine.messages.map((m) => m.role), ["user", "assistant"], "an entry that is not a message is left out");
   });
 });
+
+describe("readRequest over a growing history", () => {
+  const pad = "x".repeat(70 * 1024); // large enough for the reader to keep the prefix it read
+  const user = (text: string, marked = false) => ({
+    role: "user",
+    content: [{ type: "text", text, ...(marked ? { cache_control: { type: "ephemeral" } } : {}) }],
+  });
+  const assistant = (text: string) => ({ role: "assistant", content: [{ type: "text", text }] });
+  const read = (raw: string) => {
+    const got = readRequest(enc(raw));
+    const { messages, tools, ...rest } = JSON.parse(raw);
+    assert.deepEqual(got.messages, hashMessages(messages), "the same as reading the whole body");
+    assert.deepEqual(got.rest, rest);
+    assert.equal(got.toolCount, Array.isArray(tools) ? tools.length : 0);
+    return got;
+  };
+
+  it("each request re-sending the history with its cache marker moved reads as the whole body does", () => {
+    const history: unknown[] = [user(pad)];
+    for (let turn = 0; turn < 6; turn++) {
+      const marked = history.map((m, i) => (i === history.length - 1 ? user((m as { content: { text: string }[] }).content[0].text, true) : m));
+      read(JSON.stringify({ model: "m", messages: marked, system: [{ type: "text", text: "s" }], tools: [{ name: "t" }], max_tokens: turn }));
+      history.push(assistant(`answer ${turn}`), turn % 2 ? 42 : user(`prompt ${turn}`), user(`prompt ${turn}b`));
+    }
+  });
+
+  it("a body that differs from a known prefix anywhere inside it, or ends where it ends, still reads as the whole body", () => {
+    const base = [user(pad), assistant("a"), user("u1"), assistant("b"), user("u2")];
+    const head = `{"model":"m","messages":[`;
+    const elements = base.map((m) => JSON.stringify(m));
+    read(head + elements.join(",") + "]}");
+    read(head + elements.join(",") + `],"metadata":{"messages":[1]}}`); // the same messages, another tail
+    read(head + elements.slice(0, 3).join(",") + "]}"); // shorter
+    read(head + [...elements.slice(0, 2), JSON.stringify(user("edited")), ...elements.slice(3)].join(",") + "]}");
+    read(`{"model":"n","messages":[` + elements.join(",") + "]}"); // another head
+    read(head + elements.join(",") + "," + elements.slice(0, 2).join(",") + `],"max_tokens":1}`);
+  });
+
+  it("what a known prefix would hide from the whole body's reading is read in full: a trailing comma, a second messages, a BOM", () => {
+    const head = `{"model":"m","messages":[`;
+    const elements = [user(pad), assistant("a"), user("u1")].map((m) => JSON.stringify(m));
+    read(head + elements.join(",") + "]}");
+    read(head + elements.join(",") + "," + JSON.stringify(assistant("b")) + "]}");
+    const known = head + elements.join(",") + "," + JSON.stringify(assistant("b"));
+    assert.throws(() => readRequest(enc(known + ",]}")), (e: unknown) => e instanceof UnreadableRequest && /not JSON/.test(e.message));
+    assert.throws(() => readRequest(enc(known + ", ]}")), (e: unknown) => e instanceof UnreadableRequest && /not JSON/.test(e.message));
+    read(known + `,{"role":"user","content":"c"}],"messages":[{"role":"user","content":"the last one counts"}]}`);
+    const bom = enc(known + ",\uFEFF" + JSON.stringify(user("c")) + "]}");
+    assert.throws(() => readRequest(bom), (e: unknown) => e instanceof UnreadableRequest && /not JSON/.test(e.message));
+    read(known + "," + JSON.stringify(user("c")) + "]}");
+  });
+});
