@@ -116,7 +116,7 @@ const partDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 export function readRequest(bytes: Uint8Array): { rest: Json; toolCount: number; messages: HashedMessage[] } {
   let known = bytes.byteLength < KNOWN_MIN_BYTES ? null : knownPrefix(bytes);
   // The bytes after a known prefix are scanned first: a second `messages` there is the one a whole reading keeps.
-  let layout = known === null ? null : scanLayout(bytes, known.prefix.length + known.skip, known.prefix.open);
+  const layout = known === null ? null : scanLayout(bytes, known.prefix.length + known.skip, known.prefix.open);
   if (layout === null) known = null;
   const body = parseBody(known === null ? [bytes] : [bytes.subarray(0, known.prefix.open), bytes.subarray(known.prefix.length + known.skip)]);
   // `[a,]`: no element follows the prefix's comma, which the whole body's reading refuses.
