@@ -204,12 +204,6 @@ export function compactJson(value: unknown): string {
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
   }
-  return jsonText(value, 0);
-}
-
-/** `JSON.stringify(value, null, 2)` for `levels` levels, compact below: a value 20,000 deep wrote 800 MB of spaces (docs/RELIABILITY.md "Trust boundaries"). */
-export function jsonText(value: unknown, levels = 12): string {
-  const pads = Array.from({ length: levels + 1 }, (_, d) => "\n" + "  ".repeat(d));
   const out: string[] = [];
   const stack: { keys: string[] | null; values: unknown[]; next: number }[] = [];
   const open = (v: unknown): void => {
@@ -227,18 +221,49 @@ export function jsonText(value: unknown, levels = 12): string {
   open(value);
   while (stack.length > 0) {
     const frame = stack[stack.length - 1];
-    const indented = stack.length <= levels; // this container's depth is the stack's
     if (frame.next === frame.values.length) {
       stack.pop();
-      if (indented && frame.values.length > 0) out.push(pads[stack.length]); // an empty container stays "{}" / "[]"
       out.push(frame.keys === null ? "]" : "}");
       continue;
     }
     const i = frame.next++;
     if (i > 0) out.push(",");
-    if (indented) out.push(pads[stack.length]);
-    if (frame.keys !== null) out.push(JSON.stringify(frame.keys[i]) + (indented ? ": " : ":"));
+    if (frame.keys !== null) out.push(JSON.stringify(frame.keys[i]) + ":");
     open(frame.values[i]);
   }
+  return out.join("");
+}
+
+/** `JSON.stringify(value, null, 2)` for `levels` levels, compact below: a value 20,000 deep wrote 800 MB of spaces (docs/RELIABILITY.md "Trust boundaries"). */
+export function jsonText(value: unknown, levels = 12): string {
+  const compact = compactJson(value);
+  if (levels <= 0) return compact;
+  const pads = Array.from({ length: levels + 1 }, (_, d) => "\n" + "  ".repeat(d));
+  const out: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < compact.length; i++) {
+    const c = compact.charCodeAt(i);
+    if (c === 34) {
+      for (i++; i < compact.length && compact.charCodeAt(i) !== 34; i++) if (compact.charCodeAt(i) === 92) i++;
+    } else if (c === 123 || c === 91) {
+      const next = compact.charCodeAt(i + 1);
+      if (next === 125 || next === 93) i++; // an empty container stays "{}" / "[]"
+      else if (++depth <= levels) {
+        out.push(compact.slice(start, i + 1), pads[depth]);
+        start = i + 1;
+      }
+    } else if (c === 125 || c === 93) {
+      if (depth <= levels) {
+        out.push(compact.slice(start, i), pads[depth - 1]);
+        start = i;
+      }
+      depth--;
+    } else if (depth <= levels && (c === 44 || c === 58)) {
+      out.push(compact.slice(start, i + 1), c === 44 ? pads[depth] : " ");
+      start = i + 1;
+    }
+  }
+  out.push(compact.slice(start));
   return out.join("");
 }
